@@ -1,0 +1,19 @@
+# xtrain_add_module(NAME <m> [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# One shared library per module, built from every .cpp under src/<m>/ (new files need no CMake edit).
+# Private dependencies stay private: a shared library hides them from whoever links the module.
+function(xtrain_add_module)
+  cmake_parse_arguments(M "" "NAME" "PUBLIC_DEPS;PRIVATE_DEPS;EXCLUDE" ${ARGN})
+  file(GLOB_RECURSE _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  foreach(_ex IN LISTS M_EXCLUDE)
+    list(FILTER _srcs EXCLUDE REGEX "${_ex}")
+  endforeach()
+  set(_t xtrain_${M_NAME})
+  add_library(${_t} SHARED ${_srcs})
+  target_include_directories(${_t} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(${_t} PUBLIC ${M_PUBLIC_DEPS} PRIVATE xtrain_warnings ${M_PRIVATE_DEPS})
+  set_target_properties(${_t} PROPERTIES EXPORT_NAME ${M_NAME} VERSION ${PROJECT_VERSION} SOVERSION 0)
+  set_property(GLOBAL APPEND PROPERTY XTRAIN_MODULES ${_t})
+endfunction()

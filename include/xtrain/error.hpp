@@ -1,0 +1,82 @@
+// Errors thrown by xtrain, with PopART's names.
+//
+// Two channels (docs/errors.md):
+//  - internal_error: a broken invariant inside xtrain (a bug); thrown by the XT_CHECK macros with file and line.
+//  - error and its runtime_error family: bad input or a runtime fault the caller can act on. Every message names
+//    the tensor, op, file or option at fault and what was expected.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "xtrain/format.hpp"
+
+namespace xtrain {
+
+// Base of every exception xtrain throws. Formatting constructor: error("tensor {} has shape {}", id, shape).
+class error : public std::runtime_error {
+ public:
+  explicit error(const std::string& what) : std::runtime_error(what) {}
+  template <typename... Args>
+  explicit error(std::string_view f, const Args&... args)
+      : std::runtime_error(xtrain::format(f, args...)) {}
+};
+
+// A broken invariant inside xtrain: please report it.
+class internal_error : public error {
+ public:
+  using error::error;
+};
+
+// A fault while running (device, collective, I/O), as opposed to bad input found while building.
+class runtime_error : public error {
+ public:
+  using error::error;
+};
+
+// What must happen before a recoverable_runtime_error's operation can be retried.
+enum class RecoveryAction { IPU_RESET, LINK_RESET, PARTITION_RESET, POWER_CYCLE };
+const char* toString(RecoveryAction action);
+
+class recoverable_runtime_error : public runtime_error {
+ public:
+  recoverable_runtime_error(RecoveryAction action, const std::string& what)
+      : runtime_error(what + " (recovery action: " + toString(action) + ")"), action_(action) {}
+  RecoveryAction recoveryAction() const { return action_; }
+
+ private:
+  RecoveryAction action_;
+};
+
+class unrecoverable_runtime_error : public runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
+class unknown_runtime_error : public runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
+// A simulated IPU does not have the memory its tensors need. getSummaryReport() is the per-IPU memory report.
+class OutOfMemoryException : public error {
+ public:
+  OutOfMemoryException(const std::string& what, std::string summaryReport)
+      : error(what), report_(std::move(summaryReport)) {}
+  const std::string& getSummaryReport() const { return report_; }
+
+ private:
+  std::string report_;
+};
+
+inline const char* toString(RecoveryAction action) {
+  switch (action) {
+    case RecoveryAction::IPU_RESET: return "IPU_RESET";
+    case RecoveryAction::LINK_RESET: return "LINK_RESET";
+    case RecoveryAction::PARTITION_RESET: return "PARTITION_RESET";
+    case RecoveryAction::POWER_CYCLE: return "POWER_CYCLE";
+  }
+  return "UNKNOWN";
+}
+
+}  // namespace xtrain

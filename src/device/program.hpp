@@ -1,0 +1,45 @@
+// A Program: a straight-line list of kernel invocations over a table of buffers, built once and run many
+// times. The buffers are owned by whoever runs the program (one table per replica), so one Program can be run
+// by several replicas concurrently. Not thread-safe per buffer table.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/kernel.hpp"
+
+namespace xtrain::device {
+
+struct Instruction {
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> inputs;   // buffer indices, -1 for absent
+  std::vector<int> outputs;  // buffer indices, -1 for absent
+  std::string description;
+  uint64_t seedSalt = 0;  // mixed into the per-execution seed
+};
+
+class Program {
+ public:
+  void append(Instruction instruction) { instructions_.push_back(std::move(instruction)); }
+  size_t size() const { return instructions_.size(); }
+  bool empty() const { return instructions_.empty(); }
+  const std::vector<Instruction>& instructions() const { return instructions_; }
+
+  // Runs every instruction in order. `seed` identifies this execution (replica, step, micro-batch).
+  // A kernel's exception is rethrown with the op's description prefixed when it does not already name it.
+  void run(std::vector<HostTensor>& buffers, uint64_t seed) const;
+
+ private:
+  std::vector<Instruction> instructions_;
+};
+
+// SplitMix64 finaliser: a cheap, well-mixed hash for deriving seeds.
+inline uint64_t mixSeed(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace xtrain::device

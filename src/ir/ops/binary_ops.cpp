@@ -1,0 +1,135 @@
+// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div), the variadic Sum, and the internal
+// ReduceSumToShape used by their gradients.
+#include <algorithm>
+
+#include "ir/op_registry.hpp"
+
+namespace xtrain::ir {
+namespace {
+
+std::vector<TensorInfo> inferBroadcast(const ShapeContext& ctx) {
+  const TensorInfo& a = ctx.input(0);
+  const TensorInfo& b = ctx.input(1);
+  if (a.dataType() != b.dataType()) {
+    ctx.fail("inputs have different types {} and {}", a.toString(), b.toString());
+  }
+  return {TensorInfo(a.dataType(), broadcastShapes(ctx, a.shape(), b.shape()))};
+}
+
+OpDef binary(const std::string& type, std::function<void(GradContext&)> grad) {
+  OpDef d;
+  d.type = type;
+  d.minInputs = d.maxInputs = 2;
+  d.infer = inferBroadcast;
+  d.grad = std::move(grad);
+  return d;
+}
+
+XT_REGISTER_OP(binary("Add", [](GradContext& g) {
+  const TensorId& gy = g.gradOut(0);
+  if (g.needsGrad(0)) g.setGradIn(0, g.reduceToShape(gy, g.inputInfo(0).shape()));
+  if (g.needsGrad(1)) g.setGradIn(1, g.reduceToShape(gy, g.inputInfo(1).shape()));
+}));
+
+XT_REGISTER_OP(binary("Sub", [](GradContext& g) {
+  const TensorId& gy = g.gradOut(0);
+  if (g.needsGrad(0)) g.setGradIn(0, g.reduceToShape(gy, g.inputInfo(0).shape()));
+  if (g.needsGrad(1)) {
+    TensorId neg = g.emit("Neg", {gy}, {}, kOnnxDomain);
+    g.setGradIn(1, g.reduceToShape(neg, g.inputInfo(1).shape()));
+  }
+}));
+
+XT_REGISTER_OP(binary("Mul", [](GradContext& g) {
+  const TensorId& gy = g.gradOut(0);
+  if (g.needsGrad(0)) {
+    TensorId p = g.emit("Mul", {gy, g.input(1)}, {}, kOnnxDomain);
+    g.setGradIn(0, g.reduceToShape(p, g.inputInfo(0).shape()));
+  }
+  if (g.needsGrad(1)) {
+    TensorId p = g.emit("Mul", {gy, g.input(0)}, {}, kOnnxDomain);
+    g.setGradIn(1, g.reduceToShape(p, g.inputInfo(1).shape()));
+  }
+}));
+
+// y = a / b: da = gy / b; db = -gy * y / b.
+XT_REGISTER_OP(binary("Div", [](GradContext& g) {
+  const TensorId& gy = g.gradOut(0);
+  TensorId gyOverB = g.emit("Div", {gy, g.input(1)}, {}, kOnnxDomain);
+  if (g.needsGrad(0)) g.setGradIn(0, g.reduceToShape(gyOverB, g.inputInfo(0).shape()));
+  if (g.needsGrad(1)) {
+    TensorId t = g.emit("Mul", {gyOverB, g.output(0)}, {}, kOnnxDomain);
+    TensorId neg = g.emit("Neg", {t}, {}, kOnnxDomain);
+    g.setGradIn(1, g.reduceToShape(neg, g.inputInfo(1).shape()));
+  }
+}));
+
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "Sum";
+  d.minInputs = 1;
+  d.maxInputs = -1;
+  d.infer = [](const ShapeContext& ctx) {
+    TensorInfo out = ctx.input(0);
+    for (size_t i = 1; i < ctx.numInputs(); ++i) {
+      const TensorInfo& in = ctx.input(i);
+      if (in.dataType() != out.dataType()) {
+        ctx.fail("input {} is {} but input 0 is {}", i, in.toString(), out.toString());
+      }
+      out = TensorInfo(out.dataType(), broadcastShapes(ctx, out.shape(), in.shape()));
+    }
+    return std::vector<TensorInfo>{out};
+  };
+  d.grad = [](GradContext& g) {
+    for (size_t i = 0; i < g.op().inputs.size(); ++i) {
+      if (g.needsGrad(i)) g.setGradIn(i, g.reduceToShape(g.gradOut(0), g.inputInfo(i).shape()));
+    }
+  };
+  return d;
+}());
+
+// ReduceSumToShape(x) with attribute shape: sums x over the dimensions that numpy broadcasting added or
+// stretched, giving `shape`. Its gradient broadcasts back (Expand).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "ReduceSumToShape";
+  d.domain = kXtrainDomain;
+  d.infer = [](const ShapeContext& ctx) {
+    const TensorInfo& in = ctx.input(0);
+    Shape target = ctx.attrs().getInts("shape");
+    if (broadcastShapes(ctx, target, in.shape()) != in.shape()) {
+      ctx.fail("shape {} does not broadcast to the input shape {}", shapeToString(target),
+               shapeToString(in.shape()));
+    }
+    return std::vector<TensorInfo>{TensorInfo(in.dataType(), target)};
+  };
+  d.grad = [](GradContext& g) {
+    Attributes a;
+    a.set("shape", g.inputInfo(0).shape());
+    g.setGradIn(0, g.emit("BroadcastToShape", {g.gradOut(0)}, a));
+  };
+  return d;
+}());
+
+// BroadcastToShape(x) with attribute shape: numpy-broadcasts x to `shape` (ONNX Expand with a static shape).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "BroadcastToShape";
+  d.domain = kXtrainDomain;
+  d.infer = [](const ShapeContext& ctx) {
+    const TensorInfo& in = ctx.input(0);
+    Shape target = ctx.attrs().getInts("shape");
+    if (broadcastShapes(ctx, in.shape(), target) != target) {
+      ctx.fail("input shape {} does not broadcast to {}", shapeToString(in.shape()),
+               shapeToString(target));
+    }
+    return std::vector<TensorInfo>{TensorInfo(in.dataType(), target)};
+  };
+  d.grad = [](GradContext& g) {
+    g.setGradIn(0, g.reduceToShape(g.gradOut(0), g.inputInfo(0).shape()));
+  };
+  return d;
+}());
+
+}  // namespace
+}  // namespace xtrain::ir

@@ -1,0 +1,45 @@
+// LoweredGraph: an IR graph turned into device Programs, one per Phase, over a table of buffers (one buffer
+// per tensor). Built once per session; each replica owns its own buffer table (makeBuffers), so one
+// LoweredGraph serves every local replica.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "device/program.hpp"
+#include "ir/graph.hpp"
+
+namespace xtrain::session {
+
+class LoweredGraph {
+ public:
+  // Creates a kernel for every op (throws xtrain::error naming an op without a kernel) and assigns buffers.
+  explicit LoweredGraph(const ir::Graph& graph);
+
+  // Index of a tensor's buffer; throws xtrain::error naming the tensor when it has none.
+  int bufferIndex(const TensorId& id) const;
+  bool hasBuffer(const TensorId& id) const { return index_.count(id) != 0; }
+  const std::vector<TensorId>& bufferTensors() const { return tensors_; }
+
+  // A fresh buffer table: every buffer allocated; Variables, Consts and optimizer state hold their initial
+  // values, everything else zeros.
+  std::vector<HostTensor> makeBuffers() const;
+
+  const device::Program& program(ir::Phase phase) const {
+    return programs_[static_cast<size_t>(phase)];
+  }
+  // Runs one phase's program on a buffer table.
+  void run(ir::Phase phase, std::vector<HostTensor>& buffers, uint64_t seed) const {
+    program(phase).run(buffers, seed);
+  }
+
+ private:
+  const ir::Graph& graph_;
+  std::map<TensorId, int> index_;
+  std::vector<TensorId> tensors_;
+  std::array<device::Program, 4> programs_;
+};
+
+}  // namespace xtrain::session
