@@ -1,0 +1,141 @@
+// Sessions (PopART's TrainingSession and InferenceSession): compile an ONNX model for a simulated IPU device,
+// move weights between host and device, and run steps.
+//
+// Life cycle: createFromOnnxModel -> prepareDevice -> weightsFromHost -> run ... -> weightsToHost ->
+// readWeights / modelToHost. Host-side weights are a copy: writeWeights changes the host copy, weightsFromHost
+// sends it to the device; weightsToHost fetches the device's values into the host copy, readWeights copies them
+// out. A session is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xtrain/dataflow.hpp"
+#include "xtrain/devicemanager.hpp"
+#include "xtrain/ndarraywrapper.hpp"
+#include "xtrain/optimizer.hpp"
+#include "xtrain/sessionoptions.hpp"
+#include "xtrain/stepio.hpp"
+
+namespace xtrain {
+
+// Shapes for graph inputs whose shape the model leaves open.
+class InputShapeInfo {
+ public:
+  void add(const TensorId& id, const TensorInfo& info) { infos_[id] = info; }
+  bool has(const TensorId& id) const { return infos_.count(id) != 0; }
+  const TensorInfo& get(const TensorId& id) const { return infos_.at(id); }
+  const std::map<TensorId, TensorInfo>& getInfos() const { return infos_; }
+
+ private:
+  std::map<TensorId, TensorInfo> infos_;
+};
+
+// A host array that owns its memory: what initAnchorArrays returns.
+class OwnedArray : public IArray {
+ public:
+  explicit OwnedArray(const TensorInfo& info);
+  void* data() override { return bytes_.data(); }
+  DataType dataType() const override { return info_.dataType(); }
+  size_t rank() const override { return info_.shape().size(); }
+  int64_t dim(size_t index) const override { return info_.shape().at(index); }
+  size_t nelms() const override { return static_cast<size_t>(info_.nelms()); }
+  const Shape shape() const override { return info_.shape(); }
+  const TensorInfo& info() const { return info_; }
+  template <typename T>
+  T* dataAs() {
+    if (dataTypeOf<T>() != info_.dataType()) {
+      throw error("OwnedArray of {} read as {}", info_.toString(), dataTypeName(dataTypeOf<T>()));
+    }
+    return reinterpret_cast<T*>(bytes_.data());
+  }
+
+ private:
+  TensorInfo info_;
+  std::vector<unsigned char> bytes_;
+};
+
+namespace session {
+class SessionImpl;
+}
+
+class Session {
+ public:
+  virtual ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Compiles the programs and checks memory: throws OutOfMemoryException when an IPU overflows.
+  void prepareDevice(bool loadEngine = true);
+  void loadEngineAndConnectStreams() {}
+  void weightsFromHost();
+  void weightsToHost();
+  // Copies host weights (and optimizer state, e.g. "Accl___w") into / out of user buffers. Each buffer must
+  // have the tensor's type and element count.
+  void readWeights(const WeightsIO& weights);
+  void writeWeights(const WeightsIO& weights);
+  // Runs one step: batchesPerStep batches of accumulationFactor micro-batches on every local replica.
+  void run(IStepIO& stepio, const std::string& debugName = "");
+  // Writes the ONNX model with the device's current weights.
+  void modelToHost(const std::string& path);
+  // Loads initializer values from an ONNX model (path or bytes) into the host weights; call weightsFromHost
+  // after. A weight missing from the model is an error unless ignoreWeightsWithoutHostWeight.
+  void resetHostWeights(const std::string& modelProtoOrPath, bool ignoreWeightsWithoutHostWeight = false);
+
+  TensorInfo getInfo(const TensorId& id) const;
+  bool hasInfo(const TensorId& id) const;
+  std::vector<TensorId> getTensorIds() const;
+  std::vector<TensorId> getAllTensorIds() const { return getTensorIds(); }
+  // Memory per simulated IPU by tensor class, and what the session compiled.
+  std::string getSummaryReport(bool resetProfile = true) const;
+
+  void setRandomSeed(uint64_t seed);
+  uint64_t getRandomSeed() const;
+  std::vector<uint32_t> getRNGState() const;
+  void setRNGState(const std::vector<uint32_t>& state);
+
+  // One array per anchor, shaped as DataFlow and replication say (section 6).
+  std::map<TensorId, std::unique_ptr<OwnedArray>> initAnchorArrays() const;
+  // The shape run() expects for an input or anchor buffer.
+  Shape expectedInputBufferShape(const TensorId& id) const;
+  Shape expectedAnchorBufferShape(const TensorId& id) const;
+
+  const SessionOptions& getSessionOptions() const;
+  std::shared_ptr<DeviceInfo> getDevice() const;
+
+  session::SessionImpl& impl() { return *impl_; }
+
+ protected:
+  explicit Session(std::unique_ptr<session::SessionImpl> impl);
+  std::unique_ptr<session::SessionImpl> impl_;
+};
+
+class InferenceSession : public Session {
+ public:
+  static std::unique_ptr<InferenceSession> createFromOnnxModel(
+      const std::string& model, const DataFlow& dataFlow, std::shared_ptr<DeviceInfo> deviceInfo,
+      const InputShapeInfo& inputShapeInfo = {}, const SessionOptions& userOptions = {});
+
+ private:
+  using Session::Session;
+};
+
+class TrainingSession : public Session {
+ public:
+  static std::unique_ptr<TrainingSession> createFromOnnxModel(
+      const std::string& model, const DataFlow& dataFlow, const TensorId& loss,
+      const Optimizer& optimizer, std::shared_ptr<DeviceInfo> deviceInfo,
+      const InputShapeInfo& inputShapeInfo = {}, const SessionOptions& userOptions = {});
+
+  // Replaces non-constant hyperparameters on the device (e.g. a learning-rate schedule). Changing a constant
+  // value or the optimizer's type throws xtrain::error naming it.
+  void updateOptimizerFromHost(const Optimizer* optimizer);
+
+ private:
+  using Session::Session;
+};
+
+}  // namespace xtrain

@@ -1,0 +1,88 @@
+// SessionOptions: PopART's session options that xtrain honours, with PopART's names and defaults.
+// Every option here is either honoured or rejected at session creation with an error saying it is not
+// supported yet; none is silently ignored. See docs/session-options.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "xtrain/reductiontype.hpp"
+
+namespace xtrain {
+
+enum class CommGroupType { All = 0, Consecutive, Orthogonal, Ungrouped };
+
+// A group of replicas (replication-semantics.md section 3). replicaGroupSize is ignored for All and Ungrouped.
+struct CommGroup {
+  CommGroup() = default;
+  CommGroup(CommGroupType t, unsigned size) : type(t), replicaGroupSize(size) {}
+  CommGroupType type = CommGroupType::All;
+  unsigned replicaGroupSize = 0;
+  bool operator==(const CommGroup&) const = default;
+};
+
+enum class TensorStorage { OnChip = 0, OffChip };
+enum class ReplicatedTensorSharding { Off = 0, On };
+
+struct TensorLocation {
+  TensorStorage storage = TensorStorage::OnChip;
+  ReplicatedTensorSharding replicatedTensorSharding = ReplicatedTensorSharding::Off;
+  CommGroup shardingDomain;
+};
+
+struct TensorLocationSettings {
+  TensorLocation location;
+  int minElementsForOffChip = 2;
+  int minElementsForReplicatedTensorSharding = 8192;
+};
+
+// Where inputs come from when no host data is given (benchmarks).
+enum class SyntheticDataMode { Off = 0, Zeros, RandomUniform, RandomNormal };
+
+enum class VirtualGraphMode { Off = 0, Manual, Auto, ExecutionPhases };
+
+struct SessionOptions {
+  // Replication (replication-semantics.md section 1).
+  bool enableReplicatedGraphs = false;
+  int64_t replicatedGraphCount = 1;
+  bool enableDistributedReplicatedGraphs = false;
+  int64_t globalReplicationFactor = 1;
+  int64_t globalReplicaOffset = 0;
+
+  // Gradient accumulation and the reduction of accumulated / replicated gradients (section 2).
+  bool enableGradientAccumulation = false;
+  int64_t accumulationFactor = 1;
+  ReductionType accumulationAndReplicationReductionType = ReductionType::Sum;
+  MeanReductionStrategy meanAccumulationAndReplicationReductionStrategy = MeanReductionStrategy::Post;
+
+  // Tensor locations and replicated tensor sharding (section 5).
+  TensorLocationSettings activationTensorLocationSettings;
+  TensorLocationSettings weightTensorLocationSettings;
+  TensorLocationSettings optimizerStateTensorLocationSettings;
+  TensorLocationSettings accumulatorTensorLocationSettings;
+
+  SyntheticDataMode syntheticDataMode = SyntheticDataMode::Off;
+  // Where the session writes its reports (memory report); empty: nowhere.
+  std::string logDir;
+
+  bool enableStochasticRounding = false;
+  bool enablePipelining = false;
+  VirtualGraphMode virtualGraphMode = VirtualGraphMode::Off;
+  bool enableOutlining = true;  // accepted, no effect on a simulated device (documented)
+
+  // Local replicas (L) of this instance: replicatedGraphCount when replication is on, else 1.
+  int64_t getLocalReplicationFactor() const {
+    return enableReplicatedGraphs ? replicatedGraphCount : 1;
+  }
+  // G: globalReplicationFactor when distributed, else L (section 1).
+  int64_t getGlobalReplicationFactor() const {
+    return enableDistributedReplicatedGraphs ? globalReplicationFactor
+                                             : getLocalReplicationFactor();
+  }
+  int64_t getAccumulationFactor() const {
+    return enableGradientAccumulation ? accumulationFactor : 1;
+  }
+};
+
+}  // namespace xtrain

@@ -1,0 +1,74 @@
+// Kernels of the optimizer ops (see src/ir/optimizers/optimizer_ops.cpp for their contracts).
+#include <cstring>
+
+#include "device/kernel.hpp"
+
+namespace xtrain::device {
+namespace {
+
+void requireFloat(const KernelSpec& spec) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
+      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+    }
+  }
+}
+
+XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFloat(spec);
+  const bool nesterov = spec.attrs.getInt("nesterov", 0) != 0;
+  const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
+  const bool hasVelocity = spec.hasInput(3);
+  return makeKernel([=](const KernelIO& io) {
+    float* w = io.in(0).data<float>();
+    float* g = io.in(1).data<float>();
+    const float* h = io.in(2).data<float>();
+    const float lr = h[0], wd = h[1], mm = h[2], dm = h[3], vs = h[4], gs = h[5];
+    const int64_t n = io.in(0).nelms();
+    if (hasVelocity) {
+      float* v = io.in(3).data<float>();
+      const float gain = (1.0f - dm) * vs;
+      const float step = lr / vs;
+      for (int64_t i = 0; i < n; ++i) {
+        const float gi = g[i] * gs + wd * w[i];
+        const float vi = mm * v[i] + gain * gi;
+        v[i] = vi;
+        w[i] -= nesterov ? step * (vs * gi + mm * vi) : step * vi;
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) w[i] -= lr * (g[i] * gs + wd * w[i]);
+    }
+    if (zeroGrad) io.in(1).fillZero();
+  });
+});
+
+XT_REGISTER_KERNEL("ai.xtrain", "AccumulateGrad", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFloat(spec);
+  const bool running = spec.attrs.getString("mode") == "running";
+  return makeKernel([=](const KernelIO& io) {
+    float* a = io.in(0).data<float>();
+    const float* g = io.in(1).data<float>();
+    const int64_t n = io.in(0).nelms();
+    if (running) {
+      const float k = 1.0f / (io.in(2).data<float>()[0] + 1.0f);
+      for (int64_t i = 0; i < n; ++i) a[i] += (g[i] - a[i]) * k;
+    } else {
+      for (int64_t i = 0; i < n; ++i) a[i] += g[i];
+    }
+  });
+});
+
+}  // namespace
+}  // namespace xtrain::device
+
+namespace xtrain::device {
+namespace {
+
+XT_REGISTER_KERNEL("ai.xtrain", "CopyVarUpdate", [](const KernelSpec&) -> std::unique_ptr<Kernel> {
+  return makeKernel([](const KernelIO& io) {
+    std::memcpy(io.in(0).raw(), io.in(1).raw(), io.in(0).nbytes());
+  });
+});
+
+}  // namespace
+}  // namespace xtrain::device

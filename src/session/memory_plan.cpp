@@ -1,0 +1,97 @@
+// The session's memory accounting: what each replica keeps on its simulated IPU, charged to the device's
+// memory model by tensor class. Activations are charged at their peak: the largest set of activations live at
+// one point of the schedule (a real IPU compiler reuses activation memory the same way).
+#include <set>
+
+#include "device/ipu/memory_model.hpp"
+#include "session/session_impl.hpp"
+
+namespace xtrain::session {
+
+namespace {
+
+std::optional<device::TensorClass> classOf(ir::TensorKind kind) {
+  switch (kind) {
+    case ir::TensorKind::Variable: return device::TensorClass::Weights;
+    case ir::TensorKind::OptimizerState: return device::TensorClass::OptimizerState;
+    case ir::TensorKind::Accumulator: return device::TensorClass::Accumulators;
+    case ir::TensorKind::Stream: return device::TensorClass::Streams;
+    case ir::TensorKind::Const: return device::TensorClass::Other;
+    case ir::TensorKind::Activation: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The activations live at the schedule's peak (by bytes).
+std::vector<const ir::Tensor*> peakActivations(const ir::Graph& graph) {
+  const std::vector<OpId> order = graph.schedule();
+  std::map<OpId, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  // Last use of each activation (its producer's position when nothing reads it).
+  std::map<TensorId, size_t> lastUse;
+  for (const auto& [id, t] : graph.tensors()) {
+    if (t->kind != ir::TensorKind::Activation || t->producer < 0) continue;
+    size_t last = position.at(t->producer);
+    for (OpId c : t->consumers) last = std::max(last, position.at(c));
+    lastUse[id] = last;
+  }
+  std::set<const ir::Tensor*> live;
+  std::vector<const ir::Tensor*> peak;
+  int64_t liveBytes = 0, peakBytes = -1;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ir::Op& op = graph.op(order[i]);
+    for (const auto& out : op.outputs) {
+      if (out.empty()) continue;
+      const ir::Tensor& t = graph.tensor(out);
+      if (live.insert(&t).second) liveBytes += t.info.nbytes();
+    }
+    if (liveBytes > peakBytes) {
+      peakBytes = liveBytes;
+      peak.assign(live.begin(), live.end());
+    }
+    for (auto it = live.begin(); it != live.end();) {
+      if (lastUse.at((*it)->id) <= i) {
+        liveBytes -= (*it)->info.nbytes();
+        it = live.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return peak;
+}
+
+}  // namespace
+
+void SessionImpl::computeMemory() {
+  device::MemoryModel model = device::MemoryModel::forDevice(*config_.device);
+  const int ipusPerReplica =
+      std::max(1, model.numIpus() / static_cast<int>(std::max<int64_t>(1, localReplicas_)));
+  const std::vector<const ir::Tensor*> peak = peakActivations(*graph_);
+  for (int64_t r = 0; r < localReplicas_; ++r) {
+    const int ipu = static_cast<int>(r) * ipusPerReplica;
+    if (ipu >= model.numIpus()) break;
+    for (const auto& [id, t] : graph_->tensors()) {
+      if (auto cls = classOf(t->kind)) {
+        model.add(ipu, *cls, id, static_cast<uint64_t>(t->info.nbytes()));
+      }
+    }
+    for (const ir::Tensor* t : peak) {
+      model.add(ipu, device::TensorClass::Activations, t->id, static_cast<uint64_t>(t->info.nbytes()));
+    }
+  }
+  memoryReport_ = model.report();
+  model.check();
+}
+
+std::string SessionImpl::summaryReport() const {
+  std::string s = format("xtrain {} session: {} ops, {} tensors; {} local replica(s), accumulation factor {}, "
+                         "{} batch(es) per step; {} step(s) run\n",
+                         config_.training ? "training" : "inference", graph_->ops().size(),
+                         graph_->tensors().size(), localReplicas_, accumulationFactor_,
+                         config_.dataFlow.batchesPerStep(), stepCount_);
+  if (memoryReport_.empty()) return s + "memory: not computed yet (call prepareDevice())\n";
+  return s + memoryReport_;
+}
+
+}  // namespace xtrain::session

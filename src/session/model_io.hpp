@@ -1,0 +1,28 @@
+// The session's view of ONNX: import a model into the IR, read its initializers, write it back with new
+// weights. A thin layer over src/ir/onnx so the session never sees protobuf.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/host_tensor.hpp"
+#include "ir/graph.hpp"
+
+namespace xtrain::session {
+
+struct ImportedModel {
+  std::unique_ptr<ir::Graph> graph;
+  std::string bytes;  // the serialized ModelProto as given
+  std::map<std::string, std::string> metadata;
+};
+
+// `model` is a file path when such a file exists, else serialized ModelProto bytes.
+ImportedModel importModel(const std::string& model, const std::map<TensorId, TensorInfo>& inputShapes);
+// Every initializer of a model (path or bytes), by name.
+std::map<TensorId, HostTensor> readInitializers(const std::string& model);
+// Writes `modelBytes` to `path` with the given initializers replaced.
+void writeModelWithWeights(const std::string& modelBytes, const std::map<TensorId, HostTensor>& values,
+                           const std::string& path);
+
+}  // namespace xtrain::session

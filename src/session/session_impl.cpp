@@ -1,0 +1,402 @@
+#include "session/session_impl.hpp"
+
+#include <cstring>
+#include <random>
+
+#include "common/check.hpp"
+#include "device/program.hpp"
+#include "ir/autodiff/autodiff.hpp"
+#include "session/model_io.hpp"
+#include "session/step_buffers.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::session {
+
+namespace {
+
+const char* kindOfFault(const ir::Tensor& t) { return ir::toString(t.kind); }
+
+}  // namespace
+
+SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
+  if (!config_.device) throw error("no device given: acquire one with DeviceManager first");
+  localReplicas_ = config_.options.getLocalReplicationFactor();
+  accumulationFactor_ = config_.options.getAccumulationFactor();
+  validateOptions();
+
+  ImportedModel imported = importModel(config_.model, config_.inputShapes);
+  graph_ = std::move(imported.graph);
+  modelBytes_ = std::move(imported.bytes);
+  modelMetadata_ = std::move(imported.metadata);
+
+  for (const auto& id : config_.dataFlow.anchors()) {
+    if (!graph_->hasTensor(id)) {
+      throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)", id);
+    }
+  }
+  for (const auto& [opId, op] : graph_->ops()) {
+    if (op->type == "Dropout") op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
+  }
+  if (config_.training) buildTrainingGraph();
+  logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
+                         graph_->ops().size(), graph_->tensors().size(), localReplicas_,
+                         accumulationFactor_);
+}
+
+SessionImpl::~SessionImpl() = default;
+
+void SessionImpl::validateOptions() const {
+  const SessionOptions& o = config_.options;
+  auto notYet = [](const std::string& what) {
+    throw error("SessionOptions: {} is not supported yet", what);
+  };
+  if (o.enableReplicatedGraphs && o.replicatedGraphCount < 1) {
+    throw error("SessionOptions: replicatedGraphCount must be >= 1 when replication is enabled, got {}",
+                o.replicatedGraphCount);
+  }
+  if (o.enableDistributedReplicatedGraphs) {
+    notYet("enableDistributedReplicatedGraphs (several instances)");
+  }
+  if (o.enableGradientAccumulation && o.accumulationFactor < 1) {
+    throw error("SessionOptions: accumulationFactor must be >= 1, got {}", o.accumulationFactor);
+  }
+  if (!o.enableGradientAccumulation && o.accumulationFactor > 1) {
+    throw error(
+        "SessionOptions: accumulationFactor is {} but enableGradientAccumulation is false; enable it or "
+        "set the factor to 1",
+        o.accumulationFactor);
+  }
+  if (o.getAccumulationFactor() > 1 && !config_.training) {
+    throw error("SessionOptions: gradient accumulation needs a TrainingSession");
+  }
+  for (const auto* s : {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
+                        &o.accumulatorTensorLocationSettings, &o.activationTensorLocationSettings}) {
+    if (s->location.replicatedTensorSharding == ReplicatedTensorSharding::On) {
+      notYet("replicated tensor sharding");
+    }
+    if (s->location.storage == TensorStorage::OffChip) notYet("OffChip tensor storage");
+  }
+  if (o.enablePipelining) notYet("enablePipelining");
+  if (o.virtualGraphMode != VirtualGraphMode::Off) notYet("virtualGraphMode other than Off");
+  if (o.enableStochasticRounding) notYet("enableStochasticRounding");
+
+  const DeviceInfo& d = *config_.device;
+  if (d.getType() == DeviceType::Cpu && localReplicas_ > 1) {
+    throw error("a CPU device cannot run {} replicas; use an IPU model or pool device with {} IPUs",
+                localReplicas_, localReplicas_);
+  }
+  if (d.getType() != DeviceType::Cpu && d.getNumIpus() % localReplicas_ != 0) {
+    throw error("the device has {} IPUs, which cannot be split among {} local replicas", d.getNumIpus(),
+                localReplicas_);
+  }
+}
+
+void SessionImpl::buildTrainingGraph() {
+  ir::Graph& g = *graph_;
+  if (!g.hasTensor(config_.loss)) {
+    throw error("the loss '{}' is not a tensor of the model", config_.loss);
+  }
+  const Optimizer& opt = *config_.optimizer;
+
+  // Batch-norm running statistics are updated from the op's outputs, not by the optimizer.
+  std::vector<std::pair<TensorId, TensorId>> statUpdates;
+  for (const auto& [opId, op] : g.ops()) {
+    if (op->type != "BatchNormalization" || op->outputs.size() < 3) continue;
+    for (size_t k : {size_t{1}, size_t{2}}) {
+      const TensorId& var = op->inputs.at(k + 2);
+      if (op->hasOutput(k) && g.tensor(var).kind == ir::TensorKind::Variable) {
+        statUpdates.emplace_back(var, op->outputs[k]);
+      }
+    }
+  }
+  std::vector<TensorId> weights;
+  for (const auto& id : g.tensorsOfKind(ir::TensorKind::Variable)) {
+    bool isStat = false;
+    for (const auto& [var, src] : statUpdates) isStat = isStat || var == id;
+    if (!isStat) weights.push_back(id);
+  }
+
+  ir::AutodiffOptions ad;
+  if (!opt.lossScaling().isConst() || opt.getLossScalingVal() != 1.0f) {
+    const TensorInfo& li = g.tensor(config_.loss).info;
+    HostTensor ls(TensorInfo(DataType::FLOAT, li.shape()));
+    for (auto& v : ls.span<float>()) v = opt.getLossScalingVal();
+    lossScalingSeed_ = g.uniqueId("lossScaling");
+    g.addTensor(lossScalingSeed_, ls.info(), ir::TensorKind::OptimizerState,
+                std::make_shared<HostTensor>(std::move(ls)));
+    ad.seed = lossScalingSeed_;
+  }
+  gradOfWeight_ = ir::autodiff(g, config_.loss, weights, ad);
+  for (const auto& w : weights) {
+    if (!gradOfWeight_.count(w)) {
+      logging::session::warn("weight '{}' does not affect the loss '{}' and will not be trained", w,
+                             config_.loss);
+    }
+  }
+
+  optimizerOptions_.accumulationFactor = accumulationFactor_;
+  optimizerOptions_.globalReplicationFactor = config_.options.getGlobalReplicationFactor();
+  optimizerOptions_.reduction = config_.options.accumulationAndReplicationReductionType;
+  optimizerOptions_.strategy = config_.options.meanAccumulationAndReplicationReductionStrategy;
+  optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
+
+  for (const auto& [var, src] : statUpdates) {
+    ir::OpSpec copy;
+    copy.type = "CopyVarUpdate";
+    copy.domain = ir::kXtrainDomain;
+    copy.inputs = {var, src};
+    copy.numOutputs = 0;
+    copy.phase = ir::Phase::Accumulate;
+    copy.name = "running-stat/" + var;
+    g.addOp(std::move(copy));
+  }
+}
+
+bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
+  return t.kind == ir::TensorKind::Variable || t.kind == ir::TensorKind::OptimizerState ||
+         t.kind == ir::TensorKind::Accumulator;
+}
+
+void SessionImpl::prepareDevice() {
+  if (prepared_) return;
+  DeviceInfo& d = *config_.device;
+  if (d.getType() != DeviceType::OfflineIpu && d.getConnectionType() != DeviceConnectionType::Never &&
+      !d.isAttached() && !d.attach()) {
+    throw error("cannot attach to device {}: its IPUs are in use by another process", d.getId());
+  }
+  lowered_ = std::make_unique<LoweredGraph>(*graph_);
+  computeMemory();  // throws OutOfMemoryException when an IPU overflows
+  if (d.getType() == DeviceType::OfflineIpu || d.getConnectionType() == DeviceConnectionType::Never) {
+    throw error(
+        "device {} is offline: the model compiled and fits in memory (see getSummaryReport()), but it "
+        "cannot run",
+        d.getId());
+  }
+  replicas_.clear();
+  for (int64_t r = 0; r < localReplicas_; ++r) replicas_.push_back(lowered_->makeBuffers());
+  for (const auto& [id, t] : graph_->tensors()) {
+    if (isHostVisible(*t) && t->value) hostWeights_[id] = *t->value;
+  }
+  prepared_ = true;
+}
+
+void SessionImpl::requirePrepared(const char* what) const {
+  if (!prepared_) throw error("{}: call prepareDevice() first", what);
+}
+
+HostTensor& SessionImpl::replicaBuffer(int64_t replica, const TensorId& id) {
+  return replicas_[static_cast<size_t>(replica)][static_cast<size_t>(lowered_->bufferIndex(id))];
+}
+
+void SessionImpl::weightsFromHost() {
+  requirePrepared("weightsFromHost");
+  for (int64_t r = 0; r < localReplicas_; ++r) {
+    for (const auto& [id, value] : hostWeights_) {
+      HostTensor& b = replicaBuffer(r, id);
+      std::memcpy(b.raw(), value.raw(), value.nbytes());
+    }
+  }
+}
+
+void SessionImpl::weightsToHost() {
+  requirePrepared("weightsToHost");
+  for (auto& [id, value] : hostWeights_) {
+    const HostTensor& b = replicaBuffer(0, id);
+    std::memcpy(value.raw(), b.raw(), value.nbytes());
+  }
+}
+
+void SessionImpl::readWeights(const WeightsIO& weights) {
+  requirePrepared("readWeights");
+  for (const auto& [id, buf] : weights.all()) {
+    auto it = hostWeights_.find(id);
+    if (it == hostWeights_.end()) {
+      throw error("readWeights: '{}' is not a weight or optimizer state of the session", id);
+    }
+    checkHostBuffer("readWeights", id, it->second.info(), buf.info);
+    std::memcpy(buf.data, it->second.raw(), it->second.nbytes());
+  }
+}
+
+void SessionImpl::writeWeights(const WeightsIO& weights) {
+  requirePrepared("writeWeights");
+  for (const auto& [id, buf] : weights.all()) {
+    auto it = hostWeights_.find(id);
+    if (it == hostWeights_.end()) {
+      throw error("writeWeights: '{}' is not a weight or optimizer state of the session", id);
+    }
+    checkHostBuffer("writeWeights", id, it->second.info(), buf.info);
+    std::memcpy(it->second.raw(), buf.data, it->second.nbytes());
+  }
+}
+
+void SessionImpl::modelToHost(const std::string& path) {
+  requirePrepared("modelToHost");
+  weightsToHost();
+  std::map<TensorId, HostTensor> values;
+  for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
+    values.emplace(id, hostWeights_.at(id));
+  }
+  writeModelWithWeights(modelBytes_, values, path);
+}
+
+void SessionImpl::resetHostWeights(const std::string& model, bool ignoreMissing) {
+  requirePrepared("resetHostWeights");
+  std::map<TensorId, HostTensor> values = readInitializers(model);
+  for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
+    auto it = values.find(id);
+    if (it == values.end()) {
+      if (ignoreMissing) continue;
+      throw error("resetHostWeights: the model has no initializer for weight '{}'", id);
+    }
+    HostTensor& host = hostWeights_.at(id);
+    if (it->second.info() != host.info()) {
+      throw error("resetHostWeights: weight '{}' is {} in the model but {} in the session", id,
+                  it->second.info().toString(), host.info().toString());
+    }
+    host = it->second;
+  }
+}
+
+void SessionImpl::updateOptimizerFromHost(const Optimizer& next) {
+  XT_CHECK(config_.training, "updateOptimizerFromHost on an inference session");
+  std::vector<TensorId> weights;
+  for (const auto& u : optimizerGraph_.updates) weights.push_back(u.weight);
+  ir::checkOptimizerUpdate(*config_.optimizer, next, weights);
+  config_.optimizer = next.clone();
+  for (const auto& u : optimizerGraph_.updates) {
+    const auto hv = ir::hyperValues(next, u.weight, optimizerOptions_);
+    HostTensor value = HostTensor::fromVector<float>({6}, hv);
+    if (prepared_) hostWeights_.at(u.hyper) = value;
+    if (prepared_) {
+      for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, u.hyper) = value;
+    }
+    graph_->tensor(u.hyper).value = std::make_shared<HostTensor>(value);
+  }
+  if (!lossScalingSeed_.empty()) {
+    HostTensor ls(graph_->tensor(lossScalingSeed_).info);
+    for (auto& v : ls.span<float>()) v = next.getLossScalingVal();
+    if (prepared_) {
+      hostWeights_.at(lossScalingSeed_) = ls;
+      for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, lossScalingSeed_) = ls;
+    }
+    graph_->tensor(lossScalingSeed_).value = std::make_shared<HostTensor>(ls);
+  }
+}
+
+Shape SessionImpl::inputBufferShape(const TensorId& id) const {
+  const ir::Tensor& t = graph_->tensor(id);
+  if (t.kind != ir::TensorKind::Stream) {
+    throw error("'{}' is a {} tensor, not an input fed by the host", id, kindOfFault(t));
+  }
+  return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_, localReplicas_},
+                    t.info.shape());
+}
+
+Shape SessionImpl::anchorBufferShape(const TensorId& id) const {
+  const AnchorReturnType& art = config_.dataFlow.art(id);
+  const Shape& shape = graph_->tensor(id).info.shape();
+  const int64_t bps = config_.dataFlow.batchesPerStep();
+  switch (art.id()) {
+    case AnchorReturnTypeId::All:
+      return withPrefix({bps, accumulationFactor_, localReplicas_}, shape);
+    case AnchorReturnTypeId::EveryN:
+      return withPrefix({bps / art.rp(), accumulationFactor_, localReplicas_}, shape);
+    case AnchorReturnTypeId::Final:
+    case AnchorReturnTypeId::Sum: return withPrefix({localReplicas_}, shape);
+  }
+  return shape;
+}
+
+void SessionImpl::reduceAcrossReplicas() {
+  if (localReplicas_ == 1) return;
+  const float scale = optimizerGraph_.replicaReductionIsMean ? 1.0f / static_cast<float>(localReplicas_)
+                                                             : 1.0f;
+  for (const auto& u : optimizerGraph_.updates) {
+    HostTensor& first = replicaBuffer(0, u.reduced);
+    float* acc = first.data<float>();
+    const int64_t n = first.nelms();
+    for (int64_t r = 1; r < localReplicas_; ++r) {
+      const float* x = replicaBuffer(r, u.reduced).data<float>();
+      for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+    }
+    if (scale != 1.0f) {
+      for (int64_t i = 0; i < n; ++i) acc[i] *= scale;
+    }
+    for (int64_t r = 1; r < localReplicas_; ++r) {
+      std::memcpy(replicaBuffer(r, u.reduced).raw(), first.raw(), first.nbytes());
+    }
+  }
+}
+
+void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
+  requirePrepared("run");
+  const int64_t bps = config_.dataFlow.batchesPerStep();
+  const int64_t af = accumulationFactor_;
+  const int64_t L = localReplicas_;
+  StepBuffers io(*graph_, config_.dataFlow, config_.options.syntheticDataMode, bps, af, L, stepio,
+                 seed_ ^ static_cast<uint64_t>(stepCount_));
+  logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas", debugName,
+                          stepCount_, bps, af, L);
+
+  std::vector<int> inputIndex;
+  for (const auto& id : io.inputIds()) inputIndex.push_back(lowered_->bufferIndex(id));
+  std::vector<int> anchorIndex;
+  for (const auto& id : io.anchorIds()) anchorIndex.push_back(lowered_->bufferIndex(id));
+  const int accIndex = optimizerGraph_.accumulationIndex.empty()
+                           ? -1
+                           : lowered_->bufferIndex(optimizerGraph_.accumulationIndex);
+
+  for (int64_t b = 0; b < bps; ++b) {
+    for (int64_t a = 0; a < af; ++a) {
+      const int64_t iteration = b * af + a;
+      for (int64_t r = 0; r < L; ++r) {
+        auto& buffers = replicas_[static_cast<size_t>(r)];
+        for (size_t k = 0; k < inputIndex.size(); ++k) {
+          io.readInput(k, iteration, r, buffers[static_cast<size_t>(inputIndex[k])]);
+        }
+        const uint64_t seed = device::mixSeed(seed_ + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(r)) ^
+                              device::mixSeed(executionCounter_ + static_cast<uint64_t>(iteration));
+        lowered_->run(ir::Phase::Forward, buffers, seed);
+        if (config_.training) {
+          lowered_->run(ir::Phase::Backward, buffers, seed);
+          if (accIndex >= 0) buffers[static_cast<size_t>(accIndex)].data<float>()[0] = static_cast<float>(a);
+          lowered_->run(ir::Phase::Accumulate, buffers, seed);
+        }
+        for (size_t k = 0; k < anchorIndex.size(); ++k) {
+          io.writeAnchor(k, iteration, r, buffers[static_cast<size_t>(anchorIndex[k])]);
+        }
+      }
+    }
+    if (config_.training) {
+      reduceAcrossReplicas();
+      for (int64_t r = 0; r < L; ++r) {
+        lowered_->run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], seed_);
+      }
+    }
+  }
+  io.finish();
+  executionCounter_ += static_cast<uint64_t>(bps * af);
+  ++stepCount_;
+}
+
+void SessionImpl::setRandomSeed(uint64_t seed) {
+  seed_ = seed;
+  executionCounter_ = 0;
+}
+
+std::vector<uint32_t> SessionImpl::rngState() const {
+  return {static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
+          static_cast<uint32_t>(executionCounter_), static_cast<uint32_t>(executionCounter_ >> 32)};
+}
+
+void SessionImpl::setRngState(const std::vector<uint32_t>& state) {
+  if (state.size() != 4) {
+    throw error("setRNGState: expected a state of 4 words (as getRNGState returns), got {}",
+                state.size());
+  }
+  seed_ = static_cast<uint64_t>(state[0]) | (static_cast<uint64_t>(state[1]) << 32);
+  executionCounter_ = static_cast<uint64_t>(state[2]) | (static_cast<uint64_t>(state[3]) << 32);
+}
+
+}  // namespace xtrain::session

@@ -1,0 +1,102 @@
+// SessionImpl: what Session, TrainingSession and InferenceSession do. The one place that sees the IR, the device
+// and the host buffers together.
+//
+// Replicas: L local replicas each own a buffer table (weights, optimizer state, activations) built from one
+// LoweredGraph. Micro-batches go to replicas in turn; after each step's micro-batches the gradients (or
+// accumulators) are reduced across the local replicas, then every replica applies the same update.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+#include "ir/optimizers/optimizer_transform.hpp"
+#include "session/lowered_graph.hpp"
+#include "xtrain/dataflow.hpp"
+#include "xtrain/devicemanager.hpp"
+#include "xtrain/optimizer.hpp"
+#include "xtrain/sessionoptions.hpp"
+#include "xtrain/stepio.hpp"
+
+namespace xtrain::session {
+
+struct SessionConfig {
+  std::string model;  // ONNX path or bytes
+  DataFlow dataFlow;
+  std::shared_ptr<DeviceInfo> device;
+  std::map<TensorId, TensorInfo> inputShapes;
+  SessionOptions options;
+  // Training only:
+  bool training = false;
+  TensorId loss;
+  std::unique_ptr<Optimizer> optimizer;
+};
+
+class SessionImpl {
+ public:
+  explicit SessionImpl(SessionConfig config);
+  ~SessionImpl();
+
+  void prepareDevice();
+  void weightsFromHost();
+  void weightsToHost();
+  void readWeights(const WeightsIO& weights);
+  void writeWeights(const WeightsIO& weights);
+  void run(IStepIO& stepio, const std::string& debugName);
+  void modelToHost(const std::string& path);
+  void resetHostWeights(const std::string& model, bool ignoreMissing);
+  void updateOptimizerFromHost(const Optimizer& optimizer);
+
+  const ir::Graph& graph() const { return *graph_; }
+  const SessionOptions& options() const { return config_.options; }
+  const DataFlow& dataFlow() const { return config_.dataFlow; }
+  std::shared_ptr<DeviceInfo> device() const { return config_.device; }
+  std::string summaryReport() const;
+
+  Shape inputBufferShape(const TensorId& id) const;
+  Shape anchorBufferShape(const TensorId& id) const;
+
+  void setRandomSeed(uint64_t seed);
+  uint64_t randomSeed() const { return seed_; }
+  std::vector<uint32_t> rngState() const;
+  void setRngState(const std::vector<uint32_t>& state);
+
+  int64_t localReplicas() const { return localReplicas_; }
+  int64_t accumulationFactor() const { return accumulationFactor_; }
+  // Steps run so far.
+  int64_t stepCount() const { return stepCount_; }
+
+ private:
+  void validateOptions() const;
+  void buildTrainingGraph();
+  void computeMemory();
+  void requirePrepared(const char* what) const;
+  HostTensor& replicaBuffer(int64_t replica, const TensorId& id);
+  void reduceAcrossReplicas();
+  // Persistent tensors the host keeps a copy of (weights and optimizer state), by id.
+  bool isHostVisible(const ir::Tensor& t) const;
+
+  SessionConfig config_;
+  std::unique_ptr<ir::Graph> graph_;
+  std::string modelBytes_;
+  std::map<std::string, std::string> modelMetadata_;
+  std::unique_ptr<LoweredGraph> lowered_;
+  std::vector<std::vector<HostTensor>> replicas_;
+  std::map<TensorId, HostTensor> hostWeights_;
+  ir::OptimizerGraph optimizerGraph_;
+  ir::OptimizerTransformOptions optimizerOptions_;
+  TensorId lossScalingSeed_;
+  std::map<TensorId, TensorId> gradOfWeight_;
+  std::string memoryReport_;
+  bool prepared_ = false;
+  int64_t localReplicas_ = 1;
+  int64_t accumulationFactor_ = 1;
+  uint64_t seed_ = 0;
+  uint64_t executionCounter_ = 0;
+  int64_t stepCount_ = 0;
+};
+
+}  // namespace xtrain::session

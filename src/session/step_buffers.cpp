@@ -1,0 +1,215 @@
+#include "session/step_buffers.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "common/check.hpp"
+
+namespace xtrain::session {
+
+Shape withPrefix(const std::vector<int64_t>& prefix, const Shape& shape) {
+  Shape out;
+  for (auto d : prefix) {
+    if (d != 1) out.push_back(d);
+  }
+  out.insert(out.end(), shape.begin(), shape.end());
+  return out;
+}
+
+void checkHostBuffer(const char* what, const TensorId& id, const TensorInfo& expected,
+                     const TensorInfo& given) {
+  if (given.dataType() != expected.dataType() || given.nelms() != expected.nelms()) {
+    throw error("{}: buffer for '{}' is {} ({} elements), expected {} ({} elements)", what, id,
+                given.toString(), given.nelms(), expected.toString(), expected.nelms());
+  }
+}
+
+namespace {
+
+TensorInfo arrayInfo(IArray& a) { return TensorInfo(a.dataType(), a.shape()); }
+
+void checkStepBuffer(const char* role, const TensorId& id, const TensorInfo& tensor,
+                     const Shape& expectedShape, const TensorInfo& given, const std::string& how) {
+  const TensorInfo expected(tensor.dataType(), expectedShape);
+  if (given.dataType() != tensor.dataType()) {
+    throw error("run: {} '{}' buffer holds {} but the tensor is {}", role, id,
+                dataTypeName(given.dataType()), dataTypeName(tensor.dataType()));
+  }
+  if (given.shape() != expectedShape && given.nelms() != expected.nelms()) {
+    throw error("run: {} '{}' buffer has shape {} ({} elements), expected shape {} ({} elements) = {} + {}",
+                role, id, shapeToString(given.shape()), given.nelms(), shapeToString(expectedShape),
+                expected.nelms(), how, shapeToString(tensor.shape()));
+  }
+}
+
+void addInto(unsigned char* dst, const HostTensor& src) {
+  const int64_t n = src.nelms();
+  if (src.dataType() == DataType::FLOAT) {
+    float* d = reinterpret_cast<float*>(dst);
+    const float* s = src.data<float>();
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+    return;
+  }
+  HostTensor acc(src.info());
+  std::memcpy(acc.raw(), dst, src.nbytes());
+  for (int64_t i = 0; i < n; ++i) acc.setFromDouble(i, acc.getAsDouble(i) + src.getAsDouble(i));
+  std::memcpy(dst, acc.raw(), src.nbytes());
+}
+
+}  // namespace
+
+StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow, SyntheticDataMode synthetic,
+                         int64_t bps, int64_t af, int64_t replicas, IStepIO& stepio, uint64_t seed)
+    : dataFlow_(dataFlow),
+      synthetic_(synthetic),
+      bps_(bps),
+      af_(af),
+      replicas_(replicas),
+      stepio_(stepio),
+      whole_(dynamic_cast<StepIO*>(&stepio)),
+      seed_(seed) {
+  const std::string inputHow = "[batchesPerStep, accumulationFactor, replicas]";
+  for (const auto& id : graph.inputs()) {
+    const ir::Tensor& t = graph.tensor(id);
+    if (t.kind != ir::TensorKind::Stream) continue;
+    inputIds_.push_back(id);
+    Input in;
+    in.info = t.info;
+    if (synthetic_ == SyntheticDataMode::Off && whole_ != nullptr) {
+      auto it = whole_->inputs().find(id);
+      const Shape expected = withPrefix({bps, af, replicas}, t.info.shape());
+      if (it == whole_->inputs().end()) {
+        throw error("run: the StepIO has no buffer for input '{}' (expected {} of shape {})", id,
+                    dataTypeName(t.info.dataType()), shapeToString(expected));
+      }
+      checkStepBuffer("input", id, t.info, expected, arrayInfo(it->second), inputHow);
+      in.data = static_cast<unsigned char*>(it->second.data());
+    }
+    inputs_.push_back(std::move(in));
+  }
+  if (whole_ != nullptr) {
+    for (const auto& [id, arr] : whole_->inputs()) {
+      if (std::find(inputIds_.begin(), inputIds_.end(), id) == inputIds_.end()) {
+        throw error("run: the StepIO has a buffer for '{}', which is not an input of the model", id);
+      }
+    }
+  }
+  for (const auto& id : dataFlow.anchors()) {
+    const ir::Tensor& t = graph.tensor(id);
+    anchorIds_.push_back(id);
+    Anchor an{t.info, dataFlow.art(id), nullptr, {}};
+    const int64_t L = replicas;
+    Shape expected;
+    std::string how;
+    switch (an.art.id()) {
+      case AnchorReturnTypeId::All:
+        expected = withPrefix({bps, af, L}, t.info.shape());
+        how = "[batchesPerStep, accumulationFactor, replicas]";
+        break;
+      case AnchorReturnTypeId::EveryN:
+        expected = withPrefix({bps / an.art.rp(), af, L}, t.info.shape());
+        how = "[batchesPerStep / N, accumulationFactor, replicas]";
+        break;
+      default:
+        expected = withPrefix({L}, t.info.shape());
+        how = "[replicas]";
+    }
+    if (whole_ != nullptr) {
+      auto it = whole_->outputs().find(id);
+      if (it == whole_->outputs().end()) {
+        throw error("run: the StepIO has no buffer for anchor '{}' (expected {} of shape {})", id,
+                    dataTypeName(t.info.dataType()), shapeToString(expected));
+      }
+      checkStepBuffer("anchor", id, t.info, expected, arrayInfo(it->second), how);
+      an.data = static_cast<unsigned char*>(it->second.data());
+      if (an.art.id() == AnchorReturnTypeId::Sum) {
+        std::memset(an.data, 0, static_cast<size_t>(t.info.nbytes() * L));
+      }
+    } else if (an.art.id() == AnchorReturnTypeId::Sum) {
+      for (int64_t r = 0; r < L; ++r) an.sums.emplace_back(t.info);
+    }
+    anchors_.push_back(std::move(an));
+  }
+}
+
+void StepBuffers::readInput(size_t k, int64_t iteration, int64_t replica, HostTensor& dst) {
+  Input& in = inputs_[k];
+  const size_t bytes = dst.nbytes();
+  if (synthetic_ != SyntheticDataMode::Off) {
+    // Synthetic data is written once per replica and step, then reused.
+    if (in.filled.empty()) in.filled.assign(static_cast<size_t>(replicas_), false);
+    if (in.filled[static_cast<size_t>(replica)]) return;
+    if (synthetic_ == SyntheticDataMode::Zeros || !isFloatingPoint(in.info.dataType())) {
+      dst.fillZero();
+    } else {
+      std::mt19937_64 rng(seed_ + k);
+      std::normal_distribution<double> normal(0.0, 1.0);
+      std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+      for (int64_t i = 0; i < dst.nelms(); ++i) {
+        dst.setFromDouble(i, synthetic_ == SyntheticDataMode::RandomNormal ? normal(rng) : uniform(rng));
+      }
+    }
+    in.filled[static_cast<size_t>(replica)] = true;
+    return;
+  }
+  if (in.data != nullptr) {
+    const int64_t slot = iteration * replicas_ + replica;
+    std::memcpy(dst.raw(), in.data + static_cast<size_t>(slot) * bytes, bytes);
+    return;
+  }
+  const TensorId& id = inputIds_[k];
+  ConstVoidData d = stepio_.in(id, in.info.nelms(), false, false);
+  if (d.data == nullptr) throw error("run: the IStepIO returned no data for input '{}'", id);
+  if (d.info.isSet()) checkHostBuffer("run (IStepIO::in)", id, in.info, d.info);
+  std::memcpy(dst.raw(), d.data, bytes);
+  stepio_.inComplete(id, in.info.nelms(), false);
+}
+
+void StepBuffers::writeAnchor(size_t k, int64_t iteration, int64_t replica, const HostTensor& src) {
+  Anchor& an = anchors_[k];
+  const TensorId& id = anchorIds_[k];
+  const size_t bytes = src.nbytes();
+  const int64_t last = bps_ * af_ - 1;
+  int64_t slot = -1;  // where the value goes, in units of one replica's value
+  switch (an.art.id()) {
+    case AnchorReturnTypeId::All: slot = iteration * replicas_ + replica; break;
+    case AnchorReturnTypeId::EveryN:
+      if ((iteration + 1) % an.art.rp() == 0) slot = (iteration / an.art.rp()) * replicas_ + replica;
+      break;
+    case AnchorReturnTypeId::Final:
+      if (iteration == last) slot = replica;
+      break;
+    case AnchorReturnTypeId::Sum:
+      if (an.data != nullptr) addInto(an.data + static_cast<size_t>(replica) * bytes, src);
+      else addInto(reinterpret_cast<unsigned char*>(an.sums[static_cast<size_t>(replica)].raw()), src);
+      return;
+  }
+  if (slot < 0) return;
+  if (an.data != nullptr) {
+    std::memcpy(an.data + static_cast<size_t>(slot) * bytes, src.raw(), bytes);
+    return;
+  }
+  MutableVoidData d = stepio_.out(id, an.info.nelms());
+  if (d.data == nullptr) throw error("run: the IStepIO returned no buffer for anchor '{}'", id);
+  if (d.info.isSet()) checkHostBuffer("run (IStepIO::out)", id, an.info, d.info);
+  std::memcpy(d.data, src.raw(), bytes);
+  stepio_.outComplete(id);
+}
+
+void StepBuffers::finish() {
+  for (size_t k = 0; k < anchors_.size(); ++k) {
+    Anchor& an = anchors_[k];
+    if (an.art.id() != AnchorReturnTypeId::Sum || an.data != nullptr) continue;
+    for (const auto& sum : an.sums) {
+      MutableVoidData d = stepio_.out(anchorIds_[k], an.info.nelms());
+      if (d.data == nullptr) {
+        throw error("run: the IStepIO returned no buffer for anchor '{}'", anchorIds_[k]);
+      }
+      std::memcpy(d.data, sum.raw(), sum.nbytes());
+      stepio_.outComplete(anchorIds_[k]);
+    }
+  }
+}
+
+}  // namespace xtrain::session
