@@ -150,8 +150,12 @@ void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::s
   }
   std::vector<int64_t> values;
   values.reserve(static_cast<size_t>(t.value->nelms()));
+  // Integers are read exactly: INT64_MAX ("to the end" in Slice) does not survive a trip through double.
+  const DataType type = t.value->dataType();
   for (int64_t i = 0; i < t.value->nelms(); ++i) {
-    values.push_back(static_cast<int64_t>(t.value->getAsDouble(i)));
+    if (type == DataType::INT64) values.push_back(t.value->data<int64_t>()[i]);
+    else if (type == DataType::INT32) values.push_back(t.value->data<int32_t>()[i]);
+    else values.push_back(static_cast<int64_t>(t.value->getAsDouble(i)));
   }
   op.attrs.set(attrName, std::move(values));
   op.inputs[index].clear();

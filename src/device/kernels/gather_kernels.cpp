@@ -1,0 +1,138 @@
+// Kernels of Gather (any element type, INT32/INT64 indices) and GatherGrad (FLOAT scatter-add).
+// Both view data as [outer, axisDim, inner] and the output/gradient as [outer, numIndices, inner].
+#include <cstring>
+
+#include "device/kernel.hpp"
+
+namespace xtrain::device {
+namespace {
+
+struct GatherLayout {
+  int64_t outer = 1;
+  int64_t axisDim = 0;
+  int64_t inner = 1;
+  int64_t numIndices = 0;
+};
+
+GatherLayout gatherLayout(const KernelSpec& spec, const Shape& data, int64_t axis,
+                          const TensorInfo& indices) {
+  const auto rank = static_cast<int64_t>(data.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank)
+    spec.fail("axis {} is out of range for data of shape {}", axis, shapeToString(data));
+  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64) {
+    spec.fail("indices {} must be INT32 or INT64", indices.toString());
+  }
+  GatherLayout l;
+  for (int64_t k = 0; k < rank; ++k) {
+    const int64_t d = data[static_cast<size_t>(k)];
+    if (k < axis) l.outer *= d;
+    if (k > axis) l.inner *= d;
+  }
+  l.axisDim = data[static_cast<size_t>(axis)];
+  l.numIndices = indices.nelms();
+  return l;
+}
+
+// Reads and checks every index once per run into `out` (negative ones count from the end). An index
+// out of range is a runtime error naming the op, the index and its position.
+void readIndices(const std::string& description, const HostTensor& indices, int64_t axisDim,
+                 std::vector<int64_t>& out) {
+  const int64_t n = indices.nelms();
+  const bool is64 = indices.dataType() == DataType::INT64;
+  const int64_t* p64 = is64 ? indices.data<int64_t>() : nullptr;
+  const int32_t* p32 = is64 ? nullptr : indices.data<int32_t>();
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t v = is64 ? p64[j] : p32[j];
+    const int64_t k = v < 0 ? v + axisDim : v;
+    if (k < 0 || k >= axisDim) {
+      throw runtime_error(
+          "{}: index {} (element {} of the indices) is out of range for an axis of size {}",
+          description, v, j, axisDim);
+    }
+    out[static_cast<size_t>(j)] = k;
+  }
+}
+
+class GatherKernel final : public Kernel {
+ public:
+  GatherKernel(std::string description, GatherLayout layout, size_t esize)
+      : description_(std::move(description)),
+        l_(layout),
+        rowBytes_(static_cast<size_t>(layout.inner) * esize),
+        indices_(static_cast<size_t>(layout.numIndices)) {}
+
+  void run(const KernelIO& io) override {
+    readIndices(description_, io.in(1), l_.axisDim, indices_);
+    if (rowBytes_ == 0) return;
+    const std::byte* x = io.in(0).raw();
+    std::byte* y = io.out(0).raw();
+    for (int64_t o = 0; o < l_.outer; ++o) {
+      const std::byte* src = x + static_cast<size_t>(o * l_.axisDim) * rowBytes_;
+      for (int64_t j = 0; j < l_.numIndices; ++j) {
+        std::memcpy(y, src + static_cast<size_t>(indices_[static_cast<size_t>(j)]) * rowBytes_,
+                    rowBytes_);
+        y += rowBytes_;
+      }
+    }
+  }
+
+ private:
+  std::string description_;
+  GatherLayout l_;
+  size_t rowBytes_;
+  std::vector<int64_t> indices_;
+};
+
+XT_REGISTER_KERNEL("ai.onnx", "Gather", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  const TensorInfo& data = spec.inputs.at(0);
+  const size_t esize = dataTypeSize(data.dataType());
+  if (esize == 0) spec.fail("element type of {} cannot be copied", data.toString());
+  const GatherLayout l =
+      gatherLayout(spec, data.shape(), spec.attrs.getInt("axis", 0), spec.inputs.at(1));
+  return std::make_unique<GatherKernel>(spec.description, l, esize);
+});
+
+// Adds row j of dy into row indices[j] of the (zeroed) output; repeated indices accumulate.
+class GatherGradKernel final : public Kernel {
+ public:
+  GatherGradKernel(std::string description, GatherLayout layout)
+      : description_(std::move(description)),
+        l_(layout),
+        indices_(static_cast<size_t>(layout.numIndices)) {}
+
+  void run(const KernelIO& io) override {
+    readIndices(description_, io.in(1), l_.axisDim, indices_);
+    HostTensor& out = io.out(0);
+    out.fillZero();
+    const float* dy = io.in(0).data<float>();
+    float* y = out.data<float>();
+    const int64_t inner = l_.inner;
+    for (int64_t o = 0; o < l_.outer; ++o) {
+      float* dst = y + o * l_.axisDim * inner;
+      for (int64_t j = 0; j < l_.numIndices; ++j) {
+        float* row = dst + indices_[static_cast<size_t>(j)] * inner;
+        for (int64_t t = 0; t < inner; ++t) row[t] += dy[t];
+        dy += inner;
+      }
+    }
+  }
+
+ private:
+  std::string description_;
+  GatherLayout l_;
+  std::vector<int64_t> indices_;
+};
+
+XT_REGISTER_KERNEL("ai.xtrain", "GatherGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     const TensorInfo& out = spec.outputs.at(0);
+                     if (out.dataType() != DataType::FLOAT)
+                       spec.fail("only FLOAT is supported, not {}", out.toString());
+                     const GatherLayout l = gatherLayout(
+                         spec, out.shape(), spec.attrs.getInt("axis"), spec.inputs.at(1));
+                     return std::make_unique<GatherGradKernel>(spec.description, l);
+                   });
+
+}  // namespace
+}  // namespace xtrain::device
