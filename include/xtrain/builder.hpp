@@ -1,0 +1,339 @@
+// Builder: builds an ONNX model in memory with PopART's C++ Builder API.
+//
+//   auto builder = xtrain::Builder::create();
+//   auto onnx = builder->aiOnnxOpset13();
+//   TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {4, 8}), "x");
+//   TensorId w = builder->addInitializedInputTensor(ConstVoidData::fromVector<float>({8, 2},
+//   wValues), "w"); TensorId y = onnx.matmul({x, w}, "fc"); builder->addOutputTensor(y);
+//   std::string proto = builder->getModelProto();
+//
+// Contract:
+//  - Tensor ids are generated from the debug names, prefixed by the name scopes ("scope/"), and
+//  made unique by
+//    a "_N" suffix. An op's outputs are "<node name>:<i>", its node name the debug context (or the
+//    op type).
+//  - One model uses one version of each opset domain: asking for aiOnnxOpset11() after
+//  aiOnnxOpset13() throws.
+//    The opset objects stay valid as long as their Builder lives.
+//  - Every method checks its inputs exist and throws xtrain::error naming the op and the tensor
+//  otherwise.
+//    Shape errors surface from getTensorShape (ONNX shape inference) or when the model is imported.
+//  - Not thread-safe: one thread builds one model.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "xtrain/names.hpp"
+#include "xtrain/ndarraywrapper.hpp"
+#include "xtrain/reductiontype.hpp"
+#include "xtrain/tensorinfo.hpp"
+#include "xtrain/variablesettings.hpp"
+#include "xtrain/voiddata.hpp"
+
+namespace xtrain {
+
+class BuilderImpl;
+
+// ConstVoidData (a tensor value given to the Builder) is defined in xtrain/voiddata.hpp.
+
+// An attribute value of a custom op (Builder::customOp).
+using CustomOpAttribute = std::variant<int64_t, float, std::string, std::vector<int64_t>,
+                                       std::vector<float>, std::vector<std::string>>;
+
+// Common base of the opset objects: they emit nodes into their Builder's model.
+class DomainOpSet {
+ public:
+  int getOpsetVersion() const { return version_; }
+
+ protected:
+  DomainOpSet(BuilderImpl* impl, int version) : impl_(impl), version_(version) {}
+  BuilderImpl* impl_;
+  int version_;
+};
+
+// ai.onnx opsets 11 to 17. Methods are version-aware: where ONNX moved a static attribute to an
+// input (Squeeze/Unsqueeze axes, ReduceSum axes and Split's split at 13, Dropout's ratio at 12),
+// the same method emits the form of the object's version. Where an attribute is optional, its
+// default is ONNX's.
+class AiOnnxOpset11 : public DomainOpSet {
+ public:
+  explicit AiOnnxOpset11(BuilderImpl* impl) : AiOnnxOpset11(impl, 11) {}
+
+  // Elementwise (numpy broadcasting).
+  TensorId add(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId sub(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId mul(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId div(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId pow(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId sum(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId neg(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId exp(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId log(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId sqrt(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId relu(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId sigmoid(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId tanh(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId identity(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // to: a type name as in TensorInfo ("FLOAT", "INT32", "FLOAT16", ...).
+  TensorId cast(const std::vector<TensorId>& args, const std::string& to,
+                const std::string& debugContext = {});
+
+  // axis absent: ONNX's default for the version (1 before opset 13, -1 from 13).
+  TensorId softmax(const std::vector<TensorId>& args, std::optional<int64_t> axis = std::nullopt,
+                   const std::string& debugContext = {});
+  TensorId logsoftmax(const std::vector<TensorId>& args, std::optional<int64_t> axis = std::nullopt,
+                      const std::string& debugContext = {});
+
+  TensorId matmul(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId gemm(const std::vector<TensorId>& args, float alpha = 1.0f, float beta = 1.0f,
+                int64_t transA = 0, int64_t transB = 0, const std::string& debugContext = {});
+
+  // Shape manipulation. reshape: args = {data, shape} (shape an INT64 tensor, e.g. from
+  // constant()).
+  TensorId reshape(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId flatten(const std::vector<TensorId>& args, int64_t axis = 1,
+                   const std::string& debugContext = {});
+  TensorId transpose(const std::vector<TensorId>& args, const std::vector<int64_t>& perm = {},
+                     const std::string& debugContext = {});
+  TensorId concat(const std::vector<TensorId>& args, int64_t axis,
+                  const std::string& debugContext = {});
+  // split empty: num_outputs equal parts.
+  std::vector<TensorId> split(const std::vector<TensorId>& args, unsigned num_outputs,
+                              int64_t axis = 0, const std::vector<int64_t>& split = {},
+                              const std::string& debugContext = {});
+  // args = {data, starts, ends[, axes[, steps]]}, all but data INT64 tensors (ONNX Slice-10+ form).
+  TensorId slice(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // Convenience: emits starts/ends/axes/steps as constants.
+  TensorId slice(const std::vector<TensorId>& args, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes = {},
+                 const std::vector<int64_t>& steps = {}, const std::string& debugContext = {});
+  // Opset <= 12: axes is an attribute. Opset >= 13: axes is an input, emitted as a constant, or
+  // given as args[1] when axes is empty.
+  TensorId squeeze(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
+                   const std::string& debugContext = {});
+  TensorId unsqueeze(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
+                     const std::string& debugContext = {});
+  TensorId gather(const std::vector<TensorId>& args, int64_t axis = 0,
+                  const std::string& debugContext = {});
+
+  // axes empty: all axes. ReduceSum's axes become an input from opset 13 (args[1] may give it
+  // instead).
+  TensorId reducesum(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
+                     int64_t keepdims = 1, const std::string& debugContext = {});
+  TensorId reducemean(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
+                      int64_t keepdims = 1, const std::string& debugContext = {});
+
+  // Normalisation and convolution. BatchNormalization: num_outputs 1 (inference) or, for training,
+  // 5 before opset 14 and 3 from 14 (which also sets training_mode = 1).
+  std::vector<TensorId> batchnormalization(const std::vector<TensorId>& args,
+                                           unsigned num_outputs = 1, float epsilon = 1e-5f,
+                                           float momentum = 0.9f,
+                                           const std::string& debugContext = {});
+  TensorId conv(const std::vector<TensorId>& args, const std::vector<int64_t>& dilations = {},
+                int64_t group = 1, const std::vector<int64_t>& kernel_shape = {},
+                const std::vector<int64_t>& pads = {}, const std::vector<int64_t>& strides = {},
+                const std::string& debugContext = {});
+  std::vector<TensorId> maxpool(const std::vector<TensorId>& args, unsigned num_outputs,
+                                const std::vector<int64_t>& kernel_shape, int64_t ceil_mode = 0,
+                                const std::vector<int64_t>& dilations = {},
+                                const std::vector<int64_t>& pads = {}, int64_t storage_order = 0,
+                                const std::vector<int64_t>& strides = {},
+                                const std::string& debugContext = {});
+  TensorId averagepool(const std::vector<TensorId>& args, const std::vector<int64_t>& kernel_shape,
+                       int64_t ceil_mode = 0, int64_t count_include_pad = 0,
+                       const std::vector<int64_t>& pads = {},
+                       const std::vector<int64_t>& strides = {},
+                       const std::string& debugContext = {});
+  TensorId globalaveragepool(const std::vector<TensorId>& args,
+                             const std::string& debugContext = {});
+  // Opset 11: ratio is an attribute; from 12 a constant input.
+  std::vector<TensorId> dropout(const std::vector<TensorId>& args, unsigned num_outputs = 1,
+                                float ratio = 0.5f, const std::string& debugContext = {});
+
+  // A Constant node holding a copy of value.
+  TensorId constant(const ConstVoidData& value, const std::string& debugContext = {});
+
+ protected:
+  AiOnnxOpset11(BuilderImpl* impl, int version) : DomainOpSet(impl, version) {}
+};
+
+class AiOnnxOpset12 : public AiOnnxOpset11 {
+ public:
+  explicit AiOnnxOpset12(BuilderImpl* impl) : AiOnnxOpset12(impl, 12) {}
+  // args = {scores, labels[, weights]}; num_outputs 2 adds log_prob. reduction: "none", "sum" or
+  // "mean".
+  std::vector<TensorId> softmaxcrossentropyloss(const std::vector<TensorId>& args,
+                                                unsigned num_outputs = 1,
+                                                std::optional<int64_t> ignore_index = std::nullopt,
+                                                const std::string& reduction = "mean",
+                                                const std::string& debugContext = {});
+
+ protected:
+  AiOnnxOpset12(BuilderImpl* impl, int version) : AiOnnxOpset11(impl, version) {}
+};
+
+class AiOnnxOpset13 : public AiOnnxOpset12 {
+ public:
+  explicit AiOnnxOpset13(BuilderImpl* impl) : AiOnnxOpset13(impl, 13) {}
+
+ protected:
+  AiOnnxOpset13(BuilderImpl* impl, int version) : AiOnnxOpset12(impl, version) {}
+};
+
+class AiOnnxOpset14 : public AiOnnxOpset13 {
+ public:
+  explicit AiOnnxOpset14(BuilderImpl* impl) : AiOnnxOpset14(impl, 14) {}
+
+ protected:
+  AiOnnxOpset14(BuilderImpl* impl, int version) : AiOnnxOpset13(impl, version) {}
+};
+
+class AiOnnxOpset15 : public AiOnnxOpset14 {
+ public:
+  explicit AiOnnxOpset15(BuilderImpl* impl) : AiOnnxOpset15(impl, 15) {}
+
+ protected:
+  AiOnnxOpset15(BuilderImpl* impl, int version) : AiOnnxOpset14(impl, version) {}
+};
+
+class AiOnnxOpset16 : public AiOnnxOpset15 {
+ public:
+  explicit AiOnnxOpset16(BuilderImpl* impl) : AiOnnxOpset16(impl, 16) {}
+
+ protected:
+  AiOnnxOpset16(BuilderImpl* impl, int version) : AiOnnxOpset15(impl, version) {}
+};
+
+class AiOnnxOpset17 : public AiOnnxOpset16 {
+ public:
+  explicit AiOnnxOpset17(BuilderImpl* impl) : AiOnnxOpset17(impl, 17) {}
+  // args = {X, Scale[, B]}; num_outputs up to 3 (Y, Mean, InvStdDev).
+  std::vector<TensorId> layernormalization(const std::vector<TensorId>& args,
+                                           unsigned num_outputs = 1, int64_t axis = -1,
+                                           float epsilon = 1e-5f, int64_t stash_type = 1,
+                                           const std::string& debugContext = {});
+
+ protected:
+  AiOnnxOpset17(BuilderImpl* impl, int version) : AiOnnxOpset16(impl, version) {}
+};
+
+// PopART's ai.graphcore opset 1. Op types and attributes in the model (what the IR's ops register):
+//   IdentityLoss {reduction}; Nll {reduction, ignoreIndex (optional), inputIsLogProbability};
+//   L1 {lambda, reduction}; Gelu. reduction is the int value of ReductionType.
+class AiGraphcoreOpset1 : public DomainOpSet {
+ public:
+  explicit AiGraphcoreOpset1(BuilderImpl* impl) : DomainOpSet(impl, 1) {}
+
+  TensorId identityloss(const std::vector<TensorId>& args,
+                        ReductionType reduction = ReductionType::Mean,
+                        const std::string& debugContext = {});
+  // args = {probs [N, C] (or [..., C]), labels [N] (or [...])}.
+  TensorId nllloss(const std::vector<TensorId>& args, ReductionType reduction = ReductionType::Mean,
+                   std::optional<int> ignoreIndex = std::nullopt,
+                   bool inputIsLogProbability = false, const std::string& debugContext = {});
+  TensorId l1loss(const std::vector<TensorId>& args, float lambda,
+                  ReductionType reduction = ReductionType::Mean,
+                  const std::string& debugContext = {});
+  TensorId gelu(const std::vector<TensorId>& args, const std::string& debugContext = {});
+};
+
+class Builder;
+
+// Pushes a name scope for its lifetime (Builder::nameScope).
+class [[nodiscard]] NameScope {
+ public:
+  NameScope(Builder& builder, const std::string& name);
+  ~NameScope();
+  NameScope(const NameScope&) = delete;
+  NameScope& operator=(const NameScope&) = delete;
+
+ private:
+  Builder& builder_;
+};
+
+class Builder {
+ public:
+  static std::unique_ptr<Builder> create();
+  // Continues an existing model: a file path if such a file exists, else serialized ModelProto
+  // bytes.
+  static std::unique_ptr<Builder> createFromOnnxModel(const std::string& modelProtoOrFilename);
+  ~Builder();
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
+
+  // Opsets. Asking for one records it in the model's opset_import.
+  AiOnnxOpset11 aiOnnxOpset11();
+  AiOnnxOpset12 aiOnnxOpset12();
+  AiOnnxOpset13 aiOnnxOpset13();
+  AiOnnxOpset14 aiOnnxOpset14();
+  AiOnnxOpset15 aiOnnxOpset15();
+  AiOnnxOpset16 aiOnnxOpset16();
+  AiOnnxOpset17 aiOnnxOpset17();
+  AiGraphcoreOpset1 aiGraphcoreOpset1();
+
+  // A graph input fed from the host (a stream). Returns its id.
+  TensorId addInputTensor(const TensorInfo& info, const std::string& debugName = {});
+  TensorId addInputTensor(const std::string& dataType, const Shape& shape,
+                          const std::string& debugName = {});
+  // A graph initializer: a weight when its type is floating point, else a constant input.
+  TensorId addInitializedInputTensor(const ConstVoidData& initData,
+                                     const std::string& debugName = {});
+  // Same, shared among replicas as settings say. Recorded in the model metadata
+  // (__variable_settings/<id>, __comm_group_type/<id>, __comm_group_size/<id>); initData holds the
+  // value of every group, with the group count as leading dimension when there is more than one
+  // group.
+  TensorId addInitializedInputTensor(const ConstVoidData& initData,
+                                     const VariableSettings& settings,
+                                     const std::string& debugName = {});
+  void addOutputTensor(const TensorId& id);
+
+  // A node of any domain (e.g. a custom op). Returns its outputs.
+  std::vector<TensorId> customOp(const std::string& domain, const std::string& opType,
+                                 int opsetVersion, const std::vector<TensorId>& inputs,
+                                 unsigned numOutputs,
+                                 const std::map<std::string, CustomOpAttribute>& attributes = {},
+                                 const std::string& debugContext = {});
+
+  // Name scopes: ids and node names created inside get "name/" prefixes (nested: "outer/inner/").
+  void pushNameScope(const std::string& name);
+  void popNameScope();
+  NameScope nameScope(const std::string& name) { return NameScope(*this, name); }
+  std::string getNameScope(const std::string& name = {}) const;
+
+  // The replication factor the model is meant for (model metadata __replicationFactor).
+  void embedReplicationFactor(int replicationFactor);
+  void setGraphName(const std::string& name);
+  // Sets (or replaces) a model metadata_props entry.
+  void setMetadata(const std::string& key, const std::string& value);
+
+  // Type and shape of any tensor: inputs and initializers as given, op outputs by ONNX shape
+  // inference. Throws xtrain::error naming the tensor when it does not exist or its shape cannot be
+  // inferred.
+  Shape getTensorShape(const TensorId& id);
+  DataType getTensorDataType(const TensorId& id);
+  TensorInfo getTensorInfo(const TensorId& id);
+  bool hasTensor(const TensorId& id) const;
+
+  std::vector<TensorId> getInputTensorIds() const;
+  std::vector<TensorId> getOutputTensorIds() const;
+  // Initializers of floating-point type.
+  std::vector<TensorId> getTrainableTensorIds() const;
+
+  // The serialized ModelProto (graph outputs carry their inferred types).
+  std::string getModelProto();
+  // Writes getModelProto() to path; throws xtrain::error when the file cannot be written.
+  void saveModelProto(const std::string& path);
+
+ private:
+  Builder();
+  std::unique_ptr<BuilderImpl> impl_;
+};
+
+}  // namespace xtrain

@@ -1,0 +1,33 @@
+#include "session/model_io.hpp"
+
+#include "ir/onnx/onnx_export.hpp"
+#include "ir/onnx/onnx_import.hpp"
+
+namespace xtrain::session {
+
+ImportedModel importModel(const std::string& model, const std::map<TensorId, TensorInfo>& inputShapes) {
+  ir::OnnxImportOptions options;
+  options.inputShapeInfo = inputShapes;
+  ir::OnnxModel m = ir::importOnnxModel(model, options);
+  return ImportedModel{std::move(m.graph), std::move(m.bytes), std::move(m.metadata)};
+}
+
+std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
+  ir::OnnxImportOptions options;
+  options.runChecker = false;
+  ir::OnnxModel m = ir::importOnnxModel(model, options);
+  std::map<TensorId, HostTensor> values;
+  for (const auto& [id, t] : m.graph->tensors()) {
+    if (t->value && (t->kind == ir::TensorKind::Variable || t->kind == ir::TensorKind::Const)) {
+      values.emplace(id, *t->value);
+    }
+  }
+  return values;
+}
+
+void writeModelWithWeights(const std::string& modelBytes, const std::map<TensorId, HostTensor>& values,
+                           const std::string& path) {
+  ir::writeFile(path, ir::updateOnnxInitializers(modelBytes, values));
+}
+
+}  // namespace xtrain::session

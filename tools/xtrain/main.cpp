@@ -1,0 +1,46 @@
+// xtrain: trains an ONNX model on an HDF5 data set (or the built-in example) on simulated IPUs.
+#include <iostream>
+
+#include "options.hpp"
+#include "trainer.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+
+int main(int argc, char** argv) {
+  using namespace xtrain;
+  tools::TrainOptions options;
+  try {
+    options = tools::parseOptions(std::vector<std::string>(argv + 1, argv + argc));
+    if (options.help) {
+      std::cout << tools::usageText();
+      return 0;
+    }
+    // --log-level sets the default; XTRAIN_LOG_LEVEL / XTRAIN_LOG_CONFIG, when set, win.
+    logging::setDefaultLevel(logging::levelFromString(options.logLevel));
+    logging::configureFromEnvironment();
+  } catch (const tools::UsageError& e) {
+    std::cerr << "xtrain: " << e.what() << "\n";
+    return 2;
+  } catch (const error& e) {
+    std::cerr << "xtrain: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    return tools::train(options, std::cout);
+  } catch (const OutOfMemoryException& e) {
+    std::cerr << "xtrain: " << e.what() << "\n" << e.getSummaryReport() << "\n";
+    return 1;
+  } catch (const runtime_error& e) {
+    std::cerr << "xtrain: runtime failure: " << e.what() << "\n";
+    return 1;
+  } catch (const internal_error& e) {
+    std::cerr << "xtrain: internal error (please report): " << e.what() << "\n";
+    return 1;
+  } catch (const error& e) {
+    std::cerr << "xtrain: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "xtrain: runtime failure: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,150 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <set>
+
+namespace xtrain::tools {
+
+const char* usageText() {
+  return R"(usage: xtrain [options]
+
+Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, trains a built-in example
+(an MLP on a deterministic synthetic classification set).
+
+  --model M.onnx            the model to train (graph inputs without initializers are fed from --data)
+  --data D.h5               one dataset per graph input, named like the input, first dimension = samples
+  --loss TENSOR             the loss tensor of the model (required with --model)
+  --optimizer sgd           optimizer (sgd)
+  --lr X                    learning rate (0.01)
+  --momentum X              momentum (0.9)
+  --weight-decay X          weight decay (0)
+  --micro-batch-size N      samples per micro-batch per replica (32)
+  --batches-per-step N      batches one run executes (1)
+  --accumulation-factor N   micro-batches whose gradients are accumulated per update (1)
+  --replicas N              local replicas, each on its own simulated IPU (1)
+  --steps N | --epochs N    how long to train (default: 100 steps for the example, 1 epoch otherwise)
+  --reduction sum|mean      how gradients are reduced over micro-batches and replicas (mean)
+  --seed S                  seed of the sample order and of random ops (0)
+  --anchor NAME[:ALL|FINAL|SUM|EVERYN:k]   also fetch a tensor each step (repeatable)
+  --save-model OUT.onnx     write the trained model
+  --log-level LEVEL         trace, debug, info, warn, err, critical, off (info)
+  -h, --help                this text
+
+Exit codes: 0 success, 2 bad usage or bad input, 1 runtime failure.
+)";
+}
+
+namespace {
+
+template <typename T>
+T parseNumber(const std::string& flag, const std::string& text) {
+  T value{};
+  if constexpr (std::is_floating_point_v<T>) {
+    try {
+      size_t used = 0;
+      value = static_cast<T>(std::stod(text, &used));
+      if (used != text.size()) throw std::invalid_argument(text);
+    } catch (const std::exception&) {
+      throw UsageError(flag + " expects a number, got '" + text + "'");
+    }
+  } else {
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size()) {
+      throw UsageError(flag + " expects an integer, got '" + text + "'");
+    }
+  }
+  return value;
+}
+
+int64_t positive(const std::string& flag, const std::string& text) {
+  const auto v = parseNumber<int64_t>(flag, text);
+  if (v <= 0) throw UsageError(flag + " must be greater than zero, got " + text);
+  return v;
+}
+
+AnchorRequest parseAnchor(const std::string& text) {
+  AnchorRequest a;
+  const auto colon = text.find(':');
+  a.tensor = text.substr(0, colon);
+  if (a.tensor.empty()) throw UsageError("--anchor needs a tensor name, got '" + text + "'");
+  if (colon == std::string::npos) return a;
+  std::string rest = text.substr(colon + 1);
+  const auto colon2 = rest.find(':');
+  a.returnType = rest.substr(0, colon2);
+  if (a.returnType == "EVERYN") {
+    if (colon2 == std::string::npos) {
+      throw UsageError("--anchor " + text + ": EVERYN needs a period, e.g. " + a.tensor + ":EVERYN:4");
+    }
+    a.period = static_cast<int>(positive("--anchor EVERYN period", rest.substr(colon2 + 1)));
+  } else if (a.returnType != "ALL" && a.returnType != "FINAL" && a.returnType != "SUM") {
+    throw UsageError("--anchor " + text + ": return type must be ALL, FINAL, SUM or EVERYN:k");
+  } else if (colon2 != std::string::npos) {
+    throw UsageError("--anchor " + text + ": only EVERYN takes a period");
+  }
+  return a;
+}
+
+}  // namespace
+
+TrainOptions parseOptions(const std::vector<std::string>& args) {
+  TrainOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool hasInline = false;
+    if (flag.rfind("--", 0) == 0) {
+      const auto eq = flag.find('=');
+      if (eq != std::string::npos) {
+        value = flag.substr(eq + 1);
+        flag = flag.substr(0, eq);
+        hasInline = true;
+      }
+    }
+    auto next = [&]() -> std::string {
+      if (hasInline) return value;
+      if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
+      return args[++i];
+    };
+    if (flag == "-h" || flag == "--help") o.help = true;
+    else if (flag == "--model") o.model = next();
+    else if (flag == "--data") o.data = next();
+    else if (flag == "--loss") o.loss = next();
+    else if (flag == "--optimizer") o.optimizer = next();
+    else if (flag == "--lr") o.lr = parseNumber<float>(flag, next());
+    else if (flag == "--momentum") o.momentum = parseNumber<float>(flag, next());
+    else if (flag == "--weight-decay") o.weightDecay = parseNumber<float>(flag, next());
+    else if (flag == "--micro-batch-size") o.microBatchSize = positive(flag, next());
+    else if (flag == "--batches-per-step") o.batchesPerStep = positive(flag, next());
+    else if (flag == "--accumulation-factor") o.accumulationFactor = positive(flag, next());
+    else if (flag == "--replicas") o.replicas = positive(flag, next());
+    else if (flag == "--steps") o.steps = positive(flag, next());
+    else if (flag == "--epochs") o.epochs = positive(flag, next());
+    else if (flag == "--reduction") o.reduction = next();
+    else if (flag == "--seed") o.seed = parseNumber<uint64_t>(flag, next());
+    else if (flag == "--anchor") o.anchors.push_back(parseAnchor(next()));
+    else if (flag == "--save-model") o.saveModel = next();
+    else if (flag == "--log-level") o.logLevel = next();
+    else throw UsageError("unknown option '" + args[i] + "' (see xtrain --help)");
+  }
+  if (o.help) return o;
+  if (o.steps && o.epochs) throw UsageError("give --steps or --epochs, not both");
+  if (o.reduction != "sum" && o.reduction != "mean") {
+    throw UsageError("--reduction must be sum or mean, got '" + o.reduction + "'");
+  }
+  if (o.optimizer != "sgd") {
+    throw UsageError("--optimizer " + o.optimizer + " is not supported yet (supported: sgd)");
+  }
+  if (!o.model.empty()) {
+    if (o.data.empty()) throw UsageError("--model needs --data (the HDF5 data set to train on)");
+    if (o.loss.empty()) throw UsageError("--model needs --loss (the name of the model's loss tensor)");
+  } else if (!o.data.empty() || !o.loss.empty()) {
+    throw UsageError("--data and --loss need --model (without --model xtrain trains its built-in example)");
+  }
+  std::set<std::string> seen;
+  for (const auto& a : o.anchors) {
+    if (!seen.insert(a.tensor).second) throw UsageError("--anchor " + a.tensor + " is given twice");
+  }
+  return o;
+}
+
+}  // namespace xtrain::tools

@@ -1,0 +1,47 @@
+// Command line of `xtrain`. parseOptions throws UsageError (exit code 2) for anything it cannot accept.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace xtrain::tools {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct AnchorRequest {
+  std::string tensor;
+  std::string returnType = "ALL";  // ALL, FINAL, SUM, EVERYN
+  int period = 0;
+};
+
+struct TrainOptions {
+  std::string model;  // empty: the built-in example
+  std::string data;
+  std::string loss;
+  std::string optimizer = "sgd";
+  float lr = 0.01f;
+  float momentum = 0.9f;
+  float weightDecay = 0.0f;
+  int64_t microBatchSize = 32;
+  int64_t batchesPerStep = 1;
+  int64_t accumulationFactor = 1;
+  int64_t replicas = 1;
+  std::optional<int64_t> steps;
+  std::optional<int64_t> epochs;
+  std::string reduction = "mean";
+  uint64_t seed = 0;
+  std::vector<AnchorRequest> anchors;
+  std::string saveModel;
+  std::string logLevel = "info";
+  bool help = false;
+};
+
+TrainOptions parseOptions(const std::vector<std::string>& args);
+const char* usageText();
+
+}  // namespace xtrain::tools

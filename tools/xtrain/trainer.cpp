@@ -1,0 +1,272 @@
+#include "trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <memory>
+#include <numeric>
+#include <random>
+
+#include "checkpoint/dataset_reader.hpp"
+#include "common/example_models.hpp"
+#include "xtrain/builder.hpp"
+#include "xtrain/devicemanager.hpp"
+#include "xtrain/logging.hpp"
+#include "xtrain/session.hpp"
+
+namespace xtrain::tools {
+
+namespace {
+
+// Where samples come from: an HDF5 file or the built-in synthetic set. fill() writes the given samples of one
+// input, in order, as the input's element type.
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  virtual int64_t numSamples() const = 0;
+  virtual void fill(const TensorId& input, const TensorInfo& sampleInfo,
+                    const std::vector<int64_t>& samples, void* dst) = 0;
+};
+
+class Hdf5Source : public DataSource {
+ public:
+  Hdf5Source(const std::string& path, const std::map<TensorId, TensorInfo>& inputs) : reader_(path) {
+    for (const auto& [id, info] : inputs) {
+      const TensorInfo file = reader_.info(id);  // throws naming a missing dataset
+      Shape sample(file.shape().begin() + 1, file.shape().end());
+      Shape want(info.shape().begin() + 1, info.shape().end());
+      if (sample != want) {
+        throw error("dataset '{}' in '{}' has samples of shape {}, but the model's input '{}' is {} "
+                    "(expected samples of shape {})",
+                    id, path, shapeToString(sample), id, info.toString(), shapeToString(want));
+      }
+      if (isFloatingPoint(file.dataType()) != isFloatingPoint(info.dataType())) {
+        throw error("dataset '{}' in '{}' holds {} but the model's input '{}' is {}", id, path,
+                    dataTypeName(file.dataType()), id, dataTypeName(info.dataType()));
+      }
+      const int64_t n = file.shape()[0];
+      if (samples_ >= 0 && n != samples_) {
+        throw error("datasets in '{}' disagree on the number of samples: '{}' has {}, others {}", path, id,
+                    n, samples_);
+      }
+      samples_ = n;
+    }
+    if (samples_ <= 0) throw error("data file '{}' has no samples", path);
+  }
+  int64_t numSamples() const override { return samples_; }
+  void fill(const TensorId& input, const TensorInfo& sampleInfo, const std::vector<int64_t>& samples,
+            void* dst) override {
+    reader_.readSamples(input, samples, sampleInfo.dataType(), dst);
+  }
+
+ private:
+  checkpoint::DatasetReader reader_;
+  int64_t samples_ = -1;
+};
+
+class ExampleSource : public DataSource {
+ public:
+  ExampleSource(SyntheticClassification data, TensorId x, TensorId labels)
+      : data_(std::move(data)), x_(std::move(x)), labels_(std::move(labels)) {}
+  int64_t numSamples() const override { return data_.samples; }
+  void fill(const TensorId& input, const TensorInfo&, const std::vector<int64_t>& samples,
+            void* dst) override {
+    if (input == x_) {
+      auto* out = static_cast<float*>(dst);
+      for (size_t i = 0; i < samples.size(); ++i) {
+        std::memcpy(out + i * static_cast<size_t>(data_.features),
+                    data_.x.data() + samples[i] * data_.features,
+                    static_cast<size_t>(data_.features) * sizeof(float));
+      }
+    } else if (input == labels_) {
+      auto* out = static_cast<int32_t*>(dst);
+      for (size_t i = 0; i < samples.size(); ++i) out[i] = data_.labels[static_cast<size_t>(samples[i])];
+    } else {
+      throw error("the built-in example has no input '{}'", input);
+    }
+  }
+
+ private:
+  SyntheticClassification data_;
+  TensorId x_, labels_;
+};
+
+// A seeded shuffle per epoch; hands out the next n sample indices, starting a new epoch when needed.
+class SampleOrder {
+ public:
+  SampleOrder(int64_t samples, uint64_t seed) : samples_(samples), seed_(seed) { reshuffle(); }
+  std::vector<int64_t> next(int64_t n) {
+    std::vector<int64_t> out;
+    out.reserve(static_cast<size_t>(n));
+    while (static_cast<int64_t>(out.size()) < n) {
+      if (pos_ == samples_) {
+        ++epoch_;
+        reshuffle();
+      }
+      out.push_back(order_[static_cast<size_t>(pos_++)]);
+    }
+    return out;
+  }
+  int64_t epoch() const { return epoch_; }
+
+ private:
+  void reshuffle() {
+    order_.resize(static_cast<size_t>(samples_));
+    std::iota(order_.begin(), order_.end(), 0);
+    std::mt19937_64 rng(seed_ * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(epoch_));
+    std::shuffle(order_.begin(), order_.end(), rng);
+    pos_ = 0;
+  }
+  int64_t samples_;
+  uint64_t seed_;
+  int64_t epoch_ = 0;
+  int64_t pos_ = 0;
+  std::vector<int64_t> order_;
+};
+
+}  // namespace
+
+int train(const TrainOptions& o, std::ostream& out) {
+  std::string model;
+  TensorId loss = o.loss;
+  std::unique_ptr<DataSource> source;
+  InputShapeInfo shapes;
+  std::map<TensorId, TensorInfo> inputs;  // per micro-batch, batch dimension first
+  const bool example = o.model.empty();
+
+  if (example) {
+    MlpSpec spec;
+    spec.layers = {32, 64, 8};
+    spec.microBatch = o.microBatchSize;
+    spec.seed = 1;
+    BuiltModel m = buildMlp(spec);
+    model = m.proto;
+    loss = m.loss;
+    inputs[m.input] = TensorInfo(DataType::FLOAT, {o.microBatchSize, 32});
+    inputs[m.labels] = TensorInfo(DataType::INT32, {o.microBatchSize});
+    source = std::make_unique<ExampleSource>(makeSyntheticClassification(4096, 32, 8, 1234), m.input,
+                                             m.labels);
+    out << "xtrain: built-in example: MLP 32-64-8 on 4096 synthetic samples of 8 classes\n";
+  } else {
+    model = o.model;
+    // The model's inputs and their per-micro-batch shapes: probe with an inference-free import.
+    auto probe = Builder::createFromOnnxModel(o.model);
+    for (const auto& id : probe->getInputTensorIds()) {
+      TensorInfo info(probe->getTensorDataType(id), probe->getTensorShape(id));
+      Shape s = info.shape();
+      if (s.empty()) throw error("input '{}' of '{}' is a scalar; xtrain needs a batch dimension", id, o.model);
+      s[0] = o.microBatchSize;
+      inputs[id] = TensorInfo(info.dataType(), s);
+      shapes.add(id, inputs[id]);
+    }
+    source = std::make_unique<Hdf5Source>(o.data, inputs);
+  }
+
+  SessionOptions options;
+  if (o.replicas > 1) {
+    options.enableReplicatedGraphs = true;
+    options.replicatedGraphCount = o.replicas;
+  }
+  if (o.accumulationFactor > 1) {
+    options.enableGradientAccumulation = true;
+    options.accumulationFactor = o.accumulationFactor;
+  }
+  options.accumulationAndReplicationReductionType =
+      o.reduction == "mean" ? ReductionType::Mean : ReductionType::Sum;
+
+  std::map<TensorId, AnchorReturnType> anchors{{loss, AnchorReturnType("ALL")}};
+  for (const auto& a : o.anchors) {
+    if (a.tensor == loss) continue;
+    anchors.emplace(a.tensor, a.returnType == "EVERYN" ? AnchorReturnType("EVERYN", a.period)
+                                                      : AnchorReturnType(a.returnType));
+  }
+  DataFlow dataFlow(static_cast<int>(o.batchesPerStep), anchors);
+  SGD sgd({{"defaultLearningRate", {o.lr, false}},
+           {"defaultMomentum", {o.momentum, true}},
+           {"defaultWeightDecay", {o.weightDecay, true}}});
+
+  int numIpus = 1;
+  while (numIpus < o.replicas) numIpus *= 2;
+  if (numIpus != o.replicas) {
+    throw error("--replicas {} must be a power of two (simulated IPU devices have 1, 2, 4, ... IPUs)",
+                o.replicas);
+  }
+  auto device = DeviceManager::createDeviceManager().acquireAvailableDevice(numIpus);
+  auto session =
+      TrainingSession::createFromOnnxModel(model, dataFlow, loss, sgd, device, shapes, options);
+  session->prepareDevice();
+  session->setRandomSeed(o.seed);
+  session->weightsFromHost();
+
+  const int64_t L = o.replicas, af = o.accumulationFactor, bps = o.batchesPerStep;
+  const int64_t microBatchesPerStep = bps * af * L;
+  const int64_t samplesPerStep = microBatchesPerStep * o.microBatchSize;
+  if (source->numSamples() < samplesPerStep) {
+    throw error("the data set has {} samples, fewer than one step needs ({} = batches-per-step {} x "
+                "accumulation-factor {} x replicas {} x micro-batch-size {})",
+                source->numSamples(), samplesPerStep, bps, af, L, o.microBatchSize);
+  }
+  int64_t steps = 100;
+  if (o.steps) steps = *o.steps;
+  else if (o.epochs) steps = std::max<int64_t>(1, *o.epochs * source->numSamples() / samplesPerStep);
+  else if (!example) steps = std::max<int64_t>(1, source->numSamples() / samplesPerStep);
+
+  // Host buffers for one step: [bps, af, L] + micro-batch shape.
+  std::map<TensorId, std::unique_ptr<OwnedArray>> inputArrays;
+  std::map<TensorId, IArray&> inputRefs;
+  for (const auto& [id, info] : inputs) {
+    inputArrays[id] = std::make_unique<OwnedArray>(
+        TensorInfo(info.dataType(), session->expectedInputBufferShape(id)));
+    inputRefs.emplace(id, *inputArrays[id]);
+  }
+  auto anchorArrays = session->initAnchorArrays();
+  std::map<TensorId, IArray&> anchorRefs;
+  for (auto& [id, arr] : anchorArrays) anchorRefs.emplace(id, *arr);
+  StepIO stepio(inputRefs, anchorRefs);
+
+  SampleOrder order(source->numSamples(), o.seed);
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto lastPrint = start - std::chrono::seconds(2);
+  double firstLoss = std::nan(""), lastLoss = std::nan("");
+  for (int64_t step = 0; step < steps; ++step) {
+    const std::vector<int64_t> samples = order.next(samplesPerStep);
+    for (const auto& [id, info] : inputs) {
+      source->fill(id, info, samples, inputArrays[id]->data());
+    }
+    session->run(stepio, "step" + std::to_string(step));
+    OwnedArray& lossArray = *anchorArrays.at(loss);
+    double sum = 0;
+    const float* lv = lossArray.dataAs<float>();
+    for (size_t i = 0; i < lossArray.nelms(); ++i) sum += lv[i];
+    const double meanLoss = sum / static_cast<double>(lossArray.nelms());
+    if (!std::isfinite(meanLoss)) {
+      throw runtime_error("the loss became {} at step {} (try a smaller --lr)", meanLoss, step + 1);
+    }
+    if (step == 0) firstLoss = meanLoss;
+    lastLoss = meanLoss;
+    const auto now = clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (steps <= 100 || now - lastPrint >= std::chrono::seconds(1) || step + 1 == steps) {
+      lastPrint = now;
+      out << "step " << std::setw(6) << step + 1 << "/" << steps << "  epoch " << order.epoch()
+          << "  loss " << std::fixed << std::setprecision(6) << meanLoss << "  samples/s "
+          << std::setprecision(1) << static_cast<double>((step + 1) * samplesPerStep) / elapsed << "\n"
+          << std::defaultfloat;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+  out << "xtrain: trained " << steps << " steps (" << steps * samplesPerStep << " samples) in "
+      << std::setprecision(3) << seconds << " s, " << std::setprecision(1) << std::fixed
+      << static_cast<double>(steps * samplesPerStep) / seconds << " samples/s; loss "
+      << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n" << std::defaultfloat;
+  if (!o.saveModel.empty()) {
+    session->modelToHost(o.saveModel);
+    out << "xtrain: wrote the trained model to " << o.saveModel << "\n";
+  }
+  return 0;
+}
+
+}  // namespace xtrain::tools
