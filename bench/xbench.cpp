@@ -1,0 +1,129 @@
+// xbench: xtrain's benchmarks, printing one line per figure in a form comparable with the peers of
+// ../shared/bench (run them side by side with bench/run-vs-peers.sh).
+//
+//   xbench mlp [--steps N] [--warmup N] [--batch B]   reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9
+//   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a naive loop
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/example_models.hpp"
+#include "device/kernels/sgemm.hpp"
+#include "xtrain/devicemanager.hpp"
+#include "xtrain/session.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t intFlag(const std::vector<std::string>& args, const std::string& name, int64_t fallback) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == name) {
+      try {
+        return std::stoll(args[i + 1]);
+      } catch (const std::exception&) {
+        throw xtrain::error("xbench: {} expects an integer, got '{}'", name, args[i + 1]);
+      }
+    }
+  }
+  return fallback;
+}
+
+int benchMlp(const std::vector<std::string>& args) {
+  using namespace xtrain;
+  const int64_t steps = intFlag(args, "--steps", 40);
+  const int64_t warmup = intFlag(args, "--warmup", 5);
+  const int64_t batch = intFlag(args, "--batch", 64);
+  tools::MlpSpec spec;
+  spec.layers = {784, 1024, 1024, 10};
+  spec.microBatch = batch;
+  tools::BuiltModel m = tools::buildMlp(spec);
+  SGD sgd({{"defaultLearningRate", {0.01f, false}}, {"defaultMomentum", {0.9f, true}}});
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
+  auto session = TrainingSession::createFromOnnxModel(
+      m.proto, DataFlow(1, {{m.loss, AnchorReturnType("FINAL")}}), m.loss, sgd, device);
+  session->prepareDevice();
+  session->weightsFromHost();
+
+  std::mt19937_64 rng(0);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(batch * 784));
+  std::vector<int32_t> y(static_cast<size_t>(batch));
+  for (auto& v : x) v = normal(rng);
+  for (auto& v : y) v = static_cast<int32_t>(rng() % 10);
+  float loss = 0;
+  NDArrayWrapper<float> xa(x.data(), Shape{batch, 784});
+  NDArrayWrapper<int32_t> ya(y.data(), Shape{batch});
+  NDArrayWrapper<float> la(&loss, Shape{});
+  StepIO io({{m.input, xa}, {m.labels, ya}}, {{m.loss, la}});
+  for (int64_t i = 0; i < warmup; ++i) session->run(io);
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < steps; ++i) session->run(io);
+  const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::cout << "xtrain-mlp replicas=1 batch/replica=" << batch << " steps=" << steps
+            << " samples_per_s=" << static_cast<double>(steps * batch) / t << " final_loss=" << loss
+            << "\n";
+  return 0;
+}
+
+int benchMatmul(const std::vector<std::string>& args) {
+  const int64_t n = intFlag(args, "--size", 1024);
+  const int64_t reps = intFlag(args, "--reps", 20);
+  std::vector<float> a(static_cast<size_t>(n * n)), b(a.size()), c(a.size()), d(a.size());
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (auto& v : a) v = dist(rng);
+  for (auto& v : b) v = dist(rng);
+  const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+
+  xtrain::device::sgemm(a.data(), b.data(), c.data(), n, n, n);  // warm-up (primitive creation)
+  std::vector<double> times;
+  for (int64_t r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    xtrain::device::sgemm(a.data(), b.data(), c.data(), n, n, n);
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  std::cout << "xtrain-sgemm n=" << n << " gflops=" << flop / median / 1e9 << " (median of " << reps
+            << ")\n";
+
+  // The naive triple loop (i, j, k), as a user would first write it.
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float s = 0;
+      for (int64_t k = 0; k < n; ++k) s += a[static_cast<size_t>(i * n + k)] * b[static_cast<size_t>(k * n + j)];
+      d[static_cast<size_t>(i * n + j)] = s;
+    }
+  }
+  const double naive = std::chrono::duration<double>(Clock::now() - t0).count();
+  double maxDiff = 0;
+  for (size_t i = 0; i < c.size(); ++i) maxDiff = std::max(maxDiff, static_cast<double>(std::abs(c[i] - d[i])));
+  std::cout << "naive-loop n=" << n << " gflops=" << flop / naive / 1e9 << " max_abs_diff_vs_sgemm=" << maxDiff
+            << "\n";
+  return maxDiff < 1e-2 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const std::string usage = "usage: xbench mlp [--steps N] [--warmup N] [--batch B] | xbench matmul [--size N] [--reps R]\n";
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << usage;
+    return args.empty() ? 2 : 0;
+  }
+  try {
+    if (args[0] == "mlp") return benchMlp(args);
+    if (args[0] == "matmul") return benchMatmul(args);
+    std::cerr << "xbench: unknown benchmark '" << args[0] << "'\n" << usage;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "xbench: " << e.what() << "\n";
+    return 1;
+  }
+}
