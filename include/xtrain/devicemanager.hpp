@@ -1,0 +1,182 @@
+// Devices, with PopART's names: DeviceManager hands out DeviceInfo objects for a CPU, an IPU model,
+// a (simulated) IPU from the host's pool, or an offline IPU (compile and memory check only).
+// docs/devices.md.
+//
+// The pool: XTRAIN_NUM_IPUS simulated IPUs per host (default 64), numbered 0..N-1. Devices have 1,
+// 2, 4, ... IPUs and Graphcore's ids: 0..N-1 are the single IPUs, then the pairs {0,1}, {2,3}, ...
+// (ids N..N+N/2-1), then the fours, and so on; a device of k IPUs always holds an aligned,
+// contiguous range [j*k, (j+1)*k).
+//
+// Exclusivity: attaching to a pool device takes an OS file lock per IPU (one file per IPU in
+// $XTRAIN_IPU_LOCK_DIR, default /tmp/xtrain-ipus-<uid>). The locks are held by the open file, so
+// they are exclusive between processes AND between DeviceInfo objects of one process, and the
+// kernel drops them when the holder dies. A device is free only when all its IPUs are. Locks are
+// released by detach() or by the DeviceInfo's destructor. Lock files are opened close-on-exec; a
+// child made by fork() without exec shares its parent's locks.
+//
+// XTRAIN_IPU_IDS (set by xrun: "4,5" or "4-7"): acquireAvailableDevice picks only devices made of
+// these IPUs. acquireDeviceById is not restricted by it (the caller named the device).
+//
+// Environment variables are read at each call, not cached.
+//
+// Threading: DeviceManager's methods may be called from any thread. A DeviceInfo's methods are
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace xtrain {
+
+enum class DeviceType { Cpu, IpuModel, Ipu, OfflineIpu };
+
+// Always: attach when acquired (acquisition fails if the device is busy).
+// OnDemand: pick a device that is free now, attach at the first attach() (which fails if it was
+// taken since). Never: offline; the device is never attached (attach() throws): for compiling and
+// memory checks only.
+enum class DeviceConnectionType { Always, OnDemand, Never };
+
+// Accepted for source compatibility with PopART; a simulated device has no sync configuration.
+enum class SyncPattern { Full, SinglePipeline, ReplicaAndLadder };
+
+// Which free device acquireAvailableDevice takes: the lowest id, or one at random.
+enum class DeviceSelectionCriterion { First, Random };
+
+const char* toString(DeviceType type);
+const char* toString(DeviceConnectionType type);
+
+class DeviceInfo {
+ public:
+  virtual ~DeviceInfo();
+  DeviceInfo(const DeviceInfo&) = delete;
+  DeviceInfo& operator=(const DeviceInfo&) = delete;
+
+  // Pool devices: the Graphcore-style device id. CPU, IPU-model and createOfflineIPUDevice devices:
+  // 0.
+  int getId() const { return id_; }
+  int getNumIpus() const { return static_cast<int>(ipuIds_.size()); }
+  int getTilesPerIPU() const { return tilesPerIpu_; }
+  // Bytes of memory per tile; 0 when the device has no memory limit (CPU).
+  uint64_t getMemoryPerTile() const { return memoryPerTile_; }
+  // getTilesPerIPU() * getMemoryPerTile(); 0 when the device has no memory limit (CPU).
+  uint64_t getMemoryPerIPU() const { return static_cast<uint64_t>(tilesPerIpu_) * memoryPerTile_; }
+  bool hasMemoryLimit() const { return memoryPerTile_ != 0; }
+  DeviceType getType() const { return type_; }
+  DeviceConnectionType getConnectionType() const { return connection_; }
+  // "ipu1", "ipu2", "ipu21" or "cpu".
+  const std::string& getVersion() const { return version_; }
+  // Pool devices: the pool's global IPU ids this device holds. Others: 0..getNumIpus()-1.
+  const std::vector<int>& getIpuIds() const { return ipuIds_; }
+
+  // Pool devices: takes the IPUs' locks; false when any of them is held elsewhere (nothing is taken
+  // then). CPU and IPU-model devices always attach. Offline devices (type OfflineIpu or connection
+  // Never) throw xtrain::error. Attaching an attached device returns true.
+  bool attach();
+  // Releases the locks. Detaching a detached device does nothing.
+  void detach();
+  bool isAttached() const;
+  // True when attached, or when all its IPUs are free right now (a snapshot; another process may
+  // take them before attach()). Offline devices: false.
+  bool isAvailable() const;
+
+  // One line: id, type, IPUs, tiles and memory, connection type and state.
+  std::string toString() const;
+
+ protected:
+  struct Spec {
+    int id = 0;
+    DeviceType type = DeviceType::Cpu;
+    DeviceConnectionType connection = DeviceConnectionType::Always;
+    std::vector<int> ipuIds;
+    int tilesPerIpu = 1;
+    uint64_t memoryPerTile = 0;
+    std::string version;
+  };
+  explicit DeviceInfo(Spec spec);
+
+  // Called with mutex_ held. Pool devices override these; the defaults model a device without
+  // locks.
+  virtual bool attachLocked();
+  virtual void detachLocked() {}
+  virtual bool isFreeLocked() const { return true; }
+
+ private:
+  int id_;
+  DeviceType type_;
+  DeviceConnectionType connection_;
+  std::vector<int> ipuIds_;
+  int tilesPerIpu_;
+  uint64_t memoryPerTile_;
+  std::string version_;
+  mutable std::mutex mutex_;
+  bool attached_ = false;
+};
+
+class DeviceManager {
+ public:
+  // The process-wide instance.
+  static DeviceManager& createDeviceManager();
+
+  DeviceManager(const DeviceManager&) = delete;
+  DeviceManager& operator=(const DeviceManager&) = delete;
+
+  // A host CPU device: 1 IPU-like unit, no memory limit, no replication. Attached.
+  std::shared_ptr<DeviceInfo> createCpuDevice();
+
+  // An IPU model: options numIPUs (default 1), tilesPerIPU (default 1472), memoryPerTile (bytes, or
+  // with a KiB/MiB/GiB suffix; default 624KiB), ipuVersion ("ipu2" default, "ipu21", "ipu1": sets
+  // the defaults of the other two). An unknown key throws xtrain::error naming it and the valid
+  // ones. Attached.
+  std::shared_ptr<DeviceInfo> createIpuModelDevice(
+      const std::map<std::string, std::string>& options = {});
+
+  // An offline IPU device (type OfflineIpu): same options as createIpuModelDevice. Compiles and
+  // checks memory; attach() throws.
+  std::shared_ptr<DeviceInfo> createOfflineIPUDevice(
+      const std::map<std::string, std::string>& options = {});
+
+  // The pool's devices of numIpus IPUs (0: every size), by id, not attached (connection OnDemand).
+  // isAvailable() tells whether each is free; toString() says so too.
+  std::vector<std::shared_ptr<DeviceInfo>> enumerateDevices(SyncPattern pattern = SyncPattern::Full,
+                                                            int numIpus = 0);
+
+  // A free pool device of numIpus IPUs (a power of two), among the XTRAIN_IPU_IDS devices when that
+  // is set. tilesPerIPU 0 means the whole IPU; fewer tiles give a device with that many tiles per
+  // IPU. Throws xtrain::error when none is free (naming who holds what) or the request is invalid.
+  std::shared_ptr<DeviceInfo> acquireAvailableDevice(
+      int numIpus = 1, int tilesPerIPU = 0, SyncPattern pattern = SyncPattern::Full,
+      DeviceConnectionType connectionType = DeviceConnectionType::Always,
+      DeviceSelectionCriterion selectionCriterion = DeviceSelectionCriterion::First);
+
+  // The pool device with this id. Throws xtrain::error when it is busy (naming the holder) or the
+  // id is not a valid device id.
+  std::shared_ptr<DeviceInfo> acquireDeviceById(
+      int id, SyncPattern pattern = SyncPattern::Full,
+      DeviceConnectionType connectionType = DeviceConnectionType::Always);
+
+  // As above, but nullptr when no matching device is free. Invalid requests still throw.
+  std::shared_ptr<DeviceInfo> tryAcquireAvailableDevice(
+      int numIpus = 1, int tilesPerIPU = 0, SyncPattern pattern = SyncPattern::Full,
+      DeviceConnectionType connectionType = DeviceConnectionType::Always,
+      DeviceSelectionCriterion selectionCriterion = DeviceSelectionCriterion::First);
+  std::shared_ptr<DeviceInfo> tryAcquireDeviceById(
+      int id, SyncPattern pattern = SyncPattern::Full,
+      DeviceConnectionType connectionType = DeviceConnectionType::Always);
+
+ private:
+  DeviceManager() = default;
+  std::shared_ptr<DeviceInfo> acquireAvailable(int numIpus, int tilesPerIPU,
+                                               DeviceConnectionType connectionType,
+                                               DeviceSelectionCriterion criterion,
+                                               bool throwIfBusy);
+  std::shared_ptr<DeviceInfo> acquireById(int id, DeviceConnectionType connectionType,
+                                          bool throwIfBusy);
+  std::mutex mutex_;          // guards the random engine
+  uint64_t randomState_ = 0;  // 0: not seeded yet
+};
+
+}  // namespace xtrain

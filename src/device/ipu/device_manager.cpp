@@ -1,0 +1,249 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "device/ipu/device_infos.hpp"
+#include "device/ipu/ipu_options.hpp"
+#include "device/ipu/ipu_pool.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain {
+namespace {
+
+using device::LocalDeviceInfo;
+using device::PoolConfig;
+using device::PoolDevice;
+using device::PoolDeviceInfo;
+
+bool isPowerOfTwo(int n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
+
+std::shared_ptr<DeviceInfo> makeLocal(DeviceType type, DeviceConnectionType connection,
+                                      const device::IpuDeviceOptions& opts) {
+  LocalDeviceInfo::Spec spec;
+  spec.id = 0;
+  spec.type = type;
+  spec.connection = connection;
+  for (int i = 0; i < opts.numIpus; ++i) {
+    spec.ipuIds.push_back(i);
+  }
+  spec.tilesPerIpu = opts.shape.tilesPerIpu;
+  spec.memoryPerTile = opts.shape.memoryPerTile;
+  spec.version = opts.shape.version;
+  return std::make_shared<LocalDeviceInfo>(std::move(spec));
+}
+
+std::shared_ptr<PoolDeviceInfo> makePoolDevice(const PoolConfig& config, const PoolDevice& d,
+                                               int tilesPerIpu, DeviceConnectionType connection) {
+  const device::IpuShape shape;  // the pool's IPUs are ipu2s
+  PoolDeviceInfo::Spec spec;
+  spec.id = d.id;
+  spec.type = DeviceType::Ipu;
+  spec.connection = connection;
+  spec.ipuIds = d.ipus();
+  spec.tilesPerIpu = tilesPerIpu == 0 ? shape.tilesPerIpu : tilesPerIpu;
+  spec.memoryPerTile = shape.memoryPerTile;
+  spec.version = shape.version;
+  return std::make_shared<PoolDeviceInfo>(std::move(spec), config.lockDir);
+}
+
+void checkNumIpus(const char* what, int numIpus, const PoolConfig& config) {
+  if (!isPowerOfTwo(numIpus)) {
+    throw error("{}: numIpus must be a power of two (1, 2, 4, ...), got {}", what, numIpus);
+  }
+  if (numIpus > config.numIpus) {
+    throw error("{}: asked for {} IPUs but the pool has {} (XTRAIN_NUM_IPUS)", what, numIpus,
+                config.numIpus);
+  }
+}
+
+bool isAllowed(const PoolConfig& config, const PoolDevice& d) {
+  if (!config.allowedIpus) {
+    return true;
+  }
+  for (int ipu : d.ipus()) {
+    if (!std::binary_search(config.allowedIpus->begin(), config.allowedIpus->end(), ipu)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string describeIds(const std::vector<PoolDevice>& devices) {
+  std::vector<int> ids;
+  ids.reserve(devices.size());
+  for (const auto& d : devices) {
+    ids.push_back(d.id);
+  }
+  if (ids.size() > 16) {
+    return format("{}..{}", ids.front(), ids.back());
+  }
+  return format("{}", ids);
+}
+
+}  // namespace
+
+DeviceManager& DeviceManager::createDeviceManager() {
+  static DeviceManager instance;
+  return instance;
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::createCpuDevice() {
+  device::IpuDeviceOptions opts;
+  opts.numIpus = 1;
+  opts.shape = device::IpuShape{"cpu", 1, 0};
+  auto dev = makeLocal(DeviceType::Cpu, DeviceConnectionType::Always, opts);
+  dev->attach();
+  return dev;
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::createIpuModelDevice(
+    const std::map<std::string, std::string>& options) {
+  auto dev = makeLocal(DeviceType::IpuModel, DeviceConnectionType::Always,
+                       device::parseIpuDeviceOptions(options, "createIpuModelDevice"));
+  dev->attach();
+  return dev;
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::createOfflineIPUDevice(
+    const std::map<std::string, std::string>& options) {
+  return makeLocal(DeviceType::OfflineIpu, DeviceConnectionType::Never,
+                   device::parseIpuDeviceOptions(options, "createOfflineIPUDevice"));
+}
+
+std::vector<std::shared_ptr<DeviceInfo>> DeviceManager::enumerateDevices(SyncPattern /*pattern*/,
+                                                                         int numIpus) {
+  const PoolConfig config = device::readPoolConfig();
+  if (numIpus != 0) {
+    checkNumIpus("enumerateDevices", numIpus, config);
+  }
+  device::ensureLockDir(config);
+  std::vector<std::shared_ptr<DeviceInfo>> out;
+  for (const auto& d : device::poolDevices(config.numIpus, numIpus)) {
+    out.push_back(makePoolDevice(config, d, 0, DeviceConnectionType::OnDemand));
+  }
+  return out;
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int tilesPerIPU,
+                                                            DeviceConnectionType connectionType,
+                                                            DeviceSelectionCriterion criterion,
+                                                            bool throwIfBusy) {
+  const char* what = throwIfBusy ? "acquireAvailableDevice" : "tryAcquireAvailableDevice";
+  const PoolConfig config = device::readPoolConfig();
+  checkNumIpus(what, numIpus, config);
+  const int fullTiles = device::IpuShape{}.tilesPerIpu;
+  if (tilesPerIPU < 0 || tilesPerIPU > fullTiles) {
+    throw error("{}: tilesPerIPU must be 0 (the whole IPU) or 1..{}, got {}", what, fullTiles,
+                tilesPerIPU);
+  }
+
+  std::vector<PoolDevice> candidates;
+  for (const auto& d : device::poolDevices(config.numIpus, numIpus)) {
+    if (isAllowed(config, d)) {
+      candidates.push_back(d);
+    }
+  }
+  if (candidates.empty()) {
+    throw error(
+        "{}: no device of {} IPUs can be made of the IPUs in XTRAIN_IPU_IDS={} (a device of k IPUs "
+        "holds an aligned range of k IPUs: k*j .. k*j+k-1)",
+        what, numIpus, config.allowedText);
+  }
+  if (criterion == DeviceSelectionCriterion::Random) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (randomState_ == 0) {
+      randomState_ =
+          (static_cast<uint64_t>(::getpid()) << 32 ^
+           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) |
+          1;
+    }
+    for (size_t i = candidates.size(); i > 1; --i) {
+      randomState_ = randomState_ * 6364136223846793005ull + 1442695040888963407ull;
+      std::swap(candidates[i - 1], candidates[(randomState_ >> 33) % i]);
+    }
+  }
+
+  if (connectionType == DeviceConnectionType::Never) {
+    return makePoolDevice(config, candidates.front(), tilesPerIPU, connectionType);
+  }
+  device::ensureLockDir(config);
+  for (const auto& d : candidates) {
+    auto dev = makePoolDevice(config, d, tilesPerIPU, connectionType);
+    if (connectionType == DeviceConnectionType::Always ? dev->attach() : dev->isAvailable()) {
+      return dev;
+    }
+  }
+  if (!throwIfBusy) {
+    return nullptr;
+  }
+
+  std::set<int> ipus;
+  for (const auto& d : candidates) {
+    for (int ipu : d.ipus()) {
+      ipus.insert(ipu);
+    }
+  }
+  const std::string holders =
+      device::describeHolders(config.lockDir, std::vector<int>(ipus.begin(), ipus.end()));
+  throw error("{}: no free device of {} IPUs among devices {}{}: {} (lock directory {})", what,
+              numIpus, describeIds(candidates),
+              config.allowedIpus ? " (XTRAIN_IPU_IDS=" + config.allowedText + ")" : std::string(),
+              holders.empty() ? std::string("they were busy a moment ago; retry") : holders,
+              config.lockDir);
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::acquireById(int id, DeviceConnectionType connectionType,
+                                                       bool throwIfBusy) {
+  const char* what = throwIfBusy ? "acquireDeviceById" : "tryAcquireDeviceById";
+  const PoolConfig config = device::readPoolConfig();
+  const auto d = device::poolDeviceById(config.numIpus, id);
+  if (!d) {
+    throw error(
+        "{}: {} is not a device id; a pool of {} IPUs (XTRAIN_NUM_IPUS) has ids 0..{} "
+        "(0..{} are the single IPUs, then pairs, fours, ...)",
+        what, id, config.numIpus, device::numPoolDeviceIds(config.numIpus) - 1, config.numIpus - 1);
+  }
+  auto dev = makePoolDevice(config, *d, 0, connectionType);
+  if (connectionType == DeviceConnectionType::Never) {
+    return dev;
+  }
+  device::ensureLockDir(config);
+  if (connectionType == DeviceConnectionType::Always ? dev->attach() : dev->isAvailable()) {
+    return dev;
+  }
+  if (!throwIfBusy) {
+    return nullptr;
+  }
+  const std::string holders = device::describeHolders(config.lockDir, d->ipus());
+  throw error("{}: device {} (IPUs {}) is busy: {} (lock directory {})", what, id, d->ipus(),
+              holders.empty() ? std::string("it was busy a moment ago; retry") : holders,
+              config.lockDir);
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailableDevice(
+    int numIpus, int tilesPerIPU, SyncPattern /*pattern*/, DeviceConnectionType connectionType,
+    DeviceSelectionCriterion selectionCriterion) {
+  return acquireAvailable(numIpus, tilesPerIPU, connectionType, selectionCriterion, true);
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::tryAcquireAvailableDevice(
+    int numIpus, int tilesPerIPU, SyncPattern /*pattern*/, DeviceConnectionType connectionType,
+    DeviceSelectionCriterion selectionCriterion) {
+  return acquireAvailable(numIpus, tilesPerIPU, connectionType, selectionCriterion, false);
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::acquireDeviceById(int id, SyncPattern /*pattern*/,
+                                                             DeviceConnectionType connectionType) {
+  return acquireById(id, connectionType, true);
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::tryAcquireDeviceById(
+    int id, SyncPattern /*pattern*/, DeviceConnectionType connectionType) {
+  return acquireById(id, connectionType, false);
+}
+
+}  // namespace xtrain

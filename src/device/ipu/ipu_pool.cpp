@@ -1,0 +1,313 @@
+#include "device/ipu/ipu_pool.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "device/ipu/ipu_options.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain::device {
+namespace {
+
+std::string envOrEmpty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+int parseIpuId(std::string_view text, int poolSize, std::string_view what) {
+  const std::string_view t = trim(text);
+  if (t == "0") {
+    return 0;
+  }
+  const int id = parsePositiveInt(t, what);
+  if (id >= poolSize) {
+    throw error("{}: IPU {} is out of range; the pool has IPUs 0..{} (XTRAIN_NUM_IPUS={})", what,
+                id, poolSize - 1, poolSize);
+  }
+  return id;
+}
+
+int openLockFile(const std::string& dir, int ipu) {
+  const std::string path = lockFilePath(dir, ipu);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw error(
+        "cannot open IPU lock file {}: {} (set XTRAIN_IPU_LOCK_DIR to a writable directory)", path,
+        std::strerror(errno));
+  }
+  return fd;
+}
+
+// Non-blocking exclusive lock of the whole file; false when another open file holds it.
+bool tryLockFd(int fd, const std::string& dir, int ipu) {
+#ifdef F_OFD_SETLK
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  int rc;
+  do {
+    rc = ::fcntl(fd, F_OFD_SETLK, &fl);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) {
+    return true;
+  }
+  if (errno == EAGAIN || errno == EACCES) {
+    return false;
+  }
+#else
+  int rc;
+  do {
+    rc = ::flock(fd, LOCK_EX | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return true;
+  if (errno == EWOULDBLOCK) return false;
+#endif
+  throw error("cannot lock IPU lock file {}: {}", lockFilePath(dir, ipu), std::strerror(errno));
+}
+
+// Whether another open file holds the lock on fd's file, without taking it (OFD locks can ask).
+bool isLockedElsewhere(int fd, const std::string& dir, int ipu) {
+#ifdef F_OFD_GETLK
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_OFD_GETLK, &fl) != 0) {
+    throw error("cannot query IPU lock file {}: {}", lockFilePath(dir, ipu), std::strerror(errno));
+  }
+  return fl.l_type != F_UNLCK;
+#else
+  if (!tryLockFd(fd, dir, ipu)) return true;
+  ::flock(fd, LOCK_UN);
+  return false;
+#endif
+}
+
+std::string readHolder(int fd) {
+  char buf[64] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string text = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.pop_back();
+  }
+  return text.empty() ? std::string("another process") : "process " + text;
+}
+
+}  // namespace
+
+std::vector<int> PoolDevice::ipus() const {
+  std::vector<int> out(static_cast<size_t>(numIpus));
+  for (int i = 0; i < numIpus; ++i) {
+    out[static_cast<size_t>(i)] = firstIpu + i;
+  }
+  return out;
+}
+
+int numPoolDeviceIds(int poolSize) {
+  int n = 0;
+  for (int size = 1; size <= poolSize; size *= 2) {
+    n += poolSize / size;
+  }
+  return n;
+}
+
+std::vector<PoolDevice> poolDevices(int poolSize, int numIpus) {
+  std::vector<PoolDevice> out;
+  int base = 0;
+  for (int size = 1; size <= poolSize; size *= 2) {
+    const int count = poolSize / size;
+    if (numIpus == 0 || numIpus == size) {
+      for (int j = 0; j < count; ++j) {
+        out.push_back(PoolDevice{base + j, size, j * size});
+      }
+    }
+    base += count;
+  }
+  return out;
+}
+
+std::optional<PoolDevice> poolDeviceById(int poolSize, int id) {
+  if (id < 0) {
+    return std::nullopt;
+  }
+  int base = 0;
+  for (int size = 1; size <= poolSize; size *= 2) {
+    const int count = poolSize / size;
+    if (id < base + count) {
+      return PoolDevice{id, size, (id - base) * size};
+    }
+    base += count;
+  }
+  return std::nullopt;
+}
+
+std::vector<int> parseIpuIdList(std::string_view text, int poolSize, std::string_view what) {
+  std::vector<int> ids;
+  std::string_view rest = text;
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = trim(rest.substr(0, comma));
+    if (item.empty()) {
+      throw error("{}: '{}' has an empty item; expected IPU ids like 4,5 or 4-7", what, text);
+    }
+    const size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      ids.push_back(parseIpuId(item, poolSize, what));
+    } else {
+      const int lo = parseIpuId(item.substr(0, dash), poolSize, what);
+      const int hi = parseIpuId(item.substr(dash + 1), poolSize, what);
+      if (hi < lo) {
+        throw error("{}: range '{}' is empty (its end is before its start)", what, item);
+      }
+      for (int i = lo; i <= hi; ++i) {
+        ids.push_back(i);
+      }
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    rest.remove_prefix(comma + 1);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (auto dup = std::adjacent_find(ids.begin(), ids.end()); dup != ids.end()) {
+    throw error("{}: IPU {} is listed twice in '{}'", what, *dup, text);
+  }
+  return ids;
+}
+
+PoolConfig readPoolConfig() {
+  PoolConfig config;
+  if (const std::string n = envOrEmpty("XTRAIN_NUM_IPUS"); !n.empty()) {
+    config.numIpus = parsePositiveInt(n, "XTRAIN_NUM_IPUS");
+    if (config.numIpus > kMaxPoolSize) {
+      throw error("XTRAIN_NUM_IPUS: {} is more IPUs than the simulator supports ({})",
+                  config.numIpus, kMaxPoolSize);
+    }
+  }
+  if (std::string dir = envOrEmpty("XTRAIN_IPU_LOCK_DIR"); !dir.empty()) {
+    config.lockDir = std::move(dir);
+    config.lockDirIsDefault = false;
+  } else {
+    config.lockDir = "/tmp/xtrain-ipus-" + std::to_string(::getuid());
+  }
+  if (std::string ids = envOrEmpty("XTRAIN_IPU_IDS"); !trim(ids).empty()) {
+    config.allowedIpus = parseIpuIdList(ids, config.numIpus, "XTRAIN_IPU_IDS");
+    config.allowedText = std::move(ids);
+  }
+  return config;
+}
+
+std::string lockFilePath(const std::string& dir, int ipu) {
+  return dir + "/ipu" + std::to_string(ipu) + ".lock";
+}
+
+void ensureLockDir(const PoolConfig& config) {
+  const std::string& dir = config.lockDir;
+  if (config.lockDirIsDefault) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw error("cannot create the IPU lock directory {}: {} (set XTRAIN_IPU_LOCK_DIR)", dir,
+                  std::strerror(errno));
+    }
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw error("the IPU lock directory {} is not a directory (set XTRAIN_IPU_LOCK_DIR)", dir);
+    }
+    if (st.st_uid != ::getuid()) {
+      throw error(
+          "the IPU lock directory {} belongs to uid {}, not to you (uid {}); set "
+          "XTRAIN_IPU_LOCK_DIR to a directory of yours",
+          dir, st.st_uid, ::getuid());
+    }
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec)) {
+    throw error("cannot create the IPU lock directory {} (XTRAIN_IPU_LOCK_DIR): {}", dir,
+                ec ? ec.message() : std::string("not a directory"));
+  }
+}
+
+std::unique_ptr<IpuLock> IpuLock::tryAcquire(const std::string& dir, int ipu) {
+  const int fd = openLockFile(dir, ipu);
+  bool locked = false;
+  try {
+    locked = tryLockFd(fd, dir, ipu);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (!locked) {
+    ::close(fd);
+    return nullptr;
+  }
+  // Record the holder for other processes' error messages (best effort).
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) {
+    [[maybe_unused]] const ssize_t n = ::pwrite(fd, pid.data(), pid.size(), 0);
+  }
+  return std::unique_ptr<IpuLock>(new IpuLock(fd));
+}
+
+IpuLock::~IpuLock() {
+  // Clearing the holder before closing keeps a stale pid out of the next holder's messages. The
+  // lock goes with the last descriptor of the open file.
+  [[maybe_unused]] const int rc = ::ftruncate(fd_, 0);
+  ::close(fd_);
+}
+
+std::optional<std::string> ipuHolder(const std::string& dir, int ipu) {
+  const int fd = openLockFile(dir, ipu);
+  std::optional<std::string> holder;
+  try {
+    if (isLockedElsewhere(fd, dir, ipu)) {
+      holder = readHolder(fd);
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return holder;
+}
+
+std::string describeHolders(const std::string& dir, const std::vector<int>& ipus, size_t maxItems) {
+  std::string out;
+  size_t held = 0;
+  for (int ipu : ipus) {
+    if (auto holder = ipuHolder(dir, ipu)) {
+      if (++held > maxItems) {
+        continue;
+      }
+      if (!out.empty()) {
+        out += "; ";
+      }
+      out += format("IPU {} is held by {}", ipu, *holder);
+    }
+  }
+  if (held > maxItems) {
+    out += format("; and {} more IPUs are held", held - maxItems);
+  }
+  return out;
+}
+
+}  // namespace xtrain::device
