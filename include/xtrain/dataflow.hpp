@@ -40,6 +40,8 @@ inline AnchorReturnType EveryN(int n) { return AnchorReturnType("EVERYN", n); }
 class DataFlow {
  public:
   DataFlow();
+  // No anchors.
+  explicit DataFlow(int batchesPerStep);
   // Throws xtrain::error when batchesPerStep <= 0 or an EVERYN period does not divide batchesPerStep.
   DataFlow(int batchesPerStep, const std::map<TensorId, AnchorReturnType>& anchors);
   // Every listed anchor with one return type.

@@ -27,6 +27,8 @@ AnchorReturnType::AnchorReturnType(const std::string& name, int returnPeriod) : 
 
 DataFlow::DataFlow() = default;
 
+DataFlow::DataFlow(int batchesPerStep) : batchesPerStep_(batchesPerStep) { validate(); }
+
 DataFlow::DataFlow(int batchesPerStep, const std::map<TensorId, AnchorReturnType>& anchors)
     : batchesPerStep_(batchesPerStep), anchors_(anchors) {
   for (const auto& [id, art] : anchors) anchorIds_.push_back(id);
