@@ -1,6 +1,8 @@
 // The session's memory accounting: what each replica keeps on its simulated IPU, charged to the device's
 // memory model by tensor class. Activations are charged at their peak: the largest set of activations live at
 // one point of the schedule (a real IPU compiler reuses activation memory the same way).
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "device/ipu/memory_model.hpp"
@@ -81,6 +83,15 @@ void SessionImpl::computeMemory() {
     }
   }
   memoryReport_ = model.report();
+  // SessionOptions::logDir: the report is also written there (before the check, so an overflow leaves it).
+  if (!config_.options.logDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(config_.options.logDir, ec);
+    const std::string path = config_.options.logDir + "/memory-report.txt";
+    std::ofstream file(path);
+    if (!file) throw error("SessionOptions::logDir: cannot write '{}'", path);
+    file << summaryReport();
+  }
   model.check();
 }
 
