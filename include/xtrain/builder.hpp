@@ -3,21 +3,21 @@
 //   auto builder = xtrain::Builder::create();
 //   auto onnx = builder->aiOnnxOpset13();
 //   TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {4, 8}), "x");
-//   TensorId w = builder->addInitializedInputTensor(ConstVoidData::fromVector<float>({8, 2},
-//   wValues), "w"); TensorId y = onnx.matmul({x, w}, "fc"); builder->addOutputTensor(y);
+//   TensorId w = builder->addInitializedInputTensor(
+//       ConstVoidData::fromVector<float>({8, 2}, wValues), "w");
+//   TensorId y = onnx.matmul({x, w}, "fc");
+//   builder->addOutputTensor(y);
 //   std::string proto = builder->getModelProto();
 //
 // Contract:
-//  - Tensor ids are generated from the debug names, prefixed by the name scopes ("scope/"), and
-//  made unique by
-//    a "_N" suffix. An op's outputs are "<node name>:<i>", its node name the debug context (or the
-//    op type).
+//  - Tensor ids come from the debug names, prefixed by the name scopes ("scope/"), and are made
+//    unique by a "_N" suffix. An op's outputs are "<node name>:<i>"; its node name is the debug
+//    context (or the op type), prefixed and made unique the same way.
 //  - One model uses one version of each opset domain: asking for aiOnnxOpset11() after
-//  aiOnnxOpset13() throws.
-//    The opset objects stay valid as long as their Builder lives.
-//  - Every method checks its inputs exist and throws xtrain::error naming the op and the tensor
-//  otherwise.
-//    Shape errors surface from getTensorShape (ONNX shape inference) or when the model is imported.
+//    aiOnnxOpset13() throws. The opset objects stay valid as long as their Builder lives.
+//  - Every method checks that its inputs exist and throws xtrain::error naming the op and the
+//    tensor otherwise. Shape errors surface from getTensorShape (ONNX shape inference) or when the
+//    model is imported.
 //  - Not thread-safe: one thread builds one model.
 #pragma once
 

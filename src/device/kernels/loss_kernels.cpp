@@ -1,0 +1,481 @@
+// Kernels for SoftmaxCrossEntropyLoss, SoftmaxCrossEntropyGrad, Nll, NllGrad, L1, L1Grad and
+// IdentityLoss. FLOAT values, integer labels (SoftmaxCrossEntropyLoss: INT32/INT64, as ONNX; Nll:
+// any integer type but UINT16, which HostTensor cannot tell from FLOAT16 storage); sums accumulate
+// in double. The softmax is computed as x - logsumexp(x) with the maximum subtracted first, so
+// large scores do not overflow. Canonical forms: src/ir/ops/loss_ops.cpp.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "device/kernel.hpp"
+#include "xtrain/reductiontype.hpp"
+
+namespace xtrain::device {
+namespace {
+
+// PopART clamps probabilities before log and 1/p; without it a 0 probability gives inf.
+constexpr float kMinProb = 1e-7f;
+
+ReductionType onnxReduction(const KernelSpec& spec) {
+  const std::string& r = spec.attrs.getString("reduction");
+  if (r == "mean") return ReductionType::Mean;
+  if (r == "sum") return ReductionType::Sum;
+  if (r == "none") return ReductionType::NoReduction;
+  spec.fail("reduction '{}' is not one of mean, sum, none", r);
+}
+
+ReductionType graphcoreReduction(const KernelSpec& spec) {
+  const int64_t r = spec.attrs.getInt("reduction");
+  if (r < 0 || r > 2) spec.fail("reduction {} is not 0 (Sum), 1 (Mean) or 2 (NoReduction)", r);
+  return static_cast<ReductionType>(r);
+}
+
+void requireFloat(const KernelSpec& spec, std::initializer_list<size_t> inputs) {
+  for (size_t i : inputs) {
+    if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
+      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+    }
+  }
+}
+
+// Labels and the ignore index, validated as they are read.
+struct LabelRule {
+  std::string description;  // the op, for runtime errors
+  std::optional<int64_t> ignore;
+  int64_t classes = 0;
+
+  // The label at flat position i of the labels tensor, or -1 when it is the ignore index. Throws
+  // xtrain::runtime_error naming the op and the label when it is out of range.
+  int64_t check(int64_t label, int64_t i) const {
+    if (ignore && label == *ignore) return -1;
+    if (label < 0 || label >= classes) {
+      throw xtrain::runtime_error(
+          "{}: label {} at position {} of the labels is out of range [0, {}){}", description, label,
+          i, classes, ignore ? format(" and is not the ignore index {}", *ignore) : "");
+    }
+    return label;
+  }
+};
+
+// Calls f(L{}) with L the C++ element type of the label type `type`.
+template <typename F>
+auto withLabelType(const KernelSpec& spec, DataType type, F&& f) {
+  switch (type) {
+    case DataType::INT32: return f(int32_t{});
+    case DataType::INT64: return f(int64_t{});
+    case DataType::UINT32: return f(uint32_t{});
+    case DataType::UINT64: return f(uint64_t{});
+    case DataType::INT16: return f(int16_t{});
+    case DataType::INT8: return f(int8_t{});
+    case DataType::UINT8: return f(uint8_t{});
+    default:
+      spec.fail("labels are {}; expected an integer type other than UINT16", dataTypeName(type));
+  }
+}
+
+// scores viewed as [N, C, S], S the product of the dimensions after the class dimension.
+struct ScoreGeometry {
+  int64_t n = 0, c = 0, s = 1;
+};
+
+// logsumexp over the classes for each of the S positions of one sample: lse[k] for x[., k].
+class LogSumExp {
+ public:
+  explicit LogSumExp(const ScoreGeometry& g)
+      : g_(g), max_(static_cast<size_t>(g.s)), sum_(static_cast<size_t>(g.s)) {}
+  // x points at sample n's [C, S] block; fills lse (S values).
+  void compute(const float* x, float* lse) {
+    const int64_t c = g_.c, s = g_.s;
+    if (s == 1) {
+      float m = x[0];
+      for (int64_t j = 1; j < c; ++j) m = std::max(m, x[j]);
+      double sum = 0;
+      for (int64_t j = 0; j < c; ++j) sum += std::exp(x[j] - m);
+      lse[0] = m + static_cast<float>(std::log(sum));
+      return;
+    }
+    float* mx = max_.data();
+    double* sum = sum_.data();
+    std::copy(x, x + s, mx);
+    for (int64_t j = 1; j < c; ++j) {
+      const float* row = x + j * s;
+      for (int64_t k = 0; k < s; ++k) mx[k] = std::max(mx[k], row[k]);
+    }
+    std::fill(sum, sum + s, 0.0);
+    for (int64_t j = 0; j < c; ++j) {
+      const float* row = x + j * s;
+      for (int64_t k = 0; k < s; ++k) sum[k] += std::exp(row[k] - mx[k]);
+    }
+    for (int64_t k = 0; k < s; ++k) lse[k] = mx[k] + static_cast<float>(std::log(sum[k]));
+  }
+
+ private:
+  ScoreGeometry g_;
+  std::vector<float> max_;
+  std::vector<double> sum_;
+};
+
+struct SceConfig {
+  ScoreGeometry geo;
+  ReductionType reduction;
+  LabelRule rule;
+};
+
+SceConfig sceConfig(const KernelSpec& spec, const TensorInfo& scores) {
+  if (scores.rank() < 2) spec.fail("scores is {}; expected rank >= 2", scores.toString());
+  SceConfig c;
+  c.geo.n = scores.dim(0);
+  c.geo.c = scores.dim(1);
+  for (int64_t d = 2; d < scores.rank(); ++d) c.geo.s *= scores.dim(d);
+  c.reduction = onnxReduction(spec);
+  c.rule.description = spec.description;
+  c.rule.classes = c.geo.c;
+  if (spec.attrs.has("ignore_index")) c.rule.ignore = spec.attrs.getInt("ignore_index");
+  return c;
+}
+
+template <typename L>
+class SoftmaxCrossEntropyKernel final : public Kernel {
+ public:
+  explicit SoftmaxCrossEntropyKernel(SceConfig cfg)
+      : cfg_(std::move(cfg)), lse_(cfg_.geo), lseBuf_(static_cast<size_t>(cfg_.geo.s)) {}
+
+  void run(const KernelIO& io) override {
+    const ScoreGeometry& g = cfg_.geo;
+    const float* x = io.in(0).data<float>();
+    const L* labels = io.in(1).data<L>();
+    const float* weights = io.hasIn(2) ? io.in(2).data<float>() : nullptr;
+    float* loss = io.out(0).data<float>();
+    float* logProb = io.hasOut(1) ? io.out(1).data<float>() : nullptr;
+    const bool none = cfg_.reduction == ReductionType::NoReduction;
+    double total = 0, weightSum = 0;
+    const int64_t block = g.c * g.s;
+    float* lse = lseBuf_.data();
+    for (int64_t n = 0; n < g.n; ++n) {
+      const float* xn = x + n * block;
+      lse_.compute(xn, lse);
+      if (logProb != nullptr) {
+        float* lp = logProb + n * block;
+        for (int64_t j = 0; j < g.c; ++j) {
+          for (int64_t k = 0; k < g.s; ++k) lp[j * g.s + k] = xn[j * g.s + k] - lse[k];
+        }
+      }
+      for (int64_t k = 0; k < g.s; ++k) {
+        const int64_t i = n * g.s + k;
+        const int64_t label = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
+        if (label < 0) {
+          if (none) loss[i] = 0.0f;
+          continue;
+        }
+        const float w = weights != nullptr ? weights[label] : 1.0f;
+        const float l = w * (lse[k] - xn[label * g.s + k]);
+        if (none) {
+          loss[i] = l;
+        } else {
+          total += l;
+          weightSum += w;
+        }
+      }
+    }
+    if (cfg_.reduction == ReductionType::Sum) loss[0] = static_cast<float>(total);
+    if (cfg_.reduction == ReductionType::Mean) {
+      loss[0] = weightSum != 0 ? static_cast<float>(total / weightSum) : 0.0f;
+    }
+  }
+
+ private:
+  SceConfig cfg_;
+  LogSumExp lse_;
+  std::vector<float> lseBuf_;
+};
+
+// dScores[n, j, k] = coef[n, k] * (softmax[n, j, k] - [j == label[n, k]])
+//                    + dLogProb[n, j, k] - softmax[n, j, k] * sum_j dLogProb[n, j, k]
+// with coef = weight[label] * dLoss (per element for "none", dLoss / sum of weights for "mean") and
+// 0 for ignored labels.
+template <typename L>
+class SoftmaxCrossEntropyGradKernel final : public Kernel {
+ public:
+  explicit SoftmaxCrossEntropyGradKernel(SceConfig cfg)
+      : cfg_(std::move(cfg)),
+        lse_(cfg_.geo),
+        lseBuf_(static_cast<size_t>(cfg_.geo.s)),
+        coef_(static_cast<size_t>(cfg_.geo.s)),
+        label_(static_cast<size_t>(cfg_.geo.s)),
+        dlpSum_(static_cast<size_t>(cfg_.geo.s)) {}
+
+  void run(const KernelIO& io) override {
+    const ScoreGeometry& g = cfg_.geo;
+    const float* dLoss = io.in(0).data<float>();
+    const float* x = io.in(1).data<float>();
+    const L* labels = io.in(2).data<L>();
+    const float* weights = io.hasIn(3) ? io.in(3).data<float>() : nullptr;
+    const float* dlp = io.hasIn(4) ? io.in(4).data<float>() : nullptr;
+    const float* savedLp = io.hasIn(5) ? io.in(5).data<float>() : nullptr;
+    float* dx = io.out(0).data<float>();
+    const bool none = cfg_.reduction == ReductionType::NoReduction;
+    float scalarCoef = none ? 0.0f : dLoss[0];
+    if (cfg_.reduction == ReductionType::Mean) {
+      double weightSum = 0;
+      for (int64_t i = 0; i < g.n * g.s; ++i) {
+        const int64_t label = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
+        if (label >= 0) weightSum += weights != nullptr ? weights[label] : 1.0f;
+      }
+      scalarCoef = weightSum != 0 ? static_cast<float>(dLoss[0] / weightSum) : 0.0f;
+    }
+    const int64_t block = g.c * g.s;
+    float* lse = lseBuf_.data();
+    float* coef = coef_.data();
+    int64_t* lab = label_.data();
+    double* dlpSum = dlpSum_.data();
+    for (int64_t n = 0; n < g.n; ++n) {
+      const float* xn = x + n * block;
+      float* dxn = dx + n * block;
+      if (savedLp == nullptr) lse_.compute(xn, lse);
+      for (int64_t k = 0; k < g.s; ++k) {
+        const int64_t i = n * g.s + k;
+        lab[k] = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
+        const float w = lab[k] < 0 ? 0.0f : (weights != nullptr ? weights[lab[k]] : 1.0f);
+        coef[k] = w * (none ? dLoss[i] : scalarCoef);
+      }
+      // The softmax of every class, written into dx first.
+      for (int64_t j = 0; j < g.c; ++j) {
+        const int64_t off = j * g.s;
+        if (savedLp != nullptr) {
+          const float* lp = savedLp + n * block + off;
+          for (int64_t k = 0; k < g.s; ++k) dxn[off + k] = std::exp(lp[k]);
+        } else {
+          for (int64_t k = 0; k < g.s; ++k) dxn[off + k] = std::exp(xn[off + k] - lse[k]);
+        }
+      }
+      if (dlp != nullptr) {
+        const float* dlpn = dlp + n * block;
+        std::fill(dlpSum, dlpSum + g.s, 0.0);
+        for (int64_t j = 0; j < g.c; ++j) {
+          for (int64_t k = 0; k < g.s; ++k) dlpSum[k] += dlpn[j * g.s + k];
+        }
+        for (int64_t j = 0; j < g.c; ++j) {
+          const int64_t off = j * g.s;
+          for (int64_t k = 0; k < g.s; ++k) {
+            const float p = dxn[off + k];
+            dxn[off + k] = p * (coef[k] - static_cast<float>(dlpSum[k])) + dlpn[off + k];
+          }
+        }
+      } else {
+        for (int64_t j = 0; j < g.c; ++j) {
+          const int64_t off = j * g.s;
+          for (int64_t k = 0; k < g.s; ++k) dxn[off + k] *= coef[k];
+        }
+      }
+      for (int64_t k = 0; k < g.s; ++k) {
+        if (lab[k] >= 0) dxn[lab[k] * g.s + k] -= coef[k];
+      }
+    }
+  }
+
+ private:
+  SceConfig cfg_;
+  LogSumExp lse_;
+  std::vector<float> lseBuf_;
+  std::vector<float> coef_;
+  std::vector<int64_t> label_;
+  std::vector<double> dlpSum_;
+};
+
+XT_REGISTER_KERNEL("ai.onnx", "SoftmaxCrossEntropyLoss",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 2});
+                     SceConfig cfg = sceConfig(spec, spec.inputs.at(0));
+                     return withLabelType(
+                         spec, spec.inputs.at(1).dataType(),
+                         [&](auto tag) -> std::unique_ptr<Kernel> {
+                           using L = decltype(tag);
+                           return std::make_unique<SoftmaxCrossEntropyKernel<L>>(cfg);
+                         });
+                   });
+
+XT_REGISTER_KERNEL("ai.xtrain", "SoftmaxCrossEntropyGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 1, 3, 4, 5});
+                     SceConfig cfg = sceConfig(spec, spec.inputs.at(1));
+                     return withLabelType(
+                         spec, spec.inputs.at(2).dataType(),
+                         [&](auto tag) -> std::unique_ptr<Kernel> {
+                           using L = decltype(tag);
+                           return std::make_unique<SoftmaxCrossEntropyGradKernel<L>>(cfg);
+                         });
+                   });
+
+// Nll: probs viewed as [R, C] (classes last), labels as [R].
+struct NllConfig {
+  int64_t rows = 0;
+  ReductionType reduction = ReductionType::Mean;
+  bool logProb = false;
+  LabelRule rule;
+};
+
+NllConfig nllConfig(const KernelSpec& spec, const TensorInfo& probs) {
+  if (probs.rank() < 1) spec.fail("probs is {}; expected rank >= 1", probs.toString());
+  NllConfig c;
+  c.rule.classes = probs.dim(-1);
+  c.rows = c.rule.classes == 0 ? 0 : probs.nelms() / c.rule.classes;
+  c.reduction = graphcoreReduction(spec);
+  c.logProb = spec.attrs.getInt("inputIsLogProbability", 0) != 0;
+  c.rule.description = spec.description;
+  if (spec.attrs.has("ignoreIndex")) c.rule.ignore = spec.attrs.getInt("ignoreIndex");
+  return c;
+}
+
+template <typename L>
+std::unique_ptr<Kernel> makeNll(const NllConfig& cfg) {
+  return makeKernel([cfg](const KernelIO& io) {
+    const float* p = io.in(0).data<float>();
+    const L* labels = io.in(1).data<L>();
+    float* loss = io.out(0).data<float>();
+    const int64_t c = cfg.rule.classes;
+    const bool none = cfg.reduction == ReductionType::NoReduction;
+    double total = 0;
+    int64_t count = 0;
+    for (int64_t r = 0; r < cfg.rows; ++r) {
+      const int64_t label = cfg.rule.check(static_cast<int64_t>(labels[r]), r);
+      float l = 0.0f;
+      if (label >= 0) {
+        const float v = p[r * c + label];
+        l = cfg.logProb ? -v : -std::log(std::max(v, kMinProb));
+        ++count;
+      }
+      if (none) {
+        loss[r] = l;
+      } else {
+        total += l;
+      }
+    }
+    if (cfg.reduction == ReductionType::Sum) loss[0] = static_cast<float>(total);
+    if (cfg.reduction == ReductionType::Mean) {
+      loss[0] = count > 0 ? static_cast<float>(total / static_cast<double>(count)) : 0.0f;
+    }
+  });
+}
+
+template <typename L>
+std::unique_ptr<Kernel> makeNllGrad(const NllConfig& cfg) {
+  return makeKernel([cfg](const KernelIO& io) {
+    const float* dLoss = io.in(0).data<float>();
+    const float* p = io.in(1).data<float>();
+    const L* labels = io.in(2).data<L>();
+    HostTensor& out = io.out(0);
+    out.fillZero();
+    float* dp = out.data<float>();
+    const int64_t c = cfg.rule.classes;
+    const bool none = cfg.reduction == ReductionType::NoReduction;
+    float scalarCoef = none ? 0.0f : dLoss[0];
+    if (cfg.reduction == ReductionType::Mean) {
+      int64_t count = 0;
+      for (int64_t r = 0; r < cfg.rows; ++r) {
+        count += cfg.rule.check(static_cast<int64_t>(labels[r]), r) >= 0 ? 1 : 0;
+      }
+      scalarCoef = count > 0 ? dLoss[0] / static_cast<float>(count) : 0.0f;
+    }
+    for (int64_t r = 0; r < cfg.rows; ++r) {
+      const int64_t label = cfg.rule.check(static_cast<int64_t>(labels[r]), r);
+      if (label < 0) continue;
+      const float coef = none ? dLoss[r] : scalarCoef;
+      const int64_t at = r * c + label;
+      dp[at] = cfg.logProb ? -coef : -coef / std::max(p[at], kMinProb);
+    }
+  });
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Nll", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFloat(spec, {0});
+  const NllConfig cfg = nllConfig(spec, spec.inputs.at(0));
+  return withLabelType(spec, spec.inputs.at(1).dataType(),
+                       [&](auto tag) { return makeNll<decltype(tag)>(cfg); });
+});
+
+XT_REGISTER_KERNEL("ai.xtrain", "NllGrad", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFloat(spec, {0, 1});
+  const NllConfig cfg = nllConfig(spec, spec.inputs.at(1));
+  return withLabelType(spec, spec.inputs.at(2).dataType(),
+                       [&](auto tag) { return makeNllGrad<decltype(tag)>(cfg); });
+});
+
+// Sum and sum of |x| in double.
+double sumOf(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+double sumAbs(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::abs(x[i]);
+  return s;
+}
+
+// The factor Mean divides by: 1/n (0 for an empty input).
+double meanFactor(int64_t n) {
+  return n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "L1", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFloat(spec, {0});
+  const ReductionType r = graphcoreReduction(spec);
+  const float lambda = spec.attrs.getFloat("lambda");
+  return makeKernel([r, lambda](const KernelIO& io) {
+    const HostTensor& xt = io.in(0);
+    const float* x = xt.data<float>();
+    float* y = io.out(0).data<float>();
+    const int64_t n = xt.nelms();
+    if (r == ReductionType::NoReduction) {
+      for (int64_t i = 0; i < n; ++i) y[i] = lambda * std::abs(x[i]);
+    } else {
+      const double s = lambda * sumAbs(x, n);
+      y[0] = static_cast<float>(r == ReductionType::Mean ? s * meanFactor(n) : s);
+    }
+  });
+});
+
+XT_REGISTER_KERNEL("ai.xtrain", "L1Grad", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFloat(spec, {0, 1});
+  const ReductionType r = graphcoreReduction(spec);
+  const float lambda = spec.attrs.getFloat("lambda");
+  const int64_t n = spec.inputs.at(1).nelms();
+  const float scale = lambda * static_cast<float>(r == ReductionType::Mean ? meanFactor(n) : 1.0);
+  return makeKernel([r, scale](const KernelIO& io) {
+    const float* g = io.in(0).data<float>();
+    const HostTensor& xt = io.in(1);
+    const float* x = xt.data<float>();
+    float* dx = io.out(0).data<float>();
+    const int64_t count = xt.nelms();
+    auto sign = [](float v) { return static_cast<float>((v > 0.0f) - (v < 0.0f)); };
+    if (r == ReductionType::NoReduction) {
+      for (int64_t i = 0; i < count; ++i) dx[i] = scale * g[i] * sign(x[i]);
+    } else {
+      const float c = scale * g[0];
+      for (int64_t i = 0; i < count; ++i) dx[i] = c * sign(x[i]);
+    }
+  });
+});
+
+XT_REGISTER_KERNEL("ai.graphcore", "IdentityLoss",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0});
+                     const ReductionType r = graphcoreReduction(spec);
+                     return makeKernel([r](const KernelIO& io) {
+                       const HostTensor& xt = io.in(0);
+                       const float* x = xt.data<float>();
+                       float* y = io.out(0).data<float>();
+                       const int64_t n = xt.nelms();
+                       if (r == ReductionType::NoReduction) {
+                         std::copy(x, x + n, y);
+                       } else {
+                         const double s = sumOf(x, n);
+                         y[0] =
+                             static_cast<float>(r == ReductionType::Mean ? s * meanFactor(n) : s);
+                       }
+                     });
+                   });
+
+}  // namespace
+}  // namespace xtrain::device

@@ -1,0 +1,395 @@
+// Kernels for LayerNormalization, LayerNormGrad, BatchNormalization and BatchNormGrad. FLOAT only;
+// statistics and parameter-gradient sums accumulate in double. Canonical forms:
+// src/ir/ops/norm_ops.cpp.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "device/kernel.hpp"
+#include "device/kernels/broadcast.hpp"
+
+namespace xtrain::device {
+namespace {
+
+void requireFloat(const KernelSpec& spec, const std::vector<size_t>& inputs) {
+  for (size_t i : inputs) {
+    if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
+      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+    }
+  }
+}
+
+// A parameter (LayerNorm's Scale or B) seen at the full normalised shape. When its shape only
+// differs from the normalised shape by leading size-1 dimensions the buffer is used as it is;
+// otherwise it is expanded into a buffer allocated once, through an index table computed at prepare
+// time.
+class ExpandedParam {
+ public:
+  ExpandedParam() = default;
+  ExpandedParam(const Shape& from, const Shape& to) {
+    const int64_t n = shapeNelms(to);
+    if (shapeNelms(from) == n) return;  // same layout
+    index_.resize(static_cast<size_t>(n));
+    buffer_.resize(static_cast<size_t>(n));
+    forEachBroadcast2(to, broadcastStrides(from, to), std::vector<int64_t>(to.size(), 0),
+                      [&](int64_t o, int64_t i, int64_t) { index_[static_cast<size_t>(o)] = i; });
+  }
+  const float* get(const HostTensor& t) {
+    const float* p = t.data<float>();
+    if (index_.empty()) return p;
+    for (size_t j = 0; j < index_.size(); ++j) buffer_[j] = p[index_[j]];
+    return buffer_.data();
+  }
+
+ private:
+  std::vector<int64_t> index_;
+  std::vector<float> buffer_;
+};
+
+struct RowGeometry {
+  int64_t rows = 0;  // product of X.shape[:axis]
+  int64_t n = 0;     // product of X.shape[axis:]
+  Shape norm;        // X.shape[axis:]
+};
+
+RowGeometry rowGeometry(const KernelSpec& spec, const TensorInfo& x) {
+  const int64_t axis = spec.attrs.getInt("axis");
+  if (axis < 0 || axis >= x.rank()) spec.fail("axis {} out of range for X {}", axis, x.toString());
+  RowGeometry g;
+  g.norm = Shape(x.shape().begin() + axis, x.shape().end());
+  g.n = shapeNelms(g.norm);
+  g.rows = shapeNelms(Shape(x.shape().begin(), x.shape().begin() + axis));
+  return g;
+}
+
+// Mean and population variance of n floats, two passes in double.
+inline void meanVar(const float* p, int64_t n, double& mean, double& var) {
+  double s = 0;
+  for (int64_t j = 0; j < n; ++j) s += p[j];
+  mean = n > 0 ? s / static_cast<double>(n) : 0.0;
+  double q = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double d = p[j] - mean;
+    q += d * d;
+  }
+  var = n > 0 ? q / static_cast<double>(n) : 0.0;
+}
+
+class LayerNormKernel final : public Kernel {
+ public:
+  explicit LayerNormKernel(const KernelSpec& spec)
+      : geo_(rowGeometry(spec, spec.inputs.at(0))),
+        eps_(spec.attrs.getFloat("epsilon")),
+        scale_(spec.inputs.at(1).shape(), geo_.norm),
+        hasBias_(spec.hasInput(2)) {
+    if (hasBias_) bias_ = ExpandedParam(spec.inputs[2].shape(), geo_.norm);
+  }
+
+  void run(const KernelIO& io) override {
+    const float* x = io.in(0).data<float>();
+    const float* s = scale_.get(io.in(1));
+    const float* b = hasBias_ ? bias_.get(io.in(2)) : nullptr;
+    float* y = io.out(0).data<float>();
+    float* meanOut = io.hasOut(1) ? io.out(1).data<float>() : nullptr;
+    float* invOut = io.hasOut(2) ? io.out(2).data<float>() : nullptr;
+    const int64_t n = geo_.n;
+    for (int64_t r = 0; r < geo_.rows; ++r) {
+      const float* xr = x + r * n;
+      float* yr = y + r * n;
+      double mean, var;
+      meanVar(xr, n, mean, var);
+      const float mu = static_cast<float>(mean);
+      const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps_)));
+      if (b != nullptr) {
+        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * inv * s[j] + b[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * inv * s[j];
+      }
+      if (meanOut != nullptr) meanOut[r] = mu;
+      if (invOut != nullptr) invOut[r] = inv;
+    }
+  }
+
+ private:
+  RowGeometry geo_;
+  float eps_;
+  ExpandedParam scale_;
+  ExpandedParam bias_;
+  bool hasBias_;
+};
+
+// dX_j = inv * (g_j - mean(g) - xhat_j * mean(g * xhat)) + dMean / n - dInv * inv^2 * xhat_j / n,
+// with g = dY * Scale; dScale = sum over rows of dY * xhat, dB = sum over rows of dY.
+class LayerNormGradKernel final : public Kernel {
+ public:
+  explicit LayerNormGradKernel(const KernelSpec& spec)
+      : geo_(rowGeometry(spec, spec.inputs.at(1))),
+        eps_(spec.attrs.getFloat("epsilon")),
+        scale_(spec.inputs.at(2).shape(), geo_.norm),
+        dScale_(static_cast<size_t>(geo_.n)),
+        dBias_(static_cast<size_t>(geo_.n)) {}
+
+  void run(const KernelIO& io) override {
+    const float* dy = io.in(0).data<float>();
+    const float* x = io.in(1).data<float>();
+    const float* s = scale_.get(io.in(2));
+    const float* savedMean = io.hasIn(3) ? io.in(3).data<float>() : nullptr;
+    const float* savedInv = io.hasIn(4) ? io.in(4).data<float>() : nullptr;
+    const float* dMean = io.hasIn(5) ? io.in(5).data<float>() : nullptr;
+    const float* dInv = io.hasIn(6) ? io.in(6).data<float>() : nullptr;
+    float* dx = io.out(0).data<float>();
+    const int64_t n = geo_.n;
+    const float invN = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
+    std::fill(dScale_.begin(), dScale_.end(), 0.0);
+    std::fill(dBias_.begin(), dBias_.end(), 0.0);
+    for (int64_t r = 0; r < geo_.rows; ++r) {
+      const float* xr = x + r * n;
+      const float* dyr = dy + r * n;
+      float* dxr = dx + r * n;
+      float mu, inv;
+      if (savedMean != nullptr && savedInv != nullptr) {
+        mu = savedMean[r];
+        inv = savedInv[r];
+      } else {
+        double mean, var;
+        meanVar(xr, n, mean, var);
+        mu = static_cast<float>(mean);
+        inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps_)));
+      }
+      double sumG = 0, sumGx = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const float xhat = (xr[j] - mu) * inv;
+        const float g = dyr[j] * s[j];
+        sumG += g;
+        sumGx += static_cast<double>(g) * xhat;
+        dScale_[static_cast<size_t>(j)] += static_cast<double>(dyr[j]) * xhat;
+        dBias_[static_cast<size_t>(j)] += dyr[j];
+      }
+      const float a = static_cast<float>(sumG) * invN;
+      const float c = static_cast<float>(sumGx) * invN;
+      const float fromMean = dMean != nullptr ? dMean[r] * invN : 0.0f;
+      const float fromInv = dInv != nullptr ? -dInv[r] * inv * inv * invN : 0.0f;
+      for (int64_t j = 0; j < n; ++j) {
+        const float xhat = (xr[j] - mu) * inv;
+        dxr[j] = inv * (dyr[j] * s[j] - a - xhat * c) + fromMean + fromInv * xhat;
+      }
+    }
+    float* ds = io.out(1).data<float>();
+    float* db = io.out(2).data<float>();
+    for (int64_t j = 0; j < n; ++j) {
+      ds[j] = static_cast<float>(dScale_[static_cast<size_t>(j)]);
+      db[j] = static_cast<float>(dBias_[static_cast<size_t>(j)]);
+    }
+  }
+
+ private:
+  RowGeometry geo_;
+  float eps_;
+  ExpandedParam scale_;
+  std::vector<double> dScale_;
+  std::vector<double> dBias_;
+};
+
+XT_REGISTER_KERNEL("ai.onnx", "LayerNormalization",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 1, 2});
+                     return std::make_unique<LayerNormKernel>(spec);
+                   });
+
+XT_REGISTER_KERNEL("ai.xtrain", "LayerNormGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 1, 2, 3, 4, 5, 6});
+                     return std::make_unique<LayerNormGradKernel>(spec);
+                   });
+
+// X viewed as [N, C, S] with S the product of the spatial dimensions (1 for [N, C]).
+struct ChannelGeometry {
+  int64_t n = 0, c = 0, s = 1;
+  int64_t perChannel() const { return n * s; }
+};
+
+ChannelGeometry channelGeometry(const KernelSpec& spec, const TensorInfo& x) {
+  if (x.rank() < 2) spec.fail("X is {}; expected rank >= 2", x.toString());
+  ChannelGeometry g;
+  g.n = x.dim(0);
+  g.c = x.dim(1);
+  for (int64_t d = 2; d < x.rank(); ++d) g.s *= x.dim(d);
+  return g;
+}
+
+// Mean and population variance of channel c over the batch and spatial positions, in double.
+void channelMeanVar(const float* x, const ChannelGeometry& g, int64_t c, double& mean,
+                    double& var) {
+  const double m = static_cast<double>(g.perChannel());
+  double sum = 0;
+  for (int64_t i = 0; i < g.n; ++i) {
+    const float* p = x + (i * g.c + c) * g.s;
+    for (int64_t k = 0; k < g.s; ++k) sum += p[k];
+  }
+  mean = m > 0 ? sum / m : 0.0;
+  double sq = 0;
+  for (int64_t i = 0; i < g.n; ++i) {
+    const float* p = x + (i * g.c + c) * g.s;
+    for (int64_t k = 0; k < g.s; ++k) {
+      const double d = p[k] - mean;
+      sq += d * d;
+    }
+  }
+  var = m > 0 ? sq / m : 0.0;
+}
+
+// Training mode as the IR defines it (ir/ops/norm_ops.cpp, batchNormTraining): the attribute when
+// set, else more than one output.
+bool batchNormTraining(const KernelSpec& spec) {
+  if (spec.attrs.has("training_mode")) return spec.attrs.getInt("training_mode") != 0;
+  int present = 0;
+  for (size_t i = 0; i < spec.outputs.size(); ++i) present += spec.hasOutput(i) ? 1 : 0;
+  return present > 1;
+}
+
+class BatchNormKernel final : public Kernel {
+ public:
+  explicit BatchNormKernel(const KernelSpec& spec)
+      : geo_(channelGeometry(spec, spec.inputs.at(0))),
+        eps_(spec.attrs.getFloat("epsilon")),
+        momentum_(spec.attrs.getFloat("momentum")),
+        training_(batchNormTraining(spec)) {}
+
+  void run(const KernelIO& io) override {
+    const float* x = io.in(0).data<float>();
+    const float* scale = io.in(1).data<float>();
+    const float* bias = io.in(2).data<float>();
+    const float* inMean = io.in(3).data<float>();
+    const float* inVar = io.in(4).data<float>();
+    float* y = io.out(0).data<float>();
+    float* outs[4] = {};
+    for (size_t i = 0; i < 4; ++i)
+      outs[i] = io.hasOut(i + 1) ? io.out(i + 1).data<float>() : nullptr;
+    for (int64_t c = 0; c < geo_.c; ++c) {
+      double mean, var;
+      if (training_) {
+        channelMeanVar(x, geo_, c, mean, var);
+      } else {
+        mean = inMean[c];
+        var = inVar[c];
+      }
+      const float mu = static_cast<float>(mean);
+      const float a = static_cast<float>(scale[c] / std::sqrt(var + static_cast<double>(eps_)));
+      const float b = bias[c];
+      for (int64_t i = 0; i < geo_.n; ++i) {
+        const int64_t off = (i * geo_.c + c) * geo_.s;
+        const float* p = x + off;
+        float* q = y + off;
+        for (int64_t k = 0; k < geo_.s; ++k) q[k] = (p[k] - mu) * a + b;
+      }
+      if (training_) {
+        const double m = momentum_;
+        if (outs[0] != nullptr) outs[0][c] = static_cast<float>(m * inMean[c] + (1 - m) * mean);
+        if (outs[1] != nullptr) outs[1][c] = static_cast<float>(m * inVar[c] + (1 - m) * var);
+        if (outs[2] != nullptr) outs[2][c] = mu;
+        if (outs[3] != nullptr) outs[3][c] = static_cast<float>(var);
+      }
+    }
+  }
+
+ private:
+  ChannelGeometry geo_;
+  float eps_;
+  float momentum_;
+  bool training_;
+};
+
+// Training: dX = scale*inv*(dY - mean(dY) - xhat*mean(dY*xhat)) + dMeanTotal/M +
+// dVarTotal*2*(x-mean)/M, where M = N*S and dMeanTotal = (1-momentum)*dRunningMean + dSavedMean
+// (likewise for the variance). Inference: dX = dY*scale*inv. Both: dScale = sum(dY*xhat), dB =
+// sum(dY).
+class BatchNormGradKernel final : public Kernel {
+ public:
+  explicit BatchNormGradKernel(const KernelSpec& spec)
+      : geo_(channelGeometry(spec, spec.inputs.at(1))),
+        eps_(spec.attrs.getFloat("epsilon")),
+        momentum_(spec.attrs.getFloat("momentum")),
+        training_(spec.attrs.getInt("training_mode") != 0) {}
+
+  void run(const KernelIO& io) override {
+    const float* dy = io.in(0).data<float>();
+    const float* x = io.in(1).data<float>();
+    const float* scale = io.in(2).data<float>();
+    const float* inMean = io.hasIn(3) ? io.in(3).data<float>() : nullptr;
+    const float* inVar = io.hasIn(4) ? io.in(4).data<float>() : nullptr;
+    const float* dStat[4] = {};
+    for (size_t i = 0; i < 4; ++i)
+      dStat[i] = io.hasIn(i + 5) ? io.in(i + 5).data<float>() : nullptr;
+    float* dx = io.out(0).data<float>();
+    float* dScale = io.out(1).data<float>();
+    float* dBias = io.out(2).data<float>();
+    const double m = static_cast<double>(geo_.perChannel());
+    for (int64_t c = 0; c < geo_.c; ++c) {
+      double mean, var;
+      if (training_) {
+        channelMeanVar(x, geo_, c, mean, var);
+      } else {
+        mean = inMean[c];
+        var = inVar[c];
+      }
+      const float mu = static_cast<float>(mean);
+      const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps_)));
+      double sumDy = 0, sumDyX = 0;
+      for (int64_t i = 0; i < geo_.n; ++i) {
+        const int64_t off = (i * geo_.c + c) * geo_.s;
+        for (int64_t k = 0; k < geo_.s; ++k) {
+          sumDy += dy[off + k];
+          sumDyX += static_cast<double>(dy[off + k]) * ((x[off + k] - mu) * inv);
+        }
+      }
+      dScale[c] = static_cast<float>(sumDyX);
+      dBias[c] = static_cast<float>(sumDy);
+      const float a = scale[c] * inv;
+      if (!training_) {
+        for (int64_t i = 0; i < geo_.n; ++i) {
+          const int64_t off = (i * geo_.c + c) * geo_.s;
+          for (int64_t k = 0; k < geo_.s; ++k) dx[off + k] = dy[off + k] * a;
+        }
+        continue;
+      }
+      const double keep = 1.0 - momentum_;
+      double dMeanTotal = 0, dVarTotal = 0;
+      if (dStat[0] != nullptr) dMeanTotal += keep * dStat[0][c];
+      if (dStat[1] != nullptr) dVarTotal += keep * dStat[1][c];
+      if (dStat[2] != nullptr) dMeanTotal += dStat[2][c];
+      if (dStat[3] != nullptr) dVarTotal += dStat[3][c];
+      const float k1 = static_cast<float>(sumDy / m);
+      const float k2 = static_cast<float>(sumDyX / m);
+      const float fromMean = static_cast<float>(dMeanTotal / m);
+      const float fromVar = static_cast<float>(2.0 * dVarTotal / m);
+      for (int64_t i = 0; i < geo_.n; ++i) {
+        const int64_t off = (i * geo_.c + c) * geo_.s;
+        for (int64_t k = 0; k < geo_.s; ++k) {
+          const float d = x[off + k] - mu;
+          dx[off + k] = a * (dy[off + k] - k1 - d * inv * k2) + fromMean + fromVar * d;
+        }
+      }
+    }
+  }
+
+ private:
+  ChannelGeometry geo_;
+  float eps_;
+  float momentum_;
+  bool training_;
+};
+
+XT_REGISTER_KERNEL("ai.onnx", "BatchNormalization",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 1, 2, 3, 4});
+                     return std::make_unique<BatchNormKernel>(spec);
+                   });
+
+XT_REGISTER_KERNEL("ai.xtrain", "BatchNormGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 1, 2, 3, 4, 5, 6, 7, 8});
+                     return std::make_unique<BatchNormGradKernel>(spec);
+                   });
+
+}  // namespace
+}  // namespace xtrain::device

@@ -1,0 +1,184 @@
+// xtrain::Builder: the public face of BuilderImpl.
+#include "xtrain/builder.hpp"
+
+#include "ir/builder/builder_impl.hpp"
+#include "ir/onnx/onnx_export.hpp"
+#include "ir/onnx/onnx_metadata.hpp"
+
+namespace xtrain {
+
+NameScope::NameScope(Builder& builder, const std::string& name) : builder_(builder) {
+  builder_.pushNameScope(name);
+}
+
+NameScope::~NameScope() {
+  try {
+    builder_.popNameScope();
+  } catch (...) {
+    // The scope was popped by hand already; a destructor must not throw.
+  }
+}
+
+Builder::Builder() : impl_(std::make_unique<BuilderImpl>()) {}
+Builder::~Builder() = default;
+
+std::unique_ptr<Builder> Builder::create() {
+  return std::unique_ptr<Builder>(new Builder());
+}
+
+std::unique_ptr<Builder> Builder::createFromOnnxModel(const std::string& modelProtoOrFilename) {
+  auto source = ir::onnxutil::loadModelSource(modelProtoOrFilename);
+  onnx::ModelProto model = ir::onnxutil::parseModel(source);
+  std::unique_ptr<Builder> b(new Builder());
+  b->impl_ = std::make_unique<BuilderImpl>(std::move(model));
+  return b;
+}
+
+AiOnnxOpset11 Builder::aiOnnxOpset11() {
+  impl_->requireOpset("", 11);
+  return AiOnnxOpset11(impl_.get());
+}
+AiOnnxOpset12 Builder::aiOnnxOpset12() {
+  impl_->requireOpset("", 12);
+  return AiOnnxOpset12(impl_.get());
+}
+AiOnnxOpset13 Builder::aiOnnxOpset13() {
+  impl_->requireOpset("", 13);
+  return AiOnnxOpset13(impl_.get());
+}
+AiOnnxOpset14 Builder::aiOnnxOpset14() {
+  impl_->requireOpset("", 14);
+  return AiOnnxOpset14(impl_.get());
+}
+AiOnnxOpset15 Builder::aiOnnxOpset15() {
+  impl_->requireOpset("", 15);
+  return AiOnnxOpset15(impl_.get());
+}
+AiOnnxOpset16 Builder::aiOnnxOpset16() {
+  impl_->requireOpset("", 16);
+  return AiOnnxOpset16(impl_.get());
+}
+AiOnnxOpset17 Builder::aiOnnxOpset17() {
+  impl_->requireOpset("", 17);
+  return AiOnnxOpset17(impl_.get());
+}
+AiGraphcoreOpset1 Builder::aiGraphcoreOpset1() {
+  impl_->requireOpset(ir::kGraphcoreDomain, 1);
+  return AiGraphcoreOpset1(impl_.get());
+}
+
+TensorId Builder::addInputTensor(const TensorInfo& info, const std::string& debugName) {
+  return impl_->addInputTensor(info, debugName);
+}
+
+TensorId Builder::addInputTensor(const std::string& dataType, const Shape& shape,
+                                 const std::string& debugName) {
+  return impl_->addInputTensor(TensorInfo(dataType, shape), debugName);
+}
+
+TensorId Builder::addInitializedInputTensor(const ConstVoidData& initData,
+                                            const std::string& debugName) {
+  return impl_->addInitializer(initData, debugName);
+}
+
+TensorId Builder::addInitializedInputTensor(const ConstVoidData& initData,
+                                            const VariableSettings& settings,
+                                            const std::string& debugName) {
+  TensorId id = impl_->addInitializer(initData, debugName);
+  ir::ModelMetadata md;
+  ir::writeVariableSettings(md, id, settings);
+  for (const auto& [key, value] : md) impl_->setMetadata(key, value);
+  return id;
+}
+
+void Builder::addOutputTensor(const TensorId& id) {
+  impl_->addOutputTensor(id);
+}
+
+std::vector<TensorId> Builder::customOp(const std::string& domain, const std::string& opType,
+                                        int opsetVersion, const std::vector<TensorId>& inputs,
+                                        unsigned numOutputs,
+                                        const std::map<std::string, CustomOpAttribute>& attributes,
+                                        const std::string& debugContext) {
+  if (opType.empty()) throw error("Builder::customOp: the op type must not be empty");
+  impl_->requireOpset(domain, opsetVersion);
+  auto e = impl_->emit(opType, domain, inputs, numOutputs, debugContext);
+  for (const auto& [name, value] : attributes) {
+    std::visit(
+        [&, &attrName = name](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, int64_t>)
+            setIntAttr(*e.node, attrName, v);
+          else if constexpr (std::is_same_v<T, float>)
+            setFloatAttr(*e.node, attrName, v);
+          else if constexpr (std::is_same_v<T, std::string>)
+            setStringAttr(*e.node, attrName, v);
+          else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+            setIntsAttr(*e.node, attrName, v);
+          else if constexpr (std::is_same_v<T, std::vector<float>>)
+            setFloatsAttr(*e.node, attrName, v);
+          else
+            setStringsAttr(*e.node, attrName, v);
+        },
+        value);
+  }
+  return e.outputs;
+}
+
+void Builder::pushNameScope(const std::string& name) {
+  impl_->pushNameScope(name);
+}
+void Builder::popNameScope() {
+  impl_->popNameScope();
+}
+std::string Builder::getNameScope(const std::string& name) const {
+  return impl_->scopePrefix() + name;
+}
+
+void Builder::embedReplicationFactor(int replicationFactor) {
+  if (replicationFactor < 1) {
+    throw error("Builder::embedReplicationFactor: the replication factor must be >= 1, got {}",
+                replicationFactor);
+  }
+  impl_->setMetadata(ir::kReplicationFactorKey, std::to_string(replicationFactor));
+}
+
+void Builder::setGraphName(const std::string& name) {
+  impl_->setGraphName(name);
+}
+void Builder::setMetadata(const std::string& key, const std::string& value) {
+  impl_->setMetadata(key, value);
+}
+
+Shape Builder::getTensorShape(const TensorId& id) {
+  return impl_->tensorInfo(id).shape();
+}
+DataType Builder::getTensorDataType(const TensorId& id) {
+  return impl_->tensorInfo(id).dataType();
+}
+TensorInfo Builder::getTensorInfo(const TensorId& id) {
+  return impl_->tensorInfo(id);
+}
+bool Builder::hasTensor(const TensorId& id) const {
+  return impl_->hasTensor(id);
+}
+
+std::vector<TensorId> Builder::getInputTensorIds() const {
+  return impl_->inputIds();
+}
+std::vector<TensorId> Builder::getOutputTensorIds() const {
+  return impl_->outputIds();
+}
+std::vector<TensorId> Builder::getTrainableTensorIds() const {
+  return impl_->trainableIds();
+}
+
+std::string Builder::getModelProto() {
+  return impl_->modelProto();
+}
+
+void Builder::saveModelProto(const std::string& path) {
+  ir::writeFile(path, getModelProto());
+}
+
+}  // namespace xtrain

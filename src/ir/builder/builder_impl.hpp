@@ -1,0 +1,98 @@
+// BuilderImpl: the state behind xtrain::Builder — an onnx::ModelProto under construction, the ids
+// in use, the name scopes, and a cache of ONNX shape inference results.
+//
+// Includes protobuf (via onnx_proto_utils.hpp): include only from src/ir/builder/ and src/ir/onnx/.
+// Not thread-safe, like the Builder.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+#include "ir/onnx/onnx_proto_utils.hpp"
+#include "xtrain/builder.hpp"
+
+namespace xtrain {
+
+class BuilderImpl {
+ public:
+  BuilderImpl();
+  explicit BuilderImpl(onnx::ModelProto model);
+
+  // Records `version` of `domain` ("" for ai.onnx) in opset_import; throws when the model already
+  // uses another version of that domain.
+  void requireOpset(const std::string& domain, int version);
+
+  // Name scopes.
+  void pushNameScope(const std::string& name);
+  void popNameScope();
+  std::string scopePrefix() const;
+
+  // Graph inputs, initializers, outputs.
+  TensorId addInputTensor(const TensorInfo& info, const std::string& debugName);
+  TensorId addInitializer(const ConstVoidData& value, const std::string& debugName);
+  void addOutputTensor(const TensorId& id);
+  void setMetadata(const std::string& key, const std::string& value);
+  void setGraphName(const std::string& name);
+
+  // A node just emitted: attributes may be added to `node` before the next emit.
+  struct Emitted {
+    onnx::NodeProto* node;
+    std::vector<TensorId> outputs;
+  };
+  // Appends a node of `domain` ("" for ai.onnx) named after debugContext (or opType) in the current
+  // scope. Inputs may be "" (an absent optional input); all others must exist.
+  Emitted emit(const std::string& opType, const std::string& domain,
+               const std::vector<TensorId>& inputs, unsigned numOutputs,
+               const std::string& debugContext);
+  // Emits a single-output node and returns its output.
+  TensorId emit1(const std::string& opType, const std::vector<TensorId>& inputs,
+                 const std::string& debugContext, const std::string& domain = "");
+  // A Constant node holding a copy of data (laid out as info says).
+  TensorId constant(const void* data, const TensorInfo& info, const std::string& debugContext);
+  TensorId constantInt64(const std::vector<int64_t>& values, const std::string& debugContext);
+  // Throws "<method>: takes N inputs, got M" when args.size() is outside [min, max].
+  static void checkArity(const char* method, const std::vector<TensorId>& args, size_t min,
+                         size_t max);
+
+  bool hasTensor(const TensorId& id) const { return tensorIds_.count(id) != 0; }
+  TensorInfo tensorInfo(const TensorId& id);
+  std::vector<TensorId> inputIds() const;
+  std::vector<TensorId> outputIds() const;
+  std::vector<TensorId> trainableIds() const;
+
+  std::string modelProto();
+
+ private:
+  void init();
+  TensorId uniqueTensorId(const std::string& base);
+  std::string uniqueNodeBase(const std::string& base, unsigned numOutputs);
+  void runInference();
+  std::string strictInferenceError();
+  onnx::ModelProto modelForExport() const;
+  onnx::ModelProto modelForInference() const;
+
+  onnx::ModelProto model_;
+  std::set<std::string> tensorIds_;
+  std::set<std::string> nodeNames_;
+  std::vector<std::string> scopes_;
+
+  // Shape inference cache, valid while inferredGeneration_ == generation_.
+  uint64_t generation_ = 1;
+  uint64_t inferredGeneration_ = 0;
+  std::map<std::string, onnx::TypeProto> inferred_;
+};
+
+// Attribute setters (distinct names: an int literal would be ambiguous between int64_t and float).
+void setIntAttr(onnx::NodeProto& node, const std::string& name, int64_t v);
+void setFloatAttr(onnx::NodeProto& node, const std::string& name, float v);
+void setStringAttr(onnx::NodeProto& node, const std::string& name, const std::string& v);
+void setIntsAttr(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& v);
+void setFloatsAttr(onnx::NodeProto& node, const std::string& name, const std::vector<float>& v);
+void setStringsAttr(onnx::NodeProto& node, const std::string& name,
+                    const std::vector<std::string>& v);
+
+}  // namespace xtrain

@@ -1,0 +1,423 @@
+// The opset objects' node emitters. Version differences of ai.onnx 11..17 are resolved here, from
+// version_.
+#include <cstdint>
+
+#include "ir/builder/builder_impl.hpp"
+
+namespace xtrain {
+
+namespace {
+
+std::string seqName(const std::string& debugContext, const std::string& what) {
+  return debugContext.empty() ? what : debugContext + "/" + what;
+}
+
+unsigned checkOutputs(const char* method, unsigned n, unsigned min, unsigned max) {
+  if (n < min || n > max) {
+    throw error("Builder: {} has {} to {} outputs, asked for {}", method, min, max, n);
+  }
+  return n;
+}
+
+}  // namespace
+
+// ---- Elementwise
+// ---------------------------------------------------------------------------------
+
+#define XT_BINARY(method, type)                                                              \
+  TensorId AiOnnxOpset11::method(const std::vector<TensorId>& args, const std::string& dc) { \
+    BuilderImpl::checkArity(#method, args, 2, 2);                                            \
+    return impl_->emit1(type, args, dc);                                                     \
+  }
+#define XT_UNARY(method, type)                                                               \
+  TensorId AiOnnxOpset11::method(const std::vector<TensorId>& args, const std::string& dc) { \
+    BuilderImpl::checkArity(#method, args, 1, 1);                                            \
+    return impl_->emit1(type, args, dc);                                                     \
+  }
+
+XT_BINARY(add, "Add")
+XT_BINARY(sub, "Sub")
+XT_BINARY(mul, "Mul")
+XT_BINARY(div, "Div")
+XT_BINARY(pow, "Pow")
+XT_BINARY(matmul, "MatMul")
+XT_UNARY(neg, "Neg")
+XT_UNARY(exp, "Exp")
+XT_UNARY(log, "Log")
+XT_UNARY(sqrt, "Sqrt")
+XT_UNARY(relu, "Relu")
+XT_UNARY(sigmoid, "Sigmoid")
+XT_UNARY(tanh, "Tanh")
+XT_UNARY(identity, "Identity")
+XT_UNARY(globalaveragepool, "GlobalAveragePool")
+
+#undef XT_BINARY
+#undef XT_UNARY
+
+TensorId AiOnnxOpset11::sum(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("sum", args, 1, SIZE_MAX);
+  return impl_->emit1("Sum", args, dc);
+}
+
+TensorId AiOnnxOpset11::cast(const std::vector<TensorId>& args, const std::string& to,
+                             const std::string& dc) {
+  BuilderImpl::checkArity("cast", args, 1, 1);
+  int onnxType = 0;
+  try {
+    onnxType = dataTypeToOnnx(dataTypeFromName(to));
+  } catch (const error& e) {
+    throw error("Builder: cast to '{}': {}", to, e.what());
+  }
+  auto e = impl_->emit("Cast", "", args, 1, dc);
+  setIntAttr(*e.node, "to", onnxType);
+  return e.outputs[0];
+}
+
+TensorId AiOnnxOpset11::softmax(const std::vector<TensorId>& args, std::optional<int64_t> axis,
+                                const std::string& dc) {
+  BuilderImpl::checkArity("softmax", args, 1, 1);
+  auto e = impl_->emit("Softmax", "", args, 1, dc);
+  if (axis) setIntAttr(*e.node, "axis", *axis);
+  return e.outputs[0];
+}
+
+TensorId AiOnnxOpset11::logsoftmax(const std::vector<TensorId>& args, std::optional<int64_t> axis,
+                                   const std::string& dc) {
+  BuilderImpl::checkArity("logsoftmax", args, 1, 1);
+  auto e = impl_->emit("LogSoftmax", "", args, 1, dc);
+  if (axis) setIntAttr(*e.node, "axis", *axis);
+  return e.outputs[0];
+}
+
+TensorId AiOnnxOpset11::gemm(const std::vector<TensorId>& args, float alpha, float beta,
+                             int64_t transA, int64_t transB, const std::string& dc) {
+  BuilderImpl::checkArity("gemm", args, 2, 3);
+  auto e = impl_->emit("Gemm", "", args, 1, dc);
+  setFloatAttr(*e.node, "alpha", alpha);
+  setFloatAttr(*e.node, "beta", beta);
+  setIntAttr(*e.node, "transA", transA);
+  setIntAttr(*e.node, "transB", transB);
+  return e.outputs[0];
+}
+
+// ---- Shape manipulation
+// --------------------------------------------------------------------------
+
+TensorId AiOnnxOpset11::reshape(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("reshape", args, 2, 2);
+  return impl_->emit1("Reshape", args, dc);
+}
+
+TensorId AiOnnxOpset11::flatten(const std::vector<TensorId>& args, int64_t axis,
+                                const std::string& dc) {
+  BuilderImpl::checkArity("flatten", args, 1, 1);
+  auto e = impl_->emit("Flatten", "", args, 1, dc);
+  setIntAttr(*e.node, "axis", axis);
+  return e.outputs[0];
+}
+
+TensorId AiOnnxOpset11::transpose(const std::vector<TensorId>& args,
+                                  const std::vector<int64_t>& perm, const std::string& dc) {
+  BuilderImpl::checkArity("transpose", args, 1, 1);
+  auto e = impl_->emit("Transpose", "", args, 1, dc);
+  if (!perm.empty()) setIntsAttr(*e.node, "perm", perm);
+  return e.outputs[0];
+}
+
+TensorId AiOnnxOpset11::concat(const std::vector<TensorId>& args, int64_t axis,
+                               const std::string& dc) {
+  BuilderImpl::checkArity("concat", args, 1, SIZE_MAX);
+  auto e = impl_->emit("Concat", "", args, 1, dc);
+  setIntAttr(*e.node, "axis", axis);
+  return e.outputs[0];
+}
+
+std::vector<TensorId> AiOnnxOpset11::split(const std::vector<TensorId>& args, unsigned num_outputs,
+                                           int64_t axis, const std::vector<int64_t>& split,
+                                           const std::string& dc) {
+  if (num_outputs < 1) throw error("Builder: split needs num_outputs >= 1");
+  if (!split.empty() && split.size() != num_outputs) {
+    throw error("Builder: split has {} sizes in split {} but num_outputs {}", split.size(), split,
+                num_outputs);
+  }
+  std::vector<TensorId> inputs = args;
+  if (version_ >= 13) {
+    BuilderImpl::checkArity("split", args, 1, 2);
+    if (!split.empty()) {
+      if (args.size() == 2) throw error("Builder: split got both a split tensor and split sizes");
+      inputs.push_back(impl_->constantInt64(split, seqName(dc, "split")));
+    }
+  } else {
+    BuilderImpl::checkArity("split", args, 1, 1);
+  }
+  auto e = impl_->emit("Split", "", inputs, num_outputs, dc);
+  setIntAttr(*e.node, "axis", axis);
+  if (version_ < 13 && !split.empty()) setIntsAttr(*e.node, "split", split);
+  return e.outputs;
+}
+
+TensorId AiOnnxOpset11::slice(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("slice", args, 3, 5);
+  return impl_->emit1("Slice", args, dc);
+}
+
+TensorId AiOnnxOpset11::slice(const std::vector<TensorId>& args, const std::vector<int64_t>& starts,
+                              const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                              const std::vector<int64_t>& steps, const std::string& dc) {
+  BuilderImpl::checkArity("slice", args, 1, 1);
+  if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size())) {
+    throw error(
+        "Builder: slice needs starts, ends (and axes, steps when given) of one length; got "
+        "starts {}, ends {}, axes {}, steps {}",
+        starts, ends, axes, steps);
+  }
+  std::vector<TensorId> inputs = {args[0], impl_->constantInt64(starts, seqName(dc, "starts")),
+                                  impl_->constantInt64(ends, seqName(dc, "ends"))};
+  if (!axes.empty() || !steps.empty()) {
+    inputs.push_back(axes.empty() ? TensorId() : impl_->constantInt64(axes, seqName(dc, "axes")));
+  }
+  if (!steps.empty()) inputs.push_back(impl_->constantInt64(steps, seqName(dc, "steps")));
+  return impl_->emit1("Slice", inputs, dc);
+}
+
+namespace {
+
+// Squeeze/Unsqueeze/ReduceSum: axes as attribute before `inputFrom`, as (constant) input from it.
+TensorId axesOp(BuilderImpl& impl, int version, int inputFrom, const char* method,
+                const std::string& type, const std::vector<TensorId>& args,
+                const std::vector<int64_t>& axes, bool axesRequired,
+                std::optional<int64_t> keepdims, const std::string& dc) {
+  std::vector<TensorId> inputs = args;
+  const bool asInput = version >= inputFrom;
+  if (asInput) {
+    BuilderImpl::checkArity(method, args, 1, 2);
+    if (args.size() == 2 && !axes.empty()) {
+      throw error("Builder: {} got both an axes tensor and axes {}", method, axes);
+    }
+    if (!axes.empty()) inputs.push_back(impl.constantInt64(axes, seqName(dc, "axes")));
+    if (axesRequired && inputs.size() < 2) throw error("Builder: {} needs axes", method);
+  } else {
+    BuilderImpl::checkArity(method, args, 1, 1);
+    if (axesRequired && axes.empty()) throw error("Builder: {} needs axes", method);
+  }
+  auto e = impl.emit(type, "", inputs, 1, dc);
+  if (!asInput && !axes.empty()) setIntsAttr(*e.node, "axes", axes);
+  if (keepdims) setIntAttr(*e.node, "keepdims", *keepdims);
+  return e.outputs[0];
+}
+
+}  // namespace
+
+TensorId AiOnnxOpset11::squeeze(const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
+                                const std::string& dc) {
+  std::vector<int64_t> explicitAxes = axes;
+  if (version_ < 13 && axes.empty() && args.size() == 1 && impl_->hasTensor(args[0])) {
+    // ONNX's Squeeze-11 shape inference needs the axes: when the input's shape is known, name its
+    // size-1 dimensions (what "no axes" means) so that getTensorShape works on the output.
+    try {
+      const Shape shape = impl_->tensorInfo(args[0]).shape();
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == 1) explicitAxes.push_back(static_cast<int64_t>(i));
+      }
+    } catch (const error&) {
+      explicitAxes.clear();  // unknown shape: leave the axes out
+    }
+  }
+  return axesOp(*impl_, version_, 13, "squeeze", "Squeeze", args, explicitAxes, false, std::nullopt,
+                dc);
+}
+
+TensorId AiOnnxOpset11::unsqueeze(const std::vector<TensorId>& args,
+                                  const std::vector<int64_t>& axes, const std::string& dc) {
+  return axesOp(*impl_, version_, 13, "unsqueeze", "Unsqueeze", args, axes, true, std::nullopt, dc);
+}
+
+TensorId AiOnnxOpset11::reducesum(const std::vector<TensorId>& args,
+                                  const std::vector<int64_t>& axes, int64_t keepdims,
+                                  const std::string& dc) {
+  return axesOp(*impl_, version_, 13, "reducesum", "ReduceSum", args, axes, false, keepdims, dc);
+}
+
+TensorId AiOnnxOpset11::reducemean(const std::vector<TensorId>& args,
+                                   const std::vector<int64_t>& axes, int64_t keepdims,
+                                   const std::string& dc) {
+  // ReduceMean takes axes as an input only from opset 18.
+  return axesOp(*impl_, version_, 18, "reducemean", "ReduceMean", args, axes, false, keepdims, dc);
+}
+
+TensorId AiOnnxOpset11::gather(const std::vector<TensorId>& args, int64_t axis,
+                               const std::string& dc) {
+  BuilderImpl::checkArity("gather", args, 2, 2);
+  auto e = impl_->emit("Gather", "", args, 1, dc);
+  setIntAttr(*e.node, "axis", axis);
+  return e.outputs[0];
+}
+
+// ---- Normalisation, convolution, pooling, dropout
+// -------------------------------------------------
+
+std::vector<TensorId> AiOnnxOpset11::batchnormalization(const std::vector<TensorId>& args,
+                                                        unsigned num_outputs, float epsilon,
+                                                        float momentum, const std::string& dc) {
+  BuilderImpl::checkArity("batchnormalization", args, 5, 5);
+  if (version_ >= 14) {
+    if (num_outputs != 1 && num_outputs != 3) {
+      throw error(
+          "Builder: batchnormalization (opset {}) has 1 output, or 3 in training; asked for {}",
+          version_, num_outputs);
+    }
+  } else {
+    checkOutputs("batchnormalization", num_outputs, 1, 5);
+  }
+  auto e = impl_->emit("BatchNormalization", "", args, num_outputs, dc);
+  setFloatAttr(*e.node, "epsilon", epsilon);
+  setFloatAttr(*e.node, "momentum", momentum);
+  if (version_ >= 14 && num_outputs > 1) setIntAttr(*e.node, "training_mode", 1);
+  return e.outputs;
+}
+
+TensorId AiOnnxOpset11::conv(const std::vector<TensorId>& args,
+                             const std::vector<int64_t>& dilations, int64_t group,
+                             const std::vector<int64_t>& kernel_shape,
+                             const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
+                             const std::string& dc) {
+  BuilderImpl::checkArity("conv", args, 2, 3);
+  auto e = impl_->emit("Conv", "", args, 1, dc);
+  if (!dilations.empty()) setIntsAttr(*e.node, "dilations", dilations);
+  setIntAttr(*e.node, "group", group);
+  if (!kernel_shape.empty()) setIntsAttr(*e.node, "kernel_shape", kernel_shape);
+  if (!pads.empty()) setIntsAttr(*e.node, "pads", pads);
+  if (!strides.empty()) setIntsAttr(*e.node, "strides", strides);
+  return e.outputs[0];
+}
+
+std::vector<TensorId> AiOnnxOpset11::maxpool(
+    const std::vector<TensorId>& args, unsigned num_outputs,
+    const std::vector<int64_t>& kernel_shape, int64_t ceil_mode,
+    const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads, int64_t storage_order,
+    const std::vector<int64_t>& strides, const std::string& dc) {
+  BuilderImpl::checkArity("maxpool", args, 1, 1);
+  checkOutputs("maxpool", num_outputs, 1, 2);
+  if (kernel_shape.empty()) throw error("Builder: maxpool needs kernel_shape");
+  auto e = impl_->emit("MaxPool", "", args, num_outputs, dc);
+  setIntsAttr(*e.node, "kernel_shape", kernel_shape);
+  setIntAttr(*e.node, "ceil_mode", ceil_mode);
+  if (!dilations.empty()) setIntsAttr(*e.node, "dilations", dilations);
+  if (!pads.empty()) setIntsAttr(*e.node, "pads", pads);
+  setIntAttr(*e.node, "storage_order", storage_order);
+  if (!strides.empty()) setIntsAttr(*e.node, "strides", strides);
+  return e.outputs;
+}
+
+TensorId AiOnnxOpset11::averagepool(const std::vector<TensorId>& args,
+                                    const std::vector<int64_t>& kernel_shape, int64_t ceil_mode,
+                                    int64_t count_include_pad, const std::vector<int64_t>& pads,
+                                    const std::vector<int64_t>& strides, const std::string& dc) {
+  BuilderImpl::checkArity("averagepool", args, 1, 1);
+  if (kernel_shape.empty()) throw error("Builder: averagepool needs kernel_shape");
+  auto e = impl_->emit("AveragePool", "", args, 1, dc);
+  setIntsAttr(*e.node, "kernel_shape", kernel_shape);
+  setIntAttr(*e.node, "ceil_mode", ceil_mode);
+  setIntAttr(*e.node, "count_include_pad", count_include_pad);
+  if (!pads.empty()) setIntsAttr(*e.node, "pads", pads);
+  if (!strides.empty()) setIntsAttr(*e.node, "strides", strides);
+  return e.outputs[0];
+}
+
+std::vector<TensorId> AiOnnxOpset11::dropout(const std::vector<TensorId>& args,
+                                             unsigned num_outputs, float ratio,
+                                             const std::string& dc) {
+  BuilderImpl::checkArity("dropout", args, 1, 1);
+  checkOutputs("dropout", num_outputs, 1, 2);
+  if (!(ratio >= 0.0f && ratio < 1.0f)) {
+    throw error("Builder: dropout ratio must be in [0, 1), got {}", ratio);
+  }
+  if (version_ >= 12) {
+    const TensorId r =
+        impl_->constant(&ratio, TensorInfo(DataType::FLOAT, {}), seqName(dc, "ratio"));
+    return impl_->emit("Dropout", "", {args[0], r}, num_outputs, dc).outputs;
+  }
+  auto e = impl_->emit("Dropout", "", args, num_outputs, dc);
+  setFloatAttr(*e.node, "ratio", ratio);
+  return e.outputs;
+}
+
+TensorId AiOnnxOpset11::constant(const ConstVoidData& value, const std::string& dc) {
+  if (value.data == nullptr && value.info.nbytes() != 0) {
+    throw error("Builder: constant: the ConstVoidData for {} has no data", value.info.toString());
+  }
+  return impl_->constant(value.data, value.info, dc);
+}
+
+// ---- Losses and later-opset ops
+// ------------------------------------------------------------------
+
+std::vector<TensorId> AiOnnxOpset12::softmaxcrossentropyloss(const std::vector<TensorId>& args,
+                                                             unsigned num_outputs,
+                                                             std::optional<int64_t> ignore_index,
+                                                             const std::string& reduction,
+                                                             const std::string& dc) {
+  BuilderImpl::checkArity("softmaxcrossentropyloss", args, 2, 3);
+  checkOutputs("softmaxcrossentropyloss", num_outputs, 1, 2);
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
+    throw error(
+        "Builder: softmaxcrossentropyloss reduction must be 'none', 'sum' or 'mean', got '{}'",
+        reduction);
+  }
+  auto e = impl_->emit("SoftmaxCrossEntropyLoss", "", args, num_outputs, dc);
+  setStringAttr(*e.node, "reduction", reduction);
+  if (ignore_index) setIntAttr(*e.node, "ignore_index", *ignore_index);
+  return e.outputs;
+}
+
+std::vector<TensorId> AiOnnxOpset17::layernormalization(const std::vector<TensorId>& args,
+                                                        unsigned num_outputs, int64_t axis,
+                                                        float epsilon, int64_t stash_type,
+                                                        const std::string& dc) {
+  BuilderImpl::checkArity("layernormalization", args, 2, 3);
+  checkOutputs("layernormalization", num_outputs, 1, 3);
+  auto e = impl_->emit("LayerNormalization", "", args, num_outputs, dc);
+  setIntAttr(*e.node, "axis", axis);
+  setFloatAttr(*e.node, "epsilon", epsilon);
+  setIntAttr(*e.node, "stash_type", stash_type);
+  return e.outputs;
+}
+
+// ---- ai.graphcore
+// --------------------------------------------------------------------------------
+
+TensorId AiGraphcoreOpset1::identityloss(const std::vector<TensorId>& args, ReductionType reduction,
+                                         const std::string& dc) {
+  BuilderImpl::checkArity("identityloss", args, 1, 1);
+  auto e = impl_->emit("IdentityLoss", ir::kGraphcoreDomain, args, 1, dc);
+  setIntAttr(*e.node, "reduction", static_cast<int64_t>(reduction));
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::nllloss(const std::vector<TensorId>& args, ReductionType reduction,
+                                    std::optional<int> ignoreIndex, bool inputIsLogProbability,
+                                    const std::string& dc) {
+  BuilderImpl::checkArity("nllloss", args, 2, 2);
+  auto e = impl_->emit("Nll", ir::kGraphcoreDomain, args, 1, dc);
+  setIntAttr(*e.node, "reduction", static_cast<int64_t>(reduction));
+  if (ignoreIndex) setIntAttr(*e.node, "ignoreIndex", *ignoreIndex);
+  setIntAttr(*e.node, "inputIsLogProbability", inputIsLogProbability ? 1 : 0);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::l1loss(const std::vector<TensorId>& args, float lambda,
+                                   ReductionType reduction, const std::string& dc) {
+  BuilderImpl::checkArity("l1loss", args, 1, 1);
+  auto e = impl_->emit("L1", ir::kGraphcoreDomain, args, 1, dc);
+  setFloatAttr(*e.node, "lambda", lambda);
+  setIntAttr(*e.node, "reduction", static_cast<int64_t>(reduction));
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::gelu(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("gelu", args, 1, 1);
+  return impl_->emit1("Gelu", args, dc, ir::kGraphcoreDomain);
+}
+
+}  // namespace xtrain

@@ -1,0 +1,102 @@
+#include "ir/onnx/onnx_export.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "ir/onnx/onnx_proto_utils.hpp"
+
+namespace xtrain::ir {
+
+std::string updateOnnxInitializers(const std::string& modelBytes,
+                                   const std::map<TensorId, HostTensor>& values,
+                                   const std::map<TensorId, HostTensor>& extraInitializers,
+                                   const std::map<std::string, std::string>& metadata) {
+  onnx::ModelProto model = onnxutil::parseModelBytes(
+      modelBytes, "ONNX model bytes (" + std::to_string(modelBytes.size()) + " bytes)");
+  onnx::GraphProto* g = model.mutable_graph();
+
+  std::map<std::string, onnx::TensorProto*> initializers;
+  for (auto& init : *g->mutable_initializer()) initializers[init.name()] = &init;
+
+  for (const auto& [id, value] : values) {
+    auto it = initializers.find(id);
+    if (it == initializers.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, p] : initializers) names.push_back(n);
+      throw error(
+          "cannot update initializer '{}': the model has no such initializer (initializers: {})",
+          id, names);
+    }
+    onnx::TensorProto& t = *it->second;
+    const TensorInfo have = onnxutil::tensorProtoInfo(t, "initializer '" + id + "'");
+    if (have != value.info()) {
+      throw error("cannot update initializer '{}': the model holds {}, the new value is {}", id,
+                  have.toString(), value.info().toString());
+    }
+    onnxutil::setTensorProto(t, value.raw(), value.info());
+  }
+
+  std::set<std::string> used;
+  for (const auto& in : g->input()) used.insert(in.name());
+  for (const auto& node : g->node()) used.insert(node.output().begin(), node.output().end());
+  for (const auto& [id, value] : extraInitializers) {
+    if (initializers.count(id) || used.count(id) || values.count(id)) {
+      throw error("cannot add initializer '{}': the model already has a tensor of that name", id);
+    }
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(id);
+    onnxutil::setTensorProto(*t, value.raw(), value.info());
+    if (model.ir_version() < 4) {
+      // Before IR version 4 every initializer must also be a graph input.
+      onnx::ValueInfoProto* in = g->add_input();
+      in->set_name(id);
+      auto* tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(dataTypeToOnnx(value.dataType()));
+      auto* shape = tt->mutable_shape();
+      for (int64_t d : value.shape()) shape->add_dim()->set_dim_value(d);
+    }
+    used.insert(id);
+  }
+
+  for (const auto& [key, value] : metadata) onnxutil::setMetadataProp(model, key, value);
+  return onnxutil::serializeModel(model, "the updated model");
+}
+
+void writeFile(const std::string& path, const std::string& bytes) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw error("cannot write a file: the path is empty");
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw error("cannot write '{}': it is a directory, expected a file path", path);
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      throw error("cannot write '{}': cannot create '{}' ({})", path, tmp, std::strerror(errno));
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      const int err = errno;
+      out.close();
+      std::remove(tmp.c_str());
+      throw error("cannot write '{}': writing {} bytes failed ({})", path, bytes.size(),
+                  std::strerror(err));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw error("cannot write '{}': renaming the temporary file into place failed ({})", path,
+                std::strerror(err));
+  }
+}
+
+}  // namespace xtrain::ir

@@ -1,0 +1,29 @@
+// ONNX export: the original model with new initializer values (how modelToHost(path) writes a
+// trained model). Internal API (no protobuf here).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/host_tensor.hpp"
+#include "xtrain/names.hpp"
+
+namespace xtrain::ir {
+
+// Returns modelBytes (a serialized ModelProto) with:
+//  - each initializer named in `values` holding the new value; its type and shape must equal the
+//    initializer's, and every name must be an initializer (else xtrain::error naming it);
+//  - `extraInitializers` appended (e.g. optimizer state); a name that is already an
+//    initializer, graph input or node output is an error;
+//  - `metadata` set in metadata_props (existing keys are replaced).
+std::string updateOnnxInitializers(const std::string& modelBytes,
+                                   const std::map<TensorId, HostTensor>& values,
+                                   const std::map<TensorId, HostTensor>& extraInitializers = {},
+                                   const std::map<std::string, std::string>& metadata = {});
+
+// Writes bytes to path (through a temporary file in the same directory, renamed on success, so a
+// reader never sees half a file). Throws xtrain::error naming the path and the reason when it
+// cannot be written.
+void writeFile(const std::string& path, const std::string& bytes);
+
+}  // namespace xtrain::ir

@@ -1,0 +1,354 @@
+#include "ir/onnx/onnx_import.hpp"
+
+#include <onnx/checker.h>
+
+#include <set>
+#include <unordered_map>
+
+#include "ir/onnx/onnx_proto_utils.hpp"
+
+namespace xtrain::ir {
+
+namespace {
+
+using onnxutil::canonicalDomain;
+
+// "node #3 'fc1' (MatMul)": how messages name a node before it is an ir::Op.
+std::string nodeLabel(const onnx::NodeProto& node, int index) {
+  std::string s = "node #" + std::to_string(index);
+  if (!node.name().empty()) s += " '" + node.name() + "'";
+  s += " (" + (node.op_type().empty() ? std::string("<no op_type>") : node.op_type());
+  if (!node.domain().empty() && node.domain() != kOnnxDomain) s += ", domain " + node.domain();
+  return s + ")";
+}
+
+std::string shapeProtoToString(const onnx::TensorShapeProto& shape) {
+  std::string s = "[";
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    if (i) s += ",";
+    const auto& d = shape.dim(i);
+    s += d.has_dim_value() ? std::to_string(d.dim_value())
+                           : (d.dim_param().empty() ? std::string("?") : d.dim_param());
+  }
+  return s + "]";
+}
+
+void checkOpsets(const onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import()) {
+    const std::string domain = canonicalDomain(o.domain());
+    if (domain == kOnnxDomain && (o.version() < kMinOnnxOpset || o.version() > kMaxOnnxOpset)) {
+      throw error(
+          "the model uses ai.onnx opset {}; xtrain supports ai.onnx opsets {} to {} (convert the "
+          "model, e.g. with onnx.version_converter)",
+          o.version(), kMinOnnxOpset, kMaxOnnxOpset);
+    }
+    if (domain == kGraphcoreDomain && o.version() != kGraphcoreOpset) {
+      throw error("the model uses ai.graphcore opset {}; xtrain supports ai.graphcore opset {}",
+                  o.version(), kGraphcoreOpset);
+    }
+  }
+}
+
+Attributes convertAttributes(const onnx::NodeProto& node, const std::string& label) {
+  Attributes attrs;
+  for (const auto& a : node.attribute()) {
+    int type = a.type();
+    if (type == onnx::AttributeProto::UNDEFINED) {
+      // Old models may leave `type` unset: infer it from the field that holds a value.
+      if (a.has_f())
+        type = onnx::AttributeProto::FLOAT;
+      else if (a.has_i())
+        type = onnx::AttributeProto::INT;
+      else if (a.has_s())
+        type = onnx::AttributeProto::STRING;
+      else if (a.has_t())
+        type = onnx::AttributeProto::TENSOR;
+      else if (a.has_g())
+        type = onnx::AttributeProto::GRAPH;
+      else if (a.floats_size())
+        type = onnx::AttributeProto::FLOATS;
+      else if (a.ints_size())
+        type = onnx::AttributeProto::INTS;
+      else if (a.strings_size())
+        type = onnx::AttributeProto::STRINGS;
+    }
+    switch (type) {
+      case onnx::AttributeProto::FLOAT: attrs.set(a.name(), a.f()); break;
+      case onnx::AttributeProto::INT: attrs.set(a.name(), static_cast<int64_t>(a.i())); break;
+      case onnx::AttributeProto::STRING: attrs.set(a.name(), a.s()); break;
+      case onnx::AttributeProto::FLOATS:
+        attrs.set(a.name(), std::vector<float>(a.floats().begin(), a.floats().end()));
+        break;
+      case onnx::AttributeProto::INTS:
+        attrs.set(a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+        break;
+      case onnx::AttributeProto::STRINGS:
+        attrs.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end()));
+        break;
+      case onnx::AttributeProto::TENSOR:
+        throw error(
+            "{}: attribute '{}' is a TENSOR; xtrain supports tensor attributes only on Constant "
+            "nodes (supported attribute types: INT, FLOAT, STRING, INTS, FLOATS, STRINGS)",
+            label, a.name());
+      default:
+        throw error(
+            "{}: attribute '{}' has type {}, which xtrain does not support (supported: INT, "
+            "FLOAT, STRING, INTS, FLOATS, STRINGS)",
+            label, a.name(), onnxutil::attributeTypeName(type));
+    }
+  }
+  return attrs;
+}
+
+void addConstant(Graph& graph, const onnx::NodeProto& node, const std::string& label) {
+  if (node.output_size() != 1 || node.output(0).empty()) {
+    throw error("{}: a Constant node must have exactly one output, it has {}", label,
+                node.output_size());
+  }
+  if (node.attribute_size() != 1) {
+    throw error(
+        "{}: a Constant node must have exactly one attribute (value, value_float, ...), it has {}",
+        label, node.attribute_size());
+  }
+  const auto& a = node.attribute(0);
+  const std::string what = label + " attribute '" + a.name() + "'";
+  HostTensor value;
+  if (a.name() == "value") {
+    value = onnxutil::tensorFromProto(a.t(), what);
+  } else if (a.name() == "value_float") {
+    value = HostTensor::scalar(a.f());
+  } else if (a.name() == "value_floats") {
+    value = HostTensor::fromVector<float>({a.floats_size()},
+                                          std::vector<float>(a.floats().begin(), a.floats().end()));
+  } else if (a.name() == "value_int") {
+    value = HostTensor::fromVector<int64_t>({}, {static_cast<int64_t>(a.i())});
+  } else if (a.name() == "value_ints") {
+    value = HostTensor::fromVector<int64_t>({a.ints_size()},
+                                            std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+  } else {
+    throw error(
+        "{}: Constant attribute '{}' is not supported (supported: value, value_float, "
+        "value_floats, value_int, value_ints)",
+        label, a.name());
+  }
+  const TensorInfo info = value.info();
+  if (graph.hasTensor(node.output(0))) {
+    throw error("{}: output '{}' is already defined elsewhere (each tensor has one producer)",
+                label, node.output(0));
+  }
+  graph.addTensor(node.output(0), info, TensorKind::Const,
+                  std::make_shared<HostTensor>(std::move(value)));
+}
+
+TensorInfo streamInfo(const onnx::ValueInfoProto& vi, const OnnxImportOptions& options) {
+  const auto given = options.inputShapeInfo.find(vi.name());
+  const bool hasGiven = given != options.inputShapeInfo.end();
+  if (!vi.has_type() || !vi.type().has_tensor_type()) {
+    if (hasGiven) return given->second;
+    if (!vi.has_type()) {
+      throw error(
+          "input '{}' has no type in the model; give it with OnnxImportOptions::inputShapeInfo",
+          vi.name());
+    }
+    throw error(
+        "input '{}' is not a tensor (sequence, map, optional and sparse inputs are not "
+        "supported)",
+        vi.name());
+  }
+  const auto& tt = vi.type().tensor_type();
+  DataType type = DataType::UNDEFINED;
+  if (tt.elem_type() != 0) {
+    try {
+      type = dataTypeFromOnnx(tt.elem_type());
+    } catch (const error&) {
+      throw error("input '{}' has ONNX element type {}, which xtrain does not support", vi.name(),
+                  tt.elem_type());
+    }
+  }
+  if (hasGiven) {
+    if (type != DataType::UNDEFINED && given->second.dataType() != type) {
+      throw error("inputShapeInfo gives input '{}' as {}, but the model declares element type {}",
+                  vi.name(), given->second.toString(), dataTypeName(type));
+    }
+    return given->second;
+  }
+  if (type == DataType::UNDEFINED) {
+    throw error(
+        "input '{}' has no element type in the model; give it with "
+        "OnnxImportOptions::inputShapeInfo",
+        vi.name());
+  }
+  if (!tt.has_shape()) {
+    throw error(
+        "input '{}' has no shape in the model; give it with OnnxImportOptions::inputShapeInfo",
+        vi.name());
+  }
+  Shape shape;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      throw error(
+          "input '{}' has shape {} with unknown dimension {}{}; give its shape with "
+          "OnnxImportOptions::inputShapeInfo",
+          vi.name(), shapeProtoToString(tt.shape()), i,
+          d.dim_param().empty() ? std::string() : " ('" + d.dim_param() + "')");
+    }
+    shape.push_back(d.dim_value());
+  }
+  return TensorInfo(type, shape);
+}
+
+void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOptions& options) {
+  const onnx::GraphProto& g = model.graph();
+  const auto opsets = onnxutil::opsetImports(model);
+
+  if (g.sparse_initializer_size() > 0) {
+    throw error("initializer '{}' is sparse, which xtrain does not support",
+                g.sparse_initializer(0).values().name());
+  }
+  std::set<std::string> initializerNames;
+  for (const auto& init : g.initializer()) {
+    if (init.name().empty()) throw error("an initializer has no name");
+    const std::string what = "initializer '" + init.name() + "'";
+    HostTensor value = onnxutil::tensorFromProto(init, what);
+    const TensorInfo info = value.info();
+    const TensorKind kind =
+        isFloatingPoint(info.dataType()) ? TensorKind::Variable : TensorKind::Const;
+    if (graph.hasTensor(init.name())) throw error("initializer '{}' is defined twice", init.name());
+    graph.addTensor(init.name(), info, kind, std::make_shared<HostTensor>(std::move(value)));
+    initializerNames.insert(init.name());
+  }
+
+  std::set<std::string> streamNames;
+  for (const auto& in : g.input()) {
+    if (initializerNames.count(in.name()))
+      continue;  // an initializer also listed as input (IR < 4)
+    if (in.name().empty()) throw error("a graph input has no name");
+    if (graph.hasTensor(in.name())) throw error("graph input '{}' is listed twice", in.name());
+    graph.addTensor(in.name(), streamInfo(in, options), TensorKind::Stream);
+    graph.inputs().push_back(in.name());
+    streamNames.insert(in.name());
+  }
+  for (const auto& [id, info] : options.inputShapeInfo) {
+    if (!streamNames.count(id)) {
+      throw error(
+          "OnnxImportOptions::inputShapeInfo gives a shape for '{}', which is not an input of "
+          "the model without initializer (inputs: {})",
+          id, graph.inputs());
+    }
+  }
+
+  // Where each tensor is produced, to tell "missing" from "produced later" (unsorted nodes).
+  std::unordered_map<std::string, int> producerIndex;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const auto& out : g.node(i).output()) {
+      if (!out.empty()) producerIndex.emplace(out, i);
+    }
+  }
+
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    const std::string label = nodeLabel(node, i);
+    const std::string domain = canonicalDomain(node.domain());
+    for (const auto& in : node.input()) {
+      if (in.empty() || graph.hasTensor(in)) continue;
+      auto p = producerIndex.find(in);
+      if (p != producerIndex.end() && p->second >= i) {
+        throw error(
+            "{}: input '{}' is produced by a later node, {} (nodes must be topologically "
+            "sorted)",
+            label, in, nodeLabel(g.node(p->second), p->second));
+      }
+      throw error("{}: input '{}' is not a graph input, an initializer or the output of any node",
+                  label, in);
+    }
+    if (node.op_type() == "Constant" && domain == kOnnxDomain) {
+      addConstant(graph, node, label);
+      continue;
+    }
+    OpSpec spec;
+    spec.type = node.op_type();
+    spec.domain = domain;
+    spec.inputs.assign(node.input().begin(), node.input().end());
+    spec.outputs.assign(node.output().begin(), node.output().end());
+    spec.numOutputs = node.output_size();
+    spec.attrs = convertAttributes(node, label);
+    spec.name = node.name();
+    spec.phase = Phase::Forward;
+    auto v = opsets.find(domain);
+    spec.opset = v == opsets.end() ? 0 : v->second;
+    if (domain == kOnnxDomain && spec.opset == 0) {
+      throw error("{}: the model imports no ai.onnx opset (opset_import is missing it)", label);
+    }
+    graph.addOp(std::move(spec));
+  }
+
+  for (const auto& out : g.output()) {
+    if (!graph.hasTensor(out.name())) {
+      throw error(
+          "graph output '{}' is not a graph input, an initializer or the output of any node",
+          out.name());
+    }
+    graph.outputs().push_back(out.name());
+  }
+}
+
+void runChecks(const onnx::ModelProto& model, bool runChecker) {
+  checkOpsets(model);
+  onnxutil::registerGraphcoreSchemas();
+  if (!runChecker) return;
+  for (const auto& out : model.graph().output()) {
+    if (!out.has_type() || out.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+      throw error(
+          "the ONNX checker would reject the model: graph output '{}' has no type (ONNX "
+          "requires typed graph outputs; xtrain does not: import with "
+          "OnnxImportOptions::runChecker = false)",
+          out.name());
+    }
+  }
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    throw error("the ONNX checker rejected the model: {}", msg);
+  }
+}
+
+}  // namespace
+
+void checkOnnxModel(const std::string& modelPathOrBytes) {
+  const onnxutil::ModelSource src = onnxutil::loadModelSource(modelPathOrBytes);
+  const onnx::ModelProto model = onnxutil::parseModel(src);
+  try {
+    runChecks(model, true);
+  } catch (const internal_error&) {
+    throw;
+  } catch (const error& e) {
+    throw error("checking {}: {}", src.description, e.what());
+  }
+}
+
+OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportOptions& options) {
+  onnxutil::ModelSource src = onnxutil::loadModelSource(modelPathOrBytes);
+  const onnx::ModelProto model = onnxutil::parseModel(src);
+  const std::string& what = src.description;
+
+  OnnxModel out;
+  out.graph = std::make_unique<Graph>();
+  try {
+    runChecks(model, options.runChecker);
+    out.onnxOpset = onnxutil::onnxOpsetOf(model);
+    if (out.onnxOpset != 0) out.graph->setOnnxOpset(out.onnxOpset);
+    buildGraph(*out.graph, model, options);
+  } catch (const internal_error&) {
+    throw;
+  } catch (const error& e) {
+    throw error("importing {}: {}", what, e.what());
+  }
+  out.metadata = onnxutil::metadataProps(model);
+  out.bytes = std::move(src.bytes);
+  return out;
+}
+
+}  // namespace xtrain::ir

@@ -1,0 +1,57 @@
+// ONNX import: a model file or serialized ModelProto -> an ir::Graph. Internal API (no protobuf
+// here).
+//
+// Mapping:
+//  - graph inputs without initializer -> TensorKind::Stream, listed in graph.inputs() in ONNX
+//    order; shapes from the model, or from OnnxImportOptions::inputShapeInfo, which takes
+//    precedence (PopART's InputShapeInfo);
+//  - initializers of floating type -> Variable, others -> Const; Constant nodes -> Const tensors;
+//  - every other node -> graph.addOp (the op registry canonicalises it and infers its outputs);
+//  - graph outputs -> graph.outputs(); ai.onnx opset -> graph.setOnnxOpset.
+// Supported: ai.onnx opsets 11..17, ai.graphcore opset 1.
+// Every failure throws xtrain::error naming the model source and the tensor, node or attribute at
+// fault. Thread-safety: concurrent imports are fine (each builds its own graph).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ir/graph.hpp"
+#include "xtrain/names.hpp"
+#include "xtrain/tensorinfo.hpp"
+
+namespace xtrain::ir {
+
+inline constexpr int kMinOnnxOpset = 11;
+inline constexpr int kMaxOnnxOpset = 17;
+inline constexpr int kGraphcoreOpset = 1;
+
+struct OnnxImportOptions {
+  // Type and shape of stream inputs, overriding the model's (needed when the model's dims are
+  // symbolic).
+  std::map<TensorId, TensorInfo> inputShapeInfo;
+  // Run onnx::checker::check_model before importing.
+  bool runChecker = true;
+};
+
+struct OnnxModel {
+  std::unique_ptr<ir::Graph> graph;
+  // The serialized original model (a file's contents as read), for export with updated
+  // initializers.
+  std::string bytes;
+  // The model's metadata_props (see onnx_metadata.hpp for the keys xtrain uses).
+  std::map<std::string, std::string> metadata;
+  // ai.onnx opset version of the model.
+  int onnxOpset = 0;
+};
+
+// modelPathOrBytes: a file path if such a file exists, else serialized ModelProto bytes.
+OnnxModel importOnnxModel(const std::string& modelPathOrBytes,
+                          const OnnxImportOptions& options = {});
+
+// Parses the model and runs the opset check and onnx::checker::check_model on it, without building
+// a graph (no op needs to be known to xtrain). Throws xtrain::error as importOnnxModel does.
+void checkOnnxModel(const std::string& modelPathOrBytes);
+
+}  // namespace xtrain::ir

@@ -1,0 +1,300 @@
+#include "ir/onnx/onnx_proto_utils.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/graph.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain::ir::onnxutil {
+
+namespace {
+
+// A string short and printable enough that the user probably meant it as a path.
+bool looksLikePath(const std::string& s) {
+  if (s.empty() || s.size() > 4096) return false;
+  for (unsigned char c : s) {
+    if (!std::isprint(c)) return false;
+  }
+  return true;
+}
+
+template <typename T>
+size_t fieldCount(const T& field) {
+  return static_cast<size_t>(field.size());
+}
+
+}  // namespace
+
+ModelSource loadModelSource(const std::string& pathOrBytes) {
+  namespace fs = std::filesystem;
+  ModelSource src;
+  std::error_code ec;
+  const bool candidate = looksLikePath(pathOrBytes);
+  if (candidate && fs::exists(pathOrBytes, ec)) {
+    if (fs::is_directory(pathOrBytes, ec)) {
+      throw error(
+          "cannot load ONNX model: '{}' is a directory, expected a model file or serialized "
+          "ModelProto bytes",
+          pathOrBytes);
+    }
+    std::ifstream in(pathOrBytes, std::ios::binary);
+    if (!in) {
+      throw error("cannot load ONNX model: cannot open file '{}' for reading ({})", pathOrBytes,
+                  std::strerror(errno));
+    }
+    std::ostringstream os;
+    os << in.rdbuf();
+    if (in.bad()) {
+      throw error("cannot load ONNX model: reading file '{}' failed ({})", pathOrBytes,
+                  std::strerror(errno));
+    }
+    src.bytes = os.str();
+    src.description = "ONNX model file '" + pathOrBytes + "'";
+    src.fromFile = true;
+    return src;
+  }
+  src.bytes = pathOrBytes;
+  if (candidate && pathOrBytes.size() < 256) {
+    src.description =
+        "'" + pathOrBytes + "' (no such file, so it was read as serialized ModelProto bytes)";
+  } else {
+    src.description = "ONNX model bytes (" + std::to_string(pathOrBytes.size()) + " bytes)";
+  }
+  return src;
+}
+
+onnx::ModelProto parseModelBytes(const std::string& bytes, const std::string& what) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    throw error(
+        "{} is not an ONNX model (failed to parse ModelProto: the bytes are not a valid "
+        "protobuf message, e.g. a truncated file or another file format)",
+        what);
+  }
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    throw error(
+        "{} is not an ONNX model (failed to parse ModelProto: it decodes as protobuf but has "
+        "{}; expected an ONNX ModelProto with ir_version and graph)",
+        what, model.has_graph() ? "no ir_version" : "no graph");
+  }
+  return model;
+}
+
+onnx::ModelProto parseModel(const ModelSource& source) {
+  return parseModelBytes(source.bytes, source.description);
+}
+
+std::string serializeModel(const onnx::ModelProto& model, const std::string& what) {
+  std::string out;
+  if (!model.SerializeToString(&out)) {
+    throw error("cannot serialize {} as an ONNX ModelProto (protobuf limits a message to 2 GB)",
+                what);
+  }
+  return out;
+}
+
+std::string canonicalDomain(const std::string& domain) {
+  return domain.empty() ? std::string(kOnnxDomain) : domain;
+}
+
+std::map<std::string, int> opsetImports(const onnx::ModelProto& model) {
+  std::map<std::string, int> out;
+  for (const auto& o : model.opset_import()) {
+    out[canonicalDomain(o.domain())] = static_cast<int>(o.version());
+  }
+  return out;
+}
+
+int onnxOpsetOf(const onnx::ModelProto& model) {
+  const auto imports = opsetImports(model);
+  auto it = imports.find(kOnnxDomain);
+  return it == imports.end() ? 0 : it->second;
+}
+
+TensorInfo tensorProtoInfo(const onnx::TensorProto& t, const std::string& what) {
+  DataType type;
+  try {
+    type = dataTypeFromOnnx(t.data_type());
+  } catch (const error&) {
+    throw error("{} has ONNX element type {}, which xtrain does not support", what, t.data_type());
+  }
+  if (type == DataType::UNDEFINED) throw error("{} has no element type (data_type is 0)", what);
+  Shape shape;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw error("{} has a negative dimension in dims {}", what, t.dims());
+    shape.push_back(d);
+  }
+  return TensorInfo(type, shape);
+}
+
+HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0) {
+    throw error(
+        "{} stores its data outside the model file (external data), which xtrain does not "
+        "support; save the model with its data inside the file",
+        what);
+  }
+  if (t.has_segment()) throw error("{} is segmented, which xtrain does not support", what);
+  const TensorInfo info = tensorProtoInfo(t, what);
+  if (info.dataType() == DataType::STRING) {
+    throw error("{} is a STRING tensor, which xtrain does not support", what);
+  }
+  HostTensor value(info);
+  const size_t n = static_cast<size_t>(info.nelms());
+  const size_t elemSize = dataTypeSize(info.dataType());
+
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != value.nbytes()) {
+      throw error("{} ({}) has {} bytes of raw_data, expected {}", what, info.toString(),
+                  t.raw_data().size(), value.nbytes());
+    }
+    if (value.nbytes() != 0) std::memcpy(value.raw(), t.raw_data().data(), value.nbytes());
+    return value;
+  }
+
+  // Typed fields: each element type has its field (ONNX's onnx.proto comments).
+  auto checkCount = [&](size_t have, size_t perElement, const char* field) {
+    if (have != n * perElement) {
+      if (have == 0) {
+        throw error("{} ({}) has no data: expected {} values in raw_data or {}", what,
+                    info.toString(), n * perElement, field);
+      }
+      throw error("{} ({}) has {} values in {}, expected {}", what, info.toString(), have, field,
+                  n * perElement);
+    }
+  };
+  std::byte* out = value.raw();
+  switch (info.dataType()) {
+    case DataType::FLOAT:
+    case DataType::COMPLEX64: {
+      const size_t per = info.dataType() == DataType::COMPLEX64 ? 2 : 1;
+      checkCount(fieldCount(t.float_data()), per, "float_data");
+      if (n != 0) std::memcpy(out, t.float_data().data(), n * per * sizeof(float));
+      break;
+    }
+    case DataType::DOUBLE:
+    case DataType::COMPLEX128: {
+      const size_t per = info.dataType() == DataType::COMPLEX128 ? 2 : 1;
+      checkCount(fieldCount(t.double_data()), per, "double_data");
+      if (n != 0) std::memcpy(out, t.double_data().data(), n * per * sizeof(double));
+      break;
+    }
+    case DataType::INT64:
+      checkCount(fieldCount(t.int64_data()), 1, "int64_data");
+      if (n != 0) std::memcpy(out, t.int64_data().data(), n * sizeof(int64_t));
+      break;
+    case DataType::UINT32:
+    case DataType::UINT64:
+      checkCount(fieldCount(t.uint64_data()), 1, "uint64_data");
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t v = t.uint64_data(static_cast<int>(i));
+        if (info.dataType() == DataType::UINT32) {
+          const auto v32 = static_cast<uint32_t>(v);
+          std::memcpy(out + i * 4, &v32, 4);
+        } else {
+          std::memcpy(out + i * 8, &v, 8);
+        }
+      }
+      break;
+    case DataType::INT32:
+    case DataType::INT16:
+    case DataType::INT8:
+    case DataType::UINT16:
+    case DataType::UINT8:
+    case DataType::BOOL:
+    case DataType::FLOAT16:
+    case DataType::BFLOAT16:
+      // Narrow types travel widened to int32; FLOAT16/BFLOAT16 as their bit patterns in the low 16
+      // bits.
+      checkCount(fieldCount(t.int32_data()), 1, "int32_data");
+      for (size_t i = 0; i < n; ++i) {
+        const int32_t v = t.int32_data(static_cast<int>(i));
+        switch (elemSize) {
+          case 4: std::memcpy(out + i * 4, &v, 4); break;
+          case 2: {
+            const auto v16 = static_cast<uint16_t>(static_cast<uint32_t>(v) & 0xFFFFu);
+            std::memcpy(out + i * 2, &v16, 2);
+            break;
+          }
+          default: {
+            const auto v8 = static_cast<uint8_t>(static_cast<uint32_t>(v) & 0xFFu);
+            std::memcpy(out + i, &v8, 1);
+            break;
+          }
+        }
+      }
+      break;
+    default:
+      throw error("{} has element type {}, which has no ONNX data field xtrain can read", what,
+                  dataTypeName(info.dataType()));
+  }
+  return value;
+}
+
+void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& info) {
+  if (info.dataType() == DataType::STRING || info.dataType() == DataType::UNDEFINED) {
+    throw error("cannot store a {} tensor in an ONNX initializer", dataTypeName(info.dataType()));
+  }
+  t.set_data_type(dataTypeToOnnx(info.dataType()));
+  t.clear_dims();
+  for (int64_t d : info.shape()) t.add_dims(d);
+  t.clear_float_data();
+  t.clear_int32_data();
+  t.clear_string_data();
+  t.clear_int64_data();
+  t.clear_double_data();
+  t.clear_uint64_data();
+  t.clear_external_data();
+  t.clear_data_location();
+  t.clear_segment();
+  const auto bytes = static_cast<size_t>(info.nbytes());
+  if (bytes != 0 && data == nullptr) {
+    throw error("no data given for a {} tensor ({} bytes expected)", info.toString(), bytes);
+  }
+  t.set_raw_data(bytes == 0 ? std::string() : std::string(static_cast<const char*>(data), bytes));
+}
+
+void setMetadataProp(onnx::ModelProto& model, const std::string& key, const std::string& value) {
+  for (auto& p : *model.mutable_metadata_props()) {
+    if (p.key() == key) {
+      p.set_value(value);
+      return;
+    }
+  }
+  auto* p = model.add_metadata_props();
+  p->set_key(key);
+  p->set_value(value);
+}
+
+std::map<std::string, std::string> metadataProps(const onnx::ModelProto& model) {
+  std::map<std::string, std::string> out;
+  for (const auto& p : model.metadata_props()) out[p.key()] = p.value();
+  return out;
+}
+
+const char* attributeTypeName(int type) {
+  switch (type) {
+    case onnx::AttributeProto::FLOAT: return "FLOAT";
+    case onnx::AttributeProto::INT: return "INT";
+    case onnx::AttributeProto::STRING: return "STRING";
+    case onnx::AttributeProto::TENSOR: return "TENSOR";
+    case onnx::AttributeProto::GRAPH: return "GRAPH";
+    case onnx::AttributeProto::SPARSE_TENSOR: return "SPARSE_TENSOR";
+    case onnx::AttributeProto::TYPE_PROTO: return "TYPE_PROTO";
+    case onnx::AttributeProto::FLOATS: return "FLOATS";
+    case onnx::AttributeProto::INTS: return "INTS";
+    case onnx::AttributeProto::STRINGS: return "STRINGS";
+    case onnx::AttributeProto::TENSORS: return "TENSORS";
+    case onnx::AttributeProto::GRAPHS: return "GRAPHS";
+    case onnx::AttributeProto::SPARSE_TENSORS: return "SPARSE_TENSORS";
+    case onnx::AttributeProto::TYPE_PROTOS: return "TYPE_PROTOS";
+    default: return "UNDEFINED";
+  }
+}
+
+}  // namespace xtrain::ir::onnxutil

@@ -1,0 +1,225 @@
+// Convolution: ONNX Conv and its internal gradients ConvGradInput and ConvGradWeight (oneDNN
+// backward-data and backward-weights in the kernels).
+//
+// Canonical form of Conv, ConvGradInput and ConvGradWeight (set by Conv's canonicalize, copied to
+// the grads): kernel_shape (from W when absent), strides, dilations (default 1), pads
+// [begin..., end...] (default 0) and group (default 1) are always present; auto_pad is resolved
+// into pads against the input's spatial shape and removed. Inputs are [N, C, spatial...] with 1, 2
+// or 3 spatial dims.
+#include "ir/op_registry.hpp"
+
+namespace xtrain::ir {
+namespace {
+
+// Resolves auto_pad (SAME_UPPER, SAME_LOWER, VALID, NOTSET) into explicit pads for an input's
+// spatial dims.
+Shape resolveAutoPad(const Op& op, const std::string& autoPad, const Shape& in, const Shape& kernel,
+                     const Shape& strides, const Shape& dilations, Shape pads) {
+  const size_t nd = in.size();
+  if (autoPad == "NOTSET" || autoPad.empty()) {
+    return pads.empty() ? Shape(2 * nd, 0) : pads;
+  }
+  if (autoPad == "VALID") {
+    return Shape(2 * nd, 0);
+  }
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER") {
+    throw error("{}: auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+                op.describe(), autoPad);
+  }
+  pads.assign(2 * nd, 0);
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t out = (in[i] + strides[i] - 1) / strides[i];
+    const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + extent - in[i]);
+    // SAME_UPPER puts the odd padding element at the end, SAME_LOWER at the beginning.
+    const int64_t small = total / 2;
+    pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
+    pads[i + nd] = total - pads[i];
+  }
+  return pads;
+}
+
+void canonicalizeConv(Op& op, const Graph& graph) {
+  if (!op.hasInput(0) || !op.hasInput(1)) {
+    return;  // the input count check reports it
+  }
+  const Shape& x = graph.tensor(op.inputs[0]).info.shape();
+  const Shape& w = graph.tensor(op.inputs[1]).info.shape();
+  if (x.size() < 3 || w.size() != x.size()) {
+    return;  // infer reports it
+  }
+  const size_t nd = x.size() - 2;
+  Attributes& a = op.attrs;
+  if (!a.has("kernel_shape")) {
+    a.set("kernel_shape", Shape(w.begin() + 2, w.end()));
+  }
+  if (!a.has("strides")) {
+    a.set("strides", Shape(nd, 1));
+  }
+  if (!a.has("dilations")) {
+    a.set("dilations", Shape(nd, 1));
+  }
+  if (!a.has("group")) {
+    a.set("group", int64_t{1});
+  }
+  const Shape& kernel = a.getInts("kernel_shape");
+  const Shape& strides = a.getInts("strides");
+  const Shape& dilations = a.getInts("dilations");
+  if (kernel.size() != nd || strides.size() != nd || dilations.size() != nd) {
+    return;  // infer reports it
+  }
+  a.set("pads", resolveAutoPad(op, a.getString("auto_pad", "NOTSET"), Shape(x.begin() + 2, x.end()),
+                               kernel, strides, dilations, a.getInts("pads", {})));
+  a.erase("auto_pad");
+}
+
+// Checks a convolution of x [N, C, spatial...] with w [M, C/group, k...] and returns the output's
+// shape.
+Shape convOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
+  if (x.size() < 3 || x.size() > 5) {
+    ctx.fail("input X {} must be [N, C, spatial...] with 1 to 3 spatial dimensions",
+             shapeToString(x));
+  }
+  if (w.size() != x.size()) {
+    ctx.fail("weights W {} must have the rank of X {}", shapeToString(w), shapeToString(x));
+  }
+  const size_t nd = x.size() - 2;
+  const Attributes& a = ctx.attrs();
+  const int64_t group = a.getInt("group", 1);
+  const int64_t c = x[1], m = w[0];
+  if (group < 1 || c % group != 0 || m % group != 0) {
+    ctx.fail(
+        "group {} must divide the input channels ({} in X {}) and the output channels ({} in W {})",
+        group, c, shapeToString(x), m, shapeToString(w));
+  }
+  if (w[1] * group != c) {
+    ctx.fail("channel mismatch: X {} has {} channels but W {} with group {} expects {}",
+             shapeToString(x), c, shapeToString(w), group, w[1] * group);
+  }
+  const Shape& kernel = a.getInts("kernel_shape");
+  const Shape& strides = a.getInts("strides");
+  const Shape& dilations = a.getInts("dilations");
+  const Shape pads = a.getInts("pads", Shape(2 * nd, 0));
+  if (kernel != Shape(w.begin() + 2, w.end())) {
+    ctx.fail("kernel_shape {} does not match the spatial dims of W {}", shapeToString(kernel),
+             shapeToString(w));
+  }
+  if (strides.size() != nd || dilations.size() != nd || pads.size() != 2 * nd) {
+    ctx.fail("strides {}, dilations {} and pads {} must have {}, {} and {} values for X {}",
+             shapeToString(strides), shapeToString(dilations), shapeToString(pads), nd, nd, 2 * nd,
+             shapeToString(x));
+  }
+  Shape y{x[0], m};
+  for (size_t i = 0; i < nd; ++i) {
+    if (strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[i + nd] < 0) {
+      ctx.fail("strides {} and dilations {} must be >= 1 and pads {} >= 0", shapeToString(strides),
+               shapeToString(dilations), shapeToString(pads));
+    }
+    const int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
+    const int64_t span = x[i + 2] + pads[i] + pads[i + nd] - extent;
+    if (span < 0) {
+      ctx.fail("the kernel {} (dilations {}) is larger than the padded input X {} (pads {})",
+               shapeToString(kernel), shapeToString(dilations), shapeToString(x),
+               shapeToString(pads));
+    }
+    y.push_back(span / strides[i] + 1);
+  }
+  return y;
+}
+
+void requireFloat(const ShapeContext& ctx) {
+  for (size_t i = 0; i < ctx.numInputs(); ++i) {
+    if (ctx.hasInput(i) && ctx.input(i).dataType() != DataType::FLOAT) {
+      ctx.fail("input {} is {}; only FLOAT is supported", i, ctx.input(i).toString());
+    }
+  }
+}
+
+// The attributes the gradient ops share with the forward op, plus `shape` (the shape they produce).
+Attributes gradAttrs(const GradContext& g, const Shape& shape) {
+  Attributes a;
+  for (const char* name : {"kernel_shape", "strides", "dilations", "pads", "group"}) {
+    a.set(name, g.attrs().all().at(name));
+  }
+  a.set("shape", shape);
+  return a;
+}
+
+// Conv(X, W, B?): Y = X * W (+ B per output channel). Canonical form in the header comment.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "Conv";
+  d.minInputs = 2;
+  d.maxInputs = 3;
+  d.canonicalize = canonicalizeConv;
+  d.infer = [](const ShapeContext& ctx) {
+    requireFloat(ctx);
+    const Shape y = convOutputShape(ctx, ctx.input(0).shape(), ctx.input(1).shape());
+    if (ctx.hasInput(2) && ctx.input(2).shape() != Shape{y[1]}) {
+      ctx.fail("bias B {} must be [{}], one value per output channel of W {}",
+               shapeToString(ctx.input(2).shape()), y[1], shapeToString(ctx.input(1).shape()));
+    }
+    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, y)};
+  };
+  d.grad = [](GradContext& g) {
+    const TensorId& gy = g.gradOut(0);
+    if (g.needsGrad(0)) {
+      g.setGradIn(0,
+                  g.emit("ConvGradInput", {gy, g.input(1)}, gradAttrs(g, g.inputInfo(0).shape())));
+    }
+    const bool bias = g.op().hasInput(2) && g.needsGrad(2);
+    if (g.needsGrad(1) || bias) {
+      // One backward-weights pass gives both dW and dB; when only B needs a gradient dW is computed
+      // and dropped (frozen convolution weights with a trainable bias are rare).
+      auto outs = g.emitMulti("ConvGradWeight", {gy, g.input(0)}, bias ? 2 : 1,
+                              gradAttrs(g, g.inputInfo(1).shape()));
+      if (g.needsGrad(1)) g.setGradIn(1, outs[0]);
+      if (bias) g.setGradIn(2, outs[1]);
+    }
+  };
+  return d;
+}());
+
+// ConvGradInput(gY, W), internal: dX of Conv for X of shape `shape` (oneDNN backward data).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "ConvGradInput";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 2;
+  d.infer = [](const ShapeContext& ctx) {
+    requireFloat(ctx);
+    const Shape& x = ctx.attrs().getInts("shape");
+    const Shape y = convOutputShape(ctx, x, ctx.input(1).shape());
+    if (ctx.input(0).shape() != y) {
+      ctx.fail("gradient {} does not match the convolution output {}", ctx.input(0).toString(),
+               shapeToString(y));
+    }
+    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, x)};
+  };
+  return d;
+}());
+
+// ConvGradWeight(gY, X), internal: dW of Conv for W of shape `shape`, and optionally dB (second
+// output, [M]) (oneDNN backward weights).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "ConvGradWeight";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 2;
+  d.maxOutputs = 2;
+  d.infer = [](const ShapeContext& ctx) {
+    requireFloat(ctx);
+    const Shape& w = ctx.attrs().getInts("shape");
+    const Shape y = convOutputShape(ctx, ctx.input(1).shape(), w);
+    if (ctx.input(0).shape() != y) {
+      ctx.fail("gradient {} does not match the convolution output {}", ctx.input(0).toString(),
+               shapeToString(y));
+    }
+    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, w),
+                                   TensorInfo(DataType::FLOAT, {w[0]})};
+  };
+  return d;
+}());
+
+}  // namespace
+}  // namespace xtrain::ir

@@ -1,0 +1,297 @@
+// Loss ops: SoftmaxCrossEntropyLoss (ai.onnx opsets 12/13) and PopART's Nll, L1 and IdentityLoss
+// (ai.graphcore), with their gradients SoftmaxCrossEntropyGrad, NllGrad and L1Grad (ai.xtrain).
+//
+// The ai.graphcore losses take PopART's ReductionType as the int attribute `reduction`:
+// 0 = Sum, 1 = Mean, 2 = NoReduction (xtrain::ReductionType, include/xtrain/reductiontype.hpp); the
+// default is Mean, as in PopART's builder. PopART's own ONNX files store it as a string ("Sum",
+// "Mean", "None"); canonicalize turns such a string into the int.
+#include <variant>
+
+#include "ir/op_registry.hpp"
+#include "xtrain/reductiontype.hpp"
+
+namespace xtrain::ir {
+namespace {
+
+void canonicalizeGraphcoreReduction(Op& op) {
+  int64_t r = static_cast<int64_t>(ReductionType::Mean);
+  auto it = op.attrs.all().find("reduction");
+  if (it != op.attrs.all().end()) {
+    if (const std::string* s = std::get_if<std::string>(&it->second)) {
+      if (*s == "Sum") {
+        r = 0;
+      } else if (*s == "Mean") {
+        r = 1;
+      } else if (*s == "None" || *s == "NoReduction") {
+        r = 2;
+      } else {
+        throw error("{}: reduction '{}' is not one of Sum, Mean, None", op.describe(), *s);
+      }
+    } else {
+      r = op.attrs.getInt("reduction");
+    }
+  }
+  if (r < 0 || r > 2) {
+    throw error("{}: reduction {} is not a ReductionType (0 = Sum, 1 = Mean, 2 = NoReduction)",
+                op.describe(), r);
+  }
+  op.attrs.set("reduction", r);
+}
+
+ReductionType graphcoreReduction(const Attributes& a) {
+  return static_cast<ReductionType>(a.getInt("reduction"));
+}
+
+// Nll's label types: PopART's integer types (UINT16 is left out: device buffers cannot tell it from
+// FLOAT16 storage).
+bool isLabelType(DataType t) {
+  switch (t) {
+    case DataType::INT8:
+    case DataType::UINT8:
+    case DataType::INT16:
+    case DataType::INT32:
+    case DataType::UINT32:
+    case DataType::INT64:
+    case DataType::UINT64: return true;
+    default: return false;
+  }
+}
+
+void copyAttrs(const Attributes& from, Attributes& to, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    auto it = from.all().find(n);
+    if (it != from.all().end()) to.set(n, it->second);
+  }
+}
+
+// SoftmaxCrossEntropyLoss (ai.onnx opsets 12, 13).
+// Canonical form: inputs scores (FLOAT [N, C, D1..Dk], k >= 0), labels (INT32/INT64 [N, D1..Dk]),
+// weights (optional FLOAT [C]); attributes reduction (string "mean", "sum" or "none", always set,
+// default "mean") and ignore_index (int, only when given). Outputs loss (FLOAT [] or, for "none",
+// the labels' shape) and log_prob (optional, scores' info). "mean" divides by the sum of the
+// weights of the non-ignored labels (their count without weights); when that sum is 0 (every label
+// ignored) the loss and its gradient are 0 rather than ONNX's NaN, so that an all-padding
+// micro-batch does not poison training. A label outside [0, C) that is not ignore_index is a
+// runtime error naming the op and the label. Gradient: scores only (softmax - onehot, weighted,
+// scaled by the reduction; plus log_prob's gradient), through SoftmaxCrossEntropyGrad. weights get
+// no gradient.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "SoftmaxCrossEntropyLoss";
+  d.minInputs = 2;
+  d.maxInputs = 3;
+  d.minOutputs = 1;
+  d.maxOutputs = 2;
+  d.canonicalize = [](Op& op, const Graph&) {
+    const std::string r = op.attrs.getString("reduction", "mean");
+    if (r != "mean" && r != "sum" && r != "none") {
+      throw error("{}: reduction '{}' is not one of mean, sum, none", op.describe(), r);
+    }
+    op.attrs.set("reduction", r);
+  };
+  d.infer = [](const ShapeContext& ctx) {
+    const TensorInfo& scores = ctx.input(0);
+    const TensorInfo& labels = ctx.input(1);
+    if (scores.dataType() != DataType::FLOAT || scores.rank() < 2) {
+      ctx.fail("scores is {}; expected FLOAT [N, C] or [N, C, D1, ..., Dk]", scores.toString());
+    }
+    if (scores.dim(1) == 0) ctx.fail("scores {} has no classes", scores.toString());
+    if (labels.dataType() != DataType::INT32 && labels.dataType() != DataType::INT64) {
+      ctx.fail("labels is {}; expected INT32 or INT64", labels.toString());
+    }
+    Shape expected = scores.shape();
+    expected.erase(expected.begin() + 1);
+    if (labels.shape() != expected) {
+      ctx.fail(
+          "labels {} do not match scores {}: expected labels of shape {} (scores without the "
+          "class dimension 1)",
+          labels.toString(), scores.toString(), shapeToString(expected));
+    }
+    if (ctx.hasInput(2)) {
+      const TensorInfo& w = ctx.input(2);
+      if (w.dataType() != DataType::FLOAT || w.shape() != Shape{scores.dim(1)}) {
+        ctx.fail("weights is {}; expected FLOAT[{}] (one per class of scores {})", w.toString(),
+                 scores.dim(1), scores.toString());
+      }
+    }
+    const bool none = ctx.attrs().getString("reduction") == "none";
+    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, none ? labels.shape() : Shape{}),
+                                   scores};
+  };
+  d.grad = [](GradContext& g) {
+    if (!g.needsGrad(0)) return;
+    const Op& op = g.op();
+    Attributes a;
+    copyAttrs(g.attrs(), a, {"reduction", "ignore_index"});
+    const bool hasLogProb = op.hasOutput(1);
+    const TensorId dLogProb = hasLogProb ? g.gradOut(1) : TensorId();
+    g.setGradIn(0, g.emit("SoftmaxCrossEntropyGrad",
+                          {g.gradOutOrZeros(0), g.input(0), g.input(1),
+                           op.hasInput(2) ? g.input(2) : TensorId(), dLogProb,
+                           hasLogProb ? g.output(1) : TensorId()},
+                          a));
+  };
+  return d;
+}());
+
+// SoftmaxCrossEntropyGrad (ai.xtrain): inputs dLoss (the loss's info), scores, labels, weights?,
+// dLogProb?, logProb? (the forward's log_prob, saves recomputing the softmax); attributes as the
+// forward. Output dScores (scores' info).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "SoftmaxCrossEntropyGrad";
+  d.domain = kXtrainDomain;
+  d.minInputs = 3;
+  d.maxInputs = 6;
+  d.infer = [](const ShapeContext& ctx) {
+    const TensorInfo& scores = ctx.input(1);
+    for (size_t i : {4, 5}) {
+      if (ctx.hasInput(i) && ctx.input(i) != scores) {
+        ctx.fail("input {} is {}; expected {}", i, ctx.input(i).toString(), scores.toString());
+      }
+    }
+    return std::vector<TensorInfo>{scores};
+  };
+  return d;
+}());
+
+// Nll (ai.graphcore; PopART's builder.aiGraphcore.nllloss).
+// Canonical form: inputs probs (FLOAT [D1..Dn, C], classes in the LAST dimension as in PopART) and
+// label (integer [D1..Dn]); attributes reduction (int, see the top of the file),
+// inputIsLogProbability (int 0/1, always set, default 0) and ignoreIndex (int, only when given).
+// Output: loss FLOAT [] or, for NoReduction, the label's shape. loss = -log(p[label]) (p clamped at
+// 1e-7 as PopART does), or -p[label] when the input is a log-probability; ignored labels contribute
+// 0; Mean divides by the number of non-ignored labels (0 when there are none). Gradient for probs
+// through NllGrad.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "Nll";
+  d.domain = kGraphcoreDomain;
+  d.minInputs = d.maxInputs = 2;
+  d.canonicalize = [](Op& op, const Graph&) {
+    canonicalizeGraphcoreReduction(op);
+    op.attrs.set("inputIsLogProbability",
+                 op.attrs.getInt("inputIsLogProbability", 0) != 0 ? int64_t{1} : 0);
+  };
+  d.infer = [](const ShapeContext& ctx) {
+    const TensorInfo& probs = ctx.input(0);
+    const TensorInfo& label = ctx.input(1);
+    if (probs.dataType() != DataType::FLOAT || probs.rank() < 1) {
+      ctx.fail("probs is {}; expected FLOAT [..., C] with the classes last", probs.toString());
+    }
+    if (probs.dim(-1) == 0) ctx.fail("probs {} has no classes", probs.toString());
+    if (!isLabelType(label.dataType())) {
+      ctx.fail("label is {}; expected an integer type (INT8..INT64, UINT8, UINT32, UINT64)",
+               label.toString());
+    }
+    const Shape expected(probs.shape().begin(), probs.shape().end() - 1);
+    if (label.shape() != expected) {
+      ctx.fail(
+          "label {} does not match probs {}: expected label of shape {} (probs without its last, "
+          "class, dimension)",
+          label.toString(), probs.toString(), shapeToString(expected));
+    }
+    const bool none = graphcoreReduction(ctx.attrs()) == ReductionType::NoReduction;
+    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, none ? label.shape() : Shape{})};
+  };
+  d.grad = [](GradContext& g) {
+    if (!g.needsGrad(0)) return;
+    Attributes a;
+    copyAttrs(g.attrs(), a, {"reduction", "ignoreIndex", "inputIsLogProbability"});
+    g.setGradIn(0, g.emit("NllGrad", {g.gradOut(0), g.input(0), g.input(1)}, a));
+  };
+  return d;
+}());
+
+// NllGrad (ai.xtrain): inputs dLoss, probs, label; attributes as Nll. Output dProbs: at each
+// non-ignored label -dLoss/p (or -dLoss for log-probabilities), scaled by 1/count for Mean; 0
+// elsewhere.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "NllGrad";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 3;
+  d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(1)}; };
+  return d;
+}());
+
+void requireFloatInput(const ShapeContext& ctx) {
+  if (ctx.input(0).dataType() != DataType::FLOAT) {
+    ctx.fail("input is {}; only FLOAT is supported", ctx.input(0).toString());
+  }
+}
+
+TensorInfo reducedInfo(const ShapeContext& ctx) {
+  const bool none = graphcoreReduction(ctx.attrs()) == ReductionType::NoReduction;
+  return TensorInfo(DataType::FLOAT, none ? ctx.input(0).shape() : Shape{});
+}
+
+// L1 (ai.graphcore; PopART's builder.aiGraphcore.l1loss).
+// Canonical form: input x (FLOAT, any shape); attributes lambda (float, required) and reduction
+// (int, see the top of the file). Output: lambda * sum|x| (Sum), lambda * mean|x| (Mean, 0 for an
+// empty x), or lambda * |x| elementwise (NoReduction). Gradient lambda * sign(x) (0 at x = 0)
+// through L1Grad.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "L1";
+  d.domain = kGraphcoreDomain;
+  d.canonicalize = [](Op& op, const Graph&) {
+    canonicalizeGraphcoreReduction(op);
+    op.attrs.set("lambda", op.attrs.getFloat("lambda"));
+  };
+  d.infer = [](const ShapeContext& ctx) {
+    requireFloatInput(ctx);
+    return std::vector<TensorInfo>{reducedInfo(ctx)};
+  };
+  d.grad = [](GradContext& g) {
+    Attributes a;
+    copyAttrs(g.attrs(), a, {"reduction", "lambda"});
+    g.setGradIn(0, g.emit("L1Grad", {g.gradOut(0), g.input(0)}, a));
+  };
+  return d;
+}());
+
+// L1Grad (ai.xtrain): inputs dLoss, x; attributes lambda, reduction. Output dx (x's info).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "L1Grad";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 2;
+  d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(1)}; };
+  return d;
+}());
+
+// IdentityLoss (ai.graphcore; PopART's builder.aiGraphcore.identityloss).
+// Canonical form: input x (FLOAT); attribute reduction (int, see the top of the file). Output
+// sum(x) (Sum), mean(x) (Mean, 0 for an empty x) or x itself (NoReduction). The gradient is
+// composed: the loss gradient broadcast to x's shape, times 1/nelms for Mean.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "IdentityLoss";
+  d.domain = kGraphcoreDomain;
+  d.canonicalize = [](Op& op, const Graph&) { canonicalizeGraphcoreReduction(op); };
+  d.infer = [](const ShapeContext& ctx) {
+    requireFloatInput(ctx);
+    return std::vector<TensorInfo>{reducedInfo(ctx)};
+  };
+  d.grad = [](GradContext& g) {
+    const TensorInfo& x = g.inputInfo(0);
+    const ReductionType r = graphcoreReduction(g.attrs());
+    if (r == ReductionType::NoReduction) {
+      g.setGradIn(0, g.gradOut(0));
+      return;
+    }
+    TensorId gy = g.gradOut(0);
+    if (r == ReductionType::Mean) {
+      const float inv = x.nelms() > 0 ? 1.0f / static_cast<float>(x.nelms()) : 0.0f;
+      gy = g.emit("Mul", {gy, g.scalar(inv)}, {}, kOnnxDomain);
+    }
+    Attributes a;
+    a.set("shape", x.shape());
+    g.setGradIn(0, g.emit("BroadcastToShape", {gy}, a));
+  };
+  return d;
+}());
+
+}  // namespace
+}  // namespace xtrain::ir

@@ -1,0 +1,256 @@
+// Matrix products: ONNX MatMul and Gemm, and the internal MatMulT their gradients are built from.
+#include "ir/op_registry.hpp"
+
+namespace xtrain::ir {
+namespace {
+
+int64_t product(const Shape& s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) {
+    p *= s[i];
+  }
+  return p;
+}
+
+Shape concat(Shape a, const Shape& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+void requireFloat(const ShapeContext& ctx, size_t i) {
+  const TensorInfo& t = ctx.input(i);
+  if (t.dataType() != DataType::FLOAT) {
+    ctx.fail("input {} is {}; only FLOAT is supported", i, t.toString());
+  }
+}
+
+// The numpy view of a matmul operand: rank >= 2, 1-D operands promoted ([k] -> [1,k] for A, [k,1]
+// for B).
+Shape promoteA(const Shape& a) {
+  return a.size() == 1 ? Shape{1, a[0]} : a;
+}
+Shape promoteB(const Shape& b) {
+  return b.size() == 1 ? Shape{b[0], 1} : b;
+}
+
+// Shape of op(A) x op(B) for rank >= 2 operands (transposes swap the last two dims), batch dims
+// broadcast.
+Shape batchedProductShape(const ShapeContext& ctx, const Shape& a, const Shape& b, bool transA,
+                          bool transB, const Shape& origA, const Shape& origB) {
+  const size_t ra = a.size();
+  const size_t rb = b.size();
+  const int64_t m = transA ? a[ra - 1] : a[ra - 2];
+  const int64_t ka = transA ? a[ra - 2] : a[ra - 1];
+  const int64_t kb = transB ? b[rb - 1] : b[rb - 2];
+  const int64_t n = transB ? b[rb - 2] : b[rb - 1];
+  if (ka != kb) {
+    ctx.fail("inner dimensions do not match: A {} has K={} but B {} has K={}", shapeToString(origA),
+             ka, shapeToString(origB), kb);
+  }
+  Shape batchA(a.begin(), a.end() - 2);
+  Shape batchB(b.begin(), b.end() - 2);
+  const size_t rank = std::max(batchA.size(), batchB.size());
+  Shape batch(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - batchA.size() ? 1 : batchA[i - (rank - batchA.size())];
+    const int64_t db = i < rank - batchB.size() ? 1 : batchB[i - (rank - batchB.size())];
+    if (da != db && da != 1 && db != 1) {
+      ctx.fail("batch dimensions of A {} and B {} cannot be broadcast together",
+               shapeToString(origA), shapeToString(origB));
+    }
+    batch[i] = da == 1 ? db : da;
+  }
+  return concat(batch, {m, n});
+}
+
+// MatMul(A, B): numpy matmul. Canonical form = ONNX form (no attributes). 1-D operands are promoted
+// and the promoted dimension is removed from the result; batch dimensions broadcast.
+std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
+  requireFloat(ctx, 0);
+  requireFloat(ctx, 1);
+  const Shape& a = ctx.input(0).shape();
+  const Shape& b = ctx.input(1).shape();
+  if (a.empty() || b.empty()) {
+    ctx.fail("operands must have rank >= 1, got A {} and B {}", shapeToString(a), shapeToString(b));
+  }
+  Shape y = batchedProductShape(ctx, promoteA(a), promoteB(b), false, false, a, b);
+  if (b.size() == 1) {
+    y.erase(y.end() - 1);
+  }
+  if (a.size() == 1) {
+    y.erase(y.end() - (b.size() == 1 ? 1 : 2));
+  }
+  return {TensorInfo(DataType::FLOAT, y)};
+}
+
+Attributes matMulTAttrs(bool transA, bool transB, float alpha, const Shape& viewA,
+                        const Shape& viewB, const Shape& outShape) {
+  Attributes a;
+  a.set("transA", int64_t{transA});
+  a.set("transB", int64_t{transB});
+  if (alpha != 1.0f) {
+    a.set("alpha", alpha);
+  }
+  if (!viewA.empty()) {
+    a.set("viewA", viewA);
+  }
+  if (!viewB.empty()) {
+    a.set("viewB", viewB);
+  }
+  if (!outShape.empty()) {
+    a.set("outShape", outShape);
+  }
+  return a;
+}
+
+// dA = gy . B^T and dB = A^T . gy on the promoted views, summed over broadcast batch dimensions.
+void gradMatMul(GradContext& g) {
+  const Shape a = g.inputInfo(0).shape();
+  const Shape b = g.inputInfo(1).shape();
+  const Shape pa = promoteA(a);
+  const Shape pb = promoteB(b);
+  const int64_t m = pa[pa.size() - 2];
+  const int64_t k = pa.back();
+  const int64_t n = pb.back();
+  // The output viewed with the promoted dims put back: [batchY..., m, n].
+  const Shape& y = g.outputInfo(0).shape();
+  const size_t yBatchRank = y.size() - (a.size() == 1 ? 0 : 1) - (b.size() == 1 ? 0 : 1);
+  const Shape batchY(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(yBatchRank));
+  const Shape py = concat(batchY, {m, n});
+  const TensorId& gy = g.gradOut(0);
+
+  if (g.needsGrad(0)) {
+    const Shape out = concat(batchY, a.size() == 1 ? Shape{k} : Shape{m, k});
+    TensorId d = g.emit("MatMulT", {gy, g.input(1)}, matMulTAttrs(false, true, 1.0f, py, pb, out));
+    g.setGradIn(0, g.reduceToShape(d, a));
+  }
+  if (g.needsGrad(1)) {
+    const size_t batchARank = pa.size() - 2;
+    const bool bHasNoBatch = product(pb, 0, pb.size() - 2) == 1;
+    const bool aNotBroadcast = product(pa, 0, batchARank) == product(batchY, 0, batchY.size());
+    TensorId d;
+    if (bHasNoBatch && aNotBroadcast) {
+      // B is shared by every batch entry (a linear layer): fold the batch into the rows, one GEMM
+      // [k, P*m] x [P*m, n] and no reduction.
+      const int64_t rows = product(batchY, 0, batchY.size()) * m;
+      d = g.emit("MatMulT", {g.input(0), gy},
+                 matMulTAttrs(true, false, 1.0f, {rows, k}, {rows, n}, b));
+    } else {
+      const Shape out = concat(batchY, b.size() == 1 ? Shape{k} : Shape{k, n});
+      d = g.emit("MatMulT", {g.input(0), gy}, matMulTAttrs(true, false, 1.0f, pa, py, out));
+      d = g.reduceToShape(d, b);
+    }
+    g.setGradIn(1, d);
+  }
+}
+
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "MatMul";
+  d.minInputs = d.maxInputs = 2;
+  d.infer = inferMatMul;
+  d.grad = gradMatMul;
+  return d;
+}());
+
+// MatMulT(A, B), internal: Y = alpha * op(A') x op(B') where A' = A viewed as `viewA` (default A's
+// shape), op transposes the last two dims when transA/transB is 1, batch dims broadcast (numpy).
+// Both views must have rank >= 2. The result [batch..., m, n] is given the shape `outShape` when
+// set (same element count). Attributes: transA, transB (default 0), alpha (default 1), viewA,
+// viewB, outShape (optional).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "MatMulT";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 2;
+  d.infer = [](const ShapeContext& ctx) {
+    requireFloat(ctx, 0);
+    requireFloat(ctx, 1);
+    const Shape& a = ctx.input(0).shape();
+    const Shape& b = ctx.input(1).shape();
+    const Shape va = ctx.attrs().getInts("viewA", a);
+    const Shape vb = ctx.attrs().getInts("viewB", b);
+    if (shapeNelms(va) != shapeNelms(a) || shapeNelms(vb) != shapeNelms(b)) {
+      ctx.fail("views {} and {} do not have the element counts of A {} and B {}", shapeToString(va),
+               shapeToString(vb), shapeToString(a), shapeToString(b));
+    }
+    if (va.size() < 2 || vb.size() < 2) {
+      ctx.fail("operands must have rank >= 2, got A {} and B {}", shapeToString(va),
+               shapeToString(vb));
+    }
+    Shape y = batchedProductShape(ctx, va, vb, ctx.attrs().getInt("transA", 0) != 0,
+                                  ctx.attrs().getInt("transB", 0) != 0, va, vb);
+    if (ctx.attrs().has("outShape")) {
+      const Shape& out = ctx.attrs().getInts("outShape");
+      if (shapeNelms(out) != shapeNelms(y)) {
+        ctx.fail("outShape {} does not have the element count of the product {}",
+                 shapeToString(out), shapeToString(y));
+      }
+      y = out;
+    }
+    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, y)};
+  };
+  return d;
+}());
+
+// Gemm(A, B, C?): Y = alpha * op(A) x op(B) + beta * C, A and B 2-D, C unidirectionally
+// broadcastable to [M, N]. Canonical form = ONNX form (C optional since opset 11).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "Gemm";
+  d.minInputs = 2;
+  d.maxInputs = 3;
+  d.infer = [](const ShapeContext& ctx) {
+    requireFloat(ctx, 0);
+    requireFloat(ctx, 1);
+    const Shape& a = ctx.input(0).shape();
+    const Shape& b = ctx.input(1).shape();
+    if (a.size() != 2 || b.size() != 2) {
+      ctx.fail("A and B must be 2-D, got A {} and B {}", shapeToString(a), shapeToString(b));
+    }
+    const Shape y = batchedProductShape(ctx, a, b, ctx.attrs().getInt("transA", 0) != 0,
+                                        ctx.attrs().getInt("transB", 0) != 0, a, b);
+    if (ctx.hasInput(2)) {
+      requireFloat(ctx, 2);
+      const Shape& c = ctx.input(2).shape();
+      bool ok = c.size() <= 2;
+      for (size_t i = 0; ok && i < c.size(); ++i) {
+        const int64_t want = y[2 - c.size() + i];
+        ok = c[i] == want || c[i] == 1;
+      }
+      if (!ok) {
+        ctx.fail("C {} is not unidirectionally broadcastable to the product's shape {}",
+                 shapeToString(c), shapeToString(y));
+      }
+    }
+    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, y)};
+  };
+  d.grad = [](GradContext& g) {
+    const bool ta = g.attrs().getInt("transA", 0) != 0;
+    const bool tb = g.attrs().getInt("transB", 0) != 0;
+    const float alpha = g.attrs().getFloat("alpha", 1.0f);
+    const float beta = g.attrs().getFloat("beta", 1.0f);
+    const TensorId& gy = g.gradOut(0);
+    if (g.needsGrad(0)) {
+      // op(A) = A: dA = alpha gy op(B)^T.  op(A) = A^T: dA = alpha op(B) gy^T.
+      g.setGradIn(
+          0, ta ? g.emit("MatMulT", {g.input(1), gy}, matMulTAttrs(tb, true, alpha, {}, {}, {}))
+                : g.emit("MatMulT", {gy, g.input(1)}, matMulTAttrs(false, !tb, alpha, {}, {}, {})));
+    }
+    if (g.needsGrad(1)) {
+      // op(B) = B: dB = alpha op(A)^T gy.  op(B) = B^T: dB = alpha gy^T op(A).
+      g.setGradIn(
+          1, tb ? g.emit("MatMulT", {gy, g.input(0)}, matMulTAttrs(true, ta, alpha, {}, {}, {}))
+                : g.emit("MatMulT", {g.input(0), gy}, matMulTAttrs(!ta, false, alpha, {}, {}, {})));
+    }
+    if (g.op().hasInput(2) && g.needsGrad(2)) {
+      TensorId dc = g.reduceToShape(gy, g.inputInfo(2).shape());
+      if (beta != 1.0f) dc = g.emit("Mul", {dc, g.scalar(beta)}, {}, kOnnxDomain);
+      g.setGradIn(2, dc);
+    }
+  };
+  return d;
+}());
+
+}  // namespace
+}  // namespace xtrain::ir

@@ -1,0 +1,389 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+
+#include "testing/op_testing.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+template <typename F>
+void expectError(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error";
+  } catch (const error& e) {
+    const std::string what = e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(what.find(p), std::string::npos) << what << "\n  missing: " << p;
+  }
+}
+
+Attributes attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
+  Attributes a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
+// Mean reductions give small gradients; a tighter absolute tolerance than the default keeps the
+// check meaningful for them.
+GradCheckOptions tight(std::vector<size_t> wrt = {}) {
+  GradCheckOptions o;
+  o.atol = 3e-4;
+  o.wrt = std::move(wrt);
+  return o;
+}
+
+float at(const HostTensor& t, int64_t i) {
+  return t.span<float>()[static_cast<size_t>(i)];
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// SoftmaxCrossEntropyLoss
+
+struct SceRef {
+  HostTensor loss, logProb;
+};
+
+// scores [N, C, S...], labels [N, S...] (read as doubles), weights [C] or null.
+SceRef refSce(const HostTensor& scores, const HostTensor& labels, const HostTensor* weights,
+              const std::string& reduction, std::optional<int64_t> ignore) {
+  const Shape& sh = scores.shape();
+  const int64_t n = sh[0], c = sh[1];
+  int64_t s = 1;
+  for (size_t d = 2; d < sh.size(); ++d) s *= sh[d];
+  SceRef r{HostTensor(TensorInfo(DataType::FLOAT, reduction == "none" ? labels.shape() : Shape{})),
+           HostTensor(scores.info())};
+  auto x = [&](int64_t i, int64_t j, int64_t k) {
+    return static_cast<double>(at(scores, (i * c + j) * s + k));
+  };
+  double total = 0, wsum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < s; ++k) {
+      double m = -INFINITY;
+      for (int64_t j = 0; j < c; ++j) m = std::max(m, x(i, j, k));
+      double z = 0;
+      for (int64_t j = 0; j < c; ++j) z += std::exp(x(i, j, k) - m);
+      const double lse = m + std::log(z);
+      for (int64_t j = 0; j < c; ++j) {
+        r.logProb.span<float>()[static_cast<size_t>((i * c + j) * s + k)] =
+            static_cast<float>(x(i, j, k) - lse);
+      }
+      const auto label = static_cast<int64_t>(labels.getAsDouble(i * s + k));
+      double l = 0, w = 0;
+      if (!(ignore && label == *ignore)) {
+        w = weights != nullptr ? at(*weights, label) : 1.0;
+        l = -w * (x(i, label, k) - lse);
+      }
+      if (reduction == "none")
+        r.loss.span<float>()[static_cast<size_t>(i * s + k)] = static_cast<float>(l);
+      total += l;
+      wsum += w;
+    }
+  }
+  if (reduction == "sum") r.loss.span<float>()[0] = static_cast<float>(total);
+  if (reduction == "mean")
+    r.loss.span<float>()[0] = wsum != 0 ? static_cast<float>(total / wsum) : 0.0f;
+  return r;
+}
+
+BuildFn sce(const std::string& reduction, std::optional<int64_t> ignore, int numOutputs,
+            int opset = 13) {
+  Attributes a;
+  a.set("reduction", reduction);
+  if (ignore) a.set("ignore_index", *ignore);
+  return [a, numOutputs, opset](ir::Graph& g, const std::vector<TensorId>& in) {
+    return addOp(g, "SoftmaxCrossEntropyLoss", in, a, numOutputs, ir::kOnnxDomain, opset);
+  };
+}
+
+class SceReductions : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SceReductions, TwoDimensionalMatchesReference) {
+  const std::string red = GetParam();
+  auto x = randomTensor({4, 5}, 1, -3.0f, 3.0f);
+  auto y = HostTensor::fromVector<int64_t>({4}, {0, 4, 2, 2});
+  auto out = runForward(sce(red, std::nullopt, 2, 12), {x, y});
+  auto ref = refSce(x, y, nullptr, red, std::nullopt);
+  EXPECT_TRUE(allClose(out[0], ref.loss, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[1], ref.logProb, 1e-5, 1e-6));
+}
+
+TEST_P(SceReductions, SpatialWithWeightsAndIgnoreIndexMatchesReference) {
+  const std::string red = GetParam();
+  auto x = randomTensor({2, 3, 2, 2}, 2, -3.0f, 3.0f);
+  auto y = HostTensor::fromVector<int32_t>({2, 2, 2}, {0, 1, 2, -1, 2, -1, 1, 0});
+  auto w = randomTensor({3}, 3, 0.5f, 2.0f);
+  auto out = runForward(sce(red, -1, 2), {x, y, w});
+  auto ref = refSce(x, y, &w, red, -1);
+  EXPECT_TRUE(allClose(out[0], ref.loss, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[1], ref.logProb, 1e-5, 1e-6));
+}
+
+TEST_P(SceReductions, GradientsMatchFiniteDifferences) {
+  const std::string red = GetParam();
+  const GradCheckOptions o = tight({0});
+  auto x = randomTensor({3, 4}, 4, -2.0f, 2.0f);
+  auto y = HostTensor::fromVector<int64_t>({3}, {1, 3, 0});
+  expectGradientsMatch(sce(red, std::nullopt, 1), {x, y}, o);
+  // Spatial, weighted, with an ignored label, and log_prob as a second differentiated output.
+  auto xs = randomTensor({2, 3, 2}, 5, -2.0f, 2.0f);
+  auto ys = HostTensor::fromVector<int32_t>({2, 2}, {2, 5, 5, 1});
+  auto w = randomTensor({3}, 6, 0.5f, 2.0f);
+  expectGradientsMatch(sce(red, 5, 1), {xs, ys, w}, o);
+  expectGradientsMatch(sce(red, 5, 2), {xs, ys, w}, o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sce, SceReductions, ::testing::Values("mean", "sum", "none"));
+
+TEST(Sce, DefaultReductionIsMeanAndLargeScoresStayFinite) {
+  auto x = HostTensor::fromVector<float>({2, 3}, {1000.0f, -1000.0f, 999.0f, -5e3f, 5e3f, 0.0f});
+  auto y = HostTensor::fromVector<int64_t>({2}, {2, 1});
+  auto out = runForward(
+      [](ir::Graph& g, auto in) { return addOp(g, "SoftmaxCrossEntropyLoss", in); }, {x, y});
+  ASSERT_EQ(out[0].shape(), Shape{});
+  // The reference works in double; a naive exp() of these scores would overflow float.
+  EXPECT_TRUE(allClose(out[0], refSce(x, y, nullptr, "mean", std::nullopt).loss, 1e-5, 1e-5));
+  EXPECT_TRUE(std::isfinite(at(out[0], 0)));
+}
+
+TEST(Sce, AllLabelsIgnoredGivesZeroLossAndGradient) {
+  auto x = randomTensor({2, 3}, 7);
+  auto y = HostTensor::fromVector<int64_t>({2}, {-100, -100});
+  auto out = runForward(sce("mean", -100, 1), {x, y});
+  EXPECT_EQ(at(out[0], 0), 0.0f);
+  GradCheckOptions o;
+  o.wrt = {0};
+  expectGradientsMatch(sce("mean", -100, 1), {x, y}, o);
+}
+
+TEST(Sce, EmptyBatch) {
+  auto x = HostTensor(TensorInfo(DataType::FLOAT, {0, 3}));
+  auto y = HostTensor(TensorInfo(DataType::INT64, {0}));
+  EXPECT_EQ(at(runForward(sce("mean", std::nullopt, 1), {x, y})[0], 0), 0.0f);
+  EXPECT_EQ(runForward(sce("none", std::nullopt, 1), {x, y})[0].shape(), Shape{0});
+}
+
+TEST(Sce, LabelOutOfRangeIsARuntimeErrorNamingOpAndLabel) {
+  auto x = randomTensor({3, 4}, 8);
+  auto y = HostTensor::fromVector<int64_t>({3}, {1, 7, 0});
+  expectError(
+      [&] {
+        runForward(sce("mean", std::nullopt, 1), {x, y});
+      },
+      {"SoftmaxCrossEntropyLoss", "label 7", "[0, 4)"});
+  auto yn = HostTensor::fromVector<int32_t>({3}, {1, -3, 0});
+  expectError(
+      [&] {
+        runForward(sce("none", -1, 1), {x, yn});
+      },
+      {"SoftmaxCrossEntropyLoss", "label -3", "ignore index -1"});
+}
+
+TEST(Sce, ShapeMismatchesNameTheOp) {
+  auto x = randomTensor({3, 4, 2}, 9);
+  auto y = HostTensor::fromVector<int64_t>({3, 4}, std::vector<int64_t>(12, 0));
+  expectError(
+      [&] {
+        runForward(sce("mean", std::nullopt, 1), {x, y});
+      },
+      {"SoftmaxCrossEntropyLoss", "labels INT64[3,4]", "scores FLOAT[3,4,2]", "[3,2]"});
+  auto y2 = HostTensor::fromVector<int64_t>({3, 2}, std::vector<int64_t>(6, 0));
+  auto w = randomTensor({3}, 10);
+  expectError(
+      [&] {
+        runForward(sce("mean", std::nullopt, 1), {x, y2, w});
+      },
+      {"SoftmaxCrossEntropyLoss", "weights", "FLOAT[3]", "FLOAT[4]"});
+  auto yf = randomTensor({3, 2}, 11);
+  expectError(
+      [&] {
+        runForward(sce("mean", std::nullopt, 1), {x, yf});
+      },
+      {"SoftmaxCrossEntropyLoss", "INT32 or INT64"});
+  expectError(
+      [&] {
+        runForward(sce("average", std::nullopt, 1), {x, y2});
+      },
+      {"SoftmaxCrossEntropyLoss", "average"});
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// ai.graphcore Nll, L1, IdentityLoss. reduction: 0 Sum, 1 Mean, 2 NoReduction.
+
+BuildFn graphcore(const std::string& type, Attributes a) {
+  return [type, a](ir::Graph& g, const std::vector<TensorId>& in) {
+    return addOp(g, type, in, a, 1, ir::kGraphcoreDomain);
+  };
+}
+
+Attributes nllAttrs(int64_t reduction, std::optional<int64_t> ignore = std::nullopt,
+                    bool logProb = false) {
+  Attributes a;
+  a.set("reduction", reduction);
+  if (ignore) a.set("ignoreIndex", *ignore);
+  a.set("inputIsLogProbability", int64_t{logProb ? 1 : 0});
+  return a;
+}
+
+// probs [R..., C] (classes last), labels [R...].
+HostTensor refNll(const HostTensor& probs, const HostTensor& labels, int64_t reduction,
+                  std::optional<int64_t> ignore, bool logProb) {
+  const int64_t c = probs.shape().back();
+  const int64_t rows = labels.nelms();
+  HostTensor out(TensorInfo(DataType::FLOAT, reduction == 2 ? labels.shape() : Shape{}));
+  double total = 0;
+  int64_t count = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto label = static_cast<int64_t>(labels.getAsDouble(r));
+    double l = 0;
+    if (!(ignore && label == *ignore)) {
+      const double p = at(probs, r * c + label);
+      l = logProb ? -p : -std::log(p);
+      ++count;
+    }
+    if (reduction == 2) out.span<float>()[static_cast<size_t>(r)] = static_cast<float>(l);
+    total += l;
+  }
+  if (reduction == 0) out.span<float>()[0] = static_cast<float>(total);
+  if (reduction == 1) out.span<float>()[0] = count ? static_cast<float>(total / count) : 0.0f;
+  return out;
+}
+
+class GraphcoreReductions : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(GraphcoreReductions, NllMatchesReference) {
+  const int64_t red = GetParam();
+  auto p = randomTensor({4, 3}, 20, 0.1f, 1.0f);
+  auto y = HostTensor::fromVector<int32_t>({4}, {0, 2, 1, 2});
+  EXPECT_TRUE(allClose(runForward(graphcore("Nll", nllAttrs(red)), {p, y})[0],
+                       refNll(p, y, red, std::nullopt, false), 1e-5, 1e-6));
+  // Classes last for higher ranks; an ignored label; log-probability input; INT64 labels.
+  auto p3 = randomTensor({2, 3, 4}, 21, -2.0f, -0.1f);
+  auto y3 = HostTensor::fromVector<int64_t>({2, 3}, {0, 3, 9, 1, 9, 2});
+  EXPECT_TRUE(allClose(runForward(graphcore("Nll", nllAttrs(red, 9, true)), {p3, y3})[0],
+                       refNll(p3, y3, red, 9, true), 1e-5, 1e-6));
+  auto yu = HostTensor::fromVector<uint32_t>({4}, {1, 1, 0, 2});
+  EXPECT_TRUE(allClose(runForward(graphcore("Nll", nllAttrs(red, 1)), {p, yu})[0],
+                       refNll(p, yu, red, 1, false), 1e-5, 1e-6));
+}
+
+TEST_P(GraphcoreReductions, NllGradientsMatchFiniteDifferences) {
+  const int64_t red = GetParam();
+  auto p = randomTensor({4, 3}, 22, 0.1f, 1.0f);
+  auto y = HostTensor::fromVector<int32_t>({4}, {0, 2, 1, 2});
+  expectGradientsMatch(graphcore("Nll", nllAttrs(red)), {p, y}, tight());
+  expectGradientsMatch(graphcore("Nll", nllAttrs(red, 2)), {p, y}, tight());
+  auto p3 = randomTensor({2, 2, 3}, 23, -2.0f, -0.1f);
+  auto y3 = HostTensor::fromVector<int64_t>({2, 2}, {0, 2, 1, 1});
+  expectGradientsMatch(graphcore("Nll", nllAttrs(red, std::nullopt, true)), {p3, y3}, tight());
+}
+
+TEST_P(GraphcoreReductions, L1MatchesReferenceAndGradient) {
+  const int64_t red = GetParam();
+  // |x| >= 0.2 so finite differences never cross the kink at 0.
+  auto x = randomTensor({3, 4}, 24, 0.2f, 1.0f);
+  for (int64_t i = 0; i < x.nelms(); i += 2) x.span<float>()[static_cast<size_t>(i)] *= -1.0f;
+  const float lambda = 0.3f;
+  auto out = runForward(graphcore("L1", attrs({{"lambda", lambda}, {"reduction", red}})), {x});
+  double sum = 0;
+  HostTensor ref(TensorInfo(DataType::FLOAT, red == 2 ? x.shape() : Shape{}));
+  for (int64_t i = 0; i < x.nelms(); ++i) {
+    sum += lambda * std::abs(at(x, i));
+    if (red == 2) ref.span<float>()[static_cast<size_t>(i)] = lambda * std::abs(at(x, i));
+  }
+  if (red != 2) ref.span<float>()[0] = static_cast<float>(red == 1 ? sum / 12 : sum);
+  EXPECT_TRUE(allClose(out[0], ref, 1e-5, 1e-6));
+  expectGradientsMatch(graphcore("L1", attrs({{"lambda", lambda}, {"reduction", red}})), {x},
+                       tight());
+}
+
+TEST_P(GraphcoreReductions, IdentityLossMatchesReferenceAndGradient) {
+  const int64_t red = GetParam();
+  auto x = randomTensor({2, 3}, 25);
+  auto out = runForward(graphcore("IdentityLoss", attrs({{"reduction", red}})), {x});
+  if (red == 2) {
+    EXPECT_TRUE(allClose(out[0], x));
+  } else {
+    double sum = 0;
+    for (int64_t i = 0; i < 6; ++i) sum += at(x, i);
+    EXPECT_EQ(out[0].shape(), Shape{});
+    EXPECT_NEAR(at(out[0], 0), red == 1 ? sum / 6 : sum, 1e-6);
+  }
+  expectGradientsMatch(graphcore("IdentityLoss", attrs({{"reduction", red}})), {x}, tight());
+  auto s = HostTensor::scalar(2.5f);
+  expectGradientsMatch(graphcore("IdentityLoss", attrs({{"reduction", red}})), {s});
+}
+
+INSTANTIATE_TEST_SUITE_P(ReductionType, GraphcoreReductions, ::testing::Values(0, 1, 2));
+
+TEST(GraphcoreLosses, DefaultsAndPopartStringReduction) {
+  auto x = HostTensor::fromVector<float>({4}, {1, -2, 3, -4});
+  // Default reduction is Mean.
+  EXPECT_NEAR(at(runForward(graphcore("IdentityLoss", {}), {x})[0], 0), -0.5, 1e-6);
+  // PopART's ONNX files spell the reduction as a string.
+  EXPECT_NEAR(
+      at(runForward(graphcore("IdentityLoss", attrs({{"reduction", std::string("Sum")}})), {x})[0],
+         0),
+      -2.0, 1e-6);
+  EXPECT_EQ(
+      runForward(graphcore("L1", attrs({{"lambda", 1.0f}, {"reduction", std::string("None")}})),
+                 {x})[0]
+          .shape(),
+      Shape{4});
+}
+
+TEST(GraphcoreLosses, NllMeanCountsOnlyNonIgnoredAndAllIgnoredIsZero) {
+  auto p = HostTensor::fromVector<float>({3, 2}, {0.5f, 0.5f, 0.25f, 0.75f, 0.9f, 0.1f});
+  auto y = HostTensor::fromVector<int32_t>({3}, {0, -1, 0});
+  const float want = static_cast<float>(-(std::log(0.5) + std::log(0.9)) / 2);
+  EXPECT_NEAR(at(runForward(graphcore("Nll", nllAttrs(1, -1)), {p, y})[0], 0), want, 1e-6);
+  auto all = HostTensor::fromVector<int32_t>({3}, {-1, -1, -1});
+  EXPECT_EQ(at(runForward(graphcore("Nll", nllAttrs(1, -1)), {p, all})[0], 0), 0.0f);
+  // Narrow label types work too.
+  auto y8 = HostTensor::fromVector<uint8_t>({3}, {1, 1, 0});
+  EXPECT_TRUE(allClose(runForward(graphcore("Nll", nllAttrs(0)), {p, y8})[0],
+                       refNll(p, y8, 0, std::nullopt, false), 1e-5, 1e-6));
+}
+
+TEST(GraphcoreLosses, NllErrorsNameTheOp) {
+  auto p = randomTensor({3, 4}, 26, 0.1f, 1.0f);
+  auto y = HostTensor::fromVector<int32_t>({3}, {0, 4, 1});
+  expectError(
+      [&] {
+        runForward(graphcore("Nll", nllAttrs(1)), {p, y});
+      },
+      {"Nll", "ai.graphcore", "label 4", "[0, 4)"});
+  auto y2 = HostTensor::fromVector<int32_t>({4}, {0, 1, 2, 3});
+  expectError(
+      [&] {
+        runForward(graphcore("Nll", nllAttrs(1)), {p, y2});
+      },
+      {"Nll", "INT32[4]", "FLOAT[3,4]", "[3]"});
+  expectError([&] { runForward(graphcore("Nll", nllAttrs(5)), {p, y}); }, {"Nll", "reduction 5"});
+  auto yf = randomTensor({3}, 27);
+  expectError(
+      [&] {
+        runForward(graphcore("Nll", nllAttrs(1)), {p, yf});
+      },
+      {"Nll", "label is FLOAT"});
+}
+
+TEST(GraphcoreLosses, L1WithoutLambdaNamesTheOp) {
+  auto x = randomTensor({3}, 28);
+  expectError(
+      [&] {
+        runForward(graphcore("L1", attrs({{"reduction", int64_t{0}}})), {x});
+      },
+      {"L1", "lambda"});
+  expectError(
+      [&] {
+        runForward(graphcore("L1", attrs({{"lambda", 1.0f}, {"reduction", std::string("Avg")}})),
+                   {x});
+      },
+      {"L1", "Avg"});
+}
+
+}  // namespace
+}  // namespace xtrain::testing

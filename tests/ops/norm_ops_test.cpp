@@ -1,0 +1,346 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "testing/op_testing.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+// Runs f, expects an xtrain::error whose message contains every part.
+template <typename F>
+void expectError(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error";
+  } catch (const error& e) {
+    const std::string what = e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(what.find(p), std::string::npos) << what << "\n  missing: " << p;
+  }
+}
+
+Attributes attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
+  Attributes a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// LayerNormalization
+
+// Naive reference. Scale/B are read through `param(t, j)`: j indexes the normalised shape, mapped
+// to t's (numpy-broadcast) element.
+float broadcastAt(const HostTensor& t, const Shape& norm, int64_t j) {
+  // Unravel j over norm, ravel over t's shape aligned to the right with broadcasting.
+  const Shape& s = t.shape();
+  int64_t idx = 0, stride = 1, rem = j;
+  std::vector<int64_t> coord(norm.size());
+  for (size_t d = norm.size(); d-- > 0;) {
+    coord[d] = rem % norm[d];
+    rem /= norm[d];
+  }
+  for (size_t k = 0; k < s.size(); ++k) {
+    const size_t ds = s.size() - 1 - k;
+    const size_t dn = norm.size() - 1 - k;
+    const int64_t c = s[ds] == 1 ? 0 : coord[dn];
+    idx += c * stride;
+    stride *= s[ds];
+  }
+  return t.span<float>()[static_cast<size_t>(idx)];
+}
+
+struct LayerNormRef {
+  HostTensor y, mean, inv;
+};
+
+LayerNormRef refLayerNorm(const HostTensor& x, const HostTensor& scale, const HostTensor* bias,
+                          int64_t axis, float eps) {
+  const Shape& shape = x.shape();
+  const Shape norm(shape.begin() + axis, shape.end());
+  int64_t n = 1, rows = 1;
+  for (auto d : norm) n *= d;
+  for (int64_t d = 0; d < axis; ++d) rows *= shape[static_cast<size_t>(d)];
+  Shape stat = shape;
+  for (size_t d = static_cast<size_t>(axis); d < stat.size(); ++d) stat[d] = 1;
+  LayerNormRef r{HostTensor(x.info()), HostTensor(TensorInfo(DataType::FLOAT, stat)),
+                 HostTensor(TensorInfo(DataType::FLOAT, stat))};
+  auto xs = x.span<float>();
+  for (int64_t row = 0; row < rows; ++row) {
+    double mean = 0;
+    for (int64_t j = 0; j < n; ++j) mean += xs[static_cast<size_t>(row * n + j)];
+    mean /= static_cast<double>(n);
+    double var = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = xs[static_cast<size_t>(row * n + j)] - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(n);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      double v = (xs[static_cast<size_t>(row * n + j)] - mean) * inv * broadcastAt(scale, norm, j);
+      if (bias != nullptr) v += broadcastAt(*bias, norm, j);
+      r.y.span<float>()[static_cast<size_t>(row * n + j)] = static_cast<float>(v);
+    }
+    r.mean.span<float>()[static_cast<size_t>(row)] = static_cast<float>(mean);
+    r.inv.span<float>()[static_cast<size_t>(row)] = static_cast<float>(inv);
+  }
+  return r;
+}
+
+BuildFn layerNorm(Attributes a, int numOutputs, int opset = 17) {
+  return [a, numOutputs, opset](ir::Graph& g, const std::vector<TensorId>& in) {
+    return addOp(g, "LayerNormalization", in, a, numOutputs, ir::kOnnxDomain, opset);
+  };
+}
+
+TEST(LayerNorm, LastAxisMatchesReferenceWithStatistics) {
+  auto x = randomTensor({3, 5}, 1, -2.0f, 3.0f);
+  auto s = randomTensor({5}, 2, 0.5f, 1.5f);
+  auto b = randomTensor({5}, 3);
+  auto out = runForward(layerNorm({}, 3), {x, s, b});
+  auto ref = refLayerNorm(x, s, &b, 1, 1e-5f);
+  EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(out[1], ref.mean, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[2], ref.inv, 1e-5, 1e-6));
+}
+
+TEST(LayerNorm, InnerAxisBroadcastParamsAtLowerOpset) {
+  // Normalised shape [3,4]; Scale [4] and B [3,1] broadcast to it. Opset 13: PopART-era models.
+  auto x = randomTensor({2, 3, 4}, 4, -1.0f, 2.0f);
+  auto s = randomTensor({4}, 5, 0.5f, 1.5f);
+  auto b = randomTensor({3, 1}, 6);
+  auto out =
+      runForward(layerNorm(attrs({{"axis", int64_t{-2}}, {"epsilon", 1e-3f}}), 1, 13), {x, s, b});
+  EXPECT_TRUE(allClose(out[0], refLayerNorm(x, s, &b, 1, 1e-3f).y, 1e-5, 1e-5));
+}
+
+TEST(LayerNorm, WithoutBiasAndAxisZero) {
+  auto x = randomTensor({2, 3}, 7);
+  auto s = randomTensor({2, 3}, 8, 0.5f, 1.5f);
+  auto out = runForward(layerNorm(attrs({{"axis", int64_t{0}}}), 1), {x, s});
+  EXPECT_TRUE(allClose(out[0], refLayerNorm(x, s, nullptr, 0, 1e-5f).y, 1e-5, 1e-5));
+}
+
+TEST(LayerNorm, SizeOneAndSizeZeroDimensions) {
+  // A normalised size of 1 gives xhat = 0, so Y = B.
+  auto x = randomTensor({4, 1}, 9);
+  auto s = randomTensor({1}, 10);
+  auto b = HostTensor::fromVector<float>({1}, {0.25f});
+  auto out = runForward(layerNorm({}, 1), {x, s, b});
+  EXPECT_TRUE(
+      allClose(out[0], HostTensor::fromVector<float>({4, 1}, {0.25f, 0.25f, 0.25f, 0.25f})));
+  // No rows at all.
+  auto e = HostTensor(TensorInfo(DataType::FLOAT, {0, 3}));
+  auto s3 = randomTensor({3}, 11);
+  auto out0 = runForward(layerNorm({}, 3), {e, s3});
+  EXPECT_EQ(out0[0].shape(), (Shape{0, 3}));
+  EXPECT_EQ(out0[1].shape(), (Shape{0, 1}));
+}
+
+TEST(LayerNorm, GradientsMatchFiniteDifferences) {
+  auto x = randomTensor({3, 5}, 12, -2.0f, 2.0f);
+  auto s = randomTensor({5}, 13, 0.5f, 1.5f);
+  auto b = randomTensor({5}, 14);
+  expectGradientsMatch(layerNorm({}, 1), {x, s, b});
+  // Mean and InvStdDev are outputs too: their gradients reach X; Y's backward uses the saved
+  // statistics.
+  expectGradientsMatch(layerNorm({}, 3), {x, s, b});
+}
+
+TEST(LayerNorm, GradientsWithBroadcastParamsAndNoBias) {
+  auto x = randomTensor({2, 3, 4}, 15, -2.0f, 2.0f);
+  auto s = randomTensor({4}, 16, 0.5f, 1.5f);
+  auto b = randomTensor({3, 1}, 17);
+  expectGradientsMatch(layerNorm(attrs({{"axis", int64_t{1}}}), 1), {x, s, b});
+  expectGradientsMatch(layerNorm(attrs({{"axis", int64_t{-1}}}), 2), {x, s});
+}
+
+TEST(LayerNorm, WrongScaleShapeNamesTheOp) {
+  auto x = randomTensor({2, 4}, 18);
+  auto s = randomTensor({5}, 19);
+  expectError(
+      [&] {
+        runForward(layerNorm({}, 1), {x, s});
+      },
+      {"LayerNormalization", "Scale", "FLOAT[5]", "[4]"});
+  auto s2 = randomTensor({1, 4}, 20);  // rank higher than the normalised shape
+  expectError([&] { runForward(layerNorm({}, 1), {x, s2}); }, {"LayerNormalization", "[1,4]"});
+}
+
+TEST(LayerNorm, BadAxisAndStashTypeNameTheOp) {
+  auto x = randomTensor({2, 4}, 21);
+  auto s = randomTensor({4}, 22);
+  expectError(
+      [&] {
+        runForward(layerNorm(attrs({{"axis", int64_t{2}}}), 1), {x, s});
+      },
+      {"LayerNormalization", "axis"});
+  expectError(
+      [&] {
+        runForward(layerNorm(attrs({{"stash_type", int64_t{10}}}), 1), {x, s});
+      },
+      {"LayerNormalization", "stash_type"});
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// BatchNormalization
+
+struct BatchNormRef {
+  HostTensor y, runMean, runVar, mean, var;
+};
+
+// X [N, C, S...]; training computes the batch statistics (population variance).
+BatchNormRef refBatchNorm(const HostTensor& x, const HostTensor& scale, const HostTensor& bias,
+                          const HostTensor& inMean, const HostTensor& inVar, bool training,
+                          float eps, float momentum) {
+  const Shape& sh = x.shape();
+  const int64_t n = sh[0], c = sh[1];
+  int64_t s = 1;
+  for (size_t d = 2; d < sh.size(); ++d) s *= sh[d];
+  const TensorInfo stat(DataType::FLOAT, {c});
+  BatchNormRef r{HostTensor(x.info()), HostTensor(stat), HostTensor(stat), HostTensor(stat),
+                 HostTensor(stat)};
+  auto at = [&](int64_t i, int64_t ch, int64_t k) { return (i * c + ch) * s + k; };
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean = inMean.span<float>()[ch], var = inVar.span<float>()[ch];
+    if (training) {
+      mean = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < s; ++k) mean += x.span<float>()[at(i, ch, k)];
+      mean /= static_cast<double>(n * s);
+      var = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < s; ++k) {
+          const double d = x.span<float>()[at(i, ch, k)] - mean;
+          var += d * d;
+        }
+      var /= static_cast<double>(n * s);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < s; ++k) {
+        const double v = (x.span<float>()[at(i, ch, k)] - mean) / std::sqrt(var + eps) *
+                             scale.span<float>()[ch] +
+                         bias.span<float>()[ch];
+        r.y.span<float>()[at(i, ch, k)] = static_cast<float>(v);
+      }
+    r.runMean.span<float>()[ch] =
+        static_cast<float>(momentum * inMean.span<float>()[ch] + (1 - momentum) * mean);
+    r.runVar.span<float>()[ch] =
+        static_cast<float>(momentum * inVar.span<float>()[ch] + (1 - momentum) * var);
+    r.mean.span<float>()[ch] = static_cast<float>(mean);
+    r.var.span<float>()[ch] = static_cast<float>(var);
+  }
+  return r;
+}
+
+struct BnInputs {
+  HostTensor x, scale, bias, mean, var;
+  std::vector<HostTensor> all() const { return {x, scale, bias, mean, var}; }
+};
+
+BnInputs bnInputs(const Shape& shape, uint64_t seed) {
+  const int64_t c = shape[1];
+  return {randomTensor(shape, seed, -2.0f, 3.0f), randomTensor({c}, seed + 1, 0.5f, 1.5f),
+          randomTensor({c}, seed + 2), randomTensor({c}, seed + 3),
+          randomTensor({c}, seed + 4, 0.5f, 2.0f)};
+}
+
+BuildFn batchNorm(Attributes a, int numOutputs, int opset) {
+  return [a, numOutputs, opset](ir::Graph& g, const std::vector<TensorId>& in) {
+    return addOp(g, "BatchNormalization", in, a, numOutputs, ir::kOnnxDomain, opset);
+  };
+}
+
+Attributes training(float momentum = 0.9f) {
+  return attrs({{"training_mode", int64_t{1}}, {"momentum", momentum}});
+}
+
+TEST(BatchNorm, TrainingOpset15MatchesReference) {
+  auto in = bnInputs({2, 3, 2, 2}, 30);
+  auto out = runForward(batchNorm(training(0.8f), 3, 15), in.all());
+  auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-5f, 0.8f);
+  EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(out[1], ref.runMean, 1e-5, 1e-6));
+  // Population variance (ONNX opset 15), not the unbiased one.
+  EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+}
+
+TEST(BatchNorm, TrainingInferredFromOutputsAtOpset12WithSavedStatistics) {
+  auto in = bnInputs({3, 2, 4}, 40);
+  auto out = runForward(batchNorm(attrs({{"epsilon", 1e-3f}}), 5, 12), in.all());
+  auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-3f, 0.9f);
+  EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(out[1], ref.runMean, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[3], ref.mean, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[4], ref.var, 1e-5, 1e-6));
+}
+
+TEST(BatchNorm, RankTwoAndSizeOneSpatial) {
+  auto in = bnInputs({5, 3}, 50);
+  auto out = runForward(batchNorm(training(), 3, 14), in.all());
+  auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-5f, 0.9f);
+  EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+  auto in1 = bnInputs({2, 2, 1, 1, 3}, 55);
+  auto out1 = runForward(batchNorm(training(), 1, 15), in1.all());
+  EXPECT_TRUE(allClose(
+      out1[0], refBatchNorm(in1.x, in1.scale, in1.bias, in1.mean, in1.var, true, 1e-5f, 0.9f).y,
+      1e-5, 1e-5));
+}
+
+TEST(BatchNorm, InferenceUsesInputStatistics) {
+  auto in = bnInputs({2, 3, 2, 2}, 60);
+  auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, 1e-5f, 0.9f);
+  auto out15 = runForward(batchNorm({}, 1, 15), in.all());  // training_mode defaults to 0
+  EXPECT_TRUE(allClose(out15[0], ref.y, 1e-5, 1e-5));
+  auto out11 = runForward(batchNorm({}, 1, 11), in.all());  // one output: inference
+  EXPECT_TRUE(allClose(out11[0], ref.y, 1e-5, 1e-5));
+}
+
+TEST(BatchNorm, TrainingGradientsMatchFiniteDifferences) {
+  auto in = bnInputs({2, 3, 2, 2}, 70);
+  GradCheckOptions o;
+  o.wrt = {0, 1, 2};
+  expectGradientsMatch(batchNorm(training(), 1, 15), in.all(), o);
+  // The running statistics are outputs too: their gradients reach X through the batch statistics.
+  expectGradientsMatch(batchNorm(training(0.7f), 3, 15), in.all(), o);
+  auto in2 = bnInputs({4, 2}, 75);
+  expectGradientsMatch(batchNorm({}, 5, 12), in2.all(), o);
+}
+
+TEST(BatchNorm, InferenceGradientsMatchFiniteDifferences) {
+  auto in = bnInputs({2, 3, 3}, 80);
+  GradCheckOptions o;
+  o.wrt = {0, 1, 2};
+  expectGradientsMatch(batchNorm({}, 1, 15), in.all(), o);
+}
+
+TEST(BatchNorm, WrongScaleShapeNamesTheOp) {
+  auto in = bnInputs({2, 3, 2}, 90);
+  in.scale = randomTensor({4}, 91);
+  expectError([&] { runForward(batchNorm(training(), 1, 15), in.all()); },
+              {"BatchNormalization", "scale", "FLOAT[4]", "FLOAT[3]"});
+  auto in2 = bnInputs({2, 3}, 92);
+  in2.var = randomTensor({3, 1}, 93);
+  expectError([&] { runForward(batchNorm(training(), 1, 15), in2.all()); },
+              {"BatchNormalization", "input_var"});
+}
+
+TEST(BatchNorm, InvalidOutputsAndRankNameTheOp) {
+  auto in = bnInputs({2, 3}, 100);
+  expectError([&] { runForward(batchNorm({}, 3, 15), in.all()); },
+              {"BatchNormalization", "training_mode is 0"});
+  expectError([&] { runForward(batchNorm(training(), 5, 15), in.all()); },
+              {"BatchNormalization", "opset 15", "saved_mean"});
+  auto x1 = randomTensor({3}, 101);
+  expectError(
+      [&] {
+        runForward(batchNorm(training(), 1, 15), {x1, in.scale, in.bias, in.mean, in.var});
+      },
+      {"BatchNormalization", "rank >= 2"});
+}
+
+}  // namespace
+}  // namespace xtrain::testing
