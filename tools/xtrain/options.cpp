@@ -62,25 +62,31 @@ int64_t positive(const std::string& flag, const std::string& text) {
   return v;
 }
 
+// NAME[:ALL|FINAL|SUM|EVERYN:k]. Tensor names may themselves contain ':' (the Builder names outputs
+// "node:0"), so the return type is recognised at the end of the text only.
 AnchorRequest parseAnchor(const std::string& text) {
   AnchorRequest a;
-  const auto colon = text.find(':');
-  a.tensor = text.substr(0, colon);
-  if (a.tensor.empty()) throw UsageError("--anchor needs a tensor name, got '" + text + "'");
-  if (colon == std::string::npos) return a;
-  std::string rest = text.substr(colon + 1);
-  const auto colon2 = rest.find(':');
-  a.returnType = rest.substr(0, colon2);
-  if (a.returnType == "EVERYN") {
-    if (colon2 == std::string::npos) {
-      throw UsageError("--anchor " + text + ": EVERYN needs a period, e.g. " + a.tensor + ":EVERYN:4");
+  a.tensor = text;
+  auto endsWith = [&](const std::string& suffix) {
+    return text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  for (const std::string type : {"ALL", "FINAL", "SUM"}) {
+    if (endsWith(":" + type)) {
+      a.returnType = type;
+      a.tensor = text.substr(0, text.size() - type.size() - 1);
     }
-    a.period = static_cast<int>(positive("--anchor EVERYN period", rest.substr(colon2 + 1)));
-  } else if (a.returnType != "ALL" && a.returnType != "FINAL" && a.returnType != "SUM") {
-    throw UsageError("--anchor " + text + ": return type must be ALL, FINAL, SUM or EVERYN:k");
-  } else if (colon2 != std::string::npos) {
-    throw UsageError("--anchor " + text + ": only EVERYN takes a period");
   }
+  const auto everyN = text.rfind(":EVERYN");
+  if (everyN != std::string::npos) {
+    const std::string rest = text.substr(everyN + 7);
+    if (rest.empty() || rest[0] != ':') {
+      throw UsageError("--anchor " + text + ": EVERYN needs a period, e.g. NAME:EVERYN:4");
+    }
+    a.returnType = "EVERYN";
+    a.period = static_cast<int>(positive("--anchor EVERYN period", rest.substr(1)));
+    a.tensor = text.substr(0, everyN);
+  }
+  if (a.tensor.empty()) throw UsageError("--anchor needs a tensor name, got '" + text + "'");
   return a;
 }
 

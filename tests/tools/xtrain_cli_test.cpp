@@ -1,0 +1,159 @@
+// The `xtrain` program as a user runs it: the built-in example, an ONNX model with HDF5 data, and bad input
+// (exit code 2 with a message naming the culprit).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <regex>
+
+#include "checkpoint/dataset_reader.hpp"
+#include "xtrain/builder.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+struct Result {
+  int exitCode = -1;
+  std::string output;
+};
+
+// Runs a shell command (bounded by `timeout`) and captures stdout and stderr.
+Result run(const std::string& args) {
+  const std::string cmd = "timeout 300 " + std::string(XTRAIN_BIN_DIR) + "/xtrain " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::pair<double, double> firstAndLastLoss(const std::string& output) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex("loss ([0-9.naif]+) -> ([0-9.naif]+)"))) return {0, 0};
+  return {std::stod(m[1]), std::stod(m[2])};
+}
+
+class XtrainCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("xtrain_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A 4-feature, 2-class MLP with a batch dimension of 8 and a data set where the class is x0 > x1.
+  void writeModelAndData(const Shape& xSampleShape = {4}) {
+    auto b = Builder::create();
+    auto onnx = b->aiOnnxOpset13();
+    auto x = b->addInputTensor(TensorInfo(DataType::FLOAT, {8, 4}), "x");
+    auto y = b->addInputTensor(TensorInfo(DataType::INT32, {8}), "y");
+    std::vector<float> w(4 * 2, 0.1f), bias(2, 0.0f);
+    w[1] = -0.1f;
+    auto wt = b->addInitializedInputTensor(ConstVoidData::fromVector<float>({4, 2}, w), "W");
+    auto bt = b->addInitializedInputTensor(ConstVoidData::fromVector<float>({2}, bias), "B");
+    auto logits = onnx.add({onnx.matmul({x, wt}), bt});
+    auto loss = onnx.softmaxcrossentropyloss({logits, y}, 1, std::nullopt, "mean", "loss")[0];
+    b->addOutputTensor(loss);
+    loss_ = loss;
+    b->saveModelProto((dir_ / "model.onnx").string());
+
+    const int64_t n = 256;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    int64_t per = 1;
+    for (auto d : xSampleShape) per *= d;
+    std::vector<float> xs(static_cast<size_t>(n * per));
+    std::vector<int32_t> ys(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t f = 0; f < per; ++f) xs[static_cast<size_t>(i * per + f)] = normal(rng);
+      ys[static_cast<size_t>(i)] = xs[static_cast<size_t>(i * per)] > xs[static_cast<size_t>(i * per + 1)];
+    }
+    Shape xShape{n};
+    xShape.insert(xShape.end(), xSampleShape.begin(), xSampleShape.end());
+    checkpoint::DatasetWriter writer((dir_ / "data.h5").string());  // closed when this returns
+    writer.write("x", TensorInfo(DataType::FLOAT, xShape), xs.data());
+    writer.write("y", TensorInfo(DataType::INT32, {n}), ys.data());
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+  TensorId loss_;
+};
+
+TEST_F(XtrainCli, BuiltInExampleLossFalls) {
+  Result r = run("--steps 40");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  auto [first, last] = firstAndLastLoss(r.output);
+  EXPECT_LT(last, first * 0.5) << r.output;
+  EXPECT_NE(r.output.find("samples/s"), std::string::npos);
+}
+
+TEST_F(XtrainCli, TrainsAnOnnxModelOnHdf5DataAndSavesIt) {
+  writeModelAndData();
+  Result r = run("--model " + path("model.onnx") + " --data " + path("data.h5") + " --loss " + loss_ +
+                 " --micro-batch-size 8 --epochs 4 --lr 0.1 --save-model " + path("out.onnx") +
+                 " --anchor " + loss_ + ":FINAL");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  auto [first, last] = firstAndLastLoss(r.output);
+  EXPECT_LT(last, first) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(path("out.onnx"))) << r.output;
+}
+
+TEST_F(XtrainCli, SameSeedGivesTheSameRun) {
+  writeModelAndData();
+  const std::string args = "--model " + path("model.onnx") + " --data " + path("data.h5") + " --loss " +
+                           loss_ + " --micro-batch-size 8 --steps 20 --seed 3";
+  Result a = run(args), b = run(args);
+  ASSERT_EQ(a.exitCode, 0) << a.output;
+  EXPECT_EQ(firstAndLastLoss(a.output), firstAndLastLoss(b.output));
+}
+
+TEST_F(XtrainCli, MissingDatasetIsBadInput) {
+  writeModelAndData();
+  {
+    checkpoint::DatasetWriter writer(path("other.h5"));  // closed before xtrain reads it
+    std::vector<float> v(16);
+    writer.write("x", TensorInfo(DataType::FLOAT, {4, 4}), v.data());
+  }
+  Result r = run("--model " + path("model.onnx") + " --data " + path("other.h5") + " --loss " + loss_);
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("no dataset 'y'"), std::string::npos) << r.output;
+}
+
+TEST_F(XtrainCli, MisShapedDatasetNamesBothShapes) {
+  writeModelAndData({5});
+  Result r = run("--model " + path("model.onnx") + " --data " + path("data.h5") + " --loss " + loss_ +
+                 " --micro-batch-size 8");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("[5]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[4]"), std::string::npos) << r.output;
+}
+
+TEST_F(XtrainCli, BadUsageAndBadFilesExitWithTwo) {
+  EXPECT_EQ(run("--no-such-option").exitCode, 2);
+  EXPECT_EQ(run("--steps 0").exitCode, 2);
+  EXPECT_EQ(run("--steps 10 --epochs 1").exitCode, 2);
+  EXPECT_EQ(run("--model m.onnx").exitCode, 2);
+  std::FILE* f = std::fopen(path("notamodel.onnx").c_str(), "w");
+  std::fputs("hello", f);
+  std::fclose(f);
+  writeModelAndData();
+  Result r = run("--model " + path("notamodel.onnx") + " --data " + path("data.h5") + " --loss l");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("notamodel.onnx"), std::string::npos) << r.output;
+  Result h = run("--help");
+  EXPECT_EQ(h.exitCode, 0);
+  EXPECT_NE(h.output.find("--micro-batch-size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xtrain::testing
