@@ -4,6 +4,7 @@
 //   xbench mlp [--steps N] [--warmup N] [--batch B]   reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9
 //   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a naive loop
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -66,6 +67,7 @@ int benchMlp(const std::vector<std::string>& args) {
   std::cout << "xtrain-mlp replicas=1 batch/replica=" << batch << " steps=" << steps
             << " samples_per_s=" << static_cast<double>(steps * batch) / t << " final_loss=" << loss
             << "\n";
+  if (std::getenv("XTRAIN_PROFILE_OPS") != nullptr) std::cout << session->getSummaryReport();
   return 0;
 }
 

@@ -1,13 +1,16 @@
 #include "device/program.hpp"
 
 #include <array>
+#include <chrono>
 
 namespace xtrain::device {
 
 void Program::run(std::vector<HostTensor>& buffers, uint64_t seed) const {
   std::vector<HostTensor*> ins;
   std::vector<HostTensor*> outs;
-  for (const auto& instr : instructions_) {
+  for (size_t k = 0; k < instructions_.size(); ++k) {
+    const Instruction& instr = instructions_[k];
+    const auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     ins.clear();
     outs.clear();
     for (int i : instr.inputs) ins.push_back(i < 0 ? nullptr : &buffers[static_cast<size_t>(i)]);
@@ -22,7 +25,15 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed) const {
       if (what.rfind(instr.description, 0) == 0) throw;
       throw runtime_error("{}: {}", instr.description, what);
     }
+    if (profiling_) {
+      seconds_[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
   }
+}
+
+void Program::setProfiling(bool on) {
+  profiling_ = on;
+  seconds_.assign(instructions_.size(), 0.0);
 }
 
 }  // namespace xtrain::device

@@ -30,8 +30,15 @@ class Program {
   // A kernel's exception is rethrown with the op's description prefixed when it does not already name it.
   void run(std::vector<HostTensor>& buffers, uint64_t seed) const;
 
+  // Profiling: when on, run() adds each instruction's wall time to seconds() (one entry per instruction).
+  // Meant for one thread at a time (the session's report); off by default.
+  void setProfiling(bool on);
+  const std::vector<double>& seconds() const { return seconds_; }
+
  private:
   std::vector<Instruction> instructions_;
+  bool profiling_ = false;
+  mutable std::vector<double> seconds_;
 };
 
 // SplitMix64 finaliser: a cheap, well-mixed hash for deriving seeds.

@@ -1,6 +1,10 @@
 #include "session/lowered_graph.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <iomanip>
+#include <sstream>
 
 #include "common/check.hpp"
 
@@ -32,6 +36,37 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph) : graph_(graph) {
     instr.seedSalt = std::hash<std::string>{}(op.name + "#" + std::to_string(op.id));
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
   }
+  const char* env = std::getenv("XTRAIN_PROFILE_OPS");
+  if (env != nullptr && std::string(env) == "1") setProfiling(true);
+}
+
+void LoweredGraph::setProfiling(bool on) {
+  profiling_ = on;
+  for (auto& p : programs_) p.setProfiling(on);
+}
+
+std::string LoweredGraph::profileReport(size_t top) const {
+  if (!profiling_) return "";
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0;
+  for (size_t ph = 0; ph < programs_.size(); ++ph) {
+    const auto& instrs = programs_[ph].instructions();
+    for (size_t k = 0; k < instrs.size(); ++k) {
+      const double t = programs_[ph].seconds()[k];
+      total += t;
+      rows.emplace_back(t, std::string(ir::toString(static_cast<ir::Phase>(ph))) + "  " +
+                               instrs[k].description);
+    }
+  }
+  std::sort(rows.begin(), rows.end(), std::greater<>());
+  std::ostringstream os;
+  os << "execution profile (XTRAIN_PROFILE_OPS): " << total * 1e3 << " ms in kernels\n";
+  for (size_t i = 0; i < rows.size() && i < top; ++i) {
+    os << "  " << std::fixed << std::setprecision(3) << rows[i].first * 1e3 << " ms  "
+       << std::setprecision(1) << (total > 0 ? 100.0 * rows[i].first / total : 0.0) << "%  "
+       << rows[i].second << "\n";
+  }
+  return os.str();
 }
 
 int LoweredGraph::bufferIndex(const TensorId& id) const {

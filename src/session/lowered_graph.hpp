@@ -30,6 +30,11 @@ class LoweredGraph {
   const device::Program& program(ir::Phase phase) const {
     return programs_[static_cast<size_t>(phase)];
   }
+  // Turns per-instruction timing on or off for every phase (XTRAIN_PROFILE_OPS=1 turns it on).
+  void setProfiling(bool on);
+  // The slowest instructions by total time, one line each, for the summary report; "" when not profiling.
+  std::string profileReport(size_t top = 20) const;
+
   // Runs one phase's program on a buffer table.
   void run(ir::Phase phase, std::vector<HostTensor>& buffers, uint64_t seed) const {
     program(phase).run(buffers, seed);
@@ -40,6 +45,7 @@ class LoweredGraph {
   std::map<TensorId, int> index_;
   std::vector<TensorId> tensors_;
   std::array<device::Program, 4> programs_;
+  bool profiling_ = false;
 };
 
 }  // namespace xtrain::session
