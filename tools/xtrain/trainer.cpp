@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <memory>
@@ -129,6 +130,16 @@ class SampleOrder {
 }  // namespace
 
 int train(const TrainOptions& o, std::ostream& out) {
+  // Several instances (xrun -n N, mpirun) must train one model together; until the collectives and
+  // distributed replication land, refuse instead of training N unrelated copies.
+  for (const char* var : {"XTRAIN_NUM_INSTANCES", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && std::atoi(v) > 1) {
+      throw error("started as one of {} instances ({}={}), but training across instances is not supported "
+                  "yet; run a single instance (use --replicas for several replicas in one instance)",
+                  v, var, v);
+    }
+  }
   std::string model;
   TensorId loss = o.loss;
   std::unique_ptr<DataSource> source;
