@@ -1,0 +1,210 @@
+#include "launcher/environment.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <random>
+
+extern char** environ;
+
+namespace xtrain::launcher {
+
+std::string makeJobId() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
+
+  unsigned random = 0;
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(reinterpret_cast<char*>(&random), sizeof random)) {
+    auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
+    random = static_cast<unsigned>(ticks) ^ static_cast<unsigned>(getpid() * 2654435761u);
+  }
+  char id[96];
+  std::snprintf(id, sizeof id, "%s-%d-%08x", stamp, static_cast<int>(getpid()), random);
+  return id;
+}
+
+EnvList commonEnvironment(const Topology& t, const JobInfo& job) {
+  return {
+      {"XTRAIN_JOB_ID", job.jobId},
+      {"XTRAIN_NUM_INSTANCES", std::to_string(t.numInstances)},
+      {"XTRAIN_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
+      {"XTRAIN_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
+      {"XTRAIN_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
+      {"XTRAIN_COMM_BACKEND", job.commBackend},
+      {"XTRAIN_RENDEZVOUS_DIR", job.rendezvousDir},
+      {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
+      {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
+      {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
+      {"POPDIST_UNIFORM_REPLICAS_PER_INSTANCE", "1"},
+  };
+}
+
+EnvList instanceEnvironment(const Topology& t, int instance, const JobInfo& job) {
+  const InstancePlacement& p = t.instances.at(static_cast<size_t>(instance));
+  return {
+      {"XTRAIN_JOB_ID", job.jobId},
+      {"XTRAIN_NUM_INSTANCES", std::to_string(t.numInstances)},
+      {"XTRAIN_INSTANCE_INDEX", std::to_string(p.index)},
+      {"XTRAIN_LOCAL_INSTANCE_INDEX", std::to_string(p.localIndex)},
+      {"XTRAIN_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
+      {"XTRAIN_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
+      {"XTRAIN_REPLICA_INDEX_OFFSET", std::to_string(p.replicaOffset)},
+      {"XTRAIN_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
+      {"XTRAIN_IPU_IDS", formatIpuIds(p.firstIpu, p.numIpus)},
+      {"XTRAIN_COMM_BACKEND", job.commBackend},
+      {"XTRAIN_RENDEZVOUS_DIR", job.rendezvousDir},
+      {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
+      {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
+      {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
+      {"POPDIST_UNIFORM_REPLICAS_PER_INSTANCE", "1"},
+      {"POPDIST_REPLICA_INDEX_OFFSET", std::to_string(p.replicaOffset)},
+      {"POPDIST_LOCAL_INSTANCE_INDEX", std::to_string(p.localIndex)},
+  };
+}
+
+const std::vector<std::string>& contractVariableNames() {
+  static const std::vector<std::string> names = [] {
+    Topology t;
+    t.instances.push_back(InstancePlacement{});
+    std::vector<std::string> out;
+    for (const auto& [name, value] : instanceEnvironment(t, 0, JobInfo{})) out.push_back(name);
+    return out;
+  }();
+  return names;
+}
+
+namespace {
+// Which option sets a contract variable, for the -x refusal.
+std::string optionFor(const std::string& name) {
+  static const std::map<std::string, std::string> options = {
+      {"XTRAIN_NUM_INSTANCES", "-n/--num-instances"},
+      {"XTRAIN_NUM_TOTAL_REPLICAS", "--num-replicas"},
+      {"POPDIST_NUM_TOTAL_REPLICAS", "--num-replicas"},
+      {"XTRAIN_NUM_LOCAL_REPLICAS", "--num-replicas and -n"},
+      {"POPDIST_NUM_LOCAL_REPLICAS", "--num-replicas and -n"},
+      {"XTRAIN_NUM_IPUS_PER_REPLICA", "--ipus-per-replica"},
+      {"POPDIST_NUM_IPUS_PER_REPLICA", "--ipus-per-replica"},
+      {"XTRAIN_COMM_BACKEND", "--comm-backend"},
+      {"XTRAIN_IPU_IDS", "the layout (XTRAIN_NUM_IPUS sets the pool size)"},
+  };
+  auto it = options.find(name);
+  return it == options.end() ? "xrun itself" : it->second;
+}
+}  // namespace
+
+EnvList resolveUserEnvironment(const std::vector<EnvAssignment>& assignments,
+                               const EnvLookup& lookup) {
+  const auto& contract = contractVariableNames();
+  EnvList out;
+  for (const auto& a : assignments) {
+    if (std::find(contract.begin(), contract.end(), a.name) != contract.end()) {
+      throw UsageError("-x {}: xrun sets {} for every instance; use {} instead", a.name, a.name,
+                       optionFor(a.name));
+    }
+    if (a.value) {
+      out.emplace_back(a.name, *a.value);
+    } else if (auto v = lookup(a.name)) {
+      out.emplace_back(a.name, *v);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> buildEnvp(const std::vector<std::string>& base, const EnvList& user,
+                                   const EnvList& contract) {
+  std::vector<std::string> order;
+  std::map<std::string, std::string> values;
+  auto put = [&](const std::string& name, const std::string& value) {
+    if (values.emplace(name, value).second) {
+      order.push_back(name);
+    } else {
+      values[name] = value;
+    }
+  };
+  const auto& names = contractVariableNames();
+  for (const auto& entry : base) {
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    put(name, entry.substr(eq + 1));
+  }
+  for (const auto& [name, value] : user) put(name, value);
+  for (const auto& [name, value] : contract) put(name, value);
+  std::vector<std::string> out;
+  out.reserve(order.size());
+  for (const auto& name : order) out.push_back(name + "=" + values[name]);
+  return out;
+}
+
+std::vector<std::string> currentEnviron() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
+namespace {
+// 0 when `path` is an executable regular file; else 126 or 127 with `why` set.
+int checkExecutable(const std::string& path, std::string& why) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    why = "does not exist";
+    return 127;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    why = "is a directory";
+    return 126;
+  }
+  if (::access(path.c_str(), X_OK) != 0) {
+    why = "is not executable (chmod +x?)";
+    return 126;
+  }
+  return 0;
+}
+}  // namespace
+
+std::string resolveProgram(const std::string& program, const std::string& pathVar) {
+  std::string why;
+  if (program.find('/') != std::string::npos) {
+    int code = checkExecutable(program, why);
+    if (code != 0)
+      throw ProgramError(code, format("program '{}' {}; nothing was started", program, why));
+    return program;
+  }
+  int bestCode = 127;
+  std::string bestWhy;
+  size_t start = 0;
+  while (start <= pathVar.size()) {
+    size_t colon = pathVar.find(':', start);
+    std::string candidate =
+        pathVar.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (candidate.empty()) candidate.push_back('.');
+    candidate.append("/").append(program);
+    int code = checkExecutable(candidate, why);
+    if (code == 0) return candidate;
+    if (code == 126 && bestCode == 127) {
+      bestCode = 126;
+      bestWhy = format("{} {}", candidate, why);
+    }
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (bestCode == 126)
+    throw ProgramError(126, format("program '{}': {}; nothing was started", program, bestWhy));
+  throw ProgramError(
+      127,
+      format("program '{}' not found in PATH ({}); give its path (e.g. ./{}); nothing was started",
+             program, pathVar, program));
+}
+
+}  // namespace xtrain::launcher

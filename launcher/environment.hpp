@@ -1,0 +1,72 @@
+// The environment contract between xrun and the instances it starts (docs/launcher-environment.md).
+//
+// Pure functions except makeJobId() (clock, pid, /dev/urandom) and the `lookup` callbacks callers
+// pass in.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launcher/options.hpp"
+#include "launcher/topology.hpp"
+
+namespace xtrain::launcher {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+// Returns a variable's value in xrun's own environment, or nullopt.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// Facts shared by every instance of one job.
+struct JobInfo {
+  std::string jobId;
+  std::string rendezvousDir;
+  std::string commBackend = "auto";
+};
+
+// A job id unique on this host and, in practice, across hosts: "<UTC yyyymmddThhmmss>-<pid>-<8 hex
+// random>".
+std::string makeJobId();
+
+// The contract variables for `instance`, in a fixed order: XTRAIN_* then POPDIST_*.
+EnvList instanceEnvironment(const Topology& topology, int instance, const JobInfo& job);
+
+// The variables of instanceEnvironment() that are the same for every instance (used by engines that
+// pass a common environment, e.g. mpirun -x).
+EnvList commonEnvironment(const Topology& topology, const JobInfo& job);
+
+// Every variable name xrun sets; -x may not name one of these.
+const std::vector<std::string>& contractVariableNames();
+
+// -x assignments resolved to values: VAR=VALUE as given; bare VAR takes xrun's value (skipped when
+// unset). Throws UsageError when an assignment names a contract variable, saying which option sets
+// it instead.
+EnvList resolveUserEnvironment(const std::vector<EnvAssignment>& assignments,
+                               const EnvLookup& lookup);
+
+// The full "NAME=VALUE" list for execve: `base` (xrun's environ), minus every variable of the
+// contract that xrun's own environment carries (a nested xrun, or a stale shell), then `user`, then
+// `contract`. Later entries replace earlier ones with the same name; order of first appearance is
+// kept.
+std::vector<std::string> buildEnvp(const std::vector<std::string>& base, const EnvList& user,
+                                   const EnvList& contract);
+
+// xrun's own environ as a list.
+std::vector<std::string> currentEnviron();
+
+// Looks up PATH-style: `program` with a '/' is taken as is; otherwise the first executable regular
+// file in `pathVar`'s directories. Throws UsageError with the reason (not found, not executable, a
+// directory) and errorExitCode() 127 or 126.
+class ProgramError : public UsageError {
+ public:
+  ProgramError(int exitCode, const std::string& what) : UsageError(what), exitCode_(exitCode) {}
+  int exitCode() const { return exitCode_; }
+
+ private:
+  int exitCode_;
+};
+std::string resolveProgram(const std::string& program, const std::string& pathVar);
+
+}  // namespace xtrain::launcher

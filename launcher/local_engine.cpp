@@ -1,0 +1,598 @@
+#include "launcher/local_engine.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "launcher/watchdog.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/format.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::launcher {
+
+std::string signalName(int sig) {
+  switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+std::string describeStatus(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return "was killed by signal " + std::to_string(sig) + " (" + signalName(sig) + ")";
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+int exitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Logging must never end a job: a bad XTRAIN_LOG_* setting is reported once by xrunMain, then
+// ignored here.
+void debugLog(const std::string& text) noexcept {
+  try {
+    logging::launcher::debug("{}", text);
+  } catch (...) {
+  }
+}
+
+// ---- signals: a self-pipe the handler writes the signal number into ----
+
+int gSignalPipe[2] = {-1, -1};
+constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+
+extern "C" void onSignal(int sig) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = ::write(gSignalPipe[1], &byte, 1);
+  errno = saved;
+}
+
+// Installs the handlers for the job's duration; restores the old ones on destruction.
+class SignalScope {
+ public:
+  SignalScope() {
+    if (::pipe2(gSignalPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+      throw runtime_error("xrun: cannot create a pipe: {}", std::strerror(errno));
+    }
+    struct sigaction sa {};
+    sa.sa_handler = onSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < std::size(kHandledSignals); ++i) {
+      int sig = kHandledSignals[i];
+      struct sigaction withFlags = sa;
+      if (sig == SIGCHLD) withFlags.sa_flags |= SA_NOCLDSTOP;
+      ::sigaction(sig, &withFlags, &old_[i]);
+    }
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, &oldPipe_);
+  }
+  ~SignalScope() {
+    for (size_t i = 0; i < std::size(kHandledSignals); ++i)
+      ::sigaction(kHandledSignals[i], &old_[i], nullptr);
+    ::sigaction(SIGPIPE, &oldPipe_, nullptr);
+    ::close(gSignalPipe[0]);
+    ::close(gSignalPipe[1]);
+    gSignalPipe[0] = gSignalPipe[1] = -1;
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+
+  int readFd() const { return gSignalPipe[0]; }
+
+ private:
+  struct sigaction old_[std::size(kHandledSignals)]{};
+  struct sigaction oldPipe_ {};
+};
+
+// Blocks the handled signals while forking so a handler never runs in a child before exec.
+class BlockSignals {
+ public:
+  BlockSignals() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kHandledSignals) sigaddset(&set, sig);
+    ::sigprocmask(SIG_BLOCK, &set, &old_);
+  }
+  ~BlockSignals() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  BlockSignals(const BlockSignals&) = delete;
+  BlockSignals& operator=(const BlockSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+void closeFd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// ---- one instance ----
+
+struct Instance {
+  int index = 0;
+  pid_t pid = -1;
+  bool reaped = false;
+  bool groupGone = false;
+  int status = 0;
+  int fd[2] = {-1, -1};    // read ends: stdout, stderr
+  int file[2] = {-1, -1};  // --output-dir files
+  LineSplitter splitter[2];
+  LineTail errTail{3};
+};
+
+// Prepared before fork: the child only touches these raw arrays.
+struct ExecArrays {
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+};
+
+ExecArrays makeExecArrays(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& envp) {
+  ExecArrays a;
+  for (const auto& s : argv) a.argv.push_back(const_cast<char*>(s.c_str()));
+  a.argv.push_back(nullptr);
+  for (const auto& s : envp) a.envp.push_back(const_cast<char*>(s.c_str()));
+  a.envp.push_back(nullptr);
+  return a;
+}
+
+enum class StopReason { None, Failure, Finished, Timeout, Signal };
+
+class Supervisor {
+ public:
+  explicit Supervisor(const LocalJobSpec& spec) : spec_(spec) {}
+  ~Supervisor() {
+    for (auto& inst : instances_) {
+      for (int s = 0; s < 2; ++s) {
+        closeFd(inst.fd[s]);
+        closeFd(inst.file[s]);
+      }
+    }
+  }
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  int run();
+
+ private:
+  void startAll();
+  void startOne(Instance& inst, const ExecArrays& exec, int devNull);
+  void handleSignals();
+  void reap();
+  void readReady(const std::vector<pollfd>& fds);
+  void readFrom(Instance& inst, int stream);
+  void emit(Instance& inst, int stream, const std::string& line);
+  void closeStream(Instance& inst, int stream);
+  void beginStop(StopReason reason, int termSignal);
+  void signalGroups(int sig);
+  void checkGroups();
+  bool allGone() const;
+  bool anyStreamOpen() const;
+  void message(const std::string& text);
+  int finish();
+
+  const LocalJobSpec& spec_;
+  std::vector<Instance> instances_;
+  std::optional<Watchdog> watchdog_;
+  bool stdoutBroken_ = false;
+  bool stderrBroken_ = false;
+
+  StopReason stopReason_ = StopReason::None;
+  int stopSignal_ = 0;  // Signal: which one xrun received
+  int firstFailure_ = -1;
+  int startExitCode_ = 1;  // when an instance could not be started
+  int runningAtFailure_ = 0;
+  bool killed_ = false;
+  Clock::time_point start_;
+  Clock::time_point killDeadline_;
+  Clock::time_point hardDeadline_;
+  std::optional<Clock::time_point> drainDeadline_;
+};
+
+void Supervisor::message(const std::string& text) {
+  if (!stderrBroken_ && !writeAll(spec_.stderrFd, "xrun: " + text + "\n")) stderrBroken_ = true;
+}
+
+void Supervisor::startOne(Instance& inst, const ExecArrays& exec, int devNull) {
+  int out[2], err[2], status[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+      ::pipe2(status, O_CLOEXEC) != 0) {
+    throw runtime_error("cannot create pipes for instance {}: {}", inst.index,
+                        std::strerror(errno));
+  }
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw runtime_error("cannot fork instance {}: {}", inst.index, std::strerror(errno));
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int sig : kHandledSignals) ::sigaction(sig, &dfl, nullptr);
+    ::sigaction(SIGPIPE, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(devNull, 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execve(spec_.executable.c_str(), exec.argv.data(), exec.envp.data());
+    int e = errno;
+    [[maybe_unused]] ssize_t n = ::write(status[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also in the parent, so signalling the group works at once
+  inst.pid = pid;
+  ::close(out[1]);
+  ::close(err[1]);
+  ::close(status[1]);
+  inst.fd[0] = out[0];
+  inst.fd[1] = err[0];
+  if (watchdog_) watchdog_->watch(pid);
+
+  int childErrno = 0;
+  ssize_t n;
+  do {
+    n = ::read(status[0], &childErrno, sizeof childErrno);
+  } while (n < 0 && errno == EINTR);
+  ::close(status[0]);
+  if (n == static_cast<ssize_t>(sizeof childErrno)) {
+    startExitCode_ = childErrno == ENOENT ? 127 : 126;
+    throw runtime_error("cannot start instance {} ({}): {}", inst.index, spec_.executable,
+                        std::strerror(childErrno));
+  }
+}
+
+void Supervisor::startAll() {
+  int devNull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devNull < 0) throw runtime_error("cannot open /dev/null: {}", std::strerror(errno));
+  std::vector<ExecArrays> exec;
+  for (const auto& env : spec_.envPerInstance) exec.push_back(makeExecArrays(spec_.argv, env));
+
+  BlockSignals block;
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    try {
+      startOne(instances_[i], exec[i], devNull);
+    } catch (...) {
+      ::close(devNull);
+      throw;
+    }
+  }
+  ::close(devNull);
+}
+
+void Supervisor::emit(Instance& inst, int stream, const std::string& line) {
+  Stream s = stream == 0 ? Stream::Stdout : Stream::Stderr;
+  if (s == Stream::Stderr) inst.errTail.push(line);
+  if (inst.file[stream] >= 0) {
+    std::string raw = line + "\n";
+    if (!writeAll(inst.file[stream], raw)) closeFd(inst.file[stream]);
+  }
+  if (!shouldPrint(spec_.output, inst.index, s, line)) return;
+  std::string text = renderLine(spec_.output, inst.index, s, line);
+  if (s == Stream::Stdout) {
+    if (!stdoutBroken_ && !writeAll(spec_.stdoutFd, text)) stdoutBroken_ = true;
+  } else {
+    if (!stderrBroken_ && !writeAll(spec_.stderrFd, text)) stderrBroken_ = true;
+  }
+}
+
+void Supervisor::closeStream(Instance& inst, int stream) {
+  if (auto rest = inst.splitter[stream].finish()) emit(inst, stream, *rest);
+  closeFd(inst.fd[stream]);
+}
+
+void Supervisor::readFrom(Instance& inst, int stream) {
+  char buffer[65536];
+  ssize_t n = ::read(inst.fd[stream], buffer, sizeof buffer);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    closeStream(inst, stream);
+    return;
+  }
+  std::vector<std::string> lines;
+  inst.splitter[stream].feed(std::string_view(buffer, static_cast<size_t>(n)), lines);
+  for (const auto& line : lines) emit(inst, stream, line);
+}
+
+void Supervisor::readReady(const std::vector<pollfd>& fds) {
+  for (const auto& p : fds) {
+    if (p.fd == gSignalPipe[0] || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    for (auto& inst : instances_) {
+      for (int s = 0; s < 2; ++s) {
+        if (inst.fd[s] == p.fd) readFrom(inst, s);
+      }
+    }
+  }
+}
+
+void Supervisor::signalGroups(int sig) {
+  for (auto& inst : instances_) {
+    if (inst.pid <= 0 || inst.groupGone) continue;
+    if (::kill(-inst.pid, sig) != 0 && errno == ESRCH && inst.reaped) inst.groupGone = true;
+  }
+}
+
+void Supervisor::beginStop(StopReason reason, int termSignal) {
+  if (stopReason_ != StopReason::None) return;
+  stopReason_ = reason;
+  auto now = Clock::now();
+  auto grace = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(spec_.gracePeriodSeconds));
+  killDeadline_ = now + grace;
+  hardDeadline_ = killDeadline_ + std::chrono::seconds(3);
+  static const char* const reasons[] = {"none", "an instance failed", "every instance ended",
+                                        "timeout", "signal"};
+  debugLog(format("stopping the job ({}); sending {} to every process group, SIGKILL in {} s",
+                  reasons[static_cast<int>(reason)],
+                  termSignal == 0 ? "nothing" : signalName(termSignal), spec_.gracePeriodSeconds));
+  if (termSignal != 0) signalGroups(termSignal);
+}
+
+void Supervisor::reap() {
+  // xrun is a child subreaper: orphaned grandchildren come here too and are reaped (and ignored),
+  // so a process group empties as soon as its processes die, whatever init does.
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(-1, &status, WNOHANG);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    if (watchdog_ && r == watchdog_->pid()) {
+      watchdog_->markReaped();
+      continue;
+    }
+    auto it = std::find_if(instances_.begin(), instances_.end(),
+                           [r](const Instance& i) { return i.pid == r; });
+    if (it == instances_.end()) continue;
+    Instance& inst = *it;
+    inst.reaped = true;
+    inst.status = status;
+    debugLog(format("instance {} (pid {}) {}", inst.index, inst.pid, describeStatus(status)));
+    bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (failed && stopReason_ == StopReason::None) {
+      firstFailure_ = inst.index;
+      runningAtFailure_ = static_cast<int>(std::count_if(
+          instances_.begin(), instances_.end(), [](const Instance& i) { return !i.reaped; }));
+      // Stop everything, the failed instance's own group included (its children may live on).
+      beginStop(StopReason::Failure, SIGTERM);
+    }
+  }
+  bool allReaped =
+      std::all_of(instances_.begin(), instances_.end(), [](const Instance& i) { return i.reaped; });
+  // Every instance ended by itself: anything left in their groups (background children) is ended
+  // too.
+  if (allReaped && stopReason_ == StopReason::None) beginStop(StopReason::Finished, SIGTERM);
+}
+
+void Supervisor::handleSignals() {
+  unsigned char buf[64];
+  for (;;) {
+    ssize_t n = ::read(gSignalPipe[0], buf, sizeof buf);
+    if (n <= 0) break;
+    for (ssize_t k = 0; k < n; ++k) {
+      int sig = buf[k];
+      if (sig == SIGCHLD) continue;  // reap() runs on every loop iteration
+      if (sig == SIGUSR1 || sig == SIGUSR2) {
+        for (auto& inst : instances_) {
+          if (!inst.reaped) ::kill(inst.pid, sig);
+        }
+        message("received " + signalName(sig) + "; forwarded to every instance");
+        continue;
+      }
+      // SIGINT, SIGTERM, SIGHUP: forward to every group and end the job; again: kill at once.
+      if (stopReason_ == StopReason::None) {
+        message("received " + signalName(sig) +
+                "; forwarding it to every instance and ending the job");
+        stopSignal_ = sig;
+        beginStop(StopReason::Signal, sig);
+      } else if (!killed_) {
+        // Already stopping (a signal, a failure or the timeout): the user wants it over now.
+        message("received " + signalName(sig) + " while stopping the job; killing every instance");
+        signalGroups(SIGKILL);
+        killed_ = true;
+      }
+    }
+  }
+}
+
+void Supervisor::checkGroups() {
+  for (auto& inst : instances_) {
+    if (!inst.reaped || inst.groupGone) continue;
+    if (::kill(-inst.pid, 0) != 0 && errno == ESRCH) {
+      inst.groupGone = true;
+      if (watchdog_) watchdog_->forget(inst.pid);
+    }
+  }
+}
+
+bool Supervisor::allGone() const {
+  return std::all_of(instances_.begin(), instances_.end(),
+                     [](const Instance& i) { return i.reaped && i.groupGone; });
+}
+
+bool Supervisor::anyStreamOpen() const {
+  return std::any_of(instances_.begin(), instances_.end(),
+                     [](const Instance& i) { return i.fd[0] >= 0 || i.fd[1] >= 0; });
+}
+
+int Supervisor::run() {
+  start_ = Clock::now();
+  instances_.resize(spec_.envPerInstance.size());
+  for (size_t i = 0; i < instances_.size(); ++i) instances_[i].index = static_cast<int>(i);
+
+  if (!spec_.outputDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(spec_.outputDir, ec);
+    for (auto& inst : instances_) {
+      for (int s = 0; s < 2; ++s) {
+        std::string path = spec_.outputDir + "/instance-" + std::to_string(inst.index) +
+                           (s == 0 ? ".out" : ".err");
+        inst.file[s] = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (inst.file[s] < 0) {
+          throw runtime_error("--output-dir: cannot write {}: {}", path, std::strerror(errno));
+        }
+      }
+    }
+  }
+
+  SignalScope signals;
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  watchdog_.emplace(spec_.cleanupDir);
+  try {
+    startAll();
+  } catch (const std::exception& e) {
+    message(e.what());
+    beginStop(StopReason::Failure, SIGKILL);
+    firstFailure_ = -2;  // nothing to blame: the start failed
+    for (auto& inst : instances_) {
+      if (inst.pid <= 0) inst.reaped = inst.groupGone = true;
+    }
+  }
+
+  std::optional<Clock::time_point> timeoutAt;
+  if (spec_.timeoutSeconds) {
+    timeoutAt = start_ + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(*spec_.timeoutSeconds));
+  }
+
+  for (;;) {
+    reap();
+    auto now = Clock::now();
+    if (stopReason_ == StopReason::None && timeoutAt && now >= *timeoutAt) {
+      message(
+          format("the job reached --timeout {} s; stopping every instance", *spec_.timeoutSeconds));
+      beginStop(StopReason::Timeout, SIGTERM);
+    }
+    if (stopReason_ != StopReason::None) {
+      if (!killed_ && now >= killDeadline_) {
+        debugLog("grace period over; sending SIGKILL to every process group still alive");
+        signalGroups(SIGKILL);
+        killed_ = true;
+      }
+      checkGroups();
+      if (allGone()) {
+        if (!drainDeadline_) drainDeadline_ = now + std::chrono::seconds(1);
+        if (!anyStreamOpen() || now >= *drainDeadline_) break;
+      }
+      if (now >= hardDeadline_) {
+        message("some processes of the job did not end in time; the watchdog will kill them");
+        break;
+      }
+    }
+
+    // Poll: the signal pipe and every open stream, for at most until the next deadline.
+    std::vector<pollfd> fds;
+    fds.push_back({gSignalPipe[0], POLLIN, 0});
+    for (const auto& inst : instances_) {
+      for (int s = 0; s < 2; ++s) {
+        if (inst.fd[s] >= 0) fds.push_back({inst.fd[s], POLLIN, 0});
+      }
+    }
+    auto wake = now + std::chrono::seconds(1);
+    if (stopReason_ == StopReason::None && timeoutAt) wake = std::min(wake, *timeoutAt);
+    if (stopReason_ != StopReason::None) wake = std::min(wake, now + std::chrono::milliseconds(20));
+    int timeoutMs = static_cast<int>(std::max<long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1));
+    int ready = ::poll(fds.data(), fds.size(), timeoutMs);
+    if (ready < 0 && errno != EINTR) throw runtime_error("poll failed: {}", std::strerror(errno));
+    if (ready > 0) {
+      if (fds[0].revents & POLLIN) handleSignals();
+      readReady(fds);
+    }
+  }
+  return finish();
+}
+
+int Supervisor::finish() {
+  // Flush what is buffered, close everything.
+  for (auto& inst : instances_) {
+    for (int s = 0; s < 2; ++s) {
+      if (inst.fd[s] >= 0) closeStream(inst, s);
+      closeFd(inst.file[s]);
+    }
+  }
+  if (watchdog_) {
+    if (allGone()) watchdog_->release();  // clean end: the watchdog leaves without killing
+    watchdog_.reset();                    // otherwise it kills what is left and removes cleanupDir
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+
+  switch (stopReason_) {
+    case StopReason::Failure: {
+      if (firstFailure_ < 0) return startExitCode_;
+      const Instance& f = instances_[static_cast<size_t>(firstFailure_)];
+      std::string text =
+          format("instance {} (pid {}) {}", f.index, f.pid, describeStatus(f.status));
+      if (runningAtFailure_ > 0) {
+        text += format(", the first to fail; stopped the other {} running", runningAtFailure_);
+      }
+      if (f.errTail.lines().empty()) {
+        text += "; it wrote nothing on stderr";
+      } else {
+        text += "; its last stderr lines:";
+        bool first = true;
+        for (const auto& line : f.errTail.lines()) {
+          std::string shown = line.size() > 300 ? line.substr(0, 300) + "..." : line;
+          text += (first ? " \"" : " | \"") + shown + "\"";
+          first = false;
+        }
+      }
+      message(text);
+      return exitCodeOf(f.status);
+    }
+    case StopReason::Timeout: return kTimeoutExitCode;
+    case StopReason::Signal: return 128 + stopSignal_;
+    case StopReason::Finished:
+    case StopReason::None: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int runLocalJob(const LocalJobSpec& spec) {
+  Supervisor supervisor(spec);
+  return supervisor.run();
+}
+
+}  // namespace xtrain::launcher

@@ -1,0 +1,281 @@
+#include "launcher/xrun.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "launcher/local_engine.hpp"
+#include "launcher/output.hpp"
+#include "xtrain/logging.hpp"
+
+#ifndef XRUN_VERSION
+#define XRUN_VERSION "unknown"
+#endif
+
+namespace xtrain::launcher {
+
+namespace {
+
+bool isThisHost(const std::string& host) {
+  if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0 && host == name) return true;
+  return false;
+}
+
+std::string joinWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) {
+    if (!out.empty()) out += ' ';
+    out += shellQuote(w);
+  }
+  return out;
+}
+
+std::vector<std::string> envWords(const EnvList& vars) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : vars) out.push_back(format("{}={}", name, value));
+  return out;
+}
+
+std::vector<std::string> programWords(const Options& o) {
+  std::vector<std::string> out{o.program};
+  out.insert(out.end(), o.programArgs.begin(), o.programArgs.end());
+  return out;
+}
+
+void printTo(int fd, const std::string& text) {
+  writeAll(fd, text);
+}
+
+}  // namespace
+
+Engine resolveEngine(const Options& options, const std::vector<std::string>& hosts,
+                     const EnvLookup& lookup) {
+  bool remote = false;
+  for (const auto& h : hosts) remote = remote || !isThisHost(h);
+  switch (options.engine) {
+    case Engine::Local:
+      if (remote) {
+        throw UsageError(
+            "--engine local starts instances on this host only, but hosts were given; drop "
+            "-H/--hostfile, or use --engine mpirun");
+      }
+      return Engine::Local;
+    case Engine::Mpirun:
+    case Engine::Srun: return options.engine;
+    case Engine::Auto: break;
+  }
+  if (remote) return Engine::Mpirun;
+  if (lookup("SLURM_JOB_ID")) return Engine::Srun;
+  return Engine::Local;
+}
+
+JobPlan makePlan(const Options& options, const EnvLookup& lookup) {
+  JobPlan plan;
+  plan.options = options;
+  std::vector<std::string> hosts = options.hosts;
+  if (!options.hostfile.empty()) hosts = readHostfile(options.hostfile);
+
+  plan.userEnv = resolveUserEnvironment(options.env, lookup);
+  std::optional<std::string> pool = lookup("XTRAIN_NUM_IPUS");
+  for (const auto& [name, value] : plan.userEnv) {
+    if (name == "XTRAIN_NUM_IPUS") pool = value;
+  }
+
+  TopologyRequest request;
+  request.numInstances = options.numInstances;
+  request.numReplicas = options.numReplicas;
+  request.ipusPerReplica = options.ipusPerReplica;
+  request.poolSize = poolSizeFromEnvironment(pool ? pool->c_str() : nullptr);
+  plan.engine = resolveEngine(options, hosts, lookup);
+  if (plan.engine == Engine::Local) hosts.clear();
+  request.hosts = hosts;
+  plan.topology = planTopology(request);
+
+  plan.job.jobId = makeJobId();
+  std::string tmp = lookup("TMPDIR").value_or("/tmp");
+  if (tmp.empty()) tmp = "/tmp";
+  plan.job.rendezvousDir = tmp + "/xrun-" + plan.job.jobId;
+  plan.job.commBackend = options.commBackend;
+  return plan;
+}
+
+std::vector<std::string> plannedCommands(const JobPlan& plan) {
+  const Options& o = plan.options;
+  const Topology& t = plan.topology;
+  std::vector<std::string> lines;
+  if (plan.engine == Engine::Local) {
+    for (const auto& p : t.instances) {
+      std::vector<std::string> words{"env"};
+      for (auto& w : envWords(plan.userEnv)) words.push_back(w);
+      for (auto& w : envWords(instanceEnvironment(t, p.index, plan.job))) words.push_back(w);
+      for (auto& w : programWords(o)) words.push_back(w);
+      lines.push_back(joinWords(words));
+    }
+    return lines;
+  }
+  if (plan.engine == Engine::Mpirun) {
+    // One app context per instance (MPMD), so each gets its own variables.
+    std::vector<std::string> words{"mpirun", "--tag-output", "--bind-to", "none"};
+    words.insert(words.end(), o.mpiGlobalArgs.begin(), o.mpiGlobalArgs.end());
+    for (const auto& a : o.env) {
+      words.push_back("-x");
+      words.push_back(a.value ? a.name + "=" + *a.value : a.name);
+    }
+    for (const auto& p : t.instances) {
+      if (p.index > 0) words.push_back(":");
+      words.insert(words.end(), {"-np", "1", "-H", p.host});
+      words.insert(words.end(), o.mpiLocalArgs.begin(), o.mpiLocalArgs.end());
+      words.push_back("env");
+      for (auto& w : envWords(instanceEnvironment(t, p.index, plan.job))) words.push_back(w);
+      for (auto& w : programWords(o)) words.push_back(w);
+    }
+    lines.push_back(joinWords(words));
+    return lines;
+  }
+  // srun: one task per instance; the per-instance variables come from SLURM_PROCID / SLURM_LOCALID.
+  const int perInstance = t.numLocalReplicas * t.ipusPerReplica;
+  std::vector<std::string> words{"srun", "--ntasks=" + std::to_string(t.numInstances),
+                                 "--ntasks-per-node=" + std::to_string(t.instancesPerHost),
+                                 "--kill-on-bad-exit=1"};
+  words.insert(words.end(), o.mpiGlobalArgs.begin(), o.mpiGlobalArgs.end());
+  words.push_back("env");
+  for (auto& w : envWords(plan.userEnv)) words.push_back(w);
+  for (auto& w : envWords(commonEnvironment(t, plan.job))) words.push_back(w);
+  std::string ipuIds = perInstance == 1 ? "$SLURM_LOCALID"
+                                        : "$((SLURM_LOCALID*" + std::to_string(perInstance) +
+                                              "))-$((SLURM_LOCALID*" + std::to_string(perInstance) +
+                                              "+" + std::to_string(perInstance - 1) + "))";
+  std::string offset = "$((SLURM_PROCID*" + std::to_string(t.numLocalReplicas) + "))";
+  std::string script =
+      "exec env XTRAIN_INSTANCE_INDEX=\"$SLURM_PROCID\" "
+      "XTRAIN_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" "
+      "XTRAIN_REPLICA_INDEX_OFFSET=\"" +
+      offset + "\" XTRAIN_IPU_IDS=\"" + ipuIds + "\" POPDIST_REPLICA_INDEX_OFFSET=\"" + offset +
+      "\" POPDIST_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" \"$@\"";
+  words.insert(words.end(), {"sh", "-c", script, "xrun-instance"});
+  for (auto& w : programWords(o)) words.push_back(w);
+  lines.push_back(joinWords(words));
+  return lines;
+}
+
+namespace {
+
+EnvLookup processLookup() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+// fds 0-2 must be open, or a pipe created later could land on them.
+void ensureStandardFds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = ::open("/dev/null", O_RDWR);
+      if (n >= 0 && n != fd) {
+        ::dup2(n, fd);
+        ::close(n);
+      }
+    }
+  }
+}
+
+int runPlan(const JobPlan& plan) {
+  const Options& o = plan.options;
+  if (o.printTopology || o.dryRun) printTo(1, describeTopology(plan.topology));
+  if (o.dryRun) {
+    printTo(1, format("xrun: dry run, engine {}; nothing was started. The commands:\n",
+                      toString(plan.engine)));
+    for (const auto& line : plannedCommands(plan)) printTo(1, line + "\n");
+    return 0;
+  }
+  if (plan.engine != Engine::Local) {
+    throw UsageError(
+        "--engine {} is not implemented yet; use --engine local to start the instances on this "
+        "host, "
+        "or --dry-run to see the {} command xrun would run",
+        toString(plan.engine), toString(plan.engine));
+  }
+
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  if (const char* p = std::getenv("PATH")) path = p;
+  for (const auto& [name, value] : plan.userEnv) {
+    if (name == "PATH") path = value;
+  }
+  std::string executable = resolveProgram(o.program, path);
+
+  if (::mkdir(plan.job.rendezvousDir.c_str(), 0700) != 0) {
+    throw runtime_error("cannot create the rendezvous directory {}: {}", plan.job.rendezvousDir,
+                        std::strerror(errno));
+  }
+  LocalJobSpec spec;
+  spec.executable = executable;
+  spec.argv = programWords(o);
+  std::vector<std::string> base = currentEnviron();
+  for (const auto& p : plan.topology.instances) {
+    spec.envPerInstance.push_back(
+        buildEnvp(base, plan.userEnv, instanceEnvironment(plan.topology, p.index, plan.job)));
+  }
+  spec.output.tag = o.tagOutput;
+  spec.output.format = o.tagFormat;
+  spec.output.onlyInstance = o.onlyOutputFromInstance;
+  spec.outputDir = o.outputDir;
+  spec.timeoutSeconds = o.timeoutSeconds;
+  spec.gracePeriodSeconds = o.gracePeriodSeconds;
+  spec.cleanupDir = plan.job.rendezvousDir;
+  int code = 1;
+  try {
+    code = runLocalJob(spec);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(plan.job.rendezvousDir, ec);
+    throw;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(plan.job.rendezvousDir, ec);
+  return code;
+}
+
+}  // namespace
+
+int xrunMain(int argc, char** argv) {
+  ensureStandardFds();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    Options options = parseOptions(args);
+    if (options.help) {
+      printTo(1, helpText());
+      return 0;
+    }
+    if (options.version) {
+      printTo(1, std::string("xrun (xtrain) ") + XRUN_VERSION + "\n");
+      return 0;
+    }
+    try {
+      logging::configureFromEnvironment();
+    } catch (const std::exception& e) {
+      printTo(2, std::string("xrun: warning: ") + e.what() + "; xrun's own log is off\n");
+    }
+    JobPlan plan = makePlan(options, processLookup());
+    return runPlan(plan);
+  } catch (const ProgramError& e) {
+    printTo(2, std::string("xrun: error: ") + e.what() + "\n");
+    return e.exitCode();
+  } catch (const UsageError& e) {
+    printTo(2, std::string("xrun: error: ") + e.what() + "\n");
+    return kUsageExitCode;
+  } catch (const std::exception& e) {
+    printTo(2, std::string("xrun: error: ") + e.what() + "\n");
+    return 1;
+  }
+}
+
+}  // namespace xtrain::launcher

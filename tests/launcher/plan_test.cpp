@@ -1,0 +1,298 @@
+// Topology planning, the environment contract and the dry-run commands, on the library (no
+// processes).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/environment.hpp"
+#include "launcher/topology.hpp"
+#include "launcher/xrun.hpp"
+
+namespace xtrain::launcher {
+namespace {
+
+std::map<std::string, std::string> asMap(const EnvList& env) {
+  std::map<std::string, std::string> m;
+  for (const auto& [k, v] : env) m[k] = v;
+  return m;
+}
+
+std::string usageErrorOf(const TopologyRequest& r) {
+  try {
+    planTopology(r);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return {};
+}
+
+EnvLookup lookupFrom(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(XrunTopology, InstancesGetDisjointAlignedIpuRanges) {
+  for (int n : {1, 2, 4, 8}) {
+    for (int l : {1, 2}) {
+      for (int k : {1, 2, 4}) {
+        TopologyRequest r;
+        r.numInstances = n;
+        r.numReplicas = n * l;
+        r.ipusPerReplica = k;
+        Topology t = planTopology(r);
+        ASSERT_EQ(t.instances.size(), static_cast<size_t>(n));
+        EXPECT_EQ(t.numLocalReplicas, l);
+        std::set<int> seen;
+        for (const auto& p : t.instances) {
+          EXPECT_EQ(p.replicaOffset, p.index * l);
+          EXPECT_EQ(p.localIndex, p.index);
+          EXPECT_EQ(p.host, "localhost");
+          EXPECT_EQ(p.firstIpu, p.index * l * k);
+          EXPECT_EQ(p.numIpus, l * k);
+          EXPECT_EQ(p.firstIpu % k, 0);  // each replica's device is an aligned range
+          for (int ipu = p.firstIpu; ipu < p.firstIpu + p.numIpus; ++ipu)
+            EXPECT_TRUE(seen.insert(ipu).second);
+        }
+      }
+    }
+  }
+}
+
+TEST(XrunTopology, DefaultReplicasEqualInstances) {
+  TopologyRequest r;
+  r.numInstances = 3;
+  Topology t = planTopology(r);
+  EXPECT_EQ(t.numTotalReplicas, 3);
+  EXPECT_EQ(t.numLocalReplicas, 1);
+}
+
+TEST(XrunTopology, HostsInBlocksAndIpusNumberedPerHost) {
+  TopologyRequest r;
+  r.numInstances = 4;
+  r.numReplicas = 8;
+  r.hosts = {"a", "b"};
+  Topology t = planTopology(r);
+  EXPECT_EQ(t.instancesPerHost, 2);
+  EXPECT_EQ(t.instances[1].host, "a");
+  EXPECT_EQ(t.instances[2].host, "b");
+  EXPECT_EQ(t.instances[2].localIndex, 0);
+  EXPECT_EQ(t.instances[2].firstIpu, 0);
+  EXPECT_EQ(t.instances[3].firstIpu, 2);
+  EXPECT_EQ(t.instances[3].replicaOffset, 6);
+}
+
+TEST(XrunTopology, ImpossibleLayoutsAreRefusedWithAlternatives) {
+  TopologyRequest r;
+  r.numInstances = 3;
+  r.numReplicas = 4;
+  std::string m = usageErrorOf(r);
+  EXPECT_NE(m.find("cannot be split evenly over 3 instances"), std::string::npos) << m;
+  EXPECT_NE(m.find("--num-replicas 3 or 6"), std::string::npos) << m;
+  EXPECT_NE(m.find("-n one of 1, 2, 4"), std::string::npos) << m;
+
+  r = TopologyRequest{};
+  r.numInstances = 8;
+  r.numReplicas = 16;
+  r.ipusPerReplica = 8;  // 128 IPUs
+  m = usageErrorOf(r);
+  EXPECT_NE(m.find("needs 128 simulated IPUs per host"), std::string::npos) << m;
+  EXPECT_NE(m.find("pool has 64"), std::string::npos) << m;
+  EXPECT_NE(m.find("at most 8 replicas of 8 IPUs"), std::string::npos) << m;
+
+  r = TopologyRequest{};
+  r.ipusPerReplica = 3;
+  m = usageErrorOf(r);
+  EXPECT_NE(m.find("not a power of two"), std::string::npos) << m;
+  EXPECT_NE(m.find("use 2 or 4"), std::string::npos) << m;
+
+  r = TopologyRequest{};
+  r.numInstances = 3;
+  r.hosts = {"a", "b"};
+  m = usageErrorOf(r);
+  EXPECT_NE(m.find("spread evenly over 2 hosts"), std::string::npos) << m;
+}
+
+TEST(XrunTopology, PoolSizeFromEnvironment) {
+  EXPECT_EQ(poolSizeFromEnvironment(nullptr), 64);
+  EXPECT_EQ(poolSizeFromEnvironment(""), 64);
+  EXPECT_EQ(poolSizeFromEnvironment("8"), 8);
+  EXPECT_THROW(poolSizeFromEnvironment("eight"), UsageError);
+  EXPECT_THROW(poolSizeFromEnvironment("0"), UsageError);
+
+  TopologyRequest r;
+  r.numInstances = 4;
+  r.numReplicas = 16;
+  r.poolSize = 8;
+  EXPECT_THROW(planTopology(r), UsageError);
+  r.numReplicas = 8;
+  EXPECT_NO_THROW(planTopology(r));
+}
+
+TEST(XrunTopology, DescribeAndIpuIds) {
+  EXPECT_EQ(formatIpuIds(3, 1), "3");
+  EXPECT_EQ(formatIpuIds(4, 4), "4-7");
+  TopologyRequest r;
+  r.numInstances = 2;
+  r.numReplicas = 4;
+  std::string text = describeTopology(planTopology(r));
+  EXPECT_NE(text.find("2 instances x 2 local replicas = 4 replicas"), std::string::npos) << text;
+  EXPECT_NE(text.find("2-3"), std::string::npos) << text;
+}
+
+TEST(XrunEnvironment, ContractPerInstanceMatchesPopDist) {
+  TopologyRequest r;
+  r.numInstances = 2;
+  r.numReplicas = 4;
+  r.ipusPerReplica = 2;
+  Topology t = planTopology(r);
+  JobInfo job{"job-1", "/tmp/xrun-job-1", "shm"};
+  auto e = asMap(instanceEnvironment(t, 1, job));
+  EXPECT_EQ(e["XTRAIN_JOB_ID"], "job-1");
+  EXPECT_EQ(e["XTRAIN_NUM_INSTANCES"], "2");
+  EXPECT_EQ(e["XTRAIN_INSTANCE_INDEX"], "1");
+  EXPECT_EQ(e["XTRAIN_LOCAL_INSTANCE_INDEX"], "1");
+  EXPECT_EQ(e["XTRAIN_NUM_LOCAL_REPLICAS"], "2");
+  EXPECT_EQ(e["XTRAIN_NUM_TOTAL_REPLICAS"], "4");
+  EXPECT_EQ(e["XTRAIN_REPLICA_INDEX_OFFSET"], "2");
+  EXPECT_EQ(e["XTRAIN_NUM_IPUS_PER_REPLICA"], "2");
+  EXPECT_EQ(e["XTRAIN_IPU_IDS"], "4-7");
+  EXPECT_EQ(e["XTRAIN_COMM_BACKEND"], "shm");
+  EXPECT_EQ(e["XTRAIN_RENDEZVOUS_DIR"], "/tmp/xrun-job-1");
+  EXPECT_EQ(e["POPDIST_NUM_TOTAL_REPLICAS"], "4");
+  EXPECT_EQ(e["POPDIST_NUM_IPUS_PER_REPLICA"], "2");
+  EXPECT_EQ(e["POPDIST_NUM_LOCAL_REPLICAS"], "2");
+  EXPECT_EQ(e["POPDIST_UNIFORM_REPLICAS_PER_INSTANCE"], "1");
+  EXPECT_EQ(e["POPDIST_REPLICA_INDEX_OFFSET"], "2");
+  EXPECT_EQ(e["POPDIST_LOCAL_INSTANCE_INDEX"], "1");
+  EXPECT_EQ(e.size(), contractVariableNames().size());
+  // Section 7: instance index = offset / L, instances = total / L.
+  EXPECT_EQ(
+      std::stoi(e["POPDIST_REPLICA_INDEX_OFFSET"]) / std::stoi(e["POPDIST_NUM_LOCAL_REPLICAS"]), 1);
+
+  // The common part is the same for every instance.
+  auto common = asMap(commonEnvironment(t, job));
+  for (const auto& [k, v] : common) EXPECT_EQ(e[k], v) << k;
+  EXPECT_EQ(common.count("XTRAIN_INSTANCE_INDEX"), 0u);
+}
+
+TEST(XrunEnvironment, JobIdsAreUnique) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(ids.insert(makeJobId()).second);
+}
+
+TEST(XrunEnvironment, UserVariablesAndMerging) {
+  auto user = resolveUserEnvironment(
+      {{"A", std::string("1")}, {"HOME_X", std::nullopt}, {"UNSET", std::nullopt}},
+      lookupFrom({{"HOME_X", "/h"}}));
+  ASSERT_EQ(user.size(), 2u);
+  EXPECT_EQ(user[1], (std::pair<std::string, std::string>("HOME_X", "/h")));
+
+  try {
+    resolveUserEnvironment({{"XTRAIN_IPU_IDS", std::string("0")}}, lookupFrom({}));
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("xrun sets XTRAIN_IPU_IDS"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(
+      resolveUserEnvironment({{"POPDIST_NUM_TOTAL_REPLICAS", std::string("2")}}, lookupFrom({})),
+      UsageError);
+
+  // Stale contract variables in xrun's own environment are dropped; -x beats inherited; contract
+  // beats all.
+  auto envp = buildEnvp({"PATH=/bin", "XTRAIN_INSTANCE_INDEX=9", "XTRAIN_STALE_OTHER=1", "A=0"},
+                        {{"A", "1"}}, {{"XTRAIN_INSTANCE_INDEX", "0"}});
+  EXPECT_EQ(envp, (std::vector<std::string>{"PATH=/bin", "XTRAIN_STALE_OTHER=1", "A=1",
+                                            "XTRAIN_INSTANCE_INDEX=0"}));
+}
+
+TEST(XrunEnvironment, ResolveProgram) {
+  EXPECT_EQ(resolveProgram("sh", "/nonexistent:/bin:/usr/bin"), "/bin/sh");
+  try {
+    resolveProgram("definitely-not-a-program-xyz", "/bin");
+    ADD_FAILURE();
+  } catch (const ProgramError& e) {
+    EXPECT_EQ(e.exitCode(), 127);
+    EXPECT_NE(std::string(e.what()).find("not found in PATH"), std::string::npos);
+  }
+  char plain[] = "/tmp/xrun-plain-XXXXXX";
+  int fd = ::mkstemp(plain);  // mode 0600: not executable
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  try {
+    resolveProgram(plain, "/bin");
+    ADD_FAILURE();
+  } catch (const ProgramError& e) {
+    EXPECT_EQ(e.exitCode(), 126);
+    EXPECT_NE(std::string(e.what()).find("not executable"), std::string::npos);
+  }
+  ::unlink(plain);
+  try {
+    resolveProgram("/tmp", "/bin");
+    ADD_FAILURE();
+  } catch (const ProgramError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos);
+  }
+}
+
+TEST(XrunPlan, EngineResolution) {
+  Options o;
+  EXPECT_EQ(resolveEngine(o, {}, lookupFrom({})), Engine::Local);
+  EXPECT_EQ(resolveEngine(o, {"localhost"}, lookupFrom({})), Engine::Local);
+  EXPECT_EQ(resolveEngine(o, {"node7"}, lookupFrom({})), Engine::Mpirun);
+  EXPECT_EQ(resolveEngine(o, {}, lookupFrom({{"SLURM_JOB_ID", "42"}})), Engine::Srun);
+  o.engine = Engine::Local;
+  EXPECT_EQ(resolveEngine(o, {}, lookupFrom({{"SLURM_JOB_ID", "42"}})), Engine::Local);
+  EXPECT_THROW(resolveEngine(o, {"node7"}, lookupFrom({})), UsageError);
+}
+
+TEST(XrunPlan, PoolSizeFromDashXOrEnvironment) {
+  Options o = parseOptions({"-n", "4", "--num-replicas", "16", "prog"});
+  EXPECT_THROW(makePlan(o, lookupFrom({{"XTRAIN_NUM_IPUS", "8"}})), UsageError);
+  EXPECT_NO_THROW(makePlan(o, lookupFrom({})));
+  o = parseOptions({"-n", "4", "--num-replicas", "16", "-x", "XTRAIN_NUM_IPUS=8", "prog"});
+  EXPECT_THROW(makePlan(o, lookupFrom({})), UsageError);
+}
+
+TEST(XrunPlan, DryRunCommands) {
+  Options o = parseOptions({"-n", "2", "-x", "A=b c", "prog", "arg 1"});
+  JobPlan plan = makePlan(o, lookupFrom({{"TMPDIR", "/scratch"}}));
+  EXPECT_EQ(plan.job.rendezvousDir, "/scratch/xrun-" + plan.job.jobId);
+  auto lines = plannedCommands(plan);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].rfind("env 'A=b c' XTRAIN_JOB_ID=", 0), 0u) << lines[1];
+  EXPECT_NE(lines[1].find("XTRAIN_INSTANCE_INDEX=1 "), std::string::npos);
+  EXPECT_NE(lines[1].find(" prog 'arg 1'"), std::string::npos);
+
+  o = parseOptions({"-n", "2", "-H", "h1,h2", "--mpi-global-args", "--oversubscribe",
+                    "--mpi-local-args", "-q", "prog"});
+  plan = makePlan(o, lookupFrom({}));
+  EXPECT_EQ(plan.engine, Engine::Mpirun);
+  lines = plannedCommands(plan);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(
+      lines[0].rfind("mpirun --tag-output --bind-to none --oversubscribe -np 1 -H h1 -q env ", 0),
+      0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find(" prog : -np 1 -H h2 -q env "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("XTRAIN_INSTANCE_INDEX=1"), std::string::npos);
+
+  o = parseOptions({"-n", "4", "--num-replicas", "8", "--engine", "srun", "prog"});
+  lines = plannedCommands(makePlan(o, lookupFrom({})));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("srun --ntasks=4 ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("XTRAIN_REPLICA_INDEX_OFFSET=\"$((SLURM_PROCID*2))\""), std::string::npos)
+      << lines[0];
+}
+
+}  // namespace
+}  // namespace xtrain::launcher

@@ -1,0 +1,4 @@
+# test_launcher: unit tests of the xtrain_launcher library, and real-process tests of the xrun executable.
+target_link_libraries(test_${_name} PRIVATE xtrain_launcher)
+target_sources(test_${_name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/process_helpers.cpp)
+add_dependencies(test_${_name} xrun)
