@@ -5,7 +5,6 @@
 // large scores do not overflow. Canonical forms: src/ir/ops/loss_ops.cpp.
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <vector>
 
 #include "device/kernel.hpp"
@@ -42,17 +41,22 @@ void requireFloat(const KernelSpec& spec, std::initializer_list<size_t> inputs) 
 // Labels and the ignore index, validated as they are read.
 struct LabelRule {
   std::string description;  // the op, for runtime errors
-  std::optional<int64_t> ignore;
+  bool hasIgnore = false;
+  int64_t ignore = 0;
   int64_t classes = 0;
 
+  void setIgnore(int64_t v) {
+    hasIgnore = true;
+    ignore = v;
+  }
   // The label at flat position i of the labels tensor, or -1 when it is the ignore index. Throws
   // xtrain::runtime_error naming the op and the label when it is out of range.
   int64_t check(int64_t label, int64_t i) const {
-    if (ignore && label == *ignore) return -1;
+    if (hasIgnore && label == ignore) return -1;
     if (label < 0 || label >= classes) {
       throw xtrain::runtime_error(
           "{}: label {} at position {} of the labels is out of range [0, {}){}", description, label,
-          i, classes, ignore ? format(" and is not the ignore index {}", *ignore) : "");
+          i, classes, hasIgnore ? format(" and is not the ignore index {}", ignore) : "");
     }
     return label;
   }
@@ -131,7 +135,7 @@ SceConfig sceConfig(const KernelSpec& spec, const TensorInfo& scores) {
   c.reduction = onnxReduction(spec);
   c.rule.description = spec.description;
   c.rule.classes = c.geo.c;
-  if (spec.attrs.has("ignore_index")) c.rule.ignore = spec.attrs.getInt("ignore_index");
+  if (spec.attrs.has("ignore_index")) c.rule.setIgnore(spec.attrs.getInt("ignore_index"));
   return c;
 }
 
@@ -323,7 +327,7 @@ NllConfig nllConfig(const KernelSpec& spec, const TensorInfo& probs) {
   c.reduction = graphcoreReduction(spec);
   c.logProb = spec.attrs.getInt("inputIsLogProbability", 0) != 0;
   c.rule.description = spec.description;
-  if (spec.attrs.has("ignoreIndex")) c.rule.ignore = spec.attrs.getInt("ignoreIndex");
+  if (spec.attrs.has("ignoreIndex")) c.rule.setIgnore(spec.attrs.getInt("ignoreIndex"));
   return c;
 }
 
