@@ -144,8 +144,9 @@ TEST(Builder, ErrorsNameTheOpAndTensor) {
 // Builds one model with every Builder op in ai.onnx opset `version` (+ ai.graphcore), checks each
 // output's inferred shape, then runs the ONNX checker on the result: the node forms must be right
 // for the version.
-template <typename Opset>
-void buildEveryOp(Builder& b, Opset onnx, int version) {
+// `onnx` is the opset object of `version`; o12 and o17 the same object when it has their methods.
+void buildEveryOp(Builder& b, AiOnnxOpset11& onnx, AiOnnxOpset12* o12, AiOnnxOpset17* o17,
+                  int version) {
   auto gc = b.aiGraphcoreOpset1();
   const TensorId x = b.addInputTensor(TensorInfo("FLOAT", {2, 3, 4}), "x");
   const TensorId w = b.addInitializedInputTensor(floats({4, 5}), "w");
@@ -235,17 +236,17 @@ void buildEveryOp(Builder& b, Opset onnx, int version) {
   check(onnx.constant(ConstVoidData::fromVector<int32_t>({}, {3})), "INT32", {});
   const TensorId scores = b.addInputTensor(TensorInfo("FLOAT", {3, 5}), "scores");
   const TensorId labels64 = b.addInputTensor(TensorInfo("INT64", {3}), "labels64");
-  if constexpr (requires { onnx.softmaxcrossentropyloss({scores, labels64}); }) {
-    const auto sce = onnx.softmaxcrossentropyloss({scores, labels64}, 2, -1);
+  if (o12) {
+    const auto sce = o12->softmaxcrossentropyloss({scores, labels64}, 2, -1);
     check(sce.at(0), "FLOAT", {});
     check(sce.at(1), "FLOAT", {3, 5});
-    check(onnx.softmaxcrossentropyloss({scores, labels64}, 1, std::nullopt, "none").at(0), "FLOAT",
+    check(o12->softmaxcrossentropyloss({scores, labels64}, 1, std::nullopt, "none").at(0), "FLOAT",
           {3});
   }
-  if constexpr (requires { onnx.layernormalization({x, w}); }) {
+  if (o17) {
     const TensorId g = b.addInitializedInputTensor(floats({4}, 1.0f), "ln_g");
     const TensorId be = b.addInitializedInputTensor(floats({4}, 0.0f), "ln_b");
-    check(onnx.layernormalization({x, g, be}).at(0), "FLOAT", xs);
+    check(o17->layernormalization({x, g, be}).at(0), "FLOAT", xs);
   }
   // ai.graphcore.
   const TensorId labels = b.addInputTensor(TensorInfo("INT32", {3}), "labels");
@@ -266,12 +267,44 @@ void buildEveryOp(Builder& b, Opset onnx, int version) {
   }
 
   // The IR's ops must agree with ONNX shape inference (once colleagues have registered them all).
-  const std::vector<std::string> onnxOps = {
-      "MatMul", "Add", "Sub", "Mul", "Div", "Pow", "Sum", "Neg", "Exp", "Log", "Sqrt", "Relu",
-      "Sigmoid", "Tanh", "Identity", "Cast", "Softmax", "LogSoftmax", "Gemm", "Reshape", "Flatten",
-      "Transpose", "Concat", "Split", "Slice", "Unsqueeze", "Squeeze", "Gather", "ReduceSum",
-      "ReduceMean", "BatchNormalization", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-      "Dropout", "SoftmaxCrossEntropyLoss", "LayerNormalization"};
+  const std::vector<std::string> onnxOps = {"MatMul",
+                                            "Add",
+                                            "Sub",
+                                            "Mul",
+                                            "Div",
+                                            "Pow",
+                                            "Sum",
+                                            "Neg",
+                                            "Exp",
+                                            "Log",
+                                            "Sqrt",
+                                            "Relu",
+                                            "Sigmoid",
+                                            "Tanh",
+                                            "Identity",
+                                            "Cast",
+                                            "Softmax",
+                                            "LogSoftmax",
+                                            "Gemm",
+                                            "Reshape",
+                                            "Flatten",
+                                            "Transpose",
+                                            "Concat",
+                                            "Split",
+                                            "Slice",
+                                            "Unsqueeze",
+                                            "Squeeze",
+                                            "Gather",
+                                            "ReduceSum",
+                                            "ReduceMean",
+                                            "BatchNormalization",
+                                            "Conv",
+                                            "MaxPool",
+                                            "AveragePool",
+                                            "GlobalAveragePool",
+                                            "Dropout",
+                                            "SoftmaxCrossEntropyLoss",
+                                            "LayerNormalization"};
   for (const auto& type : onnxOps) {
     if (!ir::OpRegistry::instance().find(ir::kOnnxDomain, type)) return;
   }
@@ -295,13 +328,41 @@ TEST_P(BuilderOpset, EveryOpHasTheVersionsFormAndShape) {
   const int v = GetParam();
   auto b = Builder::create();
   switch (v) {
-    case 11: buildEveryOp(*b, b->aiOnnxOpset11(), v); break;
-    case 12: buildEveryOp(*b, b->aiOnnxOpset12(), v); break;
-    case 13: buildEveryOp(*b, b->aiOnnxOpset13(), v); break;
-    case 14: buildEveryOp(*b, b->aiOnnxOpset14(), v); break;
-    case 15: buildEveryOp(*b, b->aiOnnxOpset15(), v); break;
-    case 16: buildEveryOp(*b, b->aiOnnxOpset16(), v); break;
-    case 17: buildEveryOp(*b, b->aiOnnxOpset17(), v); break;
+    case 11: {
+      auto o = b->aiOnnxOpset11();
+      buildEveryOp(*b, o, nullptr, nullptr, v);
+      break;
+    }
+    case 12: {
+      auto o = b->aiOnnxOpset12();
+      buildEveryOp(*b, o, &o, nullptr, v);
+      break;
+    }
+    case 13: {
+      auto o = b->aiOnnxOpset13();
+      buildEveryOp(*b, o, &o, nullptr, v);
+      break;
+    }
+    case 14: {
+      auto o = b->aiOnnxOpset14();
+      buildEveryOp(*b, o, &o, nullptr, v);
+      break;
+    }
+    case 15: {
+      auto o = b->aiOnnxOpset15();
+      buildEveryOp(*b, o, &o, nullptr, v);
+      break;
+    }
+    case 16: {
+      auto o = b->aiOnnxOpset16();
+      buildEveryOp(*b, o, &o, nullptr, v);
+      break;
+    }
+    case 17: {
+      auto o = b->aiOnnxOpset17();
+      buildEveryOp(*b, o, &o, &o, v);
+      break;
+    }
   }
 }
 
