@@ -1,0 +1,90 @@
+#include "comm/backend.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "comm/backends/inproc/inproc.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::comm {
+
+namespace {
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, BackendFactory> factories;
+};
+
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry;
+    reg->factories["inproc"] = [](const CommConfig& c) { return inproc::createCommunicator(c); };
+    return reg;
+  }();
+  return *r;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+}  // namespace
+
+void registerBackend(const std::string& name, BackendFactory factory) {
+  if (name.empty() || name == "auto") throw error("'{}' cannot name a comm backend", name);
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  if (!r.factories.emplace(name, std::move(factory)).second) {
+    throw error("comm backend '{}' is already registered", name);
+  }
+}
+
+std::vector<std::string> backendNames() {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  std::vector<std::string> names;
+  for (const auto& [n, f] : r.factories) names.push_back(n);
+  return names;
+}
+
+std::string resolveBackend(std::string_view requested) {
+  std::string name(requested);
+  std::string source = "requested";
+  if (name.empty()) {
+    const char* env = std::getenv("XTRAIN_COMM_BACKEND");
+    name = (env != nullptr && *env != '\0') ? env : "auto";
+    source = "XTRAIN_COMM_BACKEND";
+  }
+  if (name == "auto") return "inproc";
+  const auto names = backendNames();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw error("unknown comm backend '{}' ({}); known backends: auto, {}", name, source,
+                joined(names));
+  }
+  return name;
+}
+
+std::shared_ptr<Communicator> createCommunicator(const CommConfig& config,
+                                                 std::string_view backend) {
+  if (!config.store) throw error("createCommunicator: CommConfig.store is not set");
+  if (config.size < 1)
+    throw error("createCommunicator: group size {} must be at least 1", config.size);
+  if (config.rank < 0 || config.rank >= config.size) {
+    throw error("createCommunicator: rank {} is out of range [0, {})", config.rank, config.size);
+  }
+  if (config.name.empty()) throw error("createCommunicator: CommConfig.name is empty");
+  const std::string name = resolveBackend(backend);
+  BackendFactory factory;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mu);
+    factory = r.factories.at(name);
+  }
+  logging::comm::debug("rank {} of {} joins group '{}' with backend {}", config.rank, config.size,
+                       config.name, name);
+  return factory(config);
+}
+
+}  // namespace xtrain::comm

@@ -1,0 +1,415 @@
+// InprocCommunicator: one rank (thread) of an inproc group. Each communicator has a worker thread
+// that runs its collectives in issue order, so asynchronous collectives overlap with the caller's
+// work.
+//
+// Every collective is two barriers around a compute phase:
+//   1. publish (fingerprint, src, dst) in this rank's slot; arrival barrier; compare every slot's
+//      fingerprint with rank 0's;
+//   2. compute straight from/into the peers' buffers, each rank owning a disjoint part of the
+//      result (a slice of an all-reduce, its own shard of a reduce-scatter, its own output
+//      otherwise);
+//   3. departure barrier: after it, no rank touches another's buffers, so each may return.
+// All-reduce is a reduce-scatter and an all-gather fused: rank r reduces slice r of all inputs and
+// writes it to every rank's output, so each byte is read once and written once per rank with no
+// locking per element.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "comm/backends/inproc/group.hpp"
+#include "comm/backends/inproc/inproc.hpp"
+#include "comm/reduce.hpp"
+#include "common/check.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::comm::inproc {
+
+namespace {
+
+const std::string kBackendName = "inproc";
+
+class InprocWork : public Work {
+ public:
+  explicit InprocWork(std::string what) : what_(std::move(what)) {}
+
+  bool isCompleted() const override {
+    std::lock_guard lock(mu_);
+    return done_;
+  }
+  bool isSuccess() const override {
+    std::lock_guard lock(mu_);
+    return done_ && !error_;
+  }
+  void wait(std::optional<Milliseconds> timeout) override {
+    std::unique_lock lock(mu_);
+    if (timeout) {
+      if (!cv_.wait_for(lock, *timeout, [&] { return done_; })) {
+        throw CommTimeoutError(
+            "waiting for {} timed out after {} ms (the collective keeps running, "
+            "bounded by its own timeout)",
+            what_, timeout->count());
+      }
+    } else {
+      cv_.wait(lock, [&] { return done_; });
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+  void finish(std::exception_ptr error) {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      error_ = std::move(error);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  const std::string what_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+struct Task {
+  Fingerprint fingerprint;
+  BufferView input;
+  BufferView output;
+  Milliseconds timeout{0};
+  std::string debugName;
+  std::shared_ptr<InprocWork> work;
+};
+
+size_t sliceBegin(size_t n, size_t k, size_t r) {
+  return (n / k) * r + std::min(r, n % k);
+}
+
+char* bytePtr(void* p, size_t offset) {
+  return static_cast<char*>(p) + offset;
+}
+const char* bytePtr(const void* p, size_t offset) {
+  return static_cast<const char*>(p) + offset;
+}
+
+class InprocCommunicator : public Communicator {
+ public:
+  InprocCommunicator(std::shared_ptr<Group> group, int rank, Milliseconds timeout)
+      : group_(std::move(group)), rank_(rank), timeout_(timeout), worker_([this] { loop(); }) {}
+
+  ~InprocCommunicator() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_->size(); }
+  const std::string& name() const override { return group_->name(); }
+  const std::string& backendName() const override { return kBackendName; }
+  Milliseconds timeout() const override { return timeout_; }
+
+  // Waits until every member of this (new) group exists; `what` describes the join for messages.
+  void join(const std::string& what) {
+    group_->arrive(rank_, timeout_, [&] { return what; });
+  }
+
+ protected:
+  std::shared_ptr<Work> doAllReduce(BufferView in, BufferView out,
+                                    const AllReduceOptions& o) override {
+    Fingerprint f{OpKind::AllReduce, 0, in.count, in.type, o.op, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doReduceScatter(BufferView in, BufferView out,
+                                        const ReduceScatterOptions& o) override {
+    Fingerprint f{OpKind::ReduceScatter, 0, in.count, in.type, o.op, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doAllGather(BufferView in, BufferView out,
+                                    const AllGatherOptions& o) override {
+    Fingerprint f{OpKind::AllGather, 0, out.count, out.type, CollectiveOperator::Add, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doBroadcast(BufferView in, BufferView out,
+                                    const BroadcastOptions& o) override {
+    Fingerprint f{OpKind::Broadcast, 0, out.count, out.type, CollectiveOperator::Add, o.root};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doBarrier(const BarrierOptions& o) override {
+    Fingerprint f{OpKind::Barrier, 0, 0, DataType::UNDEFINED, CollectiveOperator::Add, 0};
+    return enqueue(f, {}, {}, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
+                                        const std::string& splitName) override;
+
+ private:
+  std::shared_ptr<Work> enqueue(Fingerprint f, BufferView in, BufferView out,
+                                std::optional<Milliseconds> timeout, const std::string& debugName) {
+    std::shared_ptr<InprocWork> work;
+    {
+      std::lock_guard lock(mu_);
+      f.seq = nextSeq_++;
+      std::string what = describe(f);
+      if (!debugName.empty()) what += " '" + debugName + "'";
+      logging::comm::trace("group '{}' rank {}: issue {}", name(), rank_, what);
+      work = std::make_shared<InprocWork>(what);
+      queue_.push_back(Task{f, in, out, timeout ? *timeout : timeout_, debugName, work});
+    }
+    cv_.notify_all();
+    return work;
+  }
+
+  void loop() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        execute(task);
+        task.work->finish(nullptr);
+      } catch (...) {
+        task.work->finish(std::current_exception());
+      }
+    }
+  }
+
+  void execute(const Task& t);
+  void checkFingerprints(const Task& t);
+  void compute(const Task& t, void* reduceScatterTarget);
+
+  std::shared_ptr<Group> group_;
+  const int rank_;
+  const Milliseconds timeout_;
+
+  std::mutex mu_;  // guards the queue, nextSeq_ and splitCounts_
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  uint64_t nextSeq_ = 0;
+  std::map<std::string, int> splitCounts_;
+
+  std::thread worker_;  // last: started once everything above exists
+};
+
+void InprocCommunicator::execute(const Task& t) {
+  const Fingerprint& f = t.fingerprint;
+  const size_t es = f.kind == OpKind::Barrier ? 0 : dataTypeSize(f.type);
+  const bool inPlace = t.input.data == t.output.data;
+  auto what = [&] {
+    return t.debugName.empty() ? describe(f) : describe(f) + " '" + t.debugName + "'";
+  };
+
+  // Buffers this rank publishes. In-place all-gather publishes a copy of its shard (its buffer is
+  // overwritten while peers read); in-place reduce-scatter reduces into a private shard (its
+  // buffer's start is some peer's input).
+  std::vector<char> scratch;
+  const void* src = t.input.data;
+  void* rsTarget = t.output.data;
+  if (inPlace && f.kind == OpKind::AllGather) {
+    scratch.assign(bytePtr(t.input.data, 0), bytePtr(t.input.data, t.input.count * es));
+    src = scratch.data();
+  } else if (inPlace && f.kind == OpKind::ReduceScatter) {
+    scratch.resize(t.output.count * es);
+    rsTarget = scratch.data();
+  }
+
+  // A rank that failed (mismatch, timeout) aborted the group before throwing, so no rank rewrites
+  // its slot while a peer may still be reading it to report that failure.
+  group_->throwIfAborted();
+  group_->slots()[static_cast<size_t>(rank_)] = Slot{f, src, t.output.data};
+  group_->arrive(rank_, t.timeout, what);
+  checkFingerprints(t);
+  compute(t, rsTarget);
+  group_->arrive(rank_, t.timeout, [&] { return what() + " (departure)"; });
+  if (inPlace && f.kind == OpKind::ReduceScatter && !scratch.empty()) {
+    std::memcpy(t.output.data, scratch.data(), scratch.size());
+  }
+}
+
+void InprocCommunicator::checkFingerprints(const Task& t) {
+  const auto& slots = group_->slots();
+  for (size_t p = 1; p < slots.size(); ++p) {
+    if (!(slots[p].fingerprint == slots[0].fingerprint)) {
+      const std::string msg = format(
+          "collective mismatch in group '{}' (size {}): rank 0 called {} but rank {} called {}",
+          name(), size(), describe(slots[0].fingerprint), p, describe(slots[p].fingerprint));
+      group_->abort(Group::Failure::Mismatch, msg);
+      throw CommMismatchError(msg);
+    }
+  }
+  (void)t;
+}
+
+void InprocCommunicator::compute(const Task& t, void* rsTarget) {
+  const Fingerprint& f = t.fingerprint;
+  const auto& slots = group_->slots();
+  const size_t k = slots.size();
+  const size_t r = static_cast<size_t>(rank_);
+  const size_t n = f.count;
+  switch (f.kind) {
+    case OpKind::Barrier: return;
+    case OpKind::AllReduce: {
+      const size_t es = dataTypeSize(f.type);
+      if (f.op == CollectiveOperator::Local) {
+        if (t.input.data != t.output.data && n > 0)
+          std::memcpy(t.output.data, t.input.data, n * es);
+        return;
+      }
+      const size_t begin = sliceBegin(n, k, r);
+      const size_t len = sliceBegin(n, k, r + 1) - begin;
+      if (len == 0) return;
+      std::vector<const void*> srcs(k);
+      std::vector<void*> dsts(k);
+      for (size_t p = 0; p < k; ++p) {
+        srcs[p] = bytePtr(slots[p].src, begin * es);
+        dsts[p] = bytePtr(slots[p].dst, begin * es);
+      }
+      reduceInto(f.type, f.op, srcs.data(), k, dsts.data(), k, len);
+      return;
+    }
+    case OpKind::ReduceScatter: {
+      const size_t es = dataTypeSize(f.type);
+      const size_t s = shardCount(n, k);
+      const size_t begin = r * s;
+      const size_t valid = begin < n ? std::min(s, n - begin) : 0;
+      if (valid > 0) {
+        if (f.op == CollectiveOperator::Local) {
+          std::memmove(rsTarget, bytePtr(t.input.data, begin * es), valid * es);
+        } else {
+          std::vector<const void*> srcs(k);
+          for (size_t p = 0; p < k; ++p) srcs[p] = bytePtr(slots[p].src, begin * es);
+          reduceInto(f.type, f.op, srcs.data(), k, &rsTarget, 1, valid);
+        }
+      }
+      if (s > valid) std::memset(bytePtr(rsTarget, valid * es), 0, (s - valid) * es);
+      return;
+    }
+    case OpKind::AllGather: {
+      const size_t es = dataTypeSize(f.type);
+      const size_t s = shardCount(n, k);
+      for (size_t p = 0; p < k; ++p) {
+        const size_t begin = p * s;
+        const size_t valid = begin < n ? std::min(s, n - begin) : 0;
+        if (valid > 0) std::memcpy(bytePtr(t.output.data, begin * es), slots[p].src, valid * es);
+      }
+      return;
+    }
+    case OpKind::Broadcast: {
+      const size_t es = dataTypeSize(f.type);
+      const void* from = slots[static_cast<size_t>(f.root)].src;
+      if (n > 0 && from != t.output.data) std::memcpy(t.output.data, from, n * es);
+      return;
+    }
+  }
+}
+
+std::shared_ptr<Communicator> InprocCommunicator::doSplit(const std::vector<int>& ranks,
+                                                          const std::string& splitName) {
+  group_->throwIfAborted();
+  std::string base = splitName + "|";
+  for (int r : ranks) base += std::to_string(r) + ",";
+  int generation = 0;
+  {
+    std::lock_guard lock(mu_);
+    generation = splitCounts_[base]++;
+  }
+  const std::string childName = name() + "/" + splitName;
+  auto child = group_->joinSplit(base + "|" + std::to_string(generation),
+                                 static_cast<int>(ranks.size()), childName);
+  const int newRank =
+      static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+  auto comm = std::make_shared<InprocCommunicator>(child, newRank, timeout_);
+  comm->join(
+      format("split of group '{}' into '{}' with parent ranks {}", name(), splitName, ranks));
+  return comm;
+}
+
+// Process-wide table of the groups being created, by id; an entry lives until every rank attached.
+struct PendingGroups {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<Group>> groups;
+  uint64_t next = 0;
+};
+PendingGroups& pendingGroups() {
+  static PendingGroups* p = new PendingGroups;
+  return *p;
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator> createCommunicator(const CommConfig& c) {
+  const Milliseconds timeout = c.timeout ? *c.timeout : defaultTimeout();
+  const std::string key = "inproc/" + c.name;
+  auto& pending = pendingGroups();
+  std::shared_ptr<Group> group;
+  if (c.rank == 0) {
+    if (c.store->add(key + "/created", 1) != 1) {
+      throw error(
+          "inproc: a group named '{}' was already created with this store (job '{}'); give "
+          "each communicator its own name or store",
+          c.name, c.store->jobId());
+    }
+    group = std::make_shared<Group>(c.name, c.size);
+    std::string id;
+    {
+      std::lock_guard lock(pending.mu);
+      id = std::to_string(::getpid()) + ":" + std::to_string(pending.next++);
+      pending.groups[id] = group;
+    }
+    c.store->set(key + "/id", id);
+  } else {
+    std::string id;
+    try {
+      id = c.store->get(key + "/id", timeout);
+    } catch (const CommTimeoutError& e) {
+      throw CommTimeoutError(
+          "inproc: rank {} timed out after {} ms waiting for rank 0 to create group "
+          "'{}' (size {}): {}",
+          c.rank, timeout.count(), c.name, c.size, e.what());
+    }
+    {
+      std::lock_guard lock(pending.mu);
+      auto it = pending.groups.find(id);
+      if (it != pending.groups.end()) group = it->second;
+    }
+    if (!group) {
+      throw error(
+          "inproc: group '{}' (id {}) was not created in this process (pid {}); inproc ranks "
+          "must be threads of one process (use another backend for processes)",
+          c.name, id, ::getpid());
+    }
+    if (group->size() != c.size) {
+      throw error(
+          "inproc: rank {} joins group '{}' with size {}, but rank 0 created it with size {}",
+          c.rank, c.name, c.size, group->size());
+    }
+  }
+  if (group->attach()) {
+    std::lock_guard lock(pending.mu);
+    for (auto it = pending.groups.begin(); it != pending.groups.end(); ++it) {
+      if (it->second == group) {
+        pending.groups.erase(it);
+        break;
+      }
+    }
+  }
+  auto comm = std::make_shared<InprocCommunicator>(group, c.rank, timeout);
+  comm->join(format("creation of group '{}'", c.name));
+  return comm;
+}
+
+}  // namespace xtrain::comm::inproc

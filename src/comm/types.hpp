@@ -1,0 +1,106 @@
+// Plain types of the comm layer: buffers, per-operation options, timeouts and the comm errors.
+// No backend header is included here or in any other file directly under src/comm/.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "xtrain/collectives.hpp"
+#include "xtrain/datatype.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain::comm {
+
+using Milliseconds = std::chrono::milliseconds;
+
+// A type-erased view of `count` elements of `type` at `data`. The view does not own the memory: the
+// caller keeps it alive (and leaves it alone) until the collective using it has completed.
+struct BufferView {
+  void* data = nullptr;
+  size_t count = 0;
+  DataType type = DataType::FLOAT;
+
+  // count * dataTypeSize(type); throws xtrain::error when that overflows.
+  size_t bytes() const;
+};
+
+template <typename T>
+BufferView viewOf(T* data, size_t count, DataType type) {
+  return BufferView{static_cast<void*>(data), count, type};
+}
+
+// Options, one struct per operation. An unset timeout means the communicator's timeout (from
+// CommConfig, else XTRAIN_COMM_TIMEOUT, else 300 s). debugName appears in logs and error messages.
+struct AllReduceOptions {
+  CollectiveOperator op = CollectiveOperator::Add;
+  std::optional<Milliseconds> timeout;
+  std::string debugName;
+};
+
+struct ReduceScatterOptions {
+  CollectiveOperator op = CollectiveOperator::Add;
+  std::optional<Milliseconds> timeout;
+  std::string debugName;
+};
+
+struct AllGatherOptions {
+  std::optional<Milliseconds> timeout;
+  std::string debugName;
+};
+
+struct BroadcastOptions {
+  int root = 0;
+  std::optional<Milliseconds> timeout;
+  std::string debugName;
+};
+
+struct BarrierOptions {
+  std::optional<Milliseconds> timeout;
+  std::string debugName;
+};
+
+// The default collective timeout: XTRAIN_COMM_TIMEOUT (seconds, e.g. "300" or "0.5", or with a
+// unit: "200ms", "30s", "5m"), else 300 s. Read at each call. Throws xtrain::error on a malformed
+// or non-positive value.
+Milliseconds defaultTimeout();
+// Parses a duration as XTRAIN_COMM_TIMEOUT does; `what` names the source in error messages.
+Milliseconds parseDuration(std::string_view text, std::string_view what);
+
+// Size of each shard when `count` elements are split over `groupSize` ranks: ceil(count /
+// groupSize) (replication-semantics.md section 5; the last shards are zero-padded).
+inline size_t shardCount(size_t count, size_t groupSize) {
+  return groupSize == 0 ? 0 : (count + groupSize - 1) / groupSize;
+}
+
+// A collective did not complete in time. The message names the group, the operation, its sequence
+// number and the ranks that did not arrive where the backend can tell.
+class CommTimeoutError : public runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
+// Ranks of one group issued different collectives (operation, count, data type, operator, root or
+// sequence number). Raised on every rank; the message shows both sides.
+class CommMismatchError : public runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
+// A communicator failed earlier (timeout, mismatch) and cannot be used any more; the message
+// carries the first failure. Create a new communicator (or restart the job) to continue.
+class CommAbortedError : public runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
+// "backend X does not support Y".
+class UnsupportedError : public error {
+ public:
+  UnsupportedError(std::string_view backend, std::string_view feature)
+      : error("comm backend {} does not support {}", backend, feature) {}
+};
+
+}  // namespace xtrain::comm
