@@ -9,24 +9,6 @@
 namespace xtrain::testing {
 namespace {
 
-template <typename F>
-void expectError(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error";
-  } catch (const error& e) {
-    const std::string what = e.what();
-    for (const auto& p : parts)
-      EXPECT_NE(what.find(p), std::string::npos) << what << "\n  missing: " << p;
-  }
-}
-
-Attributes attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
-  Attributes a;
-  for (const auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
-
 // Mean reductions give small gradients; a tighter absolute tolerance than the default keeps the
 // check meaningful for them.
 GradCheckOptions tight(std::vector<size_t> wrt = {}) {

@@ -37,6 +37,27 @@ struct GradCheckOptions {
 void expectGradientsMatch(const BuildFn& build, const std::vector<HostTensor>& inputs,
                           const GradCheckOptions& options = {});
 
+// Runs f and expects an xtrain::error whose message contains every part.
+template <typename F>
+void expectError(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error";
+  } catch (const error& e) {
+    const std::string what = e.what();
+    for (const auto& p : parts) {
+      EXPECT_NE(what.find(p), std::string::npos) << what << "\n  missing: " << p;
+    }
+  }
+}
+
+// Attributes from a list: attrs({{"axis", int64_t{1}}, {"epsilon", 1e-5f}}).
+inline Attributes attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {
+  Attributes a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
 // Uniform random FLOAT tensor in [lo, hi), deterministic in seed.
 HostTensor randomTensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
