@@ -5,7 +5,10 @@
 #include <map>
 #include <mutex>
 
+#include "comm/backends/gloo/gloo.hpp"
 #include "comm/backends/inproc/inproc.hpp"
+#include "comm/backends/mpi/mpi.hpp"
+#include "comm/backends/shm/shm.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm {
@@ -20,6 +23,9 @@ Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;
     reg->factories["inproc"] = [](const CommConfig& c) { return inproc::createCommunicator(c); };
+    reg->factories["shm"] = [](const CommConfig& c) { return shm::createCommunicator(c); };
+    reg->factories["gloo"] = [](const CommConfig& c) { return gloo::createCommunicator(c); };
+    reg->factories["mpi"] = [](const CommConfig& c) { return mpi::createCommunicator(c); };
     return reg;
   }();
   return *r;

@@ -48,26 +48,45 @@ inline std::vector<std::string> runThreads(int size, const std::function<void(in
   return errors;
 }
 
-// Creates a world of `size` ranks (threads) with the inproc backend and runs fn(comm) on each.
-// Returns each rank's error message ("" for success).
-inline std::vector<std::string> runWorldCollectErrors(int size,
+// The backends whose ranks can be threads of one process: every parameterised test runs over each.
+// (mpi ranks are processes started by mpirun; tests/comm/process_*_test.cpp cover it.)
+inline const std::vector<std::string>& threadBackends() {
+  static const std::vector<std::string> names = {"inproc", "shm", "gloo"};
+  return names;
+}
+
+// Creates a world of `size` ranks (threads) with `backend` and runs fn(comm) on each. Returns each
+// rank's error message ("" for success).
+inline std::vector<std::string> runWorldCollectErrors(const std::string& backend, int size,
                                                       const std::function<void(Communicator&)>& fn,
                                                       Milliseconds timeout = kTestTimeout) {
   auto store = std::make_shared<InMemoryStore>("test", timeout);
   return runThreads(size, [&](int r) {
     CommConfig config{store, r, size, "world", timeout};
-    auto comm = createCommunicator(config, "inproc");
+    auto comm = createCommunicator(config, backend);
     fn(*comm);
   });
 }
 
+inline std::vector<std::string> runWorldCollectErrors(int size,
+                                                      const std::function<void(Communicator&)>& fn,
+                                                      Milliseconds timeout = kTestTimeout) {
+  return runWorldCollectErrors("inproc", size, fn, timeout);
+}
+
 // As runWorldCollectErrors, but fails the test on any rank's error.
+inline void runWorld(const std::string& backend, int size,
+                     const std::function<void(Communicator&)>& fn,
+                     Milliseconds timeout = kTestTimeout) {
+  const auto errors = runWorldCollectErrors(backend, size, fn, timeout);
+  for (size_t r = 0; r < errors.size(); ++r) {
+    EXPECT_EQ(errors[r], "") << backend << " rank " << r;
+  }
+}
+
 inline void runWorld(int size, const std::function<void(Communicator&)>& fn,
                      Milliseconds timeout = kTestTimeout) {
-  const auto errors = runWorldCollectErrors(size, fn, timeout);
-  for (size_t r = 0; r < errors.size(); ++r) {
-    EXPECT_EQ(errors[r], "") << "rank " << r;
-  }
+  runWorld("inproc", size, fn, timeout);
 }
 
 // A buffer of `count` elements of `type`, read and written as doubles.
