@@ -96,6 +96,13 @@ class CommAbortedError : public runtime_error {
   using runtime_error::runtime_error;
 };
 
+// A peer rank's process died (or its connection broke) during a collective. Raised on the surviving
+// ranks within seconds, naming the peer; the communicator is aborted.
+class CommPeerLostError : public runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
 // "backend X does not support Y".
 class UnsupportedError : public error {
  public:

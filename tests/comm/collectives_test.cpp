@@ -1,5 +1,5 @@
 // Results of every collective against a naive reference: world size x element count x data type x
-// operator, ranks as threads over an in-memory store (inproc backend).
+// operator, for every backend whose ranks can be threads (threadBackends()), over an in-memory store.
 #include <tuple>
 
 #include "comm_test_util.hpp"
@@ -11,7 +11,12 @@ using namespace testing;
 using Op = CollectiveOperator;
 
 const std::vector<int> kWorldSizes = {1, 2, 3, 4, 8};
-const std::vector<size_t> kCounts = {0, 1, 1001, size_t{1} << 20};
+// The large count spans many shm rounds (the slot is shrunk to 64 KiB below) without costing
+// seconds per case.
+const std::vector<size_t> kCounts = {0, 1, 1001, (size_t{1} << 18) + 3};
+
+// Small shm slots, so multi-round paths run at test sizes. Set before any communicator exists.
+const bool kSmallShmSlots = [] { return ::setenv("XTRAIN_SHM_SLOT_BYTES", "65536", 0) == 0; }();
 const std::vector<DataType> kTypes = {DataType::FLOAT, DataType::FLOAT16, DataType::INT32,
                                       DataType::INT64, DataType::UINT8};
 
@@ -19,11 +24,11 @@ std::string typeName(DataType t) {
   return dataTypeName(t);
 }
 
-using ReduceParam = std::tuple<int, size_t, DataType, Op>;
+using ReduceParam = std::tuple<std::string, int, size_t, DataType, Op>;
 
 std::string reduceParamName(const ::testing::TestParamInfo<ReduceParam>& info) {
-  const auto& [world, count, type, op] = info.param;
-  return "n" + std::to_string(world) + "_c" + std::to_string(count) + "_" + typeName(type) + "_" +
+  const auto& [backend, world, count, type, op] = info.param;
+  return backend + "_n" + std::to_string(world) + "_c" + std::to_string(count) + "_" + typeName(type) + "_" +
          toString(op);
 }
 
@@ -69,11 +74,11 @@ class AllReduceTest : public ::testing::TestWithParam<ReduceParam> {};
 
 // Even ranks reduce in place, odd ranks out of place: both forms in every group.
 TEST_P(AllReduceTest, MatchesNaiveReference) {
-  const auto [world, count, type, op] = GetParam();
+  const auto [backend, world, count, type, op] = GetParam();
   Case c = makeCase(world, count, type, op);
   std::vector<TypedBuffer> outputs(static_cast<size_t>(world));
   std::vector<TypedBuffer> inputs = c.inputs;
-  runWorld(world, [&](Communicator& comm) {
+  runWorld(backend, world, [&](Communicator& comm) {
     const auto r = static_cast<size_t>(comm.rank());
     AllReduceOptions o;
     o.op = op;
@@ -96,7 +101,8 @@ TEST_P(AllReduceTest, MatchesNaiveReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, AllReduceTest,
-                         ::testing::Combine(::testing::ValuesIn(kWorldSizes),
+                         ::testing::Combine(::testing::ValuesIn(threadBackends()),
+                                            ::testing::ValuesIn(kWorldSizes),
                                             ::testing::ValuesIn(kCounts),
                                             ::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(allCollectiveOperators)),
@@ -107,12 +113,12 @@ class ReduceScatterTest : public ::testing::TestWithParam<ReduceParam> {};
 // Rank r holds elements [r*s, (r+1)*s) of the reduction, s = ceil(n/k), zero past n. Even ranks in
 // place.
 TEST_P(ReduceScatterTest, ShardsMatchNaiveReference) {
-  const auto [world, count, type, op] = GetParam();
+  const auto [backend, world, count, type, op] = GetParam();
   Case c = makeCase(world, count, type, op);
   const size_t s = shardCount(count, static_cast<size_t>(world));
   std::vector<TypedBuffer> outputs(static_cast<size_t>(world));
   std::vector<TypedBuffer> inputs = c.inputs;
-  runWorld(world, [&](Communicator& comm) {
+  runWorld(backend, world, [&](Communicator& comm) {
     const auto r = static_cast<size_t>(comm.rank());
     ReduceScatterOptions o;
     o.op = op;
@@ -144,30 +150,31 @@ TEST_P(ReduceScatterTest, ShardsMatchNaiveReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ReduceScatterTest,
-                         ::testing::Combine(::testing::ValuesIn(kWorldSizes),
+                         ::testing::Combine(::testing::ValuesIn(threadBackends()),
+                                            ::testing::ValuesIn(kWorldSizes),
                                             ::testing::ValuesIn(kCounts),
                                             ::testing::ValuesIn(kTypes),
                                             ::testing::ValuesIn(allCollectiveOperators)),
                          reduceParamName);
 
-using CopyParam = std::tuple<int, size_t, DataType>;
+using CopyParam = std::tuple<std::string, int, size_t, DataType>;
 
 std::string copyParamName(const ::testing::TestParamInfo<CopyParam>& info) {
-  const auto& [world, count, type] = info.param;
-  return "n" + std::to_string(world) + "_c" + std::to_string(count) + "_" + typeName(type);
+  const auto& [backend, world, count, type] = info.param;
+  return backend + "_n" + std::to_string(world) + "_c" + std::to_string(count) + "_" + typeName(type);
 }
 
 class AllGatherTest : public ::testing::TestWithParam<CopyParam> {};
 
 // The inverse of reduce-scatter: n output elements from shards of ceil(n/k); even ranks in place.
 TEST_P(AllGatherTest, ConcatenatesShardsDroppingPadding) {
-  const auto [world, count, type] = GetParam();
+  const auto [backend, world, count, type] = GetParam();
   const size_t s = shardCount(count, static_cast<size_t>(world));
   auto shardValue = [&](size_t r, size_t i) {
     return inputValue(type, Op::Add, static_cast<int>(r), i);
   };
   std::vector<TypedBuffer> outputs(static_cast<size_t>(world));
-  runWorld(world, [&](Communicator& comm) {
+  runWorld(backend, world, [&](Communicator& comm) {
     const auto r = static_cast<size_t>(comm.rank());
     if (r % 2 == 0) {
       TypedBuffer buf(type, count);
@@ -189,7 +196,8 @@ TEST_P(AllGatherTest, ConcatenatesShardsDroppingPadding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, AllGatherTest,
-                         ::testing::Combine(::testing::ValuesIn(kWorldSizes),
+                         ::testing::Combine(::testing::ValuesIn(threadBackends()),
+                                            ::testing::ValuesIn(kWorldSizes),
                                             ::testing::ValuesIn(kCounts),
                                             ::testing::ValuesIn(kTypes)),
                          copyParamName);
@@ -199,10 +207,10 @@ class BroadcastTest : public ::testing::TestWithParam<CopyParam> {};
 // Every root in turn; even ranks in place, odd ranks out of place (with an empty input off the
 // root).
 TEST_P(BroadcastTest, EveryRankGetsTheRootsBuffer) {
-  const auto [world, count, type] = GetParam();
+  const auto [backend, world, count, type] = GetParam();
   for (int root = 0; root < world; ++root) {
     std::vector<TypedBuffer> outputs(static_cast<size_t>(world));
-    runWorld(world, [&](Communicator& comm) {
+    runWorld(backend, world, [&](Communicator& comm) {
       const int r = comm.rank();
       TypedBuffer mine(type, count);
       for (size_t i = 0; i < count; ++i) mine.set(i, inputValue(type, Op::Add, r, i));
@@ -227,19 +235,21 @@ TEST_P(BroadcastTest, EveryRankGetsTheRootsBuffer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BroadcastTest,
-                         ::testing::Combine(::testing::ValuesIn(kWorldSizes),
-                                            ::testing::Values(size_t{0}, size_t{1}, size_t{1001},
-                                                              size_t{1} << 20),
+                         ::testing::Combine(::testing::ValuesIn(threadBackends()),
+                                            ::testing::ValuesIn(kWorldSizes),
+                                            ::testing::ValuesIn(kCounts),
                                             ::testing::Values(DataType::FLOAT, DataType::FLOAT16,
                                                               DataType::INT64, DataType::UINT8)),
                          copyParamName);
 
+class PerBackend : public ::testing::TestWithParam<std::string> {};
+
 // replication-semantics.md section 5: 30 elements over 4 ranks give shards of 8; the last holds 6
 // values and 2 zeros. All-gather of the shards restores the 30 elements.
-TEST(ReduceScatterPadding, ThirtyElementsOverFourRanks) {
+TEST_P(PerBackend, ReduceScatterPaddingThirtyElementsOverFourRanks) {
   std::vector<std::vector<float>> shards(4);
   std::vector<std::vector<float>> gathered(4);
-  runWorld(4, [&](Communicator& comm) {
+  runWorld(GetParam(), 4, [&](Communicator& comm) {
     std::vector<float> x(30);
     for (int i = 0; i < 30; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i + 1);
     std::vector<float> shard(8, -1.0f);
@@ -261,9 +271,9 @@ TEST(ReduceScatterPadding, ThirtyElementsOverFourRanks) {
 }
 
 // More ranks than elements: shards of 1, the ranks past the data get a zero.
-TEST(ReduceScatterPadding, FewerElementsThanRanks) {
+TEST_P(PerBackend, ReduceScatterPaddingFewerElementsThanRanks) {
   std::vector<int32_t> got(8, -1);
-  runWorld(8, [&](Communicator& comm) {
+  runWorld(GetParam(), 8, [&](Communicator& comm) {
     std::vector<int32_t> x = {5, 6, 7};
     int32_t shard = -1;
     comm.reduceScatterSync(viewOf(x.data(), 3, DataType::INT32),
@@ -273,8 +283,8 @@ TEST(ReduceScatterPadding, FewerElementsThanRanks) {
   EXPECT_EQ(got, (std::vector<int32_t>{40, 48, 56, 0, 0, 0, 0, 0}));
 }
 
-TEST(ReduceScatterPadding, WrongOutputCountIsRejectedBeforeCommunicating) {
-  const auto errors = runWorldCollectErrors(4, [&](Communicator& comm) {
+TEST_P(PerBackend, ReduceScatterPaddingWrongOutputCountIsRejectedBeforeCommunicating) {
+  const auto errors = runWorldCollectErrors(GetParam(), 4, [&](Communicator& comm) {
     std::vector<float> x(30), shard(7);
     comm.reduceScatterSync(viewOf(x.data(), 30, DataType::FLOAT),
                            viewOf(shard.data(), 7, DataType::FLOAT));
@@ -285,9 +295,9 @@ TEST(ReduceScatterPadding, WrongOutputCountIsRejectedBeforeCommunicating) {
 }
 
 // Section 9, case 1: two replicas all-reduce [0..9] with Sum: both hold 2*[0..9].
-TEST(Acceptance, TwoReplicasAllReduceSum) {
+TEST_P(PerBackend, AcceptanceTwoReplicasAllReduceSum) {
   std::vector<std::vector<float>> got(2);
-  runWorld(2, [&](Communicator& comm) {
+  runWorld(GetParam(), 2, [&](Communicator& comm) {
     std::vector<float> x(10);
     for (int i = 0; i < 10; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
     comm.allReduceSync(viewOf(x.data(), 10, DataType::FLOAT));
@@ -297,6 +307,9 @@ TEST(Acceptance, TwoReplicasAllReduceSum) {
     for (size_t i = 0; i < 10; ++i) EXPECT_EQ(x[i], 2.0f * static_cast<float>(i));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(All, PerBackend, ::testing::ValuesIn(threadBackends()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace xtrain::comm

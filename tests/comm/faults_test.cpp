@@ -40,12 +40,29 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+// The fault tests run over every thread backend.
+class Mismatch : public ::testing::TestWithParam<std::string> {};
+class Timeout : public ::testing::TestWithParam<std::string> {};
+class InvalidArguments : public ::testing::TestWithParam<std::string> {};
+class Async : public ::testing::TestWithParam<std::string> {};
+
+std::string backendParamName(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Mismatch, ::testing::ValuesIn(threadBackends()), backendParamName);
+INSTANTIATE_TEST_SUITE_P(All, Timeout, ::testing::ValuesIn(threadBackends()), backendParamName);
+INSTANTIATE_TEST_SUITE_P(All, InvalidArguments, ::testing::ValuesIn(threadBackends()),
+                         backendParamName);
+INSTANTIATE_TEST_SUITE_P(All, Async, ::testing::ValuesIn(threadBackends()), backendParamName);
+
 // ---- mismatched collectives
 
-void expectMismatchOnAllRanks(const std::function<void(Communicator&)>& fn,
+void expectMismatchOnAllRanks(const std::string& backend,
+                              const std::function<void(Communicator&)>& fn,
                               const std::vector<std::string>& parts) {
   const auto start = Clock::now();
-  const auto errors = runWorldCollectErrors(2, [&](Communicator& comm) {
+  const auto errors = runWorldCollectErrors(backend, 2, [&](Communicator& comm) {
     try {
       fn(comm);
     } catch (const CommMismatchError&) {
@@ -62,8 +79,9 @@ void expectMismatchOnAllRanks(const std::function<void(Communicator&)>& fn,
   }
 }
 
-TEST(Mismatch, DifferentCounts) {
+TEST_P(Mismatch, DifferentCounts) {
   expectMismatchOnAllRanks(
+      GetParam(),
       [](Communicator& comm) {
         std::vector<float> x(12);
         comm.allReduceSync(viewOf(x.data(), comm.rank() == 0 ? 10 : 12, DataType::FLOAT));
@@ -72,8 +90,9 @@ TEST(Mismatch, DifferentCounts) {
        "rank 1 called allReduce seq 0 (count=12, type=FLOAT, op=Add)"});
 }
 
-TEST(Mismatch, DifferentOperations) {
+TEST_P(Mismatch, DifferentOperations) {
   expectMismatchOnAllRanks(
+      GetParam(),
       [](Communicator& comm) {
         float x = 1;
         int32_t unused = 0;
@@ -87,14 +106,16 @@ TEST(Mismatch, DifferentOperations) {
       {"allReduce seq 1", "broadcast seq 1 (count=1, type=FLOAT, root=0)"});
 }
 
-TEST(Mismatch, DifferentTypesOperatorsAndRoots) {
+TEST_P(Mismatch, DifferentTypesOperatorsAndRoots) {
   expectMismatchOnAllRanks(
+      GetParam(),
       [](Communicator& comm) {
         int32_t x[2] = {1, 2};
         comm.allReduceSync(viewOf(x, 2, comm.rank() == 0 ? DataType::INT32 : DataType::FLOAT));
       },
       {"type=INT32", "type=FLOAT"});
   expectMismatchOnAllRanks(
+      GetParam(),
       [](Communicator& comm) {
         float x = 1;
         AllReduceOptions o;
@@ -103,6 +124,7 @@ TEST(Mismatch, DifferentTypesOperatorsAndRoots) {
       },
       {"op=Add", "op=Max"});
   expectMismatchOnAllRanks(
+      GetParam(),
       [](Communicator& comm) {
         float x = 1;
         BroadcastOptions o;
@@ -112,8 +134,8 @@ TEST(Mismatch, DifferentTypesOperatorsAndRoots) {
       {"root=0", "root=1"});
 }
 
-TEST(Mismatch, CommunicatorIsUnusableAfterwards) {
-  const auto errors = runWorldCollectErrors(2, [](Communicator& comm) {
+TEST_P(Mismatch, CommunicatorIsUnusableAfterwards) {
+  const auto errors = runWorldCollectErrors(GetParam(), 2, [](Communicator& comm) {
     float x[2] = {1, 2};
     EXPECT_THROW(comm.allReduceSync(viewOf(x, comm.rank() == 0 ? 1u : 2u, DataType::FLOAT)),
                  CommMismatchError);
@@ -127,9 +149,9 @@ TEST(Mismatch, CommunicatorIsUnusableAfterwards) {
 
 // ---- timeouts
 
-TEST(Timeout, MissingRankIsNamedWithGroupOpAndSequence) {
+TEST_P(Timeout, MissingRankIsNamedWithGroupOpAndSequence) {
   const auto start = Clock::now();
-  const auto errors = runWorldCollectErrors(
+  const auto errors = runWorldCollectErrors(GetParam(),
       3,
       [](Communicator& comm) {
         float x = 1;
@@ -152,9 +174,9 @@ TEST(Timeout, MissingRankIsNamedWithGroupOpAndSequence) {
   }
 }
 
-TEST(Timeout, PerOperationTimeoutOverridesTheCommunicators) {
+TEST_P(Timeout, PerOperationTimeoutOverridesTheCommunicators) {
   const auto start = Clock::now();
-  const auto errors = runWorldCollectErrors(2, [](Communicator& comm) {
+  const auto errors = runWorldCollectErrors(GetParam(), 2, [](Communicator& comm) {
     if (comm.rank() == 1) return;
     BarrierOptions o;
     o.timeout = Milliseconds(100);
@@ -165,9 +187,9 @@ TEST(Timeout, PerOperationTimeoutOverridesTheCommunicators) {
   EXPECT_TRUE(contains(errors[0], "ranks [1] did not arrive")) << errors[0];
 }
 
-TEST(Timeout, LateRankFailsFastAfterTheGroupTimedOut) {
+TEST_P(Timeout, LateRankFailsFastAfterTheGroupTimedOut) {
   std::atomic<int64_t> lateMs{-1};
-  const auto errors = runWorldCollectErrors(
+  const auto errors = runWorldCollectErrors(GetParam(),
       2,
       [&](Communicator& comm) {
         float x = 1;
@@ -192,20 +214,20 @@ TEST(Timeout, LateRankFailsFastAfterTheGroupTimedOut) {
   EXPECT_LT(lateMs.load(), 140);  // well under the 150 ms timeout: no waiting
 }
 
-TEST(Timeout, ComesFromTheEnvironment) {
+TEST_P(Timeout, ComesFromTheEnvironment) {
   ScopedEnv env("XTRAIN_COMM_TIMEOUT", "0.2");
   EXPECT_EQ(defaultTimeout(), Milliseconds(200));
   auto store = std::make_shared<InMemoryStore>("env", Milliseconds(5000));
   const auto errors = runThreads(2, [&](int r) {
     CommConfig config{store, r, 2, "world", std::nullopt};
-    auto comm = createCommunicator(config, "inproc");
+    auto comm = createCommunicator(config, GetParam());
     EXPECT_EQ(comm->timeout(), Milliseconds(200));
     if (r == 0) comm->barrierSync();
   });
   EXPECT_TRUE(contains(errors[0], "timed out after 200 ms")) << errors[0];
 }
 
-TEST(Timeout, DurationParsing) {
+TEST(TimeoutSetting, DurationParsing) {
   EXPECT_EQ(parseDuration("300", "x"), Milliseconds(300000));
   EXPECT_EQ(parseDuration("0.5", "x"), Milliseconds(500));
   EXPECT_EQ(parseDuration("200ms", "x"), Milliseconds(200));
@@ -218,11 +240,11 @@ TEST(Timeout, DurationParsing) {
   EXPECT_EQ(defaultTimeout(), Milliseconds(300000));
 }
 
-TEST(Timeout, MissingRankAtCreation) {
+TEST_P(Timeout, MissingRankAtCreation) {
   auto store = std::make_shared<InMemoryStore>("create", Milliseconds(200));
   const auto errors = runThreads(2, [&](int r) {
     CommConfig config{store, r, 3, "world", Milliseconds(200)};
-    (void)createCommunicator(config, "inproc");
+    (void)createCommunicator(config, GetParam());
   });
   for (const auto& e : errors) {
     EXPECT_TRUE(contains(e, "creation of group 'world'")) << e;
@@ -230,7 +252,7 @@ TEST(Timeout, MissingRankAtCreation) {
   }
 }
 
-TEST(Creation, GroupFromAnotherProcessIsRejected) {
+TEST(InprocCreation, GroupFromAnotherProcessIsRejected) {
   auto store = std::make_shared<InMemoryStore>("foreign", Milliseconds(1000));
   store->set("inproc/world/id", "999999:0");  // as if rank 0 lived in another process
   try {
@@ -241,11 +263,11 @@ TEST(Creation, GroupFromAnotherProcessIsRejected) {
   }
 }
 
-TEST(Creation, RanksDisagreeingOnTheSizeFail) {
+TEST_P(Timeout, RanksDisagreeingOnTheSizeAtCreation) {
   auto store = std::make_shared<InMemoryStore>("sizes", Milliseconds(300));
   const auto errors = runThreads(2, [&](int r) {
     (void)createCommunicator(CommConfig{store, r, r == 0 ? 2 : 3, "world", Milliseconds(300)},
-                             "inproc");
+                             GetParam());
   });
   EXPECT_TRUE(contains(errors[0], "ranks [1] did not arrive")) << errors[0];
   EXPECT_TRUE(contains(errors[1], "with size 3, but rank 0 created it with size 2")) << errors[1];
@@ -253,8 +275,8 @@ TEST(Creation, RanksDisagreeingOnTheSizeFail) {
 
 // ---- invalid arguments: rejected before any communication, without taking a sequence number
 
-TEST(InvalidArguments, RejectedAtIssue) {
-  runWorld(2, [](Communicator& comm) {
+TEST_P(InvalidArguments, RejectedAtIssue) {
+  runWorld(GetParam(), 2, [](Communicator& comm) {
     std::vector<float> x(4, 1.0f);
     bool flag = true;
     EXPECT_THROW((void)comm.allReduce(BufferView{nullptr, 4, DataType::FLOAT}), error);
@@ -283,14 +305,14 @@ TEST(InvalidArguments, RejectedAtIssue) {
   });
 }
 
-TEST(InvalidArguments, BadConfig) {
+TEST_P(InvalidArguments, BadConfig) {
   auto store = std::make_shared<InMemoryStore>();
-  EXPECT_THROW(createCommunicator(CommConfig{nullptr, 0, 1, "w", {}}, "inproc"), error);
-  EXPECT_THROW(createCommunicator(CommConfig{store, 2, 2, "w", {}}, "inproc"), error);
-  EXPECT_THROW(createCommunicator(CommConfig{store, 0, 0, "w", {}}, "inproc"), error);
-  auto first = createCommunicator(CommConfig{store, 0, 1, "w", {}}, "inproc");
+  EXPECT_THROW(createCommunicator(CommConfig{nullptr, 0, 1, "w", {}}, GetParam()), error);
+  EXPECT_THROW(createCommunicator(CommConfig{store, 2, 2, "w", {}}, GetParam()), error);
+  EXPECT_THROW(createCommunicator(CommConfig{store, 0, 0, "w", {}}, GetParam()), error);
+  auto first = createCommunicator(CommConfig{store, 0, 1, "w", {}}, GetParam());
   try {
-    (void)createCommunicator(CommConfig{store, 0, 1, "w", {}}, "inproc");
+    (void)createCommunicator(CommConfig{store, 0, 1, "w", {}}, GetParam());
     FAIL() << "expected an error for a reused name";
   } catch (const error& e) {
     EXPECT_TRUE(contains(e.what(), "already created")) << e.what();
@@ -299,8 +321,8 @@ TEST(InvalidArguments, BadConfig) {
 
 // ---- asynchronous work
 
-TEST(Async, IssueReturnsAtOnceAndOverlapsWithTheCaller) {
-  runWorld(2, [](Communicator& comm) {
+TEST_P(Async, IssueReturnsAtOnceAndOverlapsWithTheCaller) {
+  runWorld(GetParam(), 2, [](Communicator& comm) {
     std::vector<float> x(1000, static_cast<float>(comm.rank() + 1));
     if (comm.rank() == 0) std::this_thread::sleep_for(300ms);  // the peer is late
     const auto t0 = Clock::now();
@@ -321,8 +343,8 @@ TEST(Async, IssueReturnsAtOnceAndOverlapsWithTheCaller) {
   });
 }
 
-TEST(Async, ManyInFlightCompleteInIssueOrder) {
-  runWorld(4, [](Communicator& comm) {
+TEST_P(Async, ManyInFlightCompleteInIssueOrder) {
+  runWorld(GetParam(), 4, [](Communicator& comm) {
     constexpr int kOps = 16;
     std::vector<std::vector<int64_t>> bufs(kOps);
     std::vector<std::shared_ptr<Work>> works;
@@ -339,8 +361,8 @@ TEST(Async, ManyInFlightCompleteInIssueOrder) {
   });
 }
 
-TEST(Async, WaitWithShortTimeoutThenWaitAgain) {
-  runWorld(2, [](Communicator& comm) {
+TEST_P(Async, WaitWithShortTimeoutThenWaitAgain) {
+  runWorld(GetParam(), 2, [](Communicator& comm) {
     float x = 1;
     if (comm.rank() == 1) std::this_thread::sleep_for(300ms);
     auto work = comm.allReduce(viewOf(&x, 1, DataType::FLOAT));
@@ -357,8 +379,8 @@ TEST(Async, WaitWithShortTimeoutThenWaitAgain) {
   });
 }
 
-TEST(Async, FailureIsRethrownByEveryWait) {
-  const auto errors = runWorldCollectErrors(
+TEST_P(Async, FailureIsRethrownByEveryWait) {
+  const auto errors = runWorldCollectErrors(GetParam(),
       2,
       [](Communicator& comm) {
         if (comm.rank() == 1) return;
@@ -372,12 +394,12 @@ TEST(Async, FailureIsRethrownByEveryWait) {
   EXPECT_EQ(errors[0], "");
 }
 
-TEST(Async, DestroyingTheCommunicatorFinishesIssuedWork) {
+TEST_P(Async, DestroyingTheCommunicatorFinishesIssuedWork) {
   auto store = std::make_shared<InMemoryStore>("drain", kTestTimeout);
   std::vector<float> x(2, 1.0f);
   std::vector<std::shared_ptr<Work>> works(2);
   const auto errors = runThreads(2, [&](int r) {
-    auto comm = createCommunicator(CommConfig{store, r, 2, "world", kTestTimeout}, "inproc");
+    auto comm = createCommunicator(CommConfig{store, r, 2, "world", kTestTimeout}, GetParam());
     works[static_cast<size_t>(r)] =
         comm->allReduce(viewOf(&x[static_cast<size_t>(r)], 1, DataType::FLOAT));
   });

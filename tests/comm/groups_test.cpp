@@ -74,11 +74,11 @@ TEST(Grouping, ErrorsOfSection3) {
 
 // Each rank contributes (rank + 1); every member of a group must get the sum over its group's
 // members.
-void checkGroupAllReduce(int world, const Grouping& grouping) {
+void checkGroupAllReduce(const std::string& backend, int world, const Grouping& grouping) {
   std::vector<int64_t> got(static_cast<size_t>(world), -1);
   std::vector<int64_t> groupOf(static_cast<size_t>(world), -1);
   std::vector<int> sizes(static_cast<size_t>(world), -1);
-  runWorld(world, [&](Communicator& parent) {
+  runWorld(backend, world, [&](Communicator& parent) {
     auto gc = splitByGrouping(parent, grouping, "g");
     int64_t v = parent.rank() + 1;
     gc.comm->allReduceSync(viewOf(&v, 1, DataType::INT64));
@@ -101,7 +101,7 @@ void checkGroupAllReduce(int world, const Grouping& grouping) {
   }
 }
 
-using SplitParam = std::tuple<int, CommGroupType, int>;
+using SplitParam = std::tuple<std::string, int, CommGroupType, int>;
 
 class SplitTest : public ::testing::TestWithParam<SplitParam> {};
 
@@ -109,12 +109,13 @@ class SplitTest : public ::testing::TestWithParam<SplitParam> {};
 // (the invalid layouts are tested as errors elsewhere).
 std::vector<SplitParam> validSplits() {
   std::vector<SplitParam> params;
+  for (const auto& backend : threadBackends())
   for (int world : {1, 2, 3, 4, 8}) {
     for (auto type : {CommGroupType::All, CommGroupType::Consecutive, CommGroupType::Orthogonal,
                       CommGroupType::Ungrouped}) {
       for (int k : {1, 2, 4}) {
         const bool sized = type == CommGroupType::Consecutive || type == CommGroupType::Orthogonal;
-        if (!sized || world % k == 0) params.emplace_back(world, type, k);
+        if (!sized || world % k == 0) params.emplace_back(backend, world, type, k);
       }
     }
   }
@@ -122,27 +123,31 @@ std::vector<SplitParam> validSplits() {
 }
 
 TEST_P(SplitTest, AllReduceStaysInsideEachGroup) {
-  const auto [world, type, k] = GetParam();
-  checkGroupAllReduce(world, Grouping::fromCommGroup({type, static_cast<unsigned>(k)}, world));
+  const auto [backend, world, type, k] = GetParam();
+  checkGroupAllReduce(backend, world, Grouping::fromCommGroup({type, static_cast<unsigned>(k)}, world));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     All, SplitTest,
     ::testing::ValuesIn(validSplits()),
     [](const ::testing::TestParamInfo<SplitParam>& info) {
-      return "n" + std::to_string(std::get<0>(info.param)) + "_" +
-             toString(std::get<1>(info.param)) + "_k" + std::to_string(std::get<2>(info.param));
+      return std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) + "_" +
+             toString(std::get<2>(info.param)) + "_k" + std::to_string(std::get<3>(info.param));
     });
 
-TEST(Split, ReplicaGroupingNotExpressibleAsCommGroup) {
-  checkGroupAllReduce(8, Grouping(8, 2, 2));
+class Split : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(All, Split, ::testing::ValuesIn(threadBackends()),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(Split, ReplicaGroupingNotExpressibleAsCommGroup) {
+  checkGroupAllReduce(GetParam(), 8, Grouping(8, 2, 2));
 }
 
 // Section 9, case 2: N = 4, Consecutive(2) reduce-scatter of arange(12), the same on every replica:
 // replica r holds 2 * x[(r%2)*6 : (r%2+1)*6].
-TEST(Acceptance, ConsecutiveTwoReduceScatterOfArange12) {
+TEST_P(Split, AcceptanceConsecutiveTwoReduceScatterOfArange12) {
   std::vector<std::vector<float>> got(4);
-  runWorld(4, [&](Communicator& world) {
+  runWorld(GetParam(), 4, [&](Communicator& world) {
     auto gc = splitByCommGroup(world, {CommGroupType::Consecutive, 2}, "rts");
     std::vector<float> x(12);
     for (int i = 0; i < 12; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
@@ -160,9 +165,9 @@ TEST(Acceptance, ConsecutiveTwoReduceScatterOfArange12) {
 
 // RTS placement (section 5): reduce-scatter over Orthogonal(2), then all-reduce over the
 // complementary Consecutive(4) group, then all-gather: equals a plain all-reduce over the world.
-TEST(Split, ReduceScatterThenComplementThenAllGatherEqualsAllReduce) {
+TEST_P(Split, ReduceScatterThenComplementThenAllGatherEqualsAllReduce) {
   std::vector<std::vector<float>> got(8);
-  runWorld(8, [&](Communicator& world) {
+  runWorld(GetParam(), 8, [&](Communicator& world) {
     auto shardDomain = splitByCommGroup(world, {CommGroupType::Orthogonal, 2}, "shard");
     auto complement = splitByCommGroup(world, {CommGroupType::Consecutive, 4}, "replica");
     std::vector<float> x(13);
@@ -182,8 +187,8 @@ TEST(Split, ReduceScatterThenComplementThenAllGatherEqualsAllReduce) {
   }
 }
 
-TEST(Split, NestedSplitAndRepeatedNames) {
-  runWorld(8, [&](Communicator& world) {
+TEST_P(Split, NestedSplitAndRepeatedNames) {
+  runWorld(GetParam(), 8, [&](Communicator& world) {
     auto half = splitByCommGroup(world, {CommGroupType::Consecutive, 4}, "half");
     auto quarter = splitByCommGroup(*half.comm, {CommGroupType::Consecutive, 2}, "quarter");
     EXPECT_EQ(quarter.comm->name(), "world/half." + std::to_string(half.group) + "/quarter." +
@@ -199,8 +204,8 @@ TEST(Split, NestedSplitAndRepeatedNames) {
   });
 }
 
-TEST(Split, BadArgumentsAreRejected) {
-  runWorld(4, [&](Communicator& world) {
+TEST_P(Split, BadArgumentsAreRejected) {
+  runWorld(GetParam(), 4, [&](Communicator& world) {
     EXPECT_THROW(world.split({}, "x"), error);
     EXPECT_THROW(world.split({0, 4}, "x"), error);
     EXPECT_THROW(world.split({0, 0, 1, 2, 3}, "x"), error);
@@ -213,8 +218,8 @@ TEST(Split, BadArgumentsAreRejected) {
 
 // Members that disagree on the member list never meet: a bounded wait naming the ranks that did not
 // come.
-TEST(Split, DisagreeingMembersTimeOut) {
-  const auto errors = runWorldCollectErrors(
+TEST_P(Split, DisagreeingMembersTimeOut) {
+  const auto errors = runWorldCollectErrors(GetParam(),
       2,
       [&](Communicator& world) {
         if (world.rank() == 0) {

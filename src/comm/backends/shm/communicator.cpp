@@ -1,10 +1,409 @@
-// Placeholder while the backend is being written: refuses to run, saying so.
+// ShmCommunicator: one rank of a shm group. Collectives run on a SerialExecutor thread in issue
+// order. Data moves through the group's shared-memory segment in rounds of at most one slot per
+// rank (see group.hpp):
+//   1. each rank copies its part of the round into its own slot;
+//   2. barrier (the first one of a collective also compares every rank's fingerprint);
+//   3. each rank reads what it needs from the peers' slots.
+// Slots alternate between two sets by round parity, so a round's writes never race the previous
+// round's reads: a rank can only write set s again after the next round's barrier, which every rank
+// passes only once it finished reading set s.
+// All-reduce of a large buffer adds a reduce-scatter step: rank r reduces slice r of every slot
+// into the shared result slot (and its own output), a second barrier, then every rank copies the
+// other slices of the result. Every element is reduced once, by one rank, in rank order, so all
+// ranks end with bitwise-identical results. Small all-reduces (up to kDirectBytes) skip the second
+// barrier: every rank reduces the whole round itself, in the same order.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "comm/backends/shm/group.hpp"
 #include "comm/backends/shm/shm.hpp"
+#include "comm/reduce.hpp"
+#include "comm/serial_executor.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::comm::shm {
 
-std::shared_ptr<Communicator> createCommunicator(const CommConfig&) {
-  throw error("comm backend 'shm' is not implemented yet");
+namespace {
+
+const std::string kBackendName = "shm";
+constexpr size_t kDefaultSlotBytes = size_t{1} << 20;
+constexpr size_t kDirectBytes = size_t{16} << 10;
+
+// XTRAIN_SHM_SLOT_BYTES: bytes per rank per round (rank 0's value is used by the whole group).
+size_t slotBytesFromEnvironment() {
+  const char* env = std::getenv("XTRAIN_SHM_SLOT_BYTES");
+  if (env == nullptr || *env == '\0') return kDefaultSlotBytes;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (end == env || *end != '\0' || v < 4096 || v > (size_t{1} << 30) || v % 64 != 0) {
+    throw error(
+        "XTRAIN_SHM_SLOT_BYTES='{}' is not valid: expected a byte count between 4096 and 2^30, a "
+        "multiple of 64",
+        env);
+  }
+  return static_cast<size_t>(v);
+}
+
+// Names this host and boot, so ranks on different hosts (or containers that do not share
+// /dev/shm's boot) are told to use another backend instead of failing obscurely.
+std::string hostIdentity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string bootId;
+  std::getline(boot, bootId);
+  return std::string(host) + "/" + bootId;
+}
+
+std::string segmentName(const std::string& jobId) {
+  static std::atomic<uint64_t> counter{0};
+  std::string safe;
+  for (char c : jobId.substr(0, 48)) {
+    safe += (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_') ? c : '_';
+  }
+  return format("/xtrain-{}-{}-{}", safe, ::getpid(), counter.fetch_add(1));
+}
+
+size_t clip(size_t begin, size_t len, size_t n) {
+  return begin >= n ? 0 : std::min(len, n - begin);
+}
+
+size_t sliceBegin(size_t n, size_t k, size_t r) {
+  return (n / k) * r + std::min(r, n % k);
+}
+
+char* at(void* p, size_t elems, size_t es) {
+  return static_cast<char*>(p) + elems * es;
+}
+const char* at(const void* p, size_t elems, size_t es) {
+  return static_cast<const char*>(p) + elems * es;
+}
+
+class ShmCommunicator : public Communicator {
+ public:
+  ShmCommunicator(ShmGroup group, int rank, Milliseconds timeout, std::shared_ptr<Store> keySpace)
+      : group_(std::move(group)), rank_(rank), timeout_(timeout), keySpace_(std::move(keySpace)) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return group_.size(); }
+  const std::string& name() const override { return group_.name(); }
+  const std::string& backendName() const override { return kBackendName; }
+  Milliseconds timeout() const override { return timeout_; }
+
+  // The first barrier of a new group: every rank attached. Rank 0 then removes the segment's name,
+  // so nothing is left in /dev/shm whatever happens later.
+  void join(const std::string& what) {
+    group_.attach(rank_);
+    group_.arrive(rank_, ++epoch_, Clock::now() + timeout_, timeout_, [&] { return what; });
+    if (rank_ == 0) group_.unlinkName();
+  }
+
+ protected:
+  std::shared_ptr<Work> doAllReduce(BufferView in, BufferView out,
+                                    const AllReduceOptions& o) override {
+    Fingerprint f{OpKind::AllReduce, 0, in.count, in.type, o.op, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doReduceScatter(BufferView in, BufferView out,
+                                        const ReduceScatterOptions& o) override {
+    Fingerprint f{OpKind::ReduceScatter, 0, in.count, in.type, o.op, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doAllGather(BufferView in, BufferView out,
+                                    const AllGatherOptions& o) override {
+    Fingerprint f{OpKind::AllGather, 0, out.count, out.type, CollectiveOperator::Add, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doBroadcast(BufferView in, BufferView out,
+                                    const BroadcastOptions& o) override {
+    Fingerprint f{OpKind::Broadcast, 0, out.count, out.type, CollectiveOperator::Add, o.root};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doBarrier(const BarrierOptions& o) override {
+    Fingerprint f{OpKind::Barrier, 0, 0, DataType::UNDEFINED, CollectiveOperator::Add, 0};
+    return enqueue(f, {}, {}, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
+                                        const std::string& splitName) override;
+
+ private:
+  // What one running collective needs.
+  struct Call {
+    Fingerprint f;
+    BufferView in;
+    BufferView out;
+    Clock::time_point deadline;
+    Milliseconds limit;
+    std::string what;
+    bool checked = false;  // fingerprints compared (at the first barrier)
+  };
+
+  std::shared_ptr<Work> enqueue(Fingerprint f, BufferView in, BufferView out,
+                                std::optional<Milliseconds> timeout, const std::string& debugName) {
+    std::lock_guard lock(issueMu_);
+    f.seq = nextSeq_++;
+    std::string what = describe(f);
+    if (!debugName.empty()) what += " '" + debugName + "'";
+    logging::comm::trace("group '{}' rank {}: issue {}", name(), rank_, what);
+    const Milliseconds limit = timeout ? *timeout : timeout_;
+    return executor_.submit(what, [this, f, in, out, limit, what] {
+      Call c{f, in, out, Clock::now() + limit, limit, what};
+      run(c);
+    });
+  }
+
+  void run(Call& c);
+  void sync(Call& c);
+  void allReduce(Call& c);
+  void reduceScatter(Call& c);
+  void allGather(Call& c);
+  void broadcast(Call& c);
+
+  ShmGroup group_;
+  const int rank_;
+  const Milliseconds timeout_;
+  std::shared_ptr<Store> keySpace_;  // this group's keys (for splits)
+
+  // Executor-thread state: barrier epochs and data rounds, the same sequence on every rank.
+  uint32_t epoch_ = 0;
+  uint64_t round_ = 0;
+
+  std::mutex issueMu_;  // guards nextSeq_ and splitCounts_
+  uint64_t nextSeq_ = 0;
+  std::map<std::string, int> splitCounts_;
+
+  SerialExecutor executor_;  // last: destroyed (drained) first
+};
+
+void ShmCommunicator::run(Call& c) {
+  group_.throwIfFailed(true);
+  group_.rankState(rank_).fingerprints[c.f.seq & 1U] = c.f;
+  switch (c.f.kind) {
+    case OpKind::Barrier: sync(c); return;
+    case OpKind::AllReduce: allReduce(c); return;
+    case OpKind::ReduceScatter: reduceScatter(c); return;
+    case OpKind::AllGather: allGather(c); return;
+    case OpKind::Broadcast: broadcast(c); return;
+  }
+}
+
+// A barrier of the running collective; the first one also checks that every rank issued the same
+// collective (each rank wrote its fingerprint before arriving).
+void ShmCommunicator::sync(Call& c) {
+  group_.arrive(rank_, ++epoch_, c.deadline, c.limit, [&] { return c.what; });
+  if (c.checked) return;
+  c.checked = true;
+  const size_t parity = c.f.seq & 1U;
+  const Fingerprint& first = group_.rankState(0).fingerprints[parity];
+  for (int p = 1; p < size(); ++p) {
+    const Fingerprint& other = group_.rankState(p).fingerprints[parity];
+    if (!(other == first)) {
+      const std::string msg = format(
+          "collective mismatch in group '{}' (size {}): rank 0 called {} but rank {} called {}",
+          name(), size(), describe(first), p, describe(other));
+      group_.fail(Failure::Mismatch, msg);
+      throw CommMismatchError(msg);
+    }
+  }
+}
+
+void ShmCommunicator::allReduce(Call& c) {
+  const size_t es = dataTypeSize(c.f.type);
+  const size_t n = c.f.count;
+  const auto k = static_cast<size_t>(size());
+  if (c.f.op == CollectiveOperator::Local) {
+    sync(c);
+    if (c.in.data != c.out.data && n > 0) std::memcpy(c.out.data, c.in.data, n * es);
+    return;
+  }
+  const size_t slotElems = group_.slotBytes() / es;
+  const bool direct = n * es <= kDirectBytes;
+  std::vector<const void*> srcs(k);
+  size_t off = 0;
+  do {
+    const size_t m = std::min(slotElems, n - off);
+    const uint64_t round = round_++;
+    if (m > 0) std::memcpy(group_.slot(round, rank_), at(c.in.data, off, es), m * es);
+    sync(c);
+    if (m == 0) break;
+    for (size_t p = 0; p < k; ++p) srcs[p] = group_.slot(round, static_cast<int>(p));
+    void* out = at(c.out.data, off, es);
+    if (direct) {
+      reduceInto(c.f.type, c.f.op, srcs.data(), k, &out, 1, m);
+    } else {
+      const size_t b = sliceBegin(m, k, static_cast<size_t>(rank_));
+      const size_t e = sliceBegin(m, k, static_cast<size_t>(rank_) + 1);
+      if (e > b) {
+        std::vector<const void*> slice(k);
+        for (size_t p = 0; p < k; ++p) slice[p] = at(srcs[p], b, es);
+        void* dsts[2] = {at(group_.resultSlot(round), b, es), at(out, b, es)};
+        reduceInto(c.f.type, c.f.op, slice.data(), k, dsts, 2, e - b);
+      }
+      sync(c);
+      const char* result = group_.resultSlot(round);
+      if (b > 0) std::memcpy(out, result, b * es);
+      if (e < m) std::memcpy(at(out, e, es), at(result, e, es), (m - e) * es);
+    }
+    off += m;
+  } while (off < n);
+}
+
+void ShmCommunicator::reduceScatter(Call& c) {
+  const size_t es = dataTypeSize(c.f.type);
+  const size_t n = c.f.count;
+  const auto k = static_cast<size_t>(size());
+  const auto r = static_cast<size_t>(rank_);
+  const size_t s = shardCount(n, k);
+  if (c.f.op == CollectiveOperator::Local) {
+    sync(c);
+    const size_t valid = clip(r * s, s, n);
+    if (valid > 0) std::memmove(c.out.data, at(c.in.data, r * s, es), valid * es);
+    if (s > valid) std::memset(at(c.out.data, valid, es), 0, (s - valid) * es);
+    return;
+  }
+  // Each round carries, per rank, piece p of every destination shard p.
+  const size_t pieceElems = std::max<size_t>(1, group_.slotBytes() / (es * k));
+  std::vector<const void*> srcs(k);
+  size_t j = 0;
+  do {
+    const size_t m = std::min(pieceElems, s - j);
+    const uint64_t round = round_++;
+    char* mine = group_.slot(round, rank_);
+    for (size_t p = 0; p < k; ++p) {
+      const size_t valid = clip(p * s + j, m, n);
+      if (valid > 0) std::memcpy(at(mine, p * m, es), at(c.in.data, p * s + j, es), valid * es);
+    }
+    sync(c);
+    const size_t valid = clip(r * s + j, m, n);
+    if (valid > 0) {
+      for (size_t p = 0; p < k; ++p) srcs[p] = at(group_.slot(round, static_cast<int>(p)), r * m, es);
+      void* out = at(c.out.data, j, es);
+      reduceInto(c.f.type, c.f.op, srcs.data(), k, &out, 1, valid);
+    }
+    if (m > valid) std::memset(at(c.out.data, j + valid, es), 0, (m - valid) * es);
+    j += m;
+  } while (j < s);
+}
+
+void ShmCommunicator::allGather(Call& c) {
+  const size_t es = dataTypeSize(c.f.type);
+  const size_t n = c.f.count;
+  const auto k = static_cast<size_t>(size());
+  const size_t s = shardCount(n, k);
+  const size_t slotElems = group_.slotBytes() / es;
+  size_t j = 0;
+  do {
+    const size_t m = std::min(slotElems, s - j);
+    const uint64_t round = round_++;
+    if (m > 0) std::memcpy(group_.slot(round, rank_), at(c.in.data, j, es), m * es);
+    sync(c);
+    for (size_t p = 0; p < k; ++p) {
+      const size_t valid = clip(p * s + j, m, n);
+      if (valid > 0) {
+        std::memcpy(at(c.out.data, p * s + j, es), group_.slot(round, static_cast<int>(p)),
+                    valid * es);
+      }
+    }
+    j += m;
+  } while (j < s);
+}
+
+void ShmCommunicator::broadcast(Call& c) {
+  const size_t es = dataTypeSize(c.f.type);
+  const size_t n = c.f.count;
+  const int root = c.f.root;
+  const size_t slotElems = group_.slotBytes() / es;
+  size_t off = 0;
+  do {
+    const size_t m = std::min(slotElems, n - off);
+    const uint64_t round = round_++;
+    if (rank_ == root && m > 0) {
+      std::memcpy(group_.slot(round, root), at(c.in.data, off, es), m * es);
+    }
+    sync(c);
+    if (m > 0) {
+      if (rank_ != root) {
+        std::memcpy(at(c.out.data, off, es), group_.slot(round, root), m * es);
+      } else if (c.in.data != c.out.data) {
+        std::memcpy(at(c.out.data, off, es), at(c.in.data, off, es), m * es);
+      }
+    }
+    off += m;
+  } while (off < n);
+}
+
+// Creates (rank 0) or opens (the others) the group's segment and waits for every rank; `joinWhat`
+// names the creation in timeout messages.
+std::shared_ptr<ShmCommunicator> build(const std::shared_ptr<Store>& keySpace,
+                                       const std::string& groupName, int rank, int size,
+                                       Milliseconds timeout, const std::string& joinWhat) {
+  std::optional<ShmGroup> group;
+  if (rank == 0) {
+    if (keySpace->add("created", 1) != 1) {
+      throw error(
+          "shm: a group named '{}' was already created with this store (job '{}'); give each "
+          "communicator its own name or store",
+          groupName, keySpace->jobId());
+    }
+    const std::string segment = segmentName(keySpace->jobId());
+    group.emplace(ShmGroup::create(segment, groupName, size, slotBytesFromEnvironment()));
+    keySpace->set("segment", segment + "\n" + hostIdentity());
+  } else {
+    std::string published;
+    try {
+      published = keySpace->get("segment", timeout);
+    } catch (const CommTimeoutError& e) {
+      throw CommTimeoutError(
+          "shm: rank {} timed out after {} ms waiting for rank 0 to create group '{}' (size {}): "
+          "{}",
+          rank, timeout.count(), groupName, size, e.what());
+    }
+    const auto newline = published.find('\n');
+    const std::string segment = published.substr(0, newline);
+    const std::string host = newline == std::string::npos ? "" : published.substr(newline + 1);
+    if (host != hostIdentity()) {
+      throw error(
+          "shm: every rank of group '{}' must run on one host, but rank {} runs on {} and rank 0 "
+          "on {}; use the gloo or mpi backend across hosts (XTRAIN_COMM_BACKEND)",
+          groupName, rank, hostIdentity(), host);
+    }
+    group.emplace(ShmGroup::open(segment, groupName, rank, size));
+  }
+  auto comm = std::make_shared<ShmCommunicator>(std::move(*group), rank, timeout, keySpace);
+  comm->join(joinWhat);
+  return comm;
+}
+
+std::shared_ptr<Communicator> ShmCommunicator::doSplit(const std::vector<int>& ranks,
+                                                       const std::string& splitName) {
+  group_.throwIfFailed(true);
+  std::string key = format("split/{}|", splitName);
+  for (int r : ranks) key += format("{},", r);
+  {
+    std::lock_guard lock(issueMu_);
+    const int generation = splitCounts_[key]++;
+    key += format("|{}", generation);
+  }
+  const int newRank =
+      static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+  return build(std::make_shared<PrefixStore>(keySpace_, key), name() + "/" + splitName, newRank,
+               static_cast<int>(ranks.size()), timeout_,
+               format("split of group '{}' into '{}' with parent ranks {}", name(), splitName, ranks));
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator> createCommunicator(const CommConfig& c) {
+  const Milliseconds timeout = c.timeout ? *c.timeout : defaultTimeout();
+  return build(std::make_shared<PrefixStore>(c.store, "shm/" + c.name), c.name, c.rank, c.size,
+               timeout, format("creation of group '{}'", c.name));
 }
 
 }  // namespace xtrain::comm::shm
