@@ -3,6 +3,7 @@
 //
 //   xbench mlp [--steps N] [--warmup N] [--batch B]   reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9
 //   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a naive loop
+//   xbench comm [...]                                 collective bandwidth, nccl-tests format (comm_bench.cpp)
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "common/example_models.hpp"
 #include "device/kernels/sgemm.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -114,7 +116,10 @@ int benchMatmul(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  const std::string usage = "usage: xbench mlp [--steps N] [--warmup N] [--batch B] | xbench matmul [--size N] [--reps R]\n";
+  const std::string usage =
+      std::string("usage: xbench mlp [--steps N] [--warmup N] [--batch B]\n       xbench matmul "
+                  "[--size N] [--reps R]\n       ") +
+      xbench::commUsage() + "\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
     return args.empty() ? 2 : 0;
@@ -122,6 +127,7 @@ int main(int argc, char** argv) {
   try {
     if (args[0] == "mlp") return benchMlp(args);
     if (args[0] == "matmul") return benchMatmul(args);
+    if (args[0] == "comm") return xbench::benchComm(args);
     std::cerr << "xbench: unknown benchmark '" << args[0] << "'\n" << usage;
     return 2;
   } catch (const std::exception& e) {

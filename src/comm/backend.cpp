@@ -5,10 +5,13 @@
 #include <map>
 #include <mutex>
 
+#include <unistd.h>
+
 #include "comm/backends/gloo/gloo.hpp"
 #include "comm/backends/inproc/inproc.hpp"
 #include "comm/backends/mpi/mpi.hpp"
 #include "comm/backends/shm/shm.hpp"
+#include "comm/host.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm {
@@ -29,6 +32,37 @@ Registry& registry() {
     return reg;
   }();
   return *r;
+}
+
+// "auto": every rank publishes where it runs; all read the same facts and pick the same backend:
+// inproc when the ranks are threads of one process, shm when they share a host, mpi under an MPI
+// launcher, else gloo.
+std::string chooseBackend(const CommConfig& c) {
+  if (c.size == 1) return "inproc";
+  const Milliseconds timeout = c.timeout ? *c.timeout : defaultTimeout();
+  const std::string prefix = "auto/" + c.name + "/";
+  c.store->set(prefix + std::to_string(c.rank),
+               hostIdentity() + "|" + std::to_string(::getpid()));
+  std::vector<std::string> keys;
+  for (int r = 0; r < c.size; ++r) keys.push_back(prefix + std::to_string(r));
+  try {
+    c.store->wait(keys, timeout);
+  } catch (const CommTimeoutError& e) {
+    throw CommTimeoutError("choosing the comm backend of group '{}' (rank {} of {}): {}", c.name,
+                           c.rank, c.size, e.what());
+  }
+  const std::string first = c.store->get(keys[0], timeout);
+  const std::string firstHost = first.substr(0, first.rfind('|'));
+  bool oneProcess = true;
+  bool oneHost = true;
+  for (const auto& k : keys) {
+    const std::string v = c.store->get(k, timeout);
+    oneProcess = oneProcess && v == first;
+    oneHost = oneHost && v.substr(0, v.rfind('|')) == firstHost;
+  }
+  if (oneProcess) return "inproc";
+  if (oneHost) return "shm";
+  return mpi::launchedByMpi() ? "mpi" : "gloo";
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -63,7 +97,7 @@ std::string resolveBackend(std::string_view requested) {
     name = (env != nullptr && *env != '\0') ? env : "auto";
     source = "XTRAIN_COMM_BACKEND";
   }
-  if (name == "auto") return "inproc";
+  if (name == "auto") return name;
   const auto names = backendNames();
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     throw error("unknown comm backend '{}' ({}); known backends: auto, {}", name, source,
@@ -81,7 +115,8 @@ std::shared_ptr<Communicator> createCommunicator(const CommConfig& config,
     throw error("createCommunicator: rank {} is out of range [0, {})", config.rank, config.size);
   }
   if (config.name.empty()) throw error("createCommunicator: CommConfig.name is empty");
-  const std::string name = resolveBackend(backend);
+  std::string name = resolveBackend(backend);
+  if (name == "auto") name = chooseBackend(config);
   BackendFactory factory;
   {
     auto& r = registry();

@@ -32,12 +32,14 @@ void registerBackend(const std::string& name, BackendFactory factory);
 // The registered names, sorted.
 std::vector<std::string> backendNames();
 
-// The backend a request resolves to: an empty request reads XTRAIN_COMM_BACKEND (unset or empty:
-// "auto"); "auto" picks "inproc" (the only backend so far). Throws xtrain::error for an unknown
-// name, listing the known ones.
+// The backend a request names: an empty request reads XTRAIN_COMM_BACKEND (unset or empty:
+// "auto"). Returns a registered name or "auto". Throws xtrain::error for an unknown name, listing
+// the known ones.
 std::string resolveBackend(std::string_view requested = "");
 
-// Validates the config (store set, 0 <= rank < size) and calls the backend's factory.
+// Validates the config (store set, 0 <= rank < size) and calls the backend's factory. "auto"
+// decides through the store (every rank publishes its host and process): inproc for threads of
+// one process, shm for processes on one host, mpi under mpirun/srun, gloo otherwise.
 std::shared_ptr<Communicator> createCommunicator(const CommConfig& config,
                                                  std::string_view backend = "");
 

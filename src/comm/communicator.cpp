@@ -69,7 +69,36 @@ void checkOverlap(const Communicator& c, std::string_view opName, const BufferVi
   }
 }
 
+thread_local bool tlsSyncCall = false;
+
+// Marks the issue of a *Sync helper's collective on this thread.
+class SyncCallScope {
+ public:
+  SyncCallScope() : previous_(tlsSyncCall) { tlsSyncCall = true; }
+  ~SyncCallScope() { tlsSyncCall = previous_; }
+  SyncCallScope(const SyncCallScope&) = delete;
+  SyncCallScope& operator=(const SyncCallScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Issues with the sync mark, then waits outside it.
+template <typename Issue>
+void issueAndWait(Issue&& issue) {
+  std::shared_ptr<Work> work;
+  {
+    SyncCallScope scope;
+    work = issue();
+  }
+  work->wait();
+}
+
 }  // namespace
+
+bool Communicator::issuedBySyncCall() {
+  return tlsSyncCall;
+}
 
 std::shared_ptr<Work> Communicator::allReduce(BufferView input, BufferView output,
                                               const AllReduceOptions& options) {
@@ -169,34 +198,34 @@ std::shared_ptr<Work> Communicator::barrier(const BarrierOptions& options) {
 
 void Communicator::allReduceSync(BufferView input, BufferView output,
                                  const AllReduceOptions& options) {
-  allReduce(input, output, options)->wait();
+  issueAndWait([&] { return allReduce(input, output, options); });
 }
 void Communicator::allReduceSync(BufferView buffer, const AllReduceOptions& options) {
-  allReduce(buffer, options)->wait();
+  issueAndWait([&] { return allReduce(buffer, options); });
 }
 void Communicator::reduceScatterSync(BufferView input, BufferView output,
                                      const ReduceScatterOptions& options) {
-  reduceScatter(input, output, options)->wait();
+  issueAndWait([&] { return reduceScatter(input, output, options); });
 }
 void Communicator::reduceScatterSync(BufferView buffer, const ReduceScatterOptions& options) {
-  reduceScatter(buffer, options)->wait();
+  issueAndWait([&] { return reduceScatter(buffer, options); });
 }
 void Communicator::allGatherSync(BufferView input, BufferView output,
                                  const AllGatherOptions& options) {
-  allGather(input, output, options)->wait();
+  issueAndWait([&] { return allGather(input, output, options); });
 }
 void Communicator::allGatherSync(BufferView buffer, const AllGatherOptions& options) {
-  allGather(buffer, options)->wait();
+  issueAndWait([&] { return allGather(buffer, options); });
 }
 void Communicator::broadcastSync(BufferView input, BufferView output,
                                  const BroadcastOptions& options) {
-  broadcast(input, output, options)->wait();
+  issueAndWait([&] { return broadcast(input, output, options); });
 }
 void Communicator::broadcastSync(BufferView buffer, const BroadcastOptions& options) {
-  broadcast(buffer, options)->wait();
+  issueAndWait([&] { return broadcast(buffer, options); });
 }
 void Communicator::barrierSync(const BarrierOptions& options) {
-  barrier(options)->wait();
+  issueAndWait([&] { return barrier(options); });
 }
 
 std::shared_ptr<Communicator> Communicator::split(const std::vector<int>& ranks,

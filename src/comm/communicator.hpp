@@ -105,6 +105,10 @@ class Communicator {
   std::shared_ptr<Communicator> split(const std::vector<int>& ranks, const std::string& name);
 
  protected:
+  // True while one of the *Sync helpers issues its collective on this thread: the caller will wait
+  // at once, so a backend may run the collective on the calling thread (see SerialExecutor).
+  static bool issuedBySyncCall();
+
   // Backends implement these; arguments are already validated (counts consistent, types supported
   // for the operation, root in range). The defaults throw UnsupportedError.
   virtual std::shared_ptr<Work> doAllReduce(BufferView input, BufferView output,

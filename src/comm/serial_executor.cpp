@@ -47,11 +47,27 @@ SerialExecutor::~SerialExecutor() {
   thread_.join();
 }
 
-std::shared_ptr<Work> SerialExecutor::submit(std::string what, std::function<void()> job) {
+std::shared_ptr<Work> SerialExecutor::submit(std::string what, std::function<void()> job,
+                                             bool runInlineIfIdle) {
   auto work = std::make_shared<CompletionWork>(std::move(what));
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(Job{std::move(job), work});
+    if (!runInlineIfIdle || busy_ || !queue_.empty()) {
+      queue_.push_back(Job{std::move(job), work});
+      cv_.notify_all();
+      return work;
+    }
+    busy_ = true;
+  }
+  try {
+    job();
+    work->finish(nullptr);
+  } catch (...) {
+    work->finish(std::current_exception());
+  }
+  {
+    std::lock_guard lock(mu_);
+    busy_ = false;
   }
   cv_.notify_all();
   return work;
@@ -62,10 +78,11 @@ void SerialExecutor::loop() {
     Job job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [&] { return !busy_ && (stopping_ || !queue_.empty()); });
       if (queue_.empty()) return;
       job = std::move(queue_.front());
       queue_.pop_front();
+      busy_ = true;
     }
     try {
       job.run();
@@ -73,6 +90,11 @@ void SerialExecutor::loop() {
     } catch (...) {
       job.work->finish(std::current_exception());
     }
+    {
+      std::lock_guard lock(mu_);
+      busy_ = false;
+    }
+    cv_.notify_all();
   }
 }
 

@@ -35,8 +35,10 @@ class CompletionWork : public Work {
   std::exception_ptr failure_;
 };
 
-// Contract: submit() never blocks on a running job; jobs run on one thread in submission order; a
-// job's exception completes its Work with that failure (the executor goes on with the next job).
+// Contract: jobs run one at a time in submission order; a job's exception completes its Work with
+// that failure (the executor goes on with the next job). submit() never blocks on a running job:
+// the job runs on the executor's thread, or, with runInlineIfIdle when nothing is queued or
+// running, at once on the caller's thread (a blocking collective then costs no thread hand-off).
 // The destructor runs every job already submitted, then joins the thread.
 class SerialExecutor {
  public:
@@ -45,7 +47,8 @@ class SerialExecutor {
   SerialExecutor(const SerialExecutor&) = delete;
   SerialExecutor& operator=(const SerialExecutor&) = delete;
 
-  std::shared_ptr<Work> submit(std::string what, std::function<void()> job);
+  std::shared_ptr<Work> submit(std::string what, std::function<void()> job,
+                               bool runInlineIfIdle = false);
 
  private:
   struct Job {
@@ -58,6 +61,7 @@ class SerialExecutor {
   std::condition_variable cv_;
   std::deque<Job> queue_;
   bool stopping_ = false;
+  bool busy_ = false;  // a job is running (on the executor's thread or inline)
   std::thread thread_;  // last: started once everything above exists
 };
 

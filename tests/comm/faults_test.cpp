@@ -435,8 +435,8 @@ TEST(Backends, UnknownNameListsTheKnownOnes) {
     EXPECT_EQ(resolveBackend(), "inproc");
   }
   ScopedEnv env("XTRAIN_COMM_BACKEND", nullptr);
-  EXPECT_EQ(resolveBackend(), "inproc");  // auto
-  EXPECT_EQ(resolveBackend("auto"), "inproc");
+  EXPECT_EQ(resolveBackend(), "auto");
+  EXPECT_EQ(resolveBackend("auto"), "auto");
 }
 
 // A backend that implements nothing but the basics: every missing feature says so.

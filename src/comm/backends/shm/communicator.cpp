@@ -18,12 +18,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 
 #include "comm/backends/shm/group.hpp"
 #include "comm/backends/shm/shm.hpp"
+#include "comm/host.hpp"
 #include "comm/reduce.hpp"
 #include "comm/serial_executor.hpp"
 #include "xtrain/logging.hpp"
@@ -49,17 +49,6 @@ size_t slotBytesFromEnvironment() {
         env);
   }
   return static_cast<size_t>(v);
-}
-
-// Names this host and boot, so ranks on different hosts (or containers that do not share
-// /dev/shm's boot) are told to use another backend instead of failing obscurely.
-std::string hostIdentity() {
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string bootId;
-  std::getline(boot, bootId);
-  return std::string(host) + "/" + bootId;
 }
 
 std::string segmentName(const std::string& jobId) {
@@ -153,10 +142,13 @@ class ShmCommunicator : public Communicator {
     if (!debugName.empty()) what += " '" + debugName + "'";
     logging::comm::trace("group '{}' rank {}: issue {}", name(), rank_, what);
     const Milliseconds limit = timeout ? *timeout : timeout_;
-    return executor_.submit(what, [this, f, in, out, limit, what] {
-      Call c{f, in, out, Clock::now() + limit, limit, what};
-      run(c);
-    });
+    return executor_.submit(
+        what,
+        [this, f, in, out, limit, what] {
+          Call c{f, in, out, Clock::now() + limit, limit, what};
+          run(c);
+        },
+        issuedBySyncCall());
   }
 
   void run(Call& c);

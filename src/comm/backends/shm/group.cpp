@@ -22,6 +22,9 @@ namespace {
 constexpr uint64_t kMagic = 0x7874726e73686d31ULL;  // "xtrnshm1"
 constexpr uint32_t kVersion = 1;
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
+// How long a waiter spins before it sleeps on the futex: long enough to catch a peer that is
+// running on another core, short enough not to steal a core from a peer that is not.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
 
 size_t alignUp(size_t n, size_t a) {
   return (n + a - 1) / a * a;
@@ -161,16 +164,20 @@ void ShmGroup::arrive(int rank, uint32_t epoch, Clock::time_point deadline, Mill
   header_->wakeWord.fetch_add(1, std::memory_order_seq_cst);
   if (header_->sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&header_->wakeWord);
 
-  int spins = spin_ ? 20000 : 0;
-  auto nextLivenessCheck = Clock::now() + kLivenessPeriod;
-  for (;;) {
+  const auto start = Clock::now();
+  const auto spinUntil = start + kSpinTime;
+  bool spinning = spin_;
+  auto nextLivenessCheck = start + kLivenessPeriod;
+  for (unsigned i = 0;; ++i) {
     const uint32_t word = header_->wakeWord.load(std::memory_order_seq_cst);
     if (everyoneReached(epoch)) return;
     if (header_->failure.load(std::memory_order_acquire) != 0) throwIfFailed(false);
-    if (spins > 0) {
-      --spins;
-      cpuRelax();
-      continue;
+    if (spinning) {
+      if (i % 64 != 0 || Clock::now() < spinUntil) {
+        cpuRelax();
+        continue;
+      }
+      spinning = false;
     }
     const auto now = Clock::now();
     if (now >= deadline) {

@@ -1,0 +1,28 @@
+// The world communicator of a job: one rank per instance (process), formed from the launcher's
+// environment (common/launch_environment.hpp).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "comm/backend.hpp"
+
+namespace xtrain::comm {
+
+struct WorldOptions {
+  std::string backend;                  // "" reads XTRAIN_COMM_BACKEND (default "auto")
+  std::optional<Milliseconds> timeout;  // unset: XTRAIN_COMM_TIMEOUT, else 300 s
+  std::string name = "world";
+};
+
+// The rendezvous store of this job: a FileStore in XTRAIN_RENDEZVOUS_DIR (set by xrun), else, for
+// processes started by mpirun or srun, a store over MPI, else (a single process) an in-memory
+// store. Throws xtrain::error when several processes have no way to meet.
+std::shared_ptr<Store> createJobStore(std::optional<Milliseconds> timeout = std::nullopt);
+
+// This instance's rank in the world (its instance index), over createJobStore(). Called by every
+// instance of the job; waits (bounded) until all arrived.
+std::shared_ptr<Communicator> createWorldCommunicator(const WorldOptions& options = {});
+
+}  // namespace xtrain::comm
