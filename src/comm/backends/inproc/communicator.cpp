@@ -1,6 +1,6 @@
-// InprocCommunicator: one rank (thread) of an inproc group. Each communicator has a worker thread
-// that runs its collectives in issue order, so asynchronous collectives overlap with the caller's
-// work.
+// InprocCommunicator: one rank (thread) of an inproc group. Each communicator runs its collectives
+// in issue order on a SerialExecutor, so asynchronous collectives overlap with the caller's work
+// (blocking ones run on the caller's thread when nothing else is queued).
 //
 // Every collective is two barriers around a compute phase:
 //   1. publish (fingerprint, src, dst) in this rank's slot; arrival barrier; compare every slot's
@@ -15,17 +15,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include "comm/backends/inproc/group.hpp"
 #include "comm/backends/inproc/inproc.hpp"
 #include "comm/reduce.hpp"
+#include "comm/serial_executor.hpp"
 #include "common/check.hpp"
 #include "xtrain/logging.hpp"
 
@@ -35,56 +32,12 @@ namespace {
 
 const std::string kBackendName = "inproc";
 
-class InprocWork : public Work {
- public:
-  explicit InprocWork(std::string what) : what_(std::move(what)) {}
-
-  bool isCompleted() const override {
-    std::lock_guard lock(mu_);
-    return done_;
-  }
-  bool isSuccess() const override {
-    std::lock_guard lock(mu_);
-    return done_ && !error_;
-  }
-  void wait(std::optional<Milliseconds> timeout) override {
-    std::unique_lock lock(mu_);
-    if (timeout) {
-      if (!cv_.wait_for(lock, *timeout, [&] { return done_; })) {
-        throw CommTimeoutError(
-            "waiting for {} timed out after {} ms (the collective keeps running, "
-            "bounded by its own timeout)",
-            what_, timeout->count());
-      }
-    } else {
-      cv_.wait(lock, [&] { return done_; });
-    }
-    if (error_) std::rethrow_exception(error_);
-  }
-  void finish(std::exception_ptr error) {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-      error_ = std::move(error);
-    }
-    cv_.notify_all();
-  }
-
- private:
-  const std::string what_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::exception_ptr error_;
-};
-
 struct Task {
   Fingerprint fingerprint;
   BufferView input;
   BufferView output;
   Milliseconds timeout{0};
   std::string debugName;
-  std::shared_ptr<InprocWork> work;
 };
 
 size_t sliceBegin(size_t n, size_t k, size_t r) {
@@ -101,16 +54,7 @@ const char* bytePtr(const void* p, size_t offset) {
 class InprocCommunicator : public Communicator {
  public:
   InprocCommunicator(std::shared_ptr<Group> group, int rank, Milliseconds timeout)
-      : group_(std::move(group)), rank_(rank), timeout_(timeout), worker_([this] { loop(); }) {}
-
-  ~InprocCommunicator() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
-  }
+      : group_(std::move(group)), rank_(rank), timeout_(timeout) {}
 
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
@@ -154,37 +98,14 @@ class InprocCommunicator : public Communicator {
  private:
   std::shared_ptr<Work> enqueue(Fingerprint f, BufferView in, BufferView out,
                                 std::optional<Milliseconds> timeout, const std::string& debugName) {
-    std::shared_ptr<InprocWork> work;
-    {
-      std::lock_guard lock(mu_);
-      f.seq = nextSeq_++;
-      std::string what = describe(f);
-      if (!debugName.empty()) what += " '" + debugName + "'";
-      logging::comm::trace("group '{}' rank {}: issue {}", name(), rank_, what);
-      work = std::make_shared<InprocWork>(what);
-      queue_.push_back(Task{f, in, out, timeout ? *timeout : timeout_, debugName, work});
-    }
-    cv_.notify_all();
-    return work;
-  }
-
-  void loop() {
-    for (;;) {
-      Task task;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      try {
-        execute(task);
-        task.work->finish(nullptr);
-      } catch (...) {
-        task.work->finish(std::current_exception());
-      }
-    }
+    std::lock_guard lock(mu_);
+    f.seq = nextSeq_++;
+    std::string what = describe(f);
+    if (!debugName.empty()) what += " '" + debugName + "'";
+    logging::comm::trace("group '{}' rank {}: issue {}", name(), rank_, what);
+    Task task{f, in, out, timeout ? *timeout : timeout_, debugName};
+    return executor_.submit(
+        what, [this, task] { execute(task); }, issuedBySyncCall());
   }
 
   void execute(const Task& t);
@@ -195,14 +116,11 @@ class InprocCommunicator : public Communicator {
   const int rank_;
   const Milliseconds timeout_;
 
-  std::mutex mu_;  // guards the queue, nextSeq_ and splitCounts_
-  std::condition_variable cv_;
-  std::deque<Task> queue_;
-  bool stopping_ = false;
+  std::mutex mu_;  // guards nextSeq_ and splitCounts_
   uint64_t nextSeq_ = 0;
   std::map<std::string, int> splitCounts_;
 
-  std::thread worker_;  // last: started once everything above exists
+  SerialExecutor executor_;  // last: destroyed (drained) first
 };
 
 void InprocCommunicator::execute(const Task& t) {
