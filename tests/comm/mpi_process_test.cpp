@@ -1,0 +1,192 @@
+// The mpi backend with real processes: runs bin/xtrain_mpi_worker (tests/comm/mpi_worker/) under
+// `mpirun --oversubscribe -np N`. Each invocation runs many checks (GoogleTest cases inside every
+// rank); mpirun's exit code is non-zero when any rank fails. Every run is bounded: on timeout the
+// whole mpirun process group is killed.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "comm_test_util.hpp"
+
+namespace xtrain::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct RunResult {
+  int exitCode = -1;  // 128 + signal when killed; -1 when we killed it on timeout
+  bool timedOut = false;
+  std::string output;
+  Clock::duration elapsed{};
+};
+
+std::string workerPath() {
+  return std::string(XTRAIN_BIN_DIR) + "/xtrain_mpi_worker";
+}
+
+bool haveMpirun() {
+  return std::system("command -v mpirun >/dev/null 2>&1") == 0;
+}
+
+// Runs `mpirun ... -np n worker args...` with stdout and stderr captured, in its own process group,
+// for at most `limit`.
+RunResult runMpi(int n, const std::vector<std::string>& args, Clock::duration limit) {
+  std::vector<std::string> argv = {"mpirun",
+                                   "--oversubscribe",
+                                   "--allow-run-as-root",
+                                   "--bind-to",
+                                   "none",
+                                   "--mca",
+                                   "btl",
+                                   "self,vader",
+                                   "--mca",
+                                   "pml",
+                                   "ob1",
+                                   "--mca",
+                                   "btl_vader_single_copy_mechanism",
+                                   "none",
+                                   "-np",
+                                   std::to_string(n),
+                                   workerPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
+    ::unsetenv("XTRAIN_COMM_TIMEOUT");
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    ::execvp("mpirun", cargv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  ::close(fds[1]);
+  RunResult result;
+  const auto deadline = start + limit;
+  char buf[65536];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      result.timedOut = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int rc = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 500)));
+    if (rc > 0) {
+      const ssize_t got = ::read(fds[0], buf, sizeof buf);
+      if (got <= 0) break;  // EOF: mpirun (and everything it started) closed the pipe
+      result.output.append(buf, static_cast<size_t>(got));
+    }
+  }
+  ::close(fds[0]);
+  // Reap mpirun (bounded: kill the group if it lingers after closing its output).
+  int status = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (Clock::now() > deadline + 5s) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      result.timedOut = true;
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  ::kill(-pid, SIGKILL);  // anything left in the group
+  result.elapsed = Clock::now() - start;
+  if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.exitCode = 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string tail(const std::string& s, size_t n = 6000) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+#define SKIP_WITHOUT_MPI()                                                                 \
+  do {                                                                                     \
+    if (!haveMpirun()) GTEST_SKIP() << "mpirun is not installed";                          \
+    if (!std::filesystem::exists(workerPath())) GTEST_SKIP() << workerPath() << " missing"; \
+  } while (0)
+
+void expectSuccess(int n, const std::string& filter, Clock::duration limit = 60s) {
+  const auto r = runMpi(n, {"--gtest_filter=" + filter, "--gtest_brief=1"}, limit);
+  EXPECT_FALSE(r.timedOut) << "mpirun -np " << n << " " << filter << " timed out:\n"
+                           << tail(r.output);
+  EXPECT_EQ(r.exitCode, 0) << "mpirun -np " << n << " " << filter << ":\n" << tail(r.output);
+}
+
+TEST(MpiProcess, CollectivesOnWorldsOf1To4) {
+  SKIP_WITHOUT_MPI();
+  for (int n : {1, 2, 3, 4}) expectSuccess(n, "Collectives.*");
+}
+
+TEST(MpiProcess, GroupsStoreAndFaults) {
+  SKIP_WITHOUT_MPI();
+  expectSuccess(4, "Groups.*:Store.*:Faults.*");
+  expectSuccess(2, "Groups.*:Store.*:Faults.*");
+}
+
+TEST(MpiProcess, EightRanks) {
+  SKIP_WITHOUT_MPI();
+  expectSuccess(8, "Collectives.AsynchronousWorkCompletesInOrder:Groups.*:Store.*", 60s);
+}
+
+TEST(MpiProcess, KilledPeerEndsTheJobQuickly) {
+  SKIP_WITHOUT_MPI();
+  const auto r = runMpi(3, {"kill"}, 60s);
+  EXPECT_FALSE(r.timedOut) << tail(r.output);
+  EXPECT_NE(r.exitCode, 0) << tail(r.output);
+  EXPECT_LT(r.elapsed, 15s) << tail(r.output);
+  EXPECT_NE(r.output.find("SIGKILL to myself"), std::string::npos) << tail(r.output);
+}
+
+// A peer that stops (SIGSTOP) during a large all-reduce: the others time out in the data phase
+// (1 s), which MPI cannot cancel; they exit non-zero and mpirun ends the job.
+TEST(MpiProcess, StalledPeerTimesOutAndTheJobEnds) {
+  SKIP_WITHOUT_MPI();
+  const auto r = runMpi(2, {"stall"}, 60s);
+  EXPECT_FALSE(r.timedOut) << tail(r.output);
+  EXPECT_EQ(r.exitCode, 3) << tail(r.output);
+  EXPECT_LT(r.elapsed, 15s) << tail(r.output);
+  EXPECT_NE(r.output.find("rank 0: allReduce seq 1"), std::string::npos) << tail(r.output);
+  EXPECT_NE(r.output.find("timed out after 1000 ms while transferring data"), std::string::npos)
+      << tail(r.output);
+}
+
+TEST(MpiProcess, RefusedOutsideMpirun) {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+    if (std::getenv(v) != nullptr) GTEST_SKIP() << "running under an MPI launcher";
+  }
+  auto store = std::make_shared<InMemoryStore>("outside");
+  try {
+    (void)createCommunicator(CommConfig{store, 0, 1, "world", 1000ms}, "mpi");
+    FAIL() << "the mpi backend accepted a process not started by mpirun";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs the processes started by mpirun or srun"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace xtrain::comm
