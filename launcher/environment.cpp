@@ -120,6 +120,25 @@ EnvList resolveUserEnvironment(const std::vector<EnvAssignment>& assignments,
   return out;
 }
 
+EnvList threadDefaults(const std::vector<std::string>& base, const EnvList& user,
+                       int instancesOnHost, unsigned cores) {
+  auto isSet = [&](const std::string& name) {
+    for (const auto& entry : base) {
+      if (entry.compare(0, name.size() + 1, name + "=") == 0) return true;
+    }
+    for (const auto& [n, v] : user) {
+      if (n == name) return true;
+    }
+    return false;
+  };
+  EnvList out;
+  const unsigned perInstance =
+      std::max(1u, cores / static_cast<unsigned>(std::max(1, instancesOnHost)));
+  if (!isSet("OMP_NUM_THREADS")) out.emplace_back("OMP_NUM_THREADS", std::to_string(perInstance));
+  if (instancesOnHost > 1 && !isSet("OMP_WAIT_POLICY")) out.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  return out;
+}
+
 std::vector<std::string> buildEnvp(const std::vector<std::string>& base, const EnvList& user,
                                    const EnvList& contract) {
   std::vector<std::string> order;

@@ -46,6 +46,13 @@ const std::vector<std::string>& contractVariableNames();
 EnvList resolveUserEnvironment(const std::vector<EnvAssignment>& assignments,
                                const EnvLookup& lookup);
 
+// Thread defaults for instances sharing a host's `cores` cores: OMP_NUM_THREADS = max(1, cores /
+// instancesOnHost) and, with several instances on the host, OMP_WAIT_POLICY=PASSIVE (OpenMP threads
+// that spin after a parallel region steal the cores the other instances need). Only variables set
+// neither in `base` (xrun's environment) nor in `user` (-x) are returned.
+EnvList threadDefaults(const std::vector<std::string>& base, const EnvList& user,
+                       int instancesOnHost, unsigned cores);
+
 // The full "NAME=VALUE" list for execve: `base` (xrun's environ), minus every variable of the
 // contract that xrun's own environment carries (a nested xrun, or a stale shell), then `user`, then
 // `contract`. Later entries replace earlier ones with the same name; order of first appearance is

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "launcher/local_engine.hpp"
 #include "launcher/output.hpp"
@@ -220,9 +221,14 @@ int runPlan(const JobPlan& plan) {
   spec.executable = executable;
   spec.argv = programWords(o);
   std::vector<std::string> base = currentEnviron();
+  EnvList user = plan.userEnv;
+  for (auto& v : threadDefaults(base, plan.userEnv, plan.topology.instancesPerHost,
+                                std::thread::hardware_concurrency())) {
+    user.push_back(std::move(v));
+  }
   for (const auto& p : plan.topology.instances) {
     spec.envPerInstance.push_back(
-        buildEnvp(base, plan.userEnv, instanceEnvironment(plan.topology, p.index, plan.job)));
+        buildEnvp(base, user, instanceEnvironment(plan.topology, p.index, plan.job)));
   }
   spec.output.tag = o.tagOutput;
   spec.output.format = o.tagFormat;
