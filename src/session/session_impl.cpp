@@ -3,6 +3,7 @@
 #include <cstring>
 #include <random>
 
+#include "comm/world.hpp"
 #include "common/check.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
@@ -21,6 +22,10 @@ const char* kindOfFault(const ir::Tensor& t) { return ir::toString(t.kind); }
 SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   if (!config_.device) throw error("no device given: acquire one with DeviceManager first");
   localReplicas_ = config_.options.getLocalReplicationFactor();
+  globalReplicas_ = config_.options.getGlobalReplicationFactor();
+  replicaOffset_ = config_.options.enableDistributedReplicatedGraphs
+                       ? config_.options.globalReplicaOffset
+                       : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
   validateOptions();
 
@@ -55,7 +60,24 @@ void SessionImpl::validateOptions() const {
                 o.replicatedGraphCount);
   }
   if (o.enableDistributedReplicatedGraphs) {
-    notYet("enableDistributedReplicatedGraphs (several instances)");
+    const int64_t g = o.globalReplicationFactor;
+    const int64_t l = o.getLocalReplicationFactor();
+    if (g < 1) {
+      throw error("SessionOptions: globalReplicationFactor must be >= 1, got {}", g);
+    }
+    if (o.globalReplicaOffset < 0 || o.globalReplicaOffset >= g) {
+      throw error("SessionOptions: globalReplicaOffset {} is out of range [0, {}) (globalReplicationFactor {})",
+                  o.globalReplicaOffset, g, g);
+    }
+    if (l > g) {
+      throw error("SessionOptions: {} local replicas exceed globalReplicationFactor {}", l, g);
+    }
+    if (g % l != 0 || o.globalReplicaOffset % l != 0) {
+      throw error(
+          "SessionOptions: every instance must have the same number of replicas: globalReplicationFactor "
+          "{} and globalReplicaOffset {} must be multiples of the {} local replicas",
+          g, o.globalReplicaOffset, l);
+    }
   }
   if (o.enableGradientAccumulation && o.accumulationFactor < 1) {
     throw error("SessionOptions: accumulationFactor must be >= 1, got {}", o.accumulationFactor);
@@ -172,6 +194,7 @@ void SessionImpl::prepareDevice() {
         "cannot run",
         d.getId());
   }
+  joinInstances();
   replicas_.clear();
   for (int64_t r = 0; r < localReplicas_; ++r) replicas_.push_back(lowered_->makeBuffers());
   for (const auto& [id, t] : graph_->tensors()) {
@@ -308,10 +331,31 @@ Shape SessionImpl::anchorBufferShape(const TensorId& id) const {
   return shape;
 }
 
+void SessionImpl::joinInstances() {
+  if (!config_.options.enableDistributedReplicatedGraphs || globalReplicas_ == localReplicas_) return;
+  if (instances_) return;
+  const int64_t numInstances = globalReplicas_ / localReplicas_;
+  comm::CommConfig c;
+  c.store = comm::createJobStore();
+  c.rank = static_cast<int>(replicaOffset_ / localReplicas_);
+  c.size = static_cast<int>(numInstances);
+  c.name = "replicas";
+  logging::session::info("instance {} of {} joins the replicas' communicator ({} replicas from {})",
+                         c.rank, c.size, localReplicas_, replicaOffset_);
+  instances_ = comm::createCommunicator(c);
+  // Buckets in the order the backward pass produces the gradients: the last weights first.
+  std::vector<GradientReducer::Tensor> tensors;
+  for (auto it = optimizerGraph_.updates.rbegin(); it != optimizerGraph_.updates.rend(); ++it) {
+    tensors.push_back({it->reduced, static_cast<size_t>(graph_->tensor(it->reduced).info.nelms())});
+  }
+  reducer_ = std::make_unique<GradientReducer>(instances_, std::move(tensors),
+                                               GradientReducer::bucketBytesFromEnvironment());
+}
+
 void SessionImpl::reduceAcrossReplicas() {
-  if (localReplicas_ == 1) return;
-  const float scale = optimizerGraph_.replicaReductionIsMean ? 1.0f / static_cast<float>(localReplicas_)
-                                                             : 1.0f;
+  if (globalReplicas_ == 1) return;
+  // Local replicas first (into replica 0), then across the instances, then the mean's scale, then
+  // back to the other local replicas.
   for (const auto& u : optimizerGraph_.updates) {
     HostTensor& first = replicaBuffer(0, u.reduced);
     float* acc = first.data<float>();
@@ -320,8 +364,17 @@ void SessionImpl::reduceAcrossReplicas() {
       const float* x = replicaBuffer(r, u.reduced).data<float>();
       for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
     }
+  }
+  if (reducer_) {
+    reducer_->allReduceSum([&](const TensorId& id) { return replicaBuffer(0, id).data<float>(); });
+  }
+  const float scale = optimizerGraph_.replicaReductionIsMean
+                          ? 1.0f / static_cast<float>(globalReplicas_)
+                          : 1.0f;
+  for (const auto& u : optimizerGraph_.updates) {
+    HostTensor& first = replicaBuffer(0, u.reduced);
     if (scale != 1.0f) {
-      for (int64_t i = 0; i < n; ++i) acc[i] *= scale;
+      for (auto& v : first.span<float>()) v *= scale;
     }
     for (int64_t r = 1; r < localReplicas_; ++r) {
       std::memcpy(replicaBuffer(r, u.reduced).raw(), first.raw(), first.nbytes());
@@ -355,7 +408,9 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
         for (size_t k = 0; k < inputIndex.size(); ++k) {
           io.readInput(k, iteration, r, buffers[static_cast<size_t>(inputIndex[k])]);
         }
-        const uint64_t seed = device::mixSeed(seed_ + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(r)) ^
+        // Each replica's stream depends on its global index, so replicas of different instances differ.
+        const uint64_t replica = static_cast<uint64_t>(replicaOffset_ + r);
+        const uint64_t seed = device::mixSeed(seed_ + 0x9e3779b97f4a7c15ull * replica) ^
                               device::mixSeed(executionCounter_ + static_cast<uint64_t>(iteration));
         lowered_->run(ir::Phase::Forward, buffers, seed);
         if (config_.training) {

@@ -3,7 +3,8 @@
 //
 // Replicas: L local replicas each own a buffer table (weights, optimizer state, activations) built from one
 // LoweredGraph. Micro-batches go to replicas in turn; after each step's micro-batches the gradients (or
-// accumulators) are reduced across the local replicas, then every replica applies the same update.
+// accumulators) are reduced hierarchically (across the local replicas, then, with distributed replicated
+// graphs, across the instances through the comm layer), then every replica applies the same update.
 #pragma once
 
 #include <map>
@@ -14,12 +15,17 @@
 
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
+#include "session/gradient_reducer.hpp"
 #include "session/lowered_graph.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/optimizer.hpp"
 #include "xtrain/sessionoptions.hpp"
 #include "xtrain/stepio.hpp"
+
+namespace xtrain::comm {
+class Communicator;
+}
 
 namespace xtrain::session {
 
@@ -65,6 +71,8 @@ class SessionImpl {
   void setRngState(const std::vector<uint32_t>& state);
 
   int64_t localReplicas() const { return localReplicas_; }
+  int64_t globalReplicas() const { return globalReplicas_; }
+  int64_t replicaOffset() const { return replicaOffset_; }
   int64_t accumulationFactor() const { return accumulationFactor_; }
   // Steps run so far.
   int64_t stepCount() const { return stepCount_; }
@@ -76,6 +84,8 @@ class SessionImpl {
   void requirePrepared(const char* what) const;
   HostTensor& replicaBuffer(int64_t replica, const TensorId& id);
   void reduceAcrossReplicas();
+  // The communicator of the instances (one rank per instance) when replication is distributed.
+  void joinInstances();
   // Persistent tensors the host keeps a copy of (weights and optimizer state), by id.
   bool isHostVisible(const ir::Tensor& t) const;
 
@@ -93,6 +103,10 @@ class SessionImpl {
   std::string memoryReport_;
   bool prepared_ = false;
   int64_t localReplicas_ = 1;
+  int64_t globalReplicas_ = 1;
+  int64_t replicaOffset_ = 0;
+  std::shared_ptr<comm::Communicator> instances_;
+  std::unique_ptr<GradientReducer> reducer_;
   int64_t accumulationFactor_ = 1;
   uint64_t seed_ = 0;
   uint64_t executionCounter_ = 0;

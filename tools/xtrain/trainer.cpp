@@ -9,11 +9,13 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include "checkpoint/dataset_reader.hpp"
 #include "common/example_models.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
+#include "xtrain/dist.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/session.hpp"
 
@@ -130,16 +132,27 @@ class SampleOrder {
 }  // namespace
 
 int train(const TrainOptions& o, std::ostream& out) {
-  // Several instances (xrun -n N, mpirun) must train one model together; until the collectives and
-  // distributed replication land, refuse instead of training N unrelated copies.
-  for (const char* var : {"XTRAIN_NUM_INSTANCES", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-    const char* v = std::getenv(var);
-    if (v != nullptr && std::atoi(v) > 1) {
-      throw error("started as one of {} instances ({}={}), but training across instances is not supported "
-                  "yet; run a single instance (use --replicas for several replicas in one instance)",
-                  v, var, v);
+  // Under a launcher (xrun -n N, mpirun, srun) the job's layout comes from the environment: this
+  // instance's local replicas, and its place among all replicas.
+  const bool launched = dist::isPopdistEnvSet();
+  const int64_t instances = launched ? dist::getNumInstances() : 1;
+  const int64_t instance = launched ? dist::getInstanceIndex() : 0;
+  int64_t localReplicas = o.replicas;
+  if (launched) {
+    localReplicas = dist::getNumLocalReplicas();
+    if (o.replicas != 1 && o.replicas != localReplicas) {
+      throw error(
+          "--replicas {} disagrees with the launcher, which gave this instance {} local replicas; "
+          "set the layout with xrun's --num-replicas instead",
+          o.replicas, localReplicas);
     }
   }
+  const int64_t globalReplicas = localReplicas * instances;
+  const int64_t replicaOffset = instance * localReplicas;
+  // Progress lines from the first instance only; every instance reports errors.
+  std::ostringstream silent;
+  std::ostream& progress = instance == 0 ? out : silent;
+
   std::string model;
   TensorId loss = o.loss;
   std::unique_ptr<DataSource> source;
@@ -159,7 +172,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     inputs[m.labels] = TensorInfo(DataType::INT32, {o.microBatchSize});
     source = std::make_unique<ExampleSource>(makeSyntheticClassification(4096, 32, 8, 1234), m.input,
                                              m.labels);
-    out << "xtrain: built-in example: MLP 32-64-8 on 4096 synthetic samples of 8 classes\n";
+    progress << "xtrain: built-in example: MLP 32-64-8 on 4096 synthetic samples of 8 classes\n";
   } else {
     model = o.model;
     // The model's inputs and their per-micro-batch shapes: probe with an inference-free import.
@@ -176,7 +189,9 @@ int train(const TrainOptions& o, std::ostream& out) {
   }
 
   SessionOptions options;
-  if (o.replicas > 1) {
+  if (launched) {
+    dist::configureSessionOptions(options);
+  } else if (o.replicas > 1) {
     options.enableReplicatedGraphs = true;
     options.replicatedGraphCount = o.replicas;
   }
@@ -198,26 +213,32 @@ int train(const TrainOptions& o, std::ostream& out) {
            {"defaultMomentum", {o.momentum, true}},
            {"defaultWeightDecay", {o.weightDecay, true}}});
 
-  int numIpus = 1;
-  while (numIpus < o.replicas) numIpus *= 2;
-  if (numIpus != o.replicas) {
-    throw error("--replicas {} must be a power of two (simulated IPU devices have 1, 2, 4, ... IPUs)",
-                o.replicas);
+  std::shared_ptr<DeviceInfo> device;
+  if (launched) {
+    device = dist::getDevice();
+  } else {
+    int numIpus = 1;
+    while (numIpus < o.replicas) numIpus *= 2;
+    if (numIpus != o.replicas) {
+      throw error("--replicas {} must be a power of two (simulated IPU devices have 1, 2, 4, ... IPUs)",
+                  o.replicas);
+    }
+    device = DeviceManager::createDeviceManager().acquireAvailableDevice(numIpus);
   }
-  auto device = DeviceManager::createDeviceManager().acquireAvailableDevice(numIpus);
   auto session =
       TrainingSession::createFromOnnxModel(model, dataFlow, loss, sgd, device, shapes, options);
   session->prepareDevice();
   session->setRandomSeed(o.seed);
   session->weightsFromHost();
 
-  const int64_t L = o.replicas, af = o.accumulationFactor, bps = o.batchesPerStep;
-  const int64_t microBatchesPerStep = bps * af * L;
-  const int64_t samplesPerStep = microBatchesPerStep * o.microBatchSize;
+  const int64_t L = localReplicas, G = globalReplicas, af = o.accumulationFactor,
+                bps = o.batchesPerStep, mb = o.microBatchSize;
+  // One step trains on samplesPerStep samples over all replicas of the job.
+  const int64_t samplesPerStep = bps * af * G * mb;
   if (source->numSamples() < samplesPerStep) {
     throw error("the data set has {} samples, fewer than one step needs ({} = batches-per-step {} x "
                 "accumulation-factor {} x replicas {} x micro-batch-size {})",
-                source->numSamples(), samplesPerStep, bps, af, L, o.microBatchSize);
+                source->numSamples(), samplesPerStep, bps, af, G, mb);
   }
   int64_t steps = 100;
   if (o.steps) steps = *o.steps;
@@ -243,7 +264,15 @@ int train(const TrainOptions& o, std::ostream& out) {
   auto lastPrint = start - std::chrono::seconds(2);
   double firstLoss = std::nan(""), lastLoss = std::nan("");
   for (int64_t step = 0; step < steps; ++step) {
-    const std::vector<int64_t> samples = order.next(samplesPerStep);
+    // Every instance draws the same global order, laid out [bps][af][G][mb], and keeps its own
+    // replicas' part: the job trains on the samples a single instance with G replicas would.
+    const std::vector<int64_t> global = order.next(samplesPerStep);
+    std::vector<int64_t> samples;
+    samples.reserve(static_cast<size_t>(bps * af * L * mb));
+    for (int64_t ba = 0; ba < bps * af; ++ba) {
+      const auto begin = global.begin() + (ba * G + replicaOffset) * mb;
+      samples.insert(samples.end(), begin, begin + L * mb);
+    }
     for (const auto& [id, info] : inputs) {
       source->fill(id, info, samples, inputArrays[id]->data());
     }
@@ -262,18 +291,18 @@ int train(const TrainOptions& o, std::ostream& out) {
     const double elapsed = std::chrono::duration<double>(now - start).count();
     if (steps <= 100 || now - lastPrint >= std::chrono::seconds(1) || step + 1 == steps) {
       lastPrint = now;
-      out << "step " << std::setw(6) << step + 1 << "/" << steps << "  epoch " << order.epoch()
+      progress << "step " << std::setw(6) << step + 1 << "/" << steps << "  epoch " << order.epoch()
           << "  loss " << std::fixed << std::setprecision(6) << meanLoss << "  samples/s "
           << std::setprecision(1) << static_cast<double>((step + 1) * samplesPerStep) / elapsed << "\n"
           << std::defaultfloat;
     }
   }
   const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-  out << "xtrain: trained " << steps << " steps (" << steps * samplesPerStep << " samples) in "
+  progress << "xtrain: trained " << steps << " steps (" << steps * samplesPerStep << " samples) in "
       << std::setprecision(3) << seconds << " s, " << std::setprecision(1) << std::fixed
       << static_cast<double>(steps * samplesPerStep) / seconds << " samples/s; loss "
       << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n" << std::defaultfloat;
-  if (!o.saveModel.empty()) {
+  if (!o.saveModel.empty() && instance == 0) {
     session->modelToHost(o.saveModel);
     out << "xtrain: wrote the trained model to " << o.saveModel << "\n";
   }

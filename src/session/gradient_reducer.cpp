@@ -1,0 +1,86 @@
+#include "session/gradient_reducer.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "comm/communicator.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain::session {
+
+size_t GradientReducer::bucketBytesFromEnvironment() {
+  const char* v = std::getenv("XTRAIN_GRAD_BUCKET_BYTES");
+  if (v == nullptr || *v == '\0') return size_t{4} << 20;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0' || x < 4) {
+    throw error("XTRAIN_GRAD_BUCKET_BYTES='{}' is not a byte count of at least 4", v);
+  }
+  return static_cast<size_t>(x);
+}
+
+GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
+                                 std::vector<Tensor> tensors, size_t bucketBytes)
+    : comm_(std::move(comm)), tensors_(std::move(tensors)) {
+  const size_t limit = std::max<size_t>(1, bucketBytes / sizeof(float));
+  Bucket current;
+  auto close = [&] {
+    if (!current.members.empty()) buckets_.push_back(std::move(current));
+    current = Bucket{};
+  };
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const size_t n = tensors_[i].elements;
+    if (n == 0) continue;
+    if (n >= limit) {
+      Bucket alone;
+      alone.members = {i};
+      alone.elements = n;
+      alone.packed = false;
+      buckets_.push_back(std::move(alone));
+      continue;
+    }
+    if (current.elements + n > limit) close();
+    current.members.push_back(i);
+    current.elements += n;
+  }
+  close();
+  for (auto& b : buckets_) {
+    if (b.packed) b.staging.resize(b.elements);
+  }
+}
+
+void GradientReducer::allReduceSum(const std::function<float*(const TensorId&)>& bufferOf) {
+  std::vector<std::shared_ptr<comm::Work>> works;
+  works.reserve(buckets_.size());
+  for (auto& b : buckets_) {
+    comm::AllReduceOptions o;
+    if (!b.packed) {
+      const Tensor& t = tensors_[b.members[0]];
+      o.debugName = t.id;
+      works.push_back(comm_->allReduce(
+          comm::viewOf(bufferOf(t.id), t.elements, DataType::FLOAT), o));
+      continue;
+    }
+    size_t offset = 0;
+    for (size_t m : b.members) {
+      const Tensor& t = tensors_[m];
+      std::memcpy(b.staging.data() + offset, bufferOf(t.id), t.elements * sizeof(float));
+      offset += t.elements;
+    }
+    o.debugName = "gradient bucket of " + tensors_[b.members[0]].id;
+    works.push_back(comm_->allReduce(comm::viewOf(b.staging.data(), b.elements, DataType::FLOAT), o));
+  }
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    works[k]->wait();
+    Bucket& b = buckets_[k];
+    if (!b.packed) continue;
+    size_t offset = 0;
+    for (size_t m : b.members) {
+      const Tensor& t = tensors_[m];
+      std::memcpy(bufferOf(t.id), b.staging.data() + offset, t.elements * sizeof(float));
+      offset += t.elements;
+    }
+  }
+}
+
+}  // namespace xtrain::session
