@@ -49,7 +49,7 @@ inline std::vector<std::string> runThreads(int size, const std::function<void(in
 }
 
 // The backends whose ranks can be threads of one process: every parameterised test runs over each.
-// (mpi ranks are processes started by mpirun; tests/comm/process_*_test.cpp cover it.)
+// (mpi ranks are processes started by mpirun; tests/comm/mpi_process_test.cpp covers it.)
 inline const std::vector<std::string>& threadBackends() {
   static const std::vector<std::string> names = {"inproc", "shm", "gloo"};
   return names;

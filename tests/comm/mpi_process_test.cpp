@@ -1,4 +1,4 @@
-// The mpi backend with real processes: runs bin/xtrain_mpi_worker (tests/comm/mpi_worker/) under
+// The mpi backend with real processes: runs bin/xtrain_comm_worker (tests/comm/worker/) under
 // `mpirun --oversubscribe -np N`. Each invocation runs many checks (GoogleTest cases inside every
 // rank); mpirun's exit code is non-zero when any rank fails. Every run is bounded: on timeout the
 // whole mpirun process group is killed.
@@ -28,7 +28,7 @@ struct RunResult {
 };
 
 std::string workerPath() {
-  return std::string(XTRAIN_BIN_DIR) + "/xtrain_mpi_worker";
+  return std::string(XTRAIN_BIN_DIR) + "/xtrain_comm_worker";
 }
 
 bool haveMpirun() {

@@ -1,10 +1,801 @@
-// Placeholder while the backend is being written: refuses to run, saying so.
+// GlooCommunicator: one rank of a gloo group. As in the inproc backend, a worker thread per
+// communicator runs the collectives in issue order, so asynchronous collectives overlap with the
+// caller's work.
+//
+// Every collective has two phases (docs/comm-gloo.md):
+//   1. fingerprint exchange: each rank sends its Fingerprint to every peer and receives theirs
+//      (all-to-all, one small message per pair). Once every fingerprint is in, every rank has
+//      arrived (so a barrier is this phase alone), and every rank compares the same k fingerprints,
+//      so a mismatch is reported identically on all ranks. A receive that does not complete by the
+//      deadline names the rank that did not arrive; a receive whose connection broke names the rank
+//      that died.
+//   2. data phase (algorithms.hpp): gloo's ring all-reduce, ring all-gather and tree broadcast, and
+//      our ring reduce-scatter.
+// A failure aborts the communicator: the first failing rank publishes the failure in the store
+// (key "abort/msg" of the group's key space) before it closes its connections, so the peers that
+// see those connections break report the original failure rather than a lost connection. A rank
+// that closes its communicator publishes "left/<rank>" first: its peers then treat it as a rank
+// that does not arrive (a timeout) rather than as a dead process.
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/attr.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "comm/backends/gloo/algorithms.hpp"
 #include "comm/backends/gloo/gloo.hpp"
+#include "comm/backends/gloo/slots.hpp"
+#include "comm/fingerprint.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::comm::gloo {
 
-std::shared_ptr<Communicator> createCommunicator(const CommConfig&) {
-  throw error("comm backend 'gloo' is not implemented yet");
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using UnboundBuffer = ::gloo::transport::UnboundBuffer;
+using Device = ::gloo::transport::Device;
+
+const std::string kBackendName = "gloo";
+
+// How long a rank whose connection to a peer broke waits for that peer's published failure before
+// it concludes the peer died. A peer publishes right after its connections close (a gloo-internal
+// timeout closes them first), so this only needs to cover a scheduling delay.
+constexpr Milliseconds kGrace{500};
+
+Milliseconds remainingUntil(Deadline deadline) {
+  const auto left = std::chrono::ceil<Milliseconds>(deadline - Clock::now());
+  return std::max(left, Milliseconds(1));
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+std::string envOr(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::string(v) : std::string();
+}
+
+bool looksLikeTimeout(const std::string& msg) {
+  std::string m = msg;
+  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+  return m.find("timed out") != std::string::npos || m.find("timeout") != std::string::npos;
+}
+
+// xtrain's store as gloo's rendezvous store (gloo connects its pairs through it).
+class StoreAdapter : public ::gloo::rendezvous::Store {
+ public:
+  StoreAdapter(std::shared_ptr<comm::Store> store, Milliseconds timeout)
+      : store_(std::move(store)), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_->set(key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::string v = store_->get(key, timeout_);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { store_->wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    store_->wait(keys, timeout.count() > 0 ? timeout : timeout_);
+  }
+
+ private:
+  std::shared_ptr<comm::Store> store_;
+  Milliseconds timeout_;
+};
+
+class GlooWork : public Work {
+ public:
+  explicit GlooWork(std::string what) : what_(std::move(what)) {}
+
+  bool isCompleted() const override {
+    std::lock_guard lock(mu_);
+    return done_;
+  }
+  bool isSuccess() const override {
+    std::lock_guard lock(mu_);
+    return done_ && !error_;
+  }
+  void wait(std::optional<Milliseconds> timeout) override {
+    std::unique_lock lock(mu_);
+    if (timeout) {
+      if (!cv_.wait_for(lock, *timeout, [&] { return done_; })) {
+        throw CommTimeoutError(
+            "waiting for {} timed out after {} ms (the collective keeps running, "
+            "bounded by its own timeout)",
+            what_, timeout->count());
+      }
+    } else {
+      cv_.wait(lock, [&] { return done_; });
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+  void finish(std::exception_ptr error) {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      error_ = std::move(error);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  const std::string what_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+struct Task {
+  Fingerprint fingerprint;
+  BufferView input;
+  BufferView output;
+  Milliseconds timeout{0};
+  std::string debugName;
+  std::shared_ptr<GlooWork> work;
+};
+
+enum class Failure : char {
+  None = 'N',
+  Timeout = 'T',
+  Mismatch = 'M',
+  Lost = 'L',  // a peer's connection broke: the process died, or its host or network failed
+  Other = 'O',
+};
+
+// The failure of one collective, thrown inside the worker and turned into the public error by
+// execute(). `publish`: this rank found the failure (rather than reading a peer's record).
+struct Failed {
+  Failure kind = Failure::Other;
+  std::string message;
+  bool publish = true;
+};
+
+[[noreturn]] void throwAs(Failure kind, const std::string& message) {
+  switch (kind) {
+    case Failure::Timeout: throw CommTimeoutError(message);
+    case Failure::Mismatch: throw CommMismatchError(message);
+    default: throw runtime_error(message);
+  }
+}
+
+// A Fingerprint on the wire.
+struct WireFingerprint {
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  int32_t root = 0;
+  uint8_t kind = 0;
+  uint8_t type = 0;
+  uint8_t op = 0;
+  uint8_t valid = 0;
+};
+static_assert(sizeof(WireFingerprint) == 24);
+
+WireFingerprint encode(const Fingerprint& f) {
+  WireFingerprint w;
+  w.seq = f.seq;
+  w.count = f.count;
+  w.root = f.root;
+  w.kind = static_cast<uint8_t>(f.kind);
+  w.type = static_cast<uint8_t>(f.type);
+  w.op = static_cast<uint8_t>(f.op);
+  w.valid = 1;
+  return w;
+}
+
+Fingerprint decode(const WireFingerprint& w) {
+  Fingerprint f;
+  f.kind = static_cast<OpKind>(w.kind);
+  f.seq = w.seq;
+  f.count = w.count;
+  f.type = static_cast<DataType>(w.type);
+  f.op = static_cast<CollectiveOperator>(w.op);
+  f.root = w.root;
+  return f;
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  return ranks.size() == 1 ? format("rank {}", ranks[0]) : format("ranks {}", ranks);
+}
+
+class GlooCommunicator : public Communicator {
+ public:
+  GlooCommunicator(std::shared_ptr<comm::Store> baseStore, std::string prefix,
+                   std::shared_ptr<comm::Store> store, std::string name, int rank, int size,
+                   Milliseconds timeout, std::shared_ptr<Device> device,
+                   std::shared_ptr<::gloo::Context> context)
+      : baseStore_(std::move(baseStore)),
+        prefix_(std::move(prefix)),
+        store_(std::move(store)),
+        name_(std::move(name)),
+        rank_(rank),
+        size_(size),
+        timeout_(timeout),
+        device_(std::move(device)),
+        context_(std::move(context)),
+        worker_([this] { loop(); }) {}
+
+  ~GlooCommunicator() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+    if (size_ > 1) {
+      // Before the connections close: peers that wait for this rank then see a rank that left
+      // (and time out as for any missing rank), not one that died.
+      try {
+        store_->set("left/" + std::to_string(rank_), "1");
+      } catch (const std::exception& e) {
+        logging::comm::warn("gloo: group '{}' rank {}: cannot record leaving: {}", name_, rank_,
+                            e.what());
+      }
+    }
+    context_.reset();
+    device_.reset();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+  const std::string& backendName() const override { return kBackendName; }
+  Milliseconds timeout() const override { return timeout_; }
+
+ protected:
+  std::shared_ptr<Work> doAllReduce(BufferView in, BufferView out,
+                                    const AllReduceOptions& o) override {
+    Fingerprint f{OpKind::AllReduce, 0, in.count, in.type, o.op, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doReduceScatter(BufferView in, BufferView out,
+                                        const ReduceScatterOptions& o) override {
+    Fingerprint f{OpKind::ReduceScatter, 0, in.count, in.type, o.op, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doAllGather(BufferView in, BufferView out,
+                                    const AllGatherOptions& o) override {
+    Fingerprint f{OpKind::AllGather, 0, out.count, out.type, CollectiveOperator::Add, 0};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doBroadcast(BufferView in, BufferView out,
+                                    const BroadcastOptions& o) override {
+    Fingerprint f{OpKind::Broadcast, 0, out.count, out.type, CollectiveOperator::Add, o.root};
+    return enqueue(f, in, out, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Work> doBarrier(const BarrierOptions& o) override {
+    Fingerprint f{OpKind::Barrier, 0, 0, DataType::UNDEFINED, CollectiveOperator::Add, 0};
+    return enqueue(f, {}, {}, o.timeout, o.debugName);
+  }
+  std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
+                                        const std::string& splitName) override;
+
+ private:
+  std::shared_ptr<Work> enqueue(Fingerprint f, BufferView in, BufferView out,
+                                std::optional<Milliseconds> timeout, const std::string& debugName) {
+    std::shared_ptr<GlooWork> work;
+    {
+      std::lock_guard lock(mu_);
+      f.seq = nextSeq_++;
+      std::string what = describe(f);
+      if (!debugName.empty()) what += " '" + debugName + "'";
+      logging::comm::trace("group '{}' rank {}: issue {}", name_, rank_, what);
+      work = std::make_shared<GlooWork>(what);
+      queue_.push_back(Task{f, in, out, timeout ? *timeout : timeout_, debugName, work});
+    }
+    cv_.notify_all();
+    return work;
+  }
+
+  void loop() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        execute(task);
+        task.work->finish(nullptr);
+      } catch (...) {
+        task.work->finish(std::current_exception());
+      }
+    }
+  }
+
+  void throwIfFailed() const {
+    std::lock_guard lock(failMu_);
+    if (failure_ != Failure::None) {
+      throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
+                             failureMessage_);
+    }
+  }
+
+  void execute(const Task& t);
+  void exchangeFingerprints(const Task& t, Deadline deadline, const std::string& what);
+  [[noreturn]] void peerErrors(const std::vector<std::string>& peerError,
+                               const std::vector<char>& arrived, Deadline deadline, const Task& t,
+                               const std::string& what);
+  void dataPhase(const Task& t, Deadline deadline, const std::string& what);
+  Failed classifyDataFailure(const std::string& glooMessage, Deadline deadline, const Task& t,
+                             const std::string& what);
+  std::string timeoutMessage(const std::string& what, const Task& t,
+                             const std::vector<int>& missing) const {
+    return format("{} in group '{}' (size {}) timed out after {} ms: ranks {} did not arrive", what,
+                  name_, size_, t.timeout.count(), missing);
+  }
+  std::string lostMessage(const std::string& what, const std::vector<int>& ranks,
+                          const std::string& glooMessage) const {
+    return format(
+        "{} in group '{}' (size {}): peer connection lost to {} (the process died, or its host or "
+        "the network failed): {}",
+        what, name_, size_, rankList(ranks), glooMessage);
+  }
+
+  struct Record {
+    Failure kind;
+    std::string message;
+  };
+  std::optional<Record> readAbortRecord() const;
+  std::optional<Record> awaitAbortRecord(Milliseconds grace) const;
+  bool hasLeft(int peer) const;
+  std::vector<int> brokenPeers();
+  [[noreturn]] void fail(const Failed& f);
+
+  const std::shared_ptr<comm::Store> baseStore_;  // the job's store (splits derive their keys)
+  const std::string prefix_;                      // this group's key space in baseStore_
+  const std::shared_ptr<comm::Store> store_;      // baseStore_ under prefix_
+  const std::string name_;
+  const int rank_;
+  const int size_;
+  const Milliseconds timeout_;
+  std::shared_ptr<Device> device_;            // shared with the sub-groups split from this one
+  std::shared_ptr<::gloo::Context> context_;  // used by the worker only; null for size 1
+  Scratch scratch_;                           // used by the worker only
+
+  mutable std::mutex failMu_;  // guards failure_ and failureMessage_
+  Failure failure_ = Failure::None;
+  std::string failureMessage_;
+
+  std::mutex mu_;  // guards the queue, nextSeq_ and splitCounts_
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  uint64_t nextSeq_ = 0;
+  std::map<std::string, int> splitCounts_;
+
+  std::thread worker_;  // last: started once everything above exists
+};
+
+std::optional<GlooCommunicator::Record> GlooCommunicator::readAbortRecord() const {
+  try {
+    if (!store_->check({"abort/msg"})) return std::nullopt;
+    const std::string v = store_->get("abort/msg", Milliseconds(1000));
+    if (v.empty()) return std::nullopt;
+    return Record{static_cast<Failure>(v[0]), v.substr(1)};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<GlooCommunicator::Record> GlooCommunicator::awaitAbortRecord(
+    Milliseconds grace) const {
+  const auto end = Clock::now() + grace;
+  for (;;) {
+    if (auto r = readAbortRecord()) return r;
+    if (Clock::now() >= end) return std::nullopt;
+    std::this_thread::sleep_for(Milliseconds(10));
+  }
+}
+
+bool GlooCommunicator::hasLeft(int peer) const {
+  try {
+    return store_->check({"left/" + std::to_string(peer)});
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// The peers whose connection is broken: posting a receive on a broken pair throws at once.
+std::vector<int> GlooCommunicator::brokenPeers() {
+  std::vector<int> broken;
+  if (!context_) return broken;
+  char probe = 0;
+  auto ub = context_->createUnboundBuffer(&probe, 1);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    try {
+      ub->recv(p, kProbeSlot, 0, 1);
+    } catch (const std::exception&) {
+      broken.push_back(p);
+    }
+  }
+  return broken;
+}
+
+void GlooCommunicator::fail(const Failed& f) {
+  {
+    std::lock_guard lock(failMu_);
+    if (failure_ == Failure::None) {
+      failure_ = f.kind;
+      failureMessage_ = f.message;
+    }
+  }
+  if (f.publish) {
+    logging::comm::err("{}", f.message);
+    try {
+      if (store_->add("abort/n", 1) == 1) {
+        store_->set("abort/msg", std::string(1, static_cast<char>(f.kind)) + f.message);
+      }
+    } catch (const std::exception& e) {
+      logging::comm::warn("gloo: group '{}' rank {}: cannot publish the failure: {}", name_, rank_,
+                          e.what());
+    }
+  }
+  // Closing the connections makes every peer still waiting on this rank fail at once (with the
+  // failure published above) instead of at its timeout.
+  context_.reset();
+  throwAs(f.kind, f.message);
+}
+
+void GlooCommunicator::execute(const Task& t) {
+  std::string what = describe(t.fingerprint);
+  if (!t.debugName.empty()) what += " '" + t.debugName + "'";
+  throwIfFailed();
+  if (size_ > 1) {
+    if (auto rec = readAbortRecord()) {
+      {
+        std::lock_guard lock(failMu_);
+        failure_ = rec->kind;
+        failureMessage_ = rec->message;
+      }
+      context_.reset();
+      throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
+                             rec->message);
+    }
+  }
+  const Deadline deadline = Clock::now() + t.timeout;
+  try {
+    if (size_ > 1) exchangeFingerprints(t, deadline, what);
+    dataPhase(t, deadline, what);
+  } catch (const Failed& f) {
+    fail(f);
+  }
+}
+
+void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
+                                            const std::string& what) {
+  const int k = size_;
+  const auto K = static_cast<size_t>(k);
+  WireFingerprint mine = encode(t.fingerprint);
+  std::vector<WireFingerprint> theirs(K);
+  std::vector<std::unique_ptr<UnboundBuffer>> recvs(K);
+  std::vector<std::string> peerError(K);
+  std::vector<char> arrived(K, 0);
+  arrived[static_cast<size_t>(rank_)] = 1;
+  const uint64_t slot = fingerprintSlot(t.fingerprint.seq);
+  auto send = context_->createUnboundBuffer(&mine, sizeof(mine));
+  size_t sends = 0;
+  for (int p = 0; p < k; ++p) {
+    if (p == rank_) continue;
+    const auto P = static_cast<size_t>(p);
+    recvs[P] = context_->createUnboundBuffer(&theirs[P], sizeof(WireFingerprint));
+    try {
+      recvs[P]->recv(p, slot);
+      send->send(p, slot);
+      ++sends;
+    } catch (const std::exception& e) {
+      peerError[P] = e.what();
+    }
+  }
+  bool timedOut = false;
+  for (int p = 0; p < k; ++p) {
+    const auto P = static_cast<size_t>(p);
+    if (p == rank_ || !peerError[P].empty()) continue;
+    try {
+      // After a timeout gloo has closed every connection of the context: completed receives still
+      // report success, pending ones throw at once.
+      const Milliseconds wait = timedOut ? Milliseconds(1) : remainingUntil(deadline);
+      arrived[P] = recvs[P]->waitRecv(wait) ? 1 : 0;
+    } catch (const std::exception& e) {
+      if (timedOut || looksLikeTimeout(e.what()) || Clock::now() >= deadline) {
+        timedOut = true;
+      } else {
+        peerError[P] = e.what();
+      }
+    }
+  }
+  const bool anyPeerError =
+      std::any_of(peerError.begin(), peerError.end(), [](const auto& e) { return !e.empty(); });
+  if (anyPeerError) peerErrors(peerError, arrived, deadline, t, what);
+  if (timedOut) {
+    std::vector<int> missing;
+    for (int p = 0; p < k; ++p) {
+      if (!arrived[static_cast<size_t>(p)]) missing.push_back(p);
+    }
+    throw Failed{Failure::Timeout, timeoutMessage(what, t, missing), true};
+  }
+  // Every peer arrived, so every peer posted its receive: our sends complete (unless a connection
+  // breaks now).
+  try {
+    for (; sends > 0; --sends) {
+      if (!send->waitSend(remainingUntil(deadline))) throw ::gloo::IoException("send was aborted");
+    }
+  } catch (const std::exception& e) {
+    throw classifyDataFailure(e.what(), deadline, t, what);
+  }
+  std::vector<Fingerprint> fps(K);
+  for (int p = 0; p < k; ++p) {
+    const auto P = static_cast<size_t>(p);
+    fps[P] = p == rank_ ? t.fingerprint : decode(theirs[P]);
+  }
+  for (size_t p = 1; p < K; ++p) {
+    if (!(fps[p] == fps[0])) {
+      throw Failed{Failure::Mismatch,
+                   format("collective mismatch in group '{}' (size {}): rank 0 called {} but rank "
+                          "{} called {}",
+                          name_, k, describe(fps[0]), p, describe(fps[p])),
+                   true};
+    }
+  }
+}
+
+void GlooCommunicator::peerErrors(const std::vector<std::string>& peerError,
+                                  const std::vector<char>& arrived, Deadline deadline,
+                                  const Task& t, const std::string& what) {
+  std::vector<int> errored;
+  for (int p = 0; p < size_; ++p) {
+    if (!peerError[static_cast<size_t>(p)].empty()) errored.push_back(p);
+  }
+  // A peer that failed first published why before closing its connections (or just after, when
+  // gloo closed them on a timeout): report its failure.
+  const auto graceEnd = Clock::now() + kGrace;
+  std::vector<int> lost;
+  for (;;) {
+    if (auto rec = readAbortRecord()) throw Failed{rec->kind, rec->message, false};
+    lost.clear();
+    for (int p : errored) {
+      if (!hasLeft(p)) lost.push_back(p);
+    }
+    if (lost.empty() || Clock::now() >= graceEnd) break;
+    std::this_thread::sleep_for(Milliseconds(10));
+  }
+  if (!lost.empty()) {
+    throw Failed{Failure::Lost, lostMessage(what, lost, peerError[static_cast<size_t>(lost[0])]),
+                 true};
+  }
+  // Every broken connection belongs to a rank that closed its communicator: it will never arrive.
+  // As for any missing rank, the collective fails at its timeout.
+  std::this_thread::sleep_until(deadline);
+  std::vector<int> missing;
+  for (int p = 0; p < size_; ++p) {
+    if (!arrived[static_cast<size_t>(p)]) missing.push_back(p);
+  }
+  throw Failed{
+      Failure::Timeout,
+      timeoutMessage(what, t, missing) + format(" ({} closed {} communicator)", rankList(errored),
+                                                errored.size() == 1 ? "its" : "their"),
+      true};
+}
+
+void GlooCommunicator::dataPhase(const Task& t, Deadline deadline, const std::string& what) {
+  const Fingerprint& f = t.fingerprint;
+  const Exchange x{context_, f.seq, deadline, &scratch_};
+  try {
+    switch (f.kind) {
+      case OpKind::Barrier: return;  // the fingerprint exchange was the barrier
+      case OpKind::AllReduce:
+        gloo::allReduce(x, f.type, f.op, t.input.data, t.output.data, f.count);
+        return;
+      case OpKind::ReduceScatter:
+        gloo::reduceScatter(x, f.type, f.op, t.input.data, t.output.data, f.count);
+        return;
+      case OpKind::AllGather:
+        gloo::allGather(x, dataTypeSize(f.type), t.input.data, t.output.data, f.count);
+        return;
+      case OpKind::Broadcast:
+        gloo::broadcast(x, dataTypeSize(f.type), f.root, t.input.data, t.output.data, f.count);
+        return;
+    }
+  } catch (const error&) {
+    throw;  // xtrain's own (internal) errors
+  } catch (const std::exception& e) {
+    throw classifyDataFailure(e.what(), deadline, t, what);
+  }
+}
+
+Failed GlooCommunicator::classifyDataFailure(const std::string& glooMessage, Deadline deadline,
+                                             const Task& t, const std::string& what) {
+  if (looksLikeTimeout(glooMessage) || Clock::now() >= deadline) {
+    return Failed{Failure::Timeout,
+                  format("{} in group '{}' (size {}) timed out after {} ms while exchanging data "
+                         "(every rank had arrived: a peer is stuck or too slow): {}",
+                         what, name_, size_, t.timeout.count(), glooMessage),
+                  true};
+  }
+  if (auto rec = awaitAbortRecord(kGrace)) return Failed{rec->kind, rec->message, false};
+  const auto broken = brokenPeers();
+  if (!broken.empty()) return Failed{Failure::Lost, lostMessage(what, broken, glooMessage), true};
+  return Failed{Failure::Other,
+                format("{} in group '{}' (size {}) failed: {}", what, name_, size_, glooMessage),
+                true};
+}
+
+// ---- creation
+
+// Announces this rank under "arrive/<rank>" (its size and host name) and waits, bounded by the
+// timeout, for every rank; returns their host names. Ranks other than 0 first check rank 0's size.
+std::vector<std::string> meet(comm::Store& store, const std::string& groupName, int rank, int size,
+                              Milliseconds timeout, const std::string& what) {
+  const Deadline deadline = Clock::now() + timeout;
+  auto key = [](int r) { return "arrive/" + std::to_string(r); };
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r) keys.push_back(key(r));
+  auto waitFor = [&](const std::vector<std::string>& ks) {
+    try {
+      store.wait(ks, remainingUntil(deadline));
+    } catch (const CommTimeoutError&) {
+      std::vector<int> missing;
+      for (int r = 0; r < size; ++r) {
+        if (!store.check({key(r)})) missing.push_back(r);
+      }
+      throw CommTimeoutError(
+          format("{} in group '{}' (size {}) timed out after {} ms: ranks {} did not arrive", what,
+                 groupName, size, timeout.count(), missing));
+    }
+  };
+  const std::string host = hostName();
+  if (rank != 0) {
+    waitFor({key(0)});
+    const std::string v = store.get(key(0), remainingUntil(deadline));
+    const int rootSize = std::atoi(v.substr(0, v.find(' ')).c_str());
+    if (rootSize != size) {
+      throw error("gloo: rank {} joins group '{}' with size {}, but rank 0 created it with size {}",
+                  rank, groupName, size, rootSize);
+    }
+  }
+  store.set(key(rank), std::to_string(size) + " " + host);
+  waitFor(keys);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < size; ++r) {
+    const std::string v = store.get(key(r), remainingUntil(deadline));
+    const auto space = v.find(' ');
+    hosts.push_back(space == std::string::npos ? v : v.substr(space + 1));
+  }
+  return hosts;
+}
+
+// The address the TCP device binds to (docs/comm-gloo.md).
+std::shared_ptr<Device> makeDevice(const std::vector<std::string>& hosts,
+                                   const std::string& groupName) {
+  ::gloo::transport::tcp::attr attr;
+  std::string description;
+  const std::string iface = envOr("XTRAIN_GLOO_IFNAME");
+  const std::string hostname = envOr("XTRAIN_GLOO_HOSTNAME");
+  if (!iface.empty()) {
+    attr.iface = iface;
+    description = format("interface {} (XTRAIN_GLOO_IFNAME)", iface);
+  } else if (!hostname.empty()) {
+    attr.hostname = hostname;
+    description = format("{} (XTRAIN_GLOO_HOSTNAME)", hostname);
+  } else if (std::all_of(hosts.begin(), hosts.end(),
+                         [&](const std::string& h) { return h == hosts.front(); })) {
+    attr.hostname = "127.0.0.1";
+    description = format("127.0.0.1 (every rank runs on host {})", hosts.front());
+  } else {
+    attr.hostname = hostName();
+    description = format("{} (this host's name; the ranks run on several hosts)", attr.hostname);
+  }
+  try {
+    auto device = ::gloo::transport::tcp::CreateDevice(attr);
+    logging::comm::debug("gloo: group '{}' binds to {}: {}", groupName, description, device->str());
+    return device;
+  } catch (const std::exception& e) {
+    throw runtime_error(
+        "gloo: cannot create a TCP device on {} for group '{}': {} (set XTRAIN_GLOO_IFNAME to a "
+        "network interface or XTRAIN_GLOO_HOSTNAME to an address of this host)",
+        description, groupName, e.what());
+  }
+}
+
+// Creates one rank's communicator of a group whose keys live under `prefix` in `baseStore`.
+// `device` is the parent's for a split, null for a new world.
+std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& baseStore,
+                                          const std::string& prefix, const std::string& name,
+                                          int rank, int size, Milliseconds timeout,
+                                          std::shared_ptr<Device> device, const std::string& what) {
+  auto store = std::make_shared<PrefixStore>(baseStore, prefix);
+  const auto hosts = meet(*store, name, rank, size, timeout, what);
+  std::shared_ptr<::gloo::Context> context;
+  if (size > 1) {
+    if (!device) device = makeDevice(hosts, name);
+    auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
+    ctx->setTimeout(timeout);
+    StoreAdapter adapter(store, timeout);
+    try {
+      ctx->connectFullMesh(adapter, device);
+    } catch (const CommTimeoutError& e) {
+      throw CommTimeoutError(
+          format("{} in group '{}' (size {}): connecting to the peers timed out after {} ms: {}",
+                 what, name, size, timeout.count(), e.what()));
+    } catch (const std::exception& e) {
+      throw runtime_error(format("{} in group '{}' (size {}): connecting to the peers failed: {}",
+                                 what, name, size, e.what()));
+    }
+    context = std::move(ctx);
+  }
+  return std::make_shared<GlooCommunicator>(baseStore, prefix, std::move(store), name, rank, size,
+                                            timeout, std::move(device), std::move(context));
+}
+
+std::shared_ptr<Communicator> GlooCommunicator::doSplit(const std::vector<int>& ranks,
+                                                        const std::string& splitName) {
+  throwIfFailed();
+  std::string base = splitName + "|";
+  for (int r : ranks) base += std::to_string(r) + ",";
+  int generation = 0;
+  {
+    std::lock_guard lock(mu_);
+    generation = splitCounts_[base]++;
+  }
+  const int newRank =
+      static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+  return createGroup(
+      baseStore_, prefix_ + "/split/" + base + "|" + std::to_string(generation),
+      name_ + "/" + splitName, newRank, static_cast<int>(ranks.size()), timeout_, device_,
+      format("split of group '{}' into '{}' with parent ranks {}", name_, splitName, ranks));
+}
+
+// gloo writes to its sockets without MSG_NOSIGNAL: writing to the connection of a peer that died
+// would kill this process with SIGPIPE instead of failing the collective. Ignore SIGPIPE unless the
+// application installed a handler of its own.
+void ignoreSigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current = {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      ::signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator> createCommunicator(const CommConfig& c) {
+  ignoreSigpipe();
+  const Milliseconds timeout = c.timeout ? *c.timeout : defaultTimeout();
+  const std::string prefix = "gloo/" + c.name;
+  if (c.rank == 0 && c.store->add(prefix + "/created", 1) != 1) {
+    throw error(
+        "gloo: a group named '{}' was already created with this store (job '{}'); give each "
+        "communicator its own name or store",
+        c.name, c.store->jobId());
+  }
+  return createGroup(c.store, prefix, c.name, c.rank, c.size, timeout, nullptr,
+                     format("creation of group '{}'", c.name));
 }
 
 }  // namespace xtrain::comm::gloo

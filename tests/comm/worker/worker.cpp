@@ -1,17 +1,21 @@
-// The program every rank of tests/comm/mpi_process_test.cpp runs under mpirun: GoogleTest cases
-// selected with --gtest_filter, each rank checking its own results against the naive reference.
-// mpirun's exit code is non-zero when any rank fails. Not a ctest target of its own.
+// The program every rank (process) of the comm process tests runs: GoogleTest cases selected with
+// --gtest_filter, each rank checking its own results against the naive reference. Under mpirun
+// (mpi_process_test.cpp) the backend is mpi; started with xrun's environment (process_test.cpp) it
+// is XTRAIN_COMM_BACKEND (shm, gloo) over the FileStore in XTRAIN_RENDEZVOUS_DIR. The job's exit
+// code is non-zero when any rank fails. Not a ctest target of its own.
 //
-//   mpirun -np 4 xtrain_mpi_worker --gtest_filter='Collectives.*'
-//   mpirun -np 2 xtrain_mpi_worker bench      (all-reduce timing, prints busbw)
-//   mpirun -np 3 xtrain_mpi_worker kill       (rank 1 SIGKILLs itself during collectives)
-//   mpirun -np 2 xtrain_mpi_worker stall      (rank 1 SIGSTOPs itself: the others time out)
+//   mpirun -np 4 xtrain_comm_worker --gtest_filter='Collectives.*'
+//   mpirun -np 2 xtrain_comm_worker bench      (all-reduce timing, prints busbw)
+//   mpirun -np 3 xtrain_comm_worker kill       (rank 1 SIGKILLs itself during collectives)
+//   mpirun -np 2 xtrain_comm_worker stall      (rank 1 SIGSTOPs itself: the others time out)
 #include <csignal>
 #include <cstdio>
 #include <thread>
 
 #include "comm/backends/mpi/mpi.hpp"
+#include "comm/world.hpp"
 #include "comm_test_util.hpp"
+#include "common/launch_environment.hpp"
 
 namespace xtrain::comm {
 namespace {
@@ -28,16 +32,32 @@ bool contains(const std::string& s, const std::string& part) {
 }
 
 mpi::LaunchInfo launch() {
-  const auto info = mpi::launchInfo();
-  if (!info) throw error("not started by mpirun");
-  return *info;
+  const LaunchEnvironment env = readLaunchEnvironment();
+  return {env.instanceIndex, env.numInstances};
 }
 
+// The backend under test: XTRAIN_COMM_BACKEND, else mpi under mpirun.
+std::string backend() {
+  const char* b = std::getenv("XTRAIN_COMM_BACKEND");
+  if (b != nullptr && *b != '\0' && std::string(b) != "auto") return b;
+  return mpi::launchedByMpi() ? "mpi" : "shm";
+}
+
+// One store for the whole process (the mpi backend needs none).
+std::shared_ptr<Store> jobStore() {
+  static const std::shared_ptr<Store> store =
+      backend() == "mpi" ? std::make_shared<InMemoryStore>("unused") : createJobStore(kTestTimeout);
+  return store;
+}
+
+// Every rank calls world() in the same order, so the n-th call of each rank meets the others' n-th
+// call in a key space of its own (names repeat across tests).
 std::shared_ptr<Communicator> world(const std::string& name = "world",
                                     Milliseconds timeout = kTestTimeout) {
+  static int calls = 0;
   const auto info = launch();
-  auto store = std::make_shared<InMemoryStore>("unused", timeout);
-  return createCommunicator(CommConfig{store, info.rank, info.size, name, timeout}, "mpi");
+  auto store = std::make_shared<PrefixStore>(jobStore(), format("world-call-{}", calls++));
+  return createCommunicator(CommConfig{store, info.rank, info.size, name, timeout}, backend());
 }
 
 // Inputs of every rank (each rank computes all of them, deterministically).
@@ -596,8 +616,7 @@ int main(int argc, char** argv) {
     try {
       return killPeer();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "rank %d: %s\n", mpi::launchInfo() ? mpi::launchInfo()->rank : -1,
-                   e.what());
+      std::fprintf(stderr, "rank %d: %s\n", launch().rank, e.what());
       return 3;
     }
   }

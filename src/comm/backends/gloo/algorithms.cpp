@@ -1,0 +1,477 @@
+#include "comm/backends/gloo/algorithms.hpp"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "comm/backends/gloo/slots.hpp"
+#include "comm/reduce.hpp"
+#include "comm/types.hpp"
+
+namespace xtrain::comm::gloo {
+
+namespace {
+
+using Op = CollectiveOperator;
+using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
+using UnboundBuffer = ::gloo::transport::UnboundBuffer;
+
+// The largest piece of a shard one send carries: small enough to pipeline (a received segment is
+// reduced and forwarded while the next ones are in flight), large enough to amortise the
+// per-message cost.
+constexpr size_t kSegmentBytes = size_t{1} << 20;
+// Segments a ring keeps in flight per direction.
+constexpr size_t kWindow = 4;
+
+std::chrono::milliseconds remaining(Deadline deadline) {
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+void waitRecv(UnboundBuffer& b, Deadline deadline) {
+  if (!b.waitRecv(remaining(deadline))) throw ::gloo::IoException("receive was aborted");
+}
+
+void waitSends(UnboundBuffer* b, size_t& pending, Deadline deadline) {
+  for (; pending > 0; --pending) {
+    if (!b->waitSend(remaining(deadline))) throw ::gloo::IoException("send was aborted");
+  }
+}
+
+// FLOAT Add, the hot path. `out` may be `a` (gloo's ring reduces into its output): every element is
+// read before it is written, so the loop has no cross-iteration dependency either way.
+void addFloat(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<float*>(out);
+  const auto* x = static_cast<const float*>(a);
+  const auto* y = static_cast<const float*>(b);
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+}
+
+ReduceFn pairwise(DataType work, Op core) {
+  if (work == DataType::FLOAT && core == Op::Add) return addFloat;
+  return [work, core](void* out, const void* a, const void* b, size_t n) {
+    const void* srcs[2] = {a, b};
+    void* dsts[1] = {out};
+    reduceInto(work, core, srcs, 2, dsts, 1, n);
+  };
+}
+
+// How an operator on a type runs on the rings: FLOAT16 travels as FLOAT (reduced in float as
+// reduceInto does), INT32/UINT8 Mean as INT64 (the exact sum before the division), SquareAdd
+// squares locally and adds, Mean adds and divides.
+struct Plan {
+  DataType work = DataType::FLOAT;
+  Op core = Op::Add;
+  bool square = false;
+  bool mean = false;
+  bool convert = false;  // work != the buffer's type
+};
+
+Plan planFor(DataType type, Op op) {
+  Plan p;
+  p.work = type;
+  if (type == DataType::FLOAT16) {
+    p.work = DataType::FLOAT;
+  } else if (op == Op::Mean && (type == DataType::INT32 || type == DataType::UINT8)) {
+    p.work = DataType::INT64;
+  }
+  p.convert = p.work != type;
+  p.square = op == Op::SquareAdd;
+  p.mean = op == Op::Mean;
+  p.core = (p.square || p.mean) ? Op::Add : op;
+  return p;
+}
+
+template <typename T>
+T squareWrapped(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return v * v;
+  } else {
+    const auto u = static_cast<uint64_t>(static_cast<int64_t>(v));
+    return static_cast<T>(u * u);  // modular, as reduceInto's integer SquareAdd
+  }
+}
+
+template <typename T>
+void squareInto(const void* src, void* dst, size_t n) {
+  const T* s = static_cast<const T*>(src);
+  T* d = static_cast<T*>(dst);
+  for (size_t i = 0; i < n; ++i) d[i] = squareWrapped(s[i]);
+}
+
+// `n` elements of `type` at `src` to the plan's work type at `dst` (squared for SquareAdd).
+void toWork(const Plan& p, DataType type, const void* src, void* dst, size_t n) {
+  if (type == DataType::FLOAT16) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    auto* d = static_cast<float*>(dst);
+    for (size_t i = 0; i < n; ++i) {
+      const float v = halfToFloat(s[i]);
+      d[i] = p.square ? v * v : v;
+    }
+    return;
+  }
+  if (p.convert) {  // INT32 / UINT8 Mean as INT64
+    auto* d = static_cast<int64_t*>(dst);
+    if (type == DataType::INT32) {
+      const auto* s = static_cast<const int32_t*>(src);
+      for (size_t i = 0; i < n; ++i) d[i] = s[i];
+    } else {
+      const auto* s = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < n; ++i) d[i] = s[i];
+    }
+    return;
+  }
+  // Same type, squared.
+  switch (type) {
+    case DataType::FLOAT: return squareInto<float>(src, dst, n);
+    case DataType::INT32: return squareInto<int32_t>(src, dst, n);
+    case DataType::INT64: return squareInto<int64_t>(src, dst, n);
+    case DataType::UINT8: return squareInto<uint8_t>(src, dst, n);
+    default: break;
+  }
+  throw internal_error("gloo: no conversion of {} for {}", dataTypeName(type), toString(p.core));
+}
+
+// `n` reduced elements of the work type at `src` to `type` at `dst` (divided by k for Mean). `dst`
+// may be `src` when the types are the same.
+void fromWork(const Plan& p, DataType type, int k, const void* src, void* dst, size_t n) {
+  if (p.work == DataType::FLOAT) {
+    const auto* s = static_cast<const float*>(src);
+    const float div = static_cast<float>(k);
+    if (type == DataType::FLOAT16) {
+      auto* d = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = floatToHalf(p.mean ? s[i] / div : s[i]);
+    } else if (p.mean) {
+      auto* d = static_cast<float*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = s[i] / div;
+    } else if (src != dst) {
+      std::memcpy(dst, src, n * sizeof(float));
+    }
+    return;
+  }
+  if (p.work == DataType::INT64) {
+    const auto* s = static_cast<const int64_t*>(src);
+    const auto div = static_cast<int64_t>(k);
+    auto value = [&](size_t i) { return p.mean ? s[i] / div : s[i]; };
+    if (type == DataType::INT32) {
+      auto* d = static_cast<int32_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = static_cast<int32_t>(value(i));
+    } else if (type == DataType::UINT8) {
+      auto* d = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(value(i));
+    } else {
+      auto* d = static_cast<int64_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = value(i);
+    }
+    return;
+  }
+  if (src != dst) std::memcpy(dst, src, n * dataTypeSize(type));
+}
+
+bool needsScratch(const Plan& p) {
+  return p.convert || p.square;
+}
+
+// gloo::allreduce (ring) over `count` elements of `elementSize` bytes; input == nullptr: in place.
+template <typename T>
+void glooAllReduceTyped(const Exchange& x, void* input, void* output, size_t count,
+                        const ReduceFn& fn) {
+  ::gloo::AllreduceOptions o(x.context);
+  if (input != nullptr) o.setInput(static_cast<T*>(input), count);
+  o.setOutput(static_cast<T*>(output), count);
+  o.setReduceFunction(fn);
+  o.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
+  o.setTag(tagOf(x.seq));
+  o.setTimeout(remaining(x.deadline));
+  ::gloo::allreduce(o);
+}
+
+void glooAllReduce(const Exchange& x, size_t elementSize, void* input, void* output, size_t count,
+                   const ReduceFn& fn) {
+  switch (elementSize) {
+    case 1: return glooAllReduceTyped<uint8_t>(x, input, output, count, fn);
+    case 4: return glooAllReduceTyped<uint32_t>(x, input, output, count, fn);
+    case 8: return glooAllReduceTyped<uint64_t>(x, input, output, count, fn);
+    default: break;
+  }
+  throw internal_error("gloo: no all-reduce for {}-byte elements", elementSize);
+}
+
+// Calls f(offset, length) for the segments of `valid` elements.
+template <typename F>
+void forSegments(size_t valid, size_t segElems, F&& f) {
+  for (size_t off = 0; off < valid; off += segElems) f(off, std::min(segElems, valid - off));
+}
+
+int mod(int a, int k) {
+  return ((a % k) + k) % k;
+}
+
+// Ring reduce-scatter of `n` elements at `src` (k >= 2): after k-1 steps rank r holds shard r of
+// the reduction in `dst` (s = ceil(n/k) elements, zero past n; `dst` must not overlap `src`). At
+// step t rank r receives shard (r-t-2) mod k from its left neighbour, reduces it with its own input
+// and forwards the result to its right neighbour (its step t+1), segment by segment: transfers and
+// reductions overlap, and segments pass through a small window of buffers that stays in cache.
+// Each rank sends and receives (k-1)/k of the buffer: half the traffic of an all-reduce.
+void ringReduceScatter(const Exchange& x, size_t es, const ReduceFn& fn, const char* src, char* dst,
+                       size_t n) {
+  const auto& ctx = x.context;
+  const int k = ctx->size;
+  const int r = ctx->rank;
+  const size_t s = shardCount(n, static_cast<size_t>(k));
+  auto valid = [&](int j) -> size_t {
+    const size_t b = static_cast<size_t>(j) * s;
+    return b < n ? std::min(s, n - b) : 0;
+  };
+  if (s == 0) return;
+  const int right = mod(r + 1, k);
+  const int left = mod(r - 1, k);
+  const int steps = k - 1;
+  const size_t segElems = std::max<size_t>(1, std::min(kSegmentBytes / es, s));
+  const size_t segBytes = segElems * es;
+  const uint64_t slot = ringSlot(x.seq);
+
+  // The segments this rank receives, in order (step by step).
+  struct Item {
+    int step;
+    int shard;
+    size_t off;
+    size_t len;
+  };
+  std::vector<Item> items;
+  for (int t = 0; t < steps; ++t) {
+    const int j = mod(r - t - 2, k);
+    forSegments(valid(j), segElems, [&](size_t off, size_t len) {
+      items.push_back({t, j, off, len});
+    });
+  }
+  // Receives go through a window of segment buffers (reused as soon as a segment is reduced, so
+  // they stay in cache); the partial reductions forwarded at step t+1 go to red[t & 1], a whole
+  // shard each, so a rank never waits for a send within a step (waiting there can deadlock the
+  // ring): it waits for the sends of step t-1 only before rewriting red[t & 1] at step t+1.
+  const size_t window = kWindow;
+  const size_t shardBytes = s * es;
+  char* recvWin =
+      x.scratch->get(Scratch::kRing, window * segBytes + (steps > 1 ? 2 * shardBytes : 0));
+  char* redMem[2] = {recvWin + window * segBytes, recvWin + window * segBytes + shardBytes};
+  auto recvUb = ctx->createUnboundBuffer(recvWin, window * segBytes);
+  std::unique_ptr<UnboundBuffer> redUb[2];
+  if (steps > 1) {
+    redUb[0] = ctx->createUnboundBuffer(redMem[0], shardBytes);
+    redUb[1] = ctx->createUnboundBuffer(redMem[1], shardBytes);
+  }
+  auto srcUb = ctx->createUnboundBuffer(const_cast<char*>(src), n * es);
+
+  size_t posted = 0;
+  auto postUpTo = [&](size_t limit) {
+    for (; posted < std::min(limit, items.size()); ++posted) {
+      recvUb->recv(left, slot, (posted % window) * segBytes, items[posted].len * es);
+    }
+  };
+  postUpTo(window);
+  size_t pendingSrc = 0;
+  const int first = mod(r - 1, k);
+  forSegments(valid(first), segElems, [&](size_t off, size_t len) {
+    srcUb->send(right, slot, (static_cast<size_t>(first) * s + off) * es, len * es);
+    ++pendingSrc;
+  });
+  size_t pendingRed[2] = {0, 0};
+  int step = -1;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    const bool last = it.step == steps - 1;
+    if (it.step != step) {
+      step = it.step;
+      // red[step & 1] was the source of the sends of step `step - 1`.
+      if (!last && step >= 2) waitSends(redUb[step & 1].get(), pendingRed[step & 1], x.deadline);
+    }
+    waitRecv(*recvUb, x.deadline);
+    const char* in = recvWin + (i % window) * segBytes;
+    const char* own = src + (static_cast<size_t>(it.shard) * s + it.off) * es;
+    if (last) {
+      fn(dst + it.off * es, in, own, it.len);
+    } else {
+      fn(redMem[step & 1] + it.off * es, in, own, it.len);
+      redUb[step & 1]->send(right, slot, it.off * es, it.len * es);
+      ++pendingRed[step & 1];
+    }
+    postUpTo(i + 1 + window);  // item i's receive buffer is free again
+  }
+  waitSends(srcUb.get(), pendingSrc, x.deadline);
+  if (steps > 1) {
+    waitSends(redUb[0].get(), pendingRed[0], x.deadline);
+    waitSends(redUb[1].get(), pendingRed[1], x.deadline);
+  }
+  const size_t v = valid(r);
+  if (v < s) std::memset(dst + v * es, 0, (s - v) * es);
+}
+
+// Ring all-gather straight into the output, for shards that do not tile it (the last ones are
+// short or empty): at step t rank r forwards shard (r-t) mod k to its right neighbour as its
+// segments arrive.
+void ringAllGather(const Exchange& x, size_t es, const char* in, char* out, size_t n) {
+  const auto& ctx = x.context;
+  const int k = ctx->size;
+  const int r = ctx->rank;
+  const size_t s = shardCount(n, static_cast<size_t>(k));
+  auto valid = [&](int j) -> size_t {
+    const size_t b = static_cast<size_t>(j) * s;
+    return b < n ? std::min(s, n - b) : 0;
+  };
+  const int right = mod(r + 1, k);
+  const int left = mod(r - 1, k);
+  const size_t segElems = std::max<size_t>(1, kSegmentBytes / es);
+  const uint64_t slot = ringSlot(x.seq);
+  const size_t own = valid(r);
+  char* ownAt = out + static_cast<size_t>(r) * s * es;
+  // In place the shard is at the start; r*s >= s >= own, so the copy never overlaps.
+  if (own > 0 && ownAt != in) std::memcpy(ownAt, in, own * es);
+  auto outUb = ctx->createUnboundBuffer(out, n * es);
+  for (int t = 0; t < k - 1; ++t) {
+    const int j = mod(r - t - 1, k);
+    forSegments(valid(j), segElems, [&](size_t off, size_t len) {
+      outUb->recv(left, slot, (static_cast<size_t>(j) * s + off) * es, len * es);
+    });
+  }
+  size_t pending = 0;
+  forSegments(own, segElems, [&](size_t off, size_t len) {
+    outUb->send(right, slot, (static_cast<size_t>(r) * s + off) * es, len * es);
+    ++pending;
+  });
+  for (int t = 0; t < k - 1; ++t) {
+    const int j = mod(r - t - 1, k);
+    forSegments(valid(j), segElems, [&](size_t off, size_t len) {
+      waitRecv(*outUb, x.deadline);
+      if (t + 1 < k - 1) {
+        outUb->send(right, slot, (static_cast<size_t>(j) * s + off) * es, len * es);
+        ++pending;
+      }
+    });
+  }
+  waitSends(outUb.get(), pending, x.deadline);
+}
+
+}  // namespace
+
+void allReduce(const Exchange& x, DataType type, CollectiveOperator op, const void* input,
+               void* output, size_t count) {
+  if (count == 0) return;
+  const int k = x.context ? x.context->size : 1;
+  if (op == Op::Local || k == 1) {
+    if (op == Op::Local) {
+      if (input != output) std::memcpy(output, input, count * dataTypeSize(type));
+    } else {
+      void* dsts[1] = {output};
+      reduceInto(type, op, &input, 1, dsts, 1, count);
+    }
+    return;
+  }
+  const Plan p = planFor(type, op);
+  const size_t es = dataTypeSize(p.work);
+  const ReduceFn fn = pairwise(p.work, p.core);
+  if (!needsScratch(p)) {
+    glooAllReduce(x, es, input == output ? nullptr : const_cast<void*>(input), output, count, fn);
+    if (p.mean) fromWork(p, type, k, output, output, count);
+    return;
+  }
+  char* work = x.scratch->get(Scratch::kWork, count * es);
+  toWork(p, type, input, work, count);
+  glooAllReduce(x, es, nullptr, work, count, fn);
+  fromWork(p, type, k, work, output, count);
+}
+
+void reduceScatter(const Exchange& x, DataType type, CollectiveOperator op, const void* input,
+                   void* output, size_t count) {
+  const int k = x.context ? x.context->size : 1;
+  const int r = x.context ? x.context->rank : 0;
+  const size_t es = dataTypeSize(type);
+  const size_t s = shardCount(count, static_cast<size_t>(k));
+  if (s == 0) return;
+  if (op == Op::Local) {
+    const size_t begin = static_cast<size_t>(r) * s;
+    const size_t v = begin < count ? std::min(s, count - begin) : 0;
+    if (v > 0) std::memmove(output, static_cast<const char*>(input) + begin * es, v * es);
+    if (v < s) std::memset(static_cast<char*>(output) + v * es, 0, (s - v) * es);
+    return;
+  }
+  if (k == 1) {  // s == count: no padding
+    void* dsts[1] = {output};
+    reduceInto(type, op, &input, 1, dsts, 1, count);
+    return;
+  }
+  const Plan p = planFor(type, op);
+  const size_t wes = dataTypeSize(p.work);
+  const ReduceFn fn = pairwise(p.work, p.core);
+  const char* src = static_cast<const char*>(input);
+  if (needsScratch(p)) {
+    char* work = x.scratch->get(Scratch::kWork, count * wes);
+    toWork(p, type, input, work, count);
+    src = work;
+  }
+  // The ring's destination must not overlap its source: in place (output is the input's start) or
+  // in another type, it reduces into a private shard first.
+  const bool direct = !p.convert && static_cast<const void*>(src) != output;
+  char* dst = direct ? static_cast<char*>(output) : x.scratch->get(Scratch::kShard, s * wes);
+  ringReduceScatter(x, wes, fn, src, dst, count);
+  if (!direct || p.mean) fromWork(p, type, k, dst, output, s);
+}
+
+void allGather(const Exchange& x, size_t elementSize, const void* input, void* output,
+               size_t count) {
+  if (count == 0) return;
+  const int k = x.context ? x.context->size : 1;
+  auto* out = static_cast<char*>(output);
+  const auto* in = static_cast<const char*>(input);
+  if (k == 1) {
+    if (in != out) std::memcpy(out, in, count * elementSize);
+    return;
+  }
+  const size_t s = shardCount(count, static_cast<size_t>(k));
+  if (s * static_cast<size_t>(k) != count) {
+    ringAllGather(x, elementSize, in, out, count);
+    return;
+  }
+  const size_t shardBytes = s * elementSize;
+  ::gloo::AllgatherOptions o(x.context);
+  if (in == out) {
+    const int r = x.context->rank;
+    if (r != 0) std::memcpy(out + static_cast<size_t>(r) * shardBytes, out, shardBytes);
+  } else {
+    o.setInput(const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(in)), shardBytes);
+  }
+  o.setOutput(reinterpret_cast<uint8_t*>(out), count * elementSize);
+  o.setTag(tagOf(x.seq));
+  o.setTimeout(remaining(x.deadline));
+  ::gloo::allgather(o);
+}
+
+void broadcast(const Exchange& x, size_t elementSize, int root, const void* input, void* output,
+               size_t count) {
+  if (count == 0) return;
+  const int k = x.context ? x.context->size : 1;
+  const size_t bytes = count * elementSize;
+  if (k == 1) {
+    if (input != output) std::memcpy(output, input, bytes);
+    return;
+  }
+  ::gloo::BroadcastOptions o(x.context);
+  o.setRoot(root);
+  if (x.context->rank == root && input != output) {
+    o.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)), bytes);
+  }
+  o.setOutput(static_cast<uint8_t*>(output), bytes);
+  o.setTag(tagOf(x.seq));
+  o.setTimeout(remaining(x.deadline));
+  ::gloo::broadcast(o);
+}
+
+}  // namespace xtrain::comm::gloo
