@@ -42,8 +42,8 @@ struct CommBenchOptions {
   size_t minBytes = 4;
   size_t maxBytes = size_t{256} << 20;
   size_t stepFactor = 2;
-  int iters = 0;  // 0: chosen per size
-  int warmup = 2;
+  int iters = 0;  // 0: enough for about 0.25 s per size
+  int warmup = 5;
   int threads = 0;  // 0: ranks are the job's instances
   std::string backend;
   std::string group = "all";
@@ -164,7 +164,18 @@ Figure measure(Communicator& comm, Coll c, size_t count, bool inPlace, int iters
   std::vector<float> out(c == Coll::ReduceScatter ? count / n : count, 0.0f);
   if (c == Coll::AllGather && inPlace) in.clear();
   if (c == Coll::AllGather && inPlace) out.assign(count, 1.0f);
+  // Warm up (page faults, caches, the peers' first wake-ups), then, unless -n fixed it, run enough
+  // iterations for about a quarter of a second, agreed by all ranks (the slowest one's estimate).
+  comm.barrierSync();
+  const auto w0 = Clock::now();
   for (int i = 0; i < warmup; ++i) issue(comm, c, in, out, inPlace);
+  if (iters <= 0) {
+    int64_t warmNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - w0).count();
+    comm.allReduceSync(viewOf(&warmNs, 1, DataType::INT64),
+                       AllReduceOptions{CollectiveOperator::Max, {}, "warm-up time"});
+    const double perOp = static_cast<double>(warmNs) / std::max(1, warmup);
+    iters = static_cast<int>(std::clamp(0.25e9 / std::max(perOp, 1.0), 5.0, 2000.0));
+  }
   comm.barrierSync();
   const auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) issue(comm, c, in, out, inPlace);
@@ -183,14 +194,6 @@ Figure measure(Communicator& comm, Coll c, size_t count, bool inPlace, int iters
     f.wrong = wrong;
   }
   return f;
-}
-
-int itersFor(size_t bytes, int requested) {
-  if (requested > 0) return requested;
-  if (bytes <= (size_t{64} << 10)) return 200;
-  if (bytes <= (size_t{4} << 20)) return 40;
-  if (bytes <= (size_t{64} << 20)) return 10;
-  return 4;
 }
 
 const char* redopOf(Coll c) {
@@ -239,7 +242,7 @@ int runOnWorld(Communicator& world, const CommBenchOptions& o) {
       if (c == Coll::ReduceScatter || c == Coll::AllGather) {
         count = std::max<size_t>(static_cast<size_t>(n), count / static_cast<size_t>(n) * static_cast<size_t>(n));
       }
-      const int iters = itersFor(count * sizeof(float), o.iters);
+      const int iters = o.iters;  // 0: measured per size
       const Figure out = measure(*comm, c, count, false, iters, o.warmup, o.check);
       const Figure in = measure(*comm, c, count, true, iters, o.warmup, o.check);
       busSum += out.busbw + in.busbw;
@@ -301,7 +304,7 @@ int benchComm(const std::vector<std::string>& args) {
   o.maxBytes = sizeFlag(args, {"-e", "--max-bytes"}, size_t{256} << 20);
   o.stepFactor = sizeFlag(args, {"-f", "--step-factor"}, 2);
   o.iters = static_cast<int>(sizeFlag(args, {"-n", "--iters"}, 0));
-  o.warmup = static_cast<int>(sizeFlag(args, {"-w", "--warmup"}, 2));
+  o.warmup = std::max(1, static_cast<int>(sizeFlag(args, {"-w", "--warmup"}, 5)));
   o.threads = static_cast<int>(sizeFlag(args, {"--threads"}, 0));
   o.backend = stringFlag(args, {"--backend"}, "");
   o.group = stringFlag(args, {"--group"}, "all");

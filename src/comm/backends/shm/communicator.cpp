@@ -8,10 +8,11 @@
 // round's reads: a rank can only write set s again after the next round's barrier, which every rank
 // passes only once it finished reading set s.
 // All-reduce of a large buffer adds a reduce-scatter step: rank r reduces slice r of every slot
-// into the shared result slot (and its own output), a second barrier, then every rank copies the
-// other slices of the result. Every element is reduced once, by one rank, in rank order, so all
-// ranks end with bitwise-identical results. Small all-reduces (up to kDirectBytes) skip the second
-// barrier: every rank reduces the whole round itself, in the same order.
+// into the round's result slot (and its own output); after the next round's barrier (or a final
+// one) every rank copies the other slices of the result, so a round still costs one barrier. Every
+// element is reduced once, by one rank, in rank order, so all ranks end with bitwise-identical
+// results. Small all-reduces (up to kDirectBytes) are one round that every rank reduces whole, in
+// the same order.
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "comm/backends/shm/group.hpp"
 #include "comm/backends/shm/shm.hpp"
@@ -33,13 +35,22 @@ namespace xtrain::comm::shm {
 namespace {
 
 const std::string kBackendName = "shm";
-constexpr size_t kDefaultSlotBytes = size_t{1} << 20;
+// Measured on 2 cores (docs/performance.md): 4 MiB slots halve the barrier count of a 4 MB
+// all-reduce and win when every rank has a core; oversubscribed groups do better with 1 MiB, whose
+// rounds fit the caches of the rank that is running.
+constexpr size_t kSlotBytesOneCoreEach = size_t{4} << 20;
+constexpr size_t kSlotBytesOversubscribed = size_t{1} << 20;
 constexpr size_t kDirectBytes = size_t{16} << 10;
 
-// XTRAIN_SHM_SLOT_BYTES: bytes per rank per round (rank 0's value is used by the whole group).
-size_t slotBytesFromEnvironment() {
+// XTRAIN_SHM_SLOT_BYTES: bytes per rank per round (rank 0's value is used by the whole group);
+// by default 4 MiB when each of the group's `size` ranks can have a core, else 1 MiB.
+size_t slotBytesFromEnvironment(int size) {
   const char* env = std::getenv("XTRAIN_SHM_SLOT_BYTES");
-  if (env == nullptr || *env == '\0') return kDefaultSlotBytes;
+  if (env == nullptr || *env == '\0') {
+    return static_cast<unsigned>(size) <= std::max(1u, std::thread::hardware_concurrency())
+               ? kSlotBytesOneCoreEach
+               : kSlotBytesOversubscribed;
+  }
   char* end = nullptr;
   const unsigned long long v = std::strtoull(env, &end, 10);
   if (end == env || *end != '\0' || v < 4096 || v > (size_t{1} << 30) || v % 64 != 0) {
@@ -216,35 +227,57 @@ void ShmCommunicator::allReduce(Call& c) {
     return;
   }
   const size_t slotElems = group_.slotBytes() / es;
-  const bool direct = n * es <= kDirectBytes;
+  const auto r = static_cast<size_t>(rank_);
   std::vector<const void*> srcs(k);
-  size_t off = 0;
-  do {
+  if (n * es <= kDirectBytes) {
+    // Small: one round, every rank reduces all of it (in rank order, so the results agree).
+    const uint64_t round = round_++;
+    if (n > 0) std::memcpy(group_.slot(round, rank_), c.in.data, n * es);
+    sync(c);
+    if (n == 0) return;
+    for (size_t p = 0; p < k; ++p) srcs[p] = group_.slot(round, static_cast<int>(p));
+    reduceInto(c.f.type, c.f.op, srcs.data(), k, &c.out.data, 1, n);
+    return;
+  }
+  // Large: rank r reduces slice r of each round into the round's result slot (and its output); the
+  // other slices are copied out of the result slot after the next round's barrier (or a final
+  // one), so each round costs one barrier.
+  struct Pending {
+    uint64_t round;
+    size_t off, m, b, e;
+  };
+  std::optional<Pending> pending;
+  auto copyOut = [&](const Pending& p) {
+    const char* result = group_.resultSlot(p.round);
+    void* out = at(c.out.data, p.off, es);
+    if (p.b > 0) std::memcpy(out, result, p.b * es);
+    if (p.e < p.m) std::memcpy(at(out, p.e, es), at(result, p.e, es), (p.m - p.e) * es);
+  };
+  std::vector<const void*> slice(k);
+  for (size_t off = 0; off < n;) {
     const size_t m = std::min(slotElems, n - off);
     const uint64_t round = round_++;
-    if (m > 0) std::memcpy(group_.slot(round, rank_), at(c.in.data, off, es), m * es);
-    sync(c);
-    if (m == 0) break;
-    for (size_t p = 0; p < k; ++p) srcs[p] = group_.slot(round, static_cast<int>(p));
-    void* out = at(c.out.data, off, es);
-    if (direct) {
-      reduceInto(c.f.type, c.f.op, srcs.data(), k, &out, 1, m);
-    } else {
-      const size_t b = sliceBegin(m, k, static_cast<size_t>(rank_));
-      const size_t e = sliceBegin(m, k, static_cast<size_t>(rank_) + 1);
-      if (e > b) {
-        std::vector<const void*> slice(k);
-        for (size_t p = 0; p < k; ++p) slice[p] = at(srcs[p], b, es);
-        void* dsts[2] = {at(group_.resultSlot(round), b, es), at(out, b, es)};
-        reduceInto(c.f.type, c.f.op, slice.data(), k, dsts, 2, e - b);
-      }
-      sync(c);
-      const char* result = group_.resultSlot(round);
-      if (b > 0) std::memcpy(out, result, b * es);
-      if (e < m) std::memcpy(at(out, e, es), at(result, e, es), (m - e) * es);
+    const char* in = at(c.in.data, off, es);
+    // This rank's slice of the round: peers never read it from the slot (it is reduced here, from
+    // the input).
+    const size_t b = sliceBegin(m, k, r);
+    const size_t e = sliceBegin(m, k, r + 1);
+    char* mine = group_.slot(round, rank_);
+    if (b > 0) std::memcpy(mine, in, b * es);
+    if (m > e) std::memcpy(at(mine, e, es), at(in, e, es), (m - e) * es);
+    sync(c);  // also: every rank finished reducing the previous round
+    if (pending) copyOut(*pending);
+    if (e > b) {
+      for (size_t p = 0; p < k; ++p) slice[p] = at(group_.slot(round, static_cast<int>(p)), b, es);
+      slice[r] = at(in, b, es);
+      void* dsts[2] = {at(group_.resultSlot(round), b, es), at(c.out.data, off + b, es)};
+      reduceInto(c.f.type, c.f.op, slice.data(), k, dsts, 2, e - b);
     }
+    pending = Pending{round, off, m, b, e};
     off += m;
-  } while (off < n);
+  }
+  sync(c);
+  copyOut(*pending);
 }
 
 void ShmCommunicator::reduceScatter(Call& c) {
@@ -345,7 +378,7 @@ std::shared_ptr<ShmCommunicator> build(const std::shared_ptr<Store>& keySpace,
           groupName, keySpace->jobId());
     }
     const std::string segment = segmentName(keySpace->jobId());
-    group.emplace(ShmGroup::create(segment, groupName, size, slotBytesFromEnvironment()));
+    group.emplace(ShmGroup::create(segment, groupName, size, slotBytesFromEnvironment(size)));
     keySpace->set("segment", segment + "\n" + hostIdentity());
   } else {
     std::string published;
