@@ -27,6 +27,8 @@ class Program {
   const std::vector<Instruction>& instructions() const { return instructions_; }
 
   // Runs every instruction in order. `seed` identifies this execution (replica, step, micro-batch).
+  // Not for two threads at once: kernels keep scratch buffers between calls (threads running
+  // replicas each lower their own Program).
   // A kernel's exception is rethrown with the op's description prefixed when it does not already name it.
   void run(std::vector<HostTensor>& buffers, uint64_t seed) const;
 

@@ -32,6 +32,7 @@ class LoweredGraph {
   }
   // Turns per-instruction timing on or off for every phase (XTRAIN_PROFILE_OPS=1 turns it on).
   void setProfiling(bool on);
+  bool profiling() const { return profiling_; }
   // The slowest instructions by total time, one line each, for the summary report; "" when not profiling.
   std::string profileReport(size_t top = 20) const;
 

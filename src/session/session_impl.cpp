@@ -1,6 +1,7 @@
 #include "session/session_impl.hpp"
 
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "comm/world.hpp"
@@ -197,6 +198,14 @@ void SessionImpl::prepareDevice() {
   joinInstances();
   replicas_.clear();
   for (int64_t r = 0; r < localReplicas_; ++r) replicas_.push_back(lowered_->makeBuffers());
+  if (localReplicas_ > 1) {
+    // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
+    // programs (replica 0 runs lowered_).
+    for (int64_t r = 1; r < localReplicas_; ++r) {
+      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_));
+    }
+    pool_ = std::make_unique<ReplicaPool>(localReplicas_);
+  }
   for (const auto& [id, t] : graph_->tensors()) {
     if (isHostVisible(*t) && t->value) hostWeights_[id] = *t->value;
   }
@@ -400,6 +409,20 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
                            ? -1
                            : lowered_->bufferIndex(optimizerGraph_.accumulationIndex);
 
+  auto programOf = [&](int64_t r) -> const LoweredGraph& {
+    return r == 0 || !pool_ || lowered_->profiling() ? *lowered_
+                                                     : *replicaPrograms_[static_cast<size_t>(r - 1)];
+  };
+  // Each replica on its own thread (or in order on this one: a single replica, or per-op profiling,
+  // whose counters the threads would share). Host I/O stays on this thread, in replica order, so
+  // IStepIO callbacks see the calls in the same order whatever the threads do.
+  auto forEachReplica = [&](const std::function<void(int64_t)>& fn) {
+    if (pool_ && !lowered_->profiling()) {
+      pool_->run(fn);
+    } else {
+      for (int64_t r = 0; r < L; ++r) fn(r);
+    }
+  };
   for (int64_t b = 0; b < bps; ++b) {
     for (int64_t a = 0; a < af; ++a) {
       const int64_t iteration = b * af + a;
@@ -408,16 +431,26 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
         for (size_t k = 0; k < inputIndex.size(); ++k) {
           io.readInput(k, iteration, r, buffers[static_cast<size_t>(inputIndex[k])]);
         }
-        // Each replica's stream depends on its global index, so replicas of different instances differ.
+      }
+      forEachReplica([&](int64_t r) {
+        auto& buffers = replicas_[static_cast<size_t>(r)];
+        const LoweredGraph& program = programOf(r);
+        // Each replica's stream depends on its global index, so replicas of different instances
+        // differ.
         const uint64_t replica = static_cast<uint64_t>(replicaOffset_ + r);
         const uint64_t seed = device::mixSeed(seed_ + 0x9e3779b97f4a7c15ull * replica) ^
                               device::mixSeed(executionCounter_ + static_cast<uint64_t>(iteration));
-        lowered_->run(ir::Phase::Forward, buffers, seed);
+        program.run(ir::Phase::Forward, buffers, seed);
         if (config_.training) {
-          lowered_->run(ir::Phase::Backward, buffers, seed);
-          if (accIndex >= 0) buffers[static_cast<size_t>(accIndex)].data<float>()[0] = static_cast<float>(a);
-          lowered_->run(ir::Phase::Accumulate, buffers, seed);
+          program.run(ir::Phase::Backward, buffers, seed);
+          if (accIndex >= 0) {
+            buffers[static_cast<size_t>(accIndex)].data<float>()[0] = static_cast<float>(a);
+          }
+          program.run(ir::Phase::Accumulate, buffers, seed);
         }
+      });
+      for (int64_t r = 0; r < L; ++r) {
+        auto& buffers = replicas_[static_cast<size_t>(r)];
         for (size_t k = 0; k < anchorIndex.size(); ++k) {
           io.writeAnchor(k, iteration, r, buffers[static_cast<size_t>(anchorIndex[k])]);
         }
@@ -425,9 +458,9 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
     }
     if (config_.training) {
       reduceAcrossReplicas();
-      for (int64_t r = 0; r < L; ++r) {
-        lowered_->run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], seed_);
-      }
+      forEachReplica([&](int64_t r) {
+        programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], seed_);
+      });
     }
   }
   io.finish();

@@ -2,7 +2,7 @@
 // and the host buffers together.
 //
 // Replicas: L local replicas each own a buffer table (weights, optimizer state, activations) built from one
-// LoweredGraph. Micro-batches go to replicas in turn; after each step's micro-batches the gradients (or
+// LoweredGraph, and run on their own threads (ReplicaPool). Micro-batches go to all replicas at once; after each step's micro-batches the gradients (or
 // accumulators) are reduced hierarchically (across the local replicas, then, with distributed replicated
 // graphs, across the instances through the comm layer), then every replica applies the same update.
 #pragma once
@@ -17,6 +17,7 @@
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "session/gradient_reducer.hpp"
 #include "session/lowered_graph.hpp"
+#include "session/replica_pool.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/optimizer.hpp"
@@ -107,6 +108,8 @@ class SessionImpl {
   int64_t replicaOffset_ = 0;
   std::shared_ptr<comm::Communicator> instances_;
   std::unique_ptr<GradientReducer> reducer_;
+  std::vector<std::unique_ptr<LoweredGraph>> replicaPrograms_;  // replicas 1..L-1 (threads)
+  std::unique_ptr<ReplicaPool> pool_;  // one thread per local replica when there are several
   int64_t accumulationFactor_ = 1;
   uint64_t seed_ = 0;
   uint64_t executionCounter_ = 0;

@@ -1,0 +1,42 @@
+// ReplicaPool: one thread per local replica, so the L replicas of an instance compute at once (each
+// on its own simulated IPU), as PopART's replicas do on their own IPUs.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace xtrain::session {
+
+// Contract: run(fn) calls fn(r) for every replica r in [0, L), each on replica r's thread, and returns
+// when all returned; if any threw, it rethrows the exception of the lowest replica that threw (after
+// all finished). Each thread's kernels may use max(1, cores / L) threads. Not re-entrant: one run()
+// at a time. The destructor joins the threads.
+class ReplicaPool {
+ public:
+  explicit ReplicaPool(int64_t replicas);
+  ~ReplicaPool();
+  ReplicaPool(const ReplicaPool&) = delete;
+  ReplicaPool& operator=(const ReplicaPool&) = delete;
+
+  void run(const std::function<void(int64_t)>& fn);
+
+ private:
+  void loop(int64_t replica);
+
+  std::mutex mu_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const std::function<void(int64_t)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int64_t running_ = 0;
+  bool stopping_ = false;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::thread> threads_;  // last: started once everything above exists
+};
+
+}  // namespace xtrain::session
