@@ -79,6 +79,10 @@ class Session {
   void writeWeights(const WeightsIO& weights);
   // Runs one step: batchesPerStep batches of accumulationFactor micro-batches on every local replica.
   void run(IStepIO& stepio, const std::string& debugName = "");
+  // Copies the weights and optimizer state of instance `rootRank` (its first replica) to every replica of
+  // every instance (a broadcast across the instances with distributed replication). Collective: every
+  // instance calls it. rootRank must be in [0, number of instances).
+  void broadcastWeights(int rootRank = 0);
   // Writes the ONNX model with the device's current weights.
   void modelToHost(const std::string& path);
   // Loads initializer values from an ONNX model (path or bytes) into the host weights; call weightsFromHost

@@ -14,6 +14,7 @@ Session::~Session() = default;
 void Session::prepareDevice(bool) { impl_->prepareDevice(); }
 void Session::weightsFromHost() { impl_->weightsFromHost(); }
 void Session::weightsToHost() { impl_->weightsToHost(); }
+void Session::broadcastWeights(int rootRank) { impl_->broadcastWeights(rootRank); }
 void Session::readWeights(const WeightsIO& weights) { impl_->readWeights(weights); }
 void Session::writeWeights(const WeightsIO& weights) { impl_->writeWeights(weights); }
 void Session::run(IStepIO& stepio, const std::string& debugName) { impl_->run(stepio, debugName); }

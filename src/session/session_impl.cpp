@@ -1,5 +1,6 @@
 #include "session/session_impl.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -238,6 +239,28 @@ void SessionImpl::weightsToHost() {
   }
 }
 
+void SessionImpl::broadcastWeights(int rootRank) {
+  requirePrepared("broadcastWeights");
+  const int instances = instances_ ? instances_->size() : 1;
+  if (rootRank < 0 || rootRank >= instances) {
+    throw error("broadcastWeights: rootRank {} is out of range: the job has {} instance{} (ranks 0..{})",
+                rootRank, instances, instances == 1 ? "" : "s", instances - 1);
+  }
+  for (const auto& [id, host] : hostWeights_) {
+    HostTensor& first = replicaBuffer(0, id);
+    if (instances_) {
+      comm::BroadcastOptions o;
+      o.root = rootRank;
+      o.debugName = "broadcastWeights/" + id;
+      instances_->broadcastSync(
+          comm::BufferView{first.raw(), static_cast<size_t>(first.nelms()), first.info().dataType()}, o);
+    }
+    for (int64_t r = 1; r < localReplicas_; ++r) {
+      std::memcpy(replicaBuffer(r, id).raw(), first.raw(), first.nbytes());
+    }
+  }
+}
+
 void SessionImpl::readWeights(const WeightsIO& weights) {
   requirePrepared("readWeights");
   for (const auto& [id, buf] : weights.all()) {
@@ -348,7 +371,10 @@ void SessionImpl::joinInstances() {
   c.store = comm::createJobStore();
   c.rank = static_cast<int>(replicaOffset_ / localReplicas_);
   c.size = static_cast<int>(numInstances);
-  c.name = "replicas";
+  // Every instance creates its sessions in the same order, so the n-th session of each meets the
+  // others' n-th session (a job may create several sessions, one after another).
+  static std::atomic<int> sessionsJoined{0};
+  c.name = format("replicas-{}", sessionsJoined.fetch_add(1));
   logging::session::info("instance {} of {} joins the replicas' communicator ({} replicas from {})",
                          c.rank, c.size, localReplicas_, replicaOffset_);
   instances_ = comm::createCommunicator(c);

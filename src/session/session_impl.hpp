@@ -50,6 +50,7 @@ class SessionImpl {
   void prepareDevice();
   void weightsFromHost();
   void weightsToHost();
+  void broadcastWeights(int rootRank);
   void readWeights(const WeightsIO& weights);
   void writeWeights(const WeightsIO& weights);
   void run(IStepIO& stepio, const std::string& debugName);

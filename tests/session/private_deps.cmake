@@ -1,0 +1,2 @@
+# distributed_session_test.cpp starts this binary under xrun (see tests/tools/private_deps.cmake).
+set(_test_properties RESOURCE_LOCK xtrain_ipu_pool)
