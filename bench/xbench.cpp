@@ -1,7 +1,9 @@
 // xbench: xtrain's benchmarks, printing one line per figure in a form comparable with the peers of
 // ../shared/bench (run them side by side with bench/run-vs-peers.sh).
 //
-//   xbench mlp [--steps N] [--warmup N] [--batch B]   reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9
+//   xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]
+//                                                     reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9;
+//                                                     L local replicas, and under xrun -n N the job's layout
 //   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a naive loop
 //   xbench comm [...]                                 collective bandwidth, nccl-tests format (comm_bench.cpp)
 #include <chrono>
@@ -16,6 +18,7 @@
 #include "common/example_models.hpp"
 #include "device/kernels/sgemm.hpp"
 #include "xtrain/devicemanager.hpp"
+#include "xtrain/dist.hpp"
 #include "xtrain/session.hpp"
 
 namespace {
@@ -40,36 +43,60 @@ int benchMlp(const std::vector<std::string>& args) {
   const int64_t steps = intFlag(args, "--steps", 40);
   const int64_t warmup = intFlag(args, "--warmup", 5);
   const int64_t batch = intFlag(args, "--batch", 64);
+  const int64_t replicasFlag = intFlag(args, "--replicas", 1);
   tools::MlpSpec spec;
   spec.layers = {784, 1024, 1024, 10};
   spec.microBatch = batch;
   tools::BuiltModel m = tools::buildMlp(spec);
   SGD sgd({{"defaultLearningRate", {0.01f, false}}, {"defaultMomentum", {0.9f, true}}});
-  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
+  // Under a launcher the job's layout (dist::); else --replicas local replicas.
+  SessionOptions options;
+  int64_t local = replicasFlag;
+  if (dist::isPopdistEnvSet()) {
+    dist::configureSessionOptions(options);
+    local = dist::getNumLocalReplicas();
+  } else if (local > 1) {
+    options.enableReplicatedGraphs = true;
+    options.replicatedGraphCount = local;
+  }
+  const int64_t global = options.getGlobalReplicationFactor();
+  const bool printer = !dist::isPopdistEnvSet() || dist::getInstanceIndex() == 0;
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice(
+      {{"numIPUs", std::to_string(local)}});
   auto session = TrainingSession::createFromOnnxModel(
-      m.proto, DataFlow(1, {{m.loss, AnchorReturnType("FINAL")}}), m.loss, sgd, device);
+      m.proto, DataFlow(1, {{m.loss, AnchorReturnType("FINAL")}}), m.loss, sgd, device, {}, options);
   session->prepareDevice();
   session->weightsFromHost();
 
   std::mt19937_64 rng(0);
   std::normal_distribution<float> normal;
-  std::vector<float> x(static_cast<size_t>(batch * 784));
-  std::vector<int32_t> y(static_cast<size_t>(batch));
+  std::vector<float> x(static_cast<size_t>(local * batch * 784));
+  std::vector<int32_t> y(static_cast<size_t>(local * batch));
   for (auto& v : x) v = normal(rng);
   for (auto& v : y) v = static_cast<int32_t>(rng() % 10);
-  float loss = 0;
-  NDArrayWrapper<float> xa(x.data(), Shape{batch, 784});
-  NDArrayWrapper<int32_t> ya(y.data(), Shape{batch});
-  NDArrayWrapper<float> la(&loss, Shape{});
+  std::vector<float> losses(static_cast<size_t>(local));
+  NDArrayWrapper<float> xa(x.data(), session->expectedInputBufferShape(m.input));
+  NDArrayWrapper<int32_t> ya(y.data(), session->expectedInputBufferShape(m.labels));
+  NDArrayWrapper<float> la(losses.data(), session->expectedAnchorBufferShape(m.loss));
   StepIO io({{m.input, xa}, {m.labels, ya}}, {{m.loss, la}});
   for (int64_t i = 0; i < warmup; ++i) session->run(io);
   const auto t0 = Clock::now();
   for (int64_t i = 0; i < steps; ++i) session->run(io);
   const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::cout << "xtrain-mlp replicas=1 batch/replica=" << batch << " steps=" << steps
-            << " samples_per_s=" << static_cast<double>(steps * batch) / t << " final_loss=" << loss
-            << "\n";
-  if (std::getenv("XTRAIN_PROFILE_OPS") != nullptr) std::cout << session->getSummaryReport();
+  if (printer) {
+    const int64_t instances = global / local;
+    std::cout << "xtrain-mlp replicas=" << global << " (" << instances << " instance"
+              << (instances == 1 ? "" : "s") << " x " << local << " local) batch/replica=" << batch
+              << " steps=" << steps << " samples_per_s=" << static_cast<double>(steps * batch * global) / t
+              << " final_loss=" << losses[0] << "\n";
+    // The run line of the report: time per step and the share spent reducing gradients.
+    const std::string report = session->getSummaryReport();
+    const auto runLine = report.find("run: ");
+    if (runLine != std::string::npos) {
+      std::cout << "  " << report.substr(runLine, report.find('\n', runLine) - runLine + 1);
+    }
+    if (std::getenv("XTRAIN_PROFILE_OPS") != nullptr) std::cout << report;
+  }
   return 0;
 }
 

@@ -102,7 +102,7 @@ std::string SessionImpl::summaryReport() const {
                          graph_->tensors().size(), localReplicas_, accumulationFactor_,
                          config_.dataFlow.batchesPerStep(), stepCount_);
   if (memoryReport_.empty()) return s + "memory: not computed yet (call prepareDevice())\n";
-  return s + memoryReport_ + (lowered_ ? lowered_->profileReport() : std::string());
+  return s + memoryReport_ + stepTimeReport() + (lowered_ ? lowered_->profileReport() : std::string());
 }
 
 }  // namespace xtrain::session

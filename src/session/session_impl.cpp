@@ -1,6 +1,8 @@
 #include "session/session_impl.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -419,6 +421,7 @@ void SessionImpl::reduceAcrossReplicas() {
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   requirePrepared("run");
+  const auto runStart = std::chrono::steady_clock::now();
   const int64_t bps = config_.dataFlow.batchesPerStep();
   const int64_t af = accumulationFactor_;
   const int64_t L = localReplicas_;
@@ -483,7 +486,10 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       }
     }
     if (config_.training) {
+      const auto reduceStart = std::chrono::steady_clock::now();
       reduceAcrossReplicas();
+      reductionSeconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - reduceStart).count();
       forEachReplica([&](int64_t r) {
         programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], seed_);
       });
@@ -492,6 +498,21 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   io.finish();
   executionCounter_ += static_cast<uint64_t>(bps * af);
   ++stepCount_;
+  runSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+}
+
+std::string SessionImpl::stepTimeReport() const {
+  if (stepCount_ == 0) return "";
+  const double steps = static_cast<double>(stepCount_);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "run: %lld steps, %.3f ms per step; gradient reduction across %lld replicas (%lld "
+                "local): %.3f ms per step (%.1f%%)\n",
+                static_cast<long long>(stepCount_), runSeconds_ / steps * 1e3,
+                static_cast<long long>(globalReplicas_), static_cast<long long>(localReplicas_),
+                reductionSeconds_ / steps * 1e3,
+                runSeconds_ > 0 ? 100.0 * reductionSeconds_ / runSeconds_ : 0.0);
+  return line;
 }
 
 void SessionImpl::setRandomSeed(uint64_t seed) {

@@ -63,6 +63,8 @@ class SessionImpl {
   const DataFlow& dataFlow() const { return config_.dataFlow; }
   std::shared_ptr<DeviceInfo> device() const { return config_.device; }
   std::string summaryReport() const;
+  // Where run() spent its time: compute, the gradient reduction across replicas, the update.
+  std::string stepTimeReport() const;
 
   Shape inputBufferShape(const TensorId& id) const;
   Shape anchorBufferShape(const TensorId& id) const;
@@ -115,6 +117,9 @@ class SessionImpl {
   uint64_t seed_ = 0;
   uint64_t executionCounter_ = 0;
   int64_t stepCount_ = 0;
+  // Seconds spent in run() in total and in the cross-replica gradient reduction (reduceAcrossReplicas).
+  double runSeconds_ = 0;
+  double reductionSeconds_ = 0;
 };
 
 }  // namespace xtrain::session
