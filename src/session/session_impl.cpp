@@ -391,16 +391,31 @@ void SessionImpl::joinInstances() {
 
 void SessionImpl::reduceAcrossReplicas() {
   if (globalReplicas_ == 1) return;
-  // Local replicas first (into replica 0), then across the instances, then the mean's scale, then
-  // back to the other local replicas.
-  for (const auto& u : optimizerGraph_.updates) {
-    HostTensor& first = replicaBuffer(0, u.reduced);
-    float* acc = first.data<float>();
-    const int64_t n = first.nelms();
-    for (int64_t r = 1; r < localReplicas_; ++r) {
-      const float* x = replicaBuffer(r, u.reduced).data<float>();
-      for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+  // Each local replica's thread takes one slice of every tensor (disjoint writes): the local sum
+  // goes into replica 0's buffer, then (on this thread) across the instances, then each thread scales
+  // its slice for the mean and copies it back to the other local replicas.
+  const int64_t L = localReplicas_;
+  auto sliceOf = [L](int64_t n, int64_t r) {
+    return std::pair<int64_t, int64_t>{n * r / L, n * (r + 1) / L};
+  };
+  auto onSlices = [&](const std::function<void(int64_t)>& fn) {
+    if (pool_) {
+      pool_->run(fn);
+    } else {
+      for (int64_t r = 0; r < L; ++r) fn(r);
     }
+  };
+  if (L > 1) {
+    onSlices([&](int64_t t) {
+      for (const auto& u : optimizerGraph_.updates) {
+        float* acc = replicaBuffer(0, u.reduced).data<float>();
+        const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
+        for (int64_t r = 1; r < L; ++r) {
+          const float* x = replicaBuffer(r, u.reduced).data<float>();
+          for (int64_t i = begin; i < end; ++i) acc[i] += x[i];
+        }
+      }
+    });
   }
   if (reducer_) {
     reducer_->allReduceSum([&](const TensorId& id) { return replicaBuffer(0, id).data<float>(); });
@@ -408,15 +423,20 @@ void SessionImpl::reduceAcrossReplicas() {
   const float scale = optimizerGraph_.replicaReductionIsMean
                           ? 1.0f / static_cast<float>(globalReplicas_)
                           : 1.0f;
-  for (const auto& u : optimizerGraph_.updates) {
-    HostTensor& first = replicaBuffer(0, u.reduced);
-    if (scale != 1.0f) {
-      for (auto& v : first.span<float>()) v *= scale;
+  if (scale == 1.0f && L == 1) return;
+  onSlices([&](int64_t t) {
+    for (const auto& u : optimizerGraph_.updates) {
+      float* acc = replicaBuffer(0, u.reduced).data<float>();
+      const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
+      if (scale != 1.0f) {
+        for (int64_t i = begin; i < end; ++i) acc[i] *= scale;
+      }
+      for (int64_t r = 1; r < L; ++r) {
+        std::memcpy(replicaBuffer(r, u.reduced).data<float>() + begin, acc + begin,
+                    static_cast<size_t>(end - begin) * sizeof(float));
+      }
     }
-    for (int64_t r = 1; r < localReplicas_; ++r) {
-      std::memcpy(replicaBuffer(r, u.reduced).raw(), first.raw(), first.nbytes());
-    }
-  }
+  });
 }
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
