@@ -5,7 +5,8 @@
 
 namespace xtrain::device {
 
-void Program::run(std::vector<HostTensor>& buffers, uint64_t seed) const {
+void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
+                  const std::function<void(size_t)>& afterInstruction) const {
   std::vector<HostTensor*> ins;
   std::vector<HostTensor*> outs;
   for (size_t k = 0; k < instructions_.size(); ++k) {
@@ -28,6 +29,7 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed) const {
     if (profiling_) {
       seconds_[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
+    if (afterInstruction) afterInstruction(k);
   }
 }
 

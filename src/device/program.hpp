@@ -3,6 +3,7 @@
 // by several replicas concurrently. Not thread-safe per buffer table.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +31,10 @@ class Program {
   // Not for two threads at once: kernels keep scratch buffers between calls (threads running
   // replicas each lower their own Program).
   // A kernel's exception is rethrown with the op's description prefixed when it does not already name it.
-  void run(std::vector<HostTensor>& buffers, uint64_t seed) const;
+  // `afterInstruction(k)`, when set, is called after instruction k finished (e.g. to start reducing a
+  // gradient as soon as it is complete).
+  void run(std::vector<HostTensor>& buffers, uint64_t seed,
+           const std::function<void(size_t)>& afterInstruction = {}) const;
 
   // Profiling: when on, run() adds each instruction's wall time to seconds() (one entry per instruction).
   // Meant for one thread at a time (the session's report); off by default.

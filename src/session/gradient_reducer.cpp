@@ -44,35 +44,59 @@ GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
     current.elements += n;
   }
   close();
-  for (auto& b : buckets_) {
-    if (b.packed) b.staging.resize(b.elements);
+  bucketOf_.assign(tensors_.size(), SIZE_MAX);
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    if (buckets_[k].packed) buckets_[k].staging.resize(buckets_[k].elements);
+    for (size_t m : buckets_[k].members) bucketOf_[m] = k;
   }
 }
 
-void GradientReducer::allReduceSum(const std::function<float*(const TensorId&)>& bufferOf) {
-  std::vector<std::shared_ptr<comm::Work>> works;
-  works.reserve(buckets_.size());
-  for (auto& b : buckets_) {
-    comm::AllReduceOptions o;
-    if (!b.packed) {
-      const Tensor& t = tensors_[b.members[0]];
-      o.debugName = t.id;
-      works.push_back(comm_->allReduce(
-          comm::viewOf(bufferOf(t.id), t.elements, DataType::FLOAT), o));
-      continue;
-    }
-    size_t offset = 0;
-    for (size_t m : b.members) {
-      const Tensor& t = tensors_[m];
-      std::memcpy(b.staging.data() + offset, bufferOf(t.id), t.elements * sizeof(float));
-      offset += t.elements;
-    }
-    o.debugName = "gradient bucket of " + tensors_[b.members[0]].id;
-    works.push_back(comm_->allReduce(comm::viewOf(b.staging.data(), b.elements, DataType::FLOAT), o));
+void GradientReducer::start(Bucket& b, const BufferOf& bufferOf) {
+  comm::AllReduceOptions o;
+  if (!b.packed) {
+    const Tensor& t = tensors_[b.members[0]];
+    o.debugName = t.id;
+    b.work = comm_->allReduce(comm::viewOf(bufferOf(t.id), t.elements, DataType::FLOAT), o);
+    return;
   }
-  for (size_t k = 0; k < buckets_.size(); ++k) {
-    works[k]->wait();
-    Bucket& b = buckets_[k];
+  size_t offset = 0;
+  for (size_t m : b.members) {
+    const Tensor& t = tensors_[m];
+    std::memcpy(b.staging.data() + offset, bufferOf(t.id), t.elements * sizeof(float));
+    offset += t.elements;
+  }
+  o.debugName = "gradient bucket of " + tensors_[b.members[0]].id;
+  b.work = comm_->allReduce(comm::viewOf(b.staging.data(), b.elements, DataType::FLOAT), o);
+}
+
+void GradientReducer::ready(const TensorId& id, const BufferOf& bufferOf) {
+  for (size_t m = 0; m < tensors_.size(); ++m) {
+    if (tensors_[m].id != id || bucketOf_[m] == SIZE_MAX) continue;
+    Bucket& b = buckets_[bucketOf_[m]];
+    if (++b.readyCount == b.members.size() && !b.work) start(b, bufferOf);
+    return;
+  }
+}
+
+void GradientReducer::finish(const BufferOf& bufferOf) {
+  // Buckets not started yet start in bucket order: the same on every rank.
+  for (auto& b : buckets_) {
+    if (!b.work) start(b, bufferOf);
+  }
+  std::exception_ptr failure;
+  for (auto& b : buckets_) {
+    try {
+      b.work->wait();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  for (auto& b : buckets_) {
+    b.work.reset();
+    b.readyCount = 0;
+  }
+  if (failure) std::rethrow_exception(failure);
+  for (auto& b : buckets_) {
     if (!b.packed) continue;
     size_t offset = 0;
     for (size_t m : b.members) {

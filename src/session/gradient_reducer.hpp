@@ -1,9 +1,12 @@
 // GradientReducer: the cross-instance all-reduce of the weights' gradients (or accumulators) once
 // per step, in buckets, so a model with many small weights pays for a few collectives rather than
-// one per weight, and the packing of one bucket overlaps the reduction of the previous one.
+// one per weight. A bucket's all-reduce starts as soon as its last tensor is ready (ready(), called
+// while the backward pass still runs) and overlaps the rest of the step; finish() starts what is left
+// and waits.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +16,7 @@
 
 namespace xtrain::comm {
 class Communicator;
+class Work;
 }
 
 namespace xtrain::session {
@@ -29,9 +33,16 @@ class GradientReducer {
   GradientReducer(std::shared_ptr<comm::Communicator> comm, std::vector<Tensor> tensors,
                   size_t bucketBytes);
 
-  // Sums every tensor over the communicator's ranks, in place; `bufferOf(id)` gives this rank's
-  // FLOAT buffer of the tensor. Blocks until done; comm errors propagate.
-  void allReduceSum(const std::function<float*(const TensorId&)>& bufferOf);
+  using BufferOf = std::function<float*(const TensorId&)>;
+
+  // One step: ready(id) for tensors complete early (in the same order on every rank, e.g. in the
+  // order a deterministic backward pass produces them), then finish() sums every tensor over the
+  // communicator's ranks, in place. `bufferOf(id)` gives this rank's FLOAT buffer of the tensor and
+  // must stay valid until finish() returned. Comm errors propagate from finish().
+  void ready(const TensorId& id, const BufferOf& bufferOf);
+  void finish(const BufferOf& bufferOf);
+  // ready() for nothing, then finish().
+  void allReduceSum(const BufferOf& bufferOf) { finish(bufferOf); }
 
   size_t numBuckets() const { return buckets_.size(); }
 
@@ -44,11 +55,15 @@ class GradientReducer {
     size_t elements = 0;
     bool packed = true;  // false: one large tensor reduced in place
     std::vector<float> staging;
+    size_t readyCount = 0;             // members ready this step
+    std::shared_ptr<comm::Work> work;  // the step's all-reduce, once started
   };
+  void start(Bucket& b, const BufferOf& bufferOf);
 
   std::shared_ptr<comm::Communicator> comm_;
   std::vector<Tensor> tensors_;
   std::vector<Bucket> buckets_;
+  std::vector<size_t> bucketOf_;  // per tensor (SIZE_MAX for empty tensors)
 };
 
 }  // namespace xtrain::session

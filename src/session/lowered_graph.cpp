@@ -40,6 +40,17 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph) : graph_(graph) {
   if (env != nullptr && std::string(env) == "1") setProfiling(true);
 }
 
+int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {
+  auto it = index_.find(id);
+  if (it == index_.end()) return -1;
+  const auto& instructions = program(phase).instructions();
+  for (size_t k = instructions.size(); k-- > 0;) {
+    const auto& outs = instructions[k].outputs;
+    if (std::find(outs.begin(), outs.end(), it->second) != outs.end()) return static_cast<int64_t>(k);
+  }
+  return -1;
+}
+
 void LoweredGraph::setProfiling(bool on) {
   profiling_ = on;
   for (auto& p : programs_) p.setProfiling(on);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,9 +38,12 @@ class LoweredGraph {
   std::string profileReport(size_t top = 20) const;
 
   // Runs one phase's program on a buffer table.
-  void run(ir::Phase phase, std::vector<HostTensor>& buffers, uint64_t seed) const {
-    program(phase).run(buffers, seed);
+  void run(ir::Phase phase, std::vector<HostTensor>& buffers, uint64_t seed,
+           const std::function<void(size_t)>& afterInstruction = {}) const {
+    program(phase).run(buffers, seed, afterInstruction);
   }
+  // The index of the last instruction of `phase` that writes `id`, or -1 when none does.
+  int64_t lastWriter(ir::Phase phase, const TensorId& id) const;
 
  private:
   const ir::Graph& graph_;

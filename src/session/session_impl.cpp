@@ -387,6 +387,17 @@ void SessionImpl::joinInstances() {
   }
   reducer_ = std::make_unique<GradientReducer>(instances_, std::move(tensors),
                                                GradientReducer::bucketBytesFromEnvironment());
+  // With one local replica and no accumulation, a weight's gradient is final once the backward
+  // pass wrote it for the last time: its bucket's all-reduce can start there, overlapping the rest
+  // of the backward pass. (Local replicas must be summed first, and accumulators are final only
+  // after the last micro-batch, so those reduce after the backward pass.)
+  if (localReplicas_ == 1 && accumulationFactor_ == 1) {
+    readyAfter_.assign(lowered_->program(ir::Phase::Backward).size(), {});
+    for (const auto& u : optimizerGraph_.updates) {
+      const int64_t k = lowered_->lastWriter(ir::Phase::Backward, u.reduced);
+      if (k >= 0) readyAfter_[static_cast<size_t>(k)].push_back(u.reduced);
+    }
+  }
 }
 
 void SessionImpl::reduceAcrossReplicas() {
@@ -491,7 +502,15 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
                               device::mixSeed(executionCounter_ + static_cast<uint64_t>(iteration));
         program.run(ir::Phase::Forward, buffers, seed);
         if (config_.training) {
-          program.run(ir::Phase::Backward, buffers, seed);
+          if (!readyAfter_.empty() && !lowered_->profiling()) {
+            program.run(ir::Phase::Backward, buffers, seed, [&](size_t k) {
+              for (const auto& id : readyAfter_[k]) {
+                reducer_->ready(id, [&](const TensorId& t) { return replicaBuffer(0, t).data<float>(); });
+              }
+            });
+          } else {
+            program.run(ir::Phase::Backward, buffers, seed);
+          }
           if (accIndex >= 0) {
             buffers[static_cast<size_t>(accIndex)].data<float>()[0] = static_cast<float>(a);
           }

@@ -111,6 +111,8 @@ class SessionImpl {
   int64_t replicaOffset_ = 0;
   std::shared_ptr<comm::Communicator> instances_;
   std::unique_ptr<GradientReducer> reducer_;
+  // Per Backward instruction: the reduced tensors complete after it (empty: no overlap).
+  std::vector<std::vector<TensorId>> readyAfter_;
   std::vector<std::unique_ptr<LoweredGraph>> replicaPrograms_;  // replicas 1..L-1 (threads)
   std::unique_ptr<ReplicaPool> pool_;  // one thread per local replica when there are several
   int64_t accumulationFactor_ = 1;
