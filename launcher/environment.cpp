@@ -33,8 +33,17 @@ std::string makeJobId() {
   return id;
 }
 
+namespace {
+// XTRAIN_RENDEZVOUS_DIR only when the job has one (see JobInfo).
+EnvList withoutEmptyRendezvous(EnvList vars) {
+  std::erase_if(
+      vars, [](const auto& v) { return v.first == "XTRAIN_RENDEZVOUS_DIR" && v.second.empty(); });
+  return vars;
+}
+}  // namespace
+
 EnvList commonEnvironment(const Topology& t, const JobInfo& job) {
-  return {
+  return withoutEmptyRendezvous({
       {"XTRAIN_JOB_ID", job.jobId},
       {"XTRAIN_NUM_INSTANCES", std::to_string(t.numInstances)},
       {"XTRAIN_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
@@ -46,12 +55,12 @@ EnvList commonEnvironment(const Topology& t, const JobInfo& job) {
       {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
       {"POPDIST_UNIFORM_REPLICAS_PER_INSTANCE", "1"},
-  };
+  });
 }
 
 EnvList instanceEnvironment(const Topology& t, int instance, const JobInfo& job) {
   const InstancePlacement& p = t.instances.at(static_cast<size_t>(instance));
-  return {
+  return withoutEmptyRendezvous({
       {"XTRAIN_JOB_ID", job.jobId},
       {"XTRAIN_NUM_INSTANCES", std::to_string(t.numInstances)},
       {"XTRAIN_INSTANCE_INDEX", std::to_string(p.index)},
@@ -69,7 +78,7 @@ EnvList instanceEnvironment(const Topology& t, int instance, const JobInfo& job)
       {"POPDIST_UNIFORM_REPLICAS_PER_INSTANCE", "1"},
       {"POPDIST_REPLICA_INDEX_OFFSET", std::to_string(p.replicaOffset)},
       {"POPDIST_LOCAL_INSTANCE_INDEX", std::to_string(p.localIndex)},
-  };
+  });
 }
 
 const std::vector<std::string>& contractVariableNames() {
@@ -77,7 +86,9 @@ const std::vector<std::string>& contractVariableNames() {
     Topology t;
     t.instances.push_back(InstancePlacement{});
     std::vector<std::string> out;
-    for (const auto& [name, value] : instanceEnvironment(t, 0, JobInfo{})) out.push_back(name);
+    JobInfo job;
+    job.rendezvousDir = "/";  // so that XTRAIN_RENDEZVOUS_DIR is listed
+    for (const auto& [name, value] : instanceEnvironment(t, 0, job)) out.push_back(name);
     return out;
   }();
   return names;
@@ -135,7 +146,8 @@ EnvList threadDefaults(const std::vector<std::string>& base, const EnvList& user
   const unsigned perInstance =
       std::max(1u, cores / static_cast<unsigned>(std::max(1, instancesOnHost)));
   if (!isSet("OMP_NUM_THREADS")) out.emplace_back("OMP_NUM_THREADS", std::to_string(perInstance));
-  if (instancesOnHost > 1 && !isSet("OMP_WAIT_POLICY")) out.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  if (instancesOnHost > 1 && !isSet("OMP_WAIT_POLICY"))
+    out.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
   return out;
 }
 

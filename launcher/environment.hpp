@@ -22,7 +22,7 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 // Facts shared by every instance of one job.
 struct JobInfo {
   std::string jobId;
-  std::string rendezvousDir;
+  std::string rendezvousDir;  // empty: XTRAIN_RENDEZVOUS_DIR is not set (instances on other hosts)
   std::string commBackend = "auto";
 };
 

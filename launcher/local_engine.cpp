@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -151,8 +152,7 @@ struct Instance {
   bool reaped = false;
   bool groupGone = false;
   int status = 0;
-  int fd[2] = {-1, -1};    // read ends: stdout, stderr
-  int file[2] = {-1, -1};  // --output-dir files
+  int fd[2] = {-1, -1};  // read ends: stdout, stderr
   LineSplitter splitter[2];
   LineTail errTail{3};
 };
@@ -180,10 +180,10 @@ class Supervisor {
   explicit Supervisor(const LocalJobSpec& spec) : spec_(spec) {}
   ~Supervisor() {
     for (auto& inst : instances_) {
-      for (int s = 0; s < 2; ++s) {
-        closeFd(inst.fd[s]);
-        closeFd(inst.file[s]);
-      }
+      for (int s = 0; s < 2; ++s) closeFd(inst.fd[s]);
+    }
+    for (auto& f : files_) {
+      for (int s = 0; s < 2; ++s) closeFd(f[s]);
     }
   }
   Supervisor(const Supervisor&) = delete;
@@ -199,6 +199,13 @@ class Supervisor {
   void readReady(const std::vector<pollfd>& fds);
   void readFrom(Instance& inst, int stream);
   void emit(Instance& inst, int stream, const std::string& line);
+  void emitEngineLine(Instance& engine, int stream, const std::string& line);
+  void emitOwnLine(Instance& engine, int stream, const std::string& line);
+  void emitInstanceLine(Instance& engine, int stream, int instance, std::string_view tag,
+                        std::string_view text);
+  void writeFile(int instance, int stream, std::string_view text);
+  void print(Stream s, const std::string& text);
+  std::string engineFailureText(const Instance& engine) const;
   void closeStream(Instance& inst, int stream);
   void beginStop(StopReason reason, int termSignal);
   void signalGroups(int sig);
@@ -209,7 +216,12 @@ class Supervisor {
   int finish();
 
   const LocalJobSpec& spec_;
-  std::vector<Instance> instances_;
+  const bool engineMode_ = spec_.engine.has_value();
+  std::vector<Instance> instances_;        // engine mode: one, the engine
+  std::vector<std::array<int, 2>> files_;  // --output-dir: per instance, stdout and stderr
+  std::vector<LineTail> engineTails_;      // engine mode: per instance, its last stderr lines
+  std::optional<int> blamed_;              // engine mode: the instance its failure report names
+  MpirunLineJoiner joiners_[2];            // engine mpirun: stdout, stderr
   std::optional<Watchdog> watchdog_;
   bool stdoutBroken_ = false;
   bool stderrBroken_ = false;
@@ -242,7 +254,11 @@ void Supervisor::startOne(Instance& inst, const ExecArrays& exec, int devNull) {
   if (pid < 0) throw runtime_error("cannot fork instance {}: {}", inst.index, std::strerror(errno));
   if (pid == 0) {
     // Child: async-signal-safe calls only.
-    ::setpgid(0, 0);
+    if (engineMode_) {
+      ::setsid();  // the engine's session holds every process it starts here
+    } else {
+      ::setpgid(0, 0);
+    }
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     struct sigaction dfl {};
@@ -261,14 +277,20 @@ void Supervisor::startOne(Instance& inst, const ExecArrays& exec, int devNull) {
     [[maybe_unused]] ssize_t n = ::write(status[1], &e, sizeof e);
     ::_exit(127);
   }
-  ::setpgid(pid, pid);  // also in the parent, so signalling the group works at once
+  if (!engineMode_) ::setpgid(pid, pid);  // also here, so signalling the group works at once
   inst.pid = pid;
   ::close(out[1]);
   ::close(err[1]);
   ::close(status[1]);
   inst.fd[0] = out[0];
   inst.fd[1] = err[0];
-  if (watchdog_) watchdog_->watch(pid);
+  if (watchdog_) {
+    if (engineMode_) {
+      watchdog_->watchSession(pid);
+    } else {
+      watchdog_->watch(pid);
+    }
+  }
 
   int childErrno = 0;
   ssize_t n;
@@ -278,6 +300,10 @@ void Supervisor::startOne(Instance& inst, const ExecArrays& exec, int devNull) {
   ::close(status[0]);
   if (n == static_cast<ssize_t>(sizeof childErrno)) {
     startExitCode_ = childErrno == ENOENT ? 127 : 126;
+    if (engineMode_) {
+      throw runtime_error("cannot start {} ({}): {}", spec_.engine->name, spec_.executable,
+                          std::strerror(childErrno));
+    }
     throw runtime_error("cannot start instance {} ({}): {}", inst.index, spec_.executable,
                         std::strerror(childErrno));
   }
@@ -301,15 +327,7 @@ void Supervisor::startAll() {
   ::close(devNull);
 }
 
-void Supervisor::emit(Instance& inst, int stream, const std::string& line) {
-  Stream s = stream == 0 ? Stream::Stdout : Stream::Stderr;
-  if (s == Stream::Stderr) inst.errTail.push(line);
-  if (inst.file[stream] >= 0) {
-    std::string raw = line + "\n";
-    if (!writeAll(inst.file[stream], raw)) closeFd(inst.file[stream]);
-  }
-  if (!shouldPrint(spec_.output, inst.index, s, line)) return;
-  std::string text = renderLine(spec_.output, inst.index, s, line);
+void Supervisor::print(Stream s, const std::string& text) {
   if (s == Stream::Stdout) {
     if (!stdoutBroken_ && !writeAll(spec_.stdoutFd, text)) stdoutBroken_ = true;
   } else {
@@ -317,8 +335,95 @@ void Supervisor::emit(Instance& inst, int stream, const std::string& line) {
   }
 }
 
+void Supervisor::writeFile(int instance, int stream, std::string_view text) {
+  if (instance < 0 || static_cast<size_t>(instance) >= files_.size()) return;
+  int& fd = files_[static_cast<size_t>(instance)][static_cast<size_t>(stream)];
+  if (fd < 0) return;
+  std::string raw(text);
+  raw.push_back('\n');
+  if (!writeAll(fd, raw)) closeFd(fd);
+}
+
+void Supervisor::emit(Instance& inst, int stream, const std::string& line) {
+  if (engineMode_) {
+    emitEngineLine(inst, stream, line);
+    return;
+  }
+  Stream s = stream == 0 ? Stream::Stdout : Stream::Stderr;
+  if (s == Stream::Stderr) inst.errTail.push(line);
+  writeFile(inst.index, stream, line);
+  if (!shouldPrint(spec_.output, inst.index, s, line)) return;
+  print(s, renderLine(spec_.output, inst.index, s, line));
+}
+
+// Lines of dashes and blank lines frame mpirun's reports; they say nothing in a root-cause line.
+bool isDecoration(std::string_view line) {
+  return line.find_first_not_of(" \t-=*") == std::string_view::npos;
+}
+
+void Supervisor::emitEngineLine(Instance& engine, int stream, const std::string& line) {
+  if (spec_.engine->tag == EngineTag::Mpirun) {
+    std::vector<MpirunLineJoiner::Line> lines;
+    joiners_[stream].feed(line, lines);
+    for (const auto& l : lines) {
+      if (l.instance) {
+        emitInstanceLine(engine, stream, *l.instance, l.tag, l.text);
+      } else {
+        emitOwnLine(engine, stream, l.text);
+      }
+    }
+    return;
+  }
+  auto tagged = parseEngineLine(spec_.engine->tag, line);
+  if (!tagged) {
+    emitOwnLine(engine, stream, line);
+    return;
+  }
+  std::string_view whole(line);
+  emitInstanceLine(engine, stream, tagged->instance,
+                   whole.substr(0, whole.size() - tagged->text.size()), tagged->text);
+}
+
+// The engine's own message: always printed, as it is.
+void Supervisor::emitOwnLine(Instance& engine, int stream, const std::string& line) {
+  Stream s = stream == 0 ? Stream::Stdout : Stream::Stderr;
+  if (s == Stream::Stderr && !isDecoration(line)) {
+    engine.errTail.push(line);
+    if (!blamed_) blamed_ = instanceBlamedBy(spec_.engine->tag, line);
+  }
+  print(s, line + "\n");
+}
+
+void Supervisor::emitInstanceLine(Instance& engine, int stream, int instance, std::string_view tag,
+                                  std::string_view text) {
+  if (instance < 0 || instance >= spec_.engine->numInstances) {
+    emitOwnLine(engine, stream, std::string(tag) + std::string(text));
+    return;
+  }
+  Stream s = stream == 0 ? Stream::Stdout : Stream::Stderr;
+  if (s == Stream::Stderr) engineTails_[static_cast<size_t>(instance)].push(std::string(text));
+  writeFile(instance, stream, text);
+  if (!shouldPrint(spec_.output, instance, s, text)) return;
+  std::string out;
+  if (spec_.output.tag) out = tag;
+  out.append(text);
+  out.push_back('\n');
+  print(s, out);
+}
+
 void Supervisor::closeStream(Instance& inst, int stream) {
   if (auto rest = inst.splitter[stream].finish()) emit(inst, stream, *rest);
+  if (engineMode_ && spec_.engine->tag == EngineTag::Mpirun) {
+    std::vector<MpirunLineJoiner::Line> lines;
+    joiners_[stream].finish(lines);
+    for (const auto& l : lines) {
+      if (l.instance) {
+        emitInstanceLine(inst, stream, *l.instance, l.tag, l.text);
+      } else {
+        emitOwnLine(inst, stream, l.text);
+      }
+    }
+  }
   closeFd(inst.fd[stream]);
 }
 
@@ -347,6 +452,18 @@ void Supervisor::readReady(const std::vector<pollfd>& fds) {
 }
 
 void Supervisor::signalGroups(int sig) {
+  if (engineMode_) {
+    // The engine ends its instances its own way; once it is gone (or for SIGKILL), every process
+    // left in its session gets the signal.
+    Instance& engine = instances_.front();
+    if (engine.pid <= 0 || engine.groupGone) return;
+    if (!engine.reaped && sig != SIGKILL) {
+      ::kill(engine.pid, sig);
+    } else {
+      signalSession(engine.pid, sig);
+    }
+    return;
+  }
   for (auto& inst : instances_) {
     if (inst.pid <= 0 || inst.groupGone) continue;
     if (::kill(-inst.pid, sig) != 0 && errno == ESRCH && inst.reaped) inst.groupGone = true;
@@ -387,7 +504,14 @@ void Supervisor::reap() {
     Instance& inst = *it;
     inst.reaped = true;
     inst.status = status;
-    debugLog(format("instance {} (pid {}) {}", inst.index, inst.pid, describeStatus(status)));
+    debugLog(format("{} (pid {}) {}",
+                    engineMode_ ? spec_.engine->name : "instance " + std::to_string(inst.index),
+                    inst.pid, describeStatus(status)));
+    // The engine ended while the job was stopping: what it left in its session is asked to end
+    // now rather than at the grace period's end.
+    if (engineMode_ && stopReason_ != StopReason::None && !killed_) {
+      signalSession(inst.pid, SIGTERM);
+    }
     bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (failed && stopReason_ == StopReason::None) {
       firstFailure_ = inst.index;
@@ -416,13 +540,16 @@ void Supervisor::handleSignals() {
         for (auto& inst : instances_) {
           if (!inst.reaped) ::kill(inst.pid, sig);
         }
-        message("received " + signalName(sig) + "; forwarded to every instance");
+        message("received " + signalName(sig) + "; forwarded to " +
+                (engineMode_ ? spec_.engine->name + ", which passes it to every instance"
+                             : std::string("every instance")));
         continue;
       }
       // SIGINT, SIGTERM, SIGHUP: forward to every group and end the job; again: kill at once.
       if (stopReason_ == StopReason::None) {
-        message("received " + signalName(sig) +
-                "; forwarding it to every instance and ending the job");
+        message("received " + signalName(sig) + "; forwarding it to " +
+                (engineMode_ ? spec_.engine->name : std::string("every instance")) +
+                " and ending the job");
         stopSignal_ = sig;
         beginStop(StopReason::Signal, sig);
       } else if (!killed_) {
@@ -436,6 +563,17 @@ void Supervisor::handleSignals() {
 }
 
 void Supervisor::checkGroups() {
+  if (engineMode_) {
+    Instance& engine = instances_.front();
+    if (!engine.reaped || engine.groupGone) return;
+    // Killing: again on every pass, for processes forked meanwhile.
+    if (sessionMembers(engine.pid).empty() ||
+        (killed_ && signalSession(engine.pid, SIGKILL) == 0)) {
+      engine.groupGone = true;
+      if (watchdog_) watchdog_->forgetSession(engine.pid);
+    }
+    return;
+  }
   for (auto& inst : instances_) {
     if (!inst.reaped || inst.groupGone) continue;
     if (::kill(-inst.pid, 0) != 0 && errno == ESRCH) {
@@ -459,16 +597,21 @@ int Supervisor::run() {
   start_ = Clock::now();
   instances_.resize(spec_.envPerInstance.size());
   for (size_t i = 0; i < instances_.size(); ++i) instances_[i].index = static_cast<int>(i);
+  const size_t numInstances =
+      engineMode_ ? static_cast<size_t>(spec_.engine->numInstances) : instances_.size();
+  if (engineMode_) engineTails_.assign(numInstances, LineTail(3));
 
   if (!spec_.outputDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(spec_.outputDir, ec);
-    for (auto& inst : instances_) {
+    files_.assign(numInstances, {-1, -1});
+    for (size_t i = 0; i < numInstances; ++i) {
       for (int s = 0; s < 2; ++s) {
-        std::string path = spec_.outputDir + "/instance-" + std::to_string(inst.index) +
-                           (s == 0 ? ".out" : ".err");
-        inst.file[s] = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (inst.file[s] < 0) {
+        std::string path =
+            spec_.outputDir + "/instance-" + std::to_string(i) + (s == 0 ? ".out" : ".err");
+        int& fd = files_[i][static_cast<size_t>(s)];
+        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
           throw runtime_error("--output-dir: cannot write {}: {}", path, std::strerror(errno));
         }
       }
@@ -543,13 +686,41 @@ int Supervisor::run() {
   return finish();
 }
 
+// "mpirun (pid 42) exited with code 3; it names instance 2 as the first to fail; its last stderr
+// lines: ..." (the instance's own, else the engine's).
+std::string Supervisor::engineFailureText(const Instance& engine) const {
+  std::string text =
+      format("{} (pid {}) {}", spec_.engine->name, engine.pid, describeStatus(engine.status));
+  const LineTail* tail = &engine.errTail;
+  std::string whose = spec_.engine->name + "'s";
+  if (blamed_ && *blamed_ >= 0 && static_cast<size_t>(*blamed_) < engineTails_.size()) {
+    text += format("; it names instance {} as the first to fail", *blamed_);
+    const LineTail& own = engineTails_[static_cast<size_t>(*blamed_)];
+    if (!own.lines().empty()) {
+      tail = &own;
+      whose = "the instance's";
+    }
+  }
+  if (tail->lines().empty()) return text + "; nothing on stderr";
+  text += "; " + whose + " last stderr lines:";
+  bool first = true;
+  for (const auto& line : tail->lines()) {
+    std::string shown = line.size() > 300 ? line.substr(0, 300) + "..." : line;
+    text += (first ? " \"" : " | \"") + shown + "\"";
+    first = false;
+  }
+  return text;
+}
+
 int Supervisor::finish() {
   // Flush what is buffered, close everything.
   for (auto& inst : instances_) {
     for (int s = 0; s < 2; ++s) {
       if (inst.fd[s] >= 0) closeStream(inst, s);
-      closeFd(inst.file[s]);
     }
+  }
+  for (auto& f : files_) {
+    for (int s = 0; s < 2; ++s) closeFd(f[s]);
   }
   if (watchdog_) {
     if (allGone()) watchdog_->release();  // clean end: the watchdog leaves without killing
@@ -561,6 +732,10 @@ int Supervisor::finish() {
     case StopReason::Failure: {
       if (firstFailure_ < 0) return startExitCode_;
       const Instance& f = instances_[static_cast<size_t>(firstFailure_)];
+      if (engineMode_) {
+        message(engineFailureText(f));
+        return exitCodeOf(f.status);
+      }
       std::string text =
           format("instance {} (pid {}) {}", f.index, f.pid, describeStatus(f.status));
       if (runningAtFailure_ > 0) {

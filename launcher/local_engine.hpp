@@ -25,6 +25,18 @@
 //    already stopping kills at once); SIGUSR1 and SIGUSR2 are forwarded to every instance's main
 //    process only.
 //  - Every wait is bounded: the job ends at most gracePeriod + 3 s after it starts stopping.
+//
+// Engine mode (spec.engine set: --engine mpirun or srun): the job is one process, the engine, which
+// starts the instances itself (here or on other hosts). It is started in a session of its own
+// (setsid), since mpirun puts every process it starts in a process group of its own but leaves them
+// in its session; the watchdog watches that session. Its output lines carry the engine's tags
+// (launcher/output.hpp: parseEngineLine): printed as they are (--no-tag-output: without the tag),
+// filtered by --only-output-from-instance on the tag, and written untagged to the per-instance
+// files of outputDir; the engine's own untagged lines are always printed. Stopping (timeout,
+// SIGINT/SIGTERM/SIGHUP) sends the signal to the engine only, which ends its instances its own way;
+// after the grace period every process of the session gets SIGKILL. SIGUSR1/SIGUSR2 go to the
+// engine, which forwards them. The exit code is the engine's (128 + signal when it was killed),
+// 124 for the timeout, 128 + signal for a signal xrun received.
 // Not thread-safe: it installs process-wide signal handlers for its duration. One job per process
 // at a time.
 #pragma once
@@ -39,10 +51,18 @@ namespace xtrain::launcher {
 
 inline constexpr int kTimeoutExitCode = 124;
 
+struct EngineMode {
+  EngineTag tag = EngineTag::Mpirun;
+  std::string name;      // "mpirun" or "srun", for messages
+  int numInstances = 1;  // for the per-instance output files and the filter
+};
+
 struct LocalJobSpec {
   std::string executable;         // resolved path (resolveProgram)
   std::vector<std::string> argv;  // argv[0] is the program as the user gave it
   std::vector<std::vector<std::string>> envPerInstance;  // "NAME=VALUE" lists, one per instance
+                                                         // (engine mode: one, the engine's)
+  std::optional<EngineMode> engine;                      // set: engine mode (see above)
   OutputPolicy output;
   std::string outputDir;  // non-empty: DIR/instance-<i>.out and .err get every line, untagged
   std::optional<double> timeoutSeconds;
@@ -52,8 +72,8 @@ struct LocalJobSpec {
   int stderrFd = 2;        // instance stderr lines and xrun's own messages
 };
 
-// Runs the job; returns xrun's exit code. Throws xtrain::runtime_error only when nothing could be
-// started.
+// Runs the job (the instances, or in engine mode the engine); returns xrun's exit code. Throws
+// xtrain::runtime_error only when nothing could be started.
 int runLocalJob(const LocalJobSpec& spec);
 
 // "SIGKILL" etc. for the common signals, "signal N" otherwise.

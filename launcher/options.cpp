@@ -342,14 +342,15 @@ Layout:
       --ipus-per-replica K     simulated IPUs per replica (default 1; a power of two)
   -H, --host h1,h2             hosts (engine mpirun); --hostfile F reads one per line
       --engine E               auto|local|mpirun|srun (default auto: mpirun with hosts,
-                               srun inside Slurm, else local). Only local runs yet.
-      --mpi-global-args "..."  extra mpirun arguments (engine mpirun)
+                               srun inside Slurm, else local)
+      --mpi-global-args "..."  extra mpirun (or srun) arguments
       --mpi-local-args "..."   extra arguments per mpirun app context
       --comm-backend B         auto|shm|gloo|mpi, passed as XTRAIN_COMM_BACKEND
   -x VAR[=VALUE]               pass VAR (xrun's value, or VALUE) to every instance
 
 Output:
-      --tag-output             prefix each line with its instance, "[i] " (default)
+      --tag-output             prefix each line with its instance, "[i] " (default;
+                               mpirun's "[1,i]<stdout>:" and srun's "i: " with those engines)
       --no-tag-output          print lines untagged
       --tag-format F           xrun ("[i] ") or mpi ("[1,i]<stdout>:")
       --only-output-from-instance I
@@ -369,7 +370,8 @@ Ending:
 When an instance exits non-zero or dies by a signal, xrun stops the others and
 exits with that instance's code (128+signal for a signal). SIGINT, SIGTERM and
 SIGHUP sent to xrun are forwarded to every instance's process group, SIGUSR1 and
-SIGUSR2 to every instance. Usage errors exit with 2.
+SIGUSR2 to every instance (with mpirun or srun: to the engine, which forwards
+them). Usage errors exit with 2.
 )";
 }
 

@@ -55,6 +55,47 @@ bool shouldPrint(const OutputPolicy& policy, int instance, Stream stream, std::s
 std::string renderLine(const OutputPolicy& policy, int instance, Stream stream,
                        std::string_view line);
 
+// How an engine tags the lines of its instances: mpirun --tag-output "[1,i]<stdout>:" (also
+// <stderr>, <stddiag>), srun --label "i: " (the index right-aligned, so maybe spaces before it).
+enum class EngineTag { Mpirun, Srun };
+
+struct TaggedLine {
+  int instance = 0;
+  std::string_view text;  // after the tag
+};
+
+// The instance and the text of a line the engine tagged; nullopt for the engine's own messages.
+std::optional<TaggedLine> parseEngineLine(EngineTag tag, std::string_view line);
+
+// Reassembles mpirun's tagged output into whole lines. mpirun tags every chunk it forwards, not
+// every line: a line an instance writes in pieces arrives as "[1,2]<stderr>:abc[1,2]<stderr>:def",
+// and a piece of another instance may come between. Fed the lines of one of mpirun's streams (split
+// on '\n'), it hands back each instance's complete lines, and mpirun's own (untagged) lines as they
+// come.
+class MpirunLineJoiner {
+ public:
+  struct Line {
+    std::optional<int> instance;  // nullopt: mpirun's own line
+    std::string tag;              // "[1,2]<stderr>:" as mpirun wrote it; empty for its own lines
+    std::string text;
+  };
+  void feed(std::string_view line, std::vector<Line>& out);
+  // At the end of the stream: the pieces still waiting for their newline, as lines.
+  void finish(std::vector<Line>& out);
+
+ private:
+  struct Pending {
+    int instance;
+    std::string tag;
+    std::string text;
+  };
+  std::vector<Pending> pending_;  // in order of arrival
+};
+
+// The instance an engine's own failure report names, if this line is such a report: mpirun's
+// "Process name: [[J,1],R]" or "process rank R ...", srun's "srun: error: HOST: task R: ...".
+std::optional<int> instanceBlamedBy(EngineTag tag, std::string_view line);
+
 // Writes everything, retrying on EINTR and short writes. Returns false on a write error (e.g.
 // EPIPE).
 bool writeAll(int fd, std::string_view bytes);

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "launcher/local_engine.hpp"
@@ -98,12 +100,35 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup) {
   if (plan.engine == Engine::Local) hosts.clear();
   request.hosts = hosts;
   plan.topology = planTopology(request);
+  const bool allHere = std::all_of(plan.topology.hosts.begin(), plan.topology.hosts.end(),
+                                   [](const std::string& h) { return isThisHost(h); });
 
   plan.job.jobId = makeJobId();
   std::string tmp = lookup("TMPDIR").value_or("/tmp");
   if (tmp.empty()) tmp = "/tmp";
   plan.job.rendezvousDir = tmp + "/xrun-" + plan.job.jobId;
+  bool dirReachable = true;
+  if (plan.engine == Engine::Mpirun) dirReachable = allHere;
+  if (plan.engine == Engine::Srun) {
+    auto nodes = lookup("SLURM_JOB_NUM_NODES");
+    if (!nodes) nodes = lookup("SLURM_NNODES");
+    dirReachable = nodes && *nodes == "1" && lookup("SLURMD_NODENAME").has_value();
+  }
+  if (!dirReachable) plan.job.rendezvousDir.clear();
   plan.job.commBackend = options.commBackend;
+
+  std::vector<std::string> threadBase;
+  for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY"}) {
+    if (auto v = lookup(name)) threadBase.push_back(std::string(name) + "=" + *v);
+  }
+  plan.threadEnv = threadDefaults(threadBase, plan.userEnv, plan.topology.instancesPerHost,
+                                  std::thread::hardware_concurrency());
+  const bool coresKnown =
+      plan.engine == Engine::Local || (plan.engine == Engine::Mpirun && allHere);
+  if (!coresKnown) {
+    std::erase_if(plan.threadEnv, [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
+  }
+  plan.runAsRoot = ::geteuid() == 0;
   return plan;
 }
 
@@ -121,33 +146,49 @@ std::vector<std::string> plannedCommands(const JobPlan& plan) {
     }
     return lines;
   }
+  lines.push_back(joinWords(engineCommand(plan)));
+  return lines;
+}
+
+std::vector<std::string> engineCommand(const JobPlan& plan) {
+  const Options& o = plan.options;
+  const Topology& t = plan.topology;
   if (plan.engine == Engine::Mpirun) {
-    // One app context per instance (MPMD), so each gets its own variables.
+    // One app context per instance (MPMD), so each gets its own variables. "-H host:P" gives the
+    // host P slots, P = the instances placed there, so no --oversubscribe is needed.
+    std::map<std::string, int> perHost;
+    for (const auto& p : t.instances) ++perHost[p.host];
     std::vector<std::string> words{"mpirun", "--tag-output", "--bind-to", "none"};
+    if (plan.runAsRoot) words.push_back("--allow-run-as-root");
     words.insert(words.end(), o.mpiGlobalArgs.begin(), o.mpiGlobalArgs.end());
-    for (const auto& a : o.env) {
-      words.push_back("-x");
-      words.push_back(a.value ? a.name + "=" + *a.value : a.name);
-    }
+    // -x variables go with each app context's env (mpirun's own -x applies to one app context
+    // only).
     for (const auto& p : t.instances) {
       if (p.index > 0) words.push_back(":");
-      words.insert(words.end(), {"-np", "1", "-H", p.host});
+      words.insert(words.end(), {"-np", "1", "-H", p.host + ":" + std::to_string(perHost[p.host])});
       words.insert(words.end(), o.mpiLocalArgs.begin(), o.mpiLocalArgs.end());
       words.push_back("env");
+      for (auto& w : envWords(plan.userEnv)) words.push_back(w);
+      for (auto& w : envWords(plan.threadEnv)) words.push_back(w);
       for (auto& w : envWords(instanceEnvironment(t, p.index, plan.job))) words.push_back(w);
       for (auto& w : programWords(o)) words.push_back(w);
     }
-    lines.push_back(joinWords(words));
-    return lines;
+    return words;
   }
   // srun: one task per instance; the per-instance variables come from SLURM_PROCID / SLURM_LOCALID.
+  // --label tags each line with the task ("2: "); --disable-status makes one SIGINT reach the tasks
+  // (without it srun only prints their status).
   const int perInstance = t.numLocalReplicas * t.ipusPerReplica;
-  std::vector<std::string> words{"srun", "--ntasks=" + std::to_string(t.numInstances),
+  std::vector<std::string> words{"srun",
+                                 "--ntasks=" + std::to_string(t.numInstances),
                                  "--ntasks-per-node=" + std::to_string(t.instancesPerHost),
-                                 "--kill-on-bad-exit=1"};
+                                 "--kill-on-bad-exit=1",
+                                 "--label",
+                                 "--disable-status"};
   words.insert(words.end(), o.mpiGlobalArgs.begin(), o.mpiGlobalArgs.end());
   words.push_back("env");
   for (auto& w : envWords(plan.userEnv)) words.push_back(w);
+  for (auto& w : envWords(plan.threadEnv)) words.push_back(w);
   for (auto& w : envWords(commonEnvironment(t, plan.job))) words.push_back(w);
   std::string ipuIds = perInstance == 1 ? "$SLURM_LOCALID"
                                         : "$((SLURM_LOCALID*" + std::to_string(perInstance) +
@@ -162,8 +203,7 @@ std::vector<std::string> plannedCommands(const JobPlan& plan) {
       "\" POPDIST_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" \"$@\"";
   words.insert(words.end(), {"sh", "-c", script, "xrun-instance"});
   for (auto& w : programWords(o)) words.push_back(w);
-  lines.push_back(joinWords(words));
-  return lines;
+  return words;
 }
 
 namespace {
@@ -198,37 +238,51 @@ int runPlan(const JobPlan& plan) {
     for (const auto& line : plannedCommands(plan)) printTo(1, line + "\n");
     return 0;
   }
-  if (plan.engine != Engine::Local) {
-    throw UsageError(
-        "--engine {} is not implemented yet; use --engine local to start the instances on this "
-        "host, "
-        "or --dry-run to see the {} command xrun would run",
-        toString(plan.engine), toString(plan.engine));
-  }
-
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  if (const char* p = std::getenv("PATH")) path = p;
+  std::string xrunPath = "/usr/local/bin:/usr/bin:/bin";
+  if (const char* p = std::getenv("PATH")) xrunPath = p;
+  std::string path = xrunPath;
   for (const auto& [name, value] : plan.userEnv) {
     if (name == "PATH") path = value;
   }
+  // Checked on this host before anything starts, whatever the engine.
   std::string executable = resolveProgram(o.program, path);
 
-  if (::mkdir(plan.job.rendezvousDir.c_str(), 0700) != 0) {
+  LocalJobSpec spec;
+  std::vector<std::string> base = currentEnviron();
+  if (plan.engine == Engine::Local) {
+    spec.executable = executable;
+    spec.argv = programWords(o);
+    EnvList user = plan.userEnv;
+    user.insert(user.end(), plan.threadEnv.begin(), plan.threadEnv.end());
+    for (const auto& p : plan.topology.instances) {
+      spec.envPerInstance.push_back(
+          buildEnvp(base, user, instanceEnvironment(plan.topology, p.index, plan.job)));
+    }
+  } else {
+    spec.argv = engineCommand(plan);
+    const std::string name = toString(plan.engine);
+    try {
+      spec.executable = resolveProgram(spec.argv.front(), xrunPath);
+    } catch (const ProgramError& e) {
+      const char* what = plan.engine == Engine::Mpirun ? "Open MPI's mpirun (Debian: openmpi-bin)"
+                                                       : "Slurm's srun";
+      if (e.exitCode() == 127) {
+        throw ProgramError(127, format("--engine {} needs {}, but '{}' is not in PATH ({}); use "
+                                       "--engine local on this host; nothing was started",
+                                       name, what, name, xrunPath));
+      }
+      throw ProgramError(e.exitCode(), format("--engine {}: {}", name, e.what()));
+    }
+    // The engine gets xrun's environment minus the contract's variables (a nested xrun's must not
+    // leak); -x and the contract are on its command line.
+    spec.envPerInstance.push_back(buildEnvp(base, {}, {}));
+    spec.engine = EngineMode{plan.engine == Engine::Mpirun ? EngineTag::Mpirun : EngineTag::Srun,
+                             name, plan.topology.numInstances};
+  }
+
+  if (!plan.job.rendezvousDir.empty() && ::mkdir(plan.job.rendezvousDir.c_str(), 0700) != 0) {
     throw runtime_error("cannot create the rendezvous directory {}: {}", plan.job.rendezvousDir,
                         std::strerror(errno));
-  }
-  LocalJobSpec spec;
-  spec.executable = executable;
-  spec.argv = programWords(o);
-  std::vector<std::string> base = currentEnviron();
-  EnvList user = plan.userEnv;
-  for (auto& v : threadDefaults(base, plan.userEnv, plan.topology.instancesPerHost,
-                                std::thread::hardware_concurrency())) {
-    user.push_back(std::move(v));
-  }
-  for (const auto& p : plan.topology.instances) {
-    spec.envPerInstance.push_back(
-        buildEnvp(base, user, instanceEnvironment(plan.topology, p.index, plan.job)));
   }
   spec.output.tag = o.tagOutput;
   spec.output.format = o.tagFormat;
@@ -237,16 +291,19 @@ int runPlan(const JobPlan& plan) {
   spec.timeoutSeconds = o.timeoutSeconds;
   spec.gracePeriodSeconds = o.gracePeriodSeconds;
   spec.cleanupDir = plan.job.rendezvousDir;
+  auto removeDir = [&] {
+    if (plan.job.rendezvousDir.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(plan.job.rendezvousDir, ec);
+  };
   int code = 1;
   try {
     code = runLocalJob(spec);
   } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove_all(plan.job.rendezvousDir, ec);
+    removeDir();
     throw;
   }
-  std::error_code ec;
-  std::filesystem::remove_all(plan.job.rendezvousDir, ec);
+  removeDir();
   return code;
 }
 

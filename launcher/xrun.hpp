@@ -17,6 +17,10 @@ struct JobPlan {
   Topology topology;
   JobInfo job;
   EnvList userEnv;  // -x, resolved
+  // Thread defaults (threadDefaults()); OMP_NUM_THREADS only when every instance runs on this host
+  // (xrun knows no other host's cores).
+  EnvList threadEnv;
+  bool runAsRoot = false;  // mpirun then needs --allow-run-as-root
 };
 
 // Auto: mpirun when hosts other than this one are given, srun inside a Slurm allocation
@@ -26,12 +30,18 @@ Engine resolveEngine(const Options& options, const std::vector<std::string>& hos
 
 // Reads the hostfile, the pool size (-x XTRAIN_NUM_IPUS=..., else xrun's XTRAIN_NUM_IPUS), plans
 // the topology, resolves -x and the engine, and names the job (id, rendezvous directory under
-// $TMPDIR or /tmp). Throws UsageError.
+// $TMPDIR or /tmp). The rendezvous directory is left empty (XTRAIN_RENDEZVOUS_DIR not exported)
+// when instances may run on other hosts, where it would not exist: mpirun with a host other than
+// this one; srun unless the allocation is one node and xrun runs on it (SLURM_JOB_NUM_NODES or
+// SLURM_NNODES is 1 and SLURMD_NODENAME is set). Throws UsageError.
 JobPlan makePlan(const Options& options, const EnvLookup& lookup);
 
 // The exact commands, one line each, for --dry-run: per instance for local; one mpirun (MPMD, one
 // app context per instance) or one srun command line otherwise.
 std::vector<std::string> plannedCommands(const JobPlan& plan);
+
+// The mpirun or srun command, word by word (what --dry-run prints for those engines).
+std::vector<std::string> engineCommand(const JobPlan& plan);
 
 // The whole program: returns the exit code. Prints on file descriptors 1 and 2.
 int xrunMain(int argc, char** argv);

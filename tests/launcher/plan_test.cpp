@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -279,19 +280,84 @@ TEST(XrunPlan, DryRunCommands) {
   EXPECT_EQ(plan.engine, Engine::Mpirun);
   lines = plannedCommands(plan);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(
-      lines[0].rfind("mpirun --tag-output --bind-to none --oversubscribe -np 1 -H h1 -q env ", 0),
-      0u)
+  const std::string root = plan.runAsRoot ? "--allow-run-as-root " : "";
+  EXPECT_EQ(lines[0].rfind("mpirun --tag-output --bind-to none " + root +
+                               "--oversubscribe -np 1 -H h1:1 -q env ",
+                           0),
+            0u)
       << lines[0];
-  EXPECT_NE(lines[0].find(" prog : -np 1 -H h2 -q env "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" prog : -np 1 -H h2:1 -q env "), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("XTRAIN_INSTANCE_INDEX=1"), std::string::npos);
+  EXPECT_EQ(plan.job.rendezvousDir, "");  // other hosts: not exported
+  EXPECT_EQ(lines[0].find("XTRAIN_RENDEZVOUS_DIR"), std::string::npos) << lines[0];
 
   o = parseOptions({"-n", "4", "--num-replicas", "8", "--engine", "srun", "prog"});
   lines = plannedCommands(makePlan(o, lookupFrom({})));
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].rfind("srun --ntasks=4 ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].rfind("srun --ntasks=4 --ntasks-per-node=4 --kill-on-bad-exit=1 --label "
+                           "--disable-status env ",
+                           0),
+            0u)
+      << lines[0];
   EXPECT_NE(lines[0].find("XTRAIN_REPLICA_INDEX_OFFSET=\"$((SLURM_PROCID*2))\""), std::string::npos)
       << lines[0];
+}
+
+TEST(XrunPlan, EngineCommandsAndRendezvous) {
+  // mpirun on this host only: slots per host = its instances, the rendezvous directory is kept,
+  // and the thread defaults (this host's cores are known) are in every app context.
+  Options o = parseOptions({"-n", "3", "--engine", "mpirun", "prog"});
+  JobPlan plan = makePlan(o, lookupFrom({}));
+  EXPECT_FALSE(plan.job.rendezvousDir.empty());
+  auto words = engineCommand(plan);
+  EXPECT_EQ(std::count(words.begin(), words.end(), "localhost:3"), 3);
+  EXPECT_EQ(std::count(words.begin(), words.end(), ":"), 2);
+  EXPECT_EQ(std::count(words.begin(), words.end(), "OMP_WAIT_POLICY=PASSIVE"), 3);
+  EXPECT_EQ(std::count_if(words.begin(), words.end(),
+                          [](const std::string& w) { return w.rfind("OMP_NUM_THREADS=", 0) == 0; }),
+            3);
+  EXPECT_EQ(
+      std::count_if(words.begin(), words.end(),
+                    [](const std::string& w) { return w.rfind("XTRAIN_RENDEZVOUS_DIR=", 0) == 0; }),
+      3);
+  EXPECT_EQ(std::count(words.begin(), words.end(), "--allow-run-as-root"),
+            ::geteuid() == 0 ? 1 : 0);
+
+  // Two hosts, two instances each: slots 2 per host; other hosts' cores are unknown.
+  o = parseOptions({"-n", "4", "-H", "nodeA,nodeB", "prog"});
+  plan = makePlan(o, lookupFrom({{"OMP_WAIT_POLICY", "ACTIVE"}}));
+  words = engineCommand(plan);
+  EXPECT_EQ(std::count(words.begin(), words.end(), "nodeA:2"), 2);
+  EXPECT_EQ(std::count(words.begin(), words.end(), "nodeB:2"), 2);
+  for (const auto& w : words) {
+    EXPECT_NE(w.rfind("OMP_", 0), 0u) << w;
+    EXPECT_NE(w.rfind("XTRAIN_RENDEZVOUS_DIR=", 0), 0u) << w;
+  }
+
+  // srun: the directory only in a one-node allocation xrun runs in.
+  o = parseOptions({"-n", "2", "prog"});
+  plan = makePlan(o, lookupFrom({{"SLURM_JOB_ID", "7"}}));
+  EXPECT_EQ(plan.engine, Engine::Srun);
+  EXPECT_TRUE(plan.job.rendezvousDir.empty());
+  plan = makePlan(o, lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_NNODES", "1"}}));
+  EXPECT_TRUE(plan.job.rendezvousDir.empty());
+  plan = makePlan(
+      o,
+      lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NUM_NODES", "1"}, {"SLURMD_NODENAME", "n1"}}));
+  EXPECT_FALSE(plan.job.rendezvousDir.empty());
+  words = engineCommand(plan);
+  EXPECT_EQ(
+      std::count_if(words.begin(), words.end(),
+                    [](const std::string& w) { return w.rfind("XTRAIN_RENDEZVOUS_DIR=", 0) == 0; }),
+      1);
+  plan = makePlan(
+      o,
+      lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NUM_NODES", "2"}, {"SLURMD_NODENAME", "n1"}}));
+  EXPECT_TRUE(plan.job.rendezvousDir.empty());
+
+  // The contract's names still include XTRAIN_RENDEZVOUS_DIR (-x may not set it).
+  const auto& names = contractVariableNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "XTRAIN_RENDEZVOUS_DIR"), names.end());
 }
 
 }  // namespace

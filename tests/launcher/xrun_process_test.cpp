@@ -146,8 +146,11 @@ TEST_F(XrunProcess, PrintTopologyAndDryRun) {
 
   r = runXrun({"-n", "2", "-H", "nodeA,nodeB", "--dry-run", "prog"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.out.find("mpirun --tag-output --bind-to none -np 1 -H nodeA"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("mpirun --tag-output --bind-to none "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" -np 1 -H nodeA:1 env "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" : -np 1 -H nodeB:1 env "), std::string::npos) << r.out;
+  // Instances on other hosts: no rendezvous directory (it would not exist there).
+  EXPECT_EQ(r.out.find("XTRAIN_RENDEZVOUS_DIR"), std::string::npos) << r.out;
 }
 
 TEST_F(XrunProcess, OutputIsTaggedAndNeverInterleavedMidLine) {
@@ -407,8 +410,8 @@ TEST_F(XrunProcess, UsageErrorsExitWithTwo) {
       {{"--frobnicate", "true"}, "unknown option '--frobnicate'"},
       {{"-n", "3", "--num-replicas", "4", "true"}, "--num-replicas 3 or 6"},
       {{"-n", "8", "--ipus-per-replica", "16", "true"}, "pool has 64"},
-      {{"--engine", "mpirun", "true"}, "not implemented yet; use --engine local"},
-      {{"-H", "nodeA,nodeB", "-n", "2", "true"}, "--engine mpirun is not implemented yet"},
+      {{"--engine", "pbs", "true"}, "--engine must be one of auto, local, mpirun, srun"},
+      {{"--engine", "local", "-H", "nodeA,nodeB", "-n", "2", "true"}, "use --engine mpirun"},
       {{"-x", "XTRAIN_IPU_IDS=0", "true"}, "xrun sets XTRAIN_IPU_IDS"},
       {{"-n", "2"}, "no program given"},
   };
