@@ -2,6 +2,7 @@
 // ReplicaGrouping.
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include "comm/grouping.hpp"
 #include "comm_test_util.hpp"
@@ -13,11 +14,14 @@ using namespace testing;
 
 std::vector<std::vector<int>> groupsOf(const Grouping& g) {
   std::vector<std::vector<int>> out;
-  for (int64_t G = 0; G < g.numGroups(); ++G) out.push_back(g.members(G));
+  for (int64_t G = 0; G < g.getNumGroups(); ++G) out.push_back(membersOf(g, G));
   return out;
 }
 
 using Groups = std::vector<std::vector<int>>;
+
+// comm::Grouping is the public ReplicaGrouping: the arithmetic exists once.
+static_assert(std::is_same_v<Grouping, ReplicaGrouping>);
 
 TEST(Grouping, WorkedExamplesOfSection3) {
   EXPECT_EQ(groupsOf(Grouping::fromCommGroup({CommGroupType::Consecutive, 2}, 8)),
@@ -33,7 +37,7 @@ TEST(Grouping, WorkedExamplesOfSection3) {
   const Grouping g18(18, 2, 3);
   const std::vector<int64_t> want = {0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2};
   for (int64_t r = 0; r < 18; ++r)
-    EXPECT_EQ(g18.indexInGroup(r), want[static_cast<size_t>(r)]) << r;
+    EXPECT_EQ(g18.getIndexInGroupAt(r), want[static_cast<size_t>(r)]) << r;
 }
 
 TEST(Grouping, GroupAtAndReplicaAtAreInverse) {
@@ -41,7 +45,8 @@ TEST(Grouping, GroupAtAndReplicaAtAreInverse) {
            {8, 1, 2}, {8, 4, 2}, {8, 2, 2}, {18, 2, 3}, {16, 4, 2}, {12, 1, 12}}) {
     const Grouping gr(n, s, g);
     for (int64_t r = 0; r < n; ++r) {
-      EXPECT_EQ(gr.replicaAt(gr.groupAt(r), gr.indexInGroup(r)), r) << gr.str() << " replica " << r;
+      EXPECT_EQ(gr.getReplicaAt(gr.getGroupAt(r), gr.getIndexInGroupAt(r)), r)
+          << gr.str() << " replica " << r;
     }
   }
 }
@@ -57,7 +62,7 @@ TEST(Grouping, ErrorsOfSection3) {
         << e.what();
   }
   try {
-    Grouping(1, 1, 1).groupAt(1);
+    Grouping(1, 1, 1).getGroupAt(1);
     FAIL() << "expected an error";
   } catch (const error& e) {
     const std::string m = e.what();
@@ -69,7 +74,7 @@ TEST(Grouping, ErrorsOfSection3) {
   EXPECT_THROW(Grouping::fromCommGroup({CommGroupType::Orthogonal, 0}, 8), error);
   EXPECT_THROW(Grouping(0, 1, 1), error);
   // Stride is taken as 1 when the group size is 1.
-  EXPECT_EQ(Grouping(4, 2, 1).stride(), 1);
+  EXPECT_EQ(Grouping(4, 2, 1).getStride(), 1);
 }
 
 // Each rank contributes (rank + 1); every member of a group must get the sum over its group's
@@ -92,12 +97,12 @@ void checkGroupAllReduce(const std::string& backend, int world, const Grouping& 
     sizes[static_cast<size_t>(parent.rank())] = gc.comm->size();
   });
   for (int r = 0; r < world; ++r) {
-    const auto members = grouping.members(grouping.groupAt(r));
+    const auto members = membersOf(grouping, grouping.getGroupAt(r));
     int64_t want = 0;
     for (int m : members) want += m + 1;
     EXPECT_EQ(got[static_cast<size_t>(r)], want) << grouping.str() << " rank " << r;
-    EXPECT_EQ(groupOf[static_cast<size_t>(r)], grouping.groupAt(r));
-    EXPECT_EQ(sizes[static_cast<size_t>(r)], grouping.groupSize());
+    EXPECT_EQ(groupOf[static_cast<size_t>(r)], grouping.getGroupAt(r));
+    EXPECT_EQ(sizes[static_cast<size_t>(r)], grouping.getGroupSize());
   }
 }
 
