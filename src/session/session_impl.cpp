@@ -11,6 +11,7 @@
 #include "common/check.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
+#include "ir/onnx/onnx_metadata.hpp"
 #include "session/model_io.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
@@ -37,6 +38,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   graph_ = std::move(imported.graph);
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
+  checkVariableSettings();
 
   for (const auto& id : config_.dataFlow.anchors()) {
     if (!graph_->hasTensor(id)) {
@@ -114,6 +116,22 @@ void SessionImpl::validateOptions() const {
   if (d.getType() != DeviceType::Cpu && d.getNumIpus() % localReplicas_ != 0) {
     throw error("the device has {} IPUs, which cannot be split among {} local replicas", d.getNumIpus(),
                 localReplicas_);
+  }
+}
+
+void SessionImpl::checkVariableSettings() const {
+  for (const auto& id : ir::tensorsWithVariableSettings(modelMetadata_)) {
+    const auto settings = ir::readVariableSettings(modelMetadata_, id);
+    if (!settings) continue;
+    // Validates the groups against the replicas (a clear error when they do not divide them).
+    const int64_t groups = settings->getGroupCount(globalReplicas_);
+    if (groups > 1) {
+      throw error(
+          "weight '{}' has VariableSettings {} with {} groups over {} replicas: grouped weights (one "
+          "value per group) are not supported by sessions yet; use CommGroup All (one value for all "
+          "replicas)",
+          id, settings->str(), groups, globalReplicas_);
+    }
   }
 }
 

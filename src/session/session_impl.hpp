@@ -83,6 +83,9 @@ class SessionImpl {
 
  private:
   void validateOptions() const;
+  // Refuses VariableSettings the session cannot honour yet (more than one group), after checking that
+  // their groups divide the replicas.
+  void checkVariableSettings() const;
   void buildTrainingGraph();
   void computeMemory();
   void requirePrepared(const char* what) const;
