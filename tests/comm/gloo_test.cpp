@@ -712,35 +712,88 @@ TEST(GlooProcesses, CollectivesAcrossProcesses) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(procs.result(r), "OK") << "rank " << r;
 }
 
-// A rank is killed (SIGKILL) while the others run collectives with a long timeout: they fail
-// within seconds, naming it, instead of waiting out the timeout.
-TEST(GlooProcesses, KilledPeerIsDetectedAndNamed) {
-  Processes procs(3, "kill");
+// Rank `victim` of a gloo group of `world` processes is killed (SIGKILL) while every rank runs
+// `op` back to back with a 60 s timeout: every survivor fails within seconds (not at the timeout),
+// naming the dead rank, whatever phase it was in (fingerprint exchange, a ring step, a tree step)
+// and whether or not it was connected to the dead rank in that step.
+void expectKilledPeerNamed(const std::string& job, int world, int victim,
+                           const std::function<void(Communicator&, int)>& op) {
+  Processes procs(world, job);
   procs.start([&](int r) {
     auto store = procs.store(20s);
-    auto comm = createCommunicator(CommConfig{store, r, 3, "world", 60s}, kGloo);
-    std::vector<float> x(10000, 1.0f);
+    auto comm = createCommunicator(CommConfig{store, r, world, "world", 60s}, kGloo);
     const auto end = Clock::now() + 30s;
     for (int i = 0; Clock::now() < end; ++i) {
-      comm->allReduceSync(viewOf(x.data(), x.size(), DataType::FLOAT));
+      op(*comm, i);
       if (i == 0) store->set("ready/" + std::to_string(r), "1");
-      std::this_thread::sleep_for(2ms);
     }
     throw std::runtime_error("still running after 30 s");
   });
   auto store = procs.store(20s);
-  ASSERT_NO_THROW(store->wait({"ready/0", "ready/1", "ready/2"}, 20s));
-  procs.kill(2);
+  std::vector<std::string> ready;
+  std::vector<int> survivors;
+  for (int r = 0; r < world; ++r) {
+    ready.push_back("ready/" + std::to_string(r));
+    if (r != victim) survivors.push_back(r);
+  }
+  ASSERT_NO_THROW(store->wait(ready, 20s));
+  procs.kill(victim);
   const auto t0 = Clock::now();
-  ASSERT_TRUE(procs.waitFor({0, 1}, 15s)) << "survivors did not notice the dead peer";
+  ASSERT_TRUE(procs.waitFor(survivors, 15s)) << "survivors did not notice the dead peer";
   const auto elapsed = Clock::now() - t0;
   EXPECT_LT(elapsed, 5s);
-  for (int r = 0; r < 2; ++r) {
+  const std::string lost = "peer connection lost to rank " + std::to_string(victim);
+  for (int r : survivors) {
     const std::string e = procs.result(r);
     EXPECT_TRUE(contains(e, "ERR ")) << "rank " << r << ": " << e;
     EXPECT_TRUE(contains(e, "group 'world'")) << "rank " << r << ": " << e;
-    EXPECT_TRUE(contains(e, "peer connection lost to rank 2")) << "rank " << r << ": " << e;
+    EXPECT_TRUE(contains(e, lost)) << "rank " << r << ": " << e;
   }
+}
+
+TEST(GlooProcesses, KilledPeerIsDetectedAndNamed) {
+  std::vector<float> x(10000, 1.0f);
+  expectKilledPeerNamed("kill", 3, 2, [&](Communicator& comm, int) {
+    comm.allReduceSync(viewOf(x.data(), x.size(), DataType::FLOAT));
+    std::this_thread::sleep_for(2ms);
+  });
+}
+
+// Large messages (a kill during a transfer) and 4 ranks: rank 0 is never the dead rank's
+// neighbour in the rings.
+TEST(GlooProcesses, KilledPeerDuringLargeAllReduce) {
+  std::vector<float> x(1 << 20, 1.0f);
+  expectKilledPeerNamed("kill-ar", 4, 2, [&](Communicator& comm, int) {
+    comm.allReduceSync(viewOf(x.data(), x.size(), DataType::FLOAT));
+  });
+}
+
+TEST(GlooProcesses, KilledPeerDuringReduceScatter) {
+  std::vector<float> x(1 << 20, 1.0f);
+  std::vector<float> shard(shardCount(x.size(), 4));
+  expectKilledPeerNamed("kill-rs", 4, 2, [&](Communicator& comm, int) {
+    comm.reduceScatterSync(viewOf(x.data(), x.size(), DataType::FLOAT),
+                           viewOf(shard.data(), shard.size(), DataType::FLOAT));
+  });
+}
+
+// Padded all-gathers and broadcasts from every root, the dead rank's included.
+TEST(GlooProcesses, KilledPeerDuringAllGatherAndBroadcast) {
+  const size_t count = (size_t{1} << 20) - 3;
+  std::vector<float> out(count, 1.0f);
+  std::vector<float> shard(shardCount(count, 4), 2.0f);
+  expectKilledPeerNamed("kill-ag", 4, 1, [&](Communicator& comm, int i) {
+    comm.allGatherSync(viewOf(shard.data(), shard.size(), DataType::FLOAT),
+                       viewOf(out.data(), count, DataType::FLOAT));
+    BroadcastOptions o;
+    o.root = i % 4;
+    comm.broadcastSync(viewOf(out.data(), count, DataType::FLOAT), o);
+  });
+}
+
+// Barriers are the fingerprint exchange alone.
+TEST(GlooProcesses, KilledPeerDuringBarriers) {
+  expectKilledPeerNamed("kill-barrier", 4, 3, [&](Communicator& comm, int) { comm.barrierSync(); });
 }
 
 // Not a benchmark (see xbench comm): prints the gloo all-reduce and reduce-scatter bandwidth.

@@ -1,8 +1,5 @@
 #include "comm/backends/gloo/algorithms.hpp"
 
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -21,7 +18,6 @@ namespace {
 
 using Op = CollectiveOperator;
 using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
-using UnboundBuffer = ::gloo::transport::UnboundBuffer;
 
 // The largest piece of a shard one send carries: small enough to pipeline (a received segment is
 // reduced and forwarded while the next ones are in flight), large enough to amortise the
@@ -36,18 +32,39 @@ std::chrono::milliseconds remaining(Deadline deadline) {
   return std::max(left, std::chrono::milliseconds(1));
 }
 
-void waitRecv(UnboundBuffer& b, Deadline deadline) {
-  if (!b.waitRecv(remaining(deadline))) throw ::gloo::IoException("receive was aborted");
+}  // namespace
+
+TrackedBuffer::TrackedBuffer(const Exchange& x, const void* ptr, size_t bytes)
+    : deadline_(x.deadline),
+      interrupt_(x.interrupt),
+      ub_(x.context->createUnboundBuffer(const_cast<void*>(ptr), bytes)) {
+  interrupt_->add(ub_.get());
 }
 
-void waitSends(UnboundBuffer* b, size_t& pending, Deadline deadline) {
-  for (; pending > 0; --pending) {
-    if (!b->waitSend(remaining(deadline))) throw ::gloo::IoException("send was aborted");
+TrackedBuffer::~TrackedBuffer() {
+  interrupt_->remove(ub_.get());
+}
+
+void TrackedBuffer::waitRecv() {
+  if (!ub_->waitRecv(remaining(deadline_))) {
+    throw ::gloo::IoException("receive interrupted: a connection of the group broke");
   }
 }
 
-// FLOAT Add, the hot path. `out` may be `a` (gloo's ring reduces into its output): every element is
-// read before it is written, so the loop has no cross-iteration dependency either way.
+void TrackedBuffer::waitSend() {
+  if (!ub_->waitSend(remaining(deadline_))) {
+    throw ::gloo::IoException("send interrupted: a connection of the group broke");
+  }
+}
+
+void TrackedBuffer::waitSends(size_t& pending) {
+  for (; pending > 0; --pending) waitSend();
+}
+
+namespace {
+
+// FLOAT Add, the hot path. `out` may be `a` or `b` (the in-place rings reduce into their input):
+// every element is read before it is written, so the loop has no cross-iteration dependency.
 void addFloat(void* out, const void* a, const void* b, size_t n) {
   auto* o = static_cast<float*>(out);
   const auto* x = static_cast<const float*>(a);
@@ -181,31 +198,6 @@ bool needsScratch(const Plan& p) {
   return p.convert || p.square;
 }
 
-// gloo::allreduce (ring) over `count` elements of `elementSize` bytes; input == nullptr: in place.
-template <typename T>
-void glooAllReduceTyped(const Exchange& x, void* input, void* output, size_t count,
-                        const ReduceFn& fn) {
-  ::gloo::AllreduceOptions o(x.context);
-  if (input != nullptr) o.setInput(static_cast<T*>(input), count);
-  o.setOutput(static_cast<T*>(output), count);
-  o.setReduceFunction(fn);
-  o.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
-  o.setTag(tagOf(x.seq));
-  o.setTimeout(remaining(x.deadline));
-  ::gloo::allreduce(o);
-}
-
-void glooAllReduce(const Exchange& x, size_t elementSize, void* input, void* output, size_t count,
-                   const ReduceFn& fn) {
-  switch (elementSize) {
-    case 1: return glooAllReduceTyped<uint8_t>(x, input, output, count, fn);
-    case 4: return glooAllReduceTyped<uint32_t>(x, input, output, count, fn);
-    case 8: return glooAllReduceTyped<uint64_t>(x, input, output, count, fn);
-    default: break;
-  }
-  throw internal_error("gloo: no all-reduce for {}-byte elements", elementSize);
-}
-
 // Calls f(offset, length) for the segments of `valid` elements.
 template <typename F>
 void forSegments(size_t valid, size_t segElems, F&& f) {
@@ -217,13 +209,15 @@ int mod(int a, int k) {
 }
 
 // Ring reduce-scatter of `n` elements at `src` (k >= 2): after k-1 steps rank r holds shard r of
-// the reduction in `dst` (s = ceil(n/k) elements, zero past n; `dst` must not overlap `src`). At
+// the reduction in `dst` (s = ceil(n/k) elements; `zeroPad`: the elements past n are zeroed, else
+// left alone). `dst` must not overlap `src`, or be this rank's shard of `src` (src + r*s: shard r of
+// the input is read only at the last step, each element just before its sum is written). At
 // step t rank r receives shard (r-t-2) mod k from its left neighbour, reduces it with its own input
 // and forwards the result to its right neighbour (its step t+1), segment by segment: transfers and
 // reductions overlap, and segments pass through a small window of buffers that stays in cache.
 // Each rank sends and receives (k-1)/k of the buffer: half the traffic of an all-reduce.
 void ringReduceScatter(const Exchange& x, size_t es, const ReduceFn& fn, const char* src, char* dst,
-                       size_t n) {
+                       size_t n, bool zeroPad) {
   const auto& ctx = x.context;
   const int k = ctx->size;
   const int r = ctx->rank;
@@ -263,13 +257,13 @@ void ringReduceScatter(const Exchange& x, size_t es, const ReduceFn& fn, const c
   char* recvWin =
       x.scratch->get(Scratch::kRing, window * segBytes + (steps > 1 ? 2 * shardBytes : 0));
   char* redMem[2] = {recvWin + window * segBytes, recvWin + window * segBytes + shardBytes};
-  auto recvUb = ctx->createUnboundBuffer(recvWin, window * segBytes);
-  std::unique_ptr<UnboundBuffer> redUb[2];
+  TrackedBuffer recvUb(x, recvWin, window * segBytes);
+  std::unique_ptr<TrackedBuffer> redUb[2];
   if (steps > 1) {
-    redUb[0] = ctx->createUnboundBuffer(redMem[0], shardBytes);
-    redUb[1] = ctx->createUnboundBuffer(redMem[1], shardBytes);
+    redUb[0] = std::make_unique<TrackedBuffer>(x, redMem[0], shardBytes);
+    redUb[1] = std::make_unique<TrackedBuffer>(x, redMem[1], shardBytes);
   }
-  auto srcUb = ctx->createUnboundBuffer(const_cast<char*>(src), n * es);
+  TrackedBuffer srcUb(x, src, n * es);
 
   size_t posted = 0;
   auto postUpTo = [&](size_t limit) {
@@ -292,32 +286,32 @@ void ringReduceScatter(const Exchange& x, size_t es, const ReduceFn& fn, const c
     if (it.step != step) {
       step = it.step;
       // red[step & 1] was the source of the sends of step `step - 1`.
-      if (!last && step >= 2) waitSends(redUb[step & 1].get(), pendingRed[step & 1], x.deadline);
+      if (!last && step >= 2) redUb[step & 1]->waitSends(pendingRed[step & 1]);
     }
-    waitRecv(*recvUb, x.deadline);
+    recvUb.waitRecv();
     const char* in = recvWin + (i % window) * segBytes;
     const char* own = src + (static_cast<size_t>(it.shard) * s + it.off) * es;
     if (last) {
       fn(dst + it.off * es, in, own, it.len);
     } else {
       fn(redMem[step & 1] + it.off * es, in, own, it.len);
-      redUb[step & 1]->send(right, slot, it.off * es, it.len * es);
+      (*redUb[step & 1])->send(right, slot, it.off * es, it.len * es);
       ++pendingRed[step & 1];
     }
     postUpTo(i + 1 + window);  // item i's receive buffer is free again
   }
-  waitSends(srcUb.get(), pendingSrc, x.deadline);
+  srcUb.waitSends(pendingSrc);
   if (steps > 1) {
-    waitSends(redUb[0].get(), pendingRed[0], x.deadline);
-    waitSends(redUb[1].get(), pendingRed[1], x.deadline);
+    redUb[0]->waitSends(pendingRed[0]);
+    redUb[1]->waitSends(pendingRed[1]);
   }
   const size_t v = valid(r);
-  if (v < s) std::memset(dst + v * es, 0, (s - v) * es);
+  if (zeroPad && v < s) std::memset(dst + v * es, 0, (s - v) * es);
 }
 
-// Ring all-gather straight into the output, for shards that do not tile it (the last ones are
-// short or empty): at step t rank r forwards shard (r-t) mod k to its right neighbour as its
-// segments arrive.
+// Ring all-gather straight into the output (the last shards may be short or empty): at step t rank
+// r forwards shard (r-t) mod k to its right neighbour as its segments arrive. `in` is this rank's
+// shard: anywhere outside `out`, at the start of `out` (in place) or already at out + r*s.
 void ringAllGather(const Exchange& x, size_t es, const char* in, char* out, size_t n) {
   const auto& ctx = x.context;
   const int k = ctx->size;
@@ -330,12 +324,12 @@ void ringAllGather(const Exchange& x, size_t es, const char* in, char* out, size
   const int right = mod(r + 1, k);
   const int left = mod(r - 1, k);
   const size_t segElems = std::max<size_t>(1, kSegmentBytes / es);
-  const uint64_t slot = ringSlot(x.seq);
+  const uint64_t slot = gatherSlot(x.seq);
   const size_t own = valid(r);
   char* ownAt = out + static_cast<size_t>(r) * s * es;
   // In place the shard is at the start; r*s >= s >= own, so the copy never overlaps.
   if (own > 0 && ownAt != in) std::memcpy(ownAt, in, own * es);
-  auto outUb = ctx->createUnboundBuffer(out, n * es);
+  TrackedBuffer outUb(x, out, n * es);
   for (int t = 0; t < k - 1; ++t) {
     const int j = mod(r - t - 1, k);
     forSegments(valid(j), segElems, [&](size_t off, size_t len) {
@@ -350,14 +344,55 @@ void ringAllGather(const Exchange& x, size_t es, const char* in, char* out, size
   for (int t = 0; t < k - 1; ++t) {
     const int j = mod(r - t - 1, k);
     forSegments(valid(j), segElems, [&](size_t off, size_t len) {
-      waitRecv(*outUb, x.deadline);
+      outUb.waitRecv();
       if (t + 1 < k - 1) {
         outUb->send(right, slot, (static_cast<size_t>(j) * s + off) * es, len * es);
         ++pending;
       }
     });
   }
-  waitSends(outUb.get(), pending, x.deadline);
+  outUb.waitSends(pending);
+}
+
+// Pipelined binomial tree from `root` (k >= 2): rank v (relative to the root) receives from
+// v - lowbit(v) and forwards every segment, as it arrives, to v + m for m = lowbit(v)/2, ..., 1
+// (the root: m from the largest power of two below k), larger subtrees first.
+void treeBroadcast(const Exchange& x, int root, const char* in, char* out, size_t bytes) {
+  const auto& ctx = x.context;
+  const int k = ctx->size;
+  const int v = mod(ctx->rank - root, k);
+  int low = 1;
+  while (low < k && (v & low) == 0) low <<= 1;
+  std::vector<int> children;
+  for (int m = low >> 1; m >= 1; m >>= 1) {
+    if (v + m < k) children.push_back(mod(v + m + root, k));
+  }
+  const uint64_t slot = broadcastSlot(x.seq);
+  size_t pending = 0;
+  if (v == 0) {
+    TrackedBuffer inUb(x, in, bytes);
+    forSegments(bytes, kSegmentBytes, [&](size_t off, size_t len) {
+      for (int c : children) {
+        inUb->send(c, slot, off, len);
+        ++pending;
+      }
+    });
+    if (in != out) std::memcpy(out, in, bytes);  // while the sends are in flight
+    inUb.waitSends(pending);
+    return;
+  }
+  const int parent = mod(v - low + root, k);
+  TrackedBuffer outUb(x, out, bytes);
+  forSegments(bytes, kSegmentBytes,
+              [&](size_t off, size_t len) { outUb->recv(parent, slot, off, len); });
+  forSegments(bytes, kSegmentBytes, [&](size_t off, size_t len) {
+    outUb.waitRecv();
+    for (int c : children) {
+      outUb->send(c, slot, off, len);
+      ++pending;
+    }
+  });
+  outUb.waitSends(pending);
 }
 
 }  // namespace
@@ -375,18 +410,31 @@ void allReduce(const Exchange& x, DataType type, CollectiveOperator op, const vo
     }
     return;
   }
+  // Ring reduce-scatter straight into this rank's shard (of the output, or of the work buffer in
+  // the work type), then ring all-gather of the shards in the output's type.
   const Plan p = planFor(type, op);
-  const size_t es = dataTypeSize(p.work);
+  const size_t wes = dataTypeSize(p.work);
+  const size_t es = dataTypeSize(type);
   const ReduceFn fn = pairwise(p.work, p.core);
+  const int r = x.context->rank;
+  const size_t s = shardCount(count, static_cast<size_t>(k));
+  const size_t begin = std::min(count, static_cast<size_t>(r) * s);
+  const size_t own = std::min(s, count - begin);
+  char* out = static_cast<char*>(output);
+  char* ownOut = out + begin * es;
   if (!needsScratch(p)) {
-    glooAllReduce(x, es, input == output ? nullptr : const_cast<void*>(input), output, count, fn);
-    if (p.mean) fromWork(p, type, k, output, output, count);
-    return;
+    // In place the reduce-scatter's destination is its own input shard; otherwise the buffers do
+    // not overlap.
+    ringReduceScatter(x, wes, fn, static_cast<const char*>(input), ownOut, count, false);
+    if (p.mean) fromWork(p, type, k, ownOut, ownOut, own);
+  } else {
+    char* work = x.scratch->get(Scratch::kWork, count * wes);
+    toWork(p, type, input, work, count);
+    char* ownWork = work + begin * wes;
+    ringReduceScatter(x, wes, fn, work, ownWork, count, false);
+    fromWork(p, type, k, ownWork, ownOut, own);
   }
-  char* work = x.scratch->get(Scratch::kWork, count * es);
-  toWork(p, type, input, work, count);
-  glooAllReduce(x, es, nullptr, work, count, fn);
-  fromWork(p, type, k, work, output, count);
+  ringAllGather(x, es, ownOut, out, count);
 }
 
 void reduceScatter(const Exchange& x, DataType type, CollectiveOperator op, const void* input,
@@ -421,7 +469,7 @@ void reduceScatter(const Exchange& x, DataType type, CollectiveOperator op, cons
   // in another type, it reduces into a private shard first.
   const bool direct = !p.convert && static_cast<const void*>(src) != output;
   char* dst = direct ? static_cast<char*>(output) : x.scratch->get(Scratch::kShard, s * wes);
-  ringReduceScatter(x, wes, fn, src, dst, count);
+  ringReduceScatter(x, wes, fn, src, dst, count, true);
   if (!direct || p.mean) fromWork(p, type, k, dst, output, s);
 }
 
@@ -435,23 +483,7 @@ void allGather(const Exchange& x, size_t elementSize, const void* input, void* o
     if (in != out) std::memcpy(out, in, count * elementSize);
     return;
   }
-  const size_t s = shardCount(count, static_cast<size_t>(k));
-  if (s * static_cast<size_t>(k) != count) {
-    ringAllGather(x, elementSize, in, out, count);
-    return;
-  }
-  const size_t shardBytes = s * elementSize;
-  ::gloo::AllgatherOptions o(x.context);
-  if (in == out) {
-    const int r = x.context->rank;
-    if (r != 0) std::memcpy(out + static_cast<size_t>(r) * shardBytes, out, shardBytes);
-  } else {
-    o.setInput(const_cast<uint8_t*>(reinterpret_cast<const uint8_t*>(in)), shardBytes);
-  }
-  o.setOutput(reinterpret_cast<uint8_t*>(out), count * elementSize);
-  o.setTag(tagOf(x.seq));
-  o.setTimeout(remaining(x.deadline));
-  ::gloo::allgather(o);
+  ringAllGather(x, elementSize, in, out, count);
 }
 
 void broadcast(const Exchange& x, size_t elementSize, int root, const void* input, void* output,
@@ -463,15 +495,7 @@ void broadcast(const Exchange& x, size_t elementSize, int root, const void* inpu
     if (input != output) std::memcpy(output, input, bytes);
     return;
   }
-  ::gloo::BroadcastOptions o(x.context);
-  o.setRoot(root);
-  if (x.context->rank == root && input != output) {
-    o.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)), bytes);
-  }
-  o.setOutput(static_cast<uint8_t*>(output), bytes);
-  o.setTag(tagOf(x.seq));
-  o.setTimeout(remaining(x.deadline));
-  ::gloo::broadcast(o);
+  treeBroadcast(x, root, static_cast<const char*>(input), static_cast<char*>(output), bytes);
 }
 
 }  // namespace xtrain::comm::gloo

@@ -1,19 +1,28 @@
-// The data phase of the gloo backend's collectives: gloo's own algorithms where they fit (ring
-// all-reduce, ring all-gather, binomial-tree broadcast) and two rings of our own over gloo's
-// unbound buffers (reduce-scatter, and all-gather with padded shards), plus the element conversions
-// that let every operator and data type run on a few pairwise reductions.
+// The data phase of the gloo backend's collectives: rings and a tree of our own over gloo's unbound
+// buffers (all-reduce = reduce-scatter + all-gather rings, all-gather ring, pipelined binomial-tree
+// broadcast), plus the element conversions that let every operator and data type run on a few
+// pairwise reductions.
 //
-// These functions throw gloo's exceptions (gloo::Exception, gloo::EnforceNotMet) unchanged; the
-// communicator classifies and wraps them.
+// Every buffer a collective waits on is registered with the communicator's Interrupt, so that the
+// waits end at once when the group fails elsewhere: gloo's own collectives (gloo::allreduce, ...)
+// wait on buffers nobody else can reach, and gloo does not wake a wait whose message was being
+// written or read when its connection broke (it would last until the collective's timeout).
+//
+// These functions throw gloo's exceptions (gloo::Exception, gloo::EnforceNotMet) unchanged, and
+// gloo::IoException("... interrupted ...") when interrupted; the communicator classifies and wraps
+// them.
 #pragma once
 
 #include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
 
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "xtrain/collectives.hpp"
 #include "xtrain/datatype.hpp"
@@ -45,12 +54,76 @@ class Scratch {
   std::array<Block, 3> blocks_;
 };
 
+// Ends the waits of a communicator's collectives from another thread (the communicator's watchdog,
+// when a connection of the group broke). Sticky: once triggered, every wait of a registered buffer,
+// pending or future, returns at once.
+class Interrupt {
+ public:
+  using UnboundBuffer = ::gloo::transport::UnboundBuffer;
+  void trigger() {
+    std::lock_guard lock(mu_);
+    triggered_ = true;
+    for (UnboundBuffer* b : buffers_) abort(b);
+  }
+  bool triggered() const {
+    std::lock_guard lock(mu_);
+    return triggered_;
+  }
+  void add(UnboundBuffer* b) {
+    std::lock_guard lock(mu_);
+    buffers_.push_back(b);
+    if (triggered_) abort(b);
+  }
+  void remove(UnboundBuffer* b) {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i] == b) {
+        buffers_[i] = buffers_.back();
+        buffers_.pop_back();
+        return;
+      }
+    }
+  }
+
+ private:
+  // gloo keeps the abort flags until a wait consumes them, so an abort before the wait counts too.
+  static void abort(UnboundBuffer* b) {
+    b->abortWaitRecv();
+    b->abortWaitSend();
+  }
+  mutable std::mutex mu_;
+  bool triggered_ = false;
+  std::vector<UnboundBuffer*> buffers_;
+};
+
 // What a collective's data phase needs besides its buffers.
 struct Exchange {
   std::shared_ptr<::gloo::Context> context;  // null for a group of one rank
   uint64_t seq = 0;   // the collective's sequence number: tags and slots are derived from it
   Deadline deadline;  // the collective's end: every wait is bounded by it
   Scratch* scratch = nullptr;
+  Interrupt* interrupt = nullptr;  // the communicator's; never null when context is set
+};
+
+// An unbound buffer of the exchange's context, registered with its Interrupt while it exists. The
+// waits are bounded by the deadline (gloo then closes every connection of the context and throws a
+// timeout) and throw gloo::IoException when interrupted.
+class TrackedBuffer {
+ public:
+  TrackedBuffer(const Exchange& x, const void* ptr, size_t bytes);
+  ~TrackedBuffer();
+  TrackedBuffer(const TrackedBuffer&) = delete;
+  TrackedBuffer& operator=(const TrackedBuffer&) = delete;
+  ::gloo::transport::UnboundBuffer* operator->() const { return ub_.get(); }
+  void waitRecv();
+  void waitSend();
+  // Waits for `pending` sends (counting them down).
+  void waitSends(size_t& pending);
+
+ private:
+  Deadline deadline_;
+  Interrupt* interrupt_;
+  std::unique_ptr<::gloo::transport::UnboundBuffer> ub_;
 };
 
 // Whole-buffer all-reduce: output = reduction over ranks of input (input == output: in place).

@@ -16,6 +16,13 @@
 // see those connections break report the original failure rather than a lost connection. A rank
 // that closes its communicator publishes "left/<rank>" first: its peers then treat it as a rank
 // that does not arrive (a timeout) rather than as a dead process.
+//
+// A watchdog thread per communicator keeps a receive that never completes posted on every
+// connection (a sentinel): gloo fails it as soon as the connection breaks, whatever the collectives
+// are doing. Unless the peer left, the watchdog then interrupts the running collective's waits
+// (Interrupt, algorithms.hpp). Without it a wait on a healthy connection, or on a message gloo was
+// writing or reading when its connection broke (gloo does not wake those), would last until the
+// collective's timeout.
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -233,7 +240,9 @@ class GlooCommunicator : public Communicator {
         timeout_(timeout),
         device_(std::move(device)),
         context_(std::move(context)),
-        worker_([this] { loop(); }) {}
+        worker_([this] { loop(); }) {
+    if (size_ > 1) watchdog_ = std::thread([this] { watch(); });
+  }
 
   ~GlooCommunicator() override {
     {
@@ -251,6 +260,13 @@ class GlooCommunicator : public Communicator {
         logging::comm::warn("gloo: group '{}' rank {}: cannot record leaving: {}", name_, rank_,
                             e.what());
       }
+      {
+        std::lock_guard lock(watchMu_);
+        watchStop_ = true;
+        if (sentinel_ != nullptr) sentinel_->abortWaitRecv();
+      }
+      watchCv_.notify_all();
+      watchdog_.join();
     }
     context_.reset();
     device_.reset();
@@ -363,6 +379,8 @@ class GlooCommunicator : public Communicator {
   std::optional<Record> awaitAbortRecord(Milliseconds grace) const;
   bool hasLeft(int peer) const;
   std::vector<int> brokenPeers();
+  void closeConnections();
+  void watch();
   [[noreturn]] void fail(const Failed& f);
 
   const std::shared_ptr<comm::Store> baseStore_;  // the job's store (splits derive their keys)
@@ -373,8 +391,17 @@ class GlooCommunicator : public Communicator {
   const int size_;
   const Milliseconds timeout_;
   std::shared_ptr<Device> device_;            // shared with the sub-groups split from this one
-  std::shared_ptr<::gloo::Context> context_;  // used by the worker only; null for size 1
+  std::shared_ptr<::gloo::Context> context_;  // null for size 1; kept until destruction
   Scratch scratch_;                           // used by the worker only
+  Interrupt interrupt_;                       // triggered by the watchdog
+
+  std::mutex closeMu_;  // guards closed_
+  bool closed_ = false;  // closeConnections() ran
+
+  std::mutex watchMu_;  // guards watchStop_ and sentinel_
+  std::condition_variable watchCv_;
+  bool watchStop_ = false;
+  ::gloo::transport::UnboundBuffer* sentinel_ = nullptr;  // the watchdog's current sentinel
 
   mutable std::mutex failMu_;  // guards failure_ and failureMessage_
   Failure failure_ = Failure::None;
@@ -387,7 +414,8 @@ class GlooCommunicator : public Communicator {
   uint64_t nextSeq_ = 0;
   std::map<std::string, int> splitCounts_;
 
-  std::thread worker_;  // last: started once everything above exists
+  std::thread worker_;    // started once everything above exists
+  std::thread watchdog_;  // size > 1 only; started in the constructor's body
 };
 
 std::optional<GlooCommunicator::Record> GlooCommunicator::readAbortRecord() const {
@@ -423,6 +451,15 @@ bool GlooCommunicator::hasLeft(int peer) const {
 std::vector<int> GlooCommunicator::brokenPeers() {
   std::vector<int> broken;
   if (!context_) return broken;
+  {
+    std::lock_guard lock(closeMu_);
+    if (closed_) {  // this rank closed them: probing a closed pair would only fail
+      for (int p = 0; p < size_; ++p) {
+        if (p != rank_) broken.push_back(p);
+      }
+      return broken;
+    }
+  }
   char probe = 0;
   auto ub = context_->createUnboundBuffer(&probe, 1);
   for (int p = 0; p < size_; ++p) {
@@ -434,6 +471,88 @@ std::vector<int> GlooCommunicator::brokenPeers() {
     }
   }
   return broken;
+}
+
+// Closes every connection of the group (at once: a reset, not an orderly shutdown), so that every
+// peer's watchdog sees it break now, whatever that peer is waiting for. The context itself stays
+// (the watchdog uses it) until destruction.
+void GlooCommunicator::closeConnections() {
+  std::lock_guard lock(closeMu_);
+  if (closed_ || !context_) return;
+  closed_ = true;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    try {
+      context_->getPair(p)->close();
+    } catch (const std::exception& e) {
+      logging::comm::debug("gloo: group '{}' rank {}: closing the connection to rank {}: {}",
+                           name_, rank_, p, e.what());
+    }
+  }
+}
+
+// The watchdog (size > 1). Generation g posts sentinel receives (slot sentinelSlot(g), never sent
+// to) from every peer whose connection is still healthy and waits on them. gloo fails them when one
+// of those connections breaks; the watchdog then probes which ones broke and interrupts the running
+// and later collectives, unless every broken peer left (closed its communicator normally: its last
+// collectives may still be completing here) and no failure was published. Then the next generation
+// watches the connections that remain.
+void GlooCommunicator::watch() {
+  // gloo treats the end of a wait's timeout as a failure of the collective (it closes every
+  // connection), so the sentinel's wait is unbounded in practice and ended by abortWaitRecv().
+  constexpr Milliseconds kForever = std::chrono::hours(24 * 365 * 10);
+  const auto K = static_cast<size_t>(size_);
+  std::vector<char> healthy(K, 1);
+  healthy[static_cast<size_t>(rank_)] = 0;
+  char sink = 0;
+  for (uint64_t generation = 0;; ++generation) {
+    auto sentinel = context_->createUnboundBuffer(&sink, 1);
+    bool watching = false;
+    std::vector<int> broken;  // posting failed: already broken
+    for (int p = 0; p < size_; ++p) {
+      if (!healthy[static_cast<size_t>(p)]) continue;
+      try {
+        sentinel->recv(p, sentinelSlot(generation), 0, 1);
+        watching = true;
+      } catch (const std::exception&) {
+        broken.push_back(p);
+      }
+    }
+    bool broke = !broken.empty();
+    {
+      std::unique_lock lock(watchMu_);
+      if (watchStop_) return;
+      if (!watching && !broke) {  // nothing left to watch
+        watchCv_.wait(lock, [&] { return watchStop_; });
+        return;
+      }
+      sentinel_ = sentinel.get();
+    }
+    if (!broke) {
+      try {
+        sentinel->waitRecv(kForever);  // false: aborted by the destructor
+      } catch (const std::exception&) {
+        broke = true;
+      }
+    }
+    {
+      std::lock_guard lock(watchMu_);
+      sentinel_ = nullptr;
+      if (watchStop_) return;
+    }
+    if (!broke) continue;
+    bool interrupt = readAbortRecord().has_value();
+    for (int p : brokenPeers()) broken.push_back(p);
+    for (int p : broken) {
+      if (healthy[static_cast<size_t>(p)] && !hasLeft(p)) interrupt = true;
+      healthy[static_cast<size_t>(p)] = 0;
+    }
+    if (interrupt && !interrupt_.triggered()) {
+      logging::comm::debug("gloo: group '{}' rank {}: a connection broke; interrupting", name_,
+                           rank_);
+      interrupt_.trigger();
+    }
+  }
 }
 
 void GlooCommunicator::fail(const Failed& f) {
@@ -455,9 +574,9 @@ void GlooCommunicator::fail(const Failed& f) {
                           e.what());
     }
   }
-  // Closing the connections makes every peer still waiting on this rank fail at once (with the
-  // failure published above) instead of at its timeout.
-  context_.reset();
+  // Closing the connections makes every peer fail at once (with the failure published above)
+  // instead of at its timeout: its watchdog sees the connection to this rank break.
+  closeConnections();
   throwAs(f.kind, f.message);
 }
 
@@ -472,7 +591,7 @@ void GlooCommunicator::execute(const Task& t) {
         failure_ = rec->kind;
         failureMessage_ = rec->message;
       }
-      context_.reset();
+      closeConnections();
       throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
                              rec->message);
     }
@@ -492,19 +611,22 @@ void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
   const auto K = static_cast<size_t>(k);
   WireFingerprint mine = encode(t.fingerprint);
   std::vector<WireFingerprint> theirs(K);
-  std::vector<std::unique_ptr<UnboundBuffer>> recvs(K);
   std::vector<std::string> peerError(K);
   std::vector<char> arrived(K, 0);
   arrived[static_cast<size_t>(rank_)] = 1;
   const uint64_t slot = fingerprintSlot(t.fingerprint.seq);
-  auto send = context_->createUnboundBuffer(&mine, sizeof(mine));
+  // Registered with the interrupt, like the data phase's buffers: a wait ends at once when a
+  // connection of the group breaks, even one this wait does not use.
+  const Exchange x{context_, t.fingerprint.seq, deadline, &scratch_, &interrupt_};
+  std::vector<std::unique_ptr<TrackedBuffer>> recvs(K);
+  TrackedBuffer send(x, &mine, sizeof(mine));
   size_t sends = 0;
   for (int p = 0; p < k; ++p) {
     if (p == rank_) continue;
     const auto P = static_cast<size_t>(p);
-    recvs[P] = context_->createUnboundBuffer(&theirs[P], sizeof(WireFingerprint));
+    recvs[P] = std::make_unique<TrackedBuffer>(x, &theirs[P], sizeof(WireFingerprint));
     try {
-      recvs[P]->recv(p, slot);
+      (*recvs[P])->recv(p, slot);
       send->send(p, slot);
       ++sends;
     } catch (const std::exception& e) {
@@ -512,14 +634,23 @@ void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
     }
   }
   bool timedOut = false;
-  for (int p = 0; p < k; ++p) {
+  bool interrupted = false;
+  for (int p = 0; p < k && !interrupted; ++p) {
     const auto P = static_cast<size_t>(p);
     if (p == rank_ || !peerError[P].empty()) continue;
     try {
       // After a timeout gloo has closed every connection of the context: completed receives still
-      // report success, pending ones throw at once.
+      // report success, pending ones throw (or are interrupted) at once.
       const Milliseconds wait = timedOut ? Milliseconds(1) : remainingUntil(deadline);
-      arrived[P] = recvs[P]->waitRecv(wait) ? 1 : 0;
+      bool done = (*recvs[P])->waitRecv(wait);
+      // After our own timeout the watchdog interrupts too (gloo closed the connections): the first
+      // wait consumed the abort, the second tells whether the fingerprint had arrived.
+      if (!done && timedOut) done = (*recvs[P])->waitRecv(Milliseconds(1));
+      if (done) {
+        arrived[P] = 1;
+      } else if (!timedOut) {
+        interrupted = true;  // a connection of the group broke
+      }
     } catch (const std::exception& e) {
       if (timedOut || looksLikeTimeout(e.what()) || Clock::now() >= deadline) {
         timedOut = true;
@@ -528,9 +659,18 @@ void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
       }
     }
   }
+  if (interrupted) {
+    for (int p : brokenPeers()) {
+      auto& e = peerError[static_cast<size_t>(p)];
+      if (e.empty()) e = "the connection broke";
+    }
+  }
   const bool anyPeerError =
       std::any_of(peerError.begin(), peerError.end(), [](const auto& e) { return !e.empty(); });
   if (anyPeerError) peerErrors(peerError, arrived, deadline, t, what);
+  if (interrupted) {  // nothing broken to name: a failure published elsewhere, if any
+    throw classifyDataFailure("the collective was interrupted", deadline, t, what);
+  }
   if (timedOut) {
     std::vector<int> missing;
     for (int p = 0; p < k; ++p) {
@@ -541,9 +681,7 @@ void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
   // Every peer arrived, so every peer posted its receive: our sends complete (unless a connection
   // breaks now).
   try {
-    for (; sends > 0; --sends) {
-      if (!send->waitSend(remainingUntil(deadline))) throw ::gloo::IoException("send was aborted");
-    }
+    send.waitSends(sends);
   } catch (const std::exception& e) {
     throw classifyDataFailure(e.what(), deadline, t, what);
   }
@@ -603,7 +741,7 @@ void GlooCommunicator::peerErrors(const std::vector<std::string>& peerError,
 
 void GlooCommunicator::dataPhase(const Task& t, Deadline deadline, const std::string& what) {
   const Fingerprint& f = t.fingerprint;
-  const Exchange x{context_, f.seq, deadline, &scratch_};
+  const Exchange x{context_, f.seq, deadline, &scratch_, &interrupt_};
   try {
     switch (f.kind) {
       case OpKind::Barrier: return;  // the fingerprint exchange was the barrier
@@ -638,6 +776,9 @@ Failed GlooCommunicator::classifyDataFailure(const std::string& glooMessage, Dea
   }
   if (auto rec = awaitAbortRecord(kGrace)) return Failed{rec->kind, rec->message, false};
   const auto broken = brokenPeers();
+  // A peer that failed publishes before it closes its connections: if the probe saw them closed,
+  // the record is there now.
+  if (auto rec = readAbortRecord()) return Failed{rec->kind, rec->message, false};
   if (!broken.empty()) return Failed{Failure::Lost, lostMessage(what, broken, glooMessage), true};
   return Failed{Failure::Other,
                 format("{} in group '{}' (size {}) failed: {}", what, name_, size_, glooMessage),
