@@ -886,6 +886,19 @@ std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& ba
       throw runtime_error(format("{} in group '{}' (size {}): connecting to the peers failed: {}",
                                  what, name, size, e.what()));
     }
+    // gloo's connectFullMesh can return on one rank while a peer is still completing its side of
+    // the handshake; a rank that left at once (and closed its connections) would make that peer's
+    // creation fail. So every rank waits, bounded, until all are connected.
+    store->set("connected/" + std::to_string(rank), "1");
+    std::vector<std::string> keys;
+    for (int r = 0; r < size; ++r) keys.push_back("connected/" + std::to_string(r));
+    try {
+      store->wait(keys, timeout);
+    } catch (const CommTimeoutError& e) {
+      throw CommTimeoutError(format("{} in group '{}' (size {}): not every rank finished connecting "
+                                    "within {} ms: {}",
+                                    what, name, size, timeout.count(), e.what()));
+    }
     context = std::move(ctx);
   }
   return std::make_shared<GlooCommunicator>(baseStore, prefix, std::move(store), name, rank, size,
