@@ -44,6 +44,7 @@
 #include <optional>
 #include <thread>
 
+#include "comm/serial_executor.hpp"
 #include "comm/backends/gloo/algorithms.hpp"
 #include "comm/backends/gloo/gloo.hpp"
 #include "comm/backends/gloo/slots.hpp"
@@ -110,48 +111,8 @@ class StoreAdapter : public ::gloo::rendezvous::Store {
   Milliseconds timeout_;
 };
 
-class GlooWork : public Work {
- public:
-  explicit GlooWork(std::string what) : what_(std::move(what)) {}
-
-  bool isCompleted() const override {
-    std::lock_guard lock(mu_);
-    return done_;
-  }
-  bool isSuccess() const override {
-    std::lock_guard lock(mu_);
-    return done_ && !error_;
-  }
-  void wait(std::optional<Milliseconds> timeout) override {
-    std::unique_lock lock(mu_);
-    if (timeout) {
-      if (!cv_.wait_for(lock, *timeout, [&] { return done_; })) {
-        throw CommTimeoutError(
-            "waiting for {} timed out after {} ms (the collective keeps running, "
-            "bounded by its own timeout)",
-            what_, timeout->count());
-      }
-    } else {
-      cv_.wait(lock, [&] { return done_; });
-    }
-    if (error_) std::rethrow_exception(error_);
-  }
-  void finish(std::exception_ptr error) {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-      error_ = std::move(error);
-    }
-    cv_.notify_all();
-  }
-
- private:
-  const std::string what_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::exception_ptr error_;
-};
+// The Work of a collective: the comm layer's one implementation (serial_executor.hpp).
+using GlooWork = CompletionWork;
 
 struct Task {
   Fingerprint fingerprint;
