@@ -288,7 +288,9 @@ class Builder {
   // Same, shared among replicas as settings say. Recorded in the model metadata
   // (__variable_settings/<id>, __comm_group_type/<id>, __comm_group_size/<id>); initData holds the
   // value of every group, with the group count as leading dimension when there is more than one
-  // group.
+  // group. Call embedReplicationFactor(R) first when the groups depend on R (anything but
+  // CommGroup All): the builder then checks that leading dimension and infers the shapes of the ops
+  // using the weight from its per-replica shape; otherwise the session checks it.
   TensorId addInitializedInputTensor(const ConstVoidData& initData,
                                      const VariableSettings& settings,
                                      const std::string& debugName = {});

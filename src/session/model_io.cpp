@@ -5,11 +5,14 @@
 
 namespace xtrain::session {
 
-ImportedModel importModel(const std::string& model, const std::map<TensorId, TensorInfo>& inputShapes) {
+ImportedModel importModel(const std::string& model,
+                          const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas) {
   ir::OnnxImportOptions options;
   options.inputShapeInfo = inputShapes;
+  options.replicationFactor = replicas;
   ir::OnnxModel m = ir::importOnnxModel(model, options);
-  return ImportedModel{std::move(m.graph), std::move(m.bytes), std::move(m.metadata)};
+  return ImportedModel{std::move(m.graph), std::move(m.bytes), std::move(m.metadata),
+                       std::move(m.groupedValues)};
 }
 
 std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
@@ -25,8 +28,8 @@ std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
   return values;
 }
 
-void writeModelWithWeights(const std::string& modelBytes, const std::map<TensorId, HostTensor>& values,
-                           const std::string& path) {
+void writeModelWithWeights(const std::string& modelBytes,
+                           const std::map<TensorId, HostTensor>& values, const std::string& path) {
   ir::writeFile(path, ir::updateOnnxInitializers(modelBytes, values));
 }
 

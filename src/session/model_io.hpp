@@ -1,5 +1,5 @@
-// The session's view of ONNX: import a model into the IR, read its initializers, write it back with new
-// weights. A thin layer over src/ir/onnx so the session never sees protobuf.
+// The session's view of ONNX: import a model into the IR, read its initializers, write it back with
+// new weights. A thin layer over src/ir/onnx so the session never sees protobuf.
 #pragma once
 
 #include <map>
@@ -15,14 +15,18 @@ struct ImportedModel {
   std::unique_ptr<ir::Graph> graph;
   std::string bytes;  // the serialized ModelProto as given
   std::map<std::string, std::string> metadata;
+  // Initial values of grouped weights, [groups] + shape (the graph holds their per-replica shape).
+  std::map<TensorId, HostTensor> groupedValues;
 };
 
-// `model` is a file path when such a file exists, else serialized ModelProto bytes.
-ImportedModel importModel(const std::string& model, const std::map<TensorId, TensorInfo>& inputShapes);
+// `model` is a file path when such a file exists, else serialized ModelProto bytes. `replicas`: the
+// global replication factor, which decides the group count of grouped weights.
+ImportedModel importModel(const std::string& model,
+                          const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas);
 // Every initializer of a model (path or bytes), by name.
 std::map<TensorId, HostTensor> readInitializers(const std::string& model);
 // Writes `modelBytes` to `path` with the given initializers replaced.
-void writeModelWithWeights(const std::string& modelBytes, const std::map<TensorId, HostTensor>& values,
-                           const std::string& path);
+void writeModelWithWeights(const std::string& modelBytes,
+                           const std::map<TensorId, HostTensor>& values, const std::string& path);
 
 }  // namespace xtrain::session

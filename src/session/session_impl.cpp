@@ -20,7 +20,9 @@ namespace xtrain::session {
 
 namespace {
 
-const char* kindOfFault(const ir::Tensor& t) { return ir::toString(t.kind); }
+const char* kindOfFault(const ir::Tensor& t) {
+  return ir::toString(t.kind);
+}
 
 }  // namespace
 
@@ -28,21 +30,22 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   if (!config_.device) throw error("no device given: acquire one with DeviceManager first");
   localReplicas_ = config_.options.getLocalReplicationFactor();
   globalReplicas_ = config_.options.getGlobalReplicationFactor();
-  replicaOffset_ = config_.options.enableDistributedReplicatedGraphs
-                       ? config_.options.globalReplicaOffset
-                       : 0;
+  replicaOffset_ =
+      config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
   validateOptions();
 
-  ImportedModel imported = importModel(config_.model, config_.inputShapes);
+  ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);
   graph_ = std::move(imported.graph);
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
-  checkVariableSettings();
+  groupedValues_ = std::move(imported.groupedValues);
+  collectVariableSettings();
 
   for (const auto& id : config_.dataFlow.anchors()) {
     if (!graph_->hasTensor(id)) {
-      throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)", id);
+      throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
+                  id);
     }
   }
   for (const auto& [opId, op] : graph_->ops()) {
@@ -62,8 +65,9 @@ void SessionImpl::validateOptions() const {
     throw error("SessionOptions: {} is not supported yet", what);
   };
   if (o.enableReplicatedGraphs && o.replicatedGraphCount < 1) {
-    throw error("SessionOptions: replicatedGraphCount must be >= 1 when replication is enabled, got {}",
-                o.replicatedGraphCount);
+    throw error(
+        "SessionOptions: replicatedGraphCount must be >= 1 when replication is enabled, got {}",
+        o.replicatedGraphCount);
   }
   if (o.enableDistributedReplicatedGraphs) {
     const int64_t g = o.globalReplicationFactor;
@@ -72,15 +76,18 @@ void SessionImpl::validateOptions() const {
       throw error("SessionOptions: globalReplicationFactor must be >= 1, got {}", g);
     }
     if (o.globalReplicaOffset < 0 || o.globalReplicaOffset >= g) {
-      throw error("SessionOptions: globalReplicaOffset {} is out of range [0, {}) (globalReplicationFactor {})",
-                  o.globalReplicaOffset, g, g);
+      throw error(
+          "SessionOptions: globalReplicaOffset {} is out of range [0, {}) (globalReplicationFactor "
+          "{})",
+          o.globalReplicaOffset, g, g);
     }
     if (l > g) {
       throw error("SessionOptions: {} local replicas exceed globalReplicationFactor {}", l, g);
     }
     if (g % l != 0 || o.globalReplicaOffset % l != 0) {
       throw error(
-          "SessionOptions: every instance must have the same number of replicas: globalReplicationFactor "
+          "SessionOptions: every instance must have the same number of replicas: "
+          "globalReplicationFactor "
           "{} and globalReplicaOffset {} must be multiples of the {} local replicas",
           g, o.globalReplicaOffset, l);
     }
@@ -90,15 +97,17 @@ void SessionImpl::validateOptions() const {
   }
   if (!o.enableGradientAccumulation && o.accumulationFactor > 1) {
     throw error(
-        "SessionOptions: accumulationFactor is {} but enableGradientAccumulation is false; enable it or "
+        "SessionOptions: accumulationFactor is {} but enableGradientAccumulation is false; enable "
+        "it or "
         "set the factor to 1",
         o.accumulationFactor);
   }
   if (o.getAccumulationFactor() > 1 && !config_.training) {
     throw error("SessionOptions: gradient accumulation needs a TrainingSession");
   }
-  for (const auto* s : {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
-                        &o.accumulatorTensorLocationSettings, &o.activationTensorLocationSettings}) {
+  for (const auto* s :
+       {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
+        &o.accumulatorTensorLocationSettings, &o.activationTensorLocationSettings}) {
     if (s->location.replicatedTensorSharding == ReplicatedTensorSharding::On) {
       notYet("replicated tensor sharding");
     }
@@ -114,25 +123,50 @@ void SessionImpl::validateOptions() const {
                 localReplicas_, localReplicas_);
   }
   if (d.getType() != DeviceType::Cpu && d.getNumIpus() % localReplicas_ != 0) {
-    throw error("the device has {} IPUs, which cannot be split among {} local replicas", d.getNumIpus(),
-                localReplicas_);
+    throw error("the device has {} IPUs, which cannot be split among {} local replicas",
+                d.getNumIpus(), localReplicas_);
   }
 }
 
-void SessionImpl::checkVariableSettings() const {
+void SessionImpl::collectVariableSettings() {
   for (const auto& id : ir::tensorsWithVariableSettings(modelMetadata_)) {
     const auto settings = ir::readVariableSettings(modelMetadata_, id);
     if (!settings) continue;
-    // Validates the groups against the replicas (a clear error when they do not divide them).
-    const int64_t groups = settings->getGroupCount(globalReplicas_);
-    if (groups > 1) {
+    if (!graph_->hasTensor(id)) {
       throw error(
-          "weight '{}' has VariableSettings {} with {} groups over {} replicas: grouped weights (one "
-          "value per group) are not supported by sessions yet; use CommGroup All (one value for all "
-          "replicas)",
-          id, settings->str(), groups, globalReplicas_);
+          "the model metadata gives VariableSettings for '{}', which is not a tensor of the model",
+          id);
+    }
+    // Validates the groups against the replicas (a clear error when they do not divide them) and
+    // refuses the unsupported retrieval mode AllReduceReplicas.
+    settings->verify(globalReplicas_);
+    if (settings->getGroupCount(globalReplicas_) == 1) continue;
+    const ir::Tensor& t = graph_->tensor(id);
+    if (t.kind != ir::TensorKind::Variable || !groupedValues_.count(id)) {
+      throw error(
+          "'{}' has VariableSettings {} but is a {} tensor, not a weight: only weights can be "
+          "grouped",
+          id, settings->str(), ir::toString(t.kind));
+    }
+    grouped_.emplace(id, GroupedVariable(*settings, globalReplicas_, t.info.shape()));
+  }
+}
+
+void SessionImpl::groupOptimizerState() {
+  for (const auto& u : optimizerGraph_.updates) {
+    auto it = grouped_.find(u.weight);
+    if (it == grouped_.end()) continue;
+    for (const TensorId& state : {u.velocity, u.accumulator}) {
+      if (!state.empty()) grouped_.emplace(state, it->second);
     }
   }
+}
+
+int64_t SessionImpl::firstLocalMember(const GroupedVariable& v, int64_t group) const {
+  for (int64_t r : v.grouping.getReplicasAt(group)) {
+    if (r >= replicaOffset_ && r < replicaOffset_ + localReplicas_) return r - replicaOffset_;
+  }
+  return -1;
 }
 
 void SessionImpl::buildTrainingGraph() {
@@ -182,7 +216,11 @@ void SessionImpl::buildTrainingGraph() {
   optimizerOptions_.globalReplicationFactor = config_.options.getGlobalReplicationFactor();
   optimizerOptions_.reduction = config_.options.accumulationAndReplicationReductionType;
   optimizerOptions_.strategy = config_.options.meanAccumulationAndReplicationReductionStrategy;
+  for (const auto& [id, v] : grouped_) {
+    optimizerOptions_.replicasOfWeight[id] = v.grouping.getGroupSize();
+  }
   optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
+  groupOptimizerState();
 
   for (const auto& [var, src] : statUpdates) {
     ir::OpSpec copy;
@@ -204,15 +242,17 @@ bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
   DeviceInfo& d = *config_.device;
-  if (d.getType() != DeviceType::OfflineIpu && d.getConnectionType() != DeviceConnectionType::Never &&
-      !d.isAttached() && !d.attach()) {
+  if (d.getType() != DeviceType::OfflineIpu &&
+      d.getConnectionType() != DeviceConnectionType::Never && !d.isAttached() && !d.attach()) {
     throw error("cannot attach to device {}: its IPUs are in use by another process", d.getId());
   }
   lowered_ = std::make_unique<LoweredGraph>(*graph_);
   computeMemory();  // throws OutOfMemoryException when an IPU overflows
-  if (d.getType() == DeviceType::OfflineIpu || d.getConnectionType() == DeviceConnectionType::Never) {
+  if (d.getType() == DeviceType::OfflineIpu ||
+      d.getConnectionType() == DeviceConnectionType::Never) {
     throw error(
-        "device {} is offline: the model compiled and fits in memory (see getSummaryReport()), but it "
+        "device {} is offline: the model compiled and fits in memory (see getSummaryReport()), but "
+        "it "
         "cannot run",
         d.getId());
   }
@@ -228,7 +268,15 @@ void SessionImpl::prepareDevice() {
     pool_ = std::make_unique<ReplicaPool>(localReplicas_);
   }
   for (const auto& [id, t] : graph_->tensors()) {
-    if (isHostVisible(*t) && t->value) hostWeights_[id] = *t->value;
+    if (!isHostVisible(*t) || !t->value) continue;
+    auto grouped = grouped_.find(id);
+    if (grouped == grouped_.end()) {
+      hostWeights_[id] = *t->value;
+    } else if (auto initial = groupedValues_.find(id); initial != groupedValues_.end()) {
+      hostWeights_[id] = initial->second;
+    } else {
+      hostWeights_[id] = tileGroups(*t->value, grouped->second.groups());
+    }
   }
   prepared_ = true;
 }
@@ -246,7 +294,13 @@ void SessionImpl::weightsFromHost() {
   for (int64_t r = 0; r < localReplicas_; ++r) {
     for (const auto& [id, value] : hostWeights_) {
       HostTensor& b = replicaBuffer(r, id);
-      std::memcpy(b.raw(), value.raw(), value.nbytes());
+      auto grouped = grouped_.find(id);
+      if (grouped == grouped_.end()) {
+        std::memcpy(b.raw(), value.raw(), value.nbytes());
+      } else {
+        const int64_t group = grouped->second.grouping.getGroupAt(replicaOffset_ + r);
+        std::memcpy(b.raw(), groupBytes(value, group), b.nbytes());
+      }
     }
   }
 }
@@ -254,8 +308,33 @@ void SessionImpl::weightsFromHost() {
 void SessionImpl::weightsToHost() {
   requirePrepared("weightsToHost");
   for (auto& [id, value] : hostWeights_) {
-    const HostTensor& b = replicaBuffer(0, id);
-    std::memcpy(value.raw(), b.raw(), value.nbytes());
+    if (grouped_.count(id)) {
+      groupedToHost(id, value);
+    } else {
+      const HostTensor& b = replicaBuffer(0, id);
+      std::memcpy(value.raw(), b.raw(), value.nbytes());
+    }
+  }
+}
+
+void SessionImpl::groupedToHost(const TensorId& id, HostTensor& hostView) {
+  const GroupedVariable& v = grouped_.at(id);
+  // Each group is filled by the instance holding its lowest replica. With several instances the
+  // others contribute zeros, so a sum across the instances assembles the whole view on every one.
+  if (instances_) std::memset(hostView.raw(), 0, hostView.nbytes());
+  for (int64_t g = 0; g < v.groups(); ++g) {
+    const int64_t local = v.grouping.getReplicaAt(g, 0) - replicaOffset_;
+    if (local < 0 || local >= localReplicas_) continue;
+    const HostTensor& b = replicaBuffer(local, id);
+    std::memcpy(groupBytes(hostView, g), b.raw(), b.nbytes());
+  }
+  if (instances_) {
+    comm::AllReduceOptions o;
+    o.debugName = "weightsToHost/" + id;
+    instances_->allReduceSync(
+        comm::BufferView{hostView.raw(), static_cast<size_t>(hostView.nelms()),
+                         hostView.dataType()},
+        o);
   }
 }
 
@@ -263,21 +342,62 @@ void SessionImpl::broadcastWeights(int rootRank) {
   requirePrepared("broadcastWeights");
   const int instances = instances_ ? instances_->size() : 1;
   if (rootRank < 0 || rootRank >= instances) {
-    throw error("broadcastWeights: rootRank {} is out of range: the job has {} instance{} (ranks 0..{})",
-                rootRank, instances, instances == 1 ? "" : "s", instances - 1);
+    throw error(
+        "broadcastWeights: rootRank {} is out of range: the job has {} instance{} (ranks 0..{})",
+        rootRank, instances, instances == 1 ? "" : "s", instances - 1);
   }
   for (const auto& [id, host] : hostWeights_) {
+    if (auto grouped = grouped_.find(id); grouped != grouped_.end()) {
+      broadcastGrouped(id, grouped->second, rootRank);
+      continue;
+    }
     HostTensor& first = replicaBuffer(0, id);
     if (instances_) {
       comm::BroadcastOptions o;
       o.root = rootRank;
       o.debugName = "broadcastWeights/" + id;
-      instances_->broadcastSync(
-          comm::BufferView{first.raw(), static_cast<size_t>(first.nelms()), first.info().dataType()}, o);
+      instances_->broadcastSync(comm::BufferView{first.raw(), static_cast<size_t>(first.nelms()),
+                                                 first.info().dataType()},
+                                o);
     }
     for (int64_t r = 1; r < localReplicas_; ++r) {
       std::memcpy(replicaBuffer(r, id).raw(), first.raw(), first.nbytes());
     }
+  }
+}
+
+void SessionImpl::broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank) {
+  // The root instance sends the groups it holds a member of; every replica of such a group takes
+  // that value. Groups the root holds no member of keep their own values.
+  const int64_t L = localReplicas_;
+  auto rootHolds = [&](int64_t g) {
+    for (int64_t r : v.grouping.getReplicasAt(g)) {
+      if (r / L == rootRank) return true;
+    }
+    return false;
+  };
+  HostTensor view(TensorInfo(hostWeights_.at(id).dataType(), v.hostShape()));
+  const int myRank = instances_ ? instances_->rank() : 0;
+  if (myRank == rootRank) {
+    for (int64_t g = 0; g < v.groups(); ++g) {
+      const int64_t local = firstLocalMember(v, g);
+      if (local >= 0)
+        std::memcpy(groupBytes(view, g), replicaBuffer(local, id).raw(),
+                    replicaBuffer(local, id).nbytes());
+    }
+  }
+  if (instances_) {
+    comm::BroadcastOptions o;
+    o.root = rootRank;
+    o.debugName = "broadcastWeights/" + id;
+    instances_->broadcastSync(
+        comm::BufferView{view.raw(), static_cast<size_t>(view.nelms()), view.dataType()}, o);
+  }
+  for (int64_t r = 0; r < L; ++r) {
+    const int64_t g = v.grouping.getGroupAt(replicaOffset_ + r);
+    if (!rootHolds(g)) continue;
+    HostTensor& b = replicaBuffer(r, id);
+    std::memcpy(b.raw(), groupBytes(view, g), b.nbytes());
   }
 }
 
@@ -287,6 +407,12 @@ void SessionImpl::readWeights(const WeightsIO& weights) {
     auto it = hostWeights_.find(id);
     if (it == hostWeights_.end()) {
       throw error("readWeights: '{}' is not a weight or optimizer state of the session", id);
+    }
+    if (auto grouped = grouped_.find(id); grouped != grouped_.end()) {
+      const HostTensor out = toRetrieval(grouped->second, it->second);
+      checkHostBuffer("readWeights", id, out.info(), buf.info);
+      std::memcpy(buf.data, out.raw(), out.nbytes());
+      continue;
     }
     checkHostBuffer("readWeights", id, it->second.info(), buf.info);
     std::memcpy(buf.data, it->second.raw(), it->second.nbytes());
@@ -299,6 +425,13 @@ void SessionImpl::writeWeights(const WeightsIO& weights) {
     auto it = hostWeights_.find(id);
     if (it == hostWeights_.end()) {
       throw error("writeWeights: '{}' is not a weight or optimizer state of the session", id);
+    }
+    if (auto grouped = grouped_.find(id); grouped != grouped_.end()) {
+      HostTensor given(TensorInfo(it->second.dataType(), grouped->second.retrievalShape()));
+      checkHostBuffer("writeWeights", id, given.info(), buf.info);
+      std::memcpy(given.raw(), buf.data, given.nbytes());
+      it->second = fromRetrieval(grouped->second, given);
+      continue;
     }
     checkHostBuffer("writeWeights", id, it->second.info(), buf.info);
     std::memcpy(it->second.raw(), buf.data, it->second.nbytes());
@@ -384,7 +517,8 @@ Shape SessionImpl::anchorBufferShape(const TensorId& id) const {
 }
 
 void SessionImpl::joinInstances() {
-  if (!config_.options.enableDistributedReplicatedGraphs || globalReplicas_ == localReplicas_) return;
+  if (!config_.options.enableDistributedReplicatedGraphs || globalReplicas_ == localReplicas_)
+    return;
   if (instances_) return;
   const int64_t numInstances = globalReplicas_ / localReplicas_;
   comm::CommConfig c;
@@ -401,6 +535,8 @@ void SessionImpl::joinInstances() {
   // Buckets in the order the backward pass produces the gradients: the last weights first.
   std::vector<GradientReducer::Tensor> tensors;
   for (auto it = optimizerGraph_.updates.rbegin(); it != optimizerGraph_.updates.rend(); ++it) {
+    if (grouped_.count(it->weight))
+      continue;  // reduced over their groups (reduceGroupedAcrossReplicas)
     tensors.push_back({it->reduced, static_cast<size_t>(graph_->tensor(it->reduced).info.nelms())});
   }
   reducer_ = std::make_unique<GradientReducer>(instances_, std::move(tensors),
@@ -412,6 +548,7 @@ void SessionImpl::joinInstances() {
   if (localReplicas_ == 1 && accumulationFactor_ == 1) {
     readyAfter_.assign(lowered_->program(ir::Phase::Backward).size(), {});
     for (const auto& u : optimizerGraph_.updates) {
+      if (grouped_.count(u.weight)) continue;
       const int64_t k = lowered_->lastWriter(ir::Phase::Backward, u.reduced);
       if (k >= 0) readyAfter_[static_cast<size_t>(k)].push_back(u.reduced);
     }
@@ -420,9 +557,10 @@ void SessionImpl::joinInstances() {
 
 void SessionImpl::reduceAcrossReplicas() {
   if (globalReplicas_ == 1) return;
+  reduceGroupedAcrossReplicas();
   // Each local replica's thread takes one slice of every tensor (disjoint writes): the local sum
-  // goes into replica 0's buffer, then (on this thread) across the instances, then each thread scales
-  // its slice for the mean and copies it back to the other local replicas.
+  // goes into replica 0's buffer, then (on this thread) across the instances, then each thread
+  // scales its slice for the mean and copies it back to the other local replicas.
   const int64_t L = localReplicas_;
   auto sliceOf = [L](int64_t n, int64_t r) {
     return std::pair<int64_t, int64_t>{n * r / L, n * (r + 1) / L};
@@ -437,6 +575,7 @@ void SessionImpl::reduceAcrossReplicas() {
   if (L > 1) {
     onSlices([&](int64_t t) {
       for (const auto& u : optimizerGraph_.updates) {
+        if (grouped_.count(u.weight)) continue;
         float* acc = replicaBuffer(0, u.reduced).data<float>();
         const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
         for (int64_t r = 1; r < L; ++r) {
@@ -449,12 +588,12 @@ void SessionImpl::reduceAcrossReplicas() {
   if (reducer_) {
     reducer_->allReduceSum([&](const TensorId& id) { return replicaBuffer(0, id).data<float>(); });
   }
-  const float scale = optimizerGraph_.replicaReductionIsMean
-                          ? 1.0f / static_cast<float>(globalReplicas_)
-                          : 1.0f;
+  const float scale =
+      optimizerGraph_.replicaReductionIsMean ? 1.0f / static_cast<float>(globalReplicas_) : 1.0f;
   if (scale == 1.0f && L == 1) return;
   onSlices([&](int64_t t) {
     for (const auto& u : optimizerGraph_.updates) {
+      if (grouped_.count(u.weight)) continue;
       float* acc = replicaBuffer(0, u.reduced).data<float>();
       const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
       if (scale != 1.0f) {
@@ -468,6 +607,66 @@ void SessionImpl::reduceAcrossReplicas() {
   });
 }
 
+void SessionImpl::reduceGroupedAcrossReplicas() {
+  const int64_t L = localReplicas_;
+  for (const auto& u : optimizerGraph_.updates) {
+    auto it = grouped_.find(u.weight);
+    if (it == grouped_.end()) continue;
+    const GroupedVariable& v = it->second;
+    const size_t n = static_cast<size_t>(replicaBuffer(0, u.reduced).nelms());
+    // Local members of each group summed into the group's first local member.
+    std::vector<int64_t> first(static_cast<size_t>(v.groups()), -1);
+    for (int64_t r = 0; r < L; ++r) {
+      const int64_t g = v.grouping.getGroupAt(replicaOffset_ + r);
+      int64_t& f = first[static_cast<size_t>(g)];
+      if (f < 0) {
+        f = r;
+        continue;
+      }
+      float* acc = replicaBuffer(f, u.reduced).data<float>();
+      const float* x = replicaBuffer(r, u.reduced).data<float>();
+      for (size_t i = 0; i < n; ++i) acc[i] += x[i];
+    }
+    // Groups spanning instances: every instance adds its partial sums into one [groups] x n
+    // buffer (zeros for groups it holds no member of) and the sum across the instances completes
+    // every group. The cost is groups x n per instance, whatever the instance holds.
+    if (instances_ && v.spansInstances(L)) {
+      std::vector<float> staging(static_cast<size_t>(v.groups()) * n, 0.0f);
+      for (size_t g = 0; g < first.size(); ++g) {
+        if (first[g] >= 0) {
+          std::memcpy(staging.data() + g * n, replicaBuffer(first[g], u.reduced).data<float>(),
+                      n * sizeof(float));
+        }
+      }
+      comm::AllReduceOptions o;
+      o.debugName = "groupedGradients/" + u.weight;
+      instances_->allReduceSync(comm::BufferView{staging.data(), staging.size(), DataType::FLOAT},
+                                o);
+      for (size_t g = 0; g < first.size(); ++g) {
+        if (first[g] >= 0) {
+          std::memcpy(replicaBuffer(first[g], u.reduced).data<float>(), staging.data() + g * n,
+                      n * sizeof(float));
+        }
+      }
+    }
+    const float scale = optimizerGraph_.replicaReductionIsMean
+                            ? 1.0f / static_cast<float>(v.grouping.getGroupSize())
+                            : 1.0f;
+    for (int64_t f : first) {
+      if (f < 0 || scale == 1.0f) continue;
+      float* sum = replicaBuffer(f, u.reduced).data<float>();
+      for (size_t i = 0; i < n; ++i) sum[i] *= scale;
+    }
+    for (int64_t r = 0; r < L; ++r) {
+      const int64_t f = first[static_cast<size_t>(v.grouping.getGroupAt(replicaOffset_ + r))];
+      if (r != f) {
+        std::memcpy(replicaBuffer(r, u.reduced).data<float>(),
+                    replicaBuffer(f, u.reduced).data<float>(), n * sizeof(float));
+      }
+    }
+  }
+}
+
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   requirePrepared("run");
   const auto runStart = std::chrono::steady_clock::now();
@@ -476,8 +675,8 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   const int64_t L = localReplicas_;
   StepBuffers io(*graph_, config_.dataFlow, config_.options.syntheticDataMode, bps, af, L, stepio,
                  seed_ ^ static_cast<uint64_t>(stepCount_));
-  logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas", debugName,
-                          stepCount_, bps, af, L);
+  logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas",
+                          debugName, stepCount_, bps, af, L);
 
   std::vector<int> inputIndex;
   for (const auto& id : io.inputIds()) inputIndex.push_back(lowered_->bufferIndex(id));
@@ -488,8 +687,9 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
                            : lowered_->bufferIndex(optimizerGraph_.accumulationIndex);
 
   auto programOf = [&](int64_t r) -> const LoweredGraph& {
-    return r == 0 || !pool_ || lowered_->profiling() ? *lowered_
-                                                     : *replicaPrograms_[static_cast<size_t>(r - 1)];
+    return r == 0 || !pool_ || lowered_->profiling()
+               ? *lowered_
+               : *replicaPrograms_[static_cast<size_t>(r - 1)];
   };
   // Each replica on its own thread (or in order on this one: a single replica, or per-op profiling,
   // whose counters the threads would share). Host I/O stays on this thread, in replica order, so
@@ -523,7 +723,8 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
           if (!readyAfter_.empty() && !lowered_->profiling()) {
             program.run(ir::Phase::Backward, buffers, seed, [&](size_t k) {
               for (const auto& id : readyAfter_[k]) {
-                reducer_->ready(id, [&](const TensorId& t) { return replicaBuffer(0, t).data<float>(); });
+                reducer_->ready(
+                    id, [&](const TensorId& t) { return replicaBuffer(0, t).data<float>(); });
               }
             });
           } else {

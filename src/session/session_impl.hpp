@@ -1,10 +1,11 @@
-// SessionImpl: what Session, TrainingSession and InferenceSession do. The one place that sees the IR, the device
-// and the host buffers together.
+// SessionImpl: what Session, TrainingSession and InferenceSession do. The one place that sees the
+// IR, the device and the host buffers together.
 //
-// Replicas: L local replicas each own a buffer table (weights, optimizer state, activations) built from one
-// LoweredGraph, and run on their own threads (ReplicaPool). Micro-batches go to all replicas at once; after each step's micro-batches the gradients (or
-// accumulators) are reduced hierarchically (across the local replicas, then, with distributed replicated
-// graphs, across the instances through the comm layer), then every replica applies the same update.
+// Replicas: L local replicas each own a buffer table (weights, optimizer state, activations) built
+// from one LoweredGraph, and run on their own threads (ReplicaPool). Micro-batches go to all
+// replicas at once; after each step's micro-batches the gradients (or accumulators) are reduced
+// hierarchically (across the local replicas, then, with distributed replicated graphs, across the
+// instances through the comm layer), then every replica applies the same update.
 #pragma once
 
 #include <map>
@@ -16,6 +17,7 @@
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "session/gradient_reducer.hpp"
+#include "session/grouped_variables.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_pool.hpp"
 #include "xtrain/dataflow.hpp"
@@ -83,9 +85,23 @@ class SessionImpl {
 
  private:
   void validateOptions() const;
-  // Refuses VariableSettings the session cannot honour yet (more than one group), after checking that
-  // their groups divide the replicas.
-  void checkVariableSettings() const;
+  // Records the weights whose VariableSettings give them more than one group (grouped_), after
+  // checking every weight's settings against the replicas.
+  void collectVariableSettings();
+  // After the optimizer is in the graph: a grouped weight's optimizer state and accumulator follow
+  // it.
+  void groupOptimizerState();
+  // Sums each grouped weight's reduced gradient over the replicas of its group (local members
+  // first, then across instances when a group spans them), then scales for the mean and copies it
+  // to every local member.
+  void reduceGroupedAcrossReplicas();
+  // Fills a grouped tensor's complete host view: groups with a member here from it, the others from
+  // the instances that hold them.
+  void groupedToHost(const TensorId& id, HostTensor& hostView);
+  // broadcastWeights for a grouped tensor.
+  void broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank);
+  // The lowest local replica of a group, or -1 when this instance holds none of its members.
+  int64_t firstLocalMember(const GroupedVariable& v, int64_t group) const;
   void buildTrainingGraph();
   void computeMemory();
   void requirePrepared(const char* what) const;
@@ -102,7 +118,11 @@ class SessionImpl {
   std::map<std::string, std::string> modelMetadata_;
   std::unique_ptr<LoweredGraph> lowered_;
   std::vector<std::vector<HostTensor>> replicas_;
+  // Host views of weights and optimizer state ([groups] + shape for grouped ones).
   std::map<TensorId, HostTensor> hostWeights_;
+  // Grouped weights and their optimizer state, and the weights' initial values ([groups] + shape).
+  std::map<TensorId, GroupedVariable> grouped_;
+  std::map<TensorId, HostTensor> groupedValues_;
   ir::OptimizerGraph optimizerGraph_;
   ir::OptimizerTransformOptions optimizerOptions_;
   TensorId lossScalingSeed_;
@@ -122,7 +142,8 @@ class SessionImpl {
   uint64_t seed_ = 0;
   uint64_t executionCounter_ = 0;
   int64_t stepCount_ = 0;
-  // Seconds spent in run() in total and in the cross-replica gradient reduction (reduceAcrossReplicas).
+  // Seconds spent in run() in total and in the cross-replica gradient reduction
+  // (reduceAcrossReplicas).
   double runSeconds_ = 0;
   double reductionSeconds_ = 0;
 };

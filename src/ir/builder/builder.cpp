@@ -84,10 +84,21 @@ TensorId Builder::addInitializedInputTensor(const ConstVoidData& initData,
 TensorId Builder::addInitializedInputTensor(const ConstVoidData& initData,
                                             const VariableSettings& settings,
                                             const std::string& debugName) {
+  // With the replication factor embedded, the group count is known: check the initial value's
+  // leading dimension now and let shape inference see the weight's per-replica shape. (Without it
+  // the session checks the value when it knows its replicas.)
+  std::optional<Shape> replicaShape;
+  if (auto replicas = ir::readReplicationFactor(impl_->metadata())) {
+    if (settings.getGroupCount(*replicas) > 1) {
+      replicaShape = settings.shapeOnReplica(initData.info.shape(), *replicas,
+                                             debugName.empty() ? "init" : debugName);
+    }
+  }
   TensorId id = impl_->addInitializer(initData, debugName);
   ir::ModelMetadata md;
   ir::writeVariableSettings(md, id, settings);
   for (const auto& [key, value] : md) impl_->setMetadata(key, value);
+  if (replicaShape) impl_->setReplicaShape(id, *replicaShape);
   return id;
 }
 

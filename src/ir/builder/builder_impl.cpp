@@ -180,6 +180,15 @@ void BuilderImpl::setMetadata(const std::string& key, const std::string& value) 
   ir::onnxutil::setMetadataProp(model_, key, value);
 }
 
+std::map<std::string, std::string> BuilderImpl::metadata() const {
+  return ir::onnxutil::metadataProps(model_);
+}
+
+void BuilderImpl::setReplicaShape(const TensorId& id, const Shape& shape) {
+  replicaShapes_[id] = shape;
+  ++generation_;
+}
+
 void BuilderImpl::setGraphName(const std::string& name) {
   model_.mutable_graph()->set_name(name);
 }
@@ -282,7 +291,8 @@ onnx::ModelProto BuilderImpl::modelForInference() const {
     for (int64_t d : init.dims()) n *= d;
     const bool integer = init.data_type() == onnx::TensorProto::INT64 ||
                          init.data_type() == onnx::TensorProto::INT32;
-    if (n <= 64 || integer) {
+    const auto grouped = replicaShapes_.find(init.name());
+    if (grouped == replicaShapes_.end() && (n <= 64 || integer)) {
       *g->add_initializer() = init;
     } else if (!declared.count(init.name())) {
       onnx::ValueInfoProto* in = g->add_input();
@@ -290,7 +300,11 @@ onnx::ModelProto BuilderImpl::modelForInference() const {
       auto* tt = in->mutable_type()->mutable_tensor_type();
       tt->set_elem_type(init.data_type());
       auto* shape = tt->mutable_shape();
-      for (int64_t d : init.dims()) shape->add_dim()->set_dim_value(d);
+      if (grouped != replicaShapes_.end()) {
+        for (int64_t d : grouped->second) shape->add_dim()->set_dim_value(d);
+      } else {
+        for (int64_t d : init.dims()) shape->add_dim()->set_dim_value(d);
+      }
     }
   }
   return m;

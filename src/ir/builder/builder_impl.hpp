@@ -36,7 +36,11 @@ class BuilderImpl {
   TensorId addInitializer(const ConstVoidData& value, const std::string& debugName);
   void addOutputTensor(const TensorId& id);
   void setMetadata(const std::string& key, const std::string& value);
+  std::map<std::string, std::string> metadata() const;
   void setGraphName(const std::string& name);
+  // A grouped weight's per-replica shape: shape inference sees the weight with this shape rather
+  // than its initializer's [groups] + shape.
+  void setReplicaShape(const TensorId& id, const Shape& shape);
 
   // A node just emitted: attributes may be added to `node` before the next emit.
   struct Emitted {
@@ -79,6 +83,7 @@ class BuilderImpl {
   std::set<std::string> tensorIds_;
   std::set<std::string> nodeNames_;
   std::vector<std::string> scopes_;
+  std::map<std::string, Shape> replicaShapes_;
 
   // Shape inference cache, valid while inferredGeneration_ == generation_.
   uint64_t generation_ = 1;

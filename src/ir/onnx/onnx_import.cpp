@@ -2,9 +2,11 @@
 
 #include <onnx/checker.h>
 
+#include <cstring>
 #include <set>
 #include <unordered_map>
 
+#include "ir/onnx/onnx_metadata.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 
 namespace xtrain::ir {
@@ -198,7 +200,15 @@ TensorInfo streamInfo(const onnx::ValueInfoProto& vi, const OnnxImportOptions& o
   return TensorInfo(type, shape);
 }
 
-void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOptions& options) {
+// A grouped weight's per-replica value: group 0 of the initializer (the caller checked the shape).
+HostTensor firstGroup(const HostTensor& grouped, const Shape& replicaShape) {
+  HostTensor one(TensorInfo(grouped.dataType(), replicaShape));
+  std::memcpy(one.raw(), grouped.raw(), one.nbytes());
+  return one;
+}
+
+void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOptions& options,
+                std::map<TensorId, HostTensor>& groupedValues) {
   const onnx::GraphProto& g = model.graph();
   const auto opsets = onnxutil::opsetImports(model);
 
@@ -206,11 +216,22 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
     throw error("initializer '{}' is sparse, which xtrain does not support",
                 g.sparse_initializer(0).values().name());
   }
+  const ModelMetadata metadata =
+      options.replicationFactor > 0 ? onnxutil::metadataProps(model) : ModelMetadata{};
   std::set<std::string> initializerNames;
   for (const auto& init : g.initializer()) {
     if (init.name().empty()) throw error("an initializer has no name");
     const std::string what = "initializer '" + init.name() + "'";
     HostTensor value = onnxutil::tensorFromProto(init, what);
+    if (auto settings =
+            metadata.empty() ? std::nullopt : readVariableSettings(metadata, init.name());
+        settings && settings->getGroupCount(options.replicationFactor) > 1) {
+      const Shape replicaShape =
+          settings->shapeOnReplica(value.shape(), options.replicationFactor, init.name());
+      HostTensor first = firstGroup(value, replicaShape);
+      groupedValues.emplace(init.name(), std::move(value));
+      value = std::move(first);
+    }
     const TensorInfo info = value.info();
     const TensorKind kind =
         isFloatingPoint(info.dataType()) ? TensorKind::Variable : TensorKind::Const;
@@ -340,7 +361,7 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
     runChecks(model, options.runChecker);
     out.onnxOpset = onnxutil::onnxOpsetOf(model);
     if (out.onnxOpset != 0) out.graph->setOnnxOpset(out.onnxOpset);
-    buildGraph(*out.graph, model, options);
+    buildGraph(*out.graph, model, options, out.groupedValues);
   } catch (const internal_error&) {
     throw;
   } catch (const error& e) {

@@ -33,6 +33,12 @@ struct OnnxImportOptions {
   std::map<TensorId, TensorInfo> inputShapeInfo;
   // Run onnx::checker::check_model before importing.
   bool runChecker = true;
+  // The replicas the model is imported for (the global replication factor), or 0. When positive,
+  // a weight whose VariableSettings (model metadata) give it more than one group over this many
+  // replicas becomes a tensor of its per-replica shape: its initializer's leading dimension must be
+  // the group count (an error naming the weight and both shapes otherwise), the graph keeps group
+  // 0's value and OnnxModel::groupedValues the whole initializer.
+  int64_t replicationFactor = 0;
 };
 
 struct OnnxModel {
@@ -44,6 +50,9 @@ struct OnnxModel {
   std::map<std::string, std::string> metadata;
   // ai.onnx opset version of the model.
   int onnxOpset = 0;
+  // The initial values of grouped weights, [groups] + shape (see
+  // OnnxImportOptions::replicationFactor).
+  std::map<TensorId, HostTensor> groupedValues;
 };
 
 // modelPathOrBytes: a file path if such a file exists, else serialized ModelProto bytes.

@@ -28,7 +28,7 @@ std::vector<float> hyperValues(const Optimizer& optimizer, const TensorId& weigh
   const SGD::Values v = sgd.valuesFor(weight);
   double gradScale = 1.0 / optimizer.getLossScalingVal();
   if (options.reduction == ReductionType::Mean && options.strategy == MeanReductionStrategy::Post) {
-    gradScale /= static_cast<double>(options.accumulationFactor * options.globalReplicationFactor);
+    gradScale /= static_cast<double>(options.accumulationFactor * options.replicasFor(weight));
   }
   return {v.learningRate.val(), v.weightDecay.val(),     v.momentum.val(),
           v.dampening.val(),    v.velocityScaling.val(), static_cast<float>(gradScale)};
@@ -40,7 +40,8 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
   const SGD& sgd = asSgd(optimizer);
   if (options.reduction == ReductionType::NoReduction) {
     throw error(
-        "accumulationAndReplicationReductionType NoReduction is not valid for gradients (use Sum or "
+        "accumulationAndReplicationReductionType NoReduction is not valid for gradients (use Sum "
+        "or "
         "Mean)");
   }
   XT_CHECK_GE(options.accumulationFactor, 1, "accumulation factor");
@@ -115,14 +116,16 @@ void checkOptimizerUpdate(const Optimizer& current, const Optimizer& next,
   }
   if (b.requiresVelocity() && !a.requiresVelocity()) {
     throw error(
-        "updateOptimizerFromHost: the new optimizer needs momentum but the session was built without "
+        "updateOptimizerFromHost: the new optimizer needs momentum but the session was built "
+        "without "
         "velocity tensors (make momentum non-constant or non-zero when creating the session)");
   }
   auto same = [](const char* name, const TensorId& w, const OptimizerValue& x,
                  const OptimizerValue& y) {
     if (x.isConst() && x.val() != y.val()) {
-      throw error("updateOptimizerFromHost: {} of weight '{}' is constant ({}) and cannot change to {}",
-                  name, w, x.val(), y.val());
+      throw error(
+          "updateOptimizerFromHost: {} of weight '{}' is constant ({}) and cannot change to {}",
+          name, w, x.val(), y.val());
     }
   };
   if (current.lossScaling().isConst() && current.getLossScalingVal() != next.getLossScalingVal()) {

@@ -1,9 +1,11 @@
-// Inserts an optimizer into a differentiated graph: gradient accumulators (when af > 1), the accumulation
-// ops, and one update op per weight. The session reduces the "reduced" tensor of every weight across replicas
-// between the Accumulate and Update phases (replication-semantics.md section 2).
+// Inserts an optimizer into a differentiated graph: gradient accumulators (when af > 1), the
+// accumulation ops, and one update op per weight. The session reduces the "reduced" tensor of every
+// weight across replicas between the Accumulate and Update phases (replication-semantics.md section
+// 2).
 //
-// Hyperparameters live in a small FLOAT tensor per weight (`hyper`), so that non-constant values can change
-// between runs (updateOptimizerFromHost) without rebuilding; hyperValues() computes its contents.
+// Hyperparameters live in a small FLOAT tensor per weight (`hyper`), so that non-constant values
+// can change between runs (updateOptimizerFromHost) without rebuilding; hyperValues() computes its
+// contents.
 #pragma once
 
 #include <map>
@@ -20,6 +22,14 @@ struct OptimizerTransformOptions {
   int64_t globalReplicationFactor = 1;
   ReductionType reduction = ReductionType::Sum;
   MeanReductionStrategy strategy = MeanReductionStrategy::Post;
+  // Replicas whose gradients a weight's reduction combines, for weights whose VariableSettings
+  // give them groups smaller than all replicas (the group size); others: globalReplicationFactor.
+  std::map<TensorId, int64_t> replicasOfWeight;
+
+  int64_t replicasFor(const TensorId& weight) const {
+    auto it = replicasOfWeight.find(weight);
+    return it == replicasOfWeight.end() ? globalReplicationFactor : it->second;
+  }
 };
 
 struct WeightUpdate {
@@ -35,7 +45,8 @@ struct OptimizerGraph {
   std::vector<WeightUpdate> updates;
   // FLOAT scalar the session sets to the micro-batch index (0..af-1) before each Accumulate phase.
   TensorId accumulationIndex;
-  // Whether the cross-replica reduction of `reduced` is a mean (Mean with the Running strategy) or a sum.
+  // Whether the cross-replica reduction of `reduced` is a mean (Mean with the Running strategy) or
+  // a sum.
   bool replicaReductionIsMean = false;
 };
 
@@ -43,13 +54,14 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
                               const std::map<TensorId, TensorId>& gradOfWeight,
                               const OptimizerTransformOptions& options);
 
-// Contents of a weight's hyper tensor for the given optimizer (SGD: lr, wd, mm, dm, vs, gradScale, where
-// gradScale = 1/lossScaling, times 1/(af·G) for a Mean reduction with the Post strategy).
+// Contents of a weight's hyper tensor for the given optimizer (SGD: lr, wd, mm, dm, vs, gradScale,
+// where gradScale = 1/lossScaling, times 1/(af·G) (G: replicasFor(weight)) for a Mean reduction
+// with the Post strategy).
 std::vector<float> hyperValues(const Optimizer& optimizer, const TensorId& weight,
                                const OptimizerTransformOptions& options);
 
-// Throws xtrain::error naming the hyperparameter and weight when `next` changes a value `current` declared
-// constant, or changes the optimizer type or the set of weights that keep state.
+// Throws xtrain::error naming the hyperparameter and weight when `next` changes a value `current`
+// declared constant, or changes the optimizer type or the set of weights that keep state.
 void checkOptimizerUpdate(const Optimizer& current, const Optimizer& next,
                           const std::vector<TensorId>& weights);
 
