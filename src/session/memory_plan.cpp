@@ -1,6 +1,7 @@
-// The session's memory accounting: what each replica keeps on its simulated IPU, charged to the device's
-// memory model by tensor class. Activations are charged at their peak: the largest set of activations live at
-// one point of the schedule (a real IPU compiler reuses activation memory the same way).
+// The session's memory accounting: what each replica keeps on its simulated IPU, charged to the
+// device's memory model by tensor class. Activations are charged at their peak: the largest set of
+// activations live at one point of the schedule (a real IPU compiler reuses activation memory the
+// same way).
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -74,16 +75,26 @@ void SessionImpl::computeMemory() {
     const int ipu = static_cast<int>(r) * ipusPerReplica;
     if (ipu >= model.numIpus()) break;
     for (const auto& [id, t] : graph_->tensors()) {
-      if (auto cls = classOf(t->kind)) {
+      auto shard = shards_.find(id);
+      if (shard != shards_.end() && shard->second.weightStored) {
+        // A weight kept as a shard: its shard resides, the whole weight is gathered into a
+        // temporary before use (charged with the activations).
+        model.add(ipu, device::TensorClass::Weights, id + " (shard)",
+                  static_cast<uint64_t>(shard->second.shard) * sizeof(float));
+        model.add(ipu, device::TensorClass::Activations, id + " (gathered)",
+                  static_cast<uint64_t>(t->info.nbytes()));
+      } else if (auto cls = classOf(t->kind)) {
         model.add(ipu, *cls, id, static_cast<uint64_t>(t->info.nbytes()));
       }
     }
     for (const ir::Tensor* t : peak) {
-      model.add(ipu, device::TensorClass::Activations, t->id, static_cast<uint64_t>(t->info.nbytes()));
+      model.add(ipu, device::TensorClass::Activations, t->id,
+                static_cast<uint64_t>(t->info.nbytes()));
     }
   }
   memoryReport_ = model.report();
-  // SessionOptions::logDir: the report is also written there (before the check, so an overflow leaves it).
+  // SessionOptions::logDir: the report is also written there (before the check, so an overflow
+  // leaves it).
   if (!config_.options.logDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(config_.options.logDir, ec);
@@ -96,13 +107,14 @@ void SessionImpl::computeMemory() {
 }
 
 std::string SessionImpl::summaryReport() const {
-  std::string s = format("xtrain {} session: {} ops, {} tensors; {} local replica(s), accumulation factor {}, "
-                         "{} batch(es) per step; {} step(s) run\n",
-                         config_.training ? "training" : "inference", graph_->ops().size(),
-                         graph_->tensors().size(), localReplicas_, accumulationFactor_,
-                         config_.dataFlow.batchesPerStep(), stepCount_);
+  std::string s = format(
+      "xtrain {} session: {} ops, {} tensors; {} local replica(s), accumulation factor {}, "
+      "{} batch(es) per step; {} step(s) run\n",
+      config_.training ? "training" : "inference", graph_->ops().size(), graph_->tensors().size(),
+      localReplicas_, accumulationFactor_, config_.dataFlow.batchesPerStep(), stepCount_);
   if (memoryReport_.empty()) return s + "memory: not computed yet (call prepareDevice())\n";
-  return s + memoryReport_ + stepTimeReport() + (lowered_ ? lowered_->profileReport() : std::string());
+  return s + memoryReport_ + stepTimeReport() +
+         (lowered_ ? lowered_->profileReport() : std::string());
 }
 
 }  // namespace xtrain::session

@@ -108,10 +108,22 @@ void SessionImpl::validateOptions() const {
   for (const auto* s :
        {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
         &o.accumulatorTensorLocationSettings, &o.activationTensorLocationSettings}) {
-    if (s->location.replicatedTensorSharding == ReplicatedTensorSharding::On) {
-      notYet("replicated tensor sharding");
-    }
     if (s->location.storage == TensorStorage::OffChip) notYet("OffChip tensor storage");
+  }
+  if (o.activationTensorLocationSettings.location.replicatedTensorSharding ==
+      ReplicatedTensorSharding::On) {
+    throw error(
+        "SessionOptions: activations cannot be sharded across replicas (each replica computes "
+        "its own); replicated tensor sharding applies to weights, optimizer state and "
+        "accumulators");
+  }
+  if (!config_.training) {
+    for (const auto* s : {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
+                          &o.accumulatorTensorLocationSettings}) {
+      if (s->location.replicatedTensorSharding == ReplicatedTensorSharding::On) {
+        notYet("replicated tensor sharding in an inference session (it shards training updates)");
+      }
+    }
   }
   if (o.enablePipelining) notYet("enablePipelining");
   if (o.virtualGraphMode != VirtualGraphMode::Off) notYet("virtualGraphMode other than Off");
@@ -140,6 +152,7 @@ void SessionImpl::collectVariableSettings() {
     // Validates the groups against the replicas (a clear error when they do not divide them) and
     // refuses the unsupported retrieval mode AllReduceReplicas.
     settings->verify(globalReplicas_);
+    variableSettings_.emplace(id, *settings);
     if (settings->getGroupCount(globalReplicas_) == 1) continue;
     const ir::Tensor& t = graph_->tensor(id);
     if (t.kind != ir::TensorKind::Variable || !groupedValues_.count(id)) {
@@ -219,8 +232,15 @@ void SessionImpl::buildTrainingGraph() {
   for (const auto& [id, v] : grouped_) {
     optimizerOptions_.replicasOfWeight[id] = v.grouping.getGroupSize();
   }
+  std::vector<TensorId> trained;
+  for (const auto& [w, grad] : gradOfWeight_) trained.push_back(w);
+  shards_ = planSharding(config_.options, g, trained, variableSettings_, globalReplicas_);
+  for (const auto& [id, plan] : shards_) optimizerOptions_.shardElements[id] = plan.shard;
   optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
   groupOptimizerState();
+  for (const auto& u : optimizerGraph_.updates) {
+    if (u.shardElements > 0 && !u.velocity.empty()) shardedState_[u.velocity] = u.weight;
+  }
 
   for (const auto& [var, src] : statUpdates) {
     ir::OpSpec copy;
@@ -270,7 +290,12 @@ void SessionImpl::prepareDevice() {
   for (const auto& [id, t] : graph_->tensors()) {
     if (!isHostVisible(*t) || !t->value) continue;
     auto grouped = grouped_.find(id);
-    if (grouped == grouped_.end()) {
+    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
+      // The host view of sharded state is whole: the weight's shape (initially zeros).
+      HostTensor whole(graph_->tensor(sharded->second).info);
+      whole.fillZero();
+      hostWeights_[id] = std::move(whole);
+    } else if (grouped == grouped_.end()) {
       hostWeights_[id] = *t->value;
     } else if (auto initial = groupedValues_.find(id); initial != groupedValues_.end()) {
       hostWeights_[id] = initial->second;
@@ -295,7 +320,11 @@ void SessionImpl::weightsFromHost() {
     for (const auto& [id, value] : hostWeights_) {
       HostTensor& b = replicaBuffer(r, id);
       auto grouped = grouped_.find(id);
-      if (grouped == grouped_.end()) {
+      if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
+        const ShardPlan& plan = shards_.at(sharded->second);
+        copyShardOut(value.data<float>(), plan.elements, plan.shard,
+                     plan.shardOf(replicaOffset_ + r), b.data<float>());
+      } else if (grouped == grouped_.end()) {
         std::memcpy(b.raw(), value.raw(), value.nbytes());
       } else {
         const int64_t group = grouped->second.grouping.getGroupAt(replicaOffset_ + r);
@@ -308,7 +337,9 @@ void SessionImpl::weightsFromHost() {
 void SessionImpl::weightsToHost() {
   requirePrepared("weightsToHost");
   for (auto& [id, value] : hostWeights_) {
-    if (grouped_.count(id)) {
+    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
+      gatherShards(shards_.at(sharded->second), id, value.data<float>());
+    } else if (grouped_.count(id)) {
       groupedToHost(id, value);
     } else {
       const HostTensor& b = replicaBuffer(0, id);
@@ -349,6 +380,23 @@ void SessionImpl::broadcastWeights(int rootRank) {
   for (const auto& [id, host] : hostWeights_) {
     if (auto grouped = grouped_.find(id); grouped != grouped_.end()) {
       broadcastGrouped(id, grouped->second, rootRank);
+      continue;
+    }
+    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
+      // Whole on every instance, the root's sent to all, cut into this instance's shards.
+      const ShardPlan& plan = shards_.at(sharded->second);
+      std::vector<float> whole(static_cast<size_t>(plan.elements));
+      gatherShards(plan, id, whole.data());
+      if (instances_) {
+        comm::BroadcastOptions o;
+        o.root = rootRank;
+        o.debugName = "broadcastWeights/" + id;
+        instances_->broadcastSync(comm::BufferView{whole.data(), whole.size(), DataType::FLOAT}, o);
+      }
+      for (int64_t r = 0; r < localReplicas_; ++r) {
+        copyShardOut(whole.data(), plan.elements, plan.shard, plan.shardOf(replicaOffset_ + r),
+                     replicaBuffer(r, id).data<float>());
+      }
       continue;
     }
     HostTensor& first = replicaBuffer(0, id);
@@ -535,8 +583,8 @@ void SessionImpl::joinInstances() {
   // Buckets in the order the backward pass produces the gradients: the last weights first.
   std::vector<GradientReducer::Tensor> tensors;
   for (auto it = optimizerGraph_.updates.rbegin(); it != optimizerGraph_.updates.rend(); ++it) {
-    if (grouped_.count(it->weight))
-      continue;  // reduced over their groups (reduceGroupedAcrossReplicas)
+    // Grouped weights reduce over their groups, sharded ones by a reduce-scatter.
+    if (grouped_.count(it->weight) || shards_.count(it->weight)) continue;
     tensors.push_back({it->reduced, static_cast<size_t>(graph_->tensor(it->reduced).info.nelms())});
   }
   reducer_ = std::make_unique<GradientReducer>(instances_, std::move(tensors),
@@ -548,7 +596,7 @@ void SessionImpl::joinInstances() {
   if (localReplicas_ == 1 && accumulationFactor_ == 1) {
     readyAfter_.assign(lowered_->program(ir::Phase::Backward).size(), {});
     for (const auto& u : optimizerGraph_.updates) {
-      if (grouped_.count(u.weight)) continue;
+      if (grouped_.count(u.weight) || shards_.count(u.weight)) continue;
       const int64_t k = lowered_->lastWriter(ir::Phase::Backward, u.reduced);
       if (k >= 0) readyAfter_[static_cast<size_t>(k)].push_back(u.reduced);
     }
@@ -558,6 +606,7 @@ void SessionImpl::joinInstances() {
 void SessionImpl::reduceAcrossReplicas() {
   if (globalReplicas_ == 1) return;
   reduceGroupedAcrossReplicas();
+  reduceShardedGradients();
   // Each local replica's thread takes one slice of every tensor (disjoint writes): the local sum
   // goes into replica 0's buffer, then (on this thread) across the instances, then each thread
   // scales its slice for the mean and copies it back to the other local replicas.
@@ -575,7 +624,7 @@ void SessionImpl::reduceAcrossReplicas() {
   if (L > 1) {
     onSlices([&](int64_t t) {
       for (const auto& u : optimizerGraph_.updates) {
-        if (grouped_.count(u.weight)) continue;
+        if (grouped_.count(u.weight) || shards_.count(u.weight)) continue;
         float* acc = replicaBuffer(0, u.reduced).data<float>();
         const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
         for (int64_t r = 1; r < L; ++r) {
@@ -593,7 +642,7 @@ void SessionImpl::reduceAcrossReplicas() {
   if (scale == 1.0f && L == 1) return;
   onSlices([&](int64_t t) {
     for (const auto& u : optimizerGraph_.updates) {
-      if (grouped_.count(u.weight)) continue;
+      if (grouped_.count(u.weight) || shards_.count(u.weight)) continue;
       float* acc = replicaBuffer(0, u.reduced).data<float>();
       const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
       if (scale != 1.0f) {
@@ -665,6 +714,118 @@ void SessionImpl::reduceGroupedAcrossReplicas() {
       }
     }
   }
+}
+
+namespace {
+
+comm::BufferView floats(float* data, size_t count) {
+  return comm::BufferView{data, count, DataType::FLOAT};
+}
+
+}  // namespace
+
+void SessionImpl::reduceShardedGradients() {
+  const int64_t L = localReplicas_;
+  const float scale =
+      optimizerGraph_.replicaReductionIsMean ? 1.0f / static_cast<float>(globalReplicas_) : 1.0f;
+  for (const auto& u : optimizerGraph_.updates) {
+    auto it = shards_.find(u.weight);
+    if (it == shards_.end()) continue;
+    const ShardPlan& p = it->second;
+    const int64_t n = p.elements;
+    const int64_t s = p.shard;
+    // The local replicas' sum, in replica 0's buffer.
+    float* sum = replicaBuffer(0, u.reduced).data<float>();
+    for (int64_t r = 1; r < L; ++r) {
+      const float* x = replicaBuffer(r, u.reduced).data<float>();
+      for (int64_t i = 0; i < n; ++i) sum[i] += x[i];
+    }
+    auto gradShard = [&](int64_t r) { return replicaBuffer(r, u.gradShard).data<float>(); };
+    if (instances_ && p.shardCount() == globalReplicas_) {
+      // Domain All: a replica's shard index is its global index, so an instance's replicas hold
+      // consecutive shards, and a reduce-scatter across the instances gives each instance exactly
+      // its replicas' shards of the sum.
+      std::vector<float> padded(static_cast<size_t>(globalReplicas_ * s), 0.0f);
+      std::memcpy(padded.data(), sum, static_cast<size_t>(n) * sizeof(float));
+      std::vector<float> mine(static_cast<size_t>(L * s));
+      comm::ReduceScatterOptions o;
+      o.debugName = "shardedGradients/" + u.weight;
+      instances_->reduceScatterSync(floats(padded.data(), padded.size()),
+                                    floats(mine.data(), mine.size()), o);
+      for (int64_t r = 0; r < L; ++r) {
+        std::memcpy(gradShard(r), mine.data() + r * s, static_cast<size_t>(s) * sizeof(float));
+      }
+    } else {
+      // Other domains: the shards of one instance need not be consecutive; the whole sum is
+      // all-reduced across the instances and each replica cuts its shard from it.
+      if (instances_) {
+        comm::AllReduceOptions o;
+        o.debugName = "shardedGradients/" + u.weight;
+        instances_->allReduceSync(floats(sum, static_cast<size_t>(n)), o);
+      }
+      for (int64_t r = 0; r < L; ++r) {
+        copyShardOut(sum, n, s, p.shardOf(replicaOffset_ + r), gradShard(r));
+      }
+    }
+    for (int64_t r = 0; r < L; ++r) {
+      if (scale != 1.0f) {
+        float* g = gradShard(r);
+        for (int64_t i = 0; i < s; ++i) g[i] *= scale;
+      }
+      copyShardOut(replicaBuffer(r, u.weight).data<float>(), n, s, p.shardOf(replicaOffset_ + r),
+                   replicaBuffer(r, u.weightShard).data<float>());
+      // The update reads the accumulator's shard only, so it cannot zero the accumulator.
+      if (!u.accumulator.empty()) replicaBuffer(r, u.accumulator).fillZero();
+    }
+  }
+}
+
+void SessionImpl::gatherShardedWeights() {
+  for (const auto& u : optimizerGraph_.updates) {
+    auto it = shards_.find(u.weight);
+    if (it == shards_.end()) continue;
+    std::vector<float> whole(static_cast<size_t>(it->second.elements));
+    gatherShards(it->second, u.weightShard, whole.data());
+    for (int64_t r = 0; r < localReplicas_; ++r) {
+      std::memcpy(replicaBuffer(r, u.weight).data<float>(), whole.data(),
+                  whole.size() * sizeof(float));
+    }
+  }
+}
+
+void SessionImpl::gatherShards(const ShardPlan& plan, const TensorId& shardId, float* whole) {
+  const int64_t L = localReplicas_;
+  const int64_t s = plan.shard;
+  const size_t bytes = static_cast<size_t>(s) * sizeof(float);
+  if (instances_ && plan.shardCount() == globalReplicas_) {
+    // Domain All: the instances' shards are consecutive, an all-gather assembles them.
+    std::vector<float> mine(static_cast<size_t>(L * s));
+    for (int64_t r = 0; r < L; ++r) {
+      std::memcpy(mine.data() + r * s, replicaBuffer(r, shardId).data<float>(), bytes);
+    }
+    std::vector<float> all(static_cast<size_t>(globalReplicas_ * s));
+    comm::AllGatherOptions o;
+    o.debugName = "shardedGather/" + shardId;
+    instances_->allGatherSync(floats(mine.data(), mine.size()), floats(all.data(), all.size()), o);
+    std::memcpy(whole, all.data(), static_cast<size_t>(plan.elements) * sizeof(float));
+    return;
+  }
+  // Other domains: every group of the domain holds the same shards, so the first group's members
+  // give the whole tensor; members on other instances arrive by a sum across the instances, to
+  // which each instance contributes zeros for the shards it does not hold.
+  std::vector<float> staging(static_cast<size_t>(plan.shardCount() * s), 0.0f);
+  for (int64_t i = 0; i < plan.shardCount(); ++i) {
+    const int64_t local = plan.domain.getReplicaAt(0, i) - replicaOffset_;
+    if (local >= 0 && local < L) {
+      std::memcpy(staging.data() + i * s, replicaBuffer(local, shardId).data<float>(), bytes);
+    }
+  }
+  if (instances_) {
+    comm::AllReduceOptions o;
+    o.debugName = "shardedGather/" + shardId;
+    instances_->allReduceSync(floats(staging.data(), staging.size()), o);
+  }
+  std::memcpy(whole, staging.data(), static_cast<size_t>(plan.elements) * sizeof(float));
 }
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
@@ -751,6 +912,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       forEachReplica([&](int64_t r) {
         programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], seed_);
       });
+      gatherShardedWeights();
     }
   }
   io.finish();

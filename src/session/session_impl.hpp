@@ -20,6 +20,7 @@
 #include "session/grouped_variables.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_pool.hpp"
+#include "session/sharding.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/optimizer.hpp"
@@ -98,6 +99,15 @@ class SessionImpl {
   // Fills a grouped tensor's complete host view: groups with a member here from it, the others from
   // the instances that hold them.
   void groupedToHost(const TensorId& id, HostTensor& hostView);
+  // Replicated tensor sharding. Before the update: the reduced gradient of every sharded weight is
+  // summed over all replicas and scattered into each replica's gradient shard (a reduce-scatter
+  // across the instances when the domain is All), and each replica's weight shard is cut from its
+  // weight. After it: the updated shards are gathered into the whole weight on every replica.
+  void reduceShardedGradients();
+  void gatherShardedWeights();
+  // The whole n elements of a sharded tensor (a weight shard or optimizer state) from the shards
+  // of the domain's first group, on every instance.
+  void gatherShards(const ShardPlan& plan, const TensorId& shardId, float* whole);
   // broadcastWeights for a grouped tensor.
   void broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank);
   // The lowest local replica of a group, or -1 when this instance holds none of its members.
@@ -123,6 +133,11 @@ class SessionImpl {
   // Grouped weights and their optimizer state, and the weights' initial values ([groups] + shape).
   std::map<TensorId, GroupedVariable> grouped_;
   std::map<TensorId, HostTensor> groupedValues_;
+  // Every weight's VariableSettings from the model metadata.
+  std::map<TensorId, VariableSettings> variableSettings_;
+  // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
+  std::map<TensorId, ShardPlan> shards_;
+  std::map<TensorId, TensorId> shardedState_;
   ir::OptimizerGraph optimizerGraph_;
   ir::OptimizerTransformOptions optimizerOptions_;
   TensorId lossScalingSeed_;

@@ -160,9 +160,9 @@ TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
                                          ConstSGD(0.1f), device, {}, o);
   };
   expectError([&] { make({}, "nope"); }, {"loss 'nope'"});
-  SessionOptions sharded;
-  sharded.weightTensorLocationSettings.location.replicatedTensorSharding = ReplicatedTensorSharding::On;
-  expectError([&] { make(sharded); }, {"replicated tensor sharding", "not supported yet"});
+  SessionOptions offChip;
+  offChip.weightTensorLocationSettings.location.storage = TensorStorage::OffChip;
+  expectError([&] { make(offChip); }, {"OffChip", "not supported yet"});
   SessionOptions pipelined;
   pipelined.enablePipelining = true;
   expectError([&] { make(pipelined); }, {"enablePipelining", "not supported yet"});

@@ -85,16 +85,30 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
     const auto hv = hyperValues(optimizer, weight, options);
     graph.addTensor(u.hyper, TensorInfo(DataType::FLOAT, {6}), TensorKind::OptimizerState,
                     std::make_shared<HostTensor>(HostTensor::fromVector<float>({6}, hv)));
-    if (velocity) u.velocity = addState(graph, "Accl", weight, info, TensorKind::OptimizerState);
+    TensorInfo stateInfo = info;
+    TensorId updatedWeight = weight;
+    TensorId updateGrad = u.reduced;
+    if (auto shard = options.shardElements.find(weight); shard != options.shardElements.end()) {
+      // The update runs on this replica's shard; the shards are scratch the session fills.
+      u.shardElements = shard->second;
+      stateInfo = TensorInfo(DataType::FLOAT, {u.shardElements});
+      u.weightShard = addState(graph, "ShardW", weight, stateInfo, TensorKind::Activation);
+      u.gradShard = addState(graph, "ShardG", weight, stateInfo, TensorKind::Activation);
+      updatedWeight = u.weightShard;
+      updateGrad = u.gradShard;
+    }
+    if (velocity)
+      u.velocity = addState(graph, "Accl", weight, stateInfo, TensorKind::OptimizerState);
 
     OpSpec upd;
     upd.type = "SGDUpdate";
     upd.domain = kXtrainDomain;
-    upd.inputs = {weight, u.reduced, u.hyper};
+    upd.inputs = {updatedWeight, updateGrad, u.hyper};
     if (velocity) upd.inputs.push_back(u.velocity);
     upd.numOutputs = 0;
     upd.attrs.set("nesterov", int64_t{sgd.nesterov() ? 1 : 0});
-    upd.attrs.set("zeroGrad", int64_t{accumulate ? 1 : 0});
+    // A sharded update reads a shard of the accumulator: the session zeroes the accumulator itself.
+    upd.attrs.set("zeroGrad", int64_t{accumulate && u.shardElements == 0 ? 1 : 0});
     upd.phase = Phase::Update;
     upd.name = "update/" + weight;
     graph.addOp(std::move(upd));

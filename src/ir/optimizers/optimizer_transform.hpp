@@ -25,6 +25,11 @@ struct OptimizerTransformOptions {
   // Replicas whose gradients a weight's reduction combines, for weights whose VariableSettings
   // give them groups smaller than all replicas (the group size); others: globalReplicationFactor.
   std::map<TensorId, int64_t> replicasOfWeight;
+  // Weights updated on a shard (replicated tensor sharding): the shard's element count. Their
+  // optimizer state is a 1-D tensor of that many elements, and their update reads and writes the
+  // 1-D weightShard and gradShard tensors, which the session fills before the Update phase and
+  // gathers from after it.
+  std::map<TensorId, int64_t> shardElements;
 
   int64_t replicasFor(const TensorId& weight) const {
     auto it = replicasOfWeight.find(weight);
@@ -39,6 +44,10 @@ struct WeightUpdate {
   TensorId reduced;      // what is reduced across replicas before the update: accumulator or grad
   TensorId hyper;        // hyperparameter tensor
   TensorId velocity;     // empty when the weight keeps no velocity
+  // Replicated tensor sharding (empty / 0 when the weight is updated whole).
+  TensorId weightShard;
+  TensorId gradShard;
+  int64_t shardElements = 0;
 };
 
 struct OptimizerGraph {
