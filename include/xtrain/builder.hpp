@@ -30,6 +30,7 @@
 #include <variant>
 #include <vector>
 
+#include "xtrain/inputsettings.hpp"
 #include "xtrain/names.hpp"
 #include "xtrain/ndarraywrapper.hpp"
 #include "xtrain/reductiontype.hpp"
@@ -281,6 +282,10 @@ class Builder {
   // A graph input fed from the host (a stream). Returns its id.
   TensorId addInputTensor(const TensorInfo& info, const std::string& debugName = {});
   TensorId addInputTensor(const std::string& dataType, const Shape& shape,
+                          const std::string& debugName = {});
+  // Same, fed as `settings` say (ReplicatedStreamMode::Broadcast: one micro-batch for all replicas).
+  // Recorded in the model metadata (__replicated_stream_mode/<id>).
+  TensorId addInputTensor(const TensorInfo& info, const InputSettings& settings,
                           const std::string& debugName = {});
   // A graph initializer: a weight when its type is floating point, else a constant input.
   TensorId addInitializedInputTensor(const ConstVoidData& initData,

@@ -41,6 +41,11 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   modelMetadata_ = std::move(imported.metadata);
   groupedValues_ = std::move(imported.groupedValues);
   collectVariableSettings();
+  for (const auto& id : graph_->inputs()) {
+    if (ir::readReplicatedStreamMode(modelMetadata_, id) == ReplicatedStreamMode::Broadcast) {
+      broadcastInputs_.insert(id);
+    }
+  }
 
   for (const auto& id : config_.dataFlow.anchors()) {
     if (!graph_->hasTensor(id)) {
@@ -545,6 +550,9 @@ Shape SessionImpl::inputBufferShape(const TensorId& id) const {
   if (t.kind != ir::TensorKind::Stream) {
     throw error("'{}' is a {} tensor, not an input fed by the host", id, kindOfFault(t));
   }
+  if (broadcastInputs_.count(id)) {
+    return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_}, t.info.shape());
+  }
   return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_, localReplicas_},
                     t.info.shape());
 }
@@ -835,7 +843,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   const int64_t af = accumulationFactor_;
   const int64_t L = localReplicas_;
   StepBuffers io(*graph_, config_.dataFlow, config_.options.syntheticDataMode, bps, af, L, stepio,
-                 seed_ ^ static_cast<uint64_t>(stepCount_));
+                 seed_ ^ static_cast<uint64_t>(stepCount_), broadcastInputs_);
   logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas",
                           debugName, stepCount_, bps, af, L);
 

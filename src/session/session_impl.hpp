@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,8 @@ class SessionImpl {
   // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
   std::map<TensorId, ShardPlan> shards_;
   std::map<TensorId, TensorId> shardedState_;
+  // Inputs fed with ReplicatedStreamMode::Broadcast.
+  std::set<TensorId> broadcastInputs_;
   ir::OptimizerGraph optimizerGraph_;
   ir::OptimizerTransformOptions optimizerOptions_;
   TensorId lossScalingSeed_;

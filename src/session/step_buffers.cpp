@@ -27,7 +27,9 @@ void checkHostBuffer(const char* what, const TensorId& id, const TensorInfo& exp
 
 namespace {
 
-TensorInfo arrayInfo(IArray& a) { return TensorInfo(a.dataType(), a.shape()); }
+TensorInfo arrayInfo(IArray& a) {
+  return TensorInfo(a.dataType(), a.shape());
+}
 
 void checkStepBuffer(const char* role, const TensorId& id, const TensorInfo& tensor,
                      const Shape& expectedShape, const TensorInfo& given, const std::string& how) {
@@ -37,9 +39,10 @@ void checkStepBuffer(const char* role, const TensorId& id, const TensorInfo& ten
                 dataTypeName(given.dataType()), dataTypeName(tensor.dataType()));
   }
   if (given.shape() != expectedShape && given.nelms() != expected.nelms()) {
-    throw error("run: {} '{}' buffer has shape {} ({} elements), expected shape {} ({} elements) = {} + {}",
-                role, id, shapeToString(given.shape()), given.nelms(), shapeToString(expectedShape),
-                expected.nelms(), how, shapeToString(tensor.shape()));
+    throw error(
+        "run: {} '{}' buffer has shape {} ({} elements), expected shape {} ({} elements) = {} + {}",
+        role, id, shapeToString(given.shape()), given.nelms(), shapeToString(expectedShape),
+        expected.nelms(), how, shapeToString(tensor.shape()));
   }
 }
 
@@ -59,8 +62,9 @@ void addInto(unsigned char* dst, const HostTensor& src) {
 
 }  // namespace
 
-StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow, SyntheticDataMode synthetic,
-                         int64_t bps, int64_t af, int64_t replicas, IStepIO& stepio, uint64_t seed)
+StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow,
+                         SyntheticDataMode synthetic, int64_t bps, int64_t af, int64_t replicas,
+                         IStepIO& stepio, uint64_t seed, const std::set<TensorId>& broadcast)
     : dataFlow_(dataFlow),
       synthetic_(synthetic),
       bps_(bps),
@@ -76,14 +80,19 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow, Synth
     inputIds_.push_back(id);
     Input in;
     in.info = t.info;
+    in.broadcast = broadcast.count(id) != 0;
     if (synthetic_ == SyntheticDataMode::Off && whole_ != nullptr) {
       auto it = whole_->inputs().find(id);
-      const Shape expected = withPrefix({bps, af, replicas}, t.info.shape());
+      const Shape expected = in.broadcast ? withPrefix({bps, af}, t.info.shape())
+                                          : withPrefix({bps, af, replicas}, t.info.shape());
       if (it == whole_->inputs().end()) {
         throw error("run: the StepIO has no buffer for input '{}' (expected {} of shape {})", id,
                     dataTypeName(t.info.dataType()), shapeToString(expected));
       }
-      checkStepBuffer("input", id, t.info, expected, arrayInfo(it->second), inputHow);
+      checkStepBuffer("input", id, t.info, expected, arrayInfo(it->second),
+                      in.broadcast
+                          ? "[batchesPerStep, accumulationFactor] (broadcast to the replicas)"
+                          : inputHow);
       in.data = static_cast<unsigned char*>(it->second.data());
     }
     inputs_.push_back(std::move(in));
@@ -91,7 +100,8 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow, Synth
   if (whole_ != nullptr) {
     for (const auto& [id, arr] : whole_->inputs()) {
       if (std::find(inputIds_.begin(), inputIds_.end(), id) == inputIds_.end()) {
-        throw error("run: the StepIO has a buffer for '{}', which is not an input of the model", id);
+        throw error("run: the StepIO has a buffer for '{}', which is not an input of the model",
+                    id);
       }
     }
   }
@@ -111,9 +121,7 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow, Synth
         expected = withPrefix({bps / an.art.rp(), af, L}, t.info.shape());
         how = "[batchesPerStep / N, accumulationFactor, replicas]";
         break;
-      default:
-        expected = withPrefix({L}, t.info.shape());
-        how = "[replicas]";
+      default: expected = withPrefix({L}, t.info.shape()); how = "[replicas]";
     }
     if (whole_ != nullptr) {
       auto it = whole_->outputs().find(id);
@@ -147,18 +155,32 @@ void StepBuffers::readInput(size_t k, int64_t iteration, int64_t replica, HostTe
       std::normal_distribution<double> normal(0.0, 1.0);
       std::uniform_real_distribution<double> uniform(-1.0, 1.0);
       for (int64_t i = 0; i < dst.nelms(); ++i) {
-        dst.setFromDouble(i, synthetic_ == SyntheticDataMode::RandomNormal ? normal(rng) : uniform(rng));
+        dst.setFromDouble(
+            i, synthetic_ == SyntheticDataMode::RandomNormal ? normal(rng) : uniform(rng));
       }
     }
     in.filled[static_cast<size_t>(replica)] = true;
     return;
   }
   if (in.data != nullptr) {
-    const int64_t slot = iteration * replicas_ + replica;
+    const int64_t slot = in.broadcast ? iteration : iteration * replicas_ + replica;
     std::memcpy(dst.raw(), in.data + static_cast<size_t>(slot) * bytes, bytes);
     return;
   }
   const TensorId& id = inputIds_[k];
+  if (in.broadcast) {
+    // One callback per micro-batch (replica 0 asks for it), shared by every replica.
+    if (replica == 0) {
+      ConstVoidData d = stepio_.in(id, in.info.nelms(), false, true);
+      if (d.data == nullptr) throw error("run: the IStepIO returned no data for input '{}'", id);
+      if (d.info.isSet()) checkHostBuffer("run (IStepIO::in)", id, in.info, d.info);
+      in.current = HostTensor(in.info);
+      std::memcpy(in.current.raw(), d.data, bytes);
+      stepio_.inComplete(id, in.info.nelms(), true);
+    }
+    std::memcpy(dst.raw(), in.current.raw(), bytes);
+    return;
+  }
   ConstVoidData d = stepio_.in(id, in.info.nelms(), false, false);
   if (d.data == nullptr) throw error("run: the IStepIO returned no data for input '{}'", id);
   if (d.info.isSet()) checkHostBuffer("run (IStepIO::in)", id, in.info, d.info);
@@ -175,14 +197,17 @@ void StepBuffers::writeAnchor(size_t k, int64_t iteration, int64_t replica, cons
   switch (an.art.id()) {
     case AnchorReturnTypeId::All: slot = iteration * replicas_ + replica; break;
     case AnchorReturnTypeId::EveryN:
-      if ((iteration + 1) % an.art.rp() == 0) slot = (iteration / an.art.rp()) * replicas_ + replica;
+      if ((iteration + 1) % an.art.rp() == 0)
+        slot = (iteration / an.art.rp()) * replicas_ + replica;
       break;
     case AnchorReturnTypeId::Final:
       if (iteration == last) slot = replica;
       break;
     case AnchorReturnTypeId::Sum:
-      if (an.data != nullptr) addInto(an.data + static_cast<size_t>(replica) * bytes, src);
-      else addInto(reinterpret_cast<unsigned char*>(an.sums[static_cast<size_t>(replica)].raw()), src);
+      if (an.data != nullptr)
+        addInto(an.data + static_cast<size_t>(replica) * bytes, src);
+      else
+        addInto(reinterpret_cast<unsigned char*>(an.sums[static_cast<size_t>(replica)].raw()), src);
       return;
   }
   if (slot < 0) return;

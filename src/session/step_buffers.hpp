@@ -1,8 +1,10 @@
-// StepBuffers: the host side of one run(): checks every input and anchor buffer against the shapes of
-// replication-semantics.md section 6 before anything runs, then moves one micro-batch per replica at a time
-// between the user's buffers (or IStepIO callbacks, or synthetic data) and a replica's device buffers.
+// StepBuffers: the host side of one run(): checks every input and anchor buffer against the shapes
+// of replication-semantics.md section 6 before anything runs, then moves one micro-batch per
+// replica at a time between the user's buffers (or IStepIO callbacks, or synthetic data) and a
+// replica's device buffers.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "common/host_tensor.hpp"
@@ -13,18 +15,22 @@
 
 namespace xtrain::session {
 
-// prefix + shape, with the prefix dimensions equal to 1 dropped (the tensor's own dimensions all stay).
+// prefix + shape, with the prefix dimensions equal to 1 dropped (the tensor's own dimensions all
+// stay).
 Shape withPrefix(const std::vector<int64_t>& prefix, const Shape& shape);
 
-// Throws xtrain::error "<what>: buffer for '<id>' is <given>, expected <expected>" unless the element type
-// matches and the element counts are equal.
+// Throws xtrain::error "<what>: buffer for '<id>' is <given>, expected <expected>" unless the
+// element type matches and the element counts are equal.
 void checkHostBuffer(const char* what, const TensorId& id, const TensorInfo& expected,
                      const TensorInfo& given);
 
 class StepBuffers {
  public:
+  // `broadcast`: inputs fed with ReplicatedStreamMode::Broadcast (one micro-batch for all replicas,
+  // no replica dimension in their buffers).
   StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow, SyntheticDataMode synthetic,
-              int64_t bps, int64_t af, int64_t replicas, IStepIO& stepio, uint64_t seed);
+              int64_t bps, int64_t af, int64_t replicas, IStepIO& stepio, uint64_t seed,
+              const std::set<TensorId>& broadcast = {});
 
   const std::vector<TensorId>& inputIds() const { return inputIds_; }
   const std::vector<TensorId>& anchorIds() const { return anchorIds_; }
@@ -41,6 +47,8 @@ class StepBuffers {
     TensorInfo info;
     unsigned char* data = nullptr;  // whole-step buffer (StepIO), or nullptr
     std::vector<bool> filled;       // synthetic data already written, per replica
+    bool broadcast = false;         // one micro-batch for all replicas
+    HostTensor current;             // broadcast through callbacks: this iteration's micro-batch
   };
   struct Anchor {
     TensorInfo info;

@@ -76,6 +76,15 @@ TensorId Builder::addInputTensor(const std::string& dataType, const Shape& shape
   return impl_->addInputTensor(TensorInfo(dataType, shape), debugName);
 }
 
+TensorId Builder::addInputTensor(const TensorInfo& info, const InputSettings& settings,
+                                 const std::string& debugName) {
+  TensorId id = impl_->addInputTensor(info, debugName);
+  if (settings.replicatedStreamMode() == ReplicatedStreamMode::Broadcast) {
+    impl_->setMetadata(ir::kReplicatedStreamModePrefix + id, "Broadcast");
+  }
+  return id;
+}
+
 TensorId Builder::addInitializedInputTensor(const ConstVoidData& initData,
                                             const std::string& debugName) {
   return impl_->addInitializer(initData, debugName);

@@ -76,6 +76,14 @@ std::optional<VariableSettings> readVariableSettings(const ModelMetadata& metada
   return VariableSettings(CommGroup(groupType, static_cast<unsigned>(*groupSize)), retrieval);
 }
 
+ReplicatedStreamMode readReplicatedStreamMode(const ModelMetadata& metadata, const TensorId& id) {
+  auto it = metadata.find(kReplicatedStreamModePrefix + id);
+  if (it == metadata.end() || it->second == "Replicate") return ReplicatedStreamMode::Replicate;
+  if (it->second == "Broadcast") return ReplicatedStreamMode::Broadcast;
+  throw error("model metadata '{}' has value '{}', expected Replicate or Broadcast", it->first,
+              it->second);
+}
+
 std::vector<TensorId> tensorsWithVariableSettings(const ModelMetadata& metadata) {
   std::vector<TensorId> ids;
   const std::string prefix = kCommGroupTypePrefix;

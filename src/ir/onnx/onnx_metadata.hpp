@@ -6,6 +6,7 @@
 //   __comm_group_type/<id>     "Consecutive"  CommGroupType name (or its integer value)
 //   __comm_group_size/<id>     "2"            CommGroup::replicaGroupSize
 //   __variable_settings/<id>   "OnePerGroup"  VariableRetrievalMode name (or its integer value)
+//   __replicated_stream_mode/<id> "Broadcast" ReplicatedStreamMode of an input (absent: Replicate)
 #pragma once
 
 #include <map>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/inputsettings.hpp"
 #include "xtrain/names.hpp"
 #include "xtrain/variablesettings.hpp"
 
@@ -22,6 +24,7 @@ inline constexpr const char* kReplicationFactorKey = "__replicationFactor";
 inline constexpr const char* kCommGroupTypePrefix = "__comm_group_type/";
 inline constexpr const char* kCommGroupSizePrefix = "__comm_group_size/";
 inline constexpr const char* kVariableSettingsPrefix = "__variable_settings/";
+inline constexpr const char* kReplicatedStreamModePrefix = "__replicated_stream_mode/";
 
 using ModelMetadata = std::map<std::string, std::string>;
 
@@ -36,6 +39,10 @@ std::optional<VariableSettings> readVariableSettings(const ModelMetadata& metada
                                                      const TensorId& id);
 // Tensor ids that have variable settings recorded.
 std::vector<TensorId> tensorsWithVariableSettings(const ModelMetadata& metadata);
+
+// The stream mode recorded for input `id` (Replicate when none is). Throws xtrain::error naming
+// the key when the value is neither "Replicate" nor "Broadcast".
+ReplicatedStreamMode readReplicatedStreamMode(const ModelMetadata& metadata, const TensorId& id);
 
 // The embedded replication factor, or nullopt. Throws xtrain::error when the value is not a
 // positive integer.
