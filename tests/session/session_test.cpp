@@ -1,12 +1,13 @@
-// TrainingSession behaviour: gradient accumulation and local replicas give the same training as one big
-// batch; memory checks; errors for bad options and bad input.
+// TrainingSession behaviour: gradient accumulation and local replicas give the same training as one
+// big batch; memory checks; errors for bad options and bad input.
+#include "xtrain/session.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "testing/op_testing.hpp"
 #include "xtrain/builder.hpp"
-#include "xtrain/session.hpp"
 
 namespace xtrain::testing {
 namespace {
@@ -30,7 +31,8 @@ Mlp buildMlp(int64_t batch, int64_t hidden = 5) {
   Mlp m;
   m.x = b->addInputTensor(TensorInfo(DataType::FLOAT, {batch, 6}), "x");
   m.labels = b->addInputTensor(TensorInfo(DataType::INT32, {batch}), "labels");
-  auto h = onnx.relu({onnx.add({onnx.matmul({m.x, weight({6, hidden}, "W1")}), weight({hidden}, "b1")})});
+  auto h = onnx.relu(
+      {onnx.add({onnx.matmul({m.x, weight({6, hidden}, "W1")}), weight({hidden}, "b1")})});
   auto logits = onnx.add({onnx.matmul({h, weight({hidden, 3}, "W2")}), weight({3}, "b2")});
   m.loss = onnx.softmaxcrossentropyloss({logits, m.labels}, 1, std::nullopt, "mean")[0];
   b->addOutputTensor(m.loss);
@@ -44,10 +46,12 @@ struct Layout {
   MeanReductionStrategy strategy = MeanReductionStrategy::Post;
   float lr = 0.1f;
   float weightDecay = 0.01f;
+  bool sharded = false;  // optimizer state and weights sharded over all replicas
 };
 
-// Trains `steps` steps on the same global batches (16 samples per step) and returns W1 after training.
-HostTensor train(const Layout& l, int steps = 3) {
+// Trains `steps` steps (SGD with momentum) on the same global batches (16 samples per step) and
+// returns W1 after training.
+HostTensor train(const Layout& l, int steps = 5) {
   const Mlp m = buildMlp(l.microBatch);
   SessionOptions o;
   if (l.af > 1) {
@@ -60,10 +64,18 @@ HostTensor train(const Layout& l, int steps = 3) {
   }
   o.accumulationAndReplicationReductionType = l.reduction;
   o.meanAccumulationAndReplicationReductionStrategy = l.strategy;
+  if (l.sharded) {
+    for (auto* settings :
+         {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings}) {
+      settings->location.replicatedTensorSharding = ReplicatedTensorSharding::On;
+      settings->minElementsForReplicatedTensorSharding = 1;
+    }
+  }
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice(
       {{"numIPUs", std::to_string(l.replicas)}});
-  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1, {{m.loss, AnchorReturnType("ALL")}}),
-                                                m.loss, ConstSGD(l.lr, l.weightDecay, 0.9f), device, {}, o);
+  auto s = TrainingSession::createFromOnnxModel(
+      m.proto, DataFlow(1, {{m.loss, AnchorReturnType("ALL")}}), m.loss,
+      ConstSGD(l.lr, l.weightDecay, 0.9f), device, {}, o);
   s->prepareDevice();
   s->weightsFromHost();
   std::mt19937 rng(11);
@@ -92,12 +104,16 @@ HostTensor train(const Layout& l, int steps = 3) {
 
 TEST(Session, AccumulationAndLocalReplicasMatchOneBigBatch) {
   const HostTensor reference = train({16, 1, 1});
-  for (const Layout& l : {Layout{4, 4, 1}, Layout{8, 2, 1}, Layout{8, 1, 2}, Layout{4, 2, 2},
-                          Layout{2, 2, 4}, Layout{4, 4, 1, ReductionType::Mean, MeanReductionStrategy::Running},
+  Layout sharded{4, 1, 4};
+  sharded.sharded = true;
+  for (const Layout& l : {Layout{4, 1, 4}, sharded, Layout{4, 4, 1}, Layout{8, 2, 1},
+                          Layout{8, 1, 2}, Layout{4, 2, 2}, Layout{2, 2, 4},
+                          Layout{4, 4, 1, ReductionType::Mean, MeanReductionStrategy::Running},
                           Layout{4, 2, 2, ReductionType::Mean, MeanReductionStrategy::Running}}) {
     EXPECT_TRUE(allClose(train(l), reference, 1e-5, 1e-6))
-        << "micro-batch " << l.microBatch << " af " << l.af << " replicas " << l.replicas << " strategy "
-        << (l.strategy == MeanReductionStrategy::Post ? "Post" : "Running");
+        << "micro-batch " << l.microBatch << " af " << l.af << " replicas " << l.replicas
+        << " strategy " << (l.strategy == MeanReductionStrategy::Post ? "Post" : "Running")
+        << (l.sharded ? " sharded" : "");
   }
 }
 
@@ -117,8 +133,8 @@ TEST(Session, OverflowingIpuThrowsOutOfMemoryWithReport) {
   const Mlp m = buildMlp(4, 4096);  // ~100 KB of weights
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice(
       {{"tilesPerIPU", "4"}, {"memoryPerTile", "16KiB"}});
-  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, ConstSGD(0.1f, 0, 0.9f),
-                                                device);
+  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss,
+                                                ConstSGD(0.1f, 0, 0.9f), device);
   try {
     s->prepareDevice();
     FAIL() << "expected OutOfMemoryException";
@@ -133,8 +149,8 @@ TEST(Session, OverflowingIpuThrowsOutOfMemoryWithReport) {
 TEST(Session, SummaryReportShowsMemoryByClassWithoutOverflow) {
   const Mlp m = buildMlp(4);
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
-  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, ConstSGD(0.1f, 0, 0.9f),
-                                                device);
+  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss,
+                                                ConstSGD(0.1f, 0, 0.9f), device);
   s->prepareDevice();
   const std::string report = s->getSummaryReport();
   EXPECT_NE(report.find("Weights"), std::string::npos) << report;
@@ -173,16 +189,20 @@ TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
   replicas.enableReplicatedGraphs = true;
   replicas.replicatedGraphCount = 2;
   expectError([&] { make(replicas); }, {"1 IPUs", "2 local replicas"});
-  expectError([&] {
-    TrainingSession::createFromOnnxModel(m.proto, DataFlow(1, {{"missing", AnchorReturnType("ALL")}}),
-                                         m.loss, ConstSGD(0.1f), device);
-  }, {"anchor 'missing'"});
+  expectError(
+      [&] {
+        TrainingSession::createFromOnnxModel(m.proto,
+                                             DataFlow(1, {{"missing", AnchorReturnType("ALL")}}),
+                                             m.loss, ConstSGD(0.1f), device);
+      },
+      {"anchor 'missing'"});
 }
 
 TEST(Session, OfflineDeviceChecksMemoryButCannotRun) {
   const Mlp m = buildMlp(4);
   auto device = DeviceManager::createDeviceManager().createOfflineIPUDevice({});
-  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, ConstSGD(0.1f), device);
+  auto s =
+      TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, ConstSGD(0.1f), device);
   expectError([&] { s->prepareDevice(); }, {"offline"});
   EXPECT_NE(s->getSummaryReport().find("Weights"), std::string::npos);
 }
@@ -202,7 +222,8 @@ TEST(Session, UpdateOptimizerFromHostChangesOnlyNonConstantValues) {
 TEST(Session, ModelToHostWritesTrainedWeightsThatReload) {
   const Mlp m = buildMlp(4);
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
-  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, ConstSGD(0.5f), device);
+  auto s =
+      TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, ConstSGD(0.5f), device);
   s->prepareDevice();
   s->weightsFromHost();
   std::vector<float> x(24, 0.5f);
@@ -228,7 +249,8 @@ TEST(Session, ModelToHostWritesTrainedWeightsThatReload) {
   HostTensor original = reloaded;
   s->resetHostWeights(m.proto);
   s->readWeights(wio2);
-  EXPECT_FALSE(allClose(reloaded, trained, 0, 0)) << "resetHostWeights should restore the initial values";
+  EXPECT_FALSE(allClose(reloaded, trained, 0, 0))
+      << "resetHostWeights should restore the initial values";
 }
 
 }  // namespace
