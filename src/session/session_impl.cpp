@@ -40,6 +40,13 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
   groupedValues_ = std::move(imported.groupedValues);
+  if (auto embedded = ir::readReplicationFactor(modelMetadata_);
+      embedded && *embedded != globalReplicas_) {
+    logging::session::warn(
+        "the model was built for {} replicas (__replicationFactor) but the session has {}; grouped "
+        "weights take their group count from the session's replicas",
+        *embedded, globalReplicas_);
+  }
   collectVariableSettings();
   for (const auto& id : graph_->inputs()) {
     if (ir::readReplicatedStreamMode(modelMetadata_, id) == ReplicatedStreamMode::Broadcast) {
