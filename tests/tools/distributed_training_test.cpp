@@ -91,6 +91,15 @@ TEST_F(DistributedTraining, GlobalBatchSplitOverInstances) {
   expectSameWeights(one, four, 1e-5);
 }
 
+// Open MPI's mpirun as xrun's engine starts the same job: the instances get the same environment
+// (tests/launcher/engines_test.cpp) and train to the same weights as with the local engine.
+TEST_F(DistributedTraining, MpirunEngineTrainsLikeTheLocalEngine) {
+  if (run("sh -c 'command -v mpirun'").exitCode != 0) GTEST_SKIP() << "mpirun is not installed";
+  const auto local = train("./xrun -n 2 --num-replicas 4 ", "", "local");
+  const auto mpirun = train("./xrun --engine mpirun -n 2 --num-replicas 4 ", "", "mpirun");
+  expectSameWeights(local, mpirun, 0);
+}
+
 // Only the first instance prints progress; a disagreeing --replicas is refused with what to do.
 TEST_F(DistributedTraining, OutputAndLayoutErrors) {
   Result r = run("./xrun -n 2 ./xtrain --steps 3");
