@@ -6,6 +6,7 @@
 //                                                     L local replicas, and under xrun -n N the job's layout
 //   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a naive loop
 //   xbench comm [...]                                 collective bandwidth, nccl-tests format (comm_bench.cpp)
+//   xbench checkpoint [--bytes 400M] [--tensors N]    time to save one checkpoint (checkpoint_bench.cpp)
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "bench_args.hpp"
+#include "checkpoint_bench.hpp"
 #include "common/example_models.hpp"
 #include "device/kernels/sgemm.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -146,7 +148,7 @@ int main(int argc, char** argv) {
   const std::string usage =
       std::string("usage: xbench mlp [--steps N] [--warmup N] [--batch B]\n       xbench matmul "
                   "[--size N] [--reps R]\n       ") +
-      xbench::commUsage() + "\n";
+      xbench::commUsage() + "\n       " + xbench::checkpointUsage() + "\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
     return args.empty() ? 2 : 0;
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
     if (args[0] == "mlp") return benchMlp(args);
     if (args[0] == "matmul") return benchMatmul(args);
     if (args[0] == "comm") return xbench::benchComm(args);
+    if (args[0] == "checkpoint") return xbench::benchCheckpoint(args);
     std::cerr << "xbench: unknown benchmark '" << args[0] << "'\n" << usage;
     return 2;
   } catch (const std::exception& e) {

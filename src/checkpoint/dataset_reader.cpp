@@ -2,17 +2,10 @@
 
 #include <sys/stat.h>
 
-#include <mutex>
-
 #include "checkpoint/hdf5_handle.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::checkpoint {
-
-void silenceHdf5Errors() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
-}
 
 namespace {
 

@@ -17,7 +17,8 @@ class H5Handle {
   H5Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
   H5Handle(const H5Handle&) = delete;
   H5Handle& operator=(const H5Handle&) = delete;
-  H5Handle(H5Handle&& o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)), closer_(o.closer_) {}
+  H5Handle(H5Handle&& o) noexcept
+      : id_(std::exchange(o.id_, H5I_INVALID_HID)), closer_(o.closer_) {}
   H5Handle& operator=(H5Handle&& o) noexcept {
     if (this != &o) {
       reset();
@@ -29,6 +30,8 @@ class H5Handle {
   ~H5Handle() { reset(); }
 
   hid_t get() const { return id_; }
+  // Gives up ownership: the caller closes the id.
+  hid_t release() { return std::exchange(id_, H5I_INVALID_HID); }
   bool valid() const { return id_ >= 0; }
   void reset() {
     if (id_ >= 0 && closer_ != nullptr) closer_(id_);
@@ -40,7 +43,37 @@ class H5Handle {
   Closer closer_ = nullptr;
 };
 
-// Turns HDF5's automatic error printing off for the process (xtrain reports errors itself). Idempotent.
+// Turns HDF5's automatic error printing off for the calling thread (xtrain reports errors itself).
+// Debian's HDF5 is built thread-safe, which makes the error stack (and this setting) per thread, so
+// every entry point calls it: a checkpoint written on a background thread must be silent too. Cheap
+// after the first call on a thread.
 void silenceHdf5Errors();
+
+// The most specific message on the calling thread's HDF5 error stack (what the last failing HDF5
+// call reported, e.g. "truncated file: eof = 1000, ... stored_eof = 6144"), or "" when empty.
+std::string hdf5ErrorDetail();
+
+// Owning wrappers for the common kinds of id (invalid when the HDF5 call failed).
+inline H5Handle ownFile(hid_t id) {
+  return H5Handle(id, H5Fclose);
+}
+inline H5Handle ownGroup(hid_t id) {
+  return H5Handle(id, H5Gclose);
+}
+inline H5Handle ownDataset(hid_t id) {
+  return H5Handle(id, H5Dclose);
+}
+inline H5Handle ownSpace(hid_t id) {
+  return H5Handle(id, H5Sclose);
+}
+inline H5Handle ownType(hid_t id) {
+  return H5Handle(id, H5Tclose);
+}
+inline H5Handle ownAttribute(hid_t id) {
+  return H5Handle(id, H5Aclose);
+}
+inline H5Handle ownPlist(hid_t id) {
+  return H5Handle(id, H5Pclose);
+}
 
 }  // namespace xtrain::checkpoint

@@ -1,0 +1,87 @@
+// Stage 3 of a save: publish the staged checkpoint. The order of the steps is what makes a save
+// killed at any moment harmless: nothing is visible under the final name before every byte of it is
+// durable, and `latest` moves only after the directory it names is in place.
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/durable_files.hpp"
+#include "checkpoint/layout.hpp"
+
+namespace xtrain::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void renameOrThrow(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    throw CheckpointError("cannot rename '{}' to '{}': {}", from, to, std::strerror(errno));
+  }
+}
+
+// Swaps two directories in one step (Linux renameat2). False when the file system cannot.
+bool exchange(const std::string& a, const std::string& b) {
+#ifdef RENAME_EXCHANGE
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
+    throw CheckpointError("cannot exchange '{}' and '{}': {}", a, b, std::strerror(errno));
+  }
+#endif
+  return false;
+}
+
+void removeOrThrow(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) throw CheckpointError("cannot remove '{}': {}", dir, ec.message());
+}
+
+}  // namespace
+
+void commit(const std::string& stagingDir, const std::string& finalDir) {
+  const std::string index = (fs::path(stagingDir) / layout::kIndexFile).string();
+  if (!fs::is_regular_file(index)) {
+    throw CheckpointError("commit: '{}' has no {} (writeIndex has not run)", stagingDir,
+                          layout::kIndexFile);
+  }
+  const std::string parent = parentDirectory(finalDir);
+  if (fs::weakly_canonical(parentDirectory(stagingDir)) != fs::weakly_canonical(parent)) {
+    throw CheckpointError("commit: staging '{}' and final '{}' must be in the same directory",
+                          stagingDir, finalDir);
+  }
+  // 1. Every byte of the staged checkpoint and its directory entries reach the disk.
+  fsyncDirectoryAndFiles(stagingDir);
+
+  // 2. The final name appears atomically. Re-saving a step replaces the old directory: exchanged in
+  //    one step where the file system allows, else moved aside first (a crash in between leaves
+  //    the old one as <final>.old-<pid>, removed by prune, and `latest` falls back to the newest
+  //    complete checkpoint).
+  std::string retired;
+  if (fs::exists(finalDir)) {
+    if (exchange(stagingDir, finalDir)) {
+      retired = stagingDir;
+    } else {
+      retired = finalDir + layout::kRetiredMarker + std::to_string(::getpid());
+      renameOrThrow(finalDir, retired);
+      renameOrThrow(stagingDir, finalDir);
+    }
+  } else {
+    renameOrThrow(stagingDir, finalDir);
+  }
+  fsyncPath(parent);
+
+  // 3. `latest` names it (atomically replaced), then the replaced copy goes.
+  replaceFileDurably((fs::path(parent) / layout::kLatestFile).string(), baseName(finalDir) + "\n");
+  if (!retired.empty()) {
+    removeOrThrow(retired);
+    fsyncPath(parent);
+  }
+}
+
+}  // namespace xtrain::checkpoint

@@ -1,0 +1,367 @@
+#include "checkpoint/inspection.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "checkpoint/crc32.hpp"
+#include "checkpoint/h5_attributes.hpp"
+#include "checkpoint/h5_files.hpp"
+#include "checkpoint/h5_types.hpp"
+#include "checkpoint/layout.hpp"
+
+namespace xtrain::checkpoint {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+class Inspector {
+ public:
+  Inspector(const std::string& path, Depth depth) : path_(path), depth_(depth) { out_.dir = path; }
+
+  Inspection run() {
+    if (locate() && openIndex() && readRoot() && depth_ >= Depth::Parts && checkParts() &&
+        depth_ >= Depth::Structure) {
+      checkDatasets();
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void problem(std::string text) { out_.problems.push_back(std::move(text)); }
+
+  // Runs f, recording a CheckpointError it throws as a problem; true when it did not throw.
+  template <typename F>
+  bool attempt(F&& f) {
+    try {
+      f();
+      return true;
+    } catch (const CheckpointError& e) {
+      problem(e.what());
+      return false;
+    }
+  }
+
+  bool locate() {
+    std::error_code ec;
+    const fs::path p(path_);
+    if (!fs::exists(p, ec)) {
+      problem("checkpoint '" + path_ + "' does not exist");
+      return false;
+    }
+    if (fs::is_directory(p, ec)) {
+      out_.dir = path_;
+      out_.indexFile = (p / layout::kIndexFile).string();
+      if (!fs::exists(out_.indexFile, ec)) {
+        problem("'" + path_ + "' has no " + layout::kIndexFile +
+                ": it is not a checkpoint, or a save that did not finish");
+        return false;
+      }
+    } else {
+      out_.indexFile = path_;
+      out_.dir = p.has_parent_path() ? p.parent_path().string() : ".";
+    }
+    return true;
+  }
+
+  bool openIndex() {
+    return attempt([&] { index_ = openHdf5File(out_.indexFile); });
+  }
+
+  bool readRoot() {
+    const hid_t root = index_.get();
+    const std::string& where = out_.indexFile;
+    Attributes& a = out_.attributes;
+    // The format name and version decide whether anything else can be understood.
+    if (!attempt([&] { a.formatName = readStringAttribute(root, "formatName", where); })) {
+      problem("'" + where + "' is not an xtrain checkpoint");
+      return false;
+    }
+    if (a.formatName != kFormatName) {
+      problem("'" + where + "' is not an xtrain checkpoint (formatName is '" + a.formatName +
+              "', expected '" + kFormatName + "')");
+      return false;
+    }
+    if (!attempt([&] { a.formatVersion = readInt64Attribute(root, "formatVersion", where); })) {
+      return false;
+    }
+    if (a.formatVersion > kFormatVersion) {
+      problem(xtrain::format(
+          "'{}' was written by a newer xtrain (format version {}, this build reads up to {})",
+          where, a.formatVersion, kFormatVersion));
+      return false;
+    }
+    if (a.formatVersion < 1) {
+      problem(xtrain::format("'{}' has an invalid format version {}", where, a.formatVersion));
+      return false;
+    }
+    attempt([&] { a.step = readInt64Attribute(root, "step", where); });
+    attempt([&] { a.epoch = readInt64Attribute(root, "epoch", where); });
+    attempt([&] { a.samplesSeen = readInt64Attribute(root, "samplesSeen", where); });
+    attempt([&] {
+      a.globalReplicationFactor = readInt64Attribute(root, "globalReplicationFactor", where);
+    });
+    attempt([&] { a.instances = readInt64Attribute(root, "instances", where); });
+    attempt([&] { a.optimizerType = readStringAttribute(root, "optimizerType", where); });
+    attempt([&] { a.graphFingerprint = readStringAttribute(root, "graphFingerprint", where); });
+    attempt([&] { a.creationTime = readStringAttribute(root, "creationTime", where); });
+    attempt([&] { a.xtrainVersion = readStringAttribute(root, "xtrainVersion", where); });
+    attempt([&] { readHyperparameters(); });
+    int64_t parts = 0;
+    if (!attempt([&] { parts = readInt64Attribute(root, layout::kPartsAttribute, where); })) {
+      return false;
+    }
+    if (parts < 1 || parts > 1'000'000) {
+      problem(xtrain::format("'{}': attribute '{}' is {}, not a part count", where,
+                             layout::kPartsAttribute, parts));
+      return false;
+    }
+    out_.parts = static_cast<int>(parts);
+    return true;
+  }
+
+  void readHyperparameters() {
+    const std::string where = out_.indexFile + ": group /" + layout::kHyperparameterGroup;
+    if (H5Lexists(index_.get(), layout::kHyperparameterGroup, H5P_DEFAULT) <= 0) {
+      throw CheckpointError("{} is missing", where);
+    }
+    H5Handle group = ownGroup(H5Gopen2(index_.get(), layout::kHyperparameterGroup, H5P_DEFAULT));
+    if (!group.valid())
+      throw CheckpointError("{}: cannot open it (HDF5: {})", where, hdf5ErrorDetail());
+    std::vector<std::string> names;
+    auto collect = [](hid_t, const char* name, const H5A_info_t*, void* data) -> herr_t {
+      static_cast<std::vector<std::string>*>(data)->push_back(name);
+      return 0;
+    };
+    H5Aiterate2(group.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect, &names);
+    for (const auto& name : names) {
+      out_.attributes.hyperparameters[name] = readDoubleAttribute(group.get(), name, where);
+    }
+  }
+
+  std::string partPath(int part) const {
+    return (fs::path(out_.dir) / layout::partFile(part)).string();
+  }
+
+  bool checkParts() {
+    partFiles_.resize(static_cast<size_t>(out_.parts));
+    bool all = true;
+    for (int i = 0; i < out_.parts; ++i) {
+      const std::string file = partPath(i);
+      std::error_code ec;
+      if (!fs::exists(file, ec)) {
+        problem(xtrain::format("part file '{}' is missing ({} declares {} parts)", file,
+                               layout::kIndexFile, out_.parts));
+        all = false;
+      } else if (depth_ >= Depth::Structure) {
+        all = attempt([&] { partFiles_[static_cast<size_t>(i)] = openHdf5File(file); }) && all;
+      }
+    }
+    // Datasets whose part is unreadable are still checked as far as the index goes.
+    return true;
+  }
+
+  void checkDatasets() {
+    std::vector<std::string> paths;
+    if (!attempt([&] { paths = datasetPaths(index_.get(), out_.indexFile); })) return;
+    std::vector<std::set<std::string>> mapped(static_cast<size_t>(out_.parts));
+    for (const auto& path : paths) {
+      DatasetInfo info;
+      int part = -1;
+      if (!checkDataset(path, info, part)) continue;
+      mapped[static_cast<size_t>(part)].insert(path);
+      if (depth_ >= Depth::Checksums && !readDataset(info)) continue;
+      out_.datasets.push_back(std::move(info));
+    }
+    // A part holding a dataset the index does not map means the index and the parts disagree.
+    for (int i = 0; i < out_.parts; ++i) {
+      const H5Handle& h5 = partFiles_[static_cast<size_t>(i)];
+      if (!h5.valid()) continue;
+      std::vector<std::string> held;
+      if (!attempt([&] { held = datasetPaths(h5.get(), partPath(i)); })) continue;
+      for (const auto& p : held) {
+        if (mapped[static_cast<size_t>(i)].count(p) == 0 &&
+            std::find(paths.begin(), paths.end(), p) == paths.end()) {
+          problem(xtrain::format("'{}' holds dataset '{}', which {} does not map", partPath(i), p,
+                                 layout::kIndexFile));
+        }
+      }
+    }
+  }
+
+  // The index's virtual dataset `path` and its source in a part: mapping, type, shape, checksum
+  // attribute. Records problems; true when sound.
+  bool checkDataset(const std::string& path, DatasetInfo& info, int& part) {
+    const std::string where = out_.indexFile + ": dataset '" + path + "'";
+    H5Handle ds = ownDataset(H5Dopen2(index_.get(), path.c_str(), H5P_DEFAULT));
+    if (!ds.valid()) {
+      problem(where + ": cannot open it (HDF5: " + hdf5ErrorDetail() + ")");
+      return false;
+    }
+    info.path = path;
+    H5Handle type = ownType(H5Dget_type(ds.get()));
+    const auto dataType = dataTypeOfHdf5(type.get());
+    if (!dataType) {
+      problem(where + ": its element type is not one xtrain writes");
+      return false;
+    }
+    H5Handle space = ownSpace(H5Dget_space(ds.get()));
+    info.info = TensorInfo(*dataType, shapeOfSpace(space.get()));
+    if (!attempt(
+            [&] { info.crc32 = readUint32Attribute(ds.get(), layout::kCrcAttribute, where); })) {
+      return false;
+    }
+
+    H5Handle dcpl = ownPlist(H5Dget_create_plist(ds.get()));
+    size_t count = 0;
+    if (H5Pget_layout(dcpl.get()) != H5D_VIRTUAL || H5Pget_virtual_count(dcpl.get(), &count) < 0 ||
+        count != 1) {
+      problem(where + ": not a virtual dataset mapping one part dataset");
+      return false;
+    }
+    const ssize_t fileLen = H5Pget_virtual_filename(dcpl.get(), 0, nullptr, 0);
+    const ssize_t dsetLen = H5Pget_virtual_dsetname(dcpl.get(), 0, nullptr, 0);
+    if (fileLen < 0 || dsetLen < 0) {
+      problem(where + ": cannot read its mapping (HDF5: " + hdf5ErrorDetail() + ")");
+      return false;
+    }
+    std::string sourceFile(static_cast<size_t>(fileLen) + 1, '\0');
+    std::string sourceDataset(static_cast<size_t>(dsetLen) + 1, '\0');
+    H5Pget_virtual_filename(dcpl.get(), 0, sourceFile.data(), sourceFile.size());
+    H5Pget_virtual_dsetname(dcpl.get(), 0, sourceDataset.data(), sourceDataset.size());
+    sourceFile.resize(static_cast<size_t>(fileLen));
+    sourceDataset.resize(static_cast<size_t>(dsetLen));
+    const auto index = layout::partIndex(sourceFile);
+    if (!index || *index >= out_.parts) {
+      problem(xtrain::format("{}: maps to '{}', which is not one of its part files ({} .. {})",
+                             where, sourceFile, layout::partFile(0),
+                             layout::partFile(out_.parts - 1)));
+      return false;
+    }
+    if (sourceDataset != layout::virtualSourceName(path)) {
+      problem(where + ": maps to dataset '" + sourceDataset + "' of '" + sourceFile +
+              "', expected the same path");
+      return false;
+    }
+    H5Handle virtualSelection = ownSpace(H5Pget_virtual_vspace(dcpl.get(), 0));
+    H5Handle sourceSelection = ownSpace(H5Pget_virtual_srcspace(dcpl.get(), 0));
+    const hssize_t elements = info.info.nelms();
+    // An "all" source selection is stored without the source's extent (HDF5 learns it when it
+    // opens the source); its size is checked against the part below.
+    if (H5Sget_select_npoints(virtualSelection.get()) != elements ||
+        (H5Sget_select_type(sourceSelection.get()) != H5S_SEL_ALL &&
+         H5Sget_select_npoints(sourceSelection.get()) != elements)) {
+      problem(where + ": its mapping does not cover the whole dataset");
+      return false;
+    }
+    part = *index;
+    info.partFile = sourceFile;
+    return checkSource(info, part);
+  }
+
+  bool checkSource(const DatasetInfo& info, int part) {
+    const H5Handle& h5 = partFiles_[static_cast<size_t>(part)];
+    if (!h5.valid()) return false;  // the part's own problem is recorded
+    const std::string file = partPath(part);
+    const std::string where = file + ": dataset '" + info.path + "'";
+    if (!isDataset(h5.get(), info.path)) {
+      problem(xtrain::format("'{}' has no dataset '{}' (mapped by {})", file, info.path,
+                             layout::kIndexFile));
+      return false;
+    }
+    H5Handle ds = ownDataset(H5Dopen2(h5.get(), info.path.c_str(), H5P_DEFAULT));
+    if (!ds.valid()) {
+      problem(where + ": cannot open it (HDF5: " + hdf5ErrorDetail() + ")");
+      return false;
+    }
+    H5Handle type = ownType(H5Dget_type(ds.get()));
+    const auto dataType = dataTypeOfHdf5(type.get());
+    H5Handle space = ownSpace(H5Dget_space(ds.get()));
+    const Shape shape = shapeOfSpace(space.get());
+    if (dataType != info.info.dataType() || shape != info.info.shape()) {
+      problem(xtrain::format("{}: is {}{} but {} says {}", where,
+                             dataType ? dataTypeName(*dataType) : "(unknown type)",
+                             shapeToString(shape), layout::kIndexFile, info.info.toString()));
+      return false;
+    }
+    uint32_t crc = 0;
+    if (!attempt([&] { crc = readUint32Attribute(ds.get(), layout::kCrcAttribute, where); })) {
+      return false;
+    }
+    if (crc != info.crc32) {
+      problem(xtrain::format("{}: its crc32 attribute {} differs from {}'s {}", where, hex(crc),
+                             layout::kIndexFile, hex(info.crc32)));
+      return false;
+    }
+    return true;
+  }
+
+  // Reads the dataset through the virtual dataset (as any HDF5 reader would) and checks its bytes.
+  bool readDataset(const DatasetInfo& info) {
+    const std::string where = out_.indexFile + ": dataset '" + info.path + "'";
+    // Sources are looked up in the checkpoint's directory first (not the working directory), so a
+    // moved checkpoint reads its own parts.
+    H5Handle dapl = ownPlist(H5Pcreate(H5P_DATASET_ACCESS));
+    std::error_code ec;
+    const std::string prefix = fs::absolute(out_.dir, ec).string();
+    H5Pset_virtual_prefix(dapl.get(), prefix.c_str());
+    H5Handle ds = ownDataset(H5Dopen2(index_.get(), info.path.c_str(), dapl.get()));
+    if (!ds.valid()) {
+      problem(where + ": cannot open it (HDF5: " + hdf5ErrorDetail() + ")");
+      return false;
+    }
+    HostTensor value(info.info);
+    H5Handle memType = hdf5TypeOf(info.info.dataType());
+    if (value.nbytes() > 0 &&
+        H5Dread(ds.get(), memType.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.raw()) < 0) {
+      problem(xtrain::format("{}: cannot read its bytes from '{}' (HDF5: {})", where,
+                             partPathOf(info), hdf5ErrorDetail()));
+      return false;
+    }
+    const uint32_t crc = crc32Of(value.raw(), value.nbytes());
+    if (crc != info.crc32) {
+      problem(xtrain::format(
+          "'{}': dataset '{}' is corrupt: its bytes have CRC-32 {}, the checkpoint recorded {}",
+          partPathOf(info), info.path, hex(crc), hex(info.crc32)));
+      return false;
+    }
+    if (depth_ >= Depth::Data) out_.values.emplace(info.path, std::move(value));
+    return true;
+  }
+
+  std::string partPathOf(const DatasetInfo& info) const {
+    return (fs::path(out_.dir) / info.partFile).string();
+  }
+
+  std::string path_;
+  Depth depth_;
+  Inspection out_;
+  H5Handle index_;
+  std::vector<H5Handle> partFiles_;
+};
+
+}  // namespace
+
+Inspection inspect(const std::string& path, Depth depth) {
+  silenceHdf5Errors();
+  return Inspector(path, depth).run();
+}
+
+void throwIfProblems(const Inspection& inspection) {
+  const auto& p = inspection.problems;
+  if (p.empty()) return;
+  if (p.size() == 1) throw CheckpointError(p.front());
+  std::string text = xtrain::format("checkpoint '{}' has {} problems:", inspection.dir, p.size());
+  for (const auto& one : p) text += "\n  " + one;
+  throw CheckpointError(text);
+}
+
+}  // namespace xtrain::checkpoint

@@ -1,0 +1,36 @@
+// Names of the files and attributes of a checkpoint directory (docs/checkpoint-format.md).
+// Internal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace xtrain::checkpoint::layout {
+
+inline constexpr const char* kIndexFile = "checkpoint.h5";
+inline constexpr const char* kLatestFile = "latest";
+// Markers in the names of directories that are not checkpoints: a save in progress (or killed), and
+// a checkpoint being replaced or removed.
+inline constexpr const char* kStagingMarker = ".tmp-";
+inline constexpr const char* kRetiredMarker = ".old-";
+// Root attribute of checkpoint.h5 beyond the Attributes fields: how many part files there are.
+inline constexpr const char* kPartsAttribute = "parts";
+// Group of checkpoint.h5 holding one float64 attribute per hyperparameter.
+inline constexpr const char* kHyperparameterGroup = "hyperparameters";
+// Per-dataset attribute.
+inline constexpr const char* kCrcAttribute = "crc32";
+
+// HDF5 reads the source file and dataset names of a virtual dataset as printf-like patterns
+// ("%b" = block number): a literal '%' (as in encoded tensor names) is written "%%".
+std::string virtualSourceName(const std::string& name);
+
+// "part-3.h5"
+std::string partFile(int instance);
+// The instance of a part file name, or nullopt when `name` is not "part-<i>.h5".
+std::optional<int> partIndex(const std::string& name);
+// The step of a checkpoint directory name "ckpt-<digits>", or nullopt for anything else (staging
+// and retired directories included).
+std::optional<int64_t> checkpointStep(const std::string& name);
+
+}  // namespace xtrain::checkpoint::layout
