@@ -30,10 +30,12 @@
 #include <variant>
 #include <vector>
 
+#include "xtrain/collectives.hpp"
 #include "xtrain/inputsettings.hpp"
 #include "xtrain/names.hpp"
 #include "xtrain/ndarraywrapper.hpp"
 #include "xtrain/reductiontype.hpp"
+#include "xtrain/replicagrouping.hpp"
 #include "xtrain/tensorinfo.hpp"
 #include "xtrain/variablesettings.hpp"
 #include "xtrain/voiddata.hpp"
@@ -228,6 +230,9 @@ class AiOnnxOpset17 : public AiOnnxOpset16 {
 // PopART's ai.graphcore opset 1. Op types and attributes in the model (what the IR's ops register):
 //   IdentityLoss {reduction}; Nll {reduction, ignoreIndex (optional), inputIsLogProbability};
 //   L1 {lambda, reduction}; Gelu. reduction is the int value of ReductionType.
+//   ReplicatedAllReduce, ReplicatedReduceScatter {op, group}; ReplicatedAllGather {group}. op is
+//   the int value of CollectiveOperator; group is {commGroupType, commGroupSize} (a CommGroup) or
+//   {replicaGroupingStride, replicaGroupingSize} (a ReplicaGrouping). See docs/replicated-ops.md.
 class AiGraphcoreOpset1 : public DomainOpSet {
  public:
   explicit AiGraphcoreOpset1(BuilderImpl* impl) : DomainOpSet(impl, 1) {}
@@ -243,6 +248,37 @@ class AiGraphcoreOpset1 : public DomainOpSet {
                   ReductionType reduction = ReductionType::Mean,
                   const std::string& debugContext = {});
   TensorId gelu(const std::vector<TensorId>& args, const std::string& debugContext = {});
+
+  // Replicated collectives: each replica's op meets those of the other replicas of its group
+  // (k replicas: group sizes over the session's replicas as in replicagrouping.hpp; CommGroup All
+  // is every replica). FLOAT or FLOAT16. op: any CollectiveOperator but Local (which reduces
+  // nothing); only Add and Mean have gradients. A ReplicaGrouping's stride and group size are
+  // recorded, not its replica count: they apply to the session's replicas, which they must divide.
+  //
+  // All-reduce: every member gets the reduction of the members' inputs (same shape).
+  TensorId replicatedallreduce(const std::vector<TensorId>& args,
+                               CollectiveOperator op = CollectiveOperator::Add,
+                               const CommGroup& group = CommGroup(),
+                               const std::string& debugContext = {});
+  TensorId replicatedallreduce(const std::vector<TensorId>& args, CollectiveOperator op,
+                               const ReplicaGrouping& grouping,
+                               const std::string& debugContext = {});
+  // Reduce-scatter: the input's n elements, flattened and zero-padded to k*s (s = ceil(n/k)), are
+  // reduced; the member with index i in its group gets elements [i*s, (i+1)*s), as a 1-D [s].
+  TensorId replicatedreducescatter(const std::vector<TensorId>& args,
+                                   CollectiveOperator op = CollectiveOperator::Add,
+                                   const CommGroup& group = CommGroup(),
+                                   const std::string& debugContext = {});
+  TensorId replicatedreducescatter(const std::vector<TensorId>& args, CollectiveOperator op,
+                                   const ReplicaGrouping& grouping,
+                                   const std::string& debugContext = {});
+  // All-gather: the input's s elements (flattened) of every member, concatenated in group order:
+  // a 1-D [k*s] (reshape it to recover a shape).
+  TensorId replicatedallgather(const std::vector<TensorId>& args,
+                               const CommGroup& group = CommGroup(),
+                               const std::string& debugContext = {});
+  TensorId replicatedallgather(const std::vector<TensorId>& args, const ReplicaGrouping& grouping,
+                               const std::string& debugContext = {});
 };
 
 class Builder;

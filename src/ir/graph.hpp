@@ -126,6 +126,12 @@ class Graph {
   int onnxOpset() const { return onnxOpset_; }
   void setOnnxOpset(int v) { onnxOpset_ = v; }
 
+  // The number of replicas of the job the graph runs on (the global replication factor), or 0 when
+  // unknown. Set before adding ops whose shapes depend on it: a replicated reduce-scatter or
+  // all-gather over CommGroup All has a group of all the replicas (docs/replicated-ops.md).
+  int64_t replicationFactor() const { return replicationFactor_; }
+  void setReplicationFactor(int64_t n) { replicationFactor_ = n; }
+
  private:
   std::map<TensorId, std::unique_ptr<Tensor>> tensors_;
   std::map<OpId, std::unique_ptr<Op>> ops_;
@@ -133,6 +139,7 @@ class Graph {
   std::vector<TensorId> outputs_;
   OpId nextOpId_ = 0;
   int onnxOpset_ = 13;
+  int64_t replicationFactor_ = 0;
 };
 
 }  // namespace xtrain::ir

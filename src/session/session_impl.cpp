@@ -315,6 +315,8 @@ void SessionImpl::prepareDevice() {
       hostWeights_[id] = tileGroups(*t->value, grouped->second.groups());
     }
   }
+  collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
+                                                      globalReplicas_);
   prepared_ = true;
 }
 
@@ -889,6 +891,10 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       forEachReplica([&](int64_t r) {
         auto& buffers = replicas_[static_cast<size_t>(r)];
         const LoweredGraph& program = programOf(r);
+        // The model's replicated collectives meet this replica's group through the scope; the
+        // replicas run concurrently only on the pool's threads.
+        const device::ReplicaScope collectiveScope(*collectives_, r,
+                                                   pool_ && !lowered_->profiling());
         // Each replica's stream depends on its global index, so replicas of different instances
         // differ.
         const uint64_t replica = static_cast<uint64_t>(replicaOffset_ + r);

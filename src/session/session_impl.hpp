@@ -20,6 +20,7 @@
 #include "session/gradient_reducer.hpp"
 #include "session/grouped_variables.hpp"
 #include "session/lowered_graph.hpp"
+#include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
 #include "session/sharding.hpp"
 #include "xtrain/dataflow.hpp"
@@ -156,6 +157,8 @@ class SessionImpl {
   std::vector<std::vector<TensorId>> readyAfter_;
   std::vector<std::unique_ptr<LoweredGraph>> replicaPrograms_;  // replicas 1..L-1 (threads)
   std::unique_ptr<ReplicaPool> pool_;  // one thread per local replica when there are several
+  // How the model's replicated collective ops meet the other replicas (set by prepareDevice).
+  std::unique_ptr<ReplicaCollectives> collectives_;
   int64_t accumulationFactor_ = 1;
   uint64_t seed_ = 0;
   uint64_t executionCounter_ = 0;

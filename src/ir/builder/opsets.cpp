@@ -420,4 +420,94 @@ TensorId AiGraphcoreOpset1::gelu(const std::vector<TensorId>& args, const std::s
   return impl_->emit1("Gelu", args, dc, ir::kGraphcoreDomain);
 }
 
+// ---- ai.graphcore replicated collectives (attributes: docs/replicated-ops.md)
+
+namespace {
+
+// Local keeps each replica's value: not a reduction, so no all-reduce or reduce-scatter uses it.
+void checkReducing(const char* method, CollectiveOperator op) {
+  if (op == CollectiveOperator::Local) {
+    throw error("Builder: {}: operator Local does not reduce; use identity instead", method);
+  }
+}
+
+void setGroup(const char* method, onnx::NodeProto& node, const CommGroup& group) {
+  if ((group.type == CommGroupType::Consecutive || group.type == CommGroupType::Orthogonal) &&
+      group.replicaGroupSize == 0) {
+    throw error("Builder: {}: {} needs a positive replicaGroupSize", method, toString(group));
+  }
+  setIntAttr(node, "commGroupType", static_cast<int64_t>(group.type));
+  setIntAttr(node, "commGroupSize", static_cast<int64_t>(group.replicaGroupSize));
+}
+
+void setGroup(onnx::NodeProto& node, const ReplicaGrouping& grouping) {
+  setIntAttr(node, "replicaGroupingStride", grouping.getStride());
+  setIntAttr(node, "replicaGroupingSize", grouping.getGroupSize());
+}
+
+}  // namespace
+
+TensorId AiGraphcoreOpset1::replicatedallreduce(const std::vector<TensorId>& args,
+                                                CollectiveOperator op, const CommGroup& group,
+                                                const std::string& dc) {
+  BuilderImpl::checkArity("replicatedallreduce", args, 1, 1);
+  checkReducing("replicatedallreduce", op);
+  auto e = impl_->emit("ReplicatedAllReduce", ir::kGraphcoreDomain, args, 1, dc);
+  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
+  setGroup("replicatedallreduce", *e.node, group);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::replicatedallreduce(const std::vector<TensorId>& args,
+                                                CollectiveOperator op,
+                                                const ReplicaGrouping& grouping,
+                                                const std::string& dc) {
+  BuilderImpl::checkArity("replicatedallreduce", args, 1, 1);
+  checkReducing("replicatedallreduce", op);
+  auto e = impl_->emit("ReplicatedAllReduce", ir::kGraphcoreDomain, args, 1, dc);
+  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
+  setGroup(*e.node, grouping);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::replicatedreducescatter(const std::vector<TensorId>& args,
+                                                    CollectiveOperator op, const CommGroup& group,
+                                                    const std::string& dc) {
+  BuilderImpl::checkArity("replicatedreducescatter", args, 1, 1);
+  checkReducing("replicatedreducescatter", op);
+  auto e = impl_->emit("ReplicatedReduceScatter", ir::kGraphcoreDomain, args, 1, dc);
+  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
+  setGroup("replicatedreducescatter", *e.node, group);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::replicatedreducescatter(const std::vector<TensorId>& args,
+                                                    CollectiveOperator op,
+                                                    const ReplicaGrouping& grouping,
+                                                    const std::string& dc) {
+  BuilderImpl::checkArity("replicatedreducescatter", args, 1, 1);
+  checkReducing("replicatedreducescatter", op);
+  auto e = impl_->emit("ReplicatedReduceScatter", ir::kGraphcoreDomain, args, 1, dc);
+  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
+  setGroup(*e.node, grouping);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::replicatedallgather(const std::vector<TensorId>& args,
+                                                const CommGroup& group, const std::string& dc) {
+  BuilderImpl::checkArity("replicatedallgather", args, 1, 1);
+  auto e = impl_->emit("ReplicatedAllGather", ir::kGraphcoreDomain, args, 1, dc);
+  setGroup("replicatedallgather", *e.node, group);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::replicatedallgather(const std::vector<TensorId>& args,
+                                                const ReplicaGrouping& grouping,
+                                                const std::string& dc) {
+  BuilderImpl::checkArity("replicatedallgather", args, 1, 1);
+  auto e = impl_->emit("ReplicatedAllGather", ir::kGraphcoreDomain, args, 1, dc);
+  setGroup(*e.node, grouping);
+  return e.outputs[0];
+}
+
 }  // namespace xtrain

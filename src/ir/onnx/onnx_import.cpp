@@ -361,6 +361,12 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
     runChecks(model, options.runChecker);
     out.onnxOpset = onnxutil::onnxOpsetOf(model);
     if (out.onnxOpset != 0) out.graph->setOnnxOpset(out.onnxOpset);
+    // The replicas the graph is for: the session's, else the model's embedded factor (0: unknown),
+    // which sizes the replicated collectives over CommGroup All.
+    out.graph->setReplicationFactor(
+        options.replicationFactor > 0
+            ? options.replicationFactor
+            : readReplicationFactor(onnxutil::metadataProps(model)).value_or(0));
     buildGraph(*out.graph, model, options, out.groupedValues);
   } catch (const internal_error&) {
     throw;

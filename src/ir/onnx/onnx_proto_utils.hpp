@@ -58,7 +58,8 @@ std::map<std::string, std::string> metadataProps(const onnx::ModelProto& model);
 const char* attributeTypeName(int type);
 
 // Registers ONNX schemas (checker + shape inference) for the ai.graphcore ops the Builder emits:
-// IdentityLoss, Nll, L1, Gelu. Idempotent and thread-safe.
+// IdentityLoss, Nll, L1, Gelu and the replicated collectives (ReplicatedAllReduce,
+// ReplicatedReduceScatter, ReplicatedAllGather). Idempotent and thread-safe.
 void registerGraphcoreSchemas();
 
 }  // namespace xtrain::ir::onnxutil

@@ -1,0 +1,325 @@
+#include "session/replica_collectives.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "comm/communicator.hpp"
+#include "comm/reduce.hpp"
+#include "common/check.hpp"
+
+namespace xtrain::session {
+
+namespace {
+
+enum Kind { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2 };
+
+const char* kindName(int kind) {
+  switch (kind) {
+    case kAllReduce: return "all-reduce";
+    case kReduceScatter: return "reduce-scatter";
+    case kAllGather: return "all-gather";
+  }
+  return "?";
+}
+
+std::string replicaList(const std::vector<int64_t>& replicas) {
+  std::string out;
+  for (int64_t r : replicas) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+}  // namespace
+
+class ReplicaCollectives::Inputs {
+ public:
+  Inputs(const ReplicaCollectives& c, size_t bytes) : c_(c), bytes_(bytes) {}
+  // The input of a global replica: from the exchange, or a local replica's own buffer.
+  const std::byte* of(int64_t globalReplica) const {
+    if (c_.exchanged_) return c_.gathered_.data() + static_cast<size_t>(globalReplica) * bytes_;
+    const int64_t local = globalReplica - c_.replicaOffset_;
+    XT_CHECK(local >= 0 && local < c_.localReplicas_, "replica {} is not local", globalReplica);
+    return c_.local_[static_cast<size_t>(local)];
+  }
+
+ private:
+  const ReplicaCollectives& c_;
+  size_t bytes_;
+};
+
+std::string ReplicaCollectives::Signature::str() const {
+  std::string s = format("{} '{}' of {} {} elements, groups of {} (stride {})", kindName(kind),
+                         what, count, dataTypeName(type), groupSize, stride);
+  if (kind != kAllGather) s += format(", operator {}", toString(op));
+  return s;
+}
+
+ReplicaCollectives::ReplicaCollectives(std::shared_ptr<comm::Communicator> instances,
+                                       int64_t localReplicas, int64_t replicaOffset,
+                                       int64_t globalReplicas,
+                                       std::optional<std::chrono::milliseconds> timeout)
+    : instances_(std::move(instances)),
+      localReplicas_(localReplicas),
+      replicaOffset_(replicaOffset),
+      globalReplicas_(globalReplicas),
+      timeout_(timeout      ? *timeout
+               : instances_ ? instances_->timeout()
+                            : comm::defaultTimeout()),
+      local_(static_cast<size_t>(localReplicas), nullptr) {
+  XT_CHECK(localReplicas >= 1 && globalReplicas % localReplicas == 0, "{} local of {} replicas",
+           localReplicas, globalReplicas);
+  XT_CHECK(instances_ || globalReplicas == localReplicas,
+           "{} replicas in other instances but no communicator", globalReplicas - localReplicas);
+  XT_CHECK(!instances_ || instances_->size() * localReplicas == globalReplicas,
+           "{} instances of {} replicas for {} replicas", instances_ ? instances_->size() : 0,
+           localReplicas, globalReplicas);
+}
+
+ReplicaCollectives::~ReplicaCollectives() = default;
+
+void ReplicaCollectives::enter(int64_t, bool concurrent) {
+  std::lock_guard lock(mu_);
+  ++active_;
+  ++entered_;
+  concurrent_ = concurrent;
+}
+
+void ReplicaCollectives::leave(int64_t) {
+  std::lock_guard lock(mu_);
+  --active_;
+  // Concurrent replicas all enter once per program run (the pool runs every one, even after a
+  // failure); sequential ones may stop at the first failure, but never meet anyway.
+  if (active_ == 0 && (entered_ >= localReplicas_ || !concurrent_)) reset();
+}
+
+void ReplicaCollectives::reset() {
+  stage_ = Stage::Arriving;
+  arrived_ = 0;
+  departed_ = 0;
+  ++round_;
+  std::fill(local_.begin(), local_.end(), nullptr);
+  exchanged_ = false;
+  failure_.clear();
+  entered_ = 0;
+}
+
+void ReplicaCollectives::replicaFailed(int64_t localReplica) {
+  std::lock_guard lock(mu_);
+  setFailure(format(
+      "local replica {} (global replica {}) stopped with an error, so its group cannot complete "
+      "this collective (that replica's error is the cause)",
+      localReplica, replicaOffset_ + localReplica));
+}
+
+void ReplicaCollectives::setFailure(std::string why) {
+  if (failure_.empty()) failure_ = std::move(why);
+  cv_.notify_all();
+}
+
+void ReplicaCollectives::throwFailure(const std::string& what) const {
+  throw error("{}: {}", what, failure_);
+}
+
+std::string ReplicaCollectives::missingReplicas() const {
+  std::vector<int64_t> missing, global;
+  for (int64_t r = 0; r < localReplicas_; ++r) {
+    if (local_[static_cast<size_t>(r)] == nullptr) {
+      missing.push_back(r);
+      global.push_back(replicaOffset_ + r);
+    }
+  }
+  return format("local replica{} {} (global {})", missing.size() == 1 ? "" : "s",
+                replicaList(missing), replicaList(global));
+}
+
+bool ReplicaCollectives::spansInstances(const ReplicaGrouping& grouping) const {
+  if (!instances_) return false;
+  for (int64_t g = 0; g < grouping.getNumGroups(); ++g) {
+    const auto members = grouping.getReplicasAt(g);
+    for (int64_t m : members) {
+      if (m / localReplicas_ != members.front() / localReplicas_) return true;
+    }
+  }
+  return false;
+}
+
+void ReplicaCollectives::exchange(const Signature& signature) {
+  const size_t bytes = static_cast<size_t>(signature.count) * dataTypeSize(signature.type);
+  send_.resize(bytes * static_cast<size_t>(localReplicas_));
+  gathered_.resize(bytes * static_cast<size_t>(globalReplicas_));
+  for (int64_t r = 0; r < localReplicas_; ++r) {
+    if (bytes > 0)
+      std::memcpy(send_.data() + bytes * static_cast<size_t>(r), local_[static_cast<size_t>(r)],
+                  bytes);
+  }
+  comm::AllGatherOptions o;
+  o.debugName = signature.what;
+  const auto n = static_cast<size_t>(signature.count);
+  instances_->allGatherSync(
+      comm::BufferView{send_.data(), n * static_cast<size_t>(localReplicas_), signature.type},
+      comm::BufferView{gathered_.data(), n * static_cast<size_t>(globalReplicas_), signature.type},
+      o);
+}
+
+void ReplicaCollectives::meet(int64_t localReplica, const Signature& signature,
+                              const HostTensor& input,
+                              const std::function<void(const Inputs&)>& compute) {
+  XT_CHECK(localReplica >= 0 && localReplica < localReplicas_, "local replica {} of {}",
+           localReplica, localReplicas_);
+  std::unique_lock lock(mu_);
+  if (localReplicas_ > 1 && !concurrent_) {
+    throw error(
+        "{}: the session runs its {} local replicas one after another on one thread (per-op "
+        "profiling, XTRAIN_PROFILE_OPS, is on), so they cannot meet in a collective; turn "
+        "profiling off to run models with replicated collectives",
+        signature.what, localReplicas_);
+  }
+  if (!failure_.empty()) throwFailure(signature.what);
+  if (local_[static_cast<size_t>(localReplica)] != nullptr) {
+    setFailure(format("local replica {} arrived twice in one round", localReplica));
+    throwFailure(signature.what);
+  }
+  if (arrived_ == 0) {
+    signature_ = signature;
+  } else if (!(signature == signature_)) {
+    setFailure(format(
+        "the local replicas issued different collectives: replica {} issued {}, another issued {}",
+        localReplica, signature.str(), signature_.str()));
+    throwFailure(signature.what);
+  }
+  local_[static_cast<size_t>(localReplica)] = input.raw();
+  const uint64_t round = round_;
+  if (++arrived_ == localReplicas_) {
+    exchanged_ = false;
+    if (spansInstances(ReplicaGrouping(globalReplicas_, signature.stride, signature.groupSize))) {
+      // The peers wait for the exchange without their own deadline: it is bounded by the
+      // communicator's timeout and ends in Ready or a failure.
+      stage_ = Stage::Exchanging;
+      lock.unlock();
+      try {
+        exchange(signature);
+      } catch (const std::exception& e) {
+        lock.lock();
+        setFailure(format("the exchange with the other instances failed: {}", e.what()));
+        throw;
+      }
+      lock.lock();
+      exchanged_ = true;
+    }
+    stage_ = Stage::Ready;
+    cv_.notify_all();
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (;;) {
+      if (!failure_.empty()) throwFailure(signature.what);
+      if (round_ == round && stage_ == Stage::Ready) break;
+      if (stage_ == Stage::Exchanging) {
+        cv_.wait(lock);
+      } else if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+                 stage_ == Stage::Arriving && failure_.empty()) {
+        setFailure(format(
+            "{} did not reach this collective within {} ms. Every replica runs the same program, "
+            "so a missing replica has stopped or is stuck elsewhere (XTRAIN_COMM_TIMEOUT sets the "
+            "limit)",
+            missingReplicas(), timeout_.count()));
+        throwFailure(signature.what);
+      }
+    }
+  }
+  lock.unlock();
+  try {
+    compute(Inputs(*this, static_cast<size_t>(signature.count) * dataTypeSize(signature.type)));
+  } catch (const std::exception& e) {
+    lock.lock();
+    setFailure(format("local replica {} failed to compute its result: {}", localReplica, e.what()));
+    throw;
+  }
+  lock.lock();
+  if (++departed_ == localReplicas_) {
+    stage_ = Stage::Arriving;
+    arrived_ = 0;
+    departed_ = 0;
+    ++round_;
+    std::fill(local_.begin(), local_.end(), nullptr);
+    cv_.notify_all();
+    return;
+  }
+  // Wait until every member has read this replica's input before it may change.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (round_ == round && failure_.empty()) {
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && round_ == round &&
+        failure_.empty()) {
+      setFailure(format("the local replicas did not all finish this collective within {} ms",
+                        timeout_.count()));
+    }
+  }
+  if (round_ == round) throwFailure(signature.what);
+}
+
+void ReplicaCollectives::allReduce(int64_t localReplica, const HostTensor& input,
+                                   HostTensor& output, const ReplicaGrouping& grouping,
+                                   CollectiveOperator op, const std::string& what) {
+  XT_CHECK(op != CollectiveOperator::Local && output.nelms() == input.nelms(), "{}", what);
+  const Signature sig{kAllReduce,
+                      input.dataType(),
+                      input.nelms(),
+                      grouping.getStride(),
+                      grouping.getGroupSize(),
+                      op,
+                      what};
+  const int64_t me = replicaOffset_ + localReplica;
+  meet(localReplica, sig, input, [&](const Inputs& in) {
+    std::vector<const void*> srcs;
+    for (int64_t m : grouping.getReplicasAt(grouping.getGroupAt(me))) srcs.push_back(in.of(m));
+    void* dst = output.raw();
+    comm::reduceInto(input.dataType(), op, srcs.data(), srcs.size(), &dst, 1,
+                     static_cast<size_t>(input.nelms()));
+  });
+}
+
+void ReplicaCollectives::reduceScatter(int64_t localReplica, const HostTensor& input,
+                                       HostTensor& output, const ReplicaGrouping& grouping,
+                                       CollectiveOperator op, const std::string& what) {
+  const int64_t k = grouping.getGroupSize();
+  const int64_t n = input.nelms();
+  const int64_t s = (n + k - 1) / k;
+  XT_CHECK(op != CollectiveOperator::Local && output.nelms() == s, "{}: {} elements over {}", what,
+           n, k);
+  const Signature sig{kReduceScatter, input.dataType(), n, grouping.getStride(), k, op, what};
+  const int64_t me = replicaOffset_ + localReplica;
+  meet(localReplica, sig, input, [&](const Inputs& in) {
+    const size_t esize = dataTypeSize(input.dataType());
+    // Part i of the padded input: elements [i*s, i*s + count) exist, the rest is padding.
+    const int64_t begin = grouping.getIndexInGroupAt(me) * s;
+    const int64_t count = std::clamp<int64_t>(n - begin, 0, s);
+    std::vector<const void*> srcs;
+    for (int64_t m : grouping.getReplicasAt(grouping.getGroupAt(me))) {
+      srcs.push_back(in.of(m) + static_cast<size_t>(begin) * esize);
+    }
+    void* dst = output.raw();
+    if (count > 0) {
+      comm::reduceInto(input.dataType(), op, srcs.data(), srcs.size(), &dst, 1,
+                       static_cast<size_t>(count));
+    }
+    std::memset(output.raw() + static_cast<size_t>(count) * esize, 0,
+                static_cast<size_t>(s - count) * esize);
+  });
+}
+
+void ReplicaCollectives::allGather(int64_t localReplica, const HostTensor& input,
+                                   HostTensor& output, const ReplicaGrouping& grouping,
+                                   const std::string& what) {
+  const int64_t k = grouping.getGroupSize();
+  XT_CHECK(output.nelms() == k * input.nelms(), "{}", what);
+  const Signature sig{kAllGather, input.dataType(),        input.nelms(), grouping.getStride(),
+                      k,          CollectiveOperator::Add, what};
+  const int64_t me = replicaOffset_ + localReplica;
+  meet(localReplica, sig, input, [&](const Inputs& in) {
+    const size_t bytes = input.nbytes();
+    const auto members = grouping.getReplicasAt(grouping.getGroupAt(me));
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (bytes > 0) std::memcpy(output.raw() + i * bytes, in.of(members[i]), bytes);
+    }
+  });
+}
+
+}  // namespace xtrain::session
