@@ -1,10 +1,10 @@
-// Sessions (PopART's TrainingSession and InferenceSession): compile an ONNX model for a simulated IPU device,
-// move weights between host and device, and run steps.
+// Sessions (PopART's TrainingSession and InferenceSession): compile an ONNX model for a simulated
+// IPU device, move weights between host and device, and run steps.
 //
-// Life cycle: createFromOnnxModel -> prepareDevice -> weightsFromHost -> run ... -> weightsToHost ->
-// readWeights / modelToHost. Host-side weights are a copy: writeWeights changes the host copy, weightsFromHost
-// sends it to the device; weightsToHost fetches the device's values into the host copy, readWeights copies them
-// out. A session is used by one thread at a time.
+// Life cycle: createFromOnnxModel -> prepareDevice -> weightsFromHost -> run ... -> weightsToHost
+// -> readWeights / modelToHost. Host-side weights are a copy: writeWeights changes the host copy,
+// weightsFromHost sends it to the device; weightsToHost fetches the device's values into the host
+// copy, readWeights copies them out. A session is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/ndarraywrapper.hpp"
@@ -73,21 +74,24 @@ class Session {
   void loadEngineAndConnectStreams() {}
   void weightsFromHost();
   void weightsToHost();
-  // Copies host weights (and optimizer state, e.g. "Accl___w") into / out of user buffers. Each buffer must
-  // have the tensor's type and element count.
+  // Copies host weights (and optimizer state, e.g. "Accl___w") into / out of user buffers. Each
+  // buffer must have the tensor's type and element count.
   void readWeights(const WeightsIO& weights);
   void writeWeights(const WeightsIO& weights);
-  // Runs one step: batchesPerStep batches of accumulationFactor micro-batches on every local replica.
+  // Runs one step: batchesPerStep batches of accumulationFactor micro-batches on every local
+  // replica.
   void run(IStepIO& stepio, const std::string& debugName = "");
-  // Copies the weights and optimizer state of instance `rootRank` (its first replica) to every replica of
-  // every instance (a broadcast across the instances with distributed replication). Collective: every
-  // instance calls it. rootRank must be in [0, number of instances).
+  // Copies the weights and optimizer state of instance `rootRank` (its first replica) to every
+  // replica of every instance (a broadcast across the instances with distributed replication).
+  // Collective: every instance calls it. rootRank must be in [0, number of instances).
   void broadcastWeights(int rootRank = 0);
   // Writes the ONNX model with the device's current weights.
   void modelToHost(const std::string& path);
-  // Loads initializer values from an ONNX model (path or bytes) into the host weights; call weightsFromHost
-  // after. A weight missing from the model is an error unless ignoreWeightsWithoutHostWeight.
-  void resetHostWeights(const std::string& modelProtoOrPath, bool ignoreWeightsWithoutHostWeight = false);
+  // Loads initializer values from an ONNX model (path or bytes) into the host weights; call
+  // weightsFromHost after. A weight missing from the model is an error unless
+  // ignoreWeightsWithoutHostWeight.
+  void resetHostWeights(const std::string& modelProtoOrPath,
+                        bool ignoreWeightsWithoutHostWeight = false);
 
   TensorInfo getInfo(const TensorId& id) const;
   bool hasInfo(const TensorId& id) const;
@@ -134,9 +138,22 @@ class TrainingSession : public Session {
       const Optimizer& optimizer, std::shared_ptr<DeviceInfo> deviceInfo,
       const InputShapeInfo& inputShapeInfo = {}, const SessionOptions& userOptions = {});
 
-  // Replaces non-constant hyperparameters on the device (e.g. a learning-rate schedule). Changing a constant
-  // value or the optimizer's type throws xtrain::error naming it.
+  // Replaces non-constant hyperparameters on the device (e.g. a learning-rate schedule). Changing a
+  // constant value or the optimizer's type throws xtrain::error naming it.
   void updateOptimizerFromHost(const Optimizer* optimizer);
+
+  // Checkpoints (docs/checkpoint-format.md). Collective: with several instances every instance
+  // calls them with the same path. saveCheckpoint writes the directory `path` (its parent must
+  // exist): weights, optimizer state, random state and options' data position, each instance
+  // writing its share; `path` appears complete or not at all, and <parent>/latest names it
+  // afterwards. loadCheckpoint reads a checkpoint (its directory or checkpoint.h5), written by any
+  // replica layout, checks format, checksums, model fingerprint, tensors, shapes and types (nothing
+  // is loaded unless everything matches), puts its state on every replica and returns what it
+  // recorded.
+  void saveCheckpoint(const std::string& path, const CheckpointOptions& options = {});
+  CheckpointInfo loadCheckpoint(const std::string& path);
+  // Waits for an asynchronous saveCheckpoint; rethrows its failure.
+  void waitForCheckpoint();
 
  private:
   using Session::Session;

@@ -11,31 +11,61 @@ OwnedArray::OwnedArray(const TensorInfo& info)
 Session::Session(std::unique_ptr<session::SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-void Session::prepareDevice(bool) { impl_->prepareDevice(); }
-void Session::weightsFromHost() { impl_->weightsFromHost(); }
-void Session::weightsToHost() { impl_->weightsToHost(); }
-void Session::broadcastWeights(int rootRank) { impl_->broadcastWeights(rootRank); }
-void Session::readWeights(const WeightsIO& weights) { impl_->readWeights(weights); }
-void Session::writeWeights(const WeightsIO& weights) { impl_->writeWeights(weights); }
-void Session::run(IStepIO& stepio, const std::string& debugName) { impl_->run(stepio, debugName); }
-void Session::modelToHost(const std::string& path) { impl_->modelToHost(path); }
+void Session::prepareDevice(bool) {
+  impl_->prepareDevice();
+}
+void Session::weightsFromHost() {
+  impl_->weightsFromHost();
+}
+void Session::weightsToHost() {
+  impl_->weightsToHost();
+}
+void Session::broadcastWeights(int rootRank) {
+  impl_->broadcastWeights(rootRank);
+}
+void Session::readWeights(const WeightsIO& weights) {
+  impl_->readWeights(weights);
+}
+void Session::writeWeights(const WeightsIO& weights) {
+  impl_->writeWeights(weights);
+}
+void Session::run(IStepIO& stepio, const std::string& debugName) {
+  impl_->run(stepio, debugName);
+}
+void Session::modelToHost(const std::string& path) {
+  impl_->modelToHost(path);
+}
 void Session::resetHostWeights(const std::string& model, bool ignoreWeightsWithoutHostWeight) {
   impl_->resetHostWeights(model, ignoreWeightsWithoutHostWeight);
 }
 
-TensorInfo Session::getInfo(const TensorId& id) const { return impl_->graph().tensor(id).info; }
-bool Session::hasInfo(const TensorId& id) const { return impl_->graph().hasTensor(id); }
+TensorInfo Session::getInfo(const TensorId& id) const {
+  return impl_->graph().tensor(id).info;
+}
+bool Session::hasInfo(const TensorId& id) const {
+  return impl_->graph().hasTensor(id);
+}
 std::vector<TensorId> Session::getTensorIds() const {
   std::vector<TensorId> ids;
   for (const auto& [id, t] : impl_->graph().tensors()) ids.push_back(id);
   return ids;
 }
-std::string Session::getSummaryReport(bool) const { return impl_->summaryReport(); }
+std::string Session::getSummaryReport(bool) const {
+  return impl_->summaryReport();
+}
 
-void Session::setRandomSeed(uint64_t seed) { impl_->setRandomSeed(seed); }
-uint64_t Session::getRandomSeed() const { return impl_->randomSeed(); }
-std::vector<uint32_t> Session::getRNGState() const { return impl_->rngState(); }
-void Session::setRNGState(const std::vector<uint32_t>& state) { impl_->setRngState(state); }
+void Session::setRandomSeed(uint64_t seed) {
+  impl_->setRandomSeed(seed);
+}
+uint64_t Session::getRandomSeed() const {
+  return impl_->randomSeed();
+}
+std::vector<uint32_t> Session::getRNGState() const {
+  return impl_->rngState();
+}
+void Session::setRNGState(const std::vector<uint32_t>& state) {
+  impl_->setRngState(state);
+}
 
 std::map<TensorId, std::unique_ptr<OwnedArray>> Session::initAnchorArrays() const {
   std::map<TensorId, std::unique_ptr<OwnedArray>> arrays;
@@ -53,8 +83,12 @@ Shape Session::expectedAnchorBufferShape(const TensorId& id) const {
   return impl_->anchorBufferShape(id);
 }
 
-const SessionOptions& Session::getSessionOptions() const { return impl_->options(); }
-std::shared_ptr<DeviceInfo> Session::getDevice() const { return impl_->device(); }
+const SessionOptions& Session::getSessionOptions() const {
+  return impl_->options();
+}
+std::shared_ptr<DeviceInfo> Session::getDevice() const {
+  return impl_->device();
+}
 
 std::unique_ptr<InferenceSession> InferenceSession::createFromOnnxModel(
     const std::string& model, const DataFlow& dataFlow, std::shared_ptr<DeviceInfo> deviceInfo,
@@ -84,6 +118,16 @@ std::unique_ptr<TrainingSession> TrainingSession::createFromOnnxModel(
   config.optimizer = optimizer.clone();
   auto impl = std::make_unique<session::SessionImpl>(std::move(config));
   return std::unique_ptr<TrainingSession>(new TrainingSession(std::move(impl)));
+}
+
+void TrainingSession::saveCheckpoint(const std::string& path, const CheckpointOptions& options) {
+  impl_->saveCheckpoint(path, options);
+}
+CheckpointInfo TrainingSession::loadCheckpoint(const std::string& path) {
+  return impl_->loadCheckpoint(path);
+}
+void TrainingSession::waitForCheckpoint() {
+  impl_->waitForCheckpoint();
 }
 
 void TrainingSession::updateOptimizerFromHost(const Optimizer* optimizer) {

@@ -8,11 +8,13 @@
 // instances through the comm layer), then every replica applies the same update.
 #pragma once
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/graph.hpp"
@@ -23,6 +25,7 @@
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
 #include "session/sharding.hpp"
+#include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/optimizer.hpp"
@@ -62,6 +65,10 @@ class SessionImpl {
   void modelToHost(const std::string& path);
   void resetHostWeights(const std::string& model, bool ignoreMissing);
   void updateOptimizerFromHost(const Optimizer& optimizer);
+  // Checkpoints (session_checkpoint.cpp; TrainingSession's contract in xtrain/session.hpp).
+  void saveCheckpoint(const std::string& path, const CheckpointOptions& options);
+  CheckpointInfo loadCheckpoint(const std::string& path);
+  void waitForCheckpoint();
 
   const ir::Graph& graph() const { return *graph_; }
   const SessionOptions& options() const { return config_.options; }
@@ -110,6 +117,11 @@ class SessionImpl {
   // The whole n elements of a sharded tensor (a weight shard or optimizer state) from the shards
   // of the domain's first group, on every instance.
   void gatherShards(const ShardPlan& plan, const TensorId& shardId, float* whole);
+  // A hash of the model's operations and weights (names, types, per-replica shapes): what a
+  // checkpoint must have been written for.
+  std::string computeGraphFingerprint() const;
+  // The host-visible tensors a checkpoint holds, with their dataset paths.
+  std::vector<std::pair<TensorId, std::string>> checkpointTensors() const;
   // broadcastWeights for a grouped tensor.
   void broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank);
   // The lowest local replica of a group, or -1 when this instance holds none of its members.
@@ -140,6 +152,12 @@ class SessionImpl {
   // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
   std::map<TensorId, ShardPlan> shards_;
   std::map<TensorId, TensorId> shardedState_;
+  std::string graphFingerprint_;
+  // The instances' communicator for checkpoints (a split of instances_, so an asynchronous save's
+  // collectives never interleave with training's); null with one instance.
+  std::shared_ptr<comm::Communicator> checkpointComm_;
+  std::thread asyncSave_;
+  std::exception_ptr asyncError_;
   // Inputs fed with ReplicatedStreamMode::Broadcast.
   std::set<TensorId> broadcastInputs_;
   ir::OptimizerGraph optimizerGraph_;

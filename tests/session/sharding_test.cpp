@@ -13,6 +13,7 @@
 #include <random>
 #include <regex>
 
+#include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/dist.hpp"
 #include "xtrain/session.hpp"
@@ -21,34 +22,6 @@ namespace xtrain::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Mlp {
-  std::string proto;
-  TensorId x, labels, loss;
-};
-
-// 8 -> 15 -> 5 MLP over a micro-batch of 4: W1 120 elements, b1 15, W2 75, b2 5 (odd sizes, so
-// shards over 4 replicas are padded).
-Mlp buildMlp() {
-  auto b = Builder::create();
-  auto onnx = b->aiOnnxOpset13();
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  auto weight = [&](Shape s, const std::string& name) {
-    std::vector<float> v(static_cast<size_t>(shapeNelms(s)));
-    for (auto& e : v) e = u(rng);
-    return b->addInitializedInputTensor(ConstVoidData::fromVector<float>(s, v), name);
-  };
-  Mlp m;
-  m.x = b->addInputTensor(TensorInfo(DataType::FLOAT, {4, 8}), "x");
-  m.labels = b->addInputTensor(TensorInfo(DataType::INT32, {4}), "labels");
-  auto h = onnx.relu({onnx.add({onnx.matmul({m.x, weight({8, 15}, "W1")}), weight({15}, "b1")})});
-  auto logits = onnx.add({onnx.matmul({h, weight({15, 5}, "W2")}), weight({5}, "b2")});
-  m.loss = onnx.softmaxcrossentropyloss({logits, m.labels}, 1, std::nullopt, "mean")[0];
-  b->addOutputTensor(m.loss);
-  m.proto = b->getModelProto();
-  return m;
-}
 
 struct Sharding {
   bool state = false;
@@ -76,61 +49,14 @@ SessionOptions optionsFor(int64_t localReplicas, const Sharding& sh, int64_t af 
   return o;
 }
 
-std::unique_ptr<TrainingSession> makeSession(const Mlp& m, const SessionOptions& o,
+std::unique_ptr<TrainingSession> makeSession(const MlpModel& m, const SessionOptions& o,
                                              std::shared_ptr<DeviceInfo> device = nullptr) {
-  if (!device) {
-    device = DeviceManager::createDeviceManager().createIpuModelDevice(
-        {{"numIPUs", std::to_string(o.getLocalReplicationFactor())}});
-  }
-  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss,
-                                                ConstSGD(0.1f, 0.01f, 0.9f), device, {}, o);
-  s->prepareDevice();
-  s->weightsFromHost();
-  return s;
+  return makeMlpSession(m, o, ConstSGD(0.1f, 0.01f, 0.9f), std::move(device));
 }
 
-// `steps` steps of global batches of 4 replicas x af micro-batches x 4 samples; this session feeds
-// replicas [first, first + L).
-void train(TrainingSession& s, const Mlp& m, int64_t L, int64_t first, int64_t af, int steps) {
-  std::mt19937 rng(17);
-  std::normal_distribution<float> normal;
-  for (int step = 0; step < steps; ++step) {
-    // [af, 4 replicas, 4, 8] for the whole job; this instance keeps its replicas.
-    std::vector<float> x(static_cast<size_t>(af * 4 * 4 * 8));
-    std::vector<int32_t> y(static_cast<size_t>(af * 4 * 4));
-    for (auto& v : x) v = normal(rng);
-    for (auto& v : y) v = static_cast<int32_t>(rng() % 5);
-    std::vector<float> xs;
-    std::vector<int32_t> ys;
-    for (int64_t a = 0; a < af; ++a) {
-      const auto xb = x.begin() + (a * 4 + first) * 32;
-      xs.insert(xs.end(), xb, xb + L * 32);
-      const auto yb = y.begin() + (a * 4 + first) * 4;
-      ys.insert(ys.end(), yb, yb + L * 4);
-    }
-    NDArrayWrapper<float> xa(xs.data(), s.expectedInputBufferShape(m.x));
-    NDArrayWrapper<int32_t> ya(ys.data(), s.expectedInputBufferShape(m.labels));
-    StepIO io({{m.x, xa}, {m.labels, ya}}, {});
-    s.run(io);
-  }
-}
-
-const std::vector<std::pair<TensorId, Shape>> kTensors = {
-    {"W1", {8, 15}},        {"b1", {15}},        {"W2", {15, 5}},        {"b2", {5}},
-    {"Accl___W1", {8, 15}}, {"Accl___b1", {15}}, {"Accl___W2", {15, 5}}, {"Accl___b2", {5}}};
-
-// Weights and velocities, whole, in kTensors' order.
+// Weights and velocities, whole.
 std::vector<float> readAll(TrainingSession& s) {
-  s.weightsToHost();
-  std::vector<float> all;
-  for (const auto& [id, shape] : kTensors) {
-    std::vector<float> v(static_cast<size_t>(shapeNelms(shape)), -99.0f);
-    WeightsIO io;
-    io.insert(id, {v.data(), TensorInfo(DataType::FLOAT, shape)});
-    s.readWeights(io);
-    all.insert(all.end(), v.begin(), v.end());
-  }
-  return all;
+  return readTensors(s, mlpWeightsAndVelocities());
 }
 
 void expectSame(const std::vector<float>& got, const std::vector<float>& want,
@@ -145,14 +71,14 @@ void expectSame(const std::vector<float>& got, const std::vector<float>& want,
   }
 }
 
-std::vector<float> reference(const Mlp& m, int64_t af = 1) {
+std::vector<float> reference(const MlpModel& m, int64_t af = 1) {
   auto s = makeSession(m, optionsFor(4, {}, af));
-  train(*s, m, 4, 0, af, 3);
+  trainMlpSteps(*s, m, 4, 0, af, 0, 3);
   return readAll(*s);
 }
 
 TEST(Sharding, SameWeightsAndStateAsWithoutOverEveryDomain) {
-  const Mlp m = buildMlp();
+  const MlpModel m = buildMlpModel();
   const auto want = reference(m);
   const std::vector<std::pair<std::string, CommGroup>> domains = {
       {"All", CommGroup()},
@@ -161,23 +87,23 @@ TEST(Sharding, SameWeightsAndStateAsWithoutOverEveryDomain) {
   for (const auto& [name, domain] : domains) {
     for (bool weights : {false, true}) {
       auto s = makeSession(m, optionsFor(4, {true, weights, domain}));
-      train(*s, m, 4, 0, 1, 3);
+      trainMlpSteps(*s, m, 4, 0, 1, 0, 3);
       expectSame(readAll(*s), want, name + (weights ? " (weights and state)" : " (state)"));
     }
   }
 }
 
 TEST(Sharding, WithGradientAccumulation) {
-  const Mlp m = buildMlp();
+  const MlpModel m = buildMlpModel();
   const auto want = reference(m, 2);
   auto s = makeSession(m, optionsFor(4, {true, true, CommGroup()}, 2));
-  train(*s, m, 4, 0, 2, 3);
+  trainMlpSteps(*s, m, 4, 0, 2, 0, 3);
   expectSame(readAll(*s), want, "af 2");
 }
 
 // writeWeights of whole optimizer state reaches the shards, and reads back whole and unpadded.
 TEST(Sharding, HostViewsAreWholeAndUnpadded) {
-  const Mlp m = buildMlp();
+  const MlpModel m = buildMlpModel();
   auto s = makeSession(m, optionsFor(4, {true, false, CommGroup()}));
   std::vector<float> velocity(15);
   for (size_t i = 0; i < velocity.size(); ++i) velocity[i] = static_cast<float>(i + 1);
@@ -207,7 +133,7 @@ uint64_t bytesOf(const std::string& report, const std::string& row) {
 // Section 9 case 5: optimizer-state memory per simulated IPU shrinks by about (k - 1) / k, and a
 // model that overflows an IPU without sharding fits with it.
 TEST(Sharding, SavesMemoryAndMakesAnOverflowingModelFit) {
-  const Mlp m = buildMlp();
+  const MlpModel m = buildMlpModel();
   auto whole = makeSession(m, optionsFor(4, {}));
   auto sharded = makeSession(m, optionsFor(4, {true, true, CommGroup()}));
   const uint64_t stateWhole = bytesOf(whole->getSummaryReport(), "OptimizerState");
@@ -232,7 +158,7 @@ TEST(Sharding, SavesMemoryAndMakesAnOverflowingModelFit) {
   };
   EXPECT_THROW(makeSession(m, optionsFor(4, {}), device()), OutOfMemoryException);
   auto fits = makeSession(m, optionsFor(4, {true, true, CommGroup()}), device());
-  train(*fits, m, 4, 0, 1, 1);
+  trainMlpSteps(*fits, m, 4, 0, 1, 0, 1);
 }
 
 std::string sessionError(const std::string& proto, const TensorId& loss, const SessionOptions& o,
@@ -252,7 +178,7 @@ std::string sessionError(const std::string& proto, const TensorId& loss, const S
 }
 
 TEST(Sharding, BadSettingsAreRefusedClearly) {
-  const Mlp m = buildMlp();
+  const MlpModel m = buildMlpModel();
   auto expectError = [&](const SessionOptions& o, const std::string& part, bool training = true) {
     const std::string e = sessionError(m.proto, m.loss, o, training);
     EXPECT_NE(e.find(part), std::string::npos) << "expected '" << part << "' in: " << e;
@@ -310,11 +236,11 @@ CommGroup domainFromEnvironment() {
 // XTRAIN_TEST_DOMAIN (all or orthogonal); writes readAll() to <XTRAIN_TEST_OUT>/<instance>.bin.
 TEST(ShardedWorker, Train) {
   if (!startedByXrun()) GTEST_SKIP() << "an instance of ShardedSession.*, started by xrun";
-  const Mlp m = buildMlp();
+  const MlpModel m = buildMlpModel();
   SessionOptions o = optionsFor(dist::getNumLocalReplicas(), {true, true, domainFromEnvironment()});
   dist::configureSessionOptions(o);
   auto s = makeSession(m, o);
-  train(*s, m, dist::getNumLocalReplicas(), dist::getReplicaIndexOffset(), 1, 3);
+  trainMlpSteps(*s, m, 4, dist::getReplicaIndexOffset(), 1, 0, 3);
   const auto all = readAll(*s);
   std::ofstream out(fs::path(std::getenv("XTRAIN_TEST_OUT")) /
                         (std::to_string(dist::getInstanceIndex()) + ".bin"),
@@ -324,7 +250,7 @@ TEST(ShardedWorker, Train) {
 }
 
 TEST(ShardedSession, InstanceLayoutsMatchTrainingWithoutSharding) {
-  const Mlp m = buildMlp();
+  const MlpModel m = buildMlpModel();
   const auto want = reference(m);
   const fs::path dir =
       fs::path(::testing::TempDir()) / ("xtrain_sharded_session_" + std::to_string(::getpid()));
@@ -333,19 +259,11 @@ TEST(ShardedSession, InstanceLayoutsMatchTrainingWithoutSharding) {
          std::vector<std::pair<std::string, int>>{{"-n 2 --num-replicas 4", 2}, {"-n 4", 4}}) {
       const fs::path out = dir / (domain + std::to_string(instances));
       fs::create_directories(out);
-      const std::string cmd = "XTRAIN_TEST_OUT=" + out.string() + " XTRAIN_TEST_DOMAIN=" + domain +
-                              " timeout 300 " + std::string(XTRAIN_BIN_DIR) + "/xrun " + layout +
-                              " " + std::string(XTRAIN_BIN_DIR) +
-                              "/test_session --gtest_filter='ShardedWorker.*' 2>&1";
-      std::string output;
-      FILE* p = popen(cmd.c_str(), "r");
-      ASSERT_NE(p, nullptr);
-      char buf[4096];
-      size_t got;
-      while ((got = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, got);
-      const int status = pclose(p);
-      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "xrun " << layout << ":\n"
-                                                                 << output;
+      const CommandResult r =
+          runTestsUnderXrun(layout, "test_session", "ShardedWorker.*",
+                            "XTRAIN_TEST_OUT=" + out.string() + " XTRAIN_TEST_DOMAIN=" + domain);
+      ASSERT_EQ(r.exitCode, 0) << "xrun " << layout << ":\n" << r.output;
+      const std::string& output = r.output;
       for (int i = 0; i < instances; ++i) {
         std::vector<float> all(want.size(), -99.0f);
         std::ifstream in(out / (std::to_string(i) + ".bin"), std::ios::binary);

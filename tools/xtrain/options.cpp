@@ -27,6 +27,12 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
   --seed S                  seed of the sample order and of random ops (0)
   --anchor NAME[:ALL|FINAL|SUM|EVERYN:k]   also fetch a tensor each step (repeatable)
   --save-model OUT.onnx     write the trained model
+  --checkpoint-dir DIR      write checkpoints there (ckpt-<step>/, `latest`); at the end at least
+  --checkpoint-every N      also every N steps
+  --keep-last K             keep only the newest K checkpoints (0: all)
+  --checkpoint-async        write checkpoints while training continues
+  --resume auto|PATH        continue from a checkpoint: auto = the newest complete one in
+                            --checkpoint-dir, or a fresh start when there is none
   --log-level LEVEL         trace, debug, info, warn, err, critical, off (info)
   -h, --help                this text
 
@@ -68,7 +74,8 @@ AnchorRequest parseAnchor(const std::string& text) {
   AnchorRequest a;
   a.tensor = text;
   auto endsWith = [&](const std::string& suffix) {
-    return text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return text.size() > suffix.size() &&
+           text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   for (const std::string type : {"ALL", "FINAL", "SUM"}) {
     if (endsWith(":" + type)) {
@@ -111,26 +118,56 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
       return args[++i];
     };
-    if (flag == "-h" || flag == "--help") o.help = true;
-    else if (flag == "--model") o.model = next();
-    else if (flag == "--data") o.data = next();
-    else if (flag == "--loss") o.loss = next();
-    else if (flag == "--optimizer") o.optimizer = next();
-    else if (flag == "--lr") o.lr = parseNumber<float>(flag, next());
-    else if (flag == "--momentum") o.momentum = parseNumber<float>(flag, next());
-    else if (flag == "--weight-decay") o.weightDecay = parseNumber<float>(flag, next());
-    else if (flag == "--micro-batch-size") o.microBatchSize = positive(flag, next());
-    else if (flag == "--batches-per-step") o.batchesPerStep = positive(flag, next());
-    else if (flag == "--accumulation-factor") o.accumulationFactor = positive(flag, next());
-    else if (flag == "--replicas") o.replicas = positive(flag, next());
-    else if (flag == "--steps") o.steps = positive(flag, next());
-    else if (flag == "--epochs") o.epochs = positive(flag, next());
-    else if (flag == "--reduction") o.reduction = next();
-    else if (flag == "--seed") o.seed = parseNumber<uint64_t>(flag, next());
-    else if (flag == "--anchor") o.anchors.push_back(parseAnchor(next()));
-    else if (flag == "--save-model") o.saveModel = next();
-    else if (flag == "--log-level") o.logLevel = next();
-    else throw UsageError("unknown option '" + args[i] + "' (see xtrain --help)");
+    if (flag == "-h" || flag == "--help")
+      o.help = true;
+    else if (flag == "--model")
+      o.model = next();
+    else if (flag == "--data")
+      o.data = next();
+    else if (flag == "--loss")
+      o.loss = next();
+    else if (flag == "--optimizer")
+      o.optimizer = next();
+    else if (flag == "--lr")
+      o.lr = parseNumber<float>(flag, next());
+    else if (flag == "--momentum")
+      o.momentum = parseNumber<float>(flag, next());
+    else if (flag == "--weight-decay")
+      o.weightDecay = parseNumber<float>(flag, next());
+    else if (flag == "--micro-batch-size")
+      o.microBatchSize = positive(flag, next());
+    else if (flag == "--batches-per-step")
+      o.batchesPerStep = positive(flag, next());
+    else if (flag == "--accumulation-factor")
+      o.accumulationFactor = positive(flag, next());
+    else if (flag == "--replicas")
+      o.replicas = positive(flag, next());
+    else if (flag == "--steps")
+      o.steps = positive(flag, next());
+    else if (flag == "--epochs")
+      o.epochs = positive(flag, next());
+    else if (flag == "--reduction")
+      o.reduction = next();
+    else if (flag == "--seed")
+      o.seed = parseNumber<uint64_t>(flag, next());
+    else if (flag == "--anchor")
+      o.anchors.push_back(parseAnchor(next()));
+    else if (flag == "--save-model")
+      o.saveModel = next();
+    else if (flag == "--checkpoint-dir")
+      o.checkpointDir = next();
+    else if (flag == "--checkpoint-every")
+      o.checkpointEvery = parseNumber<int64_t>(flag, next());
+    else if (flag == "--keep-last")
+      o.keepLast = parseNumber<int64_t>(flag, next());
+    else if (flag == "--checkpoint-async")
+      o.checkpointAsync = true;
+    else if (flag == "--resume")
+      o.resume = next();
+    else if (flag == "--log-level")
+      o.logLevel = next();
+    else
+      throw UsageError("unknown option '" + args[i] + "' (see xtrain --help)");
   }
   if (o.help) return o;
   if (o.steps && o.epochs) throw UsageError("give --steps or --epochs, not both");
@@ -142,9 +179,20 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
   }
   if (!o.model.empty()) {
     if (o.data.empty()) throw UsageError("--model needs --data (the HDF5 data set to train on)");
-    if (o.loss.empty()) throw UsageError("--model needs --loss (the name of the model's loss tensor)");
+    if (o.loss.empty())
+      throw UsageError("--model needs --loss (the name of the model's loss tensor)");
   } else if (!o.data.empty() || !o.loss.empty()) {
-    throw UsageError("--data and --loss need --model (without --model xtrain trains its built-in example)");
+    throw UsageError(
+        "--data and --loss need --model (without --model xtrain trains its built-in example)");
+  }
+  if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
+  if (o.keepLast < 0) throw UsageError("--keep-last must be >= 0");
+  if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keepLast > 0 || o.checkpointAsync)) {
+    throw UsageError(
+        "--checkpoint-every, --keep-last and --checkpoint-async need --checkpoint-dir");
+  }
+  if (o.resume == "auto" && o.checkpointDir.empty()) {
+    throw UsageError("--resume auto needs --checkpoint-dir (where to look for checkpoints)");
   }
   std::set<std::string> seen;
   for (const auto& a : o.anchors) {

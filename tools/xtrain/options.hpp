@@ -1,4 +1,5 @@
-// Command line of `xtrain`. parseOptions throws UsageError (exit code 2) for anything it cannot accept.
+// Command line of `xtrain`. parseOptions throws UsageError (exit code 2) for anything it cannot
+// accept.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,12 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::vector<AnchorRequest> anchors;
   std::string saveModel;
+  // Checkpoints (docs/checkpoint-format.md).
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;  // steps; 0: only at the end (when checkpointDir is given)
+  int64_t keepLast = 0;         // 0: keep every checkpoint
+  std::string resume;           // "", "auto" or a checkpoint's path
+  bool checkpointAsync = false;
   std::string logLevel = "info";
   bool help = false;
 };

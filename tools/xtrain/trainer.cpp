@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iomanip>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
 
+#include "checkpoint/checkpoint.hpp"
 #include "checkpoint/dataset_reader.hpp"
 #include "common/example_models.hpp"
 #include "xtrain/builder.hpp"
@@ -23,8 +25,8 @@ namespace xtrain::tools {
 
 namespace {
 
-// Where samples come from: an HDF5 file or the built-in synthetic set. fill() writes the given samples of one
-// input, in order, as the input's element type.
+// Where samples come from: an HDF5 file or the built-in synthetic set. fill() writes the given
+// samples of one input, in order, as the input's element type.
 class DataSource {
  public:
   virtual ~DataSource() = default;
@@ -35,15 +37,17 @@ class DataSource {
 
 class Hdf5Source : public DataSource {
  public:
-  Hdf5Source(const std::string& path, const std::map<TensorId, TensorInfo>& inputs) : reader_(path) {
+  Hdf5Source(const std::string& path, const std::map<TensorId, TensorInfo>& inputs)
+      : reader_(path) {
     for (const auto& [id, info] : inputs) {
       const TensorInfo file = reader_.info(id);  // throws naming a missing dataset
       Shape sample(file.shape().begin() + 1, file.shape().end());
       Shape want(info.shape().begin() + 1, info.shape().end());
       if (sample != want) {
-        throw error("dataset '{}' in '{}' has samples of shape {}, but the model's input '{}' is {} "
-                    "(expected samples of shape {})",
-                    id, path, shapeToString(sample), id, info.toString(), shapeToString(want));
+        throw error(
+            "dataset '{}' in '{}' has samples of shape {}, but the model's input '{}' is {} "
+            "(expected samples of shape {})",
+            id, path, shapeToString(sample), id, info.toString(), shapeToString(want));
       }
       if (isFloatingPoint(file.dataType()) != isFloatingPoint(info.dataType())) {
         throw error("dataset '{}' in '{}' holds {} but the model's input '{}' is {}", id, path,
@@ -51,16 +55,16 @@ class Hdf5Source : public DataSource {
       }
       const int64_t n = file.shape()[0];
       if (samples_ >= 0 && n != samples_) {
-        throw error("datasets in '{}' disagree on the number of samples: '{}' has {}, others {}", path, id,
-                    n, samples_);
+        throw error("datasets in '{}' disagree on the number of samples: '{}' has {}, others {}",
+                    path, id, n, samples_);
       }
       samples_ = n;
     }
     if (samples_ <= 0) throw error("data file '{}' has no samples", path);
   }
   int64_t numSamples() const override { return samples_; }
-  void fill(const TensorId& input, const TensorInfo& sampleInfo, const std::vector<int64_t>& samples,
-            void* dst) override {
+  void fill(const TensorId& input, const TensorInfo& sampleInfo,
+            const std::vector<int64_t>& samples, void* dst) override {
     reader_.readSamples(input, samples, sampleInfo.dataType(), dst);
   }
 
@@ -85,7 +89,8 @@ class ExampleSource : public DataSource {
       }
     } else if (input == labels_) {
       auto* out = static_cast<int32_t*>(dst);
-      for (size_t i = 0; i < samples.size(); ++i) out[i] = data_.labels[static_cast<size_t>(samples[i])];
+      for (size_t i = 0; i < samples.size(); ++i)
+        out[i] = data_.labels[static_cast<size_t>(samples[i])];
     } else {
       throw error("the built-in example has no input '{}'", input);
     }
@@ -96,7 +101,8 @@ class ExampleSource : public DataSource {
   TensorId x_, labels_;
 };
 
-// A seeded shuffle per epoch; hands out the next n sample indices, starting a new epoch when needed.
+// A seeded shuffle per epoch; hands out the next n sample indices, starting a new epoch when
+// needed.
 class SampleOrder {
  public:
   SampleOrder(int64_t samples, uint64_t seed) : samples_(samples), seed_(seed) { reshuffle(); }
@@ -110,9 +116,25 @@ class SampleOrder {
       }
       out.push_back(order_[static_cast<size_t>(pos_++)]);
     }
+    seen_ += n;
     return out;
   }
   int64_t epoch() const { return epoch_; }
+  int64_t samplesSeen() const { return seen_; }
+  // Where the order is: what a checkpoint records, and seek() restores.
+  std::vector<int64_t> position() const { return {epoch_, pos_, seen_}; }
+  void seek(const std::vector<int64_t>& p) {
+    if (p.size() != 3 || p[0] < 0 || p[1] < 0 || p[1] > samples_) {
+      throw error(
+          "the checkpoint's data position does not fit this data set of {} samples (was it "
+          "written for another data set?)",
+          samples_);
+    }
+    epoch_ = p[0];
+    reshuffle();
+    pos_ = p[1];
+    seen_ = p[2];
+  }
 
  private:
   void reshuffle() {
@@ -126,6 +148,7 @@ class SampleOrder {
   uint64_t seed_;
   int64_t epoch_ = 0;
   int64_t pos_ = 0;
+  int64_t seen_ = 0;
   std::vector<int64_t> order_;
 };
 
@@ -170,8 +193,8 @@ int train(const TrainOptions& o, std::ostream& out) {
     loss = m.loss;
     inputs[m.input] = TensorInfo(DataType::FLOAT, {o.microBatchSize, 32});
     inputs[m.labels] = TensorInfo(DataType::INT32, {o.microBatchSize});
-    source = std::make_unique<ExampleSource>(makeSyntheticClassification(4096, 32, 8, 1234), m.input,
-                                             m.labels);
+    source = std::make_unique<ExampleSource>(makeSyntheticClassification(4096, 32, 8, 1234),
+                                             m.input, m.labels);
     progress << "xtrain: built-in example: MLP 32-64-8 on 4096 synthetic samples of 8 classes\n";
   } else {
     model = o.model;
@@ -180,7 +203,8 @@ int train(const TrainOptions& o, std::ostream& out) {
     for (const auto& id : probe->getInputTensorIds()) {
       TensorInfo info(probe->getTensorDataType(id), probe->getTensorShape(id));
       Shape s = info.shape();
-      if (s.empty()) throw error("input '{}' of '{}' is a scalar; xtrain needs a batch dimension", id, o.model);
+      if (s.empty())
+        throw error("input '{}' of '{}' is a scalar; xtrain needs a batch dimension", id, o.model);
       s[0] = o.microBatchSize;
       inputs[id] = TensorInfo(info.dataType(), s);
       shapes.add(id, inputs[id]);
@@ -206,7 +230,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   for (const auto& a : o.anchors) {
     if (a.tensor == loss) continue;
     anchors.emplace(a.tensor, a.returnType == "EVERYN" ? AnchorReturnType("EVERYN", a.period)
-                                                      : AnchorReturnType(a.returnType));
+                                                       : AnchorReturnType(a.returnType));
   }
   DataFlow dataFlow(static_cast<int>(o.batchesPerStep), anchors);
   SGD sgd({{"defaultLearningRate", {o.lr, false}},
@@ -220,8 +244,9 @@ int train(const TrainOptions& o, std::ostream& out) {
     int numIpus = 1;
     while (numIpus < o.replicas) numIpus *= 2;
     if (numIpus != o.replicas) {
-      throw error("--replicas {} must be a power of two (simulated IPU devices have 1, 2, 4, ... IPUs)",
-                  o.replicas);
+      throw error(
+          "--replicas {} must be a power of two (simulated IPU devices have 1, 2, 4, ... IPUs)",
+          o.replicas);
     }
     device = DeviceManager::createDeviceManager().acquireAvailableDevice(numIpus);
   }
@@ -236,14 +261,18 @@ int train(const TrainOptions& o, std::ostream& out) {
   // One step trains on samplesPerStep samples over all replicas of the job.
   const int64_t samplesPerStep = bps * af * G * mb;
   if (source->numSamples() < samplesPerStep) {
-    throw error("the data set has {} samples, fewer than one step needs ({} = batches-per-step {} x "
-                "accumulation-factor {} x replicas {} x micro-batch-size {})",
-                source->numSamples(), samplesPerStep, bps, af, G, mb);
+    throw error(
+        "the data set has {} samples, fewer than one step needs ({} = batches-per-step {} x "
+        "accumulation-factor {} x replicas {} x micro-batch-size {})",
+        source->numSamples(), samplesPerStep, bps, af, G, mb);
   }
   int64_t steps = 100;
-  if (o.steps) steps = *o.steps;
-  else if (o.epochs) steps = std::max<int64_t>(1, *o.epochs * source->numSamples() / samplesPerStep);
-  else if (!example) steps = std::max<int64_t>(1, source->numSamples() / samplesPerStep);
+  if (o.steps)
+    steps = *o.steps;
+  else if (o.epochs)
+    steps = std::max<int64_t>(1, *o.epochs * source->numSamples() / samplesPerStep);
+  else if (!example)
+    steps = std::max<int64_t>(1, source->numSamples() / samplesPerStep);
 
   // Host buffers for one step: [bps, af, L] + micro-batch shape.
   std::map<TensorId, std::unique_ptr<OwnedArray>> inputArrays;
@@ -259,11 +288,42 @@ int train(const TrainOptions& o, std::ostream& out) {
   StepIO stepio(inputRefs, anchorRefs);
 
   SampleOrder order(source->numSamples(), o.seed);
+  int64_t firstStep = 0;
+  std::string resumeFrom = o.resume;
+  if (resumeFrom == "auto") {
+    auto latest = checkpoint::latestComplete(o.checkpointDir);
+    resumeFrom = latest ? *latest : "";
+    if (!latest)
+      progress << "xtrain: no checkpoint in " << o.checkpointDir << ", starting afresh\n";
+  }
+  if (!resumeFrom.empty()) {
+    const CheckpointInfo info = session->loadCheckpoint(resumeFrom);
+    order.seek(info.dataPosition);
+    firstStep = info.step;
+    progress << "xtrain: resumed from " << resumeFrom << " at step " << firstStep << " (written by "
+             << info.instances << " instance(s), " << info.globalReplicationFactor
+             << " replicas)\n";
+  }
+  if (!o.checkpointDir.empty()) std::filesystem::create_directories(o.checkpointDir);
+  auto saveCheckpoint = [&](int64_t step) {
+    const std::string path =
+        (std::filesystem::path(o.checkpointDir) / checkpoint::checkpointName(step)).string();
+    CheckpointOptions co;
+    co.epoch = order.epoch();
+    co.samplesSeen = order.samplesSeen();
+    co.dataPosition = order.position();
+    co.asynchronous = o.checkpointAsync;
+    session->saveCheckpoint(path, co);
+    if (instance == 0 && !o.checkpointAsync) {
+      if (o.keepLast > 0) checkpoint::prune(o.checkpointDir, static_cast<int>(o.keepLast));
+      progress << "xtrain: saved checkpoint " << path << "\n";
+    }
+  };
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto lastPrint = start - std::chrono::seconds(2);
   double firstLoss = std::nan(""), lastLoss = std::nan("");
-  for (int64_t step = 0; step < steps; ++step) {
+  for (int64_t step = firstStep; step < steps; ++step) {
     // Every instance draws the same global order, laid out [bps][af][G][mb], and keeps its own
     // replicas' part: the job trains on the samples a single instance with G replicas would.
     const std::vector<int64_t> global = order.next(samplesPerStep);
@@ -289,19 +349,33 @@ int train(const TrainOptions& o, std::ostream& out) {
     lastLoss = meanLoss;
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (!o.checkpointDir.empty() && o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0 &&
+        step + 1 != steps) {
+      saveCheckpoint(step + 1);
+    }
     if (steps <= 100 || now - lastPrint >= std::chrono::seconds(1) || step + 1 == steps) {
       lastPrint = now;
       progress << "step " << std::setw(6) << step + 1 << "/" << steps << "  epoch " << order.epoch()
-          << "  loss " << std::fixed << std::setprecision(6) << meanLoss << "  samples/s "
-          << std::setprecision(1) << static_cast<double>((step + 1) * samplesPerStep) / elapsed << "\n"
-          << std::defaultfloat;
+               << "  loss " << std::fixed << std::setprecision(6) << meanLoss << "  samples/s "
+               << std::setprecision(1)
+               << static_cast<double>((step + 1 - firstStep) * samplesPerStep) / elapsed << "\n"
+               << std::defaultfloat;
+    }
+  }
+  if (!o.checkpointDir.empty() && firstStep < steps) {
+    saveCheckpoint(steps);
+    session->waitForCheckpoint();
+    if (instance == 0 && o.checkpointAsync && o.keepLast > 0) {
+      checkpoint::prune(o.checkpointDir, static_cast<int>(o.keepLast));
     }
   }
   const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-  progress << "xtrain: trained " << steps << " steps (" << steps * samplesPerStep << " samples) in "
-      << std::setprecision(3) << seconds << " s, " << std::setprecision(1) << std::fixed
-      << static_cast<double>(steps * samplesPerStep) / seconds << " samples/s; loss "
-      << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n" << std::defaultfloat;
+  const int64_t trained = std::max<int64_t>(0, steps - firstStep);
+  progress << "xtrain: trained " << trained << " steps (" << trained * samplesPerStep
+           << " samples) in " << std::setprecision(3) << seconds << " s, " << std::setprecision(1)
+           << std::fixed << static_cast<double>(trained * samplesPerStep) / seconds
+           << " samples/s; loss " << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n"
+           << std::defaultfloat;
   if (!o.saveModel.empty() && instance == 0) {
     session->modelToHost(o.saveModel);
     out << "xtrain: wrote the trained model to " << o.saveModel << "\n";

@@ -1,4 +1,5 @@
-// The training loop of `xtrain`: builds the session, feeds samples in a seeded order, prints progress.
+// The training loop of `xtrain`: builds the session, feeds samples in a seeded order, prints
+// progress.
 #pragma once
 
 #include <ostream>
@@ -7,7 +8,8 @@
 
 namespace xtrain::tools {
 
-// Returns the process exit code. Bad input throws xtrain::error; runtime faults xtrain::runtime_error.
+// Returns the process exit code. Bad input throws xtrain::error; runtime faults
+// xtrain::runtime_error.
 int train(const TrainOptions& options, std::ostream& out);
 
 }  // namespace xtrain::tools

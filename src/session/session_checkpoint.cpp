@@ -1,0 +1,315 @@
+// TrainingSession checkpoints: which datasets a session's state becomes
+// (docs/checkpoint-format.md), how the instances of a job share the writing, and the checks before
+// anything is loaded.
+//
+// The datasets are the complete host views (weightsToHost makes them whole on every instance:
+// grouped weights with their [groups] dimension, sharded state gathered and unpadded), so a
+// checkpoint does not depend on the layout that wrote it, and loading into another layout is
+// weightsFromHost of the same views.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <set>
+
+#include "checkpoint/checkpoint.hpp"
+#include "comm/communicator.hpp"
+#include "session/session_impl.hpp"
+#include "xtrain/logging.hpp"
+
+#ifndef XTRAIN_VERSION
+#define XTRAIN_VERSION "unknown"
+#endif
+
+namespace xtrain::session {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRngPath = "/state/rng";
+constexpr const char* kDataPath = "/state/data";
+
+std::string utcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// FNV-1a, 64 bits.
+struct Fnv {
+  uint64_t h = 1469598103934665603ull;
+  void add(const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;  // separator
+  }
+};
+
+// Which instance writes each dataset: the largest first, each to the least loaded instance, so the
+// instances write about the same number of bytes. Deterministic: every instance computes the same.
+std::vector<int> assignOwners(const std::vector<checkpoint::Dataset>& datasets, int instances) {
+  std::vector<size_t> order(datasets.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return datasets[a].value.nbytes() > datasets[b].value.nbytes();
+  });
+  std::vector<uint64_t> load(static_cast<size_t>(instances), 0);
+  std::vector<int> owner(datasets.size(), 0);
+  for (size_t i : order) {
+    const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+    owner[i] = static_cast<int>(least);
+    load[static_cast<size_t>(least)] += datasets[i].value.nbytes() + 1;
+  }
+  return owner;
+}
+
+// True on every rank when `ok` is true on every rank.
+bool allAgree(comm::Communicator* comm, bool ok) {
+  if (comm == nullptr) return ok;
+  int32_t flag = ok ? 1 : 0;
+  comm::AllReduceOptions o;
+  o.op = CollectiveOperator::Min;
+  o.debugName = "checkpoint/agree";
+  comm->allReduceSync(comm::BufferView{&flag, 1, DataType::INT32}, o);
+  return flag == 1;
+}
+
+}  // namespace
+
+std::string SessionImpl::computeGraphFingerprint() const {
+  Fnv f;
+  for (const auto& [id, op] : graph_->ops()) {
+    f.add(op->domain + ":" + op->type);
+    for (const auto& in : op->inputs) f.add("<" + in);
+    for (const auto& out : op->outputs) f.add(">" + out);
+  }
+  for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
+    f.add(id + " " + graph_->tensor(id).info.toString());
+  }
+  return format("fnv1a64:{:016x}", f.h);
+}
+
+std::vector<std::pair<TensorId, std::string>> SessionImpl::checkpointTensors() const {
+  std::vector<std::pair<TensorId, std::string>> out;
+  for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
+    out.emplace_back(id, "/weights/" + checkpoint::encodeName(id));
+  }
+  for (const auto& u : optimizerGraph_.updates) {
+    const std::string prefix = "/optimizer/" + checkpoint::encodeName(u.weight) + "/";
+    if (!u.velocity.empty()) out.emplace_back(u.velocity, prefix + "velocity");
+    if (!u.accumulator.empty()) out.emplace_back(u.accumulator, prefix + "accumulator");
+  }
+  return out;
+}
+
+void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOptions& options) {
+  requirePrepared("saveCheckpoint");
+  XT_CHECK(config_.training, "saveCheckpoint on an inference session");
+  waitForCheckpoint();
+  if (path.empty()) throw error("saveCheckpoint: the path is empty");
+  const fs::path final = fs::absolute(path).lexically_normal();
+  if (!fs::is_directory(final.parent_path())) {
+    throw error("saveCheckpoint: the directory '{}' of checkpoint '{}' does not exist",
+                final.parent_path().string(), path);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  weightsToHost();  // collective: every instance now holds every value whole
+
+  std::vector<checkpoint::Dataset> datasets;
+  for (const auto& [id, dataset] : checkpointTensors()) {
+    datasets.push_back({dataset, hostWeights_.at(id)});
+  }
+  const auto rng = rngState();
+  datasets.push_back(
+      {kRngPath, HostTensor::fromVector<uint32_t>({static_cast<int64_t>(rng.size())}, rng)});
+  if (!options.dataPosition.empty()) {
+    datasets.push_back({kDataPath, HostTensor::fromVector<int64_t>(
+                                       {static_cast<int64_t>(options.dataPosition.size())},
+                                       options.dataPosition)});
+  }
+  checkpoint::Attributes a;
+  a.step = stepCount_;
+  a.epoch = options.epoch;
+  a.samplesSeen = options.samplesSeen;
+  a.globalReplicationFactor = globalReplicas_;
+  a.instances = globalReplicas_ / localReplicas_;
+  a.optimizerType = config_.optimizer->type_s();
+  const auto hv = ir::hyperValues(*config_.optimizer, "", optimizerOptions_);
+  const char* names[] = {"learningRate", "weightDecay", "momentum", "dampening", "velocityScaling"};
+  for (size_t i = 0; i < 5 && i < hv.size(); ++i) a.hyperparameters[names[i]] = hv[i];
+  a.hyperparameters["lossScaling"] = config_.optimizer->getLossScalingVal();
+  a.graphFingerprint = graphFingerprint_;
+  a.creationTime = utcNow();
+  a.xtrainVersion = XTRAIN_VERSION;
+
+  const int instances = checkpointComm_ ? checkpointComm_->size() : 1;
+  const int rank = checkpointComm_ ? checkpointComm_->rank() : 0;
+  const std::vector<int> owner = assignOwners(datasets, instances);
+  std::vector<checkpoint::Dataset> mine;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    if (owner[i] == rank) mine.push_back(std::move(datasets[i]));
+  }
+  const char* job = std::getenv("XTRAIN_JOB_ID");
+  const std::string staging = final.string() + ".tmp-" + (job != nullptr ? job : "job");
+  auto comm = checkpointComm_;
+  auto write = [comm, rank, instances, staging, final = final.string(), a, mine = std::move(mine),
+                start]() {
+    std::string failure;
+    auto attempt = [&](const std::function<void()>& step) {
+      try {
+        step();
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+    };
+    // Instance 0 clears what a killed job may have left under the staging name.
+    if (rank == 0) {
+      attempt([&] {
+        fs::remove_all(staging);
+        fs::create_directories(staging);
+      });
+    }
+    if (!allAgree(comm.get(), failure.empty())) {
+      throw error("saveCheckpoint '{}': preparing the staging directory failed{}", final,
+                  failure.empty() ? " on instance 0" : ": " + failure);
+    }
+    attempt([&] { checkpoint::writePart(staging, rank, mine); });
+    if (!allAgree(comm.get(), failure.empty())) {
+      throw error(
+          "saveCheckpoint '{}': writing the parts failed{}; the previous checkpoint is intact",
+          final, failure.empty() ? " on another instance" : ": " + failure);
+    }
+    if (rank == 0) {
+      attempt([&] {
+        checkpoint::writeIndex(staging, a, instances);
+        checkpoint::commit(staging, final);
+      });
+    }
+    if (!allAgree(comm.get(), failure.empty())) {
+      throw error(
+          "saveCheckpoint '{}': completing the checkpoint failed{}; the previous checkpoint is "
+          "intact",
+          final, failure.empty() ? " on instance 0" : ": " + failure);
+    }
+    logging::session::info(
+        "checkpoint '{}' saved (step {}) in {:.3f} s", final, a.step,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  if (options.asynchronous) {
+    asyncSave_ = std::thread([this, write = std::move(write)] {
+      try {
+        write();
+      } catch (...) {
+        asyncError_ = std::current_exception();
+      }
+    });
+  } else {
+    write();
+  }
+}
+
+void SessionImpl::waitForCheckpoint() {
+  if (asyncSave_.joinable()) asyncSave_.join();
+  if (asyncError_) {
+    auto e = std::exchange(asyncError_, nullptr);
+    std::rethrow_exception(e);
+  }
+}
+
+CheckpointInfo SessionImpl::loadCheckpoint(const std::string& path) {
+  requirePrepared("loadCheckpoint");
+  XT_CHECK(config_.training, "loadCheckpoint on an inference session");
+  waitForCheckpoint();
+  checkpoint::Contents c;
+  std::string failure;
+  try {
+    c = checkpoint::read(path);
+    const auto& a = c.attributes;
+    std::set<std::string> expected;
+    for (const auto& [id, dataset] : checkpointTensors()) {
+      expected.insert(dataset);
+      const HostTensor& host = hostWeights_.at(id);
+      auto it = c.datasets.find(dataset);
+      const bool isAccumulator =
+          dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12;
+      if (it == c.datasets.end()) {
+        if (isAccumulator)
+          continue;  // zero between steps; a checkpoint without accumulation has none
+        throw error("checkpoint '{}' has no {} (this session's '{}', {}){}", path, dataset, id,
+                    host.info().toString(),
+                    dataset.rfind("/optimizer/", 0) == 0
+                        ? ": was it written with another optimizer (e.g. without momentum)?"
+                        : "");
+      }
+      if (it->second.info() != host.info()) {
+        throw error("checkpoint '{}': {} is {} but this session's '{}' is {}", path, dataset,
+                    it->second.info().toString(), id, host.info().toString());
+      }
+    }
+    for (const auto& [dataset, value] : c.datasets) {
+      if (dataset.rfind("/state/", 0) == 0 || expected.count(dataset)) continue;
+      if (dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12) continue;
+      throw error("checkpoint '{}' has {} ({}), which this session does not have{}", path, dataset,
+                  value.info().toString(),
+                  dataset.rfind("/optimizer/", 0) == 0
+                      ? " (was it written with another optimizer, e.g. with momentum?)"
+                      : "");
+    }
+    // Tensors first (their messages say more), then the operations.
+    if (a.graphFingerprint != graphFingerprint_) {
+      throw error(
+          "checkpoint '{}' was written for another model (graph fingerprint {}, this model's {}): "
+          "its operations or weights differ",
+          path, a.graphFingerprint, graphFingerprint_);
+    }
+    auto rng = c.datasets.find(kRngPath);
+    if (rng == c.datasets.end() || rng->second.info() != TensorInfo(DataType::UINT32, {4})) {
+      throw error("checkpoint '{}' has no valid {} (UINT32[4])", path, kRngPath);
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  // Every instance read the same files; if one failed (a file system error, say) none loads.
+  if (!allAgree(checkpointComm_.get(), failure.empty())) {
+    if (failure.empty()) {
+      throw error("loadCheckpoint '{}': another instance could not load it; nothing was loaded",
+                  path);
+    }
+    throw error("{}", failure);
+  }
+  for (const auto& [id, dataset] : checkpointTensors()) {
+    auto it = c.datasets.find(dataset);
+    if (it != c.datasets.end()) {
+      hostWeights_.at(id) = std::move(it->second);
+    } else {
+      hostWeights_.at(id).fillZero();
+    }
+  }
+  const HostTensor& rng = c.datasets.at(kRngPath);
+  setRngState(std::vector<uint32_t>(rng.data<uint32_t>(), rng.data<uint32_t>() + 4));
+  stepCount_ = c.attributes.step;
+  weightsFromHost();
+
+  CheckpointInfo info;
+  info.path = path;
+  info.step = c.attributes.step;
+  info.epoch = c.attributes.epoch;
+  info.samplesSeen = c.attributes.samplesSeen;
+  info.globalReplicationFactor = c.attributes.globalReplicationFactor;
+  info.instances = c.attributes.instances;
+  if (auto d = c.datasets.find(kDataPath); d != c.datasets.end()) {
+    const int64_t* p = d->second.data<int64_t>();
+    info.dataPosition.assign(p, p + d->second.nelms());
+  }
+  logging::session::info("checkpoint '{}' loaded: step {}, written by {} replicas on {} instances",
+                         path, info.step, info.globalReplicationFactor, info.instances);
+  return info;
+}
+
+}  // namespace xtrain::session
