@@ -87,6 +87,10 @@ class Session {
   void broadcastWeights(int rootRank = 0);
   // Writes the ONNX model with the device's current weights.
   void modelToHost(const std::string& path);
+  // Same; with withOptimizerState (training sessions) the optimizer state is added as initializers
+  // with PopART's names (Accl___<w> velocity, Accum___<w> accumulator). A model holding such
+  // initializers initialises a training session's optimizer state from them.
+  void modelToHost(const std::string& path, bool withOptimizerState);
   // Loads initializer values from an ONNX model (path or bytes) into the host weights; call
   // weightsFromHost after. A weight missing from the model is an error unless
   // ignoreWeightsWithoutHostWeight.

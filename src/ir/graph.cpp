@@ -108,8 +108,8 @@ Op& Graph::addOp(OpSpec spec) {
 
   if (spec.outputs.empty()) {
     for (int i = 0; i < spec.numOutputs; ++i) {
-      spec.outputs.push_back(uniqueId(op->type + "_" + std::to_string(op->id) + ":" +
-                                      std::to_string(i)));
+      spec.outputs.push_back(
+          uniqueId(op->type + "_" + std::to_string(op->id) + ":" + std::to_string(i)));
     }
   }
   op->outputs = std::move(spec.outputs);
@@ -154,7 +154,9 @@ Op& Graph::op(OpId id) {
   return *it->second;
 }
 
-const Op& Graph::op(OpId id) const { return const_cast<Graph*>(this)->op(id); }
+const Op& Graph::op(OpId id) const {
+  return const_cast<Graph*>(this)->op(id);
+}
 
 void Graph::removeOp(OpId id) {
   Op& o = op(id);
@@ -177,6 +179,14 @@ void Graph::removeOp(OpId id) {
     if (!out.empty()) tensors_.erase(out);
   }
   ops_.erase(id);
+}
+
+void Graph::removeTensor(const TensorId& id) {
+  const Tensor& t = tensor(id);
+  XT_CHECK(t.consumers.empty() && t.producer < 0, "removing tensor {}, which ops still use", id);
+  std::erase(inputs_, id);
+  std::erase(outputs_, id);
+  tensors_.erase(id);
 }
 
 void Graph::setupOp(Op& o) {

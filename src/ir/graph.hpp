@@ -2,10 +2,11 @@
 //
 // Contract:
 //  - Tensor ids are unique strings. An op's absent optional input or output is the empty id "".
-//  - Ops are canonical: where ONNX passes static configuration as inputs (Reshape's shape, Reduce*'s axes,
-//    Split's split, Squeeze/Unsqueeze's axes, Slice's starts/ends/axes/steps), the op's OpDef::canonicalize
-//    moves a constant input into an attribute of the same name and marks the input absent (""), so kernels
-//    only read attributes.
+//  - Ops are canonical: where ONNX passes static configuration as inputs (Reshape's shape,
+//  Reduce*'s axes,
+//    Split's split, Squeeze/Unsqueeze's axes, Slice's starts/ends/axes/steps), the op's
+//    OpDef::canonicalize moves a constant input into an attribute of the same name and marks the
+//    input absent (""), so kernels only read attributes.
 //  - addOp runs the op's shape inference at once; a failure throws xtrain::error naming the op.
 //  - Ops carry a Phase; schedule() orders by phase first, then topologically, then by insertion.
 //  - Not thread-safe: one thread builds and transforms a graph.
@@ -27,7 +28,8 @@ namespace xtrain::ir {
 
 inline constexpr const char* kOnnxDomain = "ai.onnx";
 inline constexpr const char* kGraphcoreDomain = "ai.graphcore";
-inline constexpr const char* kXtrainDomain = "ai.xtrain";  // internal ops: gradients, optimizer updates
+inline constexpr const char* kXtrainDomain =
+    "ai.xtrain";  // internal ops: gradients, optimizer updates
 
 enum class TensorKind {
   Stream,          // fed from the host every micro-batch (a graph input without initializer)
@@ -71,7 +73,8 @@ struct Op {
   std::string describe() const;
 };
 
-// What addOp needs. Outputs left empty are named "<type>_<n>:<i>" automatically, numOutputs of them.
+// What addOp needs. Outputs left empty are named "<type>_<n>:<i>" automatically, numOutputs of
+// them.
 struct OpSpec {
   std::string type;
   std::string domain = kOnnxDomain;
@@ -107,6 +110,9 @@ class Graph {
   const std::map<OpId, std::unique_ptr<Op>>& ops() const { return ops_; }
   // Removes an op whose outputs have no consumers; its outputs are removed too.
   void removeOp(OpId id);
+  // Removes a tensor no op reads or writes (an unused initializer); it leaves the graph's outputs
+  // too.
+  void removeTensor(const TensorId& id);
   // Re-runs shape inference of one op (after an input's info changed).
   void setupOp(Op& op);
 

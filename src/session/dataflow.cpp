@@ -6,11 +6,16 @@
 namespace xtrain {
 
 AnchorReturnType::AnchorReturnType(const std::string& name) : name_(name) {
-  if (name == "ALL") id_ = AnchorReturnTypeId::All;
-  else if (name == "FINAL") id_ = AnchorReturnTypeId::Final;
-  else if (name == "SUM") id_ = AnchorReturnTypeId::Sum;
-  else if (name == "EVERYN") throw error("anchor return type EVERYN needs a return period");
-  else throw error("unknown anchor return type '{}' (expected ALL, FINAL, SUM or EVERYN)", name);
+  if (name == "ALL")
+    id_ = AnchorReturnTypeId::All;
+  else if (name == "FINAL")
+    id_ = AnchorReturnTypeId::Final;
+  else if (name == "SUM")
+    id_ = AnchorReturnTypeId::Sum;
+  else if (name == "EVERYN")
+    throw error("anchor return type EVERYN needs a return period");
+  else
+    throw error("unknown anchor return type '{}' (expected ALL, FINAL, SUM or EVERYN)", name);
 }
 
 AnchorReturnType::AnchorReturnType(const std::string& name, int returnPeriod) : name_(name) {
@@ -27,7 +32,9 @@ AnchorReturnType::AnchorReturnType(const std::string& name, int returnPeriod) : 
 
 DataFlow::DataFlow() = default;
 
-DataFlow::DataFlow(int batchesPerStep) : batchesPerStep_(batchesPerStep) { validate(); }
+DataFlow::DataFlow(int batchesPerStep) : batchesPerStep_(batchesPerStep) {
+  validate();
+}
 
 DataFlow::DataFlow(int batchesPerStep, const std::map<TensorId, AnchorReturnType>& anchors)
     : batchesPerStep_(batchesPerStep), anchors_(anchors) {

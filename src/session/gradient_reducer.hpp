@@ -1,8 +1,8 @@
 // GradientReducer: the cross-instance all-reduce of the weights' gradients (or accumulators) once
 // per step, in buckets, so a model with many small weights pays for a few collectives rather than
 // one per weight. A bucket's all-reduce starts as soon as its last tensor is ready (ready(), called
-// while the backward pass still runs) and overlaps the rest of the step; finish() starts what is left
-// and waits.
+// while the backward pass still runs) and overlaps the rest of the step; finish() starts what is
+// left and waits.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +17,7 @@
 namespace xtrain::comm {
 class Communicator;
 class Work;
-}
+}  // namespace xtrain::comm
 
 namespace xtrain::session {
 

@@ -46,7 +46,8 @@ int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {
   const auto& instructions = program(phase).instructions();
   for (size_t k = instructions.size(); k-- > 0;) {
     const auto& outs = instructions[k].outputs;
-    if (std::find(outs.begin(), outs.end(), it->second) != outs.end()) return static_cast<int64_t>(k);
+    if (std::find(outs.begin(), outs.end(), it->second) != outs.end())
+      return static_cast<int64_t>(k);
   }
   return -1;
 }
@@ -65,8 +66,8 @@ std::string LoweredGraph::profileReport(size_t top) const {
     for (size_t k = 0; k < instrs.size(); ++k) {
       const double t = programs_[ph].seconds()[k];
       total += t;
-      rows.emplace_back(t, std::string(ir::toString(static_cast<ir::Phase>(ph))) + "  " +
-                               instrs[k].description);
+      rows.emplace_back(
+          t, std::string(ir::toString(static_cast<ir::Phase>(ph))) + "  " + instrs[k].description);
     }
   }
   std::sort(rows.begin(), rows.end(), std::greater<>());

@@ -1,6 +1,6 @@
-// LoweredGraph: an IR graph turned into device Programs, one per Phase, over a table of buffers (one buffer
-// per tensor). Built once per session; each replica owns its own buffer table (makeBuffers), so one
-// LoweredGraph serves every local replica.
+// LoweredGraph: an IR graph turned into device Programs, one per Phase, over a table of buffers
+// (one buffer per tensor). Built once per session; each replica owns its own buffer table
+// (makeBuffers), so one LoweredGraph serves every local replica.
 #pragma once
 
 #include <array>
@@ -16,7 +16,8 @@ namespace xtrain::session {
 
 class LoweredGraph {
  public:
-  // Creates a kernel for every op (throws xtrain::error naming an op without a kernel) and assigns buffers.
+  // Creates a kernel for every op (throws xtrain::error naming an op without a kernel) and assigns
+  // buffers.
   explicit LoweredGraph(const ir::Graph& graph);
 
   // Index of a tensor's buffer; throws xtrain::error naming the tensor when it has none.
@@ -24,8 +25,8 @@ class LoweredGraph {
   bool hasBuffer(const TensorId& id) const { return index_.count(id) != 0; }
   const std::vector<TensorId>& bufferTensors() const { return tensors_; }
 
-  // A fresh buffer table: every buffer allocated; Variables, Consts and optimizer state hold their initial
-  // values, everything else zeros.
+  // A fresh buffer table: every buffer allocated; Variables, Consts and optimizer state hold their
+  // initial values, everything else zeros.
   std::vector<HostTensor> makeBuffers() const;
 
   const device::Program& program(ir::Phase phase) const {
@@ -34,7 +35,8 @@ class LoweredGraph {
   // Turns per-instruction timing on or off for every phase (XTRAIN_PROFILE_OPS=1 turns it on).
   void setProfiling(bool on);
   bool profiling() const { return profiling_; }
-  // The slowest instructions by total time, one line each, for the summary report; "" when not profiling.
+  // The slowest instructions by total time, one line each, for the summary report; "" when not
+  // profiling.
   std::string profileReport(size_t top = 20) const;
 
   // Runs one phase's program on a buffer table.

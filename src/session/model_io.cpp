@@ -29,8 +29,9 @@ std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
 }
 
 void writeModelWithWeights(const std::string& modelBytes,
-                           const std::map<TensorId, HostTensor>& values, const std::string& path) {
-  ir::writeFile(path, ir::updateOnnxInitializers(modelBytes, values));
+                           const std::map<TensorId, HostTensor>& values, const std::string& path,
+                           const std::map<TensorId, HostTensor>& extra) {
+  ir::writeFile(path, ir::updateOnnxInitializers(modelBytes, values, extra));
 }
 
 }  // namespace xtrain::session

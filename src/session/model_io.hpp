@@ -25,8 +25,19 @@ ImportedModel importModel(const std::string& model,
                           const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas);
 // Every initializer of a model (path or bytes), by name.
 std::map<TensorId, HostTensor> readInitializers(const std::string& model);
-// Writes `modelBytes` to `path` with the given initializers replaced.
+// Writes `modelBytes` to `path` with the given initializers replaced, and `extra` initializers
+// added (e.g. optimizer state under PopART's names).
 void writeModelWithWeights(const std::string& modelBytes,
-                           const std::map<TensorId, HostTensor>& values, const std::string& path);
+                           const std::map<TensorId, HostTensor>& values, const std::string& path,
+                           const std::map<TensorId, HostTensor>& extra = {});
+
+// PopART's initializer name of a weight's optimizer state (replication-semantics.md section 8):
+// "Accl___W" for SGD's velocity, "Accum___W" for the gradient accumulator.
+inline std::string velocityInitializerName(const TensorId& weight) {
+  return "Accl___" + weight;
+}
+inline std::string accumulatorInitializerName(const TensorId& weight) {
+  return "Accum___" + weight;
+}
 
 }  // namespace xtrain::session

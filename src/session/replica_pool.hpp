@@ -12,10 +12,10 @@
 
 namespace xtrain::session {
 
-// Contract: run(fn) calls fn(r) for every replica r in [0, L), each on replica r's thread, and returns
-// when all returned; if any threw, it rethrows the exception of the lowest replica that threw (after
-// all finished). Each thread's kernels may use max(1, cores / L) threads. Not re-entrant: one run()
-// at a time. The destructor joins the threads.
+// Contract: run(fn) calls fn(r) for every replica r in [0, L), each on replica r's thread, and
+// returns when all returned; if any threw, it rethrows the exception of the lowest replica that
+// threw (after all finished). Each thread's kernels may use max(1, cores / L) threads. Not
+// re-entrant: one run() at a time. The destructor joins the threads.
 class ReplicaPool {
  public:
   explicit ReplicaPool(int64_t replicas);

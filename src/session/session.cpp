@@ -33,7 +33,10 @@ void Session::run(IStepIO& stepio, const std::string& debugName) {
   impl_->run(stepio, debugName);
 }
 void Session::modelToHost(const std::string& path) {
-  impl_->modelToHost(path);
+  impl_->modelToHost(path, false);
+}
+void Session::modelToHost(const std::string& path, bool withOptimizerState) {
+  impl_->modelToHost(path, withOptimizerState);
 }
 void Session::resetHostWeights(const std::string& model, bool ignoreWeightsWithoutHostWeight) {
   impl_->resetHostWeights(model, ignoreWeightsWithoutHostWeight);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "comm/world.hpp"
 #include "common/check.hpp"
@@ -65,7 +66,10 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   for (const auto& [opId, op] : graph_->ops()) {
     if (op->type == "Dropout") op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
   }
-  if (config_.training) buildTrainingGraph();
+  if (config_.training) {
+    takeOptimizerStateInitializers();
+    buildTrainingGraph();
+  }
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
                          graph_->ops().size(), graph_->tensors().size(), localReplicas_,
                          accumulationFactor_);
@@ -328,6 +332,7 @@ void SessionImpl::prepareDevice() {
   }
   collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
                                                       globalReplicas_);
+  applyOptimizerStateInitializers();
   prepared_ = true;
 }
 
@@ -511,14 +516,76 @@ void SessionImpl::writeWeights(const WeightsIO& weights) {
   }
 }
 
-void SessionImpl::modelToHost(const std::string& path) {
+void SessionImpl::modelToHost(const std::string& path, bool withOptimizerState) {
   requirePrepared("modelToHost");
+  if (withOptimizerState && !config_.training) {
+    throw error("modelToHost: an inference session has no optimizer state to write");
+  }
   weightsToHost();
-  std::map<TensorId, HostTensor> values;
+  std::map<TensorId, HostTensor> values, extra;
   for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
     values.emplace(id, hostWeights_.at(id));
   }
-  writeModelWithWeights(modelBytes_, values, path);
+  // State initializers the model came with are always brought up to date; others are added when
+  // asked for.
+  for (const auto& u : optimizerGraph_.updates) {
+    for (const auto& [state, name] :
+         {std::pair{u.velocity, velocityInitializerName(u.weight)},
+          std::pair{u.accumulator, accumulatorInitializerName(u.weight)}}) {
+      if (state.empty()) continue;
+      if (stateInitializers_.count(name)) {
+        values.emplace(name, hostWeights_.at(state));
+      } else if (withOptimizerState) {
+        extra.emplace(name, hostWeights_.at(state));
+      }
+    }
+  }
+  writeModelWithWeights(modelBytes_, values, path, extra);
+}
+
+void SessionImpl::takeOptimizerStateInitializers() {
+  const auto variables = graph_->tensorsOfKind(ir::TensorKind::Variable);
+  const std::set<TensorId> names(variables.begin(), variables.end());
+  for (const auto& id : variables) {
+    for (const char* prefix : {"Accl___", "Accum___"}) {
+      const std::string p(prefix);
+      if (id.rfind(p, 0) != 0 || !names.count(id.substr(p.size()))) continue;
+      const ir::Tensor& t = graph_->tensor(id);
+      if (!t.consumers.empty() || !t.value) continue;  // the model uses it: an ordinary weight
+      stateInitializers_.emplace(id, *t.value);
+      graph_->removeTensor(id);
+      break;
+    }
+  }
+}
+
+void SessionImpl::applyOptimizerStateInitializers() {
+  std::set<TensorId> used;
+  for (const auto& u : optimizerGraph_.updates) {
+    for (const auto& [state, name] :
+         {std::pair{u.velocity, velocityInitializerName(u.weight)},
+          std::pair{u.accumulator, accumulatorInitializerName(u.weight)}}) {
+      auto it = stateInitializers_.find(name);
+      if (state.empty() || it == stateInitializers_.end()) continue;
+      HostTensor& host = hostWeights_.at(state);
+      if (it->second.info() != host.info()) {
+        throw error(
+            "the model's initializer '{}' is {} but the optimizer state it initialises is {}", name,
+            it->second.info().toString(), host.info().toString());
+      }
+      host = it->second;
+      used.insert(name);
+    }
+  }
+  for (const auto& [name, value] : stateInitializers_) {
+    if (!used.count(name)) {
+      logging::session::warn(
+          "the model's optimizer state initializer '{}' is ignored: the session's optimizer keeps "
+          "no "
+          "such state",
+          name);
+    }
+  }
 }
 
 void SessionImpl::resetHostWeights(const std::string& model, bool ignoreMissing) {

@@ -62,7 +62,7 @@ class SessionImpl {
   void readWeights(const WeightsIO& weights);
   void writeWeights(const WeightsIO& weights);
   void run(IStepIO& stepio, const std::string& debugName);
-  void modelToHost(const std::string& path);
+  void modelToHost(const std::string& path, bool withOptimizerState);
   void resetHostWeights(const std::string& model, bool ignoreMissing);
   void updateOptimizerFromHost(const Optimizer& optimizer);
   // Checkpoints (session_checkpoint.cpp; TrainingSession's contract in xtrain/session.hpp).
@@ -117,6 +117,11 @@ class SessionImpl {
   // The whole n elements of a sharded tensor (a weight shard or optimizer state) from the shards
   // of the domain's first group, on every instance.
   void gatherShards(const ShardPlan& plan, const TensorId& shardId, float* whole);
+  // Training: the model's initializers that hold optimizer state under PopART's names (Accl___W,
+  // Accum___W of a weight W, unused by any op) leave the graph; prepareDevice starts the state from
+  // them.
+  void takeOptimizerStateInitializers();
+  void applyOptimizerStateInitializers();
   // A hash of the model's operations and weights (names, types, per-replica shapes): what a
   // checkpoint must have been written for.
   std::string computeGraphFingerprint() const;
@@ -153,6 +158,7 @@ class SessionImpl {
   std::map<TensorId, ShardPlan> shards_;
   std::map<TensorId, TensorId> shardedState_;
   std::string graphFingerprint_;
+  std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
   // The instances' communicator for checkpoints (a split of instances_, so an asynchronous save's
   // collectives never interleave with training's); null with one instance.
   std::shared_ptr<comm::Communicator> checkpointComm_;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.hpp"
+#include "session/model_io.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/dist.hpp"
 
@@ -140,6 +141,33 @@ TEST_F(CheckpointTest, MismatchesAreRefusedAndNothingIsLoaded) {
   e = loadError(*s, (dir_ / "junk.h5").string());
   EXPECT_NE(e.find("junk.h5"), std::string::npos) << e;
   EXPECT_FALSE(loadError(*s, ckpt("good")).size()) << "the good one still loads";
+}
+
+// modelToHost with the optimizer state (PopART's Accl___<w> initializers): a session created from
+// that model starts with that state and trains on as the first would have; the model also loads a
+// checkpoint of the original (the state initializers are not part of the model's fingerprint).
+TEST_F(CheckpointTest, OnnxWithOptimizerStateContinuesTraining) {
+  const MlpModel m = buildMlpModel();
+  auto straight = makeMlpSession(m, layout(2), kSgd);
+  trainMlpSteps(*straight, m, 2, 0, 1, 0, 6);
+  const auto want = readTensors(*straight, mlpWeightsAndVelocities());
+
+  auto first = makeMlpSession(m, layout(2), kSgd);
+  trainMlpSteps(*first, m, 2, 0, 1, 0, 3);
+  first->saveCheckpoint(ckpt("c"));
+  const std::string withState = (dir_ / "with-state.onnx").string();
+  first->modelToHost(withState, true);
+  const auto inits = session::readInitializers(withState);
+  ASSERT_TRUE(inits.count("Accl___W1")) << "velocity written as PopART's initializer";
+
+  MlpModel exported = m;
+  exported.proto = withState;
+  auto second = makeMlpSession(exported, layout(2), kSgd);
+  EXPECT_EQ(readTensors(*second, mlpWeightsAndVelocities()),
+            readTensors(*first, mlpWeightsAndVelocities()));
+  trainMlpSteps(*second, m, 2, 0, 1, 3, 3);
+  EXPECT_EQ(readTensors(*second, mlpWeightsAndVelocities()), want);
+  EXPECT_EQ(loadError(*second, ckpt("c")), "");
 }
 
 // ---- Several instances: CheckpointSession.* runs CheckpointWorker.* under xrun. ----
