@@ -2,11 +2,14 @@
 // ../shared/bench (run them side by side with bench/run-vs-peers.sh).
 //
 //   xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]
-//                                                     reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9;
-//                                                     L local replicas, and under xrun -n N the job's layout
-//   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a naive loop
-//   xbench comm [...]                                 collective bandwidth, nccl-tests format (comm_bench.cpp)
-//   xbench checkpoint [--bytes 400M] [--tensors N]    time to save one checkpoint (checkpoint_bench.cpp)
+//                                                     reference MLP 784-1024-1024-10, SGD lr 0.01
+//                                                     momentum 0.9; L local replicas, and under
+//                                                     xrun -n N the job's layout
+//   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a
+//   naive loop xbench comm [...]                                 collective bandwidth, nccl-tests
+//   format (comm_bench.cpp) xbench checkpoint [--bytes 400M] [--tensors N]    time to save one
+//   checkpoint (checkpoint_bench.cpp) xbench checkpoint-stall [--mb 200]                what a save
+//   costs training (checkpoint_stall_bench.cpp)
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +20,7 @@
 
 #include "bench_args.hpp"
 #include "checkpoint_bench.hpp"
+#include "checkpoint_stall_bench.hpp"
 #include "common/example_models.hpp"
 #include "device/kernels/sgemm.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -66,7 +70,8 @@ int benchMlp(const std::vector<std::string>& args) {
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice(
       {{"numIPUs", std::to_string(local)}});
   auto session = TrainingSession::createFromOnnxModel(
-      m.proto, DataFlow(1, {{m.loss, AnchorReturnType("FINAL")}}), m.loss, sgd, device, {}, options);
+      m.proto, DataFlow(1, {{m.loss, AnchorReturnType("FINAL")}}), m.loss, sgd, device, {},
+      options);
   session->prepareDevice();
   session->weightsFromHost();
 
@@ -89,7 +94,8 @@ int benchMlp(const std::vector<std::string>& args) {
     const int64_t instances = global / local;
     std::cout << "xtrain-mlp replicas=" << global << " (" << instances << " instance"
               << (instances == 1 ? "" : "s") << " x " << local << " local) batch/replica=" << batch
-              << " steps=" << steps << " samples_per_s=" << static_cast<double>(steps * batch * global) / t
+              << " steps=" << steps
+              << " samples_per_s=" << static_cast<double>(steps * batch * global) / t
               << " final_loss=" << losses[0] << "\n";
     // The run line of the report: time per step and the share spent reducing gradients.
     const std::string report = session->getSummaryReport();
@@ -110,7 +116,8 @@ int benchMatmul(const std::vector<std::string>& args) {
   std::uniform_real_distribution<float> dist(-1, 1);
   for (auto& v : a) v = dist(rng);
   for (auto& v : b) v = dist(rng);
-  const double flop = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  const double flop =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
 
   xtrain::device::sgemm(a.data(), b.data(), c.data(), n, n, n);  // warm-up (primitive creation)
   std::vector<double> times;
@@ -129,15 +136,17 @@ int benchMatmul(const std::vector<std::string>& args) {
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       float s = 0;
-      for (int64_t k = 0; k < n; ++k) s += a[static_cast<size_t>(i * n + k)] * b[static_cast<size_t>(k * n + j)];
+      for (int64_t k = 0; k < n; ++k)
+        s += a[static_cast<size_t>(i * n + k)] * b[static_cast<size_t>(k * n + j)];
       d[static_cast<size_t>(i * n + j)] = s;
     }
   }
   const double naive = std::chrono::duration<double>(Clock::now() - t0).count();
   double maxDiff = 0;
-  for (size_t i = 0; i < c.size(); ++i) maxDiff = std::max(maxDiff, static_cast<double>(std::abs(c[i] - d[i])));
-  std::cout << "naive-loop n=" << n << " gflops=" << flop / naive / 1e9 << " max_abs_diff_vs_sgemm=" << maxDiff
-            << "\n";
+  for (size_t i = 0; i < c.size(); ++i)
+    maxDiff = std::max(maxDiff, static_cast<double>(std::abs(c[i] - d[i])));
+  std::cout << "naive-loop n=" << n << " gflops=" << flop / naive / 1e9
+            << " max_abs_diff_vs_sgemm=" << maxDiff << "\n";
   return maxDiff < 1e-2 ? 0 : 1;
 }
 
@@ -146,9 +155,11 @@ int benchMatmul(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const std::string usage =
-      std::string("usage: xbench mlp [--steps N] [--warmup N] [--batch B]\n       xbench matmul "
-                  "[--size N] [--reps R]\n       ") +
-      xbench::commUsage() + "\n       " + xbench::checkpointUsage() + "\n";
+      std::string(
+          "usage: xbench mlp [--steps N] [--warmup N] [--batch B]\n       xbench matmul "
+          "[--size N] [--reps R]\n       ") +
+      xbench::commUsage() + "\n       " + xbench::checkpointUsage() + "\n       " +
+      xbench::checkpointStallUsage() + "\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
     return args.empty() ? 2 : 0;
@@ -158,6 +169,7 @@ int main(int argc, char** argv) {
     if (args[0] == "matmul") return benchMatmul(args);
     if (args[0] == "comm") return xbench::benchComm(args);
     if (args[0] == "checkpoint") return xbench::benchCheckpoint(args);
+    if (args[0] == "checkpoint-stall") return xbench::benchCheckpointStall(args);
     std::cerr << "xbench: unknown benchmark '" << args[0] << "'\n" << usage;
     return 2;
   } catch (const std::exception& e) {
