@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,7 +86,9 @@ class Session {
   // replica of every instance (a broadcast across the instances with distributed replication).
   // Collective: every instance calls it. rootRank must be in [0, number of instances).
   void broadcastWeights(int rootRank = 0);
-  // Writes the ONNX model with the device's current weights.
+  // Writes the ONNX model with the device's current weights. With several instances it is collective
+  // (every instance calls it; it fetches grouped and sharded weights from all of them) and the first
+  // instance writes the file.
   void modelToHost(const std::string& path);
   // Same; with withOptimizerState (training sessions) the optimizer state is added as initializers
   // with PopART's names (Accl___<w> velocity, Accum___<w> accumulator). A model holding such
@@ -156,6 +159,10 @@ class TrainingSession : public Session {
   // recorded.
   void saveCheckpoint(const std::string& path, const CheckpointOptions& options = {});
   CheckpointInfo loadCheckpoint(const std::string& path);
+  // The newest complete checkpoint of `directory` (following its `latest`), loaded as
+  // loadCheckpoint does; nullopt, loading nothing, when there is none. Collective: the instances
+  // agree on the checkpoint (an error when they see different ones).
+  std::optional<CheckpointInfo> loadLatestCheckpoint(const std::string& directory);
   // Waits for an asynchronous saveCheckpoint; rethrows its failure.
   void waitForCheckpoint();
 

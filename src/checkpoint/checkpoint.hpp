@@ -128,4 +128,8 @@ std::optional<std::string> latestComplete(const std::string& checkpointDir);
 // instance only (the one that commits).
 void prune(const std::string& checkpointDir, int keep, const std::string& activeStaging = "");
 
+// Whether checkpoints may be written on a background thread while other threads use HDF5 (the HDF5
+// library is a thread-safe build). Sessions write synchronously when it is not.
+bool backgroundWritesSupported();
+
 }  // namespace xtrain::checkpoint

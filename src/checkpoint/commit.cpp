@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/durable_files.hpp"
 #include "checkpoint/layout.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::checkpoint {
 
@@ -76,11 +77,20 @@ void commit(const std::string& stagingDir, const std::string& finalDir) {
   }
   fsyncPath(parent);
 
-  // 3. `latest` names it (atomically replaced), then the replaced copy goes.
-  replaceFileDurably((fs::path(parent) / layout::kLatestFile).string(), baseName(finalDir) + "\n");
-  if (!retired.empty()) {
-    removeOrThrow(retired);
-    fsyncPath(parent);
+  // 3. `latest` names it (atomically replaced), then the replaced copy goes. The checkpoint is
+  //    complete from here on: a failure now is a warning, not a failed save (list() and
+  //    latestComplete() fall back to the newest complete checkpoint when `latest` is stale, and
+  //    prune() removes a leftover copy).
+  try {
+    replaceFileDurably((fs::path(parent) / layout::kLatestFile).string(),
+                       baseName(finalDir) + "\n");
+    if (!retired.empty()) {
+      removeOrThrow(retired);
+      fsyncPath(parent);
+    }
+  } catch (const std::exception& e) {
+    logging::checkpoint::warn("checkpoint '{}' is complete, but tidying up after it failed: {}",
+                              finalDir, e.what());
   }
 }
 

@@ -1,6 +1,7 @@
 // HDF5 error handling shared by the data set reader and the checkpoint code.
 #include <string>
 
+#include "checkpoint/checkpoint.hpp"
 #include "checkpoint/hdf5_handle.hpp"
 
 namespace xtrain::checkpoint {
@@ -24,6 +25,15 @@ std::string hdf5ErrorDetail() {
   };
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, visit, &last);
   return last;
+}
+
+}  // namespace xtrain::checkpoint
+
+namespace xtrain::checkpoint {
+
+bool backgroundWritesSupported() {
+  hbool_t threadSafe = 0;
+  return H5is_library_threadsafe(&threadSafe) >= 0 && threadSafe != 0;
 }
 
 }  // namespace xtrain::checkpoint

@@ -129,6 +129,9 @@ void TrainingSession::saveCheckpoint(const std::string& path, const CheckpointOp
 CheckpointInfo TrainingSession::loadCheckpoint(const std::string& path) {
   return impl_->loadCheckpoint(path);
 }
+std::optional<CheckpointInfo> TrainingSession::loadLatestCheckpoint(const std::string& directory) {
+  return impl_->loadLatestCheckpoint(directory);
+}
 void TrainingSession::waitForCheckpoint() {
   impl_->waitForCheckpoint();
 }

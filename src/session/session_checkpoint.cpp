@@ -51,33 +51,57 @@ struct Fnv {
   }
 };
 
-// Which instance writes each dataset: the largest first, each to the least loaded instance, so the
-// instances write about the same number of bytes. Deterministic: every instance computes the same.
-std::vector<int> assignOwners(const std::vector<checkpoint::Dataset>& datasets, int instances) {
-  std::vector<size_t> order(datasets.size());
+// Which instance writes each dataset (by its size in bytes): the largest first, each to the least
+// loaded instance, so the instances write about the same number of bytes. Deterministic: every
+// instance computes the same.
+std::vector<int> assignOwners(const std::vector<size_t>& bytes, int instances) {
+  std::vector<size_t> order(bytes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return datasets[a].value.nbytes() > datasets[b].value.nbytes();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
   std::vector<uint64_t> load(static_cast<size_t>(instances), 0);
-  std::vector<int> owner(datasets.size(), 0);
+  std::vector<int> owner(bytes.size(), 0);
   for (size_t i : order) {
     const auto least = std::min_element(load.begin(), load.end()) - load.begin();
     owner[i] = static_cast<int>(least);
-    load[static_cast<size_t>(least)] += datasets[i].value.nbytes() + 1;
+    load[static_cast<size_t>(least)] += bytes[i] + 1;
   }
   return owner;
 }
 
-// True on every rank when `ok` is true on every rank.
-bool allAgree(comm::Communicator* comm, bool ok) {
-  if (comm == nullptr) return ok;
-  int32_t flag = ok ? 1 : 0;
+// How long an instance waits for the others at a checkpoint's agreement points: they may be busy
+// with slow file work (XTRAIN_CHECKPOINT_TIMEOUT seconds, default 3600).
+comm::Milliseconds agreementTimeout() {
+  if (const char* s = std::getenv("XTRAIN_CHECKPOINT_TIMEOUT"); s != nullptr && *s != '\0') {
+    char* end = nullptr;
+    const double seconds = std::strtod(s, &end);
+    if (end != s && *end == '\0' && seconds > 0) {
+      return comm::Milliseconds(static_cast<int64_t>(seconds * 1000));
+    }
+    throw error("XTRAIN_CHECKPOINT_TIMEOUT must be a positive number of seconds, got '{}'", s);
+  }
+  return std::chrono::hours(1);
+}
+
+int64_t reduceInt64(comm::Communicator* comm, int64_t value, CollectiveOperator op) {
+  if (comm == nullptr) return value;
   comm::AllReduceOptions o;
-  o.op = CollectiveOperator::Min;
+  o.op = op;
+  o.timeout = agreementTimeout();
   o.debugName = "checkpoint/agree";
-  comm->allReduceSync(comm::BufferView{&flag, 1, DataType::INT32}, o);
-  return flag == 1;
+  comm->allReduceSync(comm::BufferView{&value, 1, DataType::INT64}, o);
+  return value;
+}
+
+// True on every instance when `ok` is true on every instance.
+bool allAgree(comm::Communicator* comm, bool ok) {
+  return reduceInt64(comm, ok ? 1 : 0, CollectiveOperator::Min) == 1;
+}
+
+// True on every instance when every instance has the same value.
+bool sameEverywhere(comm::Communicator* comm, int64_t value) {
+  return reduceInt64(comm, value, CollectiveOperator::Min) ==
+         reduceInt64(comm, value, CollectiveOperator::Max);
 }
 
 }  // namespace
@@ -117,32 +141,86 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   XT_CHECK(config_.training, "saveCheckpoint on an inference session");
   waitForCheckpoint();
   if (path.empty()) throw error("saveCheckpoint: the path is empty");
+  comm::Communicator* comm = checkpointComm_.get();
   const fs::path final = fs::absolute(path).lexically_normal();
+  // Every instance must see the checkpoint's directory before any collective starts.
+  std::string failure;
   if (!fs::is_directory(final.parent_path())) {
-    throw error("saveCheckpoint: the directory '{}' of checkpoint '{}' does not exist",
-                final.parent_path().string(), path);
+    failure = format(
+        "saveCheckpoint: the directory '{}' of checkpoint '{}' does not exist{}",
+        final.parent_path().string(), path,
+        comm ? " on this instance (checkpoints need a file system every instance shares)" : "");
+  }
+  if (!allAgree(comm, failure.empty())) {
+    throw error("{}", failure.empty() ? format("saveCheckpoint: another instance cannot see the "
+                                               "directory of '{}' (checkpoints need a file system "
+                                               "every instance shares)",
+                                               path)
+                                      : failure);
   }
   const auto start = std::chrono::steady_clock::now();
   weightsToHost();  // collective: every instance now holds every value whole
 
-  std::vector<checkpoint::Dataset> datasets;
-  for (const auto& [id, dataset] : checkpointTensors()) {
-    datasets.push_back({dataset, hostWeights_.at(id)});
-  }
+  // What goes in, and who writes it.
+  const auto tensors = checkpointTensors();
   const auto rng = rngState();
-  datasets.push_back(
-      {kRngPath, HostTensor::fromVector<uint32_t>({static_cast<int64_t>(rng.size())}, rng)});
-  if (!options.dataPosition.empty()) {
-    datasets.push_back({kDataPath, HostTensor::fromVector<int64_t>(
-                                       {static_cast<int64_t>(options.dataPosition.size())},
-                                       options.dataPosition)});
+  std::vector<size_t> bytes;
+  for (const auto& [id, dataset] : tensors) bytes.push_back(hostWeights_.at(id).nbytes());
+  bytes.push_back(rng.size() * sizeof(uint32_t));
+  const bool hasData = !options.dataPosition.empty();
+  if (hasData) bytes.push_back(options.dataPosition.size() * sizeof(int64_t));
+  const int instances = comm ? comm->size() : 1;
+  const int rank = comm ? comm->rank() : 0;
+  const std::vector<int> owner = assignOwners(bytes, instances);
+
+  bool asynchronous = options.asynchronous;
+  if (asynchronous && !checkpoint::backgroundWritesSupported()) {
+    logging::session::warn(
+        "saveCheckpoint: this HDF5 library is not thread-safe, so the checkpoint is written "
+        "synchronously");
+    asynchronous = false;
   }
+  // This instance's datasets: copies when written in the background (training goes on and changes
+  // the host views); otherwise the host views themselves, moved out and back (no copy).
+  std::vector<checkpoint::Dataset> mine;
+  std::vector<TensorId> borrowed;
+  try {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (owner[i] != rank) continue;
+      HostTensor& host = hostWeights_.at(tensors[i].first);
+      if (asynchronous) {
+        mine.push_back({tensors[i].second, host});
+      } else {
+        mine.push_back({tensors[i].second, std::move(host)});
+        borrowed.push_back(tensors[i].first);
+      }
+    }
+    if (owner[tensors.size()] == rank) {
+      mine.push_back(
+          {kRngPath, HostTensor::fromVector<uint32_t>({static_cast<int64_t>(rng.size())}, rng)});
+    }
+    if (hasData && owner[tensors.size() + 1] == rank) {
+      mine.push_back({kDataPath, HostTensor::fromVector<int64_t>(
+                                     {static_cast<int64_t>(options.dataPosition.size())},
+                                     options.dataPosition)});
+    }
+  } catch (const std::exception& e) {
+    failure = format("saveCheckpoint '{}': copying the state failed: {}", path, e.what());
+  }
+  // Gives borrowed host views back, whatever happens below.
+  auto giveBack = [&] {
+    for (size_t k = 0; k < borrowed.size(); ++k) {
+      hostWeights_.at(borrowed[k]) = std::move(mine[k].value);
+    }
+    borrowed.clear();
+  };
+
   checkpoint::Attributes a;
   a.step = stepCount_;
   a.epoch = options.epoch;
   a.samplesSeen = options.samplesSeen;
   a.globalReplicationFactor = globalReplicas_;
-  a.instances = globalReplicas_ / localReplicas_;
+  a.instances = instances;
   a.optimizerType = config_.optimizer->type_s();
   const auto hv = ir::hyperValues(*config_.optimizer, "", optimizerOptions_);
   const char* names[] = {"learningRate", "weightDecay", "momentum", "dampening", "velocityScaling"};
@@ -152,20 +230,14 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   a.creationTime = utcNow();
   a.xtrainVersion = XTRAIN_VERSION;
 
-  const int instances = checkpointComm_ ? checkpointComm_->size() : 1;
-  const int rank = checkpointComm_ ? checkpointComm_->rank() : 0;
-  const std::vector<int> owner = assignOwners(datasets, instances);
-  std::vector<checkpoint::Dataset> mine;
-  for (size_t i = 0; i < datasets.size(); ++i) {
-    if (owner[i] == rank) mine.push_back(std::move(datasets[i]));
-  }
   const char* job = std::getenv("XTRAIN_JOB_ID");
   const std::string staging = final.string() + ".tmp-" + (job != nullptr ? job : "job");
-  auto comm = checkpointComm_;
-  auto write = [comm, rank, instances, staging, final = final.string(), a, mine = std::move(mine),
-                start]() {
-    std::string failure;
+  // The stages, each closed by an agreement, so every instance takes part in the same collectives
+  // whatever fails where.
+  auto write = [comm, rank, instances, staging, final = final.string(), a, start](
+                   const std::vector<checkpoint::Dataset>& datasets, std::string failure) {
     auto attempt = [&](const std::function<void()>& step) {
+      if (!failure.empty()) return;
       try {
         step();
       } catch (const std::exception& e) {
@@ -179,12 +251,12 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
         fs::create_directories(staging);
       });
     }
-    if (!allAgree(comm.get(), failure.empty())) {
-      throw error("saveCheckpoint '{}': preparing the staging directory failed{}", final,
-                  failure.empty() ? " on instance 0" : ": " + failure);
+    if (!allAgree(comm, failure.empty())) {
+      throw error("saveCheckpoint '{}': {}; the previous checkpoint is intact", final,
+                  failure.empty() ? "another instance failed before writing" : failure);
     }
-    attempt([&] { checkpoint::writePart(staging, rank, mine); });
-    if (!allAgree(comm.get(), failure.empty())) {
+    attempt([&] { checkpoint::writePart(staging, rank, datasets); });
+    if (!allAgree(comm, failure.empty())) {
       throw error(
           "saveCheckpoint '{}': writing the parts failed{}; the previous checkpoint is intact",
           final, failure.empty() ? " on another instance" : ": " + failure);
@@ -195,27 +267,65 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
         checkpoint::commit(staging, final);
       });
     }
-    if (!allAgree(comm.get(), failure.empty())) {
-      throw error(
-          "saveCheckpoint '{}': completing the checkpoint failed{}; the previous checkpoint is "
-          "intact",
-          final, failure.empty() ? " on instance 0" : ": " + failure);
+    if (!allAgree(comm, failure.empty())) {
+      throw error("saveCheckpoint '{}': completing the checkpoint failed{}", final,
+                  failure.empty() ? " on instance 0" : ": " + failure);
     }
     logging::session::info(
         "checkpoint '{}' saved (step {}) in {:.3f} s", final, a.step,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   };
-  if (options.asynchronous) {
-    asyncSave_ = std::thread([this, write = std::move(write)] {
+  if (asynchronous) {
+    // asyncError_ is read only after the thread is joined (waitForCheckpoint, the destructor).
+    asyncSave_ = std::thread([this, write = std::move(write), mine = std::move(mine), failure]() {
       try {
-        write();
+        write(mine, failure);
       } catch (...) {
         asyncError_ = std::current_exception();
       }
     });
-  } else {
-    write();
+    return;
   }
+  try {
+    write(mine, failure);
+  } catch (...) {
+    giveBack();
+    throw;
+  }
+  giveBack();
+}
+
+std::optional<CheckpointInfo> SessionImpl::loadLatestCheckpoint(const std::string& directory) {
+  requirePrepared("loadLatestCheckpoint");
+  comm::Communicator* comm = checkpointComm_.get();
+  std::optional<std::string> latest;
+  std::string failure;
+  try {
+    latest = checkpoint::latestComplete(directory);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!allAgree(comm, failure.empty())) {
+    throw error("loadLatestCheckpoint '{}': {}", directory,
+                failure.empty() ? "another instance could not list the directory" : failure);
+  }
+  // All instances resume from the same step, or all start afresh.
+  int64_t step = -1;
+  try {
+    if (latest) step = checkpoint::readAttributes(*latest).step;
+  } catch (const std::exception& e) {
+    step = -2;
+    failure = e.what();
+  }
+  if (!sameEverywhere(comm, step)) {
+    throw error(
+        "loadLatestCheckpoint '{}': the instances see different newest checkpoints (step {} "
+        "here); checkpoints need a file system every instance shares",
+        directory, step);
+  }
+  if (step == -2) throw error("loadLatestCheckpoint '{}': {}", directory, failure);
+  if (!latest) return std::nullopt;
+  return loadCheckpoint(*latest);
 }
 
 void SessionImpl::waitForCheckpoint() {
@@ -276,16 +386,33 @@ CheckpointInfo SessionImpl::loadCheckpoint(const std::string& path) {
     if (rng == c.datasets.end() || rng->second.info() != TensorInfo(DataType::UINT32, {4})) {
       throw error("checkpoint '{}' has no valid {} (UINT32[4])", path, kRngPath);
     }
+    if (auto d = c.datasets.find(kDataPath);
+        d != c.datasets.end() &&
+        (d->second.dataType() != DataType::INT64 || d->second.shape().size() != 1)) {
+      throw error("checkpoint '{}': {} is {}, expected a 1-D INT64 tensor", path, kDataPath,
+                  d->second.info().toString());
+    }
   } catch (const std::exception& e) {
     failure = e.what();
   }
   // Every instance read the same files; if one failed (a file system error, say) none loads.
-  if (!allAgree(checkpointComm_.get(), failure.empty())) {
+  comm::Communicator* comm = checkpointComm_.get();
+  if (!allAgree(comm, failure.empty())) {
     if (failure.empty()) {
       throw error("loadCheckpoint '{}': another instance could not load it; nothing was loaded",
                   path);
     }
     throw error("{}", failure);
+  }
+  // ... and the same checkpoint: its step, time and model agree everywhere.
+  Fnv identity;
+  identity.add(std::to_string(c.attributes.step) + c.attributes.creationTime +
+               c.attributes.graphFingerprint);
+  if (!sameEverywhere(comm, static_cast<int64_t>(identity.h >> 1))) {
+    throw error(
+        "loadCheckpoint '{}': the instances read different checkpoints under this path (step "
+        "{} here); checkpoints need a file system every instance shares. Nothing was loaded",
+        path, c.attributes.step);
   }
   for (const auto& [id, dataset] : checkpointTensors()) {
     auto it = c.datasets.find(dataset);

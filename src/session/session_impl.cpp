@@ -540,6 +540,8 @@ void SessionImpl::modelToHost(const std::string& path, bool withOptimizerState) 
       }
     }
   }
+  // Every instance holds the complete values; one file is written.
+  if (instances_ && instances_->rank() != 0) return;
   writeModelWithWeights(modelBytes_, values, path, extra);
 }
 

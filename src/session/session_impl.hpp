@@ -68,6 +68,7 @@ class SessionImpl {
   // Checkpoints (session_checkpoint.cpp; TrainingSession's contract in xtrain/session.hpp).
   void saveCheckpoint(const std::string& path, const CheckpointOptions& options);
   CheckpointInfo loadCheckpoint(const std::string& path);
+  std::optional<CheckpointInfo> loadLatestCheckpoint(const std::string& directory);
   void waitForCheckpoint();
 
   const ir::Graph& graph() const { return *graph_; }

@@ -82,6 +82,23 @@ TEST_F(CheckpointTest, ResumeIsExact) {
   }
 }
 
+// loadLatestCheckpoint: nothing in an empty directory, else the newest complete checkpoint.
+TEST_F(CheckpointTest, LatestCheckpointOfADirectory) {
+  const MlpModel m = buildMlpModel();
+  auto s = makeMlpSession(m, layout(2), kSgd);
+  EXPECT_FALSE(s->loadLatestCheckpoint(dir_.string()).has_value());
+  trainMlpSteps(*s, m, 2, 0, 1, 0, 2);
+  s->saveCheckpoint(ckpt(checkpoint::checkpointName(2)));
+  trainMlpSteps(*s, m, 2, 0, 1, 2, 2);
+  s->saveCheckpoint(ckpt(checkpoint::checkpointName(4)));
+  auto other = makeMlpSession(m, layout(2), kSgd);
+  const auto info = other->loadLatestCheckpoint(dir_.string());
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->step, 4);
+  EXPECT_EQ(readTensors(*other, mlpWeightsAndVelocities()),
+            readTensors(*s, mlpWeightsAndVelocities()));
+}
+
 // A checkpoint of 4 sharded replicas loads into 2 unsharded ones (and 1): the same weights and
 // state, and training continues.
 TEST_F(CheckpointTest, LoadsIntoAnotherLayout) {

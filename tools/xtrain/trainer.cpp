@@ -289,15 +289,18 @@ int train(const TrainOptions& o, std::ostream& out) {
 
   SampleOrder order(source->numSamples(), o.seed);
   int64_t firstStep = 0;
-  std::string resumeFrom = o.resume;
-  if (resumeFrom == "auto") {
-    auto latest = checkpoint::latestComplete(o.checkpointDir);
-    resumeFrom = latest ? *latest : "";
-    if (!latest)
+  std::optional<CheckpointInfo> resumed;
+  if (o.resume == "auto") {
+    // Collective: every instance resumes from the same checkpoint, or all start afresh.
+    resumed = session->loadLatestCheckpoint(o.checkpointDir);
+    if (!resumed)
       progress << "xtrain: no checkpoint in " << o.checkpointDir << ", starting afresh\n";
+  } else if (!o.resume.empty()) {
+    resumed = session->loadCheckpoint(o.resume);
   }
-  if (!resumeFrom.empty()) {
-    const CheckpointInfo info = session->loadCheckpoint(resumeFrom);
+  if (resumed) {
+    const CheckpointInfo& info = *resumed;
+    const std::string& resumeFrom = info.path;
     order.seek(info.dataPosition);
     firstStep = info.step;
     progress << "xtrain: resumed from " << resumeFrom << " at step " << firstStep << " (written by "
@@ -305,6 +308,15 @@ int train(const TrainOptions& o, std::ostream& out) {
              << " replicas)\n";
   }
   if (!o.checkpointDir.empty()) std::filesystem::create_directories(o.checkpointDir);
+  // Instance 0 removes old checkpoints; a failure to remove one is not worth ending the job for.
+  auto prune = [&] {
+    if (instance != 0 || o.keepLast <= 0) return;
+    try {
+      checkpoint::prune(o.checkpointDir, static_cast<int>(o.keepLast));
+    } catch (const std::exception& e) {
+      logging::checkpoint::warn("--keep-last: could not remove old checkpoints: {}", e.what());
+    }
+  };
   auto saveCheckpoint = [&](int64_t step) {
     const std::string path =
         (std::filesystem::path(o.checkpointDir) / checkpoint::checkpointName(step)).string();
@@ -313,9 +325,13 @@ int train(const TrainOptions& o, std::ostream& out) {
     co.samplesSeen = order.samplesSeen();
     co.dataPosition = order.position();
     co.asynchronous = o.checkpointAsync;
+    // The previous save is complete before pruning, so --keep-last holds during the run, also with
+    // asynchronous saves.
+    session->waitForCheckpoint();
+    prune();
     session->saveCheckpoint(path, co);
-    if (instance == 0 && !o.checkpointAsync) {
-      if (o.keepLast > 0) checkpoint::prune(o.checkpointDir, static_cast<int>(o.keepLast));
+    if (!o.checkpointAsync) {
+      prune();
       progress << "xtrain: saved checkpoint " << path << "\n";
     }
   };
@@ -365,9 +381,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   if (!o.checkpointDir.empty() && firstStep < steps) {
     saveCheckpoint(steps);
     session->waitForCheckpoint();
-    if (instance == 0 && o.checkpointAsync && o.keepLast > 0) {
-      checkpoint::prune(o.checkpointDir, static_cast<int>(o.keepLast));
-    }
+    prune();
   }
   const double seconds = std::chrono::duration<double>(clock::now() - start).count();
   const int64_t trained = std::max<int64_t>(0, steps - firstStep);
@@ -376,9 +390,9 @@ int train(const TrainOptions& o, std::ostream& out) {
            << std::fixed << static_cast<double>(trained * samplesPerStep) / seconds
            << " samples/s; loss " << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n"
            << std::defaultfloat;
-  if (!o.saveModel.empty() && instance == 0) {
-    session->modelToHost(o.saveModel);
-    out << "xtrain: wrote the trained model to " << o.saveModel << "\n";
+  if (!o.saveModel.empty()) {
+    session->modelToHost(o.saveModel);  // collective; instance 0 writes
+    if (instance == 0) out << "xtrain: wrote the trained model to " << o.saveModel << "\n";
   }
   return 0;
 }
