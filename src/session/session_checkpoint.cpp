@@ -159,13 +159,26 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
                                       : failure);
   }
   const auto start = std::chrono::steady_clock::now();
-  weightsToHost();  // collective: every instance now holds every value whole
-
-  // What goes in, and who writes it.
+  // Where each value comes from: replica 0's buffer, or, for grouped weights and sharded state, the
+  // host view made whole by a collective (in the same order on every instance).
   const auto tensors = checkpointTensors();
+  std::vector<HostTensor*> sources;
+  for (const auto& [id, dataset] : tensors) {
+    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
+      gatherShards(shards_.at(sharded->second), id, hostWeights_.at(id).data<float>());
+      sources.push_back(&hostWeights_.at(id));
+    } else if (grouped_.count(id)) {
+      groupedToHost(id, hostWeights_.at(id));
+      sources.push_back(&hostWeights_.at(id));
+    } else {
+      sources.push_back(&replicaBuffer(0, id));
+    }
+  }
+
+  // Who writes what.
   const auto rng = rngState();
   std::vector<size_t> bytes;
-  for (const auto& [id, dataset] : tensors) bytes.push_back(hostWeights_.at(id).nbytes());
+  for (const HostTensor* t : sources) bytes.push_back(t->nbytes());
   bytes.push_back(rng.size() * sizeof(uint32_t));
   const bool hasData = !options.dataPosition.empty();
   if (hasData) bytes.push_back(options.dataPosition.size() * sizeof(int64_t));
@@ -180,19 +193,29 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
         "synchronously");
     asynchronous = false;
   }
-  // This instance's datasets: copies when written in the background (training goes on and changes
-  // the host views); otherwise the host views themselves, moved out and back (no copy).
+  // This instance's datasets. Written in the background: copies (training goes on and changes the
+  // buffers), into the previous asynchronous save's buffers when they fit, so a save pays one
+  // memcpy and no page faults. Written now: the buffers themselves, moved out and back (no copy).
+  std::map<std::string, HostTensor> spare;
+  if (asynchronous) {
+    for (auto& d : asyncDatasets_) spare.emplace(d.path, std::move(d.value));
+    asyncDatasets_.clear();
+  }
   std::vector<checkpoint::Dataset> mine;
-  std::vector<TensorId> borrowed;
+  std::vector<HostTensor*> borrowed;
   try {
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (owner[i] != rank) continue;
-      HostTensor& host = hostWeights_.at(tensors[i].first);
-      if (asynchronous) {
-        mine.push_back({tensors[i].second, host});
+      HostTensor& source = *sources[i];
+      if (!asynchronous) {
+        mine.push_back({tensors[i].second, std::move(source)});
+        borrowed.push_back(&source);
+      } else if (auto it = spare.find(tensors[i].second);
+                 it != spare.end() && it->second.info() == source.info()) {
+        std::memcpy(it->second.raw(), source.raw(), source.nbytes());
+        mine.push_back({tensors[i].second, std::move(it->second)});
       } else {
-        mine.push_back({tensors[i].second, std::move(host)});
-        borrowed.push_back(tensors[i].first);
+        mine.push_back({tensors[i].second, source});
       }
     }
     if (owner[tensors.size()] == rank) {
@@ -207,11 +230,9 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   } catch (const std::exception& e) {
     failure = format("saveCheckpoint '{}': copying the state failed: {}", path, e.what());
   }
-  // Gives borrowed host views back, whatever happens below.
+  // Gives borrowed buffers back, whatever happens below.
   auto giveBack = [&] {
-    for (size_t k = 0; k < borrowed.size(); ++k) {
-      hostWeights_.at(borrowed[k]) = std::move(mine[k].value);
-    }
+    for (size_t k = 0; k < borrowed.size(); ++k) *borrowed[k] = std::move(mine[k].value);
     borrowed.clear();
   };
 
@@ -277,9 +298,10 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   };
   if (asynchronous) {
     // asyncError_ is read only after the thread is joined (waitForCheckpoint, the destructor).
-    asyncSave_ = std::thread([this, write = std::move(write), mine = std::move(mine), failure]() {
+    asyncDatasets_ = std::move(mine);
+    asyncSave_ = std::thread([this, write = std::move(write), failure]() {
       try {
-        write(mine, failure);
+        write(asyncDatasets_, failure);
       } catch (...) {
         asyncError_ = std::current_exception();
       }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/checkpoint.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "session/gradient_reducer.hpp"
@@ -164,6 +165,9 @@ class SessionImpl {
   // collectives never interleave with training's); null with one instance.
   std::shared_ptr<comm::Communicator> checkpointComm_;
   std::thread asyncSave_;
+  // What the asynchronous save writes (owned by the session, used only by its thread until joined;
+  // the next asynchronous save reuses the buffers).
+  std::vector<checkpoint::Dataset> asyncDatasets_;
   std::exception_ptr asyncError_;
   // Inputs fed with ReplicatedStreamMode::Broadcast.
   std::set<TensorId> broadcastInputs_;
