@@ -11,6 +11,7 @@
 #include <string>
 
 #include "collective_models.hpp"
+#include "testing/training_testing.hpp"
 #include "xtrain/dist.hpp"
 
 namespace xtrain::testing {
@@ -71,29 +72,14 @@ TEST(CollectiveWorker, GradientsAcrossInstances) {
   expectGradientMatchesHost({CollectiveKind::AllGather, Op::Add, orthogonal}, o, 2);
 }
 
-struct Result {
-  int exitCode = -1;
-  std::string output;
-};
-
-// Every wait is bounded: the comm timeout inside, `timeout` around the whole job.
-Result runUnderXrun(const std::string& layout) {
-  const std::string cmd = "XTRAIN_COMM_TIMEOUT=30s timeout 120 " + std::string(XTRAIN_BIN_DIR) +
-                          "/xrun " + layout + " " + std::string(XTRAIN_BIN_DIR) +
-                          "/test_collectives --gtest_filter='CollectiveWorker.*' 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, got);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+// Every wait is bounded: the comm timeout inside, runCommand's `timeout` around the whole job.
+CommandResult runUnderXrun(const std::string& layout) {
+  return runTestsUnderXrun(layout, "test_collectives", "CollectiveWorker.*",
+                           "XTRAIN_COMM_TIMEOUT=30s");
 }
 
 void expectWorkersPass(const std::string& layout, int passedPerInstance) {
-  const Result r = runUnderXrun(layout);
+  const CommandResult r = runUnderXrun(layout);
   ASSERT_EQ(r.exitCode, 0) << "xrun " << layout << ":\n" << r.output;
   // Each instance's gtest summary; none of the cases may have skipped (xrun started them).
   size_t passed = 0;

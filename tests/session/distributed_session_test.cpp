@@ -1,7 +1,7 @@
 // Distributed replicated graphs through the C++ API, with real processes: this test binary starts
-// itself under `xrun` (DistributedSession.*); the instances run the DistributedWorker.* cases, which
-// skip unless xrun started them. Section 9 case 4 of replication-semantics.md (instances x local
-// replicas = 1x4, 2x2, 4x1 train to the same weights) and broadcastWeights.
+// itself under `xrun` (DistributedSession.*); the instances run the DistributedWorker.* cases,
+// which skip unless xrun started them. Section 9 case 4 of replication-semantics.md (instances x
+// local replicas = 1x4, 2x2, 4x1 train to the same weights) and broadcastWeights.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/dist.hpp"
 #include "xtrain/session.hpp"
@@ -20,7 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool startedByXrun() {
-  return std::getenv("XTRAIN_NUM_INSTANCES") != nullptr && std::getenv("XTRAIN_TEST_OUT") != nullptr;
+  return std::getenv("XTRAIN_NUM_INSTANCES") != nullptr &&
+         std::getenv("XTRAIN_TEST_OUT") != nullptr;
 }
 
 struct Mlp {
@@ -75,8 +77,8 @@ std::vector<float> readW1(TrainingSession& s) {
   return w;
 }
 
-// Each instance trains its replicas' part of the same global batches (16 samples per step, replica g
-// of the job taking samples [4g, 4g+4)) and writes W1 to <XTRAIN_TEST_OUT>/<instance>.bin.
+// Each instance trains its replicas' part of the same global batches (16 samples per step, replica
+// g of the job taking samples [4g, 4g+4)) and writes W1 to <XTRAIN_TEST_OUT>/<instance>.bin.
 TEST(DistributedWorker, TrainOnTheGlobalBatch) {
   if (!startedByXrun()) GTEST_SKIP() << "an instance of DistributedSession.*, started by xrun";
   const Mlp m = buildMlp();
@@ -128,26 +130,11 @@ TEST(DistributedWorker, BroadcastWeights) {
   }
 }
 
-struct Result {
-  int exitCode = -1;
-  std::string output;
-};
-
-Result runUnderXrun(const std::string& layout, const fs::path& out) {
+// Every instance runs this binary's DistributedWorker.* cases; bounded (runCommand).
+CommandResult runUnderXrun(const std::string& layout, const fs::path& out) {
   fs::create_directories(out);
-  const std::string cmd = "XTRAIN_TEST_OUT=" + out.string() + " timeout 300 " +
-                          std::string(XTRAIN_BIN_DIR) + "/xrun " + layout + " " +
-                          std::string(XTRAIN_BIN_DIR) +
-                          "/test_session --gtest_filter='DistributedWorker.*' 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, got);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return runTestsUnderXrun(layout, "test_session", "DistributedWorker.*",
+                           "XTRAIN_TEST_OUT=" + out.string());
 }
 
 std::vector<float> readBin(const fs::path& path) {
@@ -159,13 +146,14 @@ std::vector<float> readBin(const fs::path& path) {
 }
 
 TEST(DistributedSession, InstanceLayoutsTrainTheSameWeightsAndBroadcastWorks) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("xtrain_dist_session_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("xtrain_dist_session_" + std::to_string(::getpid()));
   const std::vector<std::pair<std::string, int>> layouts = {
       {"-n 1 --num-replicas 4", 1}, {"-n 2 --num-replicas 4", 2}, {"-n 4", 4}};
   std::vector<std::vector<float>> first;
   for (const auto& [layout, instances] : layouts) {
     const fs::path out = dir / std::to_string(instances);
-    const Result r = runUnderXrun(layout, out);
+    const CommandResult r = runUnderXrun(layout, out);
     ASSERT_EQ(r.exitCode, 0) << "xrun " << layout << ":\n" << r.output;
     for (int i = 0; i < instances; ++i) {
       const auto w = readBin(out / (std::to_string(i) + ".bin"));

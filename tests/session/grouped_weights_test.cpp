@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 
+#include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/dist.hpp"
 #include "xtrain/session.hpp"
@@ -357,17 +358,10 @@ TEST(GroupedWorker, TrainGroupedWeights) {
 
 int runUnderXrun(const std::string& layout, const fs::path& out, std::string& output) {
   fs::create_directories(out);
-  const std::string cmd = "XTRAIN_TEST_OUT=" + out.string() + " timeout 300 " +
-                          std::string(XTRAIN_BIN_DIR) + "/xrun " + layout + " " +
-                          std::string(XTRAIN_BIN_DIR) +
-                          "/test_session --gtest_filter='GroupedWorker.*' 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, got);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const CommandResult r = runTestsUnderXrun(layout, "test_session", "GroupedWorker.*",
+                                            "XTRAIN_TEST_OUT=" + out.string());
+  output = r.output;
+  return r.exitCode;
 }
 
 // Groups within an instance, groups spanning instances (w in 2x2, both in 4x1), and every

@@ -1,10 +1,15 @@
 #include "testing/training_testing.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
+#include "session/model_io.hpp"
 #include "xtrain/builder.hpp"
 
 namespace xtrain::testing {
@@ -93,13 +98,36 @@ std::vector<float> readTensors(TrainingSession& s, const std::vector<TensorId>& 
   return all;
 }
 
+void expectSameInitializers(const std::string& a, const std::string& b, double tolerance) {
+  const auto wa = session::readInitializers(a);
+  const auto wb = session::readInitializers(b);
+  ASSERT_EQ(wa.size(), wb.size()) << a << " vs " << b;
+  for (const auto& [id, ta] : wa) {
+    ASSERT_TRUE(wb.count(id)) << id << " is missing from " << b;
+    const HostTensor& tb = wb.at(id);
+    ASSERT_EQ(ta.info(), tb.info()) << id;
+    if (tolerance == 0) {
+      EXPECT_EQ(std::memcmp(ta.raw(), tb.raw(), ta.nbytes()), 0) << id << ": " << a << " vs " << b;
+      continue;
+    }
+    double worst = 0;
+    for (int64_t i = 0; i < ta.nelms(); ++i) {
+      const double x = ta.getAsDouble(i), y = tb.getAsDouble(i);
+      worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(x)));
+    }
+    EXPECT_LE(worst, tolerance) << id << ": " << a << " vs " << b;
+  }
+}
+
 std::vector<TensorId> mlpWeightsAndVelocities() {
   return {"W1", "b1", "W2", "b2", "Accl___W1", "Accl___b1", "Accl___W2", "Accl___b2"};
 }
 
 CommandResult runCommand(const std::string& commandLine) {
+  std::string quoted;  // commandLine as one single-quoted sh word
+  for (char c : commandLine) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   const std::string cmd =
-      "cd " + std::string(XTRAIN_BIN_DIR) + " && timeout 300 sh -c '" + commandLine + "' 2>&1";
+      "cd " + std::string(XTRAIN_BIN_DIR) + " && timeout 300 sh -c '" + quoted + "' 2>&1";
   CommandResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -41,12 +41,15 @@ std::vector<float> readTensors(TrainingSession& s, const std::vector<TensorId>& 
 // W1, b1, W2, b2 and their velocities (Accl___*).
 std::vector<TensorId> mlpWeightsAndVelocities();
 
+// The initializers of two ONNX models agree: the same names and types, values within `tolerance`
+// (relative to max(1, |value|); 0: bit for bit). Adds gtest failures naming the tensor.
+void expectSameInitializers(const std::string& a, const std::string& b, double tolerance);
+
 struct CommandResult {
   int exitCode = -1;
   std::string output;  // stdout and stderr
 };
-// Runs `commandLine` (no single quotes in it) through sh from the build's bin directory, bounded
-// by 300 s.
+// Runs `commandLine` through sh from the build's bin directory, bounded by 300 s.
 CommandResult runCommand(const std::string& commandLine);
 // Runs this build's test binary `testBinary` under `xrun <layout>` with the gtest filter and the
 // environment assignments `env` ("A=1 B=2").

@@ -14,7 +14,6 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.hpp"
-#include "session/model_io.hpp"
 #include "testing/training_testing.hpp"
 
 namespace xtrain::testing {
@@ -36,14 +35,7 @@ class CheckpointCli : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   static void expectIdentical(const std::string& a, const std::string& b) {
-    const auto wa = session::readInitializers(a);
-    const auto wb = session::readInitializers(b);
-    ASSERT_EQ(wa.size(), wb.size());
-    for (const auto& [id, ta] : wa) {
-      const HostTensor& tb = wb.at(id);
-      ASSERT_EQ(ta.info(), tb.info()) << id;
-      EXPECT_EQ(std::memcmp(ta.raw(), tb.raw(), ta.nbytes()), 0) << id << ": " << a << " vs " << b;
-    }
+    expectSameInitializers(a, b, 0);
   }
 
   fs::path dir_;

@@ -1,5 +1,5 @@
-// `xtrain` under `xrun -n N`: several instances train one model. The job's layout (instances x local
-// replicas) and the split of a global batch into replicas must not change the trained weights
+// `xtrain` under `xrun -n N`: several instances train one model. The job's layout (instances x
+// local replicas) and the split of a global batch into replicas must not change the trained weights
 // (replication-semantics.md section 9, cases 3 and 4, through the command line).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -9,29 +9,10 @@
 #include <filesystem>
 #include <regex>
 
-#include "session/model_io.hpp"
+#include "testing/training_testing.hpp"
 
 namespace xtrain::testing {
 namespace {
-
-struct Result {
-  int exitCode = -1;
-  std::string output;
-};
-
-// Runs `program args` from the build's bin directory (bounded) and captures stdout and stderr.
-Result run(const std::string& commandLine) {
-  const std::string cmd = "cd " + std::string(XTRAIN_BIN_DIR) + " && timeout 300 " + commandLine + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
 
 class DistributedTraining : public ::testing::Test {
  protected:
@@ -44,10 +25,12 @@ class DistributedTraining : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Trains the built-in example and returns the path of the saved model.
-  std::string train(const std::string& launcher, const std::string& flags, const std::string& name) {
+  std::string train(const std::string& launcher, const std::string& flags,
+                    const std::string& name) {
     const std::string model = (dir_ / (name + ".onnx")).string();
-    const Result r = run(launcher + "./xtrain --steps 8 --lr 0.05 --momentum 0.9 --reduction mean " +
-                         flags + " --save-model " + model);
+    const CommandResult r =
+        runCommand(launcher + "./xtrain --steps 8 --lr 0.05 --momentum 0.9 --reduction mean " +
+                   flags + " --save-model " + model);
     EXPECT_EQ(r.exitCode, 0) << launcher << flags << ":\n" << r.output;
     std::smatch m;
     EXPECT_TRUE(std::regex_search(r.output, m, std::regex("loss ([0-9.]+) -> ([0-9.]+)")))
@@ -56,20 +39,7 @@ class DistributedTraining : public ::testing::Test {
   }
 
   static void expectSameWeights(const std::string& a, const std::string& b, double tol) {
-    const auto wa = session::readInitializers(a);
-    const auto wb = session::readInitializers(b);
-    ASSERT_EQ(wa.size(), wb.size());
-    for (const auto& [id, ta] : wa) {
-      const HostTensor& tb = wb.at(id);
-      ASSERT_EQ(ta.info(), tb.info()) << id;
-      const float* x = ta.data<float>();
-      const float* y = tb.data<float>();
-      double worst = 0;
-      for (int64_t i = 0; i < ta.nelms(); ++i) {
-        worst = std::max(worst, std::abs(double(x[i]) - y[i]) / std::max(1.0, std::abs(double(x[i]))));
-      }
-      EXPECT_LE(worst, tol) << id << ": " << a << " vs " << b;
-    }
+    expectSameInitializers(a, b, tol);
   }
 
   std::filesystem::path dir_;
@@ -94,7 +64,7 @@ TEST_F(DistributedTraining, GlobalBatchSplitOverInstances) {
 // Open MPI's mpirun as xrun's engine starts the same job: the instances get the same environment
 // (tests/launcher/engines_test.cpp) and train to the same weights as with the local engine.
 TEST_F(DistributedTraining, MpirunEngineTrainsLikeTheLocalEngine) {
-  if (run("sh -c 'command -v mpirun'").exitCode != 0) GTEST_SKIP() << "mpirun is not installed";
+  if (runCommand("command -v mpirun").exitCode != 0) GTEST_SKIP() << "mpirun is not installed";
   const auto local = train("./xrun -n 2 --num-replicas 4 ", "", "local");
   const auto mpirun = train("./xrun --engine mpirun -n 2 --num-replicas 4 ", "", "mpirun");
   expectSameWeights(local, mpirun, 0);
@@ -102,13 +72,14 @@ TEST_F(DistributedTraining, MpirunEngineTrainsLikeTheLocalEngine) {
 
 // Only the first instance prints progress; a disagreeing --replicas is refused with what to do.
 TEST_F(DistributedTraining, OutputAndLayoutErrors) {
-  Result r = run("./xrun -n 2 ./xtrain --steps 3");
+  CommandResult r = runCommand("./xrun -n 2 ./xtrain --steps 3");
   EXPECT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("[0] xtrain: trained 3 steps"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("[1] xtrain: trained"), std::string::npos) << r.output;
-  r = run("./xrun -n 2 ./xtrain --steps 3 --replicas 4");
+  r = runCommand("./xrun -n 2 ./xtrain --steps 3 --replicas 4");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_NE(r.output.find("--replicas 4 disagrees with the launcher"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--replicas 4 disagrees with the launcher"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The `xtrain` program as a user runs it: the built-in example, an ONNX model with HDF5 data, and bad input
-// (exit code 2 with a message naming the culprit).
+// The `xtrain` program as a user runs it: the built-in example, an ONNX model with HDF5 data, and
+// bad input (exit code 2 with a message naming the culprit).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -9,33 +9,21 @@
 #include <regex>
 
 #include "checkpoint/dataset_reader.hpp"
+#include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 
 namespace xtrain::testing {
 namespace {
 
-struct Result {
-  int exitCode = -1;
-  std::string output;
-};
-
-// Runs a shell command (bounded by `timeout`) and captures stdout and stderr.
-Result run(const std::string& args) {
-  const std::string cmd = "timeout 300 " + std::string(XTRAIN_BIN_DIR) + "/xtrain " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+// Runs xtrain with `args` (bounded) and captures stdout and stderr.
+CommandResult run(const std::string& args) {
+  return runCommand("./xtrain " + args);
 }
 
 std::pair<double, double> firstAndLastLoss(const std::string& output) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex("loss ([0-9.naif]+) -> ([0-9.naif]+)"))) return {0, 0};
+  if (!std::regex_search(output, m, std::regex("loss ([0-9.naif]+) -> ([0-9.naif]+)")))
+    return {0, 0};
   return {std::stod(m[1]), std::stod(m[2])};
 }
 
@@ -74,7 +62,8 @@ class XtrainCli : public ::testing::Test {
     std::vector<int32_t> ys(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t f = 0; f < per; ++f) xs[static_cast<size_t>(i * per + f)] = normal(rng);
-      ys[static_cast<size_t>(i)] = xs[static_cast<size_t>(i * per)] > xs[static_cast<size_t>(i * per + 1)];
+      ys[static_cast<size_t>(i)] =
+          xs[static_cast<size_t>(i * per)] > xs[static_cast<size_t>(i * per + 1)];
     }
     Shape xShape{n};
     xShape.insert(xShape.end(), xSampleShape.begin(), xSampleShape.end());
@@ -90,7 +79,7 @@ class XtrainCli : public ::testing::Test {
 };
 
 TEST_F(XtrainCli, BuiltInExampleLossFalls) {
-  Result r = run("--steps 40");
+  CommandResult r = run("--steps 40");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   auto [first, last] = firstAndLastLoss(r.output);
   EXPECT_LT(last, first * 0.5) << r.output;
@@ -99,9 +88,10 @@ TEST_F(XtrainCli, BuiltInExampleLossFalls) {
 
 TEST_F(XtrainCli, TrainsAnOnnxModelOnHdf5DataAndSavesIt) {
   writeModelAndData();
-  Result r = run("--model " + path("model.onnx") + " --data " + path("data.h5") + " --loss " + loss_ +
-                 " --micro-batch-size 8 --epochs 4 --lr 0.1 --save-model " + path("out.onnx") +
-                 " --anchor " + loss_ + ":FINAL");
+  CommandResult r =
+      run("--model " + path("model.onnx") + " --data " + path("data.h5") + " --loss " + loss_ +
+          " --micro-batch-size 8 --epochs 4 --lr 0.1 --save-model " + path("out.onnx") +
+          " --anchor " + loss_ + ":FINAL");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   auto [first, last] = firstAndLastLoss(r.output);
   EXPECT_LT(last, first) << r.output;
@@ -110,9 +100,9 @@ TEST_F(XtrainCli, TrainsAnOnnxModelOnHdf5DataAndSavesIt) {
 
 TEST_F(XtrainCli, SameSeedGivesTheSameRun) {
   writeModelAndData();
-  const std::string args = "--model " + path("model.onnx") + " --data " + path("data.h5") + " --loss " +
-                           loss_ + " --micro-batch-size 8 --steps 20 --seed 3";
-  Result a = run(args), b = run(args);
+  const std::string args = "--model " + path("model.onnx") + " --data " + path("data.h5") +
+                           " --loss " + loss_ + " --micro-batch-size 8 --steps 20 --seed 3";
+  CommandResult a = run(args), b = run(args);
   ASSERT_EQ(a.exitCode, 0) << a.output;
   EXPECT_EQ(firstAndLastLoss(a.output), firstAndLastLoss(b.output));
 }
@@ -124,15 +114,16 @@ TEST_F(XtrainCli, MissingDatasetIsBadInput) {
     std::vector<float> v(16);
     writer.write("x", TensorInfo(DataType::FLOAT, {4, 4}), v.data());
   }
-  Result r = run("--model " + path("model.onnx") + " --data " + path("other.h5") + " --loss " + loss_);
+  CommandResult r =
+      run("--model " + path("model.onnx") + " --data " + path("other.h5") + " --loss " + loss_);
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("no dataset 'y'"), std::string::npos) << r.output;
 }
 
 TEST_F(XtrainCli, MisShapedDatasetNamesBothShapes) {
   writeModelAndData({5});
-  Result r = run("--model " + path("model.onnx") + " --data " + path("data.h5") + " --loss " + loss_ +
-                 " --micro-batch-size 8");
+  CommandResult r = run("--model " + path("model.onnx") + " --data " + path("data.h5") +
+                        " --loss " + loss_ + " --micro-batch-size 8");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("[5]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[4]"), std::string::npos) << r.output;
@@ -147,10 +138,11 @@ TEST_F(XtrainCli, BadUsageAndBadFilesExitWithTwo) {
   std::fputs("hello", f);
   std::fclose(f);
   writeModelAndData();
-  Result r = run("--model " + path("notamodel.onnx") + " --data " + path("data.h5") + " --loss l");
+  CommandResult r =
+      run("--model " + path("notamodel.onnx") + " --data " + path("data.h5") + " --loss l");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("notamodel.onnx"), std::string::npos) << r.output;
-  Result h = run("--help");
+  CommandResult h = run("--help");
   EXPECT_EQ(h.exitCode, 0);
   EXPECT_NE(h.output.find("--micro-batch-size"), std::string::npos);
 }
