@@ -77,6 +77,14 @@ TensorId GradContext::scalar(float v, DataType type) {
   return constant(std::move(t), "scalar");
 }
 
+TensorId GradContext::reshapeTo(const TensorId& x, const Shape& shape) {
+  if (graph_.tensor(x).info.shape() == shape) return x;
+  Attributes a;
+  a.set("shape", std::vector<int64_t>(shape.begin(), shape.end()));
+  a.set("allowzero", int64_t{1});
+  return emit("Reshape", {x}, std::move(a), kOnnxDomain);
+}
+
 TensorId GradContext::reduceToShape(const TensorId& grad, const Shape& target) {
   const Shape& have = graph_.tensor(grad).info.shape();
   if (have == target) return grad;
@@ -125,8 +133,7 @@ Shape broadcastShapes(const ShapeContext& ctx, const Shape& a, const Shape& b) {
     const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
-      ctx.fail("shapes {} and {} cannot be broadcast together", shapeToString(a),
-               shapeToString(b));
+      ctx.fail("shapes {} and {} cannot be broadcast together", shapeToString(a), shapeToString(b));
     }
     out[i] = da == 1 ? db : da;
   }
@@ -145,17 +152,22 @@ void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::s
   if (!op.hasInput(index)) return;
   const Tensor& t = graph.tensor(op.inputs[index]);
   if (t.kind != TensorKind::Const || !t.value) {
-    throw error("{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
-                op.describe(), index, t.id, attrName);
+    throw error(
+        "{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
+        op.describe(), index, t.id, attrName);
   }
   std::vector<int64_t> values;
   values.reserve(static_cast<size_t>(t.value->nelms()));
-  // Integers are read exactly: INT64_MAX ("to the end" in Slice) does not survive a trip through double.
+  // Integers are read exactly: INT64_MAX ("to the end" in Slice) does not survive a trip through
+  // double.
   const DataType type = t.value->dataType();
   for (int64_t i = 0; i < t.value->nelms(); ++i) {
-    if (type == DataType::INT64) values.push_back(t.value->data<int64_t>()[i]);
-    else if (type == DataType::INT32) values.push_back(t.value->data<int32_t>()[i]);
-    else values.push_back(static_cast<int64_t>(t.value->getAsDouble(i)));
+    if (type == DataType::INT64)
+      values.push_back(t.value->data<int64_t>()[i]);
+    else if (type == DataType::INT32)
+      values.push_back(t.value->data<int32_t>()[i]);
+    else
+      values.push_back(static_cast<int64_t>(t.value->getAsDouble(i)));
   }
   op.attrs.set(attrName, std::move(values));
   op.inputs[index].clear();

@@ -1,16 +1,21 @@
-// The op registry: for every op type the IR knows, how to canonicalise it, infer its outputs' types and shapes,
-// and build its gradient. One file per op family under src/ir/ops/ registers its ops with XT_REGISTER_OP.
+// The op registry: for every op type the IR knows, how to canonicalise it, infer its outputs' types
+// and shapes, and build its gradient. One file per op family under src/ir/ops/ registers its ops
+// with XT_REGISTER_OP.
 //
 // Contract for an OpDef:
-//  - canonicalize (optional): rewrites the op in place right after it is added (e.g. moves a constant "axes"
-//    input into an attribute, fills defaults that depend on the opset). Throws xtrain::error (via ctx.fail)
-//    when a required input is not constant.
-//  - infer: returns one TensorInfo per output (absent optional outputs get any value, they are ignored).
+//  - canonicalize (optional): rewrites the op in place right after it is added (e.g. moves a
+//  constant "axes"
+//    input into an attribute, fills defaults that depend on the opset). Throws xtrain::error (via
+//    ctx.fail) when a required input is not constant.
+//  - infer: returns one TensorInfo per output (absent optional outputs get any value, they are
+//  ignored).
 //    Throws via ctx.fail with the op, the offending input and what was expected.
-//  - grad (optional): called once by autodiff when at least one input needs a gradient and at least one output
+//  - grad (optional): called once by autodiff when at least one input needs a gradient and at least
+//  one output
 //    has one. It emits ops through GradContext and sets the gradient of every input that needs one
 //    (an input left unset has no gradient: fine for integer inputs, an error for a trainable path).
-//    Ops without grad are not differentiable: autodiff raises an error if a gradient must flow through them.
+//    Ops without grad are not differentiable: autodiff raises an error if a gradient must flow
+//    through them.
 #pragma once
 
 #include <functional>
@@ -45,7 +50,8 @@ class ShapeContext {
 
 class GradContext {
  public:
-  GradContext(Graph& graph, const Op& op, std::vector<TensorId> gradOuts, std::vector<bool> needsGrad);
+  GradContext(Graph& graph, const Op& op, std::vector<TensorId> gradOuts,
+              std::vector<bool> needsGrad);
 
   const Op& op() const { return op_; }
   const Attributes& attrs() const { return op_.attrs; }
@@ -74,6 +80,10 @@ class GradContext {
   // Sums `grad` over the broadcast dimensions so that it has `target`'s shape (numpy broadcasting).
   // Returns grad itself when the shapes are already equal.
   TensorId reduceToShape(const TensorId& grad, const Shape& target);
+  // Reshapes x to `shape` with a Reshape that copies every dimension literally (allowzero=1), so
+  // that shapes with 0-sized dimensions round-trip. Returns x itself when it already has that
+  // shape.
+  TensorId reshapeTo(const TensorId& x, const Shape& shape);
 
   Graph& graph() { return graph_; }
   const std::vector<TensorId>& gradIns() const { return gradIns_; }
@@ -129,9 +139,10 @@ struct OpRegistrar {
 Shape broadcastShapes(const ShapeContext& ctx, const Shape& a, const Shape& b);
 // Normalises a possibly negative axis against rank; throws via ctx.fail when out of range.
 int64_t normalizeAxis(const ShapeContext& ctx, int64_t axis, int64_t rank);
-// Moves constant input `index` (an integer tensor) into attribute `attrName` (a list of ints) and marks the
-// input absent (""), so other inputs keep their positions; addOp trims trailing absent inputs.
-// No-op when the input is absent. Throws xtrain::error naming the op when the input is not a constant.
+// Moves constant input `index` (an integer tensor) into attribute `attrName` (a list of ints) and
+// marks the input absent (""), so other inputs keep their positions; addOp trims trailing absent
+// inputs. No-op when the input is absent. Throws xtrain::error naming the op when the input is not
+// a constant.
 void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& attrName);
 
 }  // namespace xtrain::ir

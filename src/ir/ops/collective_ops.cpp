@@ -157,15 +157,6 @@ Attributes groupAttrs(const Attributes& attrs) {
   return out;
 }
 
-// Reshapes a gradient to an input's shape (allowzero: literal dimensions).
-TensorId reshapeTo(GradContext& g, const TensorId& x, const Shape& shape) {
-  if (g.graph().tensor(x).info.shape() == shape) return x;
-  Attributes a;
-  a.set("shape", std::vector<int64_t>(shape.begin(), shape.end()));
-  a.set("allowzero", int64_t{1});
-  return g.emit("Reshape", {x}, std::move(a), kOnnxDomain);
-}
-
 TensorId scaleBy(GradContext& g, const TensorId& x, double factor) {
   const DataType type = g.graph().tensor(x).info.dataType();
   return g.emit("Mul", {x, g.scalar(static_cast<float>(factor), type)}, {}, kOnnxDomain);
@@ -207,7 +198,7 @@ void reduceScatterGrad(GradContext& g) {
     a.set("steps", std::vector<int64_t>{1});
     gx = g.emit("Slice", {gx}, std::move(a), kOnnxDomain);
   }
-  g.setGradIn(0, reshapeTo(g, gx, in.shape()));
+  g.setGradIn(0, g.reshapeTo(gx, in.shape()));
 }
 
 // Every member holds the concatenation of the inputs, so dL/dx_m is the sum over the members of
@@ -217,7 +208,7 @@ void allGatherGrad(GradContext& g) {
   Attributes a = groupAttrs(g.attrs());
   a.set("op", static_cast<int64_t>(CollectiveOperator::Add));
   const TensorId gx = g.emit(kReduceScatter, {g.gradOut(0)}, std::move(a), kGraphcoreDomain);
-  g.setGradIn(0, reshapeTo(g, gx, g.inputInfo(0).shape()));
+  g.setGradIn(0, g.reshapeTo(gx, g.inputInfo(0).shape()));
 }
 
 OpDef collective(const char* type) {

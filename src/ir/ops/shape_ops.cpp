@@ -36,19 +36,9 @@ void constInputToAttr(Op& op, const Graph& graph, size_t index, const std::strin
   moveConstInputToAttr(op, graph, index, name);  // reports a non-constant input
 }
 
-// Reshapes x to `shape` with a Reshape that copies every dimension literally (allowzero=1), so that
-// shapes with 0-sized dimensions round-trip. Returns x itself when it already has that shape.
-TensorId reshapeTo(GradContext& g, const TensorId& x, const Shape& shape) {
-  if (g.graph().tensor(x).info.shape() == shape) return x;
-  Attributes a;
-  a.set("shape", std::vector<int64_t>(shape.begin(), shape.end()));
-  a.set("allowzero", int64_t{1});
-  return g.emit("Reshape", {x}, std::move(a), kOnnxDomain);
-}
-
 // Gradient of every op whose output is its input with another shape.
 void reshapeGrad(GradContext& g) {
-  if (g.needsGrad(0)) g.setGradIn(0, reshapeTo(g, g.gradOut(0), g.inputInfo(0).shape()));
+  if (g.needsGrad(0)) g.setGradIn(0, g.reshapeTo(g.gradOut(0), g.inputInfo(0).shape()));
 }
 
 // The data type must have a byte size for the copying kernels (not STRING or UNDEFINED).
