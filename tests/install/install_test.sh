@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs xtrain from a build tree into a temporary prefix, builds examples/mlp_training against it with
-# find_package(xtrain), runs the training script and checks the saved model exists.
+# find_package(xtrain), runs the training script alone and under xrun (2x2 and 4x1), and checks the saved
+# models exist.
 # Usage: install_test.sh <source dir> <build dir>
 set -euo pipefail
 src=$1
@@ -13,4 +14,8 @@ cmake -S "$src/examples/mlp_training" -B "$work/example" -DCMAKE_PREFIX_PATH="$w
 cmake --build "$work/example" -j2 >/dev/null
 "$work/example/train" "$work/trained.onnx"
 test -s "$work/trained.onnx"
-echo "install test: built and ran examples/mlp_training against the installed package"
+# The same script, unchanged, as 2 instances x 2 replicas and as 4 instances under xrun.
+timeout 300 "$build/bin/xrun" -n 2 --num-replicas 4 "$work/example/train" "$work/trained-2x2.onnx"
+timeout 300 "$build/bin/xrun" -n 4 "$work/example/train" "$work/trained-4x1.onnx"
+test -s "$work/trained-2x2.onnx" && test -s "$work/trained-4x1.onnx"
+echo "install test: built and ran examples/mlp_training against the installed package, alone and under xrun"
