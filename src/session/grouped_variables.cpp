@@ -29,7 +29,14 @@ Shape GroupedVariable::retrievalShape() const {
   return settings.shapeOnHostForRetrieval(replicaShape, grouping.getNumReplicas());
 }
 
-bool GroupedVariable::spansInstances(int64_t localReplicas) const {
+GroupedVariable::GroupedVariable(const VariableSettings& s, int64_t globalReplicas,
+                                 int64_t localReplicas, const Shape& shape)
+    : settings(s),
+      grouping(s.getReplicaGrouping(globalReplicas)),
+      replicaShape(shape),
+      spansInstances(groupsSpanInstances(grouping, localReplicas)) {}
+
+bool groupsSpanInstances(const ReplicaGrouping& grouping, int64_t localReplicas) {
   for (const auto& members : grouping.getGroups()) {
     for (int64_t r : members) {
       if (r / localReplicas != members.front() / localReplicas) return true;

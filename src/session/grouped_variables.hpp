@@ -23,17 +23,22 @@ struct GroupedVariable {
   ReplicaGrouping grouping;  // over the global replicas
   Shape replicaShape;        // a replica's shape; the host view is [groups] + replicaShape
 
-  GroupedVariable(const VariableSettings& s, int64_t globalReplicas, const Shape& shape)
-      : settings(s), grouping(s.getReplicaGrouping(globalReplicas)), replicaShape(shape) {}
+  // Whether some group has members in more than one instance (of localReplicas replicas each).
+  bool spansInstances = false;
+
+  GroupedVariable(const VariableSettings& s, int64_t globalReplicas, int64_t localReplicas,
+                  const Shape& shape);
 
   int64_t groups() const { return grouping.getNumGroups(); }
   Shape hostShape() const;
   // The shape of readWeights / writeWeights buffers: [groups] + shape (OnePerGroup) or
   // [replicas] + shape (AllReplicas).
   Shape retrievalShape() const;
-  // Whether some group has members in more than one instance of `localReplicas` replicas each.
-  bool spansInstances(int64_t localReplicas) const;
 };
+
+// Whether some group of `grouping` has members in more than one instance, the instances holding
+// `localReplicas` consecutive replicas each.
+bool groupsSpanInstances(const ReplicaGrouping& grouping, int64_t localReplicas);
 
 // Group `group` of a host view, as a tensor of the per-replica shape.
 HostTensor groupSlice(const HostTensor& hostView, int64_t group, const Shape& replicaShape);

@@ -33,11 +33,12 @@ void writeModelWithWeights(const std::string& modelBytes,
 
 // PopART's initializer name of a weight's optimizer state (replication-semantics.md section 8):
 // "Accl___W" for SGD's velocity, "Accum___W" for the gradient accumulator.
+inline constexpr const char* kStateInitializerPrefixes[] = {"Accl___", "Accum___"};
 inline std::string velocityInitializerName(const TensorId& weight) {
-  return "Accl___" + weight;
+  return kStateInitializerPrefixes[0] + weight;
 }
 inline std::string accumulatorInitializerName(const TensorId& weight) {
-  return "Accum___" + weight;
+  return kStateInitializerPrefixes[1] + weight;
 }
 
 }  // namespace xtrain::session

@@ -6,6 +6,7 @@
 #include "comm/communicator.hpp"
 #include "comm/reduce.hpp"
 #include "common/check.hpp"
+#include "session/grouped_variables.hpp"
 
 namespace xtrain::session {
 
@@ -132,14 +133,7 @@ std::string ReplicaCollectives::missingReplicas() const {
 }
 
 bool ReplicaCollectives::spansInstances(const ReplicaGrouping& grouping) const {
-  if (!instances_) return false;
-  for (int64_t g = 0; g < grouping.getNumGroups(); ++g) {
-    const auto members = grouping.getReplicasAt(g);
-    for (int64_t m : members) {
-      if (m / localReplicas_ != members.front() / localReplicas_) return true;
-    }
-  }
-  return false;
+  return instances_ && groupsSpanInstances(grouping, localReplicas_);
 }
 
 void ReplicaCollectives::exchange(const Signature& signature) {

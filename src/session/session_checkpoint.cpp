@@ -83,25 +83,29 @@ comm::Milliseconds agreementTimeout() {
   return std::chrono::hours(1);
 }
 
-int64_t reduceInt64(comm::Communicator* comm, int64_t value, CollectiveOperator op) {
-  if (comm == nullptr) return value;
+// One all-reduce of `values` with `op` (bounded by agreementTimeout()).
+void reduceInt64s(comm::Communicator* comm, std::vector<int64_t>& values, CollectiveOperator op) {
+  if (comm == nullptr) return;
   comm::AllReduceOptions o;
   o.op = op;
   o.timeout = agreementTimeout();
   o.debugName = "checkpoint/agree";
-  comm->allReduceSync(comm::BufferView{&value, 1, DataType::INT64}, o);
-  return value;
+  comm->allReduceSync(comm::BufferView{values.data(), values.size(), DataType::INT64}, o);
 }
 
 // True on every instance when `ok` is true on every instance.
 bool allAgree(comm::Communicator* comm, bool ok) {
-  return reduceInt64(comm, ok ? 1 : 0, CollectiveOperator::Min) == 1;
+  std::vector<int64_t> flag{ok ? 1 : 0};
+  reduceInt64s(comm, flag, CollectiveOperator::Min);
+  return flag[0] == 1;
 }
 
-// True on every instance when every instance has the same value.
+// True on every instance when every instance has the same value: max(v) == -max(-v), in one
+// all-reduce.
 bool sameEverywhere(comm::Communicator* comm, int64_t value) {
-  return reduceInt64(comm, value, CollectiveOperator::Min) ==
-         reduceInt64(comm, value, CollectiveOperator::Max);
+  std::vector<int64_t> both{value, -value};
+  reduceInt64s(comm, both, CollectiveOperator::Max);
+  return both[0] == -both[1];
 }
 
 }  // namespace
@@ -114,11 +118,7 @@ std::string SessionImpl::computeGraphFingerprint() const {
     for (const auto& out : op->outputs) f.add(">" + out);
   }
   for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
-    // Optimizer state carried as initializers (modelToHost with state) is not part of the model.
-    const ir::Tensor& t = graph_->tensor(id);
-    const bool state =
-        (id.rfind("Accl___", 0) == 0 || id.rfind("Accum___", 0) == 0) && t.consumers.empty();
-    if (!state) f.add(id + " " + t.info.toString());
+    f.add(id + " " + graph_->tensor(id).info.toString());
   }
   return format("fnv1a64:{:016x}", f.h);
 }

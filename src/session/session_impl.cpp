@@ -50,7 +50,6 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
         *embedded, globalReplicas_);
   }
   collectVariableSettings();
-  graphFingerprint_ = computeGraphFingerprint();
   for (const auto& id : graph_->inputs()) {
     if (ir::readReplicatedStreamMode(modelMetadata_, id) == ReplicatedStreamMode::Broadcast) {
       broadcastInputs_.insert(id);
@@ -66,10 +65,11 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   for (const auto& [opId, op] : graph_->ops()) {
     if (op->type == "Dropout") op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
   }
-  if (config_.training) {
-    takeOptimizerStateInitializers();
-    buildTrainingGraph();
-  }
+  // The fingerprint is of the model itself: after optimizer state carried as initializers has left
+  // the graph, before the training graph is added.
+  if (config_.training) takeOptimizerStateInitializers();
+  graphFingerprint_ = computeGraphFingerprint();
+  if (config_.training) buildTrainingGraph();
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
                          graph_->ops().size(), graph_->tensors().size(), localReplicas_,
                          accumulationFactor_);
@@ -188,7 +188,8 @@ void SessionImpl::collectVariableSettings() {
           "grouped",
           id, settings->str(), ir::toString(t.kind));
     }
-    grouped_.emplace(id, GroupedVariable(*settings, globalReplicas_, t.info.shape()));
+    grouped_.emplace(id,
+                     GroupedVariable(*settings, globalReplicas_, localReplicas_, t.info.shape()));
   }
 }
 
@@ -267,6 +268,8 @@ void SessionImpl::buildTrainingGraph() {
   groupOptimizerState();
   for (const auto& u : optimizerGraph_.updates) {
     if (u.shardElements > 0 && !u.velocity.empty()) shardedState_[u.velocity] = u.weight;
+    // Grouped weights reduce over their groups, sharded ones by a reduce-scatter; the rest here.
+    if (!grouped_.count(u.weight) && !shards_.count(u.weight)) plainUpdates_.push_back(&u);
   }
 
   for (const auto& [var, src] : statUpdates) {
@@ -549,7 +552,7 @@ void SessionImpl::takeOptimizerStateInitializers() {
   const auto variables = graph_->tensorsOfKind(ir::TensorKind::Variable);
   const std::set<TensorId> names(variables.begin(), variables.end());
   for (const auto& id : variables) {
-    for (const char* prefix : {"Accl___", "Accum___"}) {
+    for (const char* prefix : kStateInitializerPrefixes) {
       const std::string p(prefix);
       if (id.rfind(p, 0) != 0 || !names.count(id.substr(p.size()))) continue;
       const ir::Tensor& t = graph_->tensor(id);
@@ -682,10 +685,9 @@ void SessionImpl::joinInstances() {
   checkpointComm_ = instances_->split(everyone, "checkpoint");
   // Buckets in the order the backward pass produces the gradients: the last weights first.
   std::vector<GradientReducer::Tensor> tensors;
-  for (auto it = optimizerGraph_.updates.rbegin(); it != optimizerGraph_.updates.rend(); ++it) {
-    // Grouped weights reduce over their groups, sharded ones by a reduce-scatter.
-    if (grouped_.count(it->weight) || shards_.count(it->weight)) continue;
-    tensors.push_back({it->reduced, static_cast<size_t>(graph_->tensor(it->reduced).info.nelms())});
+  for (auto it = plainUpdates_.rbegin(); it != plainUpdates_.rend(); ++it) {
+    const TensorId& reduced = (*it)->reduced;
+    tensors.push_back({reduced, static_cast<size_t>(graph_->tensor(reduced).info.nelms())});
   }
   reducer_ = std::make_unique<GradientReducer>(instances_, std::move(tensors),
                                                GradientReducer::bucketBytesFromEnvironment());
@@ -695,8 +697,8 @@ void SessionImpl::joinInstances() {
   // after the last micro-batch, so those reduce after the backward pass.)
   if (localReplicas_ == 1 && accumulationFactor_ == 1) {
     readyAfter_.assign(lowered_->program(ir::Phase::Backward).size(), {});
-    for (const auto& u : optimizerGraph_.updates) {
-      if (grouped_.count(u.weight) || shards_.count(u.weight)) continue;
+    for (const ir::WeightUpdate* plain : plainUpdates_) {
+      const ir::WeightUpdate& u = *plain;
       const int64_t k = lowered_->lastWriter(ir::Phase::Backward, u.reduced);
       if (k >= 0) readyAfter_[static_cast<size_t>(k)].push_back(u.reduced);
     }
@@ -729,8 +731,8 @@ void SessionImpl::reduceAcrossReplicas() {
     // sum from the cache (2L passes over memory instead of 2L + 1, and no second sweep).
     constexpr int64_t kBlock = 2048;
     onSlices([&](int64_t t) {
-      for (const auto& u : optimizerGraph_.updates) {
-        if (grouped_.count(u.weight) || shards_.count(u.weight)) continue;
+      for (const ir::WeightUpdate* plain : plainUpdates_) {
+        const ir::WeightUpdate& u = *plain;
         float* acc = replicaBuffer(0, u.reduced).data<float>();
         const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
         for (int64_t b = begin; b < end; b += kBlock) {
@@ -753,8 +755,8 @@ void SessionImpl::reduceAcrossReplicas() {
   }
   if (L > 1) {
     onSlices([&](int64_t t) {
-      for (const auto& u : optimizerGraph_.updates) {
-        if (grouped_.count(u.weight) || shards_.count(u.weight)) continue;
+      for (const ir::WeightUpdate* plain : plainUpdates_) {
+        const ir::WeightUpdate& u = *plain;
         float* acc = replicaBuffer(0, u.reduced).data<float>();
         const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
         for (int64_t r = 1; r < L; ++r) {
@@ -769,8 +771,8 @@ void SessionImpl::reduceAcrossReplicas() {
   }
   if (scale == 1.0f && L == 1) return;
   onSlices([&](int64_t t) {
-    for (const auto& u : optimizerGraph_.updates) {
-      if (grouped_.count(u.weight) || shards_.count(u.weight)) continue;
+    for (const ir::WeightUpdate* plain : plainUpdates_) {
+      const ir::WeightUpdate& u = *plain;
       float* acc = replicaBuffer(0, u.reduced).data<float>();
       const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
       if (scale != 1.0f) {
@@ -807,7 +809,7 @@ void SessionImpl::reduceGroupedAcrossReplicas() {
     // Groups spanning instances: every instance adds its partial sums into one [groups] x n
     // buffer (zeros for groups it holds no member of) and the sum across the instances completes
     // every group. The cost is groups x n per instance, whatever the instance holds.
-    if (instances_ && v.spansInstances(L)) {
+    if (instances_ && v.spansInstances) {
       std::vector<float> staging(static_cast<size_t>(v.groups()) * n, 0.0f);
       for (size_t g = 0; g < first.size(); ++g) {
         if (first[g] >= 0) {

@@ -159,6 +159,8 @@ class SessionImpl {
   // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
   std::map<TensorId, ShardPlan> shards_;
   std::map<TensorId, TensorId> shardedState_;
+  // The updates whose weights are neither grouped nor sharded (reduced over all replicas).
+  std::vector<const ir::WeightUpdate*> plainUpdates_;
   std::string graphFingerprint_;
   std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
   // The instances' communicator for checkpoints (a split of instances_, so an asynchronous save's
