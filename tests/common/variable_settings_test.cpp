@@ -8,33 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "testing/error_testing.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/variablesettings.hpp"
 
 namespace xtrain {
 namespace {
 
+using testing::errorOf;
+
 using Groups = std::vector<std::vector<int64_t>>;
 using T = CommGroupType;
 using M = VariableRetrievalMode;
-
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an xtrain::error";
-  return "";
-}
-
-// Evaluates haystack once (it is often an errorOf(...) call).
-#define EXPECT_CONTAINS(haystack, needle)                                    \
-  do {                                                                       \
-    const std::string xt_haystack_ = (haystack);                             \
-    EXPECT_NE(xt_haystack_.find(needle), std::string::npos) << xt_haystack_; \
-  } while (false)
 
 struct Row {
   int64_t groupCount, realGroupSize, stride;

@@ -5,24 +5,14 @@
 #include <string>
 
 #include "device/ipu/ipu_options.hpp"
+#include "testing/error_testing.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
 namespace {
 
-std::string errorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an xtrain::error";
-  return {};
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+using testing::errorOf;
 
 TEST(DeviceOptions, IpuModelDefaults) {
   auto dev = DeviceManager::createDeviceManager().createIpuModelDevice({});

@@ -18,24 +18,14 @@
 #include <thread>
 
 #include "device/ipu/ipu_pool.hpp"
+#include "testing/error_testing.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
 namespace {
 
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
-std::string errorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an xtrain::error";
-  return {};
-}
+using testing::errorOf;
 
 // Sets the pool's environment for one test (a fresh lock directory, 8 IPUs) and restores it after.
 class DevicePool : public ::testing::Test {

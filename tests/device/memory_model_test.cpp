@@ -7,14 +7,12 @@
 #include <filesystem>
 #include <string>
 
+#include "testing/error_testing.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::device {
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 // 2 IPUs of 4 tiles x 1 KiB = 4 KiB each.
 std::shared_ptr<DeviceInfo> smallModel() {

@@ -9,6 +9,7 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "session/model_io.hpp"
+#include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/dist.hpp"
 
@@ -37,19 +38,7 @@ SessionOptions layout(int64_t localReplicas, bool sharded = false, int64_t af = 
 
 const ConstSGD kSgd(0.1f, 0.01f, 0.9f);
 
-class CheckpointTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("xtrain_ckpt_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string ckpt(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
-};
+using CheckpointTest = ScratchDirTest;
 
 // 6 steps without a stop, against 3 steps, save, a new session, load, 3 more: bit-identical weights
 // and velocities, with and without sharding, with gradient accumulation, synchronous or not.
@@ -68,12 +57,12 @@ TEST_F(CheckpointTest, ResumeIsExact) {
       CheckpointOptions co;
       co.dataPosition = {3, 7};
       co.asynchronous = af == 2;
-      first->saveCheckpoint(ckpt("c-" + what), co);
+      first->saveCheckpoint(path("c-" + what), co);
       trainMlpSteps(*first, m, 4, 0, af, 3, 1);  // training goes on while an async save writes
       first->waitForCheckpoint();
 
       auto second = makeMlpSession(m, layout(4, sharded, af), kSgd);
-      const CheckpointInfo info = second->loadCheckpoint(ckpt("c-" + what));
+      const CheckpointInfo info = second->loadCheckpoint(path("c-" + what));
       EXPECT_EQ(info.step, 3) << what;
       EXPECT_EQ(info.dataPosition, (std::vector<int64_t>{3, 7})) << what;
       trainMlpSteps(*second, m, 4, 0, af, 3, 3);
@@ -88,9 +77,9 @@ TEST_F(CheckpointTest, LatestCheckpointOfADirectory) {
   auto s = makeMlpSession(m, layout(2), kSgd);
   EXPECT_FALSE(s->loadLatestCheckpoint(dir_.string()).has_value());
   trainMlpSteps(*s, m, 2, 0, 1, 0, 2);
-  s->saveCheckpoint(ckpt(checkpoint::checkpointName(2)));
+  s->saveCheckpoint(path(checkpoint::checkpointName(2)));
   trainMlpSteps(*s, m, 2, 0, 1, 2, 2);
-  s->saveCheckpoint(ckpt(checkpoint::checkpointName(4)));
+  s->saveCheckpoint(path(checkpoint::checkpointName(4)));
   auto other = makeMlpSession(m, layout(2), kSgd);
   const auto info = other->loadLatestCheckpoint(dir_.string());
   ASSERT_TRUE(info.has_value());
@@ -106,10 +95,10 @@ TEST_F(CheckpointTest, LoadsIntoAnotherLayout) {
   auto four = makeMlpSession(m, layout(4, true), kSgd);
   trainMlpSteps(*four, m, 4, 0, 1, 0, 3);
   const auto saved = readTensors(*four, mlpWeightsAndVelocities());
-  four->saveCheckpoint(ckpt("four"));
+  four->saveCheckpoint(path("four"));
   for (int64_t replicas : {int64_t{2}, int64_t{1}}) {
     auto other = makeMlpSession(m, layout(replicas), kSgd);
-    const CheckpointInfo info = other->loadCheckpoint(ckpt("four"));
+    const CheckpointInfo info = other->loadCheckpoint(path("four"));
     EXPECT_EQ(info.globalReplicationFactor, 4);
     EXPECT_EQ(readTensors(*other, mlpWeightsAndVelocities()), saved) << replicas << " replicas";
     trainMlpSteps(*other, m, replicas, 0, 1, 3, 1);
@@ -130,12 +119,12 @@ TEST_F(CheckpointTest, MismatchesAreRefusedAndNothingIsLoaded) {
   const MlpModel m = buildMlpModel();
   auto s = makeMlpSession(m, layout(1), kSgd);
   trainMlpSteps(*s, m, 1, 0, 1, 0, 2);
-  s->saveCheckpoint(ckpt("good"));
+  s->saveCheckpoint(path("good"));
 
   // Another hidden size: both shapes named.
   auto wider = makeMlpSession(buildMlpModel(4, 8, 16, 5), layout(1), kSgd);
   const auto before = readTensors(*wider, {"W1"});
-  std::string e = loadError(*wider, ckpt("good"));
+  std::string e = loadError(*wider, path("good"));
   EXPECT_NE(e.find("/weights/W1 is FLOAT[8,15] but this session's 'W1' is FLOAT[8,16]"),
             std::string::npos)
       << e;
@@ -143,21 +132,21 @@ TEST_F(CheckpointTest, MismatchesAreRefusedAndNothingIsLoaded) {
 
   // Without momentum the session has no velocity: the checkpoint's are extra.
   auto plain = makeMlpSession(m, layout(1), ConstSGD(0.1f));
-  e = loadError(*plain, ckpt("good"));
+  e = loadError(*plain, path("good"));
   EXPECT_NE(e.find("/optimizer/"), std::string::npos) << e;
   EXPECT_NE(e.find("another optimizer"), std::string::npos) << e;
 
   // Same tensors, another activation: the model's fingerprint differs.
   auto sigmoid = makeMlpSession(buildMlpModel(4, 8, 15, 5, 5, "Sigmoid"), layout(1), kSgd);
-  e = loadError(*sigmoid, ckpt("good"));
+  e = loadError(*sigmoid, path("good"));
   EXPECT_NE(e.find("written for another model"), std::string::npos) << e;
   // A missing checkpoint, and a file that is not one.
-  e = loadError(*s, ckpt("nowhere"));
+  e = loadError(*s, path("nowhere"));
   EXPECT_NE(e.find("nowhere"), std::string::npos) << e;
   std::ofstream(dir_ / "junk.h5") << "not hdf5";
   e = loadError(*s, (dir_ / "junk.h5").string());
   EXPECT_NE(e.find("junk.h5"), std::string::npos) << e;
-  EXPECT_FALSE(loadError(*s, ckpt("good")).size()) << "the good one still loads";
+  EXPECT_FALSE(loadError(*s, path("good")).size()) << "the good one still loads";
 }
 
 // modelToHost with the optimizer state (PopART's Accl___<w> initializers): a session created from
@@ -171,7 +160,7 @@ TEST_F(CheckpointTest, OnnxWithOptimizerStateContinuesTraining) {
 
   auto first = makeMlpSession(m, layout(2), kSgd);
   trainMlpSteps(*first, m, 2, 0, 1, 0, 3);
-  first->saveCheckpoint(ckpt("c"));
+  first->saveCheckpoint(path("c"));
   const std::string withState = (dir_ / "with-state.onnx").string();
   first->modelToHost(withState, true);
   const auto inits = session::readInitializers(withState);
@@ -184,7 +173,7 @@ TEST_F(CheckpointTest, OnnxWithOptimizerStateContinuesTraining) {
             readTensors(*first, mlpWeightsAndVelocities()));
   trainMlpSteps(*second, m, 2, 0, 1, 3, 3);
   EXPECT_EQ(readTensors(*second, mlpWeightsAndVelocities()), want);
-  EXPECT_EQ(loadError(*second, ckpt("c")), "");
+  EXPECT_EQ(loadError(*second, path("c")), "");
 }
 
 // ---- Several instances: CheckpointSession.* runs CheckpointWorker.* under xrun. ----

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.hpp"
+#include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 
 namespace xtrain::testing {
@@ -21,25 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CheckpointCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("xtrain_ckpt_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static void expectIdentical(const std::string& a, const std::string& b) {
-    expectSameInitializers(a, b, 0);
-  }
-
-  fs::path dir_;
-};
+using CheckpointCli = ScratchDirTest;
 
 TEST_F(CheckpointCli, EveryNStepsKeepLastAndResumeExactly) {
   const std::string flags = " --steps 6 --lr 0.05 --momentum 0.9 --seed 3";
@@ -60,7 +43,7 @@ TEST_F(CheckpointCli, EveryNStepsKeepLastAndResumeExactly) {
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("at step 4"), std::string::npos) << r.output;
-  expectIdentical(path("straight.onnx"), path("resumed.onnx"));
+  expectSameInitializers(path("straight.onnx"), path("resumed.onnx"), 0);
 
   // auto without any checkpoint: a fresh start; a bad path: exit 2 naming it.
   r = runCommand("./xtrain --steps 2 --checkpoint-dir " + path("empty") + " --resume auto");
@@ -125,7 +108,7 @@ TEST_F(CheckpointCli, ResumeAfterXrunWasStoppedWithSigterm) {
   r = runCommand("./xrun -n 2 ./xtrain" + until +
                  " --lr 0.05 --momentum 0.9 --seed 5 --save-model " + path("straight.onnx"));
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  expectIdentical(path("straight.onnx"), path("resumed.onnx"));
+  expectSameInitializers(path("straight.onnx"), path("resumed.onnx"), 0);
 }
 
 }  // namespace

@@ -9,21 +9,14 @@
 #include <filesystem>
 #include <regex>
 
+#include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 
 namespace xtrain::testing {
 namespace {
 
-class DistributedTraining : public ::testing::Test {
+class DistributedTraining : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("xtrain_dist_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // Trains the built-in example and returns the path of the saved model.
   std::string train(const std::string& launcher, const std::string& flags,
                     const std::string& name) {
@@ -37,12 +30,6 @@ class DistributedTraining : public ::testing::Test {
         << r.output;
     return model;
   }
-
-  static void expectSameWeights(const std::string& a, const std::string& b, double tol) {
-    expectSameInitializers(a, b, tol);
-  }
-
-  std::filesystem::path dir_;
 };
 
 // 1 x 4, 2 x 2 and 4 x 1 (instances x local replicas) train to the same weights.
@@ -50,15 +37,15 @@ TEST_F(DistributedTraining, InstanceLayoutsGiveTheSameWeights) {
   const auto local = train("", "--replicas 4", "1x4");
   const auto mixed = train("./xrun -n 2 --num-replicas 4 ", "", "2x2");
   const auto spread = train("./xrun -n 4 ", "", "4x1");
-  expectSameWeights(local, mixed, 1e-5);
-  expectSameWeights(local, spread, 1e-5);
+  expectSameInitializers(local, mixed, 1e-5);
+  expectSameInitializers(local, spread, 1e-5);
 }
 
 // A global batch of 16 on one replica equals 4 instances of micro-batch 4 with Mean reduction.
 TEST_F(DistributedTraining, GlobalBatchSplitOverInstances) {
   const auto one = train("", "--micro-batch-size 16", "mb16");
   const auto four = train("./xrun -n 4 ", "--micro-batch-size 4", "mb4x4");
-  expectSameWeights(one, four, 1e-5);
+  expectSameInitializers(one, four, 1e-5);
 }
 
 // Open MPI's mpirun as xrun's engine starts the same job: the instances get the same environment
@@ -67,7 +54,7 @@ TEST_F(DistributedTraining, MpirunEngineTrainsLikeTheLocalEngine) {
   if (runCommand("command -v mpirun").exitCode != 0) GTEST_SKIP() << "mpirun is not installed";
   const auto local = train("./xrun -n 2 --num-replicas 4 ", "", "local");
   const auto mpirun = train("./xrun --engine mpirun -n 2 --num-replicas 4 ", "", "mpirun");
-  expectSameWeights(local, mpirun, 0);
+  expectSameInitializers(local, mpirun, 0);
 }
 
 // Only the first instance prints progress; a disagreeing --replicas is refused with what to do.

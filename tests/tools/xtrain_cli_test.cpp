@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "checkpoint/dataset_reader.hpp"
+#include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 
@@ -27,16 +28,8 @@ std::pair<double, double> firstAndLastLoss(const std::string& output) {
   return {std::stod(m[1]), std::stod(m[2])};
 }
 
-class XtrainCli : public ::testing::Test {
+class XtrainCli : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("xtrain_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // A 4-feature, 2-class MLP with a batch dimension of 8 and a data set where the class is x0 > x1.
   void writeModelAndData(const Shape& xSampleShape = {4}) {
     auto b = Builder::create();
@@ -72,9 +65,6 @@ class XtrainCli : public ::testing::Test {
     writer.write("y", TensorInfo(DataType::INT32, {n}), ys.data());
   }
 
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  std::filesystem::path dir_;
   TensorId loss_;
 };
 
