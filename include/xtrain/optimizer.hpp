@@ -1,14 +1,21 @@
-// Optimizers with PopART's names: OptimizerValue, SGD, ConstSGD.
+// Optimizers with PopART's names: OptimizerValue, ClipNormSettings, SGD, ConstSGD, Adam, Adaptive.
 //
-// SGD's update for weight w with gradient g (PopART's documented rule; g is the gradient of the loss, i.e.
-// already divided by the loss scaling factor ls and by af·G for a Mean-Post reduction):
+// The update rules are specified, with their sources, in docs/optimizers.md; each class below gives
+// its rule in short. In every rule g is the gradient of the loss for the weight: reduced over
+// replicas and micro-batches, divided by the loss scaling factor ls (and by af·G for a Mean-Post
+// reduction), then multiplied by the clipping factor of the weight's ClipNormSettings group, if
+// any.
+//
+// SGD's update for weight w:
 //   momentum mm == 0 everywhere:  w <- w - lr * (g + wd * w)
 //   otherwise (velocity v, stored multiplied by the velocity scaling vs):
 //     v <- mm * v + (1 - dm) * vs * (g + wd * w)
 //     nesterov: w <- w - (lr / vs) * (vs * (g + wd * w) + mm * v)   else: w <- w - (lr / vs) * v
-// lr learning rate, wd weight decay, dm dampening. With dm = 0 and vs = 1 this equals PyTorch's SGD.
+// lr learning rate, wd weight decay, dm dampening. With dm = 0 and vs = 1 this equals PyTorch's
+// SGD.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,12 +23,13 @@
 #include <utility>
 #include <vector>
 
+#include "xtrain/datatype.hpp"
 #include "xtrain/names.hpp"
 
 namespace xtrain {
 
-// A hyperparameter value and whether it is constant for the session's lifetime (compiled in) or may be
-// changed with updateOptimizerFromHost.
+// A hyperparameter value and whether it is constant for the session's lifetime (compiled in) or may
+// be changed with updateOptimizerFromHost.
 class OptimizerValue {
  public:
   OptimizerValue() = default;
@@ -38,7 +46,39 @@ class OptimizerValue {
   bool isConst_ = true;
 };
 
+// Gradient clipping by global norm (docs/optimizers.md section 5). For the weights of one group:
+//   n = sqrt(sum over the group's weights and elements of g^2),  g <- g * maxNorm / max(maxNorm, n)
+// where g is the reduced, unscaled gradient (before weight decay), so n is the norm of the global
+// gradient whatever the replicas and shards. An optimizer takes a list of groups; clipAllWeights
+// must then be the only one.
+class ClipNormSettings {
+ public:
+  enum class Mode { ClipSpecifiedWeights, ClipAllWeights };
+
+  static ClipNormSettings clipWeights(const std::vector<TensorId>& weightIds, float maxNorm);
+  static ClipNormSettings clipAllWeights(float maxNorm);
+
+  const std::vector<TensorId>& getWeightIds() const { return weightIds_; }
+  float getMaxNorm() const { return maxNorm_; }
+  Mode getMode() const { return mode_; }
+  bool operator==(const ClipNormSettings&) const = default;
+
+ private:
+  ClipNormSettings(std::vector<TensorId> ids, float maxNorm, Mode mode)
+      : weightIds_(std::move(ids)), maxNorm_(maxNorm), mode_(mode) {}
+  std::vector<TensorId> weightIds_;
+  float maxNorm_ = 0.0f;
+  Mode mode_ = Mode::ClipSpecifiedWeights;
+};
+
+// How weight decay enters an adaptive update: Decay adds wd * w to the normalised update (AdamW),
+// L2Regularization adds it to the gradient before the moments (Adam's weight_decay in PyTorch).
+enum class WeightDecayMode { Decay = 0, L2Regularization };
+
 enum class OptimizerType { SGD = 0, Adam, Adaptive };
+
+// The hyperparameters of one weight: values by PopART's insertSpecific key (learningRate, ...).
+using OptimizerValues = std::map<std::string, OptimizerValue>;
 
 class Optimizer {
  public:
@@ -48,9 +88,20 @@ class Optimizer {
   virtual std::unique_ptr<Optimizer> clone() const = 0;
   const OptimizerValue& lossScaling() const { return lossScaling_; }
   float getLossScalingVal() const { return lossScaling_.val(); }
+  const std::vector<ClipNormSettings>& getClipNormSettings() const { return clipNormSettings_; }
+
+  // The insertSpecific keys of this optimizer, in the order of its rule's hyperparameters.
+  virtual const std::vector<std::string>& specificKeys() const = 0;
+  // The values in force for one weight (its insertSpecific values, else the defaults), by key.
+  virtual OptimizerValues valuesOf(const TensorId& weight) const = 0;
 
  protected:
+  // Checks the clipping groups (positive finite norms, clipAllWeights alone, no weight in two
+  // groups).
+  void setClipNormSettings(std::vector<ClipNormSettings> settings);
+
   OptimizerValue lossScaling_{1.0f, true};
+  std::vector<ClipNormSettings> clipNormSettings_;
 };
 
 class SGD : public Optimizer {
@@ -63,21 +114,27 @@ class SGD : public Optimizer {
       OptimizerValue defaultMomentum = OptimizerValue(0.0f, true),
       OptimizerValue defaultDampening = OptimizerValue(0.0f, true),
       OptimizerValue defaultVelocityScaling = OptimizerValue(1.0f, true),
-      OptimizerValue lossScaling = OptimizerValue(1.0f, true), bool nesterov = false);
+      OptimizerValue lossScaling = OptimizerValue(1.0f, true), bool nesterov = false,
+      const std::vector<ClipNormSettings>& clipNormSettings = {});
 
-  // PopART's map form: {"defaultLearningRate", {0.01, false}}, {"defaultMomentum", {0.9, true}}, ...
-  // Keys: defaultLearningRate, defaultWeightDecay, defaultMomentum, defaultDampening,
-  // defaultVelocityScaling, lossScaling, nesterov (value != 0 enables). Unknown keys throw xtrain::error.
-  explicit SGD(const std::map<std::string, std::pair<float, bool>>& params);
+  // PopART's map form: {"defaultLearningRate", {0.01, false}}, {"defaultMomentum", {0.9, true}},
+  // ... Keys: defaultLearningRate, defaultWeightDecay, defaultMomentum, defaultDampening,
+  // defaultVelocityScaling, lossScaling, nesterov (value != 0 enables). Unknown keys throw
+  // xtrain::error.
+  explicit SGD(const std::map<std::string, std::pair<float, bool>>& params,
+               const std::vector<ClipNormSettings>& clipNormSettings = {});
 
-  // Per-weight values overriding the defaults. Keys: learningRate, weightDecay, momentum, dampening,
-  // velocityScaling.
-  void insertSpecific(const TensorId& weight, const std::map<std::string, std::pair<float, bool>>& params);
+  // Per-weight values overriding the defaults. Keys: learningRate, weightDecay, momentum,
+  // dampening, velocityScaling.
+  void insertSpecific(const TensorId& weight,
+                      const std::map<std::string, std::pair<float, bool>>& params);
   bool hasSpecific(const TensorId& weight) const { return specific_.count(weight) != 0; }
 
   OptimizerType type() const override { return OptimizerType::SGD; }
   std::string type_s() const override { return "SGD"; }
   std::unique_ptr<Optimizer> clone() const override { return std::make_unique<SGD>(*this); }
+  const std::vector<std::string>& specificKeys() const override;
+  OptimizerValues valuesOf(const TensorId& weight) const override;
 
   struct Values {
     OptimizerValue learningRate;
@@ -112,5 +169,152 @@ class ConstSGD : public SGD {
             OptimizerValue(velocityScaling, true), OptimizerValue(lossScaling, true)) {}
   std::unique_ptr<Optimizer> clone() const override { return std::make_unique<ConstSGD>(*this); }
 };
+
+// The shared machinery of Adam and Adaptive: defaults and insertSpecific values by key, the mode
+// enums, and the state data types.
+class KeyedOptimizer : public Optimizer {
+ public:
+  // Per-weight values overriding the defaults; keys as specificKeys(). Unknown keys throw.
+  void insertSpecific(const TensorId& weight,
+                      const std::map<std::string, std::pair<float, bool>>& params);
+  bool hasSpecific(const TensorId& weight) const { return specific_.count(weight) != 0; }
+  OptimizerValues valuesOf(const TensorId& weight) const override;
+  const OptimizerValues& defaults() const { return defaults_; }
+  WeightDecayMode getWeightDecayMode() const { return weightDecayMode_; }
+  DataType getAccumType() const { return accumType_; }
+
+ protected:
+  // Sets the defaults from PopART's map form ("default" + capitalised key, lossScaling, and the
+  // extra map-only keys `extraKeys` whose values go to setExtra). Throws naming an unknown key.
+  void applyMap(const std::map<std::string, std::pair<float, bool>>& params);
+  virtual void validate() const = 0;
+  // Checks every value set (defaults and specifics) with `check(values, where)`.
+  void forEachValues(
+      const std::function<void(const OptimizerValues&, const std::string&)>& check) const;
+  static DataType checkStateType(DataType t, const char* argument);
+
+  OptimizerValues defaults_;
+  std::map<TensorId, OptimizerValues> specific_;
+  WeightDecayMode weightDecayMode_ = WeightDecayMode::Decay;
+  DataType accumType_ = DataType::UNDEFINED;
+};
+
+// The Adam family. For weight w with step count t (incremented before use):
+//   L2Regularization: g <- g + wd * w
+//   m <- b1 * m + (1 - b1) * g
+//   v <- b2 * v + (1 - b2) * g^2             (AdaMax: v <- max(b2 * v, |g|))
+//   mh = m / (1 - b1^t)  (AdamNoBias, LambNoBias: mh = m)
+//   vh = v / (1 - b2^t)  (AdamNoBias, LambNoBias, AdaMax: vh = v)
+//   u = mh / (sqrt(vh) + eps)                  (AdaMax: u = mh / (vh + eps))
+//   Decay: u <- u + wd * w
+//   Lamb, LambNoBias: r = min(|w|, mwn) / |u| (norms over the whole weight, sharded or not; r = 1
+//                     when |w| = 0, |u| = 0 or mwn = 0), else r = 1
+//   w <- w - lr * r * u
+// State: Accl1___<w> (m), Accl2___<w> (v), Step___<w> (t), and Accum___<w> with accumulation.
+enum class AdamMode { Adam = 0, AdamNoBias, AdaMax, Lamb, LambNoBias };
+
+class Adam : public KeyedOptimizer {
+ public:
+  // The names PopART's map constructor accepts.
+  static const std::vector<std::string>& hyperParameterNames();
+
+  Adam(OptimizerValue defaultLearningRate, OptimizerValue defaultWeightDecay,
+       OptimizerValue defaultBeta1, OptimizerValue defaultBeta2, OptimizerValue defaultEps,
+       OptimizerValue lossScaling, OptimizerValue maxWeightNorm, AdamMode adamMode,
+       WeightDecayMode weightDecayMode, DataType accumType, DataType accl1Type, DataType accl2Type,
+       const std::vector<ClipNormSettings>& clipNormSettings = {},
+       bool scaledOptimizerState = false);
+  // Without maxWeightNorm (10, constant).
+  Adam(OptimizerValue defaultLearningRate, OptimizerValue defaultWeightDecay,
+       OptimizerValue defaultBeta1, OptimizerValue defaultBeta2, OptimizerValue defaultEps,
+       OptimizerValue lossScaling, AdamMode adamMode, WeightDecayMode weightDecayMode,
+       DataType accumType, DataType accl1Type, DataType accl2Type,
+       const std::vector<ClipNormSettings>& clipNormSettings = {},
+       bool scaledOptimizerState = false);
+  // PopART's map form. Keys: defaultLearningRate (default 0.1, non-constant), defaultWeightDecay
+  // (0), defaultBeta1 (0.9), defaultBeta2 (0.999), defaultEps (1e-6), defaultMaxWeightNorm or
+  // maxWeightNorm (10), lossScaling (1).
+  Adam(const std::map<std::string, std::pair<float, bool>>& params, AdamMode adamMode,
+       WeightDecayMode weightDecayMode = WeightDecayMode::Decay,
+       DataType accumType = DataType::UNDEFINED, DataType accl1Type = DataType::FLOAT,
+       DataType accl2Type = DataType::FLOAT,
+       const std::vector<ClipNormSettings>& clipNormSettings = {},
+       bool scaledOptimizerState = false);
+
+  OptimizerType type() const override { return OptimizerType::Adam; }
+  std::string type_s() const override { return "Adam"; }
+  std::unique_ptr<Optimizer> clone() const override { return std::make_unique<Adam>(*this); }
+  // learningRate, weightDecay, beta1, beta2, eps, maxWeightNorm.
+  const std::vector<std::string>& specificKeys() const override;
+
+  AdamMode getMode() const { return mode_; }
+  DataType getAccl1Type() const { return accl1Type_; }
+  DataType getAccl2Type() const { return accl2Type_; }
+  bool isLamb() const { return mode_ == AdamMode::Lamb || mode_ == AdamMode::LambNoBias; }
+
+ private:
+  void validate() const override;
+
+  AdamMode mode_;
+  DataType accl1Type_;
+  DataType accl2Type_;
+};
+
+// The Adaptive family (PopART's Adaptive). For weight w:
+//   L2Regularization: g <- g + wd * w
+//   AdaGrad:          v1 <- v1 + g^2;                   x = g / (sqrt(v1) + eps)
+//   RMSProp:          v1 <- a * v1 + (1 - a) * g^2;     x = g / (sqrt(v1) + eps)
+//   CenteredRMSProp:  v1 as RMSProp; v2 <- a * v2 + (1 - a) * g;  x = g / (sqrt(v1 - v2^2) + eps)
+//   AdaDelta:         v1 as RMSProp; x = g * sqrt(v2 + eps) / sqrt(v1 + eps);  v2 <- a * v2 + (1 -
+//   a) * x^2 momentum (mm != 0 or non-constant): v3 <- mm * v3 + x; x <- v3 Decay: w <- w - lr * (x
+//   + wd * w);   L2Regularization: w <- w - lr * x
+// a is alpha. State: Accl1___<w> (v1), Accl2___<w> (v2: CenteredRMSProp, AdaDelta), Accl3___<w>
+// (v3).
+enum class AdaptiveMode { AdaGrad = 0, RMSProp, CenteredRMSProp, AdaDelta };
+
+class Adaptive : public KeyedOptimizer {
+ public:
+  static const std::vector<std::string>& hyperParameterNames();
+
+  Adaptive(OptimizerValue defaultLearningRate, OptimizerValue defaultWeightDecay,
+           OptimizerValue defaultAlpha, OptimizerValue defaultMomentum, OptimizerValue defaultEps,
+           OptimizerValue lossScaling, AdaptiveMode adaptiveMode, WeightDecayMode weightDecayMode,
+           DataType accumType, DataType accl1Type, DataType accl2Type, DataType accl3Type,
+           bool rmspropTFVariant = false,
+           const std::vector<ClipNormSettings>& clipNormSettings = {});
+  // PopART's map form. Keys: defaultLearningRate (default 0.01, non-constant), defaultWeightDecay
+  // (0), defaultAlpha (0.99), defaultMomentum (0), defaultEps (1e-6), lossScaling (1).
+  Adaptive(const std::map<std::string, std::pair<float, bool>>& params, AdaptiveMode adaptiveMode,
+           WeightDecayMode weightDecayMode = WeightDecayMode::L2Regularization,
+           DataType accumType = DataType::UNDEFINED, DataType accl1Type = DataType::FLOAT,
+           DataType accl2Type = DataType::FLOAT, DataType accl3Type = DataType::FLOAT,
+           bool rmspropTFVariant = false,
+           const std::vector<ClipNormSettings>& clipNormSettings = {});
+
+  OptimizerType type() const override { return OptimizerType::Adaptive; }
+  std::string type_s() const override { return "Adaptive"; }
+  std::unique_ptr<Optimizer> clone() const override { return std::make_unique<Adaptive>(*this); }
+  // learningRate, weightDecay, alpha, momentum, eps.
+  const std::vector<std::string>& specificKeys() const override;
+
+  AdaptiveMode getMode() const { return mode_; }
+  DataType getAccl1Type() const { return accl1Type_; }
+  DataType getAccl2Type() const { return accl2Type_; }
+  DataType getAccl3Type() const { return accl3Type_; }
+  // True when some weight may have a non-zero momentum (then every weight keeps Accl3).
+  bool requiresMomentum() const;
+
+ private:
+  void validate() const override;
+
+  AdaptiveMode mode_;
+  DataType accl1Type_;
+  DataType accl2Type_;
+  DataType accl3Type_;
+};
+
+const char* toString(AdamMode mode);
+const char* toString(AdaptiveMode mode);
+const char* toString(WeightDecayMode mode);
 
 }  // namespace xtrain

@@ -25,6 +25,7 @@ const char* toString(Phase phase) {
     case Phase::Backward: return "Backward";
     case Phase::Accumulate: return "Accumulate";
     case Phase::Update: return "Update";
+    case Phase::Apply: return "Apply";
   }
   return "?";
 }

@@ -43,7 +43,10 @@ const char* toString(TensorKind kind);
 
 // When an op runs within a step: Forward and Backward once per micro-batch, Accumulate after each
 // micro-batch's backward, Update once per step after the last micro-batch.
-enum class Phase { Forward = 0, Backward = 1, Accumulate = 2, Update = 3 };
+// Apply: the second half of an update that needs a reduction across replicas between its halves (Lamb's
+// norms over a sharded weight).
+enum class Phase { Forward = 0, Backward = 1, Accumulate = 2, Update = 3, Apply = 4 };
+inline constexpr int kPhaseCount = 5;
 const char* toString(Phase phase);
 
 struct Tensor {

@@ -51,7 +51,7 @@ class LoweredGraph {
   const ir::Graph& graph_;
   std::map<TensorId, int> index_;
   std::vector<TensorId> tensors_;
-  std::array<device::Program, 4> programs_;
+  std::array<device::Program, ir::kPhaseCount> programs_;
   bool profiling_ = false;
 };
 

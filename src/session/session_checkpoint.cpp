@@ -17,6 +17,7 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "comm/communicator.hpp"
+#include "ir/optimizers/update_rules.hpp"
 #include "session/session_impl.hpp"
 #include "xtrain/logging.hpp"
 
@@ -130,8 +131,9 @@ std::vector<std::pair<TensorId, std::string>> SessionImpl::checkpointTensors() c
   }
   for (const auto& u : optimizerGraph_.updates) {
     const std::string prefix = "/optimizer/" + checkpoint::encodeName(u.weight) + "/";
-    if (!u.velocity.empty()) out.emplace_back(u.velocity, prefix + "velocity");
-    if (!u.accumulator.empty()) out.emplace_back(u.accumulator, prefix + "accumulator");
+    for (const auto& state : ir::stateWithAccumulator(u)) {
+      out.emplace_back(state.id, prefix + state.slot);
+    }
   }
   return out;
 }
@@ -242,10 +244,10 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   a.samplesSeen = options.samplesSeen;
   a.globalReplicationFactor = globalReplicas_;
   a.instances = instances;
-  a.optimizerType = config_.optimizer->type_s();
-  const auto hv = ir::hyperValues(*config_.optimizer, "", optimizerOptions_);
-  const char* names[] = {"learningRate", "weightDecay", "momentum", "dampening", "velocityScaling"};
-  for (size_t i = 0; i < 5 && i < hv.size(); ++i) a.hyperparameters[names[i]] = hv[i];
+  a.optimizerType = ir::describeOptimizer(*config_.optimizer);
+  for (const auto& [key, value] : config_.optimizer->valuesOf("")) {
+    a.hyperparameters[key] = value.val();  // the defaults
+  }
   a.hyperparameters["lossScaling"] = config_.optimizer->getLossScalingVal();
   a.graphFingerprint = graphFingerprint_;
   a.creationTime = utcNow();

@@ -197,8 +197,9 @@ void SessionImpl::groupOptimizerState() {
   for (const auto& u : optimizerGraph_.updates) {
     auto it = grouped_.find(u.weight);
     if (it == grouped_.end()) continue;
-    for (const TensorId& state : {u.velocity, u.accumulator}) {
-      if (!state.empty()) grouped_.emplace(state, it->second);
+    for (const auto& state : ir::stateWithAccumulator(u)) {
+      // Adam's step count is a scalar, the same on every replica: it is not grouped.
+      if (state.perElement) grouped_.emplace(state.id, it->second);
     }
   }
 }
@@ -267,9 +268,23 @@ void SessionImpl::buildTrainingGraph() {
   optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
   groupOptimizerState();
   for (const auto& u : optimizerGraph_.updates) {
-    if (u.shardElements > 0 && !u.velocity.empty()) shardedState_[u.velocity] = u.weight;
+    for (const auto& state : u.state) {
+      if (u.shardElements > 0 && state.perElement) shardedState_[state.id] = u.weight;
+    }
     // Grouped weights reduce over their groups, sharded ones by a reduce-scatter; the rest here.
     if (!grouped_.count(u.weight) && !shards_.count(u.weight)) plainUpdates_.push_back(&u);
+    hasApplyPhase_ = hasApplyPhase_ || !u.lambNorms.empty();
+  }
+  for (const auto& clip : opt.getClipNormSettings()) {
+    ClipGroup group{clip.getMaxNorm(), {}};
+    for (const auto& u : optimizerGraph_.updates) {
+      const auto& ids = clip.getWeightIds();
+      if (clip.getMode() == ClipNormSettings::Mode::ClipAllWeights ||
+          std::find(ids.begin(), ids.end(), u.weight) != ids.end()) {
+        group.updates.push_back(&u);
+      }
+    }
+    clipGroups_.push_back(std::move(group));
   }
 
   for (const auto& [var, src] : statUpdates) {
@@ -532,14 +547,12 @@ void SessionImpl::modelToHost(const std::string& path, bool withOptimizerState) 
   // State initializers the model came with are always brought up to date; others are added when
   // asked for.
   for (const auto& u : optimizerGraph_.updates) {
-    for (const auto& [state, name] :
-         {std::pair{u.velocity, velocityInitializerName(u.weight)},
-          std::pair{u.accumulator, accumulatorInitializerName(u.weight)}}) {
-      if (state.empty()) continue;
+    for (const auto& state : ir::stateWithAccumulator(u)) {
+      const std::string& name = state.initializerName;
       if (stateInitializers_.count(name)) {
-        values.emplace(name, hostWeights_.at(state));
+        values.emplace(name, hostWeights_.at(state.id));
       } else if (withOptimizerState) {
-        extra.emplace(name, hostWeights_.at(state));
+        extra.emplace(name, hostWeights_.at(state.id));
       }
     }
   }
@@ -567,12 +580,11 @@ void SessionImpl::takeOptimizerStateInitializers() {
 void SessionImpl::applyOptimizerStateInitializers() {
   std::set<TensorId> used;
   for (const auto& u : optimizerGraph_.updates) {
-    for (const auto& [state, name] :
-         {std::pair{u.velocity, velocityInitializerName(u.weight)},
-          std::pair{u.accumulator, accumulatorInitializerName(u.weight)}}) {
+    for (const auto& state : ir::stateWithAccumulator(u)) {
+      const std::string& name = state.initializerName;
       auto it = stateInitializers_.find(name);
-      if (state.empty() || it == stateInitializers_.end()) continue;
-      HostTensor& host = hostWeights_.at(state);
+      if (it == stateInitializers_.end()) continue;
+      HostTensor& host = hostWeights_.at(state.id);
       if (it->second.info() != host.info()) {
         throw error(
             "the model's initializer '{}' is {} but the optimizer state it initialises is {}", name,
@@ -619,7 +631,7 @@ void SessionImpl::updateOptimizerFromHost(const Optimizer& next) {
   config_.optimizer = next.clone();
   for (const auto& u : optimizerGraph_.updates) {
     const auto hv = ir::hyperValues(next, u.weight, optimizerOptions_);
-    HostTensor value = HostTensor::fromVector<float>({6}, hv);
+    HostTensor value = HostTensor::fromVector<float>({static_cast<int64_t>(hv.size())}, hv);
     if (prepared_) hostWeights_.at(u.hyper) = value;
     if (prepared_) {
       for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, u.hyper) = value;
@@ -1043,9 +1055,16 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       reduceAcrossReplicas();
       reductionSeconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - reduceStart).count();
+      clipGradients();
       forEachReplica([&](int64_t r) {
         programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], seed_);
       });
+      if (hasApplyPhase_) {
+        completeLambNorms();
+        forEachReplica([&](int64_t r) {
+          programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], seed_);
+        });
+      }
       gatherShardedWeights();
     }
   }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,6 +117,19 @@ class SessionImpl {
   // weight. After it: the updated shards are gathered into the whole weight on every replica.
   void reduceShardedGradients();
   void gatherShardedWeights();
+  // Gradient clipping (docs/optimizers.md section 5): for each clip group, the global norm of its
+  // weights' reduced, unscaled gradients (summed over shards for sharded weights), and the factor
+  // maxNorm / max(maxNorm, norm) written into each weight's hyper tensor on every local replica.
+  void clipGradients();
+  // Lamb on shards: sums each sharded Lamb weight's partial norms over its shard group and writes the
+  // totals into every local replica's lambNorms, for the Apply phase.
+  void completeLambNorms();
+  // For each item (a shard plan and `width` values per local replica, read by `partial`), the sum of
+  // the partials over the shards of the plan's domain (its first group's members), across the
+  // instances: one all-reduce for all items. Returns items x width sums.
+  std::vector<double> sumOverShards(
+      const std::vector<const ShardPlan*>& plans, size_t width,
+      const std::function<void(size_t item, int64_t local, double* out)>& partial);
   // The whole n elements of a sharded tensor (a weight shard or optimizer state) from the shards
   // of the domain's first group, on every instance.
   void gatherShards(const ShardPlan& plan, const TensorId& shardId, float* whole);
@@ -161,6 +175,13 @@ class SessionImpl {
   std::map<TensorId, TensorId> shardedState_;
   // The updates whose weights are neither grouped nor sharded (reduced over all replicas).
   std::vector<const ir::WeightUpdate*> plainUpdates_;
+  // The optimizer's clip groups, resolved to the updates of their weights.
+  struct ClipGroup {
+    float maxNorm = 0;
+    std::vector<const ir::WeightUpdate*> updates;
+  };
+  std::vector<ClipGroup> clipGroups_;
+  bool hasApplyPhase_ = false;  // some update finishes in the Apply phase (Lamb on shards)
   std::string graphFingerprint_;
   std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
   // The instances' communicator for checkpoints (a split of instances_, so an asynchronous save's

@@ -26,6 +26,9 @@ const std::map<std::string, std::string>& popartPrefixes() {
       {"m", "Accl1___"},            // Adam first moment
       {"v", "Accl2___"},            // Adam second moment
       {"step", "Step___"},          // Adam step count
+      {"v1", "Accl1___"},           // Adaptive: sum or mean of g^2
+      {"v2", "Accl2___"},           // Adaptive: mean of g (CenteredRMSProp), of x^2 (AdaDelta)
+      {"v3", "Accl3___"},           // Adaptive momentum
   };
   return prefixes;
 }

@@ -23,7 +23,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::
     float* w = io.in(0).data<float>();
     float* g = io.in(1).data<float>();
     const float* h = io.in(2).data<float>();
-    const float lr = h[0], wd = h[1], mm = h[2], dm = h[3], vs = h[4], gs = h[5];
+    const float gs = h[0] * h[1], lr = h[2], wd = h[3], mm = h[4], dm = h[5], vs = h[6];
     const int64_t n = io.in(0).nelms();
     if (hasVelocity) {
       float* v = io.in(3).data<float>();

@@ -1,11 +1,13 @@
-// Internal ops inserted by optimizers. They write their inputs in place and have no outputs; they run in the
-// Accumulate and Update phases, after every reader of the tensors they modify.
+// Internal ops inserted by optimizers. They write their inputs in place and have no outputs; they
+// run in the Accumulate and Update phases, after every reader of the tensors they modify.
 #include "ir/op_registry.hpp"
 
 namespace xtrain::ir {
 namespace {
 
-std::vector<TensorInfo> noOutputs(const ShapeContext&) { return {}; }
+std::vector<TensorInfo> noOutputs(const ShapeContext&) {
+  return {};
+}
 
 void requireSameInfo(const ShapeContext& ctx, size_t a, size_t b) {
   if (ctx.input(a) != ctx.input(b)) {
@@ -14,8 +16,31 @@ void requireSameInfo(const ShapeContext& ctx, size_t a, size_t b) {
   }
 }
 
-// SGDUpdate(weight, grad, hyper[6] = {lr, wd, mm, dm, vs, gradScale}, [velocity]); attributes nesterov (0/1),
-// zeroGrad (0/1: clear grad after use, for accumulators). Modifies weight, velocity and (zeroGrad) grad.
+void requireHyper(const ShapeContext& ctx, int64_t size, const char* layout) {
+  if (ctx.input(2) != TensorInfo(DataType::FLOAT, {size})) {
+    ctx.fail("hyperparameter tensor is {}, expected FLOAT[{}] = {}", ctx.input(2).toString(), size,
+             layout);
+  }
+}
+
+void requireScalar(const ShapeContext& ctx, size_t k, const char* what) {
+  if (ctx.input(k) != TensorInfo(DataType::FLOAT, {})) {
+    ctx.fail("{} (input {}) is {}, expected a FLOAT scalar", what, k, ctx.input(k).toString());
+  }
+}
+
+void requireDecayMode(const ShapeContext& ctx) {
+  const std::string m = ctx.attrs().getString("weightDecayMode");
+  if (m != "decay" && m != "l2") ctx.fail("weightDecayMode '{}' must be decay or l2", m);
+}
+
+// Every update op reads hyper[0] (gradScale: 1/lossScaling, and 1/(af·G) for Mean-Post) and
+// hyper[1] (the clipping factor) and uses g = grad · gradScale · clipFactor; attribute zeroGrad
+// (0/1) clears grad after use (for accumulators). The rules are in include/xtrain/optimizer.hpp and
+// docs/optimizers.md.
+
+// SGDUpdate(weight, grad, hyper[7] = {gradScale, clip, lr, wd, mm, dm, vs}, [velocity]); attribute
+// nesterov (0/1). Modifies weight, velocity and (zeroGrad) grad.
 XT_REGISTER_OP([] {
   OpDef d;
   d.type = "SGDUpdate";
@@ -27,9 +52,96 @@ XT_REGISTER_OP([] {
   d.infer = [](const ShapeContext& ctx) {
     requireSameInfo(ctx, 0, 1);
     if (ctx.hasInput(3)) requireSameInfo(ctx, 0, 3);
-    if (ctx.input(2) != TensorInfo(DataType::FLOAT, {6})) {
-      ctx.fail("hyperparameter tensor is {}, expected FLOAT[6]", ctx.input(2).toString());
+    requireHyper(ctx, 7, "{gradScale, clip, lr, wd, mm, dm, vs}");
+    return noOutputs(ctx);
+  };
+  return d;
+}());
+
+// AdamUpdate(weight, grad, hyper[8] = {gradScale, clip, lr, wd, beta1, beta2, eps, mwn}, m, v,
+// step, [lambNorms FLOAT[2]]); attributes mode (Adam, AdamNoBias, AdaMax, Lamb, LambNoBias),
+// weightDecayMode (decay, l2). Modifies weight, grad, m, v, step. With lambNorms (Lamb on a shard)
+// the weight is not moved: the update u is left in grad and the partial sums {sum w^2, sum u^2} in
+// lambNorms, for LambApply once the session has summed them over the shards.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "AdamUpdate";
+  d.domain = kXtrainDomain;
+  d.minInputs = 6;
+  d.maxInputs = 7;
+  d.minOutputs = d.maxOutputs = 0;
+  d.modifiesInputs = {0, 1, 3, 4, 5, 6};
+  d.infer = [](const ShapeContext& ctx) {
+    requireSameInfo(ctx, 0, 1);
+    requireSameInfo(ctx, 0, 3);
+    requireSameInfo(ctx, 0, 4);
+    requireHyper(ctx, 8, "{gradScale, clip, lr, wd, beta1, beta2, eps, maxWeightNorm}");
+    requireScalar(ctx, 5, "the step count");
+    requireDecayMode(ctx);
+    const std::string mode = ctx.attrs().getString("mode");
+    const bool lamb = mode == "Lamb" || mode == "LambNoBias";
+    if (!lamb && mode != "Adam" && mode != "AdamNoBias" && mode != "AdaMax") {
+      ctx.fail("mode '{}' must be Adam, AdamNoBias, AdaMax, Lamb or LambNoBias", mode);
     }
+    if (ctx.hasInput(6)) {
+      if (!lamb) ctx.fail("lambNorms (input 6) is for the Lamb modes only, not {}", mode);
+      if (ctx.input(6) != TensorInfo(DataType::FLOAT, {2})) {
+        ctx.fail("lambNorms is {}, expected FLOAT[2]", ctx.input(6).toString());
+      }
+    }
+    return noOutputs(ctx);
+  };
+  return d;
+}());
+
+// LambApply(weight, update, hyper[8] as AdamUpdate, lambNorms[2] = {sum w^2, sum u^2} over the
+// whole weight): w <- w - lr * r * u with Lamb's trust ratio r = min(sqrt(sum w^2), mwn) / sqrt(sum
+// u^2) (1 when either sum or mwn is 0). Modifies weight.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "LambApply";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 4;
+  d.minOutputs = d.maxOutputs = 0;
+  d.modifiesInputs = {0};
+  d.infer = [](const ShapeContext& ctx) {
+    requireSameInfo(ctx, 0, 1);
+    requireHyper(ctx, 8, "{gradScale, clip, lr, wd, beta1, beta2, eps, maxWeightNorm}");
+    if (ctx.input(3) != TensorInfo(DataType::FLOAT, {2})) {
+      ctx.fail("lambNorms is {}, expected FLOAT[2]", ctx.input(3).toString());
+    }
+    return noOutputs(ctx);
+  };
+  return d;
+}());
+
+// AdaptiveUpdate(weight, grad, hyper[7] = {gradScale, clip, lr, wd, alpha, mm, eps}, v1, [v2],
+// [v3]); attributes mode (AdaGrad, RMSProp, CenteredRMSProp, AdaDelta), weightDecayMode (decay,
+// l2). v2 is required by CenteredRMSProp and AdaDelta; v3 (momentum) is optional in every mode.
+// Modifies weight, grad, v1, v2, v3.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "AdaptiveUpdate";
+  d.domain = kXtrainDomain;
+  d.minInputs = 4;
+  d.maxInputs = 6;
+  d.minOutputs = d.maxOutputs = 0;
+  d.modifiesInputs = {0, 1, 3, 4, 5};
+  d.infer = [](const ShapeContext& ctx) {
+    requireSameInfo(ctx, 0, 1);
+    requireSameInfo(ctx, 0, 3);
+    requireHyper(ctx, 7, "{gradScale, clip, lr, wd, alpha, momentum, eps}");
+    requireDecayMode(ctx);
+    const std::string mode = ctx.attrs().getString("mode");
+    const bool needsV2 = mode == "CenteredRMSProp" || mode == "AdaDelta";
+    if (!needsV2 && mode != "AdaGrad" && mode != "RMSProp") {
+      ctx.fail("mode '{}' must be AdaGrad, RMSProp, CenteredRMSProp or AdaDelta", mode);
+    }
+    if (needsV2 != ctx.hasInput(4)) {
+      ctx.fail("mode {} {} v2 (input 4)", mode, needsV2 ? "needs" : "takes no");
+    }
+    if (ctx.hasInput(4)) requireSameInfo(ctx, 0, 4);
+    if (ctx.hasInput(5)) requireSameInfo(ctx, 0, 5);
     return noOutputs(ctx);
   };
   return d;

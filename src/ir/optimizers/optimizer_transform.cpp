@@ -1,50 +1,62 @@
 #include "ir/optimizers/optimizer_transform.hpp"
 
 #include "common/check.hpp"
+#include "ir/optimizers/update_rules.hpp"
 
 namespace xtrain::ir {
 
 namespace {
 
-const SGD& asSgd(const Optimizer& optimizer) {
-  if (optimizer.type() != OptimizerType::SGD) {
-    throw error("optimizer {} is not supported yet (supported: SGD, ConstSGD)", optimizer.type_s());
-  }
-  return static_cast<const SGD&>(optimizer);
-}
-
 TensorId addState(Graph& graph, const std::string& prefix, const TensorId& weight,
                   const TensorInfo& info, TensorKind kind) {
-  TensorId id = graph.uniqueId(prefix + "___" + weight);
+  TensorId id = graph.uniqueId(stateInitializerName(prefix, weight));
   graph.addTensor(id, info, kind, std::make_shared<HostTensor>(info));
   return id;
 }
 
 }  // namespace
 
+std::string stateInitializerName(const std::string& prefix, const TensorId& weight) {
+  return prefix + "___" + weight;
+}
+
+std::vector<StateTensor> stateWithAccumulator(const WeightUpdate& update) {
+  std::vector<StateTensor> out = update.state;
+  if (!update.accumulator.empty()) {
+    out.push_back(
+        {"accumulator", update.accumulator, stateInitializerName("Accum", update.weight), true});
+  }
+  return out;
+}
+
 std::vector<float> hyperValues(const Optimizer& optimizer, const TensorId& weight,
                                const OptimizerTransformOptions& options) {
-  const SGD& sgd = asSgd(optimizer);
-  const SGD::Values v = sgd.valuesFor(weight);
   double gradScale = 1.0 / optimizer.getLossScalingVal();
   if (options.reduction == ReductionType::Mean && options.strategy == MeanReductionStrategy::Post) {
     gradScale /= static_cast<double>(options.accumulationFactor * options.replicasFor(weight));
   }
-  return {v.learningRate.val(), v.weightDecay.val(),     v.momentum.val(),
-          v.dampening.val(),    v.velocityScaling.val(), static_cast<float>(gradScale)};
+  std::vector<float> out{static_cast<float>(gradScale), 1.0f};
+  for (float v : ruleValues(optimizer, weight)) out.push_back(v);
+  return out;
 }
 
 OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
                               const std::map<TensorId, TensorId>& gradOfWeight,
                               const OptimizerTransformOptions& options) {
-  const SGD& sgd = asSgd(optimizer);
+  const UpdateRule rule = updateRuleOf(optimizer);
   if (options.reduction == ReductionType::NoReduction) {
     throw error(
         "accumulationAndReplicationReductionType NoReduction is not valid for gradients (use Sum "
-        "or "
-        "Mean)");
+        "or Mean)");
   }
   XT_CHECK_GE(options.accumulationFactor, 1, "accumulation factor");
+  for (const auto& clip : optimizer.getClipNormSettings()) {
+    for (const auto& w : clip.getWeightIds()) {
+      if (!gradOfWeight.count(w)) {
+        throw error("ClipNormSettings names '{}', which is not a trained weight of the model", w);
+      }
+    }
+  }
   OptimizerGraph result;
   const bool accumulate = options.accumulationFactor > 1;
   const bool running = options.reduction == ReductionType::Mean &&
@@ -56,13 +68,12 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
                     TensorKind::OptimizerState,
                     std::make_shared<HostTensor>(TensorInfo(DataType::FLOAT, {})));
   }
-  const bool velocity = sgd.requiresVelocity();
 
   for (const auto& [weight, grad] : gradOfWeight) {
     const TensorInfo& info = graph.tensor(weight).info;
     if (info.dataType() != DataType::FLOAT) {
-      throw error("weight '{}' is {}; SGD updates FLOAT weights only for now", weight,
-                  info.toString());
+      throw error("weight '{}' is {}; {} updates FLOAT weights only for now", weight,
+                  info.toString(), optimizer.type_s());
     }
     WeightUpdate u;
     u.weight = weight;
@@ -81,10 +92,14 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
       acc.name = "accumulate/" + weight;
       graph.addOp(std::move(acc));
     }
-    u.hyper = graph.uniqueId("SgdHyper___" + weight);
     const auto hv = hyperValues(optimizer, weight, options);
-    graph.addTensor(u.hyper, TensorInfo(DataType::FLOAT, {6}), TensorKind::OptimizerState,
-                    std::make_shared<HostTensor>(HostTensor::fromVector<float>({6}, hv)));
+    const char* hyperPrefix = optimizer.type() == OptimizerType::SGD    ? "SgdHyper"
+                              : optimizer.type() == OptimizerType::Adam ? "AdamHyper"
+                                                                        : "AdaptiveHyper";
+    u.hyper = graph.uniqueId(stateInitializerName(hyperPrefix, weight));
+    const Shape hyperShape{static_cast<int64_t>(hv.size())};
+    graph.addTensor(u.hyper, TensorInfo(DataType::FLOAT, hyperShape), TensorKind::OptimizerState,
+                    std::make_shared<HostTensor>(HostTensor::fromVector<float>(hyperShape, hv)));
     TensorInfo stateInfo = info;
     TensorId updatedWeight = weight;
     TensorId updateGrad = u.reduced;
@@ -97,21 +112,46 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
       updatedWeight = u.weightShard;
       updateGrad = u.gradShard;
     }
-    if (velocity)
-      u.velocity = addState(graph, "Accl", weight, stateInfo, TensorKind::OptimizerState);
 
     OpSpec upd;
-    upd.type = "SGDUpdate";
+    upd.type = rule.opType;
     upd.domain = kXtrainDomain;
     upd.inputs = {updatedWeight, updateGrad, u.hyper};
-    if (velocity) upd.inputs.push_back(u.velocity);
+    for (size_t k = 0; k < rule.slots.size(); ++k) {
+      const StateSlotSpec& slot = rule.slots[k];
+      const TensorInfo slotInfo = slot.perElement ? stateInfo : TensorInfo(DataType::FLOAT, {});
+      StateTensor st{slot.slot,
+                     addState(graph, slot.prefix, weight, slotInfo, TensorKind::OptimizerState),
+                     stateInitializerName(slot.prefix, weight), slot.perElement};
+      if (upd.inputs.size() <= rule.inputSlots[k]) upd.inputs.resize(rule.inputSlots[k] + 1);
+      upd.inputs[rule.inputSlots[k]] = st.id;
+      u.state.push_back(std::move(st));
+    }
     upd.numOutputs = 0;
-    upd.attrs.set("nesterov", int64_t{sgd.nesterov() ? 1 : 0});
+    upd.attrs = rule.attrs;
     // A sharded update reads a shard of the accumulator: the session zeroes the accumulator itself.
     upd.attrs.set("zeroGrad", int64_t{accumulate && u.shardElements == 0 ? 1 : 0});
     upd.phase = Phase::Update;
     upd.name = "update/" + weight;
-    graph.addOp(std::move(upd));
+    if (rule.lamb && u.shardElements > 0) {
+      // The norms of a sharded weight are summed over its shards by the session before the weight
+      // moves: the update leaves its step in the gradient shard and its partial sums in lambNorms.
+      u.lambNorms = addState(graph, "LambNorms", weight, TensorInfo(DataType::FLOAT, {2}),
+                             TensorKind::Activation);
+      upd.inputs.resize(7);
+      upd.inputs[6] = u.lambNorms;
+      OpSpec apply;
+      apply.type = "LambApply";
+      apply.domain = kXtrainDomain;
+      apply.inputs = {updatedWeight, updateGrad, u.hyper, u.lambNorms};
+      apply.numOutputs = 0;
+      apply.phase = Phase::Apply;
+      apply.name = "lamb-apply/" + weight;
+      graph.addOp(std::move(upd));
+      graph.addOp(std::move(apply));
+    } else {
+      graph.addOp(std::move(upd));
+    }
     result.updates.push_back(u);
   }
   return result;
@@ -119,41 +159,23 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
 
 void checkOptimizerUpdate(const Optimizer& current, const Optimizer& next,
                           const std::vector<TensorId>& weights) {
-  if (current.type() != next.type()) {
-    throw error("updateOptimizerFromHost: the session was built with {}, cannot switch to {}",
-                current.type_s(), next.type_s());
-  }
-  const SGD& a = asSgd(current);
-  const SGD& b = asSgd(next);
-  if (a.nesterov() != b.nesterov()) {
-    throw error("updateOptimizerFromHost: nesterov is fixed when the session is built");
-  }
-  if (b.requiresVelocity() && !a.requiresVelocity()) {
-    throw error(
-        "updateOptimizerFromHost: the new optimizer needs momentum but the session was built "
-        "without "
-        "velocity tensors (make momentum non-constant or non-zero when creating the session)");
-  }
-  auto same = [](const char* name, const TensorId& w, const OptimizerValue& x,
-                 const OptimizerValue& y) {
-    if (x.isConst() && x.val() != y.val()) {
-      throw error(
-          "updateOptimizerFromHost: {} of weight '{}' is constant ({}) and cannot change to {}",
-          name, w, x.val(), y.val());
-    }
-  };
+  checkRuleReplacement(current, next);
   if (current.lossScaling().isConst() && current.getLossScalingVal() != next.getLossScalingVal()) {
     throw error("updateOptimizerFromHost: loss scaling is constant ({}) and cannot change to {}",
                 current.getLossScalingVal(), next.getLossScalingVal());
   }
   for (const auto& w : weights) {
-    const auto x = a.valuesFor(w);
-    const auto y = b.valuesFor(w);
-    same("learning rate", w, x.learningRate, y.learningRate);
-    same("weight decay", w, x.weightDecay, y.weightDecay);
-    same("momentum", w, x.momentum, y.momentum);
-    same("dampening", w, x.dampening, y.dampening);
-    same("velocity scaling", w, x.velocityScaling, y.velocityScaling);
+    const auto x = current.valuesOf(w);
+    const auto y = next.valuesOf(w);
+    for (const auto& key : current.specificKeys()) {
+      const OptimizerValue& a = x.at(key);
+      const OptimizerValue& b = y.at(key);
+      if (a.isConst() && a.val() != b.val()) {
+        throw error(
+            "updateOptimizerFromHost: {} of weight '{}' is constant ({}) and cannot change to {}",
+            key, w, a.val(), b.val());
+      }
+    }
   }
 }
 

@@ -5,7 +5,10 @@
 //
 // Hyperparameters live in a small FLOAT tensor per weight (`hyper`), so that non-constant values
 // can change between runs (updateOptimizerFromHost) without rebuilding; hyperValues() computes its
-// contents.
+// contents. Its first two entries are common to every optimizer: the gradient scale
+// (kHyperGradScale) and the clipping factor (kHyperClipFactor, 1 unless the session's clipping sets
+// it each step); the rule's own values follow (src/ir/optimizers/optimizer_ops.cpp gives each
+// layout).
 #pragma once
 
 #include <map>
@@ -37,13 +40,31 @@ struct OptimizerTransformOptions {
   }
 };
 
+inline constexpr int kHyperGradScale = 0;
+inline constexpr int kHyperClipFactor = 1;
+
+// One optimizer state tensor of a weight.
+struct StateTensor {
+  std::string slot;  // its checkpoint slot (docs/optimizers.md section 8): velocity, m, v, ...
+  TensorId id;       // the graph tensor
+  std::string
+      initializerName;  // PopART's name, e.g. Accl1___W, which an ONNX initializer may carry
+  bool perElement =
+      true;  // follows the weight (shape, groups, shards); false: a scalar (Adam's step)
+};
+
 struct WeightUpdate {
   TensorId weight;
   TensorId grad;         // the gradient produced by the backward pass (one micro-batch)
   TensorId accumulator;  // empty when af == 1
   TensorId reduced;      // what is reduced across replicas before the update: accumulator or grad
   TensorId hyper;        // hyperparameter tensor
-  TensorId velocity;     // empty when the weight keeps no velocity
+  std::vector<StateTensor>
+      state;  // the optimizer's state tensors of this weight (empty for plain SGD)
+  // Lamb on a shard: the FLOAT[2] partial sums of squares (of the weight and of its update) over
+  // this shard, which the session sums over the shard's group between the Update and Apply phases;
+  // empty otherwise (a whole weight's update computes its norms itself).
+  TensorId lambNorms;
   // Replicated tensor sharding (empty / 0 when the weight is updated whole).
   TensorId weightShard;
   TensorId gradShard;
@@ -63,14 +84,20 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
                               const std::map<TensorId, TensorId>& gradOfWeight,
                               const OptimizerTransformOptions& options);
 
-// Contents of a weight's hyper tensor for the given optimizer (SGD: lr, wd, mm, dm, vs, gradScale,
-// where gradScale = 1/lossScaling, times 1/(af·G) (G: replicasFor(weight)) for a Mean reduction
-// with the Post strategy).
+// Contents of a weight's hyper tensor for the given optimizer: {gradScale, clipFactor = 1, the
+// rule's values...}, where gradScale = 1/lossScaling, times 1/(af·G) (G: replicasFor(weight)) for a
+// Mean reduction with the Post strategy.
 std::vector<float> hyperValues(const Optimizer& optimizer, const TensorId& weight,
                                const OptimizerTransformOptions& options);
 
+// Every state tensor of a weight, its accumulator included (slot "accumulator", Accum___<w>).
+std::vector<StateTensor> stateWithAccumulator(const WeightUpdate& update);
+
+// The initializer name of a weight's state under PopART's prefix ("Accl1" -> "Accl1___<weight>").
+std::string stateInitializerName(const std::string& prefix, const TensorId& weight);
+
 // Throws xtrain::error naming the hyperparameter and weight when `next` changes a value `current`
-// declared constant, or changes the optimizer type or the set of weights that keep state.
+// declared constant, or changes the optimizer type, its mode or the set of weights that keep state.
 void checkOptimizerUpdate(const Optimizer& current, const Optimizer& next,
                           const std::vector<TensorId>& weights);
 

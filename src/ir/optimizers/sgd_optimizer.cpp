@@ -8,19 +8,24 @@ namespace xtrain {
 
 const std::vector<std::string>& SGD::hyperParameterNames() {
   static const std::vector<std::string> names = {
-      "defaultLearningRate", "defaultWeightDecay",     "defaultMomentum", "defaultDampening",
-      "defaultVelocityScaling", "lossScaling", "nesterov"};
+      "defaultLearningRate",    "defaultWeightDecay", "defaultMomentum", "defaultDampening",
+      "defaultVelocityScaling", "lossScaling",        "nesterov"};
   return names;
 }
 
 SGD::SGD(OptimizerValue lr, OptimizerValue wd, OptimizerValue mm, OptimizerValue dm,
-         OptimizerValue vs, OptimizerValue ls, bool nesterov)
+         OptimizerValue vs, OptimizerValue ls, bool nesterov,
+         const std::vector<ClipNormSettings>& clipNormSettings)
     : defaults_{lr, wd, mm, dm, vs}, nesterov_(nesterov) {
   lossScaling_ = ls;
+  setClipNormSettings(clipNormSettings);
   validate();
 }
 
-SGD::SGD(const std::map<std::string, std::pair<float, bool>>& params) : SGD() {
+SGD::SGD(const std::map<std::string, std::pair<float, bool>>& params,
+         const std::vector<ClipNormSettings>& clipNormSettings)
+    : SGD() {
+  setClipNormSettings(clipNormSettings);
   for (const auto& [key, value] : params) {
     if (key == "lossScaling") {
       lossScaling_ = OptimizerValue(value);
@@ -40,14 +45,20 @@ SGD::SGD(const std::map<std::string, std::pair<float, bool>>& params) : SGD() {
 
 void SGD::apply(Values& v, const std::string& key, std::pair<float, bool> value) {
   const OptimizerValue ov(value);
-  if (key == "learningRate") v.learningRate = ov;
-  else if (key == "weightDecay") v.weightDecay = ov;
-  else if (key == "momentum") v.momentum = ov;
-  else if (key == "dampening") v.dampening = ov;
-  else if (key == "velocityScaling") v.velocityScaling = ov;
+  if (key == "learningRate")
+    v.learningRate = ov;
+  else if (key == "weightDecay")
+    v.weightDecay = ov;
+  else if (key == "momentum")
+    v.momentum = ov;
+  else if (key == "dampening")
+    v.dampening = ov;
+  else if (key == "velocityScaling")
+    v.velocityScaling = ov;
   else
     throw error(
-        "SGD: unknown hyperparameter '{}' (expected learningRate, weightDecay, momentum, dampening or "
+        "SGD: unknown hyperparameter '{}' (expected learningRate, weightDecay, momentum, dampening "
+        "or "
         "velocityScaling, with a 'default' prefix for the defaults)",
         key);
 }
@@ -58,6 +69,21 @@ void SGD::insertSpecific(const TensorId& weight,
   for (const auto& [key, value] : params) apply(v, key, value);
   specific_[weight] = v;
   validate();
+}
+
+const std::vector<std::string>& SGD::specificKeys() const {
+  static const std::vector<std::string> keys = {"learningRate", "weightDecay", "momentum",
+                                                "dampening", "velocityScaling"};
+  return keys;
+}
+
+OptimizerValues SGD::valuesOf(const TensorId& weight) const {
+  const Values v = valuesFor(weight);
+  return {{"learningRate", v.learningRate},
+          {"weightDecay", v.weightDecay},
+          {"momentum", v.momentum},
+          {"dampening", v.dampening},
+          {"velocityScaling", v.velocityScaling}};
 }
 
 SGD::Values SGD::valuesFor(const TensorId& weight) const {
@@ -77,7 +103,8 @@ bool SGD::requiresVelocity() const {
 void SGD::validate() const {
   auto check = [](const Values& v, const std::string& where) {
     if (!std::isfinite(v.learningRate.val()) || v.learningRate.val() < 0) {
-      throw error("SGD: learning rate {} for {} must be finite and >= 0", v.learningRate.val(), where);
+      throw error("SGD: learning rate {} for {} must be finite and >= 0", v.learningRate.val(),
+                  where);
     }
     if (v.momentum.val() < 0 || v.momentum.val() >= 1.0f + 1e-6f) {
       throw error("SGD: momentum {} for {} must be in [0, 1]", v.momentum.val(), where);

@@ -1,0 +1,109 @@
+// Kernels of the Adam family's ops, AdamUpdate and LambApply (contracts in
+// src/ir/optimizers/optimizer_ops.cpp; the rule in include/xtrain/optimizer.hpp). Arithmetic is in
+// float32 like PopART's: derived constants such as 1 - beta2 and 1 - beta1^t come from the float32
+// values (docs/optimizers.md section 1).
+#include <algorithm>
+#include <cmath>
+
+#include "device/kernel.hpp"
+
+namespace xtrain::device {
+namespace {
+
+enum class AdamKind { Adam, AdamNoBias, AdaMax, Lamb, LambNoBias };
+
+AdamKind adamKind(const KernelSpec& spec) {
+  const std::string m = spec.attrs.getString("mode");
+  if (m == "Adam") return AdamKind::Adam;
+  if (m == "AdamNoBias") return AdamKind::AdamNoBias;
+  if (m == "AdaMax") return AdamKind::AdaMax;
+  if (m == "Lamb") return AdamKind::Lamb;
+  if (m == "LambNoBias") return AdamKind::LambNoBias;
+  spec.fail("unknown Adam mode '{}'", m);
+}
+
+// Lamb's trust ratio from the sums of squares of the weight and of its update.
+float trustRatio(double sumW2, double sumU2, float maxWeightNorm) {
+  if (sumW2 == 0.0 || sumU2 == 0.0 || maxWeightNorm == 0.0f) return 1.0f;
+  const float r1 = std::min(std::sqrt(static_cast<float>(sumW2)), maxWeightNorm);
+  return r1 / std::sqrt(static_cast<float>(sumU2));
+}
+
+XT_REGISTER_KERNEL(
+    "ai.xtrain", "AdamUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+      for (size_t i = 0; i < spec.inputs.size(); ++i) {
+        if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
+          spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+        }
+      }
+      const AdamKind kind = adamKind(spec);
+      const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
+      const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
+      const bool lamb = kind == AdamKind::Lamb || kind == AdamKind::LambNoBias;
+      const bool deferApply = spec.hasInput(6);  // Lamb on a shard: LambApply moves the weight
+      const bool correctM =
+          kind == AdamKind::Adam || kind == AdamKind::Lamb || kind == AdamKind::AdaMax;
+      const bool correctV = kind == AdamKind::Adam || kind == AdamKind::Lamb;
+      const bool adamax = kind == AdamKind::AdaMax;
+      return makeKernel([=](const KernelIO& io) {
+        float* w = io.in(0).data<float>();
+        float* g = io.in(1).data<float>();
+        const float* h = io.in(2).data<float>();
+        float* m = io.in(3).data<float>();
+        float* v = io.in(4).data<float>();
+        float* step = io.in(5).data<float>();
+        const float gs = h[0] * h[1], lr = h[2], wd = h[3], b1 = h[4], b2 = h[5], eps = h[6];
+        const float mwn = h[7];
+        const float t = step[0] + 1.0f;
+        step[0] = t;
+        const float mScale = correctM ? 1.0f / (1.0f - std::pow(b1, t)) : 1.0f;
+        const float vScale = correctV ? 1.0f / (1.0f - std::pow(b2, t)) : 1.0f;
+        const float oneMinusB1 = 1.0f - b1, oneMinusB2 = 1.0f - b2;
+        const float decay = l2 ? 0.0f : wd;  // Decay: added to the normalised update
+        const float l2wd = l2 ? wd : 0.0f;   // L2Regularization: added to the gradient
+        const int64_t n = io.in(0).nelms();
+        double sumW2 = 0.0, sumU2 = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+          const float gi = g[i] * gs + l2wd * w[i];
+          m[i] = b1 * m[i] + oneMinusB1 * gi;
+          v[i] = adamax ? std::max(b2 * v[i], std::fabs(gi)) : b2 * v[i] + oneMinusB2 * gi * gi;
+          const float mh = m[i] * mScale;
+          const float vh = v[i] * vScale;
+          const float u = (adamax ? mh / (vh + eps) : mh / (std::sqrt(vh) + eps)) + decay * w[i];
+          if (lamb) {
+            // The weight moves only once the norms over the whole tensor are known: keep u in g.
+            sumW2 += static_cast<double>(w[i]) * w[i];
+            sumU2 += static_cast<double>(u) * u;
+            g[i] = u;
+          } else {
+            w[i] -= lr * u;
+          }
+        }
+        if (lamb && deferApply) {
+          float* norms = io.in(6).data<float>();
+          norms[0] = static_cast<float>(sumW2);
+          norms[1] = static_cast<float>(sumU2);
+          return;  // the session zeroes a sharded accumulator
+        }
+        if (lamb) {
+          const float step_ = lr * trustRatio(sumW2, sumU2, mwn);
+          for (int64_t i = 0; i < n; ++i) w[i] -= step_ * g[i];
+        }
+        if (zeroGrad) io.in(1).fillZero();
+      });
+    });
+
+XT_REGISTER_KERNEL("ai.xtrain", "LambApply", [](const KernelSpec&) -> std::unique_ptr<Kernel> {
+  return makeKernel([](const KernelIO& io) {
+    float* w = io.in(0).data<float>();
+    const float* u = io.in(1).data<float>();
+    const float* h = io.in(2).data<float>();
+    const float* norms = io.in(3).data<float>();
+    const float step = h[2] * trustRatio(norms[0], norms[1], h[7]);
+    const int64_t n = io.in(0).nelms();
+    for (int64_t i = 0; i < n; ++i) w[i] -= step * u[i];
+  });
+});
+
+}  // namespace
+}  // namespace xtrain::device

@@ -1,0 +1,81 @@
+// Kernel of the Adaptive family's op, AdaptiveUpdate (contract in
+// src/ir/optimizers/optimizer_ops.cpp; the rule in include/xtrain/optimizer.hpp). Arithmetic in
+// float32 like PopART's.
+#include <cmath>
+
+#include "device/kernel.hpp"
+
+namespace xtrain::device {
+namespace {
+
+enum class AdaptiveKind { AdaGrad, RMSProp, CenteredRMSProp, AdaDelta };
+
+AdaptiveKind adaptiveKind(const KernelSpec& spec) {
+  const std::string m = spec.attrs.getString("mode");
+  if (m == "AdaGrad") return AdaptiveKind::AdaGrad;
+  if (m == "RMSProp") return AdaptiveKind::RMSProp;
+  if (m == "CenteredRMSProp") return AdaptiveKind::CenteredRMSProp;
+  if (m == "AdaDelta") return AdaptiveKind::AdaDelta;
+  spec.fail("unknown Adaptive mode '{}'", m);
+}
+
+XT_REGISTER_KERNEL(
+    "ai.xtrain", "AdaptiveUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+      for (size_t i = 0; i < spec.inputs.size(); ++i) {
+        if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
+          spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+        }
+      }
+      const AdaptiveKind kind = adaptiveKind(spec);
+      const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
+      const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
+      const bool momentum = spec.hasInput(5);
+      return makeKernel([=](const KernelIO& io) {
+        float* w = io.in(0).data<float>();
+        float* g = io.in(1).data<float>();
+        const float* h = io.in(2).data<float>();
+        float* v1 = io.in(3).data<float>();
+        float* v2 = kind == AdaptiveKind::CenteredRMSProp || kind == AdaptiveKind::AdaDelta
+                        ? io.in(4).data<float>()
+                        : nullptr;
+        float* v3 = momentum ? io.in(5).data<float>() : nullptr;
+        const float gs = h[0] * h[1], lr = h[2], wd = h[3], a = h[4], mm = h[5], eps = h[6];
+        const float oneMinusA = 1.0f - a;
+        const float decay = l2 ? 0.0f : wd;
+        const float l2wd = l2 ? wd : 0.0f;
+        const int64_t n = io.in(0).nelms();
+        for (int64_t i = 0; i < n; ++i) {
+          const float gi = g[i] * gs + l2wd * w[i];
+          float x = 0.0f;
+          switch (kind) {
+            case AdaptiveKind::AdaGrad:
+              v1[i] += gi * gi;
+              x = gi / (std::sqrt(v1[i]) + eps);
+              break;
+            case AdaptiveKind::RMSProp:
+              v1[i] = a * v1[i] + oneMinusA * gi * gi;
+              x = gi / (std::sqrt(v1[i]) + eps);
+              break;
+            case AdaptiveKind::CenteredRMSProp:
+              v1[i] = a * v1[i] + oneMinusA * gi * gi;
+              v2[i] = a * v2[i] + oneMinusA * gi;
+              x = gi / (std::sqrt(v1[i] - v2[i] * v2[i]) + eps);
+              break;
+            case AdaptiveKind::AdaDelta:
+              v1[i] = a * v1[i] + oneMinusA * gi * gi;
+              x = gi * std::sqrt(v2[i] + eps) / std::sqrt(v1[i] + eps);
+              v2[i] = a * v2[i] + oneMinusA * x * x;
+              break;
+          }
+          if (momentum) {
+            v3[i] = mm * v3[i] + x;
+            x = v3[i];
+          }
+          w[i] -= lr * (x + decay * w[i]);
+        }
+        if (zeroGrad) io.in(1).fillZero();
+      });
+    });
+
+}  // namespace
+}  // namespace xtrain::device

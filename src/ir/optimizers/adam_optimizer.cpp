@@ -1,0 +1,91 @@
+// The Adam family's hyperparameters (the public xtrain::Adam class); its rule is in
+// src/device/kernels/adam_kernels.cpp.
+#include <cmath>
+
+#include "xtrain/error.hpp"
+#include "xtrain/optimizer.hpp"
+
+namespace xtrain {
+
+const std::vector<std::string>& Adam::hyperParameterNames() {
+  static const std::vector<std::string> names = {
+      "defaultLearningRate", "defaultWeightDecay",   "defaultBeta1",  "defaultBeta2",
+      "defaultEps",          "defaultMaxWeightNorm", "maxWeightNorm", "lossScaling"};
+  return names;
+}
+
+const std::vector<std::string>& Adam::specificKeys() const {
+  static const std::vector<std::string> keys = {"learningRate", "weightDecay", "beta1",
+                                                "beta2",        "eps",         "maxWeightNorm"};
+  return keys;
+}
+
+Adam::Adam(OptimizerValue lr, OptimizerValue wd, OptimizerValue beta1, OptimizerValue beta2,
+           OptimizerValue eps, OptimizerValue ls, OptimizerValue mwn, AdamMode adamMode,
+           WeightDecayMode weightDecayMode, DataType accumType, DataType accl1Type,
+           DataType accl2Type, const std::vector<ClipNormSettings>& clipNormSettings,
+           bool scaledOptimizerState)
+    : mode_(adamMode),
+      accl1Type_(checkStateType(accl1Type, "accl1Type")),
+      accl2Type_(checkStateType(accl2Type, "accl2Type")) {
+  if (scaledOptimizerState) {
+    throw error("Adam: scaledOptimizerState is not supported (the moments are kept unscaled)");
+  }
+  defaults_ = {{"learningRate", lr}, {"weightDecay", wd}, {"beta1", beta1},
+               {"beta2", beta2},     {"eps", eps},        {"maxWeightNorm", mwn}};
+  lossScaling_ = ls;
+  weightDecayMode_ = weightDecayMode;
+  accumType_ = checkStateType(accumType, "accumType");
+  setClipNormSettings(clipNormSettings);
+  validate();
+}
+
+Adam::Adam(OptimizerValue lr, OptimizerValue wd, OptimizerValue beta1, OptimizerValue beta2,
+           OptimizerValue eps, OptimizerValue ls, AdamMode adamMode,
+           WeightDecayMode weightDecayMode, DataType accumType, DataType accl1Type,
+           DataType accl2Type, const std::vector<ClipNormSettings>& clipNormSettings,
+           bool scaledOptimizerState)
+    : Adam(lr, wd, beta1, beta2, eps, ls, OptimizerValue(10.0f, true), adamMode, weightDecayMode,
+           accumType, accl1Type, accl2Type, clipNormSettings, scaledOptimizerState) {}
+
+Adam::Adam(const std::map<std::string, std::pair<float, bool>>& params, AdamMode adamMode,
+           WeightDecayMode weightDecayMode, DataType accumType, DataType accl1Type,
+           DataType accl2Type, const std::vector<ClipNormSettings>& clipNormSettings,
+           bool scaledOptimizerState)
+    : Adam(OptimizerValue(0.1f, false), OptimizerValue(0.0f, true), OptimizerValue(0.9f, true),
+           OptimizerValue(0.999f, true), OptimizerValue(1e-6f, true), OptimizerValue(1.0f, true),
+           OptimizerValue(10.0f, true), adamMode, weightDecayMode, accumType, accl1Type, accl2Type,
+           clipNormSettings, scaledOptimizerState) {
+  applyMap(params);
+  validate();
+}
+
+void Adam::validate() const {
+  forEachValues([&](const OptimizerValues& v, const std::string& where) {
+    const OptimizerValue& lr = v.at("learningRate");
+    if (!std::isfinite(lr.val()) || lr.val() < 0) {
+      throw error("Adam: learning rate {} for {} must be finite and >= 0", lr.val(), where);
+    }
+    if (lr.val() == 0 && lr.isConst()) {
+      throw error(
+          "Adam: a constant learning rate of 0 for {} would never train (make it non-constant to "
+          "set it later)",
+          where);
+    }
+    if (!(v.at("weightDecay").val() >= 0)) {
+      throw error("Adam: weight decay {} for {} must be >= 0", v.at("weightDecay").val(), where);
+    }
+    for (const char* beta : {"beta1", "beta2"}) {
+      const float b = v.at(beta).val();
+      if (!(b >= 0 && b <= 1)) throw error("Adam: {} {} for {} must be in [0, 1]", beta, b, where);
+    }
+    if (!(v.at("eps").val() > 0)) {
+      throw error("Adam: eps {} for {} must be > 0", v.at("eps").val(), where);
+    }
+    if (!(v.at("maxWeightNorm").val() >= 0)) {
+      throw error("Adam: maxWeightNorm {} for {} must be >= 0", v.at("maxWeightNorm").val(), where);
+    }
+  });
+}
+
+}  // namespace xtrain

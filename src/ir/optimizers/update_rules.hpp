@@ -1,0 +1,47 @@
+// What differs between the optimizer families inside the optimizer transform: the update op, its
+// attributes, the state tensors every weight keeps, and the rule's hyperparameter values. The
+// generic part (accumulation, shards, hyper tensors) is in optimizer_transform.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/attributes.hpp"
+#include "xtrain/optimizer.hpp"
+
+namespace xtrain::ir {
+
+struct StateSlotSpec {
+  std::string slot;    // checkpoint slot name (docs/optimizers.md section 8)
+  std::string prefix;  // PopART's tensor prefix: Accl, Accl1, Accl2, Accl3, Step
+  bool perElement = true;
+};
+
+struct UpdateRule {
+  std::string opType;  // SGDUpdate, AdamUpdate, AdaptiveUpdate
+  Attributes attrs;
+  // The state of every weight, in the order the update op takes it after (weight, grad, hyper).
+  // Optional slots that a mode does not keep are absent; `inputSlots` gives the op input index of
+  // each.
+  std::vector<StateSlotSpec> slots;
+  std::vector<size_t> inputSlots;
+  bool lamb = false;  // the update needs norms over the whole weight
+};
+
+// Throws xtrain::error for optimizer settings the transform cannot honour (state types other than
+// the weight's FLOAT, for now).
+UpdateRule updateRuleOf(const Optimizer& optimizer);
+
+// The rule's values for one weight, in the order of its update op's hyper tensor after the common
+// entries (see optimizer_ops.cpp).
+std::vector<float> ruleValues(const Optimizer& optimizer, const TensorId& weight);
+
+// "SGD", "Adam(Lamb, Decay)", "Adaptive(RMSProp, L2Regularization)": the family and its fixed
+// modes.
+std::string describeOptimizer(const Optimizer& optimizer);
+
+// Throws when `next` may not replace `current` in a built session: another family, mode,
+// weight-decay mode, nesterov, or state that the session did not create (momentum).
+void checkRuleReplacement(const Optimizer& current, const Optimizer& next);
+
+}  // namespace xtrain::ir

@@ -1,0 +1,126 @@
+// The norms an update needs over more than one tensor or shard: gradient clipping's global norm and
+// Lamb's norms of a sharded weight (docs/optimizers.md sections 3.1 and 5).
+#include <algorithm>
+#include <cmath>
+
+#include "comm/communicator.hpp"
+#include "session/session_impl.hpp"
+
+namespace xtrain::session {
+
+std::vector<double> SessionImpl::sumOverShards(
+    const std::vector<const ShardPlan*>& plans, size_t width,
+    const std::function<void(size_t item, int64_t local, double* out)>& partial) {
+  // Every group of a domain holds the same shards, so the first group's members give every shard
+  // once; an instance contributes the shards its replicas hold there and zeros for the others.
+  std::vector<size_t> offset(plans.size() + 1, 0);
+  for (size_t k = 0; k < plans.size(); ++k) {
+    offset[k + 1] = offset[k] + static_cast<size_t>(plans[k]->shardCount()) * width;
+  }
+  // FLOAT across the instances (the collectives have no DOUBLE); each partial is a double sum.
+  std::vector<float> staging(offset.back(), 0.0f);
+  std::vector<double> values(width);
+  for (size_t k = 0; k < plans.size(); ++k) {
+    for (int64_t i = 0; i < plans[k]->shardCount(); ++i) {
+      const int64_t local = plans[k]->domain.getReplicaAt(0, i) - replicaOffset_;
+      if (local >= 0 && local < localReplicas_) {
+        partial(k, local, values.data());
+        for (size_t j = 0; j < width; ++j) {
+          staging[offset[k] + static_cast<size_t>(i) * width + j] = static_cast<float>(values[j]);
+        }
+      }
+    }
+  }
+  if (instances_ && !staging.empty()) {
+    comm::AllReduceOptions o;
+    o.debugName = "shardNorms";
+    instances_->allReduceSync(comm::BufferView{staging.data(), staging.size(), DataType::FLOAT}, o);
+  }
+  std::vector<double> sums(plans.size() * width, 0.0);
+  for (size_t k = 0; k < plans.size(); ++k) {
+    for (size_t j = offset[k]; j < offset[k + 1]; ++j) {
+      sums[k * width + (j - offset[k]) % width] += staging[j];
+    }
+  }
+  return sums;
+}
+
+void SessionImpl::clipGradients() {
+  if (clipGroups_.empty()) return;
+  const int64_t L = localReplicas_;
+  auto gradScale = [&](const ir::WeightUpdate& u) {
+    return static_cast<double>(replicaBuffer(0, u.hyper).data<float>()[ir::kHyperGradScale]);
+  };
+  auto sumOfSquares = [](const HostTensor& t) {
+    double s = 0.0;
+    for (float x : t.span<float>()) s += static_cast<double>(x) * x;
+    return s;
+  };
+  // Sharded weights: their shards' sums over the shard groups, all in one reduction.
+  std::vector<const ShardPlan*> plans;
+  std::vector<const ir::WeightUpdate*> sharded;
+  for (const auto& group : clipGroups_) {
+    for (const ir::WeightUpdate* u : group.updates) {
+      if (u->shardElements > 0) {
+        plans.push_back(&shards_.at(u->weight));
+        sharded.push_back(u);
+      }
+    }
+  }
+  const std::vector<double> shardSums =
+      sumOverShards(plans, 1, [&](size_t k, int64_t local, double* out) {
+        *out = sumOfSquares(replicaBuffer(local, sharded[k]->gradShard));
+      });
+  size_t next = 0;
+  for (const auto& group : clipGroups_) {
+    // Per local replica: grouped weights differ between replica groups, so does their norm.
+    std::vector<double> sumSq(static_cast<size_t>(L), 0.0);
+    for (const ir::WeightUpdate* u : group.updates) {
+      const double gs2 = gradScale(*u) * gradScale(*u);
+      if (u->shardElements > 0) {
+        for (double& s : sumSq) s += gs2 * shardSums[next];
+        ++next;
+      } else if (grouped_.count(u->weight)) {
+        for (int64_t r = 0; r < L; ++r) {
+          sumSq[static_cast<size_t>(r)] += gs2 * sumOfSquares(replicaBuffer(r, u->reduced));
+        }
+      } else {
+        const double s = gs2 * sumOfSquares(replicaBuffer(0, u->reduced));
+        for (double& x : sumSq) x += s;
+      }
+    }
+    for (int64_t r = 0; r < L; ++r) {
+      const double norm = std::sqrt(sumSq[static_cast<size_t>(r)]);
+      const float factor =
+          static_cast<float>(group.maxNorm / std::max(static_cast<double>(group.maxNorm), norm));
+      for (const ir::WeightUpdate* u : group.updates) {
+        replicaBuffer(r, u->hyper).data<float>()[ir::kHyperClipFactor] = factor;
+      }
+    }
+  }
+}
+
+void SessionImpl::completeLambNorms() {
+  std::vector<const ShardPlan*> plans;
+  std::vector<const ir::WeightUpdate*> lamb;
+  for (const auto& u : optimizerGraph_.updates) {
+    if (u.lambNorms.empty()) continue;
+    plans.push_back(&shards_.at(u.weight));
+    lamb.push_back(&u);
+  }
+  const std::vector<double> sums =
+      sumOverShards(plans, 2, [&](size_t k, int64_t local, double* out) {
+        const float* partial = replicaBuffer(local, lamb[k]->lambNorms).data<float>();
+        out[0] = partial[0];
+        out[1] = partial[1];
+      });
+  for (size_t k = 0; k < lamb.size(); ++k) {
+    for (int64_t r = 0; r < localReplicas_; ++r) {
+      float* norms = replicaBuffer(r, lamb[k]->lambNorms).data<float>();
+      norms[0] = static_cast<float>(sums[2 * k]);
+      norms[1] = static_cast<float>(sums[2 * k + 1]);
+    }
+  }
+}
+
+}  // namespace xtrain::session
