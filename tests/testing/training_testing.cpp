@@ -86,8 +86,11 @@ std::vector<float> readTensors(TrainingSession& s, const std::vector<TensorId>& 
   s.weightsToHost();
   std::vector<float> all;
   for (const auto& id : ids) {
-    // Sharded optimizer state is whole on the host: its weight's shape.
-    const std::string weight = id.rfind("Accl___", 0) == 0 ? id.substr(7) : id;
+    // Sharded optimizer state (Accl___W, Accl1___W, ...) is whole on the host: its weight's shape.
+    // Adam's step count (Step___W) is a scalar, never sharded.
+    const auto sep = id.find("___");
+    const bool perElement = sep != std::string::npos && id.rfind("Step___", 0) != 0;
+    const std::string weight = perElement ? id.substr(sep + 3) : id;
     const TensorInfo host(DataType::FLOAT, s.getInfo(weight).shape());
     std::vector<float> v(static_cast<size_t>(host.nelms()), -99.0f);
     WeightsIO io;
