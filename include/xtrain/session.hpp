@@ -86,9 +86,9 @@ class Session {
   // replica of every instance (a broadcast across the instances with distributed replication).
   // Collective: every instance calls it. rootRank must be in [0, number of instances).
   void broadcastWeights(int rootRank = 0);
-  // Writes the ONNX model with the device's current weights. With several instances it is collective
-  // (every instance calls it; it fetches grouped and sharded weights from all of them) and the first
-  // instance writes the file.
+  // Writes the ONNX model with the device's current weights. With several instances it is
+  // collective (every instance calls it; it fetches grouped and sharded weights from all of them)
+  // and the first instance writes the file.
   void modelToHost(const std::string& path);
   // Same; with withOptimizerState (training sessions) the optimizer state is added as initializers
   // with PopART's names (Accl___<w> velocity, Accum___<w> accumulator). A model holding such
@@ -148,6 +148,11 @@ class TrainingSession : public Session {
   // Replaces non-constant hyperparameters on the device (e.g. a learning-rate schedule). Changing a
   // constant value or the optimizer's type throws xtrain::error naming it.
   void updateOptimizerFromHost(const Optimizer* optimizer);
+  // The loss scaling factor in force: the optimizer's, or with automatic loss scaling the current
+  // S.
+  float getLossScaling() const;
+  // Steps whose update automatic loss scaling skipped (a gradient was inf or nan).
+  int64_t getSkippedSteps() const;
 
   // Checkpoints (docs/checkpoint-format.md). Collective: with several instances every instance
   // calls them with the same path. saveCheckpoint writes the directory `path` (its parent must

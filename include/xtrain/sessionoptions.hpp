@@ -1,11 +1,12 @@
 // SessionOptions: PopART's session options that xtrain honours, with PopART's names and defaults.
-// Every option here is either honoured or rejected at session creation with an error saying it is not
-// supported yet; none is silently ignored. See docs/session-options.md.
+// Every option here is either honoured or rejected at session creation with an error saying it is
+// not supported yet; none is silently ignored. See docs/session-options.md.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "xtrain/reductiontype.hpp"
 
@@ -13,13 +14,34 @@ namespace xtrain {
 
 enum class CommGroupType { All = 0, Consecutive, Orthogonal, Ungrouped };
 
-// A group of replicas (replication-semantics.md section 3). replicaGroupSize is ignored for All and Ungrouped.
+// A group of replicas (replication-semantics.md section 3). replicaGroupSize is ignored for All and
+// Ungrouped.
 struct CommGroup {
   CommGroup() = default;
   CommGroup(CommGroupType t, unsigned size) : type(t), replicaGroupSize(size) {}
   CommGroupType type = CommGroupType::All;
   unsigned replicaGroupSize = 0;
   bool operator==(const CommGroup&) const = default;
+};
+
+// Automatic loss scaling (docs/optimizers.md section 6.2). xtrain's rule is dynamic loss scaling:
+// after each step's gradient reduction, when any gradient element of any replica is inf or nan, the
+// step is skipped (weights and optimizer state unchanged, accumulators cleared) and the scale S is
+// multiplied by backoffFactor; after growthInterval finite steps in a row it is multiplied by
+// growthFactor, up to 2^15 when the model has FLOAT16 weights or loss, else the largest float. S
+// starts at the optimizer's lossScaling, which must be non-constant. PopART's histogram settings
+// (toTrackTensors, binEdgeLocation, thresholdUpperCountProportion, updatePeriod) are accepted so
+// PopART code compiles, and have no effect (a warning says so).
+struct AutomaticLossScalingSettings {
+  bool enabled = false;
+  std::vector<std::string> toTrackTensors;
+  float binEdgeLocation = 0.0625f;
+  float thresholdUpperCountProportion = 1e-7f;
+  int updatePeriod = 1;
+  // xtrain's dynamic rule.
+  int64_t growthInterval = 2000;
+  float growthFactor = 2.0f;
+  float backoffFactor = 0.5f;
 };
 
 enum class TensorStorage { OnChip = 0, OffChip };
@@ -54,7 +76,8 @@ struct SessionOptions {
   bool enableGradientAccumulation = false;
   int64_t accumulationFactor = 1;
   ReductionType accumulationAndReplicationReductionType = ReductionType::Sum;
-  MeanReductionStrategy meanAccumulationAndReplicationReductionStrategy = MeanReductionStrategy::Post;
+  MeanReductionStrategy meanAccumulationAndReplicationReductionStrategy =
+      MeanReductionStrategy::Post;
 
   // Tensor locations and replicated tensor sharding (section 5).
   TensorLocationSettings activationTensorLocationSettings;
@@ -66,7 +89,11 @@ struct SessionOptions {
   // Where the session writes its reports (memory report); empty: nowhere.
   std::string logDir;
 
+  // FLOAT16 weights and optimizer state are rounded stochastically when the optimizer stores them
+  // (docs/optimizers.md section 7): the same on every replica, reproducible from the session's
+  // seed.
   bool enableStochasticRounding = false;
+  AutomaticLossScalingSettings automaticLossScalingSettings;
   bool enablePipelining = false;
   VirtualGraphMode virtualGraphMode = VirtualGraphMode::Off;
   bool enableOutlining = true;  // accepted, no effect on a simulated device (documented)

@@ -24,7 +24,14 @@ bool KernelRegistry::has(const std::string& domain, const std::string& type) con
 
 std::unique_ptr<Kernel> KernelRegistry::create(const KernelSpec& spec) const {
   for (const auto& [d, t, f] : factories_) {
-    if (d == spec.domain && t == spec.type) return f(spec);
+    if (d != spec.domain || t != spec.type) continue;
+    try {
+      return f(spec);
+    } catch (const error&) {
+      // A kernel that does not take FLOAT16 runs on FLOAT copies; other refusals stand.
+      if (auto promoted = createFloat16Promoted(spec, f)) return promoted;
+      throw;
+    }
   }
   throw error("{}: no CPU kernel for op type '{}' in domain '{}'", spec.description, spec.type,
               spec.domain);

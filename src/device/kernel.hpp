@@ -1,13 +1,25 @@
-// Kernels: the code that runs one op on the host CPU. The device knows op types and attributes, not ONNX.
+// Kernels: the code that runs one op on the host CPU. The device knows op types and attributes, not
+// ONNX.
 //
 // Contract:
-//  - A KernelFactory is called once per op when a program is built (prepare time) with the op's attributes and
-//    its inputs' and outputs' TensorInfo. It validates what it needs (throwing xtrain::error naming the op via
-//    spec.fail) and may precompute (e.g. a oneDNN primitive). Kernels are keyed by (domain, type).
-//  - Kernel::run is called every time the op executes, with buffers of exactly the infos given at prepare time.
-//    Absent optional inputs/outputs are nullptr. Inputs listed in the OpDef's modifiesInputs are written in place.
-//  - Kernels compute in FLOAT (integer types for indices, labels and shapes). A kernel is used by one thread at a
+//  - A KernelFactory is called once per op when a program is built (prepare time) with the op's
+//  attributes and
+//    its inputs' and outputs' TensorInfo. It validates what it needs (throwing xtrain::error naming
+//    the op via spec.fail) and may precompute (e.g. a oneDNN primitive). Kernels are keyed by
+//    (domain, type).
+//  - Kernel::run is called every time the op executes, with buffers of exactly the infos given at
+//  prepare time.
+//    Absent optional inputs/outputs are nullptr. Inputs listed in the OpDef's modifiesInputs are
+//    written in place.
+//  - Kernels compute in FLOAT (integer types for indices, labels and shapes). A kernel is used by
+//  one thread at a
 //    time; different kernels may run concurrently on different replicas.
+//  - FLOAT16: a kernel whose factory refuses a spec with FLOAT16 tensors is run promoted
+//  (float16_promotion.cpp):
+//    its FLOAT16 inputs converted to FLOAT, the FLOAT kernel run, its FLOAT16 outputs and modified
+//    inputs rounded back to FLOAT16 (to nearest even, or stochastically when the op's attribute
+//    stochasticRounding is 1). So every op works on FLOAT16 tensors, computing in FLOAT and storing
+//    FLOAT16, as an IPU stores them.
 #pragma once
 
 #include <functional>
@@ -29,6 +41,7 @@ struct KernelSpec {
   Attributes attrs;
   std::vector<TensorInfo> inputs;   // UNDEFINED info for an absent input
   std::vector<TensorInfo> outputs;  // UNDEFINED info for an absent output
+  std::vector<int> modifiedInputs;  // inputs the op writes in place (the OpDef's modifiesInputs)
 
   bool hasInput(size_t i) const { return i < inputs.size() && inputs[i].isSet(); }
   bool hasOutput(size_t i) const { return i < outputs.size() && outputs[i].isSet(); }
@@ -41,8 +54,8 @@ struct KernelSpec {
 struct KernelIO {
   std::span<HostTensor* const> inputs;
   std::span<HostTensor* const> outputs;
-  // Seed for ops that draw random numbers (Dropout): distinct per op, replica and execution, reproducible
-  // from the session's seed.
+  // Seed for ops that draw random numbers (Dropout): distinct per op, replica and execution,
+  // reproducible from the session's seed.
   uint64_t seed = 0;
 
   HostTensor& in(size_t i) const { return *inputs[i]; }
@@ -59,7 +72,8 @@ class Kernel {
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelSpec&)>;
 
-// A kernel made of a function; for kernels with nothing to precompute beyond what the lambda captures.
+// A kernel made of a function; for kernels with nothing to precompute beyond what the lambda
+// captures.
 template <typename F>
 class FunctionKernel final : public Kernel {
  public:
@@ -87,6 +101,16 @@ class KernelRegistry {
   std::vector<std::tuple<std::string, std::string, KernelFactory>> factories_;
 };
 
+// The FLOAT16 fallback of KernelRegistry::create: when `spec` has FLOAT16 tensors, `factory` is
+// called with them as FLOAT and the kernel is wrapped to convert; nullptr when `spec` has none (or
+// the FLOAT spec is refused too).
+std::unique_ptr<Kernel> createFloat16Promoted(const KernelSpec& spec, const KernelFactory& factory);
+
+// Rounds `x` to FLOAT16 stochastically with the uniform [0, 1) draw `u`: to the neighbour above |x|
+// with probability (|x| - lo) / (hi - lo), else to the one below; exact values, inf, nan and values
+// beyond the FLOAT16 range round as floatToHalf does.
+uint16_t floatToHalfStochastic(float x, float u);
+
 struct KernelRegistrar {
   KernelRegistrar(const std::string& domain, const std::string& type, KernelFactory factory) {
     KernelRegistry::instance().add(domain, type, std::move(factory));
@@ -96,8 +120,8 @@ struct KernelRegistrar {
 #define XT_KERNEL_CONCAT_(a, b) a##b
 #define XT_KERNEL_CONCAT(a, b) XT_KERNEL_CONCAT_(a, b)
 // XT_REGISTER_KERNEL("ai.onnx", "Relu", factory); at namespace scope in a src/device/kernels/ file.
-#define XT_REGISTER_KERNEL(domain, type, ...)                                  \
-  static ::xtrain::device::KernelRegistrar XT_KERNEL_CONCAT(xt_kernel_reg_, \
-                                                            __COUNTER__)(domain, type, __VA_ARGS__)
+#define XT_REGISTER_KERNEL(domain, type, ...)                                             \
+  static ::xtrain::device::KernelRegistrar XT_KERNEL_CONCAT(xt_kernel_reg_, __COUNTER__)( \
+      domain, type, __VA_ARGS__)
 
 }  // namespace xtrain::device

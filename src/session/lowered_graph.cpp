@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/check.hpp"
+#include "ir/op_registry.hpp"
 
 namespace xtrain::session {
 
@@ -22,6 +23,9 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph) : graph_(graph) {
     spec.domain = op.domain;
     spec.description = op.describe();
     spec.attrs = op.attrs;
+    if (const ir::OpDef* def = ir::OpRegistry::instance().find(op.domain, op.type)) {
+      spec.modifiedInputs = def->modifiesInputs;
+    }
     device::Instruction instr;
     for (const auto& in : op.inputs) {
       spec.inputs.push_back(in.empty() ? TensorInfo() : graph.tensor(in).info);

@@ -136,6 +136,13 @@ void TrainingSession::waitForCheckpoint() {
   impl_->waitForCheckpoint();
 }
 
+float TrainingSession::getLossScaling() const {
+  return impl_->lossScaling();
+}
+int64_t TrainingSession::getSkippedSteps() const {
+  return impl_->skippedSteps();
+}
+
 void TrainingSession::updateOptimizerFromHost(const Optimizer* optimizer) {
   if (optimizer == nullptr) throw error("updateOptimizerFromHost: no optimizer given");
   impl_->updateOptimizerFromHost(*optimizer);

@@ -248,7 +248,13 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   for (const auto& [key, value] : config_.optimizer->valuesOf("")) {
     a.hyperparameters[key] = value.val();  // the defaults
   }
-  a.hyperparameters["lossScaling"] = config_.optimizer->getLossScalingVal();
+  // The factor in force; with automatic loss scaling also where its rule stands, so a resumed job
+  // scales exactly as an uninterrupted one.
+  a.hyperparameters["lossScaling"] = lossScaling_;
+  if (config_.options.automaticLossScalingSettings.enabled) {
+    a.hyperparameters["lossScalingGoodSteps"] = static_cast<double>(goodSteps_);
+    a.hyperparameters["lossScalingSkippedSteps"] = static_cast<double>(skippedSteps_);
+  }
   a.graphFingerprint = graphFingerprint_;
   a.creationTime = utcNow();
   a.xtrainVersion = XTRAIN_VERSION;
@@ -445,6 +451,17 @@ CheckpointInfo SessionImpl::loadCheckpoint(const std::string& path) {
     } else {
       hostWeights_.at(id).fillZero();
     }
+  }
+  if (config_.options.automaticLossScalingSettings.enabled) {
+    const auto& h = c.attributes.hyperparameters;
+    auto value = [&](const char* key, double fallback) {
+      auto it = h.find(key);
+      return it == h.end() ? fallback : it->second;
+    };
+    lossScaling_ = static_cast<float>(value("lossScaling", lossScaling_));
+    goodSteps_ = static_cast<int64_t>(value("lossScalingGoodSteps", 0));
+    skippedSteps_ = static_cast<int64_t>(value("lossScalingSkippedSteps", 0));
+    writeHyperValues();
   }
   const HostTensor& rng = c.datasets.at(kRngPath);
   setRngState(std::vector<uint32_t>(rng.data<uint32_t>(), rng.data<uint32_t>() + 4));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -154,7 +155,6 @@ void SessionImpl::validateOptions() const {
   }
   if (o.enablePipelining) notYet("enablePipelining");
   if (o.virtualGraphMode != VirtualGraphMode::Off) notYet("virtualGraphMode other than Off");
-  if (o.enableStochasticRounding) notYet("enableStochasticRounding");
 
   const DeviceInfo& d = *config_.device;
   if (d.getType() == DeviceType::Cpu && localReplicas_ > 1) {
@@ -237,15 +237,43 @@ void SessionImpl::buildTrainingGraph() {
   }
 
   ir::AutodiffOptions ad;
-  if (!opt.lossScaling().isConst() || opt.getLossScalingVal() != 1.0f) {
+  const auto& als = config_.options.automaticLossScalingSettings;
+  lossScaling_ = opt.getLossScalingVal();
+  if (als.enabled) {
+    if (opt.lossScaling().isConst()) {
+      throw error(
+          "automatic loss scaling changes the loss scaling factor, but the optimizer's lossScaling "
+          "({}) is constant: create it with lossScaling {{{}, false}}",
+          opt.getLossScalingVal(), opt.getLossScalingVal());
+    }
+    if (!(als.growthFactor >= 1.0f) || !(als.backoffFactor > 0.0f && als.backoffFactor < 1.0f) ||
+        als.growthInterval < 1) {
+      throw error(
+          "automaticLossScalingSettings: growthFactor {} must be >= 1, backoffFactor {} in (0, 1) "
+          "and growthInterval {} >= 1",
+          als.growthFactor, als.backoffFactor, als.growthInterval);
+    }
+    if (!als.toTrackTensors.empty() || als.updatePeriod != 1 || als.binEdgeLocation != 0.0625f ||
+        als.thresholdUpperCountProportion != 1e-7f) {
+      logging::session::warn(
+          "automaticLossScalingSettings: PopART's histogram settings (toTrackTensors, "
+          "binEdgeLocation, thresholdUpperCountProportion, updatePeriod) have no effect; xtrain "
+          "scales dynamically (growthInterval, growthFactor, backoffFactor)");
+    }
+  }
+  if (als.enabled || !opt.lossScaling().isConst() || opt.getLossScalingVal() != 1.0f) {
+    // The seed of the backward pass, in the loss's type (FLOAT16 for a FLOAT16 loss).
     const TensorInfo& li = g.tensor(config_.loss).info;
-    HostTensor ls(TensorInfo(DataType::FLOAT, li.shape()));
-    for (auto& v : ls.span<float>()) v = opt.getLossScalingVal();
+    HostTensor ls(li);
+    for (int64_t i = 0; i < ls.nelms(); ++i) ls.setFromDouble(i, lossScaling_);
     lossScalingSeed_ = g.uniqueId("lossScaling");
     g.addTensor(lossScalingSeed_, ls.info(), ir::TensorKind::OptimizerState,
                 std::make_shared<HostTensor>(std::move(ls)));
     ad.seed = lossScalingSeed_;
   }
+  maxLossScaling_ = g.tensor(config_.loss).info.dataType() == DataType::FLOAT16
+                        ? 32768.0f
+                        : std::numeric_limits<float>::max();
   gradOfWeight_ = ir::autodiff(g, config_.loss, weights, ad);
   for (const auto& w : weights) {
     if (!gradOfWeight_.count(w)) {
@@ -258,6 +286,7 @@ void SessionImpl::buildTrainingGraph() {
   optimizerOptions_.globalReplicationFactor = config_.options.getGlobalReplicationFactor();
   optimizerOptions_.reduction = config_.options.accumulationAndReplicationReductionType;
   optimizerOptions_.strategy = config_.options.meanAccumulationAndReplicationReductionStrategy;
+  optimizerOptions_.stochasticRounding = config_.options.enableStochasticRounding;
   for (const auto& [id, v] : grouped_) {
     optimizerOptions_.replicasOfWeight[id] = v.grouping.getGroupSize();
   }
@@ -287,6 +316,9 @@ void SessionImpl::buildTrainingGraph() {
     clipGroups_.push_back(std::move(group));
   }
 
+  for (const auto& u : optimizerGraph_.updates) {
+    if (g.tensor(u.weight).info.dataType() == DataType::FLOAT16) maxLossScaling_ = 32768.0f;
+  }
   for (const auto& [var, src] : statUpdates) {
     ir::OpSpec copy;
     copy.type = "CopyVarUpdate";
@@ -629,18 +661,25 @@ void SessionImpl::updateOptimizerFromHost(const Optimizer& next) {
   for (const auto& u : optimizerGraph_.updates) weights.push_back(u.weight);
   ir::checkOptimizerUpdate(*config_.optimizer, next, weights);
   config_.optimizer = next.clone();
+  lossScaling_ = next.getLossScalingVal();
+  goodSteps_ = 0;
+  writeHyperValues();
+}
+
+void SessionImpl::writeHyperValues() {
+  const Optimizer& opt = *config_.optimizer;
   for (const auto& u : optimizerGraph_.updates) {
-    const auto hv = ir::hyperValues(next, u.weight, optimizerOptions_);
+    const auto hv = ir::hyperValues(opt, u.weight, optimizerOptions_, lossScaling_);
     HostTensor value = HostTensor::fromVector<float>({static_cast<int64_t>(hv.size())}, hv);
-    if (prepared_) hostWeights_.at(u.hyper) = value;
     if (prepared_) {
+      hostWeights_.at(u.hyper) = value;
       for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, u.hyper) = value;
     }
     graph_->tensor(u.hyper).value = std::make_shared<HostTensor>(value);
   }
   if (!lossScalingSeed_.empty()) {
     HostTensor ls(graph_->tensor(lossScalingSeed_).info);
-    for (auto& v : ls.span<float>()) v = next.getLossScalingVal();
+    for (int64_t i = 0; i < ls.nelms(); ++i) ls.setFromDouble(i, lossScaling_);
     if (prepared_) {
       hostWeights_.at(lossScalingSeed_) = ls;
       for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, lossScalingSeed_) = ls;
@@ -1055,17 +1094,25 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       reduceAcrossReplicas();
       reductionSeconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - reduceStart).count();
+      if (config_.options.automaticLossScalingSettings.enabled && !gradientsAreFinite()) {
+        skipUpdate();
+        continue;
+      }
       clipGradients();
+      // The seed of stochastic rounding: the same on every replica, new for every update.
+      const uint64_t updateSeed =
+          device::mixSeed(seed_ ^ device::mixSeed(executionCounter_ + static_cast<uint64_t>(b)));
       forEachReplica([&](int64_t r) {
-        programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], seed_);
+        programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], updateSeed);
       });
       if (hasApplyPhase_) {
         completeLambNorms();
         forEachReplica([&](int64_t r) {
-          programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], seed_);
+          programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], updateSeed);
         });
       }
       gatherShardedWeights();
+      if (config_.options.automaticLossScalingSettings.enabled) countFiniteStep();
     }
   }
   io.finish();

@@ -95,6 +95,8 @@ class SessionImpl {
   int64_t accumulationFactor() const { return accumulationFactor_; }
   // Steps run so far.
   int64_t stepCount() const { return stepCount_; }
+  float lossScaling() const { return lossScaling_; }
+  int64_t skippedSteps() const { return skippedSteps_; }
 
  private:
   void validateOptions() const;
@@ -121,11 +123,20 @@ class SessionImpl {
   // weights' reduced, unscaled gradients (summed over shards for sharded weights), and the factor
   // maxNorm / max(maxNorm, norm) written into each weight's hyper tensor on every local replica.
   void clipGradients();
-  // Lamb on shards: sums each sharded Lamb weight's partial norms over its shard group and writes the
-  // totals into every local replica's lambNorms, for the Apply phase.
+  // Automatic loss scaling (loss_scaling.cpp): whether every reduced gradient element (every
+  // replica, shard and instance) is finite; skipping a step's update (accumulators cleared, the
+  // scale backed off); counting a finite step (the scale grows after growthInterval of them).
+  bool gradientsAreFinite();
+  void skipUpdate();
+  void countFiniteStep();
+  // Writes every weight's hyper tensor and the loss scaling seed from the optimizer and
+  // lossScaling_.
+  void writeHyperValues();
+  // Lamb on shards: sums each sharded Lamb weight's partial norms over its shard group and writes
+  // the totals into every local replica's lambNorms, for the Apply phase.
   void completeLambNorms();
-  // For each item (a shard plan and `width` values per local replica, read by `partial`), the sum of
-  // the partials over the shards of the plan's domain (its first group's members), across the
+  // For each item (a shard plan and `width` values per local replica, read by `partial`), the sum
+  // of the partials over the shards of the plan's domain (its first group's members), across the
   // instances: one all-reduce for all items. Returns items x width sums.
   std::vector<double> sumOverShards(
       const std::vector<const ShardPlan*>& plans, size_t width,
@@ -181,7 +192,13 @@ class SessionImpl {
     std::vector<const ir::WeightUpdate*> updates;
   };
   std::vector<ClipGroup> clipGroups_;
-  bool hasApplyPhase_ = false;  // some update finishes in the Apply phase (Lamb on shards)
+  bool hasApplyPhase_ = false;
+  // The loss scaling factor in force (automatic loss scaling changes it), the finite steps in a row
+  // since it last changed, the updates skipped, and its ceiling (2^15 with FLOAT16).
+  float lossScaling_ = 1.0f;
+  int64_t goodSteps_ = 0;
+  int64_t skippedSteps_ = 0;
+  float maxLossScaling_ = 0.0f;  // some update finishes in the Apply phase (Lamb on shards)
   std::string graphFingerprint_;
   std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
   // The instances' communicator for checkpoints (a split of instances_, so an asynchronous save's

@@ -102,8 +102,9 @@ Shape convOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
 
 void requireFloat(const ShapeContext& ctx) {
   for (size_t i = 0; i < ctx.numInputs(); ++i) {
-    if (ctx.hasInput(i) && ctx.input(i).dataType() != DataType::FLOAT) {
-      ctx.fail("input {} is {}; only FLOAT is supported", i, ctx.input(i).toString());
+    if (ctx.hasInput(i) && ctx.input(i).dataType() != DataType::FLOAT &&
+        ctx.input(i).dataType() != DataType::FLOAT16) {
+      ctx.fail("input {} is {}; only FLOAT and FLOAT16 are supported", i, ctx.input(i).toString());
     }
   }
 }
@@ -132,7 +133,7 @@ XT_REGISTER_OP([] {
       ctx.fail("bias B {} must be [{}], one value per output channel of W {}",
                shapeToString(ctx.input(2).shape()), y[1], shapeToString(ctx.input(1).shape()));
     }
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, y)};
+    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), y)};
   };
   d.grad = [](GradContext& g) {
     const TensorId& gy = g.gradOut(0);
@@ -167,7 +168,7 @@ XT_REGISTER_OP([] {
       ctx.fail("gradient {} does not match the convolution output {}", ctx.input(0).toString(),
                shapeToString(y));
     }
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, x)};
+    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), x)};
   };
   return d;
 }());
@@ -188,8 +189,8 @@ XT_REGISTER_OP([] {
       ctx.fail("gradient {} does not match the convolution output {}", ctx.input(0).toString(),
                shapeToString(y));
     }
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, w),
-                                   TensorInfo(DataType::FLOAT, {w[0]})};
+    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), w),
+                                   TensorInfo(ctx.input(0).dataType(), {w[0]})};
   };
   return d;
 }());

@@ -115,8 +115,8 @@ XT_REGISTER_OP([] {
       }
     }
     const bool none = ctx.attrs().getString("reduction") == "none";
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, none ? labels.shape() : Shape{}),
-                                   scores};
+    return std::vector<TensorInfo>{
+        TensorInfo(ctx.input(0).dataType(), none ? labels.shape() : Shape{}), scores};
   };
   d.grad = [](GradContext& g) {
     if (!g.needsGrad(0)) return;
@@ -192,7 +192,8 @@ XT_REGISTER_OP([] {
           label.toString(), probs.toString(), shapeToString(expected));
     }
     const bool none = graphcoreReduction(ctx.attrs()) == ReductionType::NoReduction;
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, none ? label.shape() : Shape{})};
+    return std::vector<TensorInfo>{
+        TensorInfo(ctx.input(0).dataType(), none ? label.shape() : Shape{})};
   };
   d.grad = [](GradContext& g) {
     if (!g.needsGrad(0)) return;
@@ -216,14 +217,14 @@ XT_REGISTER_OP([] {
 }());
 
 void requireFloatInput(const ShapeContext& ctx) {
-  if (ctx.input(0).dataType() != DataType::FLOAT) {
-    ctx.fail("input is {}; only FLOAT is supported", ctx.input(0).toString());
+  if (ctx.input(0).dataType() != DataType::FLOAT && ctx.input(0).dataType() != DataType::FLOAT16) {
+    ctx.fail("input is {}; only FLOAT and FLOAT16 are supported", ctx.input(0).toString());
   }
 }
 
 TensorInfo reducedInfo(const ShapeContext& ctx) {
   const bool none = graphcoreReduction(ctx.attrs()) == ReductionType::NoReduction;
-  return TensorInfo(DataType::FLOAT, none ? ctx.input(0).shape() : Shape{});
+  return TensorInfo(ctx.input(0).dataType(), none ? ctx.input(0).shape() : Shape{});
 }
 
 // L1 (ai.graphcore; PopART's builder.aiGraphcore.l1loss).
@@ -284,7 +285,7 @@ XT_REGISTER_OP([] {
     TensorId gy = g.gradOut(0);
     if (r == ReductionType::Mean) {
       const float inv = x.nelms() > 0 ? 1.0f / static_cast<float>(x.nelms()) : 0.0f;
-      gy = g.emit("Mul", {gy, g.scalar(inv)}, {}, kOnnxDomain);
+      gy = g.emit("Mul", {gy, g.scalar(inv, x.dataType())}, {}, kOnnxDomain);
     }
     Attributes a;
     a.set("shape", x.shape());

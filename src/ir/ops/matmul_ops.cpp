@@ -19,8 +19,8 @@ Shape concat(Shape a, const Shape& b) {
 
 void requireFloat(const ShapeContext& ctx, size_t i) {
   const TensorInfo& t = ctx.input(i);
-  if (t.dataType() != DataType::FLOAT) {
-    ctx.fail("input {} is {}; only FLOAT is supported", i, t.toString());
+  if (t.dataType() != DataType::FLOAT && t.dataType() != DataType::FLOAT16) {
+    ctx.fail("input {} is {}; only FLOAT and FLOAT16 are supported", i, t.toString());
   }
 }
 
@@ -80,7 +80,7 @@ std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
   if (a.size() == 1) {
     y.erase(y.end() - (b.size() == 1 ? 1 : 2));
   }
-  return {TensorInfo(DataType::FLOAT, y)};
+  return {TensorInfo(ctx.input(0).dataType(), y)};
 }
 
 Attributes matMulTAttrs(bool transA, bool transB, float alpha, const Shape& viewA,
@@ -188,7 +188,7 @@ XT_REGISTER_OP([] {
       }
       y = out;
     }
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, y)};
+    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), y)};
   };
   return d;
 }());
@@ -223,7 +223,7 @@ XT_REGISTER_OP([] {
                  shapeToString(c), shapeToString(y));
       }
     }
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, y)};
+    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), y)};
   };
   d.grad = [](GradContext& g) {
     const bool ta = g.attrs().getInt("transA", 0) != 0;
@@ -245,7 +245,9 @@ XT_REGISTER_OP([] {
     }
     if (g.op().hasInput(2) && g.needsGrad(2)) {
       TensorId dc = g.reduceToShape(gy, g.inputInfo(2).shape());
-      if (beta != 1.0f) dc = g.emit("Mul", {dc, g.scalar(beta)}, {}, kOnnxDomain);
+      if (beta != 1.0f) {
+        dc = g.emit("Mul", {dc, g.scalar(beta, g.inputInfo(2).dataType())}, {}, kOnnxDomain);
+      }
       g.setGradIn(2, dc);
     }
   };

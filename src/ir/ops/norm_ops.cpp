@@ -9,8 +9,8 @@ namespace {
 
 void requireFloat(const ShapeContext& ctx, size_t i, const char* name) {
   const TensorInfo& t = ctx.input(i);
-  if (t.dataType() != DataType::FLOAT) {
-    ctx.fail("input {} ({}) is {}; only FLOAT is supported", i, name, t.toString());
+  if (t.dataType() != DataType::FLOAT && t.dataType() != DataType::FLOAT16) {
+    ctx.fail("input {} ({}) is {}; only FLOAT and FLOAT16 are supported", i, name, t.toString());
   }
 }
 
@@ -22,8 +22,8 @@ Shape normalizedShape(const Shape& x, int64_t axis) {
 // Scale and B of LayerNormalization broadcast (numpy, one way) to the normalised shape.
 void checkBroadcastsTo(const ShapeContext& ctx, size_t i, const char* name, const Shape& norm) {
   const TensorInfo& t = ctx.input(i);
-  if (t.dataType() != DataType::FLOAT) {
-    ctx.fail("input {} ({}) is {}; only FLOAT is supported", i, name, t.toString());
+  if (t.dataType() != DataType::FLOAT && t.dataType() != DataType::FLOAT16) {
+    ctx.fail("input {} ({}) is {}; only FLOAT and FLOAT16 are supported", i, name, t.toString());
   }
   const Shape& s = t.shape();
   bool ok = s.size() <= norm.size();

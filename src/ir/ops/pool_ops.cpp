@@ -54,8 +54,9 @@ void canonicalizePool(Op& op, const Graph& graph) {
 
 void requireFloat(const ShapeContext& ctx) {
   for (size_t i = 0; i < ctx.numInputs(); ++i) {
-    if (ctx.hasInput(i) && ctx.input(i).dataType() != DataType::FLOAT) {
-      ctx.fail("input {} is {}; only FLOAT is supported", i, ctx.input(i).toString());
+    if (ctx.hasInput(i) && ctx.input(i).dataType() != DataType::FLOAT &&
+        ctx.input(i).dataType() != DataType::FLOAT16) {
+      ctx.fail("input {} is {}; only FLOAT and FLOAT16 are supported", i, ctx.input(i).toString());
     }
   }
 }
@@ -131,7 +132,7 @@ std::vector<TensorInfo> inferPool(const ShapeContext& ctx) {
     ctx.fail("the Indices output is not supported; remove it from the node's outputs");
   }
   const Shape y = poolOutputShape(ctx, ctx.input(0).shape());
-  return {TensorInfo(DataType::FLOAT, y), TensorInfo(DataType::INT64, y)};
+  return {TensorInfo(ctx.input(0).dataType(), y), TensorInfo(DataType::INT64, y)};
 }
 
 // MaxPool(X) -> Y (Indices unsupported). Gradient: MaxPoolGrad recomputes each window's argmax from
@@ -191,7 +192,7 @@ XT_REGISTER_OP([] {
       ctx.fail("gradient {} does not match the pooled shape {}", ctx.input(0).toString(),
                shapeToString(y));
     }
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, x)};
+    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), x)};
   };
   return d;
 }());
@@ -208,7 +209,7 @@ XT_REGISTER_OP([] {
     Shape y(x.size(), 1);
     y[0] = x[0];
     y[1] = x[1];
-    return std::vector<TensorInfo>{TensorInfo(DataType::FLOAT, y)};
+    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), y)};
   };
   d.grad = [](GradContext& g) {
     const Shape& x = g.inputInfo(0).shape();
@@ -216,9 +217,10 @@ XT_REGISTER_OP([] {
     a.set("shape", x);
     const TensorId spread = g.emit("BroadcastToShape", {g.gradOut(0)}, a);
     const int64_t count = shapeNelms(Shape(x.begin() + 2, x.end()));
-    g.setGradIn(
-        0, g.emit("Mul", {spread, g.scalar(count > 0 ? 1.0f / static_cast<float>(count) : 0.0f)},
-                  {}, kOnnxDomain));
+    g.setGradIn(0, g.emit("Mul",
+                          {spread, g.scalar(count > 0 ? 1.0f / static_cast<float>(count) : 0.0f,
+                                            g.inputInfo(0).dataType())},
+                          {}, kOnnxDomain));
   };
   return d;
 }());

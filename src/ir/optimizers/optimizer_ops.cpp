@@ -16,6 +16,15 @@ void requireSameInfo(const ShapeContext& ctx, size_t a, size_t b) {
   }
 }
 
+// Weights, gradients and state may differ in type (FLOAT16 weights have FLOAT gradients after the
+// reduction, and state may be FLOAT16 or FLOAT), not in shape.
+void requireSameShape(const ShapeContext& ctx, size_t a, size_t b) {
+  if (ctx.input(a).shape() != ctx.input(b).shape()) {
+    ctx.fail("input {} is {} but input {} is {}; their shapes must match", a,
+             ctx.input(a).toString(), b, ctx.input(b).toString());
+  }
+}
+
 void requireHyper(const ShapeContext& ctx, int64_t size, const char* layout) {
   if (ctx.input(2) != TensorInfo(DataType::FLOAT, {size})) {
     ctx.fail("hyperparameter tensor is {}, expected FLOAT[{}] = {}", ctx.input(2).toString(), size,
@@ -50,8 +59,8 @@ XT_REGISTER_OP([] {
   d.minOutputs = d.maxOutputs = 0;
   d.modifiesInputs = {0, 1, 3};
   d.infer = [](const ShapeContext& ctx) {
-    requireSameInfo(ctx, 0, 1);
-    if (ctx.hasInput(3)) requireSameInfo(ctx, 0, 3);
+    requireSameShape(ctx, 0, 1);
+    if (ctx.hasInput(3)) requireSameShape(ctx, 0, 3);
     requireHyper(ctx, 7, "{gradScale, clip, lr, wd, mm, dm, vs}");
     return noOutputs(ctx);
   };
@@ -72,9 +81,9 @@ XT_REGISTER_OP([] {
   d.minOutputs = d.maxOutputs = 0;
   d.modifiesInputs = {0, 1, 3, 4, 5, 6};
   d.infer = [](const ShapeContext& ctx) {
-    requireSameInfo(ctx, 0, 1);
-    requireSameInfo(ctx, 0, 3);
-    requireSameInfo(ctx, 0, 4);
+    requireSameShape(ctx, 0, 1);
+    requireSameShape(ctx, 0, 3);
+    requireSameShape(ctx, 0, 4);
     requireHyper(ctx, 8, "{gradScale, clip, lr, wd, beta1, beta2, eps, maxWeightNorm}");
     requireScalar(ctx, 5, "the step count");
     requireDecayMode(ctx);
@@ -105,7 +114,7 @@ XT_REGISTER_OP([] {
   d.minOutputs = d.maxOutputs = 0;
   d.modifiesInputs = {0};
   d.infer = [](const ShapeContext& ctx) {
-    requireSameInfo(ctx, 0, 1);
+    requireSameShape(ctx, 0, 1);
     requireHyper(ctx, 8, "{gradScale, clip, lr, wd, beta1, beta2, eps, maxWeightNorm}");
     if (ctx.input(3) != TensorInfo(DataType::FLOAT, {2})) {
       ctx.fail("lambNorms is {}, expected FLOAT[2]", ctx.input(3).toString());
@@ -128,8 +137,8 @@ XT_REGISTER_OP([] {
   d.minOutputs = d.maxOutputs = 0;
   d.modifiesInputs = {0, 1, 3, 4, 5};
   d.infer = [](const ShapeContext& ctx) {
-    requireSameInfo(ctx, 0, 1);
-    requireSameInfo(ctx, 0, 3);
+    requireSameShape(ctx, 0, 1);
+    requireSameShape(ctx, 0, 3);
     requireHyper(ctx, 7, "{gradScale, clip, lr, wd, alpha, momentum, eps}");
     requireDecayMode(ctx);
     const std::string mode = ctx.attrs().getString("mode");
@@ -140,8 +149,8 @@ XT_REGISTER_OP([] {
     if (needsV2 != ctx.hasInput(4)) {
       ctx.fail("mode {} {} v2 (input 4)", mode, needsV2 ? "needs" : "takes no");
     }
-    if (ctx.hasInput(4)) requireSameInfo(ctx, 0, 4);
-    if (ctx.hasInput(5)) requireSameInfo(ctx, 0, 5);
+    if (ctx.hasInput(4)) requireSameShape(ctx, 0, 4);
+    if (ctx.hasInput(5)) requireSameShape(ctx, 0, 5);
     return noOutputs(ctx);
   };
   return d;
@@ -157,7 +166,7 @@ XT_REGISTER_OP([] {
   d.minOutputs = d.maxOutputs = 0;
   d.modifiesInputs = {0};
   d.infer = [](const ShapeContext& ctx) {
-    requireSameInfo(ctx, 0, 1);
+    requireSameShape(ctx, 0, 1);
     const std::string mode = ctx.attrs().getString("mode");
     if (mode != "sum" && mode != "running") ctx.fail("mode '{}' must be sum or running", mode);
     return noOutputs(ctx);

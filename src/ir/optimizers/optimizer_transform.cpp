@@ -30,8 +30,8 @@ std::vector<StateTensor> stateWithAccumulator(const WeightUpdate& update) {
 }
 
 std::vector<float> hyperValues(const Optimizer& optimizer, const TensorId& weight,
-                               const OptimizerTransformOptions& options) {
-  double gradScale = 1.0 / optimizer.getLossScalingVal();
+                               const OptimizerTransformOptions& options, float lossScaling) {
+  double gradScale = 1.0 / lossScaling;
   if (options.reduction == ReductionType::Mean && options.strategy == MeanReductionStrategy::Post) {
     gradScale /= static_cast<double>(options.accumulationFactor * options.replicasFor(weight));
   }
@@ -71,16 +71,26 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
 
   for (const auto& [weight, grad] : gradOfWeight) {
     const TensorInfo& info = graph.tensor(weight).info;
-    if (info.dataType() != DataType::FLOAT) {
-      throw error("weight '{}' is {}; {} updates FLOAT weights only for now", weight,
-                  info.toString(), optimizer.type_s());
+    if (info.dataType() != DataType::FLOAT && info.dataType() != DataType::FLOAT16) {
+      throw error("weight '{}' is {}; optimizers update FLOAT and FLOAT16 weights", weight,
+                  info.toString());
     }
+    const bool sharded = options.shardElements.count(weight) != 0;
+    auto typeOf = [&](DataType t) { return t == DataType::UNDEFINED ? info.dataType() : t; };
     WeightUpdate u;
     u.weight = weight;
     u.grad = grad;
     u.reduced = grad;
     if (accumulate) {
-      u.accumulator = addState(graph, "Accum", weight, info, TensorKind::Accumulator);
+      if (typeOf(rule.accumType) != DataType::FLOAT) {
+        throw error(
+            "weight '{}': a FLOAT16 gradient accumulator (accumType, or the type of a FLOAT16 "
+            "weight when accumType is UNDEFINED) is not supported yet; give the optimizer "
+            "accumType FLOAT",
+            weight);
+      }
+      u.accumulator = addState(graph, "Accum", weight, TensorInfo(DataType::FLOAT, info.shape()),
+                               TensorKind::Accumulator);
       u.reduced = u.accumulator;
       OpSpec acc;
       acc.type = "AccumulateGrad";
@@ -91,8 +101,32 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
       acc.phase = Phase::Accumulate;
       acc.name = "accumulate/" + weight;
       graph.addOp(std::move(acc));
+    } else if (info.dataType() == DataType::FLOAT16) {
+      // The replicas' reduction and the update read a FLOAT gradient (exact: every FLOAT16 value is
+      // a FLOAT value).
+      u.reduced = graph.uniqueId("GradF32___" + weight);
+      OpSpec cast;
+      cast.type = "Cast";
+      cast.inputs = {grad};
+      cast.outputs = {u.reduced};
+      cast.attrs.set("to", static_cast<int64_t>(dataTypeToOnnx(DataType::FLOAT)));
+      cast.phase = Phase::Accumulate;
+      cast.name = "grad-to-float/" + weight;
+      cast.opset = 13;
+      graph.addOp(std::move(cast));
     }
-    const auto hv = hyperValues(optimizer, weight, options);
+    if (sharded) {
+      bool half = info.dataType() == DataType::FLOAT16;
+      for (const auto& slot : rule.slots) half = half || typeOf(slot.type) == DataType::FLOAT16;
+      if (half) {
+        throw error(
+            "weight '{}': replicated tensor sharding of FLOAT16 weights or FLOAT16 optimizer state "
+            "is "
+            "not supported yet",
+            weight);
+      }
+    }
+    const auto hv = hyperValues(optimizer, weight, options, optimizer.getLossScalingVal());
     const char* hyperPrefix = optimizer.type() == OptimizerType::SGD    ? "SgdHyper"
                               : optimizer.type() == OptimizerType::Adam ? "AdamHyper"
                                                                         : "AdaptiveHyper";
@@ -119,7 +153,8 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
     upd.inputs = {updatedWeight, updateGrad, u.hyper};
     for (size_t k = 0; k < rule.slots.size(); ++k) {
       const StateSlotSpec& slot = rule.slots[k];
-      const TensorInfo slotInfo = slot.perElement ? stateInfo : TensorInfo(DataType::FLOAT, {});
+      const TensorInfo slotInfo = slot.perElement ? TensorInfo(typeOf(slot.type), stateInfo.shape())
+                                                  : TensorInfo(DataType::FLOAT, {});
       StateTensor st{slot.slot,
                      addState(graph, slot.prefix, weight, slotInfo, TensorKind::OptimizerState),
                      stateInitializerName(slot.prefix, weight), slot.perElement};
@@ -131,6 +166,7 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
     upd.attrs = rule.attrs;
     // A sharded update reads a shard of the accumulator: the session zeroes the accumulator itself.
     upd.attrs.set("zeroGrad", int64_t{accumulate && u.shardElements == 0 ? 1 : 0});
+    upd.attrs.set("stochasticRounding", int64_t{options.stochasticRounding ? 1 : 0});
     upd.phase = Phase::Update;
     upd.name = "update/" + weight;
     if (rule.lamb && u.shardElements > 0) {

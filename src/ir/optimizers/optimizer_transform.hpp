@@ -33,6 +33,9 @@ struct OptimizerTransformOptions {
   // 1-D weightShard and gradShard tensors, which the session fills before the Update phase and
   // gathers from after it.
   std::map<TensorId, int64_t> shardElements;
+  // SessionOptions::enableStochasticRounding: FLOAT16 weights and state are rounded stochastically
+  // when the update stores them.
+  bool stochasticRounding = false;
 
   int64_t replicasFor(const TensorId& weight) const {
     auto it = replicasOfWeight.find(weight);
@@ -57,8 +60,10 @@ struct WeightUpdate {
   TensorId weight;
   TensorId grad;         // the gradient produced by the backward pass (one micro-batch)
   TensorId accumulator;  // empty when af == 1
-  TensorId reduced;      // what is reduced across replicas before the update: accumulator or grad
-  TensorId hyper;        // hyperparameter tensor
+  // What is reduced across replicas before the update, always FLOAT: the accumulator, the gradient,
+  // or (FLOAT16 weights without accumulation) the gradient cast to FLOAT.
+  TensorId reduced;
+  TensorId hyper;  // hyperparameter tensor
   std::vector<StateTensor>
       state;  // the optimizer's state tensors of this weight (empty for plain SGD)
   // Lamb on a shard: the FLOAT[2] partial sums of squares (of the weight and of its update) over
@@ -87,8 +92,9 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
 // Contents of a weight's hyper tensor for the given optimizer: {gradScale, clipFactor = 1, the
 // rule's values...}, where gradScale = 1/lossScaling, times 1/(af·G) (G: replicasFor(weight)) for a
 // Mean reduction with the Post strategy.
+// `lossScaling` is the factor in force (the optimizer's, or automatic loss scaling's current one).
 std::vector<float> hyperValues(const Optimizer& optimizer, const TensorId& weight,
-                               const OptimizerTransformOptions& options);
+                               const OptimizerTransformOptions& options, float lossScaling);
 
 // Every state tensor of a weight, its accumulator included (slot "accumulator", Accum___<w>).
 std::vector<StateTensor> stateWithAccumulator(const WeightUpdate& update);

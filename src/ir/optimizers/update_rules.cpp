@@ -5,13 +5,6 @@
 namespace xtrain::ir {
 namespace {
 
-void requireFloatState(DataType t, const char* argument, const std::string& optimizer) {
-  if (t == DataType::FLOAT16) {
-    throw error("{}: {} FLOAT16 is not supported yet (optimizer state is FLOAT)", optimizer,
-                argument);
-  }
-}
-
 std::string decayAttr(WeightDecayMode mode) {
   return mode == WeightDecayMode::Decay ? "decay" : "l2";
 }
@@ -33,34 +26,31 @@ UpdateRule updateRuleOf(const Optimizer& optimizer) {
     }
     case OptimizerType::Adam: {
       const auto& adam = static_cast<const Adam&>(optimizer);
-      requireFloatState(adam.getAccumType(), "accumType", "Adam");
-      requireFloatState(adam.getAccl1Type(), "accl1Type", "Adam");
-      requireFloatState(adam.getAccl2Type(), "accl2Type", "Adam");
       r.opType = "AdamUpdate";
       r.attrs.set("mode", std::string(toString(adam.getMode())));
       r.attrs.set("weightDecayMode", decayAttr(adam.getWeightDecayMode()));
-      r.slots = {{"m", "Accl1", true}, {"v", "Accl2", true}, {"step", "Step", false}};
+      r.slots = {{"m", "Accl1", true, adam.getAccl1Type()},
+                 {"v", "Accl2", true, adam.getAccl2Type()},
+                 {"step", "Step", false, DataType::FLOAT}};
+      r.accumType = adam.getAccumType();
       r.inputSlots = {3, 4, 5};
       r.lamb = adam.isLamb();
       return r;
     }
     case OptimizerType::Adaptive: {
       const auto& ad = static_cast<const Adaptive&>(optimizer);
-      requireFloatState(ad.getAccumType(), "accumType", "Adaptive");
-      requireFloatState(ad.getAccl1Type(), "accl1Type", "Adaptive");
-      requireFloatState(ad.getAccl2Type(), "accl2Type", "Adaptive");
-      requireFloatState(ad.getAccl3Type(), "accl3Type", "Adaptive");
       r.opType = "AdaptiveUpdate";
       r.attrs.set("mode", std::string(toString(ad.getMode())));
       r.attrs.set("weightDecayMode", decayAttr(ad.getWeightDecayMode()));
-      r.slots.push_back({"v1", "Accl1", true});
+      r.accumType = ad.getAccumType();
+      r.slots.push_back({"v1", "Accl1", true, ad.getAccl1Type()});
       r.inputSlots.push_back(3);
       if (ad.getMode() == AdaptiveMode::CenteredRMSProp || ad.getMode() == AdaptiveMode::AdaDelta) {
-        r.slots.push_back({"v2", "Accl2", true});
+        r.slots.push_back({"v2", "Accl2", true, ad.getAccl2Type()});
         r.inputSlots.push_back(4);
       }
       if (ad.requiresMomentum()) {
-        r.slots.push_back({"v3", "Accl3", true});
+        r.slots.push_back({"v3", "Accl3", true, ad.getAccl3Type()});
         r.inputSlots.push_back(5);
       }
       return r;

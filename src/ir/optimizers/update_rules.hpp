@@ -15,6 +15,7 @@ struct StateSlotSpec {
   std::string slot;    // checkpoint slot name (docs/optimizers.md section 8)
   std::string prefix;  // PopART's tensor prefix: Accl, Accl1, Accl2, Accl3, Step
   bool perElement = true;
+  DataType type = DataType::UNDEFINED;  // FLOAT, FLOAT16, or UNDEFINED: the weight's type
 };
 
 struct UpdateRule {
@@ -25,11 +26,11 @@ struct UpdateRule {
   // each.
   std::vector<StateSlotSpec> slots;
   std::vector<size_t> inputSlots;
-  bool lamb = false;  // the update needs norms over the whole weight
+  bool lamb = false;                         // the update needs norms over the whole weight
+  DataType accumType = DataType::UNDEFINED;  // the gradient accumulator's (UNDEFINED: the weight's)
 };
 
-// Throws xtrain::error for optimizer settings the transform cannot honour (state types other than
-// the weight's FLOAT, for now).
+// The family's update op and state; throws xtrain::error for settings the transform cannot honour.
 UpdateRule updateRuleOf(const Optimizer& optimizer);
 
 // The rule's values for one weight, in the order of its update op's hyper tensor after the common

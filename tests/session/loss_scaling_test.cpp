@@ -1,0 +1,311 @@
+// Training numerics of issue 7 beyond the optimizer rules: automatic loss scaling (skip and back
+// off on inf/nan, grow after finite steps), FLOAT16 models end to end (gradients underflow without
+// loss scaling and train with it), FLOAT16 optimizer state, and stochastic rounding of FLOAT16
+// weights.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+
+#include "testing/error_testing.hpp"
+#include "testing/reference_data.hpp"
+#include "xtrain/builder.hpp"
+#include "xtrain/session.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+std::vector<uint16_t> toHalf(const std::vector<float>& v) {
+  std::vector<uint16_t> h;
+  for (float x : v) h.push_back(floatToHalf(x));
+  return h;
+}
+
+struct Model {
+  std::string proto;
+  TensorId x, y, loss;
+  int64_t rows = 0;
+};
+
+// pred = x W + b, loss = mean((pred - y)^2): the linear model of tests/data/optimizer_reference, in
+// `type` (FLOAT or FLOAT16: weights, inputs and loss).
+Model linearModel(const ReferenceData& ref, int64_t rows, DataType type) {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  Model m;
+  m.rows = rows;
+  m.x = b->addInputTensor(TensorInfo(type, {rows, 4}), "x");
+  m.y = b->addInputTensor(TensorInfo(type, {rows, 3}), "y");
+  auto init = [&](const std::string& name) {
+    const HostTensor& t = ref.at(name);
+    std::vector<float> v(t.span<float>().begin(), t.span<float>().end());
+    return type == DataType::FLOAT ? ConstVoidData::fromVector<float>(t.shape(), v)
+                                   : ConstVoidData::fromVector<uint16_t>(t.shape(), toHalf(v));
+  };
+  auto w = b->addInitializedInputTensor(init("W"), "W");
+  auto bias = b->addInitializedInputTensor(init("b"), "b");
+  auto d = onnx.sub({onnx.add({onnx.matmul({m.x, w}), bias}), m.y});
+  m.loss = b->aiGraphcoreOpset1().identityloss({onnx.mul({d, d})}, ReductionType::Mean);
+  b->addOutputTensor(m.loss);
+  m.proto = b->getModelProto();
+  return m;
+}
+
+const std::string kReference = std::string(XTRAIN_TEST_DATA_DIR) + "/optimizer_reference/adam.txt";
+
+SessionOptions replicated(int64_t replicas) {
+  SessionOptions o;
+  o.enableReplicatedGraphs = replicas > 1;
+  o.replicatedGraphCount = replicas;
+  o.accumulationAndReplicationReductionType = ReductionType::Mean;
+  return o;
+}
+
+std::unique_ptr<TrainingSession> makeSession(const Model& m, const Optimizer& opt,
+                                             const SessionOptions& o) {
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice(
+      {{"numIPUs", std::to_string(o.getLocalReplicationFactor())}});
+  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, opt, device, {}, o);
+  s->prepareDevice();
+  s->weightsFromHost();
+  return s;
+}
+
+// One step on the reference's batch k (FLOAT inputs), split over the session's replicas.
+void stepFloat(TrainingSession& s, const Model& m, const ReferenceData& ref, int k,
+               float poison = 0.0f) {
+  HostTensor x = ref.at("x/step" + std::to_string(k));
+  HostTensor y = ref.at("y/step" + std::to_string(k));
+  if (poison != 0.0f) x.data<float>()[x.nelms() - 1] = poison;  // the last replica's last row
+  const int64_t R = s.getSessionOptions().getLocalReplicationFactor();
+  NDArrayWrapper<float> xa(x.data<float>(), {R, m.rows, 4});
+  NDArrayWrapper<float> ya(y.data<float>(), {R, m.rows, 3});
+  StepIO io({{m.x, xa}, {m.y, ya}}, {});
+  s.run(io);
+}
+
+std::vector<float> read(TrainingSession& s, const std::vector<TensorId>& ids) {
+  s.weightsToHost();
+  std::vector<float> all;
+  for (const auto& id : ids) {
+    const TensorInfo info = s.getInfo(id);
+    HostTensor t(info);
+    WeightsIO io;
+    io.insert(id, {t.raw(), info});
+    s.readWeights(io);
+    for (int64_t i = 0; i < t.nelms(); ++i) all.push_back(static_cast<float>(t.getAsDouble(i)));
+  }
+  return all;
+}
+
+Adam adamWithScaling(float lossScaling) {
+  return Adam({{"defaultLearningRate", {0.02f, true}}, {"lossScaling", {lossScaling, false}}},
+              AdamMode::Adam, WeightDecayMode::Decay);
+}
+
+// An inf in one replica's batch skips exactly that step on every replica and halves the scale: the
+// weights and state equal those of a run that never saw that batch (power-of-two scales are exact).
+TEST(AutomaticLossScaling, AnInjectedInfSkipsExactlyThatStep) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  const Model m = linearModel(ref, 4, DataType::FLOAT);
+  SessionOptions o = replicated(2);
+  o.automaticLossScalingSettings.enabled = true;
+  auto poisoned = makeSession(m, adamWithScaling(1024.0f), o);
+  auto clean = makeSession(m, adamWithScaling(1024.0f), o);
+  for (int k = 1; k <= 6; ++k) {
+    stepFloat(*poisoned, m, ref, k, k == 3 ? std::numeric_limits<float>::infinity() : 0.0f);
+    if (k != 3) stepFloat(*clean, m, ref, k);
+  }
+  EXPECT_EQ(poisoned->getSkippedSteps(), 1);
+  EXPECT_EQ(poisoned->getLossScaling(), 512.0f);
+  EXPECT_EQ(clean->getSkippedSteps(), 0);
+  EXPECT_EQ(clean->getLossScaling(), 1024.0f);
+  const std::vector<TensorId> ids = {"W", "b", "Accl1___W", "Accl2___W", "Step___W"};
+  EXPECT_EQ(read(*poisoned, ids), read(*clean, ids));
+  EXPECT_EQ(read(*poisoned, {"Step___W"}), std::vector<float>{5.0f});
+  // A nan skips too.
+  stepFloat(*poisoned, m, ref, 7, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(poisoned->getSkippedSteps(), 2);
+  EXPECT_EQ(poisoned->getLossScaling(), 256.0f);
+}
+
+// A checkpoint holds the scale and the run of finite steps: a resumed job skips, grows and trains
+// as an uninterrupted one.
+TEST(AutomaticLossScaling, ResumeFromACheckpointIsExact) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  const Model m = linearModel(ref, 8, DataType::FLOAT);
+  SessionOptions o;
+  o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.growthInterval = 3;
+  const float inf = std::numeric_limits<float>::infinity();
+  auto poison = [&](int k) { return k == 2 ? inf : 0.0f; };
+  auto straight = makeSession(m, adamWithScaling(64.0f), o);
+  for (int k = 1; k <= 8; ++k) stepFloat(*straight, m, ref, k, poison(k));
+  const std::string dir = ::testing::TempDir() + "/xtrain-als-" + std::to_string(::getpid());
+  auto first = makeSession(m, adamWithScaling(64.0f), o);
+  for (int k = 1; k <= 4; ++k) stepFloat(*first, m, ref, k, poison(k));
+  first->saveCheckpoint(dir);
+  auto second = makeSession(m, adamWithScaling(64.0f), o);
+  second->loadCheckpoint(dir);
+  EXPECT_EQ(second->getLossScaling(), first->getLossScaling());
+  for (int k = 5; k <= 8; ++k) stepFloat(*second, m, ref, k, poison(k));
+  EXPECT_EQ(second->getLossScaling(), straight->getLossScaling());
+  EXPECT_EQ(second->getSkippedSteps(), 1);
+  const std::vector<TensorId> ids = {"W", "b", "Accl1___W", "Accl2___b", "Step___W"};
+  EXPECT_EQ(read(*second, ids), read(*straight, ids));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AutomaticLossScaling, TheScaleGrowsAfterARunOfFiniteSteps) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  const Model m = linearModel(ref, 8, DataType::FLOAT);
+  SessionOptions o;
+  o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.growthInterval = 3;
+  auto s = makeSession(m, adamWithScaling(8.0f), o);
+  for (int k = 1; k <= 7; ++k) stepFloat(*s, m, ref, k);
+  EXPECT_EQ(s->getLossScaling(), 32.0f);  // grew after steps 3 and 6
+  // Without automatic loss scaling the factor stays the optimizer's.
+  auto fixed = makeSession(m, adamWithScaling(8.0f), SessionOptions());
+  for (int k = 1; k <= 4; ++k) stepFloat(*fixed, m, ref, k);
+  EXPECT_EQ(fixed->getLossScaling(), 8.0f);
+}
+
+TEST(AutomaticLossScaling, BadSettingsAreRefused) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  const Model m = linearModel(ref, 8, DataType::FLOAT);
+  SessionOptions o;
+  o.automaticLossScalingSettings.enabled = true;
+  const Adam constant({{"lossScaling", {128.0f, true}}}, AdamMode::Adam);
+  EXPECT_CONTAINS(errorOf([&] { makeSession(m, constant, o); }), "lossScaling (128) is constant");
+  o.automaticLossScalingSettings.backoffFactor = 2.0f;
+  EXPECT_CONTAINS(errorOf([&] { makeSession(m, adamWithScaling(8.0f), o); }), "backoffFactor 2");
+}
+
+// loss = sum(W * x) * c with x = c = 1e-4: the gradient 1e-8 is below FLOAT16's smallest subnormal.
+struct TinyGradientModel {
+  std::string proto;
+  TensorId x, loss;
+};
+
+TinyGradientModel tinyGradientModel() {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  TinyGradientModel m;
+  m.x = b->addInputTensor(TensorInfo(DataType::FLOAT16, {16}), "x");
+  auto w = b->addInitializedInputTensor(
+      ConstVoidData::fromVector<uint16_t>({16}, std::vector<uint16_t>(16, floatToHalf(0.0f))), "W");
+  auto c = onnx.constant(ConstVoidData::fromVector<uint16_t>({}, {floatToHalf(1e-4f)}));
+  auto sum = onnx.reducesum({onnx.mul({w, m.x})}, {}, 0);
+  m.loss = b->aiGraphcoreOpset1().identityloss({onnx.mul({sum, c})}, ReductionType::Sum);
+  b->addOutputTensor(m.loss);
+  m.proto = b->getModelProto();
+  return m;
+}
+
+std::vector<float> trainTiny(const TinyGradientModel& m, const SGD& sgd, const SessionOptions& o,
+                             int steps) {
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
+  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, sgd, device, {}, o);
+  s->prepareDevice();
+  s->weightsFromHost();
+  std::vector<uint16_t> x(16, floatToHalf(1e-4f));
+  for (int k = 0; k < steps; ++k) {
+    NDArrayWrapper<uint16_t> xa(x.data(), {16});
+    StepIO io({{m.x, xa}}, {});
+    s->run(io);
+  }
+  return read(*s, {"W"});
+}
+
+TEST(Float16, GradientsThatUnderflowTrainWithAutomaticLossScaling) {
+  const TinyGradientModel m = tinyGradientModel();
+  const float lr = 1000.0f;
+  const SGD unscaled({{"defaultLearningRate", {lr, true}}});
+  for (float w : trainTiny(m, unscaled, SessionOptions(), 5)) EXPECT_EQ(w, 0.0f);
+
+  SessionOptions o;
+  o.automaticLossScalingSettings.enabled = true;
+  const SGD scaled({{"defaultLearningRate", {lr, true}}, {"lossScaling", {32768.0f, false}}});
+  // Each step moves W by lr * 1e-8 (within FLOAT16's rounding of the scaled gradient).
+  for (float w : trainTiny(m, scaled, o, 5))
+    EXPECT_NEAR(w, -5 * lr * 1e-8f, 5 * lr * 1e-8f * 0.02f);
+}
+
+// A FLOAT16 linear model trains like the FLOAT32 reference, within FLOAT16's precision, with FLOAT
+// moments and with FLOAT16 moments, on one replica and on two (Mean).
+TEST(Float16, ALinearModelTrainsLikeTheFloat32Reference) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  for (int64_t replicas : {1, 2}) {
+    const Model m = linearModel(ref, 8 / replicas, DataType::FLOAT16);
+    for (DataType state : {DataType::FLOAT, DataType::FLOAT16}) {
+      const Adam adam({{"defaultLearningRate", {0.02f, true}},
+                       {"defaultBeta2", {0.99f, true}},
+                       {"defaultEps", {1e-3f, true}}},
+                      AdamMode::Adam, WeightDecayMode::L2Regularization, DataType::FLOAT, state,
+                      state);
+      auto s = makeSession(m, adam, replicated(replicas));
+      EXPECT_EQ(s->getInfo("Accl1___W").dataType(), state);
+      for (int k = 1; k <= 10; ++k) {
+        std::vector<uint16_t> x, y;
+        for (float v : ref.at("x/step" + std::to_string(k)).span<float>())
+          x.push_back(floatToHalf(v));
+        for (float v : ref.at("y/step" + std::to_string(k)).span<float>())
+          y.push_back(floatToHalf(v));
+        NDArrayWrapper<uint16_t> xa(x.data(), {replicas, 8 / replicas, 4});
+        NDArrayWrapper<uint16_t> ya(y.data(), {replicas, 8 / replicas, 3});
+        StepIO io({{m.x, xa}, {m.y, ya}}, {});
+        s->run(io);
+      }
+      const auto got = read(*s, {"W"});
+      const HostTensor& want = ref.at("W/step10");
+      for (int64_t i = 0; i < want.nelms(); ++i) {
+        EXPECT_NEAR(got[static_cast<size_t>(i)], want.data<float>()[i], 5e-3)
+            << "W element " << i << ", " << replicas << " replicas, state " << dataTypeName(state);
+      }
+    }
+  }
+}
+
+// A FLOAT16 weight at 1 with updates of 1e-4 (below half its ulp, 4.9e-4): round-to-nearest never
+// moves it; stochastic rounding moves it by 1e-4 per step on average, reproducibly.
+TEST(StochasticRounding, SmallUpdatesAccumulateOnAverage) {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  const int64_t n = 2000;
+  auto x = b->addInputTensor(TensorInfo(DataType::FLOAT16, {n}), "x");
+  auto w = b->addInitializedInputTensor(
+      ConstVoidData::fromVector<uint16_t>({n}, std::vector<uint16_t>(n, floatToHalf(1.0f))), "W");
+  auto loss = b->aiGraphcoreOpset1().identityloss({onnx.mul({w, x})}, ReductionType::Sum);
+  b->addOutputTensor(loss);
+  const std::string proto = b->getModelProto();
+  auto train = [&](bool stochastic, uint64_t seed) {
+    SessionOptions o;
+    o.enableStochasticRounding = stochastic;
+    auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
+    const SGD sgd({{"defaultLearningRate", {1e-4f, true}}});
+    auto s = TrainingSession::createFromOnnxModel(proto, DataFlow(1), loss, sgd, device, {}, o);
+    s->prepareDevice();
+    s->setRandomSeed(seed);
+    s->weightsFromHost();
+    std::vector<uint16_t> ones(static_cast<size_t>(n), floatToHalf(1.0f));
+    for (int k = 0; k < 100; ++k) {
+      NDArrayWrapper<uint16_t> xa(ones.data(), {n});
+      StepIO io({{x, xa}}, {});
+      s->run(io);
+    }
+    return read(*s, {"W"});
+  };
+  for (float v : train(false, 1)) EXPECT_EQ(v, 1.0f);
+  const auto sr = train(true, 1);
+  const double mean = std::accumulate(sr.begin(), sr.end(), 0.0) / static_cast<double>(n);
+  EXPECT_NEAR(mean, 1.0 - 100 * 1e-4, 1e-3);
+  EXPECT_EQ(train(true, 1), sr);  // reproducible from the seed
+  EXPECT_NE(train(true, 2), sr);
+}
+
+}  // namespace
+}  // namespace xtrain::testing
