@@ -3,6 +3,8 @@
 #include <charconv>
 #include <set>
 
+#include "optimizer_flags.hpp"
+
 namespace xtrain::tools {
 
 const char* usageText() {
@@ -14,10 +16,25 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
   --model M.onnx            the model to train (graph inputs without initializers are fed from --data)
   --data D.h5               one dataset per graph input, named like the input, first dimension = samples
   --loss TENSOR             the loss tensor of the model (required with --model)
-  --optimizer sgd           optimizer (sgd)
-  --lr X                    learning rate (0.01)
-  --momentum X              momentum (0.9)
+  --optimizer NAME          sgd, adam, adamw, lamb, adamax, adagrad, rmsprop, centered-rmsprop,
+                            adadelta (sgd). adam and adamax add the weight decay to the gradient
+                            (L2), adamw and lamb decay the weight (decoupled); the adaptive ones L2
+  --lr X                    learning rate (sgd, adagrad, rmsprop, centered-rmsprop 0.01; adam,
+                            adamw, lamb, adamax 0.001; adadelta 1.0)
   --weight-decay X          weight decay (0)
+  --momentum X              sgd, adagrad, rmsprop, centered-rmsprop, adadelta (sgd 0.9, others 0)
+  --dampening X             sgd: momentum dampening (0)
+  --nesterov                sgd: Nesterov momentum
+  --beta1 X, --beta2 X      adam, adamw, lamb, adamax: moment decay rates (0.9, 0.999)
+  --eps X                   all but sgd: epsilon of the denominator (1e-6)
+  --max-weight-norm X       lamb: the bound of the trust ratio's weight norm (10)
+  --alpha X                 rmsprop, centered-rmsprop: the moving average's decay; adadelta: rho
+                            (0.99; adadelta 0.9)
+  --loss-scaling X          loss scaling factor (1)
+  --clip-norm X             clip the global gradient norm over all weights to X (off)
+  --lr-schedule S           constant, linear or cosine (constant); changes the learning rate
+                            between runs, all --batches-per-step updates of a run share one rate
+  --warmup-steps N          ramp the learning rate up linearly over the first N steps (0)
   --micro-batch-size N      samples per micro-batch per replica (32)
   --batches-per-step N      batches one run executes (1)
   --accumulation-factor N   micro-batches whose gradients are accumulated per update (1)
@@ -134,6 +151,33 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       o.momentum = parseNumber<float>(flag, next());
     else if (flag == "--weight-decay")
       o.weightDecay = parseNumber<float>(flag, next());
+    else if (flag == "--dampening")
+      o.dampening = parseNumber<float>(flag, next());
+    else if (flag == "--nesterov" || flag == "--checkpoint-async") {
+      // Switches: "--nesterov=false" must not turn Nesterov on.
+      if (hasInline) throw UsageError(flag + " takes no value");
+      if (flag == "--nesterov")
+        o.nesterov = true;
+      else
+        o.checkpointAsync = true;
+    } else if (flag == "--beta1")
+      o.beta1 = parseNumber<float>(flag, next());
+    else if (flag == "--beta2")
+      o.beta2 = parseNumber<float>(flag, next());
+    else if (flag == "--eps")
+      o.eps = parseNumber<float>(flag, next());
+    else if (flag == "--max-weight-norm")
+      o.maxWeightNorm = parseNumber<float>(flag, next());
+    else if (flag == "--alpha")
+      o.alpha = parseNumber<float>(flag, next());
+    else if (flag == "--loss-scaling")
+      o.lossScaling = parseNumber<float>(flag, next());
+    else if (flag == "--clip-norm")
+      o.clipNorm = parseNumber<float>(flag, next());
+    else if (flag == "--lr-schedule")
+      o.lrSchedule = next();
+    else if (flag == "--warmup-steps")
+      o.warmupSteps = parseNumber<int64_t>(flag, next());
     else if (flag == "--micro-batch-size")
       o.microBatchSize = positive(flag, next());
     else if (flag == "--batches-per-step")
@@ -160,8 +204,6 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       o.checkpointEvery = parseNumber<int64_t>(flag, next());
     else if (flag == "--keep-last")
       o.keepLast = parseNumber<int64_t>(flag, next());
-    else if (flag == "--checkpoint-async")
-      o.checkpointAsync = true;
     else if (flag == "--resume")
       o.resume = next();
     else if (flag == "--log-level")
@@ -174,9 +216,8 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
   if (o.reduction != "sum" && o.reduction != "mean") {
     throw UsageError("--reduction must be sum or mean, got '" + o.reduction + "'");
   }
-  if (o.optimizer != "sgd") {
-    throw UsageError("--optimizer " + o.optimizer + " is not supported yet (supported: sgd)");
-  }
+  resolveOptimizerOptions(o);
+  if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
   if (!o.model.empty()) {
     if (o.data.empty()) throw UsageError("--model needs --data (the HDF5 data set to train on)");
     if (o.loss.empty())

@@ -24,10 +24,24 @@ struct TrainOptions {
   std::string model;  // empty: the built-in example
   std::string data;
   std::string loss;
+  // The optimizer and its hyperparameters (optimizer_flags.hpp). parseOptions fills every value
+  // that applies to the chosen optimizer (given, else its default) and leaves the others empty.
   std::string optimizer = "sgd";
-  float lr = 0.01f;
-  float momentum = 0.9f;
-  float weightDecay = 0.0f;
+  std::optional<float> lr;
+  std::optional<float> momentum;
+  std::optional<float> weightDecay;
+  std::optional<float> dampening;
+  std::optional<float> beta1;
+  std::optional<float> beta2;
+  std::optional<float> eps;
+  std::optional<float> maxWeightNorm;
+  std::optional<float> alpha;
+  std::optional<float> lossScaling;
+  std::optional<float> clipNorm;  // empty: no clipping
+  bool nesterov = false;
+  // Learning-rate schedule over the runs of the training (optimizer_flags.hpp).
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0;
   int64_t microBatchSize = 32;
   int64_t batchesPerStep = 1;
   int64_t accumulationFactor = 1;

@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/dataset_reader.hpp"
 #include "common/example_models.hpp"
+#include "optimizer_flags.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
@@ -233,9 +234,7 @@ int train(const TrainOptions& o, std::ostream& out) {
                                                        : AnchorReturnType(a.returnType));
   }
   DataFlow dataFlow(static_cast<int>(o.batchesPerStep), anchors);
-  SGD sgd({{"defaultLearningRate", {o.lr, false}},
-           {"defaultMomentum", {o.momentum, true}},
-           {"defaultWeightDecay", {o.weightDecay, true}}});
+  const std::unique_ptr<Optimizer> optimizer = makeOptimizer(o, *o.lr);
 
   std::shared_ptr<DeviceInfo> device;
   if (launched) {
@@ -250,8 +249,8 @@ int train(const TrainOptions& o, std::ostream& out) {
     }
     device = DeviceManager::createDeviceManager().acquireAvailableDevice(numIpus);
   }
-  auto session =
-      TrainingSession::createFromOnnxModel(model, dataFlow, loss, sgd, device, shapes, options);
+  auto session = TrainingSession::createFromOnnxModel(model, dataFlow, loss, *optimizer, device,
+                                                      shapes, options);
   session->prepareDevice();
   session->setRandomSeed(o.seed);
   session->weightsFromHost();
@@ -273,6 +272,10 @@ int train(const TrainOptions& o, std::ostream& out) {
     steps = std::max<int64_t>(1, *o.epochs * source->numSamples() / samplesPerStep);
   else if (!example)
     steps = std::max<int64_t>(1, source->numSamples() / samplesPerStep);
+
+  progress << "xtrain: optimizer " << describeOptimizer(o) << "; lr schedule " << o.lrSchedule;
+  if (o.warmupSteps > 0) progress << " after " << o.warmupSteps << " warm-up steps";
+  progress << "\n";
 
   // Host buffers for one step: [bps, af, L] + micro-batch shape.
   std::map<TensorId, std::unique_ptr<OwnedArray>> inputArrays;
@@ -352,6 +355,14 @@ int train(const TrainOptions& o, std::ostream& out) {
     for (const auto& [id, info] : inputs) {
       source->fill(id, info, samples, inputArrays[id]->data());
     }
+    // The schedule is a function of the step, so a resumed run continues it where the
+    // checkpoint left off and sets the rates of an uninterrupted run.
+    float lr = *o.lr;
+    if (scheduleChangesLearningRate(o)) {
+      lr = static_cast<float>(
+          scheduledLearningRate(o.lrSchedule, *o.lr, o.warmupSteps, step, steps));
+      session->updateOptimizerFromHost(makeOptimizer(o, lr).get());
+    }
     session->run(stepio, "step" + std::to_string(step));
     OwnedArray& lossArray = *anchorArrays.at(loss);
     double sum = 0;
@@ -361,7 +372,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     if (!std::isfinite(meanLoss)) {
       throw runtime_error("the loss became {} at step {} (try a smaller --lr)", meanLoss, step + 1);
     }
-    if (step == 0) firstLoss = meanLoss;
+    if (step == firstStep) firstLoss = meanLoss;
     lastLoss = meanLoss;
     const auto now = clock::now();
     const double elapsed = std::chrono::duration<double>(now - start).count();
@@ -372,8 +383,8 @@ int train(const TrainOptions& o, std::ostream& out) {
     if (steps <= 100 || now - lastPrint >= std::chrono::seconds(1) || step + 1 == steps) {
       lastPrint = now;
       progress << "step " << std::setw(6) << step + 1 << "/" << steps << "  epoch " << order.epoch()
-               << "  loss " << std::fixed << std::setprecision(6) << meanLoss << "  samples/s "
-               << std::setprecision(1)
+               << "  loss " << std::fixed << std::setprecision(6) << meanLoss << std::defaultfloat
+               << "  lr " << lr << std::fixed << "  samples/s " << std::setprecision(1)
                << static_cast<double>((step + 1 - firstStep) * samplesPerStep) / elapsed << "\n"
                << std::defaultfloat;
     }
