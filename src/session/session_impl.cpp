@@ -756,7 +756,21 @@ void SessionImpl::joinInstances() {
   }
 }
 
+void SessionImpl::takeHalfAccumulators() {
+  for (const auto& u : optimizerGraph_.updates) {
+    if (u.accumulator.empty() || u.accumulator == u.reduced) continue;
+    for (int64_t r = 0; r < localReplicas_; ++r) {
+      HostTensor& acc = replicaBuffer(r, u.accumulator);
+      const auto* half = reinterpret_cast<const uint16_t*>(acc.raw());
+      float* out = replicaBuffer(r, u.reduced).data<float>();
+      for (int64_t i = 0; i < acc.nelms(); ++i) out[i] = halfToFloat(half[i]);
+      acc.fillZero();
+    }
+  }
+}
+
 void SessionImpl::reduceAcrossReplicas() {
+  takeHalfAccumulators();
   if (globalReplicas_ == 1) return;
   reduceGroupedAcrossReplicas();
   reduceShardedGradients();

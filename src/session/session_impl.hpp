@@ -163,6 +163,9 @@ class SessionImpl {
   void requirePrepared(const char* what) const;
   HostTensor& replicaBuffer(int64_t replica, const TensorId& id);
   void reduceAcrossReplicas();
+  // FLOAT16 gradient accumulators: each replica's accumulator converted into its FLOAT `reduced`
+  // tensor and cleared, before the reduction.
+  void takeHalfAccumulators();
   // The communicator of the instances (one rank per instance) when replication is distributed.
   void joinInstances();
   // Persistent tensors the host keeps a copy of (weights and optimizer state), by id.

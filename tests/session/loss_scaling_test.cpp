@@ -270,6 +270,44 @@ TEST(Float16, ALinearModelTrainsLikeTheFloat32Reference) {
   }
 }
 
+// Gradient accumulation into FLOAT16 and into FLOAT accumulators (af 2, micro-batches of 4) tracks the
+// FLOAT32 reference of batches of 8.
+TEST(Float16, AccumulatorsOfEitherTypeTrackTheReference) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  const Model m = linearModel(ref, 4, DataType::FLOAT16);
+  for (DataType accum : {DataType::FLOAT, DataType::FLOAT16}) {
+    const Adam adam({{"defaultLearningRate", {0.02f, true}},
+                     {"defaultBeta2", {0.99f, true}},
+                     {"defaultEps", {1e-3f, true}}},
+                    AdamMode::Adam, WeightDecayMode::L2Regularization, accum, DataType::FLOAT,
+                    DataType::FLOAT);
+    SessionOptions o;
+    o.enableGradientAccumulation = true;
+    o.accumulationFactor = 2;
+    o.accumulationAndReplicationReductionType = ReductionType::Mean;
+    auto s = makeSession(m, adam, o);
+    EXPECT_EQ(s->getInfo("Accum___W").dataType(), accum);
+    for (int k = 1; k <= 10; ++k) {
+      std::vector<uint16_t> x, y;
+      for (float v : ref.at("x/step" + std::to_string(k)).span<float>()) x.push_back(floatToHalf(v));
+      for (float v : ref.at("y/step" + std::to_string(k)).span<float>()) y.push_back(floatToHalf(v));
+      NDArrayWrapper<uint16_t> xa(x.data(), {2, 4, 4});
+      NDArrayWrapper<uint16_t> ya(y.data(), {2, 4, 3});
+      StepIO io({{m.x, xa}, {m.y, ya}}, {});
+      s->run(io);
+    }
+    const auto got = read(*s, {"W", "Accum___W"});
+    const HostTensor& want = ref.at("W/step10");
+    for (int64_t i = 0; i < want.nelms(); ++i) {
+      EXPECT_NEAR(got[static_cast<size_t>(i)], want.data<float>()[i], 5e-3)
+          << "W element " << i << ", accumulator " << dataTypeName(accum);
+    }
+    for (size_t i = static_cast<size_t>(want.nelms()); i < got.size(); ++i) {
+      EXPECT_EQ(got[i], 0.0f) << "the accumulator is cleared after each update";
+    }
+  }
+}
+
 // A FLOAT16 weight at 1 with updates of 1e-4 (below half its ulp, 4.9e-4): round-to-nearest never
 // moves it; stochastic rounding moves it by 1e-4 per step on average, reproducibly.
 TEST(StochasticRounding, SmallUpdatesAccumulateOnAverage) {

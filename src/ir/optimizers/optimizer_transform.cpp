@@ -82,16 +82,17 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
     u.grad = grad;
     u.reduced = grad;
     if (accumulate) {
-      if (typeOf(rule.accumType) != DataType::FLOAT) {
-        throw error(
-            "weight '{}': a FLOAT16 gradient accumulator (accumType, or the type of a FLOAT16 "
-            "weight when accumType is UNDEFINED) is not supported yet; give the optimizer "
-            "accumType FLOAT",
-            weight);
-      }
-      u.accumulator = addState(graph, "Accum", weight, TensorInfo(DataType::FLOAT, info.shape()),
+      const DataType accumType = typeOf(rule.accumType);
+      u.accumulator = addState(graph, "Accum", weight, TensorInfo(accumType, info.shape()),
                                TensorKind::Accumulator);
       u.reduced = u.accumulator;
+      if (accumType == DataType::FLOAT16) {
+        // The session converts the accumulator into this FLOAT tensor (and clears it) before the
+        // reduction, which is FLOAT-only.
+        u.reduced = graph.uniqueId("GradF32___" + weight);
+        graph.addTensor(u.reduced, TensorInfo(DataType::FLOAT, info.shape()),
+                        TensorKind::Activation);
+      }
       OpSpec acc;
       acc.type = "AccumulateGrad";
       acc.domain = kXtrainDomain;
@@ -165,7 +166,8 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
     upd.numOutputs = 0;
     upd.attrs = rule.attrs;
     // A sharded update reads a shard of the accumulator: the session zeroes the accumulator itself.
-    upd.attrs.set("zeroGrad", int64_t{accumulate && u.shardElements == 0 ? 1 : 0});
+    upd.attrs.set("zeroGrad",
+                  int64_t{u.accumulator == u.reduced && accumulate && u.shardElements == 0 ? 1 : 0});
     upd.attrs.set("stochasticRounding", int64_t{options.stochasticRounding ? 1 : 0});
     upd.phase = Phase::Update;
     upd.name = "update/" + weight;

@@ -61,7 +61,8 @@ struct WeightUpdate {
   TensorId grad;         // the gradient produced by the backward pass (one micro-batch)
   TensorId accumulator;  // empty when af == 1
   // What is reduced across replicas before the update, always FLOAT: the accumulator, the gradient,
-  // or (FLOAT16 weights without accumulation) the gradient cast to FLOAT.
+  // (FLOAT16 weights without accumulation) the gradient cast to FLOAT, or (a FLOAT16 accumulator) a
+  // FLOAT tensor the session fills from the accumulator, clearing it.
   TensorId reduced;
   TensorId hyper;  // hyperparameter tensor
   std::vector<StateTensor>
