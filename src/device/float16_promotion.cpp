@@ -113,13 +113,8 @@ std::unique_ptr<Kernel> createFloat16Promoted(const KernelSpec& spec,
       if (isHalf(t)) t = TensorInfo(DataType::FLOAT, t.shape());
     }
   }
-  std::unique_ptr<Kernel> inner;
-  try {
-    inner = factory(asFloat);
-  } catch (const error&) {
-    return nullptr;
-  }
-  return std::make_unique<Float16Promoted>(std::move(inner), spec);
+  // When the FLOAT spec is refused too, its error (the real cause) propagates.
+  return std::make_unique<Float16Promoted>(factory(asFloat), spec);
 }
 
 }  // namespace xtrain::device

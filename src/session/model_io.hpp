@@ -31,10 +31,10 @@ void writeModelWithWeights(const std::string& modelBytes,
                            const std::map<TensorId, HostTensor>& values, const std::string& path,
                            const std::map<TensorId, HostTensor>& extra = {});
 
-// The prefixes of PopART's initializer names of a weight's optimizer state (replication-semantics.md
-// section 8, docs/optimizers.md section 8): "Accl___W" for SGD's velocity, "Accl1___W".. "Accl3___W"
-// for the Adam and Adaptive moments, "Step___W" for Adam's step count, "Accum___W" for the gradient
-// accumulator.
+// The prefixes of PopART's initializer names of a weight's optimizer state
+// (replication-semantics.md section 8, docs/optimizers.md section 8): "Accl___W" for SGD's
+// velocity, "Accl1___W".. "Accl3___W" for the Adam and Adaptive moments, "Step___W" for Adam's step
+// count, "Accum___W" for the gradient accumulator.
 inline constexpr const char* kStateInitializerPrefixes[] = {"Accl___",  "Accl1___", "Accl2___",
                                                             "Accl3___", "Step___",  "Accum___"};
 

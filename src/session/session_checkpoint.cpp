@@ -167,7 +167,7 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   std::vector<HostTensor*> sources;
   for (const auto& [id, dataset] : tensors) {
     if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      gatherShards(shards_.at(sharded->second), id, hostWeights_.at(id).data<float>());
+      gatherShards(shards_.at(sharded->second), id, hostWeights_.at(id).raw());
       sources.push_back(&hostWeights_.at(id));
     } else if (grouped_.count(id)) {
       groupedToHost(id, hostWeights_.at(id));
@@ -404,6 +404,15 @@ CheckpointInfo SessionImpl::loadCheckpoint(const std::string& path) {
                   dataset.rfind("/optimizer/", 0) == 0
                       ? " (was it written with another optimizer, e.g. with momentum?)"
                       : "");
+    }
+    // The same slots can mean other things under another mode (Adam's v is AdaMax's infinity
+    // norm; RMSProp's v1 a mean where AdaGrad's is a sum).
+    if (const std::string mine = ir::describeOptimizer(*config_.optimizer);
+        !a.optimizerType.empty() && a.optimizerType != mine) {
+      throw error(
+          "checkpoint '{}' was written by optimizer {}, but this session's is {}: its state would "
+          "mean something else",
+          path, a.optimizerType, mine);
     }
     // Tensors first (their messages say more), then the operations.
     if (a.graphFingerprint != graphFingerprint_) {

@@ -261,6 +261,12 @@ void SessionImpl::buildTrainingGraph() {
           "scales dynamically (growthInterval, growthFactor, backoffFactor)");
     }
   }
+  if (g.tensor(config_.loss).info.dataType() == DataType::FLOAT16 && lossScaling_ > 65504.0f) {
+    throw error(
+        "the loss '{}' is FLOAT16, whose largest value is 65504, but the loss scaling is {}: the "
+        "scaled loss gradient would be inf (use at most 32768)",
+        config_.loss, lossScaling_);
+  }
   if (als.enabled || !opt.lossScaling().isConst() || opt.getLossScalingVal() != 1.0f) {
     // The seed of the backward pass, in the loss's type (FLOAT16 for a FLOAT16 loss).
     const TensorInfo& li = g.tensor(config_.loss).info;
@@ -368,8 +374,10 @@ void SessionImpl::prepareDevice() {
     if (!isHostVisible(*t) || !t->value) continue;
     auto grouped = grouped_.find(id);
     if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      // The host view of sharded state is whole: the weight's shape (initially zeros).
-      HostTensor whole(graph_->tensor(sharded->second).info);
+      // The host view of sharded state is whole: the weight's shape in the state's type (initially
+      // zeros).
+      HostTensor whole(
+          TensorInfo(t->info.dataType(), graph_->tensor(sharded->second).info.shape()));
       whole.fillZero();
       hostWeights_[id] = std::move(whole);
     } else if (grouped == grouped_.end()) {
@@ -402,8 +410,8 @@ void SessionImpl::weightsFromHost() {
       auto grouped = grouped_.find(id);
       if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
         const ShardPlan& plan = shards_.at(sharded->second);
-        copyShardOut(value.data<float>(), plan.elements, plan.shard,
-                     plan.shardOf(replicaOffset_ + r), b.data<float>());
+        copyShardOut(value.raw(), plan.elements, plan.shard, plan.shardOf(replicaOffset_ + r),
+                     b.raw(), dataTypeSize(b.dataType()));
       } else if (grouped == grouped_.end()) {
         std::memcpy(b.raw(), value.raw(), value.nbytes());
       } else {
@@ -418,7 +426,7 @@ void SessionImpl::weightsToHost() {
   requirePrepared("weightsToHost");
   for (auto& [id, value] : hostWeights_) {
     if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      gatherShards(shards_.at(sharded->second), id, value.data<float>());
+      gatherShards(shards_.at(sharded->second), id, value.raw());
     } else if (grouped_.count(id)) {
       groupedToHost(id, value);
     } else {
@@ -465,17 +473,19 @@ void SessionImpl::broadcastWeights(int rootRank) {
     if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
       // Whole on every instance, the root's sent to all, cut into this instance's shards.
       const ShardPlan& plan = shards_.at(sharded->second);
-      std::vector<float> whole(static_cast<size_t>(plan.elements));
-      gatherShards(plan, id, whole.data());
+      const DataType type = replicaBuffer(0, id).dataType();
+      HostTensor whole(TensorInfo(type, {plan.elements}));
+      gatherShards(plan, id, whole.raw());
       if (instances_) {
         comm::BroadcastOptions o;
         o.root = rootRank;
         o.debugName = "broadcastWeights/" + id;
-        instances_->broadcastSync(comm::BufferView{whole.data(), whole.size(), DataType::FLOAT}, o);
+        instances_->broadcastSync(
+            comm::BufferView{whole.raw(), static_cast<size_t>(plan.elements), type}, o);
       }
       for (int64_t r = 0; r < localReplicas_; ++r) {
-        copyShardOut(whole.data(), plan.elements, plan.shard, plan.shardOf(replicaOffset_ + r),
-                     replicaBuffer(r, id).data<float>());
+        copyShardOut(whole.raw(), plan.elements, plan.shard, plan.shardOf(replicaOffset_ + r),
+                     replicaBuffer(r, id).raw(), dataTypeSize(type));
       }
       continue;
     }
@@ -660,9 +670,15 @@ void SessionImpl::updateOptimizerFromHost(const Optimizer& next) {
   std::vector<TensorId> weights;
   for (const auto& u : optimizerGraph_.updates) weights.push_back(u.weight);
   ir::checkOptimizerUpdate(*config_.optimizer, next, weights);
+  // With automatic loss scaling the scale is the session's: a new optimizer (a learning-rate
+  // schedule, say) keeps it and its run of finite steps, unless it gives another lossScaling value.
+  const bool restart = !config_.options.automaticLossScalingSettings.enabled ||
+                       next.getLossScalingVal() != config_.optimizer->getLossScalingVal();
   config_.optimizer = next.clone();
-  lossScaling_ = next.getLossScalingVal();
-  goodSteps_ = 0;
+  if (restart) {
+    lossScaling_ = next.getLossScalingVal();
+    goodSteps_ = 0;
+  }
   writeHyperValues();
 }
 
@@ -967,8 +983,9 @@ void SessionImpl::reduceShardedGradients() {
         float* g = gradShard(r);
         for (int64_t i = 0; i < s; ++i) g[i] *= scale;
       }
-      copyShardOut(replicaBuffer(r, u.weight).data<float>(), n, s, p.shardOf(replicaOffset_ + r),
-                   replicaBuffer(r, u.weightShard).data<float>());
+      HostTensor& weight = replicaBuffer(r, u.weight);
+      copyShardOut(weight.raw(), n, s, p.shardOf(replicaOffset_ + r),
+                   replicaBuffer(r, u.weightShard).raw(), dataTypeSize(weight.dataType()));
       // The update reads the accumulator's shard only, so it cannot zero the accumulator.
       if (!u.accumulator.empty()) replicaBuffer(r, u.accumulator).fillZero();
     }
@@ -979,48 +996,55 @@ void SessionImpl::gatherShardedWeights() {
   for (const auto& u : optimizerGraph_.updates) {
     auto it = shards_.find(u.weight);
     if (it == shards_.end()) continue;
-    std::vector<float> whole(static_cast<size_t>(it->second.elements));
-    gatherShards(it->second, u.weightShard, whole.data());
-    for (int64_t r = 0; r < localReplicas_; ++r) {
-      std::memcpy(replicaBuffer(r, u.weight).data<float>(), whole.data(),
-                  whole.size() * sizeof(float));
+    HostTensor& first = replicaBuffer(0, u.weight);
+    gatherShards(it->second, u.weightShard, first.raw());
+    for (int64_t r = 1; r < localReplicas_; ++r) {
+      std::memcpy(replicaBuffer(r, u.weight).raw(), first.raw(), first.nbytes());
     }
   }
 }
 
-void SessionImpl::gatherShards(const ShardPlan& plan, const TensorId& shardId, float* whole) {
+void SessionImpl::gatherShards(const ShardPlan& plan, const TensorId& shardId, void* whole) {
   const int64_t L = localReplicas_;
   const int64_t s = plan.shard;
-  const size_t bytes = static_cast<size_t>(s) * sizeof(float);
+  const DataType type = replicaBuffer(0, shardId).dataType();
+  const size_t element = dataTypeSize(type);
+  const size_t bytes = static_cast<size_t>(s) * element;
+  auto view = [&](std::vector<std::byte>& v) {
+    return comm::BufferView{v.data(), v.size() / element, type};
+  };
   if (instances_ && plan.shardCount() == globalReplicas_) {
     // Domain All: the instances' shards are consecutive, an all-gather assembles them.
-    std::vector<float> mine(static_cast<size_t>(L * s));
+    std::vector<std::byte> mine(static_cast<size_t>(L) * bytes);
     for (int64_t r = 0; r < L; ++r) {
-      std::memcpy(mine.data() + r * s, replicaBuffer(r, shardId).data<float>(), bytes);
+      std::memcpy(mine.data() + static_cast<size_t>(r) * bytes, replicaBuffer(r, shardId).raw(),
+                  bytes);
     }
-    std::vector<float> all(static_cast<size_t>(globalReplicas_ * s));
+    std::vector<std::byte> all(static_cast<size_t>(globalReplicas_) * bytes);
     comm::AllGatherOptions o;
     o.debugName = "shardedGather/" + shardId;
-    instances_->allGatherSync(floats(mine.data(), mine.size()), floats(all.data(), all.size()), o);
-    std::memcpy(whole, all.data(), static_cast<size_t>(plan.elements) * sizeof(float));
+    instances_->allGatherSync(view(mine), view(all), o);
+    std::memcpy(whole, all.data(), static_cast<size_t>(plan.elements) * element);
     return;
   }
   // Other domains: every group of the domain holds the same shards, so the first group's members
   // give the whole tensor; members on other instances arrive by a sum across the instances, to
-  // which each instance contributes zeros for the shards it does not hold.
-  std::vector<float> staging(static_cast<size_t>(plan.shardCount() * s), 0.0f);
+  // which each instance contributes zeros for the shards it does not hold (x + 0 is exact, FLOAT16
+  // included).
+  std::vector<std::byte> staging(static_cast<size_t>(plan.shardCount()) * bytes, std::byte{0});
   for (int64_t i = 0; i < plan.shardCount(); ++i) {
     const int64_t local = plan.domain.getReplicaAt(0, i) - replicaOffset_;
     if (local >= 0 && local < L) {
-      std::memcpy(staging.data() + i * s, replicaBuffer(local, shardId).data<float>(), bytes);
+      std::memcpy(staging.data() + static_cast<size_t>(i) * bytes,
+                  replicaBuffer(local, shardId).raw(), bytes);
     }
   }
   if (instances_) {
     comm::AllReduceOptions o;
     o.debugName = "shardedGather/" + shardId;
-    instances_->allReduceSync(floats(staging.data(), staging.size()), o);
+    instances_->allReduceSync(view(staging), o);
   }
-  std::memcpy(whole, staging.data(), static_cast<size_t>(plan.elements) * sizeof(float));
+  std::memcpy(whole, staging.data(), static_cast<size_t>(plan.elements) * element);
 }
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {

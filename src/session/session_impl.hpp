@@ -143,7 +143,8 @@ class SessionImpl {
       const std::function<void(size_t item, int64_t local, double* out)>& partial);
   // The whole n elements of a sharded tensor (a weight shard or optimizer state) from the shards
   // of the domain's first group, on every instance.
-  void gatherShards(const ShardPlan& plan, const TensorId& shardId, float* whole);
+  // `whole` has the shard's element type (FLOAT or FLOAT16).
+  void gatherShards(const ShardPlan& plan, const TensorId& shardId, void* whole);
   // Training: the model's initializers that hold optimizer state under PopART's names (Accl___W,
   // Accum___W of a weight W, unused by any op) leave the graph; prepareDevice starts the state from
   // them.

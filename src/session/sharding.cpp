@@ -1,6 +1,7 @@
 #include "session/sharding.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "common/check.hpp"
@@ -95,17 +96,24 @@ std::map<TensorId, ShardPlan> planSharding(const SessionOptions& options, const 
   return plans;
 }
 
-void copyShardOut(const float* whole, int64_t n, int64_t s, int64_t index, float* shard) {
+void copyShardOut(const void* whole, int64_t n, int64_t s, int64_t index, void* shard,
+                  size_t elementSize) {
   const int64_t begin = std::min(n, index * s);
-  const int64_t valid = std::min(n, begin + s) - begin;
-  if (valid > 0) std::memcpy(shard, whole + begin, static_cast<size_t>(valid) * sizeof(float));
-  std::fill(shard + std::max<int64_t>(valid, 0), shard + s, 0.0f);
+  const int64_t valid = std::max<int64_t>(std::min(n, begin + s) - begin, 0);
+  const auto* from =
+      static_cast<const std::byte*>(whole) + begin * static_cast<int64_t>(elementSize);
+  auto* to = static_cast<std::byte*>(shard);
+  if (valid > 0) std::memcpy(to, from, static_cast<size_t>(valid) * elementSize);
+  std::memset(to + valid * static_cast<int64_t>(elementSize), 0,
+              static_cast<size_t>(s - valid) * elementSize);
 }
 
-void copyShardIn(const float* shard, int64_t n, int64_t s, int64_t index, float* whole) {
+void copyShardIn(const void* shard, int64_t n, int64_t s, int64_t index, void* whole,
+                 size_t elementSize) {
   const int64_t begin = std::min(n, index * s);
   const int64_t valid = std::min(n, begin + s) - begin;
-  if (valid > 0) std::memcpy(whole + begin, shard, static_cast<size_t>(valid) * sizeof(float));
+  auto* to = static_cast<std::byte*>(whole) + begin * static_cast<int64_t>(elementSize);
+  if (valid > 0) std::memcpy(to, shard, static_cast<size_t>(valid) * elementSize);
 }
 
 }  // namespace xtrain::session

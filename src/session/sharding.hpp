@@ -43,9 +43,12 @@ std::map<TensorId, ShardPlan> planSharding(const SessionOptions& options, const 
                                            const std::map<TensorId, VariableSettings>& settings,
                                            int64_t globalReplicas);
 
-// Copies shard `index` of a whole n-element tensor into `shard` (s elements, zero-padded).
-void copyShardOut(const float* whole, int64_t n, int64_t s, int64_t index, float* shard);
+// Copies shard `index` of a whole n-element tensor into `shard` (s elements, zero-padded); elements
+// of `elementSize` bytes (FLOAT weights and state, FLOAT16 ones).
+void copyShardOut(const void* whole, int64_t n, int64_t s, int64_t index, void* shard,
+                  size_t elementSize = sizeof(float));
 // Copies the valid part of shard `index` back into a whole n-element tensor.
-void copyShardIn(const float* shard, int64_t n, int64_t s, int64_t index, float* whole);
+void copyShardIn(const void* shard, int64_t n, int64_t s, int64_t index, void* whole,
+                 size_t elementSize = sizeof(float));
 
 }  // namespace xtrain::session

@@ -67,9 +67,11 @@ void SessionImpl::clipGradients() {
       }
     }
   }
+  // Unscaled (times gradScale^2) before they travel as FLOAT: a large loss scale must not overflow.
   const std::vector<double> shardSums =
       sumOverShards(plans, 1, [&](size_t k, int64_t local, double* out) {
-        *out = sumOfSquares(replicaBuffer(local, sharded[k]->gradShard));
+        const double gs = gradScale(*sharded[k]);
+        *out = gs * gs * sumOfSquares(replicaBuffer(local, sharded[k]->gradShard));
       });
   size_t next = 0;
   for (const auto& group : clipGroups_) {
@@ -78,7 +80,7 @@ void SessionImpl::clipGradients() {
     for (const ir::WeightUpdate* u : group.updates) {
       const double gs2 = gradScale(*u) * gradScale(*u);
       if (u->shardElements > 0) {
-        for (double& s : sumSq) s += gs2 * shardSums[next];
+        for (double& s : sumSq) s += shardSums[next];  // already unscaled
         ++next;
       } else if (grouped_.count(u->weight)) {
         for (int64_t r = 0; r < L; ++r) {

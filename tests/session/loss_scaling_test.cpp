@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <numeric>
+#include <random>
 
 #include "testing/error_testing.hpp"
 #include "testing/reference_data.hpp"
@@ -91,7 +92,12 @@ std::vector<float> read(TrainingSession& s, const std::vector<TensorId>& ids) {
   s.weightsToHost();
   std::vector<float> all;
   for (const auto& id : ids) {
-    const TensorInfo info = s.getInfo(id);
+    // Optimizer state (X___W) is seen whole on the host, even when sharded: W's shape, its own
+    // type.
+    const auto sep = id.find("___");
+    const bool perElement = sep != std::string::npos && id.rfind("Step___", 0) != 0;
+    const TensorInfo info(s.getInfo(id).dataType(),
+                          s.getInfo(perElement ? id.substr(sep + 3) : id).shape());
     HostTensor t(info);
     WeightsIO io;
     io.insert(id, {t.raw(), info});
@@ -174,6 +180,30 @@ TEST(AutomaticLossScaling, TheScaleGrowsAfterARunOfFiniteSteps) {
   EXPECT_EQ(fixed->getLossScaling(), 8.0f);
 }
 
+// A new optimizer (a learning-rate schedule) keeps the session's scale and its run of finite steps,
+// unless it gives another lossScaling value.
+TEST(AutomaticLossScaling, UpdateOptimizerFromHostKeepsTheScale) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  const Model m = linearModel(ref, 8, DataType::FLOAT);
+  SessionOptions o;
+  o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.growthInterval = 2;
+  auto opt = [](float lr, float ls) {
+    return Adam({{"defaultLearningRate", {lr, false}}, {"lossScaling", {ls, false}}},
+                AdamMode::Adam, WeightDecayMode::Decay);
+  };
+  auto s = makeSession(m, opt(0.02f, 8.0f), o);
+  for (int k = 1; k <= 4; ++k) {
+    const Adam next = opt(0.02f / static_cast<float>(k), 8.0f);
+    s->updateOptimizerFromHost(&next);
+    stepFloat(*s, m, ref, k);
+  }
+  EXPECT_EQ(s->getLossScaling(), 32.0f);  // grew after steps 2 and 4, whatever the learning rate
+  const Adam restart = opt(0.01f, 4.0f);
+  s->updateOptimizerFromHost(&restart);
+  EXPECT_EQ(s->getLossScaling(), 4.0f);
+}
+
 TEST(AutomaticLossScaling, BadSettingsAreRefused) {
   const ReferenceData ref = loadReferenceData(kReference);
   const Model m = linearModel(ref, 8, DataType::FLOAT);
@@ -181,6 +211,10 @@ TEST(AutomaticLossScaling, BadSettingsAreRefused) {
   o.automaticLossScalingSettings.enabled = true;
   const Adam constant({{"lossScaling", {128.0f, true}}}, AdamMode::Adam);
   EXPECT_CONTAINS(errorOf([&] { makeSession(m, constant, o); }), "lossScaling (128) is constant");
+  // A FLOAT16 loss cannot hold a scale above 65504.
+  const Model half = linearModel(ref, 8, DataType::FLOAT16);
+  EXPECT_CONTAINS(errorOf([&] { makeSession(half, adamWithScaling(65536.0f), SessionOptions()); }),
+                  "largest value is 65504");
   o.automaticLossScalingSettings.backoffFactor = 2.0f;
   EXPECT_CONTAINS(errorOf([&] { makeSession(m, adamWithScaling(8.0f), o); }), "backoffFactor 2");
 }
@@ -270,8 +304,113 @@ TEST(Float16, ALinearModelTrainsLikeTheFloat32Reference) {
   }
 }
 
-// Gradient accumulation into FLOAT16 and into FLOAT accumulators (af 2, micro-batches of 4) tracks the
-// FLOAT32 reference of batches of 8.
+// FLOAT16 weights with FLOAT16 or FLOAT state, sharded over 4 replicas, train exactly as unsharded
+// ones (round-to-nearest: the same arithmetic per element; Lamb's norms summed over shards agree
+// closely).
+TEST(Float16, ShardedWeightsAndStateTrainLikeWholeOnes) {
+  const ReferenceData ref = loadReferenceData(kReference);
+  const Model m = linearModel(ref, 2, DataType::FLOAT16);
+  for (AdamMode mode : {AdamMode::Adam, AdamMode::Lamb}) {
+    for (DataType state : {DataType::FLOAT, DataType::FLOAT16}) {
+      const Adam adam({{"defaultLearningRate", {0.02f, true}}, {"defaultEps", {1e-3f, true}}}, mode,
+                      WeightDecayMode::Decay, DataType::FLOAT, state, state);
+      std::vector<std::vector<float>> results;
+      for (bool sharded : {false, true}) {
+        SessionOptions o = replicated(4);
+        for (auto* settings :
+             {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings}) {
+          settings->location.replicatedTensorSharding =
+              sharded ? ReplicatedTensorSharding::On : ReplicatedTensorSharding::Off;
+          settings->minElementsForReplicatedTensorSharding = 1;
+        }
+        auto s = makeSession(m, adam, o);
+        for (int k = 1; k <= 6; ++k) {
+          std::vector<uint16_t> x, y;
+          for (float v : ref.at("x/step" + std::to_string(k)).span<float>())
+            x.push_back(floatToHalf(v));
+          for (float v : ref.at("y/step" + std::to_string(k)).span<float>())
+            y.push_back(floatToHalf(v));
+          NDArrayWrapper<uint16_t> xa(x.data(), {4, 2, 4});
+          NDArrayWrapper<uint16_t> ya(y.data(), {4, 2, 3});
+          StepIO io({{m.x, xa}, {m.y, ya}}, {});
+          s->run(io);
+        }
+        results.push_back(read(*s, {"W", "b", "Accl1___W", "Accl2___b"}));
+      }
+      const std::string what = std::string(toString(mode)) + " state " + dataTypeName(state);
+      if (mode == AdamMode::Adam) {
+        EXPECT_EQ(results[0], results[1]) << what;
+      } else {
+        ASSERT_EQ(results[0].size(), results[1].size());
+        for (size_t i = 0; i < results[0].size(); ++i) {
+          EXPECT_NEAR(results[0][i], results[1][i], 2e-3 * (1 + std::fabs(results[0][i]))) << what;
+        }
+      }
+    }
+  }
+}
+
+// A FLOAT16 MLP (MatMul, Add, Relu, Sigmoid, softmax cross-entropy) trains end to end: its loss
+// falls.
+TEST(Float16, AnMlpTrainsEndToEnd) {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  const int64_t batch = 16, in = 8, hidden = 16, out = 4;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  auto weight = [&](Shape shape, float scale) {
+    std::vector<uint16_t> v(static_cast<size_t>(shapeNelms(shape)));
+    for (auto& e : v) e = floatToHalf(normal(rng) * scale);
+    return ConstVoidData::fromVector<uint16_t>(shape, v);
+  };
+  auto x = b->addInputTensor(TensorInfo(DataType::FLOAT16, {batch, in}), "x");
+  auto labels = b->addInputTensor(TensorInfo(DataType::INT32, {batch}), "labels");
+  auto w1 = b->addInitializedInputTensor(weight({in, hidden}, 0.3f), "W1");
+  auto b1 = b->addInitializedInputTensor(weight({hidden}, 0.0f), "b1");
+  auto w2 = b->addInitializedInputTensor(weight({hidden, out}, 0.3f), "W2");
+  auto h = onnx.sigmoid({onnx.relu({onnx.add({onnx.matmul({x, w1}), b1})})});
+  auto logits = onnx.matmul({h, w2});
+  auto loss = onnx.softmaxcrossentropyloss({logits, labels}, 1, std::nullopt, "mean")[0];
+  b->addOutputTensor(loss);
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
+  SessionOptions o;
+  o.automaticLossScalingSettings.enabled = true;
+  const Adam adam({{"defaultLearningRate", {0.01f, true}}, {"lossScaling", {1024.0f, false}}},
+                  AdamMode::Adam, WeightDecayMode::Decay);
+  auto s = TrainingSession::createFromOnnxModel(b->getModelProto(),
+                                                DataFlow(1, {{loss, AnchorReturnType("ALL")}}),
+                                                loss, adam, device, {}, o);
+  s->prepareDevice();
+  s->weightsFromHost();
+  // A fixed batch whose label is the argmax of the first 4 inputs: learnable.
+  std::vector<uint16_t> xs;
+  std::vector<int32_t> ys;
+  for (int64_t i = 0; i < batch; ++i) {
+    int32_t best = 0;
+    std::vector<float> row(in);
+    for (auto& v : row) v = normal(rng);
+    for (int32_t k = 1; k < out; ++k) best = row[k] > row[best] ? k : best;
+    for (float v : row) xs.push_back(floatToHalf(v));
+    ys.push_back(best);
+  }
+  std::vector<float> losses;
+  for (int k = 0; k < 40; ++k) {
+    uint16_t l = 0;
+    NDArrayWrapper<uint16_t> xa(xs.data(), {batch, in});
+    NDArrayWrapper<int32_t> ya(ys.data(), {batch});
+    NDArrayWrapper<uint16_t> la(&l, Shape{});
+    StepIO io({{x, xa}, {labels, ya}}, {{loss, la}});
+    s->run(io);
+    losses.push_back(halfToFloat(l));
+  }
+  EXPECT_TRUE(std::isfinite(losses.back()));
+  EXPECT_LT(losses.back(), 0.75f * losses.front())
+      << "first " << losses.front() << ", last " << losses.back();
+  EXPECT_EQ(s->getSkippedSteps(), 0);
+}
+
+// Gradient accumulation into FLOAT16 and into FLOAT accumulators (af 2, micro-batches of 4) tracks
+// the FLOAT32 reference of batches of 8.
 TEST(Float16, AccumulatorsOfEitherTypeTrackTheReference) {
   const ReferenceData ref = loadReferenceData(kReference);
   const Model m = linearModel(ref, 4, DataType::FLOAT16);
@@ -289,8 +428,10 @@ TEST(Float16, AccumulatorsOfEitherTypeTrackTheReference) {
     EXPECT_EQ(s->getInfo("Accum___W").dataType(), accum);
     for (int k = 1; k <= 10; ++k) {
       std::vector<uint16_t> x, y;
-      for (float v : ref.at("x/step" + std::to_string(k)).span<float>()) x.push_back(floatToHalf(v));
-      for (float v : ref.at("y/step" + std::to_string(k)).span<float>()) y.push_back(floatToHalf(v));
+      for (float v : ref.at("x/step" + std::to_string(k)).span<float>())
+        x.push_back(floatToHalf(v));
+      for (float v : ref.at("y/step" + std::to_string(k)).span<float>())
+        y.push_back(floatToHalf(v));
       NDArrayWrapper<uint16_t> xa(x.data(), {2, 4, 4});
       NDArrayWrapper<uint16_t> ya(y.data(), {2, 4, 3});
       StepIO io({{m.x, xa}, {m.y, ya}}, {});

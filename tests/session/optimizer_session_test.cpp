@@ -100,6 +100,19 @@ TEST_F(OptimizerCheckpoint, AnotherOptimizerIsRefused) {
   EXPECT_CONTAINS(errorOf([&] { sgd->loadCheckpoint(path("adam")); }), "velocity");
 }
 
+// The same slots under another mode mean something else: a Lamb checkpoint does not load into
+// AdaMax.
+TEST_F(OptimizerCheckpoint, AnotherModeIsRefused) {
+  const MlpModel m = buildMlpModel();
+  auto lambSession = makeMlpSession(m, layout(1), lamb());
+  trainMlpSteps(*lambSession, m, 1, 0, 1, 0, 1);
+  lambSession->saveCheckpoint(path("lamb"));
+  auto adamax = makeMlpSession(m, layout(1),
+                               Adam({{"defaultLearningRate", {0.01f, false}}}, AdamMode::AdaMax));
+  expectMentions(errorOf([&] { adamax->loadCheckpoint(path("lamb")); }),
+                 {"Adam(Lamb, Decay)", "Adam(AdaMax, Decay)"});
+}
+
 // Changing the learning rate between runs equals building the session with the new value: 3 steps
 // at lr 0.01, then 3 at 0.004 by updateOptimizerFromHost, against 3 steps, a checkpoint, and a
 // session built with 0.004 that loads it.
@@ -159,6 +172,11 @@ TEST(OptimizerValues, BadValuesAreRefused) {
                  }),
                  {"beta1", "1.5"});
   EXPECT_CONTAINS(errorOf([] { Adam(M{{"defaultEps", {0.0f, true}}}, AdamMode::Adam); }), "eps");
+  expectMentions(errorOf([] {
+                   Adam(M{{"defaultBeta1", {1.0f, true}}}, AdamMode::AdaMax);
+                 }),
+                 {"beta1 1", "AdaMax", "divides by zero"});
+  Adam(M{{"defaultBeta1", {1.0f, true}}, {"defaultBeta2", {1.0f, true}}}, AdamMode::AdamNoBias);
   EXPECT_CONTAINS(errorOf([] {
                     Adam(M{{"defaultLearningRate", {-1.0f, true}}}, AdamMode::Adam);
                   }),

@@ -366,8 +366,14 @@ int train(const TrainOptions& o, std::ostream& out) {
     session->run(stepio, "step" + std::to_string(step));
     OwnedArray& lossArray = *anchorArrays.at(loss);
     double sum = 0;
-    const float* lv = lossArray.dataAs<float>();
-    for (size_t i = 0; i < lossArray.nelms(); ++i) sum += lv[i];
+    // The loss is FLOAT, or FLOAT16 for a FLOAT16 model.
+    if (lossArray.dataType() == DataType::FLOAT16) {
+      const auto* lv = static_cast<const uint16_t*>(lossArray.data());
+      for (size_t i = 0; i < lossArray.nelms(); ++i) sum += halfToFloat(lv[i]);
+    } else {
+      const float* lv = lossArray.dataAs<float>();
+      for (size_t i = 0; i < lossArray.nelms(); ++i) sum += lv[i];
+    }
     const double meanLoss = sum / static_cast<double>(lossArray.nelms());
     if (!std::isfinite(meanLoss)) {
       throw runtime_error("the loss became {} at step {} (try a smaller --lr)", meanLoss, step + 1);

@@ -22,6 +22,15 @@ AdamKind adamKind(const KernelSpec& spec) {
   spec.fail("unknown Adam mode '{}'", m);
 }
 
+// FLOAT16 tensors make the factory refuse, so the kernel runs promoted (float16_promotion.cpp).
+void requireFloat(const KernelSpec& spec) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
+      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+    }
+  }
+}
+
 // Lamb's trust ratio from the sums of squares of the weight and of its update.
 float trustRatio(double sumW2, double sumU2, float maxWeightNorm) {
   if (sumW2 == 0.0 || sumU2 == 0.0 || maxWeightNorm == 0.0f) return 1.0f;
@@ -93,7 +102,8 @@ XT_REGISTER_KERNEL(
       });
     });
 
-XT_REGISTER_KERNEL("ai.xtrain", "LambApply", [](const KernelSpec&) -> std::unique_ptr<Kernel> {
+XT_REGISTER_KERNEL("ai.xtrain", "LambApply", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFloat(spec);  // FLOAT16 weights run promoted
   return makeKernel([](const KernelIO& io) {
     float* w = io.in(0).data<float>();
     const float* u = io.in(1).data<float>();

@@ -92,8 +92,10 @@ XT_REGISTER_OP([] {
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& scores = ctx.input(0);
     const TensorInfo& labels = ctx.input(1);
-    if (scores.dataType() != DataType::FLOAT || scores.rank() < 2) {
-      ctx.fail("scores is {}; expected FLOAT [N, C] or [N, C, D1, ..., Dk]", scores.toString());
+    if ((scores.dataType() != DataType::FLOAT && scores.dataType() != DataType::FLOAT16) ||
+        scores.rank() < 2) {
+      ctx.fail("scores is {}; expected FLOAT or FLOAT16 [N, C] or [N, C, D1, ..., Dk]",
+               scores.toString());
     }
     if (scores.dim(1) == 0) ctx.fail("scores {} has no classes", scores.toString());
     if (labels.dataType() != DataType::INT32 && labels.dataType() != DataType::INT64) {
@@ -109,9 +111,9 @@ XT_REGISTER_OP([] {
     }
     if (ctx.hasInput(2)) {
       const TensorInfo& w = ctx.input(2);
-      if (w.dataType() != DataType::FLOAT || w.shape() != Shape{scores.dim(1)}) {
-        ctx.fail("weights is {}; expected FLOAT[{}] (one per class of scores {})", w.toString(),
-                 scores.dim(1), scores.toString());
+      if (w.dataType() != scores.dataType() || w.shape() != Shape{scores.dim(1)}) {
+        ctx.fail("weights is {}; expected {}[{}] (one per class of scores {})", w.toString(),
+                 dataTypeName(scores.dataType()), scores.dim(1), scores.toString());
       }
     }
     const bool none = ctx.attrs().getString("reduction") == "none";
@@ -176,8 +178,10 @@ XT_REGISTER_OP([] {
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& probs = ctx.input(0);
     const TensorInfo& label = ctx.input(1);
-    if (probs.dataType() != DataType::FLOAT || probs.rank() < 1) {
-      ctx.fail("probs is {}; expected FLOAT [..., C] with the classes last", probs.toString());
+    if ((probs.dataType() != DataType::FLOAT && probs.dataType() != DataType::FLOAT16) ||
+        probs.rank() < 1) {
+      ctx.fail("probs is {}; expected FLOAT or FLOAT16 [..., C] with the classes last",
+               probs.toString());
     }
     if (probs.dim(-1) == 0) ctx.fail("probs {} has no classes", probs.toString());
     if (!isLabelType(label.dataType())) {

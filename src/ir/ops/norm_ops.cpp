@@ -187,9 +187,9 @@ XT_REGISTER_OP([] {
     const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
     for (size_t i = 1; i < 5; ++i) {
       const TensorInfo& t = ctx.input(i);
-      if (t.dataType() != DataType::FLOAT || t.shape() != Shape{c}) {
-        ctx.fail("{} is {}; expected FLOAT[{}] (one value per channel of X {})", names[i],
-                 t.toString(), c, x.toString());
+      if (t.dataType() != x.dataType() || t.shape() != Shape{c}) {
+        ctx.fail("{} is {}; expected {}[{}] (one value per channel of X {})", names[i],
+                 dataTypeName(x.dataType()), t.toString(), c, x.toString());
       }
     }
     const bool training = batchNormTraining(op);

@@ -79,6 +79,16 @@ void Adam::validate() const {
       const float b = v.at(beta).val();
       if (!(b >= 0 && b <= 1)) throw error("Adam: {} {} for {} must be in [0, 1]", beta, b, where);
     }
+    // Bias correction divides by 1 - beta^t.
+    const bool correctsM =
+        mode_ == AdamMode::Adam || mode_ == AdamMode::Lamb || mode_ == AdamMode::AdaMax;
+    const bool correctsV = mode_ == AdamMode::Adam || mode_ == AdamMode::Lamb;
+    for (auto [beta, corrected] : {std::pair{"beta1", correctsM}, std::pair{"beta2", correctsV}}) {
+      if (corrected && v.at(beta).val() == 1.0f) {
+        throw error("Adam: {} 1 for {} divides by zero in mode {}'s bias correction (1 - {}^t)",
+                    beta, where, toString(mode_), beta);
+      }
+    }
     if (!(v.at("eps").val() > 0)) {
       throw error("Adam: eps {} for {} must be > 0", v.at("eps").val(), where);
     }

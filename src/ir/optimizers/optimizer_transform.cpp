@@ -75,7 +75,6 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
       throw error("weight '{}' is {}; optimizers update FLOAT and FLOAT16 weights", weight,
                   info.toString());
     }
-    const bool sharded = options.shardElements.count(weight) != 0;
     auto typeOf = [&](DataType t) { return t == DataType::UNDEFINED ? info.dataType() : t; };
     WeightUpdate u;
     u.weight = weight;
@@ -99,6 +98,7 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
       acc.inputs = {u.accumulator, grad, result.accumulationIndex};
       acc.numOutputs = 0;
       acc.attrs.set("mode", std::string(running ? "running" : "sum"));
+      acc.attrs.set("stochasticRounding", int64_t{options.stochasticRounding ? 1 : 0});
       acc.phase = Phase::Accumulate;
       acc.name = "accumulate/" + weight;
       graph.addOp(std::move(acc));
@@ -116,17 +116,6 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
       cast.opset = 13;
       graph.addOp(std::move(cast));
     }
-    if (sharded) {
-      bool half = info.dataType() == DataType::FLOAT16;
-      for (const auto& slot : rule.slots) half = half || typeOf(slot.type) == DataType::FLOAT16;
-      if (half) {
-        throw error(
-            "weight '{}': replicated tensor sharding of FLOAT16 weights or FLOAT16 optimizer state "
-            "is "
-            "not supported yet",
-            weight);
-      }
-    }
     const auto hv = hyperValues(optimizer, weight, options, optimizer.getLossScalingVal());
     const char* hyperPrefix = optimizer.type() == OptimizerType::SGD    ? "SgdHyper"
                               : optimizer.type() == OptimizerType::Adam ? "AdamHyper"
@@ -141,9 +130,11 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
     if (auto shard = options.shardElements.find(weight); shard != options.shardElements.end()) {
       // The update runs on this replica's shard; the shards are scratch the session fills.
       u.shardElements = shard->second;
-      stateInfo = TensorInfo(DataType::FLOAT, {u.shardElements});
+      stateInfo = TensorInfo(info.dataType(), {u.shardElements});
       u.weightShard = addState(graph, "ShardW", weight, stateInfo, TensorKind::Activation);
-      u.gradShard = addState(graph, "ShardG", weight, stateInfo, TensorKind::Activation);
+      u.gradShard =
+          addState(graph, "ShardG", weight, TensorInfo(DataType::FLOAT, {u.shardElements}),
+                   TensorKind::Activation);
       updatedWeight = u.weightShard;
       updateGrad = u.gradShard;
     }
@@ -166,8 +157,9 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
     upd.numOutputs = 0;
     upd.attrs = rule.attrs;
     // A sharded update reads a shard of the accumulator: the session zeroes the accumulator itself.
-    upd.attrs.set("zeroGrad",
-                  int64_t{u.accumulator == u.reduced && accumulate && u.shardElements == 0 ? 1 : 0});
+    upd.attrs.set(
+        "zeroGrad",
+        int64_t{u.accumulator == u.reduced && accumulate && u.shardElements == 0 ? 1 : 0});
     upd.attrs.set("stochasticRounding", int64_t{options.stochasticRounding ? 1 : 0});
     upd.phase = Phase::Update;
     upd.name = "update/" + weight;

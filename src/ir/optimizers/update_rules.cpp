@@ -126,6 +126,16 @@ void checkRuleReplacement(const Optimizer& current, const Optimizer& next) {
       break;
     }
   }
+  const UpdateRule a = updateRuleOf(current);
+  const UpdateRule b = updateRuleOf(next);
+  bool sameTypes = a.accumType == b.accumType && a.slots.size() == b.slots.size();
+  for (size_t k = 0; sameTypes && k < a.slots.size(); ++k)
+    sameTypes = a.slots[k].type == b.slots[k].type;
+  if (!sameTypes) {
+    throw error(
+        "updateOptimizerFromHost: the accumulator and state types (accumType, accl1Type, ...) are "
+        "fixed when the session is built");
+  }
   if (current.getClipNormSettings() != next.getClipNormSettings()) {
     throw error("updateOptimizerFromHost: the clipping groups are fixed when the session is built");
   }
