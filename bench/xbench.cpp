@@ -10,6 +10,8 @@
 //   format (comm_bench.cpp) xbench checkpoint [--bytes 400M] [--tensors N]    time to save one
 //   checkpoint (checkpoint_bench.cpp) xbench checkpoint-stall [--mb 200]                what a save
 //   costs training (checkpoint_stall_bench.cpp)
+//   xbench optimizer [--optimizer NAME] [--elements N]   one optimizer update per element
+//   (optimizer_bench.cpp)
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +25,7 @@
 #include "checkpoint_stall_bench.hpp"
 #include "common/example_models.hpp"
 #include "device/kernels/sgemm.hpp"
+#include "optimizer_bench.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
 #include "xtrain/session.hpp"
@@ -159,7 +162,7 @@ int main(int argc, char** argv) {
           "usage: xbench mlp [--steps N] [--warmup N] [--batch B]\n       xbench matmul "
           "[--size N] [--reps R]\n       ") +
       xbench::commUsage() + "\n       " + xbench::checkpointUsage() + "\n       " +
-      xbench::checkpointStallUsage() + "\n";
+      xbench::checkpointStallUsage() + "\n       " + xbench::optimizerUsage() + "\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
     return args.empty() ? 2 : 0;
@@ -170,6 +173,7 @@ int main(int argc, char** argv) {
     if (args[0] == "comm") return xbench::benchComm(args);
     if (args[0] == "checkpoint") return xbench::benchCheckpoint(args);
     if (args[0] == "checkpoint-stall") return xbench::benchCheckpointStall(args);
+    if (args[0] == "optimizer") return xbench::benchOptimizer(args);
     std::cerr << "xbench: unknown benchmark '" << args[0] << "'\n" << usage;
     return 2;
   } catch (const std::exception& e) {

@@ -31,6 +31,58 @@ void requireFloat(const KernelSpec& spec) {
   }
 }
 
+struct AdamConstants {
+  float gs, l2wd, b1, oneMinusB1, b2, oneMinusB2, mScale, vScale, eps, decay, lr;
+};
+
+// The moments and the update of n elements (the rule in include/xtrain/optimizer.hpp). Lamb keeps u
+// in g (the weight moves once the norms over the whole tensor are known) and sums the squares of w
+// and u.
+template <bool AdaMax, bool Lamb>
+void adamElements(int64_t n, float* w, float* g, float* m, float* v, const AdamConstants& c,
+                  double& sumW2, double& sumU2) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] * c.gs + c.l2wd * w[i];
+    m[i] = c.b1 * m[i] + c.oneMinusB1 * gi;
+    if constexpr (AdaMax) {
+      v[i] = std::max(c.b2 * v[i], std::fabs(gi));
+    } else {
+      v[i] = c.b2 * v[i] + c.oneMinusB2 * gi * gi;
+    }
+    const float mh = m[i] * c.mScale;
+    const float vh = v[i] * c.vScale;
+    float u = 0;
+    if constexpr (AdaMax) {
+      u = mh / (vh + c.eps);
+    } else {
+      u = mh / (std::sqrt(vh) + c.eps);
+    }
+    u += c.decay * w[i];
+    if constexpr (Lamb) {
+      g[i] = u;
+    } else {
+      w[i] -= c.lr * u;
+    }
+  }
+  if constexpr (Lamb) {
+    // Four partial sums break the chain of dependent additions (the loop above stays vectorized).
+    double w2[4] = {0, 0, 0, 0}, u2[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      for (int k = 0; k < 4; ++k) {
+        w2[k] += static_cast<double>(w[i + k]) * w[i + k];
+        u2[k] += static_cast<double>(g[i + k]) * g[i + k];
+      }
+    }
+    for (; i < n; ++i) {
+      w2[0] += static_cast<double>(w[i]) * w[i];
+      u2[0] += static_cast<double>(g[i]) * g[i];
+    }
+    sumW2 = (w2[0] + w2[1]) + (w2[2] + w2[3]);
+    sumU2 = (u2[0] + u2[1]) + (u2[2] + u2[3]);
+  }
+}
+
 // Lamb's trust ratio from the sums of squares of the weight and of its update.
 float trustRatio(double sumW2, double sumU2, float maxWeightNorm) {
   if (sumW2 == 0.0 || sumU2 == 0.0 || maxWeightNorm == 0.0f) return 1.0f;
@@ -72,21 +124,15 @@ XT_REGISTER_KERNEL(
         const float l2wd = l2 ? wd : 0.0f;   // L2Regularization: added to the gradient
         const int64_t n = io.in(0).nelms();
         double sumW2 = 0.0, sumU2 = 0.0;
-        for (int64_t i = 0; i < n; ++i) {
-          const float gi = g[i] * gs + l2wd * w[i];
-          m[i] = b1 * m[i] + oneMinusB1 * gi;
-          v[i] = adamax ? std::max(b2 * v[i], std::fabs(gi)) : b2 * v[i] + oneMinusB2 * gi * gi;
-          const float mh = m[i] * mScale;
-          const float vh = v[i] * vScale;
-          const float u = (adamax ? mh / (vh + eps) : mh / (std::sqrt(vh) + eps)) + decay * w[i];
-          if (lamb) {
-            // The weight moves only once the norms over the whole tensor are known: keep u in g.
-            sumW2 += static_cast<double>(w[i]) * w[i];
-            sumU2 += static_cast<double>(u) * u;
-            g[i] = u;
-          } else {
-            w[i] -= lr * u;
-          }
+        // One loop per (AdaMax, Lamb) pair, so that each is a straight, vectorizable loop.
+        const AdamConstants c{gs,     l2wd,   b1,  oneMinusB1, b2, oneMinusB2,
+                              mScale, vScale, eps, decay,      lr};
+        if (adamax) {
+          lamb ? adamElements<true, true>(n, w, g, m, v, c, sumW2, sumU2)
+               : adamElements<true, false>(n, w, g, m, v, c, sumW2, sumU2);
+        } else {
+          lamb ? adamElements<false, true>(n, w, g, m, v, c, sumW2, sumU2)
+               : adamElements<false, false>(n, w, g, m, v, c, sumW2, sumU2);
         }
         if (lamb && deferApply) {
           float* norms = io.in(6).data<float>();

@@ -2,6 +2,7 @@
 // src/ir/optimizers/optimizer_ops.cpp; the rule in include/xtrain/optimizer.hpp). Arithmetic in
 // float32 like PopART's.
 #include <cmath>
+#include <type_traits>
 
 #include "device/kernel.hpp"
 
@@ -17,6 +18,40 @@ AdaptiveKind adaptiveKind(const KernelSpec& spec) {
   if (m == "CenteredRMSProp") return AdaptiveKind::CenteredRMSProp;
   if (m == "AdaDelta") return AdaptiveKind::AdaDelta;
   spec.fail("unknown Adaptive mode '{}'", m);
+}
+
+struct AdaptiveConstants {
+  float gs, l2wd, a, oneMinusA, mm, eps, decay, lr;
+};
+
+// The accumulators and the update of n elements (the rule in include/xtrain/optimizer.hpp).
+template <AdaptiveKind Kind, bool Momentum>
+void adaptiveElements(int64_t n, float* w, const float* g, float* v1, float* v2, float* v3,
+                      const AdaptiveConstants& c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] * c.gs + c.l2wd * w[i];
+    float x = 0.0f;
+    if constexpr (Kind == AdaptiveKind::AdaGrad) {
+      v1[i] += gi * gi;
+      x = gi / (std::sqrt(v1[i]) + c.eps);
+    } else if constexpr (Kind == AdaptiveKind::RMSProp) {
+      v1[i] = c.a * v1[i] + c.oneMinusA * gi * gi;
+      x = gi / (std::sqrt(v1[i]) + c.eps);
+    } else if constexpr (Kind == AdaptiveKind::CenteredRMSProp) {
+      v1[i] = c.a * v1[i] + c.oneMinusA * gi * gi;
+      v2[i] = c.a * v2[i] + c.oneMinusA * gi;
+      x = gi / (std::sqrt(v1[i] - v2[i] * v2[i]) + c.eps);
+    } else {
+      v1[i] = c.a * v1[i] + c.oneMinusA * gi * gi;
+      x = gi * std::sqrt(v2[i] + c.eps) / std::sqrt(v1[i] + c.eps);
+      v2[i] = c.a * v2[i] + c.oneMinusA * x * x;
+    }
+    if constexpr (Momentum) {
+      v3[i] = c.mm * v3[i] + x;
+      x = v3[i];
+    }
+    w[i] -= c.lr * (x + c.decay * w[i]);
+  }
 }
 
 XT_REGISTER_KERNEL(
@@ -44,34 +79,19 @@ XT_REGISTER_KERNEL(
         const float decay = l2 ? 0.0f : wd;
         const float l2wd = l2 ? wd : 0.0f;
         const int64_t n = io.in(0).nelms();
-        for (int64_t i = 0; i < n; ++i) {
-          const float gi = g[i] * gs + l2wd * w[i];
-          float x = 0.0f;
-          switch (kind) {
-            case AdaptiveKind::AdaGrad:
-              v1[i] += gi * gi;
-              x = gi / (std::sqrt(v1[i]) + eps);
-              break;
-            case AdaptiveKind::RMSProp:
-              v1[i] = a * v1[i] + oneMinusA * gi * gi;
-              x = gi / (std::sqrt(v1[i]) + eps);
-              break;
-            case AdaptiveKind::CenteredRMSProp:
-              v1[i] = a * v1[i] + oneMinusA * gi * gi;
-              v2[i] = a * v2[i] + oneMinusA * gi;
-              x = gi / (std::sqrt(v1[i] - v2[i] * v2[i]) + eps);
-              break;
-            case AdaptiveKind::AdaDelta:
-              v1[i] = a * v1[i] + oneMinusA * gi * gi;
-              x = gi * std::sqrt(v2[i] + eps) / std::sqrt(v1[i] + eps);
-              v2[i] = a * v2[i] + oneMinusA * x * x;
-              break;
-          }
-          if (momentum) {
-            v3[i] = mm * v3[i] + x;
-            x = v3[i];
-          }
-          w[i] -= lr * (x + decay * w[i]);
+        const AdaptiveConstants c{gs, l2wd, a, oneMinusA, mm, eps, decay, lr};
+        // One loop per (mode, momentum) pair, so that each is a straight, vectorizable loop.
+        auto run = [&](auto mode) {
+          constexpr AdaptiveKind k = decltype(mode)::value;
+          momentum ? adaptiveElements<k, true>(n, w, g, v1, v2, v3, c)
+                   : adaptiveElements<k, false>(n, w, g, v1, v2, v3, c);
+        };
+        using K = AdaptiveKind;
+        switch (kind) {
+          case K::AdaGrad: run(std::integral_constant<K, K::AdaGrad>()); break;
+          case K::RMSProp: run(std::integral_constant<K, K::RMSProp>()); break;
+          case K::CenteredRMSProp: run(std::integral_constant<K, K::CenteredRMSProp>()); break;
+          case K::AdaDelta: run(std::integral_constant<K, K::AdaDelta>()); break;
         }
         if (zeroGrad) io.in(1).fillZero();
       });
