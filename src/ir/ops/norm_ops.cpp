@@ -189,7 +189,7 @@ XT_REGISTER_OP([] {
       const TensorInfo& t = ctx.input(i);
       if (t.dataType() != x.dataType() || t.shape() != Shape{c}) {
         ctx.fail("{} is {}; expected {}[{}] (one value per channel of X {})", names[i],
-                 dataTypeName(x.dataType()), t.toString(), c, x.toString());
+                 t.toString(), dataTypeName(x.dataType()), c, x.toString());
       }
     }
     const bool training = batchNormTraining(op);
