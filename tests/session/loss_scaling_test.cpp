@@ -409,6 +409,72 @@ TEST(Float16, AnMlpTrainsEndToEnd) {
   EXPECT_EQ(s->getSkippedSteps(), 0);
 }
 
+// A FLOAT16 CNN (Conv, BatchNormalization in training, Relu, MaxPool, AveragePool, Flatten, MatMul)
+// trains end to end on two replicas: every op and its gradient runs on FLOAT16 tensors.
+TEST(Float16, ACnnTrainsEndToEnd) {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset15();
+  const int64_t batch = 8, channels = 4, classes = 3;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  auto halfs = [&](Shape shape, float scale, float offset = 0.0f) {
+    std::vector<uint16_t> v(static_cast<size_t>(shapeNelms(shape)));
+    for (auto& e : v) e = floatToHalf(offset + normal(rng) * scale);
+    return ConstVoidData::fromVector<uint16_t>(shape, v);
+  };
+  auto x = b->addInputTensor(TensorInfo(DataType::FLOAT16, {batch, 1, 8, 8}), "x");
+  auto labels = b->addInputTensor(TensorInfo(DataType::INT32, {batch}), "labels");
+  auto wc = b->addInitializedInputTensor(halfs({channels, 1, 3, 3}, 0.3f), "Wc");
+  auto scale = b->addInitializedInputTensor(halfs({channels}, 0.0f, 1.0f), "scale");
+  auto bias = b->addInitializedInputTensor(halfs({channels}, 0.0f), "bias");
+  auto mean = b->addInitializedInputTensor(halfs({channels}, 0.0f), "mean");
+  auto var = b->addInitializedInputTensor(halfs({channels}, 0.0f, 1.0f), "var");
+  auto w = b->addInitializedInputTensor(halfs({channels * 2 * 2, classes}, 0.3f), "W");
+  auto c = onnx.conv({x, wc}, {1, 1}, 1, {3, 3}, {1, 1, 1, 1}, {1, 1});
+  auto bn = onnx.batchnormalization({c, scale, bias, mean, var}, 3)[0];
+  auto p = onnx.maxpool({onnx.relu({bn})}, 1, {2, 2}, 0, {}, {}, 0, {2, 2})[0];
+  auto q = onnx.averagepool({p}, {2, 2}, 0, 0, {}, {2, 2});
+  auto logits = onnx.matmul({onnx.flatten({q}, 1), w});
+  auto loss = onnx.softmaxcrossentropyloss({logits, labels}, 1, std::nullopt, "mean")[0];
+  b->addOutputTensor(loss);
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "2"}});
+  SessionOptions o = replicated(2);
+  o.automaticLossScalingSettings.enabled = true;
+  const Adam adam({{"defaultLearningRate", {0.02f, true}}, {"lossScaling", {256.0f, false}}},
+                  AdamMode::Adam, WeightDecayMode::Decay);
+  auto s = TrainingSession::createFromOnnxModel(b->getModelProto(),
+                                                DataFlow(1, {{loss, AnchorReturnType("ALL")}}),
+                                                loss, adam, device, {}, o);
+  s->prepareDevice();
+  s->weightsFromHost();
+  // Class k: a bright square in quadrant k of the image.
+  std::vector<uint16_t> xs;
+  std::vector<int32_t> ys;
+  for (int64_t i = 0; i < 2 * batch; ++i) {
+    const int32_t k = static_cast<int32_t>(i % classes);
+    ys.push_back(k);
+    for (int64_t r = 0; r < 8; ++r) {
+      for (int64_t col = 0; col < 8; ++col) {
+        const bool on = (r / 4) == (k / 2) && (col / 4) == (k % 2);
+        xs.push_back(floatToHalf((on ? 1.0f : 0.0f) + 0.1f * normal(rng)));
+      }
+    }
+  }
+  std::vector<float> losses;
+  for (int k = 0; k < 30; ++k) {
+    std::vector<uint16_t> l(2);
+    NDArrayWrapper<uint16_t> xa(xs.data(), {2, batch, 1, 8, 8});
+    NDArrayWrapper<int32_t> ya(ys.data(), {2, batch});
+    NDArrayWrapper<uint16_t> la(l.data(), {2});
+    StepIO io({{x, xa}, {labels, ya}}, {{loss, la}});
+    s->run(io);
+    losses.push_back(0.5f * (halfToFloat(l[0]) + halfToFloat(l[1])));
+  }
+  EXPECT_TRUE(std::isfinite(losses.back()));
+  EXPECT_LT(losses.back(), 0.75f * losses.front())
+      << "first " << losses.front() << ", last " << losses.back();
+}
+
 // Gradient accumulation into FLOAT16 and into FLOAT accumulators (af 2, micro-batches of 4) tracks
 // the FLOAT32 reference of batches of 8.
 TEST(Float16, AccumulatorsOfEitherTypeTrackTheReference) {

@@ -71,7 +71,7 @@ XT_REGISTER_OP([] {
     if (ctx.hasInput(2)) checkBroadcastsTo(ctx, 2, "B", norm);
     Shape stat = x.shape();
     std::fill(stat.begin() + axis, stat.end(), 1);
-    const TensorInfo statInfo(DataType::FLOAT, stat);
+    const TensorInfo statInfo(x.dataType(), stat);
     return std::vector<TensorInfo>{x, statInfo, statInfo};
   };
   d.grad = [](GradContext& g) {
@@ -126,7 +126,7 @@ XT_REGISTER_OP([] {
       }
     }
     if (ctx.hasInput(3) != ctx.hasInput(4)) ctx.fail("Mean and InvStdDev must be given together");
-    const TensorInfo norm(DataType::FLOAT, normalizedShape(x.shape(), axis));
+    const TensorInfo norm(x.dataType(), normalizedShape(x.shape(), axis));
     return std::vector<TensorInfo>{x, norm, norm};
   };
   return d;
@@ -211,7 +211,7 @@ XT_REGISTER_OP([] {
       ctx.fail("training mode needs a non-empty batch to compute statistics, X is {}",
                x.toString());
     }
-    const TensorInfo stat(DataType::FLOAT, {c});
+    const TensorInfo stat(x.dataType(), {c});
     return std::vector<TensorInfo>{x, stat, stat, stat, stat};
   };
   d.grad = [](GradContext& g) {
@@ -254,7 +254,7 @@ XT_REGISTER_OP([] {
       ctx.fail("dY {} and X {} must be equal and of rank >= 2", ctx.input(0).toString(),
                x.toString());
     }
-    const TensorInfo stat(DataType::FLOAT, {x.dim(1)});
+    const TensorInfo stat(x.dataType(), {x.dim(1)});
     for (size_t i = 2; i < 9; ++i) {
       if (ctx.hasInput(i) && ctx.input(i) != stat) {
         ctx.fail("input {} is {}; expected {}", i, ctx.input(i).toString(), stat.toString());
