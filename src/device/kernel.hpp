@@ -49,6 +49,14 @@ struct KernelSpec {
   [[noreturn]] void fail(std::string_view f, const Args&... args) const {
     throw error(description + ": " + xtrain::format(f, args...));
   }
+  // Fails unless every present input is FLOAT (a spec with FLOAT16 inputs then runs promoted).
+  void requireFloatInputs() const {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (hasInput(i) && inputs[i].dataType() != DataType::FLOAT) {
+        fail("input {} is {}; only FLOAT is supported", i, inputs[i].toString());
+      }
+    }
+  }
 };
 
 struct KernelIO {

@@ -13,6 +13,7 @@
 
 #include "testing/error_testing.hpp"
 #include "testing/reference_data.hpp"
+#include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/session.hpp"
 
@@ -89,22 +90,19 @@ void stepFloat(TrainingSession& s, const Model& m, const ReferenceData& ref, int
 }
 
 std::vector<float> read(TrainingSession& s, const std::vector<TensorId>& ids) {
-  s.weightsToHost();
-  std::vector<float> all;
-  for (const auto& id : ids) {
-    // Optimizer state (X___W) is seen whole on the host, even when sharded: W's shape, its own
-    // type.
-    const auto sep = id.find("___");
-    const bool perElement = sep != std::string::npos && id.rfind("Step___", 0) != 0;
-    const TensorInfo info(s.getInfo(id).dataType(),
-                          s.getInfo(perElement ? id.substr(sep + 3) : id).shape());
-    HostTensor t(info);
-    WeightsIO io;
-    io.insert(id, {t.raw(), info});
-    s.readWeights(io);
-    for (int64_t i = 0; i < t.nelms(); ++i) all.push_back(static_cast<float>(t.getAsDouble(i)));
-  }
-  return all;
+  return readTensors(s, ids);
+}
+
+// One step on the reference's batch k converted to FLOAT16, fed as x `xShape` and y `yShape`.
+void stepHalf(TrainingSession& s, const Model& m, const ReferenceData& ref, int k,
+              const Shape& xShape, const Shape& yShape) {
+  std::vector<uint16_t> x, y;
+  for (float v : ref.at("x/step" + std::to_string(k)).span<float>()) x.push_back(floatToHalf(v));
+  for (float v : ref.at("y/step" + std::to_string(k)).span<float>()) y.push_back(floatToHalf(v));
+  NDArrayWrapper<uint16_t> xa(x.data(), xShape);
+  NDArrayWrapper<uint16_t> ya(y.data(), yShape);
+  StepIO io({{m.x, xa}, {m.y, ya}}, {});
+  s.run(io);
 }
 
 Adam adamWithScaling(float lossScaling) {
@@ -284,15 +282,7 @@ TEST(Float16, ALinearModelTrainsLikeTheFloat32Reference) {
       auto s = makeSession(m, adam, replicated(replicas));
       EXPECT_EQ(s->getInfo("Accl1___W").dataType(), state);
       for (int k = 1; k <= 10; ++k) {
-        std::vector<uint16_t> x, y;
-        for (float v : ref.at("x/step" + std::to_string(k)).span<float>())
-          x.push_back(floatToHalf(v));
-        for (float v : ref.at("y/step" + std::to_string(k)).span<float>())
-          y.push_back(floatToHalf(v));
-        NDArrayWrapper<uint16_t> xa(x.data(), {replicas, 8 / replicas, 4});
-        NDArrayWrapper<uint16_t> ya(y.data(), {replicas, 8 / replicas, 3});
-        StepIO io({{m.x, xa}, {m.y, ya}}, {});
-        s->run(io);
+        stepHalf(*s, m, ref, k, {replicas, 8 / replicas, 4}, {replicas, 8 / replicas, 3});
       }
       const auto got = read(*s, {"W"});
       const HostTensor& want = ref.at("W/step10");
@@ -325,15 +315,7 @@ TEST(Float16, ShardedWeightsAndStateTrainLikeWholeOnes) {
         }
         auto s = makeSession(m, adam, o);
         for (int k = 1; k <= 6; ++k) {
-          std::vector<uint16_t> x, y;
-          for (float v : ref.at("x/step" + std::to_string(k)).span<float>())
-            x.push_back(floatToHalf(v));
-          for (float v : ref.at("y/step" + std::to_string(k)).span<float>())
-            y.push_back(floatToHalf(v));
-          NDArrayWrapper<uint16_t> xa(x.data(), {4, 2, 4});
-          NDArrayWrapper<uint16_t> ya(y.data(), {4, 2, 3});
-          StepIO io({{m.x, xa}, {m.y, ya}}, {});
-          s->run(io);
+          stepHalf(*s, m, ref, k, {4, 2, 4}, {4, 2, 3});
         }
         results.push_back(read(*s, {"W", "b", "Accl1___W", "Accl2___b"}));
       }
@@ -493,15 +475,7 @@ TEST(Float16, AccumulatorsOfEitherTypeTrackTheReference) {
     auto s = makeSession(m, adam, o);
     EXPECT_EQ(s->getInfo("Accum___W").dataType(), accum);
     for (int k = 1; k <= 10; ++k) {
-      std::vector<uint16_t> x, y;
-      for (float v : ref.at("x/step" + std::to_string(k)).span<float>())
-        x.push_back(floatToHalf(v));
-      for (float v : ref.at("y/step" + std::to_string(k)).span<float>())
-        y.push_back(floatToHalf(v));
-      NDArrayWrapper<uint16_t> xa(x.data(), {2, 4, 4});
-      NDArrayWrapper<uint16_t> ya(y.data(), {2, 4, 3});
-      StepIO io({{m.x, xa}, {m.y, ya}}, {});
-      s->run(io);
+      stepHalf(*s, m, ref, k, {2, 4, 4}, {2, 4, 3});
     }
     const auto got = read(*s, {"W", "Accum___W"});
     const HostTensor& want = ref.at("W/step10");

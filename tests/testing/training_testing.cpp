@@ -91,12 +91,14 @@ std::vector<float> readTensors(TrainingSession& s, const std::vector<TensorId>& 
     const auto sep = id.find("___");
     const bool perElement = sep != std::string::npos && id.rfind("Step___", 0) != 0;
     const std::string weight = perElement ? id.substr(sep + 3) : id;
-    const TensorInfo host(DataType::FLOAT, s.getInfo(weight).shape());
-    std::vector<float> v(static_cast<size_t>(host.nelms()), -99.0f);
+    // In the tensor's own type (FLOAT, or FLOAT16 read as float).
+    HostTensor host(TensorInfo(s.getInfo(id).dataType(), s.getInfo(weight).shape()));
     WeightsIO io;
-    io.insert(id, {v.data(), host});
+    io.insert(id, {host.raw(), host.info()});
     s.readWeights(io);
-    all.insert(all.end(), v.begin(), v.end());
+    for (int64_t i = 0; i < host.nelms(); ++i) {
+      all.push_back(static_cast<float>(host.getAsDouble(i)));
+    }
   }
   return all;
 }

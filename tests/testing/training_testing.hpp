@@ -35,7 +35,8 @@ std::unique_ptr<TrainingSession> makeMlpSession(const MlpModel& m, const Session
 void trainMlpSteps(TrainingSession& s, const MlpModel& m, int64_t globalReplicas,
                    int64_t replicaOffset, int64_t af, int64_t firstStep, int64_t steps);
 
-// The whole values of the given tensors, concatenated (weightsToHost, then readWeights).
+// The whole values of the given tensors, concatenated (weightsToHost, then readWeights); FLOAT16
+// tensors converted to float. Optimizer state (X___W) is read whole even when sharded.
 std::vector<float> readTensors(TrainingSession& s, const std::vector<TensorId>& ids);
 
 // W1, b1, W2, b2 and their velocities (Accl___*).

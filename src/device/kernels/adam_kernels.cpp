@@ -22,15 +22,6 @@ AdamKind adamKind(const KernelSpec& spec) {
   spec.fail("unknown Adam mode '{}'", m);
 }
 
-// FLOAT16 tensors make the factory refuse, so the kernel runs promoted (float16_promotion.cpp).
-void requireFloat(const KernelSpec& spec) {
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
-      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
-    }
-  }
-}
-
 struct AdamConstants {
   float gs, l2wd, b1, oneMinusB1, b2, oneMinusB2, mScale, vScale, eps, decay, lr;
 };
@@ -92,11 +83,7 @@ float trustRatio(double sumW2, double sumU2, float maxWeightNorm) {
 
 XT_REGISTER_KERNEL(
     "ai.xtrain", "AdamUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-      for (size_t i = 0; i < spec.inputs.size(); ++i) {
-        if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
-          spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
-        }
-      }
+      spec.requireFloatInputs();  // FLOAT16 tensors run promoted
       const AdamKind kind = adamKind(spec);
       const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
       const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
@@ -149,7 +136,7 @@ XT_REGISTER_KERNEL(
     });
 
 XT_REGISTER_KERNEL("ai.xtrain", "LambApply", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  requireFloat(spec);  // FLOAT16 weights run promoted
+  spec.requireFloatInputs();  // FLOAT16 weights run promoted
   return makeKernel([](const KernelIO& io) {
     float* w = io.in(0).data<float>();
     const float* u = io.in(1).data<float>();

@@ -6,16 +6,8 @@
 namespace xtrain::device {
 namespace {
 
-void requireFloat(const KernelSpec& spec) {
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
-      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
-    }
-  }
-}
-
 XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  requireFloat(spec);
+  spec.requireFloatInputs();
   const bool nesterov = spec.attrs.getInt("nesterov", 0) != 0;
   const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
   const bool hasVelocity = spec.hasInput(3);
@@ -42,21 +34,22 @@ XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::
   });
 });
 
-XT_REGISTER_KERNEL("ai.xtrain", "AccumulateGrad", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  requireFloat(spec);
-  const bool running = spec.attrs.getString("mode") == "running";
-  return makeKernel([=](const KernelIO& io) {
-    float* a = io.in(0).data<float>();
-    const float* g = io.in(1).data<float>();
-    const int64_t n = io.in(0).nelms();
-    if (running) {
-      const float k = 1.0f / (io.in(2).data<float>()[0] + 1.0f);
-      for (int64_t i = 0; i < n; ++i) a[i] += (g[i] - a[i]) * k;
-    } else {
-      for (int64_t i = 0; i < n; ++i) a[i] += g[i];
-    }
-  });
-});
+XT_REGISTER_KERNEL("ai.xtrain", "AccumulateGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     spec.requireFloatInputs();
+                     const bool running = spec.attrs.getString("mode") == "running";
+                     return makeKernel([=](const KernelIO& io) {
+                       float* a = io.in(0).data<float>();
+                       const float* g = io.in(1).data<float>();
+                       const int64_t n = io.in(0).nelms();
+                       if (running) {
+                         const float k = 1.0f / (io.in(2).data<float>()[0] + 1.0f);
+                         for (int64_t i = 0; i < n; ++i) a[i] += (g[i] - a[i]) * k;
+                       } else {
+                         for (int64_t i = 0; i < n; ++i) a[i] += g[i];
+                       }
+                     });
+                   });
 
 }  // namespace
 }  // namespace xtrain::device
@@ -65,9 +58,8 @@ namespace xtrain::device {
 namespace {
 
 XT_REGISTER_KERNEL("ai.xtrain", "CopyVarUpdate", [](const KernelSpec&) -> std::unique_ptr<Kernel> {
-  return makeKernel([](const KernelIO& io) {
-    std::memcpy(io.in(0).raw(), io.in(1).raw(), io.in(0).nbytes());
-  });
+  return makeKernel(
+      [](const KernelIO& io) { std::memcpy(io.in(0).raw(), io.in(1).raw(), io.in(0).nbytes()); });
 });
 
 }  // namespace
