@@ -7,7 +7,7 @@
 // any.
 //
 // SGD's update for weight w:
-//   momentum mm == 0 everywhere:  w <- w - lr * (g + wd * w)
+//   momentum mm == 0 everywhere:  w <- w - lr * (1 - dm) * (g + wd * w)   (PopART's "SGD0")
 //   otherwise (velocity v, stored multiplied by the velocity scaling vs):
 //     v <- mm * v + (1 - dm) * vs * (g + wd * w)
 //     nesterov: w <- w - (lr / vs) * (vs * (g + wd * w) + mm * v)   else: w <- w - (lr / vs) * v

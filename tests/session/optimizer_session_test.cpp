@@ -242,6 +242,23 @@ TEST(ClipNorm, BadSettingsAreRefused) {
                  {"'W9'", "not a trained weight"});
 }
 
+// SGD without velocity dampens like PopART's: dampening 0.5 moves the weights half as far.
+TEST(SgdDampening, WithoutMomentumTheStepIsDampened) {
+  const MlpModel m = buildMlpModel();
+  auto moved = [&](float dampening) {
+    auto s = makeMlpSession(m, layout(1), ConstSGD(0.1f, 0.0f, 0.0f, dampening));
+    const auto before = readTensors(*s, kWeights);
+    trainMlpSteps(*s, m, 1, 0, 1, 0, 1);
+    const auto after = readTensors(*s, kWeights);
+    std::vector<double> d;
+    for (size_t i = 0; i < before.size(); ++i) d.push_back(after[i] - before[i]);
+    return d;
+  };
+  const auto full = moved(0.0f);
+  const auto half = moved(0.5f);
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_NEAR(half[i], 0.5 * full[i], 1e-6) << i;
+}
+
 // The clipping factor applies: with a tiny maximum norm the weights move by at most lr · maxNorm
 // per step in total (plain SGD), and clipping every weight equals clipping each alone only when
 // each group's norm is below its maximum.

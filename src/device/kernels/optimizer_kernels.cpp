@@ -28,7 +28,9 @@ XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::
         w[i] -= nesterov ? step * (vs * gi + mm * vi) : step * vi;
       }
     } else {
-      for (int64_t i = 0; i < n; ++i) w[i] -= lr * (g[i] * gs + wd * w[i]);
+      // PopART's SGD without velocity dampens too: w <- w - lr (1 - dm) (g + wd w).
+      const float step = lr * (1.0f - dm);
+      for (int64_t i = 0; i < n; ++i) w[i] -= step * (g[i] * gs + wd * w[i]);
     }
     if (zeroGrad) io.in(1).fillZero();
   });
