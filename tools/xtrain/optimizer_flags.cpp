@@ -172,9 +172,9 @@ void resolveOptimizerOptions(TrainOptions& o) {
   fill(&TrainOptions::lossScaling, "--loss-scaling", 1.0f);
 
   if (c.family == Family::Sgd && *o.momentum == 0) {
-    // Without momentum SGD keeps no velocity: nesterov and dampening would be silently ignored.
+    // Without momentum SGD keeps no velocity: nesterov would be silently ignored (dampening still
+    // scales the step, as in PopART).
     if (o.nesterov) throw UsageError("--nesterov needs a --momentum greater than 0");
-    if (*o.dampening != 0) throw UsageError("--dampening needs a --momentum greater than 0");
   }
   if (o.lrSchedule != "constant" && o.lrSchedule != "linear" && o.lrSchedule != "cosine") {
     throw UsageError("--lr-schedule must be constant, linear or cosine, got '" + o.lrSchedule +
