@@ -117,6 +117,14 @@ class SGD : public Optimizer {
       OptimizerValue lossScaling = OptimizerValue(1.0f, true), bool nesterov = false,
       const std::vector<ClipNormSettings>& clipNormSettings = {});
 
+  // PopART's argument order: the clip groups right after the loss scaling (nesterov off).
+  SGD(OptimizerValue defaultLearningRate, OptimizerValue defaultWeightDecay,
+      OptimizerValue defaultMomentum, OptimizerValue defaultDampening,
+      OptimizerValue defaultVelocityScaling, OptimizerValue lossScaling,
+      const std::vector<ClipNormSettings>& clipNormSettings)
+      : SGD(defaultLearningRate, defaultWeightDecay, defaultMomentum, defaultDampening,
+            defaultVelocityScaling, lossScaling, false, clipNormSettings) {}
+
   // PopART's map form: {"defaultLearningRate", {0.01, false}}, {"defaultMomentum", {0.9, true}},
   // ... Keys: defaultLearningRate, defaultWeightDecay, defaultMomentum, defaultDampening,
   // defaultVelocityScaling, lossScaling, nesterov (value != 0 enables). Unknown keys throw
@@ -184,8 +192,8 @@ class KeyedOptimizer : public Optimizer {
   DataType getAccumType() const { return accumType_; }
 
  protected:
-  // Sets the defaults from PopART's map form ("default" + capitalised key, lossScaling, and the
-  // extra map-only keys `extraKeys` whose values go to setExtra). Throws naming an unknown key.
+  // Sets the defaults from PopART's map form ("default" + the capitalised insertSpecific key, and
+  // lossScaling; maxWeightNorm also without the prefix). Throws naming an unknown key.
   void applyMap(const std::map<std::string, std::pair<float, bool>>& params);
   virtual void validate() const = 0;
   // Checks every value set (defaults and specifics) with `check(values, where)`.

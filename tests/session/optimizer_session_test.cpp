@@ -265,10 +265,10 @@ TEST(SgdDampening, WithoutMomentumTheStepIsDampened) {
 TEST(ClipNorm, TheGlobalNormIsBounded) {
   const MlpModel m = buildMlpModel();
   const float lr = 0.1f, maxNorm = 1e-3f;
-  auto s =
-      makeMlpSession(m, layout(2),
-                     SGD({{"defaultLearningRate", {lr, true}}, {"defaultMomentum", {0.0f, true}}},
-                         {ClipNormSettings::clipAllWeights(maxNorm)}));
+  // PopART's positional form: the clip groups right after the loss scaling.
+  auto s = makeMlpSession(m, layout(2),
+                          SGD(OptimizerValue(lr, true), 0.0f, 0.0f, 0.0f, 1.0f, 1.0f,
+                              {ClipNormSettings::clipAllWeights(maxNorm)}));
   const auto before = readTensors(*s, kWeights);
   trainMlpSteps(*s, m, 2, 0, 1, 0, 1);
   const auto after = readTensors(*s, kWeights);
