@@ -30,8 +30,9 @@ std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
 
 void writeModelWithWeights(const std::string& modelBytes,
                            const std::map<TensorId, HostTensor>& values, const std::string& path,
-                           const std::map<TensorId, HostTensor>& extra) {
-  ir::writeFile(path, ir::updateOnnxInitializers(modelBytes, values, extra));
+                           const std::map<TensorId, HostTensor>& extra,
+                           const std::map<std::string, std::string>& metadata) {
+  ir::writeFile(path, ir::updateOnnxInitializers(modelBytes, values, extra, metadata));
 }
 
 }  // namespace xtrain::session

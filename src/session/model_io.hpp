@@ -27,9 +27,11 @@ ImportedModel importModel(const std::string& model,
 std::map<TensorId, HostTensor> readInitializers(const std::string& model);
 // Writes `modelBytes` to `path` with the given initializers replaced, and `extra` initializers
 // added (e.g. optimizer state under PopART's names).
+// `metadata` keys are set in the model's metadata_props.
 void writeModelWithWeights(const std::string& modelBytes,
                            const std::map<TensorId, HostTensor>& values, const std::string& path,
-                           const std::map<TensorId, HostTensor>& extra = {});
+                           const std::map<TensorId, HostTensor>& extra = {},
+                           const std::map<std::string, std::string>& metadata = {});
 
 // The prefixes of PopART's initializer names of a weight's optimizer state
 // (replication-semantics.md section 8, docs/optimizers.md section 8): "Accl___W" for SGD's

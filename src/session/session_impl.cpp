@@ -15,6 +15,7 @@
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
+#include "ir/optimizers/update_rules.hpp"
 #include "session/model_io.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
@@ -598,9 +599,14 @@ void SessionImpl::modelToHost(const std::string& path, bool withOptimizerState) 
       }
     }
   }
+  // The optimizer whose state the initializers hold, so a session of another mode refuses them.
+  std::map<std::string, std::string> metadata;
+  if (!extra.empty() || !stateInitializers_.empty()) {
+    metadata[ir::kOptimizerStateOfKey] = ir::describeOptimizer(*config_.optimizer);
+  }
   // Every instance holds the complete values; one file is written.
   if (instances_ && instances_->rank() != 0) return;
-  writeModelWithWeights(modelBytes_, values, path, extra);
+  writeModelWithWeights(modelBytes_, values, path, extra, metadata);
 }
 
 void SessionImpl::takeOptimizerStateInitializers() {
@@ -620,6 +626,17 @@ void SessionImpl::takeOptimizerStateInitializers() {
 }
 
 void SessionImpl::applyOptimizerStateInitializers() {
+  // The same names mean other things under another mode (Adam's Accl2 is AdaMax's infinity norm).
+  if (auto it = modelMetadata_.find(ir::kOptimizerStateOfKey);
+      !stateInitializers_.empty() && it != modelMetadata_.end()) {
+    const std::string mine = ir::describeOptimizer(*config_.optimizer);
+    if (it->second != mine) {
+      throw error(
+          "the model's optimizer state initializers were written by optimizer {}, but this "
+          "session's is {}: the state would mean something else (remove them to start afresh)",
+          it->second, mine);
+    }
+  }
   std::set<TensorId> used;
   for (const auto& u : optimizerGraph_.updates) {
     for (const auto& state : ir::stateWithAccumulator(u)) {

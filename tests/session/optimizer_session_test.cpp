@@ -113,6 +113,30 @@ TEST_F(OptimizerCheckpoint, AnotherModeIsRefused) {
                  {"Adam(Lamb, Decay)", "Adam(AdaMax, Decay)"});
 }
 
+// ONNX with optimizer state records whose state it is: the same mode continues bit for bit, another
+// mode is refused.
+TEST_F(OptimizerCheckpoint, OnnxStateRecordsItsOptimizer) {
+  MlpModel m = buildMlpModel();
+  auto first = makeMlpSession(m, layout(1), lamb());
+  trainMlpSteps(*first, m, 1, 0, 1, 0, 2);
+  first->modelToHost(path("lamb.onnx"), true);
+  trainMlpSteps(*first, m, 1, 0, 1, 2, 2);
+  const auto ids = withState({"Accl1", "Accl2", "Step"});
+  const auto want = readTensors(*first, ids);
+
+  MlpModel saved = m;
+  saved.proto = path("lamb.onnx");
+  auto second = makeMlpSession(saved, layout(1), lamb());
+  trainMlpSteps(*second, saved, 1, 0, 1, 2, 2);
+  EXPECT_EQ(readTensors(*second, ids), want);
+  expectMentions(errorOf([&] {
+                   makeMlpSession(
+                       saved, layout(1),
+                       Adam({{"defaultLearningRate", {0.01f, false}}}, AdamMode::AdaMax));
+                 }),
+                 {"Adam(Lamb, Decay)", "Adam(AdaMax, Decay)", "optimizer state initializers"});
+}
+
 // Changing the learning rate between runs equals building the session with the new value: 3 steps
 // at lr 0.01, then 3 at 0.004 by updateOptimizerFromHost, against 3 steps, a checkpoint, and a
 // session built with 0.004 that loads it.

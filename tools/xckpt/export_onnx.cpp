@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_import.hpp"
+#include "ir/onnx/onnx_metadata.hpp"
 
 namespace xtrain::tools::xckpt {
 
@@ -107,7 +108,11 @@ int exportOnnx(const Args& args, std::ostream& out) {
       ++stateCount;
     }
   }
-  ir::writeFile(outPath, ir::updateOnnxInitializers(model.bytes, values, extra));
+  std::map<std::string, std::string> metadata;
+  if (withState && stateCount > 0 && !contents.attributes.optimizerType.empty()) {
+    metadata[ir::kOptimizerStateOfKey] = contents.attributes.optimizerType;
+  }
+  ir::writeFile(outPath, ir::updateOnnxInitializers(model.bytes, values, extra, metadata));
   out << "wrote " << outPath << ": " << weightCount << " weights from " << checkpointPath;
   if (withState) out << " and " << stateCount << " optimizer state tensors";
   out << "\n";

@@ -7,6 +7,10 @@
 //   __comm_group_size/<id>     "2"            CommGroup::replicaGroupSize
 //   __variable_settings/<id>   "OnePerGroup"  VariableRetrievalMode name (or its integer value)
 //   __replicated_stream_mode/<id> "Broadcast" ReplicatedStreamMode of an input (absent: Replicate)
+//   __optimizer_state_of       "Adam(Lamb, Decay)"  the optimizer whose state the model's Accl*___
+//   /
+//                              Step___ initializers hold (written with them; absent in PopART's
+//                              models)
 #pragma once
 
 #include <map>
@@ -25,6 +29,7 @@ inline constexpr const char* kCommGroupTypePrefix = "__comm_group_type/";
 inline constexpr const char* kCommGroupSizePrefix = "__comm_group_size/";
 inline constexpr const char* kVariableSettingsPrefix = "__variable_settings/";
 inline constexpr const char* kReplicatedStreamModePrefix = "__replicated_stream_mode/";
+inline constexpr const char* kOptimizerStateOfKey = "__optimizer_state_of";
 
 using ModelMetadata = std::map<std::string, std::string>;
 
