@@ -199,6 +199,9 @@ class KeyedOptimizer : public Optimizer {
   // Checks every value set (defaults and specifics) with `check(values, where)`.
   void forEachValues(
       const std::function<void(const OptimizerValues&, const std::string&)>& check) const;
+  // The checks both families share: learning rate finite, >= 0 and not a constant 0; weight decay
+  // >= 0; eps > 0.
+  void checkCommonValues(const OptimizerValues& v, const std::string& where) const;
   static DataType checkStateType(DataType t, const char* argument);
 
   OptimizerValues defaults_;

@@ -24,6 +24,18 @@ namespace xtrain::session {
 
 namespace {
 
+// A tensor of `info` whose every element is `value` (in its type: the loss scaling seed is FLOAT16
+// for a FLOAT16 loss).
+HostTensor filledWith(const TensorInfo& info, double value) {
+  HostTensor t(info);
+  for (int64_t i = 0; i < t.nelms(); ++i) t.setFromDouble(i, value);
+  return t;
+}
+
+}  // namespace
+
+namespace {
+
 const char* kindOfFault(const ir::Tensor& t) {
   return ir::toString(t.kind);
 }
@@ -270,9 +282,7 @@ void SessionImpl::buildTrainingGraph() {
   }
   if (als.enabled || !opt.lossScaling().isConst() || opt.getLossScalingVal() != 1.0f) {
     // The seed of the backward pass, in the loss's type (FLOAT16 for a FLOAT16 loss).
-    const TensorInfo& li = g.tensor(config_.loss).info;
-    HostTensor ls(li);
-    for (int64_t i = 0; i < ls.nelms(); ++i) ls.setFromDouble(i, lossScaling_);
+    HostTensor ls = filledWith(g.tensor(config_.loss).info, lossScaling_);
     lossScalingSeed_ = g.uniqueId("lossScaling");
     g.addTensor(lossScalingSeed_, ls.info(), ir::TensorKind::OptimizerState,
                 std::make_shared<HostTensor>(std::move(ls)));
@@ -711,8 +721,7 @@ void SessionImpl::writeHyperValues() {
     graph_->tensor(u.hyper).value = std::make_shared<HostTensor>(value);
   }
   if (!lossScalingSeed_.empty()) {
-    HostTensor ls(graph_->tensor(lossScalingSeed_).info);
-    for (int64_t i = 0; i < ls.nelms(); ++i) ls.setFromDouble(i, lossScaling_);
+    HostTensor ls = filledWith(graph_->tensor(lossScalingSeed_).info, lossScaling_);
     if (prepared_) {
       hostWeights_.at(lossScalingSeed_) = ls;
       for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, lossScalingSeed_) = ls;

@@ -3,16 +3,15 @@
 // loss scaling and train with it), FLOAT16 optimizer state, and stochastic rounding of FLOAT16
 // weights.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <numeric>
 #include <random>
 
 #include "testing/error_testing.hpp"
 #include "testing/reference_data.hpp"
+#include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/session.hpp"
@@ -89,10 +88,6 @@ void stepFloat(TrainingSession& s, const Model& m, const ReferenceData& ref, int
   s.run(io);
 }
 
-std::vector<float> read(TrainingSession& s, const std::vector<TensorId>& ids) {
-  return readTensors(s, ids);
-}
-
 // One step on the reference's batch k converted to FLOAT16, fed as x `xShape` and y `yShape`.
 void stepHalf(TrainingSession& s, const Model& m, const ReferenceData& ref, int k,
               const Shape& xShape, const Shape& yShape) {
@@ -128,8 +123,8 @@ TEST(AutomaticLossScaling, AnInjectedInfSkipsExactlyThatStep) {
   EXPECT_EQ(clean->getSkippedSteps(), 0);
   EXPECT_EQ(clean->getLossScaling(), 1024.0f);
   const std::vector<TensorId> ids = {"W", "b", "Accl1___W", "Accl2___W", "Step___W"};
-  EXPECT_EQ(read(*poisoned, ids), read(*clean, ids));
-  EXPECT_EQ(read(*poisoned, {"Step___W"}), std::vector<float>{5.0f});
+  EXPECT_EQ(readTensors(*poisoned, ids), readTensors(*clean, ids));
+  EXPECT_EQ(readTensors(*poisoned, {"Step___W"}), std::vector<float>{5.0f});
   // A nan skips too.
   stepFloat(*poisoned, m, ref, 7, std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(poisoned->getSkippedSteps(), 2);
@@ -138,7 +133,9 @@ TEST(AutomaticLossScaling, AnInjectedInfSkipsExactlyThatStep) {
 
 // A checkpoint holds the scale and the run of finite steps: a resumed job skips, grows and trains
 // as an uninterrupted one.
-TEST(AutomaticLossScaling, ResumeFromACheckpointIsExact) {
+using AutomaticLossScalingCheckpoint = ScratchDirTest;
+
+TEST_F(AutomaticLossScalingCheckpoint, ResumeFromACheckpointIsExact) {
   const ReferenceData ref = loadReferenceData(kReference);
   const Model m = linearModel(ref, 8, DataType::FLOAT);
   SessionOptions o;
@@ -148,7 +145,7 @@ TEST(AutomaticLossScaling, ResumeFromACheckpointIsExact) {
   auto poison = [&](int k) { return k == 2 ? inf : 0.0f; };
   auto straight = makeSession(m, adamWithScaling(64.0f), o);
   for (int k = 1; k <= 8; ++k) stepFloat(*straight, m, ref, k, poison(k));
-  const std::string dir = ::testing::TempDir() + "/xtrain-als-" + std::to_string(::getpid());
+  const std::string dir = path("ckpt");
   auto first = makeSession(m, adamWithScaling(64.0f), o);
   for (int k = 1; k <= 4; ++k) stepFloat(*first, m, ref, k, poison(k));
   first->saveCheckpoint(dir);
@@ -159,8 +156,7 @@ TEST(AutomaticLossScaling, ResumeFromACheckpointIsExact) {
   EXPECT_EQ(second->getLossScaling(), straight->getLossScaling());
   EXPECT_EQ(second->getSkippedSteps(), 1);
   const std::vector<TensorId> ids = {"W", "b", "Accl1___W", "Accl2___b", "Step___W"};
-  EXPECT_EQ(read(*second, ids), read(*straight, ids));
-  std::filesystem::remove_all(dir);
+  EXPECT_EQ(readTensors(*second, ids), readTensors(*straight, ids));
 }
 
 TEST(AutomaticLossScaling, TheScaleGrowsAfterARunOfFiniteSteps) {
@@ -250,7 +246,7 @@ std::vector<float> trainTiny(const TinyGradientModel& m, const SGD& sgd, const S
     StepIO io({{m.x, xa}}, {});
     s->run(io);
   }
-  return read(*s, {"W"});
+  return readTensors(*s, {"W"});
 }
 
 TEST(Float16, GradientsThatUnderflowTrainWithAutomaticLossScaling) {
@@ -284,7 +280,7 @@ TEST(Float16, ALinearModelTrainsLikeTheFloat32Reference) {
       for (int k = 1; k <= 10; ++k) {
         stepHalf(*s, m, ref, k, {replicas, 8 / replicas, 4}, {replicas, 8 / replicas, 3});
       }
-      const auto got = read(*s, {"W"});
+      const auto got = readTensors(*s, {"W"});
       const HostTensor& want = ref.at("W/step10");
       for (int64_t i = 0; i < want.nelms(); ++i) {
         EXPECT_NEAR(got[static_cast<size_t>(i)], want.data<float>()[i], 5e-3)
@@ -317,7 +313,7 @@ TEST(Float16, ShardedWeightsAndStateTrainLikeWholeOnes) {
         for (int k = 1; k <= 6; ++k) {
           stepHalf(*s, m, ref, k, {4, 2, 4}, {4, 2, 3});
         }
-        results.push_back(read(*s, {"W", "b", "Accl1___W", "Accl2___b"}));
+        results.push_back(readTensors(*s, {"W", "b", "Accl1___W", "Accl2___b"}));
       }
       const std::string what = std::string(toString(mode)) + " state " + dataTypeName(state);
       if (mode == AdamMode::Adam) {
@@ -477,7 +473,7 @@ TEST(Float16, AccumulatorsOfEitherTypeTrackTheReference) {
     for (int k = 1; k <= 10; ++k) {
       stepHalf(*s, m, ref, k, {2, 4, 4}, {2, 4, 3});
     }
-    const auto got = read(*s, {"W", "Accum___W"});
+    const auto got = readTensors(*s, {"W", "Accum___W"});
     const HostTensor& want = ref.at("W/step10");
     for (int64_t i = 0; i < want.nelms(); ++i) {
       EXPECT_NEAR(got[static_cast<size_t>(i)], want.data<float>()[i], 5e-3)
@@ -516,7 +512,7 @@ TEST(StochasticRounding, SmallUpdatesAccumulateOnAverage) {
       StepIO io({{x, xa}}, {});
       s->run(io);
     }
-    return read(*s, {"W"});
+    return readTensors(*s, {"W"});
   };
   for (float v : train(false, 1)) EXPECT_EQ(v, 1.0f);
   const auto sr = train(true, 1);

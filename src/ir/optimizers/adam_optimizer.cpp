@@ -62,19 +62,7 @@ Adam::Adam(const std::map<std::string, std::pair<float, bool>>& params, AdamMode
 
 void Adam::validate() const {
   forEachValues([&](const OptimizerValues& v, const std::string& where) {
-    const OptimizerValue& lr = v.at("learningRate");
-    if (!std::isfinite(lr.val()) || lr.val() < 0) {
-      throw error("Adam: learning rate {} for {} must be finite and >= 0", lr.val(), where);
-    }
-    if (lr.val() == 0 && lr.isConst()) {
-      throw error(
-          "Adam: a constant learning rate of 0 for {} would never train (make it non-constant to "
-          "set it later)",
-          where);
-    }
-    if (!(v.at("weightDecay").val() >= 0)) {
-      throw error("Adam: weight decay {} for {} must be >= 0", v.at("weightDecay").val(), where);
-    }
+    checkCommonValues(v, where);
     for (const char* beta : {"beta1", "beta2"}) {
       const float b = v.at(beta).val();
       if (!(b >= 0 && b <= 1)) throw error("Adam: {} {} for {} must be in [0, 1]", beta, b, where);
@@ -88,9 +76,6 @@ void Adam::validate() const {
         throw error("Adam: {} 1 for {} divides by zero in mode {}'s bias correction (1 - {}^t)",
                     beta, where, toString(mode_), beta);
       }
-    }
-    if (!(v.at("eps").val() > 0)) {
-      throw error("Adam: eps {} for {} must be > 0", v.at("eps").val(), where);
     }
     if (!(v.at("maxWeightNorm").val() >= 0)) {
       throw error("Adam: maxWeightNorm {} for {} must be >= 0", v.at("maxWeightNorm").val(), where);

@@ -69,27 +69,11 @@ bool Adaptive::requiresMomentum() const {
 
 void Adaptive::validate() const {
   forEachValues([&](const OptimizerValues& v, const std::string& where) {
-    const OptimizerValue& lr = v.at("learningRate");
-    if (!std::isfinite(lr.val()) || lr.val() < 0) {
-      throw error("Adaptive: learning rate {} for {} must be finite and >= 0", lr.val(), where);
-    }
-    if (lr.val() == 0 && lr.isConst()) {
-      throw error(
-          "Adaptive: a constant learning rate of 0 for {} would never train (make it non-constant "
-          "to set it later)",
-          where);
-    }
-    if (!(v.at("weightDecay").val() >= 0)) {
-      throw error("Adaptive: weight decay {} for {} must be >= 0", v.at("weightDecay").val(),
-                  where);
-    }
+    checkCommonValues(v, where);
     for (const char* key : {"alpha", "momentum"}) {
       const float x = v.at(key).val();
       if (!(x >= 0 && x <= 1))
         throw error("Adaptive: {} {} for {} must be in [0, 1]", key, x, where);
-    }
-    if (!(v.at("eps").val() > 0)) {
-      throw error("Adaptive: eps {} for {} must be > 0", v.at("eps").val(), where);
     }
   });
 }

@@ -99,6 +99,26 @@ void KeyedOptimizer::forEachValues(
   }
 }
 
+void KeyedOptimizer::checkCommonValues(const OptimizerValues& v, const std::string& where) const {
+  const OptimizerValue& lr = v.at("learningRate");
+  if (!std::isfinite(lr.val()) || lr.val() < 0) {
+    throw error("{}: learning rate {} for {} must be finite and >= 0", type_s(), lr.val(), where);
+  }
+  if (lr.val() == 0 && lr.isConst()) {
+    throw error(
+        "{}: a constant learning rate of 0 for {} would never train (make it non-constant to set "
+        "it later)",
+        type_s(), where);
+  }
+  if (!(v.at("weightDecay").val() >= 0)) {
+    throw error("{}: weight decay {} for {} must be >= 0", type_s(), v.at("weightDecay").val(),
+                where);
+  }
+  if (!(v.at("eps").val() > 0)) {
+    throw error("{}: eps {} for {} must be > 0", type_s(), v.at("eps").val(), where);
+  }
+}
+
 DataType KeyedOptimizer::checkStateType(DataType t, const char* argument) {
   if (t != DataType::FLOAT && t != DataType::FLOAT16 && t != DataType::UNDEFINED) {
     throw error(

@@ -86,6 +86,13 @@ void checkRuleReplacement(const Optimizer& current, const Optimizer& next) {
     throw error("updateOptimizerFromHost: the session was built with {}, cannot switch to {}",
                 current.type_s(), next.type_s());
   }
+  // The family's modes (Adam's mode, the weight-decay mode) are in its description.
+  if (describeOptimizer(current) != describeOptimizer(next)) {
+    throw error(
+        "updateOptimizerFromHost: the mode and weight-decay mode are fixed when the session is "
+        "built: it has {}, the new optimizer is {}",
+        describeOptimizer(current), describeOptimizer(next));
+  }
   const char* noState =
       "updateOptimizerFromHost: the new optimizer needs momentum but the session was built "
       "without {} tensors (make momentum non-constant or non-zero when creating the session)";
@@ -99,29 +106,10 @@ void checkRuleReplacement(const Optimizer& current, const Optimizer& next) {
       if (b.requiresVelocity() && !a.requiresVelocity()) throw error(noState, "velocity");
       break;
     }
-    case OptimizerType::Adam: {
-      const auto& a = static_cast<const Adam&>(current);
-      const auto& b = static_cast<const Adam&>(next);
-      if (a.getMode() != b.getMode() || a.getWeightDecayMode() != b.getWeightDecayMode()) {
-        throw error(
-            "updateOptimizerFromHost: the Adam mode and weight-decay mode are fixed when the "
-            "session "
-            "is built ({}, {}); the new optimizer has {}, {}",
-            toString(a.getMode()), toString(a.getWeightDecayMode()), toString(b.getMode()),
-            toString(b.getWeightDecayMode()));
-      }
-      break;
-    }
+    case OptimizerType::Adam: break;
     case OptimizerType::Adaptive: {
       const auto& a = static_cast<const Adaptive&>(current);
       const auto& b = static_cast<const Adaptive&>(next);
-      if (a.getMode() != b.getMode() || a.getWeightDecayMode() != b.getWeightDecayMode()) {
-        throw error(
-            "updateOptimizerFromHost: the Adaptive mode and weight-decay mode are fixed when the "
-            "session is built ({}, {}); the new optimizer has {}, {}",
-            toString(a.getMode()), toString(a.getWeightDecayMode()), toString(b.getMode()),
-            toString(b.getWeightDecayMode()));
-      }
       if (b.requiresMomentum() && !a.requiresMomentum()) throw error(noState, "Accl3");
       break;
     }
