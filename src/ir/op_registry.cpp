@@ -6,6 +6,21 @@
 
 namespace xtrain::ir {
 
+void ShapeContext::requireFloatOrHalf(size_t i, const char* name) const {
+  const TensorInfo& t = input(i);
+  if (t.dataType() == DataType::FLOAT || t.dataType() == DataType::FLOAT16) return;
+  if (name != nullptr) {
+    fail("input {} ({}) is {}; only FLOAT and FLOAT16 are supported", i, name, t.toString());
+  }
+  fail("input {} is {}; only FLOAT and FLOAT16 are supported", i, t.toString());
+}
+
+void ShapeContext::requireFloatOrHalfInputs() const {
+  for (size_t i = 0; i < numInputs(); ++i) {
+    if (hasInput(i)) requireFloatOrHalf(i);
+  }
+}
+
 const TensorInfo& ShapeContext::input(size_t i) const {
   if (!op_.hasInput(i)) fail("input {} is required but absent", i);
   return graph_.tensor(op_.inputs[i]).info;

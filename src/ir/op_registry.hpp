@@ -37,6 +37,11 @@ class ShapeContext {
   const TensorInfo& input(size_t i) const;
   // The value of input i when it is a constant (Const tensor with a value), else nullptr.
   const HostTensor* constValue(size_t i) const;
+  // Fails unless input i is FLOAT or FLOAT16, the types the kernels compute in (FLOAT16 runs
+  // promoted); `name` (e.g. "X") joins the input's number in the message.
+  void requireFloatOrHalf(size_t i, const char* name = nullptr) const;
+  // The same for every present input.
+  void requireFloatOrHalfInputs() const;
   // Throws xtrain::error "<op description>: <message>".
   template <typename... Args>
   [[noreturn]] void fail(std::string_view f, const Args&... args) const {

@@ -100,15 +100,6 @@ Shape convOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
   return y;
 }
 
-void requireFloat(const ShapeContext& ctx) {
-  for (size_t i = 0; i < ctx.numInputs(); ++i) {
-    if (ctx.hasInput(i) && ctx.input(i).dataType() != DataType::FLOAT &&
-        ctx.input(i).dataType() != DataType::FLOAT16) {
-      ctx.fail("input {} is {}; only FLOAT and FLOAT16 are supported", i, ctx.input(i).toString());
-    }
-  }
-}
-
 // The attributes the gradient ops share with the forward op, plus `shape` (the shape they produce).
 Attributes gradAttrs(const GradContext& g, const Shape& shape) {
   Attributes a;
@@ -127,7 +118,7 @@ XT_REGISTER_OP([] {
   d.maxInputs = 3;
   d.canonicalize = canonicalizeConv;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx);
+    ctx.requireFloatOrHalfInputs();
     const Shape y = convOutputShape(ctx, ctx.input(0).shape(), ctx.input(1).shape());
     if (ctx.hasInput(2) && ctx.input(2).shape() != Shape{y[1]}) {
       ctx.fail("bias B {} must be [{}], one value per output channel of W {}",
@@ -161,7 +152,7 @@ XT_REGISTER_OP([] {
   d.domain = kXtrainDomain;
   d.minInputs = d.maxInputs = 2;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx);
+    ctx.requireFloatOrHalfInputs();
     const Shape& x = ctx.attrs().getInts("shape");
     const Shape y = convOutputShape(ctx, x, ctx.input(1).shape());
     if (ctx.input(0).shape() != y) {
@@ -182,7 +173,7 @@ XT_REGISTER_OP([] {
   d.minInputs = d.maxInputs = 2;
   d.maxOutputs = 2;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx);
+    ctx.requireFloatOrHalfInputs();
     const Shape& w = ctx.attrs().getInts("shape");
     const Shape y = convOutputShape(ctx, ctx.input(1).shape(), w);
     if (ctx.input(0).shape() != y) {

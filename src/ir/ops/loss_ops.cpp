@@ -220,12 +220,6 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-void requireFloatInput(const ShapeContext& ctx) {
-  if (ctx.input(0).dataType() != DataType::FLOAT && ctx.input(0).dataType() != DataType::FLOAT16) {
-    ctx.fail("input is {}; only FLOAT and FLOAT16 are supported", ctx.input(0).toString());
-  }
-}
-
 TensorInfo reducedInfo(const ShapeContext& ctx) {
   const bool none = graphcoreReduction(ctx.attrs()) == ReductionType::NoReduction;
   return TensorInfo(ctx.input(0).dataType(), none ? ctx.input(0).shape() : Shape{});
@@ -245,7 +239,7 @@ XT_REGISTER_OP([] {
     op.attrs.set("lambda", op.attrs.getFloat("lambda"));
   };
   d.infer = [](const ShapeContext& ctx) {
-    requireFloatInput(ctx);
+    ctx.requireFloatOrHalf(0);
     return std::vector<TensorInfo>{reducedInfo(ctx)};
   };
   d.grad = [](GradContext& g) {
@@ -276,7 +270,7 @@ XT_REGISTER_OP([] {
   d.domain = kGraphcoreDomain;
   d.canonicalize = [](Op& op, const Graph&) { canonicalizeGraphcoreReduction(op); };
   d.infer = [](const ShapeContext& ctx) {
-    requireFloatInput(ctx);
+    ctx.requireFloatOrHalf(0);
     return std::vector<TensorInfo>{reducedInfo(ctx)};
   };
   d.grad = [](GradContext& g) {

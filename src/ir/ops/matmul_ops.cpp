@@ -17,13 +17,6 @@ Shape concat(Shape a, const Shape& b) {
   return a;
 }
 
-void requireFloat(const ShapeContext& ctx, size_t i) {
-  const TensorInfo& t = ctx.input(i);
-  if (t.dataType() != DataType::FLOAT && t.dataType() != DataType::FLOAT16) {
-    ctx.fail("input {} is {}; only FLOAT and FLOAT16 are supported", i, t.toString());
-  }
-}
-
 // The numpy view of a matmul operand: rank >= 2, 1-D operands promoted ([k] -> [1,k] for A, [k,1]
 // for B).
 Shape promoteA(const Shape& a) {
@@ -66,8 +59,8 @@ Shape batchedProductShape(const ShapeContext& ctx, const Shape& a, const Shape& 
 // MatMul(A, B): numpy matmul. Canonical form = ONNX form (no attributes). 1-D operands are promoted
 // and the promoted dimension is removed from the result; batch dimensions broadcast.
 std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
-  requireFloat(ctx, 0);
-  requireFloat(ctx, 1);
+  ctx.requireFloatOrHalf(0);
+  ctx.requireFloatOrHalf(1);
   const Shape& a = ctx.input(0).shape();
   const Shape& b = ctx.input(1).shape();
   if (a.empty() || b.empty()) {
@@ -164,8 +157,8 @@ XT_REGISTER_OP([] {
   d.domain = kXtrainDomain;
   d.minInputs = d.maxInputs = 2;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx, 0);
-    requireFloat(ctx, 1);
+    ctx.requireFloatOrHalf(0);
+    ctx.requireFloatOrHalf(1);
     const Shape& a = ctx.input(0).shape();
     const Shape& b = ctx.input(1).shape();
     const Shape va = ctx.attrs().getInts("viewA", a);
@@ -201,8 +194,8 @@ XT_REGISTER_OP([] {
   d.minInputs = 2;
   d.maxInputs = 3;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx, 0);
-    requireFloat(ctx, 1);
+    ctx.requireFloatOrHalf(0);
+    ctx.requireFloatOrHalf(1);
     const Shape& a = ctx.input(0).shape();
     const Shape& b = ctx.input(1).shape();
     if (a.size() != 2 || b.size() != 2) {
@@ -211,7 +204,7 @@ XT_REGISTER_OP([] {
     const Shape y = batchedProductShape(ctx, a, b, ctx.attrs().getInt("transA", 0) != 0,
                                         ctx.attrs().getInt("transB", 0) != 0, a, b);
     if (ctx.hasInput(2)) {
-      requireFloat(ctx, 2);
+      ctx.requireFloatOrHalf(2);
       const Shape& c = ctx.input(2).shape();
       bool ok = c.size() <= 2;
       for (size_t i = 0; ok && i < c.size(); ++i) {

@@ -7,13 +7,6 @@
 namespace xtrain::ir {
 namespace {
 
-void requireFloat(const ShapeContext& ctx, size_t i, const char* name) {
-  const TensorInfo& t = ctx.input(i);
-  if (t.dataType() != DataType::FLOAT && t.dataType() != DataType::FLOAT16) {
-    ctx.fail("input {} ({}) is {}; only FLOAT and FLOAT16 are supported", i, name, t.toString());
-  }
-}
-
 // The normalised shape X.shape[axis:] of LayerNormalization.
 Shape normalizedShape(const Shape& x, int64_t axis) {
   return Shape(x.begin() + axis, x.end());
@@ -21,10 +14,8 @@ Shape normalizedShape(const Shape& x, int64_t axis) {
 
 // Scale and B of LayerNormalization broadcast (numpy, one way) to the normalised shape.
 void checkBroadcastsTo(const ShapeContext& ctx, size_t i, const char* name, const Shape& norm) {
+  ctx.requireFloatOrHalf(i, name);
   const TensorInfo& t = ctx.input(i);
-  if (t.dataType() != DataType::FLOAT && t.dataType() != DataType::FLOAT16) {
-    ctx.fail("input {} ({}) is {}; only FLOAT and FLOAT16 are supported", i, name, t.toString());
-  }
   const Shape& s = t.shape();
   bool ok = s.size() <= norm.size();
   for (size_t k = 0; ok && k < s.size(); ++k) {
@@ -63,7 +54,7 @@ XT_REGISTER_OP([] {
     }
   };
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx, 0, "X");
+    ctx.requireFloatOrHalf(0, "X");
     const TensorInfo& x = ctx.input(0);
     const int64_t axis = ctx.attrs().getInt("axis");
     const Shape norm = normalizedShape(x.shape(), axis);
@@ -180,7 +171,7 @@ XT_REGISTER_OP([] {
   };
   d.infer = [](const ShapeContext& ctx) {
     const Op& op = ctx.op();
-    requireFloat(ctx, 0, "X");
+    ctx.requireFloatOrHalf(0, "X");
     const TensorInfo& x = ctx.input(0);
     if (x.rank() < 2) ctx.fail("X is {}; expected rank >= 2 (N x C x D1 x ... x Dk)", x.toString());
     const int64_t c = x.dim(1);

@@ -52,15 +52,6 @@ void canonicalizePool(Op& op, const Graph& graph) {
   a.erase("auto_pad");
 }
 
-void requireFloat(const ShapeContext& ctx) {
-  for (size_t i = 0; i < ctx.numInputs(); ++i) {
-    if (ctx.hasInput(i) && ctx.input(i).dataType() != DataType::FLOAT &&
-        ctx.input(i).dataType() != DataType::FLOAT16) {
-      ctx.fail("input {} is {}; only FLOAT and FLOAT16 are supported", i, ctx.input(i).toString());
-    }
-  }
-}
-
 // Checks the canonical attributes against x [N, C, spatial...] and returns the pooled shape.
 Shape poolOutputShape(const ShapeContext& ctx, const Shape& x) {
   if (x.size() < 3 || x.size() > 5) {
@@ -127,7 +118,7 @@ Attributes gradAttrs(const GradContext& g, bool withShape) {
 }
 
 std::vector<TensorInfo> inferPool(const ShapeContext& ctx) {
-  requireFloat(ctx);
+  ctx.requireFloatOrHalfInputs();
   if (ctx.op().hasOutput(1)) {
     ctx.fail("the Indices output is not supported; remove it from the node's outputs");
   }
@@ -168,7 +159,7 @@ XT_REGISTER_OP([] {
   d.domain = kXtrainDomain;
   d.minInputs = d.maxInputs = 2;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx);
+    ctx.requireFloatOrHalfInputs();
     const Shape y = poolOutputShape(ctx, ctx.input(1).shape());
     if (ctx.input(0).shape() != y) {
       ctx.fail("gradient {} does not match the pooled shape {}", ctx.input(0).toString(),
@@ -185,7 +176,7 @@ XT_REGISTER_OP([] {
   d.type = "AveragePoolGrad";
   d.domain = kXtrainDomain;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx);
+    ctx.requireFloatOrHalfInputs();
     const Shape& x = ctx.attrs().getInts("shape");
     const Shape y = poolOutputShape(ctx, x);
     if (ctx.input(0).shape() != y) {
@@ -203,7 +194,7 @@ XT_REGISTER_OP([] {
   OpDef d;
   d.type = "GlobalAveragePool";
   d.infer = [](const ShapeContext& ctx) {
-    requireFloat(ctx);
+    ctx.requireFloatOrHalfInputs();
     const Shape& x = ctx.input(0).shape();
     if (x.size() < 3) ctx.fail("input X {} must be [N, C, spatial...]", shapeToString(x));
     Shape y(x.size(), 1);
