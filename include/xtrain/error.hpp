@@ -1,8 +1,10 @@
 // Errors thrown by xtrain, with PopART's names.
 //
 // Two channels (docs/errors.md):
-//  - internal_error: a broken invariant inside xtrain (a bug); thrown by the XT_CHECK macros with file and line.
-//  - error and its runtime_error family: bad input or a runtime fault the caller can act on. Every message names
+//  - internal_error: a broken invariant inside xtrain (a bug); thrown by the XT_CHECK macros with
+//  file and line.
+//  - error and its runtime_error family: bad input or a runtime fault the caller can act on. Every
+//  message names
 //    the tensor, op, file or option at fault and what was expected.
 #pragma once
 
@@ -13,7 +15,8 @@
 
 namespace xtrain {
 
-// Base of every exception xtrain throws. Formatting constructor: error("tensor {} has shape {}", id, shape).
+// Base of every exception xtrain throws. Formatting constructor: error("tensor {} has shape {}",
+// id, shape).
 class error : public std::runtime_error {
  public:
   explicit error(const std::string& what) : std::runtime_error(what) {}
@@ -58,7 +61,16 @@ class unknown_runtime_error : public runtime_error {
   using runtime_error::runtime_error;
 };
 
-// A simulated IPU does not have the memory its tensors need. getSummaryReport() is the per-IPU memory report.
+// A size, count or byte length computed from input (a model's dimensions, a command-line value, a
+// file's header) does not fit in 64 bits. The message names the quantity and every factor of the
+// product.
+class size_overflow_error : public error {
+ public:
+  using error::error;
+};
+
+// A simulated IPU does not have the memory its tensors need. getSummaryReport() is the per-IPU
+// memory report.
 class OutOfMemoryException : public error {
  public:
   OutOfMemoryException(const std::string& what, std::string summaryReport)
