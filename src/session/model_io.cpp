@@ -1,5 +1,6 @@
 #include "session/model_io.hpp"
 
+#include "common/output_file.hpp"
 #include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_import.hpp"
 
@@ -32,7 +33,8 @@ void writeModelWithWeights(const std::string& modelBytes,
                            const std::map<TensorId, HostTensor>& values, const std::string& path,
                            const std::map<TensorId, HostTensor>& extra,
                            const std::map<std::string, std::string>& metadata) {
-  ir::writeFile(path, ir::updateOnnxInitializers(modelBytes, values, extra, metadata));
+  writeOutputFile(path, ir::updateOnnxInitializers(modelBytes, values, extra, metadata),
+                  "modelToHost");
 }
 
 }  // namespace xtrain::session

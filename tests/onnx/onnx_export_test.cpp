@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/output_file.hpp"
 #include "ir/onnx/onnx_import.hpp"
 #include "ir/op_registry.hpp"
 #include "xtrain/builder.hpp"
@@ -71,7 +72,7 @@ TEST(OnnxExport, UpdatedInitializerSurvivesWriteAndReimport) {
       original, values, extra, {{"__replicationFactor", "2"}, {"k", "v"}});
 
   const fs::path path = tempPath("trained.onnx");
-  ir::writeFile(path.string(), updated);
+  writeOutputFile(path.string(), updated, "test");
   ir::OnnxModel m = ir::importOnnxModel(path.string());
   fs::remove(path);
   const ir::Graph& g = *m.graph;
@@ -128,11 +129,12 @@ TEST(OnnxExport, Errors) {
 TEST(OnnxExport, WriteFileErrors) {
   const fs::path dir = tempPath("dir");
   fs::create_directories(dir);
-  expectError([&] { ir::writeFile(dir.string(), "x"); }, {dir.string(), "is a directory"});
+  expectError([&] { writeOutputFile(dir.string(), "x", "test"); },
+              {dir.string(), "is a directory"});
   const std::string deep = (dir / "missing" / "m.onnx").string();
-  expectError([&] { ir::writeFile(deep, "x"); }, {deep, "cannot"});
+  expectError([&] { writeOutputFile(deep, "x", "test"); }, {deep, "cannot"});
   const std::string ok = (dir / "m.onnx").string();
-  ir::writeFile(ok, "abc");
+  writeOutputFile(ok, "abc", "test");
   std::ifstream in(ok, std::ios::binary);
   std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(back, "abc");

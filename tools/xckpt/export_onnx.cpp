@@ -5,6 +5,7 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "commands.hpp"
+#include "common/output_file.hpp"
 #include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_import.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
@@ -112,7 +113,8 @@ int exportOnnx(const Args& args, std::ostream& out) {
   if (withState && stateCount > 0 && !contents.attributes.optimizerType.empty()) {
     metadata[ir::kOptimizerStateOfKey] = contents.attributes.optimizerType;
   }
-  ir::writeFile(outPath, ir::updateOnnxInitializers(model.bytes, values, extra, metadata));
+  writeOutputFile(outPath, ir::updateOnnxInitializers(model.bytes, values, extra, metadata),
+                  "xckpt export-onnx");
   out << "wrote " << outPath << ": " << weightCount << " weights from " << checkpointPath;
   if (withState) out << " and " << stateCount << " optimizer state tensors";
   out << "\n";

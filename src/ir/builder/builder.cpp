@@ -1,6 +1,7 @@
 // xtrain::Builder: the public face of BuilderImpl.
 #include "xtrain/builder.hpp"
 
+#include "common/output_file.hpp"
 #include "ir/builder/builder_impl.hpp"
 #include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
@@ -198,7 +199,7 @@ std::string Builder::getModelProto() {
 }
 
 void Builder::saveModelProto(const std::string& path) {
-  ir::writeFile(path, getModelProto());
+  writeOutputFile(path, getModelProto(), "Builder::saveModelProto");
 }
 
 }  // namespace xtrain

@@ -1,12 +1,5 @@
 #include "ir/onnx/onnx_export.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "ir/onnx/onnx_proto_utils.hpp"
@@ -66,37 +59,6 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
 
   for (const auto& [key, value] : metadata) onnxutil::setMetadataProp(model, key, value);
   return onnxutil::serializeModel(model, "the updated model");
-}
-
-void writeFile(const std::string& path, const std::string& bytes) {
-  namespace fs = std::filesystem;
-  if (path.empty()) throw error("cannot write a file: the path is empty");
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw error("cannot write '{}': it is a directory, expected a file path", path);
-  }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw error("cannot write '{}': cannot create '{}' ({})", path, tmp, std::strerror(errno));
-    }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      const int err = errno;
-      out.close();
-      std::remove(tmp.c_str());
-      throw error("cannot write '{}': writing {} bytes failed ({})", path, bytes.size(),
-                  std::strerror(err));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw error("cannot write '{}': renaming the temporary file into place failed ({})", path,
-                std::strerror(err));
-  }
 }
 
 }  // namespace xtrain::ir

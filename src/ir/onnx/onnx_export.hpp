@@ -21,9 +21,4 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
                                    const std::map<TensorId, HostTensor>& extraInitializers = {},
                                    const std::map<std::string, std::string>& metadata = {});
 
-// Writes bytes to path (through a temporary file in the same directory, renamed on success, so a
-// reader never sees half a file). Throws xtrain::error naming the path and the reason when it
-// cannot be written.
-void writeFile(const std::string& path, const std::string& bytes);
-
 }  // namespace xtrain::ir

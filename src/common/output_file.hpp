@@ -1,0 +1,26 @@
+// Writing a file the user named as an output (--save-model, xckpt export-onnx, ...) without ever
+// destroying what was there when the path is not an ordinary file. Every tool writes its outputs
+// through this; errors are xtrain::error naming `what` (the flag or command) and the path.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace xtrain {
+
+// Checks, before any work is done, that writeOutputFile(path, ...) can succeed as far as can be
+// known: the path is not empty, not a directory, block device or socket, and (for a regular file
+// or a new name) its directory exists and is writable. Symbolic links are followed.
+void checkOutputPath(const std::string& path, std::string_view what);
+
+// Writes `bytes` to `path`:
+//  - a regular file or a new name: written to a temporary file in the same directory, fsynced and
+//    renamed over the path, so a crash leaves the old or the new content, never a mix; an existing
+//    file keeps its permission bits;
+//  - a symbolic link: followed to its final target, which is written as above; the link stays;
+//  - a character device or a FIFO (/dev/null, /dev/stdout, a pipe): written through, never
+//    replaced; a FIFO that no process reads is refused instead of blocking;
+//  - a directory, block device or socket: refused.
+void writeOutputFile(const std::string& path, std::string_view bytes, std::string_view what);
+
+}  // namespace xtrain
