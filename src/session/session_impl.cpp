@@ -70,6 +70,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     }
   }
 
+  if (config_.training) checkLoss();
   for (const auto& id : config_.dataFlow.anchors()) {
     if (!graph_->hasTensor(id)) {
       throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
@@ -224,11 +225,28 @@ int64_t SessionImpl::firstLocalMember(const GroupedVariable& v, int64_t group) c
   return -1;
 }
 
-void SessionImpl::buildTrainingGraph() {
-  ir::Graph& g = *graph_;
-  if (!g.hasTensor(config_.loss)) {
+// The loss is checked before anything else names it (the DataFlow anchors it too), so a misspelt
+// loss is reported as the loss. Training minimises one number: a loss of several elements (logits,
+// a per-sample loss without reduction) would be trained on the sum of its elements, silently.
+void SessionImpl::checkLoss() const {
+  if (!graph_->hasTensor(config_.loss)) {
     throw error("the loss '{}' is not a tensor of the model", config_.loss);
   }
+  const TensorInfo& info = graph_->tensor(config_.loss).info;
+  if (info.nelms() != 1) {
+    throw error(
+        "the loss '{}' is {}, but a loss must be a scalar (one element): reduce it, e.g. with "
+        "ReduceMean or a loss op's reduction \"mean\"",
+        config_.loss, info.toString());
+  }
+  if (!isFloatingPoint(info.dataType())) {
+    throw error("the loss '{}' is {}, but a loss must be FLOAT or FLOAT16", config_.loss,
+                info.toString());
+  }
+}
+
+void SessionImpl::buildTrainingGraph() {
+  ir::Graph& g = *graph_;
   const Optimizer& opt = *config_.optimizer;
 
   // Batch-norm running statistics are updated from the op's outputs, not by the optimizer.
@@ -292,6 +310,12 @@ void SessionImpl::buildTrainingGraph() {
                         ? 32768.0f
                         : std::numeric_limits<float>::max();
   gradOfWeight_ = ir::autodiff(g, config_.loss, weights, ad);
+  if (gradOfWeight_.empty()) {
+    throw error(
+        "no trainable weight reaches the loss '{}': it does not depend on any of the model's {} "
+        "weights, so training would change nothing (is it the right tensor?)",
+        config_.loss, weights.size());
+  }
   for (const auto& w : weights) {
     if (!gradOfWeight_.count(w)) {
       logging::session::warn("weight '{}' does not affect the loss '{}' and will not be trained", w,
@@ -360,8 +384,10 @@ void SessionImpl::prepareDevice() {
       d.getConnectionType() != DeviceConnectionType::Never && !d.isAttached() && !d.attach()) {
     throw error("cannot attach to device {}: its IPUs are in use by another process", d.getId());
   }
-  lowered_ = std::make_unique<LoweredGraph>(*graph_);
+  // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
+  // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   computeMemory();  // throws OutOfMemoryException when an IPU overflows
+  lowered_ = std::make_unique<LoweredGraph>(*graph_);
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
     throw error(

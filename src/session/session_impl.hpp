@@ -159,6 +159,7 @@ class SessionImpl {
   void broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank);
   // The lowest local replica of a group, or -1 when this instance holds none of its members.
   int64_t firstLocalMember(const GroupedVariable& v, int64_t group) const;
+  void checkLoss() const;
   void buildTrainingGraph();
   void computeMemory();
   void requirePrepared(const char* what) const;

@@ -1,0 +1,71 @@
+// What a training session refuses at creation or preparation, with the culprit named: a loss that
+// is not in the model, not a scalar, or that no weight reaches (each once trained silently or was
+// blamed on something else), and a batch too large for an IPU (once a SIGFPE inside oneDNN).
+#include <gtest/gtest.h>
+
+#include "testing/error_testing.hpp"
+#include "testing/training_testing.hpp"
+#include "xtrain/builder.hpp"
+#include "xtrain/devicemanager.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+struct LinearModel {
+  std::string proto;
+  TensorId x, logits, inputOnlyLoss, loss;
+};
+
+// x [batch, 4] -> logits = x W [batch, 2]; loss = mean(logits); inputOnlyLoss = mean(x).
+LinearModel buildLinearModel(int64_t batch) {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  LinearModel m;
+  m.x = b->addInputTensor(TensorInfo(DataType::FLOAT, {batch, 4}), "x");
+  auto w = b->addInitializedInputTensor(
+      ConstVoidData::fromVector<float>({4, 2}, std::vector<float>(8, 0.5f)), "W");
+  m.logits = onnx.matmul({m.x, w}, "logits");
+  m.loss = onnx.reducemean({m.logits}, {}, 0, "loss");
+  m.inputOnlyLoss = onnx.reducemean({m.x}, {}, 0, "inputLoss");
+  b->addOutputTensor(m.loss);
+  b->addOutputTensor(m.inputOnlyLoss);
+  m.proto = b->getModelProto();
+  return m;
+}
+
+std::unique_ptr<TrainingSession> sessionFor(const LinearModel& m, const TensorId& loss) {
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "1"}});
+  return TrainingSession::createFromOnnxModel(m.proto, DataFlow(1, std::vector<TensorId>{loss}),
+                                              loss, SGD(), device);
+}
+
+TEST(LossChecks, AMissingLossIsNamedAsTheLoss) {
+  // The DataFlow anchors it too; the message must be about the loss, not the anchor.
+  const std::string msg = errorOf([] { sessionFor(buildLinearModel(2), "nosuch"); });
+  EXPECT_CONTAINS(msg, "the loss 'nosuch' is not a tensor of the model");
+}
+
+TEST(LossChecks, ANonScalarLossIsRefusedWithItsShape) {
+  const LinearModel m = buildLinearModel(2);
+  const std::string msg = errorOf([&] { sessionFor(m, m.logits); });
+  EXPECT_CONTAINS(msg, "must be a scalar");
+  EXPECT_CONTAINS(msg, "FLOAT[2,2]");
+}
+
+TEST(LossChecks, ALossNoWeightReachesIsRefused) {
+  const LinearModel m = buildLinearModel(2);
+  EXPECT_CONTAINS(errorOf([&] { sessionFor(m, m.inputOnlyLoss); }),
+                  "no trainable weight reaches the loss '" + m.inputOnlyLoss + "'");
+  sessionFor(m, m.loss);  // the real loss is fine
+}
+
+TEST(SizeChecks, ABatchTooLargeForAnIpuIsOutOfMemoryBeforeAnyKernelIsMade) {
+  // 2^32 samples x 4 features: 64 GiB of input. oneDNN once faulted (SIGFPE) making the MatMul
+  // primitive for such dimensions, before the memory check ran.
+  const LinearModel m = buildLinearModel(int64_t{1} << 32);
+  auto session = sessionFor(m, m.loss);
+  EXPECT_THROW(session->prepareDevice(), OutOfMemoryException);
+}
+
+}  // namespace
+}  // namespace xtrain::testing
