@@ -5,7 +5,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "ir/graph.hpp"
 #include "xtrain/error.hpp"
@@ -28,6 +31,60 @@ size_t fieldCount(const T& field) {
   return static_cast<size_t>(field.size());
 }
 
+// protobuf parses messages of at most 2 GiB - 1 bytes; a larger "model" cannot be read, and a
+// file without an end (/dev/zero, an endless pipe) would otherwise be read until memory runs out.
+constexpr size_t kMaxModelBytes = static_cast<size_t>(std::numeric_limits<int>::max());
+
+std::string readBounded(std::ifstream& in, const std::string& path) {
+  std::string bytes;
+  std::vector<char> chunk(size_t{1} << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    if (bytes.size() + got > kMaxModelBytes) {
+      throw error(
+          "cannot load ONNX model: '{}' is larger than {} bytes, the most a protobuf ModelProto "
+          "can hold (is it a model file?)",
+          path, kMaxModelBytes);
+    }
+    bytes.append(chunk.data(), got);
+  }
+  if (in.bad()) {
+    throw error("cannot load ONNX model: reading file '{}' failed ({})", path,
+                std::strerror(errno));
+  }
+  return bytes;
+}
+
+// The typed field an element type's values travel in when there is no raw_data (onnx.proto), with
+// its number of values and the values per element (2 for complex types); empty for other types.
+struct TypedField {
+  const char* name;
+  size_t count;
+  size_t perElement;
+};
+
+std::optional<TypedField> typedFieldOf(const onnx::TensorProto& t, DataType type) {
+  switch (type) {
+    case DataType::FLOAT: return TypedField{"float_data", fieldCount(t.float_data()), 1};
+    case DataType::COMPLEX64: return TypedField{"float_data", fieldCount(t.float_data()), 2};
+    case DataType::DOUBLE: return TypedField{"double_data", fieldCount(t.double_data()), 1};
+    case DataType::COMPLEX128: return TypedField{"double_data", fieldCount(t.double_data()), 2};
+    case DataType::INT64: return TypedField{"int64_data", fieldCount(t.int64_data()), 1};
+    case DataType::UINT32:
+    case DataType::UINT64: return TypedField{"uint64_data", fieldCount(t.uint64_data()), 1};
+    case DataType::INT32:
+    case DataType::INT16:
+    case DataType::INT8:
+    case DataType::UINT16:
+    case DataType::UINT8:
+    case DataType::BOOL:
+    case DataType::FLOAT16:
+    case DataType::BFLOAT16: return TypedField{"int32_data", fieldCount(t.int32_data()), 1};
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace
 
 ModelSource loadModelSource(const std::string& pathOrBytes) {
@@ -47,13 +104,7 @@ ModelSource loadModelSource(const std::string& pathOrBytes) {
       throw error("cannot load ONNX model: cannot open file '{}' for reading ({})", pathOrBytes,
                   std::strerror(errno));
     }
-    std::ostringstream os;
-    os << in.rdbuf();
-    if (in.bad()) {
-      throw error("cannot load ONNX model: reading file '{}' failed ({})", pathOrBytes,
-                  std::strerror(errno));
-    }
-    src.bytes = os.str();
+    src.bytes = readBounded(in, pathOrBytes);
     src.description = "ONNX model file '" + pathOrBytes + "'";
     src.fromFile = true;
     return src;
@@ -144,19 +195,8 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
   if (info.dataType() == DataType::STRING) {
     throw error("{} is a STRING tensor, which xtrain does not support", what);
   }
-  HostTensor value(info);
   const size_t n = static_cast<size_t>(info.nelms());
   const size_t elemSize = dataTypeSize(info.dataType());
-
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != value.nbytes()) {
-      throw error("{} ({}) has {} bytes of raw_data, expected {}", what, info.toString(),
-                  t.raw_data().size(), value.nbytes());
-    }
-    if (value.nbytes() != 0) std::memcpy(value.raw(), t.raw_data().data(), value.nbytes());
-    return value;
-  }
-
   // Typed fields: each element type has its field (ONNX's onnx.proto comments).
   auto checkCount = [&](size_t have, size_t perElement, const char* field) {
     if (have != n * perElement) {
@@ -168,29 +208,43 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
                   n * perElement);
     }
   };
+  // The data present is checked against the dims before the tensor is allocated: dims that claim
+  // far more elements than the model holds are reported as such, not as an allocation failure.
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != static_cast<size_t>(info.nbytes())) {
+      throw error("{} ({}) has {} bytes of raw_data, expected {}", what, info.toString(),
+                  t.raw_data().size(), info.nbytes());
+    }
+  } else if (const auto field = typedFieldOf(t, info.dataType())) {
+    checkCount(field->count, field->perElement, field->name);
+  } else {
+    throw error("{} has element type {}, which has no ONNX data field xtrain can read", what,
+                dataTypeName(info.dataType()));
+  }
+  HostTensor value(info);
+  if (t.has_raw_data()) {
+    if (value.nbytes() != 0) std::memcpy(value.raw(), t.raw_data().data(), value.nbytes());
+    return value;
+  }
   std::byte* out = value.raw();
   switch (info.dataType()) {
     case DataType::FLOAT:
     case DataType::COMPLEX64: {
       const size_t per = info.dataType() == DataType::COMPLEX64 ? 2 : 1;
-      checkCount(fieldCount(t.float_data()), per, "float_data");
       if (n != 0) std::memcpy(out, t.float_data().data(), n * per * sizeof(float));
       break;
     }
     case DataType::DOUBLE:
     case DataType::COMPLEX128: {
       const size_t per = info.dataType() == DataType::COMPLEX128 ? 2 : 1;
-      checkCount(fieldCount(t.double_data()), per, "double_data");
       if (n != 0) std::memcpy(out, t.double_data().data(), n * per * sizeof(double));
       break;
     }
     case DataType::INT64:
-      checkCount(fieldCount(t.int64_data()), 1, "int64_data");
       if (n != 0) std::memcpy(out, t.int64_data().data(), n * sizeof(int64_t));
       break;
     case DataType::UINT32:
     case DataType::UINT64:
-      checkCount(fieldCount(t.uint64_data()), 1, "uint64_data");
       for (size_t i = 0; i < n; ++i) {
         const uint64_t v = t.uint64_data(static_cast<int>(i));
         if (info.dataType() == DataType::UINT32) {
@@ -211,7 +265,6 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
     case DataType::BFLOAT16:
       // Narrow types travel widened to int32; FLOAT16/BFLOAT16 as their bit patterns in the low 16
       // bits.
-      checkCount(fieldCount(t.int32_data()), 1, "int32_data");
       for (size_t i = 0; i < n; ++i) {
         const int32_t v = t.int32_data(static_cast<int>(i));
         switch (elemSize) {
