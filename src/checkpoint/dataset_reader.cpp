@@ -2,7 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <optional>
+#include <set>
+
 #include "checkpoint/hdf5_handle.hpp"
+#include "common/checked_math.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::checkpoint {
@@ -26,34 +30,137 @@ hid_t memoryType(DataType type) {
   }
 }
 
+// Only the standard IEEE and two's-complement layouts (either byte order) are read: HDF5 can
+// describe other bit layouts, and a damaged file's type can claim one, which its conversion code is
+// not made to survive. FLOAT16 is the IEEE half layout that numpy and h5py write.
+bool isStandardLayout(hid_t type, H5T_class_t cls, size_t size) {
+  if (cls == H5T_INTEGER) {
+    if (H5Tget_offset(type) != 0 || H5Tget_precision(type) != 8 * size) return false;
+    const H5T_order_t order = H5Tget_order(type);
+    return order == H5T_ORDER_LE || order == H5T_ORDER_BE;
+  }
+  if (size == 4) return H5Tequal(type, H5T_IEEE_F32LE) > 0 || H5Tequal(type, H5T_IEEE_F32BE) > 0;
+  if (size == 8) return H5Tequal(type, H5T_IEEE_F64LE) > 0 || H5Tequal(type, H5T_IEEE_F64BE) > 0;
+  size_t signPos = 0, exponentPos = 0, exponentSize = 0, mantissaPos = 0, mantissaSize = 0;
+  if (H5Tget_fields(type, &signPos, &exponentPos, &exponentSize, &mantissaPos, &mantissaSize) < 0) {
+    return false;
+  }
+  return signPos == 15 && exponentPos == 10 && exponentSize == 5 && mantissaPos == 0 &&
+         mantissaSize == 10 && H5Tget_ebias(type) == 15;
+}
+
 DataType fileType(hid_t type, const std::string& where) {
   const H5T_class_t cls = H5Tget_class(type);
   const size_t size = H5Tget_size(type);
+  std::optional<DataType> result;
   if (cls == H5T_FLOAT) {
-    if (size == 4) return DataType::FLOAT;
-    if (size == 8) return DataType::DOUBLE;
-    if (size == 2) return DataType::FLOAT16;
+    if (size == 4) result = DataType::FLOAT;
+    if (size == 8) result = DataType::DOUBLE;
+    if (size == 2) result = DataType::FLOAT16;
   } else if (cls == H5T_INTEGER) {
     const bool isSigned = H5Tget_sign(type) == H5T_SGN_2;
     switch (size) {
-      case 1: return isSigned ? DataType::INT8 : DataType::UINT8;
-      case 2: return isSigned ? DataType::INT16 : DataType::UINT16;
-      case 4: return isSigned ? DataType::INT32 : DataType::UINT32;
-      case 8: return isSigned ? DataType::INT64 : DataType::UINT64;
+      case 1: result = isSigned ? DataType::INT8 : DataType::UINT8; break;
+      case 2: result = isSigned ? DataType::INT16 : DataType::UINT16; break;
+      case 4: result = isSigned ? DataType::INT32 : DataType::UINT32; break;
+      case 8: result = isSigned ? DataType::INT64 : DataType::UINT64; break;
       default: break;
     }
   }
-  throw error("{}: element type (HDF5 class {}, {} bytes) is not a number type xtrain reads", where,
-              static_cast<int>(cls), size);
+  if (!result) {
+    throw error("{}: element type (HDF5 class {}, {} bytes) is not a number type xtrain reads",
+                where, static_cast<int>(cls), size);
+  }
+  if (!isStandardLayout(type, cls, size)) {
+    throw error(
+        "{}: element type ({}, {} bytes) has a non-standard bit layout (not IEEE or two's "
+        "complement): the file is damaged or was written by an unusual writer",
+        where, dataTypeName(*result), size);
+  }
+  return *result;
+}
+
+// Why `name` is not a dataset xtrain can open: a soft or external link that does not resolve,
+// something that is not a dataset, or nothing at all.
+std::string whyNotADataset(hid_t file, const std::string& name) {
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) return "has no dataset";
+  H5L_info_t link;
+  if (H5Lget_info(file, name.c_str(), &link, H5P_DEFAULT) < 0) return "has no readable dataset";
+  if (link.type == H5L_TYPE_SOFT || link.type == H5L_TYPE_EXTERNAL) {
+    std::string value(link.u.val_size + 1, '\0');
+    if (H5Lget_val(file, name.c_str(), value.data(), value.size(), H5P_DEFAULT) < 0) {
+      return "has a link named so that cannot be read";
+    }
+    if (link.type == H5L_TYPE_SOFT) {
+      return "has a soft link to '" + std::string(value.c_str()) + "' that does not resolve for";
+    }
+    const char* targetFile = nullptr;
+    const char* targetObject = nullptr;
+    if (H5Lunpack_elink_val(value.data(), value.size(), nullptr, &targetFile, &targetObject) < 0) {
+      return "has a damaged external link for";
+    }
+    return "has an external link to '" + std::string(targetObject) + "' in file '" +
+           std::string(targetFile) + "', which cannot be opened, for";
+  }
+  return "has an object that is not a dataset (a group?) named";
+}
+
+// The bytes a dataset's storage occupies in its file must lie inside the file: HDF5 reads
+// whatever addresses a damaged file's layout message names. Contiguous data and every chunk are
+// checked; compact data lives in the object header, which HDF5 has already read.
+void checkStorageInsideFile(hid_t ds, const TensorInfo& full, size_t fileElementSize,
+                            const std::string& where) {
+  H5Handle file(H5Iget_file_id(ds), H5Fclose);
+  hsize_t fileSize = 0;
+  if (!file.valid() || H5Fget_filesize(file.get(), &fileSize) < 0) {
+    throw error("{}: cannot read the size of its file", where);
+  }
+  H5Handle plist(H5Dget_create_plist(ds), H5Pclose);
+  const H5D_layout_t layout = plist.valid() ? H5Pget_layout(plist.get()) : H5D_LAYOUT_ERROR;
+  auto outside = [&](haddr_t address, hsize_t bytes) {
+    return address > fileSize || bytes > fileSize - address;
+  };
+  if (layout == H5D_CONTIGUOUS) {
+    const haddr_t address = H5Dget_offset(ds);
+    if (address == HADDR_UNDEF) return;  // never written: HDF5 returns the fill value
+    const auto bytes = static_cast<hsize_t>(checkedMul(where + ": the size in bytes", full.nelms(),
+                                                       static_cast<int64_t>(fileElementSize)));
+    if (outside(address, bytes)) {
+      throw error(
+          "{}: its {} bytes of data at offset {} lie beyond the end of the file ({} bytes): the "
+          "file is truncated or damaged",
+          where, bytes, address, fileSize);
+    }
+  } else if (layout == H5D_CHUNKED) {
+    hsize_t chunks = 0;
+    if (H5Dget_num_chunks(ds, H5S_ALL, &chunks) < 0) {
+      throw error("{}: its chunk index cannot be read: the file is damaged", where);
+    }
+    for (hsize_t i = 0; i < chunks; ++i) {
+      haddr_t address = 0;
+      hsize_t bytes = 0;
+      if (H5Dget_chunk_info(ds, H5S_ALL, i, nullptr, nullptr, &address, &bytes) < 0 ||
+          outside(address, bytes)) {
+        throw error("{}: chunk {} of {} lies outside the file ({} bytes): the file is damaged",
+                    where, i, chunks, fileSize);
+      }
+    }
+  } else if (layout != H5D_COMPACT) {
+    throw error(
+        "{}: its storage layout ({}) is not one xtrain reads (contiguous, chunked or compact)",
+        where, static_cast<int>(layout));
+  }
 }
 
 }  // namespace
 
 struct DatasetReader::Impl {
   H5Handle file;
+  std::set<std::string> storageChecked;  // datasets whose storage lies inside the file
 };
 
-DatasetReader::DatasetReader(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
+DatasetReader::DatasetReader(const std::string& path)
+    : path_(path), impl_(std::make_unique<Impl>()) {
   silenceHdf5Errors();
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) throw error("data file '{}' does not exist", path);
@@ -84,37 +191,56 @@ std::vector<std::string> DatasetReader::datasetNames() const {
 bool DatasetReader::has(const std::string& name) const {
   if (H5Lexists(impl_->file.get(), name.c_str(), H5P_DEFAULT) <= 0) return false;
   H5O_info_t info;
-  return H5Oget_info_by_name2(impl_->file.get(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) >= 0 &&
+  return H5Oget_info_by_name2(impl_->file.get(), name.c_str(), &info, H5O_INFO_BASIC,
+                              H5P_DEFAULT) >= 0 &&
          info.type == H5O_TYPE_DATASET;
 }
 
 TensorInfo DatasetReader::info(const std::string& name) const {
   if (!has(name)) {
-    throw error("data file '{}' has no dataset '{}' (it has: {})", path_, name, datasetNames());
+    throw error("data file '{}' {} '{}' (its datasets: {})", path_,
+                whyNotADataset(impl_->file.get(), name), name, datasetNames());
   }
   H5Handle ds(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!ds.valid()) throw error("cannot open dataset '{}' in '{}' (damaged file?)", name, path_);
   H5Handle space(H5Dget_space(ds.get()), H5Sclose);
   H5Handle type(H5Dget_type(ds.get()), H5Tclose);
+  if (!space.valid() || !type.valid()) {
+    throw error("cannot read the shape or type of dataset '{}' in '{}' (damaged file?)", name,
+                path_);
+  }
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 1) {
     throw error("dataset '{}' in '{}' is a scalar; expected [samples, ...]", name, path_);
   }
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  Shape shape(dims.begin(), dims.end());
-  return TensorInfo(fileType(type.get(), "dataset '" + name + "' in '" + path_ + "'"), shape);
+  const std::string where = "dataset '" + name + "' in '" + path_ + "'";
+  std::vector<hsize_t> dims(static_cast<size_t>(rank)), maxDims(static_cast<size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), maxDims.data());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (maxDims[i] != H5S_UNLIMITED && dims[i] > maxDims[i]) {
+      throw error("{}: dimension {} is {}, more than its maximum {}: the file is damaged", where, i,
+                  dims[i], maxDims[i]);
+    }
+  }
+  const TensorInfo result(fileType(type.get(), where), Shape(dims.begin(), dims.end()));
+  // Checked once per dataset, before anyone sizes anything by these dimensions.
+  if (impl_->storageChecked.count(name) == 0) {
+    checkStorageInsideFile(ds.get(), result, H5Tget_size(type.get()), where);
+    impl_->storageChecked.insert(name);
+  }
+  return result;
 }
 
 void DatasetReader::readSamples(const std::string& name, const std::vector<int64_t>& samples,
                                 DataType type, void* dst) const {
   const TensorInfo full = info(name);
   const int64_t numSamples = full.shape()[0];
-  int64_t sampleElements = 1;
-  for (size_t i = 1; i < full.shape().size(); ++i) sampleElements *= full.shape()[i];
+  const int64_t sampleElements = numSamples == 0 ? 0 : full.nelms() / numSamples;
   const size_t sampleBytes = static_cast<size_t>(sampleElements) * dataTypeSize(type);
   const hid_t memType = memoryType(type);
 
   H5Handle ds(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!ds.valid()) throw error("cannot open dataset '{}' in '{}'", name, path_);
   H5Handle fileSpace(H5Dget_space(ds.get()), H5Sclose);
   std::vector<hsize_t> start(full.shape().size(), 0);
   std::vector<hsize_t> count(full.shape().begin(), full.shape().end());
@@ -123,8 +249,8 @@ void DatasetReader::readSamples(const std::string& name, const std::vector<int64
   for (size_t i = 0; i < samples.size();) {
     const int64_t first = samples[i];
     if (first < 0 || first >= numSamples) {
-      throw error("sample {} is out of range for dataset '{}' in '{}' ({} samples)", first, name, path_,
-                  numSamples);
+      throw error("sample {} is out of range for dataset '{}' in '{}' ({} samples)", first, name,
+                  path_, numSamples);
     }
     size_t run = 1;
     while (i + run < samples.size() && samples[i + run] == first + static_cast<int64_t>(run) &&
@@ -133,12 +259,15 @@ void DatasetReader::readSamples(const std::string& name, const std::vector<int64
     }
     start[0] = static_cast<hsize_t>(first);
     count[0] = static_cast<hsize_t>(run);
-    H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
-    H5Handle memSpace(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
-    if (H5Dread(ds.get(), memType, memSpace.get(), fileSpace.get(), H5P_DEFAULT, out + i * sampleBytes) <
-        0) {
-      throw error("reading samples {}..{} of dataset '{}' in '{}' failed (corrupt or truncated file?)",
-                  first, first + static_cast<int64_t>(run) - 1, name, path_);
+    H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                        nullptr);
+    H5Handle memSpace(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
+                      H5Sclose);
+    if (H5Dread(ds.get(), memType, memSpace.get(), fileSpace.get(), H5P_DEFAULT,
+                out + i * sampleBytes) < 0) {
+      throw error(
+          "reading samples {}..{} of dataset '{}' in '{}' failed (corrupt or truncated file?)",
+          first, first + static_cast<int64_t>(run) - 1, name, path_);
     }
     i += run;
   }
@@ -148,9 +277,11 @@ struct DatasetWriter::Impl {
   H5Handle file;
 };
 
-DatasetWriter::DatasetWriter(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
+DatasetWriter::DatasetWriter(const std::string& path)
+    : path_(path), impl_(std::make_unique<Impl>()) {
   silenceHdf5Errors();
-  impl_->file = H5Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  impl_->file =
+      H5Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
   if (!impl_->file.valid()) throw error("cannot create HDF5 file '{}'", path);
 }
 
@@ -160,12 +291,27 @@ void DatasetWriter::write(const std::string& name, const TensorInfo& info, const
   std::vector<hsize_t> dims(info.shape().begin(), info.shape().end());
   H5Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
   const hid_t type = memoryType(info.dataType());
-  H5Handle ds(H5Dcreate2(impl_->file.get(), name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
-                         H5P_DEFAULT),
+  H5Handle ds(H5Dcreate2(impl_->file.get(), name.c_str(), type, space.get(), H5P_DEFAULT,
+                         H5P_DEFAULT, H5P_DEFAULT),
               H5Dclose);
   if (!ds.valid()) throw error("cannot create dataset '{}' in '{}'", name, path_);
   if (H5Dwrite(ds.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
     throw error("cannot write dataset '{}' in '{}'", name, path_);
+  }
+}
+
+void DatasetWriter::softLink(const std::string& name, const std::string& target) {
+  if (H5Lcreate_soft(target.c_str(), impl_->file.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT) <
+      0) {
+    throw error("cannot create the soft link '{}' in '{}'", name, path_);
+  }
+}
+
+void DatasetWriter::externalLink(const std::string& name, const std::string& file,
+                                 const std::string& object) {
+  if (H5Lcreate_external(file.c_str(), object.c_str(), impl_->file.get(), name.c_str(), H5P_DEFAULT,
+                         H5P_DEFAULT) < 0) {
+    throw error("cannot create the external link '{}' in '{}'", name, path_);
   }
 }
 

@@ -1,6 +1,6 @@
-// DatasetReader: reads training data from an HDF5 file, one dataset per graph input, the first dimension
-// indexing samples. Reads whole samples by index (a hyperslab per contiguous run), so data sets larger than
-// memory work. Not thread-safe.
+// DatasetReader: reads training data from an HDF5 file, one dataset per graph input, the first
+// dimension indexing samples. Reads whole samples by index (a hyperslab per contiguous run), so
+// data sets larger than memory work. Not thread-safe.
 #pragma once
 
 #include <memory>
@@ -23,11 +23,11 @@ class DatasetReader {
   // Names of the datasets at the file's root.
   std::vector<std::string> datasetNames() const;
   bool has(const std::string& name) const;
-  // Element type and full shape ([samples] + sample shape). Throws naming the dataset when missing or of a type
-  // xtrain cannot read.
+  // Element type and full shape ([samples] + sample shape). Throws naming the dataset when missing
+  // or of a type xtrain cannot read.
   TensorInfo info(const std::string& name) const;
-  // Copies the given samples (in this order) of dataset `name` into dst, converted to `type` (FLOAT, INT32 or
-  // INT64 ...): dst holds samples.size() * sampleElements elements of `type`.
+  // Copies the given samples (in this order) of dataset `name` into dst, converted to `type`
+  // (FLOAT, INT32 or INT64 ...): dst holds samples.size() * sampleElements elements of `type`.
   void readSamples(const std::string& name, const std::vector<int64_t>& samples, DataType type,
                    void* dst) const;
 
@@ -45,6 +45,10 @@ class DatasetWriter {
   DatasetWriter(const DatasetWriter&) = delete;
   DatasetWriter& operator=(const DatasetWriter&) = delete;
   void write(const std::string& name, const TensorInfo& info, const void* data);
+  // A soft link `name` to the path `target` in this file, and an external link `name` to `object`
+  // in `file`: data sets may be assembled from links, which need not resolve.
+  void softLink(const std::string& name, const std::string& target);
+  void externalLink(const std::string& name, const std::string& file, const std::string& object);
 
  private:
   struct Impl;
