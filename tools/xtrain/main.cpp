@@ -1,4 +1,5 @@
 // xtrain: trains an ONNX model on an HDF5 data set (or the built-in example) on simulated IPUs.
+#include <cstdio>
 #include <iostream>
 
 #include "options.hpp"
@@ -8,6 +9,9 @@
 
 int main(int argc, char** argv) {
   using namespace xtrain;
+  // Progress lines reach a file or pipe (xrun, a batch log) as they are written: a job killed
+  // mid-run must leave its "resumed from" and "saved checkpoint" lines behind.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   tools::TrainOptions options;
   try {
     options = tools::parseOptions(std::vector<std::string>(argv + 1, argv + argc));

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include "optimizer_flags.hpp"
@@ -79,11 +80,25 @@ T parseNumber(const std::string& flag, const std::string& text) {
   return value;
 }
 
-int64_t positive(const std::string& flag, const std::string& text) {
+int64_t positive(const std::string& flag, const std::string& text,
+                 int64_t max = std::numeric_limits<int64_t>::max()) {
   const auto v = parseNumber<int64_t>(flag, text);
   if (v <= 0) throw UsageError(flag + " must be greater than zero, got " + text);
+  if (v > max) {
+    throw UsageError(flag + " must be at most " + std::to_string(max) + ", got " + text);
+  }
   return v;
 }
+
+// A path-valued flag: an empty value is a mistake (an unset shell variable), never "no file".
+std::string path(const std::string& flag, const std::string& text) {
+  if (text.empty()) throw UsageError(flag + " needs a path, got an empty one");
+  return text;
+}
+
+// Counts that become an `int` in the library (DataFlow's batches per step, replicas, anchor
+// periods).
+constexpr int64_t kMaxIntCount = std::numeric_limits<int>::max();
 
 // NAME[:ALL|FINAL|SUM|EVERYN:k]. Tensor names may themselves contain ':' (the Builder names outputs
 // "node:0"), so the return type is recognised at the end of the text only.
@@ -107,7 +122,7 @@ AnchorRequest parseAnchor(const std::string& text) {
       throw UsageError("--anchor " + text + ": EVERYN needs a period, e.g. NAME:EVERYN:4");
     }
     a.returnType = "EVERYN";
-    a.period = static_cast<int>(positive("--anchor EVERYN period", rest.substr(1)));
+    a.period = static_cast<int>(positive("--anchor EVERYN period", rest.substr(1), kMaxIntCount));
     a.tensor = text.substr(0, everyN);
   }
   if (a.tensor.empty()) throw UsageError("--anchor needs a tensor name, got '" + text + "'");
@@ -138,12 +153,13 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
     if (flag == "-h" || flag == "--help")
       o.help = true;
     else if (flag == "--model")
-      o.model = next();
+      o.model = path(flag, next());
     else if (flag == "--data")
-      o.data = next();
-    else if (flag == "--loss")
+      o.data = path(flag, next());
+    else if (flag == "--loss") {
       o.loss = next();
-    else if (flag == "--optimizer")
+      if (o.loss.empty()) throw UsageError("--loss needs a tensor name, got an empty one");
+    } else if (flag == "--optimizer")
       o.optimizer = next();
     else if (flag == "--lr")
       o.lr = parseNumber<float>(flag, next());
@@ -181,11 +197,11 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
     else if (flag == "--micro-batch-size")
       o.microBatchSize = positive(flag, next());
     else if (flag == "--batches-per-step")
-      o.batchesPerStep = positive(flag, next());
+      o.batchesPerStep = positive(flag, next(), kMaxIntCount);
     else if (flag == "--accumulation-factor")
       o.accumulationFactor = positive(flag, next());
     else if (flag == "--replicas")
-      o.replicas = positive(flag, next());
+      o.replicas = positive(flag, next(), kMaxIntCount);
     else if (flag == "--steps")
       o.steps = positive(flag, next());
     else if (flag == "--epochs")
@@ -197,15 +213,15 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
     else if (flag == "--anchor")
       o.anchors.push_back(parseAnchor(next()));
     else if (flag == "--save-model")
-      o.saveModel = next();
+      o.saveModel = path(flag, next());
     else if (flag == "--checkpoint-dir")
-      o.checkpointDir = next();
+      o.checkpointDir = path(flag, next());
     else if (flag == "--checkpoint-every")
       o.checkpointEvery = parseNumber<int64_t>(flag, next());
     else if (flag == "--keep-last")
       o.keepLast = parseNumber<int64_t>(flag, next());
     else if (flag == "--resume")
-      o.resume = next();
+      o.resume = path(flag, next());
     else if (flag == "--log-level")
       o.logLevel = next();
     else
@@ -227,7 +243,9 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
         "--data and --loss need --model (without --model xtrain trains its built-in example)");
   }
   if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
-  if (o.keepLast < 0) throw UsageError("--keep-last must be >= 0");
+  if (o.keepLast < 0 || o.keepLast > kMaxIntCount) {
+    throw UsageError("--keep-last must be between 0 and " + std::to_string(kMaxIntCount));
+  }
   if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keepLast > 0 || o.checkpointAsync)) {
     throw UsageError(
         "--checkpoint-every, --keep-last and --checkpoint-async need --checkpoint-dir");

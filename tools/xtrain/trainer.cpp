@@ -14,7 +14,9 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/dataset_reader.hpp"
+#include "common/checked_math.hpp"
 #include "common/example_models.hpp"
+#include "input_checks.hpp"
 #include "optimizer_flags.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -213,6 +215,23 @@ int train(const TrainOptions& o, std::ostream& out) {
     source = std::make_unique<Hdf5Source>(o.data, inputs);
   }
 
+  // One step trains on samplesPerStep samples over all replicas of the job. Checked before the
+  // session is built: absurd counts are bad usage, never a wrapped size or an allocation.
+  const int64_t samplesPerStep =
+      checkedProduct("the samples of one step", {{"--batches-per-step", o.batchesPerStep},
+                                                 {"--accumulation-factor", o.accumulationFactor},
+                                                 {"replicas", globalReplicas},
+                                                 {"--micro-batch-size", o.microBatchSize}});
+  if (source->numSamples() < samplesPerStep) {
+    throw error(
+        "the data set has {} samples, fewer than one step needs ({} = batches-per-step {} x "
+        "accumulation-factor {} x replicas {} x micro-batch-size {})",
+        source->numSamples(), samplesPerStep, o.batchesPerStep, o.accumulationFactor,
+        globalReplicas, o.microBatchSize);
+  }
+  // Output paths are checked before the first step, so a typo costs no training.
+  checkOutputs(o, instance);
+
   SessionOptions options;
   if (launched) {
     dist::configureSessionOptions(options);
@@ -240,14 +259,13 @@ int train(const TrainOptions& o, std::ostream& out) {
   if (launched) {
     device = dist::getDevice();
   } else {
-    int numIpus = 1;
-    while (numIpus < o.replicas) numIpus *= 2;
-    if (numIpus != o.replicas) {
+    if ((o.replicas & (o.replicas - 1)) != 0) {
       throw error(
           "--replicas {} must be a power of two (simulated IPU devices have 1, 2, 4, ... IPUs)",
           o.replicas);
     }
-    device = DeviceManager::createDeviceManager().acquireAvailableDevice(numIpus);
+    device =
+        DeviceManager::createDeviceManager().acquireAvailableDevice(static_cast<int>(o.replicas));
   }
   auto session = TrainingSession::createFromOnnxModel(model, dataFlow, loss, *optimizer, device,
                                                       shapes, options);
@@ -257,19 +275,14 @@ int train(const TrainOptions& o, std::ostream& out) {
 
   const int64_t L = localReplicas, G = globalReplicas, af = o.accumulationFactor,
                 bps = o.batchesPerStep, mb = o.microBatchSize;
-  // One step trains on samplesPerStep samples over all replicas of the job.
-  const int64_t samplesPerStep = bps * af * G * mb;
-  if (source->numSamples() < samplesPerStep) {
-    throw error(
-        "the data set has {} samples, fewer than one step needs ({} = batches-per-step {} x "
-        "accumulation-factor {} x replicas {} x micro-batch-size {})",
-        source->numSamples(), samplesPerStep, bps, af, G, mb);
-  }
   int64_t steps = 100;
   if (o.steps)
     steps = *o.steps;
   else if (o.epochs)
-    steps = std::max<int64_t>(1, *o.epochs * source->numSamples() / samplesPerStep);
+    steps = std::max<int64_t>(
+        1, checkedProduct("the samples of --epochs",
+                          {{"--epochs", *o.epochs}, {"samples", source->numSamples()}}) /
+               samplesPerStep);
   else if (!example)
     steps = std::max<int64_t>(1, source->numSamples() / samplesPerStep);
 
@@ -354,6 +367,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     }
     for (const auto& [id, info] : inputs) {
       source->fill(id, info, samples, inputArrays[id]->data());
+      if (!example) requireFiniteSamples(*inputArrays[id], id, o.data, samples);
     }
     // The schedule is a function of the step, so a resumed run continues it where the
     // checkpoint left off and sets the rates of an uninterrupted run.
@@ -391,7 +405,9 @@ int train(const TrainOptions& o, std::ostream& out) {
       progress << "step " << std::setw(6) << step + 1 << "/" << steps << "  epoch " << order.epoch()
                << "  loss " << std::fixed << std::setprecision(6) << meanLoss << std::defaultfloat
                << "  lr " << lr << std::fixed << "  samples/s " << std::setprecision(1)
-               << static_cast<double>((step + 1 - firstStep) * samplesPerStep) / elapsed << "\n"
+               << static_cast<double>(step + 1 - firstStep) * static_cast<double>(samplesPerStep) /
+                      elapsed
+               << "\n"
                << std::defaultfloat;
     }
   }
@@ -402,9 +418,10 @@ int train(const TrainOptions& o, std::ostream& out) {
   }
   const double seconds = std::chrono::duration<double>(clock::now() - start).count();
   const int64_t trained = std::max<int64_t>(0, steps - firstStep);
-  progress << "xtrain: trained " << trained << " steps (" << trained * samplesPerStep
-           << " samples) in " << std::setprecision(3) << seconds << " s, " << std::setprecision(1)
-           << std::fixed << static_cast<double>(trained * samplesPerStep) / seconds
+  const double trainedSamples = static_cast<double>(trained) * static_cast<double>(samplesPerStep);
+  progress << "xtrain: trained " << trained << " steps (" << std::fixed << std::setprecision(0)
+           << trainedSamples << " samples) in " << std::defaultfloat << std::setprecision(3)
+           << seconds << " s, " << std::setprecision(1) << std::fixed << trainedSamples / seconds
            << " samples/s; loss " << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n"
            << std::defaultfloat;
   if (!o.saveModel.empty()) {
