@@ -34,7 +34,9 @@
 namespace xtrain::checkpoint {
 
 inline constexpr const char* kFormatName = "xtrain-checkpoint";
-inline constexpr int64_t kFormatVersion = 1;
+// Version 2 added the seal (the index's checksum, docs/checkpoint-format.md); version 1 checkpoints
+// (no seal) are still read.
+inline constexpr int64_t kFormatVersion = 2;
 
 // What is wrong with a checkpoint (corrupt, truncated, incomplete, newer format, checksum
 // mismatch): the message names the file and the dataset or attribute.
@@ -116,16 +118,24 @@ struct Listed {
   std::string creationTime;
   uint64_t bytes = 0;     // on disk, parts included
   bool complete = false;  // its index and every part are present and its attributes readable
+  std::string problem;    // the first problem found when not complete
 };
 // The checkpoints of a checkpoint directory, oldest first (staging directories excluded).
 std::vector<Listed> list(const std::string& checkpointDir);
 // The newest complete checkpoint of the directory (following `latest` when it names a complete one,
 // else the highest complete step), or nullopt when there is none.
 std::optional<std::string> latestComplete(const std::string& checkpointDir);
+// The checkpoints of the directory in the order a resume tries them: the one `latest` names first,
+// then the others newest first (incomplete and damaged ones included: the caller reads each and
+// says why it skips it).
+std::vector<Listed> resumeOrder(const std::string& checkpointDir);
 // Removes all but the newest `keep` complete checkpoints, and staging directories left by killed
-// jobs (not the one named by `activeStaging`). Never removes the checkpoint `latest` names, nor
-// incomplete checkpoints (kept for inspection). `keep` < 1 throws CheckpointError. Call it from one
-// instance only (the one that commits).
+// jobs (not the one named by `activeStaging`, nor one whose tag names a process alive on this
+// host). Only removes what xtrain wrote: a checkpoint without a seal (format version 1, or not
+// written by xtrain) is kept with a warning, and a leftover holding files xtrain does not write is
+// kept too. Never removes the checkpoint `latest` names, nor incomplete checkpoints (kept for
+// inspection). `keep` < 1 throws CheckpointError. Call it from one instance only (the one that
+// commits).
 void prune(const std::string& checkpointDir, int keep, const std::string& activeStaging = "");
 
 // Whether checkpoints may be written on a background thread while other threads use HDF5 (the HDF5

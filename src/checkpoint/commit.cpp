@@ -51,6 +51,10 @@ void commit(const std::string& stagingDir, const std::string& finalDir) {
     throw CheckpointError("commit: '{}' has no {} (writeIndex has not run)", stagingDir,
                           layout::kIndexFile);
   }
+  if (!fs::is_regular_file(fs::path(stagingDir) / layout::kSealFile)) {
+    throw CheckpointError("commit: '{}' has no {} (writeIndex did not finish)", stagingDir,
+                          layout::kSealFile);
+  }
   const std::string parent = parentDirectory(finalDir);
   if (fs::weakly_canonical(parentDirectory(stagingDir)) != fs::weakly_canonical(parent)) {
     throw CheckpointError("commit: staging '{}' and final '{}' must be in the same directory",

@@ -75,6 +75,8 @@ std::vector<Listed> list(const std::string& checkpointDir) {
     if (l.complete) {
       l.step = inspection.attributes.step;
       l.creationTime = inspection.attributes.creationTime;
+    } else {
+      l.problem = inspection.problems.front();
     }
     out.push_back(std::move(l));
   }
