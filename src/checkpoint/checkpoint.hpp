@@ -18,7 +18,7 @@
 //   1. every instance i: writePart(staging, i, the datasets it owns)  (in parallel; fsync'ed)
 //   2. after all parts are written, one instance: writeIndex(staging, attributes, parts)
 //   3. the same instance: commit(staging, final): fsync, rename staging -> final, then replace
-//      `latest` (write latest.tmp, fsync, rename).
+//      `latest` (write latest.tmp-<pid>-<n>, fsync, rename).
 // A staging directory is "<final>.tmp-<tag>"; list() ignores those, and prune() removes stale ones.
 #pragma once
 
@@ -78,6 +78,25 @@ std::string decodeName(const std::string& encoded);
 
 // "ckpt-00000010" for step 10.
 std::string checkpointName(int64_t step);
+
+// Who writes a staging directory. Its name is "<final>.tmp-<host>-<pid>-<nonce>" (host: a hash of
+// the host's name, pid and nonce of the job's instance 0), so that two jobs saving the same step in
+// one directory never share a staging directory, even without a launcher's job id, and prune() can
+// tell a live job's from a killed one's. Every instance of a job must use the same owner (the
+// session agrees on instance 0's).
+struct StagingOwner {
+  uint32_t host = 0;
+  int64_t pid = 0;
+  uint32_t nonce = 0;
+};
+// This process on this host, with a fresh random nonce.
+StagingOwner thisProcessAsStagingOwner();
+std::string stagingDirectory(const std::string& finalDir, const StagingOwner& owner);
+// The owner a staging directory's name records, or nullopt for other names (older xtrains named
+// them after the launcher's job id).
+std::optional<StagingOwner> stagingOwnerOf(const std::string& stagingName);
+// True when the owner is a process alive on this host.
+bool ownerAlive(const StagingOwner& owner);
 
 // Stage 1: writes `datasets` to <staging>/part-<instance>.h5 (creating the staging directory when
 // needed), each with its crc32 attribute, and fsyncs the file.

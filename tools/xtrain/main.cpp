@@ -1,6 +1,7 @@
 // xtrain: trains an ONNX model on an HDF5 data set (or the built-in example) on simulated IPUs.
 #include <iostream>
 
+#include "checkpoint_dir.hpp"
 #include "options.hpp"
 #include "trainer.hpp"
 #include "xtrain/error.hpp"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    tools::refuseToOverwriteCheckpoints(options);
     return tools::train(options, std::cout);
   } catch (const OutOfMemoryException& e) {
     std::cerr << "xtrain: " << e.what() << "\n" << e.getSummaryReport() << "\n";
