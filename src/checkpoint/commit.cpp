@@ -43,6 +43,17 @@ void removeOrThrow(const std::string& dir) {
   if (ec) throw CheckpointError("cannot remove '{}': {}", dir, ec.message());
 }
 
+// A step after the checkpoint is complete: its failure is a warning, not a failed save.
+template <typename F>
+void tidyUp(const std::string& finalDir, F&& step) {
+  try {
+    step();
+  } catch (const std::exception& e) {
+    logging::checkpoint::warn("checkpoint '{}' is complete, but tidying up after it failed: {}",
+                              finalDir, e.what());
+  }
+}
+
 }  // namespace
 
 void commit(const std::string& stagingDir, const std::string& finalDir) {
@@ -85,16 +96,16 @@ void commit(const std::string& stagingDir, const std::string& finalDir) {
   //    complete from here on: a failure now is a warning, not a failed save (list() and
   //    latestComplete() fall back to the newest complete checkpoint when `latest` is stale, and
   //    prune() removes a leftover copy).
-  try {
+  tidyUp(finalDir, [&] {
     replaceFileDurably((fs::path(parent) / layout::kLatestFile).string(),
                        baseName(finalDir) + "\n");
-    if (!retired.empty()) {
+  });
+  // Also when `latest` could not be written: the replaced copy must not be left behind.
+  if (!retired.empty()) {
+    tidyUp(finalDir, [&] {
       removeOrThrow(retired);
       fsyncPath(parent);
-    }
-  } catch (const std::exception& e) {
-    logging::checkpoint::warn("checkpoint '{}' is complete, but tidying up after it failed: {}",
-                              finalDir, e.what());
+    });
   }
 }
 
