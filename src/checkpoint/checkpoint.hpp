@@ -97,6 +97,9 @@ std::string stagingDirectory(const std::string& finalDir, const StagingOwner& ow
 std::optional<StagingOwner> stagingOwnerOf(const std::string& stagingName);
 // True when the owner is a process alive on this host.
 bool ownerAlive(const StagingOwner& owner);
+// True when the owner was a process of this host that no longer exists (false for other hosts:
+// nothing can be said about them).
+bool ownerGone(const StagingOwner& owner);
 
 // Stage 1: writes `datasets` to <staging>/part-<instance>.h5 (creating the staging directory when
 // needed), each with its crc32 attribute, and fsyncs the file.
@@ -150,11 +153,11 @@ std::optional<std::string> latestComplete(const std::string& checkpointDir);
 std::vector<Listed> resumeOrder(const std::string& checkpointDir);
 // Removes all but the newest `keep` complete checkpoints, and staging directories left by killed
 // jobs (not the one named by `activeStaging`, nor one whose tag names a process alive on this
-// host). Only removes what xtrain wrote: a checkpoint without a seal (format version 1, or not
-// written by xtrain) is kept with a warning, and a leftover holding files xtrain does not write is
-// kept too. Never removes the checkpoint `latest` names, nor incomplete checkpoints (kept for
-// inspection). `keep` < 1 throws CheckpointError. Call it from one instance only (the one that
-// commits).
+// host), and temporary copies of `latest` left by killed processes of this host. Only removes what
+// xtrain wrote: a checkpoint without a seal (format version 1, or not written by xtrain) is kept
+// with a warning, and a leftover holding files xtrain does not write is kept too. Never removes the
+// checkpoint `latest` names, nor incomplete checkpoints (kept for inspection). `keep` < 1 throws
+// CheckpointError. Call it from one instance only (the one that commits).
 void prune(const std::string& checkpointDir, int keep, const std::string& activeStaging = "");
 
 // Whether checkpoints may be written on a background thread while other threads use HDF5 (the HDF5

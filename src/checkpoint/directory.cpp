@@ -88,6 +88,21 @@ bool isRemovableLeftover(const fs::path& dir) {
   return !(isStaging(name) && owner && owner->pid != ::getpid() && ownerAlive(*owner));
 }
 
+// "latest.tmp-<host>-<pid>-<nonce>" files (replaceFileDurably) whose writer, a process of this
+// host, is gone: it was killed between writing and renaming. A live writer's is left alone.
+void removeStaleLatestCopies(const std::string& checkpointDir) {
+  const std::string prefix = std::string(layout::kLatestFile) + layout::kStagingMarker;
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(checkpointDir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix) || !entry.is_regular_file(ec)) continue;
+    const auto owner = stagingOwnerOf(name);
+    if (owner && ownerGone(*owner)) stale.push_back(entry.path());
+  }
+  for (const auto& file : stale) fs::remove(file, ec);  // a failure only leaves a small file
+}
+
 }  // namespace
 
 std::vector<Listed> list(const std::string& checkpointDir) {
@@ -164,6 +179,7 @@ void prune(const std::string& checkpointDir, int keep, const std::string& active
     if (isRemovableLeftover(entry.path())) leftovers.push_back(entry.path());
   }
   for (const auto& dir : leftovers) retireAndRemove(dir);
+  removeStaleLatestCopies(checkpointDir);
   // Complete checkpoints beyond the newest `keep`; the one `latest` names always stays.
   const std::string latest = latestName(checkpointDir);
   std::vector<Listed> complete;

@@ -20,6 +20,9 @@ inline constexpr int64_t kMaxStep = 1'000'000'000'000;
 // a checkpoint being replaced or removed.
 inline constexpr const char* kStagingMarker = ".tmp-";
 inline constexpr const char* kRetiredMarker = ".old-";
+// A directory that stood under a checkpoint's name without being xtrain's (no seal), set aside by
+// commit() instead of being replaced: never listed, never pruned.
+inline constexpr const char* kKeptMarker = ".kept-";
 // Root attribute of checkpoint.h5 beyond the Attributes fields: how many part files there are.
 inline constexpr const char* kPartsAttribute = "parts";
 // Group of checkpoint.h5 holding one float64 attribute per hyperparameter.

@@ -97,6 +97,11 @@ std::optional<StagingOwner> stagingOwnerOf(const std::string& stagingName) {
   return StagingOwner{host, static_cast<int64_t>(pid), nonce};
 }
 
+bool ownerGone(const StagingOwner& owner) {
+  return owner.host == thisHost() && owner.pid > 0 &&
+         ::kill(static_cast<pid_t>(owner.pid), 0) != 0 && errno == ESRCH;
+}
+
 bool ownerAlive(const StagingOwner& owner) {
   if (owner.host != thisHost() || owner.pid <= 0) return false;
   // EPERM: the process exists but belongs to someone else.

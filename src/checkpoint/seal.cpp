@@ -98,9 +98,9 @@ SealCheck checkSeal(const std::string& dir, const std::string& indexFile) {
     out.problem = xtrain::format("'{}' cannot be read (its seal '{}' expects {} bytes)", indexFile,
                                  seal, recorded->bytes);
   } else if (actual->bytes < recorded->bytes) {
-    out.problem =
-        xtrain::format("'{}' is damaged: it is truncated or replaced ({} bytes, its seal recorded {})",
-                       indexFile, actual->bytes, recorded->bytes);
+    out.problem = xtrain::format(
+        "'{}' is damaged: it is truncated or replaced ({} bytes, its seal recorded {})", indexFile,
+        actual->bytes, recorded->bytes);
   } else if (actual->bytes != recorded->bytes) {
     out.problem = xtrain::format("'{}' is damaged: it has {} bytes, its seal recorded {}",
                                  indexFile, actual->bytes, recorded->bytes);

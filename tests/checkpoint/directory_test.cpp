@@ -149,6 +149,25 @@ TEST_F(CheckpointDirectory, PruneKeepsUserDirectoriesThatLookLikeLeftovers) {
   EXPECT_FALSE(fs::exists(killed)) << "a killed save's staging directory still goes";
 }
 
+// Saving a step whose name a user's directory (or an unsealed checkpoint) holds moves it aside
+// instead of replacing, and so deleting, it.
+TEST_F(CheckpointDirectory, CommitSetsAsideWhatXtrainDidNotWrite) {
+  fs::create_directories(root_ / "ckpt-00000001");
+  writeFile(root_ / "ckpt-00000001" / "notes.txt", "mine");
+  const std::string one = save(root_, 1, sampleParts(0));
+  EXPECT_TRUE(verify(one).empty());
+  const std::string kept = one + ".kept-" + std::to_string(::getpid());
+  EXPECT_EQ(readFile(fs::path(kept) / "notes.txt"), "mine");
+  // Not listed, not pruned.
+  EXPECT_EQ(list(root_.string()).size(), 1u);
+  save(root_, 2, sampleParts(0));
+  prune(root_.string(), 1);
+  EXPECT_TRUE(fs::exists(kept));
+  // A sealed checkpoint of the same step is replaced as before (nothing else set aside).
+  save(root_, 2, sampleParts(1));
+  EXPECT_FALSE(fs::exists(root_ / ("ckpt-00000002.kept-" + std::to_string(::getpid()))));
+}
+
 // Staging names are unique per job, with or without a launcher's job id, and say whose they are,
 // so prune() removes a killed job's staging directory but not one a live job is writing.
 TEST_F(CheckpointDirectory, StagingNamesAreUniqueAndPruneSparesLiveJobs) {
