@@ -18,7 +18,7 @@
 //   1. every instance i: writePart(staging, i, the datasets it owns)  (in parallel; fsync'ed)
 //   2. after all parts are written, one instance: writeIndex(staging, attributes, parts)
 //   3. the same instance: commit(staging, final): fsync, rename staging -> final, then replace
-//      `latest` (write latest.tmp, fsync, rename).
+//      `latest` (write latest.tmp-<pid>-<n>, fsync, rename).
 // A staging directory is "<final>.tmp-<tag>"; list() ignores those, and prune() removes stale ones.
 #pragma once
 
@@ -34,7 +34,9 @@
 namespace xtrain::checkpoint {
 
 inline constexpr const char* kFormatName = "xtrain-checkpoint";
-inline constexpr int64_t kFormatVersion = 1;
+// Version 2 added the seal (the index's checksum, docs/checkpoint-format.md); version 1 checkpoints
+// (no seal) are still read.
+inline constexpr int64_t kFormatVersion = 2;
 
 // What is wrong with a checkpoint (corrupt, truncated, incomplete, newer format, checksum
 // mismatch): the message names the file and the dataset or attribute.
@@ -77,6 +79,28 @@ std::string decodeName(const std::string& encoded);
 // "ckpt-00000010" for step 10.
 std::string checkpointName(int64_t step);
 
+// Who writes a staging directory. Its name is "<final>.tmp-<host>-<pid>-<nonce>" (host: a hash of
+// the host's name, pid and nonce of the job's instance 0), so that two jobs saving the same step in
+// one directory never share a staging directory, even without a launcher's job id, and prune() can
+// tell a live job's from a killed one's. Every instance of a job must use the same owner (the
+// session agrees on instance 0's).
+struct StagingOwner {
+  uint32_t host = 0;
+  int64_t pid = 0;
+  uint32_t nonce = 0;
+};
+// This process on this host, with a fresh random nonce.
+StagingOwner thisProcessAsStagingOwner();
+std::string stagingDirectory(const std::string& finalDir, const StagingOwner& owner);
+// The owner a staging directory's name records, or nullopt for other names (older xtrains named
+// them after the launcher's job id).
+std::optional<StagingOwner> stagingOwnerOf(const std::string& stagingName);
+// True when the owner is a process alive on this host.
+bool ownerAlive(const StagingOwner& owner);
+// True when the owner was a process of this host that no longer exists (false for other hosts:
+// nothing can be said about them).
+bool ownerGone(const StagingOwner& owner);
+
 // Stage 1: writes `datasets` to <staging>/part-<instance>.h5 (creating the staging directory when
 // needed), each with its crc32 attribute, and fsyncs the file.
 void writePart(const std::string& stagingDir, int instance, const std::vector<Dataset>& datasets);
@@ -116,16 +140,24 @@ struct Listed {
   std::string creationTime;
   uint64_t bytes = 0;     // on disk, parts included
   bool complete = false;  // its index and every part are present and its attributes readable
+  std::string problem;    // the first problem found when not complete
 };
 // The checkpoints of a checkpoint directory, oldest first (staging directories excluded).
 std::vector<Listed> list(const std::string& checkpointDir);
 // The newest complete checkpoint of the directory (following `latest` when it names a complete one,
 // else the highest complete step), or nullopt when there is none.
 std::optional<std::string> latestComplete(const std::string& checkpointDir);
+// The checkpoints of the directory in the order a resume tries them: the one `latest` names first,
+// then the others newest first (incomplete and damaged ones included: the caller reads each and
+// says why it skips it).
+std::vector<Listed> resumeOrder(const std::string& checkpointDir);
 // Removes all but the newest `keep` complete checkpoints, and staging directories left by killed
-// jobs (not the one named by `activeStaging`). Never removes the checkpoint `latest` names, nor
-// incomplete checkpoints (kept for inspection). `keep` < 1 throws CheckpointError. Call it from one
-// instance only (the one that commits).
+// jobs (not the one named by `activeStaging`, nor one whose tag names a process alive on this
+// host), and temporary copies of `latest` left by killed processes of this host. Only removes what
+// xtrain wrote: a checkpoint without a seal (format version 1, or not written by xtrain) is kept
+// with a warning, and a leftover holding files xtrain does not write is kept too. Never removes the
+// checkpoint `latest` names, nor incomplete checkpoints (kept for inspection). `keep` < 1 throws
+// CheckpointError. Call it from one instance only (the one that commits).
 void prune(const std::string& checkpointDir, int keep, const std::string& activeStaging = "");
 
 // Whether checkpoints may be written on a background thread while other threads use HDF5 (the HDF5

@@ -10,6 +10,8 @@
 #include "checkpoint/durable_files.hpp"
 #include "checkpoint/inspection.hpp"
 #include "checkpoint/layout.hpp"
+#include "checkpoint/seal.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::checkpoint {
 
@@ -53,6 +55,54 @@ void retireAndRemove(const fs::path& dir) {
   if (ec) throw CheckpointError("prune: cannot remove '{}': {}", target.string(), ec.message());
 }
 
+// True when every entry of `dir` is a file xtrain writes into a checkpoint or its staging
+// directory (parts, index, seal, and the seal's ".tmp-..." while it is written): a leftover of a
+// save or a replacement, not a user's directory that happens to match "ckpt-*".
+bool holdsOnlyCheckpointFiles(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec)) return false;
+    if (const auto tmp = name.find(".tmp-"); tmp != std::string::npos) name.resize(tmp);
+    if (name != layout::kIndexFile && name != layout::kSealFile && !layout::partIndex(name)) {
+      return false;
+    }
+  }
+  return !ec;
+}
+
+// A staging or retired directory that prune may remove: named "ckpt-<step>.tmp-..." or
+// "ckpt-<step>.old-...", holding only checkpoint files, and not being written by a live job.
+bool isRemovableLeftover(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  const auto marker =
+      std::min(name.find(layout::kStagingMarker), name.find(layout::kRetiredMarker));
+  if (marker == std::string::npos || !layout::checkpointStep(name.substr(0, marker))) return false;
+  if (!holdsOnlyCheckpointFiles(dir)) {
+    logging::checkpoint::warn("prune: keeping '{}': it holds files xtrain does not write",
+                              dir.string());
+    return false;
+  }
+  // Another job saving into the same directory right now (unique staging names since format 2).
+  const auto owner = stagingOwnerOf(name);
+  return !(isStaging(name) && owner && owner->pid != ::getpid() && ownerAlive(*owner));
+}
+
+// "latest.tmp-<host>-<pid>-<nonce>" files (replaceFileDurably) whose writer, a process of this
+// host, is gone: it was killed between writing and renaming. A live writer's is left alone.
+void removeStaleLatestCopies(const std::string& checkpointDir) {
+  const std::string prefix = std::string(layout::kLatestFile) + layout::kStagingMarker;
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(checkpointDir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix) || !entry.is_regular_file(ec)) continue;
+    const auto owner = stagingOwnerOf(name);
+    if (owner && ownerGone(*owner)) stale.push_back(entry.path());
+  }
+  for (const auto& file : stale) fs::remove(file, ec);  // a failure only leaves a small file
+}
+
 }  // namespace
 
 std::vector<Listed> list(const std::string& checkpointDir) {
@@ -75,6 +125,8 @@ std::vector<Listed> list(const std::string& checkpointDir) {
     if (l.complete) {
       l.step = inspection.attributes.step;
       l.creationTime = inspection.attributes.creationTime;
+    } else {
+      l.problem = inspection.problems.front();
     }
     out.push_back(std::move(l));
   }
@@ -98,6 +150,16 @@ std::optional<std::string> latestComplete(const std::string& checkpointDir) {
   return best->path;
 }
 
+std::vector<Listed> resumeOrder(const std::string& checkpointDir) {
+  std::vector<Listed> all = list(checkpointDir);
+  std::reverse(all.begin(), all.end());  // newest first
+  const std::string latest = latestName(checkpointDir);
+  const auto named = std::find_if(all.begin(), all.end(),
+                                  [&](const Listed& l) { return baseName(l.path) == latest; });
+  if (named != all.end()) std::rotate(all.begin(), named, named + 1);
+  return all;
+}
+
 void prune(const std::string& checkpointDir, int keep, const std::string& activeStaging) {
   if (keep < 1) {
     throw CheckpointError(
@@ -114,9 +176,10 @@ void prune(const std::string& checkpointDir, int keep, const std::string& active
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !(isStaging(name) || isRetired(name))) continue;
     if (!activeStaging.empty() && samePath(entry.path(), activeStaging)) continue;
-    leftovers.push_back(entry.path());
+    if (isRemovableLeftover(entry.path())) leftovers.push_back(entry.path());
   }
   for (const auto& dir : leftovers) retireAndRemove(dir);
+  removeStaleLatestCopies(checkpointDir);
   // Complete checkpoints beyond the newest `keep`; the one `latest` names always stays.
   const std::string latest = latestName(checkpointDir);
   std::vector<Listed> complete;
@@ -127,6 +190,14 @@ void prune(const std::string& checkpointDir, int keep, const std::string& active
       complete.size() > static_cast<size_t>(keep) ? complete.size() - static_cast<size_t>(keep) : 0;
   for (size_t i = 0; i < remove; ++i) {
     if (baseName(complete[i].path) == latest) continue;
+    // Only what xtrain committed: the seal is its mark (see seal.hpp).
+    if (!isSealed(complete[i].path)) {
+      logging::checkpoint::warn(
+          "prune: keeping '{}': it has no {} (written by an xtrain older than format version 2, or "
+          "not by xtrain); remove it yourself if it is not needed",
+          complete[i].path, layout::kSealFile);
+      continue;
+    }
     retireAndRemove(complete[i].path);
   }
   fsyncPath(checkpointDir);

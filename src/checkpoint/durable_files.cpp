@@ -52,7 +52,10 @@ void fsyncDirectoryAndFiles(const std::string& dir) {
 }
 
 void replaceFileDurably(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
+  // The temporary name is this call's own: two jobs saving into one directory both replace
+  // `latest`, and with one shared name one would rename the other's file away from under it. It
+  // names this host and process, so prune() can remove the leftover of a writer that was killed.
+  const std::string tmp = stagingDirectory(path, thisProcessAsStagingOwner());
   {
     Descriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) throw CheckpointError("cannot create '{}': {}", tmp, systemReason());

@@ -14,7 +14,8 @@ void fsyncPath(const std::string& path);
 // fsync of every regular file directly in `dir`, then of `dir` itself.
 void fsyncDirectoryAndFiles(const std::string& dir);
 // Replaces `path` by a file holding `content` so that a reader (or a crash) sees the old or the new
-// content, never a mix: writes <path>.tmp, fsyncs it, renames it over `path`, fsyncs the directory.
+// content, never a mix: writes <path>.tmp-<host>-<pid>-<nonce>, fsyncs it, renames it over `path`,
+// fsyncs the directory.
 void replaceFileDurably(const std::string& path, const std::string& content);
 // The bytes of the regular files under `dir` (recursively); 0 when it cannot be read.
 uint64_t bytesUnder(const std::string& dir);

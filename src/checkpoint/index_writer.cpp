@@ -10,6 +10,7 @@
 #include "checkpoint/h5_attributes.hpp"
 #include "checkpoint/h5_files.hpp"
 #include "checkpoint/layout.hpp"
+#include "checkpoint/seal.hpp"
 
 namespace xtrain::checkpoint {
 
@@ -115,6 +116,11 @@ void writeIndex(const std::string& stagingDir, const Attributes& attributes, int
   silenceHdf5Errors();
   if (parts < 1)
     throw CheckpointError("writeIndex: {} parts; a checkpoint has at least one", parts);
+  // A reader treats such a step as damage: refuse to write a checkpoint no one could resume.
+  if (attributes.step < 0 || attributes.step > layout::kMaxStep) {
+    throw CheckpointError("writeIndex: step {} is not a step count (0 .. {})", attributes.step,
+                          layout::kMaxStep);
+  }
   std::map<std::string, PartDataset> found;
   for (int part = 0; part < parts; ++part) scanPart(stagingDir, part, found);
 
@@ -124,6 +130,8 @@ void writeIndex(const std::string& stagingDir, const Attributes& attributes, int
   for (const auto& [path, d] : found) writeVirtualDataset(h5.get(), path, d, file);
   closeWrittenFile(h5, file);
   fsyncPath(file);
+  // Sealed once the index's bytes are final; commit() refuses a staging directory without a seal.
+  writeSeal(stagingDir);
 }
 
 }  // namespace xtrain::checkpoint

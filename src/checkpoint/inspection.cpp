@@ -1,6 +1,7 @@
 #include "checkpoint/inspection.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -10,6 +11,7 @@
 #include "checkpoint/h5_files.hpp"
 #include "checkpoint/h5_types.hpp"
 #include "checkpoint/layout.hpp"
+#include "checkpoint/seal.hpp"
 
 namespace xtrain::checkpoint {
 
@@ -28,8 +30,8 @@ class Inspector {
   Inspector(const std::string& path, Depth depth) : path_(path), depth_(depth) { out_.dir = path; }
 
   Inspection run() {
-    if (locate() && openIndex() && readRoot() && depth_ >= Depth::Parts && checkParts() &&
-        depth_ >= Depth::Structure) {
+    if (locate() && checkIndexSeal() && openIndex() && readRoot() && depth_ >= Depth::Parts &&
+        checkParts() && depth_ >= Depth::Structure) {
       checkDatasets();
     }
     return std::move(out_);
@@ -72,6 +74,19 @@ class Inspector {
     return true;
   }
 
+  // The index's bytes against its seal, before HDF5 parses them: HDF5 does not checksum all of its
+  // metadata (the global heap of string attributes, for one), and damage there can crash it.
+  bool checkIndexSeal() {
+    // The seal vouches for the directory's checkpoint.h5 only (not for a part given as the path).
+    sealApplies_ = fs::path(out_.indexFile).filename() == layout::kIndexFile;
+    if (!sealApplies_) return true;
+    const SealCheck seal = checkSeal(out_.dir, out_.indexFile);
+    sealed_ = seal.state == SealState::Sound;
+    if (seal.state != SealState::Broken) return true;
+    problem(seal.problem);
+    return false;
+  }
+
   bool openIndex() {
     return attempt([&] { index_ = openHdf5File(out_.indexFile); });
   }
@@ -103,13 +118,18 @@ class Inspector {
       problem(xtrain::format("'{}' has an invalid format version {}", where, a.formatVersion));
       return false;
     }
-    attempt([&] { a.step = readInt64Attribute(root, "step", where); });
-    attempt([&] { a.epoch = readInt64Attribute(root, "epoch", where); });
-    attempt([&] { a.samplesSeen = readInt64Attribute(root, "samplesSeen", where); });
-    attempt([&] {
-      a.globalReplicationFactor = readInt64Attribute(root, "globalReplicationFactor", where);
-    });
-    attempt([&] { a.instances = readInt64Attribute(root, "instances", where); });
+    // Version 1 had no seal; from version 2 on a missing one means the checkpoint was tampered
+    // with or damaged (its index was parsed unchecked).
+    if (a.formatVersion >= 2 && sealApplies_ && !sealed_) {
+      problem(xtrain::format(
+          "'{}' is damaged: its {} is missing (format version {} checkpoints have one)", out_.dir,
+          layout::kSealFile, a.formatVersion));
+    }
+    readCount(root, "step", a.step, 0, layout::kMaxStep);
+    readCount(root, "epoch", a.epoch, 0, INT64_MAX);
+    readCount(root, "samplesSeen", a.samplesSeen, 0, INT64_MAX);
+    readCount(root, "globalReplicationFactor", a.globalReplicationFactor, 1, INT64_MAX);
+    readCount(root, "instances", a.instances, 1, INT64_MAX);
     attempt([&] { a.optimizerType = readStringAttribute(root, "optimizerType", where); });
     attempt([&] { a.graphFingerprint = readStringAttribute(root, "graphFingerprint", where); });
     attempt([&] { a.creationTime = readStringAttribute(root, "creationTime", where); });
@@ -126,6 +146,19 @@ class Inspector {
     }
     out_.parts = static_cast<int>(parts);
     return true;
+  }
+
+  // An int64 root attribute that counts something, in [low, high]; anything else (a step of -7)
+  // is damage, recorded as a problem.
+  void readCount(hid_t root, const char* name, int64_t& value, int64_t low, int64_t high) {
+    const std::string& where = out_.indexFile;
+    if (!attempt([&] { value = readInt64Attribute(root, name, where); })) return;
+    if (value < low || value > high) {
+      const std::string expected = high == INT64_MAX ? xtrain::format("at least {}", low)
+                                                     : xtrain::format("{} .. {}", low, high);
+      problem(xtrain::format("'{}' is damaged: attribute '{}' is {}, expected {}", where, name,
+                             value, expected));
+    }
   }
 
   void readHyperparameters() {
@@ -344,6 +377,8 @@ class Inspector {
   std::string path_;
   Depth depth_;
   Inspection out_;
+  bool sealApplies_ = false;  // the index is a checkpoint.h5, which a seal may vouch for
+  bool sealed_ = false;       // the index matched its seal
   H5Handle index_;
   std::vector<H5Handle> partFiles_;
 };

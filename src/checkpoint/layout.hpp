@@ -10,10 +10,19 @@ namespace xtrain::checkpoint::layout {
 
 inline constexpr const char* kIndexFile = "checkpoint.h5";
 inline constexpr const char* kLatestFile = "latest";
+// Written by writeIndex beside the index (seal.hpp): the index's size and CRC-32, and the mark of a
+// directory xtrain committed.
+inline constexpr const char* kSealFile = "seal";
+// The largest step a checkpoint may record: 10^12 steps (31 years at 1000 steps a second). A larger
+// or negative one is damage, not training progress.
+inline constexpr int64_t kMaxStep = 1'000'000'000'000;
 // Markers in the names of directories that are not checkpoints: a save in progress (or killed), and
 // a checkpoint being replaced or removed.
 inline constexpr const char* kStagingMarker = ".tmp-";
 inline constexpr const char* kRetiredMarker = ".old-";
+// A directory that stood under a checkpoint's name without being xtrain's (no seal), set aside by
+// commit() instead of being replaced: never listed, never pruned.
+inline constexpr const char* kKeptMarker = ".kept-";
 // Root attribute of checkpoint.h5 beyond the Attributes fields: how many part files there are.
 inline constexpr const char* kPartsAttribute = "parts";
 // Group of checkpoint.h5 holding one float64 attribute per hyperparameter.

@@ -109,6 +109,18 @@ bool sameEverywhere(comm::Communicator* comm, int64_t value) {
   return both[0] == -both[1];
 }
 
+// Instance 0's host, pid and a fresh random nonce, known to every instance (one all-reduce to which
+// the others add zeros): the job's instances write one staging directory, which no other job
+// saving into the same directory uses, launcher or not.
+checkpoint::StagingOwner agreedStagingOwner(comm::Communicator* comm) {
+  const bool first = comm == nullptr || comm->rank() == 0;
+  const checkpoint::StagingOwner mine =
+      first ? checkpoint::thisProcessAsStagingOwner() : checkpoint::StagingOwner{};
+  std::vector<int64_t> v{mine.host, mine.pid, mine.nonce};
+  reduceInt64s(comm, v, CollectiveOperator::Add);
+  return {static_cast<uint32_t>(v[0]), v[1], static_cast<uint32_t>(v[2])};
+}
+
 }  // namespace
 
 std::string SessionImpl::computeGraphFingerprint() const {
@@ -259,8 +271,8 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   a.creationTime = utcNow();
   a.xtrainVersion = XTRAIN_VERSION;
 
-  const char* job = std::getenv("XTRAIN_JOB_ID");
-  const std::string staging = final.string() + ".tmp-" + (job != nullptr ? job : "job");
+  const std::string staging =
+      checkpoint::stagingDirectory(final.string(), agreedStagingOwner(comm));
   // The stages, each closed by an agreement, so every instance takes part in the same collectives
   // whatever fails where.
   auto write = [comm, rank, instances, staging, final = final.string(), a, start](
@@ -273,7 +285,8 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
         failure = e.what();
       }
     };
-    // Instance 0 clears what a killed job may have left under the staging name.
+    // Instance 0 creates the staging directory (its name is this save's alone; anything under it
+    // would be a leftover of an earlier save of this very process, which is cleared).
     if (rank == 0) {
       attempt([&] {
         fs::remove_all(staging);
@@ -327,11 +340,13 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
 
 std::optional<CheckpointInfo> SessionImpl::loadLatestCheckpoint(const std::string& directory) {
   requirePrepared("loadLatestCheckpoint");
+  XT_CHECK(config_.training, "loadLatestCheckpoint on an inference session");
+  waitForCheckpoint();
   comm::Communicator* comm = checkpointComm_.get();
-  std::optional<std::string> latest;
+  std::vector<checkpoint::Listed> candidates;
   std::string failure;
   try {
-    latest = checkpoint::latestComplete(directory);
+    candidates = checkpoint::resumeOrder(directory);
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -339,23 +354,42 @@ std::optional<CheckpointInfo> SessionImpl::loadLatestCheckpoint(const std::strin
     throw error("loadLatestCheckpoint '{}': {}", directory,
                 failure.empty() ? "another instance could not list the directory" : failure);
   }
-  // All instances resume from the same step, or all start afresh.
-  int64_t step = -1;
-  try {
-    if (latest) step = checkpoint::readAttributes(*latest).step;
-  } catch (const std::exception& e) {
-    step = -2;
-    failure = e.what();
-  }
-  if (!sameEverywhere(comm, step)) {
+  // Every instance tries the same checkpoints in the same order and all agree on each one, so
+  // they resume from the same checkpoint, or all start afresh.
+  Fnv names;
+  for (const auto& c : candidates) names.add(fs::path(c.path).filename().string());
+  if (!sameEverywhere(comm, static_cast<int64_t>(names.h >> 1))) {
     throw error(
-        "loadLatestCheckpoint '{}': the instances see different newest checkpoints (step {} "
-        "here); checkpoints need a file system every instance shares",
-        directory, step);
+        "loadLatestCheckpoint '{}': the instances see different checkpoints ({} here); "
+        "checkpoints need a file system every instance shares",
+        directory, candidates.size());
   }
-  if (step == -2) throw error("loadLatestCheckpoint '{}': {}", directory, failure);
-  if (!latest) return std::nullopt;
-  return loadCheckpoint(*latest);
+  // A damaged newest checkpoint (corrupt index, checksum mismatch, truncated or missing part)
+  // would stop every restart of the job: fall back to the newest one that verifies.
+  std::vector<std::string> skipped;
+  for (const auto& candidate : candidates) {
+    checkpoint::Contents c;
+    std::string damage;
+    try {
+      c = checkpoint::read(candidate.path);
+    } catch (const std::exception& e) {
+      damage = e.what();
+    }
+    if (allAgree(comm, damage.empty())) {
+      return loadCheckpointContents(candidate.path, std::move(c), "");
+    }
+    if (damage.empty()) damage = "another instance could not read it";
+    logging::checkpoint::warn(
+        "resuming from '{}': skipping checkpoint '{}', which does not verify: {}", directory,
+        candidate.path, damage);
+    skipped.push_back(format("'{}': {}", candidate.path, damage));
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::string list;
+  for (const auto& s : skipped) list += "\n  " + s;
+  throw error(
+      "loadLatestCheckpoint '{}': none of its {} checkpoints verifies; nothing was loaded:{}",
+      directory, candidates.size(), list);
 }
 
 void SessionImpl::waitForCheckpoint() {
@@ -374,65 +408,81 @@ CheckpointInfo SessionImpl::loadCheckpoint(const std::string& path) {
   std::string failure;
   try {
     c = checkpoint::read(path);
-    const auto& a = c.attributes;
-    std::set<std::string> expected;
-    for (const auto& [id, dataset] : checkpointTensors()) {
-      expected.insert(dataset);
-      const HostTensor& host = hostWeights_.at(id);
-      auto it = c.datasets.find(dataset);
-      const bool isAccumulator =
-          dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12;
-      if (it == c.datasets.end()) {
-        if (isAccumulator)
-          continue;  // zero between steps; a checkpoint without accumulation has none
-        throw error("checkpoint '{}' has no {} (this session's '{}', {}){}", path, dataset, id,
-                    host.info().toString(),
-                    dataset.rfind("/optimizer/", 0) == 0
-                        ? ": was it written with another optimizer (e.g. without momentum)?"
-                        : "");
-      }
-      if (it->second.info() != host.info()) {
-        throw error("checkpoint '{}': {} is {} but this session's '{}' is {}", path, dataset,
-                    it->second.info().toString(), id, host.info().toString());
-      }
-    }
-    for (const auto& [dataset, value] : c.datasets) {
-      if (dataset.rfind("/state/", 0) == 0 || expected.count(dataset)) continue;
-      if (dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12) continue;
-      throw error("checkpoint '{}' has {} ({}), which this session does not have{}", path, dataset,
-                  value.info().toString(),
-                  dataset.rfind("/optimizer/", 0) == 0
-                      ? " (was it written with another optimizer, e.g. with momentum?)"
-                      : "");
-    }
-    // The same slots can mean other things under another mode (Adam's v is AdaMax's infinity
-    // norm; RMSProp's v1 a mean where AdaGrad's is a sum).
-    if (const std::string mine = ir::describeOptimizer(*config_.optimizer);
-        !a.optimizerType.empty() && a.optimizerType != mine) {
-      throw error(
-          "checkpoint '{}' was written by optimizer {}, but this session's is {}: its state would "
-          "mean something else",
-          path, a.optimizerType, mine);
-    }
-    // Tensors first (their messages say more), then the operations.
-    if (a.graphFingerprint != graphFingerprint_) {
-      throw error(
-          "checkpoint '{}' was written for another model (graph fingerprint {}, this model's {}): "
-          "its operations or weights differ",
-          path, a.graphFingerprint, graphFingerprint_);
-    }
-    auto rng = c.datasets.find(kRngPath);
-    if (rng == c.datasets.end() || rng->second.info() != TensorInfo(DataType::UINT32, {4})) {
-      throw error("checkpoint '{}' has no valid {} (UINT32[4])", path, kRngPath);
-    }
-    if (auto d = c.datasets.find(kDataPath);
-        d != c.datasets.end() &&
-        (d->second.dataType() != DataType::INT64 || d->second.shape().size() != 1)) {
-      throw error("checkpoint '{}': {} is {}, expected a 1-D INT64 tensor", path, kDataPath,
-                  d->second.info().toString());
-    }
   } catch (const std::exception& e) {
     failure = e.what();
+  }
+  return loadCheckpointContents(path, std::move(c), std::move(failure));
+}
+
+void SessionImpl::checkCheckpointContents(const std::string& path,
+                                          const checkpoint::Contents& c) const {
+  const auto& a = c.attributes;
+  std::set<std::string> expected;
+  for (const auto& [id, dataset] : checkpointTensors()) {
+    expected.insert(dataset);
+    const HostTensor& host = hostWeights_.at(id);
+    auto it = c.datasets.find(dataset);
+    const bool isAccumulator =
+        dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12;
+    if (it == c.datasets.end()) {
+      if (isAccumulator)
+        continue;  // zero between steps; a checkpoint without accumulation has none
+      throw error("checkpoint '{}' has no {} (this session's '{}', {}){}", path, dataset, id,
+                  host.info().toString(),
+                  dataset.rfind("/optimizer/", 0) == 0
+                      ? ": was it written with another optimizer (e.g. without momentum)?"
+                      : "");
+    }
+    if (it->second.info() != host.info()) {
+      throw error("checkpoint '{}': {} is {} but this session's '{}' is {}", path, dataset,
+                  it->second.info().toString(), id, host.info().toString());
+    }
+  }
+  for (const auto& [dataset, value] : c.datasets) {
+    if (dataset.rfind("/state/", 0) == 0 || expected.count(dataset)) continue;
+    if (dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12) continue;
+    throw error("checkpoint '{}' has {} ({}), which this session does not have{}", path, dataset,
+                value.info().toString(),
+                dataset.rfind("/optimizer/", 0) == 0
+                    ? " (was it written with another optimizer, e.g. with momentum?)"
+                    : "");
+  }
+  // The same slots can mean other things under another mode (Adam's v is AdaMax's infinity
+  // norm; RMSProp's v1 a mean where AdaGrad's is a sum).
+  if (const std::string mine = ir::describeOptimizer(*config_.optimizer);
+      !a.optimizerType.empty() && a.optimizerType != mine) {
+    throw error(
+        "checkpoint '{}' was written by optimizer {}, but this session's is {}: its state would "
+        "mean something else",
+        path, a.optimizerType, mine);
+  }
+  // Tensors first (their messages say more), then the operations.
+  if (a.graphFingerprint != graphFingerprint_) {
+    throw error(
+        "checkpoint '{}' was written for another model (graph fingerprint {}, this model's {}): "
+        "its operations or weights differ",
+        path, a.graphFingerprint, graphFingerprint_);
+  }
+  auto rng = c.datasets.find(kRngPath);
+  if (rng == c.datasets.end() || rng->second.info() != TensorInfo(DataType::UINT32, {4})) {
+    throw error("checkpoint '{}' has no valid {} (UINT32[4])", path, kRngPath);
+  }
+  if (auto d = c.datasets.find(kDataPath);
+      d != c.datasets.end() &&
+      (d->second.dataType() != DataType::INT64 || d->second.shape().size() != 1)) {
+    throw error("checkpoint '{}': {} is {}, expected a 1-D INT64 tensor", path, kDataPath,
+                d->second.info().toString());
+  }
+}
+
+CheckpointInfo SessionImpl::loadCheckpointContents(const std::string& path, checkpoint::Contents c,
+                                                   std::string failure) {
+  if (failure.empty()) {
+    try {
+      checkCheckpointContents(path, c);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
   }
   // Every instance read the same files; if one failed (a file system error, say) none loads.
   comm::Communicator* comm = checkpointComm_.get();

@@ -155,6 +155,13 @@ class SessionImpl {
   std::string computeGraphFingerprint() const;
   // The host-visible tensors a checkpoint holds, with their dataset paths.
   std::vector<std::pair<TensorId, std::string>> checkpointTensors() const;
+  // Throws naming the first way a checkpoint's contents do not fit this session (a missing or
+  // differently shaped tensor, another optimizer mode, another model, no random state).
+  void checkCheckpointContents(const std::string& path, const checkpoint::Contents& c) const;
+  // The rest of loadCheckpoint once this instance read `c` (or failed to: `failure`): checks it,
+  // agrees with the other instances that all of them can load the same checkpoint, installs it.
+  CheckpointInfo loadCheckpointContents(const std::string& path, checkpoint::Contents c,
+                                        std::string failure);
   // broadcastWeights for a grouped tensor.
   void broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank);
   // The lowest local replica of a group, or -1 when this instance holds none of its members.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/seal.hpp"
 
 namespace xtrain::checkpoint::testing {
 
@@ -107,6 +109,30 @@ inline bool flipByteOf(const fs::path& file, const HostTensor& pattern, size_t o
   if (at == std::string::npos) return false;
   bytes[at + offsetInPattern] = static_cast<char>(bytes[at + offsetInPattern] ^ 0x10);
   writeFile(file, bytes);
+  return true;
+}
+
+// Flips every bit of the byte at `offset` of the file, in place (flipping it again restores it).
+inline void flipByteAt(const fs::path& file, size_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  const char c = static_cast<char>(f.get());
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(~c));
+  ASSERT_TRUE(f.good()) << "cannot flip byte " << offset << " of " << file;
+}
+
+// Rewrites an int64 root attribute of the checkpoint's index in place and seals the index again:
+// what a buggy writer would leave (the seal matches, the value is wrong). False on an HDF5 failure.
+inline bool rewriteRootInt64(const fs::path& checkpointDir, const char* name, int64_t value) {
+  const std::string index = (checkpointDir / "checkpoint.h5").string();
+  const hid_t file = H5Fopen(index.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (file < 0) return false;
+  const hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
+  const bool ok = attribute >= 0 && H5Awrite(attribute, H5T_NATIVE_INT64, &value) >= 0;
+  if (attribute >= 0) H5Aclose(attribute);
+  if (H5Fclose(file) < 0 || !ok) return false;
+  writeSeal(checkpointDir.string());
   return true;
 }
 

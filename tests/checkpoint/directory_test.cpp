@@ -1,5 +1,8 @@
 // A checkpoint directory: list, latestComplete and prune, with staging directories of unfinished
 // saves and checkpoints that are incomplete.
+#include <sys/wait.h>
+
+#include "checkpoint/durable_files.hpp"
 #include "checkpoint_testing.hpp"
 
 namespace xtrain::checkpoint::testing {
@@ -108,6 +111,108 @@ TEST_F(CheckpointDirectory, PruneLeavesIncompleteCheckpointsAlone) {
   prune(root_.string(), 1);
   EXPECT_TRUE(fs::exists(two));  // kept for inspection: it is not a complete checkpoint
   EXPECT_FALSE(fs::exists(root_ / "ckpt-00000001"));
+}
+
+// A checkpoint of format version 1 (no seal), or a user's copy of one: prune cannot tell that
+// xtrain wrote it, so it stays, whatever --keep-last says.
+TEST_F(CheckpointDirectory, PruneKeepsCheckpointsWithoutASeal) {
+  Attributes old = sampleAttributes(1);
+  old.formatVersion = 1;
+  save(root_, 1, sampleParts(0), old);
+  fs::remove(root_ / "ckpt-00000001" / "seal");
+  for (int step = 2; step <= 4; ++step) save(root_, step, sampleParts(0));
+  prune(root_.string(), 1);
+  EXPECT_TRUE(fs::exists(root_ / "ckpt-00000001" / "checkpoint.h5"))
+      << "not written by this xtrain";
+  EXPECT_FALSE(fs::exists(root_ / "ckpt-00000002"));
+  EXPECT_FALSE(fs::exists(root_ / "ckpt-00000003"));
+  EXPECT_TRUE(fs::exists(root_ / "ckpt-00000004"));
+  // Still resumable: it is a complete checkpoint.
+  fs::remove_all(root_ / "ckpt-00000004");
+  fs::remove(root_ / "latest");
+  EXPECT_EQ(latestComplete(root_.string()), (root_ / "ckpt-00000001").string());
+}
+
+// Directories that merely look like leftovers of a save ("ckpt-*.tmp-*", "ckpt-*.old-*") but hold
+// a user's files are not xtrain's to delete.
+TEST_F(CheckpointDirectory, PruneKeepsUserDirectoriesThatLookLikeLeftovers) {
+  save(root_, 1, sampleParts(0));
+  fs::create_directories(root_ / "ckpt-00000001.tmp-mine" / "notes");
+  fs::create_directories(root_ / "ckpt-00000001.old-backup");
+  writeFile(root_ / "ckpt-00000001.old-backup" / "README", "keep me");
+  fs::create_directories(root_ / "ckpt-notes.tmp-x");
+  const std::string killed = stage(2, "killed");
+  prune(root_.string(), 1);
+  EXPECT_TRUE(fs::exists(root_ / "ckpt-00000001.tmp-mine" / "notes"));
+  EXPECT_EQ(readFile(root_ / "ckpt-00000001.old-backup" / "README"), "keep me");
+  EXPECT_TRUE(fs::exists(root_ / "ckpt-notes.tmp-x"));
+  EXPECT_FALSE(fs::exists(killed)) << "a killed save's staging directory still goes";
+}
+
+// Saving a step whose name a user's directory (or an unsealed checkpoint) holds moves it aside
+// instead of replacing, and so deleting, it.
+TEST_F(CheckpointDirectory, CommitSetsAsideWhatXtrainDidNotWrite) {
+  fs::create_directories(root_ / "ckpt-00000001");
+  writeFile(root_ / "ckpt-00000001" / "notes.txt", "mine");
+  const std::string one = save(root_, 1, sampleParts(0));
+  EXPECT_TRUE(verify(one).empty());
+  const std::string kept = one + ".kept-" + std::to_string(::getpid());
+  EXPECT_EQ(readFile(fs::path(kept) / "notes.txt"), "mine");
+  // Not listed, not pruned.
+  EXPECT_EQ(list(root_.string()).size(), 1u);
+  save(root_, 2, sampleParts(0));
+  prune(root_.string(), 1);
+  EXPECT_TRUE(fs::exists(kept));
+  // A sealed checkpoint of the same step is replaced as before (nothing else set aside).
+  save(root_, 2, sampleParts(1));
+  EXPECT_FALSE(fs::exists(root_ / ("ckpt-00000002.kept-" + std::to_string(::getpid()))));
+}
+
+// Staging names are unique per job, with or without a launcher's job id, and say whose they are,
+// so prune() removes a killed job's staging directory but not one a live job is writing.
+TEST_F(CheckpointDirectory, StagingNamesAreUniqueAndPruneSparesLiveJobs) {
+  const std::string final = (root_ / checkpointName(5)).string();
+  const StagingOwner me = thisProcessAsStagingOwner();
+  StagingOwner other = me;
+  other.nonce ^= 1;
+  EXPECT_NE(stagingDirectory(final, me), stagingDirectory(final, other));
+  EXPECT_NE(stagingDirectory(final, me), stagingDirectory(final, thisProcessAsStagingOwner()));
+  const auto parsed = stagingOwnerOf(baseName(stagingDirectory(final, me)));
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->host, me.host);
+  EXPECT_EQ(parsed->pid, me.pid);
+  EXPECT_EQ(parsed->nonce, me.nonce);
+  EXPECT_FALSE(stagingOwnerOf("ckpt-00000005.tmp-job").has_value());
+
+  // A live job: this test's parent process. A dead one: a child that has exited.
+  StagingOwner live = me;
+  live.pid = ::getppid();
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);
+  StagingOwner dead = me;
+  dead.pid = child;
+  EXPECT_TRUE(ownerAlive(live));
+  EXPECT_FALSE(ownerAlive(dead));
+  const std::string liveDir = stagingDirectory(final, live);
+  const std::string deadDir = stagingDirectory(final, dead);
+  writePart(liveDir, 0, sampleParts(0)[0]);
+  writePart(deadDir, 0, sampleParts(0)[0]);
+  save(root_, 1, sampleParts(0));
+  prune(root_.string(), 1);
+  EXPECT_TRUE(fs::exists(liveDir));
+  EXPECT_FALSE(fs::exists(deadDir));
+}
+
+// --resume auto tries the checkpoint `latest` names, then the others newest first.
+TEST_F(CheckpointDirectory, ResumeOrderStartsWithLatestThenNewestFirst) {
+  for (int step = 1; step <= 3; ++step) save(root_, step, sampleParts(0));
+  save(root_, 2, sampleParts(1));  // latest -> ckpt-00000002
+  std::vector<std::string> names;
+  for (const auto& l : resumeOrder(root_.string())) names.push_back(baseName(l.path));
+  EXPECT_EQ(names, (std::vector<std::string>{"ckpt-00000002", "ckpt-00000003", "ckpt-00000001"}));
+  EXPECT_TRUE(resumeOrder((root_ / "none").string()).empty());
 }
 
 }  // namespace

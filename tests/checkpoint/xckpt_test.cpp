@@ -116,6 +116,48 @@ TEST_F(XckptCli, VerifyExitCodes) {
   EXPECT_EQ(xckpt("verify " + q(root_ / "nope")).exitCode, 2);
 }
 
+// A flipped byte anywhere in the index (48 offsets spread over it, to stay fast; the library test
+// EveryFlippedIndexByteIsDamageNotACrash tries them all): verify says "damaged" and exits 1, never
+// dies of a signal inside HDF5.
+TEST_F(XckptCli, VerifyCallsAFlippedIndexDamagedWithoutCrashing) {
+  const std::string dir = save(root_, 5, sampleParts(1));
+  const fs::path index = fs::path(dir) / "checkpoint.h5";
+  const size_t size = fs::file_size(index);
+  for (size_t offset = 0; offset < size; offset += size / 48 + 1) {
+    flipByteAt(index, offset);
+    const Result r = xckpt("verify " + q(dir));
+    flipByteAt(index, offset);
+    ASSERT_EQ(r.exitCode, 1) << "byte " << offset << "\n" << r.output;
+    ASSERT_TRUE(has(r.output, "damaged")) << "byte " << offset << "\n" << r.output;
+  }
+  EXPECT_EQ(xckpt("verify " + q(dir)).exitCode, 0);
+}
+
+// ls lists a damaged checkpoint with the reason; show and diff refuse it (exit 2, naming it).
+TEST_F(XckptCli, DamagedIndexIsListedAndRefused) {
+  const std::string sound = save(root_, 4, sampleParts(1));
+  const std::string dir = save(root_, 5, sampleParts(2));
+  flipByteAt(fs::path(dir) / "checkpoint.h5", 200);
+  Result r = xckpt("ls " + q(root_));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "INCOMPLETE")) << r.output;
+  EXPECT_TRUE(has(r.output, "ckpt-00000005: ") && has(r.output, "damaged")) << r.output;
+  r = xckpt("show " + q(dir));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "checkpoint.h5") && has(r.output, "damaged")) << r.output;
+  r = xckpt("diff " + q(sound) + " " + q(dir));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "damaged")) << r.output;
+}
+
+TEST_F(XckptCli, VerifyRefusesANegativeStep) {
+  const std::string dir = save(root_, 5, sampleParts(1));
+  ASSERT_TRUE(rewriteRootInt64(dir, "step", -7));
+  const Result r = xckpt("verify " + q(dir));
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "'step' is -7") && has(r.output, "damaged")) << r.output;
+}
+
 TEST_F(XckptCli, DiffReportsPerDatasetDifferences) {
   const std::string a = save(root_ / "a", 5, sampleParts(1));
   const std::string same = save(root_ / "b", 5, sampleParts(1));

@@ -111,5 +111,142 @@ TEST_F(CheckpointCli, ResumeAfterXrunWasStoppedWithSigterm) {
   expectSameInitializers(path("straight.onnx"), path("resumed.onnx"), 0);
 }
 
+std::string latestOf(const fs::path& dir) {
+  std::ifstream in(dir / "latest");
+  std::string name;
+  in >> name;
+  return name;
+}
+
+std::string bytesOf(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void flipMiddleByte(const fs::path& file) {
+  std::string bytes = bytesOf(file);
+  bytes[bytes.size() / 2] = static_cast<char>(~bytes[bytes.size() / 2]);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A fresh run (no --resume) in a directory holding another run's checkpoints would replace them,
+// repoint `latest` and prune them: xtrain refuses (exit 2) unless told --overwrite-checkpoints.
+TEST_F(CheckpointCli, FreshRunRefusesADirectoryWithCheckpoints) {
+  const fs::path d = dir_ / "d";
+  CommandResult r =
+      runCommand("./xtrain --steps 4 --checkpoint-every 2 --checkpoint-dir " + d.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const std::string index = bytesOf(d / "ckpt-00000004" / "checkpoint.h5");
+
+  r = runCommand("./xtrain --steps 4 --seed 9 --keep-last 1 --checkpoint-dir " + d.string());
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  for (const std::string part :
+       {"ckpt-00000004", "--resume auto", "--overwrite-checkpoints", "new directory"}) {
+    EXPECT_TRUE(has(r.output, part)) << part << "\n" << r.output;
+  }
+  EXPECT_TRUE(fs::exists(d / "ckpt-00000002")) << "nothing was pruned";
+  EXPECT_EQ(bytesOf(d / "ckpt-00000004" / "checkpoint.h5"), index) << "nothing was replaced";
+  EXPECT_EQ(latestOf(d), "ckpt-00000004");
+
+  r = runCommand("./xtrain --steps 2 --seed 9 --overwrite-checkpoints --checkpoint-dir " +
+                 d.string());
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(latestOf(d), "ckpt-00000002");
+
+  r = runCommand("./xtrain --steps 2 --overwrite-checkpoints");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--overwrite-checkpoints needs --checkpoint-dir")) << r.output;
+  r = runCommand("./xtrain --help");
+  EXPECT_TRUE(has(r.output, "--overwrite-checkpoints")) << r.output;
+}
+
+// --resume auto falls back to the newest checkpoint that verifies, saying which one it skipped and
+// why (a restart loop would otherwise stop at the damaged one forever); an explicit --resume of a
+// damaged checkpoint fails clearly; with nothing sound left it refuses instead of starting afresh.
+TEST_F(CheckpointCli, ResumeAutoSkipsDamagedCheckpoints) {
+  const fs::path d = dir_ / "d";
+  const std::string flags = " --lr 0.05 --momentum 0.9 --seed 3 --checkpoint-dir " + d.string();
+  CommandResult r = runCommand("./xtrain --steps 4 --checkpoint-every 2" + flags);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+
+  // A flipped byte in the newest index.
+  flipMiddleByte(d / "ckpt-00000004" / "checkpoint.h5");
+  r = runCommand("./xtrain --steps 4 --resume auto" + flags);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "skipping checkpoint") && has(r.output, "ckpt-00000004") &&
+              has(r.output, "damaged"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "at step 2")) << r.output;
+  EXPECT_TRUE(checkpoint::verify((d / "ckpt-00000004").string()).empty()) << "saved again";
+
+  // A truncated part of the newest one is skipped the same way.
+  const fs::path part = d / "ckpt-00000004" / "part-0.h5";
+  fs::resize_file(part, fs::file_size(part) / 2);
+  r = runCommand("./xtrain --steps 4 --resume auto" + flags);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "skipping checkpoint") && has(r.output, "truncated")) << r.output;
+  EXPECT_TRUE(has(r.output, "at step 2")) << r.output;
+
+  // Named explicitly, a damaged checkpoint is refused (exit 2), naming what is wrong.
+  flipMiddleByte(d / "ckpt-00000004" / "checkpoint.h5");
+  r = runCommand("./xtrain --steps 6 --resume " + (d / "ckpt-00000004").string());
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "checkpoint.h5") && has(r.output, "damaged")) << r.output;
+
+  // Nothing sound left: a refusal, not a fresh start over the damaged ones.
+  const fs::path older = d / "ckpt-00000002" / "part-0.h5";
+  fs::resize_file(older, fs::file_size(older) / 2);
+  r = runCommand("./xtrain --steps 4 --resume auto" + flags);
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "none of its 2 checkpoints verifies")) << r.output;
+}
+
+// The same fallback when the instances of a job must agree (xrun -n 2): both skip the damaged one.
+TEST_F(CheckpointCli, ResumeAutoSkipsADamagedCheckpointUnderXrun) {
+  const fs::path d = dir_ / "d";
+  const std::string flags = " --lr 0.05 --momentum 0.9 --seed 3 --checkpoint-dir " + d.string();
+  CommandResult r = runCommand("./xrun -n 2 ./xtrain --steps 4 --checkpoint-every 2" + flags);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // A checksum mismatch in the newest one's data.
+  const fs::path part = d / "ckpt-00000004" / "part-0.h5";
+  std::string bytes = bytesOf(part);
+  bytes[bytes.size() - 9] = static_cast<char>(~bytes[bytes.size() - 9]);
+  std::ofstream(part, std::ios::binary | std::ios::trunc) << bytes;
+  ASSERT_FALSE(checkpoint::verify((d / "ckpt-00000004").string()).empty());
+  r = runCommand("./xrun -n 2 ./xtrain --steps 5 --resume auto" + flags);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "skipping checkpoint")) << r.output;
+  EXPECT_TRUE(has(r.output, "at step 2")) << r.output;
+}
+
+// Two plain xtrain runs (no launcher, so no job id) saving into one directory at the same time
+// used to share the staging directory "ckpt-N.tmp-job": one failed, or committed the other's parts.
+TEST_F(CheckpointCli, TwoPlainRunsSavingIntoOneDirectory) {
+  const fs::path d = dir_ / "d";
+  fs::create_directories(d);
+  auto job = [&](const std::string& name, int seed) {
+    return "(./xtrain --steps 40 --checkpoint-every 1 --overwrite-checkpoints --seed " +
+           std::to_string(seed) + " --checkpoint-dir " + d.string() + " > " + path(name) +
+           ".log 2>&1; echo $? > " + path(name) + ".rc)";
+  };
+  const CommandResult r = runCommand(job("a", 1) + " & " + job("b", 2) + " & wait");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  for (const std::string name : {"a", "b"}) {
+    EXPECT_EQ(bytesOf(path(name + ".rc")), "0\n") << bytesOf(path(name + ".log"));
+  }
+  const auto listed = checkpoint::list(d.string());
+  EXPECT_EQ(listed.size(), 40u);
+  for (const auto& l : listed) {
+    EXPECT_TRUE(checkpoint::verify(l.path).empty()) << l.path;
+  }
+  for (const auto& e : fs::directory_iterator(d)) {
+    EXPECT_FALSE(has(e.path().filename().string(), ".tmp-")) << e.path();
+  }
+}
+
 }  // namespace
 }  // namespace xtrain::testing

@@ -125,7 +125,7 @@ int verify(const Args& args, std::ostream& out) {
     return 0;
   }
   for (const auto& p : problems) out << "problem: " << p << "\n";
-  out << path << ": " << problems.size() << " problem" << (problems.size() == 1 ? "" : "s")
+  out << path << ": damaged, " << problems.size() << " problem" << (problems.size() == 1 ? "" : "s")
       << " found\n";
   return 1;
 }

@@ -65,6 +65,10 @@ int ls(const Args& args, std::ostream& out) {
         << padded(humanBytes(l.bytes), 12) << padded(l.complete ? "complete" : "INCOMPLETE", 12)
         << name << (isLatest ? "  <- latest" : "") << "\n";
   }
+  // Why each one is not complete (a damaged index is listed, never parsed: see the seal).
+  for (const auto& l : listed) {
+    if (!l.complete) out << fs::path(l.path).filename().string() << ": " << l.problem << "\n";
+  }
   if (!latest.empty() && !latestFound) {
     out << "latest names '" << latest << "', which is not a checkpoint here\n";
   }

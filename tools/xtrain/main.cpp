@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "checkpoint_dir.hpp"
 #include "options.hpp"
 #include "trainer.hpp"
 #include "xtrain/error.hpp"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    tools::refuseToOverwriteCheckpoints(options);
     return tools::train(options, std::cout);
   } catch (const OutOfMemoryException& e) {
     std::cerr << "xtrain: " << e.what() << "\n" << e.getSummaryReport() << "\n";

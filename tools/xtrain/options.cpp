@@ -49,8 +49,11 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
   --checkpoint-every N      also every N steps
   --keep-last K             keep only the newest K checkpoints (0: all)
   --checkpoint-async        write checkpoints while training continues
-  --resume auto|PATH        continue from a checkpoint: auto = the newest complete one in
-                            --checkpoint-dir, or a fresh start when there is none
+  --resume auto|PATH        continue from a checkpoint: auto = the newest one in --checkpoint-dir
+                            that verifies (damaged ones are skipped), or a fresh start when there
+                            is none
+  --overwrite-checkpoints   start afresh in a --checkpoint-dir that already holds checkpoints,
+                            replacing and pruning them (without it or --resume, xtrain refuses)
   --log-level LEVEL         trace, debug, info, warn, err, critical, off (info)
   -h, --help                this text
 
@@ -222,7 +225,10 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       o.keepLast = parseNumber<int64_t>(flag, next());
     else if (flag == "--resume")
       o.resume = path(flag, next());
-    else if (flag == "--log-level")
+    else if (flag == "--overwrite-checkpoints") {
+      if (hasInline) throw UsageError(flag + " takes no value");
+      o.overwriteCheckpoints = true;
+    } else if (flag == "--log-level")
       o.logLevel = next();
     else
       throw UsageError("unknown option '" + args[i] + "' (see xtrain --help)");
@@ -249,6 +255,9 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
   if (o.checkpointDir.empty() && (o.checkpointEvery > 0 || o.keepLast > 0 || o.checkpointAsync)) {
     throw UsageError(
         "--checkpoint-every, --keep-last and --checkpoint-async need --checkpoint-dir");
+  }
+  if (o.overwriteCheckpoints && o.checkpointDir.empty()) {
+    throw UsageError("--overwrite-checkpoints needs --checkpoint-dir");
   }
   if (o.resume == "auto" && o.checkpointDir.empty()) {
     throw UsageError("--resume auto needs --checkpoint-dir (where to look for checkpoints)");

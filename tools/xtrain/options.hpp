@@ -58,6 +58,7 @@ struct TrainOptions {
   int64_t keepLast = 0;         // 0: keep every checkpoint
   std::string resume;           // "", "auto" or a checkpoint's path
   bool checkpointAsync = false;
+  bool overwriteCheckpoints = false;  // write into a --checkpoint-dir that holds checkpoints
   std::string logLevel = "info";
   bool help = false;
 };
