@@ -16,6 +16,7 @@
 #include "checkpoint/dataset_reader.hpp"
 #include "common/example_models.hpp"
 #include "optimizer_flags.hpp"
+#include "option_fingerprint.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
@@ -171,6 +172,7 @@ int train(const TrainOptions& o, std::ostream& out) {
           o.replicas, localReplicas);
     }
   }
+  if (launched) checkOptionsAgreeAcrossInstances(o);  // before any step: exit 2 on a difference
   const int64_t globalReplicas = localReplicas * instances;
   const int64_t replicaOffset = instance * localReplicas;
   // Progress lines from the first instance only; every instance reports errors.
