@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <iostream>
 
 #include "xtrain/error.hpp"
 
@@ -37,6 +38,43 @@ size_t sizeFlag(const std::vector<std::string>& args, std::initializer_list<cons
                         *names.begin(), v);
   }
   return static_cast<size_t>(x) * scale;
+}
+
+namespace {
+bool isOneOf(const std::string& arg, const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    if (arg == n) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::optional<int> checkFlags(const std::vector<std::string>& args,
+                              const std::vector<std::string>& valued,
+                              const std::vector<std::string>& switches, const std::string& usage) {
+  const std::string command = args.empty() ? std::string() : args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: " << usage << "\n";
+      return 0;
+    }
+    if (isOneOf(arg, switches)) continue;
+    if (isOneOf(arg, valued)) {
+      if (i + 1 >= args.size()) {
+        std::cerr << "xbench " << command << ": " << arg << " needs a value\nusage: " << usage
+                  << "\n";
+        return 2;
+      }
+      ++i;
+      continue;
+    }
+    std::cerr << "xbench " << command << ": unknown "
+              << (arg.rfind('-', 0) == 0 ? "option" : "argument") << " '" << arg
+              << "'\nusage: " << usage << "\n";
+    return 2;
+  }
+  return std::nullopt;
 }
 
 }  // namespace xbench

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,14 @@ std::string stringFlag(const std::vector<std::string>& args,
 // naming the flag on a malformed value.
 size_t sizeFlag(const std::vector<std::string>& args, std::initializer_list<const char*> names,
                 size_t fallback);
+
+// Checks a subcommand's command line (args[0] is the subcommand) before it runs, so a typo never
+// runs a benchmark with defaults: --help/-h prints `usage` to stdout and gives 0; an argument that
+// is not one of `valued` (flags taking a value) or `switches` prints which one to stderr with the
+// usage and gives 2, as does a valued flag without its value. nullopt: go on.
+std::optional<int> checkFlags(const std::vector<std::string>& args,
+                              const std::vector<std::string>& valued,
+                              const std::vector<std::string>& switches, const std::string& usage);
 
 int benchComm(const std::vector<std::string>& args);
 const char* commUsage();

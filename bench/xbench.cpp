@@ -2,16 +2,15 @@
 // ../shared/bench (run them side by side with bench/run-vs-peers.sh).
 //
 //   xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]
-//                                                     reference MLP 784-1024-1024-10, SGD lr 0.01
-//                                                     momentum 0.9; L local replicas, and under
-//                                                     xrun -n N the job's layout
-//   xbench matmul [--size N] [--reps R]               float32 N x N x N GEMM: oneDNN sgemm and a
-//   naive loop xbench comm [...]                                 collective bandwidth, nccl-tests
-//   format (comm_bench.cpp) xbench checkpoint [--bytes 400M] [--tensors N]    time to save one
-//   checkpoint (checkpoint_bench.cpp) xbench checkpoint-stall [--mb 200]                what a save
-//   costs training (checkpoint_stall_bench.cpp)
+//       reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9; L local replicas, and under
+//       xrun -n N the job's layout
+//   xbench matmul [--size N] [--reps R]      float32 N x N x N GEMM: oneDNN sgemm and a naive loop
+//   xbench comm [...]                        collective bandwidth, nccl-tests format (comm_bench.cpp)
+//   xbench checkpoint [--bytes 400M] [--tensors N]   time to save one checkpoint
+//   xbench checkpoint-stall [--mb 200]       what a save costs training
 //   xbench optimizer [--optimizer NAME] [--elements N]   one optimizer update per element
-//   (optimizer_bench.cpp)
+//
+// `xbench SUBCOMMAND --help` prints its usage (exit 0); an unknown option exits 2 naming it.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -40,7 +39,7 @@ int64_t intFlag(const std::vector<std::string>& args, const std::string& name, i
       try {
         return std::stoll(args[i + 1]);
       } catch (const std::exception&) {
-        throw xtrain::error("xbench: {} expects an integer, got '{}'", name, args[i + 1]);
+        throw xtrain::error("{} expects an integer, got '{}'", name, args[i + 1]);
       }
     }
   }
@@ -153,28 +152,61 @@ int benchMatmul(const std::vector<std::string>& args) {
   return maxDiff < 1e-2 ? 0 : 1;
 }
 
+// One subcommand: its usage line, the flags it accepts (checkFlags) and what runs it.
+struct Subcommand {
+  const char* name;
+  std::string usage;
+  std::vector<std::string> valued;
+  std::vector<std::string> switches;
+  int (*run)(const std::vector<std::string>&);
+};
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> all = {
+      {"mlp", "xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]",
+       {"--steps", "--warmup", "--batch", "--replicas"}, {}, benchMlp},
+      {"matmul", "xbench matmul [--size N] [--reps R]", {"--size", "--reps"}, {}, benchMatmul},
+      {"comm", xbench::commUsage(),
+       {"--op", "-b", "--min-bytes", "-e", "--max-bytes", "-f", "--step-factor", "-n", "--iters",
+        "-w", "--warmup", "--threads", "--backend", "--group", "--check"},
+       {}, xbench::benchComm},
+      {"checkpoint", xbench::checkpointUsage(), {"--bytes", "--tensors", "--reps", "--dir"},
+       {"--keep"}, xbench::benchCheckpoint},
+      {"checkpoint-stall", xbench::checkpointStallUsage(), {"--mb", "--reps", "--dir"}, {},
+       xbench::benchCheckpointStall},
+      {"optimizer", xbench::optimizerUsage(), {"--optimizer", "--elements", "--reps"}, {},
+       xbench::benchOptimizer},
+  };
+  return all;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  const std::string usage =
-      std::string(
-          "usage: xbench mlp [--steps N] [--warmup N] [--batch B]\n       xbench matmul "
-          "[--size N] [--reps R]\n       ") +
-      xbench::commUsage() + "\n       " + xbench::checkpointUsage() + "\n       " +
-      xbench::checkpointStallUsage() + "\n       " + xbench::optimizerUsage() + "\n";
+  std::string usage = "usage:";
+  for (const auto& sub : subcommands()) usage += (usage.size() == 6 ? " " : "       ") + sub.usage + "\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << usage;
+    (args.empty() ? std::cerr : std::cout) << usage;
     return args.empty() ? 2 : 0;
   }
   try {
-    if (args[0] == "mlp") return benchMlp(args);
-    if (args[0] == "matmul") return benchMatmul(args);
-    if (args[0] == "comm") return xbench::benchComm(args);
-    if (args[0] == "checkpoint") return xbench::benchCheckpoint(args);
-    if (args[0] == "checkpoint-stall") return xbench::benchCheckpointStall(args);
-    if (args[0] == "optimizer") return xbench::benchOptimizer(args);
+    for (const auto& sub : subcommands()) {
+      if (args[0] != sub.name) continue;
+      if (auto code = xbench::checkFlags(args, sub.valued, sub.switches, sub.usage)) return *code;
+      return sub.run(args);
+    }
     std::cerr << "xbench: unknown benchmark '" << args[0] << "'\n" << usage;
+    return 2;
+  } catch (const xtrain::runtime_error& e) {
+    std::cerr << "xbench: " << e.what() << "\n";
+    return 1;
+  } catch (const xtrain::internal_error& e) {
+    std::cerr << "xbench: " << e.what() << "\n";
+    return 1;
+  } catch (const xtrain::error& e) {
+    // A bad value (xtrain::error): the user's to fix, like an unknown option.
+    std::cerr << "xbench: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "xbench: " << e.what() << "\n";

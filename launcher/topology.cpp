@@ -154,6 +154,7 @@ std::string describeTopology(const Topology& t) {
      << (t.ipusPerReplica == 1 ? " IPU" : " IPUs") << " per replica, " << used << " IPUs on "
      << t.hosts.size() << (t.hosts.size() == 1 ? " host" : " hosts") << " (pool of " << t.poolSize
      << " per host)\n";
+  if (!t.ipuNote.empty()) os << "  " << t.ipuNote << "\n";
   os << "  " << std::left << std::setw(10) << "instance" << std::setw(16) << "host" << std::setw(7)
      << "local" << std::setw(12) << "replicas"
      << "IPUs\n";

@@ -41,6 +41,7 @@ struct Topology {
   int instancesPerHost = 0;
   std::vector<std::string> hosts;  // one entry per host used ("localhost" when none were given)
   std::vector<InstancePlacement> instances;
+  std::string ipuNote;  // where the IPUs came from, a line of describeTopology() when not empty
 };
 
 Topology planTopology(const TopologyRequest& request);

@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "launcher/ipu_allocation.hpp"
 #include "launcher/local_engine.hpp"
 #include "launcher/output.hpp"
 #include "xtrain/logging.hpp"
@@ -129,6 +130,10 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup) {
     std::erase_if(plan.threadEnv, [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
   }
   plan.runAsRoot = ::geteuid() == 0;
+  // xrun sees only this host's pool: with instances elsewhere they take the layout's IPUs there.
+  if (plan.engine == Engine::Local || (plan.engine == Engine::Mpirun && allHere)) {
+    plan.freePool = poolForJob(plan.userEnv, lookup, request.poolSize);
+  }
   return plan;
 }
 
@@ -229,7 +234,60 @@ void ensureStandardFds() {
   }
 }
 
-int runPlan(const JobPlan& plan) {
+bool isPowerOfTwo(int v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+std::string listIpus(const Topology& t) {
+  std::string out;
+  for (const auto& p : t.instances) {
+    out += (out.empty() ? "" : ", ") + formatIpuIds(p.firstIpu, p.numIpus);
+  }
+  return out;
+}
+
+// Moves the instances onto blocks of IPUs free now on this host and reserves them for the job
+// (held until the returned object is destroyed). Says so on stderr when other processes hold the
+// default ones, so a user of a shared host sees why the IPUs are not 0, 1, ...
+IpuReservations placeOnFreeIpus(JobPlan& plan) {
+  Topology& t = plan.topology;
+  const int block = t.numLocalReplicas * t.ipusPerReplica;
+  // A replica's device is an aligned range of ipusPerReplica IPUs; an instance's one device of all
+  // its IPUs (dist::getDevice) needs the block aligned to its size.
+  const int align = isPowerOfTwo(block) ? block : t.ipusPerReplica;
+  const device::PoolConfig& pool = *plan.freePool;
+  IpuReservations reserved =
+      reserveFreeIpus(pool, t.numInstances, block, align,
+                      format("xrun job {} (process {})", plan.job.jobId, ::getpid()));
+  std::vector<bool> ours(static_cast<size_t>(pool.numIpus), false);
+  int end = 0;
+  bool moved = false;
+  for (auto& p : t.instances) {
+    const int first = reserved.firstIpus().at(static_cast<size_t>(p.index));
+    moved = moved || first != p.firstIpu;
+    p.firstIpu = first;
+    for (int i = first; i < first + p.numIpus; ++i) ours[static_cast<size_t>(i)] = true;
+    end = std::max(end, first + p.numIpus);
+  }
+  t.ipuNote = format("IPUs {}: free on this host, {} (locks in {})", listIpus(t),
+                     plan.options.dryRun ? "a run would reserve them" : "reserved for the job",
+                     pool.lockDir);
+  if (moved) {
+    std::vector<int> skipped;
+    for (int i = 0; i < end; ++i) {
+      if (!ours[static_cast<size_t>(i)]) skipped.push_back(i);
+    }
+    const std::string busy = device::describeHolders(pool.lockDir, skipped);
+    printTo(2, format("xrun: IPUs of this host are busy ({}); the instances get IPUs {}\n",
+                      busy.empty() ? std::string("a moment ago") : busy, listIpus(t)));
+  }
+  return reserved;
+}
+
+int runPlan(JobPlan plan) {
+  // Reserved from before the instances start until the job has ended.
+  IpuReservations reservations;
+  if (plan.freePool) reservations = placeOnFreeIpus(plan);
   const Options& o = plan.options;
   if (o.printTopology || o.dryRun) printTo(1, describeTopology(plan.topology));
   if (o.dryRun) {

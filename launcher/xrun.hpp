@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "device/ipu/ipu_pool.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/options.hpp"
 #include "launcher/topology.hpp"
@@ -21,6 +22,10 @@ struct JobPlan {
   // (xrun knows no other host's cores).
   EnvList threadEnv;
   bool runAsRoot = false;  // mpirun then needs --allow-run-as-root
+  // Set when every instance runs on this host (local engine; mpirun with no other host): the pool
+  // the instances will use, from whose free IPUs xrun picks and reserves theirs
+  // (launcher/ipu_allocation.hpp). Unset: instances take the layout's IPUs from 0 on their host.
+  std::optional<device::PoolConfig> freePool;
 };
 
 // Auto: mpirun when hosts other than this one are given, srun inside a Slurm allocation
@@ -34,6 +39,7 @@ Engine resolveEngine(const Options& options, const std::vector<std::string>& hos
 // when instances may run on other hosts, where it would not exist: mpirun with a host other than
 // this one; srun unless the allocation is one node and xrun runs on it (SLURM_JOB_NUM_NODES or
 // SLURM_NNODES is 1 and SLURMD_NODENAME is set). Throws UsageError.
+// The IPUs in the topology are the default layout (from 0); the run moves them onto free ones.
 JobPlan makePlan(const Options& options, const EnvLookup& lookup);
 
 // The exact commands, one line each, for --dry-run: per instance for local; one mpirun (MPMD, one

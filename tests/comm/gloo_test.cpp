@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "comm/backends/gloo/bind_address.hpp"
 #include "comm/grouping.hpp"
 #include "comm_test_util.hpp"
 
@@ -544,6 +545,53 @@ TEST(GlooCreation, BindAddressFromTheEnvironment) {
       EXPECT_TRUE(contains(e, "nosuchif0")) << e;
       EXPECT_TRUE(contains(e, "XTRAIN_GLOO_IFNAME")) << e;
     }
+  }
+}
+
+// An unresolvable XTRAIN_GLOO_HOSTNAME crashed the process inside libgloo (CreateDevice
+// dereferenced the failed lookup). Now every rank fails creation with an error naming the variable
+// and the name; so do a name of another host and an interface that does not exist.
+TEST(GlooCreation, BadBindAddressesAreErrorsNotCrashes) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"XTRAIN_GLOO_HOSTNAME", "nosuchhost.invalid"},
+      {"XTRAIN_GLOO_HOSTNAME", "192.0.2.1"},  // TEST-NET-1: never an address of this host
+      {"XTRAIN_GLOO_IFNAME", "nosuchif0"},
+  };
+  for (const auto& [name, value] : cases) {
+    SCOPED_TRACE(std::string(name) + "=" + value);
+    ScopedEnv env(name, value);
+    const auto errors = runWorldCollectErrors(kGloo, 2, [](Communicator& comm) {
+      int32_t v = 1;
+      comm.allReduceSync(viewOf(&v, 1, DataType::INT32));
+    });
+    for (const auto& e : errors) {
+      EXPECT_TRUE(contains(e, name)) << e;
+      EXPECT_TRUE(contains(e, value)) << e;
+    }
+  }
+}
+
+// The checks throw xtrain::error (bad input: tools exit 2), not a runtime failure.
+TEST(GlooCreation, BindAddressChecksThrowInputErrors) {
+  EXPECT_NO_THROW(gloo::checkHostname("127.0.0.1", "XTRAIN_GLOO_HOSTNAME"));
+  EXPECT_NO_THROW(gloo::checkHostname("localhost", "XTRAIN_GLOO_HOSTNAME"));
+  EXPECT_NO_THROW(gloo::checkInterface("lo"));
+  for (const char* bad : {"nosuchhost.invalid", "", "999.1.1.1", "192.0.2.1"}) {
+    try {
+      gloo::checkHostname(bad, "XTRAIN_GLOO_HOSTNAME");
+      ADD_FAILURE() << "'" << bad << "' was accepted";
+    } catch (const runtime_error& e) {
+      ADD_FAILURE() << "a runtime error for '" << bad << "': " << e.what();
+    } catch (const error& e) {
+      EXPECT_TRUE(contains(e.what(), std::string("'") + bad + "'")) << e.what();
+    }
+  }
+  try {
+    gloo::checkInterface("nosuchif0");
+    ADD_FAILURE() << "nosuchif0 was accepted";
+  } catch (const error& e) {
+    EXPECT_TRUE(contains(e.what(), "XTRAIN_GLOO_IFNAME=nosuchif0")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "lo")) << e.what();  // the interfaces this host has
   }
 }
 

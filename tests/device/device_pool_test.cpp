@@ -244,6 +244,29 @@ TEST_F(DevicePool, AcquisitionIsExclusiveWithinAProcess) {
   EXPECT_TRUE(dm().tryAcquireDeviceById(0));
 }
 
+// A plain process (no XTRAIN_IPU_IDS) picks a free device: not one another process holds, nor one
+// an xrun reserved for its job's instances; those instances (XTRAIN_IPU_IDS) take theirs.
+TEST_F(DevicePool, AvailableDeviceSkipsHeldAndReservedIpus) {
+  auto held = dm().acquireAvailableDevice(1);
+  ASSERT_EQ(held->getId(), 0);
+  auto reservation = device::IpuLock::tryReserve(lockDir_, 1, "xrun job J (process 7)");
+  ASSERT_TRUE(reservation);
+  auto plain = dm().acquireAvailableDevice(1);
+  EXPECT_EQ(plain->getId(), 2);
+  auto pair = dm().acquireAvailableDevice(2);
+  EXPECT_EQ(pair->getIpuIds(), (std::vector<int>{4, 5}));
+  ::setenv("XTRAIN_IPU_IDS", "1", 1);
+  auto instance = dm().acquireAvailableDevice(1);
+  EXPECT_EQ(instance->getId(), 1);
+  instance.reset();
+  ::unsetenv("XTRAIN_IPU_IDS");
+  ::setenv("XTRAIN_NUM_IPUS", "2", 1);
+  const std::string e = errorOf([&] { dm().acquireAvailableDevice(1); });
+  EXPECT_NE(e.find("IPU 0 is held by process " + std::to_string(::getpid())), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("IPU 1 is reserved by xrun job J (process 7)"), std::string::npos) << e;
+}
+
 TEST_F(DevicePool, FailedMultiIpuAttachTakesNothing) {
   auto one = dm().acquireDeviceById(3);
   auto four = dm().enumerateDevices(SyncPattern::Full, 4)[0];  // IPUs 0..3

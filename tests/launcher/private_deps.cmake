@@ -2,3 +2,5 @@
 target_link_libraries(test_${_name} PRIVATE xtrain_launcher)
 target_sources(test_${_name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/process_helpers.cpp)
 add_dependencies(test_${_name} xrun)
+# ipu_allocation_test.cpp trains with xtrain under xrun.
+add_dependencies(test_${_name} xtrain_tool)

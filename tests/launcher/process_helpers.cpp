@@ -1,5 +1,7 @@
 #include "process_helpers.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -185,5 +187,27 @@ std::vector<std::string> splitLines(const std::string& text) {
   while (std::getline(in, line)) lines.push_back(line);
   return lines;
 }
+
+namespace {
+
+// xrun picks free IPUs from the host's pool. Every xrun (and xtrain) these tests start uses a pool
+// of its own (a private XTRAIN_IPU_LOCK_DIR, inherited from this process), so IPUs that other jobs
+// on the host hold never change the IPUs the tests expect.
+class PrivateIpuPool : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    dir_ = makeTempDir();
+    ::setenv("XTRAIN_IPU_LOCK_DIR", dir_.c_str(), 1);
+  }
+  void TearDown() override { removeTree(dir_); }
+
+ private:
+  std::string dir_;
+};
+
+[[maybe_unused]] ::testing::Environment* const kPrivatePool =
+    ::testing::AddGlobalTestEnvironment(new PrivateIpuPool);
+
+}  // namespace
 
 }  // namespace xtrain::launcher::testing

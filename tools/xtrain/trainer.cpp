@@ -18,6 +18,7 @@
 #include "common/example_models.hpp"
 #include "input_checks.hpp"
 #include "optimizer_flags.hpp"
+#include "option_fingerprint.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
@@ -173,6 +174,7 @@ int train(const TrainOptions& o, std::ostream& out) {
           o.replicas, localReplicas);
     }
   }
+  if (launched) checkOptionsAgreeAcrossInstances(o);  // before any step: exit 2 on a difference
   const int64_t globalReplicas = localReplicas * instances;
   const int64_t replicaOffset = instance * localReplicas;
   // Progress lines from the first instance only; every instance reports errors.

@@ -72,6 +72,16 @@ bool isAllowed(const PoolConfig& config, const PoolDevice& d) {
   return true;
 }
 
+// Whether a launcher reserved one of d's IPUs for its job's instances. Only a process without
+// XTRAIN_IPU_IDS respects reservations: one with it is an instance of the job that made them.
+bool reservedForAJob(const PoolConfig& config, const PoolDevice& d) {
+  if (config.allowedIpus) return false;
+  for (int ipu : d.ipus()) {
+    if (device::ipuReserver(config.lockDir, ipu)) return true;
+  }
+  return false;
+}
+
 std::string describeIds(const std::vector<PoolDevice>& devices) {
   std::vector<int> ids;
   ids.reserve(devices.size());
@@ -173,7 +183,13 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int til
   device::ensureLockDir(config);
   for (const auto& d : candidates) {
     auto dev = makePoolDevice(config, d, tilesPerIPU, connectionType);
-    if (connectionType == DeviceConnectionType::Always ? dev->attach() : dev->isAvailable()) {
+    if (connectionType == DeviceConnectionType::Always) {
+      // Attach first, then look for a reservation: xrun reserves first, then looks for holders,
+      // so of a process and a launcher racing for one IPU at least one sees the other.
+      if (!dev->attach()) continue;
+      if (!reservedForAJob(config, d)) return dev;
+      dev->detach();
+    } else if (dev->isAvailable() && !reservedForAJob(config, d)) {
       return dev;
     }
   }

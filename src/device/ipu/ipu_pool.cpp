@@ -47,8 +47,7 @@ int parseIpuId(std::string_view text, int poolSize, std::string_view what) {
   return id;
 }
 
-int openLockFile(const std::string& dir, int ipu) {
-  const std::string path = lockFilePath(dir, ipu);
+int openLockFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     throw error(
@@ -59,7 +58,7 @@ int openLockFile(const std::string& dir, int ipu) {
 }
 
 // Non-blocking exclusive lock of the whole file; false when another open file holds it.
-bool tryLockFd(int fd, const std::string& dir, int ipu) {
+bool tryLockFd(int fd, const std::string& path) {
 #ifdef F_OFD_SETLK
   struct flock fl {};
   fl.l_type = F_WRLCK;
@@ -82,34 +81,36 @@ bool tryLockFd(int fd, const std::string& dir, int ipu) {
   if (rc == 0) return true;
   if (errno == EWOULDBLOCK) return false;
 #endif
-  throw error("cannot lock IPU lock file {}: {}", lockFilePath(dir, ipu), std::strerror(errno));
+  throw error("cannot lock IPU lock file {}: {}", path, std::strerror(errno));
 }
 
 // Whether another open file holds the lock on fd's file, without taking it (OFD locks can ask).
-bool isLockedElsewhere(int fd, const std::string& dir, int ipu) {
+bool isLockedElsewhere(int fd, const std::string& path) {
 #ifdef F_OFD_GETLK
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
   if (::fcntl(fd, F_OFD_GETLK, &fl) != 0) {
-    throw error("cannot query IPU lock file {}: {}", lockFilePath(dir, ipu), std::strerror(errno));
+    throw error("cannot query IPU lock file {}: {}", path, std::strerror(errno));
   }
   return fl.l_type != F_UNLCK;
 #else
-  if (!tryLockFd(fd, dir, ipu)) return true;
+  if (!tryLockFd(fd, path)) return true;
   ::flock(fd, LOCK_UN);
   return false;
 #endif
 }
 
-std::string readHolder(int fd) {
-  char buf[64] = {};
+// The file's text as a holder's description, e.g. "process 1234" for a lock file holding "1234".
+std::string readHolder(int fd, bool isPid) {
+  char buf[256] = {};
   const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
   std::string text = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
     text.pop_back();
   }
-  return text.empty() ? std::string("another process") : "process " + text;
+  if (text.empty()) return "another process";
+  return isPid ? "process " + text : text;
 }
 
 }  // namespace
@@ -220,6 +221,10 @@ std::string lockFilePath(const std::string& dir, int ipu) {
   return dir + "/ipu" + std::to_string(ipu) + ".lock";
 }
 
+std::string reservationFilePath(const std::string& dir, int ipu) {
+  return dir + "/ipu" + std::to_string(ipu) + ".reserved";
+}
+
 void ensureLockDir(const PoolConfig& config) {
   const std::string& dir = config.lockDir;
   if (config.lockDirIsDefault) {
@@ -247,25 +252,57 @@ void ensureLockDir(const PoolConfig& config) {
   }
 }
 
-std::unique_ptr<IpuLock> IpuLock::tryAcquire(const std::string& dir, int ipu) {
-  const int fd = openLockFile(dir, ipu);
+namespace {
+
+// Locks the file at `path` without waiting and writes `note` into it; -1 when another holds it.
+int lockAndNote(const std::string& path, const std::string& note) {
+  const int fd = openLockFile(path);
   bool locked = false;
   try {
-    locked = tryLockFd(fd, dir, ipu);
+    locked = tryLockFd(fd, path);
   } catch (...) {
     ::close(fd);
     throw;
   }
   if (!locked) {
     ::close(fd);
-    return nullptr;
+    return -1;
   }
   // Record the holder for other processes' error messages (best effort).
-  const std::string pid = std::to_string(::getpid()) + "\n";
+  const std::string text = note + "\n";
   if (::ftruncate(fd, 0) == 0) {
-    [[maybe_unused]] const ssize_t n = ::pwrite(fd, pid.data(), pid.size(), 0);
+    [[maybe_unused]] const ssize_t n = ::pwrite(fd, text.data(), text.size(), 0);
   }
-  return std::unique_ptr<IpuLock>(new IpuLock(fd));
+  return fd;
+}
+
+// Who holds the lock of the file at `path`, or nullopt when nobody does.
+std::optional<std::string> holderOf(const std::string& path, bool isPid) {
+  const int fd = openLockFile(path);
+  std::optional<std::string> holder;
+  try {
+    if (isLockedElsewhere(fd, path)) {
+      holder = readHolder(fd, isPid);
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return holder;
+}
+
+}  // namespace
+
+std::unique_ptr<IpuLock> IpuLock::tryAcquire(const std::string& dir, int ipu) {
+  const int fd = lockAndNote(lockFilePath(dir, ipu), std::to_string(::getpid()));
+  return fd < 0 ? nullptr : std::unique_ptr<IpuLock>(new IpuLock(fd));
+}
+
+std::unique_ptr<IpuLock> IpuLock::tryReserve(const std::string& dir, int ipu,
+                                             const std::string& holder) {
+  const int fd = lockAndNote(reservationFilePath(dir, ipu), holder);
+  return fd < 0 ? nullptr : std::unique_ptr<IpuLock>(new IpuLock(fd));
 }
 
 IpuLock::~IpuLock() {
@@ -276,36 +313,35 @@ IpuLock::~IpuLock() {
 }
 
 std::optional<std::string> ipuHolder(const std::string& dir, int ipu) {
-  const int fd = openLockFile(dir, ipu);
-  std::optional<std::string> holder;
-  try {
-    if (isLockedElsewhere(fd, dir, ipu)) {
-      holder = readHolder(fd);
-    }
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
-  return holder;
+  return holderOf(lockFilePath(dir, ipu), true);
+}
+
+std::optional<std::string> ipuReserver(const std::string& dir, int ipu) {
+  return holderOf(reservationFilePath(dir, ipu), false);
 }
 
 std::string describeHolders(const std::string& dir, const std::vector<int>& ipus, size_t maxItems) {
   std::string out;
   size_t held = 0;
   for (int ipu : ipus) {
+    std::string what;
     if (auto holder = ipuHolder(dir, ipu)) {
-      if (++held > maxItems) {
-        continue;
-      }
-      if (!out.empty()) {
-        out += "; ";
-      }
-      out += format("IPU {} is held by {}", ipu, *holder);
+      what = format("IPU {} is held by {}", ipu, *holder);
+    } else if (auto reserver = ipuReserver(dir, ipu)) {
+      what = format("IPU {} is reserved by {}", ipu, *reserver);
+    } else {
+      continue;
     }
+    if (++held > maxItems) {
+      continue;
+    }
+    if (!out.empty()) {
+      out += "; ";
+    }
+    out += what;
   }
   if (held > maxItems) {
-    out += format("; and {} more IPUs are held", held - maxItems);
+    out += format("; and {} more IPUs are held or reserved", held - maxItems);
   }
   return out;
 }

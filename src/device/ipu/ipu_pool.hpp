@@ -6,6 +6,11 @@
 // process, so two IpuLocks conflict even within one process, and the kernel drops it when the last
 // descriptor closes, including when the process dies. Lock files are never deleted (deleting one
 // would let two holders lock different files of the same name).
+//
+// Reservations: <dir>/ipu<N>.reserved, locked the same way by a launcher (xrun) for the whole job,
+// from before it chooses the IPUs until the job ends, so that a second launcher, or a process
+// picking a free device without XTRAIN_IPU_IDS, does not take IPUs whose instances have not
+// attached yet. A process given XTRAIN_IPU_IDS (the job's own instances) ignores reservations.
 #pragma once
 
 #include <memory>
@@ -53,6 +58,7 @@ std::vector<PoolDevice> poolDevices(int poolSize, int numIpus);
 std::optional<PoolDevice> poolDeviceById(int poolSize, int id);
 
 std::string lockFilePath(const std::string& dir, int ipu);
+std::string reservationFilePath(const std::string& dir, int ipu);
 
 // Creates the lock directory if needed (mode 0700). The default directory must be owned by this
 // user.
@@ -64,6 +70,10 @@ class IpuLock {
   // Takes IPU `ipu`'s lock without waiting; nullptr when it is held elsewhere. Throws xtrain::error
   // when the lock file cannot be opened.
   static std::unique_ptr<IpuLock> tryAcquire(const std::string& dir, int ipu);
+  // Takes IPU `ipu`'s reservation without waiting, recording `holder` ("xrun job J (process P)")
+  // for other processes' messages; nullptr when another holds it.
+  static std::unique_ptr<IpuLock> tryReserve(const std::string& dir, int ipu,
+                                             const std::string& holder);
   ~IpuLock();
   IpuLock(const IpuLock&) = delete;
   IpuLock& operator=(const IpuLock&) = delete;
@@ -75,9 +85,11 @@ class IpuLock {
 
 // nullopt when IPU `ipu` is free now; otherwise who holds it ("process 1234").
 std::optional<std::string> ipuHolder(const std::string& dir, int ipu);
+// nullopt when nobody reserves IPU `ipu`; otherwise who does ("xrun job J (process P)").
+std::optional<std::string> ipuReserver(const std::string& dir, int ipu);
 
-// "IPU 0 is held by process 1234; IPU 1 is held by process 99" for the held ones among `ipus`; ""
-// if none. At most maxItems are named; the rest are counted.
+// "IPU 0 is held by process 1234; IPU 1 is reserved by xrun job J (process 99)" for the held or
+// reserved ones among `ipus`; "" if none. At most maxItems are named; the rest are counted.
 std::string describeHolders(const std::string& dir, const std::vector<int>& ipus,
                             size_t maxItems = 8);
 

@@ -46,6 +46,7 @@
 
 #include "comm/serial_executor.hpp"
 #include "comm/backends/gloo/algorithms.hpp"
+#include "comm/backends/gloo/bind_address.hpp"
 #include "comm/backends/gloo/gloo.hpp"
 #include "comm/backends/gloo/slots.hpp"
 #include "comm/fingerprint.hpp"
@@ -798,9 +799,11 @@ std::shared_ptr<Device> makeDevice(const std::vector<std::string>& hosts,
   const std::string iface = envOr("XTRAIN_GLOO_IFNAME");
   const std::string hostname = envOr("XTRAIN_GLOO_HOSTNAME");
   if (!iface.empty()) {
+    checkInterface(iface);
     attr.iface = iface;
     description = format("interface {} (XTRAIN_GLOO_IFNAME)", iface);
   } else if (!hostname.empty()) {
+    checkHostname(hostname, "XTRAIN_GLOO_HOSTNAME");
     attr.hostname = hostname;
     description = format("{} (XTRAIN_GLOO_HOSTNAME)", hostname);
   } else if (std::all_of(hosts.begin(), hosts.end(),
@@ -809,6 +812,7 @@ std::shared_ptr<Device> makeDevice(const std::vector<std::string>& hosts,
     description = format("127.0.0.1 (every rank runs on host {})", hosts.front());
   } else {
     attr.hostname = hostName();
+    checkHostname(attr.hostname, "this host's name (gethostname; the ranks run on several hosts)");
     description = format("{} (this host's name; the ranks run on several hosts)", attr.hostname);
   }
   try {

@@ -1,0 +1,53 @@
+// The `xbench` program's command line: every subcommand's --help prints its usage and exits 0, and
+// an option a subcommand does not know exits 2 naming it instead of running the benchmark with
+// defaults.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "testing/training_testing.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+const char* const kSubcommands[] = {"mlp",        "matmul",           "comm",
+                                    "checkpoint", "checkpoint-stall", "optimizer"};
+
+TEST(XbenchCli, EverySubcommandHelpPrintsItsUsage) {
+  for (const char* sub : kSubcommands) {
+    for (const char* flag : {"--help", "-h"}) {
+      SCOPED_TRACE(std::string(sub) + " " + flag);
+      const CommandResult r = runCommand(std::string("./xbench ") + sub + " " + flag);
+      EXPECT_EQ(r.exitCode, 0) << r.output;
+      EXPECT_NE(r.output.find(std::string("usage: xbench ") + sub), std::string::npos) << r.output;
+    }
+  }
+}
+
+TEST(XbenchCli, UnknownOptionsExit2NamingThem) {
+  for (const char* sub : kSubcommands) {
+    SCOPED_TRACE(sub);
+    const CommandResult r = runCommand(std::string("./xbench ") + sub + " --no-such-flag 1");
+    EXPECT_EQ(r.exitCode, 2) << r.output;
+    EXPECT_NE(r.output.find("unknown option '--no-such-flag'"), std::string::npos) << r.output;
+  }
+  // A stray word, and a flag of another subcommand, are refused the same way.
+  CommandResult r = runCommand("./xbench comm allreduce");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown argument 'allreduce'"), std::string::npos) << r.output;
+  r = runCommand("./xbench comm --steps 3");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("'--steps'"), std::string::npos) << r.output;
+}
+
+TEST(XbenchCli, MissingAndBadValuesExit2) {
+  CommandResult r = runCommand("./xbench matmul --size");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--size needs a value"), std::string::npos) << r.output;
+  r = runCommand("./xbench comm --op nosuchop");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--op 'nosuchop'"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace xtrain::testing
