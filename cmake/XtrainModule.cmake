@@ -1,4 +1,4 @@
-# xtrain_add_module(NAME <m> [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# xtrain_add_module(NAME <m> [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [EXCLUDE regex...])
 # One shared library per module, built from every .cpp under src/<m>/ (new files need no CMake edit).
 # Private dependencies stay private: a shared library hides them from whoever links the module.
 function(xtrain_add_module)
@@ -7,8 +7,17 @@ function(xtrain_add_module)
   foreach(_ex IN LISTS M_EXCLUDE)
     list(FILTER _srcs EXCLUDE REGEX "${_ex}")
   endforeach()
+  xtrain_add_library(NAME ${M_NAME} SOURCES ${_srcs} PUBLIC_DEPS ${M_PUBLIC_DEPS}
+    PRIVATE_DEPS ${M_PRIVATE_DEPS})
+endfunction()
+
+# xtrain_add_library(NAME <m> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
+# A shared library xtrain_<m> from the given sources, with the modules' include directories, export
+# name and version: for a part of a module that a program must link without the rest of it.
+function(xtrain_add_library)
+  cmake_parse_arguments(M "" "NAME" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   set(_t xtrain_${M_NAME})
-  add_library(${_t} SHARED ${_srcs})
+  add_library(${_t} SHARED ${M_SOURCES})
   target_include_directories(${_t} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
