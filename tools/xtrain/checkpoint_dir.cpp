@@ -1,5 +1,7 @@
 #include "checkpoint_dir.hpp"
 
+#include <filesystem>
+
 #include "checkpoint/checkpoint.hpp"
 #include "xtrain/error.hpp"
 
@@ -7,6 +9,9 @@ namespace xtrain::tools {
 
 void refuseToOverwriteCheckpoints(const TrainOptions& o) {
   if (o.checkpointDir.empty() || !o.resume.empty() || o.overwriteCheckpoints) return;
+  // Nothing to overwrite where there is no directory; checkOutputs reports a file given as one.
+  std::error_code ec;
+  if (!std::filesystem::is_directory(o.checkpointDir, ec)) return;
   const auto listed = checkpoint::list(o.checkpointDir);
   if (listed.empty()) return;
   // The one a resume would start from; else the highest step found (incomplete or damaged).
