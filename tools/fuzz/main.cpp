@@ -39,6 +39,10 @@ int run(const xfuzz::Options& o) {
     std::cerr << "xfuzz: " << e.what() << "\n";
     return 1;
   }
+  if (!o.savePristine.empty()) {
+    copyTree(pristine.dir, fs::absolute(o.savePristine));
+    std::cout << "xfuzz: pristine inputs copied to " << o.savePristine << "\n";
+  }
   if (!pristine.deviceNodes)
     std::cout << "xfuzz: cannot make device nodes here (no CAP_MKNOD): the cli target runs without them\n";
 

@@ -25,6 +25,8 @@ timeout), leave its input files as they were and write nothing outside its scrat
   --memory-limit MB     address-space limit of each tool run (4096)
   --work-dir DIR        where the scratch directories go ($TMPDIR or /tmp)
   --keep-dir DIR        where failing cases are kept (./xfuzz-failures)
+  --save-pristine DIR   also copy the pristine inputs there (model.onnx, data.h5, ckpts/), e.g.
+                        as seed corpora of the libFuzzer entry points
   -v, --verbose         print every command and how it ended
   -h, --help            this text
 
@@ -73,6 +75,7 @@ Options parseOptions(int argc, char** argv) {
     else if (a == "--memory-limit") o.memoryLimitMb = static_cast<long long>(parseCount(a, value()));
     else if (a == "--work-dir") o.workDir = value();
     else if (a == "--keep-dir") o.keepDir = value();
+    else if (a == "--save-pristine") o.savePristine = value();
     else throw std::invalid_argument("unknown option '" + a + "' (see xfuzz --help)");
   }
   if (target == "all") {

@@ -19,6 +19,7 @@ struct Options {
   long long memoryLimitMb = 4096;
   std::string workDir;                // "" = $TMPDIR or /tmp
   std::string keepDir = "xfuzz-failures";
+  std::string savePristine;           // copy the pristine inputs here (seed corpora)
   bool verbose = false;
   bool help = false;
 };
