@@ -184,10 +184,19 @@ std::string tailOfFile(const fs::path& p, int lines) {
     return "";
   }
   if (text.size() > 8192) text = text.substr(text.size() - 8192);
-  size_t pos = text.size();
-  if (pos && text[pos - 1] == '\n') --pos;
-  for (int i = 0; i < lines && pos != std::string::npos && pos > 0; ++i) pos = text.rfind('\n', pos - 1);
-  return pos == std::string::npos ? text : text.substr(pos + 1);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  // Walk back over `lines` newlines; what follows the last one found is the tail.
+  size_t start = text.size();
+  for (int i = 0; i < lines && start > 0; ++i) {
+    const size_t nl = text.rfind('\n', start - 1);
+    if (nl == std::string::npos) {
+      start = 0;
+      break;
+    }
+    start = nl == 0 && i + 1 < lines ? 0 : nl;
+    if (start == 0) break;
+  }
+  return start < text.size() && text[start] == '\n' ? text.substr(start + 1) : text.substr(start);
 }
 
 }  // namespace xfuzz

@@ -67,7 +67,13 @@ int run(const xfuzz::Options& o) {
       }
       cfg.target = target;
       ++ran;
-      if (!runCase(tools, cfg, pristine, k)) ++failed;
+      try {
+        if (!runCase(tools, cfg, pristine, k)) ++failed;
+      } catch (const std::exception& e) {  // a harness defect: say so, count it, go on
+        std::cout << "FAIL target=" << target << " seed=" << o.seed << " case=" << k
+                  << ": harness error: " << e.what() << std::endl;
+        ++failed;
+      }
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -21,7 +21,7 @@ timeout), leave its input files as they were and write nothing outside its scrat
   --case K              run only case K (0-based) of the seed: reproduces a reported failure
   --bin-dir DIR         where xtrain, xckpt and xbench are (the directory of xfuzz itself)
   --time-limit SECONDS  start no case after this long (no limit)
-  --timeout SECONDS     per tool run; on expiry its process group is killed (20)
+  --timeout SECONDS     per tool run; on expiry its process group is killed (10)
   --memory-limit MB     address-space limit of each tool run (4096)
   --work-dir DIR        where the scratch directories go ($TMPDIR or /tmp)
   --keep-dir DIR        where failing cases are kept (./xfuzz-failures)

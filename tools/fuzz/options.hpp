@@ -15,7 +15,7 @@ struct Options {
   std::optional<uint64_t> onlyCase;   // --case K
   std::string binDir;                 // "" = the directory of the xfuzz binary
   double timeLimitSeconds = 0;        // 0 = none
-  double timeoutSeconds = 20;         // per tool run
+  double timeoutSeconds = 10;         // per tool run
   long long memoryLimitMb = 4096;
   std::string workDir;                // "" = $TMPDIR or /tmp
   std::string keepDir = "xfuzz-failures";

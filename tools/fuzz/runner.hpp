@@ -14,7 +14,7 @@ namespace xfuzz {
 // Where the tools are and how each run of one is bounded.
 struct ToolRunner {
   fs::path binDir;
-  std::chrono::milliseconds timeout{20000};
+  std::chrono::milliseconds timeout{10000};
   long long addressSpaceMb = 4096;
 
   // Resolves args[0] (a tool name or a path such as /usr/bin/h5import) in binDir. A tool that is
