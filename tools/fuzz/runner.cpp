@@ -8,6 +8,16 @@
 
 namespace xfuzz {
 
+namespace {
+
+bool brokenByRebuild(const RunResult& r, const fs::path& logPath) {
+  if (r.ending == RunResult::Ending::NotStarted) return true;
+  if (r.ending != RunResult::Ending::Exited || r.exitCode != 127) return false;
+  return tailOfFile(logPath, 5).find("error while loading shared libraries") != std::string::npos;
+}
+
+}  // namespace
+
 std::string ToolRunner::resolve(const std::string& tool) const {
   if (tool.find('/') != std::string::npos) return tool;
   const fs::path p = binDir / tool;
@@ -33,8 +43,12 @@ RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& 
   spec.timeout = timeout;
   spec.addressSpaceMb = addressSpaceMb;
   RunResult r = runProcess(spec);
-  // A binary replaced between the check and exec: wait for it once more and retry.
-  if (r.ending == RunResult::Ending::NotStarted) {
+  // The binaries may be rebuilt under us (another engineer's build): a binary replaced between the
+  // check and exec, or a shared library half written when the loader maps it (exit 127 with the
+  // loader's message). Neither says anything about the tool's input handling: wait and retry, up to
+  // two minutes, before reporting it.
+  for (int attempt = 0; attempt < 24 && brokenByRebuild(r, logPath); ++attempt) {
+    if (attempt == 0) std::cerr << "xfuzz: " << args[0] << " did not load (being rebuilt?); retrying\n";
     std::this_thread::sleep_for(std::chrono::seconds(5));
     spec.argv[0] = resolve(args[0]);
     r = runProcess(spec);
