@@ -46,6 +46,7 @@ std::string RunResult::describe() const {
       return "killed by signal " + std::to_string(signal) + " (" + signalName(signal) + ")";
     case Ending::TimedOut:
       return "timeout after " + std::to_string(elapsed.count()) + " ms (process group killed)";
+    case Ending::Interrupted: return "interrupted (xfuzz was told to stop)";
     case Ending::NotStarted: return "not started: " + error;
   }
   return "?";
@@ -150,7 +151,7 @@ RunResult runProcess(const RunSpec& spec) {
   while (n < 0 && errno == EINTR);
 
   // Poll for the end with a growing sleep: cheap for the many short runs, bounded by the timeout.
-  bool timedOut = false;
+  bool timedOut = false, interrupted = false;
   long nap = 1;
   for (;;) {
     siginfo_t info{};
@@ -160,7 +161,8 @@ RunResult runProcess(const RunSpec& spec) {
         info.si_pid == pid)
       break;
     if (stopRequested() || std::chrono::steady_clock::now() - start >= spec.timeout) {
-      timedOut = true;
+      interrupted = stopRequested();
+      timedOut = !interrupted;
       kill(-pid, SIGKILL);
       // SIGKILL cannot be caught: the child ends; the loop's wait is bounded by the kernel.
       siginfo_t dead{};
@@ -180,6 +182,8 @@ RunResult runProcess(const RunSpec& spec) {
   if (n == static_cast<ssize_t>(sizeof execErrno)) {
     r.ending = RunResult::Ending::NotStarted;
     r.error = "exec " + spec.argv[0] + ": " + std::strerror(execErrno);
+  } else if (interrupted) {
+    r.ending = RunResult::Ending::Interrupted;
   } else if (timedOut) {
     r.ending = RunResult::Ending::TimedOut;
   } else if (WIFEXITED(status)) {

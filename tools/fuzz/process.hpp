@@ -23,7 +23,7 @@ struct RunSpec {
 };
 
 struct RunResult {
-  enum class Ending { Exited, Signaled, TimedOut, NotStarted };
+  enum class Ending { Exited, Signaled, TimedOut, Interrupted, NotStarted };
   Ending ending = Ending::NotStarted;
   int exitCode = -1;   // Exited
   int signal = 0;      // Signaled

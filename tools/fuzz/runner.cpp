@@ -116,6 +116,7 @@ bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pris
     const Snapshot cwdBefore = snapshot(cfg.harnessCwd, 0);
     const fs::path log = dir.path() / (".xfuzz-out-" + std::to_string(i) + ".log");
     RunResult r = tools.run(cmd.args, dir.path(), log);
+    if (r.ending == RunResult::Ending::Interrupted) return true;  // not the tool's fault; main stops
     CommandVerdict v = judge(r, cmd, caseBefore, snapshot(dir.path()), rootBefore, snapshot(cfg.workRoot, 0),
                              pristineBefore, snapshot(pristine.dir), cwdBefore, snapshot(cfg.harnessCwd, 0));
     if (cfg.verbose) {
