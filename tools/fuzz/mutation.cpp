@@ -13,6 +13,16 @@ std::string hex(uint64_t v) {
 }
 }  // namespace
 
+namespace {
+// Where a mutation starts: anywhere, or (two times in five) in the first 2 KiB, where the HDF5
+// superblock and root object headers and the ONNX model's header fields live. Uniform offsets
+// would mostly land in tensor payloads, which only checksums and loss values notice.
+uint64_t drawOffset(Rng& rng, uint64_t size) {
+  const uint64_t head = std::min<uint64_t>(size, 2048);
+  return rng.chance(2, 5) ? rng.below(head) : rng.below(size);
+}
+}  // namespace
+
 Mutation Mutation::draw(Rng& rng, uint64_t size) {
   Mutation m;
   if (size == 0) {  // nothing to flip, cut or zero: give the reader some garbage instead
@@ -27,7 +37,7 @@ Mutation Mutation::draw(Rng& rng, uint64_t size) {
     m.kind = Kind::FlipBytes;
     const uint64_t n = rng.chance(2, 3) ? 1 : rng.between(2, 8);
     for (uint64_t i = 0; i < n; ++i) {
-      m.offsets.push_back(rng.below(size));
+      m.offsets.push_back(drawOffset(rng, size));
       // Half single-bit flips (the classic bit rot), half whole random bytes.
       m.xorMasks.push_back(rng.chance(1, 2) ? static_cast<uint8_t>(1u << rng.below(8))
                                             : static_cast<uint8_t>(rng.between(1, 255)));
@@ -36,7 +46,7 @@ Mutation Mutation::draw(Rng& rng, uint64_t size) {
     m.length = n;
   } else if (r < 72) {
     m.kind = Kind::RandomRun;
-    m.offset = rng.below(size);
+    m.offset = drawOffset(rng, size);
     m.length = std::min<uint64_t>(rng.between(2, 64), size - m.offset);
     for (uint64_t i = 0; i < m.length; ++i) m.runBytes.push_back(static_cast<uint8_t>(rng.next()));
   } else if (r < 86) {
@@ -44,7 +54,7 @@ Mutation Mutation::draw(Rng& rng, uint64_t size) {
     m.offset = rng.below(size);  // the new length, always shorter
   } else {
     m.kind = Kind::ZeroRange;
-    m.offset = rng.below(size);
+    m.offset = drawOffset(rng, size);
     m.length = std::min<uint64_t>(rng.between(1, 512), size - m.offset);
   }
   return m;
