@@ -54,17 +54,35 @@ Case makeCheckpointCase(const Pristine& p, const fs::path& caseDir, Rng& rng) {
   copyTree(p.dir / "ckpts", caseDir / "pristine-ckpts");
   fs::copy_file(p.dir / "model.onnx", caseDir / "model.onnx");
 
-  // The index and the part files are the big targets; `latest` is tiny but decides --resume auto.
+  // Any file of the checkpoint directory may be damaged: the index, the part files, `latest` and
+  // whatever else the writer adds (a seal, a manifest). Listed and sorted, so the draw is the same
+  // for the same seed whatever order the directory returns. The index gets extra weight: HDF5
+  // parses it before anything else.
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(caseDir / "ckpts"))
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), caseDir).string());
+  std::sort(files.begin(), files.end());
   const std::vector<std::string> checkpoints{"ckpt-00000001", "ckpt-00000002"};
   const std::string ckpt = rng.pick(checkpoints);
-  const uint64_t r = rng.below(10);
-  const std::string victim = r < 4 ? "ckpts/" + ckpt + "/checkpoint.h5"
-                             : r < 8 ? "ckpts/" + ckpt + "/part-0.h5"
-                                     : std::string("ckpts/latest");
+  const std::string victim = rng.chance(2, 5) ? "ckpts/" + ckpt + "/checkpoint.h5" : rng.pick(files);
+  const std::string victimCkpt = victim.find("ckpt-00000001") != std::string::npos ? "ckpt-00000001"
+                                 : victim.find("ckpt-00000002") != std::string::npos ? "ckpt-00000002"
+                                                                                     : ckpt;
   Case c;
   c.mutation = mutateFile(caseDir, victim, rng);
-
-  const std::string C = "ckpts/" + ckpt;
+  // One case in four also drops the checkpoint's files other than the index and its parts, as a
+  // checkpoint written before those files existed looks: the readers must not rely on them.
+  if (rng.chance(1, 4)) {
+    for (const auto& f : files) {
+      const std::string name = fs::path(f).filename().string();
+      if (f.find(victimCkpt + "/") != std::string::npos && name != "checkpoint.h5" && name.rfind("part-", 0) != 0 &&
+          f != victim) {
+        fs::remove(caseDir / f);
+        c.mutation += "; removed " + f;
+      }
+    }
+  }
+  const std::string C = "ckpts/" + victimCkpt;
   const std::vector<std::string> trainBase{"xtrain", "--micro-batch-size", p.microBatch, "--steps", "3"};
   auto train = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = trainBase;

@@ -108,6 +108,7 @@ bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pris
     CommandVerdict verdict;
   };
   std::vector<Failure> failures;
+  if (cfg.verbose && !c.mutation.empty()) std::cout << name << " mutation: " << c.mutation << "\n";
   for (size_t i = 0; i < c.commands.size(); ++i) {
     const Command& cmd = c.commands[i];
     const Snapshot caseBefore = snapshot(dir.path());
