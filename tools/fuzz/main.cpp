@@ -50,7 +50,6 @@ int run(const xfuzz::Options& o) {
   cfg.seed = o.seed;
   cfg.workRoot = workRoot.path();
   cfg.keepDir = fs::absolute(o.keepDir);
-  cfg.harnessCwd = fs::current_path();
   cfg.verbose = o.verbose;
 
   uint64_t ran = 0, failed = 0;

@@ -36,10 +36,13 @@ RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& 
   spec.argv[0] = resolve(args[0]);
   spec.workDir = workDir.string();
   spec.logPath = logPath.string();
-  const fs::path tmp = workDir / ".xfuzz-tmp";
+  // TMPDIR and HOME inside the case directory: what a tool writes to either stays in its scratch
+  // space (and is removed with it) instead of the shared /tmp or the user's home.
+  const fs::path tmp = workDir / ".xfuzz-tmp", home = workDir / ".xfuzz-home";
   fs::create_directories(tmp);
+  fs::create_directories(home);
   // One OpenMP thread: four engineers share two cores, and the cases are about input, not speed.
-  spec.env = {{"TMPDIR", tmp.string()}, {"OMP_NUM_THREADS", "1"}};
+  spec.env = {{"TMPDIR", tmp.string()}, {"HOME", home.string()}, {"OMP_NUM_THREADS", "1"}};
   spec.timeout = timeout;
   spec.addressSpaceMb = addressSpaceMb;
   RunResult r = runProcess(spec);
@@ -69,7 +72,7 @@ struct CommandVerdict {
 // wrote anywhere but its case directory.
 CommandVerdict judge(const RunResult& r, const Command& cmd, const Snapshot& caseBefore, const Snapshot& caseAfter,
                      const Snapshot& rootBefore, const Snapshot& rootAfter, const Snapshot& pristineBefore,
-                     const Snapshot& pristineAfter, const Snapshot& cwdBefore, const Snapshot& cwdAfter) {
+                     const Snapshot& pristineAfter) {
   CommandVerdict v{r, {}};
   if (r.ending == RunResult::Ending::NotStarted)
     v.problems.push_back("harness: " + r.error);
@@ -85,12 +88,12 @@ CommandVerdict judge(const RunResult& r, const Command& cmd, const Snapshot& cas
   for (const auto& d : compareSnapshots(caseBefore, caseAfter, false, inputAllowed))
     v.problems.push_back("input modified: " + d);
   // The work root holds pristine/ and the case directories only; nothing new may appear next to them.
+  // (xfuzz's own working directory is not watched: other processes may write there, and the tool
+  // runs elsewhere. The work root is private to this run.)
   for (const auto& d : compareSnapshots(rootBefore, rootAfter, true, [](const std::string&) { return false; }))
     v.problems.push_back("outside the case directory: " + d);
   for (const auto& d : compareSnapshots(pristineBefore, pristineAfter, true, [](const std::string&) { return false; }))
     v.problems.push_back("pristine input modified: " + d);
-  for (const auto& d : compareSnapshots(cwdBefore, cwdAfter, true, [](const std::string&) { return false; }))
-    v.problems.push_back("in the harness's working directory: " + d);
   return v;
 }
 
@@ -114,12 +117,11 @@ bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pris
     const Snapshot caseBefore = snapshot(dir.path());
     const Snapshot rootBefore = snapshot(cfg.workRoot, 0);
     const Snapshot pristineBefore = snapshot(pristine.dir);
-    const Snapshot cwdBefore = snapshot(cfg.harnessCwd, 0);
     const fs::path log = dir.path() / (".xfuzz-out-" + std::to_string(i) + ".log");
     RunResult r = tools.run(cmd.args, dir.path(), log);
     if (r.ending == RunResult::Ending::Interrupted) return true;  // not the tool's fault; main stops
     CommandVerdict v = judge(r, cmd, caseBefore, snapshot(dir.path()), rootBefore, snapshot(cfg.workRoot, 0),
-                             pristineBefore, snapshot(pristine.dir), cwdBefore, snapshot(cfg.harnessCwd, 0));
+                             pristineBefore, snapshot(pristine.dir));
     if (cfg.verbose) {
       std::cout << name << " [" << i << "] " << r.describe() << " " << r.elapsed.count() << " ms: "
                 << shellLine(cmd.args) << "\n";

@@ -30,7 +30,6 @@ struct RunConfig {
   uint64_t seed = 1;
   fs::path workRoot;  // holds pristine/ and one directory per case
   fs::path keepDir;   // failing cases are moved here
-  fs::path harnessCwd;
   bool verbose = false;
 };
 
