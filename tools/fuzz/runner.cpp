@@ -1,0 +1,171 @@
+#include "runner.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+namespace xfuzz {
+
+namespace {
+
+bool brokenByRebuild(const RunResult& r, const fs::path& logPath) {
+  if (r.ending == RunResult::Ending::NotStarted) return true;
+  if (r.ending != RunResult::Ending::Exited || r.exitCode != 127) return false;
+  return tailOfFile(logPath, 5).find("error while loading shared libraries") != std::string::npos;
+}
+
+}  // namespace
+
+std::string ToolRunner::resolve(const std::string& tool) const {
+  if (tool.find('/') != std::string::npos) return tool;
+  const fs::path p = binDir / tool;
+  // Another engineer's rebuild may replace the binary under us: wait for it rather than fail.
+  for (int i = 0; i < 120 && access(p.c_str(), X_OK) != 0; ++i) {
+    if (i == 0) std::cerr << "xfuzz: " << p.string() << " is missing; waiting up to 2 minutes\n";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return p.string();
+}
+
+RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& workDir,
+                          const fs::path& logPath) const {
+  RunSpec spec;
+  spec.argv = args;
+  spec.argv[0] = resolve(args[0]);
+  spec.workDir = workDir.string();
+  spec.logPath = logPath.string();
+  // TMPDIR and HOME inside the case directory: what a tool writes to either stays in its scratch
+  // space (and is removed with it) instead of the shared /tmp or the user's home.
+  const fs::path tmp = workDir / ".xfuzz-tmp", home = workDir / ".xfuzz-home";
+  fs::create_directories(tmp);
+  fs::create_directories(home);
+  // One OpenMP thread: four engineers share two cores, and the cases are about input, not speed.
+  spec.env = {{"TMPDIR", tmp.string()}, {"HOME", home.string()}, {"OMP_NUM_THREADS", "1"}};
+  spec.timeout = timeout;
+  spec.addressSpaceMb = addressSpaceMb;
+  RunResult r = runProcess(spec);
+  // The binaries may be rebuilt under us (another engineer's build): a binary replaced between the
+  // check and exec, or a shared library half written when the loader maps it (exit 127 with the
+  // loader's message). Neither says anything about the tool's input handling: wait and retry, up to
+  // two minutes, before reporting it.
+  for (int attempt = 0; attempt < 24 && brokenByRebuild(r, logPath); ++attempt) {
+    if (attempt == 0) std::cerr << "xfuzz: " << args[0] << " did not load (being rebuilt?); retrying\n";
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    spec.argv[0] = resolve(args[0]);
+    r = runProcess(spec);
+  }
+  return r;
+}
+
+namespace {
+
+bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+struct CommandVerdict {
+  RunResult result;
+  std::vector<std::string> problems;
+};
+
+// The checks of one finished command: how it ended, what it did to its inputs, and whether it
+// wrote anywhere but its case directory.
+CommandVerdict judge(const RunResult& r, const Command& cmd, const Snapshot& caseBefore, const Snapshot& caseAfter,
+                     const Snapshot& rootBefore, const Snapshot& rootAfter, const Snapshot& pristineBefore,
+                     const Snapshot& pristineAfter) {
+  CommandVerdict v{r, {}};
+  if (r.ending == RunResult::Ending::NotStarted)
+    v.problems.push_back("harness: " + r.error);
+  else if (!(r.ending == RunResult::Ending::Exited && r.exitCode >= 0 && r.exitCode <= 2))
+    v.problems.push_back(r.describe() + " (only exit 0, 1 or 2 is acceptable)");
+
+  auto inputAllowed = [&](const std::string& path) {
+    for (const auto& m : cmd.mayChange)
+      if (path == m || startsWith(path, m)) return true;
+    return false;
+  };
+  // New files inside the case directory are the tool's outputs and fine.
+  for (const auto& d : compareSnapshots(caseBefore, caseAfter, false, inputAllowed))
+    v.problems.push_back("input modified: " + d);
+  // The work root holds pristine/ and the case directories only; nothing new may appear next to them.
+  // (xfuzz's own working directory is not watched: other processes may write there, and the tool
+  // runs elsewhere. The work root is private to this run.)
+  for (const auto& d : compareSnapshots(rootBefore, rootAfter, true, [](const std::string&) { return false; }))
+    v.problems.push_back("outside the case directory: " + d);
+  for (const auto& d : compareSnapshots(pristineBefore, pristineAfter, true, [](const std::string&) { return false; }))
+    v.problems.push_back("pristine input modified: " + d);
+  return v;
+}
+
+}  // namespace
+
+bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pristine, uint64_t caseNumber) {
+  const std::string name = cfg.target + "-" + std::to_string(caseNumber);
+  ScratchDir dir(cfg.workRoot / name);
+  Rng rng = Rng::forCase(cfg.seed, cfg.target, caseNumber);
+  Case c = caseMakerFor(cfg.target)(pristine, dir.path(), rng);
+
+  struct Failure {
+    size_t index;
+    std::vector<std::string> args;
+    CommandVerdict verdict;
+  };
+  std::vector<Failure> failures;
+  if (cfg.verbose && !c.mutation.empty()) std::cout << name << " mutation: " << c.mutation << "\n";
+  for (size_t i = 0; i < c.commands.size(); ++i) {
+    const Command& cmd = c.commands[i];
+    const Snapshot caseBefore = snapshot(dir.path());
+    const Snapshot rootBefore = snapshot(cfg.workRoot, 0);
+    const Snapshot pristineBefore = snapshot(pristine.dir);
+    const fs::path log = dir.path() / (".xfuzz-out-" + std::to_string(i) + ".log");
+    RunResult r = tools.run(cmd.args, dir.path(), log);
+    if (r.ending == RunResult::Ending::Interrupted) return true;  // not the tool's fault; main stops
+    CommandVerdict v = judge(r, cmd, caseBefore, snapshot(dir.path()), rootBefore, snapshot(cfg.workRoot, 0),
+                             pristineBefore, snapshot(pristine.dir));
+    if (cfg.verbose) {
+      std::cout << name << " [" << i << "] " << r.describe() << " " << r.elapsed.count() << " ms: "
+                << shellLine(cmd.args) << "\n";
+    }
+    if (!v.problems.empty()) failures.push_back({i, cmd.args, std::move(v)});
+  }
+  if (failures.empty()) return true;
+
+  // Keep the case directory (mutated inputs, tool output) and say how to reproduce it.
+  const fs::path kept = cfg.keepDir / (cfg.target + "-seed" + std::to_string(cfg.seed) + "-case" +
+                                       std::to_string(caseNumber));
+  std::string report;
+  for (const auto& f : failures) {
+    report += "FAIL target=" + cfg.target + " seed=" + std::to_string(cfg.seed) +
+              " case=" + std::to_string(caseNumber) + " command " + std::to_string(f.index) + "\n";
+    if (!c.mutation.empty()) report += "  mutation: " + c.mutation + "\n";
+    report += "  command:  cd " + kept.string() + " && " + tools.binDir.string() + "/" + shellLine(f.args) + "\n";
+    for (const auto& p : f.verdict.problems) report += "  problem:  " + p + "\n";
+    const std::string tail = tailOfFile(dir.path() / (".xfuzz-out-" + std::to_string(f.index) + ".log"), 6);
+    if (!tail.empty()) {
+      report += "  output (last lines):\n";
+      size_t start = 0;
+      while (start < tail.size()) {
+        size_t end = tail.find('\n', start);
+        if (end == std::string::npos) end = tail.size();
+        std::string line = tail.substr(start, end - start);
+        if (line.size() > 300) line = line.substr(0, 300) + "...";
+        report += "    | " + line + "\n";
+        start = end + 1;
+      }
+    }
+  }
+  report += "  reproduce: xfuzz --target " + cfg.target + " --seed " + std::to_string(cfg.seed) +
+            " --case " + std::to_string(caseNumber) + " --bin-dir " + tools.binDir.string() + "\n";
+  report += "  kept in:  " + kept.string() + "\n";
+  std::cout << report << std::flush;
+  // The kept directory gets the report and a script with every command of the case.
+  writeFile(dir.path() / "FAILURE.txt", report);
+  std::string script = "#!/bin/sh\n# xfuzz " + cfg.target + " seed " + std::to_string(cfg.seed) + " case " +
+                       std::to_string(caseNumber) + "\n# mutation: " + c.mutation + "\ncd \"$(dirname \"$0\")\"\n";
+  for (const auto& cmd : c.commands) script += tools.binDir.string() + "/" + shellLine(cmd.args) + "\n";
+  writeFile(dir.path() / "commands.sh", script);
+  dir.keepAs(kept);
+  return false;
+}
+
+}  // namespace xfuzz
