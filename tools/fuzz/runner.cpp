@@ -41,8 +41,14 @@ RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& 
   const fs::path tmp = workDir / ".xfuzz-tmp", home = workDir / ".xfuzz-home";
   fs::create_directories(tmp);
   fs::create_directories(home);
+  // A private IPU pool (its lock files) per run: a fuzz case must not hold an IPU that a test of the
+  // suite running beside it needs, nor wait for one.
+  const fs::path ipus = workDir / ".xfuzz-ipus";
   // One OpenMP thread: four engineers share two cores, and the cases are about input, not speed.
-  spec.env = {{"TMPDIR", tmp.string()}, {"HOME", home.string()}, {"OMP_NUM_THREADS", "1"}};
+  spec.env = {{"TMPDIR", tmp.string()},
+              {"HOME", home.string()},
+              {"XTRAIN_IPU_LOCK_DIR", ipus.string()},
+              {"OMP_NUM_THREADS", "1"}};
   spec.timeout = timeout;
   spec.addressSpaceMb = addressSpaceMb;
   RunResult r = runProcess(spec);
