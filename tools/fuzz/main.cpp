@@ -28,6 +28,11 @@ int run(const xfuzz::Options& o) {
   tools.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeoutSeconds * 1000));
   tools.addressSpaceMb = o.memoryLimitMb;
 
+  // A wrong --bin-dir is bad usage, not a tool being rebuilt: say so at once instead of waiting.
+  if (!fs::is_directory(tools.binDir)) {
+    std::cerr << "xfuzz: --bin-dir " << tools.binDir.string() << " is not a directory\n";
+    return 2;
+  }
   const char* tmp = getenv("TMPDIR");
   const fs::path workParent = !o.workDir.empty() ? fs::path(o.workDir) : fs::path(tmp && *tmp ? tmp : "/tmp");
   // The work root is removed on every way out (RAII); failing cases were moved out of it before.

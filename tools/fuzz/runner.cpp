@@ -18,12 +18,14 @@ bool brokenByRebuild(const RunResult& r, const fs::path& logPath) {
 
 }  // namespace
 
-std::string ToolRunner::resolve(const std::string& tool) const {
+std::string ToolRunner::resolve(const std::string& tool, Clock::time_point deadline) const {
   if (tool.find('/') != std::string::npos) return tool;
   const fs::path p = binDir / tool;
   // Another engineer's rebuild may replace the binary under us: wait for it rather than fail.
-  for (int i = 0; i < 120 && access(p.c_str(), X_OK) != 0; ++i) {
-    if (i == 0) std::cerr << "xfuzz: " << p.string() << " is missing; waiting up to 2 minutes\n";
+  bool said = false;
+  while (access(p.c_str(), X_OK) != 0 && Clock::now() < deadline && !stopRequested()) {
+    if (!said) std::cerr << "xfuzz: " << p.string() << " is missing; waiting for it (being rebuilt?)\n";
+    said = true;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   return p.string();
@@ -33,7 +35,9 @@ RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& 
                           const fs::path& logPath) const {
   RunSpec spec;
   spec.argv = args;
-  spec.argv[0] = resolve(args[0]);
+  // All waiting for a tool that is being rebuilt shares one bound of two minutes.
+  const auto deadline = Clock::now() + std::chrono::minutes(2);
+  spec.argv[0] = resolve(args[0], deadline);
   spec.workDir = workDir.string();
   spec.logPath = logPath.string();
   // TMPDIR and HOME inside the case directory: what a tool writes to either stays in its scratch
@@ -41,8 +45,14 @@ RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& 
   const fs::path tmp = workDir / ".xfuzz-tmp", home = workDir / ".xfuzz-home";
   fs::create_directories(tmp);
   fs::create_directories(home);
+  // A private IPU pool (its lock files) per run: a fuzz case must not hold an IPU that a test of the
+  // suite running beside it needs, nor wait for one.
+  const fs::path ipus = workDir / ".xfuzz-ipus";
   // One OpenMP thread: four engineers share two cores, and the cases are about input, not speed.
-  spec.env = {{"TMPDIR", tmp.string()}, {"HOME", home.string()}, {"OMP_NUM_THREADS", "1"}};
+  spec.env = {{"TMPDIR", tmp.string()},
+              {"HOME", home.string()},
+              {"XTRAIN_IPU_LOCK_DIR", ipus.string()},
+              {"OMP_NUM_THREADS", "1"}};
   spec.timeout = timeout;
   spec.addressSpaceMb = addressSpaceMb;
   RunResult r = runProcess(spec);
@@ -50,10 +60,10 @@ RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& 
   // check and exec, or a shared library half written when the loader maps it (exit 127 with the
   // loader's message). Neither says anything about the tool's input handling: wait and retry, up to
   // two minutes, before reporting it.
-  for (int attempt = 0; attempt < 24 && brokenByRebuild(r, logPath); ++attempt) {
+  for (int attempt = 0; brokenByRebuild(r, logPath) && Clock::now() < deadline && !stopRequested(); ++attempt) {
     if (attempt == 0) std::cerr << "xfuzz: " << args[0] << " did not load (being rebuilt?); retrying\n";
     std::this_thread::sleep_for(std::chrono::seconds(5));
-    spec.argv[0] = resolve(args[0]);
+    spec.argv[0] = resolve(args[0], deadline);
     r = runProcess(spec);
   }
   return r;

@@ -18,8 +18,9 @@ struct ToolRunner {
   long long addressSpaceMb = 4096;
 
   // Resolves args[0] (a tool name or a path such as /usr/bin/h5import) in binDir. A tool that is
-  // missing (being rebuilt by someone) is waited for, up to two minutes.
-  std::string resolve(const std::string& tool) const;
+  // missing (being rebuilt by someone) is waited for until the deadline or a stop request.
+  using Clock = std::chrono::steady_clock;
+  std::string resolve(const std::string& tool, Clock::time_point deadline) const;
   // Runs args in workDir; stdout+stderr to logPath; TMPDIR points into workDir so nothing lands in
   // the system's /tmp.
   RunResult run(const std::vector<std::string>& args, const fs::path& workDir, const fs::path& logPath) const;
