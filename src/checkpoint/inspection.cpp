@@ -10,6 +10,7 @@
 #include "checkpoint/h5_attributes.hpp"
 #include "checkpoint/h5_files.hpp"
 #include "checkpoint/h5_types.hpp"
+#include "checkpoint/isolated_run.hpp"
 #include "checkpoint/layout.hpp"
 #include "checkpoint/seal.hpp"
 
@@ -27,11 +28,15 @@ std::string hex(uint32_t v) {
 
 class Inspector {
  public:
-  Inspector(const std::string& path, Depth depth) : path_(path), depth_(depth) { out_.dir = path; }
+  // `probeUnsealed`: parse an index without a seal in a child process first (false in that child).
+  Inspector(const std::string& path, Depth depth, bool probeUnsealed = true)
+      : path_(path), depth_(depth), probeUnsealed_(probeUnsealed) {
+    out_.dir = path;
+  }
 
   Inspection run() {
-    if (locate() && checkIndexSeal() && openIndex() && readRoot() && depth_ >= Depth::Parts &&
-        checkParts() && depth_ >= Depth::Structure) {
+    if (locate() && checkIndexSeal() && probeUnsealedIndex() && openIndex() && readRoot() &&
+        depth_ >= Depth::Parts && checkParts() && depth_ >= Depth::Structure) {
       checkDatasets();
     }
     return std::move(out_);
@@ -84,6 +89,28 @@ class Inspector {
     sealed_ = seal.state == SealState::Sound;
     if (seal.state != SealState::Broken) return true;
     problem(seal.problem);
+    return false;
+  }
+
+  // An index no seal vouches for is parsed by a child process first, to the structure (what the
+  // index describes, and the parts' headers; not the data): a fault or an endless loop inside HDF5
+  // then ends the child, and the checkpoint is reported damaged.
+  bool probeUnsealedIndex() {
+    if (sealed_ || !probeUnsealed_) return true;
+    const std::string path = path_;
+    const Depth depth = std::min(depth_, Depth::Structure);
+    const IsolatedOutcome outcome = runIsolated(
+        [&] {
+          silenceHdf5Errors();
+          Inspector(path, depth, /*probeUnsealed=*/false).run();
+        },
+        unsealedIndexTimeLimit());
+    if (outcome.completed) return true;
+    problem(xtrain::format(
+        "'{}' is damaged: HDF5 cannot parse it ({} while a separate process read it), and it has "
+        "no "
+        "{} to check it against (format version 1, or not the index of a checkpoint directory)",
+        out_.indexFile, outcome.failure, layout::kSealFile));
     return false;
   }
 
@@ -379,6 +406,7 @@ class Inspector {
   Inspection out_;
   bool sealApplies_ = false;  // the index is a checkpoint.h5, which a seal may vouch for
   bool sealed_ = false;       // the index matched its seal
+  bool probeUnsealed_ = true;
   H5Handle index_;
   std::vector<H5Handle> partFiles_;
 };
