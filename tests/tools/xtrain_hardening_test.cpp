@@ -165,6 +165,19 @@ TEST_F(XtrainHardening, AnEndlessModelFileIsRefused) {
                  {"/dev/zero", "larger than"});
 }
 
+TEST_F(XtrainHardening, AModelFifoIsReadWhenWrittenAndRefusedWhenNobodyWrites) {
+  writeModelAndData();
+  const std::string fifo = path("model.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Once blocked forever in open(2).
+  expectBadInput(run("--model " + fifo + " --data " + path("data.h5") + " --loss " + loss_),
+                 {"model.fifo", "FIFO that no process wrote to"});
+  // As with process substitution: a writer feeds the FIFO.
+  const CommandResult r = runCommand("cat " + path("model.onnx") + " > " + fifo + " & ./xtrain " +
+                                     modelArgs() + "--steps 2 --model " + fifo);
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+}
+
 TEST_F(XtrainHardening, ProgressReachesAFileAsItIsWritten) {
   // Block-buffered, a killed job left 0 bytes behind, "resumed from" and "saved checkpoint" lines
   // included. Start a long run with stdout in a file, wait for its first step line, kill it.

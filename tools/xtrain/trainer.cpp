@@ -1,5 +1,7 @@
 #include "trainer.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "common/checked_math.hpp"
 #include "common/example_models.hpp"
 #include "input_checks.hpp"
+#include "ir/onnx/model_file.hpp"
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
 #include "xtrain/builder.hpp"
@@ -203,8 +206,14 @@ int train(const TrainOptions& o, std::ostream& out) {
     progress << "xtrain: built-in example: MLP 32-64-8 on 4096 synthetic samples of 8 classes\n";
   } else {
     model = o.model;
+    // A model given through a FIFO (process substitution, `--model <(...)`) can be read only once:
+    // its bytes go to both the probe below and the session.
+    struct stat st {};
+    if (::stat(o.model.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+      model = ir::readModelFile(o.model);
+    }
     // The model's inputs and their per-micro-batch shapes: probe with an inference-free import.
-    auto probe = Builder::createFromOnnxModel(o.model);
+    auto probe = Builder::createFromOnnxModel(model);
     for (const auto& id : probe->getInputTensorIds()) {
       TensorInfo info(probe->getTensorDataType(id), probe->getTensorShape(id));
       Shape s = info.shape();

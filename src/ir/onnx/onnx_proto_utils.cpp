@@ -4,13 +4,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
 #include <vector>
 
 #include "ir/graph.hpp"
+#include "ir/onnx/model_file.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::ir::onnxutil {
@@ -29,31 +29,6 @@ bool looksLikePath(const std::string& s) {
 template <typename T>
 size_t fieldCount(const T& field) {
   return static_cast<size_t>(field.size());
-}
-
-// protobuf parses messages of at most 2 GiB - 1 bytes; a larger "model" cannot be read, and a
-// file without an end (/dev/zero, an endless pipe) would otherwise be read until memory runs out.
-constexpr size_t kMaxModelBytes = static_cast<size_t>(std::numeric_limits<int>::max());
-
-std::string readBounded(std::ifstream& in, const std::string& path) {
-  std::string bytes;
-  std::vector<char> chunk(size_t{1} << 20);
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto got = static_cast<size_t>(in.gcount());
-    if (bytes.size() + got > kMaxModelBytes) {
-      throw error(
-          "cannot load ONNX model: '{}' is larger than {} bytes, the most a protobuf ModelProto "
-          "can hold (is it a model file?)",
-          path, kMaxModelBytes);
-    }
-    bytes.append(chunk.data(), got);
-  }
-  if (in.bad()) {
-    throw error("cannot load ONNX model: reading file '{}' failed ({})", path,
-                std::strerror(errno));
-  }
-  return bytes;
 }
 
 // The typed field an element type's values travel in when there is no raw_data (onnx.proto), with
@@ -99,12 +74,7 @@ ModelSource loadModelSource(const std::string& pathOrBytes) {
           "ModelProto bytes",
           pathOrBytes);
     }
-    std::ifstream in(pathOrBytes, std::ios::binary);
-    if (!in) {
-      throw error("cannot load ONNX model: cannot open file '{}' for reading ({})", pathOrBytes,
-                  std::strerror(errno));
-    }
-    src.bytes = readBounded(in, pathOrBytes);
+    src.bytes = readModelFile(pathOrBytes);
     src.description = "ONNX model file '" + pathOrBytes + "'";
     src.fromFile = true;
     return src;
