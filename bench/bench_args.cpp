@@ -1,8 +1,10 @@
 #include "bench_args.hpp"
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 
 #include "xtrain/error.hpp"
 
@@ -13,7 +15,7 @@ std::string stringFlag(const std::vector<std::string>& args,
   for (size_t i = 0; i < args.size(); ++i) {
     for (const char* n : names) {
       if (args[i] == n) {
-        if (i + 1 >= args.size()) throw xtrain::error("xbench: {} needs a value", n);
+        if (i + 1 >= args.size()) throw xtrain::error("{} needs a value", n);
         return args[i + 1];
       }
     }
@@ -25,19 +27,41 @@ size_t sizeFlag(const std::vector<std::string>& args, std::initializer_list<cons
                 size_t fallback) {
   const std::string v = stringFlag(args, names, "");
   if (v.empty()) return fallback;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  auto bad = [&] {
+    return xtrain::error("{} expects a count like 4096, 64K or 256M, got '{}'", *names.begin(), v);
+  };
+  // Digits, then at most one of K, M, G: nothing else ("nan", "-1", "1e3", "12abc" are refused).
+  size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+  if (digits == 0) throw bad();
+  const std::string suffix = v.substr(digits);
   size_t scale = 1;
-  const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") scale = size_t{1} << 10;
-  else if (suffix == "M" || suffix == "m") scale = size_t{1} << 20;
-  else if (suffix == "G" || suffix == "g") scale = size_t{1} << 30;
-  else if (!suffix.empty()) scale = 0;
-  if (end == v.c_str() || scale == 0 || v[0] == '-') {
-    throw xtrain::error("xbench: {} expects a count like 4096, 64K or 256M, got '{}'",
-                        *names.begin(), v);
+  if (suffix == "K" || suffix == "k") {
+    scale = size_t{1} << 10;
+  } else if (suffix == "M" || suffix == "m") {
+    scale = size_t{1} << 20;
+  } else if (suffix == "G" || suffix == "g") {
+    scale = size_t{1} << 30;
+  } else if (!suffix.empty()) {
+    throw bad();
   }
-  return static_cast<size_t>(x) * scale;
+  errno = 0;
+  const unsigned long long x = std::strtoull(v.c_str(), nullptr, 10);
+  size_t result = 0;
+  if (errno == ERANGE || __builtin_mul_overflow(static_cast<size_t>(x), scale, &result)) {
+    throw xtrain::error("{} {} is too large", *names.begin(), v);
+  }
+  return result;
+}
+
+int intCountFlag(const std::vector<std::string>& args, std::initializer_list<const char*> names,
+                 int fallback) {
+  const size_t v = sizeFlag(args, names, static_cast<size_t>(fallback));
+  if (v > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw xtrain::error("{} must be at most {}, got {}", *names.begin(),
+                        std::numeric_limits<int>::max(), v);
+  }
+  return static_cast<int>(v);
 }
 
 namespace {

@@ -16,6 +16,9 @@ std::string stringFlag(const std::vector<std::string>& args,
 // naming the flag on a malformed value.
 size_t sizeFlag(const std::vector<std::string>& args, std::initializer_list<const char*> names,
                 size_t fallback);
+// sizeFlag for a count the benchmark keeps in an int (iterations, threads): at most INT_MAX.
+int intCountFlag(const std::vector<std::string>& args, std::initializer_list<const char*> names,
+                 int fallback);
 
 // Checks a subcommand's command line (args[0] is the subcommand) before it runs, so a typo never
 // runs a benchmark with defaults: --help/-h prints `usage` to stdout and gives 0; an argument that

@@ -132,7 +132,8 @@ int64_t countWrong(Communicator& comm, Coll c, size_t count, bool inPlace) {
       in.resize(shard);
       for (size_t i = 0; i < shard; ++i) in[i] = inputValue(r, i);
       if (inPlace) std::copy(in.begin(), in.end(), out.begin());
-      for (size_t i = 0; i < count; ++i) want.push_back(inputValue(static_cast<int>(i / shard), i % shard));
+      for (size_t i = 0; i < count; ++i)
+        want.push_back(inputValue(static_cast<int>(i / shard), i % shard));
       break;
     case Coll::Broadcast:
       in.resize(count);
@@ -170,7 +171,8 @@ Figure measure(Communicator& comm, Coll c, size_t count, bool inPlace, int iters
   const auto w0 = Clock::now();
   for (int i = 0; i < warmup; ++i) issue(comm, c, in, out, inPlace);
   if (iters <= 0) {
-    int64_t warmNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - w0).count();
+    int64_t warmNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - w0).count();
     comm.allReduceSync(viewOf(&warmNs, 1, DataType::INT64),
                        AllReduceOptions{CollectiveOperator::Max, {}, "warm-up time"});
     const double perOp = static_cast<double>(warmNs) / std::max(1, warmup);
@@ -207,11 +209,16 @@ int runOnWorld(Communicator& world, const CommBenchOptions& o) {
   if (o.group != "all") {
     const auto colon = o.group.find(':');
     const std::string kind = o.group.substr(0, colon);
-    const unsigned k = colon == std::string::npos ? 0 : static_cast<unsigned>(std::stoul(o.group.substr(colon + 1)));
+    const unsigned k = colon == std::string::npos
+                           ? 0
+                           : static_cast<unsigned>(std::stoul(o.group.substr(colon + 1)));
     CommGroupType type = CommGroupType::All;
-    if (kind == "consecutive") type = CommGroupType::Consecutive;
-    else if (kind == "orthogonal") type = CommGroupType::Orthogonal;
-    else throw error("xbench comm: --group '{}' is not all, consecutive:K or orthogonal:K", o.group);
+    if (kind == "consecutive")
+      type = CommGroupType::Consecutive;
+    else if (kind == "orthogonal")
+      type = CommGroupType::Orthogonal;
+    else
+      throw error("xbench comm: --group '{}' is not all, consecutive:K or orthogonal:K", o.group);
     groupComm = splitByCommGroup(world, CommGroup(type, k), "bench").comm;
     comm = groupComm.get();
   }
@@ -236,11 +243,14 @@ int runOnWorld(Communicator& world, const CommBenchOptions& o) {
                   "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
                   "(GB/s)", "");
     }
-    for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.stepFactor) {
+    // The next size is taken only while it stays within -e: bytes * factor must not wrap (a factor
+    // of 2^62 once wrapped to 0 and looped forever).
+    for (size_t bytes = o.minBytes;; bytes *= o.stepFactor) {
       // Reduce-scatter and all-gather move `bytes` over the group: a whole number of shards.
       size_t count = std::max<size_t>(1, bytes / sizeof(float));
       if (c == Coll::ReduceScatter || c == Coll::AllGather) {
-        count = std::max<size_t>(static_cast<size_t>(n), count / static_cast<size_t>(n) * static_cast<size_t>(n));
+        count = std::max<size_t>(static_cast<size_t>(n),
+                                 count / static_cast<size_t>(n) * static_cast<size_t>(n));
       }
       const int iters = o.iters;  // 0: measured per size
       const Figure out = measure(*comm, c, count, false, iters, o.warmup, o.check);
@@ -256,7 +266,7 @@ int runOnWorld(Communicator& world, const CommBenchOptions& o) {
                     static_cast<long long>(in.wrong));
         std::fflush(stdout);
       }
-      if (o.stepFactor < 2) break;
+      if (o.stepFactor < 2 || bytes > o.maxBytes / o.stepFactor) break;
     }
   }
   if (printer) {
@@ -274,13 +284,18 @@ std::vector<Coll> parseColls(const std::string& s) {
   while (start <= s.size()) {
     const size_t end = std::min(s.find(',', start), s.size());
     const std::string name = s.substr(start, end - start);
-    if (name == "allreduce") out.push_back(Coll::AllReduce);
-    else if (name == "reducescatter") out.push_back(Coll::ReduceScatter);
-    else if (name == "allgather") out.push_back(Coll::AllGather);
-    else if (name == "broadcast") out.push_back(Coll::Broadcast);
+    if (name == "allreduce")
+      out.push_back(Coll::AllReduce);
+    else if (name == "reducescatter")
+      out.push_back(Coll::ReduceScatter);
+    else if (name == "allgather")
+      out.push_back(Coll::AllGather);
+    else if (name == "broadcast")
+      out.push_back(Coll::Broadcast);
     else {
-      throw error("xbench comm: --op '{}' is not allreduce, reducescatter, allgather, broadcast or all",
-                  name);
+      throw error(
+          "xbench comm: --op '{}' is not allreduce, reducescatter, allgather, broadcast or all",
+          name);
     }
     start = end + 1;
   }
@@ -303,9 +318,9 @@ int benchComm(const std::vector<std::string>& args) {
   o.minBytes = sizeFlag(args, {"-b", "--min-bytes"}, 4);
   o.maxBytes = sizeFlag(args, {"-e", "--max-bytes"}, size_t{256} << 20);
   o.stepFactor = sizeFlag(args, {"-f", "--step-factor"}, 2);
-  o.iters = static_cast<int>(sizeFlag(args, {"-n", "--iters"}, 0));
-  o.warmup = std::max(1, static_cast<int>(sizeFlag(args, {"-w", "--warmup"}, 5)));
-  o.threads = static_cast<int>(sizeFlag(args, {"--threads"}, 0));
+  o.iters = intCountFlag(args, {"-n", "--iters"}, 0);
+  o.warmup = std::max(1, intCountFlag(args, {"-w", "--warmup"}, 5));
+  o.threads = intCountFlag(args, {"--threads"}, 0);
   o.backend = stringFlag(args, {"--backend"}, "");
   o.group = stringFlag(args, {"--group"}, "all");
   o.check = sizeFlag(args, {"--check"}, 1) != 0;
@@ -313,6 +328,9 @@ int benchComm(const std::vector<std::string>& args) {
     throw error("xbench comm: -b {} must be positive and at most -e {}", o.minBytes, o.maxBytes);
   }
   if (o.stepFactor < 1) throw error("xbench comm: -f must be at least 1");
+  // One thread per rank: more than this is a typo, not a benchmark.
+  if (o.threads > 1024)
+    throw error("xbench comm: --threads must be at most 1024, got {}", o.threads);
   if (o.threads == 0) {
     WorldOptions w;
     w.backend = o.backend;

@@ -5,12 +5,13 @@
 //       reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9; L local replicas, and under
 //       xrun -n N the job's layout
 //   xbench matmul [--size N] [--reps R]      float32 N x N x N GEMM: oneDNN sgemm and a naive loop
-//   xbench comm [...]                        collective bandwidth, nccl-tests format (comm_bench.cpp)
-//   xbench checkpoint [--bytes 400M] [--tensors N]   time to save one checkpoint
+//   xbench comm [...]                        collective bandwidth, nccl-tests format
+//   (comm_bench.cpp) xbench checkpoint [--bytes 400M] [--tensors N]   time to save one checkpoint
 //   xbench checkpoint-stall [--mb 200]       what a save costs training
 //   xbench optimizer [--optimizer NAME] [--elements N]   one optimizer update per element
 //
 // `xbench SUBCOMMAND --help` prints its usage (exit 0); an unknown option exits 2 naming it.
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -33,25 +34,33 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t intFlag(const std::vector<std::string>& args, const std::string& name, int64_t fallback) {
+// The integer after `name`, else `fallback`; it must lie in [min, max]: "abc", "12abc", "nan" and
+// out-of-range values are refused naming the flag (exit code 2), so no benchmark runs on a value
+// it did not understand.
+int64_t intFlag(const std::vector<std::string>& args, const std::string& name, int64_t fallback,
+                int64_t min, int64_t max) {
   for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == name) {
-      try {
-        return std::stoll(args[i + 1]);
-      } catch (const std::exception&) {
-        throw xtrain::error("{} expects an integer, got '{}'", name, args[i + 1]);
-      }
+    if (args[i] != name) continue;
+    const std::string& text = args[i + 1];
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      throw xtrain::error("{} expects an integer, got '{}'", name, text);
     }
+    if (value < min || value > max) {
+      throw xtrain::error("{} must be between {} and {}, got {}", name, min, max, value);
+    }
+    return value;
   }
   return fallback;
 }
 
 int benchMlp(const std::vector<std::string>& args) {
   using namespace xtrain;
-  const int64_t steps = intFlag(args, "--steps", 40);
-  const int64_t warmup = intFlag(args, "--warmup", 5);
-  const int64_t batch = intFlag(args, "--batch", 64);
-  const int64_t replicasFlag = intFlag(args, "--replicas", 1);
+  const int64_t steps = intFlag(args, "--steps", 40, 1, 1000000000);
+  const int64_t warmup = intFlag(args, "--warmup", 5, 0, 1000000000);
+  const int64_t batch = intFlag(args, "--batch", 64, 1, 1 << 20);
+  const int64_t replicasFlag = intFlag(args, "--replicas", 1, 1, 1 << 16);
   tools::MlpSpec spec;
   spec.layers = {784, 1024, 1024, 10};
   spec.microBatch = batch;
@@ -111,8 +120,8 @@ int benchMlp(const std::vector<std::string>& args) {
 }
 
 int benchMatmul(const std::vector<std::string>& args) {
-  const int64_t n = intFlag(args, "--size", 1024);
-  const int64_t reps = intFlag(args, "--reps", 20);
+  const int64_t n = intFlag(args, "--size", 1024, 1, 32768);
+  const int64_t reps = intFlag(args, "--reps", 20, 1, 1000000000);
   std::vector<float> a(static_cast<size_t>(n * n)), b(a.size()), c(a.size()), d(a.size());
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -163,18 +172,32 @@ struct Subcommand {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
-      {"mlp", "xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]",
-       {"--steps", "--warmup", "--batch", "--replicas"}, {}, benchMlp},
+      {"mlp",
+       "xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]",
+       {"--steps", "--warmup", "--batch", "--replicas"},
+       {},
+       benchMlp},
       {"matmul", "xbench matmul [--size N] [--reps R]", {"--size", "--reps"}, {}, benchMatmul},
-      {"comm", xbench::commUsage(),
+      {"comm",
+       xbench::commUsage(),
        {"--op", "-b", "--min-bytes", "-e", "--max-bytes", "-f", "--step-factor", "-n", "--iters",
         "-w", "--warmup", "--threads", "--backend", "--group", "--check"},
-       {}, xbench::benchComm},
-      {"checkpoint", xbench::checkpointUsage(), {"--bytes", "--tensors", "--reps", "--dir"},
-       {"--keep"}, xbench::benchCheckpoint},
-      {"checkpoint-stall", xbench::checkpointStallUsage(), {"--mb", "--reps", "--dir"}, {},
+       {},
+       xbench::benchComm},
+      {"checkpoint",
+       xbench::checkpointUsage(),
+       {"--bytes", "--tensors", "--reps", "--dir"},
+       {"--keep"},
+       xbench::benchCheckpoint},
+      {"checkpoint-stall",
+       xbench::checkpointStallUsage(),
+       {"--mb", "--reps", "--dir"},
+       {},
        xbench::benchCheckpointStall},
-      {"optimizer", xbench::optimizerUsage(), {"--optimizer", "--elements", "--reps"}, {},
+      {"optimizer",
+       xbench::optimizerUsage(),
+       {"--optimizer", "--elements", "--reps"},
+       {},
        xbench::benchOptimizer},
   };
   return all;
@@ -185,7 +208,8 @@ const std::vector<Subcommand>& subcommands() {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string usage = "usage:";
-  for (const auto& sub : subcommands()) usage += (usage.size() == 6 ? " " : "       ") + sub.usage + "\n";
+  for (const auto& sub : subcommands())
+    usage += (usage.size() == 6 ? " " : "       ") + sub.usage + "\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     (args.empty() ? std::cerr : std::cout) << usage;
     return args.empty() ? 2 : 0;

@@ -49,5 +49,22 @@ TEST(XbenchCli, MissingAndBadValuesExit2) {
   EXPECT_NE(r.output.find("--op 'nosuchop'"), std::string::npos) << r.output;
 }
 
+TEST(XbenchCli, ValuesItDoesNotUnderstandAreRefused) {
+  // Each once ran the benchmark with exit 0 (xfuzz).
+  for (const char* args : {"matmul --size abc", "matmul --size 12abc", "comm -w nan", "comm -n nan",
+                           "comm -b -1", "comm --threads 99999999999", "comm --threads 5000"}) {
+    SCOPED_TRACE(args);
+    const CommandResult r = runCommand(std::string("./xbench ") + args);
+    EXPECT_EQ(r.exitCode, 2) << r.output;
+  }
+}
+
+TEST(XbenchCli, AHugeStepFactorEndsTheSizeSweep) {
+  // The size times the factor once wrapped to 0, and the sweep never passed -e.
+  const CommandResult r =
+      runCommand("./xbench comm --threads 2 -b 8 -e 64 -n 1 -w 0 -f 4611686018427387904");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+}
+
 }  // namespace
 }  // namespace xtrain::testing
