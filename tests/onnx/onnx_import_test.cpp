@@ -562,6 +562,35 @@ TEST(OnnxImportErrors, ExternalDataAndBadInitializers) {
               {"initializer 'r'", "5 bytes of raw_data", "expected 8"});
 }
 
+TEST(OnnxImportErrors, InitializerSizesThatOverflowOrClaimMoreThanTheyHold) {
+  OnnxImportOptions options;
+  options.runChecker = false;
+  // [2^62 + 1, 4] FLOAT: the element count wrapped to 4 and matched 16 bytes of raw_data, so the
+  // model was imported, saved, checkpointed and called sound (issue 13).
+  GraphParts g;
+  Pb w = tensorHeader("w", kFloatT, {(int64_t{1} << 62) + 1, 4});
+  w.bytes(9, std::string(16, '\0'));
+  g.initializers.push_back(w);
+  g.outputs.push_back(valueInfo("w", kFloatT, {2}));
+  expectError([&] { importOnnxModel(model(g), options); }, {"initializer 'w'", "overflows"});
+  // [2^40, 4] FLOAT claims 16 TiB and carries 16 bytes: reported as such before any allocation
+  // (once "out of host memory allocating 17592186044416 bytes").
+  GraphParts g2;
+  Pb v = tensorHeader("v", kFloatT, {int64_t{1} << 40, 4});
+  v.bytes(9, std::string(16, '\0'));
+  g2.initializers.push_back(v);
+  g2.outputs.push_back(valueInfo("v", kFloatT, {2}));
+  expectError([&] { importOnnxModel(model(g2), options); },
+              {"initializer 'v'", "16 bytes of raw_data", "expected 17592186044416"});
+  GraphParts g3;
+  Pb u = tensorHeader("u", kFloatT, {int64_t{1} << 40});
+  u.f32(4, 1.0f);
+  g3.initializers.push_back(u);
+  g3.outputs.push_back(valueInfo("u", kFloatT, {2}));
+  expectError([&] { importOnnxModel(model(g3), options); },
+              {"initializer 'u'", "1 values in float_data"});
+}
+
 TEST(OnnxImportErrors, GraphOutputNotProduced) {
   GraphParts g;
   g.inputs.push_back(valueInfo("x", kFloatT, {2}));

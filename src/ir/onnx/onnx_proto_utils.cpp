@@ -150,7 +150,11 @@ TensorInfo tensorProtoInfo(const onnx::TensorProto& t, const std::string& what) 
     if (d < 0) throw error("{} has a negative dimension in dims {}", what, t.dims());
     shape.push_back(d);
   }
-  return TensorInfo(type, shape);
+  try {
+    return TensorInfo(type, shape);
+  } catch (const size_overflow_error& e) {
+    throw size_overflow_error("{}: {}", what, e.what());  // names the initializer
+  }
 }
 
 HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
