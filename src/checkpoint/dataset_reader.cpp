@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -105,6 +106,40 @@ std::string whyNotADataset(hid_t file, const std::string& name) {
   return "has an object that is not a dataset (a group?) named";
 }
 
+// Every allocated chunk lies inside the file; without filters (compression), each holds exactly
+// a chunk's worth of bytes, which HDF5 copies out whatever the chunk index records.
+void checkChunks(hid_t ds, hid_t plist, int64_t rank, size_t fileElementSize, hsize_t fileSize,
+                 const std::string& where) {
+  std::vector<hsize_t> chunkDims(static_cast<size_t>(std::max<int64_t>(rank, 1)));
+  if (H5Pget_chunk(plist, static_cast<int>(chunkDims.size()), chunkDims.data()) != rank) {
+    throw error("{}: its chunk shape cannot be read: the file is damaged", where);
+  }
+  const bool unfiltered = H5Pget_nfilters(plist) == 0;
+  hsize_t chunkBytes = fileElementSize;
+  for (hsize_t d : chunkDims) {
+    if (__builtin_mul_overflow(chunkBytes, d, &chunkBytes)) {
+      throw error("{}: its chunk shape overflows: the file is damaged", where);
+    }
+  }
+  hsize_t chunks = 0;
+  if (H5Dget_num_chunks(ds, H5S_ALL, &chunks) < 0) {
+    throw error("{}: its chunk index cannot be read: the file is damaged", where);
+  }
+  for (hsize_t i = 0; i < chunks; ++i) {
+    haddr_t address = 0;
+    hsize_t size = 0;
+    if (H5Dget_chunk_info(ds, H5S_ALL, i, nullptr, nullptr, &address, &size) < 0 ||
+        address > fileSize || size > fileSize - address) {
+      throw error("{}: chunk {} of {} lies outside the file ({} bytes): the file is damaged", where,
+                  i, chunks, fileSize);
+    }
+    if (unfiltered && size != chunkBytes) {
+      throw error("{}: chunk {} of {} holds {} bytes, not a chunk's {}: the file is damaged", where,
+                  i, chunks, size, chunkBytes);
+    }
+  }
+}
+
 // The bytes a dataset's storage occupies in its file must lie inside the file: HDF5 reads
 // whatever addresses a damaged file's layout message names. Contiguous data and every chunk are
 // checked; compact data lives in the object header, which HDF5 has already read.
@@ -117,35 +152,37 @@ void checkStorageInsideFile(hid_t ds, const TensorInfo& full, size_t fileElement
   }
   H5Handle plist(H5Dget_create_plist(ds), H5Pclose);
   const H5D_layout_t layout = plist.valid() ? H5Pget_layout(plist.get()) : H5D_LAYOUT_ERROR;
-  auto outside = [&](haddr_t address, hsize_t bytes) {
-    return address > fileSize || bytes > fileSize - address;
+  const auto bytes = static_cast<hsize_t>(checkedMul(where + ": the size in bytes", full.nelms(),
+                                                     static_cast<int64_t>(fileElementSize)));
+  auto outside = [&](haddr_t address, hsize_t size) {
+    return address > fileSize || size > fileSize - address;
+  };
+  // HDF5 copies a whole dataset's worth of bytes out of contiguous or compact storage whatever
+  // size the layout message records: a recorded size that does not match the dataset is damage.
+  auto requireStorageSize = [&](const char* kind) {
+    const hsize_t stored = H5Dget_storage_size(ds);
+    if (stored != bytes) {
+      throw error(
+          "{}: its {} storage holds {} bytes, but {} values of {} bytes need {}: the file is "
+          "damaged",
+          where, kind, stored, full.nelms(), fileElementSize, bytes);
+    }
   };
   if (layout == H5D_CONTIGUOUS) {
     const haddr_t address = H5Dget_offset(ds);
     if (address == HADDR_UNDEF) return;  // never written: HDF5 returns the fill value
-    const auto bytes = static_cast<hsize_t>(checkedMul(where + ": the size in bytes", full.nelms(),
-                                                       static_cast<int64_t>(fileElementSize)));
+    requireStorageSize("contiguous");
     if (outside(address, bytes)) {
       throw error(
           "{}: its {} bytes of data at offset {} lie beyond the end of the file ({} bytes): the "
           "file is truncated or damaged",
           where, bytes, address, fileSize);
     }
+  } else if (layout == H5D_COMPACT) {
+    requireStorageSize("compact");
   } else if (layout == H5D_CHUNKED) {
-    hsize_t chunks = 0;
-    if (H5Dget_num_chunks(ds, H5S_ALL, &chunks) < 0) {
-      throw error("{}: its chunk index cannot be read: the file is damaged", where);
-    }
-    for (hsize_t i = 0; i < chunks; ++i) {
-      haddr_t address = 0;
-      hsize_t bytes = 0;
-      if (H5Dget_chunk_info(ds, H5S_ALL, i, nullptr, nullptr, &address, &bytes) < 0 ||
-          outside(address, bytes)) {
-        throw error("{}: chunk {} of {} lies outside the file ({} bytes): the file is damaged",
-                    where, i, chunks, fileSize);
-      }
-    }
-  } else if (layout != H5D_COMPACT) {
+    checkChunks(ds, plist.get(), full.rank(), fileElementSize, fileSize, where);
+  } else {
     throw error(
         "{}: its storage layout ({}) is not one xtrain reads (contiguous, chunked or compact)",
         where, static_cast<int>(layout));

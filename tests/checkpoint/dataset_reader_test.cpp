@@ -134,5 +134,43 @@ TEST_F(DatasetReaderDamage, NoSingleByteFlipEndsTheProcess) {
   EXPECT_EQ(crashes, 0) << "first: " << first;
 }
 
+TEST_F(DatasetReaderDamage, FuzzerFoundDataFilesAreRefusedNotAFault) {
+  const fs::path dir = fs::path(XTRAIN_SOURCE_DIR) / "tools/fuzz/regressions/data";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".h5") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::alarm(20);
+      int refused = 0;
+      try {
+        DatasetReader r(entry.path().string());
+        for (const auto& name : r.datasetNames()) {
+          try {
+            const TensorInfo info = r.info(name);
+            std::vector<int64_t> samples(static_cast<size_t>(info.shape()[0]));
+            for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<int64_t>(i);
+            std::vector<unsigned char> out(static_cast<size_t>(info.nbytes()));
+            r.readSamples(name, samples, info.dataType(), out.data());
+          } catch (const error&) {
+            ++refused;
+          }
+        }
+      } catch (const error&) {
+        ++refused;
+      }
+      ::_exit(refused > 0 ? 0 : 3);  // each file is damaged: something must be refused
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "nothing in the damaged file was refused";
+  }
+  EXPECT_GT(files, 0);
+}
+
 }  // namespace
 }  // namespace xtrain::checkpoint
