@@ -1,9 +1,13 @@
 #include "checkpoint/inspection.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include "checkpoint/crc32.hpp"
@@ -24,6 +28,27 @@ std::string hex(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", v);
   return buf;
+}
+
+// The outcome of probing an unsealed index, remembered for the file as it is (device, inode, size,
+// modification time): --resume auto inspects a checkpoint several times, and an index that loops
+// forever must cost the probe's time limit once, not once per look.
+template <typename Probe>
+IsolatedOutcome probeOnce(const std::string& indexFile, Probe probe) {
+  struct stat st {};
+  if (::stat(indexFile.c_str(), &st) != 0) return probe();
+  const std::string key = xtrain::format("{}:{}:{}:{}.{}", st.st_dev, st.st_ino, st.st_size,
+                                         st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  static std::mutex mutex;
+  static std::map<std::string, IsolatedOutcome> outcomes;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = outcomes.find(key); it != outcomes.end()) return it->second;
+  }
+  IsolatedOutcome outcome = probe();
+  std::lock_guard<std::mutex> lock(mutex);
+  outcomes.emplace(key, outcome);
+  return outcome;
 }
 
 class Inspector {
@@ -98,13 +123,16 @@ class Inspector {
   bool probeUnsealedIndex() {
     if (sealed_ || !probeUnsealed_) return true;
     const std::string path = path_;
-    const Depth depth = std::min(depth_, Depth::Structure);
-    const IsolatedOutcome outcome = runIsolated(
-        [&] {
-          silenceHdf5Errors();
-          Inspector(path, depth, /*probeUnsealed=*/false).run();
-        },
-        unsealedIndexTimeLimit());
+    // Always to the structure, so one probe of a file vouches for every depth asked later.
+    const Depth depth = Depth::Structure;
+    const IsolatedOutcome outcome = probeOnce(out_.indexFile, [&] {
+      return runIsolated(
+          [&] {
+            silenceHdf5Errors();
+            Inspector(path, depth, /*probeUnsealed=*/false).run();
+          },
+          unsealedIndexTimeLimit());
+    });
     if (outcome.completed) return true;
     problem(xtrain::format(
         "'{}' is damaged: HDF5 cannot parse it ({} while a separate process read it), and it has "
