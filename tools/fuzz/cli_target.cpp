@@ -272,8 +272,15 @@ Case makeCliCase(const Pristine& p, const fs::path& caseDir, Rng& rng) {
   copyTree(p.dir / "ckpts", caseDir / "ckpts");
   makeNodes(p, caseDir);
   Case c;
+  // The draw is the same with or without xbench, so a seed gives the same xtrain and xckpt cases.
   const uint64_t r = rng.below(10);
-  c.commands.push_back(r < 6 ? xtrainCommand(p, rng) : r < 8 ? xckptCommand(p, rng) : xbenchCommand(p, rng));
+  if (r >= 8 && !p.hasXbench) {
+    c.commands.push_back(xckptCommand(p, rng));
+  } else {
+    c.commands.push_back(r < 6   ? xtrainCommand(p, rng)
+                         : r < 8 ? xckptCommand(p, rng)
+                                 : xbenchCommand(p, rng));
+  }
   return c;
 }
 

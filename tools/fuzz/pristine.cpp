@@ -85,7 +85,7 @@ bool canMakeDeviceNodes(const fs::path& dir) {
 
 Pristine makePristine(const ToolRunner& tools, const fs::path& dir) {
   fs::create_directories(dir);
-  Pristine p{dir, kLoss, kMicroBatch, canMakeDeviceNodes(dir)};
+  Pristine p{dir, kLoss, kMicroBatch, canMakeDeviceNodes(dir), fs::exists(tools.binDir / "xbench")};
   runOrThrow(tools, {"xtrain", "--micro-batch-size", kMicroBatch, "--steps", "1", "--save-model", "model.onnx"},
              dir, "model");
   writeDataSet(tools, dir);

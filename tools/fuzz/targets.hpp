@@ -17,6 +17,7 @@ struct Pristine {
   std::string loss;        // the loss tensor of model.onnx
   std::string microBatch;  // the micro-batch size model.onnx was saved with
   bool deviceNodes = false;  // whether char device nodes can be made in a scratch dir (mknod)
+  bool hasXbench = false;    // xbench is built (not in the sanitizer presets): cli cases may use it
 };
 
 // One tool invocation of a case. Paths in args are relative to the case directory (the child's
