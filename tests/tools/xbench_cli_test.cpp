@@ -3,6 +3,7 @@
 // defaults.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "testing/training_testing.hpp"
@@ -10,10 +11,20 @@
 namespace xtrain::testing {
 namespace {
 
+// xbench is not built in the sanitizer presets (XTRAIN_BUILD_BENCH OFF).
+class XbenchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::filesystem::path(XTRAIN_BIN_DIR) / "xbench")) {
+      GTEST_SKIP() << "xbench is not built here";
+    }
+  }
+};
+
 const char* const kSubcommands[] = {"mlp",        "matmul",           "comm",
                                     "checkpoint", "checkpoint-stall", "optimizer"};
 
-TEST(XbenchCli, EverySubcommandHelpPrintsItsUsage) {
+TEST_F(XbenchCli, EverySubcommandHelpPrintsItsUsage) {
   for (const char* sub : kSubcommands) {
     for (const char* flag : {"--help", "-h"}) {
       SCOPED_TRACE(std::string(sub) + " " + flag);
@@ -24,7 +35,7 @@ TEST(XbenchCli, EverySubcommandHelpPrintsItsUsage) {
   }
 }
 
-TEST(XbenchCli, UnknownOptionsExit2NamingThem) {
+TEST_F(XbenchCli, UnknownOptionsExit2NamingThem) {
   for (const char* sub : kSubcommands) {
     SCOPED_TRACE(sub);
     const CommandResult r = runCommand(std::string("./xbench ") + sub + " --no-such-flag 1");
@@ -40,7 +51,7 @@ TEST(XbenchCli, UnknownOptionsExit2NamingThem) {
   EXPECT_NE(r.output.find("'--steps'"), std::string::npos) << r.output;
 }
 
-TEST(XbenchCli, MissingAndBadValuesExit2) {
+TEST_F(XbenchCli, MissingAndBadValuesExit2) {
   CommandResult r = runCommand("./xbench matmul --size");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("--size needs a value"), std::string::npos) << r.output;
@@ -49,7 +60,7 @@ TEST(XbenchCli, MissingAndBadValuesExit2) {
   EXPECT_NE(r.output.find("--op 'nosuchop'"), std::string::npos) << r.output;
 }
 
-TEST(XbenchCli, ValuesItDoesNotUnderstandAreRefused) {
+TEST_F(XbenchCli, ValuesItDoesNotUnderstandAreRefused) {
   // Each once ran the benchmark with exit 0 (xfuzz).
   for (const char* args : {"matmul --size abc", "matmul --size 12abc", "comm -w nan", "comm -n nan",
                            "comm -b -1", "comm --threads 99999999999", "comm --threads 5000"}) {
@@ -59,7 +70,7 @@ TEST(XbenchCli, ValuesItDoesNotUnderstandAreRefused) {
   }
 }
 
-TEST(XbenchCli, AHugeStepFactorEndsTheSizeSweep) {
+TEST_F(XbenchCli, AHugeStepFactorEndsTheSizeSweep) {
   // The size times the factor once wrapped to 0, and the sweep never passed -e.
   const CommandResult r =
       runCommand("./xbench comm --threads 2 -b 8 -e 64 -n 1 -w 0 -f 4611686018427387904");
