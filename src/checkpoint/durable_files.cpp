@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint.hpp"
+#include "common/file_descriptor.hpp"
 
 namespace xtrain::checkpoint {
 
@@ -19,25 +20,10 @@ std::string systemReason() {
   return std::strerror(errno);
 }
 
-// Closes a POSIX descriptor on scope exit.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 void fsyncPath(const std::string& path) {
-  Descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) throw CheckpointError("cannot open '{}' to sync it: {}", path, systemReason());
   if (::fsync(fd.get()) != 0) throw CheckpointError("cannot sync '{}': {}", path, systemReason());
 }
@@ -57,7 +43,7 @@ void replaceFileDurably(const std::string& path, const std::string& content) {
   // names this host and process, so prune() can remove the leftover of a writer that was killed.
   const std::string tmp = stagingDirectory(path, thisProcessAsStagingOwner());
   {
-    Descriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) throw CheckpointError("cannot create '{}': {}", tmp, systemReason());
     size_t done = 0;
     while (done < content.size()) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/file_descriptor.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -20,21 +21,6 @@ namespace {
 std::string reason(int err) {
   return std::strerror(err);
 }
-
-// Closes a POSIX descriptor on scope exit.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Removes a temporary file on scope exit unless it was renamed into place.
 class TemporaryFile {
@@ -122,7 +108,7 @@ void writeAll(int fd, std::string_view bytes, const std::string& path, std::stri
 // A character device or FIFO: opened without O_CREAT or O_TRUNC, so it is never replaced.
 void writeThrough(const std::string& path, std::string_view bytes, std::string_view what) {
   // O_NONBLOCK makes opening a FIFO that nobody reads fail (ENXIO) instead of blocking forever.
-  Descriptor fd(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) {
     if (errno == ENXIO) {
       throw error("{}: cannot write '{}': it is a FIFO that no process is reading", what, path);
@@ -146,7 +132,7 @@ void replaceRegular(const std::string& target, std::string_view bytes, std::stri
   checkDirectoryWritable(target, what);
   TemporaryFile tmp(temporaryName(target));
   {
-    Descriptor fd(::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    FileDescriptor fd(::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
     if (fd.get() < 0) {
       throw error("{}: cannot write '{}': cannot create '{}': {}", what, target, tmp.path(),
                   reason(errno));
@@ -163,7 +149,7 @@ void replaceRegular(const std::string& target, std::string_view bytes, std::stri
   }
   tmp.keep();
   // The rename is durable once the directory is synced; a failure here loses nothing written.
-  Descriptor dir(::open(directoryOf(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  FileDescriptor dir(::open(directoryOf(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() >= 0) ::fsync(dir.get());
 }
 

@@ -13,24 +13,16 @@
 #include <sstream>
 
 #include "testing/error_testing.hpp"
+#include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
 
 namespace xtrain::checkpoint {
 namespace {
 
 using xtrain::testing::errorOf;
+using xtrain::testing::readFileBytes;
+using xtrain::testing::writeFileBytes;
 namespace fs = std::filesystem;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 // 16 samples of 4 floats whose bytes are easy to find in the file: sample i, feature f holds
 // 1000 + 4 i + f.
@@ -78,7 +70,7 @@ TEST_F(DatasetReaderDamage, BrokenLinksAreNamedAsLinks) {
 
 TEST_F(DatasetReaderDamage, DataAddressBeyondTheFileIsRefused) {
   const std::string file = writeData();
-  std::string bytes = slurp(file);
+  std::string bytes = readFileBytes(file);
   // The data's address: where its first float lies. The layout message records it as 8 bytes,
   // little-endian; point it far beyond the end of the file.
   const auto v = recognisableData();
@@ -92,14 +84,14 @@ TEST_F(DatasetReaderDamage, DataAddressBeyondTheFileIsRefused) {
   ASSERT_NE(recordAt, std::string::npos) << "no layout message holds the data's address";
   const uint64_t far = uint64_t{1} << 40;
   std::memcpy(bytes.data() + recordAt, &far, 8);
-  spit(file, bytes);
+  writeFileBytes(file, bytes);
   // HDF5 checksums the object header of a v2 file; either refusal is fine, a crash is not.
   const std::string msg = errorOf([&] { readAll(file); });
   EXPECT_CONTAINS(msg, "'x'");
 }
 
 TEST_F(DatasetReaderDamage, NoSingleByteFlipEndsTheProcess) {
-  const std::string pristine = slurp(writeData());
+  const std::string pristine = readFileBytes(writeData());
   const std::string file = path("flipped.h5");
   int crashes = 0;
   std::string first;
@@ -108,7 +100,7 @@ TEST_F(DatasetReaderDamage, NoSingleByteFlipEndsTheProcess) {
   for (size_t at = 0; at < pristine.size(); at += at < 2048 ? 1 : 61) {
     std::string bytes = pristine;
     bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
-    spit(file, bytes);
+    writeFileBytes(file, bytes);
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
@@ -125,7 +117,7 @@ TEST_F(DatasetReaderDamage, NoSingleByteFlipEndsTheProcess) {
       if (crashes++ == 0) {
         // Kept for a look: the flipped file that ended the reader.
         const std::string kept = ::testing::TempDir() + "xtrain_flipped_data.h5";
-        spit(kept, bytes);
+        writeFileBytes(kept, bytes);
         first = "offset " + std::to_string(at) + ": signal " + std::to_string(WTERMSIG(status)) +
                 " (file kept as " + kept + ")";
       }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "checkpoint/inspection.hpp"
+#include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 
@@ -47,10 +48,7 @@ class UnsealedIndex : public xtrain::testing::ScratchDirTest {
 
   // A checkpoint directory holding `input` (less its selector byte) as checkpoint.h5, no seal.
   std::string checkpointFrom(const fs::path& input) {
-    std::ifstream in(input, std::ios::binary);
-    std::ostringstream os;
-    os << in.rdbuf();
-    const std::string bytes = os.str().substr(1);
+    const std::string bytes = xtrain::testing::readFileBytes(input.string()).substr(1);
     const fs::path ckpt = dir_ / ("ckpt-" + input.filename().string().substr(0, 12));
     fs::create_directories(ckpt);
     std::ofstream(ckpt / "checkpoint.h5", std::ios::binary) << bytes;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "testing/error_testing.hpp"
+#include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
 
 namespace xtrain::testing {
@@ -21,21 +22,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
 using OutputFile = ScratchDirTest;
 
 TEST_F(OutputFile, WritesANewFileAndReplacesAnOldOneKeepingItsMode) {
   writeOutputFile(path("m.onnx"), "first", "test");
-  EXPECT_EQ(slurp(path("m.onnx")), "first");
+  EXPECT_EQ(readFileBytes(path("m.onnx")), "first");
   ASSERT_EQ(::chmod(path("m.onnx").c_str(), 0600), 0);
   writeOutputFile(path("m.onnx"), "second", "test");
-  EXPECT_EQ(slurp(path("m.onnx")), "second");
+  EXPECT_EQ(readFileBytes(path("m.onnx")), "second");
   struct stat st {};
   ASSERT_EQ(::stat(path("m.onnx").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
@@ -48,11 +42,11 @@ TEST_F(OutputFile, FollowsSymbolicLinksAndKeepsThem) {
   fs::create_symlink("real/target.onnx", dir_ / "link.onnx");  // dangling until written
   writeOutputFile(path("link.onnx"), "through the link", "test");
   EXPECT_TRUE(fs::is_symlink(dir_ / "link.onnx"));
-  EXPECT_EQ(slurp(path("real/target.onnx")), "through the link");
+  EXPECT_EQ(readFileBytes(path("real/target.onnx")), "through the link");
   fs::create_symlink("link.onnx", dir_ / "link2.onnx");  // a chain
   writeOutputFile(path("link2.onnx"), "again", "test");
   EXPECT_TRUE(fs::is_symlink(dir_ / "link2.onnx"));
-  EXPECT_EQ(slurp(path("real/target.onnx")), "again");
+  EXPECT_EQ(readFileBytes(path("real/target.onnx")), "again");
   fs::create_symlink("loop", dir_ / "loop");
   EXPECT_CONTAINS(errorOf([&] { writeOutputFile(path("loop"), "x", "--save-model"); }),
                   "symbolic links");

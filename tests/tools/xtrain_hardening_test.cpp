@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "checkpoint/dataset_reader.hpp"
+#include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
@@ -28,13 +29,6 @@ namespace fs = std::filesystem;
 
 CommandResult run(const std::string& args) {
   return runCommand("./xtrain " + args);
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 class XtrainHardening : public ScratchDirTest {
@@ -185,15 +179,16 @@ TEST_F(XtrainHardening, ProgressReachesAFileAsItIsWritten) {
   CommandResult started =
       runCommand("./xtrain --steps 100000000 > " + out + " 2>&1 & echo $! > " + pidFile);
   ASSERT_EQ(started.exitCode, 0) << started.output;
-  const pid_t pid = static_cast<pid_t>(std::stol(slurp(pidFile)));
+  const pid_t pid = static_cast<pid_t>(std::stol(readFileBytes(pidFile)));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   bool sawStep = false;
   while (!sawStep && std::chrono::steady_clock::now() < deadline) {
-    sawStep = slurp(out).find("step ") != std::string::npos;
+    sawStep = readFileBytes(out).find("step ") != std::string::npos;
     if (!sawStep) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ::kill(pid, SIGKILL);
-  EXPECT_TRUE(sawStep) << "no progress line reached the file while xtrain ran: " << slurp(out);
+  EXPECT_TRUE(sawStep) << "no progress line reached the file while xtrain ran: "
+                       << readFileBytes(out);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/file_descriptor.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::ir {
@@ -24,27 +25,11 @@ constexpr size_t kMaxModelBytes = static_cast<size_t>(std::numeric_limits<int>::
 // once, while a FIFO nobody writes would otherwise block the reader forever.
 constexpr int kFifoWaitMilliseconds = 5000;
 
-// Closes a POSIX descriptor on scope exit.
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Reads the model file at `path`, at most kMaxModelBytes of it. Opened without blocking, so a FIFO
-// with no writer is waited for a bounded time instead of forever.
 }  // namespace
 
+// Opened without blocking, so a FIFO with no writer is waited for a bounded time, not forever.
 std::string readModelFile(const std::string& path) {
-  Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) {
     throw error("cannot load ONNX model: cannot open file '{}' for reading ({})", path,
                 std::strerror(errno));
