@@ -172,6 +172,32 @@ TEST_F(XtrainHardening, AModelFifoIsReadWhenWrittenAndRefusedWhenNobodyWrites) {
   EXPECT_EQ(r.exitCode, 0) << r.output;
 }
 
+TEST_F(XtrainHardening, TwoJobsCannotWriteCheckpointsIntoOneDirectory) {
+  // Both once passed the "directory holds checkpoints" refusal when started together into an empty
+  // directory. Job A trains (saving only at its end) while job B starts into the same directory.
+  const std::string ckpts = path("ckpts"), out = path("a.txt"), pidFile = path("a.pid");
+  ASSERT_EQ(runCommand("./xtrain --steps 100000000 --checkpoint-dir " + ckpts + " > " + out +
+                       " 2>&1 & echo $! > " + pidFile)
+                .exitCode,
+            0);
+  const pid_t a = static_cast<pid_t>(std::stol(readFileBytes(pidFile)));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (readFileBytes(out).find("step ") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const CommandResult b = run("--steps 2 --checkpoint-dir " + ckpts);
+  const CommandResult resumed = run("--steps 2 --resume auto --checkpoint-dir " + ckpts);
+  ::kill(a, SIGKILL);
+  expectBadInput(b, {"in use by another xtrain job", "process " + std::to_string(a)});
+  expectBadInput(resumed, {"in use by another xtrain job"});
+  // Once A is gone, the kernel has released its lock.
+  for (int attempt = 0; attempt < 100 && ::kill(a, 0) == 0; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(run("--steps 2 --checkpoint-dir " + ckpts).exitCode, 0);
+}
+
 TEST_F(XtrainHardening, ProgressReachesAFileAsItIsWritten) {
   // Block-buffered, a killed job left 0 bytes behind, "resumed from" and "saved checkpoint" lines
   // included. Start a long run with stdout in a file, wait for its first step line, kill it.

@@ -1,6 +1,13 @@
 #include "checkpoint_dir.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "checkpoint/checkpoint.hpp"
 #include "xtrain/error.hpp"
@@ -22,6 +29,52 @@ void refuseToOverwriteCheckpoints(const TrainOptions& o) {
       "replace and prune them. Continue that run with --resume auto, write to a new directory, or "
       "give --overwrite-checkpoints to write over them",
       o.checkpointDir, listed.size(), newest);
+}
+
+CheckpointDirectoryLock::CheckpointDirectoryLock(CheckpointDirectoryLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)) {}
+
+CheckpointDirectoryLock& CheckpointDirectoryLock::operator=(
+    CheckpointDirectoryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+CheckpointDirectoryLock::~CheckpointDirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions& o, int64_t instance) {
+  CheckpointDirectoryLock lock;
+  if (o.checkpointDir.empty() || instance != 0) return lock;
+  const std::string path = (std::filesystem::path(o.checkpointDir) / ".xtrain-lock").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw error("--checkpoint-dir '{}': cannot create its lock file '{}': {}", o.checkpointDir,
+                path, std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    // The holder wrote its pid there when it took the lock.
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    if (o.overwriteCheckpoints) return lock;
+    const std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
+    throw error(
+        "--checkpoint-dir '{}' is in use by another xtrain job (process {} holds {}): two jobs "
+        "writing checkpoints into one directory would replace and prune each other's; use another "
+        "directory, wait for that job, or give --overwrite-checkpoints to share it anyway",
+        o.checkpointDir, holder, path);
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    // The pid only improves another job's message; the lock holds without it.
+  }
+  lock.fd_ = fd;
+  return lock;
 }
 
 }  // namespace xtrain::tools

@@ -16,6 +16,7 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/dataset_reader.hpp"
+#include "checkpoint_dir.hpp"
 #include "common/checked_math.hpp"
 #include "common/example_models.hpp"
 #include "input_checks.hpp"
@@ -242,6 +243,8 @@ int train(const TrainOptions& o, std::ostream& out) {
   }
   // Output paths are checked before the first step, so a typo costs no training.
   checkOutputs(o, instance);
+  // Held until training ends: no other job writes checkpoints into the directory meanwhile.
+  const CheckpointDirectoryLock checkpointLock = lockCheckpointDirectory(o, instance);
 
   SessionOptions options;
   if (launched) {
