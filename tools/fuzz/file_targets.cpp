@@ -97,8 +97,10 @@ Case makeCheckpointCase(const Pristine& p, const fs::path& caseDir, Rng& rng) {
   c.commands.push_back({{"xckpt", "export-onnx", C, "model.onnx", "exported.onnx"}, {}});
   // Resuming from an explicit path writes its checkpoints elsewhere: the damaged one stays as it was.
   c.commands.push_back({train({"--checkpoint-dir", "out-ckpts", "--resume", C}), {}});
-  // --resume auto continues in the damaged directory: it may move `latest`, never rewrite a checkpoint.
-  c.commands.push_back({train({"--checkpoint-dir", "ckpts", "--resume", "auto"}), {"ckpts/latest"}});
+  // --resume auto continues in the damaged directory: it may move `latest` and write its pid into
+  // the directory's lock file, never rewrite a checkpoint.
+  c.commands.push_back({train({"--checkpoint-dir", "ckpts", "--resume", "auto"}),
+                        {"ckpts/latest", "ckpts/.xtrain-lock"}});
   return c;
 }
 
