@@ -1,5 +1,7 @@
-// Reductions over a set of axes: ReduceSum and ReduceMean. Their gradients broadcast the output
-// gradient back to the input's shape (ReduceMean's scaled by 1/N).
+// Reductions over a set of axes: ReduceSum and ReduceMean (gradients broadcast the output gradient
+// back to the input's shape, ReduceMean's scaled by 1/N), and ReduceMax, ReduceMin, ReduceProd,
+// ReduceL1, ReduceL2, ReduceLogSumExp and ReduceSumSquare, whose gradients go through one ai.xtrain
+// ReduceGrad op (attribute `mode`) that reads the forward input and output.
 #include <algorithm>
 #include <set>
 
@@ -133,6 +135,83 @@ OpDef reduceOp(const std::string& type, bool mean) {
 
 XT_REGISTER_OP(reduceOp("ReduceSum", false));
 XT_REGISTER_OP(reduceOp("ReduceMean", true));
+
+// ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare (ai.onnx).
+// ONNX gives their axes as an attribute up to opset 17 (an input from 18, with
+// noop_with_empty_axes); the canonical form is ReduceSum's (see canonicalizeReduce), which accepts
+// every form. Types: FLOAT and FLOAT16; ReduceMax and ReduceMin also INT32 and INT64 (not
+// differentiable). Over an empty set the results are those of ONNX opset 18: Max -inf (the lowest
+// integer), Min +inf (the highest), Prod 1, L1/L2/SumSquare 0, LogSumExp -inf. Gradients
+// (ReduceGrad, x the input, y the output, g the output gradient, broadcast back):
+//   Max/Min    g at the first (row-major) position of the extreme value of each reduced set, 0
+//              elsewhere;
+//   Prod       g * product of the other elements, computed without dividing (exact with zeros);
+//   L1         g * sign(x) (0 at 0);  L2  g * x / y (0 where y = 0);  SumSquare  2 g x;
+//   LogSumExp  g * exp(x - y) (0 where y = -inf).
+OpDef reduceGradOp(const std::string& type, const std::string& mode, bool integers) {
+  OpDef d;
+  d.type = type;
+  d.minInputs = 1;
+  d.maxInputs = 2;
+  d.canonicalize = canonicalizeReduce;
+  d.infer = [integers](const ShapeContext& ctx) {
+    const DataType t = ctx.input(0).dataType();
+    const bool isFloat = t == DataType::FLOAT || t == DataType::FLOAT16;
+    const bool isInt = t == DataType::INT32 || t == DataType::INT64;
+    if (!isFloat && !(integers && isInt)) {
+      ctx.fail("input 0 (data) is {}; expected {}", ctx.input(0).toString(),
+               integers ? "FLOAT, FLOAT16, INT32 or INT64" : "FLOAT or FLOAT16");
+    }
+    return inferReduce(ctx);
+  };
+  d.grad = [mode](GradContext& g) {
+    if (!g.needsGrad(0)) return;
+    Attributes a;
+    a.set("axes", g.attrs().getInts("axes"));
+    a.set("mode", mode);
+    g.setGradIn(0, g.emit("ReduceGrad", {g.gradOut(0), g.input(0), g.output(0)}, std::move(a)));
+  };
+  return d;
+}
+
+XT_REGISTER_OP(reduceGradOp("ReduceMax", "max", true));
+XT_REGISTER_OP(reduceGradOp("ReduceMin", "min", true));
+XT_REGISTER_OP(reduceGradOp("ReduceProd", "prod", false));
+XT_REGISTER_OP(reduceGradOp("ReduceL1", "l1", false));
+XT_REGISTER_OP(reduceGradOp("ReduceL2", "l2", false));
+XT_REGISTER_OP(reduceGradOp("ReduceLogSumExp", "logsumexp", false));
+XT_REGISTER_OP(reduceGradOp("ReduceSumSquare", "sumsquare", false));
+
+// ReduceGrad (ai.xtrain): inputs gy (the forward output's gradient), x (the forward input), y (the
+// forward output); attributes axes (sorted, non-negative, as the forward's canonical form) and mode
+// (max, min, prod, l1, l2, logsumexp, sumsquare). Output dx (x's info).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "ReduceGrad";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 3;
+  d.infer = [](const ShapeContext& ctx) {
+    const TensorInfo& x = ctx.input(1);
+    Shape kept = x.shape();
+    for (int64_t a : ctx.attrs().getInts("axes")) {
+      if (a < 0 || a >= x.rank()) ctx.fail("axis {} is out of range for x {}", a, x.toString());
+      kept[static_cast<size_t>(a)] = 1;
+    }
+    for (size_t i : {0, 2}) {
+      if (ctx.input(i).nelms() != shapeNelms(kept) || ctx.input(i).dataType() != x.dataType()) {
+        ctx.fail("input {} is {}; expected {} elements of {} (x {} reduced)", i,
+                 ctx.input(i).toString(), shapeNelms(kept), dataTypeName(x.dataType()),
+                 x.toString());
+      }
+    }
+    const std::string& mode = ctx.attrs().getString("mode");
+    static const std::set<std::string> kModes = {"max", "min",       "prod",     "l1",
+                                                 "l2",  "logsumexp", "sumsquare"};
+    if (kModes.count(mode) == 0) ctx.fail("mode '{}' is not a reduction with a gradient", mode);
+    return std::vector<TensorInfo>{x};
+  };
+  return d;
+}());
 
 }  // namespace
 }  // namespace xtrain::ir
