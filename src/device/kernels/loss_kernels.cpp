@@ -1,8 +1,8 @@
-// Kernels for SoftmaxCrossEntropyLoss, SoftmaxCrossEntropyGrad, Nll, NllGrad, L1, L1Grad and
-// IdentityLoss. FLOAT values, integer labels (SoftmaxCrossEntropyLoss: INT32/INT64, as ONNX; Nll:
-// any integer type but UINT16, which HostTensor cannot tell from FLOAT16 storage); sums accumulate
-// in double. The softmax is computed as x - logsumexp(x) with the maximum subtracted first, so
-// large scores do not overflow. Canonical forms: src/ir/ops/loss_ops.cpp.
+// Kernels for SoftmaxCrossEntropyLoss, SoftmaxCrossEntropyGrad, NegativeLogLikelihoodLoss(Grad),
+// Nll, NllGrad, L1, L1Grad and IdentityLoss. FLOAT values, integer labels (SoftmaxCrossEntropyLoss:
+// INT32/INT64, as ONNX; Nll: any integer type but UINT16, which HostTensor cannot tell from FLOAT16
+// storage); sums accumulate in double. The softmax is computed as x - logsumexp(x) with the maximum
+// subtracted first, so large scores do not overflow. Canonical forms: src/ir/ops/loss_ops.cpp.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -309,6 +309,108 @@ XT_REGISTER_KERNEL("ai.xtrain", "SoftmaxCrossEntropyGrad",
                            using L = decltype(tag);
                            return std::make_unique<SoftmaxCrossEntropyGradKernel<L>>(cfg);
                          });
+                   });
+
+// NegativeLogLikelihoodLoss: input viewed as [N, C, S] like the scores above, target as [N, S].
+// loss[n, k] = -weight[t] * input[n, t, k]; the weight sum of the non-ignored targets (for "mean")
+// is the same sum in the forward and the gradient.
+template <typename L>
+double nllWeightSum(const SceConfig& cfg, const L* target, const float* weight) {
+  double sum = 0;
+  const int64_t count = cfg.geo.n * cfg.geo.s;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t t = cfg.rule.check(static_cast<int64_t>(target[i]), i);
+    if (t >= 0) sum += weight != nullptr ? weight[t] : 1.0f;
+  }
+  return sum;
+}
+
+template <typename L>
+std::unique_ptr<Kernel> makeOnnxNll(const SceConfig& cfg) {
+  return makeKernel([cfg](const KernelIO& io) {
+    const ScoreGeometry& g = cfg.geo;
+    const float* x = io.in(0).data<float>();
+    const L* target = io.in(1).data<L>();
+    const float* weight = io.hasIn(2) ? io.in(2).data<float>() : nullptr;
+    float* loss = io.out(0).data<float>();
+    const bool none = cfg.reduction == ReductionType::NoReduction;
+    double total = 0, weightSum = 0;
+    for (int64_t n = 0; n < g.n; ++n) {
+      const float* xn = x + n * g.c * g.s;
+      for (int64_t k = 0; k < g.s; ++k) {
+        const int64_t i = n * g.s + k;
+        const int64_t t = cfg.rule.check(static_cast<int64_t>(target[i]), i);
+        float l = 0.0f;
+        if (t >= 0) {
+          const float w = weight != nullptr ? weight[t] : 1.0f;
+          l = -w * xn[t * g.s + k];
+          weightSum += w;
+        }
+        if (none) {
+          loss[i] = l;
+        } else {
+          total += l;
+        }
+      }
+    }
+    if (cfg.reduction == ReductionType::Sum) loss[0] = static_cast<float>(total);
+    if (cfg.reduction == ReductionType::Mean) {
+      loss[0] = weightSum != 0 ? static_cast<float>(total / weightSum) : 0.0f;
+    }
+  });
+}
+
+template <typename L>
+std::unique_ptr<Kernel> makeOnnxNllGrad(const SceConfig& cfg) {
+  return makeKernel([cfg](const KernelIO& io) {
+    const ScoreGeometry& g = cfg.geo;
+    const float* dLoss = io.in(0).data<float>();
+    const L* target = io.in(2).data<L>();
+    const float* weight = io.hasIn(3) ? io.in(3).data<float>() : nullptr;
+    HostTensor& out = io.out(0);
+    out.fillZero();
+    float* dx = out.data<float>();
+    const bool none = cfg.reduction == ReductionType::NoReduction;
+    float scalarCoef = none ? 0.0f : dLoss[0];
+    if (cfg.reduction == ReductionType::Mean) {
+      const double sum = nllWeightSum(cfg, target, weight);
+      scalarCoef = sum != 0 ? static_cast<float>(dLoss[0] / sum) : 0.0f;
+    }
+    for (int64_t n = 0; n < g.n; ++n) {
+      float* dxn = dx + n * g.c * g.s;
+      for (int64_t k = 0; k < g.s; ++k) {
+        const int64_t i = n * g.s + k;
+        const int64_t t = cfg.rule.check(static_cast<int64_t>(target[i]), i);
+        if (t < 0) continue;
+        const float w = weight != nullptr ? weight[t] : 1.0f;
+        dxn[t * g.s + k] = -w * (none ? dLoss[i] : scalarCoef);
+      }
+    }
+  });
+}
+
+XT_REGISTER_KERNEL("ai.onnx", "NegativeLogLikelihoodLoss",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 2});
+                     const SceConfig cfg = sceConfig(spec, spec.inputs.at(0));
+                     const DataType t = spec.inputs.at(1).dataType();
+                     if (t != DataType::INT32 && t != DataType::INT64) {
+                       spec.fail("target is {}; expected INT32 or INT64", dataTypeName(t));
+                     }
+                     return withLabelType(
+                         spec, t, [&](auto tag) { return makeOnnxNll<decltype(tag)>(cfg); });
+                   });
+
+XT_REGISTER_KERNEL("ai.xtrain", "NegativeLogLikelihoodLossGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec, {0, 1, 3});
+                     const SceConfig cfg = sceConfig(spec, spec.inputs.at(1));
+                     const DataType t = spec.inputs.at(2).dataType();
+                     if (t != DataType::INT32 && t != DataType::INT64) {
+                       spec.fail("target is {}; expected INT32 or INT64", dataTypeName(t));
+                     }
+                     return withLabelType(
+                         spec, t, [&](auto tag) { return makeOnnxNllGrad<decltype(tag)>(cfg); });
                    });
 
 // Nll: probs viewed as [R, C] (classes last), labels as [R].

@@ -1,5 +1,6 @@
-// Loss ops: SoftmaxCrossEntropyLoss (ai.onnx opsets 12/13) and PopART's Nll, L1 and IdentityLoss
-// (ai.graphcore), with their gradients SoftmaxCrossEntropyGrad, NllGrad and L1Grad (ai.xtrain).
+// Loss ops: SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (ai.onnx opsets 12/13) and
+// PopART's Nll, L1 and IdentityLoss (ai.graphcore), with their gradients SoftmaxCrossEntropyGrad,
+// NegativeLogLikelihoodLossGrad, NllGrad and L1Grad (ai.xtrain).
 //
 // The ai.graphcore losses take PopART's ReductionType as the int attribute `reduction`:
 // 0 = Sum, 1 = Mean, 2 = NoReduction (xtrain::ReductionType, include/xtrain/reductiontype.hpp); the
@@ -64,6 +65,50 @@ void copyAttrs(const Attributes& from, Attributes& to, std::initializer_list<con
   }
 }
 
+// Output infos of a loss over classes (SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss): input 0
+// FLOAT/FLOAT16 [N, C, D1..Dk], input 1 INT32/INT64 [N, D1..Dk], optional input 2 [C] of input 0's
+// type; attribute reduction. Outputs loss ([] or, for "none", input 1's shape) and input 0's info
+// (SoftmaxCrossEntropyLoss's log_prob). The names are the ONNX input names, for the messages.
+std::vector<TensorInfo> classLossInfo(const ShapeContext& ctx, const char* scoresName,
+                                      const char* labelsName, const char* weightsName) {
+  const TensorInfo& scores = ctx.input(0);
+  const TensorInfo& labels = ctx.input(1);
+  if ((scores.dataType() != DataType::FLOAT && scores.dataType() != DataType::FLOAT16) ||
+      scores.rank() < 2) {
+    ctx.fail("{} is {}; expected FLOAT or FLOAT16 [N, C] or [N, C, D1, ..., Dk]", scoresName,
+             scores.toString());
+  }
+  if (scores.dim(1) == 0) ctx.fail("{} {} has no classes", scoresName, scores.toString());
+  if (labels.dataType() != DataType::INT32 && labels.dataType() != DataType::INT64) {
+    ctx.fail("{} is {}; expected INT32 or INT64", labelsName, labels.toString());
+  }
+  Shape expected = scores.shape();
+  expected.erase(expected.begin() + 1);
+  if (labels.shape() != expected) {
+    ctx.fail("{} {} do not match {} {}: expected {} of shape {} ({} without the class dimension 1)",
+             labelsName, labels.toString(), scoresName, scores.toString(), labelsName,
+             shapeToString(expected), scoresName);
+  }
+  if (ctx.hasInput(2)) {
+    const TensorInfo& w = ctx.input(2);
+    if (w.dataType() != scores.dataType() || w.shape() != Shape{scores.dim(1)}) {
+      ctx.fail("{} is {}; expected {}[{}] (one per class of {} {})", weightsName, w.toString(),
+               dataTypeName(scores.dataType()), scores.dim(1), scoresName, scores.toString());
+    }
+  }
+  const bool none = ctx.attrs().getString("reduction") == "none";
+  return std::vector<TensorInfo>{TensorInfo(scores.dataType(), none ? labels.shape() : Shape{}),
+                                 scores};
+}
+
+void canonicalizeOnnxReduction(Op& op) {
+  const std::string r = op.attrs.getString("reduction", "mean");
+  if (r != "mean" && r != "sum" && r != "none") {
+    throw error("{}: reduction '{}' is not one of mean, sum, none", op.describe(), r);
+  }
+  op.attrs.set("reduction", r);
+}
+
 // SoftmaxCrossEntropyLoss (ai.onnx opsets 12, 13).
 // Canonical form: inputs scores (FLOAT [N, C, D1..Dk], k >= 0), labels (INT32/INT64 [N, D1..Dk]),
 // weights (optional FLOAT [C]); attributes reduction (string "mean", "sum" or "none", always set,
@@ -82,43 +127,9 @@ XT_REGISTER_OP([] {
   d.maxInputs = 3;
   d.minOutputs = 1;
   d.maxOutputs = 2;
-  d.canonicalize = [](Op& op, const Graph&) {
-    const std::string r = op.attrs.getString("reduction", "mean");
-    if (r != "mean" && r != "sum" && r != "none") {
-      throw error("{}: reduction '{}' is not one of mean, sum, none", op.describe(), r);
-    }
-    op.attrs.set("reduction", r);
-  };
+  d.canonicalize = [](Op& op, const Graph&) { canonicalizeOnnxReduction(op); };
   d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& scores = ctx.input(0);
-    const TensorInfo& labels = ctx.input(1);
-    if ((scores.dataType() != DataType::FLOAT && scores.dataType() != DataType::FLOAT16) ||
-        scores.rank() < 2) {
-      ctx.fail("scores is {}; expected FLOAT or FLOAT16 [N, C] or [N, C, D1, ..., Dk]",
-               scores.toString());
-    }
-    if (scores.dim(1) == 0) ctx.fail("scores {} has no classes", scores.toString());
-    if (labels.dataType() != DataType::INT32 && labels.dataType() != DataType::INT64) {
-      ctx.fail("labels is {}; expected INT32 or INT64", labels.toString());
-    }
-    Shape expected = scores.shape();
-    expected.erase(expected.begin() + 1);
-    if (labels.shape() != expected) {
-      ctx.fail(
-          "labels {} do not match scores {}: expected labels of shape {} (scores without the "
-          "class dimension 1)",
-          labels.toString(), scores.toString(), shapeToString(expected));
-    }
-    if (ctx.hasInput(2)) {
-      const TensorInfo& w = ctx.input(2);
-      if (w.dataType() != scores.dataType() || w.shape() != Shape{scores.dim(1)}) {
-        ctx.fail("weights is {}; expected {}[{}] (one per class of scores {})", w.toString(),
-                 dataTypeName(scores.dataType()), scores.dim(1), scores.toString());
-      }
-    }
-    const bool none = ctx.attrs().getString("reduction") == "none";
-    return std::vector<TensorInfo>{
-        TensorInfo(ctx.input(0).dataType(), none ? labels.shape() : Shape{}), scores};
+    return classLossInfo(ctx, "scores", "labels", "weights");
   };
   d.grad = [](GradContext& g) {
     if (!g.needsGrad(0)) return;
@@ -154,6 +165,53 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{scores};
   };
+  return d;
+}());
+
+// NegativeLogLikelihoodLoss (ai.onnx opsets 12, 13; the same definition at both, 13 adds BFLOAT16).
+// Canonical form: inputs input (FLOAT [N, C, D1..Dk], k >= 0: log-probabilities), target
+// (INT32/INT64 [N, D1..Dk]), weight (optional FLOAT [C]); attributes reduction ("mean", "sum" or
+// "none", always set, default "mean") and ignore_index (int, only when given). Output loss (FLOAT
+// [] or, for "none", the target's shape): loss[n, d] = -weight[t] * input[n, t, d] with t =
+// target[n, d], 0 where t is ignore_index. "mean" divides the sum by the sum of weight[t] over the
+// non-ignored targets (their count without weight); when that is 0 (every target ignored) the loss
+// and its gradient are 0 rather than ONNX's NaN, as for SoftmaxCrossEntropyLoss. A target outside
+// [0, C) that is not ignore_index is a runtime error naming the op. Gradient: input only, through
+// NegativeLogLikelihoodLossGrad; weight gets none.
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "NegativeLogLikelihoodLoss";
+  d.minInputs = 2;
+  d.maxInputs = 3;
+  d.canonicalize = [](Op& op, const Graph&) { canonicalizeOnnxReduction(op); };
+  d.infer = [](const ShapeContext& ctx) {
+    auto infos = classLossInfo(ctx, "input", "target", "weight");
+    infos.resize(1);
+    return infos;
+  };
+  d.grad = [](GradContext& g) {
+    if (!g.needsGrad(0)) return;
+    Attributes a;
+    copyAttrs(g.attrs(), a, {"reduction", "ignore_index"});
+    g.setGradIn(0, g.emit("NegativeLogLikelihoodLossGrad",
+                          {g.gradOut(0), g.input(0), g.input(1),
+                           g.op().hasInput(2) ? g.input(2) : TensorId()},
+                          a));
+  };
+  return d;
+}());
+
+// NegativeLogLikelihoodLossGrad (ai.xtrain): inputs dLoss (the loss's info), input, target,
+// weight?; attributes as the forward. Output dInput (input's info): -weight[t] * coef at each
+// non-ignored target, 0 elsewhere, coef = dLoss (per element for "none", divided by the weight sum
+// for "mean").
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "NegativeLogLikelihoodLossGrad";
+  d.domain = kXtrainDomain;
+  d.minInputs = 3;
+  d.maxInputs = 4;
+  d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(1)}; };
   return d;
 }());
 
