@@ -355,10 +355,22 @@ float checkedRatio(const KernelSpec& spec) {
   return ratio;
 }
 
+// The mask is BOOL (one byte 0/1) or, for opsets 7-9, FLOAT (1.0f kept, 0.0f dropped). The seed
+// attribute, when given, is hashed into the execution seed.
 class DropoutKernel final : public Kernel {
  public:
   explicit DropoutKernel(const KernelSpec& spec) {
     const float ratio = checkedRatio(spec);
+    if (spec.hasOutput(1)) {
+      const DataType m = spec.outputs[1].dataType();
+      if (m != DataType::BOOL && m != DataType::FLOAT) {
+        spec.fail("mask is {}; expected BOOL or FLOAT", spec.outputs[1].toString());
+      }
+      floatMask_ = m == DataType::FLOAT;
+    }
+    if (spec.attrs.has("seed")) {
+      seedSalt_ = randomBits(static_cast<uint64_t>(spec.attrs.getInt("seed")), 0x5eedull);
+    }
     active_ = spec.attrs.getInt("training_mode") != 0 && ratio > 0.0f;
     scale_ = 1.0f / (1.0f - ratio);
     // An element is kept when its 32 random bits are >= threshold: probability 1 - ratio.
@@ -369,31 +381,42 @@ class DropoutKernel final : public Kernel {
   void run(const KernelIO& io) override {
     const float* x = io.in(0).data<float>();
     float* y = io.out(0).data<float>();
-    uint8_t* mask = io.hasOut(1) ? reinterpret_cast<uint8_t*>(io.out(1).raw()) : nullptr;
     const int64_t n = io.out(0).nelms();
+    const uint64_t seed = io.seed ^ seedSalt_;
+    if (io.hasOut(1) && floatMask_) {
+      float* mask = io.out(1).data<float>();
+      if (!active_) {
+        if (n != 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+        std::fill(mask, mask + n, 1.0f);
+        return;
+      }
+      apply<true>(x, y, mask, n, seed);
+      return;
+    }
+    uint8_t* mask = io.hasOut(1) ? reinterpret_cast<uint8_t*>(io.out(1).raw()) : nullptr;
     if (!active_) {
       if (n != 0) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
       if (mask != nullptr && n != 0) std::memset(mask, 1, static_cast<size_t>(n));
       return;
     }
     if (mask != nullptr) {
-      apply<true>(x, y, mask, n, io.seed);
+      apply<true>(x, y, mask, n, seed);
     } else {
-      apply<false>(x, y, mask, n, io.seed);
+      apply<false>(x, y, mask, n, seed);
     }
   }
 
  private:
   // One 64-bit hash gives the bits of two consecutive elements.
-  template <bool kMask>
-  void apply(const float* __restrict x, float* __restrict y, uint8_t* __restrict mask, int64_t n,
+  template <bool kMask, typename M>
+  void apply(const float* __restrict x, float* __restrict y, M* __restrict mask, int64_t n,
              uint64_t seed) const {
     const uint32_t thr = threshold_;
     const float scale = scale_;
     auto one = [&](int64_t i, uint32_t bits) {
       const bool keep = bits >= thr;
       y[i] = keep ? x[i] * scale : 0.0f;
-      if constexpr (kMask) mask[i] = keep ? 1 : 0;
+      if constexpr (kMask) mask[i] = keep ? M{1} : M{0};
     };
     const int64_t pairs = n / 2;
     for (int64_t p = 0; p < pairs; ++p) {
@@ -406,6 +429,8 @@ class DropoutKernel final : public Kernel {
   }
 
   bool active_ = false;
+  bool floatMask_ = false;
+  uint64_t seedSalt_ = 0;
   float scale_ = 1.0f;
   uint32_t threshold_ = 0;
 };
@@ -416,12 +441,23 @@ XT_REGISTER_KERNEL("ai.onnx", "Dropout", [](const KernelSpec& spec) -> std::uniq
   return std::make_unique<DropoutKernel>(spec);
 });
 
-// DropoutGrad(gy, mask): gx = mask ? gy / (1 - ratio) : 0.
+// DropoutGrad(gy, mask): gx = mask ? gy / (1 - ratio) : 0; the mask BOOL or (opsets 7-9) FLOAT.
 XT_REGISTER_KERNEL("ai.xtrain", "DropoutGrad",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
                      requireType(spec, spec.inputs.at(0), DataType::FLOAT, "input 0");
-                     requireType(spec, spec.inputs.at(1), DataType::BOOL, "the mask");
                      const float scale = 1.0f / (1.0f - checkedRatio(spec));
+                     if (spec.inputs.at(1).dataType() == DataType::FLOAT) {
+                       return makeKernel([scale](const KernelIO& io) {
+                         const float* __restrict gy = io.in(0).data<float>();
+                         const float* __restrict mask = io.in(1).data<float>();
+                         float* __restrict gx = io.out(0).data<float>();
+                         const int64_t n = io.out(0).nelms();
+                         for (int64_t i = 0; i < n; ++i) {
+                           gx[i] = mask[i] != 0.0f ? gy[i] * scale : 0.0f;
+                         }
+                       });
+                     }
+                     requireType(spec, spec.inputs.at(1), DataType::BOOL, "the mask");
                      return makeKernel([scale](const KernelIO& io) {
                        const float* __restrict gy = io.in(0).data<float>();
                        const uint8_t* __restrict mask =

@@ -218,27 +218,39 @@ std::optional<double> takeConstScalarInput(Op& op, const Graph& graph, size_t in
 
 // Dropout. Canonical form: one input (data), attributes
 //   ratio          float, default 0.5: the probability of dropping an element;
-//   training_mode  int 0/1: 0 makes the op the identity (mask all true).
-// Opset 12+ passes ratio and training_mode as optional inputs; constant ones are moved into the
-// attributes (ONNX's default training_mode is 0). Opset 11 has only the `ratio` attribute and no
-// notion of inference mode: a Dropout in an opset-11 graph is meant to drop when training (as in
-// PopART, where Dropout is active in a training session), so canonicalize sets training_mode = 1
-// for opset < 12. Outputs: output, and the optional BOOL mask (true = kept). When training,
-// survivors are scaled by 1/(1-ratio). The kernel draws its bits from KernelIO::seed with a
-// counter-based hash, so a given seed gives the same mask whatever the threading.
+//   training_mode  int 0/1: 0 makes the op the identity (mask all true);
+//   seed           int, only when given (opset 12+): mixed into the op's execution seed, so two
+//                  seeds give two masks; the masks stay reproducible from the session's seed.
+// The opset forms: 7-9 ratio attribute and an optional mask output of the data's type (1.0 kept,
+// 0.0 dropped); 10-11 the same with a BOOL mask; 12+ ratio and training_mode as optional inputs
+// (constant ones are moved into the attributes; ONNX's default training_mode is 0) and the seed
+// attribute. Opsets 7-11 have no notion of inference mode (opset 6's is_test, if present, is
+// honoured and dropped): a Dropout there is meant to drop when training (as in PopART, where
+// Dropout is active in a training session), so canonicalize sets training_mode = 1 for opset < 12.
+// Outputs: output, and the optional mask (true = kept). When training, survivors are scaled by
+// 1/(1-ratio). The kernel draws its bits from KernelIO::seed with a counter-based hash, so a given
+// seed gives the same mask whatever the threading.
 //
 // Gradient: gx = gy * mask / (1-ratio) (ai.xtrain DropoutGrad), which needs the mask the forward
 // pass drew. A backward op cannot redraw it (each op gets its own seed, and nothing guarantees that
 // the forward and backward phases run with the same execution seed), and canonicalize cannot add
 // outputs (addOp assigns them afterwards), so when the forward op has no mask output the grad
-// function gives it one: a BOOL Activation tensor produced by the forward op. It costs one byte per
-// element, only for ops that are differentiated while training.
+// function gives it one: an Activation tensor (of the mask type of the op's opset) produced by the
+// forward op. It costs one byte (opset 10+) per element, only for ops that are differentiated while
+// training.
+// The mask type of a Dropout: the data's type at opsets 7-9, BOOL from opset 10 (and for internal
+// ops, opset 0).
+DataType dropoutMaskType(const Op& op, DataType dataType) {
+  return op.opset > 0 && op.opset < 10 ? dataType : DataType::BOOL;
+}
+
 TensorId ensureDropoutMask(GradContext& g) {
   Graph& graph = g.graph();
   Op& fwd = graph.op(g.op().id);
   if (fwd.hasOutput(1)) return fwd.outputs[1];
   const TensorId id = graph.uniqueId(fwd.outputs[0] + "_mask");
-  Tensor& t = graph.addTensor(id, TensorInfo(DataType::BOOL, g.outputInfo(0).shape()),
+  const TensorInfo& y = g.outputInfo(0);
+  Tensor& t = graph.addTensor(id, TensorInfo(dropoutMaskType(fwd, y.dataType()), y.shape()),
                               TensorKind::Activation);
   t.producer = fwd.id;
   fwd.outputs.resize(2);
@@ -259,12 +271,15 @@ XT_REGISTER_OP([] {
     } else {
       op.attrs.set("ratio", op.attrs.getFloat("ratio"));  // an int-typed attribute becomes a float
     }
+    const bool isTest = op.attrs.getInt("is_test", 0) != 0;  // opset 6 and earlier
+    op.attrs.erase("is_test");
     if (auto m = takeConstScalarInput(op, graph, 2, "training_mode")) {
       op.attrs.set("training_mode", static_cast<int64_t>(*m != 0.0));
     } else if (!op.attrs.has("training_mode")) {
       const bool legacy = op.opset > 0 && op.opset < 12;
-      op.attrs.set("training_mode", static_cast<int64_t>(legacy));
+      op.attrs.set("training_mode", static_cast<int64_t>(legacy && !isTest));
     }
+    if (op.attrs.has("seed")) op.attrs.set("seed", op.attrs.getInt("seed"));
   };
   d.infer = [](const ShapeContext& ctx) {
     requireFloat(ctx, 0);
@@ -275,7 +290,8 @@ XT_REGISTER_OP([] {
     const int64_t mode = ctx.attrs().getInt("training_mode");
     if (mode != 0 && mode != 1) ctx.fail("training_mode is {}, expected 0 or 1", mode);
     const TensorInfo& x = ctx.input(0);
-    return std::vector<TensorInfo>{x, TensorInfo(DataType::BOOL, x.shape())};
+    return std::vector<TensorInfo>{x,
+                                   TensorInfo(dropoutMaskType(ctx.op(), x.dataType()), x.shape())};
   };
   d.grad = [](GradContext& g) {
     const TensorId gy = g.gradOutOrZeros(0);
@@ -291,14 +307,17 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// DropoutGrad(gy, mask) with attribute ratio: gx = mask ? gy / (1-ratio) : 0.
+// DropoutGrad(gy, mask) with attribute ratio: gx = mask ? gy / (1-ratio) : 0. The mask is BOOL or
+// (opsets 7-9) of gy's type, nonzero where kept.
 XT_REGISTER_OP([] {
   OpDef d = elementwiseGrad("DropoutGrad");
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);
     const TensorInfo& mask = ctx.input(1);
-    if (mask.dataType() != DataType::BOOL || mask.shape() != gy.shape()) {
-      ctx.fail("mask is {}, expected BOOL{}", mask.toString(), shapeToString(gy.shape()));
+    if ((mask.dataType() != DataType::BOOL && mask.dataType() != gy.dataType()) ||
+        mask.shape() != gy.shape()) {
+      ctx.fail("mask is {}, expected BOOL{} or {}{}", mask.toString(), shapeToString(gy.shape()),
+               dataTypeName(gy.dataType()), shapeToString(gy.shape()));
     }
     return std::vector<TensorInfo>{gy};
   };
