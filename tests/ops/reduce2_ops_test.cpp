@@ -241,6 +241,33 @@ TEST(Reduce2Ops, MaxGradientGoesToTheFirstTie) {
   EXPECT_EQ(out[0].toVector<float>(), (std::vector<float>{0, 2, 3, 1, 0, 0}));
 }
 
+TEST(Reduce2Ops, MaxAndMinPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto x = HostTensor::fromVector<float>({2, 3}, {1, nan, 3, 2, 5, 4});
+  for (const char* type : {"ReduceMax", "ReduceMin"}) {
+    for (int64_t axis : {0, 1}) {
+      auto out = runForward(
+          [&](ir::Graph& g, auto in) { return addOp(g, type, in, reduceAttrs({axis}, 0)); }, {x});
+      const auto v = out[0].toVector<float>();
+      EXPECT_TRUE(std::isnan(v.at(axis == 0 ? 1 : 0))) << type << " axis " << axis;
+      EXPECT_FALSE(std::isnan(v.at(axis == 0 ? 0 : 1))) << type << " axis " << axis;
+    }
+  }
+  // The gradient goes to the NaN.
+  auto dx = runForward(
+      [&](ir::Graph& gr, auto in) {
+        auto y = addOp(gr, "ReduceMax", in, reduceAttrs({1}, 0));
+        auto gy = HostTensor::fromVector<float>({2}, {1, 1});
+        gr.addTensor("gy", gy.info(), ir::TensorKind::Const, std::make_shared<HostTensor>(gy));
+        Attributes a;
+        a.set("axes", std::vector<int64_t>{1});
+        a.set("mode", std::string("max"));
+        return addOp(gr, "ReduceGrad", {"gy", in[0], y[0]}, a, 1, ir::kXtrainDomain, 0);
+      },
+      {x});
+  EXPECT_EQ(dx[0].toVector<float>(), (std::vector<float>{0, 1, 0, 0, 1, 0}));
+}
+
 // d prod / dx_i = product of the others, exact with one or more zeros.
 TEST(Reduce2Ops, ProdGradientWithZeros) {
   auto x = HostTensor::fromVector<float>({3, 3}, {2, 0, 3, 0, 0, 5, 2, 3, 4});

@@ -287,7 +287,8 @@ std::unique_ptr<Kernel> makeFold(ReduceGeometry geo, Acc identity, Map map, Comb
                                                                     combine, finish);
 }
 
-// The extreme value of each reduced set and the input position of its first occurrence.
+// The extreme value of each reduced set and the input position of its first occurrence. Max and
+// Min propagate NaN, as numpy and PyTorch do.
 template <typename T, bool kMax>
 void argExtreme(const ReduceGeometry& geo, const T* x, T* best, int64_t* at) {
   const T init = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
@@ -297,7 +298,8 @@ void argExtreme(const ReduceGeometry& geo, const T* x, T* best, int64_t* at) {
                 : init);
   std::fill(at, at + geo.outN(), int64_t{-1});
   const int64_t inner = geo.inner();
-  auto better = [](T v, T b) { return kMax ? v > b : v < b; };
+  // A NaN beats every number (the forward propagates it), and the first NaN stays.
+  auto better = [](T v, T b) { return (kMax ? v > b : v < b) || (v != v && b == b); };
   if (geo.innerReduced()) {
     geo.forEachRow([&](int64_t base, int64_t out) {
       const T* row = x + base;
@@ -331,10 +333,10 @@ std::unique_ptr<Kernel> makeExtreme(ReduceGeometry geo) {
   auto finish = [](T v) { return v; };
   if constexpr (kMax) {
     return makeFold<T, T>(
-        std::move(geo), identity, id, [](T a, T b) { return a > b ? a : b; }, finish);
+        std::move(geo), identity, id, [](T a, T b) { return a > b || a != a ? a : b; }, finish);
   } else {
     return makeFold<T, T>(
-        std::move(geo), identity, id, [](T a, T b) { return a < b ? a : b; }, finish);
+        std::move(geo), identity, id, [](T a, T b) { return a < b || a != a ? a : b; }, finish);
   }
 }
 
@@ -534,33 +536,55 @@ class ReduceGradKernel final : public Kernel {
     std::fill(zeros_.begin(), zeros_.end(), int64_t{0});
     std::fill(prod_.begin(), prod_.end(), 1.0);
     const int64_t inner = geo_.inner();
-    const bool red = geo_.innerReduced();
-    geo_.forEachRow([&](int64_t base, int64_t out) {
-      const float* row = x + base;
-      for (int64_t j = 0; j < inner; ++j) {
-        const int64_t o = red ? out : out + j;
-        if (row[j] == 0.0f) {
-          ++zeros[o];
+    if (geo_.innerReduced()) {
+      geo_.forEachRow([&](int64_t base, int64_t out) {
+        const float* row = x + base;
+        int64_t z = 0;
+        double p = 1.0;
+        for (int64_t j = 0; j < inner; ++j) {
+          z += row[j] == 0.0f ? 1 : 0;
+          p *= row[j] == 0.0f ? 1.0 : static_cast<double>(row[j]);
+        }
+        zeros[out] += z;
+        prod[out] *= p;
+      });
+    } else {
+      geo_.forEachRow([&](int64_t base, int64_t out) {
+        const float* row = x + base;
+        for (int64_t j = 0; j < inner; ++j) {
+          zeros[out + j] += row[j] == 0.0f ? 1 : 0;
+          prod[out + j] *= row[j] == 0.0f ? 1.0 : static_cast<double>(row[j]);
+        }
+      });
+    }
+    // Per output element: the product of the others is prod / x (no zero), prod at the zero (one
+    // zero), or 0 (more). The first case divides a double by a non-zero float.
+    auto grad = [](float v, double p, int64_t z, double g) {
+      if (z == 0) return static_cast<float>(g * (p / static_cast<double>(v)));
+      return z == 1 && v == 0.0f ? static_cast<float>(g * p) : 0.0f;
+    };
+    if (geo_.innerReduced()) {
+      geo_.forEachRow([&](int64_t base, int64_t out) {
+        const float* __restrict row = x + base;
+        float* __restrict d = dx + base;
+        const double g = gy[out], p = prod[out];
+        const int64_t z = zeros[out];
+        if (z == 0) {
+          const double gp = g * p;
+          for (int64_t j = 0; j < inner; ++j) d[j] = static_cast<float>(gp / row[j]);
         } else {
-          prod[o] *= static_cast<double>(row[j]);
+          for (int64_t j = 0; j < inner; ++j) d[j] = grad(row[j], p, z, g);
         }
-      }
-    });
-    geo_.forEachRow([&](int64_t base, int64_t out) {
-      const float* row = x + base;
-      float* d = dx + base;
-      for (int64_t j = 0; j < inner; ++j) {
-        const int64_t o = red ? out : out + j;
-        const double g = static_cast<double>(gy[o]);
-        double v = 0.0;
-        if (zeros[o] == 0) {
-          v = g * (prod[o] / static_cast<double>(row[j]));
-        } else if (zeros[o] == 1 && row[j] == 0.0f) {
-          v = g * prod[o];
+      });
+    } else {
+      geo_.forEachRow([&](int64_t base, int64_t out) {
+        const float* __restrict row = x + base;
+        float* __restrict d = dx + base;
+        for (int64_t j = 0; j < inner; ++j) {
+          d[j] = grad(row[j], prod[out + j], zeros[out + j], gy[out + j]);
         }
-        d[j] = static_cast<float>(v);
-      }
-    });
+      });
+    }
   }
 
   ReduceGeometry geo_;
