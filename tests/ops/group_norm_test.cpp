@@ -189,3 +189,34 @@ TEST(GroupNormOp, ErrorsNameTheOp) {
 
 }  // namespace
 }  // namespace xtrain::testing
+
+namespace xtrain::testing {
+namespace {
+
+// A FLOAT tensor's values as FLOAT16 (setFromDouble rounds).
+HostTensor toHalf(const HostTensor& t) {
+  HostTensor h(TensorInfo(DataType::FLOAT16, t.shape()));
+  for (int64_t i = 0; i < t.nelms(); ++i) h.setFromDouble(i, t.getAsDouble(i));
+  return h;
+}
+
+// FLOAT16 runs promoted: the FLOAT16 result is the FLOAT one rounded.
+TEST(GroupNormOp, Float16RunsPromoted) {
+  auto x = toHalf(randomTensor({2, 4, 6}, 30));
+  auto s = toHalf(randomTensor({4}, 31, 0.5f, 1.5f));
+  auto b = toHalf(randomTensor({4}, 32));
+  auto out = runForward(groupNorm(2, 1), {x, s, b});
+  auto inst = runForward(
+      [](ir::Graph& g, auto in) { return addOp(g, "InstanceNormalization", in); }, {x, s, b});
+  ASSERT_EQ(out[0].dataType(), DataType::FLOAT16);
+  ASSERT_EQ(inst[0].dataType(), DataType::FLOAT16);
+  auto ref = refGroupNorm(x, s, b, 2, 1e-5);
+  auto refInst = refGroupNorm(x, s, b, 4, 1e-5);
+  for (int64_t i = 0; i < x.nelms(); ++i) {
+    EXPECT_NEAR(out[0].getAsDouble(i), ref.y.getAsDouble(i), 4e-3) << i;
+    EXPECT_NEAR(inst[0].getAsDouble(i), refInst.y.getAsDouble(i), 4e-3) << i;
+  }
+}
+
+}  // namespace
+}  // namespace xtrain::testing

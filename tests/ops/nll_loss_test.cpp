@@ -166,3 +166,22 @@ TEST(OnnxNll, ErrorsNameTheOp) {
 
 }  // namespace
 }  // namespace xtrain::testing
+
+namespace xtrain::testing {
+namespace {
+
+TEST(OnnxNll, Float16RunsPromoted) {
+  auto xf = randomTensor({4, 3}, 12, -2.0f, 0.0f);
+  auto wf = randomTensor({3}, 13, 0.5f, 2.0f);
+  HostTensor x(TensorInfo(DataType::FLOAT16, xf.shape()));
+  HostTensor w(TensorInfo(DataType::FLOAT16, wf.shape()));
+  for (int64_t i = 0; i < x.nelms(); ++i) x.setFromDouble(i, xf.getAsDouble(i));
+  for (int64_t i = 0; i < w.nelms(); ++i) w.setFromDouble(i, wf.getAsDouble(i));
+  auto y = HostTensor::fromVector<int64_t>({4}, {2, 0, 1, 2});
+  auto out = runForward(nll("mean", std::nullopt), {x, y, w});
+  ASSERT_EQ(out[0].dataType(), DataType::FLOAT16);
+  EXPECT_NEAR(out[0].getAsDouble(0), refNll(x, y, &w, "mean", std::nullopt).getAsDouble(0), 2e-3);
+}
+
+}  // namespace
+}  // namespace xtrain::testing

@@ -346,3 +346,25 @@ TEST(Reduce2Ops, ErrorsNameTheOp) {
 
 }  // namespace
 }  // namespace xtrain::testing
+
+namespace xtrain::testing {
+namespace {
+
+TEST(Reduce2Ops, Float16RunsPromoted) {
+  auto xf = randomTensor({3, 8}, 40, 0.5f, 1.5f);
+  HostTensor x(TensorInfo(DataType::FLOAT16, xf.shape()));
+  for (int64_t i = 0; i < x.nelms(); ++i) x.setFromDouble(i, xf.getAsDouble(i));
+  for (const auto& type : kTypes) {
+    auto out = runForward(
+        [&](ir::Graph& g, auto in) { return addOp(g, type, in, reduceAttrs({1}, 0)); }, {x});
+    ASSERT_EQ(out[0].dataType(), DataType::FLOAT16) << type;
+    auto ref = reduceRef(type, x, {1}, false);
+    for (int64_t i = 0; i < 3; ++i) {
+      EXPECT_NEAR(out[0].getAsDouble(i), ref.getAsDouble(i), 2e-3 * std::abs(ref.getAsDouble(i)))
+          << type;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xtrain::testing
