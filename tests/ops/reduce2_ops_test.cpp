@@ -177,6 +177,14 @@ TEST(Reduce2Ops, MaxMinIntegersAndLogSumExpOfLargeValues) {
   auto mn = runForward(
       [](ir::Graph& g, auto in) { return addOp(g, "ReduceMin", in, reduceAttrs({0}, 1)); }, {x32});
   EXPECT_EQ(mn[0].toVector<int32_t>(), (std::vector<int32_t>{1, -4}));
+  auto x8 = HostTensor::fromVector<int8_t>({2, 2}, {-128, 5, 127, -3});
+  auto mx8 = runForward(
+      [](ir::Graph& g, auto in) { return addOp(g, "ReduceMax", in, reduceAttrs({0}, 0)); }, {x8});
+  EXPECT_EQ(mx8[0].toVector<int8_t>(), (std::vector<int8_t>{127, 5}));
+  auto xu8 = HostTensor::fromVector<uint8_t>({3}, {200, 7, 255});
+  auto mnu8 = runForward(
+      [](ir::Graph& g, auto in) { return addOp(g, "ReduceMin", in, reduceAttrs({}, 1)); }, {xu8});
+  EXPECT_EQ(mnu8[0].toVector<uint8_t>(), (std::vector<uint8_t>{7}));
   const float inf = std::numeric_limits<float>::infinity();
   auto big = HostTensor::fromVector<float>({2, 2}, {1000.0f, 1000.0f, -inf, -inf});
   auto lse = runForward(

@@ -1,7 +1,7 @@
 // Kernels of ReduceSum (FLOAT, INT32, INT64) and ReduceMean (FLOAT), ReduceMax/ReduceMin (FLOAT,
-// INT32, INT64), ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare (FLOAT) and their
-// gradient ReduceGrad (FLOAT). The IR gives the reduced axes as a sorted explicit list. FLOAT sums
-// and products accumulate in double, integers in int64.
+// INT32, INT64, and INT8/UINT8 as opset 12 added), ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
+// ReduceSumSquare (FLOAT) and their gradient ReduceGrad (FLOAT). The IR gives the reduced axes as a
+// sorted explicit list. FLOAT sums and products accumulate in double, integers in int64.
 //
 // The factory drops size-1 dimensions and merges neighbouring dimensions that are both reduced or
 // both kept, so every reduction becomes a loop over rows of the innermost merged dimension: either
@@ -411,17 +411,26 @@ KernelFactory foldFactory(const std::string& type) {
     ReduceGeometry geo = checkedGeometry(spec, in);
     const bool extreme = type == "ReduceMax" || type == "ReduceMin";
     const bool isMax = type == "ReduceMax";
-    if (extreme && in.dataType() == DataType::INT32) {
-      return isMax ? makeExtreme<int32_t, true>(std::move(geo))
-                   : makeExtreme<int32_t, false>(std::move(geo));
-    }
-    if (extreme && in.dataType() == DataType::INT64) {
-      return isMax ? makeExtreme<int64_t, true>(std::move(geo))
-                   : makeExtreme<int64_t, false>(std::move(geo));
+    if (extreme) {
+      switch (in.dataType()) {
+        case DataType::INT32:
+          return isMax ? makeExtreme<int32_t, true>(std::move(geo))
+                       : makeExtreme<int32_t, false>(std::move(geo));
+        case DataType::INT64:
+          return isMax ? makeExtreme<int64_t, true>(std::move(geo))
+                       : makeExtreme<int64_t, false>(std::move(geo));
+        case DataType::INT8:
+          return isMax ? makeExtreme<int8_t, true>(std::move(geo))
+                       : makeExtreme<int8_t, false>(std::move(geo));
+        case DataType::UINT8:
+          return isMax ? makeExtreme<uint8_t, true>(std::move(geo))
+                       : makeExtreme<uint8_t, false>(std::move(geo));
+        default: break;
+      }
     }
     if (in.dataType() != DataType::FLOAT) {
       spec.fail("element type of {} is not supported ({})", in.toString(),
-                extreme ? "FLOAT, INT32, INT64" : "FLOAT");
+                extreme ? "FLOAT, INT32, INT64, INT8, UINT8" : "FLOAT");
     }
     auto plus = [](double a, double b) { return a + b; };
     auto same = [](double a) { return a; };

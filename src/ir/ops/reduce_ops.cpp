@@ -157,10 +157,11 @@ OpDef reduceGradOp(const std::string& type, const std::string& mode, bool intege
   d.infer = [integers](const ShapeContext& ctx) {
     const DataType t = ctx.input(0).dataType();
     const bool isFloat = t == DataType::FLOAT || t == DataType::FLOAT16;
-    const bool isInt = t == DataType::INT32 || t == DataType::INT64;
+    const bool isInt =
+        t == DataType::INT32 || t == DataType::INT64 || t == DataType::INT8 || t == DataType::UINT8;
     if (!isFloat && !(integers && isInt)) {
       ctx.fail("input 0 (data) is {}; expected {}", ctx.input(0).toString(),
-               integers ? "FLOAT, FLOAT16, INT32 or INT64" : "FLOAT or FLOAT16");
+               integers ? "FLOAT, FLOAT16, INT32, INT64, INT8 or UINT8" : "FLOAT or FLOAT16");
     }
     return inferReduce(ctx);
   };
