@@ -216,6 +216,12 @@ std::optional<double> takeConstScalarInput(Op& op, const Graph& graph, size_t in
   return v;
 }
 
+// The mask type of a Dropout: the data's type at opsets 7-9, BOOL from opset 10 (and for internal
+// ops, opset 0).
+DataType dropoutMaskType(const Op& op, DataType dataType) {
+  return op.opset > 0 && op.opset < 10 ? dataType : DataType::BOOL;
+}
+
 // Dropout. Canonical form: one input (data), attributes
 //   ratio          float, default 0.5: the probability of dropping an element;
 //   training_mode  int 0/1: 0 makes the op the identity (mask all true);
@@ -238,12 +244,6 @@ std::optional<double> takeConstScalarInput(Op& op, const Graph& graph, size_t in
 // function gives it one: an Activation tensor (of the mask type of the op's opset) produced by the
 // forward op. It costs one byte (opset 10+) per element, only for ops that are differentiated while
 // training.
-// The mask type of a Dropout: the data's type at opsets 7-9, BOOL from opset 10 (and for internal
-// ops, opset 0).
-DataType dropoutMaskType(const Op& op, DataType dataType) {
-  return op.opset > 0 && op.opset < 10 ? dataType : DataType::BOOL;
-}
-
 TensorId ensureDropoutMask(GradContext& g) {
   Graph& graph = g.graph();
   Op& fwd = graph.op(g.op().id);
