@@ -268,6 +268,21 @@ INSTANTIATE_TEST_SUITE_P(
                {1, 0}},
         CtCase{{0, 2, 3, 3}, {2, 2, 3, 3}}));  // empty batch
 
+// FLOAT16 runs promoted: computed in FLOAT, stored as FLOAT16.
+TEST(ConvTransposeForward, Float16) {
+  const CtCase c{{1, 2, 3, 3}, {2, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, {1, 1}, 1, true};
+  std::vector<HostTensor> in = ctInputs(c, 12);
+  for (auto& t : in) t = t.castTo(DataType::FLOAT16);
+  auto out = runForward(ctBuild(c), in);
+  ASSERT_EQ(out[0].dataType(), DataType::FLOAT16);
+  const HostTensor b = in[2].castTo(DataType::FLOAT);
+  EXPECT_TRUE(
+      allClose(out[0].castTo(DataType::FLOAT),
+               refConvTranspose(in[0].castTo(DataType::FLOAT), in[1].castTo(DataType::FLOAT), &b,
+                                {2, 2}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1),
+               5e-3, 5e-3));
+}
+
 class ConvTransposeGrad : public ::testing::TestWithParam<CtCase> {};
 
 TEST_P(ConvTransposeGrad, MatchesFiniteDifferences) {

@@ -313,6 +313,16 @@ TEST(ResizeCanonical, InputsBecomeAttributes) {
   EXPECT_EQ(g.tensor(z).info.shape(), (Shape{1, 2, 5, 7}));
 }
 
+// FLOAT16 runs promoted: computed in FLOAT, stored as FLOAT16.
+TEST(ResizeForward, Float16) {
+  const ResizeCase c{{1, 2, 3, 4}, {1, 1, 2, 1.5f}, {}, "linear", "half_pixel"};
+  const HostTensor x = randomTensor(c.x, 11).castTo(DataType::FLOAT16);
+  auto out = runForward(resizeBuild(c), {x});
+  ASSERT_EQ(out[0].dataType(), DataType::FLOAT16);
+  EXPECT_TRUE(allClose(out[0].castTo(DataType::FLOAT), refResize(x.castTo(DataType::FLOAT), c),
+                       2e-3, 2e-3));
+}
+
 class ResizeGradient : public ::testing::TestWithParam<ResizeCase> {};
 
 TEST_P(ResizeGradient, MatchesFiniteDifferences) {
