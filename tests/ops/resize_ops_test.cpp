@@ -362,6 +362,8 @@ TEST(ResizeErrors, RefusedModesAndBadInputs) {
   expectResizeError(resizeBuild(badCount), {"Resize", "scales has 2 values", "rank 4"});
   ResizeCase negative{{1, 2, 3, 4}, {1, 1, -2, 2}, {}, "linear", "half_pixel"};
   expectResizeError(resizeBuild(negative), {"Resize", "scales must be positive"});
+  ResizeCase huge{{1, 2, 3, 4}, {1, 1, 1e30f, 2}, {}, "linear", "half_pixel"};
+  expectResizeError(resizeBuild(huge), {"Resize", "give an output dimension"});
   ResizeCase zeroSize{{1, 2, 3, 4}, {}, {1, 2, 0, 4}, "linear", "half_pixel"};
   expectResizeError(resizeBuild(zeroSize), {"Resize", "sizes [1,2,0,4]"});
   expectResizeError(
@@ -378,6 +380,12 @@ TEST(ResizeErrors, RefusedModesAndBadInputs) {
                      ir::kOnnxDomain, 13);
       },
       {"Resize", "one of the inputs scales (2) and sizes (3)"});
+  expectResizeError(
+      [](ir::Graph& g, const std::vector<TensorId>& ids) {
+        return addOp(g, "Resize", {ids[0], "", "", addConst(g, "z", floats({1, 2, 6, 8}))}, {}, 1,
+                     ir::kOnnxDomain, 13);
+      },
+      {"Resize", "'z'", "used as 'sizes'", "expected INT64"});
   expectResizeError(
       [](ir::Graph& g, const std::vector<TensorId>& ids) {
         g.addTensor("sv", TensorInfo(DataType::FLOAT, {4}), ir::TensorKind::Stream);

@@ -6,6 +6,7 @@
 // are skipped. The run walks the output one row (last axis) at a time: the outer axes give a few
 // input rows with weights (one for nearest, two per linearly resized outer axis), and the inner
 // loop gathers from them through the last axis's table. ResizeGrad walks the same way and scatters.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>

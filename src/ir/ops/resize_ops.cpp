@@ -26,6 +26,10 @@
 // Gradient: ResizeGrad(gY) scatters every output's gradient back onto the input elements it was
 // interpolated from, with the same weights.
 #include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "ir/op_registry.hpp"
 
@@ -44,6 +48,12 @@ std::optional<std::vector<double>> constInputValues(const Op& op, const Graph& g
         op.describe(), index, t.id, what);
   }
   if (t.value->nelms() == 0) return std::nullopt;
+  const DataType type = t.info.dataType();
+  const bool integer = std::string_view(what) == "sizes";
+  if (integer ? (type != DataType::INT64 && type != DataType::INT32) : !isFloatingPoint(type)) {
+    throw error("{}: input {} ('{}', used as '{}') is {}, expected {}", op.describe(), index, t.id,
+                what, t.info.toString(), integer ? "INT64" : "FLOAT");
+  }
   if (t.info.shape().size() != 1) {
     throw error("{}: input {} ('{}', used as '{}') is {}, expected a 1-D tensor", op.describe(),
                 index, t.id, what, t.info.toString());
@@ -177,7 +187,12 @@ void canonicalizeResize(Op& op, const Graph& graph) {
         fail(xtrain::format("Upsample scales must be >= 1, got {}", *scales));
       }
       // ONNX: output_dimension = floor(input_dimension * scale).
-      out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x[i]) * s));
+      const double dim = std::floor(static_cast<double>(x[i]) * s);
+      if (dim >= 0x1p53) {
+        fail(xtrain::format("scales {} give an output dimension of {} for X {}", *scales, dim,
+                            shapeToString(x)));
+      }
+      out[i] = static_cast<int64_t>(dim);
       f.push_back(static_cast<float>(s));
     }
     a.set("scales", f);
