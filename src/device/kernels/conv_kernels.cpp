@@ -1,5 +1,6 @@
 // Kernels for Conv and its gradients ConvGradInput / ConvGradWeight on oneDNN's convolution
-// primitives (forward, backward data, backward weights), 1 to 3 spatial dims.
+// primitives (forward, backward data, backward weights), 1 to 3 spatial dims; ConvTranspose is the
+// backward data of a Conv with the roles of X and Y swapped, plus its bias.
 //
 // The primitives are built once per op in the factory, with layout `any`: oneDNN's direct
 // convolutions on blocked or channels-last layouts (nChw16c, nhwc, OIhw16i16o, ...) measured
@@ -8,6 +9,7 @@
 // activations, oiw/oihw/oidhw weights, seen as g-o-i-spatial when grouped); PrimitiveRunner
 // reorders into per-thread scratch with reorders created here, so a kernel keeps no per-run state
 // and may run concurrently on several replicas.
+#include <algorithm>
 #include <memory>
 
 #include "common/check.hpp"
@@ -104,6 +106,26 @@ XT_REGISTER_KERNEL("ai.onnx", "Conv", [](const KernelSpec& spec) -> std::unique_
   });
 });
 
+// oneDNN's convolution backward data for a Conv of x with w giving gy: the runner takes (gY, W,
+// dX).
+Runner backwardDataRunner(const KernelSpec& spec, const Shape& x, const Shape& w, const Shape& gy) {
+  const ConvSetup s = makeConv(spec, x, w, gy, false);
+  return dnnl_util::create(spec, "convolution backward data", [&] {
+    dnnl::convolution_forward::primitive_desc hint(s.forward(prop_kind::forward_training),
+                                                   dnnl_util::engine());
+    dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct, s.xAny, s.wAny,
+                                               s.yAny, s.strides, s.dilations, s.padL, s.padR);
+    dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_util::userScratchpadAttr(),
+                                                       dnnl_util::engine(), hint);
+    auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
+    r->add(DNNL_ARG_DIFF_DST, s.y, pd.diff_dst_desc(), false);
+    r->add(DNNL_ARG_WEIGHTS, s.w, pd.weights_desc(), false);
+    r->add(DNNL_ARG_DIFF_SRC, s.x, pd.diff_src_desc(), true);
+    r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_backward_data>(pd));
+    return Runner(std::move(r));
+  });
+}
+
 // ConvGradInput(gY, W) -> dX, dX's shape in attribute `shape`.
 XT_REGISTER_KERNEL(
     "ai.xtrain", "ConvGradInput", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
@@ -111,25 +133,51 @@ XT_REGISTER_KERNEL(
       const Shape& gy = spec.inputs.at(0).shape();
       if (shapeNelms(x) == 0) return makeKernel([](const KernelIO&) {});
       if (shapeNelms(gy) == 0) return makeKernel([](const KernelIO& io) { io.out(0).fillZero(); });
-      const ConvSetup s = makeConv(spec, x, spec.inputs.at(1).shape(), gy, false);
-      Runner runner = dnnl_util::create(spec, "convolution backward data", [&] {
-        dnnl::convolution_forward::primitive_desc hint(s.forward(prop_kind::forward_training),
-                                                       dnnl_util::engine());
-        dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct, s.xAny, s.wAny,
-                                                   s.yAny, s.strides, s.dilations, s.padL, s.padR);
-        dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_util::userScratchpadAttr(),
-                                                           dnnl_util::engine(), hint);
-        auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
-        r->add(DNNL_ARG_DIFF_DST, s.y, pd.diff_dst_desc(), false);
-        r->add(DNNL_ARG_WEIGHTS, s.w, pd.weights_desc(), false);
-        r->add(DNNL_ARG_DIFF_SRC, s.x, pd.diff_src_desc(), true);
-        r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_backward_data>(pd));
-        return r;
-      });
+      Runner runner = backwardDataRunner(spec, x, spec.inputs.at(1).shape(), gy);
       return makeKernel([runner](const KernelIO& io) {
         runner->run({io.in(0).data<float>(), io.in(1).data<float>(), io.out(0).data<float>()});
       });
     });
+
+// Adds b[m] to every element of channel m of y [N, M, spatial...].
+void addChannelBias(float* y, const float* b, int64_t n, int64_t m, int64_t plane) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < m; ++c) {
+      float* row = y + (i * m + c) * plane;
+      const float v = b[c];
+      for (int64_t j = 0; j < plane; ++j) {
+        row[j] += v;
+      }
+    }
+  }
+}
+
+// ConvTranspose(X, W, B?) -> Y: the backward data of the Conv that maps Y to X with W (see
+// src/ir/ops/conv_ops.cpp), then the bias.
+XT_REGISTER_KERNEL("ai.onnx", "ConvTranspose",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     const bool bias = spec.hasInput(2);
+                     const Shape& x = spec.inputs.at(0).shape();
+                     const Shape& y = spec.outputs.at(0).shape();
+                     if (shapeNelms(y) == 0) return makeKernel([](const KernelIO&) {});
+                     spec.requireFloatInputs();
+                     const int64_t n = y[0], m = y[1],
+                                   plane = shapeNelms(y) / std::max<int64_t>(n * m, 1);
+                     if (shapeNelms(x) == 0) {
+                       return makeKernel([bias, n, m, plane](const KernelIO& io) {
+                         io.out(0).fillZero();
+                         if (bias)
+                           addChannelBias(io.out(0).data<float>(), io.in(2).data<float>(), n, m,
+                                          plane);
+                       });
+                     }
+                     Runner runner = backwardDataRunner(spec, y, spec.inputs.at(1).shape(), x);
+                     return makeKernel([runner, bias, n, m, plane](const KernelIO& io) {
+                       float* out = io.out(0).data<float>();
+                       runner->run({io.in(0).data<float>(), io.in(1).data<float>(), out});
+                       if (bias) addChannelBias(out, io.in(2).data<float>(), n, m, plane);
+                     });
+                   });
 
 // ConvGradWeight(gY, X) -> dW (shape in attribute `shape`), dB? ([M], when the second output is
 // present).
