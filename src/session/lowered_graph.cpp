@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "common/check.hpp"
-#include "ir/op_registry.hpp"
+#include "session/kernel_spec.hpp"
 
 namespace xtrain::session {
 
@@ -18,24 +18,10 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph) : graph_(graph) {
   }
   for (OpId opId : graph.schedule()) {
     const ir::Op& op = graph.op(opId);
-    device::KernelSpec spec;
-    spec.type = op.type;
-    spec.domain = op.domain;
-    spec.description = op.describe();
-    spec.attrs = op.attrs;
-    if (const ir::OpDef* def = ir::OpRegistry::instance().find(op.domain, op.type)) {
-      spec.modifiedInputs = def->modifiesInputs;
-    }
     device::Instruction instr;
-    for (const auto& in : op.inputs) {
-      spec.inputs.push_back(in.empty() ? TensorInfo() : graph.tensor(in).info);
-      instr.inputs.push_back(in.empty() ? -1 : index_.at(in));
-    }
-    for (const auto& out : op.outputs) {
-      spec.outputs.push_back(out.empty() ? TensorInfo() : graph.tensor(out).info);
-      instr.outputs.push_back(out.empty() ? -1 : index_.at(out));
-    }
-    instr.kernel = device::KernelRegistry::instance().create(spec);
+    for (const auto& in : op.inputs) instr.inputs.push_back(in.empty() ? -1 : index_.at(in));
+    for (const auto& out : op.outputs) instr.outputs.push_back(out.empty() ? -1 : index_.at(out));
+    instr.kernel = device::KernelRegistry::instance().create(kernelSpecOf(graph, op));
     instr.description = op.describe();
     instr.seedSalt = std::hash<std::string>{}(op.name + "#" + std::to_string(op.id));
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));

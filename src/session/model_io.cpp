@@ -3,6 +3,7 @@
 #include "common/output_file.hpp"
 #include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_import.hpp"
+#include "session/kernel_spec.hpp"
 
 namespace xtrain::session {
 
@@ -11,6 +12,7 @@ ImportedModel importModel(const std::string& model,
   ir::OnnxImportOptions options;
   options.inputShapeInfo = inputShapes;
   options.replicationFactor = replicas;
+  options.evaluateConstants = evaluateConstantOp;
   ir::OnnxModel m = ir::importOnnxModel(model, options);
   return ImportedModel{std::move(m.graph), std::move(m.bytes), std::move(m.metadata),
                        std::move(m.groupedValues)};
@@ -19,6 +21,7 @@ ImportedModel importModel(const std::string& model,
 std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
   ir::OnnxImportOptions options;
   options.runChecker = false;
+  options.evaluateConstants = evaluateConstantOp;
   ir::OnnxModel m = ir::importOnnxModel(model, options);
   std::map<TensorId, HostTensor> values;
   for (const auto& [id, t] : m.graph->tensors()) {

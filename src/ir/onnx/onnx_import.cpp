@@ -8,6 +8,7 @@
 
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
+#include "ir/op_registry.hpp"
 
 namespace xtrain::ir {
 
@@ -207,10 +208,49 @@ HostTensor firstGroup(const HostTensor& grouped, const Shape& replicaShape) {
   return one;
 }
 
+// Fails once, listing every (op type, domain, opset) the registry lacks with the nodes that use it,
+// so that a user sees the whole gap of a model at once rather than one op per attempt.
+void checkOpsAreKnown(const onnx::GraphProto& g, const std::map<std::string, int>& opsets) {
+  struct Gap {
+    int64_t opset = 0;
+    std::vector<std::string> nodes;
+  };
+  std::map<std::pair<std::string, std::string>, Gap> gaps;  // (domain, type)
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    const std::string domain = canonicalDomain(node.domain());
+    if (domain == kOnnxDomain && node.op_type() == "Constant") continue;
+    if (OpRegistry::instance().find(domain, node.op_type()) != nullptr) continue;
+    Gap& gap = gaps[{domain, node.op_type()}];
+    auto v = opsets.find(domain);
+    gap.opset = v == opsets.end() ? 0 : v->second;
+    gap.nodes.push_back(node.name().empty() ? xtrain::format("#{}", i)
+                                            : xtrain::format("'{}'", node.name()));
+  }
+  if (gaps.empty()) return;
+  constexpr size_t kNodesShown = 4;
+  std::string list;
+  for (const auto& [key, gap] : gaps) {
+    const auto& [domain, type] = key;
+    list += xtrain::format("\n  {} ({} opset {}): {} node{}", type.empty() ? "<no op_type>" : type,
+                           domain, gap.opset, gap.nodes.size(), gap.nodes.size() == 1 ? "" : "s");
+    for (size_t k = 0; k < gap.nodes.size() && k < kNodesShown; ++k) {
+      list += xtrain::format("{}{}", k == 0 ? " " : ", ", gap.nodes[k]);
+    }
+    if (gap.nodes.size() > kNodesShown) list += ", ...";
+  }
+  throw error("the model uses {} operator{} that xtrain does not support:{}", gaps.size(),
+              gaps.size() == 1 ? "" : "s", list);
+}
+
 void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOptions& options,
                 std::map<TensorId, HostTensor>& groupedValues) {
   const onnx::GraphProto& g = model.graph();
   const auto opsets = onnxutil::opsetImports(model);
+  checkOpsAreKnown(g, opsets);
+  // Graph outputs stay computed by their ops (anchors and losses are read from ops' outputs).
+  std::set<TensorId> graphOutputs;
+  for (const auto& out : g.output()) graphOutputs.insert(out.name());
 
   if (g.sparse_initializer_size() > 0) {
     throw error("initializer '{}' is sparse, which xtrain does not support",
@@ -301,7 +341,8 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
     if (domain == kOnnxDomain && spec.opset == 0) {
       throw error("{}: the model imports no ai.onnx opset (opset_import is missing it)", label);
     }
-    graph.addOp(std::move(spec));
+    const OpId added = graph.addOp(std::move(spec)).id;
+    foldIfConstant(graph, added, options.evaluateConstants, graphOutputs);
   }
 
   for (const auto& out : g.output()) {

@@ -8,7 +8,11 @@
 //  - initializers of floating type -> Variable, others -> Const; Constant nodes -> Const tensors;
 //  - every other node -> graph.addOp (the op registry canonicalises it and infers its outputs);
 //  - graph outputs -> graph.outputs(); ai.onnx opset -> graph.setOnnxOpset.
-// Supported: ai.onnx opsets 11..17, ai.graphcore opset 1.
+//  - with OnnxImportOptions::evaluateConstants, each op whose result is known at import (Shape, Size,
+//    and deterministic ai.onnx ops on constants) is folded into Const tensors as it is added
+//    (constant_folding.hpp), so computed shapes reach Reshape, Expand, Resize, ... as constants.
+// Supported: ai.onnx opsets 7..17, ai.graphcore opset 1. A model with ops xtrain lacks fails once,
+// listing every missing (op type, domain, opset) with its nodes.
 // Every failure throws xtrain::error naming the model source and the tensor, node or attribute at
 // fault. Thread-safety: concurrent imports are fine (each builds its own graph).
 #pragma once
@@ -17,13 +21,14 @@
 #include <memory>
 #include <string>
 
+#include "ir/constant_folding.hpp"
 #include "ir/graph.hpp"
 #include "xtrain/names.hpp"
 #include "xtrain/tensorinfo.hpp"
 
 namespace xtrain::ir {
 
-inline constexpr int kMinOnnxOpset = 11;
+inline constexpr int kMinOnnxOpset = 7;
 inline constexpr int kMaxOnnxOpset = 17;
 inline constexpr int kGraphcoreOpset = 1;
 
@@ -39,6 +44,9 @@ struct OnnxImportOptions {
   // the group count (an error naming the weight and both shapes otherwise), the graph keeps group
   // 0's value and OnnxModel::groupedValues the whole initializer.
   int64_t replicationFactor = 0;
+  // Evaluates ops on constant inputs for constant folding (the session passes its kernels'); empty:
+  // only Shape and Size are folded.
+  ConstantEvaluator evaluateConstants;
 };
 
 struct OnnxModel {
