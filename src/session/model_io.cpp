@@ -19,17 +19,7 @@ ImportedModel importModel(const std::string& model,
 }
 
 std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
-  ir::OnnxImportOptions options;
-  options.runChecker = false;
-  options.evaluateConstants = evaluateConstantOp;
-  ir::OnnxModel m = ir::importOnnxModel(model, options);
-  std::map<TensorId, HostTensor> values;
-  for (const auto& [id, t] : m.graph->tensors()) {
-    if (t->value && (t->kind == ir::TensorKind::Variable || t->kind == ir::TensorKind::Const)) {
-      values.emplace(id, *t->value);
-    }
-  }
-  return values;
+  return ir::readOnnxInitializers(model);
 }
 
 void writeModelWithWeights(const std::string& modelBytes,

@@ -589,7 +589,7 @@ TEST(OnnxImportErrors, OnnxOpXtrainLacks) {
   const TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {3, 3}), "x");
   builder->addOutputTensor(builder->customOp("", "Det", 13, {x}, 1, {}, "det")[0]);
   expectError([&] { importOnnxModel(builder->getModelProto()); },
-              {"'Det'", "ai.onnx", "opset 13", "det"});
+              {"Det (ai.onnx opset 13)", "det"});
   // An op ONNX itself does not know is rejected by the checker, or without it by the registry.
   auto b2 = Builder::create();
   b2->aiOnnxOpset13();
@@ -600,7 +600,7 @@ TEST(OnnxImportErrors, OnnxOpXtrainLacks) {
   OnnxImportOptions options;
   options.runChecker = false;
   expectError([&] { importOnnxModel(b2->getModelProto(), options); },
-              {"'NoSuchOp'", "ai.onnx", "opset 13", "nope"});
+              {"NoSuchOp (ai.onnx opset 13)", "nope"});
 }
 
 TEST(OnnxImportErrors, UnsupportedOpset) {
@@ -665,15 +665,47 @@ TEST(OnnxImportErrors, ShapeMismatch) {
 
 TEST(OnnxImportErrors, TensorAttributeOnOtherOp) {
   GraphParts g;
-  g.inputs.push_back(valueInfo("s", kInt64T, {1}));
+  g.inputs.push_back(valueInfo("x", kFloatT, {1}));
   Pb value = tensorHeader("", kFloatT, {1});
   value.f32(4, 1.0f);
   Pb attr;
   attr.bytes(1, "value").varint(20, 4).msg(5, value);  // type TENSOR
-  g.nodes.push_back(node({"s"}, {"y"}, "ConstantOfShape", "fill", "", {attr}));
-  g.outputs.push_back(valueInfo("y", kFloatT, {std::string("n")}));
-  expectError([&] { importOnnxModel(model(g)); },
-              {"'fill'", "attribute 'value'", "TENSOR", "Constant"});
+  g.nodes.push_back(node({"x"}, {"y"}, "Relu", "relu", "", {attr}));
+  g.outputs.push_back(valueInfo("y", kFloatT, {1}));
+  OnnxImportOptions options;
+  options.runChecker = false;
+  expectError([&] { importOnnxModel(model(g), options); },
+              {"'relu'", "attribute 'value'", "TENSOR", "Constant"});
+}
+
+// ConstantOfShape's fill value is a one-element tensor attribute: it becomes `value` and `dtype`.
+TEST(OnnxImport, ConstantOfShapeTensorAttribute) {
+  XT_REQUIRE_OPS({kOnnx, "ConstantOfShape"});
+  auto fillModel = [](Pb value) {
+    GraphParts g;
+    g.initializers.push_back(int64Initializer("s", {2}, {2, 3}));
+    g.inputs.push_back(valueInfo("x", kFloatT, {1}));
+    Pb attr;
+    attr.bytes(1, "value").varint(20, 4).msg(5, value);  // type TENSOR
+    g.nodes.push_back(node({"s"}, {"y"}, "ConstantOfShape", "fill", "", {attr}));
+    g.outputs.push_back(valueInfo("y", kInt64T, {2, 3}));
+    return model(g);
+  };
+  Pb int64Value = tensorHeader("", kInt64T, {1});
+  int64Value.varint(7, (uint64_t{1} << 60) + 1);
+  ir::OnnxModel m = importOnnxModel(fillModel(int64Value));
+  const ir::Op* fill = findOp(*m.graph, "ConstantOfShape");
+  ASSERT_NE(fill, nullptr);
+  EXPECT_EQ(fill->attrs.getInt("value"), (int64_t{1} << 60) + 1);
+  EXPECT_EQ(fill->attrs.getInt("dtype"), kInt64T);
+  EXPECT_EQ(m.graph->tensor("y").info, TensorInfo("INT64", {2, 3}));
+
+  Pb two = tensorHeader("", kFloatT, {2});
+  two.f32(4, 1.0f).f32(4, 2.0f);
+  OnnxImportOptions options;
+  options.runChecker = false;
+  expectError([&] { importOnnxModel(fillModel(two), options); },
+              {"'fill'", "attribute 'value'", "one element"});
 }
 
 TEST(OnnxImportErrors, ExternalDataAndBadInitializers) {

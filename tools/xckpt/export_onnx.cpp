@@ -6,6 +6,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "commands.hpp"
 #include "common/output_file.hpp"
+#include "ir/onnx/model_file.hpp"
 #include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_import.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
@@ -54,15 +55,15 @@ int exportOnnx(const Args& args, std::ostream& out) {
   const std::string& outPath = paths[2];
 
   const ckpt::Contents contents = ckpt::read(checkpointPath);
-  ir::OnnxImportOptions options;
-  options.runChecker = false;
-  const ir::OnnxModel model = ir::importOnnxModel(modelPath, options);
+  // Only the initializers are read: the graph need not import (its input shapes may be open).
+  const std::string modelBytes = ir::readModelFile(modelPath);
+  const std::map<TensorId, HostTensor> initializers = ir::readOnnxInitializers(modelBytes);
 
-  // The model's weights: its floating-point initializers (Variables), less state from an earlier
-  // export. Grouped weights keep their [groups] leading dimension, as the checkpoint does.
-  std::map<TensorId, const ir::Tensor*> variables;
-  for (const auto& [id, t] : model.graph->tensors()) {
-    if (t->kind == ir::TensorKind::Variable && t->value) variables.emplace(id, t.get());
+  // The model's weights: its floating-point initializers, less state from an earlier export.
+  // Grouped weights keep their [groups] leading dimension, as the checkpoint does.
+  std::map<TensorId, const HostTensor*> variables;
+  for (const auto& [id, value] : initializers) {
+    if (isFloatingPoint(value.dataType())) variables.emplace(id, &value);
   }
   std::set<std::string> names;
   for (const auto& [id, t] : variables) names.insert(id);
@@ -76,7 +77,7 @@ int exportOnnx(const Args& args, std::ostream& out) {
       throw error("weight '{}' of model '{}' is not in checkpoint '{}' (no dataset {})", id,
                   modelPath, checkpointPath, path);
     }
-    const TensorInfo& want = t->value->info();
+    const TensorInfo& want = t->info();
     if (it->second.info() != want) {
       throw error("weight '{}' is {} in model '{}' but {} in checkpoint '{}'", id, want.toString(),
                   modelPath, it->second.info().toString(), checkpointPath);
@@ -113,7 +114,7 @@ int exportOnnx(const Args& args, std::ostream& out) {
   if (withState && stateCount > 0 && !contents.attributes.optimizerType.empty()) {
     metadata[ir::kOptimizerStateOfKey] = contents.attributes.optimizerType;
   }
-  writeOutputFile(outPath, ir::updateOnnxInitializers(model.bytes, values, extra, metadata),
+  writeOutputFile(outPath, ir::updateOnnxInitializers(modelBytes, values, extra, metadata),
                   "xckpt export-onnx");
   out << "wrote " << outPath << ": " << weightCount << " weights from " << checkpointPath;
   if (withState) out << " and " << stateCount << " optimizer state tensors";

@@ -52,6 +52,24 @@ void checkOpsets(const onnx::ModelProto& model) {
   }
 }
 
+// ConstantOfShape's one-element tensor attribute `value` becomes the canonical attributes `value`
+// (an int for integer types, so INT64 fill values stay exact; else a float) and `dtype` (its ONNX
+// type number: the output's element type).
+void setFillValue(Attributes& attrs, const HostTensor& value, const std::string& label) {
+  if (value.nelms() != 1) {
+    throw error("{}: attribute 'value' is {}; ConstantOfShape takes a tensor of one element", label,
+                value.info().toString());
+  }
+  attrs.set("dtype", static_cast<int64_t>(dataTypeToOnnx(value.dataType())));
+  switch (value.dataType()) {
+    case DataType::INT64: attrs.set("value", value.data<int64_t>()[0]); break;
+    case DataType::FLOAT:
+    case DataType::FLOAT16:
+    case DataType::DOUBLE: attrs.set("value", static_cast<float>(value.getAsDouble(0))); break;
+    default: attrs.set("value", static_cast<int64_t>(value.getAsDouble(0))); break;
+  }
+}
+
 Attributes convertAttributes(const onnx::NodeProto& node, const std::string& label) {
   Attributes attrs;
   for (const auto& a : node.attribute()) {
@@ -89,9 +107,15 @@ Attributes convertAttributes(const onnx::NodeProto& node, const std::string& lab
         attrs.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end()));
         break;
       case onnx::AttributeProto::TENSOR:
+        if (node.op_type() == "ConstantOfShape" && a.name() == "value") {
+          setFillValue(attrs, onnxutil::tensorFromProto(a.t(), label + " attribute 'value'"),
+                       label);
+          break;
+        }
         throw error(
             "{}: attribute '{}' is a TENSOR; xtrain supports tensor attributes only on Constant "
-            "nodes (supported attribute types: INT, FLOAT, STRING, INTS, FLOATS, STRINGS)",
+            "and ConstantOfShape nodes (supported attribute types: INT, FLOAT, STRING, INTS, "
+            "FLOATS, STRINGS)",
             label, a.name());
       default:
         throw error(
@@ -378,6 +402,59 @@ void runChecks(const onnx::ModelProto& model, bool runChecker) {
 }
 
 }  // namespace
+
+std::vector<DeclaredInput> declaredInputs(const std::string& modelPathOrBytes) {
+  const onnxutil::ModelSource src = onnxutil::loadModelSource(modelPathOrBytes);
+  const onnx::ModelProto model = onnxutil::parseModel(src);
+  const onnx::GraphProto& g = model.graph();
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) initializers.insert(init.name());
+  std::vector<DeclaredInput> inputs;
+  for (const auto& vi : g.input()) {
+    if (initializers.count(vi.name())) continue;
+    DeclaredInput in;
+    in.id = vi.name();
+    if (vi.has_type() && vi.type().has_tensor_type()) {
+      const auto& tt = vi.type().tensor_type();
+      if (tt.elem_type() != 0) {
+        try {
+          in.type = dataTypeFromOnnx(tt.elem_type());
+        } catch (const error&) {
+          throw error("{}: input '{}' has ONNX element type {}, which xtrain does not support",
+                      src.description, vi.name(), tt.elem_type());
+        }
+      }
+      in.hasShape = tt.has_shape();
+      for (const auto& d : tt.shape().dim()) {
+        const bool known = d.has_dim_value() && d.dim_value() >= 0;
+        in.dims.push_back(known ? d.dim_value() : -1);
+        in.dimParams.push_back(known ? std::string() : d.dim_param());
+      }
+    }
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
+}
+
+std::map<TensorId, HostTensor> readOnnxInitializers(const std::string& modelPathOrBytes) {
+  const onnxutil::ModelSource src = onnxutil::loadModelSource(modelPathOrBytes);
+  const onnx::ModelProto model = onnxutil::parseModel(src);
+  std::map<TensorId, HostTensor> values;
+  try {
+    for (const auto& init : model.graph().initializer()) {
+      if (init.name().empty()) throw error("an initializer has no name");
+      HostTensor value = onnxutil::tensorFromProto(init, "initializer '" + init.name() + "'");
+      if (!values.emplace(init.name(), std::move(value)).second) {
+        throw error("initializer '{}' is defined twice", init.name());
+      }
+    }
+  } catch (const internal_error&) {
+    throw;
+  } catch (const error& e) {
+    throw error("reading the initializers of {}: {}", src.description, e.what());
+  }
+  return values;
+}
 
 void checkOnnxModel(const std::string& modelPathOrBytes) {
   const onnxutil::ModelSource src = onnxutil::loadModelSource(modelPathOrBytes);

@@ -8,7 +8,8 @@
 //  - initializers of floating type -> Variable, others -> Const; Constant nodes -> Const tensors;
 //  - every other node -> graph.addOp (the op registry canonicalises it and infers its outputs);
 //  - graph outputs -> graph.outputs(); ai.onnx opset -> graph.setOnnxOpset.
-//  - with OnnxImportOptions::evaluateConstants, each op whose result is known at import (Shape, Size,
+//  - with OnnxImportOptions::evaluateConstants, each op whose result is known at import (Shape,
+//  Size,
 //    and deterministic ai.onnx ops on constants) is folded into Const tensors as it is added
 //    (constant_folding.hpp), so computed shapes reach Reshape, Expand, Resize, ... as constants.
 // Supported: ai.onnx opsets 7..17, ai.graphcore opset 1. A model with ops xtrain lacks fails once,
@@ -66,6 +67,28 @@ struct OnnxModel {
 // modelPathOrBytes: a file path if such a file exists, else serialized ModelProto bytes.
 OnnxModel importOnnxModel(const std::string& modelPathOrBytes,
                           const OnnxImportOptions& options = {});
+
+// A graph input (without initializer) as the model declares it, before any shape is bound.
+struct DeclaredInput {
+  TensorId id;
+  DataType type = DataType::UNDEFINED;  // UNDEFINED when the model gives none
+  bool hasShape = false;                // false: the model gives no shape at all
+  // One per dimension: its size, or -1 when the model leaves it open (symbolic or unset).
+  std::vector<int64_t> dims;
+  // The symbolic name of each open dimension ("batch"), "" for unnamed or fixed ones.
+  std::vector<std::string> dimParams;
+};
+
+// The model's graph inputs without initializer, in ONNX order, without importing the graph: what a
+// trainer needs to bind open dimensions (to the micro-batch size, to a data set's shapes) before it
+// creates a session with InputShapeInfo. Throws xtrain::error as importOnnxModel does for an
+// unreadable model.
+std::vector<DeclaredInput> declaredInputs(const std::string& modelPathOrBytes);
+
+// Every initializer of the model by name (weights and integer constants), without importing the
+// graph: works for models whose input shapes are open. Throws xtrain::error naming the model and
+// the initializer at fault.
+std::map<TensorId, HostTensor> readOnnxInitializers(const std::string& modelPathOrBytes);
 
 // Parses the model and runs the opset check and onnx::checker::check_model on it, without building
 // a graph (no op needs to be known to xtrain). Throws xtrain::error as importOnnxModel does.
