@@ -300,7 +300,7 @@ OpDef rnnGradDef(const CellInfo& ci) {
   d.type = std::string(ci.type) + "Grad";
   d.domain = kXtrainDomain;
   const bool lstm = ci.cell == Cell::Lstm;
-  d.minInputs = lstm ? 8 : 6;
+  d.minInputs = 3;  // X W R; Saved (after optional inputs) is checked in infer
   d.maxInputs = lstm ? 11 : 8;
   d.minOutputs = d.maxOutputs = lstm ? 7 : 5;
   d.infer = [&ci, lstm](const ShapeContext& ctx) {
