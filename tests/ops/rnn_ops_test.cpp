@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/autodiff/autodiff.hpp"
+#include "session/lowered_graph.hpp"
 #include "testing/op_testing.hpp"
 
 namespace xtrain::testing {
@@ -452,6 +453,105 @@ TEST(RnnOpsGrad, Rnn) {
 }
 
 // ---- PyTorch ----------------------------------------------------------------------------------
+
+// Values nn.LSTM(2, 2) and nn.GRU(2, 2) (PyTorch's GRU is ONNX's linear_before_reset 1) compute
+// for seq 3, batch 1, with their gate blocks reordered into ONNX's (LSTM i o f c, GRU z r h) as
+// PyTorch's exporter does; Y and d sum(Y) / d W.
+// Lstm
+const std::vector<float> kLstmX = {0.80327606f,  0.17483339f, 0.08897810f,
+                                   -0.61371803f, 0.04618245f, -1.36825919f};
+const std::vector<float> kLstmW = {-0.49519974f, -0.13934414f, -0.63048905f, -0.05740966f,
+                                   -0.45130777f, -0.44163743f, -0.29310325f, 0.14099520f,
+                                   -0.45876345f, 0.63524050f,  0.49118274f,  0.53012675f,
+                                   0.20974261f,  -0.40339348f, 0.63541323f,  -0.68998253f};
+const std::vector<float> kLstmR = {-0.53562593f, -0.54476100f, -0.33816725f, 0.43157825f,
+                                   0.11656242f,  -0.10137008f, -0.08017544f, -0.46002552f,
+                                   -0.51001900f, -0.63420141f, -0.61285537f, -0.34795678f,
+                                   -0.18579097f, -0.70099109f, -0.33105859f, 0.01360306f};
+const std::vector<float> kLstmB = {0.36225504f,  -0.17034550f, 0.36851442f,  -0.28552094f,
+                                   -0.48346075f, -0.17028852f, -0.09878673f, 0.65379494f,
+                                   -0.10031851f, 0.62484860f,  0.30294597f,  -0.31492767f,
+                                   0.45427138f,  0.17630608f,  -0.25365078f, 0.58836722f};
+const std::vector<float> kLstmH0 = {0.15441510f, -0.24799016f};
+const std::vector<float> kLstmC0 = {0.45350116f, 0.01209109f};
+const std::vector<float> kLstmY = {0.08556616f, 0.12975706f, -0.03549255f,
+                                   0.19834925f, 0.02443739f, 0.20349211f};
+const std::vector<float> kLstmDW = {-0.02001566f, 0.00046794f,  0.05108685f, -0.05738571f,
+                                    0.02589577f,  0.00370520f,  0.06107082f, -0.23930311f,
+                                    0.07333619f,  0.00812094f,  0.00316011f, -0.04272440f,
+                                    0.35580921f,  -0.81634879f, 0.01559027f, -0.01060366f};
+// Gru
+const std::vector<float> kGruX = {0.80327606f,  0.17483339f, 0.08897810f,
+                                  -0.61371803f, 0.04618245f, -1.36825919f};
+const std::vector<float> kGruW = {-0.32075784f, 0.01054455f, 0.43449667f, 0.24442053f,
+                                  0.37685344f,  0.31623530f, 0.15210561f, 0.58263195f,
+                                  0.08567215f,  0.59127921f, 0.16115345f, 0.47576347f};
+const std::vector<float> kGruR = {0.60006291f,  -0.61708075f, 0.28135777f,  -0.62400842f,
+                                  -0.60938632f, -0.60932148f, -0.63823056f, 0.04002762f,
+                                  -0.46991780f, -0.24112591f, -0.28753591f, 0.20885685f};
+const std::vector<float> kGruB = {0.10308529f,  0.24650536f,  -0.59291917f, 0.69925076f,
+                                  -0.47766143f, 0.39022452f,  0.12027472f,  0.29428867f,
+                                  -0.16510513f, -0.35181516f, 0.07488382f,  -0.24738944f};
+const std::vector<float> kGruH0 = {-0.05619294f, -1.43955541f};
+const std::vector<float> kGruY = {-0.04671589f, -1.20163155f, -0.19919932f,
+                                  -0.94643903f, -0.40793571f, -0.76964718f};
+const std::vector<float> kGruDW = {0.01137963f, -0.30137482f, -0.42160437f, 0.28084674f,
+                                   0.05698199f, -0.02222424f, -0.03588333f, 0.05719527f,
+                                   0.54531091f, -0.24562511f, 0.29434800f,  -0.55571675f};
+
+// Runs the op on the given values and returns Y and the gradient of sum(Y) with respect to W.
+std::pair<HostTensor, HostTensor> yAndDw(const std::string& type, const std::vector<HostTensor>& in,
+                                         Attributes a) {
+  ir::Graph graph;
+  std::vector<TensorId> ids;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].info().isSet()) {
+      ids.emplace_back();
+      continue;
+    }
+    ids.push_back("in" + std::to_string(i));
+    graph.addTensor(ids.back(), in[i].info(), ir::TensorKind::Variable,
+                    std::make_shared<HostTensor>(in[i]));
+  }
+  const TensorId y = addOp(graph, type, ids, std::move(a), 1, ir::kOnnxDomain, 14)[0];
+  Attributes r;
+  r.set("shape", std::vector<int64_t>{});
+  const TensorId loss = addOp(graph, "ReduceSumToShape", {y}, r, 1, ir::kXtrainDomain)[0];
+  auto grads = ir::autodiff(graph, loss, {ids[1]});
+  session::LoweredGraph lowered(graph);
+  auto buffers = lowered.makeBuffers();
+  lowered.run(ir::Phase::Forward, buffers, 1);
+  lowered.run(ir::Phase::Backward, buffers, 1);
+  return {buffers[static_cast<size_t>(lowered.bufferIndex(y))],
+          buffers[static_cast<size_t>(lowered.bufferIndex(grads.at(ids[1])))]};
+}
+
+TEST(RnnOps, MatchesPyTorchLstm) {
+  std::vector<HostTensor> in(8);
+  in[0] = HostTensor::fromVector<float>({3, 1, 2}, kLstmX);
+  in[1] = HostTensor::fromVector<float>({1, 8, 2}, kLstmW);
+  in[2] = HostTensor::fromVector<float>({1, 8, 2}, kLstmR);
+  in[3] = HostTensor::fromVector<float>({1, 16}, kLstmB);
+  in[5] = HostTensor::fromVector<float>({1, 1, 2}, kLstmH0);
+  in[6] = HostTensor::fromVector<float>({1, 1, 2}, kLstmC0);
+  in.resize(7);
+  auto [y, dw] = yAndDw("LSTM", in, attrs({{"hidden_size", int64_t{2}}}));
+  EXPECT_TRUE(allClose(y, HostTensor::fromVector<float>({3, 1, 1, 2}, kLstmY), 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(dw, HostTensor::fromVector<float>({1, 8, 2}, kLstmDW), 1e-4, 1e-6));
+}
+
+TEST(RnnOps, MatchesPyTorchGru) {
+  std::vector<HostTensor> in(6);
+  in[0] = HostTensor::fromVector<float>({3, 1, 2}, kGruX);
+  in[1] = HostTensor::fromVector<float>({1, 6, 2}, kGruW);
+  in[2] = HostTensor::fromVector<float>({1, 6, 2}, kGruR);
+  in[3] = HostTensor::fromVector<float>({1, 12}, kGruB);
+  in[5] = HostTensor::fromVector<float>({1, 1, 2}, kGruH0);
+  auto [y, dw] =
+      yAndDw("GRU", in, attrs({{"hidden_size", int64_t{2}}, {"linear_before_reset", int64_t{1}}}));
+  EXPECT_TRUE(allClose(y, HostTensor::fromVector<float>({3, 1, 1, 2}, kGruY), 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(dw, HostTensor::fromVector<float>({1, 6, 2}, kGruDW), 1e-4, 1e-6));
+}
 
 // ---- errors -----------------------------------------------------------------------------------
 
