@@ -20,9 +20,11 @@
 #include <cmath>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <vector>
 
 #include "device/kernel.hpp"
+#include "device/kernels/kernel_threads.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -47,6 +49,29 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int
                 static_cast<int>(s));
   }
 }
+
+// The per-step work (one small GEMM over the batch and H-long elementwise rows) is too small to
+// pay for an OpenMP team's barriers, which cost far more than the arithmetic when the cores are
+// shared; below this many multiply-adds per step GEMM the time loop runs on the calling thread
+// alone. The all-steps GEMMs (input projection, dX, dW, dR) keep the caller's thread count.
+constexpr int64_t kSerialStepMacs = int64_t{1} << 24;
+
+// Limits the calling thread's kernel threads to one while alive (when `serial`).
+class SerialScope {
+ public:
+  explicit SerialScope(bool serial) : saved_(kernelThreadsForThisThread()), active_(serial) {
+    if (active_) setKernelThreadsForThisThread(1);
+  }
+  ~SerialScope() {
+    if (active_) setKernelThreadsForThisThread(saved_);
+  }
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  int saved_;
+  bool active_;
+};
 
 // y = act(clip(a)) over n elements (clip <= 0: none).
 void activate(Act act, const float* a, float* y, int64_t n, float clip) {
@@ -127,6 +152,7 @@ struct Config {
     width = (c == Cell::Lstm ? 6 : c == Cell::Gru ? 5 : 2) * hidden;
   }
   int64_t gh() const { return gates * hidden; }
+  bool serialSteps() const { return batch * gh() * hidden < kSerialStepMacs; }
   bool backwards(int64_t d) const { return d == 1 || reverse; }
   Act act(int64_t d, int k) const { return acts[static_cast<size_t>(d * functions + k)]; }
   // Offsets of Y(t, d, b, 0) and of a state (initial_h, Y_h, ...) (d, b, 0).
@@ -224,6 +250,7 @@ class RnnForward final : public Kernel {
       const float* cPrev = c0 ? c0 + c.stateOff(d, 0) : zeros_.data();
       int64_t cLd = c0 ? c.stateLd() : H;
       const float* pd = p ? p + d * 3 * H : nullptr;
+      const SerialScope serial(c.serialSteps());
       for (int64_t s = 0; s < c.seq; ++s) {
         const int64_t t = c.backwards(d) ? c.seq - 1 - s : s;
         float* sv = c.savedRow(saved, d, t, 0);
@@ -449,6 +476,8 @@ class RnnBackward final : public Kernel {
         }
       }
       const int64_t hOff = c.cell == Cell::Lstm ? 4 * H : c.cell == Cell::Gru ? 3 * H : H;
+      std::optional<SerialScope> serial;
+      serial.emplace(c.serialSteps());
       for (int64_t s = c.seq - 1; s >= 0; --s) {
         const int64_t t = c.backwards(d) ? c.seq - 1 - s : s;
         const float* hPrev;
@@ -485,6 +514,7 @@ class RnnBackward final : public Kernel {
           case Cell::Rnn: rnnStep(d, rd, sv, dg); break;
         }
       }
+      serial.reset();
       for (int64_t b = 0; b < B; ++b) {
         std::memcpy(dh0 + c.stateOff(d, b), dHnext_.data() + b * H,
                     static_cast<size_t>(H) * sizeof(float));
