@@ -23,6 +23,7 @@ struct Case {
   int64_t layout = 0;
   int64_t seq = 3, batch = 2, input = 3, hidden = 4;
   bool bias = true, h0 = true, c0 = true, peep = false, lens = false;
+  std::vector<int32_t> lengths;   // with lens: per batch entry (empty: all seq)
   std::vector<std::string> acts;  // empty: the op's default
   float clip = 0.0f;
   int64_t inputForget = 0, lbr = 0;
@@ -50,7 +51,9 @@ std::vector<HostTensor> makeInputs(const Case& c, uint64_t seed) {
   if (c.bias) in[3] = randomTensor({c.dirs(), 2 * gh}, seed + 3, -0.5f, 0.5f);
   if (c.lens) {
     in[4] = HostTensor::fromVector<int32_t>(
-        {c.batch}, std::vector<int32_t>(static_cast<size_t>(c.batch), static_cast<int32_t>(c.seq)));
+        {c.batch}, c.lengths.empty() ? std::vector<int32_t>(static_cast<size_t>(c.batch),
+                                                            static_cast<int32_t>(c.seq))
+                                     : c.lengths);
   }
   if (c.h0) in[5] = randomTensor(c.stateShape(), seed + 5);
   if (c.lstm() && c.c0) in[6] = randomTensor(c.stateShape(), seed + 6);
@@ -172,6 +175,7 @@ std::vector<HostTensor> reference(const Case& c, const std::vector<HostTensor>& 
       auto newH = hs;
       auto newC = cs;
       for (int64_t b = 0; b < N; ++b) {
+        if (c.lens && !c.lengths.empty() && t >= c.lengths[static_cast<size_t>(b)]) continue;
         // xw[k] = X_t W_k^T + Wb_k; hr[k] = H_{t-1} R_k^T + Rb_k (per row k of the gate blocks).
         std::vector<double> xw(static_cast<size_t>(GH)), hr(static_cast<size_t>(GH));
         for (int64_t k = 0; k < GH; ++k) {
@@ -221,7 +225,8 @@ std::vector<HostTensor> reference(const Case& c, const std::vector<HostTensor>& 
       for (int64_t b = 0; b < N; ++b) {
         for (int64_t j = 0; j < H; ++j) {
           const int64_t off = (c.layout == 0 ? (t * D + d) * N + b : (b * S + t) * D + d) * H + j;
-          Y.setFromDouble(off, hs[b][j]);
+          const bool past = c.lens && !c.lengths.empty() && t >= c.lengths[static_cast<size_t>(b)];
+          Y.setFromDouble(off, past ? 0.0 : hs[b][j]);
         }
       }
     }
@@ -362,6 +367,23 @@ TEST(RnnOps, ForwardCustomActivationsAndClip) {
   checkForward(r);
 }
 
+TEST(RnnOps, ForwardVariableSequenceLengths) {
+  for (const char* type : {"LSTM", "GRU", "RNN"}) {
+    for (const char* dir : {"forward", "reverse", "bidirectional"}) {
+      Case c;
+      c.type = type;
+      c.direction = dir;
+      c.seq = 4;
+      c.batch = 3;
+      c.lens = true;
+      c.lengths = {4, 0, 2};
+      c.layout = c.type == "GRU" ? 1 : 0;
+      c.lbr = c.type == "GRU" && c.direction == "reverse" ? 1 : 0;
+      checkForward(c);
+    }
+  }
+}
+
 TEST(RnnOps, ForwardLargerSizes) {
   for (const char* type : {"LSTM", "GRU"}) {
     Case c;
@@ -433,6 +455,27 @@ TEST(RnnOpsGrad, Gru) {
       c.direction = dir;
       c.layout = lbr;
       checkGradients(c);
+    }
+  }
+}
+
+TEST(RnnOpsGrad, VariableSequenceLengths) {
+  for (const char* type : {"LSTM", "GRU", "RNN"}) {
+    for (const char* dir : {"forward", "bidirectional"}) {
+      Case c;
+      c.type = type;
+      c.direction = dir;
+      c.seq = 4;
+      c.batch = 3;
+      c.lens = true;
+      c.lengths = {2, 4, 0};
+      c.peep = c.type == "LSTM";
+      checkGradients(c);
+      if (c.type == "GRU") {
+        c.lbr = 1;
+        c.layout = 1;
+        checkGradients(c);
+      }
     }
   }
 }
@@ -661,16 +704,20 @@ TEST(RnnOpsErrors, BadShapesAndTypes) {
   expectError([&] { runForward(buildOp(g, p), p.tensors); }, {"GRU", "B (input 3)", "[1,24]"});
 }
 
-TEST(RnnOpsErrors, VariableSequenceLengthsAreRefused) {
+TEST(RnnOpsErrors, SequenceLengthsOutOfRange) {
   Case c;
   c.type = "GRU";
   c.lens = true;
+  c.lengths = {3, 4};
   auto in = makeInputs(c, 5);
-  in[4] = HostTensor::fromVector<int32_t>({2}, {3, 2});
   Packed p = pack(in);
   expectError([&] { runForward(buildOp(c, p), p.tensors); },
-              {"GRU 'rnn_under_test'", "sequence_lens[1] is 2",
-               "variable sequence lengths are not implemented"});
+              {"GRU 'rnn_under_test'", "sequence_lens[1] is 4", "[0, 3] (seq_length)"});
+  c.lengths = {-1, 2};
+  in = makeInputs(c, 5);
+  p = pack(in);
+  expectError([&] { runForward(buildOp(c, p), p.tensors); },
+              {"GRU 'rnn_under_test'", "sequence_lens[0] is -1"});
 }
 
 }  // namespace

@@ -177,6 +177,32 @@ void requireFloatExcept(const KernelSpec& spec, size_t skip) {
   }
 }
 
+// sequence_lens as int64 in `lens`, checked against [0, seq]; returns whether any is shorter
+// than seq (the only case that needs masking).
+bool readLengths(const std::string& desc, const Config& c, const HostTensor* t,
+                 std::vector<int64_t>& lens) {
+  lens.assign(static_cast<size_t>(c.batch), c.seq);
+  if (t == nullptr) return false;
+  bool shorter = false;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    const int64_t v =
+        t->dataType() == DataType::INT64 ? t->data<int64_t>()[b] : int64_t{t->data<int32_t>()[b]};
+    if (v < 0 || v > c.seq) {
+      throw error("{}: sequence_lens[{}] is {}; expected a length in [0, {}] (seq_length)", desc, b,
+                  v, c.seq);
+    }
+    lens[static_cast<size_t>(b)] = v;
+    shorter = shorter || v < c.seq;
+  }
+  return shorter;
+}
+
+// active[b] = 1 when step t is within batch entry b's sequence.
+void activeRows(const std::vector<int64_t>& lens, int64_t t, std::vector<uint8_t>& active) {
+  active.resize(lens.size());
+  for (size_t b = 0; b < lens.size(); ++b) active[b] = t < lens[b] ? 1 : 0;
+}
+
 // X time-major: X itself (layout 0) or a transposed copy in `buf` (layout 1: [batch, seq, in]).
 const float* timeMajor(const Config& c, const float* x, std::vector<float>& buf) {
   if (c.layout == 0) return x;
@@ -204,7 +230,7 @@ class RnnForward final : public Kernel {
   void run(const KernelIO& io) override {
     const Config& c = c_;
     const int64_t H = c.hidden, GH = c.gh(), S = c.width;
-    if (io.hasIn(4)) checkLengths(io.in(4));
+    const bool varLen = readLengths(desc_, c, io.hasIn(4) ? &io.in(4) : nullptr, lens_);
     const float* x = timeMajor(c, io.in(0).data<float>(), xt_);
     const float* w = io.in(1).data<float>();
     const float* r = io.in(2).data<float>();
@@ -260,14 +286,30 @@ class RnnForward final : public Kernel {
           case Cell::Rnn: rnnStep(d, t, rd, hPrev, hLd, sv); break;
         }
         const int64_t hOff = c.cell == Cell::Lstm ? 4 * H : c.cell == Cell::Gru ? 3 * H : H;
+        if (varLen) {
+          // Past its length a sequence keeps its state (Y_h is the last valid one) and Y is 0.
+          activeRows(lens_, t, active_);
+          for (int64_t b = 0; b < c.batch; ++b) {
+            if (active_[static_cast<size_t>(b)]) continue;
+            std::memcpy(sv + b * S + hOff, hPrev + b * hLd, static_cast<size_t>(H) * sizeof(float));
+            if (lstm_) {
+              std::memcpy(sv + b * S + 5 * H, cPrev + b * cLd,
+                          static_cast<size_t>(H) * sizeof(float));
+            }
+          }
+        }
         hPrev = sv + hOff;
         hLd = S;
         cPrev = sv + 5 * H;
         cLd = S;
         if (y) {
           for (int64_t b = 0; b < c.batch; ++b) {
-            std::memcpy(y + c.yOff(t, d, b), sv + b * S + hOff,
-                        static_cast<size_t>(H) * sizeof(float));
+            if (varLen && !active_[static_cast<size_t>(b)]) {
+              std::fill(y + c.yOff(t, d, b), y + c.yOff(t, d, b) + H, 0.0f);
+            } else {
+              std::memcpy(y + c.yOff(t, d, b), sv + b * S + hOff,
+                          static_cast<size_t>(H) * sizeof(float));
+            }
           }
         }
       }
@@ -285,18 +327,6 @@ class RnnForward final : public Kernel {
   }
 
  private:
-  void checkLengths(const HostTensor& lens) const {
-    for (int64_t b = 0; b < lens.nelms(); ++b) {
-      const auto v = static_cast<int64_t>(lens.getAsDouble(b));
-      if (v != c_.seq) {
-        throw error(
-            "{}: sequence_lens[{}] is {} but seq_length is {}: variable sequence lengths are not "
-            "implemented (every length must equal seq_length)",
-            desc_, b, v, c_.seq);
-      }
-    }
-  }
-
   // Adds the input projection of step t, batch entry b, and the biases to `a` (GH floats).
   void addInput(int64_t t, int64_t b, const float* hr, float* a) const {
     const int64_t GH = c_.gh();
@@ -409,18 +439,20 @@ class RnnForward final : public Kernel {
   bool lstm_ = false;
   int nOut_ = 2;
   std::vector<float> xt_, xw_, hr_, tmp_, zeros_, biasX_, biasR_, savedBuf_;
+  std::vector<int64_t> lens_;
+  std::vector<uint8_t> active_;
 };
 
 // ---------------------------------------------------------------------------------------------
 // Backward. Inputs: X W R B? initial_h? [initial_c? P?] Saved dY? dY_h? [dY_c?]; outputs dX dW dR
-// dB dInitial_h [dInitial_c dP].
+// dB dInitial_h [dInitial_c dP]; sequence_lens? is the last input (after dY_h / dY_c).
 
 class RnnBackward final : public Kernel {
  public:
-  RnnBackward(const KernelSpec& spec, Cell cell) : c_(spec, cell) {
-    requireFloatExcept(spec, static_cast<size_t>(-1));
+  RnnBackward(const KernelSpec& spec, Cell cell) : c_(spec, cell), desc_(spec.description) {
     lstm_ = cell == Cell::Lstm;
     savedIn_ = lstm_ ? 7 : 5;
+    requireFloatExcept(spec, savedIn_ + (lstm_ ? 4 : 3));
   }
 
   void run(const KernelIO& io) override {
@@ -437,6 +469,8 @@ class RnnBackward final : public Kernel {
     const float* dyh = io.hasIn(savedIn_ + 2) ? io.in(savedIn_ + 2).data<float>() : nullptr;
     const float* dyc =
         lstm_ && io.hasIn(savedIn_ + 3) ? io.in(savedIn_ + 3).data<float>() : nullptr;
+    const size_t lensIn = savedIn_ + (lstm_ ? 4 : 3);
+    const bool varLen = readLengths(desc_, c, io.hasIn(lensIn) ? &io.in(lensIn) : nullptr, lens_);
     const int64_t rows = c.seq * B;
     float* dxOut = io.out(0).data<float>();
     float* dx = dxOut;
@@ -495,11 +529,13 @@ class RnnBackward final : public Kernel {
           cPrev = c0 ? c0 + c.stateOff(d, 0) : zeros_.data();
           cLd = c0 ? c.stateLd() : H;
         }
-        // dH = gradient from the next step + dY at t.
+        // dH = gradient from the next step + dY at t (Y is 0 past a sequence's length).
+        if (varLen) activeRows(lens_, t, active_);
+        const uint8_t* active = varLen ? active_.data() : nullptr;
         for (int64_t b = 0; b < B; ++b) {
           float* dh = dH_.data() + b * H;
           const float* dn = dHnext_.data() + b * H;
-          if (dy) {
+          if (dy && (!active || active[b])) {
             const float* g = dy + c.yOff(t, d, b);
             for (int64_t j = 0; j < H; ++j) dh[j] = dn[j] + g[j];
           } else {
@@ -509,9 +545,18 @@ class RnnBackward final : public Kernel {
         float* sv = c.savedRow(saved, d, t, 0);
         float* dg = dG_.data() + t * B * GH;
         switch (c.cell) {
-          case Cell::Lstm: lstmStep(d, rd, pd, dpd, cPrev, cLd, sv, dg); break;
-          case Cell::Gru: gruStep(d, t, rd, hPrev, hLd, sv, dg); break;
-          case Cell::Rnn: rnnStep(d, rd, sv, dg); break;
+          case Cell::Lstm: lstmStep(d, rd, pd, dpd, cPrev, cLd, sv, dg, active); break;
+          case Cell::Gru: gruStep(d, t, rd, hPrev, hLd, sv, dg, active); break;
+          case Cell::Rnn: rnnStep(d, rd, sv, dg, active); break;
+        }
+        if (active) {
+          // An inactive row's state passed through unchanged: so does its gradient (its gate
+          // gradients are 0, so the GEMMs above added nothing to it).
+          for (int64_t b = 0; b < B; ++b) {
+            if (active[b]) continue;
+            std::memcpy(dHnext_.data() + b * H, dH_.data() + b * H,
+                        static_cast<size_t>(H) * sizeof(float));
+          }
         }
       }
       serial.reset();
@@ -588,7 +633,7 @@ class RnnBackward final : public Kernel {
   // dH_ holds dL/dh_t, dC_ dL/dc_t (from later steps); leaves dL/dh_{t-1} in dHnext_ and
   // dL/dc_{t-1} in dC_, and the gate pre-activation gradients in dg [batch, 4H].
   void lstmStep(int64_t d, const float* rd, const float* pd, float* dpd, const float* cPrev,
-                int64_t cLd, const float* sv, float* dg) {
+                int64_t cLd, const float* sv, float* dg, const uint8_t* active) {
     const Config& c = c_;
     const int64_t H = c.hidden, GH = c.gh(), S = c.width;
     const Act f = c.act(d, 0), g = c.act(d, 1), h = c.act(d, 2);
@@ -609,6 +654,10 @@ class RnnBackward final : public Kernel {
       const float* dh = dH_.data() + b * H;
       float* dc = dC_.data() + b * H;
       float* gb = dg + b * GH;
+      if (active && !active[b]) {
+        std::fill(gb, gb + GH, 0.0f);  // dC_ passes through unchanged
+        continue;
+      }
       activate(f, a, gi, H, c.clip);
       activate(f, a + H, go, H, c.clip);
       if (c.inputForget) {
@@ -665,7 +714,7 @@ class RnnBackward final : public Kernel {
   }
 
   void gruStep(int64_t d, int64_t t, const float* rd, const float* hPrev, int64_t hLd,
-               const float* sv, float* dg) {
+               const float* sv, float* dg, const uint8_t* active) {
     const Config& c = c_;
     const int64_t H = c.hidden, GH = c.gh(), S = c.width, B = c.batch;
     const Act f = c.act(d, 0), g = c.act(d, 1);
@@ -684,6 +733,11 @@ class RnnBackward final : public Kernel {
       const float* dh = dH_.data() + b * H;
       float* dhp = dHnext_.data() + b * H;
       float* gb = dg + b * GH;
+      if (active && !active[b]) {
+        std::fill(gb, gb + GH, 0.0f);
+        if (dgr) std::fill(dgr + b * GH, dgr + (b + 1) * GH, 0.0f);
+        continue;
+      }
       activate(f, a, z, H, c.clip);
       activate(g, a + 2 * H, n, H, c.clip);
       derivative(f, a, z, dz, H, c.clip);
@@ -717,6 +771,7 @@ class RnnBackward final : public Kernel {
       const float* dq = dq_.data() + b * H;
       float* dhp = dHnext_.data() + b * H;
       float* gb = dg + b * GH;
+      if (active && !active[b]) continue;
       activate(f, a + H, rg, H, c.clip);
       derivative(f, a + H, rg, drg, H, c.clip);
       for (int64_t j = 0; j < H; ++j) {
@@ -727,7 +782,7 @@ class RnnBackward final : public Kernel {
     gemm(false, false, B, H, 2 * H, dg, GH, rd, H, 1.0f, dHnext_.data(), H);
   }
 
-  void rnnStep(int64_t d, const float* rd, const float* sv, float* dg) {
+  void rnnStep(int64_t d, const float* rd, const float* sv, float* dg, const uint8_t* active) {
     const Config& c = c_;
     const int64_t H = c.hidden, S = c.width;
     float* der = tmp_.data();
@@ -735,6 +790,10 @@ class RnnBackward final : public Kernel {
       const float* a = sv + b * S;
       const float* dh = dH_.data() + b * H;
       float* gb = dg + b * H;
+      if (active && !active[b]) {
+        std::fill(gb, gb + H, 0.0f);
+        continue;
+      }
       derivative(c.act(d, 0), a, a + H, der, H, c.clip);
       for (int64_t j = 0; j < H; ++j) gb[j] = dh[j] * der[j];
     }
@@ -744,7 +803,10 @@ class RnnBackward final : public Kernel {
   Config c_;
   bool lstm_ = false;
   size_t savedIn_ = 5;
+  std::string desc_;
   std::vector<float> xt_, dxt_, dG_, dGR_, dH_, dHnext_, dC_, dq_, zeros_, tmp_;
+  std::vector<int64_t> lens_;
+  std::vector<uint8_t> active_;
 };
 
 template <Cell C>

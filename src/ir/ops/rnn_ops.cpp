@@ -11,8 +11,10 @@
 //    per direction), each "Sigmoid", "Tanh" or "Relu" (a per-direction list given once for a
 //    bidirectional op is repeated); other activation functions are refused naming the op;
 //  - clip (float, present only when clipping), input_forget (LSTM), linear_before_reset (GRU).
-// sequence_lens (int32 [batch]) may be given; the kernel checks at run time that every length
-// equals seq_length (a constant one is checked here) and refuses variable lengths clearly.
+// sequence_lens (int32 [batch]) may be given, each length in [0, seq_length] (a constant one is
+// checked here, the kernels check at run time): as the ONNX spec defines, a sequence's steps past
+// its length leave its state unchanged (Y_h/Y_c are the state after its last step; the reverse
+// direction starts at its last valid step) and its Y there is 0.
 //
 // Gradients: the forward op saves what the backward needs (the gate pre-activations, the hidden
 // and cell states of every step) in an extra internal FLOAT output (output 3 for LSTM, 2 for GRU
@@ -138,18 +140,17 @@ void canonicalizeRnn(const CellInfo& ci, Op& op, const Graph& graph) {
     a.set("linear_before_reset", l);
   }
 
-  // A constant sequence_lens must be all seq_length (variable lengths are not implemented).
+  // A constant sequence_lens must hold lengths in [0, seq_length].
   if (op.hasInput(4)) {
     if (const HostTensor* v = ctx.constValue(4)) {
       const TensorInfo& x = ctx.input(0);
       if (x.rank() == 3) {
         const int64_t seq = x.shape()[layout == 0 ? 0 : 1];
         for (int64_t i = 0; i < v->nelms(); ++i) {
-          if (static_cast<int64_t>(v->getAsDouble(i)) != seq) {
-            ctx.fail(
-                "sequence_lens[{}] is {} but seq_length is {}: variable sequence lengths are "
-                "not implemented (every length must equal seq_length)",
-                i, static_cast<int64_t>(v->getAsDouble(i)), seq);
+          const auto len = static_cast<int64_t>(v->getAsDouble(i));
+          if (len < 0 || len > seq) {
+            ctx.fail("sequence_lens[{}] is {}; expected a length in [0, {}] (seq_length)", i, len,
+                     seq);
           }
         }
       }
@@ -233,7 +234,8 @@ std::vector<TensorInfo> inferRnn(const CellInfo& ci, const ShapeContext& ctx) {
   return out;
 }
 
-// Grad op inputs: X W R B? initial_h? [initial_c? P? for LSTM] Saved dY? dY_h? [dY_c?];
+// Grad op inputs: X W R B? initial_h? [initial_c? P? for LSTM] Saved dY? dY_h? [dY_c?]
+// sequence_lens?;
 // outputs: dX dW dR dB dInitial_h [dInitial_c dP]. The attributes are the forward op's.
 void gradRnn(const CellInfo& ci, GradContext& g) {
   const bool lstm = ci.cell == Cell::Lstm;
@@ -265,6 +267,7 @@ void gradRnn(const CellInfo& ci, GradContext& g) {
   ins.push_back(optGrad(0));
   ins.push_back(optGrad(1));
   if (lstm) ins.push_back(optGrad(2));
+  ins.push_back(opt(4));
   Attributes a = op.attrs;
   a.erase("__save");
   const int nOut = lstm ? 7 : 5;
@@ -301,7 +304,7 @@ OpDef rnnGradDef(const CellInfo& ci) {
   d.domain = kXtrainDomain;
   const bool lstm = ci.cell == Cell::Lstm;
   d.minInputs = 3;  // X W R; Saved (after optional inputs) is checked in infer
-  d.maxInputs = lstm ? 11 : 8;
+  d.maxInputs = lstm ? 12 : 9;
   d.minOutputs = d.maxOutputs = lstm ? 7 : 5;
   d.infer = [&ci, lstm](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(0);
