@@ -384,6 +384,17 @@ TEST(RnnOps, ForwardVariableSequenceLengths) {
   }
 }
 
+TEST(RnnOps, ForwardOpset17BatchFirst) {
+  for (const char* type : {"LSTM", "GRU", "RNN"}) {
+    Case c;
+    c.type = type;
+    c.opset = 17;
+    c.layout = 1;
+    c.direction = "reverse";
+    checkForward(c);
+  }
+}
+
 TEST(RnnOps, ForwardLargerSizes) {
   for (const char* type : {"LSTM", "GRU"}) {
     Case c;
@@ -594,6 +605,37 @@ TEST(RnnOps, MatchesPyTorchGru) {
       yAndDw("GRU", in, attrs({{"hidden_size", int64_t{2}}, {"linear_before_reset", int64_t{1}}}));
   EXPECT_TRUE(allClose(y, HostTensor::fromVector<float>({3, 1, 1, 2}, kGruY), 1e-5, 1e-6));
   EXPECT_TRUE(allClose(dw, HostTensor::fromVector<float>({1, 6, 2}, kGruDW), 1e-4, 1e-6));
+}
+
+// FLOAT16 tensors run promoted (computed in FLOAT, stored in FLOAT16), forward and backward.
+TEST(RnnOps, Float16) {
+  for (const char* type : {"LSTM", "GRU"}) {
+    Case c;
+    c.type = type;
+    c.direction = "bidirectional";
+    auto in = makeInputs(c, 9);
+    for (auto& t : in) {
+      if (t.info().isSet() && t.dataType() == DataType::FLOAT) t = t.castTo(DataType::FLOAT16);
+    }
+    const auto want = reference(c, in);
+    const Packed p = pack(in);
+    const auto got = runForward(buildOp(c, p), p.tensors);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].dataType(), DataType::FLOAT16);
+      EXPECT_TRUE(allClose(got[i].castTo(DataType::FLOAT), want[i], 1e-2, 2e-3)) << "output " << i;
+    }
+    // The gradient of sum(Y) with respect to W, against the FLOAT one.
+    auto in32 = in;
+    for (auto& t : in32) {
+      if (t.info().isSet() && t.dataType() == DataType::FLOAT16) t = t.castTo(DataType::FLOAT);
+    }
+    const Attributes at = makeAttrs(c);
+    const HostTensor dw16 = yAndDw(type, in, at).second;
+    const HostTensor dw32 = yAndDw(type, in32, at).second;
+    EXPECT_EQ(dw16.dataType(), DataType::FLOAT16);
+    EXPECT_TRUE(allClose(dw16.castTo(DataType::FLOAT), dw32, 2e-2, 2e-2));
+  }
 }
 
 // ---- errors -----------------------------------------------------------------------------------
