@@ -762,5 +762,40 @@ TEST(RnnOpsErrors, SequenceLengthsOutOfRange) {
               {"GRU 'rnn_under_test'", "sequence_lens[0] is -1"});
 }
 
+// sequence_lens fed at run time (not a constant): the kernels check each length.
+TEST(RnnOpsErrors, SequenceLengthsCheckedAtRunTime) {
+  for (const char* type : {"LSTM", "RNN"}) {
+    Case c;
+    c.type = type;
+    auto in = makeInputs(c, 5);
+    ir::Graph graph;
+    std::vector<TensorId> ids(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].info().isSet()) continue;
+      ids[i] = "in" + std::to_string(i);
+      graph.addTensor(ids[i], in[i].info(), ir::TensorKind::Variable,
+                      std::make_shared<HostTensor>(in[i]));
+    }
+    ids[4] = "lens";
+    graph.addTensor("lens", TensorInfo(DataType::INT32, {c.batch}), ir::TensorKind::Stream);
+    graph.inputs().push_back("lens");
+    const TensorId y = addOp(graph, type, ids, makeAttrs(c), 1, ir::kOnnxDomain, 14)[0];
+    Attributes r;
+    r.set("shape", std::vector<int64_t>{});
+    const TensorId loss = addOp(graph, "ReduceSumToShape", {y}, r, 1, ir::kXtrainDomain)[0];
+    auto grads = ir::autodiff(graph, loss, {ids[1]});
+    session::LoweredGraph lowered(graph);
+    auto buffers = lowered.makeBuffers();
+    HostTensor& lens = buffers[static_cast<size_t>(lowered.bufferIndex("lens"))];
+    lens.data<int32_t>()[0] = 3;
+    lens.data<int32_t>()[1] = 1;
+    lowered.run(ir::Phase::Forward, buffers, 1);  // a valid length shorter than seq_length
+    lowered.run(ir::Phase::Backward, buffers, 1);
+    lens.data<int32_t>()[1] = 7;
+    expectError([&] { lowered.run(ir::Phase::Forward, buffers, 1); },
+                {std::string(type) + " 'op_under_test'", "sequence_lens[1] is 7", "[0, 3]"});
+  }
+}
+
 }  // namespace
 }  // namespace xtrain::testing

@@ -16,6 +16,9 @@
 // gradients into dG [seq, batch, gates*H] and one GEMM dG_t.R for dh_{t-1} per step; then dX, dW
 // and dR are one GEMM each over all steps (dR pairs dG_t with h_{t-1}, which Saved holds one step
 // away), and dB is dG's column sums. Activations are recomputed from the saved pre-activations.
+// sequence_lens: a batch entry's steps at t >= its length keep its state (Saved holds the kept
+// state there) and write 0 to Y; backward gives those steps zero gate gradients and passes the
+// state gradients through.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
