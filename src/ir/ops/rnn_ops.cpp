@@ -144,8 +144,8 @@ void canonicalizeRnn(const CellInfo& ci, Op& op, const Graph& graph) {
   if (op.hasInput(4)) {
     if (const HostTensor* v = ctx.constValue(4)) {
       const TensorInfo& x = ctx.input(0);
-      if (x.rank() == 3) {
-        const int64_t seq = x.shape()[layout == 0 ? 0 : 1];
+      const int64_t seq = x.rank() == 3 ? x.shape()[layout == 0 ? 0 : 1] : -1;
+      if (seq >= 0) {  // (a dimension not known yet is checked by the kernel)
         for (int64_t i = 0; i < v->nelms(); ++i) {
           const auto len = static_cast<int64_t>(v->getAsDouble(i));
           if (len < 0 || len > seq) {
