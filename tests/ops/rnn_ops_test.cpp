@@ -409,6 +409,29 @@ TEST(RnnOps, ForwardLargerSizes) {
   }
 }
 
+// Pre-activations far outside [-88, 88] (the vectorised exp clamps there) and tiny ones (tanh's
+// series branch) both match the double reference.
+TEST(RnnOps, ForwardSaturatedAndTinyInputs) {
+  for (const char* type : {"LSTM", "GRU", "RNN"}) {
+    for (float scale : {60.0f, 1e-4f}) {
+      Case c;
+      c.type = type;
+      c.direction = "bidirectional";
+      auto in = makeInputs(c, 13);
+      for (size_t i : {0, 5}) {
+        for (auto& v : in[i].span<float>()) v *= scale;
+      }
+      for (auto& v : in[1].span<float>()) v *= scale > 1 ? 3.0f : 1.0f;
+      const auto want = reference(c, in);
+      const Packed p = pack(in);
+      const auto got = runForward(buildOp(c, p), p.tensors);
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_TRUE(allClose(got[k], want[k], 1e-5, 1e-6)) << type << " scale " << scale;
+      }
+    }
+  }
+}
+
 TEST(RnnOps, EmptyBatchAndSequence) {
   Case c;
   c.batch = 0;
