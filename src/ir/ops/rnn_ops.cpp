@@ -1,7 +1,8 @@
 // Recurrent ops: ONNX LSTM, GRU and RNN (opsets 7-17; opset 14 added `layout`), and their one-pass
 // backpropagation-through-time gradients LSTMGrad, GRUGrad and RNNGrad (ai.xtrain).
 //
-// Canonical form (set by canonicalize, read by the kernels in device/kernels/rnn_kernels.cpp):
+// Canonical form (set by canonicalize, read by device/kernels/rnn_kernels.cpp and
+// rnn_grad_kernels.cpp):
 //  - direction: "forward" | "reverse" | "bidirectional" (default forward);
 //  - hidden_size: set from R's shape when absent (and checked against it when present);
 //  - layout: 0 (X [seq, batch, input], Y [seq, dirs, batch, H], states [dirs, batch, H]) or 1
@@ -10,7 +11,9 @@
 //  - activations: the full list, one entry per gate function and direction (LSTM 3, GRU 2, RNN 1
 //    per direction), each "Sigmoid", "Tanh" or "Relu" (a per-direction list given once for a
 //    bidirectional op is repeated); other activation functions are refused naming the op;
-//  - clip (float, present only when clipping), input_forget (LSTM), linear_before_reset (GRU).
+//  - clip (float, present only when clipping; the gate functions' inputs are clamped to
+//    [-clip, clip], the cell output function's is not), input_forget (LSTM: f = 1 - i),
+//    linear_before_reset (GRU; PyTorch exports 1). LSTM peepholes P are supported.
 // sequence_lens (int32 [batch]) may be given, each length in [0, seq_length] (a constant one is
 // checked here, the kernels check at run time): as the ONNX spec defines, a sequence's steps past
 // its length leave its state unchanged (Y_h/Y_c are the state after its last step; the reverse
@@ -19,9 +22,10 @@
 // Gradients: the forward op saves what the backward needs (the gate pre-activations, the hidden
 // and cell states of every step) in an extra internal FLOAT output (output 3 for LSTM, 2 for GRU
 // and RNN in the internal numbering below), which the grad function appends to the forward op when
-// autodiff reaches it; the attribute `__save` marks such an op. The grad op reads that output and
-// the incoming gradients of Y, Y_h (and Y_c) and computes the gradients of X, W, R, B, initial_h
-// (initial_c, P) in one pass.
+// autodiff reaches it (an op run only forward keeps that state in kernel scratch instead of a
+// graph tensor, and the ONNX import needs no internal outputs); the attribute `__save` marks such
+// an op. The grad op reads that output and the incoming gradients of Y, Y_h (and Y_c) and computes
+// the gradients of X, W, R, B, initial_h (initial_c, P) in one pass.
 #include <algorithm>
 #include <cctype>
 
@@ -46,9 +50,9 @@ const CellInfo kLstm{Cell::Lstm, "LSTM", 4, 3, 8, 3, {"Sigmoid", "Tanh", "Tanh"}
 const CellInfo kGru{Cell::Gru, "GRU", 3, 2, 6, 2, {"Sigmoid", "Tanh"}};
 const CellInfo kRnn{Cell::Rnn, "RNN", 1, 1, 6, 2, {"Tanh"}};
 
-// Floats saved per step and batch entry (see rnn_kernels.cpp): LSTM pre-activations (4H), h, c;
-// GRU pre-activations (3H), h, and the recurrent term of the candidate gate (H); RNN pre-activation
-// and h.
+// Floats saved per step and batch entry (see device/kernels/rnn_common.hpp): LSTM pre-activations
+// (4H), h, c; GRU pre-activations (3H), h, and the recurrent term of the candidate gate (H); RNN
+// pre-activation and h.
 int64_t savedWidth(Cell cell, int64_t h) {
   switch (cell) {
     case Cell::Lstm: return 6 * h;
