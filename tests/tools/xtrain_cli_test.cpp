@@ -119,6 +119,16 @@ TEST_F(XtrainCli, MisShapedDatasetNamesBothShapes) {
   EXPECT_NE(r.output.find("[4]"), std::string::npos) << r.output;
 }
 
+TEST_F(XtrainCli, DatasetOfAnotherRankNamesBothShapes) {
+  writeModelAndData({2, 2});
+  CommandResult r = run("--model " + path("model.onnx") + " --data " + path("data.h5") +
+                        " --loss " + loss_ + " --micro-batch-size 8");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("input 'x'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[8,4]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[256,2,2]"), std::string::npos) << r.output;
+}
+
 TEST_F(XtrainCli, BadUsageAndBadFilesExitWithTwo) {
   EXPECT_EQ(run("--no-such-option").exitCode, 2);
   EXPECT_EQ(run("--steps 0").exitCode, 2);

@@ -20,7 +20,9 @@
 #include "common/checked_math.hpp"
 #include "common/example_models.hpp"
 #include "input_checks.hpp"
+#include "input_shapes.hpp"
 #include "ir/onnx/model_file.hpp"
+#include "ir/onnx/onnx_import.hpp"
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
 #include "xtrain/builder.hpp"
@@ -213,17 +215,18 @@ int train(const TrainOptions& o, std::ostream& out) {
     if (::stat(o.model.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
       model = ir::readModelFile(o.model);
     }
-    // The model's inputs and their per-micro-batch shapes: probe with an inference-free import.
-    auto probe = Builder::createFromOnnxModel(model);
-    for (const auto& id : probe->getInputTensorIds()) {
-      TensorInfo info(probe->getTensorDataType(id), probe->getTensorShape(id));
-      Shape s = info.shape();
-      if (s.empty())
-        throw error("input '{}' of '{}' is a scalar; xtrain needs a batch dimension", id, o.model);
-      s[0] = o.microBatchSize;
-      inputs[id] = TensorInfo(info.dataType(), s);
-      shapes.add(id, inputs[id]);
+    // The model's inputs and their per-micro-batch shapes: the batch dimension is the micro-batch,
+    // dimensions the model leaves open (a dynamic-axes export) are the data set's.
+    const std::vector<ir::DeclaredInput> declared = ir::declaredInputs(model);
+    std::map<TensorId, TensorInfo> dataInfos;
+    {
+      const checkpoint::DatasetReader reader(o.data);
+      for (const auto& in : declared) {
+        if (reader.has(in.id)) dataInfos.emplace(in.id, reader.info(in.id));
+      }
     }
+    inputs = bindInputShapes(declared, dataInfos, o.microBatchSize, o.model, o.data);
+    for (const auto& [id, info] : inputs) shapes.add(id, info);
     source = std::make_unique<Hdf5Source>(o.data, inputs);
   }
 
