@@ -24,6 +24,10 @@ It writes tests/data/zoo/<model>/ (deterministic: running it twice gives the sam
       its batch statistics from its own quarter, gradients averaged (mean reduction). For models
       without BatchNormalization the 4-replica weights equal the one-replica ones (the loss is a mean
       over equal quarters), so the tests use reference_<opt>.h5 for both.
+  running_sgd.h5 (models with BatchNormalization)
+      the running_mean and running_var initializers after the sgd case on one replica, by the ONNX
+      operator's definition (population variance of the batch; PyTorch's own running_var uses the
+      unbiased one, so its buffers are not the reference).
   manifest.txt
       one line per model: name, loss tensor, BatchNormalization yes/no, and the xtrain options of
       each case (read by zoo_test.cpp).
@@ -46,8 +50,7 @@ xtrain shuffles the samples (tools/xtrain/trainer.cpp, SampleOrder); zoo_test.cp
 data.h5 with the samples permuted so that xtrain's order feeds each step and replica exactly the
 samples listed above.
 
-No Dropout anywhere (a training-mode export would make it random). BatchNormalization's running
-statistics are not in the references (only weights that PyTorch trains).
+No Dropout anywhere (a training-mode export would make it random).
 """
 
 import math
@@ -388,6 +391,34 @@ def train(model, data, opt_name, replicas):
     return losses
 
 
+def onnx_running_statistics(model, data):
+    """The running statistics of every BatchNormalization after SGD training on one replica, as the
+    ONNX operator defines them (opset 14/15 BatchNormalization): running_mean = momentum *
+    running_mean + (1 - momentum) * batch mean, the same for running_var with the batch's population
+    variance (PyTorch's own running_var uses the unbiased variance instead). momentum is the exported
+    attribute (1 - PyTorch's momentum). Returns {initializer name: float32 array}."""
+    bns = {n: mod for n, mod in model.named_modules() if isinstance(mod, nn.BatchNorm2d)}
+    running = {n: [mod.running_mean.double().numpy().copy(), mod.running_var.double().numpy().copy()]
+               for n, mod in bns.items()}
+    hooks = []
+    for n, mod in bns.items():
+        def hook(mod, inputs, output, n=n):
+            x = inputs[0].detach().double()
+            keep = float(np.float32(1.0 - mod.momentum))
+            running[n][0] = keep * running[n][0] + (1 - keep) * x.mean(dim=(0, 2, 3)).numpy()
+            running[n][1] = keep * running[n][1] + (1 - keep) * x.var(dim=(0, 2, 3), unbiased=False).numpy()
+        hooks.append(mod.register_forward_hook(hook))
+    train(model, data, "sgd", 1)
+    for h in hooks:
+        h.remove()
+    out = {}
+    for n, mod in bns.items():
+        assert np.allclose(running[n][0], mod.running_mean.double().numpy(), rtol=1e-5, atol=1e-7), n
+        out[n + ".running_mean"] = running[n][0].astype(np.float32)
+        out[n + ".running_var"] = running[n][1].astype(np.float32)
+    return out
+
+
 def trained_weights(model, names):
     params = dict(model.named_parameters())
     return {n: params[n].detach().numpy().astype(np.float32).copy() for n in names}
@@ -455,6 +486,10 @@ def main():
             moved = max(float(np.max(np.abs(w[n] - w0[n]))) for n in trainable)
             print("  %-9s losses %s, largest weight change %.3g" %
                   (case, " ".join("%.4f" % v for v in losses), moved))
+        if has_bn:
+            model.load_state_dict(state0)
+            stats = onnx_running_statistics(model, data)
+            write_h5(os.path.join(d, "running_sgd.h5"), sorted(stats.items()))
         if has_bn:  # per-replica statistics must make a difference, or the 2x2 case tests nothing
             a = h5py.File(os.path.join(d, "reference_sgd.h5"), "r")
             b = h5py.File(os.path.join(d, "reference_sgd_2x2.h5"), "r")

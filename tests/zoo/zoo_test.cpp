@@ -139,32 +139,13 @@ std::map<std::string, std::vector<double>> readReference(const std::string& path
   return out;
 }
 
-class ZooTraining : public ScratchDirTest, public ::testing::WithParamInterface<ZooCase> {};
-
-TEST_P(ZooTraining, TrainsToPyTorchWeights) {
-  const ZooCase& c = GetParam();
-  const std::string dir = zooDir(c.model.name);
-  const std::string model = dir + "/" + c.model.name + "_op" + std::to_string(c.opset) +
-                            (c.dynamic ? "_dyn" : "") + ".onnx";
-  const std::string data = path("data.h5");
-  writeDataInXtrainOrder(dir + "/data.h5", data);
-  if (HasFatalFailure()) return;
-  const std::string trained = path("trained.onnx");
-
-  std::ostringstream cmd;
-  if (c.twoByTwo) cmd << "./xrun -n 2 --num-replicas " << kReplicas << " ";
-  cmd << "./xtrain --model " << model << " --data " << data << " --loss loss"
-      << " --micro-batch-size " << (c.twoByTwo ? kBatch / kReplicas : kBatch) << " --steps "
-      << kSteps << " --seed 0 --reduction mean " << kOptimizerFlags.at(c.optimizer)
-      << " --log-level warn --save-model " << trained;
-  const CommandResult r = runCommand(cmd.str());
-  ASSERT_EQ(r.exitCode, 0) << cmd.str() << "\n" << r.output;
-
-  // Without BatchNormalization the mean over 4 equal quarters is the mean over the batch.
-  const std::string refCase = c.optimizer + (c.twoByTwo && c.model.batchNorm ? "_2x2" : "");
+// Every dataset of `referenceFile` is an initializer of the trained model `trained` within
+// kTolerance (the measure in the file comment).
+void expectInitializersMatch(const std::string& trained, const std::string& referenceFile,
+                             const std::string& what) {
   std::map<std::string, Shape> shapes;
-  const auto reference = readReference(dir + "/reference_" + refCase + ".h5", &shapes);
-  ASSERT_FALSE(reference.empty());
+  const auto reference = readReference(referenceFile, &shapes);
+  ASSERT_FALSE(reference.empty()) << referenceFile;
   const auto weights = session::readInitializers(trained);
   for (const auto& [name, want] : reference) {
     const auto it = weights.find(name);
@@ -182,12 +163,75 @@ TEST_P(ZooTraining, TrainsToPyTorchWeights) {
       if (d > worst) worst = d, worstAt = i;
     }
     EXPECT_LE(worst, kTolerance) << name << "[" << worstAt << "]: xtrain "
-                                 << got.getAsDouble(worstAt) << ", PyTorch "
+                                 << got.getAsDouble(worstAt) << ", " << what << " "
                                  << want[static_cast<size_t>(worstAt)];
   }
 }
 
+class ZooTraining : public ScratchDirTest, public ::testing::WithParamInterface<ZooCase> {
+ protected:
+  // Trains the case's export with xtrain (under xrun for 2x2) on the data in xtrain's order and
+  // returns the path of the saved model, or "" after a test failure.
+  std::string train(const ZooCase& c) {
+    const std::string dir = zooDir(c.model.name);
+    const std::string model = dir + "/" + c.model.name + "_op" + std::to_string(c.opset) +
+                              (c.dynamic ? "_dyn" : "") + ".onnx";
+    const std::string data = path("data.h5");
+    writeDataInXtrainOrder(dir + "/data.h5", data);
+    if (HasFailure()) return "";
+    const std::string trained = path("trained.onnx");
+    std::ostringstream cmd;
+    if (c.twoByTwo) cmd << "./xrun -n 2 --num-replicas " << kReplicas << " ";
+    cmd << "./xtrain --model " << model << " --data " << data << " --loss loss"
+        << " --micro-batch-size " << (c.twoByTwo ? kBatch / kReplicas : kBatch) << " --steps "
+        << kSteps << " --seed 0 --reduction mean " << kOptimizerFlags.at(c.optimizer)
+        << " --log-level warn --save-model " << trained;
+    const CommandResult r = runCommand(cmd.str());
+    EXPECT_EQ(r.exitCode, 0) << cmd.str() << "\n" << r.output;
+    return r.exitCode == 0 ? trained : "";
+  }
+};
+
+TEST_P(ZooTraining, TrainsToPyTorchWeights) {
+  const ZooCase& c = GetParam();
+  const std::string trained = train(c);
+  if (trained.empty()) return;
+  // Without BatchNormalization the mean over 4 equal quarters is the mean over the batch.
+  const std::string refCase = c.optimizer + (c.twoByTwo && c.model.batchNorm ? "_2x2" : "");
+  expectInitializersMatch(trained, zooDir(c.model.name) + "/reference_" + refCase + ".h5",
+                          "PyTorch");
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooTraining, ::testing::ValuesIn(allCases()),
+                         [](const ::testing::TestParamInfo<ZooCase>& info) {
+                           return caseName(info.param);
+                         });
+
+// BatchNormalization's running statistics (running_mean, running_var initializers) after SGD on
+// one replica follow the ONNX operator: momentum * running + (1 - momentum) * the batch's mean and
+// population variance, once per step (running_sgd.h5, computed from PyTorch's forward passes).
+class ZooRunningStatistics : public ZooTraining {};
+
+TEST_P(ZooRunningStatistics, FollowTheOnnxDefinition) {
+  const ZooCase& c = GetParam();
+  const std::string trained = train(c);
+  if (trained.empty()) return;
+  expectInitializersMatch(trained, zooDir(c.model.name) + "/running_sgd.h5",
+                          "ONNX BatchNormalization on PyTorch's batches");
+}
+
+std::vector<ZooCase> runningStatisticsCases() {
+  std::vector<ZooCase> cases;
+  for (const ZooModel& m : kModels) {
+    if (!m.batchNorm) continue;
+    for (int opset : {13, 17}) {
+      for (bool dynamic : {false, true}) cases.push_back({m, opset, dynamic, "sgd", false});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooRunningStatistics, ::testing::ValuesIn(runningStatisticsCases()),
                          [](const ::testing::TestParamInfo<ZooCase>& info) {
                            return caseName(info.param);
                          });
