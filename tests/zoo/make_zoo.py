@@ -60,6 +60,7 @@ import sys
 import h5py
 import numpy as np
 import onnx
+from onnx import numpy_helper
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -432,10 +433,18 @@ def export(model, data, path, opset, dynamic):
     names = [n for n, _ in data]
     args = tuple(torch.from_numpy(a[:BATCH]) for _, a in data)
     dyn = {n: {0: "batch"} for n in names} if dynamic else None
+    # Exporting in training mode runs the model once, which moves BatchNorm's running statistics: the
+    # file would start one update ahead of the references. Its initializers get the state from before.
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
     torch.onnx.export(model, args, path, input_names=names, output_names=["loss"],
                       opset_version=opset, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, dynamic_axes=dyn)
+    model.load_state_dict(before)
     m = onnx.load(path)
+    for init in m.graph.initializer:
+        if init.name in before:
+            init.CopyFrom(numpy_helper.from_array(before[init.name].numpy(), init.name))
+    onnx.save(m, path)
     onnx.checker.check_model(m)
     return m
 
