@@ -117,7 +117,9 @@ Validator::Validator(ValidationSetup setup, std::unique_ptr<DataSource> data,
       anchors.emplace(setup_.head->scores, AnchorReturnType("ALL"));
       if (!labelsAreInput) anchors.emplace(setup_.head->labels, AnchorReturnType("ALL"));
     }
-    auto device = DeviceManager::createDeviceManager().acquireAvailableDevice(1);
+    // A host CPU device: the training job holds the simulated IPUs it was given (under a launcher
+    // one set per instance), and evaluation needs no replication.
+    auto device = DeviceManager::createDeviceManager().createCpuDevice();
     part->session = InferenceSession::createFromOnnxModel(setup_.model(n), DataFlow(1, anchors),
                                                           device, setup_.shapes(n));
     part->session->prepareDevice();
