@@ -282,6 +282,7 @@ TEST_F(XtrainValidation, BadValidationInputIsExitCodeTwoNamingTheCulprit) {
   expectBad("--val-data " + path("val.h5") + " --val-every 0", {"--val-every", "greater than"});
   expectBad("--val-every 2", {"--val-every needs --val-data"});
   expectBad("--val-data=", {"--val-data needs a path"});
+  expectBad("--val-data " + path("model.onnx"), {"--val-data", "model.onnx", "not an HDF5 file"});
   {
     checkpoint::DatasetWriter writer(path("wide.h5"));
     std::vector<float> xs(5 * 6);
@@ -303,6 +304,28 @@ TEST_F(XtrainValidation, BadValidationInputIsExitCodeTwoNamingTheCulprit) {
     writer.write("y", TensorInfo(DataType::FLOAT, {5}), ys.data());
   }
   expectBad("--val-data " + path("floatlabels.h5"), {"--val-data", "floatlabels.h5", "'y'"});
+}
+
+// Validation is collective (the instances combine their shares): a job whose instances disagree on
+// it stops before the first step, on every instance.
+TEST_F(XtrainValidation, InstancesMustAgreeOnValidation) {
+  const int64_t n = 16;
+  std::vector<float> xs(static_cast<size_t>(n * 32));
+  std::vector<int32_t> ys(static_cast<size_t>(n));
+  {
+    checkpoint::DatasetWriter writer(path("val.h5"));
+    writer.write("x", TensorInfo(DataType::FLOAT, {n, 32}), xs.data());
+    writer.write("labels", TensorInfo(DataType::INT32, {n}), ys.data());
+  }
+  const CommandResult r = runCommand(
+      "./xrun -n 2 --timeout 120 sh -c 'if [ \"$XTRAIN_INSTANCE_INDEX\" = 1 ]; then exec ./xtrain "
+      "--steps 3; else exec ./xtrain --steps 3 --val-data " +
+      path("val.h5") + "; fi'");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--val-data: instance 0 has (given), instance 1 has (none)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(validations(r.output).empty()) << r.output;
 }
 
 }  // namespace
