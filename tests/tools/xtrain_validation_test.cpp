@@ -58,6 +58,7 @@ class XtrainValidation : public ScratchDirTest {
 
   // x [kBatch, 4] -> logits = x W + b [kBatch, 3]; the loss by `kind`:
   //   "sce": SoftmaxCrossEntropyLoss(logits, y), mean
+  //   "sce-behind-mean": Identity(ReduceMean(SoftmaxCrossEntropyLoss(logits, y), none))
   //   "nll": ai.graphcore Nll(Softmax(logits), y), mean, ignoreIndex 2
   //   "l1":  ai.graphcore L1(logits, 0.5), mean (no classifier)
   void writeModel(const std::string& kind) {
@@ -74,6 +75,10 @@ class XtrainValidation : public ScratchDirTest {
       auto y = b->addInputTensor(TensorInfo(DataType::INT32, {kBatch}), "y");
       if (kind == "sce") {
         loss_ = onnx.softmaxcrossentropyloss({logits, y}, 1, std::nullopt, "mean", "loss")[0];
+      } else if (kind == "sce-behind-mean") {
+        // As exporters write it: the per-sample loss, a mean and an Identity after it.
+        auto each = onnx.softmaxcrossentropyloss({logits, y}, 1, std::nullopt, "none", "each")[0];
+        loss_ = onnx.identity({onnx.reducemean({each}, {0}, 0)}, "loss");
       } else {
         loss_ = b->aiGraphcoreOpset1().nllloss({onnx.softmax({logits}, 1), y}, ReductionType::Mean,
                                                2, false, "loss");
@@ -191,6 +196,20 @@ TEST_F(XtrainValidation, ValEveryEvaluatesEveryNStepsAndAtTheEnd) {
   EXPECT_EQ(v[0].step, 4);
   EXPECT_EQ(v[1].step, 8);
   EXPECT_EQ(v[2].step, 10);
+}
+
+TEST_F(XtrainValidation, FindsTheClassifierBehindAMeanAndAnIdentity) {
+  writeModel("sce-behind-mean");
+  writeData("train.h5", 64, 1);
+  writeData("val.h5", 21, 2);
+  const CommandResult r = train("", "--steps 2 --val-data " + path("val.h5"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const auto v = validations(r.output);
+  ASSERT_EQ(v.size(), 1u) << r.output;
+  const Validation want = reference("sce");
+  EXPECT_NEAR(v[0].loss, want.loss, 2e-6) << r.output;
+  ASSERT_TRUE(v[0].hasAccuracy) << r.output;
+  EXPECT_EQ(v[0].correct, want.correct) << r.output;
 }
 
 TEST_F(XtrainValidation, GraphcoreNllSkipsIgnoredLabels) {

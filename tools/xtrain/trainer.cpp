@@ -257,6 +257,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     vs.weights = weightIds;
     vs.instance = instance;
     vs.instances = instances;
+    const bool classifier = vs.head.has_value();
     validator = std::make_unique<Validator>(std::move(vs), std::move(valSource), *session);
     progress << "xtrain: validation on " << validator->numSamples() << " samples of " << o.valData;
     if (o.valEvery > 0)
@@ -264,8 +265,8 @@ int train(const TrainOptions& o, std::ostream& out) {
     else
       progress << " at the end of every epoch";
     progress << " and at the end; "
-             << (findClassificationHead(modelBytes, loss) ? "top-1 accuracy of the classifier"
-                                                          : "no classification loss: loss only")
+             << (classifier ? "top-1 accuracy of the classifier"
+                            : "no classification loss: loss only")
              << "\n";
   }
 
@@ -300,13 +301,16 @@ int train(const TrainOptions& o, std::ostream& out) {
   StepIO stepio(inputRefs, anchorRefs);
 
   SampleOrder order(source->numSamples(), o.seed);
-  // Evaluates after `step` steps (collective); instance 0 prints.
+  // Evaluates after `step` steps (collective); instance 0 prints. Its time is left out of the
+  // training throughput.
+  double validationSeconds = 0;
   auto validate = [&](int64_t step) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::optional<ValidationResult> r = validator->evaluate(step);
-    if (!r) return;
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    validationSeconds += secs;
+    if (!r) return;
     progress << "validation  step " << step << "  epoch " << std::fixed << std::setprecision(2)
              << static_cast<double>(order.samplesSeen()) / static_cast<double>(source->numSamples())
              << "  loss " << std::setprecision(6) << r->loss;
@@ -408,7 +412,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     if (step == firstStep) firstLoss = meanLoss;
     lastLoss = meanLoss;
     const auto now = clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
+    const double elapsed = std::chrono::duration<double>(now - start).count() - validationSeconds;
     if (!o.checkpointDir.empty() && o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0 &&
         step + 1 != steps) {
       saveCheckpoint(step + 1);
@@ -437,14 +441,18 @@ int train(const TrainOptions& o, std::ostream& out) {
     session->waitForCheckpoint();
     prune();
   }
-  const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(clock::now() - start).count() - validationSeconds;
   const int64_t trained = std::max<int64_t>(0, steps - firstStep);
   const double trainedSamples = static_cast<double>(trained) * static_cast<double>(samplesPerStep);
   progress << "xtrain: trained " << trained << " steps (" << std::fixed << std::setprecision(0)
            << trainedSamples << " samples) in " << std::defaultfloat << std::setprecision(3)
            << seconds << " s, " << std::setprecision(1) << std::fixed << trainedSamples / seconds
-           << " samples/s; loss " << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n"
-           << std::defaultfloat;
+           << " samples/s; loss " << std::setprecision(6) << firstLoss << " -> " << lastLoss;
+  if (validator) {
+    progress << "; validation took " << std::setprecision(2) << validationSeconds << " s more";
+  }
+  progress << "\n" << std::defaultfloat;
   if (!o.saveModel.empty()) {
     session->modelToHost(o.saveModel);  // collective; instance 0 writes
     if (instance == 0) out << "xtrain: wrote the trained model to " << o.saveModel << "\n";
