@@ -59,6 +59,9 @@ OptionFingerprint optionFingerprint(const TrainOptions& o) {
       {"--checkpoint-async", switchText(o.checkpointAsync)},
       {"--resume", o.resume.empty() || o.resume == "auto" ? o.resume : "(a checkpoint path)"},
       {"--save-model", o.saveModel.empty() ? "(none)" : "(given)"},
+      // Validation is collective too: the instances combine their shares of it.
+      {"--val-data", o.valData.empty() ? "(none)" : "(given)"},
+      {"--val-every", std::to_string(o.valEvery)},
   };
 }
 

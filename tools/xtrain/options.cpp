@@ -45,6 +45,11 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
   --seed S                  seed of the sample order and of random ops (0)
   --anchor NAME[:ALL|FINAL|SUM|EVERYN:k]   also fetch a tensor each step (repeatable)
   --save-model OUT.onnx     write the trained model
+  --val-data V.h5           a held-out data set laid out like --data (the built-in example: x
+                            [N,32] float, labels [N] int): prints its loss and, when the loss is
+                            a classification loss, top-1 accuracy, with the current weights
+  --val-every N             evaluate every N steps (default: at the end of every epoch); also at
+                            the end of training
   --checkpoint-dir DIR      write checkpoints there (ckpt-<step>/, `latest`); at the end at least
   --checkpoint-every N      also every N steps
   --keep-last K             keep only the newest K checkpoints (0: all)
@@ -217,6 +222,10 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       o.anchors.push_back(parseAnchor(next()));
     else if (flag == "--save-model")
       o.saveModel = path(flag, next());
+    else if (flag == "--val-data")
+      o.valData = path(flag, next());
+    else if (flag == "--val-every")
+      o.valEvery = positive(flag, next());
     else if (flag == "--checkpoint-dir")
       o.checkpointDir = path(flag, next());
     else if (flag == "--checkpoint-every")
@@ -247,6 +256,9 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
   } else if (!o.data.empty() || !o.loss.empty()) {
     throw UsageError(
         "--data and --loss need --model (without --model xtrain trains its built-in example)");
+  }
+  if (o.valEvery > 0 && o.valData.empty()) {
+    throw UsageError("--val-every needs --val-data (the held-out data set to evaluate)");
   }
   if (o.checkpointEvery < 0) throw UsageError("--checkpoint-every must be >= 0");
   if (o.keepLast < 0 || o.keepLast > kMaxIntCount) {

@@ -52,6 +52,10 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::vector<AnchorRequest> anchors;
   std::string saveModel;
+  // Validation (validation.hpp): a held-out data set laid out like --data, evaluated every
+  // valEvery steps (0: at the end of every epoch) and at the end of training.
+  std::string valData;
+  int64_t valEvery = 0;
   // Checkpoints (docs/checkpoint-format.md).
   std::string checkpointDir;
   int64_t checkpointEvery = 0;  // steps; 0: only at the end (when checkpointDir is given)

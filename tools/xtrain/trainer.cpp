@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <memory>
 #include <numeric>
@@ -19,12 +20,14 @@
 #include "checkpoint_dir.hpp"
 #include "common/checked_math.hpp"
 #include "common/example_models.hpp"
+#include "data_source.hpp"
 #include "input_checks.hpp"
 #include "input_shapes.hpp"
 #include "ir/onnx/model_file.hpp"
 #include "ir/onnx/onnx_import.hpp"
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
+#include "validation.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
@@ -34,82 +37,6 @@
 namespace xtrain::tools {
 
 namespace {
-
-// Where samples come from: an HDF5 file or the built-in synthetic set. fill() writes the given
-// samples of one input, in order, as the input's element type.
-class DataSource {
- public:
-  virtual ~DataSource() = default;
-  virtual int64_t numSamples() const = 0;
-  virtual void fill(const TensorId& input, const TensorInfo& sampleInfo,
-                    const std::vector<int64_t>& samples, void* dst) = 0;
-};
-
-class Hdf5Source : public DataSource {
- public:
-  Hdf5Source(const std::string& path, const std::map<TensorId, TensorInfo>& inputs)
-      : reader_(path) {
-    for (const auto& [id, info] : inputs) {
-      const TensorInfo file = reader_.info(id);  // throws naming a missing dataset
-      Shape sample(file.shape().begin() + 1, file.shape().end());
-      Shape want(info.shape().begin() + 1, info.shape().end());
-      if (sample != want) {
-        throw error(
-            "dataset '{}' in '{}' has samples of shape {}, but the model's input '{}' is {} "
-            "(expected samples of shape {})",
-            id, path, shapeToString(sample), id, info.toString(), shapeToString(want));
-      }
-      if (isFloatingPoint(file.dataType()) != isFloatingPoint(info.dataType())) {
-        throw error("dataset '{}' in '{}' holds {} but the model's input '{}' is {}", id, path,
-                    dataTypeName(file.dataType()), id, dataTypeName(info.dataType()));
-      }
-      const int64_t n = file.shape()[0];
-      if (samples_ >= 0 && n != samples_) {
-        throw error("datasets in '{}' disagree on the number of samples: '{}' has {}, others {}",
-                    path, id, n, samples_);
-      }
-      samples_ = n;
-    }
-    if (samples_ <= 0) throw error("data file '{}' has no samples", path);
-  }
-  int64_t numSamples() const override { return samples_; }
-  void fill(const TensorId& input, const TensorInfo& sampleInfo,
-            const std::vector<int64_t>& samples, void* dst) override {
-    reader_.readSamples(input, samples, sampleInfo.dataType(), dst);
-  }
-
- private:
-  checkpoint::DatasetReader reader_;
-  int64_t samples_ = -1;
-};
-
-class ExampleSource : public DataSource {
- public:
-  ExampleSource(SyntheticClassification data, TensorId x, TensorId labels)
-      : data_(std::move(data)), x_(std::move(x)), labels_(std::move(labels)) {}
-  int64_t numSamples() const override { return data_.samples; }
-  void fill(const TensorId& input, const TensorInfo&, const std::vector<int64_t>& samples,
-            void* dst) override {
-    if (input == x_) {
-      auto* out = static_cast<float*>(dst);
-      for (size_t i = 0; i < samples.size(); ++i) {
-        std::memcpy(out + i * static_cast<size_t>(data_.features),
-                    data_.x.data() + samples[i] * data_.features,
-                    static_cast<size_t>(data_.features) * sizeof(float));
-      }
-    } else if (input == labels_) {
-      auto* out = static_cast<int32_t*>(dst);
-      for (size_t i = 0; i < samples.size(); ++i)
-        out[i] = data_.labels[static_cast<size_t>(samples[i])];
-    } else {
-      throw error("the built-in example has no input '{}'", input);
-    }
-  }
-
- private:
-  SyntheticClassification data_;
-  TensorId x_, labels_;
-};
 
 // A seeded shuffle per epoch; hands out the next n sample indices, starting a new epoch when
 // needed.
@@ -193,6 +120,12 @@ int train(const TrainOptions& o, std::ostream& out) {
   InputShapeInfo shapes;
   std::map<TensorId, TensorInfo> inputs;  // per micro-batch, batch dimension first
   const bool example = o.model.empty();
+  // For validation: the model for a micro-batch of n samples, its bytes (to find the classifier
+  // behind the loss) and its floating-point initializers (the state to copy).
+  std::string modelBytes;
+  std::function<std::string(int64_t)> modelFor;
+  std::function<InputShapeInfo(int64_t)> shapesFor;
+  std::vector<TensorId> weightIds;
 
   if (example) {
     MlpSpec spec;
@@ -204,13 +137,22 @@ int train(const TrainOptions& o, std::ostream& out) {
     loss = m.loss;
     inputs[m.input] = TensorInfo(DataType::FLOAT, {o.microBatchSize, 32});
     inputs[m.labels] = TensorInfo(DataType::INT32, {o.microBatchSize});
-    source = std::make_unique<ExampleSource>(makeSyntheticClassification(4096, 32, 8, 1234),
-                                             m.input, m.labels);
+    source = exampleSource(makeSyntheticClassification(4096, 32, 8, 1234), m.input, m.labels);
     progress << "xtrain: built-in example: MLP 32-64-8 on 4096 synthetic samples of 8 classes\n";
+    if (!o.valData.empty()) {
+      modelBytes = m.proto;
+      modelFor = [spec](int64_t n) {
+        MlpSpec s = spec;
+        s.microBatch = n;
+        return buildMlp(s).proto;
+      };
+      shapesFor = [](int64_t) { return InputShapeInfo(); };
+      weightIds = Builder::createFromOnnxModel(m.proto)->getTrainableTensorIds();
+    }
   } else {
     model = o.model;
     // A model given through a FIFO (process substitution, `--model <(...)`) can be read only once:
-    // its bytes go to both the probe below and the session.
+    // its bytes go to the input declarations below and the session.
     struct stat st {};
     if (::stat(o.model.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)) {
       model = ir::readModelFile(o.model);
@@ -227,8 +169,25 @@ int train(const TrainOptions& o, std::ostream& out) {
     }
     inputs = bindInputShapes(declared, dataInfos, o.microBatchSize, o.model, o.data);
     for (const auto& [id, info] : inputs) shapes.add(id, info);
-    source = std::make_unique<Hdf5Source>(o.data, inputs);
+    source = openHdf5Source(o.data, inputs);
+    if (!o.valData.empty()) {
+      modelBytes = model == o.model ? ir::readModelFile(o.model) : model;
+      modelFor = [model](int64_t) { return model; };
+      shapesFor = [inputs](int64_t n) {
+        InputShapeInfo s;
+        for (const auto& [id, info] : inputs) {
+          Shape shape = info.shape();
+          shape[0] = n;
+          s.add(id, TensorInfo(info.dataType(), shape));
+        }
+        return s;
+      };
+      weightIds = Builder::createFromOnnxModel(model)->getTrainableTensorIds();
+    }
   }
+  // The validation set is checked before anything is compiled or written.
+  std::unique_ptr<DataSource> valSource;
+  if (!o.valData.empty()) valSource = openValidationData(o.valData, inputs);
 
   // One step trains on samplesPerStep samples over all replicas of the job. Checked before the
   // session is built: absurd counts are bad usage, never a wrapped size or an allocation.
@@ -289,6 +248,31 @@ int train(const TrainOptions& o, std::ostream& out) {
   session->prepareDevice();
   session->setRandomSeed(o.seed);
   session->weightsFromHost();
+  std::unique_ptr<Validator> validator;
+  if (valSource) {
+    ValidationSetup vs;
+    vs.dataPath = o.valData;
+    vs.model = modelFor;
+    vs.shapes = shapesFor;
+    vs.inputs = inputs;
+    vs.microBatch = o.microBatchSize;
+    vs.loss = loss;
+    vs.head = findClassificationHead(modelBytes, loss);
+    vs.weights = weightIds;
+    vs.instance = instance;
+    vs.instances = instances;
+    const bool classifier = vs.head.has_value();
+    validator = std::make_unique<Validator>(std::move(vs), std::move(valSource), *session);
+    progress << "xtrain: validation on " << validator->numSamples() << " samples of " << o.valData;
+    if (o.valEvery > 0)
+      progress << " every " << o.valEvery << " steps";
+    else
+      progress << " at the end of every epoch";
+    progress << " and at the end; "
+             << (classifier ? "top-1 accuracy of the classifier"
+                            : "no classification loss: loss only")
+             << "\n";
+  }
 
   const int64_t L = localReplicas, G = globalReplicas, af = o.accumulationFactor,
                 bps = o.batchesPerStep, mb = o.microBatchSize;
@@ -321,6 +305,26 @@ int train(const TrainOptions& o, std::ostream& out) {
   StepIO stepio(inputRefs, anchorRefs);
 
   SampleOrder order(source->numSamples(), o.seed);
+  // Evaluates after `step` steps (collective); instance 0 prints. Its time is left out of the
+  // training throughput.
+  double validationSeconds = 0;
+  auto validate = [&](int64_t step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::optional<ValidationResult> r = validator->evaluate(step);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    validationSeconds += secs;
+    if (!r) return;
+    progress << "validation  step " << step << "  epoch " << std::fixed << std::setprecision(2)
+             << static_cast<double>(order.samplesSeen()) / static_cast<double>(source->numSamples())
+             << "  loss " << std::setprecision(6) << r->loss;
+    if (r->accuracy) {
+      progress << "  accuracy " << std::setprecision(2) << 100.0 * *r->accuracy << "% ("
+               << r->correct << "/" << r->counted << ")";
+    }
+    progress << "  (" << r->samples << " samples, " << std::setprecision(2) << secs << " s)\n"
+             << std::defaultfloat;
+  };
   int64_t firstStep = 0;
   std::optional<CheckpointInfo> resumed;
   if (o.resume == "auto") {
@@ -412,7 +416,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     if (step == firstStep) firstLoss = meanLoss;
     lastLoss = meanLoss;
     const auto now = clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
+    const double elapsed = std::chrono::duration<double>(now - start).count() - validationSeconds;
     if (!o.checkpointDir.empty() && o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0 &&
         step + 1 != steps) {
       saveCheckpoint(step + 1);
@@ -427,20 +431,32 @@ int train(const TrainOptions& o, std::ostream& out) {
                << "\n"
                << std::defaultfloat;
     }
+    if (validator) {
+      // Every --val-every steps, or when this step completed an epoch; and after the last step.
+      const int64_t seen = order.samplesSeen(), n = source->numSamples();
+      const bool epochEnded = seen / n > (seen - samplesPerStep) / n;
+      if (step + 1 == steps || (o.valEvery > 0 ? (step + 1) % o.valEvery == 0 : epochEnded)) {
+        validate(step + 1);
+      }
+    }
   }
   if (!o.checkpointDir.empty() && firstStep < steps) {
     saveCheckpoint(steps);
     session->waitForCheckpoint();
     prune();
   }
-  const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(clock::now() - start).count() - validationSeconds;
   const int64_t trained = std::max<int64_t>(0, steps - firstStep);
   const double trainedSamples = static_cast<double>(trained) * static_cast<double>(samplesPerStep);
   progress << "xtrain: trained " << trained << " steps (" << std::fixed << std::setprecision(0)
            << trainedSamples << " samples) in " << std::defaultfloat << std::setprecision(3)
            << seconds << " s, " << std::setprecision(1) << std::fixed << trainedSamples / seconds
-           << " samples/s; loss " << std::setprecision(6) << firstLoss << " -> " << lastLoss << "\n"
-           << std::defaultfloat;
+           << " samples/s; loss " << std::setprecision(6) << firstLoss << " -> " << lastLoss;
+  if (validator) {
+    progress << "; validation took " << std::setprecision(2) << validationSeconds << " s more";
+  }
+  progress << "\n" << std::defaultfloat;
   if (!o.saveModel.empty()) {
     session->modelToHost(o.saveModel);  // collective; instance 0 writes
     if (instance == 0) out << "xtrain: wrote the trained model to " << o.saveModel << "\n";
