@@ -35,7 +35,15 @@ std::string readModelFile(const std::string& path) {
                 std::strerror(errno));
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) == 0 && S_ISFIFO(st.st_mode)) {
+  // A device has no model in it: /dev/zero would be read for its whole 2 GiB before failing to
+  // parse, /dev/null read as an empty model. Refused at once.
+  if (::fstat(fd.get(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    throw error(
+        "cannot load ONNX model: '{}' is a {} device, not a model file (give a file, a FIFO or "
+        "process substitution)",
+        path, S_ISCHR(st.st_mode) ? "character" : "block");
+  }
+  if (S_ISFIFO(st.st_mode)) {
     pollfd wait{fd.get(), POLLIN, 0};
     if (::poll(&wait, 1, kFifoWaitMilliseconds) <= 0) {
       throw error("cannot load ONNX model: '{}' is a FIFO that no process wrote to within {} s",
