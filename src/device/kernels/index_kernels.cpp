@@ -115,6 +115,13 @@ XT_REGISTER_KERNEL(
       });
     });
 
+// The scatter-add gradients compute in FLOAT (FLOAT16 runs promoted); input 1 holds indices.
+void requireFloatGradient(const KernelSpec& spec) {
+  if (spec.inputs.at(0).dataType() != DataType::FLOAT) {
+    spec.fail("the gradient {} must be FLOAT", spec.inputs[0].toString());
+  }
+}
+
 enum class Reduction { None, Add, Mul };
 
 Reduction reductionOf(const KernelSpec& spec) {
@@ -184,7 +191,7 @@ XT_REGISTER_KERNEL(
 
 XT_REGISTER_KERNEL("ai.xtrain", "GatherElementsGrad",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     spec.requireFloatInputs();
+                     requireFloatGradient(spec);
                      const TensorInfo& out = spec.outputs.at(0);
                      return scatterElementsKernel<float>(
                          elementsPlan(spec, out.shape(), spec.inputs.at(1).shape()), Reduction::Add,
@@ -316,7 +323,7 @@ XT_REGISTER_KERNEL("ai.onnx", "ScatterND", [](const KernelSpec& spec) -> std::un
 
 XT_REGISTER_KERNEL("ai.xtrain", "GatherNDGrad",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     spec.requireFloatInputs();
+                     requireFloatGradient(spec);
                      const TensorInfo& out = spec.outputs.at(0);
                      return scatterNDKernel<float>(
                          ndPlan(spec, out.shape(), spec.inputs.at(1).shape(),
