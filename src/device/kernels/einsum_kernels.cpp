@@ -4,7 +4,8 @@
 // broadcasting (matrix products, batched or not, attention's "bhqd,bhkd->bhqk", outer products,
 // ...) run as one oneDNN batched matmul: A is permuted into [batch, m, k], B into [batch, k, n]
 // (a copy only when the labels are not already in that order), and the [batch, m, n] product
-// permuted into the output's order. Every other equation runs a loop nest over all labels, output
+// permuted into the output's order. Three or more operands are contracted two at a time. Every
+// other equation runs a loop nest over all labels, output
 // labels outermost and summed labels innermost, with per-operand strides (0 where an operand lacks
 // a label or broadcasts it; repeated labels add their strides, which reads or writes diagonals).
 #include <algorithm>
@@ -318,13 +319,78 @@ bool hasRepeats(const std::string& s) {
   return false;
 }
 
-std::unique_ptr<Kernel> makeEinsum(const KernelSpec& spec) {
-  for (size_t i = 0; i < spec.inputs.size(); ++i) {
-    if (spec.inputs[i].dataType() != DataType::FLOAT) {
-      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+std::unique_ptr<Kernel> makeEinsumOf(const KernelSpec& spec, const Terms& t);
+
+// Three or more operands: contracted left to right, two at a time, so that every step can take
+// the matmul path (and no step loops over more labels than its two operands have). An
+// intermediate keeps the labels the output or a later operand still needs.
+class ChainEinsum final : public Kernel {
+ public:
+  ChainEinsum(const KernelSpec& spec, const Terms& t) {
+    std::map<char, int64_t> size;
+    for (size_t k = 0; k < t.inputs.size(); ++k) {
+      for (size_t p = 0; p < t.inputs[k].size(); ++p) {
+        int64_t& v = size[t.inputs[k][p]];
+        v = std::max(v, spec.inputs[k].shape()[p]);
+      }
+    }
+    std::string cur = t.inputs[0];
+    TensorInfo curInfo = spec.inputs[0];
+    for (size_t k = 1; k < t.inputs.size(); ++k) {
+      const bool last = k + 1 == t.inputs.size();
+      std::string next;
+      Shape nextShape;
+      if (last) {
+        next = t.output;
+        nextShape = spec.outputs[0].shape();
+      } else {
+        std::string later = t.output;
+        for (size_t j = k + 1; j < t.inputs.size(); ++j) later += t.inputs[j];
+        for (char c : cur + t.inputs[k]) {
+          if (later.find(c) == std::string::npos || next.find(c) != std::string::npos) continue;
+          next += c;
+          // The size within the two operands (a label both broadcast stays 1).
+          int64_t s = 1;
+          const size_t a = cur.find(c), b = t.inputs[k].find(c);
+          if (a != std::string::npos) s = std::max(s, curInfo.shape()[a]);
+          if (b != std::string::npos) s = std::max(s, spec.inputs[k].shape()[b]);
+          nextShape.push_back(s);
+        }
+      }
+      KernelSpec step;
+      step.type = spec.type;
+      step.domain = spec.domain;
+      step.description = spec.description;
+      step.inputs = {curInfo, spec.inputs[k]};
+      step.outputs = {TensorInfo(DataType::FLOAT, nextShape)};
+      Terms st{{cur, t.inputs[k]}, next};
+      step.attrs.set("equation", cur + "," + t.inputs[k] + "->" + next);
+      steps_.push_back(makeEinsumOf(step, st));
+      if (!last) temps_.emplace_back(step.outputs[0]);
+      cur = next;
+      curInfo = step.outputs[0];
     }
   }
-  const Terms t = splitEquation(spec);
+
+  void run(const KernelIO& io) override {
+    for (size_t k = 0; k < steps_.size(); ++k) {
+      HostTensor* ins[2] = {k == 0 ? &io.in(0) : &temps_[k - 1], &io.in(k + 1)};
+      HostTensor* outs[1] = {k + 1 == steps_.size() ? &io.out(0) : &temps_[k]};
+      KernelIO sub;
+      sub.inputs = std::span<HostTensor* const>(ins, 2);
+      sub.outputs = std::span<HostTensor* const>(outs, 1);
+      sub.seed = io.seed;
+      steps_[k]->run(sub);
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<Kernel>> steps_;
+  std::vector<HostTensor> temps_;
+};
+
+std::unique_ptr<Kernel> makeEinsumOf(const KernelSpec& spec, const Terms& t) {
+  if (t.inputs.size() > 2) return std::make_unique<ChainEinsum>(spec, t);
   if (t.inputs.size() == 2) {
     const std::string& a = t.inputs[0];
     const std::string& b = t.inputs[1];
@@ -350,9 +416,9 @@ std::unique_ptr<Kernel> makeEinsum(const KernelSpec& spec) {
     }
     for (char c : a) {
       if (o.find(c) != std::string::npos) continue;
-      if (b.find(c) == std::string::npos)
+      if (b.find(c) == std::string::npos) {
         ok = false;  // summed in A alone
-      else {
+      } else {
         k += c;
         ok = ok && sizeIn(0, c) == sizeIn(1, c);
       }
@@ -363,6 +429,15 @@ std::unique_ptr<Kernel> makeEinsum(const KernelSpec& spec) {
     if (ok) return std::make_unique<MatMulEinsum>(spec, t, batch, m, n, k);
   }
   return std::make_unique<LoopEinsum>(spec, t);
+}
+
+std::unique_ptr<Kernel> makeEinsum(const KernelSpec& spec) {
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (spec.inputs[i].dataType() != DataType::FLOAT) {
+      spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+    }
+  }
+  return makeEinsumOf(spec, splitEquation(spec));
 }
 
 XT_REGISTER_KERNEL("ai.onnx", "Einsum", makeEinsum);
