@@ -145,9 +145,7 @@ TEST(ScatterElementsOp, EveryReductionAndAxisWithGradients) {
       auto out = runForward(build, {data, idx, upd});
       EXPECT_TRUE(allClose(out[0], scatterElementsRef(data, idx, upd, axis, reduction), 1e-6, 1e-6))
           << reduction << " " << axis;
-      GradCheckOptions o;
-      if (reduction == "mul") o.wrt = {0};  // the updates' gradient is not implemented for mul
-      expectGradientsMatch(build, {data, idx, upd}, o);
+      expectGradientsMatch(build, {data, idx, upd});
       // INT64 data.
       HostTensor di = data.castTo(DataType::INT64), ui = randomTensor(idxShape, 5, -5, 5);
       ui = ui.castTo(DataType::INT64);
@@ -155,6 +153,28 @@ TEST(ScatterElementsOp, EveryReductionAndAxisWithGradients) {
       EXPECT_TRUE(allClose(out[0], scatterElementsRef(di, idx, ui, axis, reduction), 0, 0));
     }
   }
+}
+
+// reduction=mul with zero updates: the updates' gradient counts zeros instead of dividing by them.
+TEST(ScatterElementsOp, MulGradientWithZeroUpdates) {
+  HostTensor data = randomTensor({3, 2}, 1, 0.5f, 1.5f);
+  HostTensor idx = i64({4, 2}, {0, 1, 0, 1, 2, 1, 0, 0});
+  HostTensor upd = randomTensor({4, 2}, 2, 0.5f, 1.5f);
+  upd.span<float>()[0] = 0.0f;  // position (0,0): one zero among three updates
+  upd.span<float>()[3] = 0.0f;  // position (1,1): two zeros
+  upd.span<float>()[5] = 0.0f;
+  expectGradientsMatch(
+      [](ir::Graph& g, auto in) {
+        return addOp(g, "ScatterElements", in, attrs({{"reduction", std::string("mul")}}), 1,
+                     ir::kOnnxDomain, 16);
+      },
+      {data, idx, upd});
+  expectGradientsMatch(
+      [](ir::Graph& g, auto in) {
+        return addOp(g, "ScatterND", in, attrs({{"reduction", std::string("mul")}}), 1,
+                     ir::kOnnxDomain, 16);
+      },
+      {data, i64({3, 1}, {1, 1, 2}), HostTensor::fromVector<float>({3, 2}, {0, 2, 0, 3, 1, 0})});
 }
 
 TEST(ScatterElementsOp, Opset9ScatterAndReductionNeedsOpset16) {
@@ -312,9 +332,7 @@ TEST(ScatterNDOp, EveryReductionWithGradients) {
     };
     auto out = runForward(build, {data, idx, upd});
     EXPECT_TRUE(allClose(out[0], scatterNDRef(data, idx, upd, reduction), 1e-6, 1e-6)) << reduction;
-    GradCheckOptions o;
-    if (reduction == "mul") o.wrt = {0};
-    expectGradientsMatch(build, {data, idx, upd}, o);
+    expectGradientsMatch(build, {data, idx, upd});
     HostTensor di = data.castTo(DataType::INT64), ui = upd.castTo(DataType::INT64);
     out = runForward(build, {di, idx, ui});
     EXPECT_TRUE(allClose(out[0], scatterNDRef(di, idx, ui, reduction), 0, 0));

@@ -331,6 +331,89 @@ XT_REGISTER_KERNEL("ai.xtrain", "GatherNDGrad",
                          Reduction::Add, true);
                    });
 
+// ScatterMulUpdatesGrad(dy, data, indices, updates): per data position the product of its nonzero
+// updates and the count of its zero updates, then per update dy * data * (product of the others).
+class ScatterMulUpdatesGrad final : public Kernel {
+ public:
+  explicit ScatterMulUpdatesGrad(const KernelSpec& spec) {
+    const TensorInfo& data = spec.inputs.at(1);
+    elements_ = spec.attrs.getString("kind") == "ScatterElements";
+    if (elements_) {
+      ep_ = elementsPlan(spec, data.shape(), spec.inputs.at(2).shape());
+    } else {
+      np_ = ndPlan(spec, data.shape(), spec.inputs.at(2).shape(), 0);
+    }
+    prod_.resize(static_cast<size_t>(data.nelms()));
+    zeros_.resize(static_cast<size_t>(data.nelms()));
+  }
+
+  void run(const KernelIO& io) override {
+    const float* dy = io.in(0).data<float>();
+    const float* data = io.in(1).data<float>();
+    const float* u = io.in(3).data<float>();
+    float* g = io.out(0).data<float>();
+    std::fill(prod_.begin(), prod_.end(), 1.0f);
+    std::fill(zeros_.begin(), zeros_.end(), 0);
+    auto accumulate = [&](int64_t off, int64_t j) {
+      if (u[j] == 0.0f) {
+        ++zeros_[static_cast<size_t>(off)];
+      } else {
+        prod_[static_cast<size_t>(off)] *= u[j];
+      }
+    };
+    auto grad = [&](int64_t off, int64_t j) {
+      const auto o = static_cast<size_t>(off);
+      float others = 0.0f;
+      if (u[j] != 0.0f) {
+        others = zeros_[o] == 0 ? prod_[o] / u[j] : 0.0f;
+      } else {
+        others = zeros_[o] == 1 ? prod_[o] : 0.0f;
+      }
+      g[j] = dy[off] * data[off] * others;
+    };
+    if (elements_) {
+      copyutil::readIndexTensor(io.in(2), idx_);
+      normalizeIndices(ep_.description, idx_, ep_.axisDim);
+      forEachElement(ep_, idx_, accumulate);
+      forEachElement(ep_, idx_, grad);
+    } else {
+      copyutil::readIndexTensor(io.in(2), idx_);
+      tupleOffsets(np_, idx_, offs_);
+      for (int pass = 0; pass < 2; ++pass) {
+        for (size_t t = 0; t < offs_.size(); ++t) {
+          for (int64_t i = 0; i < np_.slice; ++i) {
+            const int64_t j = static_cast<int64_t>(t) * np_.slice + i;
+            if (pass == 0) {
+              accumulate(offs_[t] + i, j);
+            } else {
+              grad(offs_[t] + i, j);
+            }
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  bool elements_ = true;
+  ElementsPlan ep_;
+  NDPlan np_;
+  std::vector<float> prod_;
+  std::vector<int32_t> zeros_;
+  std::vector<int64_t> idx_, offs_;
+};
+
+XT_REGISTER_KERNEL("ai.xtrain", "ScatterMulUpdatesGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     for (size_t i : {0, 1, 3}) {  // a refused FLOAT16 spec runs promoted
+                       if (spec.inputs.at(i).dataType() != DataType::FLOAT) {
+                         spec.fail("input {} is {}; only FLOAT is supported", i,
+                                   spec.inputs[i].toString());
+                       }
+                     }
+                     return std::make_unique<ScatterMulUpdatesGrad>(spec);
+                   });
+
 // ---- TopK, ArgMax, ArgMin -------------------------------------------------------------------
 
 struct AxisLayout {

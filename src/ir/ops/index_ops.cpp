@@ -114,6 +114,9 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
+Shape gatherNDShape(const ShapeContext& ctx, const TensorInfo& data, const TensorInfo& indices,
+                    int64_t batchDims);
+
 // Gradients of ScatterElements and ScatterND, which differ only in the gather op that reads the
 // updates' share of dy.
 void scatterGrad(GradContext& g, const char* scatterType, const char* gatherType,
@@ -135,12 +138,50 @@ void scatterGrad(GradContext& g, const char* scatterType, const char* gatherType
   }
   if (g.needsGrad(2)) {
     if (reduction == "mul") {
-      // d out / d update_j = data * (product of the other updates at that position): left out.
+      // d out / d update_j = dy * data * (the product of the other updates at that position).
+      Attributes a = gatherAttrs;
+      a.set("kind", std::string(scatterType));
+      g.setGradIn(2, g.emit("ScatterMulUpdatesGrad", {dy, g.input(0), g.input(1), g.input(2)},
+                            std::move(a)));
       return;
     }
     g.setGradIn(2, g.emit(gatherType, {dy, g.input(1)}, gatherAttrs, kOnnxDomain));
   }
 }
+
+// ScatterMulUpdatesGrad(dy, data, indices, updates) with attribute kind ("ScatterElements", with
+// its axis, or "ScatterND"): the gradient of a scatter with reduction=mul with respect to its
+// updates, dy * data * the product of the other updates that multiplied the same position (zeros
+// counted exactly, no division by a zero update).
+XT_REGISTER_OP([] {
+  OpDef d;
+  d.type = "ScatterMulUpdatesGrad";
+  d.domain = kXtrainDomain;
+  d.minInputs = d.maxInputs = 4;
+  d.infer = [](const ShapeContext& ctx) {
+    ctx.requireFloatOrHalf(0, "dy");
+    const TensorInfo& dy = ctx.input(0);
+    const TensorInfo& data = ctx.input(1);
+    const TensorInfo& updates = ctx.input(3);
+    if (dy.shape() != data.shape() || updates.dataType() != dy.dataType()) {
+      ctx.fail("dy {}, data {} and updates {} do not fit", dy.toString(), data.toString(),
+               updates.toString());
+    }
+    const std::string kind = ctx.attrs().getString("kind");
+    if (kind == "ScatterElements") {
+      checkElementsIndices(ctx, data, ctx.input(2));
+      if (updates.shape() != ctx.input(2).shape()) ctx.fail("updates do not fit the indices");
+    } else if (kind == "ScatterND") {
+      if (updates.shape() != gatherNDShape(ctx, data, ctx.input(2), 0)) {
+        ctx.fail("updates do not fit the indices");
+      }
+    } else {
+      ctx.fail("kind '{}' is not ScatterElements or ScatterND", kind);
+    }
+    return std::vector<TensorInfo>{updates};
+  };
+  return d;
+}());
 
 // ScatterElements(data, indices, updates) with attributes axis (default 0) and reduction (opset
 // 16: none, add, mul): a copy of data where out[p with p[axis] replaced by indices[p]] is set to
