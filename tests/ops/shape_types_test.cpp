@@ -116,3 +116,52 @@ TEST(ShapeOpsAnyType, GatherNegativeAndOutOfRangeIndicesOnInt64Shapes) {
 
 }  // namespace
 }  // namespace xtrain::testing
+
+namespace xtrain::testing {
+namespace {
+
+// The computing kernels refuse FLOAT16 and run promoted: their FLOAT16 result is the FLOAT result
+// of the rounded inputs, rounded.
+TEST(ComputingOpsFloat16, RunPromoted) {
+  struct Case {
+    std::string type;
+    std::vector<Shape> shapes;
+    std::vector<HostTensor> consts;
+    Attributes attrs;
+    int numOutputs;
+    int opset;
+  };
+  const std::vector<Case> cases = {
+      {"TopK", {{3, 5}}, {i64({1}, {2})}, {}, 2, 11},
+      {"CumSum", {{3, 5}}, {i64({}, {1})}, attrs({{"reverse", int64_t{1}}}), 1, 14},
+      {"Einsum", {{3, 4}, {4, 2}}, {}, attrs({{"equation", std::string("ij,jk->ik")}}), 1, 12},
+      {"Einsum", {{3, 3}}, {}, attrs({{"equation", std::string("ii->")}}), 1, 12},
+      {"ArgMax", {{3, 5}}, {}, attrs({{"axis", int64_t{1}}}), 1, 13},
+      {"Pad", {{3, 5}}, {i64({4}, {1, 2, 0, 1})}, attrs({{"mode", std::string("reflect")}}), 1, 13},
+  };
+  uint64_t seed = 50;
+  for (const Case& c : cases) {
+    std::vector<HostTensor> asFloat, asHalf;
+    for (const Shape& s : c.shapes) {
+      asHalf.push_back(randomTensor(s, seed++).castTo(DataType::FLOAT16));
+      asFloat.push_back(asHalf.back().castTo(DataType::FLOAT));
+    }
+    for (const HostTensor& k : c.consts) {
+      asFloat.push_back(k);
+      asHalf.push_back(k);
+    }
+    auto build = [&](ir::Graph& g, auto in) {
+      return addOp(g, c.type, in, c.attrs, c.numOutputs, ir::kOnnxDomain, c.opset);
+    };
+    auto want = runForward(build, asFloat);
+    auto got = runForward(build, asHalf);
+    for (size_t o = 0; o < want.size(); ++o) {
+      const HostTensor rounded =
+          want[o].dataType() == DataType::FLOAT ? want[o].castTo(DataType::FLOAT16) : want[o];
+      EXPECT_TRUE(allClose(got[o], rounded, 0, 0)) << c.type << " output " << o;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xtrain::testing

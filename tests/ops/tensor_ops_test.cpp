@@ -421,6 +421,13 @@ TEST(OneHotOp, EveryAxisNegativeIndicesAndOutOfRange) {
           << axis << " " << opset;
     }
   }
+  // Gradient with respect to the values.
+  expectGradientsMatch(
+      [&](ir::Graph& g, auto in) {
+        return addOp(g, "OneHot", {addConst(g, "i", idx), addConst(g, "d", i64({}, {4})), in[0]},
+                     attrs({{"axis", int64_t{1}}}), 1, ir::kOnnxDomain, 11);
+      },
+      {HostTensor::fromVector<float>({2}, {0.25f, -2.0f})});
   // Float indices, INT64 values.
   HostTensor fidx = HostTensor::fromVector<float>({3}, {1, 0, 2});
   auto out = runForward(

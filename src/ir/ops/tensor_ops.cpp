@@ -362,6 +362,24 @@ XT_REGISTER_OP([] {
     out.insert(out.begin() + axis, ctx.attrs().getInt("depth"));
     return std::vector<TensorInfo>{TensorInfo(values.dataType(), out)};
   };
+  // d on = sum(dy * mask), d off = sum(dy) - d on, with mask the one-hot of [0, 1].
+  d.grad = [](GradContext& g) {
+    if (!g.needsGrad(1)) return;
+    const DataType t = g.inputInfo(1).dataType();
+    TensorId zeroOne =
+        g.constant(HostTensor::fromVector<float>({2}, {0.0f, 1.0f}).castTo(t), "onehot_mask");
+    TensorId mask = g.emit("OneHot", {g.input(0), zeroOne}, g.attrs(), kOnnxDomain);
+    TensorId dy = g.gradOut(0);
+    Attributes toScalar;
+    toScalar.set("shape", std::vector<int64_t>{1});
+    TensorId on =
+        g.emit("ReduceSumToShape", {g.emit("Mul", {dy, mask}, {}, kOnnxDomain)}, toScalar);
+    TensorId all = g.emit("ReduceSumToShape", {dy}, toScalar);
+    TensorId off = g.emit("Sub", {all, on}, {}, kOnnxDomain);
+    Attributes axis0;
+    axis0.set("axis", int64_t{0});
+    g.setGradIn(1, g.emit("Concat", {off, on}, std::move(axis0), kOnnxDomain));
+  };
   return d;
 }());
 
