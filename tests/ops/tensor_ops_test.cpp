@@ -246,6 +246,12 @@ TEST(TileOp, MatchesReferenceForAnyTypeAndHasGradient) {
                    {randomTensor({2, 2}, 1), i64({1}, {2})});
       },
       {"Tile 'op_under_test'", "repeats [2] has 1 entries", "rank 2"});
+  expectError(
+      [] {
+        runForward([](ir::Graph& g, auto in) { return addOp(g, "Tile", in); },
+                   {randomTensor({2, 2}, 1), i64({2}, {int64_t{1} << 40, int64_t{1} << 40})});
+      },
+      {"Tile 'op_under_test'", "overflows"});
 }
 
 // ---- Pad

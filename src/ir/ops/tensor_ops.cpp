@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/checked_math.hpp"
 #include "ir/op_registry.hpp"
 #include "ir/ops/const_input.hpp"
 
@@ -12,6 +13,14 @@ namespace {
 void checkCopyable(const ShapeContext& ctx, const TensorInfo& info) {
   if (dataTypeSize(info.dataType()) == 0) {
     ctx.fail("input {} has an element type that cannot be copied", info.toString());
+  }
+}
+
+// The element count of an output shape, checked against int64 overflow (names the op).
+void checkElementCount(const ShapeContext& ctx, const Shape& shape) {
+  int64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    n = checkedMul(ctx.op().describe() + ": the output's element count", n, shape[i]);
   }
 }
 
@@ -82,6 +91,7 @@ XT_REGISTER_OP([] {
     for (int64_t v : shape) {
       if (v < 0) ctx.fail("shape {} has the negative dimension {}", shape, v);
     }
+    checkElementCount(ctx, shape);
     const int64_t onnxType = ctx.attrs().getInt("dtype", dataTypeToOnnx(DataType::FLOAT));
     DataType t = DataType::UNDEFINED;
     try {
@@ -188,8 +198,10 @@ XT_REGISTER_OP([] {
     Shape out = in.shape();
     for (size_t i = 0; i < out.size(); ++i) {
       if (repeats[i] < 0) ctx.fail("repeats {} has the negative count {}", repeats, repeats[i]);
-      out[i] *= repeats[i];
+      out[i] = checkedMul(ctx.op().describe() + ": output dimension " + std::to_string(i), out[i],
+                          repeats[i]);
     }
+    checkElementCount(ctx, out);
     return std::vector<TensorInfo>{TensorInfo(in.dataType(), out)};
   };
   d.grad = [](GradContext& g) {
@@ -228,6 +240,10 @@ void validatePads(const ShapeContext& ctx, const Shape& shape, const std::vector
   out = shape;
   for (size_t i = 0; i < rank; ++i) {
     const int64_t b = pads[i], e = pads[i + rank];
+    const int64_t limit = int64_t{1} << 62;
+    if (b > limit || e > limit || b < -limit || e < -limit) {
+      ctx.fail("pads {} are out of range", pads);
+    }
     out[i] = shape[i] + b + e;
     if (out[i] < 0) {
       ctx.fail("pads {} crop dimension {} of size {} below 0", pads, i, shape[i]);
@@ -247,6 +263,7 @@ void validatePads(const ShapeContext& ctx, const Shape& shape, const std::vector
       }
     }
   }
+  checkElementCount(ctx, out);
 }
 
 XT_REGISTER_OP([] {
@@ -360,6 +377,7 @@ XT_REGISTER_OP([] {
     const int64_t axis = normalizeAxis(ctx, ctx.attrs().getInt("axis", -1), indices.rank() + 1);
     Shape out = indices.shape();
     out.insert(out.begin() + axis, ctx.attrs().getInt("depth"));
+    checkElementCount(ctx, out);
     return std::vector<TensorInfo>{TensorInfo(values.dataType(), out)};
   };
   // d on = sum(dy * mask), d off = sum(dy) - d on, with mask the one-hot of [0, 1].
