@@ -2,8 +2,9 @@
 //
 // Canonical form of Einsum: attribute `equation` with explicit output and no ellipsis ("ij,jk->ik":
 // canonicalize expands "..." into letters the equation does not use and writes the implicit
-// output of an equation without "->"), and attribute `ellipsis_labels` (the letters "..." became;
-// only those may broadcast a size 1 against a larger size, as numpy does).
+// output of an equation without "->"), and attribute `ellipsis_labels` (the letters "..." became,
+// which marks the equation canonical). As in numpy, a dimension of size 1 broadcasts against the
+// same label's larger size in another input.
 //
 // GeneralEinsum(x0, x1, ...) with attributes `equation` (canonical letters) and `shape` (the output
 // shape) extends Einsum for gradients: output labels may repeat (the diagonal is written, the rest
@@ -267,7 +268,8 @@ XT_REGISTER_OP([] {
       ctx.fail("equation '{}' has {} input terms for {} inputs", ctx.attrs().getString("equation"),
                e.inputs.size(), ctx.numInputs());
     }
-    const auto size = labelSizes(ctx, e, ctx.attrs().getString("ellipsis_labels", ""), false);
+    // numpy (ONNX's reference) broadcasts a size-1 dimension of any label, not only of "...".
+    const auto size = labelSizes(ctx, e, "", true);
     Shape out;
     for (char c : e.output) {
       auto it = size.find(c);
