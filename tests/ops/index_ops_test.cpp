@@ -423,6 +423,11 @@ TEST(TopKOp, Opset1AttributeKNanAndErrors) {
       },
       {x, i64({1}, {2})});
   EXPECT_EQ(out[1].toVector<int64_t>(), (std::vector<int64_t>{3, 0}));
+  // INT64 input, ties in index order.
+  out = runForward([](ir::Graph& g, auto in) { return addOp(g, "TopK", in, {}, 2); },
+                   {i64({6}, {5, -2, 9, 5, 9, 0}), i64({1}, {4})});
+  EXPECT_EQ(out[0].toVector<int64_t>(), (std::vector<int64_t>{9, 9, 5, 5}));
+  EXPECT_EQ(out[1].toVector<int64_t>(), (std::vector<int64_t>{2, 4, 0, 3}));
   expectError(
       [&] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "TopK", in, {}, 2); },

@@ -435,31 +435,30 @@ AxisLayout axisLayout(const KernelSpec& spec, const Shape& shape, int64_t axis) 
 
 // TopK: per (outer, inner) position the n values along the axis are copied with their indices
 // and partially sorted. NaN counts as larger than every number; equal values keep index order.
-XT_REGISTER_KERNEL("ai.onnx", "TopK", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  spec.requireFloatInputs();
-  const AxisLayout l = axisLayout(spec, spec.inputs.at(0).shape(), spec.attrs.getInt("axis", -1));
-  const int64_t k = spec.attrs.getInt("k");
-  if (k < 0 || k > l.n) spec.fail("k {} is out of range for an axis of {}", k, l.n);
-  const bool largest = spec.attrs.getInt("largest", 1) != 0;
+template <typename T>
+std::unique_ptr<Kernel> topKKernel(AxisLayout l, int64_t k, bool largest) {
   struct Entry {
-    float v;
+    T v;
     int64_t i;
   };
   return makeKernel([l, k, largest, buf = std::vector<Entry>(static_cast<size_t>(l.n))](
                         const KernelIO& io) mutable {
-    const float* x = io.in(0).data<float>();
-    float* values = io.out(0).data<float>();
+    const T* x = reinterpret_cast<const T*>(io.in(0).raw());
+    T* values = reinterpret_cast<T*>(io.out(0).raw());
     int64_t* indices = io.out(1).data<int64_t>();
     if (k == 0) return;
     auto before = [largest](const Entry& a, const Entry& b) {
-      const bool an = std::isnan(a.v), bn = std::isnan(b.v);
-      if (an != bn) return largest ? an : bn;
-      if (!an && a.v != b.v) return largest ? a.v > b.v : a.v < b.v;
+      if constexpr (std::is_floating_point_v<T>) {
+        const bool an = std::isnan(a.v), bn = std::isnan(b.v);
+        if (an != bn) return largest ? an : bn;
+        if (an) return a.i < b.i;
+      }
+      if (a.v != b.v) return largest ? a.v > b.v : a.v < b.v;
       return a.i < b.i;
     };
     for (int64_t o = 0; o < l.outer; ++o) {
       for (int64_t i = 0; i < l.inner; ++i) {
-        const float* src = x + o * l.n * l.inner + i;
+        const T* src = x + o * l.n * l.inner + i;
         for (int64_t j = 0; j < l.n; ++j) buf[static_cast<size_t>(j)] = {src[j * l.inner], j};
         if (k == 1) {
           auto best = std::min_element(buf.begin(), buf.end(), before);
@@ -467,7 +466,7 @@ XT_REGISTER_KERNEL("ai.onnx", "TopK", [](const KernelSpec& spec) -> std::unique_
         } else {
           std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), before);
         }
-        float* vdst = values + o * k * l.inner + i;
+        T* vdst = values + o * k * l.inner + i;
         int64_t* idst = indices + o * k * l.inner + i;
         for (int64_t j = 0; j < k; ++j) {
           vdst[j * l.inner] = buf[static_cast<size_t>(j)].v;
@@ -476,6 +475,20 @@ XT_REGISTER_KERNEL("ai.onnx", "TopK", [](const KernelSpec& spec) -> std::unique_
       }
     }
   });
+}
+
+XT_REGISTER_KERNEL("ai.onnx", "TopK", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  const TensorInfo& x = spec.inputs.at(0);
+  const AxisLayout l = axisLayout(spec, x.shape(), spec.attrs.getInt("axis", -1));
+  const int64_t k = spec.attrs.getInt("k");
+  if (k < 0 || k > l.n) spec.fail("k {} is out of range for an axis of {}", k, l.n);
+  const bool largest = spec.attrs.getInt("largest", 1) != 0;
+  switch (x.dataType()) {
+    case DataType::FLOAT: return topKKernel<float>(l, k, largest);
+    case DataType::INT32: return topKKernel<int32_t>(l, k, largest);
+    case DataType::INT64: return topKKernel<int64_t>(l, k, largest);
+    default: spec.fail("input {} must be FLOAT, INT32 or INT64", x.toString());
+  }
 });
 
 // ArgMax/ArgMin over [outer, n, inner]: a running best per inner position, so the inner loop runs

@@ -352,7 +352,11 @@ XT_REGISTER_OP([] {
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(0);
-    ctx.requireFloatOrHalf(0, "X");
+    const DataType t = x.dataType();
+    if (t != DataType::FLOAT && t != DataType::FLOAT16 && t != DataType::INT32 &&
+        t != DataType::INT64) {
+      ctx.fail("input {} must be FLOAT, FLOAT16, INT32 or INT64", x.toString());
+    }
     if (x.rank() == 0) ctx.fail("input {} is a scalar; it needs rank >= 1", x.toString());
     const int64_t axis = normalizeAxis(ctx, ctx.attrs().getInt("axis", -1), x.rank());
     const int64_t k = ctx.attrs().getInt("k");
