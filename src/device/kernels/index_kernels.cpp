@@ -499,6 +499,7 @@ std::unique_ptr<Kernel> argKernel(AxisLayout l, bool last) {
       [l, last, best = std::vector<T>(static_cast<size_t>(l.inner))](const KernelIO& io) mutable {
         const T* x = reinterpret_cast<const T*>(io.in(0).raw());
         int64_t* y = io.out(0).data<int64_t>();
+        if (io.out(0).nelms() == 0) return;
         for (int64_t o = 0; o < l.outer; ++o) {
           const T* src = x + o * l.n * l.inner;
           int64_t* dst = y + o * l.inner;

@@ -323,7 +323,9 @@ void readAnyIndices(const HostTensor& t, std::vector<int64_t>& out) {
   const int64_t n = t.nelms();
   out.resize(static_cast<size_t>(n));
   switch (t.dataType()) {
-    case DataType::INT64: std::memcpy(out.data(), t.raw(), t.nbytes()); break;
+    case DataType::INT64:
+      if (n > 0) std::memcpy(out.data(), t.raw(), t.nbytes());
+      break;
     case DataType::INT32: indicesAsInt(t.data<int32_t>(), n, out.data()); break;
     case DataType::INT16: indicesAsInt(t.data<int16_t>(), n, out.data()); break;
     case DataType::INT8: indicesAsInt(t.data<int8_t>(), n, out.data()); break;
@@ -358,6 +360,7 @@ XT_REGISTER_KERNEL("ai.onnx", "OneHot", [](const KernelSpec& spec) -> std::uniqu
       const T* values = reinterpret_cast<const T*>(io.in(1).raw());
       const T off = values[0], on = values[1];
       T* y = reinterpret_cast<T*>(io.out(0).raw());
+      if (io.out(0).nelms() == 0) return;
       std::fill(y, y + io.out(0).nelms(), off);
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t i = 0; i < inner; ++i) {
@@ -378,6 +381,7 @@ std::unique_ptr<Kernel> cumSumKernel(int64_t outer, int64_t n, int64_t inner, bo
   return makeKernel([=](const KernelIO& io) {
     const T* x = reinterpret_cast<const T*>(io.in(0).raw());
     T* y = reinterpret_cast<T*>(io.out(0).raw());
+    if (io.out(0).nelms() == 0) return;
     for (int64_t o = 0; o < outer; ++o) {
       const T* xs = x + o * n * inner;
       T* ys = y + o * n * inner;
