@@ -160,9 +160,8 @@ void canonicalizeEquation(Op& op, const Graph& graph) {
   op.attrs.set("ellipsis_labels", fresh);
 }
 
-// Label sizes of the inputs; `broadcast` lists the labels that may be 1 against a larger size.
-std::map<char, int64_t> labelSizes(const ShapeContext& ctx, const Equation& e,
-                                   const std::string& broadcast, bool anyBroadcast) {
+// Label sizes of the inputs; a size 1 broadcasts against the same label's larger size.
+std::map<char, int64_t> labelSizes(const ShapeContext& ctx, const Equation& e) {
   std::map<char, int64_t> size;
   std::map<char, size_t> from;
   for (size_t i = 0; i < e.inputs.size(); ++i) {
@@ -182,8 +181,7 @@ std::map<char, int64_t> labelSizes(const ShapeContext& ctx, const Equation& e,
         continue;
       }
       if (it->second == s) continue;
-      const bool mayBroadcast = anyBroadcast || broadcast.find(c) != std::string::npos;
-      if (mayBroadcast && (s == 1 || it->second == 1)) {
+      if (s == 1 || it->second == 1) {
         it->second = std::max(it->second, s);
         continue;
       }
@@ -269,7 +267,7 @@ XT_REGISTER_OP([] {
                e.inputs.size(), ctx.numInputs());
     }
     // numpy (ONNX's reference) broadcasts a size-1 dimension of any label, not only of "...".
-    const auto size = labelSizes(ctx, e, "", true);
+    const auto size = labelSizes(ctx, e);
     Shape out;
     for (char c : e.output) {
       auto it = size.find(c);
@@ -295,7 +293,7 @@ XT_REGISTER_OP([] {
       ctx.fail("equation '{}' has {} input terms for {} inputs", ctx.attrs().getString("equation"),
                e.inputs.size(), ctx.numInputs());
     }
-    const auto size = labelSizes(ctx, e, "", true);
+    const auto size = labelSizes(ctx, e);
     const Shape out = ctx.attrs().getInts("shape");
     if (out.size() != e.output.size()) {
       ctx.fail("shape {} does not fit the output term '{}'", shapeToString(out), e.output);
