@@ -5,36 +5,10 @@
 #include <numeric>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/const_input.hpp"
 
 namespace xtrain::ir {
 namespace {
-
-// Static configuration that opset 11/12 pass as an attribute and opset 13+ as an input: accept
-// either form at any opset (internal gradient ops carry opset 0 and always use the attribute) and
-// leave the attribute.
-void constInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& name) {
-  if (!op.hasInput(index)) return;
-  if (op.attrs.has(name)) {
-    throw error("{}: '{}' is given both as an attribute and as input {}; give one", op.describe(),
-                name, index);
-  }
-  // Read integer constants exactly: INT64_MAX ("to the end" in Slice) does not survive a trip
-  // through double, which moveConstInputToAttr takes.
-  const Tensor& t = graph.tensor(op.inputs[index]);
-  if (t.kind == TensorKind::Const && t.value &&
-      (t.value->dataType() == DataType::INT64 || t.value->dataType() == DataType::INT32)) {
-    std::vector<int64_t> values;
-    if (t.value->dataType() == DataType::INT64) {
-      values = t.value->toVector<int64_t>();
-    } else {
-      for (int32_t v : t.value->span<int32_t>()) values.push_back(v);
-    }
-    op.attrs.set(name, std::move(values));
-    op.inputs[index].clear();
-    return;
-  }
-  moveConstInputToAttr(op, graph, index, name);  // reports a non-constant input
-}
 
 // Gradient of every op whose output is its input with another shape.
 void reshapeGrad(GradContext& g) {
