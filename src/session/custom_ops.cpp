@@ -1,0 +1,233 @@
+// The bridge from the public custom-op API (include/xtrain/customop.hpp) to the internal
+// registries: an OpDef in the ir's OpRegistry (shape inference, gradient), a kernel factory in the
+// device's KernelRegistry, and an ONNX schema (checker, Builder shape inference). Lives in the
+// session module, which sees both ir and device.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <set>
+
+#include "device/kernel.hpp"
+#include "ir/onnx/custom_schemas.hpp"
+#include "ir/op_registry.hpp"
+#include "xtrain/customop.hpp"
+
+namespace xtrain {
+
+namespace {
+
+const std::set<std::string>& reservedDomains() {
+  static const std::set<std::string> domains = {"",
+                                                ir::kOnnxDomain,
+                                                "ai.onnx.ml",
+                                                "ai.xtrain",
+                                                ir::kGraphcoreDomain,
+                                                "ai.onnx.training",
+                                                "ai.onnx.preview.training"};
+  return domains;
+}
+
+std::vector<TensorInfo> callInfer(const CustomOpDefinition& def, const std::vector<TensorInfo>& in,
+                                  const CustomOpAttributes& attrs) {
+  std::vector<TensorInfo> out = def.inferShapes(in, attrs);
+  if (out.size() != static_cast<size_t>(def.numOutputs)) {
+    throw error("its shape function returned {} output infos; the op has {} outputs", out.size(),
+                def.numOutputs);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].isSet()) throw error("its shape function left the type of output {} unset", i);
+  }
+  return out;
+}
+
+class GradBuilder final : public CustomOpGradBuilder {
+ public:
+  explicit GradBuilder(ir::GradContext& ctx) : ctx_(ctx), attrs_(ctx.attrs().all()) {}
+
+  size_t numInputs() const override { return ctx_.op().inputs.size(); }
+  size_t numOutputs() const override { return ctx_.op().outputs.size(); }
+  TensorId input(size_t i) const override { return ctx_.op().inputs.at(i); }
+  TensorId output(size_t i) const override { return ctx_.op().outputs.at(i); }
+  TensorInfo inputInfo(size_t i) const override {
+    return ctx_.op().hasInput(i) ? ctx_.inputInfo(i) : TensorInfo();
+  }
+  TensorInfo outputInfo(size_t i) const override {
+    return ctx_.op().hasOutput(i) ? ctx_.outputInfo(i) : TensorInfo();
+  }
+  const CustomOpAttributes& attributes() const override { return attrs_; }
+  bool needsGrad(size_t i) const override { return ctx_.needsGrad(i); }
+  TensorId gradOut(size_t i) override { return ctx_.gradOutOrZeros(i); }
+
+  std::vector<TensorId> op(const std::string& domain, const std::string& type,
+                           const std::vector<TensorId>& inputs, unsigned numOutputs,
+                           const CustomOpAttributes& attributes) override {
+    Attributes a;
+    for (const auto& [name, value] : attributes) a.set(name, value);
+    const std::string d = domain.empty() ? std::string(ir::kOnnxDomain) : domain;
+    return ctx_.emitMulti(type, inputs, static_cast<int>(numOutputs), std::move(a), d);
+  }
+  TensorId constant(const std::vector<float>& values, const Shape& shape) override {
+    if (static_cast<int64_t>(values.size()) != shapeNelms(shape)) {
+      throw error("{}: gradient constant of shape {} given {} values", ctx_.op().describe(),
+                  shapeToString(shape), values.size());
+    }
+    HostTensor t(TensorInfo(DataType::FLOAT, shape));
+    std::copy(values.begin(), values.end(), t.data<float>());
+    return ctx_.constant(std::move(t), ctx_.op().outputs.at(0) + "_grad_const");
+  }
+  void setGradIn(size_t i, const TensorId& g) override {
+    if (i >= numInputs()) {
+      throw error("{}: setGradIn({}) but the node has {} inputs", ctx_.op().describe(), i,
+                  numInputs());
+    }
+    if (ctx_.needsGrad(i)) ctx_.setGradIn(i, g);
+  }
+
+ private:
+  ir::GradContext& ctx_;
+  CustomOpAttributes attrs_;
+};
+
+class CustomKernel final : public device::Kernel {
+ public:
+  CustomKernel(CustomOpKernel run, CustomOpKernelArgs args)
+      : run_(std::move(run)), args_(std::move(args)) {}
+  void run(const device::KernelIO& io) override {
+    for (size_t i = 0; i < args_.inputs.size(); ++i) {
+      args_.inputs[i] = io.hasIn(i) ? io.in(i).raw() : nullptr;
+    }
+    for (size_t i = 0; i < args_.outputs.size(); ++i) {
+      args_.outputs[i] = io.hasOut(i) ? io.out(i).raw() : nullptr;
+    }
+    args_.seed = io.seed;
+    run_(args_);
+  }
+
+ private:
+  CustomOpKernel run_;
+  CustomOpKernelArgs args_;
+};
+
+}  // namespace
+
+bool isCustomOpRegistered(const std::string& domain, const std::string& type) {
+  return !reservedDomains().count(domain) &&
+         ir::OpRegistry::instance().find(domain, type) != nullptr;
+}
+
+void registerCustomOp(CustomOpDefinition definition) {
+  auto def = std::make_shared<const CustomOpDefinition>(std::move(definition));
+  const std::string name = def->id.domain + "::" + def->id.type;
+  if (def->id.type.empty()) throw error("registerCustomOp: the op type must not be empty");
+  if (reservedDomains().count(def->id.domain)) {
+    throw error(
+        "registerCustomOp: custom op {}: domain '{}' belongs to ONNX or xtrain; give custom ops a "
+        "domain of their own (e.g. \"com.acme\")",
+        name, def->id.domain);
+  }
+  if (def->id.version < 1) {
+    throw error("registerCustomOp: custom op {}: version {}; versions start at 1", name,
+                def->id.version);
+  }
+  if (!def->inferShapes) {
+    throw error("registerCustomOp: custom op {} has no shape function (inferShapes)", name);
+  }
+  if (!def->kernel) {
+    throw error("registerCustomOp: custom op {} has no kernel factory (kernel)", name);
+  }
+  if (def->minInputs < 0 || (def->maxInputs >= 0 && def->maxInputs < def->minInputs) ||
+      def->numOutputs < 1) {
+    throw error(
+        "registerCustomOp: custom op {}: inputs {} to {} and {} outputs; expected 0 <= minInputs "
+        "<= maxInputs (or maxInputs -1) and numOutputs >= 1",
+        name, def->minInputs, def->maxInputs, def->numOutputs);
+  }
+  if (ir::OpRegistry::instance().find(def->id.domain, def->id.type) != nullptr ||
+      device::KernelRegistry::instance().has(def->id.domain, def->id.type)) {
+    throw error("registerCustomOp: custom op {} is already registered", name);
+  }
+
+  ir::onnxutil::CustomSchemaSpec schema;
+  schema.domain = def->id.domain;
+  schema.type = def->id.type;
+  schema.version = def->id.version;
+  schema.minInputs = def->minInputs;
+  schema.maxInputs = def->maxInputs;
+  schema.numOutputs = def->numOutputs;
+  schema.attributeNames = def->attributeNames;
+  schema.infer = [def](const std::vector<TensorInfo>& in, const Attributes& attrs) {
+    return callInfer(*def, in, attrs.all());
+  };
+  ir::onnxutil::registerCustomSchema(schema);
+
+  ir::OpDef op;
+  op.type = def->id.type;
+  op.domain = def->id.domain;
+  op.minInputs = def->minInputs;
+  op.maxInputs = def->maxInputs;
+  op.minOutputs = def->numOutputs;
+  op.maxOutputs = def->numOutputs;
+  op.canonicalize = [def](ir::Op& o, const ir::Graph&) {
+    if (o.opset != 0 && o.opset < def->id.version) {
+      throw error(
+          "{}: custom op {} exists since version {} of domain '{}'; the model imports that "
+          "domain at opset {}",
+          o.describe(), def->id.toString(), def->id.version, def->id.domain, o.opset);
+    }
+  };
+  op.infer = [def](const ir::ShapeContext& ctx) {
+    std::vector<TensorInfo> in(ctx.numInputs());
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (ctx.hasInput(i)) in[i] = ctx.input(i);
+    }
+    try {
+      return callInfer(*def, in, ctx.attrs().all());
+    } catch (const std::exception& e) {
+      ctx.fail("{}", e.what());
+    }
+  };
+  if (def->grad) {
+    op.grad = [def](ir::GradContext& ctx) {
+      GradBuilder builder(ctx);
+      def->grad(builder);
+    };
+  }
+  ir::OpRegistry::instance().add(std::move(op));
+
+  device::KernelRegistry::instance().add(
+      def->id.domain, def->id.type,
+      [def](const device::KernelSpec& spec) -> std::unique_ptr<device::Kernel> {
+        auto isHalf = [](const TensorInfo& t) { return t.dataType() == DataType::FLOAT16; };
+        if (!def->supportsFloat16 &&
+            (std::any_of(spec.inputs.begin(), spec.inputs.end(), isHalf) ||
+             std::any_of(spec.outputs.begin(), spec.outputs.end(), isHalf))) {
+          spec.fail("the custom op's kernel takes no FLOAT16 (it runs promoted to FLOAT)");
+        }
+        CustomOpKernelArgs args;
+        args.inputs.assign(spec.inputs.size(), nullptr);
+        args.outputs.assign(spec.outputs.size(), nullptr);
+        args.inputInfos = spec.inputs;
+        args.outputInfos = spec.outputs;
+        args.attributes = spec.attrs.all();
+        CustomOpKernel run;
+        try {
+          run = def->kernel(args.inputInfos, args.outputInfos, args.attributes);
+        } catch (const std::exception& e) {
+          spec.fail("{}", e.what());
+        }
+        if (!run) spec.fail("the custom op's kernel factory returned no kernel");
+        return std::make_unique<CustomKernel>(std::move(run), std::move(args));
+      });
+}
+
+CustomOpRegistrar::CustomOpRegistrar(CustomOpDefinition definition) {
+  try {
+    registerCustomOp(std::move(definition));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "xtrain: %s\n", e.what());
+    std::abort();
+  }
+}
+
+}  // namespace xtrain
