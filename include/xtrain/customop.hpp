@@ -145,6 +145,8 @@ using CustomOpKernelFactory = std::function<CustomOpKernel(const std::vector<Ten
                                                            const CustomOpAttributes& attributes)>;
 
 struct CustomOpDefinition {
+  explicit CustomOpDefinition(OperatorIdentifier id_) : id(std::move(id_)) {}
+
   OperatorIdentifier id;
   int minInputs = 1;
   int maxInputs = 1;  // -1: variadic

@@ -99,14 +99,18 @@ void registerCustomSchema(const CustomSchemaSpec& spec) {
                 spec.domain, spec.type, spec.version, spec.domain, range->second.first,
                 range->second.second);
   }
-  if (onnx::OpSchemaRegistry::Schema(spec.type, spec.version, spec.domain) != nullptr) {
+  if (onnx::OpSchemaRegistry::Schema(spec.type, std::numeric_limits<int>::max() / 2, spec.domain) !=
+      nullptr) {
     throw error("custom op {}::{}: ONNX already has a schema of that name (version {})",
                 spec.domain, spec.type, spec.version);
   }
   onnx::OpSchema s;
   s.SetName(spec.type)
       .SetDomain(spec.domain)
-      .SinceVersion(spec.version)
+      // Since version 1, whatever the op's version: xtrain registers one version of a custom op,
+      // and a model importing the domain at an older opset then gets xtrain's own error naming the
+      // node and both versions (the op's canonicalize), not an untyped output at the checker.
+      .SinceVersion(1)
       .SetLocation(__FILE__, __LINE__)
       .SetDoc("A custom op registered with xtrain::registerCustomOp.")
       .AllowUncheckedAttributes();
