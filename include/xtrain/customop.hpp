@@ -59,7 +59,8 @@ T customOpAttribute(const CustomOpAttributes& attributes, const std::string& nam
 }
 
 // Shape and type inference: given the infos of the node's inputs (an absent optional input has an
-// unset info, TensorInfo::isSet() false) and its attributes, returns one info per output.
+// unset info, TensorInfo::isSet() false; there are always maxInputs of them, or for a variadic op
+// as many as the node has) and its attributes, returns one info per output.
 // Called when a node of the op is added to a graph (session creation, model import) and by the
 // Builder's ONNX shape inference (getTensorShape), on the thread doing that. Throws xtrain::error
 // for bad inputs or attributes: xtrain prefixes the message with the node's description
@@ -108,7 +109,8 @@ class CustomOpGradBuilder {
 using CustomOpGradFunction = std::function<void(CustomOpGradBuilder& grad)>;
 
 // What one execution of a kernel gets: raw buffers, their infos and the node's attributes. Buffers
-// are dense, row-major, of the infos' types; an absent optional input or output is nullptr.
+// are dense, row-major, of the infos' types; an absent optional input or output is nullptr (with an
+// unset info). There are maxInputs inputs (a variadic op: the node's count) and numOutputs outputs.
 struct CustomOpKernelArgs {
   std::vector<const void*> inputs;
   std::vector<void*> outputs;

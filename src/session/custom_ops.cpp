@@ -28,8 +28,16 @@ const std::set<std::string>& reservedDomains() {
   return domains;
 }
 
-std::vector<TensorInfo> callInfer(const CustomOpDefinition& def, const std::vector<TensorInfo>& in,
+// Inputs as the user's functions see them: one entry per input the op can have (maxInputs), so
+// that trailing absent optional inputs are there as unset infos (null buffers); a variadic op's
+// entries are the node's inputs.
+size_t paddedInputCount(const CustomOpDefinition& def, size_t nodeInputs) {
+  return def.maxInputs < 0 ? nodeInputs : std::max(nodeInputs, static_cast<size_t>(def.maxInputs));
+}
+
+std::vector<TensorInfo> callInfer(const CustomOpDefinition& def, std::vector<TensorInfo> in,
                                   const CustomOpAttributes& attrs) {
+  in.resize(paddedInputCount(def, in.size()));
   std::vector<TensorInfo> out = def.inferShapes(in, attrs);
   if (out.size() != static_cast<size_t>(def.numOutputs)) {
     throw error("its shape function returned {} output infos; the op has {} outputs", out.size(),
@@ -205,9 +213,11 @@ void registerCustomOp(CustomOpDefinition definition) {
           spec.fail("the custom op's kernel takes no FLOAT16 (it runs promoted to FLOAT)");
         }
         CustomOpKernelArgs args;
-        args.inputs.assign(spec.inputs.size(), nullptr);
+        const size_t numInputs = paddedInputCount(*def, spec.inputs.size());
+        args.inputs.assign(numInputs, nullptr);
         args.outputs.assign(spec.outputs.size(), nullptr);
         args.inputInfos = spec.inputs;
+        args.inputInfos.resize(numInputs);
         args.outputInfos = spec.outputs;
         args.attributes = spec.attrs.all();
         CustomOpKernel run;

@@ -2,10 +2,14 @@
 // double reference, gradients against finite differences, FLOAT16 promotion, registration errors,
 // and a custom op in a model built with the Builder, imported and trained by a TrainingSession.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <vector>
 
+#include "ir/onnx/onnx_import.hpp"
 #include "testing/op_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/customop.hpp"
@@ -118,6 +122,53 @@ CustomOpDefinition opaque() {
   return d;
 }
 
+// Sum of any number (>= 1) of inputs of one shape: a variadic op.
+CustomOpDefinition addAll() {
+  CustomOpDefinition d{OperatorIdentifier(kDomain, "AddAll", 1)};
+  d.maxInputs = -1;
+  d.inferShapes = [](const std::vector<TensorInfo>& in, const CustomOpAttributes&) {
+    for (const auto& t : in) {
+      if (t != in[0]) throw error("inputs {} and {} differ", in[0], t);
+    }
+    return std::vector<TensorInfo>{in[0]};
+  };
+  d.kernel = [](const std::vector<TensorInfo>& in, const std::vector<TensorInfo>&,
+                const CustomOpAttributes&) -> CustomOpKernel {
+    const int64_t n = in[0].nelms();
+    return [n](const CustomOpKernelArgs& args) {
+      float* y = args.output<float>(0);
+      std::copy_n(args.input<float>(0), n, y);
+      for (size_t k = 1; k < args.inputs.size(); ++k) {
+        const float* x = args.input<float>(k);
+        for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+      }
+    };
+  };
+  return d;
+}
+
+// x * scale, with scale [1] an optional input (1 when absent): the op sees maxInputs entries, an
+// absent one with an unset info and a null buffer.
+CustomOpDefinition maybeScale() {
+  CustomOpDefinition d{OperatorIdentifier(kDomain, "MaybeScale", 1)};
+  d.maxInputs = 2;
+  d.inferShapes = [](const std::vector<TensorInfo>& in, const CustomOpAttributes&) {
+    if (in.size() != 2) throw error("expected 2 input infos, got {}", in.size());
+    if (in[1].isSet() && in[1].shape() != Shape{1}) throw error("scale is {}; expected [1]", in[1]);
+    return std::vector<TensorInfo>{in[0]};
+  };
+  d.kernel = [](const std::vector<TensorInfo>& in, const std::vector<TensorInfo>&,
+                const CustomOpAttributes&) -> CustomOpKernel {
+    if (in.size() != 2) throw error("expected 2 input infos, got {}", in.size());
+    const int64_t n = in[0].nelms();
+    return [n](const CustomOpKernelArgs& args) {
+      const float s = args.inputs[1] != nullptr ? args.input<float>(1)[0] : 1.0f;
+      for (int64_t i = 0; i < n; ++i) args.output<float>(0)[i] = s * args.input<float>(0)[i];
+    };
+  };
+  return d;
+}
+
 XTRAIN_REGISTER_CUSTOM_OP(cube());
 
 void registerOnce() {
@@ -125,6 +176,8 @@ void registerOnce() {
     registerCustomOp(scaledSoftsign());
     registerCustomOp(scaledSoftsignGrad());
     registerCustomOp(opaque());
+    registerCustomOp(addAll());
+    registerCustomOp(maybeScale());
     CustomOpDefinition v2 = opaque();
     v2.id = OperatorIdentifier(kDomain, "SinceTwo", 2);
     registerCustomOp(v2);
@@ -327,6 +380,85 @@ TEST(CustomOp, BuilderModelImportsAndTrains) {
   }
   EXPECT_NEAR(lossValue, refLoss, 1e-4 * (1.0 + std::fabs(refLoss)));
   EXPECT_TRUE(allClose(w1, refW, 1e-5, 1e-6));
+}
+
+TEST(CustomOp, OptionalInputIsUnsetAndNull) {
+  registerOnce();
+  const HostTensor x = randomTensor({5}, 3);
+  HostTensor scale(TensorInfo(DataType::FLOAT, {1}));
+  scale.data<float>()[0] = -2.0f;
+  auto withScale = runForward(
+      [](ir::Graph& g, const std::vector<TensorId>& in) {
+        return addOp(g, "MaybeScale", in, {}, 1, kDomain, 1);
+      },
+      {x, scale});
+  auto without = runForward(
+      [](ir::Graph& g, const std::vector<TensorId>& in) {
+        return addOp(g, "MaybeScale", {in[0], ""}, {}, 1, kDomain, 1);
+      },
+      {x});
+  HostTensor twice(x.info());
+  for (int64_t i = 0; i < x.nelms(); ++i) twice.data<float>()[i] = -2.0f * x.data<float>()[i];
+  EXPECT_TRUE(allClose(withScale.at(0), twice));
+  EXPECT_TRUE(allClose(without.at(0), x));
+}
+
+// A model file on disk with a variadic custom op and a custom op with an attribute, imported by
+// path (ONNX checker included) and run.
+TEST(CustomOp, ModelFileImportsAndRuns) {
+  registerOnce();
+  const Shape shape{2, 3};
+  auto builder = Builder::create();
+  TensorId x = builder->addInputTensor(TensorInfo(DataType::FLOAT, shape), "x");
+  TensorId s = builder->customOp(kDomain, "ScaledSoftsign", 1, {x}, 1, {{"alpha", 3.0f}})[0];
+  TensorId y = builder->customOp(kDomain, "AddAll", 1, {x, s, x}, 1)[0];
+  EXPECT_EQ(builder->getTensorShape(y), shape);
+  builder->addOutputTensor(y);
+  const std::string path =
+      ::testing::TempDir() + "custom_op_model_" + std::to_string(getpid()) + ".onnx";
+  builder->saveModelProto(path);
+
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "1"}});
+  auto session = InferenceSession::createFromOnnxModel(
+      path, DataFlow(1, {{y, AnchorReturnType("ALL")}}), device);
+  std::remove(path.c_str());
+  session->prepareDevice();
+  session->weightsFromHost();
+  const HostTensor x0 = randomTensor(shape, 12, -2.0f, 2.0f);
+  std::vector<float> xv(x0.data<float>(), x0.data<float>() + x0.nelms());
+  HostTensor out(TensorInfo(DataType::FLOAT, shape));
+  NDArrayWrapper<float> xa(xv.data(), session->expectedInputBufferShape(x));
+  NDArrayWrapper<float> ya(out.data<float>(), session->expectedAnchorBufferShape(y));
+  StepIO io({{x, xa}}, {{y, ya}});
+  session->run(io);
+  HostTensor ref = softsignReference(x0, 3.0);
+  for (int64_t i = 0; i < ref.nelms(); ++i) {
+    ref.data<float>()[i] = static_cast<float>(2.0 * x0.data<float>()[i] + ref.data<float>()[i]);
+  }
+  EXPECT_TRUE(allClose(out, ref, 1e-6, 1e-6));
+}
+
+TEST(CustomOp, BuilderInferenceReportsTheShapeFunctionsError) {
+  registerOnce();
+  auto builder = Builder::create();
+  TensorId x = builder->addInputTensor(TensorInfo(DataType::INT32, {3}), "x");
+  TensorId y = builder->customOp(kDomain, "ScaledSoftsign", 1, {x}, 1, {}, "bad")[0];
+  expectError([&] { builder->getTensorShape(y); },
+              {"ScaledSoftsign", "input 0 is INT32[3]; expected FLOAT or FLOAT16"});
+}
+
+// A node of a domain nobody registered is an unsupported op like any other. (With the checker on,
+// the import stops earlier: ONNX cannot type the node's outputs, so a graph output it produces is
+// untyped.)
+TEST(CustomOp, UnregisteredCustomOpIsAnUnsupportedOp) {
+  auto builder = Builder::create();
+  TensorId x = builder->addInputTensor(TensorInfo(DataType::FLOAT, {3}), "x");
+  TensorId y = builder->customOp("com.nobody", "Nope", 1, {x}, 1, {}, "nope")[0];
+  builder->addOutputTensor(y);
+  ir::OnnxImportOptions options;
+  options.runChecker = false;
+  expectError([&] { ir::importOnnxModel(builder->getModelProto(), options); },
+              {"Nope", "com.nobody", "'nope'"});
 }
 
 }  // namespace
