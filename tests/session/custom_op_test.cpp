@@ -311,7 +311,8 @@ TEST(CustomOp, RegistrationErrors) {
   EXPECT_FALSE(isCustomOpRegistered("ai.onnx", "Relu"));
 }
 
-TEST(CustomOp, KernelFactoryRefusalNamesTheNode) {
+// A custom op whose kernel factory refuses every node.
+void registerRefuses() {
   CustomOpDefinition d = opaque();
   d.id = OperatorIdentifier(kDomain, "Refuses");
   d.kernel = [](const std::vector<TensorInfo>&, const std::vector<TensorInfo>&,
@@ -320,6 +321,10 @@ TEST(CustomOp, KernelFactoryRefusalNamesTheNode) {
   };
   static const bool registered = (registerCustomOp(d), true);
   (void)registered;
+}
+
+TEST(CustomOp, KernelFactoryRefusalNamesTheNode) {
+  registerRefuses();
   expectError(
       [&] {
         runForward(
@@ -332,12 +337,13 @@ TEST(CustomOp, KernelFactoryRefusalNamesTheNode) {
 }
 
 // A model built with Builder::customOp, serialized, imported (ONNX checker included) and trained
-// one SGD step: the loss and the updated weight match a double reference.
-TEST(CustomOp, BuilderModelImportsAndTrains) {
+// one SGD step on `replicas` local replicas (their kernels run on threads of their own): the
+// losses and the updated weight match a double reference.
+void trainOneStep(int64_t replicas) {
   registerOnce();
   const Shape shape{4, 3};
   const HostTensor w0 = randomTensor(shape, 8, -1.0f, 1.0f);
-  const HostTensor x0 = randomTensor(shape, 9, -2.0f, 2.0f);
+  const HostTensor x0 = randomTensor({replicas, 4, 3}, 9, -2.0f, 2.0f);
   const float alpha = 2.0f, lr = 0.1f;
 
   auto builder = Builder::create();
@@ -352,16 +358,21 @@ TEST(CustomOp, BuilderModelImportsAndTrains) {
   TensorId loss = builder->aiGraphcoreOpset1().identityloss({y}, ReductionType::Sum);
   builder->addOutputTensor(loss);
 
-  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "1"}});
+  SessionOptions options;
+  options.enableReplicatedGraphs = replicas > 1;
+  options.replicatedGraphCount = replicas;
+  options.accumulationAndReplicationReductionType = ReductionType::Mean;
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice(
+      {{"numIPUs", std::to_string(replicas)}});
   auto s = TrainingSession::createFromOnnxModel(builder->getModelProto(),
                                                 DataFlow(1, {{loss, AnchorReturnType("ALL")}}),
-                                                loss, ConstSGD(lr), device);
+                                                loss, ConstSGD(lr), device, {}, options);
   s->prepareDevice();
   s->weightsFromHost();
   std::vector<float> xv(x0.data<float>(), x0.data<float>() + x0.nelms());
-  float lossValue = 0;
+  std::vector<float> losses(static_cast<size_t>(replicas));
   NDArrayWrapper<float> xa(xv.data(), s->expectedInputBufferShape(x));
-  NDArrayWrapper<float> la(&lossValue, s->expectedAnchorBufferShape(loss));
+  NDArrayWrapper<float> la(losses.data(), s->expectedAnchorBufferShape(loss));
   StepIO io({{x, xa}}, {{loss, la}});
   s->run(io);
   s->weightsToHost();
@@ -370,16 +381,76 @@ TEST(CustomOp, BuilderModelImportsAndTrains) {
   wio.insert(w, {w1.raw(), w1.info()});
   s->readWeights(wio);
 
-  double refLoss = 0;
+  std::vector<double> grad(static_cast<size_t>(w0.nelms()), 0.0);
+  for (int64_t r = 0; r < replicas; ++r) {
+    double refLoss = 0;
+    for (int64_t i = 0; i < w0.nelms(); ++i) {
+      const double xi = x0.data<float>()[r * w0.nelms() + i], wi = w0.data<float>()[i];
+      const double z = xi * wi, d = 1.0 + std::fabs(z);
+      refLoss += alpha * z / d;
+      grad[static_cast<size_t>(i)] += alpha / (d * d) * xi / static_cast<double>(replicas);
+    }
+    EXPECT_NEAR(losses[static_cast<size_t>(r)], refLoss, 1e-4 * (1.0 + std::fabs(refLoss)))
+        << "replica " << r;
+  }
   HostTensor refW(w0.info());
   for (int64_t i = 0; i < w0.nelms(); ++i) {
-    const double xi = x0.data<float>()[i], wi = w0.data<float>()[i], z = xi * wi;
-    refLoss += alpha * z / (1.0 + std::fabs(z));
-    const double g = alpha / ((1.0 + std::fabs(z)) * (1.0 + std::fabs(z))) * xi;
-    refW.data<float>()[i] = static_cast<float>(wi - lr * g);
+    refW.data<float>()[i] =
+        static_cast<float>(w0.data<float>()[i] - lr * grad[static_cast<size_t>(i)]);
   }
-  EXPECT_NEAR(lossValue, refLoss, 1e-4 * (1.0 + std::fabs(refLoss)));
-  EXPECT_TRUE(allClose(w1, refW, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(w1, refW, 1e-5, 1e-6)) << replicas << " replicas";
+}
+
+TEST(CustomOp, BuilderModelImportsAndTrains) {
+  trainOneStep(1);
+}
+TEST(CustomOp, BuilderModelTrainsOnReplicas) {
+  trainOneStep(2);
+}
+
+// A kernel that takes FLOAT16 itself (supportsFloat16) gets FLOAT16 buffers; a kernel factory's
+// refusal of a FLOAT16 node is its own message, not the promotion's.
+TEST(CustomOp, Float16KernelsAndRefusals) {
+  CustomOpDefinition d = opaque();
+  d.id = OperatorIdentifier(kDomain, "HalfCopy");
+  d.supportsFloat16 = true;
+  d.kernel = [](const std::vector<TensorInfo>& in, const std::vector<TensorInfo>&,
+                const CustomOpAttributes&) -> CustomOpKernel {
+    if (in[0].dataType() != DataType::FLOAT16) throw error("HalfCopy wants FLOAT16, got {}", in[0]);
+    const int64_t bytes = in[0].nbytes();
+    return [bytes](const CustomOpKernelArgs& args) {
+      std::copy_n(static_cast<const char*>(args.inputs[0]), bytes,
+                  static_cast<char*>(args.outputs[0]));
+    };
+  };
+  static const bool registered = (registerCustomOp(d), true);
+  (void)registered;
+  const HostTensor x = randomTensor({7}, 5).castTo(DataType::FLOAT16);
+  auto out = runForward(
+      [](ir::Graph& g, const std::vector<TensorId>& in) {
+        return addOp(g, "HalfCopy", in, {}, 1, kDomain, 1);
+      },
+      {x});
+  EXPECT_TRUE(allClose(out.at(0).castTo(DataType::FLOAT), x.castTo(DataType::FLOAT), 0, 0));
+  expectError(
+      [&] {
+        runForward(
+            [](ir::Graph& g, const std::vector<TensorId>& in) {
+              return addOp(g, "HalfCopy", in, {}, 1, kDomain, 1);
+            },
+            {randomTensor({7}, 5)});
+      },
+      {"HalfCopy", "wants FLOAT16, got FLOAT[7]"});
+  registerRefuses();
+  expectError(
+      [&] {
+        runForward(
+            [](ir::Graph& g, const std::vector<TensorId>& in) {
+              return addOp(g, "Refuses", in, {}, 1, kDomain, 1);
+            },
+            {randomTensor({2}, 1).castTo(DataType::FLOAT16)});
+      },
+      {"Refuses", "this kernel wants a rank-2 input"});
 }
 
 TEST(CustomOp, OptionalInputIsUnsetAndNull) {
