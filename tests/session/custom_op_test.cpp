@@ -323,6 +323,13 @@ void registerRefuses() {
   (void)registered;
 }
 
+// A static registrar cannot throw: a refused registration prints the error and aborts.
+TEST(CustomOpDeathTest, RefusedStaticRegistrationAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH({ const CustomOpRegistrar again(cube()); },
+               "com.xtrain.test::Cube is already registered");
+}
+
 TEST(CustomOp, KernelFactoryRefusalNamesTheNode) {
   registerRefuses();
   expectError(
