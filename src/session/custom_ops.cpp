@@ -51,21 +51,36 @@ std::vector<TensorInfo> callInfer(const CustomOpDefinition& def, std::vector<Ten
 
 class GradBuilder final : public CustomOpGradBuilder {
  public:
-  explicit GradBuilder(ir::GradContext& ctx) : ctx_(ctx), attrs_(ctx.attrs().all()) {}
+  GradBuilder(const CustomOpDefinition& def, ir::GradContext& ctx)
+      : ctx_(ctx),
+        attrs_(ctx.attrs().all()),
+        numInputs_(paddedInputCount(def, ctx.op().inputs.size())) {}
 
-  size_t numInputs() const override { return ctx_.op().inputs.size(); }
+  size_t numInputs() const override { return numInputs_; }
   size_t numOutputs() const override { return ctx_.op().outputs.size(); }
-  TensorId input(size_t i) const override { return ctx_.op().inputs.at(i); }
-  TensorId output(size_t i) const override { return ctx_.op().outputs.at(i); }
+  // "" for an absent optional input.
+  TensorId input(size_t i) const override {
+    checkIndex(i, numInputs_, "input");
+    return ctx_.op().hasInput(i) ? ctx_.op().inputs[i] : TensorId();
+  }
+  TensorId output(size_t i) const override {
+    checkIndex(i, numOutputs(), "output");
+    return ctx_.op().outputs[i];
+  }
   TensorInfo inputInfo(size_t i) const override {
+    checkIndex(i, numInputs_, "input");
     return ctx_.op().hasInput(i) ? ctx_.inputInfo(i) : TensorInfo();
   }
   TensorInfo outputInfo(size_t i) const override {
+    checkIndex(i, numOutputs(), "output");
     return ctx_.op().hasOutput(i) ? ctx_.outputInfo(i) : TensorInfo();
   }
   const CustomOpAttributes& attributes() const override { return attrs_; }
   bool needsGrad(size_t i) const override { return ctx_.needsGrad(i); }
-  TensorId gradOut(size_t i) override { return ctx_.gradOutOrZeros(i); }
+  TensorId gradOut(size_t i) override {
+    checkIndex(i, numOutputs(), "output");
+    return ctx_.gradOutOrZeros(i);
+  }
 
   std::vector<TensorId> op(const std::string& domain, const std::string& type,
                            const std::vector<TensorId>& inputs, unsigned numOutputs,
@@ -85,22 +100,27 @@ class GradBuilder final : public CustomOpGradBuilder {
     return ctx_.constant(std::move(t), ctx_.op().outputs.at(0) + "_grad_const");
   }
   void setGradIn(size_t i, const TensorId& g) override {
-    if (i >= numInputs()) {
-      throw error("{}: setGradIn({}) but the node has {} inputs", ctx_.op().describe(), i,
-                  numInputs());
-    }
+    checkIndex(i, numInputs_, "input");
     if (ctx_.needsGrad(i)) ctx_.setGradIn(i, g);
   }
 
  private:
+  void checkIndex(size_t i, size_t n, const char* what) const {
+    if (i >= n) {
+      throw error("{}: the gradient function asked for {} {}; the node has {}",
+                  ctx_.op().describe(), what, i, n);
+    }
+  }
+
   ir::GradContext& ctx_;
   CustomOpAttributes attrs_;
+  size_t numInputs_;
 };
 
 class CustomKernel final : public device::Kernel {
  public:
-  CustomKernel(CustomOpKernel run, CustomOpKernelArgs args)
-      : run_(std::move(run)), args_(std::move(args)) {}
+  CustomKernel(CustomOpKernel run, CustomOpKernelArgs args, std::string description)
+      : run_(std::move(run)), args_(std::move(args)), description_(std::move(description)) {}
   void run(const device::KernelIO& io) override {
     for (size_t i = 0; i < args_.inputs.size(); ++i) {
       args_.inputs[i] = io.hasIn(i) ? io.in(i).raw() : nullptr;
@@ -109,12 +129,19 @@ class CustomKernel final : public device::Kernel {
       args_.outputs[i] = io.hasOut(i) ? io.out(i).raw() : nullptr;
     }
     args_.seed = io.seed;
-    run_(args_);
+    try {
+      run_(args_);
+    } catch (const error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw error("{}: the custom op's kernel failed: {}", description_, e.what());
+    }
   }
 
  private:
   CustomOpKernel run_;
   CustomOpKernelArgs args_;
+  std::string description_;
 };
 
 }  // namespace
@@ -197,8 +224,15 @@ void registerCustomOp(CustomOpDefinition definition) {
   };
   if (def->grad) {
     op.grad = [def](ir::GradContext& ctx) {
-      GradBuilder builder(ctx);
-      def->grad(builder);
+      GradBuilder builder(*def, ctx);
+      try {
+        def->grad(builder);
+      } catch (const error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw error("{}: the custom op's gradient function failed: {}", ctx.op().describe(),
+                    e.what());
+      }
     };
   }
   ir::OpRegistry::instance().add(std::move(op));
@@ -227,7 +261,7 @@ void registerCustomOp(CustomOpDefinition definition) {
           spec.fail("{}", e.what());
         }
         if (!run) spec.fail("the custom op's kernel factory returned no kernel");
-        return std::make_unique<CustomKernel>(std::move(run), std::move(args));
+        return std::make_unique<CustomKernel>(std::move(run), std::move(args), spec.description);
       });
 }
 

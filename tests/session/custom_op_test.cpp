@@ -287,6 +287,23 @@ TEST(CustomOp, WithoutGradientIsNotDifferentiable) {
       {"Opaque", "has no gradient"});
 }
 
+TEST(CustomOp, GradientFunctionErrorsNameTheNode) {
+  CustomOpDefinition d = opaque();
+  d.id = OperatorIdentifier(kDomain, "BadGrad");
+  d.grad = [](CustomOpGradBuilder& g) { g.setGradIn(0, g.input(5)); };
+  static const bool registered = (registerCustomOp(d), true);
+  (void)registered;
+  expectError(
+      [&] {
+        expectGradientsMatch(
+            [](ir::Graph& g, const std::vector<TensorId>& in) {
+              return addOp(g, "BadGrad", in, {}, 1, kDomain, 1);
+            },
+            {randomTensor({2}, 1)});
+      },
+      {"BadGrad", "asked for input 5; the node has 1"});
+}
+
 TEST(CustomOp, RegistrationErrors) {
   registerOnce();
   expectError([] { registerCustomOp(scaledSoftsign()); },
