@@ -39,8 +39,9 @@ Model buildModel(const std::vector<float>& w1, const std::vector<float>& w2) {
                                             "W1");
   m.w2 =
       builder->addInitializedInputTensor(ConstVoidData::fromVector<float>({kHidden, 1}, w2), "W2");
-  TensorId h = builder->customOp("com.acme", "LeakyCube", 1, {onnx.matmul({m.x, m.w1})}, 1,
-                                 {{"alpha", 0.2f}}, "leaky_cube")[0];
+  const OperatorIdentifier leakyCube("com.acme", "LeakyCube", 1);
+  TensorId h = builder->customOp(leakyCube, 1, {onnx.matmul({m.x, m.w1})}, 1, {{"alpha", 0.2f}},
+                                 "leaky_cube")[0];
   // The Builder infers through the custom op with the op's own shape function.
   if (builder->getTensorShape(h) != Shape{kBatch, kHidden}) throw error("unexpected shape");
   TensorId d = onnx.sub({onnx.matmul({h, m.w2}), m.target});

@@ -29,21 +29,10 @@
 #include "xtrain/builder.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/names.hpp"
+#include "xtrain/operatoridentifier.hpp"
 #include "xtrain/tensorinfo.hpp"
 
 namespace xtrain {
-
-// PopART's name for what identifies an op: its domain, type and the opset version of the domain
-// that introduced it.
-struct OperatorIdentifier {
-  OperatorIdentifier(std::string domain_, std::string type_, int version_ = 1)
-      : domain(std::move(domain_)), type(std::move(type_)), version(version_) {}
-  std::string domain;
-  std::string type;
-  int version = 1;
-  // "com.acme::LeakyCube-1"
-  std::string toString() const { return domain + "::" + type + "-" + std::to_string(version); }
-};
 
 // The attributes of one node of a custom op, by name (the values Builder::customOp was given).
 using CustomOpAttributes = std::map<std::string, CustomOpAttribute>;

@@ -506,7 +506,7 @@ TEST(CustomOp, ModelFileImportsAndRuns) {
   auto builder = Builder::create();
   TensorId x = builder->addInputTensor(TensorInfo(DataType::FLOAT, shape), "x");
   TensorId s = builder->customOp(kDomain, "ScaledSoftsign", 1, {x}, 1, {{"alpha", 3.0f}})[0];
-  TensorId y = builder->customOp(kDomain, "AddAll", 1, {x, s, x}, 1)[0];
+  TensorId y = builder->customOp(OperatorIdentifier(kDomain, "AddAll"), 1, {x, s, x}, 1)[0];
   EXPECT_EQ(builder->getTensorShape(y), shape);
   builder->addOutputTensor(y);
   const std::string path =
