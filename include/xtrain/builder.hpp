@@ -34,6 +34,7 @@
 #include "xtrain/inputsettings.hpp"
 #include "xtrain/names.hpp"
 #include "xtrain/ndarraywrapper.hpp"
+#include "xtrain/operatoridentifier.hpp"
 #include "xtrain/reductiontype.hpp"
 #include "xtrain/replicagrouping.hpp"
 #include "xtrain/tensorinfo.hpp"
@@ -341,6 +342,12 @@ class Builder {
   std::vector<TensorId> customOp(const std::string& domain, const std::string& opType,
                                  int opsetVersion, const std::vector<TensorId>& inputs,
                                  unsigned numOutputs,
+                                 const std::map<std::string, CustomOpAttribute>& attributes = {},
+                                 const std::string& debugContext = {});
+  // PopART's C++ form: a node of opid's domain and type; the model imports the domain at
+  // opsetVersion.
+  std::vector<TensorId> customOp(const OperatorIdentifier& opid, int opsetVersion,
+                                 const std::vector<TensorId>& inputs, unsigned numOutputs,
                                  const std::map<std::string, CustomOpAttribute>& attributes = {},
                                  const std::string& debugContext = {});
 

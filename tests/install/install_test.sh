@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs xtrain from a build tree into a temporary prefix, builds examples/mlp_training against it with
 # find_package(xtrain), runs the training script alone and under xrun (2x2 and 4x1), and checks the saved
-# models exist.
+# models exist. Then builds examples/custom_op (a custom op in a shared library of its own, loaded by a
+# training program) against the same package and runs it: it checks the op's gradient against finite
+# differences and that training lowers the loss.
 # Usage: install_test.sh <source dir> <build dir>
 set -euo pipefail
 src=$1
@@ -18,4 +20,8 @@ test -s "$work/trained.onnx"
 timeout 300 "$build/bin/xrun" -n 2 --num-replicas 4 "$work/example/train" "$work/trained-2x2.onnx"
 timeout 300 "$build/bin/xrun" -n 4 "$work/example/train" "$work/trained-4x1.onnx"
 test -s "$work/trained-2x2.onnx" && test -s "$work/trained-4x1.onnx"
-echo "install test: built and ran examples/mlp_training against the installed package, alone and under xrun"
+cmake -S "$src/examples/custom_op" -B "$work/custom_op" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/custom_op" -j2 >/dev/null
+timeout 300 "$work/custom_op/train"
+echo "install test: built and ran examples/mlp_training (alone and under xrun) and examples/custom_op against the installed package"

@@ -146,6 +146,14 @@ std::vector<TensorId> Builder::customOp(const std::string& domain, const std::st
   return e.outputs;
 }
 
+std::vector<TensorId> Builder::customOp(const OperatorIdentifier& opid, int opsetVersion,
+                                        const std::vector<TensorId>& inputs, unsigned numOutputs,
+                                        const std::map<std::string, CustomOpAttribute>& attributes,
+                                        const std::string& debugContext) {
+  return customOp(opid.domain, opid.type, opsetVersion, inputs, numOutputs, attributes,
+                  debugContext);
+}
+
 void Builder::pushNameScope(const std::string& name) {
   impl_->pushNameScope(name);
 }
