@@ -1,0 +1,556 @@
+// Kernels for the ai.graphcore utility ops (graphcore_ops.cpp): Detach, Nop, Scale, ScaledAdd,
+// DynamicSlice/Update/Zero/Add, Init, PrintTensor, Remainder, Fmod, Reverse, Round, Abort, and the
+// ai.xtrain grad ops DynamicSliceGrad and ModGradDivisor.
+//
+// Arithmetic is FLOAT (FLOAT16 runs promoted); ops that only move data (Detach, Nop, the dynamic
+// slice family but DynamicAdd, Init, PrintTensor, Reverse) work on any fixed-size element type.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "device/kernel.hpp"
+#include "device/kernels/broadcast.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::device {
+namespace {
+
+void requireFixedSize(const KernelSpec& spec, const TensorInfo& info, const char* what) {
+  if (dataTypeSize(info.dataType()) == 0) {
+    spec.fail("{} is {}; expected a tensor of a fixed-size element type", what, info.toString());
+  }
+}
+
+void copyBytes(const KernelIO& io) {
+  const size_t bytes = io.out(0).nbytes();
+  if (bytes != 0) std::memcpy(io.out(0).raw(), io.in(0).raw(), bytes);
+}
+
+KernelFactory passThrough() {
+  return [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    requireFixedSize(spec, spec.inputs.at(0), "input 0");
+    return makeKernel(copyBytes);
+  };
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Detach", passThrough());
+XT_REGISTER_KERNEL("ai.graphcore", "Nop", passThrough());
+
+XT_REGISTER_KERNEL("ai.graphcore", "Scale", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  spec.requireFloatInputs();
+  const float s = spec.attrs.getFloat("scale");
+  return makeKernel([s](const KernelIO& io) {
+    const float* __restrict x = io.in(0).data<float>();
+    float* __restrict y = io.out(0).data<float>();
+    const int64_t n = io.out(0).nelms();
+    for (int64_t i = 0; i < n; ++i) y[i] = s * x[i];
+  });
+});
+
+// Calls f(outOffset, offsets of each input, inner count, inner strides) once per innermost row of
+// `out`, each input given by its broadcast strides (broadcastStrides).
+template <size_t N, typename F>
+void forEachRow(const Shape& out, const std::array<std::vector<int64_t>, N>& strides, F&& f) {
+  int64_t n = 1;
+  for (auto d : out) n *= d;
+  if (n == 0) return;
+  const size_t rank = out.size();
+  std::array<int64_t, N> off{};
+  std::array<int64_t, N> inner{};
+  if (rank == 0) {
+    f(int64_t{0}, off, int64_t{1}, inner);
+    return;
+  }
+  const int64_t len = out[rank - 1];
+  for (size_t k = 0; k < N; ++k) inner[k] = strides[k][rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t base = 0; base < n; base += len) {
+    f(base, off, len, inner);
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      const size_t u = static_cast<size_t>(d);
+      ++idx[u];
+      for (size_t k = 0; k < N; ++k) off[k] += strides[k][u];
+      if (idx[u] < out[u]) break;
+      for (size_t k = 0; k < N; ++k) off[k] -= strides[k][u] * out[u];
+      idx[u] = 0;
+    }
+  }
+}
+
+// ---- ScaledAdd
+// -----------------------------------------------------------------------------------
+
+XT_REGISTER_KERNEL("ai.graphcore", "ScaledAdd",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     spec.requireFloatInputs();
+                     const float s0 = spec.attrs.getFloat("scale0", 1.0f);
+                     const float s1 = spec.attrs.getFloat("scale1", 1.0f);
+                     const Shape out = spec.outputs.at(0).shape();
+                     const Shape sa = spec.inputs.at(0).shape();
+                     const Shape sb = spec.inputs.at(1).shape();
+                     const bool same = sa == out && sb == out;
+                     const std::array<std::vector<int64_t>, 2> strides = {
+                         broadcastStrides(sa, out), broadcastStrides(sb, out)};
+                     return makeKernel([=](const KernelIO& io) {
+                       const float a0 = io.hasIn(2) ? io.in(2).data<float>()[0] : s0;
+                       const float a1 = io.hasIn(3) ? io.in(3).data<float>()[0] : s1;
+                       const float* __restrict x = io.in(0).data<float>();
+                       const float* __restrict z = io.in(1).data<float>();
+                       float* __restrict y = io.out(0).data<float>();
+                       if (same) {
+                         const int64_t n = io.out(0).nelms();
+                         for (int64_t i = 0; i < n; ++i) y[i] = a0 * x[i] + a1 * z[i];
+                         return;
+                       }
+                       forEachRow<2>(out, strides,
+                                     [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+                                       const float* xa = x + off[0];
+                                       const float* zb = z + off[1];
+                                       for (int64_t j = 0; j < len; ++j)
+                                         y[o + j] = a0 * xa[j * st[0]] + a1 * zb[j * st[1]];
+                                     });
+                     });
+                   });
+
+// ---- Dynamic slice family --------------------------------------------------------------------
+
+// The geometry of a slice of `sizes` along `axes` in a tensor of `shape`, as contiguous rows.
+struct DynamicGeometry {
+  Shape tensor;                   // the full tensor's shape
+  Shape slice;                    // the slice's shape
+  std::vector<int64_t> axes;      // sliced axes
+  std::vector<int64_t> offsetAt;  // per axis of the tensor: index into the offset input, or -1
+  size_t rowDim = 0;              // dims > rowDim are whole in the slice; rows span rowDim..end
+  int64_t rowElems = 0;           // elements of one row
+  int64_t rowStride = 1;          // elements of the tensor per unit of rowDim
+
+  DynamicGeometry(const KernelSpec& spec, const Shape& tensorShape) : tensor(tensorShape) {
+    axes = spec.attrs.getInts("axes");
+    const auto& sizes = spec.attrs.getInts("sizes");
+    const size_t rank = tensor.size();
+    slice = tensor;
+    offsetAt.assign(rank, -1);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t a = axes[i];
+      if (a < 0 || static_cast<size_t>(a) >= rank || i >= sizes.size()) {
+        spec.fail("axis {} is not an axis of {}", a, shapeToString(tensor));
+      }
+      slice[static_cast<size_t>(a)] = sizes[i];
+      offsetAt[static_cast<size_t>(a)] = static_cast<int64_t>(i);
+    }
+    size_t k = rank;
+    while (k > 0 && slice[k - 1] == tensor[k - 1]) --k;
+    rowDim = k == 0 ? 0 : k - 1;
+    rowStride = 1;
+    for (size_t d = rowDim + 1; d < rank; ++d) rowStride *= tensor[d];
+    rowElems = rank == 0 ? 1 : slice[rowDim] * rowStride;
+  }
+
+  // Offsets per tensor axis (0 where not sliced), each clamped into [0, dim - size].
+  std::vector<int64_t> offsets(const HostTensor& offset) const {
+    std::vector<int64_t> o(tensor.size(), 0);
+    for (size_t d = 0; d < tensor.size(); ++d) {
+      if (offsetAt[d] < 0) continue;
+      const int64_t i = offsetAt[d];
+      int64_t v = 0;
+      switch (offset.dataType()) {
+        case DataType::INT32: v = offset.data<int32_t>()[i]; break;
+        case DataType::UINT32: v = offset.data<uint32_t>()[i]; break;
+        default: v = offset.data<int64_t>()[i]; break;
+      }
+      o[d] = std::clamp<int64_t>(v, 0, tensor[d] - slice[d]);
+    }
+    return o;
+  }
+
+  // f(tensorElementOffset, sliceElementOffset) for every row of the slice.
+  template <typename F>
+  void forEachRow(const std::vector<int64_t>& off, F&& f) const {
+    for (auto s : slice) {
+      if (s == 0) return;
+    }
+    const size_t rank = tensor.size();
+    if (rank == 0) {
+      f(int64_t{0}, int64_t{0});
+      return;
+    }
+    // Tensor strides.
+    std::vector<int64_t> ts(rank, 1);
+    for (size_t d = rank - 1; d > 0; --d) ts[d - 1] = ts[d] * tensor[d];
+    int64_t base = 0;
+    for (size_t d = 0; d < rank; ++d) base += off[d] * ts[d];
+    std::vector<int64_t> idx(rowDim, 0);
+    int64_t t = base;
+    int64_t s = 0;
+    while (true) {
+      f(t, s);
+      s += rowElems;
+      int64_t d = static_cast<int64_t>(rowDim) - 1;
+      for (; d >= 0; --d) {
+        const size_t u = static_cast<size_t>(d);
+        ++idx[u];
+        t += ts[u];
+        if (idx[u] < slice[u]) break;
+        t -= ts[u] * slice[u];
+        idx[u] = 0;
+      }
+      if (d < 0) return;
+    }
+  }
+};
+
+void requireOffsetType(const KernelSpec& spec) {
+  const DataType t = spec.inputs.at(1).dataType();
+  if (t != DataType::INT32 && t != DataType::INT64 && t != DataType::UINT32) {
+    spec.fail("offset is {}, expected UINT32, INT32 or INT64", spec.inputs.at(1).toString());
+  }
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicSlice",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       const std::byte* x = io.in(0).raw();
+                       std::byte* y = io.out(0).raw();
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t s) {
+                         std::memcpy(y + static_cast<size_t>(s) * es,
+                                     x + static_cast<size_t>(t) * es, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.xtrain", "DynamicSliceGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.outputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       const std::byte* gy = io.in(0).raw();
+                       std::byte* gx = io.out(0).raw();
+                       if (io.out(0).nbytes() != 0) std::memset(gx, 0, io.out(0).nbytes());
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t s) {
+                         std::memcpy(gx + static_cast<size_t>(t) * es,
+                                     gy + static_cast<size_t>(s) * es, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicUpdate",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       copyBytes(io);
+                       const std::byte* s = io.in(2).raw();
+                       std::byte* y = io.out(0).raw();
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t k) {
+                         std::memcpy(y + static_cast<size_t>(t) * es,
+                                     s + static_cast<size_t>(k) * es, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicZero",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       copyBytes(io);
+                       std::byte* y = io.out(0).raw();
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t) {
+                         std::memset(y + static_cast<size_t>(t) * es, 0, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicAdd",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     if (spec.inputs.at(0).dataType() != DataType::FLOAT ||
+                         spec.inputs.at(2).dataType() != DataType::FLOAT) {
+                       spec.fail("tensor and slice are {} and {}; only FLOAT is supported",
+                                 spec.inputs.at(0).toString(), spec.inputs.at(2).toString());
+                     }
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     return makeKernel([g](const KernelIO& io) {
+                       copyBytes(io);
+                       const float* s = io.in(2).data<float>();
+                       float* y = io.out(0).data<float>();
+                       const int64_t row = g.rowElems;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t k) {
+                         float* __restrict dst = y + t;
+                         const float* __restrict src = s + k;
+                         for (int64_t j = 0; j < row; ++j) dst[j] += src[j];
+                       });
+                     });
+                   });
+
+// ---- Init
+// ------------------------------------------------------------------------------------------
+
+XT_REGISTER_KERNEL("ai.graphcore", "Init", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFixedSize(spec, spec.outputs.at(0), "output 0");
+  return makeKernel([](const KernelIO& io) { io.out(0).fillZero(); });
+});
+
+// ---- PrintTensor -----------------------------------------------------------------------------
+
+struct PrintFormat {
+  std::string title;
+  int64_t summariseThreshold = 1000;
+  int64_t edgeItems = 3;
+  int64_t digits = 8;
+  int64_t floatFormat = 0;  // 0 auto, 1 fixed, 2 scientific, 3 none
+  std::string separator = " ";
+  std::string open = "[";
+  std::string close = "]";
+};
+
+void formatValue(std::ostringstream& os, const HostTensor& t, int64_t i, const PrintFormat& f) {
+  const double v = t.getAsDouble(i);
+  if (!isFloatingPoint(t.dataType())) {
+    os << static_cast<int64_t>(v);
+    return;
+  }
+  std::ostringstream s;
+  if (f.digits > 0 && f.floatFormat != 3) {
+    s.precision(static_cast<int>(f.digits));
+    if (f.floatFormat == 1) s << std::fixed;
+    if (f.floatFormat == 2) s << std::scientific;
+  }
+  s << v;
+  os << s.str();
+}
+
+// Nested brackets along the shape; with summarising, only edgeItems at each end of each dimension.
+void formatDims(std::ostringstream& os, const HostTensor& t, size_t dim, int64_t base,
+                bool summarise, const PrintFormat& f) {
+  const Shape& shape = t.shape();
+  if (dim == shape.size()) {
+    formatValue(os, t, base, f);
+    return;
+  }
+  int64_t stride = 1;
+  for (size_t d = dim + 1; d < shape.size(); ++d) stride *= shape[d];
+  const int64_t n = shape[dim];
+  os << f.open;
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarise && n > 2 * f.edgeItems && i == f.edgeItems) {
+      os << "..." << f.separator;
+      i = n - f.edgeItems - 1;
+      continue;
+    }
+    formatDims(os, t, dim + 1, base + i * stride, summarise, f);
+    if (i + 1 < n) os << f.separator;
+  }
+  os << f.close;
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     PrintFormat f;
+                     f.title = spec.attrs.getString("title", "");
+                     f.summariseThreshold = spec.attrs.getInt("summariseThreshold", 1000);
+                     f.edgeItems = spec.attrs.getInt("edgeItems", 3);
+                     f.digits = spec.attrs.getInt("digits", 8);
+                     f.floatFormat = spec.attrs.getInt("floatFormat", 0);
+                     f.separator = spec.attrs.getString("separator", " ");
+                     f.open = spec.attrs.getString("openBracket", "[");
+                     f.close = spec.attrs.getString("closeBracket", "]");
+                     return makeKernel([f](const KernelIO& io) {
+                       copyBytes(io);
+                       if (!logging::shouldLog(logging::Module::op, logging::Level::Info)) return;
+                       const HostTensor& t = io.in(0);
+                       std::ostringstream os;
+                       os << f.title << ": ";
+                       const bool summarise =
+                           f.summariseThreshold > 0 && t.nelms() > f.summariseThreshold;
+                       formatDims(os, t, 0, 0, summarise, f);
+                       logging::log(logging::Module::op, logging::Level::Info, os.str());
+                     });
+                   });
+
+// ---- Remainder, Fmod, ModGradDivisor
+// -------------------------------------------------------------
+
+inline float remainderOf(float a, float b) {
+  float r = std::fmod(a, b);
+  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b;
+  return r;
+}
+
+template <typename F>
+KernelFactory binaryFloat(F f) {
+  return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    spec.requireFloatInputs();
+    const Shape out = spec.outputs.at(0).shape();
+    const Shape sa = spec.inputs.at(0).shape();
+    const Shape sb = spec.inputs.at(1).shape();
+    const bool same = sa == out && sb == out;
+    const std::array<std::vector<int64_t>, 2> strides = {broadcastStrides(sa, out),
+                                                         broadcastStrides(sb, out)};
+    return makeKernel([=](const KernelIO& io) {
+      const float* __restrict a = io.in(0).data<float>();
+      const float* __restrict b = io.in(1).data<float>();
+      float* __restrict y = io.out(0).data<float>();
+      if (same) {
+        const int64_t n = io.out(0).nelms();
+        for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+        return;
+      }
+      forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+        for (int64_t j = 0; j < len; ++j)
+          y[o + j] = f(a[off[0] + j * st[0]], b[off[1] + j * st[1]]);
+      });
+    });
+  };
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Remainder", binaryFloat(remainderOf));
+XT_REGISTER_KERNEL("ai.graphcore", "Fmod",
+                   binaryFloat([](float a, float b) { return std::fmod(a, b); }));
+
+XT_REGISTER_KERNEL(
+    "ai.xtrain", "ModGradDivisor", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+      spec.requireFloatInputs();
+      const bool fmod = spec.attrs.getInt("fmod", 0) != 0;
+      const Shape out = spec.outputs.at(0).shape();
+      const std::array<std::vector<int64_t>, 2> strides = {
+          broadcastStrides(spec.inputs.at(1).shape(), out),
+          broadcastStrides(spec.inputs.at(2).shape(), out)};
+      return makeKernel([=](const KernelIO& io) {
+        const float* __restrict gy = io.in(0).data<float>();
+        const float* __restrict a = io.in(1).data<float>();
+        const float* __restrict b = io.in(2).data<float>();
+        float* __restrict gb = io.out(0).data<float>();
+        forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+          for (int64_t j = 0; j < len; ++j) {
+            const float q = a[off[0] + j * st[0]] / b[off[1] + j * st[1]];
+            gb[o + j] = -gy[o + j] * (fmod ? std::trunc(q) : std::floor(q));
+          }
+        });
+      });
+    });
+
+// ---- Reverse
+// ---------------------------------------------------------------------------------------
+
+template <typename T>
+void reverseRows(const T* __restrict x, T* __restrict y, const Shape& shape,
+                 const std::vector<bool>& rev) {
+  const size_t rank = shape.size();
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  if (n == 0) return;
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  const int64_t len = shape[rank - 1];
+  const bool innerRev = rev[rank - 1];
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * shape[d];
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t base = 0; base < n; base += len) {
+    // Source row: reversed coordinates along the reversed outer dims.
+    int64_t src = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      src += (rev[d] ? shape[d] - 1 - idx[d] : idx[d]) * strides[d];
+    }
+    const T* s = x + src;
+    T* o = y + base;
+    if (innerRev) {
+      for (int64_t j = 0; j < len; ++j) o[j] = s[len - 1 - j];
+    } else {
+      std::memcpy(o, s, static_cast<size_t>(len) * sizeof(T));
+    }
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      const size_t u = static_cast<size_t>(d);
+      if (++idx[u] < shape[u]) break;
+      idx[u] = 0;
+    }
+  }
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Reverse",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     const TensorInfo& in = spec.inputs.at(0);
+                     requireFixedSize(spec, in, "input 0");
+                     const Shape shape = in.shape();
+                     std::vector<bool> rev(shape.size(), false);
+                     for (int64_t d : spec.attrs.getInts("dimensions", {})) {
+                       if (d < 0 || static_cast<size_t>(d) >= shape.size()) {
+                         spec.fail("dimension {} is not an axis of {}", d, shapeToString(shape));
+                       }
+                       rev[static_cast<size_t>(d)] = true;
+                     }
+                     auto run = [shape, rev]<typename T>(const KernelIO& io, T*) {
+                       // Raw storage of the element's size: the element type does not matter to a
+                       // copy.
+                       reverseRows(reinterpret_cast<const T*>(io.in(0).raw()),
+                                   reinterpret_cast<T*>(io.out(0).raw()), shape, rev);
+                     };
+                     switch (dataTypeSize(in.dataType())) {
+                       case 1:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint8_t*>(nullptr));
+                         });
+                       case 2:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint16_t*>(nullptr));
+                         });
+                       case 4:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint32_t*>(nullptr));
+                         });
+                       case 8:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint64_t*>(nullptr));
+                         });
+                       default:
+                         spec.fail("element type {} is not supported", dataTypeName(in.dataType()));
+                     }
+                   });
+
+// ---- Round, Abort
+// ----------------------------------------------------------------------------------
+
+// std::nearbyint in the default rounding mode: halves to even, as ONNX Round.
+XT_REGISTER_KERNEL("ai.graphcore", "Round", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  spec.requireFloatInputs();
+  return makeKernel([](const KernelIO& io) {
+    const float* __restrict x = io.in(0).data<float>();
+    float* __restrict y = io.out(0).data<float>();
+    const int64_t n = io.out(0).nelms();
+    for (int64_t i = 0; i < n; ++i) y[i] = std::nearbyint(x[i]);
+  });
+});
+
+XT_REGISTER_KERNEL("ai.graphcore", "Abort", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  if (spec.hasInput(0)) requireFixedSize(spec, spec.inputs.at(0), "input 0 (condition)");
+  const std::string what = spec.description;
+  return makeKernel([what](const KernelIO& io) {
+    if (io.hasIn(0) && io.in(0).getAsDouble(0) == 0.0) return;
+    throw error("{}: aborted: the model's Abort op ran{}", what,
+                io.hasIn(0) ? " with a true condition" : "");
+  });
+});
+
+}  // namespace
+}  // namespace xtrain::device
