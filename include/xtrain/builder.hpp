@@ -296,6 +296,7 @@ class AiGraphcoreOpset1 : public DomainOpSet {
                        int digits = 8, int floatFormat = 0, char separator = ' ',
                        char openBracket = '[', char closeBracket = ']');
   // Python's % (the sign of the divisor) and C's fmod (the sign of the dividend), broadcasting.
+  // Floating point (x % 0 is NaN) or INT32/INT64 (x % 0 is 0).
   TensorId remainder(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId fmod(const std::vector<TensorId>& args, const std::string& debugContext = {});
   // Reverses along `dimensions` (empty: the identity).

@@ -74,6 +74,8 @@ TEST(GraphcoreBuilder, EveryUtilityOpInfersChecksAndImports) {
   check(gc.printtensor({x}, 0, "p", "x values"), "FLOAT", xs);
   check(gc.remainder({x, y}), "FLOAT", xs);
   check(gc.fmod({x, y}), "FLOAT", xs);
+  const TensorId xi = b->addInputTensor(TensorInfo("INT32", {5}), "xi");
+  check(gc.remainder({xi, xi}), "INT32", {5});
   check(gc.reverse({x}, {0, -1}), "FLOAT", xs);
   check(gc.round({x}), "FLOAT", xs);
   const TensorId cond = b->addInputTensor(TensorInfo("BOOL", {}), "cond");

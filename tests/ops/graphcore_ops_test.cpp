@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "ir/autodiff/autodiff.hpp"
@@ -454,7 +455,46 @@ TEST(GraphcoreOps, RemainderAndFmod) {
       [&] {
         runForward(one("Remainder"), {HostTensor::fromVector<int32_t>({1}, {1}), b});
       },
-      {"Remainder", "floating-point"});
+      {"Remainder", "one element type"});
+  expectError(
+      [&] {
+        runForward(one("Remainder"), {HostTensor::fromVector<uint8_t>({1}, {1}), b});
+      },
+      {"Remainder", "INT32 or INT64"});
+}
+
+template <typename T>
+void checkIntegerMod() {
+  const T lo = std::numeric_limits<T>::min();
+  const std::vector<T> av = {7, -7, 7, -7, 0, 5, lo, lo, 9, -9};
+  const std::vector<T> bv = {3, 3, -3, -3, 4, 0, -1, 3, 1, 2};
+  const auto n = static_cast<int64_t>(av.size());
+  const HostTensor a = HostTensor::fromVector<T>({n}, av);
+  const HostTensor b = HostTensor::fromVector<T>({n}, bv);
+  const auto rem = runForward(one("Remainder"), {a, b})[0].template toVector<T>();
+  const auto fm = runForward(one("Fmod"), {a, b})[0].template toVector<T>();
+  for (size_t i = 0; i < av.size(); ++i) {
+    SCOPED_TRACE(::testing::PrintToString(av[i]) + " % " + ::testing::PrintToString(bv[i]));
+    // Reference in long double arithmetic: exact for these values; x % 0 and x % -1 are 0.
+    const long double p = av[i], q = bv[i];
+    long double f = 0, r = 0;
+    if (bv[i] != 0) {
+      f = p - std::trunc(p / q) * q;
+      r = p - std::floor(p / q) * q;
+    }
+    EXPECT_EQ(static_cast<long double>(fm[i]), f);
+    EXPECT_EQ(static_cast<long double>(rem[i]), r);
+  }
+  // Broadcasting.
+  const HostTensor m = HostTensor::fromVector<T>({2, 1}, {5, -5});
+  const HostTensor d = HostTensor::fromVector<T>({3}, {2, -3, 4});
+  EXPECT_EQ(runForward(one("Remainder"), {m, d})[0].template toVector<T>(),
+            (std::vector<T>{1, -1, 1, 1, -2, 3}));
+}
+
+TEST(GraphcoreOps, IntegerRemainderAndFmod) {
+  checkIntegerMod<int32_t>();
+  checkIntegerMod<int64_t>();
 }
 
 // ---- Reverse

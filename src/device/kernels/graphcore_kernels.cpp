@@ -2,8 +2,9 @@
 // DynamicSlice/Update/Zero/Add, Init, PrintTensor, Remainder, Fmod, Reverse, Round, Abort, and the
 // ai.xtrain grad ops DynamicSliceGrad and ModGradDivisor.
 //
-// Arithmetic is FLOAT (FLOAT16 runs promoted); ops that only move data (Detach, Nop, the dynamic
-// slice family but DynamicAdd, Init, PrintTensor, Reverse) work on any fixed-size element type.
+// Arithmetic is FLOAT (FLOAT16 runs promoted; Remainder and Fmod also INT32 and INT64); ops that
+// only move data (Detach, Nop, the dynamic slice family but DynamicAdd, Init, PrintTensor, Reverse)
+// work on any fixed-size element type.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -422,9 +423,62 @@ KernelFactory binaryFloat(F f) {
   };
 }
 
-XT_REGISTER_KERNEL("ai.graphcore", "Remainder", binaryFloat(remainderOf));
+// Integer remainders: b == 0 gives 0 (as numpy does), and b == -1 gives 0 without dividing (the
+// most negative value % -1 traps on x86).
+template <typename T, bool kFmod>
+T intMod(T a, T b) {
+  if (b == 0 || b == -1) return 0;
+  T r = static_cast<T>(a % b);
+  if (!kFmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+  return r;
+}
+
+template <typename T, bool kFmod>
+void intModKernel(const KernelIO& io, const Shape& out, bool same,
+                  const std::array<std::vector<int64_t>, 2>& strides) {
+  const T* __restrict a = io.in(0).data<T>();
+  const T* __restrict b = io.in(1).data<T>();
+  T* __restrict y = io.out(0).data<T>();
+  if (same) {
+    const int64_t n = io.out(0).nelms();
+    for (int64_t i = 0; i < n; ++i) y[i] = intMod<T, kFmod>(a[i], b[i]);
+    return;
+  }
+  forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+    for (int64_t j = 0; j < len; ++j) {
+      y[o + j] = intMod<T, kFmod>(a[off[0] + j * st[0]], b[off[1] + j * st[1]]);
+    }
+  });
+}
+
+// FLOAT through binaryFloat (FLOAT16 promoted), INT32 and INT64 through intModKernel.
+template <bool kFmod, typename F>
+KernelFactory modKernel(F f) {
+  return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    const DataType t = spec.inputs.at(0).dataType();
+    if (t != DataType::INT32 && t != DataType::INT64) return binaryFloat(f)(spec);
+    if (spec.inputs.at(1).dataType() != t) {
+      spec.fail("A is {} and B is {}; expected one element type", spec.inputs.at(0).toString(),
+                spec.inputs.at(1).toString());
+    }
+    const Shape out = spec.outputs.at(0).shape();
+    const Shape sa = spec.inputs.at(0).shape();
+    const Shape sb = spec.inputs.at(1).shape();
+    const bool same = sa == out && sb == out;
+    const std::array<std::vector<int64_t>, 2> strides = {broadcastStrides(sa, out),
+                                                         broadcastStrides(sb, out)};
+    if (t == DataType::INT32) {
+      return makeKernel(
+          [=](const KernelIO& io) { intModKernel<int32_t, kFmod>(io, out, same, strides); });
+    }
+    return makeKernel(
+        [=](const KernelIO& io) { intModKernel<int64_t, kFmod>(io, out, same, strides); });
+  };
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Remainder", modKernel<false>(remainderOf));
 XT_REGISTER_KERNEL("ai.graphcore", "Fmod",
-                   binaryFloat([](float a, float b) { return std::fmod(a, b); }));
+                   modKernel<true>([](float a, float b) { return std::fmod(a, b); }));
 
 XT_REGISTER_KERNEL(
     "ai.xtrain", "ModGradDivisor", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {

@@ -244,7 +244,10 @@ void registerUtilityOps() {
     s.Input(0, "A", "dividend", "T")
         .Input(1, "B", "divisor", "T")
         .Output(0, "C", "remainder", "T")
-        .TypeConstraint("T", kFloatTypes, "floating point")
+        .TypeConstraint("T",
+                        {"tensor(float)", "tensor(float16)", "tensor(double)", "tensor(int32)",
+                         "tensor(int64)"},
+                        "floating point or INT32/INT64")
         .TypeAndShapeInferenceFunction(broadcastInference);
     onnx::RegisterSchema(std::move(s));
   }

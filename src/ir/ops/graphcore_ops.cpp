@@ -390,18 +390,21 @@ XT_REGISTER_OP([] {
 // ---- Remainder, Fmod ---------------------------------------------------------------------------
 
 // Remainder (Python's %, the sign of the divisor) and Fmod (C's fmod, the sign of the dividend),
-// numpy broadcasting. a = q*b + r with q = floor(a/b) or trunc(a/b): da = gy, db = -q*gy (the
-// ai.xtrain ModGradDivisor op, attribute fmod).
+// numpy broadcasting. Floating point (x % 0 is NaN) or INT32/INT64 (x % 0 is 0, as numpy gives).
+// a = q*b + r with q = floor(a/b) or trunc(a/b): da = gy, db = -q*gy (the ai.xtrain
+// ModGradDivisor op, attribute fmod).
 OpDef modOp(const std::string& type, bool fmod) {
   OpDef d;
   d.type = type;
   d.domain = kGraphcoreDomain;
   d.minInputs = d.maxInputs = 2;
   d.infer = [](const ShapeContext& ctx) {
-    requireFloatInput(ctx, 0, "A");
-    requireFloatInput(ctx, 1, "B");
     const TensorInfo& a = ctx.input(0);
     const TensorInfo& b = ctx.input(1);
+    const DataType t = a.dataType();
+    if (!isFloatingPoint(t) && t != DataType::INT32 && t != DataType::INT64) {
+      ctx.fail("input 0 (A) is {}, expected a floating-point, INT32 or INT64 tensor", a.toString());
+    }
     if (a.dataType() != b.dataType()) {
       ctx.fail("A is {} and B is {}; expected one element type", a.toString(), b.toString());
     }
