@@ -44,6 +44,9 @@ namespace xtrain {
 
 class BuilderImpl;
 
+// How AiGraphcoreOpset1::init initialises its tensor (PopART's InitType); pass its int value.
+enum class InitType { NoInit = 0, Zero = 1 };
+
 // ConstVoidData (a tensor value given to the Builder) is defined in xtrain/voiddata.hpp.
 
 // An attribute value of a custom op (Builder::customOp).
@@ -279,8 +282,9 @@ class AiGraphcoreOpset1 : public DomainOpSet {
   TensorId dynamicadd(const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
                       const std::vector<int64_t>& sizes, const std::string& debugContext = {});
   // A tensor of `shape` and data_type (the int value of xtrain::DataType, which has PopART's
-  // DataType order) filled with zeros. init_type: 0 NoInit, 1 Zero (on an IPU NoInit leaves the
-  // memory as it is; here it is zeroed as well). batch_axis is recorded.
+  // DataType order) filled with zeros. init_type: the int value of InitType, 0 NoInit or 1 Zero
+  // (on an IPU NoInit leaves the memory as it is; here it is zeroed as well). batch_axis is
+  // recorded.
   TensorId init(const std::vector<int64_t>& shape, int64_t data_type, int64_t init_type,
                 int64_t batch_axis, const std::string& debugContext = {});
   TensorId init(const std::vector<int64_t>& shape, int64_t data_type, int64_t init_type,

@@ -69,7 +69,9 @@ TEST(GraphcoreBuilder, EveryUtilityOpInfersChecksAndImports) {
   check(gc.dynamicupdate({x, off, s}, {0, 2}, {1, 2}), "FLOAT", xs);
   check(gc.dynamiczero({x, off}, {0, 2}, {1, 2}), "FLOAT", xs);
   check(gc.dynamicadd({x, off, s}, {0, 2}, {1, 2}), "FLOAT", xs);
-  check(gc.init({4, 2}, static_cast<int64_t>(DataType::FLOAT), 1), "FLOAT", {4, 2});
+  check(
+      gc.init({4, 2}, static_cast<int64_t>(DataType::FLOAT), static_cast<int64_t>(InitType::Zero)),
+      "FLOAT", {4, 2});
   check(gc.init({3}, static_cast<int64_t>(DataType::INT64), 0, 0), "INT64", {3});
   check(gc.printtensor({x}, 0, "p", "x values"), "FLOAT", xs);
   check(gc.remainder({x, y}), "FLOAT", xs);
@@ -187,6 +189,25 @@ TEST(GraphcoreBuilder, MethodErrors) {
   expectError([&] { gc.scaledadd({x}); }, {"scaledadd"});
   expectError([&] { gc.abort({x, x}); }, {"abort"});
   expectError([&] { gc.remainder({x}); }, {"remainder"});
+}
+
+// PopART's own Builder writes Init with a tensor_type attribute as well: such a node checks and
+// imports.
+TEST(GraphcoreBuilder, PopartStyleInitNodeImports) {
+  auto b = Builder::create();
+  b->aiGraphcoreOpset1();
+  const auto outs = b->customOp("ai.graphcore", "Init", 1, {}, 1,
+                                {{"shape", std::vector<int64_t>{2, 2}},
+                                 {"data_type", static_cast<int64_t>(DataType::FLOAT16)},
+                                 {"tensor_type", int64_t{0}},
+                                 {"init_type", static_cast<int64_t>(InitType::NoInit)},
+                                 {"batch_axis", int64_t{0}}});
+  b->addOutputTensor(outs.at(0));
+  EXPECT_EQ(b->getTensorInfo(outs[0]), TensorInfo("FLOAT16", {2, 2}));
+  const std::string proto = b->getModelProto();
+  ir::checkOnnxModel(proto);
+  ir::OnnxModel m = ir::importOnnxModel(proto);
+  EXPECT_EQ(m.graph->tensor(outs[0]).info, TensorInfo("FLOAT16", {2, 2}));
 }
 
 // A Builder model with the ops imports and runs: values checked against a hand computation.

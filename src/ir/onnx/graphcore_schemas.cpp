@@ -299,6 +299,8 @@ void registerUtilityOps() {
               onnx::AttributeProto::INT, true)
         .Attr("init_type", "0 NoInit, 1 Zero", onnx::AttributeProto::INT, true)
         .Attr("batch_axis", "the batch axis (recorded)", onnx::AttributeProto::INT, false)
+        .Attr("tensor_type", "PopART's TensorType of the result (PopART writes it; ignored)",
+              onnx::AttributeProto::INT, false)
         .Output(0, "Y", "the tensor", "T")
         .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
         .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
