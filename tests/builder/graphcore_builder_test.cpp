@@ -8,6 +8,7 @@
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "session/lowered_graph.hpp"
 #include "xtrain/builder.hpp"
+#include "xtrain/session.hpp"
 
 namespace xtrain {
 namespace {
@@ -240,6 +241,53 @@ TEST(GraphcoreBuilder, ModelRunsEndToEnd) {
       EXPECT_NEAR(out.getAsDouble(r * 4 + c), v, 1e-5);
       EXPECT_TRUE(std::isnan(rem.getAsDouble(r * 4 + c)));
       EXPECT_EQ(rnd.getAsDouble(r * 4 + c), std::nearbyint(static_cast<float>(v)));
+    }
+  }
+}
+
+// One SGD step of a TrainingSession through DynamicSlice, Scale, Reverse, PrintTensor, Detach and
+// ScaledAdd: w moves by -lr * dloss/dw, computed here by hand.
+TEST(GraphcoreBuilder, TrainsThroughTheOps) {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  auto gc = b->aiGraphcoreOpset1();
+  std::vector<float> w0(12);
+  for (size_t i = 0; i < w0.size(); ++i) w0[i] = 0.1f * static_cast<float>(i) - 0.4f;
+  const TensorId w =
+      b->addInitializedInputTensor(ConstVoidData::fromVector<float>({4, 3}, w0), "w");
+  const TensorId off =
+      b->addInitializedInputTensor(ConstVoidData::fromVector<int32_t>({1}, {1}), "off");
+  const TensorId x = b->addInputTensor(TensorInfo("FLOAT", {2, 3}), "x");
+  const TensorId s = gc.dynamicslice({w, off}, {0}, {2});  // rows 1, 2
+  const TensorId u = gc.printtensor({gc.reverse({gc.scale({s}, 2.0f)}, {1})}, 0);
+  const TensorId frozen = gc.dynamicslice({gc.detach({w}), off}, {0}, {2});
+  const TensorId sum = gc.scaledadd({u, frozen}, 1.0f, 3.0f);
+  const TensorId loss = gc.identityloss({onnx.mul({sum, x})}, ReductionType::Sum);
+  b->addOutputTensor(loss);
+
+  const float lr = 0.1f;
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
+  auto session = TrainingSession::createFromOnnxModel(b->getModelProto(), DataFlow(1), loss,
+                                                      ConstSGD(lr), device);
+  session->prepareDevice();
+  session->weightsFromHost();
+  std::vector<float> xv = {1.0f, -2.0f, 0.5f, 3.0f, 0.25f, -1.0f};
+  NDArrayWrapper<float> xa(xv.data(), Shape{2, 3});
+  StepIO io({{x, xa}}, {});
+  session->run(io);
+  session->weightsToHost();
+  std::vector<float> w1(12);
+  WeightsIO wio;
+  wio.insert(w, {w1.data(), TensorInfo(DataType::FLOAT, {4, 3})});
+  session->readWeights(wio);
+  // dloss/dw[r][c] = 2 * x[r-1][2-c] for rows 1 and 2 (the detached path adds nothing), else 0.
+  for (int r = 0; r < 4; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      const double g =
+          (r == 1 || r == 2) ? 2.0 * xv[static_cast<size_t>((r - 1) * 3 + (2 - c))] : 0.0;
+      EXPECT_NEAR(w1[static_cast<size_t>(r * 3 + c)], w0[static_cast<size_t>(r * 3 + c)] - lr * g,
+                  1e-5)
+          << r << "," << c;
     }
   }
 }
