@@ -66,7 +66,7 @@ HostTensor binaryRef(const HostTensor& a, const HostTensor& b, const Shape& out,
   return y;
 }
 
-// ---- Detach, Nop, Scale ------------------------------------------------------------------------
+// ---- Detach, Nop, Scale
 
 TEST(GraphcoreOps, DetachAndNopPassThrough) {
   const HostTensor x = randomTensor({3, 4}, 1);
@@ -121,7 +121,6 @@ TEST(GraphcoreOps, Scale) {
 }
 
 // ---- ScaledAdd
-// -----------------------------------------------------------------------------------
 
 TEST(GraphcoreOps, ScaledAddWithAttributes) {
   const HostTensor a = randomTensor({2, 3, 4}, 4);
@@ -163,7 +162,7 @@ TEST(GraphcoreOps, ScaledAddWithScaleTensors) {
   expectError([&] { runForward(one("ScaledAdd"), {a, randomTensor({2, 4}, 9)}); }, {"ScaledAdd"});
 }
 
-// ---- Dynamic slice family --------------------------------------------------------------------
+// ---- Dynamic slice family
 
 struct DynCase {
   Shape shape;
@@ -330,7 +329,6 @@ TEST(GraphcoreOps, DynamicSliceErrors) {
 }
 
 // ---- Init
-// --------------------------------------------------------------------------------------------
 
 TEST(GraphcoreOps, InitIsZeros) {
   for (DataType t : {DataType::FLOAT, DataType::INT64, DataType::FLOAT16, DataType::BOOL}) {
@@ -372,7 +370,7 @@ TEST(GraphcoreOps, InitIsZeros) {
       {"Init", "init_type 4"});
 }
 
-// ---- PrintTensor -----------------------------------------------------------------------------
+// ---- PrintTensor
 
 TEST(GraphcoreOps, PrintTensorLogsAndPassesThrough) {
   namespace fs = std::filesystem;
@@ -392,6 +390,19 @@ TEST(GraphcoreOps, PrintTensorLogsAndPassesThrough) {
                                        {"summariseThreshold", int64_t{4}},
                                        {"edgeItems", int64_t{2}}})),
              {big});
+  // Lines break at maxLineWidth; fixed format with 3 digits.
+  HostTensor six(TensorInfo(DataType::FLOAT, {2, 3}));
+  for (int64_t i = 0; i < 6; ++i) six.setFromDouble(i, static_cast<double>(i));
+  runForward(one("PrintTensor", attrs({{"title", std::string("wrapped")},
+                                       {"maxLineWidth", int64_t{30}},
+                                       {"digits", int64_t{3}},
+                                       {"floatFormat", int64_t{1}}})),
+             {six});
+  runForward(one("PrintTensor", attrs({{"title", std::string("ints")},
+                                       {"separator", std::string(",")},
+                                       {"openBracket", std::string("(")},
+                                       {"closeBracket", std::string(")")}})),
+             {HostTensor::fromVector<int64_t>({2}, {7, -8})});
   // The gradient is printed too (print_gradient defaults to 1).
   expectGradientsMatch(one("PrintTensor", attrs({{"title", std::string("g")}})), {x});
   logging::flush();
@@ -406,6 +417,9 @@ TEST(GraphcoreOps, PrintTensorLogsAndPassesThrough) {
   EXPECT_NE(text.find("my tensor: [[1 -2] [0.5 4]]"), std::string::npos) << text;
   EXPECT_NE(text.find("big: [0 1 ... 18 19]"), std::string::npos) << text;
   EXPECT_NE(text.find("Gradient of g: "), std::string::npos) << text;
+  EXPECT_NE(text.find("wrapped: [[0.000 1.000 2.000]\n [3.000 4.000 5.000]]"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ints: (7,-8)"), std::string::npos) << text;
 }
 
 TEST(GraphcoreOps, PrintTensorTitleDefaultsToTheTensorId) {
@@ -421,7 +435,7 @@ TEST(GraphcoreOps, PrintTensorTitleDefaultsToTheTensorId) {
       {"PrintTensor", "floatFormat 7"});
 }
 
-// ---- Remainder, Fmod ---------------------------------------------------------------------------
+// ---- Remainder, Fmod
 
 TEST(GraphcoreOps, RemainderAndFmod) {
   const HostTensor a =
@@ -498,7 +512,6 @@ TEST(GraphcoreOps, IntegerRemainderAndFmod) {
 }
 
 // ---- Reverse
-// -----------------------------------------------------------------------------------------
 
 TEST(GraphcoreOps, Reverse) {
   const Shape shape{3, 4, 5};
@@ -539,7 +552,6 @@ TEST(GraphcoreOps, Reverse) {
 }
 
 // ---- Round
-// ---------------------------------------------------------------------------------------------
 
 TEST(GraphcoreOps, RoundHalvesToEven) {
   const HostTensor x =
@@ -554,7 +566,6 @@ TEST(GraphcoreOps, RoundHalvesToEven) {
 }
 
 // ---- Abort
-// ---------------------------------------------------------------------------------------------
 
 TEST(GraphcoreOps, AbortFailsTheRunNamingTheOp) {
   const HostTensor x = randomTensor({2}, 20);

@@ -82,7 +82,6 @@ void forEachRow(const Shape& out, const std::array<std::vector<int64_t>, N>& str
 }
 
 // ---- ScaledAdd
-// -----------------------------------------------------------------------------------
 
 XT_REGISTER_KERNEL("ai.graphcore", "ScaledAdd",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
@@ -116,7 +115,7 @@ XT_REGISTER_KERNEL("ai.graphcore", "ScaledAdd",
                      });
                    });
 
-// ---- Dynamic slice family --------------------------------------------------------------------
+// ---- Dynamic slice family
 
 // The geometry of a slice of `sizes` along `axes` in a tensor of `shape`, as contiguous rows.
 struct DynamicGeometry {
@@ -302,19 +301,19 @@ XT_REGISTER_KERNEL("ai.graphcore", "DynamicAdd",
                    });
 
 // ---- Init
-// ------------------------------------------------------------------------------------------
 
 XT_REGISTER_KERNEL("ai.graphcore", "Init", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   requireFixedSize(spec, spec.outputs.at(0), "output 0");
   return makeKernel([](const KernelIO& io) { io.out(0).fillZero(); });
 });
 
-// ---- PrintTensor -----------------------------------------------------------------------------
+// ---- PrintTensor
 
 struct PrintFormat {
   std::string title;
   int64_t summariseThreshold = 1000;
   int64_t edgeItems = 3;
+  int64_t maxLineWidth = 75;
   int64_t digits = 8;
   int64_t floatFormat = 0;  // 0 auto, 1 fixed, 2 scientific, 3 none
   std::string separator = " ";
@@ -322,45 +321,80 @@ struct PrintFormat {
   std::string close = "]";
 };
 
-void formatValue(std::ostringstream& os, const HostTensor& t, int64_t i, const PrintFormat& f) {
-  const double v = t.getAsDouble(i);
-  if (!isFloatingPoint(t.dataType())) {
-    os << static_cast<int64_t>(v);
-    return;
-  }
-  std::ostringstream s;
-  if (f.digits > 0 && f.floatFormat != 3) {
-    s.precision(static_cast<int>(f.digits));
-    if (f.floatFormat == 1) s << std::fixed;
-    if (f.floatFormat == 2) s << std::scientific;
-  }
-  s << v;
-  os << s.str();
-}
+// Writes a tensor as nested brackets along its shape; with summarising, only edgeItems at each end
+// of each dimension. A line longer than maxLineWidth (0: no limit) breaks before a value or an
+// opening bracket, indented to the bracket depth.
+class TensorPrinter {
+ public:
+  TensorPrinter(const HostTensor& t, const PrintFormat& f) : t_(t), f_(f) {}
 
-// Nested brackets along the shape; with summarising, only edgeItems at each end of each dimension.
-void formatDims(std::ostringstream& os, const HostTensor& t, size_t dim, int64_t base,
-                bool summarise, const PrintFormat& f) {
-  const Shape& shape = t.shape();
-  if (dim == shape.size()) {
-    formatValue(os, t, base, f);
-    return;
+  std::string print() {
+    out_ = f_.title + ": ";
+    lineStart_ = 0;
+    summarise_ = f_.summariseThreshold > 0 && t_.nelms() > f_.summariseThreshold;
+    dims(0, 0);
+    return out_;
   }
-  int64_t stride = 1;
-  for (size_t d = dim + 1; d < shape.size(); ++d) stride *= shape[d];
-  const int64_t n = shape[dim];
-  os << f.open;
-  for (int64_t i = 0; i < n; ++i) {
-    if (summarise && n > 2 * f.edgeItems && i == f.edgeItems) {
-      os << "..." << f.separator;
-      i = n - f.edgeItems - 1;
-      continue;
+
+ private:
+  void token(const std::string& s, size_t depth, bool mayBreak) {
+    const size_t line = out_.size() - lineStart_;
+    if (mayBreak && f_.maxLineWidth > 0 && line > depth &&
+        line + s.size() > static_cast<size_t>(f_.maxLineWidth)) {
+      // Trailing separator spaces stay on the line they end.
+      while (!out_.empty() && out_.back() == ' ') out_.pop_back();
+      out_ += '\n';
+      lineStart_ = out_.size();
+      out_.append(depth, ' ');
     }
-    formatDims(os, t, dim + 1, base + i * stride, summarise, f);
-    if (i + 1 < n) os << f.separator;
+    out_ += s;
   }
-  os << f.close;
-}
+
+  std::string value(int64_t i) const {
+    const double v = t_.getAsDouble(i);
+    std::ostringstream s;
+    if (!isFloatingPoint(t_.dataType())) {
+      s << static_cast<int64_t>(v);
+      return s.str();
+    }
+    if (f_.digits > 0 && f_.floatFormat != 3) {
+      s.precision(static_cast<int>(f_.digits));
+      if (f_.floatFormat == 1) s << std::fixed;
+      if (f_.floatFormat == 2) s << std::scientific;
+    }
+    s << v;
+    return s.str();
+  }
+
+  void dims(size_t dim, int64_t base) {
+    const Shape& shape = t_.shape();
+    if (dim == shape.size()) {
+      token(value(base), dim, true);
+      return;
+    }
+    int64_t stride = 1;
+    for (size_t d = dim + 1; d < shape.size(); ++d) stride *= shape[d];
+    const int64_t n = shape[dim];
+    token(f_.open, dim, true);
+    for (int64_t i = 0; i < n; ++i) {
+      if (summarise_ && n > 2 * f_.edgeItems && i == f_.edgeItems) {
+        token("...", dim + 1, true);
+        token(f_.separator, dim + 1, false);
+        i = n - f_.edgeItems - 1;
+        continue;
+      }
+      dims(dim + 1, base + i * stride);
+      if (i + 1 < n) token(f_.separator, dim + 1, false);
+    }
+    token(f_.close, dim, false);
+  }
+
+  const HostTensor& t_;
+  const PrintFormat& f_;
+  std::string out_;
+  size_t lineStart_ = 0;
+  bool summarise_ = false;
+};
 
 XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
@@ -369,6 +403,7 @@ XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
                      f.title = spec.attrs.getString("title", "");
                      f.summariseThreshold = spec.attrs.getInt("summariseThreshold", 1000);
                      f.edgeItems = spec.attrs.getInt("edgeItems", 3);
+                     f.maxLineWidth = spec.attrs.getInt("maxLineWidth", 75);
                      f.digits = spec.attrs.getInt("digits", 8);
                      f.floatFormat = spec.attrs.getInt("floatFormat", 0);
                      f.separator = spec.attrs.getString("separator", " ");
@@ -377,18 +412,12 @@ XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
                      return makeKernel([f](const KernelIO& io) {
                        copyBytes(io);
                        if (!logging::shouldLog(logging::Module::op, logging::Level::Info)) return;
-                       const HostTensor& t = io.in(0);
-                       std::ostringstream os;
-                       os << f.title << ": ";
-                       const bool summarise =
-                           f.summariseThreshold > 0 && t.nelms() > f.summariseThreshold;
-                       formatDims(os, t, 0, 0, summarise, f);
-                       logging::log(logging::Module::op, logging::Level::Info, os.str());
+                       logging::log(logging::Module::op, logging::Level::Info,
+                                    TensorPrinter(io.in(0), f).print());
                      });
                    });
 
 // ---- Remainder, Fmod, ModGradDivisor
-// -------------------------------------------------------------
 
 inline float remainderOf(float a, float b) {
   float r = std::fmod(a, b);
@@ -503,7 +532,6 @@ XT_REGISTER_KERNEL(
     });
 
 // ---- Reverse
-// ---------------------------------------------------------------------------------------
 
 template <typename T>
 void reverseRows(const T* __restrict x, T* __restrict y, const Shape& shape,
@@ -583,7 +611,6 @@ XT_REGISTER_KERNEL("ai.graphcore", "Reverse",
                    });
 
 // ---- Round, Abort
-// ----------------------------------------------------------------------------------
 
 // std::nearbyint in the default rounding mode: halves to even, as ONNX Round.
 XT_REGISTER_KERNEL("ai.graphcore", "Round", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {

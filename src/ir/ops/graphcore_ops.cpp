@@ -29,7 +29,7 @@ void requireFloatInput(const ShapeContext& ctx, size_t i, const char* name) {
   }
 }
 
-// ---- Detach, Nop, Scale ------------------------------------------------------------------------
+// ---- Detach, Nop, Scale
 
 XT_REGISTER_OP([] {
   OpDef d;
@@ -69,7 +69,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- ScaledAdd
-// -----------------------------------------------------------------------------------
 
 // Takes the value of constant scalar input `index` into float attribute `attr` and marks the input
 // absent; a non-constant input stays (the kernel reads it at run time).
@@ -152,7 +151,7 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// ---- Dynamic slice family --------------------------------------------------------------------
+// ---- Dynamic slice family
 
 // Checks axes/sizes against the tensor's shape and the offset input (index 1); returns the slice
 // shape: the tensor's shape with sizes[i] at axes[i]. Normalises negative axes in place.
@@ -317,7 +316,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- Init
-// ------------------------------------------------------------------------------------------
 
 // Init() -> zeros of attribute shape and data_type (PopART's DataType enum value); init_type
 // (0 NoInit, 1 Zero) and batch_axis are accepted; the tensor is zeroed either way.
@@ -352,7 +350,7 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// ---- PrintTensor -----------------------------------------------------------------------------
+// ---- PrintTensor
 
 XT_REGISTER_OP([] {
   OpDef d;
@@ -387,7 +385,7 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// ---- Remainder, Fmod ---------------------------------------------------------------------------
+// ---- Remainder, Fmod
 
 // Remainder (Python's %, the sign of the divisor) and Fmod (C's fmod, the sign of the dividend),
 // numpy broadcasting. Floating point (x % 0 is NaN) or INT32/INT64 (x % 0 is 0, as numpy gives).
@@ -447,7 +445,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- Reverse, Round, Abort
-// -----------------------------------------------------------------------
 
 // Reverse(x), attribute dimensions (possibly negative, each at most once; empty: identity).
 XT_REGISTER_OP([] {
