@@ -293,7 +293,7 @@ class AiGraphcoreOpset1 : public DomainOpSet {
   // (default: the tensor's id); print_gradient = 1 logs its gradient as well. Summarising keeps
   // edgeItems values at each end of every dimension of a tensor of more than summariseThreshold
   // elements (0: never). digits and floatFormat (0 auto, 1 fixed, 2 scientific, 3 none) set the
-  // precision; maxLineWidth is recorded, lines are not split.
+  // precision; lines break at maxLineWidth characters (0: never).
   TensorId printtensor(const std::vector<TensorId>& args, int64_t print_gradient = 1,
                        const std::string& debugContext = {}, const std::string& title = {},
                        int summariseThreshold = 1000, int edgeItems = 3, int maxLineWidth = 75,

@@ -604,6 +604,19 @@ TEST(GraphcoreOps, Float16RunsPromoted) {
                    {x, off});
   ASSERT_EQ(out[0].info(), TensorInfo(DataType::FLOAT16, {2, 3}));
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(out[0].getAsDouble(i), x.getAsDouble(i + 3));
+  // Remainder and ScaledAdd (with a FLOAT scale tensor) compute in FLOAT and round back.
+  const HostTensor y = randomTensor({4, 3}, 22, 0.5f, 1.0f).castTo(DataType::FLOAT16);
+  out = runForward(one("Remainder"), {x, y});
+  ASSERT_EQ(out[0].dataType(), DataType::FLOAT16);
+  for (int64_t i = 0; i < x.nelms(); ++i) {
+    const double p = x.getAsDouble(i), q = y.getAsDouble(i);
+    EXPECT_NEAR(out[0].getAsDouble(i), p - std::floor(p / q) * q, 2e-3);
+  }
+  out = runForward(one("ScaledAdd"), {x, y, HostTensor::scalar(2.0f)});
+  ASSERT_EQ(out[0].dataType(), DataType::FLOAT16);
+  for (int64_t i = 0; i < x.nelms(); ++i) {
+    EXPECT_NEAR(out[0].getAsDouble(i), 2.0 * x.getAsDouble(i) + y.getAsDouble(i), 4e-3);
+  }
 }
 
 }  // namespace

@@ -194,7 +194,7 @@ void registerUtilityOps() {
               onnx::AttributeProto::INT, static_cast<int64_t>(1000))
         .Attr("edgeItems", "values kept at each end when summarising", onnx::AttributeProto::INT,
               static_cast<int64_t>(3))
-        .Attr("maxLineWidth", "line width (recorded)", onnx::AttributeProto::INT,
+        .Attr("maxLineWidth", "lines break past this width (0: never)", onnx::AttributeProto::INT,
               static_cast<int64_t>(75))
         .Attr("digits", "significant digits", onnx::AttributeProto::INT, static_cast<int64_t>(8))
         .Attr("floatFormat", "0 auto, 1 fixed, 2 scientific, 3 none", onnx::AttributeProto::INT,
