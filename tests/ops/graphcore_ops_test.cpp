@@ -450,6 +450,41 @@ TEST(GraphcoreOps, RemainderAndFmod) {
       allClose(fm[0], binaryRef(a, b, {2, 4}, [](double p, double q) { return std::fmod(p, q); })));
   EXPECT_FLOAT_EQ(rem[0].span<float>()[1], 0.5f);  // -5.5 % 2: the sign of the divisor
   EXPECT_FLOAT_EQ(fm[0].span<float>()[1], -1.5f);  // fmod(-5.5, 2): the sign of the dividend
+  // Exactly C's fmod over a wide range of magnitudes (the kernel's fast path and its fallback),
+  // infinities and signed zeros included.
+  {
+    std::vector<float> av, bv;
+    const std::vector<float> mags = {0.0f, 1e-30f, 0.3f, 1.0f,  3.0f,    7.5f,
+                                     1e3f, 1e7f,   3e9f, 1e30f, INFINITY};
+    for (float p : mags) {
+      for (float q : mags) {
+        for (float sp : {1.0f, -1.0f}) {
+          for (float sq : {1.0f, -1.0f}) {
+            av.push_back(sp * p);
+            bv.push_back(sq * q);
+          }
+        }
+      }
+    }
+    const auto n = static_cast<int64_t>(av.size());
+    const HostTensor wa = HostTensor::fromVector<float>({n}, av);
+    const HostTensor wb = HostTensor::fromVector<float>({n}, bv);
+    const auto f = runForward(one("Fmod"), {wa, wb})[0].toVector<float>();
+    const auto r = runForward(one("Remainder"), {wa, wb})[0].toVector<float>();
+    for (size_t i = 0; i < av.size(); ++i) {
+      SCOPED_TRACE(::testing::PrintToString(av[i]) + " mod " + ::testing::PrintToString(bv[i]));
+      const float e = std::fmod(av[i], bv[i]);
+      if (std::isnan(e)) {
+        EXPECT_TRUE(std::isnan(f[i]));
+        EXPECT_TRUE(std::isnan(r[i]));
+        continue;
+      }
+      EXPECT_EQ(f[i], e);
+      EXPECT_EQ(std::signbit(f[i]), std::signbit(e));
+      const float er = (e != 0.0f && ((e < 0.0f) != (bv[i] < 0.0f))) ? e + bv[i] : e;
+      EXPECT_EQ(r[i], er);
+    }
+  }
   // Division by zero gives NaN, no trap.
   auto z = runForward(one("Remainder"), {HostTensor::scalar(1.0f), HostTensor::scalar(0.0f)});
   EXPECT_TRUE(std::isnan(z[0].span<float>()[0]));

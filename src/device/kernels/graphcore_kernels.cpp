@@ -419,10 +419,23 @@ XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
 
 // ---- Remainder, Fmod, ModGradDivisor
 
+// C's fmod, exactly, with a fast path: when |a/b| < 2^22 the double quotient truncates to the
+// true integer quotient t, t*b is exact in double and so is a - t*b (the result is a float), so
+// only larger quotients, infinities and NaNs take std::fmod (several times slower). The result
+// has a's sign, zero included.
+inline float fmodOf(float a, float b) {
+  const double q = static_cast<double>(a) / static_cast<double>(b);
+  // An infinite b gives q = 0 but 0 * b = NaN: it takes std::fmod too.
+  if (!(std::fabs(q) < 4194304.0) || std::isinf(b)) return std::fmod(a, b);
+  const double t = std::trunc(q);
+  return std::copysign(static_cast<float>(static_cast<double>(a) - t * static_cast<double>(b)), a);
+}
+
+// Python's %: fmod moved into b's sign. Branch-free (random signs mispredict a branch).
 inline float remainderOf(float a, float b) {
-  float r = std::fmod(a, b);
-  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b;
-  return r;
+  const float r = fmodOf(a, b);
+  const bool fix = (r != 0.0f) & ((r < 0.0f) != (b < 0.0f));
+  return r + (fix ? b : 0.0f);
 }
 
 template <typename F>
@@ -505,9 +518,10 @@ KernelFactory modKernel(F f) {
   };
 }
 
-XT_REGISTER_KERNEL("ai.graphcore", "Remainder", modKernel<false>(remainderOf));
+XT_REGISTER_KERNEL("ai.graphcore", "Remainder",
+                   modKernel<false>([](float a, float b) { return remainderOf(a, b); }));
 XT_REGISTER_KERNEL("ai.graphcore", "Fmod",
-                   modKernel<true>([](float a, float b) { return std::fmod(a, b); }));
+                   modKernel<true>([](float a, float b) { return fmodOf(a, b); }));
 
 XT_REGISTER_KERNEL(
     "ai.xtrain", "ModGradDivisor", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
