@@ -45,6 +45,9 @@ namespace xtrain {
 
 class BuilderImpl;
 
+// How AiGraphcoreOpset1::init initialises its tensor (PopART's InitType); pass its int value.
+enum class InitType { NoInit = 0, Zero = 1 };
+
 // ConstVoidData (a tensor value given to the Builder) is defined in xtrain/voiddata.hpp.
 
 // An attribute value of a custom op (Builder::customOp).
@@ -231,6 +234,11 @@ class AiOnnxOpset17 : public AiOnnxOpset16 {
 // PopART's ai.graphcore opset 1. Op types and attributes in the model (what the IR's ops register):
 //   IdentityLoss {reduction}; Nll {reduction, ignoreIndex (optional), inputIsLogProbability};
 //   L1 {lambda, reduction}; Gelu. reduction is the int value of ReductionType.
+//   Detach; Nop; Scale {scale}; ScaledAdd {scale0, scale1}; DynamicSlice, DynamicUpdate {axes,
+//   sizes, noOverlap}; DynamicZero, DynamicAdd {axes, sizes}; Init {shape, data_type, init_type,
+//   batch_axis}; PrintTensor {print_gradient, title, summariseThreshold, edgeItems, maxLineWidth,
+//   digits, floatFormat, separator, openBracket, closeBracket}; Remainder; Fmod;
+//   Reverse {dimensions}; Round; Abort; GroupNormalization {num_groups, epsilon}.
 //   ReplicatedAllReduce, ReplicatedReduceScatter {op, group}; ReplicatedAllGather {group}. op is
 //   the int value of CollectiveOperator; group is {commGroupType, commGroupSize} (a CommGroup) or
 //   {replicaGroupingStride, replicaGroupingSize} (a ReplicaGrouping). See docs/replicated-ops.md.
@@ -249,6 +257,66 @@ class AiGraphcoreOpset1 : public DomainOpSet {
                   ReductionType reduction = ReductionType::Mean,
                   const std::string& debugContext = {});
   TensorId gelu(const std::vector<TensorId>& args, const std::string& debugContext = {});
+
+  // Pass-throughs: detach stops the gradient, nop passes it on.
+  TensorId detach(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId nop(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // scale * X.
+  TensorId scale(const std::vector<TensorId>& args, float scale,
+                 const std::string& debugContext = {});
+  // args = {T0, T1[, scale0[, scale1]]}: scale0 * T0 + scale1 * T1 (numpy broadcasting); a scale
+  // tensor (a scalar) replaces the float argument of the same name.
+  TensorId scaledadd(const std::vector<TensorId>& args, float scale0 = 1.0f, float scale1 = 1.0f,
+                     const std::string& debugContext = {});
+  // The dynamic slice family: offset is an integer tensor (UINT32, INT32 or INT64) of one offset
+  // per axis, read when the op runs and clamped into [0, dim - size]. args: {tensor, offset} for
+  // dynamicslice and dynamiczero, {tensor, offset, slice} for dynamicupdate and dynamicadd.
+  // noOverlap is recorded (it is a hint for the IPU's tile mapping and changes nothing here).
+  TensorId dynamicslice(const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
+                        const std::vector<int64_t>& sizes, int64_t noOverlap = 0,
+                        const std::string& debugContext = {});
+  TensorId dynamicupdate(const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
+                         const std::vector<int64_t>& sizes, int64_t noOverlap = 0,
+                         const std::string& debugContext = {});
+  TensorId dynamiczero(const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
+                       const std::vector<int64_t>& sizes, const std::string& debugContext = {});
+  TensorId dynamicadd(const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
+                      const std::vector<int64_t>& sizes, const std::string& debugContext = {});
+  // A tensor of `shape` and data_type (the int value of xtrain::DataType, which has PopART's
+  // DataType order) filled with zeros. init_type: the int value of InitType, 0 NoInit or 1 Zero
+  // (on an IPU NoInit leaves the memory as it is; here it is zeroed as well). batch_axis is
+  // recorded.
+  TensorId init(const std::vector<int64_t>& shape, int64_t data_type, int64_t init_type,
+                int64_t batch_axis, const std::string& debugContext = {});
+  TensorId init(const std::vector<int64_t>& shape, int64_t data_type, int64_t init_type,
+                const std::string& debugContext = {});
+  // Passes args[0] through and logs it (module `op`, level Info) each time it runs, titled `title`
+  // (default: the tensor's id); print_gradient = 1 logs its gradient as well. Summarising keeps
+  // edgeItems values at each end of every dimension of a tensor of more than summariseThreshold
+  // elements (0: never). digits and floatFormat (0 auto, 1 fixed, 2 scientific, 3 none) set the
+  // precision; lines break at maxLineWidth characters (0: never).
+  TensorId printtensor(const std::vector<TensorId>& args, int64_t print_gradient = 1,
+                       const std::string& debugContext = {}, const std::string& title = {},
+                       int summariseThreshold = 1000, int edgeItems = 3, int maxLineWidth = 75,
+                       int digits = 8, int floatFormat = 0, char separator = ' ',
+                       char openBracket = '[', char closeBracket = ']');
+  // Python's % (the sign of the divisor) and C's fmod (the sign of the dividend), broadcasting.
+  // Floating point (x % 0 is NaN) or INT32/INT64 (x % 0 is 0).
+  TensorId remainder(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId fmod(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // Reverses along `dimensions` (empty: the identity).
+  TensorId reverse(const std::vector<TensorId>& args, const std::vector<int64_t>& dimensions,
+                   const std::string& debugContext = {});
+  // Round half to even (ONNX Round-11); its gradient is zero.
+  TensorId round(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // args = {} or {condition}: when the op runs (and the scalar condition is nonzero), the run fails
+  // with an error naming the op.
+  void abort(const std::vector<TensorId>& args = {}, const std::string& debugContext = {});
+  // args = {X, scale, bias}: outputs {Y, mean, invStdDev} (op GroupNormalization, attributes
+  // num_groups, epsilon).
+  std::vector<TensorId> groupnormalization(const std::vector<TensorId>& args, int64_t num_groups,
+                                           float epsilon = 1e-5f,
+                                           const std::string& debugContext = {});
 
   // Replicated collectives: each replica's op meets those of the other replicas of its group
   // (k replicas: group sizes over the session's replicas as in replicagrouping.hpp; CommGroup All
@@ -320,8 +388,8 @@ class Builder {
   TensorId addInputTensor(const TensorInfo& info, const std::string& debugName = {});
   TensorId addInputTensor(const std::string& dataType, const Shape& shape,
                           const std::string& debugName = {});
-  // Same, fed as `settings` say (ReplicatedStreamMode::Broadcast: one micro-batch for all replicas).
-  // Recorded in the model metadata (__replicated_stream_mode/<id>).
+  // Same, fed as `settings` say (ReplicatedStreamMode::Broadcast: one micro-batch for all
+  // replicas). Recorded in the model metadata (__replicated_stream_mode/<id>).
   TensorId addInputTensor(const TensorInfo& info, const InputSettings& settings,
                           const std::string& debugName = {});
   // A graph initializer: a weight when its type is floating point, else a constant input.

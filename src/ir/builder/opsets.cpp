@@ -1,6 +1,7 @@
 // The opset objects' node emitters. Version differences of ai.onnx 11..17 are resolved here, from
 // version_.
 #include <cstdint>
+#include <optional>
 
 #include "ir/builder/builder_impl.hpp"
 
@@ -418,6 +419,183 @@ TensorId AiGraphcoreOpset1::l1loss(const std::vector<TensorId>& args, float lamb
 TensorId AiGraphcoreOpset1::gelu(const std::vector<TensorId>& args, const std::string& dc) {
   BuilderImpl::checkArity("gelu", args, 1, 1);
   return impl_->emit1("Gelu", args, dc, ir::kGraphcoreDomain);
+}
+
+// ---- ai.graphcore utility ops (semantics: src/ir/ops/graphcore_ops.cpp)
+
+TensorId AiGraphcoreOpset1::detach(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("detach", args, 1, 1);
+  return impl_->emit1("Detach", args, dc, ir::kGraphcoreDomain);
+}
+
+TensorId AiGraphcoreOpset1::nop(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("nop", args, 1, 1);
+  return impl_->emit1("Nop", args, dc, ir::kGraphcoreDomain);
+}
+
+TensorId AiGraphcoreOpset1::scale(const std::vector<TensorId>& args, float scale,
+                                  const std::string& dc) {
+  BuilderImpl::checkArity("scale", args, 1, 1);
+  auto e = impl_->emit("Scale", ir::kGraphcoreDomain, args, 1, dc);
+  setFloatAttr(*e.node, "scale", scale);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::scaledadd(const std::vector<TensorId>& args, float scale0, float scale1,
+                                      const std::string& dc) {
+  BuilderImpl::checkArity("scaledadd", args, 2, 4);
+  auto e = impl_->emit("ScaledAdd", ir::kGraphcoreDomain, args, 1, dc);
+  setFloatAttr(*e.node, "scale0", scale0);
+  setFloatAttr(*e.node, "scale1", scale1);
+  return e.outputs[0];
+}
+
+namespace {
+
+void checkAxesSizes(const char* method, const std::vector<int64_t>& axes,
+                    const std::vector<int64_t>& sizes) {
+  if (axes.empty() || axes.size() != sizes.size()) {
+    throw error("Builder: {} needs one size per axis and at least one axis; got axes {}, sizes {}",
+                method, axes, sizes);
+  }
+}
+
+TensorId dynamicOp(BuilderImpl& impl, const char* method, const char* type, size_t numArgs,
+                   const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
+                   const std::vector<int64_t>& sizes, std::optional<int64_t> noOverlap,
+                   const std::string& dc) {
+  BuilderImpl::checkArity(method, args, numArgs, numArgs);
+  checkAxesSizes(method, axes, sizes);
+  auto e = impl.emit(type, ir::kGraphcoreDomain, args, 1, dc);
+  setIntsAttr(*e.node, "axes", axes);
+  setIntsAttr(*e.node, "sizes", sizes);
+  if (noOverlap) setIntAttr(*e.node, "noOverlap", *noOverlap);
+  return e.outputs[0];
+}
+
+}  // namespace
+
+TensorId AiGraphcoreOpset1::dynamicslice(const std::vector<TensorId>& args,
+                                         const std::vector<int64_t>& axes,
+                                         const std::vector<int64_t>& sizes, int64_t noOverlap,
+                                         const std::string& dc) {
+  return dynamicOp(*impl_, "dynamicslice", "DynamicSlice", 2, args, axes, sizes, noOverlap, dc);
+}
+
+TensorId AiGraphcoreOpset1::dynamicupdate(const std::vector<TensorId>& args,
+                                          const std::vector<int64_t>& axes,
+                                          const std::vector<int64_t>& sizes, int64_t noOverlap,
+                                          const std::string& dc) {
+  return dynamicOp(*impl_, "dynamicupdate", "DynamicUpdate", 3, args, axes, sizes, noOverlap, dc);
+}
+
+TensorId AiGraphcoreOpset1::dynamiczero(const std::vector<TensorId>& args,
+                                        const std::vector<int64_t>& axes,
+                                        const std::vector<int64_t>& sizes, const std::string& dc) {
+  return dynamicOp(*impl_, "dynamiczero", "DynamicZero", 2, args, axes, sizes, std::nullopt, dc);
+}
+
+TensorId AiGraphcoreOpset1::dynamicadd(const std::vector<TensorId>& args,
+                                       const std::vector<int64_t>& axes,
+                                       const std::vector<int64_t>& sizes, const std::string& dc) {
+  return dynamicOp(*impl_, "dynamicadd", "DynamicAdd", 3, args, axes, sizes, std::nullopt, dc);
+}
+
+namespace {
+
+TensorId initOp(BuilderImpl& impl, const std::vector<int64_t>& shape, int64_t data_type,
+                int64_t init_type, std::optional<int64_t> batch_axis, const std::string& dc) {
+  if (data_type < 0 || data_type >= static_cast<int64_t>(DataType::UNDEFINED) ||
+      dataTypeSize(static_cast<DataType>(data_type)) == 0) {
+    throw error("Builder: init: data_type {} is not a DataType with a fixed element size",
+                data_type);
+  }
+  if (init_type != 0 && init_type != 1) {
+    throw error("Builder: init: init_type {} is not 0 (NoInit) or 1 (Zero)", init_type);
+  }
+  auto e = impl.emit("Init", ir::kGraphcoreDomain, {}, 1, dc);
+  setIntsAttr(*e.node, "shape", shape);
+  setIntAttr(*e.node, "data_type", data_type);
+  setIntAttr(*e.node, "init_type", init_type);
+  if (batch_axis) setIntAttr(*e.node, "batch_axis", *batch_axis);
+  return e.outputs[0];
+}
+
+}  // namespace
+
+TensorId AiGraphcoreOpset1::init(const std::vector<int64_t>& shape, int64_t data_type,
+                                 int64_t init_type, int64_t batch_axis, const std::string& dc) {
+  return initOp(*impl_, shape, data_type, init_type, batch_axis, dc);
+}
+
+TensorId AiGraphcoreOpset1::init(const std::vector<int64_t>& shape, int64_t data_type,
+                                 int64_t init_type, const std::string& dc) {
+  return initOp(*impl_, shape, data_type, init_type, std::nullopt, dc);
+}
+
+TensorId AiGraphcoreOpset1::printtensor(const std::vector<TensorId>& args, int64_t print_gradient,
+                                        const std::string& dc, const std::string& title,
+                                        int summariseThreshold, int edgeItems, int maxLineWidth,
+                                        int digits, int floatFormat, char separator,
+                                        char openBracket, char closeBracket) {
+  BuilderImpl::checkArity("printtensor", args, 1, 1);
+  if (floatFormat < 0 || floatFormat > 3) {
+    throw error("Builder: printtensor: floatFormat {} is not 0 auto, 1 fixed, 2 scientific, 3 none",
+                floatFormat);
+  }
+  auto e = impl_->emit("PrintTensor", ir::kGraphcoreDomain, args, 1, dc);
+  setIntAttr(*e.node, "print_gradient", print_gradient);
+  setStringAttr(*e.node, "title", title.empty() ? args[0] : title);
+  setIntAttr(*e.node, "summariseThreshold", summariseThreshold);
+  setIntAttr(*e.node, "edgeItems", edgeItems);
+  setIntAttr(*e.node, "maxLineWidth", maxLineWidth);
+  setIntAttr(*e.node, "digits", digits);
+  setIntAttr(*e.node, "floatFormat", floatFormat);
+  setStringAttr(*e.node, "separator", std::string(1, separator));
+  setStringAttr(*e.node, "openBracket", std::string(1, openBracket));
+  setStringAttr(*e.node, "closeBracket", std::string(1, closeBracket));
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::remainder(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("remainder", args, 2, 2);
+  return impl_->emit1("Remainder", args, dc, ir::kGraphcoreDomain);
+}
+
+TensorId AiGraphcoreOpset1::fmod(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("fmod", args, 2, 2);
+  return impl_->emit1("Fmod", args, dc, ir::kGraphcoreDomain);
+}
+
+TensorId AiGraphcoreOpset1::reverse(const std::vector<TensorId>& args,
+                                    const std::vector<int64_t>& dimensions, const std::string& dc) {
+  BuilderImpl::checkArity("reverse", args, 1, 1);
+  auto e = impl_->emit("Reverse", ir::kGraphcoreDomain, args, 1, dc);
+  setIntsAttr(*e.node, "dimensions", dimensions);
+  return e.outputs[0];
+}
+
+TensorId AiGraphcoreOpset1::round(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("round", args, 1, 1);
+  return impl_->emit1("Round", args, dc, ir::kGraphcoreDomain);
+}
+
+void AiGraphcoreOpset1::abort(const std::vector<TensorId>& args, const std::string& dc) {
+  BuilderImpl::checkArity("abort", args, 0, 1);
+  impl_->emit("Abort", ir::kGraphcoreDomain, args, 0, dc);
+}
+
+std::vector<TensorId> AiGraphcoreOpset1::groupnormalization(const std::vector<TensorId>& args,
+                                                            int64_t num_groups, float epsilon,
+                                                            const std::string& dc) {
+  BuilderImpl::checkArity("groupnormalization", args, 3, 3);
+  if (num_groups < 1) {
+    throw error("Builder: groupnormalization needs num_groups >= 1, got {}", num_groups);
+  }
+  auto e = impl_->emit("GroupNormalization", ir::kGraphcoreDomain, args, 3, dc);
+  setIntAttr(*e.node, "num_groups", num_groups);
+  setFloatAttr(*e.node, "epsilon", epsilon);
+  return e.outputs;
 }
 
 // ---- ai.graphcore replicated collectives (attributes: docs/replicated-ops.md)

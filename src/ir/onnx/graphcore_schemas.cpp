@@ -130,8 +130,242 @@ void registerCollectives() {
   }
 }
 
+const std::vector<std::string> kOffsetTypes = {"tensor(uint32)", "tensor(int32)", "tensor(int64)"};
+
+onnx::OpSchema graphcoreSchema(const char* name, const char* doc) {
+  onnx::OpSchema s;
+  s.SetName(name)
+      .SetDomain(kGraphcoreDomain)
+      .SinceVersion(1)
+      .SetLocation(__FILE__, __LINE__)
+      .SetDoc(doc);
+  return s;
+}
+
+// Output 0: input 0's type and the numpy broadcast of inputs 0 and 1 when both shapes are known.
+void broadcastInference(onnx::InferenceContext& ctx) {
+  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (onnx::hasInputShape(ctx, 0) && onnx::hasInputShape(ctx, 1)) {
+    onnx::bidirectionalBroadcastShapeInference(
+        onnx::getInputShape(ctx, 0), onnx::getInputShape(ctx, 1), *onnx::getOutputShape(ctx, 0));
+  }
+}
+
+// The dynamic slice family's common form: {tensor, offset[, slice]} -> tensor-shaped output.
+onnx::OpSchema dynamicSchema(const char* name, const char* doc, bool withSlice, bool noOverlap) {
+  onnx::OpSchema s = graphcoreSchema(name, doc);
+  s.Attr("axes", "the sliced axes", onnx::AttributeProto::INTS, true)
+      .Attr("sizes", "the slice's size along each axis", onnx::AttributeProto::INTS, true)
+      .Input(0, "tensor", "the full tensor", "T")
+      .Input(1, "offset", "one offset per axis (clamped into [0, dim - size])", "Toff")
+      .Output(0, "output", "the result", "T")
+      .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
+      .TypeConstraint("Toff", kOffsetTypes, "integer offsets");
+  if (withSlice) s.Input(2, "slice", "the slice", "T");
+  if (noOverlap) {
+    s.Attr("noOverlap", "1: the slices of a loop do not overlap (a hint)",
+           onnx::AttributeProto::INT, static_cast<int64_t>(0));
+  }
+  return s;
+}
+
+void registerUtilityOps() {
+  const auto passThrough = [](const char* name, const char* doc) {
+    onnx::OpSchema s = graphcoreSchema(name, doc);
+    s.Input(0, "X", "input", "T")
+        .Output(0, "Y", "output", "T")
+        .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    return s;
+  };
+  onnx::RegisterSchema(passThrough("Detach", "Y = X; no gradient flows back through it."));
+  onnx::RegisterSchema(passThrough("Nop", "Y = X, gradient included."));
+  {
+    onnx::OpSchema s = passThrough("Reverse", "X reversed along `dimensions`.");
+    s.Attr("dimensions", "axes to reverse", onnx::AttributeProto::INTS, false);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = passThrough("PrintTensor", "Y = X; X is logged each time the op runs.");
+    s.Attr("print_gradient", "1: log the gradient too", onnx::AttributeProto::INT,
+           static_cast<int64_t>(1))
+        .Attr("title", "title of the printed tensor", onnx::AttributeProto::STRING, false)
+        .Attr("summariseThreshold", "summarise tensors of more elements (0: never)",
+              onnx::AttributeProto::INT, static_cast<int64_t>(1000))
+        .Attr("edgeItems", "values kept at each end when summarising", onnx::AttributeProto::INT,
+              static_cast<int64_t>(3))
+        .Attr("maxLineWidth", "lines break past this width (0: never)", onnx::AttributeProto::INT,
+              static_cast<int64_t>(75))
+        .Attr("digits", "significant digits", onnx::AttributeProto::INT, static_cast<int64_t>(8))
+        .Attr("floatFormat", "0 auto, 1 fixed, 2 scientific, 3 none", onnx::AttributeProto::INT,
+              static_cast<int64_t>(0))
+        .Attr("separator", "between values", onnx::AttributeProto::STRING, std::string(" "))
+        .Attr("openBracket", "opens a dimension", onnx::AttributeProto::STRING, std::string("["))
+        .Attr("closeBracket", "closes a dimension", onnx::AttributeProto::STRING, std::string("]"));
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = graphcoreSchema("Scale", "Y = scale * X.");
+    s.Attr("scale", "the factor", onnx::AttributeProto::FLOAT, true)
+        .Input(0, "X", "input", "T")
+        .Output(0, "Y", "output", "T")
+        .TypeConstraint("T", kFloatTypes, "floating point")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s =
+        graphcoreSchema("Round", "X rounded to the nearest integer, halves to even.");
+    s.Input(0, "X", "input", "T")
+        .Output(0, "Y", "output", "T")
+        .TypeConstraint("T", kFloatTypes, "floating point")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = graphcoreSchema(
+        "ScaledAdd", "C = scale0 * A + scale1 * B (numpy broadcasting); scale tensors override.");
+    s.Attr("scale0", "factor of A", onnx::AttributeProto::FLOAT, 1.0f)
+        .Attr("scale1", "factor of B", onnx::AttributeProto::FLOAT, 1.0f)
+        .Input(0, "A", "first term", "T")
+        .Input(1, "B", "second term", "T")
+        .Input(2, "scale0", "scalar factor of A", "T", onnx::OpSchema::Optional)
+        .Input(3, "scale1", "scalar factor of B", "T", onnx::OpSchema::Optional)
+        .Output(0, "C", "sum", "T")
+        .TypeConstraint("T", kFloatTypes, "floating point")
+        .TypeAndShapeInferenceFunction(broadcastInference);
+    onnx::RegisterSchema(std::move(s));
+  }
+  for (const char* name : {"Remainder", "Fmod"}) {
+    onnx::OpSchema s = graphcoreSchema(
+        name,
+        "Elementwise remainder of A / B (numpy broadcasting): Remainder has the sign of the "
+        "divisor (Python's %), Fmod that of the dividend (C's fmod).");
+    s.Input(0, "A", "dividend", "T")
+        .Input(1, "B", "divisor", "T")
+        .Output(0, "C", "remainder", "T")
+        .TypeConstraint("T",
+                        {"tensor(float)", "tensor(float16)", "tensor(double)", "tensor(int32)",
+                         "tensor(int64)"},
+                        "floating point or INT32/INT64")
+        .TypeAndShapeInferenceFunction(broadcastInference);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s =
+        dynamicSchema("DynamicSlice", "The slice of `sizes` at offset.", false, true);
+    s.TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+      if (!onnx::hasInputShape(ctx, 0)) return;
+      const auto& in = onnx::getInputShape(ctx, 0);
+      std::vector<int64_t> axes, sizes;
+      onnx::getRepeatedAttribute(ctx, "axes", axes);
+      onnx::getRepeatedAttribute(ctx, "sizes", sizes);
+      auto* out = onnx::getOutputShape(ctx, 0);
+      *out = in;
+      const int64_t rank = in.dim_size();
+      for (size_t i = 0; i < axes.size() && i < sizes.size(); ++i) {
+        const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+        if (a < 0 || a >= rank)
+          fail_shape_inference("DynamicSlice: axis ", axes[i], " out of range");
+        out->mutable_dim(static_cast<int>(a))->set_dim_value(sizes[i]);
+      }
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = dynamicSchema("DynamicUpdate",
+                                     "A copy of tensor with slice written at offset.", true, true);
+    s.TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = dynamicSchema(
+        "DynamicZero", "A copy of tensor with the slice at offset zeroed.", false, false);
+    s.TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s =
+        dynamicSchema("DynamicAdd", "A copy of tensor with slice added at offset.", true, false);
+    s.TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = graphcoreSchema(
+        "Init", "A tensor of `shape` and `data_type` (xtrain/PopART DataType value), zeroed.");
+    s.Attr("shape", "the tensor's shape", onnx::AttributeProto::INTS, true)
+        .Attr("data_type", "DataType enum value (9 FLOAT, 10 FLOAT16, 5 INT64, ...)",
+              onnx::AttributeProto::INT, true)
+        .Attr("init_type", "0 NoInit, 1 Zero", onnx::AttributeProto::INT, true)
+        .Attr("batch_axis", "the batch axis (recorded)", onnx::AttributeProto::INT, false)
+        .Attr("tensor_type", "PopART's TensorType of the result (PopART writes it; ignored)",
+              onnx::AttributeProto::INT, false)
+        .Output(0, "Y", "the tensor", "T")
+        .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
+        .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
+          const int64_t t = onnx::getAttribute(ctx, "data_type", int64_t{-1});
+          if (t < 0 || t >= static_cast<int64_t>(DataType::UNDEFINED)) {
+            fail_type_inference("Init: data_type ", t, " is not a DataType value");
+          }
+          int onnxType = 0;
+          try {
+            onnxType = dataTypeToOnnx(static_cast<DataType>(t));
+          } catch (const std::exception&) {
+            fail_type_inference("Init: data_type ", t, " has no ONNX element type");
+          }
+          ctx.getOutputType(0)->mutable_tensor_type()->set_elem_type(onnxType);
+          std::vector<int64_t> shape;
+          onnx::getRepeatedAttribute(ctx, "shape", shape);
+          auto* out = onnx::getOutputShape(ctx, 0);
+          for (int64_t d : shape) out->add_dim()->set_dim_value(d);
+        });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = graphcoreSchema(
+        "Abort", "Fails the run when it executes (and its optional scalar condition is nonzero).");
+    s.Input(0, "condition", "optional scalar condition", "T", onnx::OpSchema::Optional)
+        .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
+        .TypeAndShapeInferenceFunction([](onnx::InferenceContext&) {});
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    // The op and its kernel are defined elsewhere (ai.graphcore GroupNormalization); this schema
+    // lets Builder models that use it pass the checker. Y has X's type and shape; mean and
+    // invStdDev are X's element type and 1-D [N * num_groups], as PopART's GroupNormOp makes them.
+    onnx::OpSchema s = graphcoreSchema(
+        "GroupNormalization", "Group normalisation of X [N, C, ...] over num_groups groups.");
+    s.Attr("num_groups", "the number of channel groups", onnx::AttributeProto::INT, true)
+        .Attr("epsilon", "added to the variance", onnx::AttributeProto::FLOAT, 1e-5f)
+        .Input(0, "X", "input [N, C, ...]", "T")
+        .Input(1, "scale", "scale [C]", "T")
+        .Input(2, "bias", "bias [C]", "T")
+        .Output(0, "Y", "output", "T")
+        .Output(1, "mean", "the groups' means", "T", onnx::OpSchema::Optional)
+        .Output(2, "invStdDev", "the groups' inverse standard deviations", "T",
+                onnx::OpSchema::Optional)
+        .TypeConstraint("T", kFloatTypes, "floating point")
+        .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
+          onnx::propagateShapeAndTypeFromFirstInput(ctx);
+          const int64_t groups = onnx::getAttribute(ctx, "num_groups", int64_t{0});
+          for (size_t i = 1; i < ctx.getNumOutputs(); ++i) {
+            onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
+            auto* dim = onnx::getOutputShape(ctx, i)->add_dim();
+            if (!onnx::hasInputShape(ctx, 0)) continue;
+            const auto& x = onnx::getInputShape(ctx, 0);
+            if (x.dim_size() > 0 && x.dim(0).has_dim_value() && groups > 0) {
+              dim->set_dim_value(x.dim(0).dim_value() * groups);
+            }
+          }
+        });
+    onnx::RegisterSchema(std::move(s));
+  }
+}
+
 void registerAll() {
   registerCollectives();
+  registerUtilityOps();
   {
     onnx::OpSchema s = lossSchema("IdentityLoss");
     s.SetDoc("The loss is its input, reduced as `reduction` says.")

@@ -1,0 +1,651 @@
+// Kernels for the ai.graphcore utility ops (graphcore_ops.cpp): Detach, Nop, Scale, ScaledAdd,
+// DynamicSlice/Update/Zero/Add, Init, PrintTensor, Remainder, Fmod, Reverse, Round, Abort, and the
+// ai.xtrain grad ops DynamicSliceGrad and ModGradDivisor.
+//
+// Arithmetic is FLOAT (FLOAT16 runs promoted; Remainder and Fmod also INT32 and INT64); ops that
+// only move data (Detach, Nop, the dynamic slice family but DynamicAdd, Init, PrintTensor, Reverse)
+// work on any fixed-size element type.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "device/kernel.hpp"
+#include "device/kernels/broadcast.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::device {
+namespace {
+
+void requireFixedSize(const KernelSpec& spec, const TensorInfo& info, const char* what) {
+  if (dataTypeSize(info.dataType()) == 0) {
+    spec.fail("{} is {}; expected a tensor of a fixed-size element type", what, info.toString());
+  }
+}
+
+void copyBytes(const KernelIO& io) {
+  const size_t bytes = io.out(0).nbytes();
+  if (bytes != 0) std::memcpy(io.out(0).raw(), io.in(0).raw(), bytes);
+}
+
+KernelFactory passThrough() {
+  return [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    requireFixedSize(spec, spec.inputs.at(0), "input 0");
+    return makeKernel(copyBytes);
+  };
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Detach", passThrough());
+XT_REGISTER_KERNEL("ai.graphcore", "Nop", passThrough());
+
+XT_REGISTER_KERNEL("ai.graphcore", "Scale", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  spec.requireFloatInputs();
+  const float s = spec.attrs.getFloat("scale");
+  return makeKernel([s](const KernelIO& io) {
+    const float* __restrict x = io.in(0).data<float>();
+    float* __restrict y = io.out(0).data<float>();
+    const int64_t n = io.out(0).nelms();
+    for (int64_t i = 0; i < n; ++i) y[i] = s * x[i];
+  });
+});
+
+// Calls f(outOffset, offsets of each input, inner count, inner strides) once per innermost row of
+// `out`, each input given by its broadcast strides (broadcastStrides).
+template <size_t N, typename F>
+void forEachRow(const Shape& out, const std::array<std::vector<int64_t>, N>& strides, F&& f) {
+  int64_t n = 1;
+  for (auto d : out) n *= d;
+  if (n == 0) return;
+  const size_t rank = out.size();
+  std::array<int64_t, N> off{};
+  std::array<int64_t, N> inner{};
+  if (rank == 0) {
+    f(int64_t{0}, off, int64_t{1}, inner);
+    return;
+  }
+  const int64_t len = out[rank - 1];
+  for (size_t k = 0; k < N; ++k) inner[k] = strides[k][rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t base = 0; base < n; base += len) {
+    f(base, off, len, inner);
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      const size_t u = static_cast<size_t>(d);
+      ++idx[u];
+      for (size_t k = 0; k < N; ++k) off[k] += strides[k][u];
+      if (idx[u] < out[u]) break;
+      for (size_t k = 0; k < N; ++k) off[k] -= strides[k][u] * out[u];
+      idx[u] = 0;
+    }
+  }
+}
+
+// ---- ScaledAdd
+
+XT_REGISTER_KERNEL("ai.graphcore", "ScaledAdd",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     spec.requireFloatInputs();
+                     const float s0 = spec.attrs.getFloat("scale0", 1.0f);
+                     const float s1 = spec.attrs.getFloat("scale1", 1.0f);
+                     const Shape out = spec.outputs.at(0).shape();
+                     const Shape sa = spec.inputs.at(0).shape();
+                     const Shape sb = spec.inputs.at(1).shape();
+                     const bool same = sa == out && sb == out;
+                     const std::array<std::vector<int64_t>, 2> strides = {
+                         broadcastStrides(sa, out), broadcastStrides(sb, out)};
+                     return makeKernel([=](const KernelIO& io) {
+                       const float a0 = io.hasIn(2) ? io.in(2).data<float>()[0] : s0;
+                       const float a1 = io.hasIn(3) ? io.in(3).data<float>()[0] : s1;
+                       const float* __restrict x = io.in(0).data<float>();
+                       const float* __restrict z = io.in(1).data<float>();
+                       float* __restrict y = io.out(0).data<float>();
+                       if (same) {
+                         const int64_t n = io.out(0).nelms();
+                         for (int64_t i = 0; i < n; ++i) y[i] = a0 * x[i] + a1 * z[i];
+                         return;
+                       }
+                       forEachRow<2>(out, strides,
+                                     [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+                                       const float* xa = x + off[0];
+                                       const float* zb = z + off[1];
+                                       for (int64_t j = 0; j < len; ++j)
+                                         y[o + j] = a0 * xa[j * st[0]] + a1 * zb[j * st[1]];
+                                     });
+                     });
+                   });
+
+// ---- Dynamic slice family
+
+// The geometry of a slice of `sizes` along `axes` in a tensor of `shape`, as contiguous rows.
+struct DynamicGeometry {
+  Shape tensor;                   // the full tensor's shape
+  Shape slice;                    // the slice's shape
+  std::vector<int64_t> axes;      // sliced axes
+  std::vector<int64_t> offsetAt;  // per axis of the tensor: index into the offset input, or -1
+  size_t rowDim = 0;              // dims > rowDim are whole in the slice; rows span rowDim..end
+  int64_t rowElems = 0;           // elements of one row
+  int64_t rowStride = 1;          // elements of the tensor per unit of rowDim
+
+  DynamicGeometry(const KernelSpec& spec, const Shape& tensorShape) : tensor(tensorShape) {
+    axes = spec.attrs.getInts("axes");
+    const auto& sizes = spec.attrs.getInts("sizes");
+    const size_t rank = tensor.size();
+    slice = tensor;
+    offsetAt.assign(rank, -1);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t a = axes[i];
+      if (a < 0 || static_cast<size_t>(a) >= rank || i >= sizes.size()) {
+        spec.fail("axis {} is not an axis of {}", a, shapeToString(tensor));
+      }
+      slice[static_cast<size_t>(a)] = sizes[i];
+      offsetAt[static_cast<size_t>(a)] = static_cast<int64_t>(i);
+    }
+    size_t k = rank;
+    while (k > 0 && slice[k - 1] == tensor[k - 1]) --k;
+    rowDim = k == 0 ? 0 : k - 1;
+    rowStride = 1;
+    for (size_t d = rowDim + 1; d < rank; ++d) rowStride *= tensor[d];
+    rowElems = rank == 0 ? 1 : slice[rowDim] * rowStride;
+  }
+
+  // Offsets per tensor axis (0 where not sliced), each clamped into [0, dim - size].
+  std::vector<int64_t> offsets(const HostTensor& offset) const {
+    std::vector<int64_t> o(tensor.size(), 0);
+    for (size_t d = 0; d < tensor.size(); ++d) {
+      if (offsetAt[d] < 0) continue;
+      const int64_t i = offsetAt[d];
+      int64_t v = 0;
+      switch (offset.dataType()) {
+        case DataType::INT32: v = offset.data<int32_t>()[i]; break;
+        case DataType::UINT32: v = offset.data<uint32_t>()[i]; break;
+        default: v = offset.data<int64_t>()[i]; break;
+      }
+      o[d] = std::clamp<int64_t>(v, 0, tensor[d] - slice[d]);
+    }
+    return o;
+  }
+
+  // f(tensorElementOffset, sliceElementOffset) for every row of the slice.
+  template <typename F>
+  void forEachRow(const std::vector<int64_t>& off, F&& f) const {
+    for (auto s : slice) {
+      if (s == 0) return;
+    }
+    const size_t rank = tensor.size();
+    if (rank == 0) {
+      f(int64_t{0}, int64_t{0});
+      return;
+    }
+    // Tensor strides.
+    std::vector<int64_t> ts(rank, 1);
+    for (size_t d = rank - 1; d > 0; --d) ts[d - 1] = ts[d] * tensor[d];
+    int64_t base = 0;
+    for (size_t d = 0; d < rank; ++d) base += off[d] * ts[d];
+    std::vector<int64_t> idx(rowDim, 0);
+    int64_t t = base;
+    int64_t s = 0;
+    while (true) {
+      f(t, s);
+      s += rowElems;
+      int64_t d = static_cast<int64_t>(rowDim) - 1;
+      for (; d >= 0; --d) {
+        const size_t u = static_cast<size_t>(d);
+        ++idx[u];
+        t += ts[u];
+        if (idx[u] < slice[u]) break;
+        t -= ts[u] * slice[u];
+        idx[u] = 0;
+      }
+      if (d < 0) return;
+    }
+  }
+};
+
+void requireOffsetType(const KernelSpec& spec) {
+  const DataType t = spec.inputs.at(1).dataType();
+  if (t != DataType::INT32 && t != DataType::INT64 && t != DataType::UINT32) {
+    spec.fail("offset is {}, expected UINT32, INT32 or INT64", spec.inputs.at(1).toString());
+  }
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicSlice",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       const std::byte* x = io.in(0).raw();
+                       std::byte* y = io.out(0).raw();
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t s) {
+                         std::memcpy(y + static_cast<size_t>(s) * es,
+                                     x + static_cast<size_t>(t) * es, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.xtrain", "DynamicSliceGrad",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.outputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       const std::byte* gy = io.in(0).raw();
+                       std::byte* gx = io.out(0).raw();
+                       if (io.out(0).nbytes() != 0) std::memset(gx, 0, io.out(0).nbytes());
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t s) {
+                         std::memcpy(gx + static_cast<size_t>(t) * es,
+                                     gy + static_cast<size_t>(s) * es, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicUpdate",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       copyBytes(io);
+                       const std::byte* s = io.in(2).raw();
+                       std::byte* y = io.out(0).raw();
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t k) {
+                         std::memcpy(y + static_cast<size_t>(t) * es,
+                                     s + static_cast<size_t>(k) * es, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicZero",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+                     return makeKernel([g, es](const KernelIO& io) {
+                       copyBytes(io);
+                       std::byte* y = io.out(0).raw();
+                       const size_t row = static_cast<size_t>(g.rowElems) * es;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t) {
+                         std::memset(y + static_cast<size_t>(t) * es, 0, row);
+                       });
+                     });
+                   });
+
+XT_REGISTER_KERNEL("ai.graphcore", "DynamicAdd",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     if (spec.inputs.at(0).dataType() != DataType::FLOAT ||
+                         spec.inputs.at(2).dataType() != DataType::FLOAT) {
+                       spec.fail("tensor and slice are {} and {}; only FLOAT is supported",
+                                 spec.inputs.at(0).toString(), spec.inputs.at(2).toString());
+                     }
+                     requireOffsetType(spec);
+                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
+                     return makeKernel([g](const KernelIO& io) {
+                       copyBytes(io);
+                       const float* s = io.in(2).data<float>();
+                       float* y = io.out(0).data<float>();
+                       const int64_t row = g.rowElems;
+                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t k) {
+                         float* __restrict dst = y + t;
+                         const float* __restrict src = s + k;
+                         for (int64_t j = 0; j < row; ++j) dst[j] += src[j];
+                       });
+                     });
+                   });
+
+// ---- Init
+
+XT_REGISTER_KERNEL("ai.graphcore", "Init", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  requireFixedSize(spec, spec.outputs.at(0), "output 0");
+  return makeKernel([](const KernelIO& io) { io.out(0).fillZero(); });
+});
+
+// ---- PrintTensor
+
+struct PrintFormat {
+  std::string title;
+  int64_t summariseThreshold = 1000;
+  int64_t edgeItems = 3;
+  int64_t maxLineWidth = 75;
+  int64_t digits = 8;
+  int64_t floatFormat = 0;  // 0 auto, 1 fixed, 2 scientific, 3 none
+  std::string separator = " ";
+  std::string open = "[";
+  std::string close = "]";
+};
+
+// Writes a tensor as nested brackets along its shape; with summarising, only edgeItems at each end
+// of each dimension. A line longer than maxLineWidth (0: no limit) breaks before a value or an
+// opening bracket, indented to the bracket depth.
+class TensorPrinter {
+ public:
+  TensorPrinter(const HostTensor& t, const PrintFormat& f) : t_(t), f_(f) {}
+
+  std::string print() {
+    out_ = f_.title + ": ";
+    lineStart_ = 0;
+    summarise_ = f_.summariseThreshold > 0 && t_.nelms() > f_.summariseThreshold;
+    dims(0, 0);
+    return out_;
+  }
+
+ private:
+  void token(const std::string& s, size_t depth, bool mayBreak) {
+    const size_t line = out_.size() - lineStart_;
+    if (mayBreak && f_.maxLineWidth > 0 && line > depth &&
+        line + s.size() > static_cast<size_t>(f_.maxLineWidth)) {
+      // Trailing separator spaces stay on the line they end.
+      while (!out_.empty() && out_.back() == ' ') out_.pop_back();
+      out_ += '\n';
+      lineStart_ = out_.size();
+      out_.append(depth, ' ');
+    }
+    out_ += s;
+  }
+
+  std::string value(int64_t i) const {
+    const double v = t_.getAsDouble(i);
+    std::ostringstream s;
+    if (!isFloatingPoint(t_.dataType())) {
+      s << static_cast<int64_t>(v);
+      return s.str();
+    }
+    if (f_.digits > 0 && f_.floatFormat != 3) {
+      s.precision(static_cast<int>(f_.digits));
+      if (f_.floatFormat == 1) s << std::fixed;
+      if (f_.floatFormat == 2) s << std::scientific;
+    }
+    s << v;
+    return s.str();
+  }
+
+  void dims(size_t dim, int64_t base) {
+    const Shape& shape = t_.shape();
+    if (dim == shape.size()) {
+      token(value(base), dim, true);
+      return;
+    }
+    int64_t stride = 1;
+    for (size_t d = dim + 1; d < shape.size(); ++d) stride *= shape[d];
+    const int64_t n = shape[dim];
+    token(f_.open, dim, true);
+    for (int64_t i = 0; i < n; ++i) {
+      if (summarise_ && n > 2 * f_.edgeItems && i == f_.edgeItems) {
+        token("...", dim + 1, true);
+        token(f_.separator, dim + 1, false);
+        i = n - f_.edgeItems - 1;
+        continue;
+      }
+      dims(dim + 1, base + i * stride);
+      if (i + 1 < n) token(f_.separator, dim + 1, false);
+    }
+    token(f_.close, dim, false);
+  }
+
+  const HostTensor& t_;
+  const PrintFormat& f_;
+  std::string out_;
+  size_t lineStart_ = 0;
+  bool summarise_ = false;
+};
+
+XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
+                     PrintFormat f;
+                     f.title = spec.attrs.getString("title", "");
+                     f.summariseThreshold = spec.attrs.getInt("summariseThreshold", 1000);
+                     f.edgeItems = spec.attrs.getInt("edgeItems", 3);
+                     f.maxLineWidth = spec.attrs.getInt("maxLineWidth", 75);
+                     f.digits = spec.attrs.getInt("digits", 8);
+                     f.floatFormat = spec.attrs.getInt("floatFormat", 0);
+                     f.separator = spec.attrs.getString("separator", " ");
+                     f.open = spec.attrs.getString("openBracket", "[");
+                     f.close = spec.attrs.getString("closeBracket", "]");
+                     return makeKernel([f](const KernelIO& io) {
+                       copyBytes(io);
+                       if (!logging::shouldLog(logging::Module::op, logging::Level::Info)) return;
+                       logging::log(logging::Module::op, logging::Level::Info,
+                                    TensorPrinter(io.in(0), f).print());
+                     });
+                   });
+
+// ---- Remainder, Fmod, ModGradDivisor
+
+// C's fmod, exactly, with a fast path: when |a/b| < 2^22 the double quotient truncates to the
+// true integer quotient t, t*b is exact in double and so is a - t*b (the result is a float), so
+// only larger quotients, infinities and NaNs take std::fmod (several times slower). The result
+// has a's sign, zero included.
+inline float fmodOf(float a, float b) {
+  const double q = static_cast<double>(a) / static_cast<double>(b);
+  // An infinite b gives q = 0 but 0 * b = NaN: it takes std::fmod too.
+  if (!(std::fabs(q) < 4194304.0) || std::isinf(b)) return std::fmod(a, b);
+  const double t = std::trunc(q);
+  return std::copysign(static_cast<float>(static_cast<double>(a) - t * static_cast<double>(b)), a);
+}
+
+// Python's %: fmod moved into b's sign. Branch-free (random signs mispredict a branch).
+inline float remainderOf(float a, float b) {
+  const float r = fmodOf(a, b);
+  const bool fix = (r != 0.0f) & ((r < 0.0f) != (b < 0.0f));
+  return r + (fix ? b : 0.0f);
+}
+
+template <typename F>
+KernelFactory binaryFloat(F f) {
+  return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    spec.requireFloatInputs();
+    const Shape out = spec.outputs.at(0).shape();
+    const Shape sa = spec.inputs.at(0).shape();
+    const Shape sb = spec.inputs.at(1).shape();
+    const bool same = sa == out && sb == out;
+    const std::array<std::vector<int64_t>, 2> strides = {broadcastStrides(sa, out),
+                                                         broadcastStrides(sb, out)};
+    return makeKernel([=](const KernelIO& io) {
+      const float* __restrict a = io.in(0).data<float>();
+      const float* __restrict b = io.in(1).data<float>();
+      float* __restrict y = io.out(0).data<float>();
+      if (same) {
+        const int64_t n = io.out(0).nelms();
+        for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+        return;
+      }
+      forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+        for (int64_t j = 0; j < len; ++j)
+          y[o + j] = f(a[off[0] + j * st[0]], b[off[1] + j * st[1]]);
+      });
+    });
+  };
+}
+
+// Integer remainders: b == 0 gives 0 (as numpy does), and b == -1 gives 0 without dividing (the
+// most negative value % -1 traps on x86).
+template <typename T, bool kFmod>
+T intMod(T a, T b) {
+  if (b == 0 || b == -1) return 0;
+  T r = static_cast<T>(a % b);
+  if (!kFmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+  return r;
+}
+
+template <typename T, bool kFmod>
+void intModKernel(const KernelIO& io, const Shape& out, bool same,
+                  const std::array<std::vector<int64_t>, 2>& strides) {
+  const T* __restrict a = io.in(0).data<T>();
+  const T* __restrict b = io.in(1).data<T>();
+  T* __restrict y = io.out(0).data<T>();
+  if (same) {
+    const int64_t n = io.out(0).nelms();
+    for (int64_t i = 0; i < n; ++i) y[i] = intMod<T, kFmod>(a[i], b[i]);
+    return;
+  }
+  forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+    for (int64_t j = 0; j < len; ++j) {
+      y[o + j] = intMod<T, kFmod>(a[off[0] + j * st[0]], b[off[1] + j * st[1]]);
+    }
+  });
+}
+
+// FLOAT through binaryFloat (FLOAT16 promoted), INT32 and INT64 through intModKernel.
+template <bool kFmod, typename F>
+KernelFactory modKernel(F f) {
+  return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    const DataType t = spec.inputs.at(0).dataType();
+    if (t != DataType::INT32 && t != DataType::INT64) return binaryFloat(f)(spec);
+    if (spec.inputs.at(1).dataType() != t) {
+      spec.fail("A is {} and B is {}; expected one element type", spec.inputs.at(0).toString(),
+                spec.inputs.at(1).toString());
+    }
+    const Shape out = spec.outputs.at(0).shape();
+    const Shape sa = spec.inputs.at(0).shape();
+    const Shape sb = spec.inputs.at(1).shape();
+    const bool same = sa == out && sb == out;
+    const std::array<std::vector<int64_t>, 2> strides = {broadcastStrides(sa, out),
+                                                         broadcastStrides(sb, out)};
+    if (t == DataType::INT32) {
+      return makeKernel(
+          [=](const KernelIO& io) { intModKernel<int32_t, kFmod>(io, out, same, strides); });
+    }
+    return makeKernel(
+        [=](const KernelIO& io) { intModKernel<int64_t, kFmod>(io, out, same, strides); });
+  };
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Remainder",
+                   modKernel<false>([](float a, float b) { return remainderOf(a, b); }));
+XT_REGISTER_KERNEL("ai.graphcore", "Fmod",
+                   modKernel<true>([](float a, float b) { return fmodOf(a, b); }));
+
+XT_REGISTER_KERNEL(
+    "ai.xtrain", "ModGradDivisor", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+      spec.requireFloatInputs();
+      const bool fmod = spec.attrs.getInt("fmod", 0) != 0;
+      const Shape out = spec.outputs.at(0).shape();
+      const std::array<std::vector<int64_t>, 2> strides = {
+          broadcastStrides(spec.inputs.at(1).shape(), out),
+          broadcastStrides(spec.inputs.at(2).shape(), out)};
+      return makeKernel([=](const KernelIO& io) {
+        const float* __restrict gy = io.in(0).data<float>();
+        const float* __restrict a = io.in(1).data<float>();
+        const float* __restrict b = io.in(2).data<float>();
+        float* __restrict gb = io.out(0).data<float>();
+        forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+          for (int64_t j = 0; j < len; ++j) {
+            const float q = a[off[0] + j * st[0]] / b[off[1] + j * st[1]];
+            gb[o + j] = -gy[o + j] * (fmod ? std::trunc(q) : std::floor(q));
+          }
+        });
+      });
+    });
+
+// ---- Reverse
+
+template <typename T>
+void reverseRows(const T* __restrict x, T* __restrict y, const Shape& shape,
+                 const std::vector<bool>& rev) {
+  const size_t rank = shape.size();
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  if (n == 0) return;
+  if (rank == 0) {
+    y[0] = x[0];
+    return;
+  }
+  const int64_t len = shape[rank - 1];
+  const bool innerRev = rev[rank - 1];
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * shape[d];
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t base = 0; base < n; base += len) {
+    // Source row: reversed coordinates along the reversed outer dims.
+    int64_t src = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      src += (rev[d] ? shape[d] - 1 - idx[d] : idx[d]) * strides[d];
+    }
+    const T* s = x + src;
+    T* o = y + base;
+    if (innerRev) {
+      for (int64_t j = 0; j < len; ++j) o[j] = s[len - 1 - j];
+    } else {
+      std::memcpy(o, s, static_cast<size_t>(len) * sizeof(T));
+    }
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      const size_t u = static_cast<size_t>(d);
+      if (++idx[u] < shape[u]) break;
+      idx[u] = 0;
+    }
+  }
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Reverse",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     const TensorInfo& in = spec.inputs.at(0);
+                     requireFixedSize(spec, in, "input 0");
+                     const Shape shape = in.shape();
+                     std::vector<bool> rev(shape.size(), false);
+                     for (int64_t d : spec.attrs.getInts("dimensions", {})) {
+                       if (d < 0 || static_cast<size_t>(d) >= shape.size()) {
+                         spec.fail("dimension {} is not an axis of {}", d, shapeToString(shape));
+                       }
+                       rev[static_cast<size_t>(d)] = true;
+                     }
+                     auto run = [shape, rev]<typename T>(const KernelIO& io, T*) {
+                       // Raw storage of the element's size: the element type does not matter to a
+                       // copy.
+                       reverseRows(reinterpret_cast<const T*>(io.in(0).raw()),
+                                   reinterpret_cast<T*>(io.out(0).raw()), shape, rev);
+                     };
+                     switch (dataTypeSize(in.dataType())) {
+                       case 1:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint8_t*>(nullptr));
+                         });
+                       case 2:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint16_t*>(nullptr));
+                         });
+                       case 4:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint32_t*>(nullptr));
+                         });
+                       case 8:
+                         return makeKernel([run](const KernelIO& io) {
+                           run(io, static_cast<uint64_t*>(nullptr));
+                         });
+                       default:
+                         spec.fail("element type {} is not supported", dataTypeName(in.dataType()));
+                     }
+                   });
+
+// ---- Round, Abort
+
+// std::nearbyint in the default rounding mode: halves to even, as ONNX Round.
+XT_REGISTER_KERNEL("ai.graphcore", "Round", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  spec.requireFloatInputs();
+  return makeKernel([](const KernelIO& io) {
+    const float* __restrict x = io.in(0).data<float>();
+    float* __restrict y = io.out(0).data<float>();
+    const int64_t n = io.out(0).nelms();
+    for (int64_t i = 0; i < n; ++i) y[i] = std::nearbyint(x[i]);
+  });
+});
+
+XT_REGISTER_KERNEL("ai.graphcore", "Abort", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  if (spec.hasInput(0)) requireFixedSize(spec, spec.inputs.at(0), "input 0 (condition)");
+  const std::string what = spec.description;
+  return makeKernel([what](const KernelIO& io) {
+    if (io.hasIn(0) && io.in(0).getAsDouble(0) == 0.0) return;
+    throw error("{}: aborted: the model's Abort op ran{}", what,
+                io.hasIn(0) ? " with a true condition" : "");
+  });
+});
+
+}  // namespace
+}  // namespace xtrain::device
