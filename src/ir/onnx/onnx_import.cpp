@@ -271,7 +271,6 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
                 std::map<TensorId, HostTensor>& groupedValues) {
   const onnx::GraphProto& g = model.graph();
   const auto opsets = onnxutil::opsetImports(model);
-  checkOpsAreKnown(g, opsets);
   // Graph outputs stay computed by their ops (anchors and losses are read from ops' outputs).
   std::set<TensorId> graphOutputs;
   for (const auto& out : g.output()) graphOutputs.insert(out.name());
@@ -476,6 +475,10 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
   OnnxModel out;
   out.graph = std::make_unique<Graph>();
   try {
+    // Missing ops first: ONNX's checker would report a custom op whose library is not loaded only
+    // indirectly (an untyped graph output downstream of it).
+    checkOpsets(model);
+    checkOpsAreKnown(model.graph(), onnxutil::opsetImports(model));
     runChecks(model, options.runChecker);
     out.onnxOpset = onnxutil::onnxOpsetOf(model);
     if (out.onnxOpset != 0) out.graph->setOnnxOpset(out.onnxOpset);
