@@ -193,6 +193,11 @@ void clipBoundToAttr(Op& op, const Graph& graph, size_t index, const char* name)
     throw error("{}: input {} ('{}', {}) is {}, expected a scalar", op.describe(), index, t.id,
                 name, t.info.toString());
   }
+  const TensorInfo& x = graph.tensor(op.inputs[0]).info;
+  if (t.info.dataType() != x.dataType()) {
+    throw error("{}: input {} ('{}', {}) is {} but the input is {}; expected one element type",
+                op.describe(), index, t.id, name, t.info.toString(), x.toString());
+  }
   op.attrs.set(name, static_cast<float>(t.value->getAsDouble(0)));
   op.inputs[index].clear();
 }
