@@ -297,8 +297,13 @@ TEST(ClipOp, RuntimeBoundsAndMinAboveMax) {
   auto x = randomTensor({10}, 7, -2, 2);
   auto out = runForward(op("Clip"), {x, HostTensor::scalar(-0.3f), HostTensor::scalar(0.4f)});
   EXPECT_EQ(out[0].toVector<float>(), clipRef(x, -0.3, 0.4));
-  expectGradientsMatch(op("Clip"), {x, HostTensor::scalar(-0.3f), HostTensor::scalar(0.4f)},
-                       {.wrt = {0}});
+  // Gradients for the bounds too (the sum of gy where x is outside).
+  expectGradientsMatch(op("Clip"), {x, HostTensor::scalar(-0.3f), HostTensor::scalar(0.4f)});
+  expectGradientsMatch(
+      [](ir::Graph& g, auto in) {
+        return addOp(g, "Clip", {in[0], "", in[1]}, {}, 1, ir::kOnnxDomain, 13);
+      },
+      {x, HostTensor::fromVector<float>({1}, {0.2f})});
   // min > max: every element becomes max (ONNX).
   auto swapped = runForward(op("Clip"), {x, HostTensor::scalar(1.0f), HostTensor::scalar(-1.0f)});
   EXPECT_EQ(swapped[0].toVector<float>(), std::vector<float>(10, -1.0f));

@@ -2,7 +2,10 @@
 // grad ops (FLOAT; FLOAT16 runs promoted), Abs/Sign/Clip/Max/Min/Mod (FLOAT, INT32, INT64),
 // comparisons (FLOAT, INT32, INT64, BOOL -> BOOL), logical ops (BOOL) and Where (any element type).
 // Every loop runs over raw pointers with the per-element function inlined; broadcasting goes
-// through elementwise.hpp, which has fast paths for equal shapes and scalar operands.
+// through elementwise.hpp, which has fast paths for equal shapes and scalar operands. The file is
+// compiled with -fno-trapping-math (src/device/CMakeLists.txt), so that selects vectorise; loads
+// are hoisted out of the selects for the same reason.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,10 +28,11 @@ KernelFactory floatUnary(Make make) {
     spec.requireFloatInputs();
     auto f = make(spec.attrs);
     return makeKernel([f](const KernelIO& io) {
+      const auto fn = f;  // a local copy: its parameters stay in registers in the loop
       const float* __restrict x = io.in(0).data<float>();
       float* __restrict y = io.out(0).data<float>();
       const int64_t n = io.out(0).nelms();
-      for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
     });
   };
 }
@@ -40,11 +44,12 @@ KernelFactory floatGrad(Make make) {
     spec.requireFloatInputs();
     auto f = make(spec.attrs);
     return makeKernel([f](const KernelIO& io) {
+      const auto fn = f;
       const float* __restrict gy = io.in(0).data<float>();
       const float* __restrict z = io.in(1).data<float>();
       float* __restrict gx = io.out(0).data<float>();
       const int64_t n = io.out(0).nelms();
-      for (int64_t i = 0; i < n; ++i) gx[i] = f(gy[i], z[i]);
+      for (int64_t i = 0; i < n; ++i) gx[i] = fn(gy[i], z[i]);
     });
   };
 }
@@ -55,8 +60,9 @@ auto fixed(F f) {
   return [f](const Attributes&) { return f; };
 }
 
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow, no branch.
 float softplus(float x) {
-  return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)));
 }
 
 constexpr float kTwoOverSqrtPi = 1.1283791670955126f;
@@ -110,26 +116,32 @@ XT_REGISTER_KERNEL("ai.xtrain", "LeakyReluGrad", floatGrad([](const Attributes& 
                    }));
 XT_REGISTER_KERNEL("ai.onnx", "Elu", floatUnary([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.0f);
-                     return [alpha](float x) { return x > 0.0f ? x : alpha * std::expm1(x); };
+                     return [alpha](float x) {
+                       const float e = alpha * std::expm1(std::min(x, 0.0f));
+                       return x > 0.0f ? x : e;
+                     };
                    }));
 XT_REGISTER_KERNEL("ai.xtrain", "EluGrad", floatGrad([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.0f);
                      return [alpha](float gy, float x) {
-                       return x > 0.0f ? gy : gy * alpha * std::exp(x);
+                       const float e = gy * alpha * std::exp(std::min(x, 0.0f));
+                       return x > 0.0f ? gy : e;
                      };
                    }));
 XT_REGISTER_KERNEL("ai.onnx", "Selu", floatUnary([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.67326319217681884765625f);
                      const float gamma = a.getFloat("gamma", 1.05070102214813232421875f);
                      return [alpha, gamma](float x) {
-                       return gamma * (x > 0.0f ? x : alpha * std::expm1(x));
+                       const float e = alpha * std::expm1(std::min(x, 0.0f));
+                       return gamma * (x > 0.0f ? x : e);
                      };
                    }));
 XT_REGISTER_KERNEL("ai.xtrain", "SeluGrad", floatGrad([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.67326319217681884765625f);
                      const float gamma = a.getFloat("gamma", 1.05070102214813232421875f);
                      return [alpha, gamma](float gy, float x) {
-                       return gy * gamma * (x > 0.0f ? 1.0f : alpha * std::exp(x));
+                       const float e = alpha * std::exp(std::min(x, 0.0f));
+                       return gy * gamma * (x > 0.0f ? 1.0f : e);
                      };
                    }));
 // max(0, x) + min(0, alpha (exp(x/alpha) - 1)).
@@ -137,13 +149,15 @@ XT_REGISTER_KERNEL("ai.onnx", "Celu", floatUnary([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.0f);
                      const float inv = 1.0f / alpha;
                      return [alpha, inv](float x) {
-                       return x > 0.0f ? x : alpha * std::expm1(x * inv);
+                       const float e = alpha * std::expm1(std::min(x, 0.0f) * inv);
+                       return x > 0.0f ? x : e;
                      };
                    }));
 XT_REGISTER_KERNEL("ai.xtrain", "CeluGrad", floatGrad([](const Attributes& a) {
                      const float inv = 1.0f / a.getFloat("alpha", 1.0f);
                      return [inv](float gy, float x) {
-                       return x > 0.0f ? gy : gy * std::exp(x * inv);
+                       const float e = gy * std::exp(std::min(x, 0.0f) * inv);
+                       return x > 0.0f ? gy : e;
                      };
                    }));
 XT_REGISTER_KERNEL("ai.onnx", "HardSigmoid", floatUnary([](const Attributes& a) {
@@ -286,7 +300,10 @@ XT_REGISTER_KERNEL("ai.xtrain", "ClipGrad", [](const KernelSpec& spec) -> std::u
     const float* __restrict x = io.in(1).data<float>();
     float* __restrict gx = io.out(0).data<float>();
     const int64_t n = io.out(0).nelms();
-    for (int64_t i = 0; i < n; ++i) gx[i] = (x[i] >= lo && x[i] <= hi) ? gy[i] : 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i], g = gy[i];
+      gx[i] = (v >= lo && v <= hi) ? g : 0.0f;
+    }
   });
 });
 
@@ -314,7 +331,8 @@ struct Extremum {
   T operator()(T a, T b) const {
     const bool takeB = IsMax ? (b > a) : (b < a);
     if constexpr (std::is_floating_point_v<T>) {
-      return (takeB || b != b) ? b : a;
+      const bool take = takeB | (b != b);
+      return take ? b : a;
     } else {
       return takeB ? b : a;
     }
@@ -324,8 +342,12 @@ struct Extremum {
 template <typename T, bool IsMax>
 void maxMinTyped(const KernelIO& io) {
   HostTensor& y = io.out(0);
-  broadcastCopy<T>(io.in(0), y);
-  for (size_t k = 1; k < io.inputs.size(); ++k) {
+  if (io.inputs.size() == 1) {
+    broadcastCopy<T>(io.in(0), y);
+    return;
+  }
+  broadcastBinary<T, T, T>(io.in(0), io.in(1), y, Extremum<IsMax>{});
+  for (size_t k = 2; k < io.inputs.size(); ++k) {
     broadcastBinary<T, T, T>(y, io.in(k), y, Extremum<IsMax>{});
   }
 }
@@ -364,12 +386,14 @@ XT_REGISTER_KERNEL("ai.xtrain", "MaxMinGrad",
                          if (x.shape() == y.shape()) {
                            const int64_t n = y.nelms();
                            for (int64_t o = 0; o < n; ++o) {
-                             if ((px[o] == py[o]) != self) pg[o] = 0.0f;
+                             const float g = pg[o];
+                             pg[o] = ((px[o] == py[o]) != self) ? 0.0f : g;
                            }
                          } else {
                            forEachBroadcast2(y.shape(), sy, broadcastStrides(x.shape(), y.shape()),
                                              [&](int64_t o, int64_t iy, int64_t ix) {
-                                               if ((px[ix] == py[iy]) != self) pg[o] = 0.0f;
+                                               const float g = pg[o];
+                                               pg[o] = ((px[ix] == py[iy]) != self) ? 0.0f : g;
                                              });
                          }
                        }
@@ -399,9 +423,10 @@ XT_REGISTER_KERNEL("ai.xtrain", "PReluGrad", [](const KernelSpec& spec) -> std::
     float* gx = io.out(0).data<float>();
     float* gs = io.out(1).data<float>();
     auto body = [&](int64_t o, int64_t is) {
-      const bool pos = px[o] > 0.0f;
-      gx[o] = pos ? gy[o] : gy[o] * ps[is];
-      gs[o] = pos ? 0.0f : gy[o] * px[o];
+      const float g = gy[o], v = px[o], sl = ps[is];
+      const bool pos = v > 0.0f;
+      gx[o] = pos ? g : g * sl;
+      gs[o] = pos ? 0.0f : g * v;
     };
     if (s.nelms() == 1) {
       const int64_t n = x.nelms();
@@ -506,18 +531,29 @@ void whereTyped(const KernelIO& io) {
   const Shape& s = out.shape();
   const int64_t n = out.nelms();
   if (c.shape() == s && x.shape() == s && y.shape() == s) {
-    for (int64_t i = 0; i < n; ++i) po[i] = pc[i] ? px[i] : py[i];
+    for (int64_t i = 0; i < n; ++i) {
+      const T a = px[i], b = py[i];
+      po[i] = pc[i] ? a : b;
+    }
   } else if (c.shape() == s && x.shape() == s && y.nelms() == 1) {
     const T v = py[0];
-    for (int64_t i = 0; i < n; ++i) po[i] = pc[i] ? px[i] : v;
+    for (int64_t i = 0; i < n; ++i) {
+      const T a = px[i];
+      po[i] = pc[i] ? a : v;
+    }
   } else if (c.shape() == s && y.shape() == s && x.nelms() == 1) {
     const T v = px[0];
-    for (int64_t i = 0; i < n; ++i) po[i] = pc[i] ? v : py[i];
+    for (int64_t i = 0; i < n; ++i) {
+      const T b = py[i];
+      po[i] = pc[i] ? v : b;
+    }
   } else {
-    forEachBroadcast3(
-        s, broadcastStrides(c.shape(), s), broadcastStrides(x.shape(), s),
-        broadcastStrides(y.shape(), s),
-        [&](int64_t o, int64_t ic, int64_t ix, int64_t iy) { po[o] = pc[ic] ? px[ix] : py[iy]; });
+    forEachBroadcast3(s, broadcastStrides(c.shape(), s), broadcastStrides(x.shape(), s),
+                      broadcastStrides(y.shape(), s),
+                      [&](int64_t o, int64_t ic, int64_t ix, int64_t iy) {
+                        const T a = px[ix], b = py[iy];
+                        po[o] = pc[ic] ? a : b;
+                      });
   }
 }
 

@@ -237,12 +237,24 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{ctx.input(0)};
   };
-  // gx = gy where min <= x <= max (inclusive, as PyTorch's clamp). The bounds get no gradient.
+  // gx = gy where min <= x <= max (inclusive, as PyTorch's clamp). Bounds that are inputs (not
+  // constants) get the sum of gy where x is below min (above max).
   d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    std::vector<TensorId> in{g.gradOut(0), g.input(0)};
-    for (size_t i = 1; i < g.op().inputs.size(); ++i) in.push_back(g.op().inputs[i]);
-    g.setGradIn(0, g.emit("ClipGrad", in, g.attrs()));
+    if (!isFloatingPoint(g.inputInfo(0).dataType())) return;
+    const TensorId& gy = g.gradOut(0);
+    if (g.needsGrad(0)) {
+      std::vector<TensorId> in{gy, g.input(0)};
+      for (size_t i = 1; i < g.op().inputs.size(); ++i) in.push_back(g.op().inputs[i]);
+      g.setGradIn(0, g.emit("ClipGrad", in, g.attrs()));
+    }
+    for (size_t i = 1; i < 3; ++i) {
+      if (!g.needsGrad(i) || !g.op().hasInput(i)) continue;
+      const TensorId outside =
+          g.emit(i == 1 ? "Less" : "Greater", {g.input(0), g.input(i)}, {}, kOnnxDomain);
+      const TensorId zero = g.scalar(0.0f, g.inputInfo(0).dataType());
+      const TensorId masked = g.emit("Where", {outside, gy, zero}, {}, kOnnxDomain);
+      g.setGradIn(i, g.reduceToShape(masked, g.inputInfo(i).shape()));
+    }
   };
   return d;
 }());
