@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "device/kernels/vector_math.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "session/lowered_graph.hpp"
 #include "testing/op_testing.hpp"
@@ -197,6 +198,44 @@ TEST(ElementwiseOps, Float16RunsPromoted) {
   for (int64_t i = 0; i < x.nelms(); ++i) {
     EXPECT_EQ(got[static_cast<size_t>(i)], xh.getAsDouble(i) < 0 ? 1 : 0) << i;
   }
+}
+
+// The vectorisable exp, expm1 and erf the kernels use, densely against libm in double.
+TEST(VectorMath, ExpExpm1ErfMatchLibm) {
+  double worstExp = 0, worstExpm1 = 0, worstErfAbs = 0, worstErfRel = 0;
+  for (int i = -2000000; i <= 2000000; ++i) {
+    const float x = static_cast<float>(i) * 4.4e-5f;  // [-88, 88]
+    const double e = std::exp(static_cast<double>(x));
+    if (x > -87.0f) worstExp = std::max(worstExp, std::abs(device::vmath::exp(x) - e) / e);
+    const double m = std::expm1(static_cast<double>(x));
+    worstExpm1 =
+        std::max(worstExpm1, std::abs(device::vmath::expm1(x) - m) / std::max(std::abs(m), 1e-30));
+    const float xe = x / 16.0f;  // [-5.5, 5.5]
+    const double f = std::erf(static_cast<double>(xe));
+    const double d = std::abs(device::vmath::erf(xe) - f);
+    worstErfAbs = std::max(worstErfAbs, d);
+    if (xe != 0.0f) worstErfRel = std::max(worstErfRel, d / std::abs(f));
+  }
+  EXPECT_LT(worstExp, 2e-7);
+  EXPECT_LT(worstExpm1, 3e-7);
+  EXPECT_LT(worstErfAbs, 2e-7);
+  EXPECT_LT(worstErfRel, 3e-7);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(device::vmath::exp(-100.0f), 0.0f);
+  EXPECT_EQ(device::vmath::exp(-inf), 0.0f);
+  EXPECT_EQ(device::vmath::exp(100.0f), inf);
+  EXPECT_EQ(device::vmath::exp(inf), inf);
+  EXPECT_TRUE(std::isnan(device::vmath::exp(nan)));
+  EXPECT_EQ(device::vmath::expm1(-inf), -1.0f);
+  EXPECT_TRUE(std::isnan(device::vmath::expm1(nan)));
+  EXPECT_EQ(device::vmath::erf(inf), 1.0f);
+  EXPECT_EQ(device::vmath::erf(-inf), -1.0f);
+  EXPECT_EQ(device::vmath::erf(30.0f), 1.0f);
+  EXPECT_EQ(device::vmath::erf(0.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(device::vmath::erf(-0.0f)));
+  EXPECT_TRUE(std::isnan(device::vmath::erf(nan)));
+  EXPECT_NEAR(device::vmath::erf(1e-30f), 1.1283791670955126e-30, 1e-37);
 }
 
 // ---- Floor, Ceil, Round, Sign, Abs

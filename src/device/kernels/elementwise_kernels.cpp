@@ -15,6 +15,7 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/elementwise.hpp"
+#include "device/kernels/vector_math.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -67,9 +68,9 @@ float softplus(float x) {
 
 constexpr float kTwoOverSqrtPi = 1.1283791670955126f;
 
-XT_REGISTER_KERNEL("ai.onnx", "Erf", floatUnary(fixed([](float x) { return std::erf(x); })));
+XT_REGISTER_KERNEL("ai.onnx", "Erf", floatUnary(fixed([](float x) { return vmath::erf(x); })));
 XT_REGISTER_KERNEL("ai.xtrain", "ErfGrad", floatGrad(fixed([](float gy, float x) {
-                     return gy * kTwoOverSqrtPi * std::exp(-x * x);
+                     return gy * kTwoOverSqrtPi * vmath::exp(-x * x);
                    })));
 XT_REGISTER_KERNEL("ai.onnx", "Sin", floatUnary(fixed([](float x) { return std::sin(x); })));
 XT_REGISTER_KERNEL("ai.xtrain", "SinGrad",
@@ -81,8 +82,9 @@ XT_REGISTER_KERNEL("ai.onnx", "Reciprocal", floatUnary(fixed([](float x) { retur
 XT_REGISTER_KERNEL("ai.xtrain", "ReciprocalGrad",
                    floatGrad(fixed([](float gy, float y) { return -gy * y * y; })));
 XT_REGISTER_KERNEL("ai.onnx", "Softplus", floatUnary(fixed([](float x) { return softplus(x); })));
-XT_REGISTER_KERNEL("ai.xtrain", "SoftplusGrad",
-                   floatGrad(fixed([](float gy, float x) { return gy / (1.0f + std::exp(-x)); })));
+XT_REGISTER_KERNEL("ai.xtrain", "SoftplusGrad", floatGrad(fixed([](float gy, float x) {
+                     return gy / (1.0f + vmath::exp(-x));
+                   })));
 XT_REGISTER_KERNEL("ai.onnx", "Softsign",
                    floatUnary(fixed([](float x) { return x / (1.0f + std::fabs(x)); })));
 XT_REGISTER_KERNEL("ai.xtrain", "SoftsignGrad", floatGrad(fixed([](float gy, float x) {
@@ -94,7 +96,7 @@ XT_REGISTER_KERNEL("ai.onnx", "Mish",
                    floatUnary(fixed([](float x) { return x * std::tanh(softplus(x)); })));
 XT_REGISTER_KERNEL("ai.xtrain", "MishGrad", floatGrad(fixed([](float gy, float x) {
                      const float t = std::tanh(softplus(x));
-                     const float s = 1.0f / (1.0f + std::exp(-x));
+                     const float s = 1.0f / (1.0f + vmath::exp(-x));
                      return gy * (t + x * s * (1.0f - t * t));
                    })));
 // x max(0, min(1, x/6 + 1/2)); PyTorch's gradient: 0 below -3, x/3 + 1/2 on [-3, 3], 1 above.
@@ -117,14 +119,14 @@ XT_REGISTER_KERNEL("ai.xtrain", "LeakyReluGrad", floatGrad([](const Attributes& 
 XT_REGISTER_KERNEL("ai.onnx", "Elu", floatUnary([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.0f);
                      return [alpha](float x) {
-                       const float e = alpha * std::expm1(std::min(x, 0.0f));
+                       const float e = alpha * vmath::expm1(std::min(x, 0.0f));
                        return x > 0.0f ? x : e;
                      };
                    }));
 XT_REGISTER_KERNEL("ai.xtrain", "EluGrad", floatGrad([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.0f);
                      return [alpha](float gy, float x) {
-                       const float e = gy * alpha * std::exp(std::min(x, 0.0f));
+                       const float e = gy * alpha * vmath::exp(std::min(x, 0.0f));
                        return x > 0.0f ? gy : e;
                      };
                    }));
@@ -132,7 +134,7 @@ XT_REGISTER_KERNEL("ai.onnx", "Selu", floatUnary([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.67326319217681884765625f);
                      const float gamma = a.getFloat("gamma", 1.05070102214813232421875f);
                      return [alpha, gamma](float x) {
-                       const float e = alpha * std::expm1(std::min(x, 0.0f));
+                       const float e = alpha * vmath::expm1(std::min(x, 0.0f));
                        return gamma * (x > 0.0f ? x : e);
                      };
                    }));
@@ -140,7 +142,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "SeluGrad", floatGrad([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.67326319217681884765625f);
                      const float gamma = a.getFloat("gamma", 1.05070102214813232421875f);
                      return [alpha, gamma](float gy, float x) {
-                       const float e = alpha * std::exp(std::min(x, 0.0f));
+                       const float e = alpha * vmath::exp(std::min(x, 0.0f));
                        return gy * gamma * (x > 0.0f ? 1.0f : e);
                      };
                    }));
@@ -149,14 +151,14 @@ XT_REGISTER_KERNEL("ai.onnx", "Celu", floatUnary([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.0f);
                      const float inv = 1.0f / alpha;
                      return [alpha, inv](float x) {
-                       const float e = alpha * std::expm1(std::min(x, 0.0f) * inv);
+                       const float e = alpha * vmath::expm1(std::min(x, 0.0f) * inv);
                        return x > 0.0f ? x : e;
                      };
                    }));
 XT_REGISTER_KERNEL("ai.xtrain", "CeluGrad", floatGrad([](const Attributes& a) {
                      const float inv = 1.0f / a.getFloat("alpha", 1.0f);
                      return [inv](float gy, float x) {
-                       const float e = gy * std::exp(std::min(x, 0.0f) * inv);
+                       const float e = gy * vmath::exp(std::min(x, 0.0f) * inv);
                        return x > 0.0f ? gy : e;
                      };
                    }));
