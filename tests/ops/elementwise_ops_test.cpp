@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -236,6 +237,62 @@ TEST(VectorMath, ExpExpm1ErfMatchLibm) {
   EXPECT_TRUE(std::signbit(device::vmath::erf(-0.0f)));
   EXPECT_TRUE(std::isnan(device::vmath::erf(nan)));
   EXPECT_NEAR(device::vmath::erf(1e-30f), 1.1283791670955126e-30, 1e-37);
+}
+
+TEST(VectorMath, Log1pSoftplusAndRoundings) {
+  double worstLog1p = 0, worstSoftplus = 0, worstTanhSp = 0;
+  for (int i = -1000000; i <= 1000000; ++i) {
+    const float z = std::ldexp(static_cast<float>(std::abs(i)) / 1e6f + 0.5f,
+                               (i % 60) - 30);  // 2^-31 .. 2^30, many mantissas
+    const double l = std::log1p(static_cast<double>(z));
+    worstLog1p = std::max(worstLog1p, std::abs(device::vmath::log1p(z) - l) / l);
+    const float zn = -z / (z + 1.0f);  // (-1, 0)
+    const double ln = std::log1p(static_cast<double>(zn));
+    if (zn > -1.0f) {
+      worstLog1p = std::max(worstLog1p, std::abs(device::vmath::log1p(zn) - ln) / std::abs(ln));
+    }
+    const float x = static_cast<float>(i) * 5e-5f;  // [-50, 50]
+    const double sp = std::log1p(std::exp(static_cast<double>(x)));
+    worstSoftplus = std::max(worstSoftplus, std::abs(device::vmath::softplus(x) - sp) / sp);
+    const double t = std::tanh(sp);
+    worstTanhSp = std::max(worstTanhSp, std::abs(device::vmath::tanhSoftplus(x) - t) / t);
+  }
+  EXPECT_LT(worstLog1p, 3e-7);
+  EXPECT_LT(worstSoftplus, 5e-7);
+  EXPECT_LT(worstTanhSp, 5e-7);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(device::vmath::log1p(0.0f), 0.0f);
+  EXPECT_EQ(device::vmath::log1p(1e-30f), 1e-30f);
+  EXPECT_EQ(device::vmath::log1p(-1.0f), -inf);
+  EXPECT_EQ(device::vmath::log1p(inf), inf);
+  EXPECT_TRUE(std::isnan(device::vmath::log1p(-2.0f)));
+  EXPECT_TRUE(std::isnan(device::vmath::log1p(nan)));
+  EXPECT_EQ(device::vmath::softplus(-inf), 0.0f);
+  EXPECT_EQ(device::vmath::softplus(inf), inf);
+  EXPECT_EQ(device::vmath::tanhSoftplus(inf), 1.0f);
+  EXPECT_EQ(device::vmath::tanhSoftplus(-inf), 0.0f);
+  // Roundings: exact, against libm, over halves, near-integers and large values.
+  std::vector<float> xs{0.0f, -0.0f, inf, -inf, 8388607.5f, -8388607.5f, 8388609.0f, 1e20f, -1e20f};
+  for (int i = -4000; i <= 4000; ++i) {
+    xs.push_back(static_cast<float>(i) * 0.25f);
+    xs.push_back(std::nextafter(static_cast<float>(i) * 0.5f, inf));
+    xs.push_back(std::nextafter(static_cast<float>(i) * 0.5f, -inf));
+  }
+  for (float v : xs) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(device::vmath::nearbyint(v)),
+              std::bit_cast<uint32_t>(std::nearbyint(v)))
+        << v;
+    EXPECT_EQ(std::bit_cast<uint32_t>(device::vmath::floor(v)),
+              std::bit_cast<uint32_t>(std::floor(v)))
+        << v;
+    EXPECT_EQ(std::bit_cast<uint32_t>(device::vmath::ceil(v)),
+              std::bit_cast<uint32_t>(std::ceil(v)))
+        << v;
+  }
+  EXPECT_TRUE(std::isnan(device::vmath::nearbyint(nan)));
+  EXPECT_TRUE(std::isnan(device::vmath::floor(nan)));
+  EXPECT_TRUE(std::isnan(device::vmath::ceil(nan)));
 }
 
 // ---- Floor, Ceil, Round, Sign, Abs

@@ -61,11 +61,6 @@ auto fixed(F f) {
   return [f](const Attributes&) { return f; };
 }
 
-// log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow, no branch.
-float softplus(float x) {
-  return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x)));
-}
-
 constexpr float kTwoOverSqrtPi = 1.1283791670955126f;
 
 XT_REGISTER_KERNEL("ai.onnx", "Erf", floatUnary(fixed([](float x) { return vmath::erf(x); })));
@@ -81,7 +76,8 @@ XT_REGISTER_KERNEL("ai.xtrain", "CosGrad",
 XT_REGISTER_KERNEL("ai.onnx", "Reciprocal", floatUnary(fixed([](float x) { return 1.0f / x; })));
 XT_REGISTER_KERNEL("ai.xtrain", "ReciprocalGrad",
                    floatGrad(fixed([](float gy, float y) { return -gy * y * y; })));
-XT_REGISTER_KERNEL("ai.onnx", "Softplus", floatUnary(fixed([](float x) { return softplus(x); })));
+XT_REGISTER_KERNEL("ai.onnx", "Softplus",
+                   floatUnary(fixed([](float x) { return vmath::softplus(x); })));
 XT_REGISTER_KERNEL("ai.xtrain", "SoftplusGrad", floatGrad(fixed([](float gy, float x) {
                      return gy / (1.0f + vmath::exp(-x));
                    })));
@@ -93,9 +89,9 @@ XT_REGISTER_KERNEL("ai.xtrain", "SoftsignGrad", floatGrad(fixed([](float gy, flo
                    })));
 // x tanh(softplus(x)); d/dx = t + x sigmoid(x) (1 - t^2).
 XT_REGISTER_KERNEL("ai.onnx", "Mish",
-                   floatUnary(fixed([](float x) { return x * std::tanh(softplus(x)); })));
+                   floatUnary(fixed([](float x) { return x * vmath::tanhSoftplus(x); })));
 XT_REGISTER_KERNEL("ai.xtrain", "MishGrad", floatGrad(fixed([](float gy, float x) {
-                     const float t = std::tanh(softplus(x));
+                     const float t = vmath::tanhSoftplus(x);
                      const float s = 1.0f / (1.0f + vmath::exp(-x));
                      return gy * (t + x * s * (1.0f - t * t));
                    })));
@@ -179,11 +175,11 @@ XT_REGISTER_KERNEL("ai.xtrain", "HardSigmoidGrad", floatGrad([](const Attributes
                      };
                    }));
 
-XT_REGISTER_KERNEL("ai.onnx", "Floor", floatUnary(fixed([](float x) { return std::floor(x); })));
-XT_REGISTER_KERNEL("ai.onnx", "Ceil", floatUnary(fixed([](float x) { return std::ceil(x); })));
+XT_REGISTER_KERNEL("ai.onnx", "Floor", floatUnary(fixed([](float x) { return vmath::floor(x); })));
+XT_REGISTER_KERNEL("ai.onnx", "Ceil", floatUnary(fixed([](float x) { return vmath::ceil(x); })));
 // Halves to even: nearbyint in the default rounding mode (round to nearest, ties to even).
 XT_REGISTER_KERNEL("ai.onnx", "Round",
-                   floatUnary(fixed([](float x) { return std::nearbyint(x); })));
+                   floatUnary(fixed([](float x) { return vmath::nearbyint(x); })));
 
 XT_REGISTER_KERNEL("ai.xtrain", "AbsGrad", floatGrad(fixed([](float gy, float x) {
                      return x > 0.0f ? gy : (x < 0.0f ? -gy : 0.0f);
