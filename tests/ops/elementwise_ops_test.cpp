@@ -295,6 +295,31 @@ TEST(VectorMath, Log1pSoftplusAndRoundings) {
   EXPECT_TRUE(std::isnan(device::vmath::ceil(nan)));
 }
 
+// Where copies FLOAT16 elements as they are; Max, Clip and PRelu run promoted.
+TEST(ElementwiseOps, Float16WhereMaxClipPRelu) {
+  const HostTensor x = randomTensor({2, 3}, 5).castTo(DataType::FLOAT16);
+  const HostTensor y = randomTensor({3}, 6).castTo(DataType::FLOAT16);
+  auto c = boolTensor({2, 1}, {1, 0});
+  auto w = runForward(op("Where"), {c, x, y});
+  ASSERT_EQ(w[0].info(), TensorInfo(DataType::FLOAT16, {2, 3}));
+  for (int64_t o = 0; o < 6; ++o) {
+    EXPECT_EQ(w[0].getAsDouble(o), o < 3 ? x.getAsDouble(o) : y.getAsDouble(o % 3));
+  }
+  auto m = runForward(op("Max"), {x, y});
+  for (int64_t o = 0; o < 6; ++o) {
+    EXPECT_EQ(m[0].getAsDouble(o), std::max(x.getAsDouble(o), y.getAsDouble(o % 3)));
+  }
+  auto cl = runForward(op("Clip", attrs({{"min", -0.25f}, {"max", 0.5f}}), 6), {x});
+  for (int64_t o = 0; o < 6; ++o) {
+    EXPECT_EQ(cl[0].getAsDouble(o), std::clamp(x.getAsDouble(o), -0.25, 0.5));
+  }
+  auto pr = runForward(op("PRelu"), {x, y});
+  for (int64_t o = 0; o < 6; ++o) {
+    const double v = x.getAsDouble(o);
+    EXPECT_NEAR(pr[0].getAsDouble(o), v < 0 ? v * y.getAsDouble(o % 3) : v, 1e-3);
+  }
+}
+
 // ---- Floor, Ceil, Round, Sign, Abs
 // ---------------------------------------------------------------
 
@@ -817,6 +842,46 @@ TEST(IntegerArithmetic, DivisionByZeroIsAnErrorOverflowWraps) {
         runForward(op("Add"), {boolTensor({1}, {1}), boolTensor({1}, {1})});
       },
       {"Add", "BOOL", "INT64"});
+}
+
+TEST(IntegerArithmetic, SumOfIntegers) {
+  auto a = HostTensor::fromVector<int64_t>({2, 2}, {1, 2, 3, 4});
+  auto b = HostTensor::fromVector<int64_t>({2}, {10, 20});
+  auto c = HostTensor::fromVector<int64_t>({}, {100});
+  EXPECT_EQ(runForward(op("Sum"), {a, b, c})[0].toVector<int64_t>(),
+            (std::vector<int64_t>{111, 122, 113, 124}));
+  auto a32 = HostTensor::fromVector<int32_t>({2}, {1, -2});
+  EXPECT_EQ(runForward(op("Sum"), {a32, a32})[0].toVector<int32_t>(),
+            (std::vector<int32_t>{2, -4}));
+}
+
+// PyTorch's export of integer floor division (torch // on INT64, opset 10+): Div, Less, Xor, Mod,
+// Equal, Not, And, Sub, Where, all on INT64, as constant folding evaluates it.
+TEST(IntegerArithmetic, ExportedFloorDivisionChain) {
+  const std::vector<int64_t> as{7, -7, 7, -7, 6, -6, 0, 1, -1, 100};
+  const std::vector<int64_t> bs{2, 2, -2, -2, 3, 3, 5, -3, 3, -7};
+  const int64_t n = static_cast<int64_t>(as.size());
+  auto build = [](ir::Graph& g, auto in) {
+    g.addTensor("zero", TensorInfo(DataType::INT64, {}), ir::TensorKind::Const,
+                std::make_shared<HostTensor>(HostTensor::fromVector<int64_t>({}, {0})));
+    g.addTensor("one", TensorInfo(DataType::INT64, {}), ir::TensorKind::Const,
+                std::make_shared<HostTensor>(HostTensor::fromVector<int64_t>({}, {1})));
+    auto div = addOp(g, "Div", {in[0], in[1]})[0];
+    auto negative = addOp(
+        g, "Xor", {addOp(g, "Less", {in[0], "zero"})[0], addOp(g, "Less", {in[1], "zero"})[0]})[0];
+    auto mod = addOp(g, "Mod", {in[0], in[1]}, attrs({{"fmod", int64_t{0}}}))[0];
+    auto inexact = addOp(g, "Not", {addOp(g, "Equal", {mod, "zero"})[0]})[0];
+    auto fixupMask = addOp(g, "And", {negative, inexact})[0];
+    auto fixup = addOp(g, "Sub", {div, "one"})[0];
+    return addOp(g, "Where", {fixupMask, fixup, div});
+  };
+  auto y = runForward(
+      build, {HostTensor::fromVector<int64_t>({n}, as), HostTensor::fromVector<int64_t>({n}, bs)});
+  for (size_t i = 0; i < as.size(); ++i) {
+    const int64_t q = as[i] / bs[i];
+    const int64_t floorDiv = (as[i] % bs[i] != 0 && ((as[i] < 0) != (bs[i] < 0))) ? q - 1 : q;
+    EXPECT_EQ(y[0].toVector<int64_t>()[i], floorDiv) << as[i] << " // " << bs[i];
+  }
 }
 
 // ---- helpers

@@ -105,25 +105,39 @@ XT_REGISTER_KERNEL("ai.onnx", "Mul", binaryFactory(MulOp{}));
 XT_REGISTER_KERNEL("ai.onnx", "Div", binaryFactory(DivOp{}));
 
 // Sums every input (broadcasting) into the output, FLOAT only.
-XT_REGISTER_KERNEL("ai.onnx", "Sum", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  if (spec.outputs.at(0).dataType() != DataType::FLOAT) spec.fail("only FLOAT is supported");
-  return makeKernel([](const KernelIO& io) {
-    HostTensor& y = io.out(0);
-    float* py = y.data<float>();
-    const int64_t n = y.nelms();
-    std::memset(py, 0, static_cast<size_t>(n) * sizeof(float));
-    for (size_t k = 0; k < io.inputs.size(); ++k) {
-      const HostTensor& x = io.in(k);
-      const float* px = x.data<float>();
-      if (x.shape() == y.shape()) {
-        for (int64_t i = 0; i < n; ++i) py[i] += px[i];
-      } else {
-        forEachBroadcast2(y.shape(), broadcastStrides(x.shape(), y.shape()),
-                          std::vector<int64_t>(y.shape().size(), 0),
-                          [&](int64_t o, int64_t ix, int64_t) { py[o] += px[ix]; });
-      }
+template <typename T>
+void sumTyped(const KernelIO& io) {
+  HostTensor& y = io.out(0);
+  T* py = y.data<T>();
+  const int64_t n = y.nelms();
+  if (y.nbytes() != 0) std::memset(py, 0, y.nbytes());
+  for (size_t k = 0; k < io.inputs.size(); ++k) {
+    const HostTensor& x = io.in(k);
+    const T* px = x.data<T>();
+    if (x.shape() == y.shape()) {
+      for (int64_t i = 0; i < n; ++i) py[i] = AddOp{}(py[i], px[i]);
+    } else {
+      forEachBroadcast2(y.shape(), broadcastStrides(x.shape(), y.shape()),
+                        std::vector<int64_t>(y.shape().size(), 0),
+                        [&](int64_t o, int64_t ix, int64_t) { py[o] = AddOp{}(py[o], px[ix]); });
     }
-  });
+  }
+}
+
+// Sums every input (broadcasting) into the output: FLOAT, INT32, INT64 (wrapping).
+XT_REGISTER_KERNEL("ai.onnx", "Sum", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  const DataType t = spec.outputs.at(0).dataType();
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (spec.inputs[i].dataType() != t) {
+      spec.fail("input {} is {}, expected {}", i, spec.inputs[i].toString(), dataTypeName(t));
+    }
+  }
+  switch (t) {
+    case DataType::FLOAT: return makeKernel(sumTyped<float>);
+    case DataType::INT32: return makeKernel(sumTyped<int32_t>);
+    case DataType::INT64: return makeKernel(sumTyped<int64_t>);
+    default: spec.fail("element type {} is not supported (FLOAT, INT32, INT64)", dataTypeName(t));
+  }
 });
 
 // Sums x over broadcast dimensions down to the output's shape: each input element adds into the

@@ -88,6 +88,7 @@ XT_REGISTER_OP([] {
     return std::vector<TensorInfo>{out};
   };
   d.grad = [](GradContext& g) {
+    if (!isFloatingPoint(g.outputInfo(0).dataType())) return;
     for (size_t i = 0; i < g.op().inputs.size(); ++i) {
       if (g.needsGrad(i)) g.setGradIn(i, g.reduceToShape(g.gradOut(0), g.inputInfo(i).shape()));
     }
