@@ -382,6 +382,14 @@ TEST(ClipOp, Opset6Attributes) {
   auto onlyMax = runForward(op("Clip", attrs({{"max", 0.1f}}), 6), {x});
   EXPECT_EQ(onlyMax[0].toVector<float>(), clipRef(x, -1e30, 0.1));
   expectGradientsMatch(op("Clip", attrs({{"min", -0.5f}, {"max", 0.75f}}), 6), {x});
+  // Clip-6's default bounds are FLOAT's extremes; from opset 11 an absent bound does not clip.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float big = std::numeric_limits<float>::max();
+  auto infs = HostTensor::fromVector<float>({3}, {-inf, 1, inf});
+  EXPECT_EQ(runForward(op("Clip", {}, 6), {infs})[0].toVector<float>(),
+            (std::vector<float>{-big, 1, big}));
+  EXPECT_EQ(runForward(op("Clip", {}, 11), {infs})[0].toVector<float>(),
+            (std::vector<float>{-inf, 1, inf}));
 }
 
 // From opset 11 the bounds are optional inputs; constant ones become attributes.

@@ -220,8 +220,12 @@ XT_REGISTER_OP([] {
     if (isFloat) {
       clipBoundToAttr(op, graph, 1, "min");
       clipBoundToAttr(op, graph, 2, "max");
-      defaultFloat(op, "min", -std::numeric_limits<float>::infinity());
-      defaultFloat(op, "max", std::numeric_limits<float>::infinity());
+      // Clip-6's defaults are FLOAT's extremes (so inf becomes FLT_MAX); from opset 11 an absent
+      // bound does not clip.
+      const float big =
+          attrForm ? std::numeric_limits<float>::max() : std::numeric_limits<float>::infinity();
+      defaultFloat(op, "min", -big);
+      defaultFloat(op, "max", big);
     }
     while (!op.inputs.empty() && op.inputs.back().empty()) op.inputs.pop_back();
   };
