@@ -1,5 +1,6 @@
-// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div; FLOAT, FLOAT16, INT32,
-// INT64), the variadic Sum, and the internal ReduceSumToShape used by their gradients.
+// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div), the variadic Sum, and the
+// internal ReduceSumToShape used by their gradients. FLOAT, FLOAT16, INT32 and INT64; integer
+// tensors (the shape arithmetic exporters write) get no gradient.
 #include <algorithm>
 
 #include "ir/op_registry.hpp"

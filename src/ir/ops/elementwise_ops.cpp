@@ -4,13 +4,16 @@
 // (Equal, Less, LessOrEqual, Greater, GreaterOrEqual) and the logical ops (Not, And, Or, Xor).
 //
 // Gradients use one-pass ai.xtrain grad ops (<Op>Grad(gy, x) -> gx, with the forward op's
-// attributes), except Where (two Wheres), Max/Min (MaxMinGrad per input) and PRelu (PReluGrad with
-// two outputs). Floor, Ceil, Round and Sign have a zero gradient, as in PyTorch and PopART.
-// Comparisons and logical ops output BOOL and have no gradient; integer inputs never get one.
+// attributes), except Where (two Wheres), Max/Min (MaxMinGrad per input; ties go to the first
+// input), PRelu (PReluGrad with two outputs), Mod (ModGradDivisor) and Clip's non-constant bounds
+// (Less/Greater + Where). Floor, Ceil, Round and Sign have a zero gradient, as in PyTorch and
+// PopART. Comparisons and logical ops output BOOL and have no gradient; integer inputs never get
+// one.
 //
 // Opset differences handled in canonicalize/infer:
-//  - Clip: opset < 11 has attributes min/max; from 11 they are optional inputs (absent ""), which
-//    become attributes when constant and the data is floating point; from 12 integer types.
+//  - Clip: opset < 11 has attributes min/max (defaults -FLT_MAX/FLT_MAX); from 11 they are
+//    optional inputs (absent "": no bound), which become attributes when constant and the data is
+//    floating point; from 12 integer types (bounds stay inputs, exact in INT64).
 //  - Max/Min: broadcasting from opset 8 (before, equal shapes); integer types from 12.
 //  - Equal: opset 7 for integers and BOOL, 11 adds floating point; LessOrEqual/GreaterOrEqual 12.
 //  - Mod (10): fmod 0 (integers only; sign of the divisor) or 1 (C fmod; sign of the dividend).
