@@ -179,6 +179,25 @@ TEST(ElementwiseOps, CeluRejectsZeroAlpha) {
       {"Celu", "alpha", "nonzero"});
 }
 
+TEST(ElementwiseOps, AttributesOfTheWrongTypeNameTheOp) {
+  const std::string s = "x";
+  expectError(
+      [&] {
+        runForward(op("LeakyRelu", attrs({{"alpha", s}})), {randomTensor({2}, 1)});
+      },
+      {"LeakyRelu", "alpha"});
+  expectError(
+      [&] {
+        runForward(op("Mod", attrs({{"fmod", 1.5f}})), {HostTensor::fromVector<int64_t>({1}, {1}),
+                                                        HostTensor::fromVector<int64_t>({1}, {1})});
+      },
+      {"Mod", "fmod"});
+  // An integer alpha is taken as a float (old exporters).
+  auto y = runForward(op("LeakyRelu", attrs({{"alpha", int64_t{2}}})),
+                      {HostTensor::fromVector<float>({2}, {-1, 1})});
+  EXPECT_EQ(y[0].toVector<float>(), (std::vector<float>{-2, 1}));
+}
+
 TEST(ElementwiseOps, FloatOpsRejectIntegers) {
   expectError(
       [] {

@@ -54,9 +54,18 @@ void requireSameType(const ShapeContext& ctx, size_t i, size_t j) {
   }
 }
 
-// Fills attribute `name` with `value` when absent; an int-typed value becomes a float.
+// Fills attribute `name` with `value` when absent; an int-typed value becomes a float. Another
+// type is an error naming the op.
 void defaultFloat(Op& op, const char* name, float value) {
-  op.attrs.set(name, op.attrs.has(name) ? op.attrs.getFloat(name) : value);
+  if (!op.attrs.has(name)) {
+    op.attrs.set(name, value);
+    return;
+  }
+  try {
+    op.attrs.set(name, op.attrs.getFloat(name));
+  } catch (const error& e) {
+    throw error("{}: {}", op.describe(), e.what());
+  }
 }
 
 // A grad op (gy, x...) -> gx with gy's info; every other input must have gy's shape.
@@ -398,7 +407,13 @@ XT_REGISTER_OP([] {
   OpDef d;
   d.type = "Mod";
   d.minInputs = d.maxInputs = 2;
-  d.canonicalize = [](Op& op, const Graph&) { op.attrs.set("fmod", op.attrs.getInt("fmod", 0)); };
+  d.canonicalize = [](Op& op, const Graph&) {
+    try {
+      op.attrs.set("fmod", op.attrs.getInt("fmod", 0));
+    } catch (const error& e) {
+      throw error("{}: {}", op.describe(), e.what());
+    }
+  };
   d.infer = [](const ShapeContext& ctx) {
     requireNumeric(ctx, 0, "A");
     requireSameType(ctx, 0, 1);
