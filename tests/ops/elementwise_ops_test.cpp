@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <random>
 
 #include "device/kernels/vector_math.hpp"
 #include "ir/autodiff/autodiff.hpp"
@@ -908,6 +909,78 @@ TEST(IntegerArithmetic, ExportedFloorDivisionChain) {
     const int64_t q = as[i] / bs[i];
     const int64_t floorDiv = (as[i] % bs[i] != 0 && ((as[i] < 0) != (bs[i] < 0))) ? q - 1 : q;
     EXPECT_EQ(y[0].toVector<int64_t>()[i], floorDiv) << as[i] << " // " << bs[i];
+  }
+}
+
+// Random broadcastable shapes (ranks 0-4, sizes 0-3, ones where broadcasting happens): every
+// broadcasting kernel against the index mapping written in this test.
+TEST(Broadcasting, RandomShapesAgainstReference) {
+  std::mt19937_64 rng(42);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  for (int trial = 0; trial < 150; ++trial) {
+    const int rank = pick(5);
+    Shape out;
+    for (int d = 0; d < rank; ++d) out.push_back(pick(4));
+    // An operand: a suffix of `out` with some dimensions set to 1.
+    auto operand = [&] {
+      const int r = pick(rank + 1);
+      Shape s(out.end() - r, out.end());
+      for (auto& d : s) {
+        if (pick(3) == 0) d = 1;
+      }
+      return s;
+    };
+    const Shape sa = operand(), sb = operand(), sc = operand();
+    SCOPED_TRACE(shapeToString(out) + " from " + shapeToString(sa) + " " + shapeToString(sb) + " " +
+                 shapeToString(sc));
+    auto a = randomTensor(sa, static_cast<uint64_t>(trial) * 3 + 1);
+    auto b = randomTensor(sb, static_cast<uint64_t>(trial) * 3 + 2);
+    auto c = randomTensor(sc, static_cast<uint64_t>(trial) * 3 + 3);
+    HostTensor ai(TensorInfo(DataType::INT64, sa)), bi(TensorInfo(DataType::INT64, sb));
+    for (int64_t i = 0; i < ai.nelms(); ++i) ai.setFromDouble(i, std::floor(a.getAsDouble(i) * 20));
+    for (int64_t i = 0; i < bi.nelms(); ++i) {
+      const double v = std::floor(b.getAsDouble(i) * 20);
+      bi.setFromDouble(i, v == 0 ? 7 : v);
+    }
+    HostTensor cond(TensorInfo(DataType::BOOL, sc));
+    for (int64_t i = 0; i < cond.nelms(); ++i) cond.setFromDouble(i, c.getAsDouble(i) > 0 ? 1 : 0);
+
+    auto add = runForward(op("Add"), {a, b})[0];
+    auto sub = runForward(op("Sub"), {ai, bi})[0];
+    auto div = runForward(op("Div"), {ai, bi})[0];
+    auto mod = runForward(op("Mod"), {ai, bi})[0];
+    auto less = runForward(op("Less"), {a, b})[0];
+    auto eq = runForward(op("Equal"), {ai, bi})[0];
+    auto mx = runForward(op("Max"), {a, b, c})[0];
+    auto mn = runForward(op("Min"), {ai, bi})[0];
+    auto wh = runForward(op("Where"), {cond, a, b})[0];
+    const Shape ab = add.shape();
+    ASSERT_EQ(mx.shape(), wh.shape());
+    for (int64_t o = 0; o < add.nelms(); ++o) {
+      const int64_t ia = broadcastIndex(o, ab, sa), ib = broadcastIndex(o, ab, sb);
+      EXPECT_FLOAT_EQ(static_cast<float>(add.getAsDouble(o)),
+                      static_cast<float>(a.getAsDouble(ia) + b.getAsDouble(ib)));
+      const auto x = static_cast<int64_t>(ai.getAsDouble(ia));
+      const auto y = static_cast<int64_t>(bi.getAsDouble(ib));
+      EXPECT_EQ(static_cast<int64_t>(sub.getAsDouble(o)), x - y);
+      EXPECT_EQ(static_cast<int64_t>(div.getAsDouble(o)), x / y);
+      EXPECT_EQ(static_cast<int64_t>(mod.getAsDouble(o)), modRef(x, y, false));
+      EXPECT_EQ(less.getAsDouble(o), a.getAsDouble(ia) < b.getAsDouble(ib) ? 1 : 0);
+      EXPECT_EQ(eq.getAsDouble(o), x == y ? 1 : 0);
+      EXPECT_EQ(static_cast<int64_t>(mn.getAsDouble(o)), std::min(x, y));
+    }
+    const Shape s3 = mx.shape();
+    for (int64_t o = 0; o < mx.nelms(); ++o) {
+      const double va = a.getAsDouble(broadcastIndex(o, s3, sa));
+      const double vb = b.getAsDouble(broadcastIndex(o, s3, sb));
+      const double vc = c.getAsDouble(broadcastIndex(o, s3, sc));
+      EXPECT_EQ(mx.getAsDouble(o), std::max({va, vb, vc}));
+      EXPECT_EQ(wh.getAsDouble(o), cond.getAsDouble(broadcastIndex(o, s3, sc)) != 0 ? va : vb);
+    }
+    if (trial % 10 == 0 && mx.nelms() > 0) {
+      expectGradientsMatch(op("Where"), {cond, a, b});
+      expectGradientsMatch(op("Max"), {a, b, c});
+    }
   }
 }
 
