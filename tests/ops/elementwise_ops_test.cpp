@@ -340,6 +340,51 @@ TEST(ElementwiseOps, Float16WhereMaxClipPRelu) {
   }
 }
 
+TEST(VectorMath, SinCosWithinRange) {
+  double worstSin = 0, worstCos = 0;
+  for (int i = -3000000; i <= 3000000; ++i) {
+    const float x = static_cast<float>(i) * 2e-3f;  // [-6000, 6000]
+    if (std::abs(x) > device::vmath::kTrigMax) continue;
+    worstSin = std::max(worstSin,
+                        std::abs(device::vmath::sinBounded(x) - std::sin(static_cast<double>(x))));
+    worstCos = std::max(worstCos,
+                        std::abs(device::vmath::cosBounded(x) - std::cos(static_cast<double>(x))));
+  }
+  EXPECT_LT(worstSin, 2e-7);
+  EXPECT_LT(worstCos, 2e-7);
+  // Near multiples of pi the relative error of sin stays small.
+  for (int k = -1900; k <= 1900; ++k) {
+    const float x = static_cast<float>(k * 3.14159265358979323846);
+    const double want = std::sin(static_cast<double>(x));
+    EXPECT_NEAR(device::vmath::sinBounded(x), want, 1e-6 * std::abs(want) + 1e-12) << x;
+  }
+  EXPECT_TRUE(std::signbit(device::vmath::sinBounded(-0.0f)));
+}
+
+// The kernels take libm for arguments outside the vectorised range, inf and NaN.
+TEST(ElementwiseOps, SinCosOutsideTheVectorisedRange) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto x = HostTensor::fromVector<float>({6}, {1.0f, 7000.0f, -1e7f, 3e38f, inf, 2.0f});
+  auto s = runForward(op("Sin"), {x})[0];
+  auto c = runForward(op("Cos"), {x})[0];
+  for (int64_t i = 0; i < 6; ++i) {
+    const float v = x.span<float>()[static_cast<size_t>(i)];
+    if (std::isinf(v)) {
+      EXPECT_TRUE(std::isnan(s.span<float>()[static_cast<size_t>(i)]));
+      EXPECT_TRUE(std::isnan(c.span<float>()[static_cast<size_t>(i)]));
+      continue;
+    }
+    EXPECT_NEAR(s.getAsDouble(i), std::sin(static_cast<double>(v)), 1e-6) << v;
+    EXPECT_NEAR(c.getAsDouble(i), std::cos(static_cast<double>(v)), 1e-6) << v;
+  }
+  auto big = HostTensor::fromVector<float>({3}, {7000.5f, -8000.25f, 0.5f});
+  GradCheckOptions coarse;  // x near 8000 has a float spacing of 5e-4
+  coarse.eps = 5e-2;
+  coarse.atol = 2e-2;
+  expectGradientsMatch(op("Sin"), {big}, coarse);
+  expectGradientsMatch(op("Cos"), {big}, coarse);
+}
+
 // ---- Floor, Ceil, Round, Sign, Abs
 // ---------------------------------------------------------------
 

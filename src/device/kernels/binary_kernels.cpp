@@ -67,9 +67,10 @@ template <typename T>
 void requireNoZero(const std::string& op, const HostTensor& b) {
   const T* pb = b.data<T>();
   const int64_t n = b.nelms();
-  bool zero = false;
-  for (int64_t i = 0; i < n; ++i) zero |= pb[i] == 0;
-  if (zero) throw error("{}: integer division by zero (the divisor, input 1, has a zero)", op);
+  int64_t zeros = 0;  // a count: GCC vectorises an int sum, not a bool or
+  for (int64_t i = 0; i < n; ++i) zeros += pb[i] == 0 ? 1 : 0;
+  if (zeros != 0)
+    throw error("{}: integer division by zero (the divisor, input 1, has a zero)", op);
 }
 
 template <typename T, typename Op>

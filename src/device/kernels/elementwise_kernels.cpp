@@ -67,12 +67,56 @@ XT_REGISTER_KERNEL("ai.onnx", "Erf", floatUnary(fixed([](float x) { return vmath
 XT_REGISTER_KERNEL("ai.xtrain", "ErfGrad", floatGrad(fixed([](float gy, float x) {
                      return gy * kTwoOverSqrtPi * vmath::exp(-x * x);
                    })));
-XT_REGISTER_KERNEL("ai.onnx", "Sin", floatUnary(fixed([](float x) { return std::sin(x); })));
-XT_REGISTER_KERNEL("ai.xtrain", "SinGrad",
-                   floatGrad(fixed([](float gy, float x) { return gy * std::cos(x); })));
-XT_REGISTER_KERNEL("ai.onnx", "Cos", floatUnary(fixed([](float x) { return std::cos(x); })));
-XT_REGISTER_KERNEL("ai.xtrain", "CosGrad",
-                   floatGrad(fixed([](float gy, float x) { return -gy * std::sin(x); })));
+// Sin and Cos: the vectorised loop for |x| <= vmath::kTrigMax, then libm for the (rare) larger,
+// infinite or NaN arguments.
+bool outsideTrigRange(float x) {
+  return !(std::fabs(x) <= vmath::kTrigMax);
+}
+
+template <bool IsSin>
+std::unique_ptr<Kernel> trigFactory(const KernelSpec& spec) {
+  spec.requireFloatInputs();
+  return makeKernel([](const KernelIO& io) {
+    const float* __restrict x = io.in(0).data<float>();
+    float* __restrict y = io.out(0).data<float>();
+    const int64_t n = io.out(0).nelms();
+    int32_t outside = 0;  // a count: GCC vectorises an int sum, not a bool or
+    for (int64_t i = 0; i < n; ++i) {
+      y[i] = IsSin ? vmath::sinBounded(x[i]) : vmath::cosBounded(x[i]);
+      outside += outsideTrigRange(x[i]) ? 1 : 0;
+    }
+    if (outside == 0) return;
+    for (int64_t i = 0; i < n; ++i) {
+      if (outsideTrigRange(x[i])) y[i] = IsSin ? std::sin(x[i]) : std::cos(x[i]);
+    }
+  });
+}
+
+// SinGrad = gy cos(x); CosGrad = -gy sin(x).
+template <bool IsSin>
+std::unique_ptr<Kernel> trigGradFactory(const KernelSpec& spec) {
+  spec.requireFloatInputs();
+  return makeKernel([](const KernelIO& io) {
+    const float* __restrict gy = io.in(0).data<float>();
+    const float* __restrict x = io.in(1).data<float>();
+    float* __restrict gx = io.out(0).data<float>();
+    const int64_t n = io.out(0).nelms();
+    int32_t outside = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      gx[i] = IsSin ? gy[i] * vmath::cosBounded(x[i]) : -gy[i] * vmath::sinBounded(x[i]);
+      outside += outsideTrigRange(x[i]) ? 1 : 0;
+    }
+    if (outside == 0) return;
+    for (int64_t i = 0; i < n; ++i) {
+      if (outsideTrigRange(x[i])) gx[i] = IsSin ? gy[i] * std::cos(x[i]) : -gy[i] * std::sin(x[i]);
+    }
+  });
+}
+
+XT_REGISTER_KERNEL("ai.onnx", "Sin", trigFactory<true>);
+XT_REGISTER_KERNEL("ai.onnx", "Cos", trigFactory<false>);
+XT_REGISTER_KERNEL("ai.xtrain", "SinGrad", trigGradFactory<true>);
+XT_REGISTER_KERNEL("ai.xtrain", "CosGrad", trigGradFactory<false>);
 XT_REGISTER_KERNEL("ai.onnx", "Reciprocal", floatUnary(fixed([](float x) { return 1.0f / x; })));
 XT_REGISTER_KERNEL("ai.xtrain", "ReciprocalGrad",
                    floatGrad(fixed([](float gy, float y) { return -gy * y * y; })));
@@ -447,9 +491,10 @@ template <typename T>
 void requireNoZeroDivisor(const std::string& op, const HostTensor& b) {
   const T* pb = elems<T>(b);
   const int64_t n = b.nelms();
-  bool zero = false;
-  for (int64_t i = 0; i < n; ++i) zero |= pb[i] == 0;
-  if (zero) throw error("{}: integer division by zero (the divisor, input 1, has a zero)", op);
+  int64_t zeros = 0;  // a count: GCC vectorises an int sum, not a bool or
+  for (int64_t i = 0; i < n; ++i) zeros += pb[i] == 0 ? 1 : 0;
+  if (zeros != 0)
+    throw error("{}: integer division by zero (the divisor, input 1, has a zero)", op);
 }
 
 // fmod = 0: the remainder takes the divisor's sign (Python's %); fmod = 1: the dividend's (C's %).

@@ -1,6 +1,6 @@
-// exp, expm1, log1p, erf, tanh(softplus) and the roundings for FLOAT written with arithmetic,
-// selects and bit casts only, so that loops calling them vectorise (libm's expf/erff are opaque
-// calls that keep a loop scalar). Compile the caller with -fno-trapping-math (see
+// exp, expm1, log1p, erf, tanh(softplus), sin, cos and the roundings for FLOAT written with
+// arithmetic, selects and bit casts only, so that loops calling them vectorise (libm's expf/erff
+// are opaque calls that keep a loop scalar). Compile the caller with -fno-trapping-math (see
 // src/device/CMakeLists.txt) so that the selects vectorise.
 //
 // Accuracy against the exact function: exp, expm1 and log1p within about 2e-7 relative, softplus
@@ -139,6 +139,52 @@ inline float floor(float x) {
 inline float ceil(float x) {
   const float r = vmath::nearbyint(x);
   return std::copysign(r < x ? r + 1.0f : r, x);  // ceil(-0.5) is -0
+}
+
+// sin and cos for |x| <= kTrigMax (other arguments, inf and NaN give 0; callers send them to
+// libm). x = k pi/2 + r, |r| <= pi/4, with pi/2 split into three 12-bit parts and a remainder
+// (Cody and Waite), so that k times each part is exact for |k| < 2^12; then the Taylor polynomials
+// of sin and cos to degree 9 and 10, chosen by the quadrant k mod 4. Within 2e-7 absolute.
+inline constexpr float kTrigMax = 6000.0f;
+
+struct TrigReduced {
+  float s;    // sin(r)
+  float c;    // cos(r)
+  int32_t q;  // the quadrant, k mod 4
+};
+
+inline TrigReduced trigReduce(float x) {
+  const float xc = std::fabs(x) <= kTrigMax ? x : 0.0f;
+  const float k = (xc * 0.636619772367581343f + 12582912.0f) - 12582912.0f;
+  const float r =
+      (((xc - k * 1.57080078125f) - k * -4.453584551811218e-06f) - k * -8.706138032721356e-10f) -
+      k * 6.223371969669989e-14f;
+  const float r2 = r * r;
+  float ps = 1.0f / 362880.0f;
+  ps = ps * r2 - 1.0f / 5040.0f;
+  ps = ps * r2 + 1.0f / 120.0f;
+  ps = ps * r2 - 1.0f / 6.0f;
+  float pc = -1.0f / 3628800.0f;
+  pc = pc * r2 + 1.0f / 40320.0f;
+  pc = pc * r2 - 1.0f / 720.0f;
+  pc = pc * r2 + 1.0f / 24.0f;
+  pc = pc * r2 - 0.5f;
+  return {r + r * r2 * ps, 1.0f + r2 * pc, static_cast<int32_t>(k) & 3};
+}
+
+// sin(r + q pi/2) = s, c, -s, -c for q = 0..3; sin(+-0) keeps its sign.
+inline float sinBounded(float x) {
+  const TrigReduced t = trigReduce(x);
+  const float v = (t.q & 1) != 0 ? t.c : t.s;
+  const float y = (t.q & 2) != 0 ? -v : v;
+  return x == 0.0f ? x : y;
+}
+
+// cos(r + q pi/2) = c, -s, -c, s for q = 0..3.
+inline float cosBounded(float x) {
+  const TrigReduced t = trigReduce(x);
+  const float v = (t.q & 1) != 0 ? t.s : t.c;
+  return ((t.q + 1) & 2) != 0 ? -v : v;
 }
 
 }  // namespace xtrain::device::vmath
