@@ -59,7 +59,6 @@ BuildFn op(const std::string& type, Attributes a = {}, int opset = 13) {
 }
 
 // ---- Unary float ops
-// -----------------------------------------------------------------------------
 
 struct UnaryCase {
   std::string name;  // test name
@@ -386,7 +385,6 @@ TEST(ElementwiseOps, SinCosOutsideTheVectorisedRange) {
 }
 
 // ---- Floor, Ceil, Round, Sign, Abs
-// ---------------------------------------------------------------
 
 TEST(ElementwiseOps, StepFunctionsMatchReference) {
   auto x = HostTensor::fromVector<float>(
@@ -430,7 +428,6 @@ TEST(ElementwiseOps, AbsAndSignOnIntegers) {
 }
 
 // ---- Clip
-// ----------------------------------------------------------------------------------------
 
 std::vector<float> clipRef(const HostTensor& x, double lo, double hi) {
   std::vector<float> r;
@@ -535,10 +532,19 @@ TEST(ClipOp, Errors) {
         runForward(op("Clip"), {x, HostTensor::fromVector<int64_t>({}, {0})});
       },
       {"Clip", "INT64", "one element type"});
+  // Float attributes on integer data must fit the type.
+  auto xi = HostTensor::fromVector<int64_t>({3}, {-5, 0, 5});
+  EXPECT_EQ(runForward(op("Clip", attrs({{"min", -2.0f}, {"max", 3.0f}}), 6), {xi})[0]
+                .toVector<int64_t>(),
+            (std::vector<int64_t>{-2, 0, 3}));
+  expectError(
+      [&] {
+        runForward(op("Clip", attrs({{"max", 9.3e18f}}), 6), {xi});
+      },
+      {"Clip", "max", "outside the range of INT64"});
 }
 
 // ---- Max, Min
-// ------------------------------------------------------------------------------------
 
 TEST(MaxMinOp, VariadicBroadcastingMatchesReference) {
   auto a = randomTensor({2, 3, 4}, 1);
@@ -618,7 +624,6 @@ TEST(MaxMinOp, Opset7NeedsEqualShapes) {
 }
 
 // ---- PRelu
-// ---------------------------------------------------------------------------------------
 
 TEST(PReluOp, SlopeBroadcastsToX) {
   auto x = randomTensor({2, 3, 2, 2}, 1, -1, 1);
@@ -644,7 +649,6 @@ TEST(PReluOp, SlopeBroadcastsToX) {
 }
 
 // ---- Mod
-// -----------------------------------------------------------------------------------------
 
 template <typename T>
 T modRef(T a, T b, bool fmod) {
@@ -709,7 +713,6 @@ TEST(ModOp, Errors) {
 }
 
 // ---- Where
-// ---------------------------------------------------------------------------------------
 
 TEST(WhereOp, BroadcastsAllThree) {
   auto c = boolTensor({2, 1, 3}, {1, 0, 1, 0, 0, 1});
@@ -762,7 +765,6 @@ TEST(WhereOp, IntegersAndErrors) {
 }
 
 // ---- Comparisons, logical ops
-// --------------------------------------------------------------------
 
 struct CompareCase {
   std::string type;
@@ -852,7 +854,6 @@ TEST(CompareOps, MaskedFillGradientFlowsThroughWhere) {
 }
 
 // ---- Integer Add, Sub, Mul, Div
-// ------------------------------------------------------------------
 
 template <typename T>
 void checkIntegerArithmetic() {
@@ -1030,7 +1031,6 @@ TEST(Broadcasting, RandomShapesAgainstReference) {
 }
 
 // ---- helpers
-// -------------------------------------------------------------------------------------
 
 // Analytic gradients of sum(outputs[0]) w.r.t. every floating-point input.
 Grads gradientsOf(const BuildFn& build, const std::vector<HostTensor>& inputs) {

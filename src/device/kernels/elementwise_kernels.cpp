@@ -230,7 +230,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "AbsGrad", floatGrad(fixed([](float gy, float x)
                    })));
 
 // ---- Abs, Sign (FLOAT, INT32, INT64)
-// -------------------------------------------------------------
 
 template <typename T, typename F>
 void unaryTyped(const KernelIO& io, F f) {
@@ -278,7 +277,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "ZerosLike", [](const KernelSpec&) -> std::uniqu
 });
 
 // ---- Clip
-// ----------------------------------------------------------------------------------------
 
 // min(max(x, lo), hi): with lo > hi every element becomes hi (the ONNX spec); NaN passes through.
 template <typename T>
@@ -296,8 +294,9 @@ T clipBound(const KernelSpec& spec, const char* name, T fallback) {
   if (!spec.attrs.has(name)) return fallback;
   const float v = spec.attrs.getFloat(name);
   if constexpr (std::is_integral_v<T>) {
+    // float(max) is 2^31 or 2^63, one past the largest value: excluded.
     if (!(v >= static_cast<float>(std::numeric_limits<T>::lowest()) &&
-          v <= static_cast<float>(std::numeric_limits<T>::max()))) {
+          v < static_cast<float>(std::numeric_limits<T>::max()))) {
       spec.fail("attribute {} is {}, outside the range of {}", name, v,
                 dataTypeName(spec.inputs.at(0).dataType()));
     }
@@ -350,7 +349,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "ClipGrad", [](const KernelSpec& spec) -> std::u
 });
 
 // ---- Max, Min
-// ------------------------------------------------------------------------------------
 
 // Copies x, broadcast, into y.
 template <typename T>
@@ -443,7 +441,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "MaxMinGrad",
                    });
 
 // ---- PRelu
-// ---------------------------------------------------------------------------------------
 
 XT_REGISTER_KERNEL("ai.onnx", "PRelu", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   spec.requireFloatInputs();
@@ -485,7 +482,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "PReluGrad", [](const KernelSpec& spec) -> std::
 });
 
 // ---- Mod
-// -----------------------------------------------------------------------------------------
 
 template <typename T>
 void requireNoZeroDivisor(const std::string& op, const HostTensor& b) {
@@ -558,7 +554,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "ModGradDivisor",
                    });
 
 // ---- Where
-// ---------------------------------------------------------------------------------------
 
 // Copies elements by their size, so it serves every element type (FLOAT16 too, unconverted).
 template <typename T>
@@ -615,7 +610,6 @@ XT_REGISTER_KERNEL("ai.onnx", "Where", [](const KernelSpec& spec) -> std::unique
 });
 
 // ---- Comparisons and logical ops
-// -----------------------------------------------------------------
 
 template <typename Cmp>
 KernelFactory comparison(Cmp cmp, bool allowBool) {

@@ -194,7 +194,6 @@ XT_REGISTER_OP(gradOp("HardSigmoidGrad"));
 XT_REGISTER_OP(gradOp("AbsGrad"));
 
 // ---- Clip
-// ----------------------------------------------------------------------------------------
 
 // Takes constant scalar input `index` of a Clip into attribute `name`; leaves a non-constant one.
 void clipBoundToAttr(Op& op, const Graph& graph, size_t index, const char* name) {
@@ -288,7 +287,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- Max, Min
-// ------------------------------------------------------------------------------------
 
 // Max/Min(x0, x1, ...): elementwise extremum with numpy broadcasting. The gradient of x_i is gy
 // where x_i is the first input attaining the extremum (ties go to the first), summed down to x_i's
@@ -356,7 +354,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- PRelu
-// ---------------------------------------------------------------------------------------
 
 // PRelu(X, slope): slope broadcasts to X (unidirectionally). Gradients for both via PReluGrad.
 XT_REGISTER_OP([] {
@@ -398,7 +395,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- Mod
-// -----------------------------------------------------------------------------------------
 
 // Mod(A, B) with numpy broadcasting. fmod = 0: the result has the divisor's sign (integers only);
 // fmod = 1: C's fmod, the dividend's sign. Integer division by zero is an error at run time.
@@ -456,7 +452,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- Where
-// ---------------------------------------------------------------------------------------
 
 // Where(condition, X, Y): condition BOOL, X and Y of one type, all three broadcast together.
 // Gradients: dX = Where(c, gy, 0), dY = Where(c, 0, gy), summed down to each input's shape.
@@ -493,7 +488,6 @@ XT_REGISTER_OP([] {
 }());
 
 // ---- Comparisons and logical ops
-// -----------------------------------------------------------------
 
 // A comparison: A and B of one numeric type (BOOL too for Equal), broadcast; output BOOL.
 OpDef comparison(const std::string& type, bool allowBool) {
