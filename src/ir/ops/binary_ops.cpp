@@ -1,5 +1,6 @@
-// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div), the variadic Sum, and the internal
-// ReduceSumToShape used by their gradients.
+// Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div), the variadic Sum, and the
+// internal ReduceSumToShape used by their gradients. FLOAT, FLOAT16, INT32 and INT64; integer
+// tensors (the shape arithmetic exporters write) get no gradient.
 #include <algorithm>
 
 #include "ir/op_registry.hpp"
@@ -13,6 +14,10 @@ std::vector<TensorInfo> inferBroadcast(const ShapeContext& ctx) {
   if (a.dataType() != b.dataType()) {
     ctx.fail("inputs have different types {} and {}", a.toString(), b.toString());
   }
+  const DataType t = a.dataType();
+  if (!isFloatingPoint(t) && t != DataType::INT32 && t != DataType::INT64) {
+    ctx.fail("inputs are {}, expected FLOAT, FLOAT16, INT32 or INT64", dataTypeName(t));
+  }
   return {TensorInfo(a.dataType(), broadcastShapes(ctx, a.shape(), b.shape()))};
 }
 
@@ -21,7 +26,10 @@ OpDef binary(const std::string& type, std::function<void(GradContext&)> grad) {
   d.type = type;
   d.minInputs = d.maxInputs = 2;
   d.infer = inferBroadcast;
-  d.grad = std::move(grad);
+  // Integer tensors (shape computations) carry no gradient.
+  d.grad = [grad = std::move(grad)](GradContext& g) {
+    if (isFloatingPoint(g.outputInfo(0).dataType())) grad(g);
+  };
   return d;
 }
 
@@ -81,6 +89,7 @@ XT_REGISTER_OP([] {
     return std::vector<TensorInfo>{out};
   };
   d.grad = [](GradContext& g) {
+    if (!isFloatingPoint(g.outputInfo(0).dataType())) return;
     for (size_t i = 0; i < g.op().inputs.size(); ++i) {
       if (g.needsGrad(i)) g.setGradIn(i, g.reduceToShape(g.gradOut(0), g.inputInfo(i).shape()));
     }
@@ -88,8 +97,8 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// ReduceSumToShape(x) with attribute shape: sums x over the dimensions that numpy broadcasting added or
-// stretched, giving `shape`. Its gradient broadcasts back (Expand).
+// ReduceSumToShape(x) with attribute shape: sums x over the dimensions that numpy broadcasting
+// added or stretched, giving `shape`. Its gradient broadcasts back (Expand).
 XT_REGISTER_OP([] {
   OpDef d;
   d.type = "ReduceSumToShape";
@@ -111,7 +120,8 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// BroadcastToShape(x) with attribute shape: numpy-broadcasts x to `shape` (ONNX Expand with a static shape).
+// BroadcastToShape(x) with attribute shape: numpy-broadcasts x to `shape` (ONNX Expand with a
+// static shape).
 XT_REGISTER_OP([] {
   OpDef d;
   d.type = "BroadcastToShape";

@@ -1,0 +1,78 @@
+// Elementwise loops with numpy broadcasting over raw element storage (BOOL is one byte, 0/1),
+// with fast paths for equal shapes and for scalar operands.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/host_tensor.hpp"
+#include "device/kernels/broadcast.hpp"
+
+namespace xtrain::device {
+
+template <typename T>
+const T* elems(const HostTensor& t) {
+  return reinterpret_cast<const T*>(t.raw());
+}
+template <typename T>
+T* elems(HostTensor& t) {
+  return reinterpret_cast<T*>(t.raw());
+}
+
+// y[i] = op(a[i'], b[i'']) where a and b broadcast to y. y may alias a (same shape) for in-place
+// accumulation.
+template <typename TA, typename TB, typename TY, typename Op>
+void broadcastBinary(const HostTensor& a, const HostTensor& b, HostTensor& y, Op op) {
+  const TA* pa = elems<TA>(a);
+  const TB* pb = elems<TB>(b);
+  TY* py = elems<TY>(y);
+  const int64_t n = y.nelms();
+  if (a.shape() == y.shape() && b.shape() == y.shape()) {
+    for (int64_t i = 0; i < n; ++i) py[i] = op(pa[i], pb[i]);
+  } else if (a.shape() == y.shape() && b.nelms() == 1) {
+    const TB s = pb[0];
+    for (int64_t i = 0; i < n; ++i) py[i] = op(pa[i], s);
+  } else if (b.shape() == y.shape() && a.nelms() == 1) {
+    const TA s = pa[0];
+    for (int64_t i = 0; i < n; ++i) py[i] = op(s, pb[i]);
+  } else {
+    forEachBroadcast2(y.shape(), broadcastStrides(a.shape(), y.shape()),
+                      broadcastStrides(b.shape(), y.shape()),
+                      [&](int64_t o, int64_t ia, int64_t ib) { py[o] = op(pa[ia], pb[ib]); });
+  }
+}
+
+// Calls f(outIndex, offsetA, offsetB, offsetC) for every output element, in row-major order.
+template <typename F>
+void forEachBroadcast3(const Shape& out, const std::vector<int64_t>& sa,
+                       const std::vector<int64_t>& sb, const std::vector<int64_t>& sc, F&& f) {
+  const size_t rank = out.size();
+  int64_t n = 1;
+  for (auto d : out) n *= d;
+  if (n == 0) return;
+  if (rank == 0) {
+    f(0, 0, 0, 0);
+    return;
+  }
+  const int64_t inner = out[rank - 1];
+  const int64_t ia = sa[rank - 1], ib = sb[rank - 1], ic = sc[rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t offA = 0, offB = 0, offC = 0;
+  for (int64_t base = 0; base < n; base += inner) {
+    for (int64_t j = 0; j < inner; ++j) f(base + j, offA + j * ia, offB + j * ib, offC + j * ic);
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      const size_t u = static_cast<size_t>(d);
+      ++idx[u];
+      offA += sa[u];
+      offB += sb[u];
+      offC += sc[u];
+      if (idx[u] < out[u]) break;
+      offA -= sa[u] * out[u];
+      offB -= sb[u] * out[u];
+      offC -= sc[u] * out[u];
+      idx[u] = 0;
+    }
+  }
+}
+
+}  // namespace xtrain::device
