@@ -533,26 +533,6 @@ XT_REGISTER_KERNEL("ai.onnx", "Mod", [](const KernelSpec& spec) -> std::unique_p
   }
 });
 
-// ModGradDivisor(gy, a, b) = -gy trunc(a / b), a and b broadcast to gy.
-XT_REGISTER_KERNEL("ai.xtrain", "ModGradDivisor",
-                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     spec.requireFloatInputs();
-                     return makeKernel([](const KernelIO& io) {
-                       const HostTensor& gy = io.in(0);
-                       const float* pg = gy.data<float>();
-                       const float* pa = io.in(1).data<float>();
-                       const float* pb = io.in(2).data<float>();
-                       float* out = io.out(0).data<float>();
-                       const Shape& s = gy.shape();
-                       forEachBroadcast3(s, broadcastStrides(s, s),
-                                         broadcastStrides(io.in(1).shape(), s),
-                                         broadcastStrides(io.in(2).shape(), s),
-                                         [&](int64_t o, int64_t ig, int64_t ia, int64_t ib) {
-                                           out[o] = -pg[ig] * std::trunc(pa[ia] / pb[ib]);
-                                         });
-                     });
-                   });
-
 // ---- Where
 
 // Copies elements by their size, so it serves every element type (FLOAT16 too, unconverted).

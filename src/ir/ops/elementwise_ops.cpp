@@ -428,28 +428,17 @@ XT_REGISTER_OP([] {
     const TensorId& gy = g.gradOut(0);
     if (g.needsGrad(0)) g.setGradIn(0, g.reduceToShape(gy, g.inputInfo(0).shape()));
     if (g.needsGrad(1)) {
-      TensorId gb = g.emit("ModGradDivisor", {gy, g.input(0), g.input(1)});
+      // Float Mod is fmod (trunc quotient): the grad op shared with ai.graphcore Fmod/Remainder.
+      Attributes a;
+      a.set("fmod", int64_t{1});
+      TensorId gb = g.emit("ModGradDivisor", {gy, g.input(0), g.input(1)}, a);
       g.setGradIn(1, g.reduceToShape(gb, g.inputInfo(1).shape()));
     }
   };
   return d;
 }());
 
-// ModGradDivisor(gy, a, b) = -gy trunc(a / b), at gy's shape.
-XT_REGISTER_OP([] {
-  OpDef d = gradOp("ModGradDivisor", 3);
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& gy = ctx.input(0);
-    for (size_t i = 1; i < 3; ++i) {
-      if (broadcastShapes(ctx, ctx.input(i).shape(), gy.shape()) != gy.shape()) {
-        ctx.fail("input {} is {}, which does not broadcast to {}", i, ctx.input(i).toString(),
-                 shapeToString(gy.shape()));
-      }
-    }
-    return std::vector<TensorInfo>{gy};
-  };
-  return d;
-}());
+// ModGradDivisor is registered with ai.graphcore Remainder/Fmod (graphcore_ops.cpp).
 
 // ---- Where
 
