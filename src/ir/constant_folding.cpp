@@ -40,15 +40,15 @@ std::optional<std::vector<HostTensor>> shapeOnlyValues(const Op& op, const Graph
   return std::nullopt;
 }
 
+// True also for an op left with no inputs: canonicalisation moved its constant ones into
+// attributes (ConstantOfShape's shape), so its result is fixed.
 bool allInputsConstant(const Op& op, const Graph& graph) {
-  bool any = false;
   for (const auto& in : op.inputs) {
     if (in.empty()) continue;
     const Tensor& t = graph.tensor(in);
     if (t.kind != TensorKind::Const || !t.value) return false;
-    any = true;
   }
-  return any;
+  return true;
 }
 
 }  // namespace

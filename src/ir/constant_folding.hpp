@@ -9,9 +9,10 @@
 // Contract:
 //  - foldIfConstant(graph, op, evaluate) folds `op` when its result does not depend on data that
 //    arrives at run time: Shape and Size (only their input's shape matters), and any other
-//    deterministic ai.onnx op whose inputs are all Const tensors with values. The op is removed and
-//    its outputs become Const tensors of the same ids, infos and the computed values. Returns
-//    whether it folded.
+//    deterministic ai.onnx op whose inputs are all Const tensors with values (or that has none left
+//    after canonicalisation, like ConstantOfShape whose shape became an attribute). The op is
+//    removed and its outputs become Const tensors of the same ids, infos and the computed values.
+//    Returns whether it folded.
 //  - Ops that draw random numbers, ops outside ai.onnx, ops with an output listed in `keep` (e.g.
 //    the graph's outputs) and results larger than kMaxFoldedBytes are left alone.
 //  - `evaluate` runs one op on its constant inputs (the session passes one made of the CPU kernels;

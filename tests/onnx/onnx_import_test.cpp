@@ -498,6 +498,26 @@ TEST(OnnxConstantFolding, FoldsConstantsButNotWeightsOutputsOrRandomOps) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "square_const"), names.end());
 }
 
+// ConstantOfShape has no inputs left once its shape is an attribute: it folds too (PyTorch builds
+// pads and zero states this way).
+TEST(OnnxConstantFolding, ConstantOfShapeFolds) {
+  XT_REQUIRE_OPS({kOnnx, "ConstantOfShape"}, {kOnnx, "Add"});
+  GraphParts g;
+  g.initializers.push_back(int64Initializer("s", {2}, {2, 3}));
+  g.inputs.push_back(valueInfo("x", kFloatT, {2, 3}));
+  Pb value = tensorHeader("", kFloatT, {1});
+  value.f32(4, 0.5f);
+  Pb attr;
+  attr.bytes(1, "value").varint(20, 4).msg(5, value);  // type TENSOR
+  g.nodes.push_back(node({"s"}, {"fill"}, "ConstantOfShape", "fill", "", {attr}));
+  g.nodes.push_back(node({"x", "fill"}, {"y"}, "Add", "add"));
+  g.outputs.push_back(valueInfo("y", kFloatT, {2, 3}));
+  ir::OnnxModel m = importOnnxModel(model(g), folding());
+  EXPECT_EQ(findOp(*m.graph, "ConstantOfShape"), nullptr);
+  ASSERT_EQ(m.graph->tensor("fill").kind, TensorKind::Const);
+  EXPECT_EQ(m.graph->tensor("fill").value->toVector<float>(), std::vector<float>(6, 0.5f));
+}
+
 // One error lists every op the model needs and xtrain lacks, each once with its nodes.
 TEST(OnnxImportErrors, EveryMissingOpListedOnce) {
   GraphParts g;
