@@ -173,6 +173,9 @@ class HyperView {
                   hyperLayoutText<Slot>());
     }
   }
+  // A view does not own its elements: not of a temporary vector (which would leave it dangling).
+  HyperView(std::vector<float>&&) = delete;
+  HyperView(const std::vector<float>&&) = delete;
   T& operator[](Slot slot) const { return data_[hyperIndex(slot)]; }
 
  private:
