@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <iostream>
 #include <map>
 #include <random>
+#include <utility>
 
 #include "bench_args.hpp"
+#include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
 
 namespace xbench {
@@ -17,7 +20,7 @@ using xtrain::HostTensor;
 using xtrain::TensorInfo;
 
 // One optimizer as the transform lowers it: the update op, its attributes, its hyper tensor and
-// its state tensors (docs/optimizers.md; src/ir/optimizers/optimizer_ops.cpp gives the layouts).
+// its state tensors (docs/optimizers.md; common/optimizer_hyper.hpp names the hyper layouts).
 struct Update {
   std::string op;
   std::map<std::string, std::string> attrs;
@@ -27,13 +30,41 @@ struct Update {
   int streams = 0;           // floats read + written per element (for GB/s)
 };
 
+// A hyper tensor with gradScale = clip = 1 and the rule's values set by name.
+template <class Slot>
+std::vector<float> hyperOf(std::initializer_list<std::pair<Slot, float>> values) {
+  xtrain::HyperValues<Slot> h;
+  h.set(Slot::GradScale, 1.0f);
+  h.set(Slot::ClipFactor, 1.0f);
+  for (const auto& [slot, value] : values) h.set(slot, value);
+  return h.values();
+}
+
 Update updateOf(const std::string& name) {
-  if (name == "sgd") return {"SGDUpdate", {}, {1, 1, 0.01f, 0, 0.9f, 0, 1}, 1, false, 5};
+  if (name == "sgd") {
+    using H = xtrain::SgdHyper;
+    return {"SGDUpdate",
+            {},
+            hyperOf<H>({{H::LearningRate, 0.01f},
+                        {H::WeightDecay, 0},
+                        {H::Momentum, 0.9f},
+                        {H::Dampening, 0},
+                        {H::VelocityScaling, 1}}),
+            1,
+            false,
+            5};
+  }
   if (name == "adam" || name == "adamw" || name == "lamb" || name == "adamax") {
+    using H = xtrain::AdamHyper;
     const std::string mode = name == "lamb" ? "Lamb" : name == "adamax" ? "AdaMax" : "Adam";
     return {"AdamUpdate",
             {{"mode", mode}, {"weightDecayMode", name == "adam" ? "l2" : "decay"}},
-            {1, 1, 0.001f, 0.01f, 0.9f, 0.999f, 1e-6f, 10},
+            hyperOf<H>({{H::LearningRate, 0.001f},
+                        {H::WeightDecay, 0.01f},
+                        {H::Beta1, 0.9f},
+                        {H::Beta2, 0.999f},
+                        {H::Eps, 1e-6f},
+                        {H::MaxWeightNorm, 10}}),
             2,
             true,
             name == "lamb" ? 10 : 7};
@@ -47,9 +78,14 @@ Update updateOf(const std::string& name) {
   if (it == adaptive.end()) {
     throw xtrain::error("xbench optimizer: unknown --optimizer '{}'", name);
   }
+  using H = xtrain::AdaptiveHyper;
   return {"AdaptiveUpdate",
           {{"mode", it->second.first}, {"weightDecayMode", "l2"}},
-          {1, 1, 0.01f, 0.01f, 0.99f, 0, 1e-6f},
+          hyperOf<H>({{H::LearningRate, 0.01f},
+                      {H::WeightDecay, 0.01f},
+                      {H::Alpha, 0.99f},
+                      {H::Momentum, 0},
+                      {H::Eps, 1e-6f}}),
           it->second.second,
           false,
           3 + 2 * it->second.second};

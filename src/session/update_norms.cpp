@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "comm/communicator.hpp"
+#include "common/optimizer_hyper.hpp"
 #include "session/session_impl.hpp"
 
 namespace xtrain::session {
@@ -49,7 +50,8 @@ void SessionImpl::clipGradients() {
   if (clipGroups_.empty()) return;
   const int64_t L = localReplicas_;
   auto gradScale = [&](const ir::WeightUpdate& u) {
-    return static_cast<double>(replicaBuffer(0, u.hyper).data<float>()[ir::kHyperGradScale]);
+    const HyperView<CommonHyper> hyper(replicaBuffer(0, u.hyper).span<float>());
+    return static_cast<double>(hyper[CommonHyper::GradScale]);
   };
   auto sumOfSquares = [](const HostTensor& t) {
     double s = 0.0;
@@ -96,7 +98,8 @@ void SessionImpl::clipGradients() {
       const float factor =
           static_cast<float>(group.maxNorm / std::max(static_cast<double>(group.maxNorm), norm));
       for (const ir::WeightUpdate* u : group.updates) {
-        replicaBuffer(r, u->hyper).data<float>()[ir::kHyperClipFactor] = factor;
+        const HyperView<CommonHyper, float> hyper(replicaBuffer(r, u->hyper).span<float>());
+        hyper[CommonHyper::ClipFactor] = factor;
       }
     }
   }

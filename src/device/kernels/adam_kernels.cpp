@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
+#include "device/kernels/optimizer_hyper_input.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -84,6 +86,7 @@ float trustRatio(double sumW2, double sumU2, float maxWeightNorm) {
 XT_REGISTER_KERNEL(
     "ai.xtrain", "AdamUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
       spec.requireFloatInputs();  // FLOAT16 tensors run promoted
+      requireHyperInput<AdamHyper>(spec);
       const AdamKind kind = adamKind(spec);
       const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
       const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
@@ -96,12 +99,14 @@ XT_REGISTER_KERNEL(
       return makeKernel([=](const KernelIO& io) {
         float* w = io.in(0).data<float>();
         float* g = io.in(1).data<float>();
-        const float* h = io.in(2).data<float>();
+        const HyperView<AdamHyper> h(io.in(2).span<float>());
         float* m = io.in(3).data<float>();
         float* v = io.in(4).data<float>();
         float* step = io.in(5).data<float>();
-        const float gs = h[0] * h[1], lr = h[2], wd = h[3], b1 = h[4], b2 = h[5], eps = h[6];
-        const float mwn = h[7];
+        const float gs = h[AdamHyper::GradScale] * h[AdamHyper::ClipFactor];
+        const float lr = h[AdamHyper::LearningRate], wd = h[AdamHyper::WeightDecay];
+        const float b1 = h[AdamHyper::Beta1], b2 = h[AdamHyper::Beta2], eps = h[AdamHyper::Eps];
+        const float mwn = h[AdamHyper::MaxWeightNorm];
         const float t = step[0] + 1.0f;
         step[0] = t;
         const float mScale = correctM ? 1.0f / (1.0f - std::pow(b1, t)) : 1.0f;
@@ -137,12 +142,14 @@ XT_REGISTER_KERNEL(
 
 XT_REGISTER_KERNEL("ai.xtrain", "LambApply", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   spec.requireFloatInputs();  // FLOAT16 weights run promoted
+  requireHyperInput<AdamHyper>(spec);
   return makeKernel([](const KernelIO& io) {
     float* w = io.in(0).data<float>();
     const float* u = io.in(1).data<float>();
-    const float* h = io.in(2).data<float>();
+    const HyperView<AdamHyper> h(io.in(2).span<float>());
     const float* norms = io.in(3).data<float>();
-    const float step = h[2] * trustRatio(norms[0], norms[1], h[7]);
+    const float step =
+        h[AdamHyper::LearningRate] * trustRatio(norms[0], norms[1], h[AdamHyper::MaxWeightNorm]);
     const int64_t n = io.in(0).nelms();
     for (int64_t i = 0; i < n; ++i) w[i] -= step * u[i];
   });

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <type_traits>
 
+#include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
+#include "device/kernels/optimizer_hyper_input.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -57,6 +59,7 @@ void adaptiveElements(int64_t n, float* w, const float* g, float* v1, float* v2,
 XT_REGISTER_KERNEL("ai.xtrain", "AdaptiveUpdate",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
                      spec.requireFloatInputs();  // FLOAT16 tensors run promoted
+                     requireHyperInput<AdaptiveHyper>(spec);
                      const AdaptiveKind kind = adaptiveKind(spec);
                      const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
                      const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
@@ -64,15 +67,17 @@ XT_REGISTER_KERNEL("ai.xtrain", "AdaptiveUpdate",
                      return makeKernel([=](const KernelIO& io) {
                        float* w = io.in(0).data<float>();
                        float* g = io.in(1).data<float>();
-                       const float* h = io.in(2).data<float>();
+                       const HyperView<AdaptiveHyper> h(io.in(2).span<float>());
                        float* v1 = io.in(3).data<float>();
                        float* v2 =
                            kind == AdaptiveKind::CenteredRMSProp || kind == AdaptiveKind::AdaDelta
                                ? io.in(4).data<float>()
                                : nullptr;
                        float* v3 = momentum ? io.in(5).data<float>() : nullptr;
-                       const float gs = h[0] * h[1], lr = h[2], wd = h[3], a = h[4], mm = h[5],
-                                   eps = h[6];
+                       using H = AdaptiveHyper;
+                       const float gs = h[H::GradScale] * h[H::ClipFactor];
+                       const float lr = h[H::LearningRate], wd = h[H::WeightDecay];
+                       const float a = h[H::Alpha], mm = h[H::Momentum], eps = h[H::Eps];
                        const float oneMinusA = 1.0f - a;
                        const float decay = l2 ? 0.0f : wd;
                        const float l2wd = l2 ? wd : 0.0f;

@@ -1,21 +1,27 @@
 // Kernels of the optimizer ops (see src/ir/optimizers/optimizer_ops.cpp for their contracts).
 #include <cstring>
 
+#include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
+#include "device/kernels/optimizer_hyper_input.hpp"
 
 namespace xtrain::device {
 namespace {
 
 XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   spec.requireFloatInputs();
+  requireHyperInput<SgdHyper>(spec);
   const bool nesterov = spec.attrs.getInt("nesterov", 0) != 0;
   const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
   const bool hasVelocity = spec.hasInput(3);
   return makeKernel([=](const KernelIO& io) {
     float* w = io.in(0).data<float>();
     float* g = io.in(1).data<float>();
-    const float* h = io.in(2).data<float>();
-    const float gs = h[0] * h[1], lr = h[2], wd = h[3], mm = h[4], dm = h[5], vs = h[6];
+    const HyperView<SgdHyper> h(io.in(2).span<float>());
+    const float gs = h[SgdHyper::GradScale] * h[SgdHyper::ClipFactor];
+    const float lr = h[SgdHyper::LearningRate], wd = h[SgdHyper::WeightDecay];
+    const float mm = h[SgdHyper::Momentum], dm = h[SgdHyper::Dampening];
+    const float vs = h[SgdHyper::VelocityScaling];
     const int64_t n = io.in(0).nelms();
     if (hasVelocity) {
       float* v = io.in(3).data<float>();

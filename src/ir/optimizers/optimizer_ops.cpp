@@ -1,5 +1,6 @@
 // Internal ops inserted by optimizers. They write their inputs in place and have no outputs; they
 // run in the Accumulate and Update phases, after every reader of the tensors they modify.
+#include "common/optimizer_hyper.hpp"
 #include "ir/op_registry.hpp"
 
 namespace xtrain::ir {
@@ -25,10 +26,12 @@ void requireSameShape(const ShapeContext& ctx, size_t a, size_t b) {
   }
 }
 
-void requireHyper(const ShapeContext& ctx, int64_t size, const char* layout) {
-  if (ctx.input(2) != TensorInfo(DataType::FLOAT, {size})) {
-    ctx.fail("hyperparameter tensor is {}, expected FLOAT[{}] = {}", ctx.input(2).toString(), size,
-             layout);
+// Input 2 is a hyper tensor of the family's layout (common/optimizer_hyper.hpp).
+template <class Slot>
+void requireHyper(const ShapeContext& ctx) {
+  if (ctx.input(2) != hyperTensorInfo<Slot>()) {
+    ctx.fail("hyperparameter tensor is {}, expected FLOAT[{}] = {}", ctx.input(2).toString(),
+             kHyperSize<Slot>, hyperLayoutText<Slot>());
   }
 }
 
@@ -43,10 +46,11 @@ void requireDecayMode(const ShapeContext& ctx) {
   if (m != "decay" && m != "l2") ctx.fail("weightDecayMode '{}' must be decay or l2", m);
 }
 
-// Every update op reads hyper[0] (gradScale: 1/lossScaling, and 1/(af·G) for Mean-Post) and
-// hyper[1] (the clipping factor) and uses g = grad · gradScale · clipFactor; attribute zeroGrad
-// (0/1) clears grad after use (for accumulators). The rules are in include/xtrain/optimizer.hpp and
-// docs/optimizers.md.
+// Every update op's input 2 is a FLOAT hyper tensor in its family's layout, named in
+// common/optimizer_hyper.hpp (SgdHyper, AdamHyper, AdaptiveHyper). Each reads GradScale
+// (1/lossScaling, and 1/(af·G) for Mean-Post) and ClipFactor (the clipping factor) and uses g =
+// grad · gradScale · clipFactor; attribute zeroGrad (0/1) clears grad after use (for accumulators).
+// The rules are in include/xtrain/optimizer.hpp and docs/optimizers.md.
 
 // SGDUpdate(weight, grad, hyper[7] = {gradScale, clip, lr, wd, mm, dm, vs}, [velocity]); attribute
 // nesterov (0/1). Modifies weight, velocity and (zeroGrad) grad.
@@ -61,7 +65,7 @@ XT_REGISTER_OP([] {
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
     if (ctx.hasInput(3)) requireSameShape(ctx, 0, 3);
-    requireHyper(ctx, 7, "{gradScale, clip, lr, wd, mm, dm, vs}");
+    requireHyper<SgdHyper>(ctx);
     return noOutputs(ctx);
   };
   return d;
@@ -84,7 +88,7 @@ XT_REGISTER_OP([] {
     requireSameShape(ctx, 0, 1);
     requireSameShape(ctx, 0, 3);
     requireSameShape(ctx, 0, 4);
-    requireHyper(ctx, 8, "{gradScale, clip, lr, wd, beta1, beta2, eps, maxWeightNorm}");
+    requireHyper<AdamHyper>(ctx);
     requireScalar(ctx, 5, "the step count");
     requireDecayMode(ctx);
     const std::string mode = ctx.attrs().getString("mode");
@@ -115,7 +119,7 @@ XT_REGISTER_OP([] {
   d.modifiesInputs = {0};
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
-    requireHyper(ctx, 8, "{gradScale, clip, lr, wd, beta1, beta2, eps, maxWeightNorm}");
+    requireHyper<AdamHyper>(ctx);
     if (ctx.input(3) != TensorInfo(DataType::FLOAT, {2})) {
       ctx.fail("lambNorms is {}, expected FLOAT[2]", ctx.input(3).toString());
     }
@@ -139,7 +143,7 @@ XT_REGISTER_OP([] {
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
     requireSameShape(ctx, 0, 3);
-    requireHyper(ctx, 7, "{gradScale, clip, lr, wd, alpha, momentum, eps}");
+    requireHyper<AdaptiveHyper>(ctx);
     requireDecayMode(ctx);
     const std::string mode = ctx.attrs().getString("mode");
     const bool needsV2 = mode == "CenteredRMSProp" || mode == "AdaDelta";

@@ -35,9 +35,7 @@ std::vector<float> hyperValues(const Optimizer& optimizer, const TensorId& weigh
   if (options.reduction == ReductionType::Mean && options.strategy == MeanReductionStrategy::Post) {
     gradScale /= static_cast<double>(options.accumulationFactor * options.replicasFor(weight));
   }
-  std::vector<float> out{static_cast<float>(gradScale), 1.0f};
-  for (float v : ruleValues(optimizer, weight)) out.push_back(v);
-  return out;
+  return hyperTensorOf(optimizer, weight, static_cast<float>(gradScale));
 }
 
 OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,

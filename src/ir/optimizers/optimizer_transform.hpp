@@ -5,10 +5,10 @@
 //
 // Hyperparameters live in a small FLOAT tensor per weight (`hyper`), so that non-constant values
 // can change between runs (updateOptimizerFromHost) without rebuilding; hyperValues() computes its
-// contents. Its first two entries are common to every optimizer: the gradient scale
-// (kHyperGradScale) and the clipping factor (kHyperClipFactor, 1 unless the session's clipping sets
-// it each step); the rule's own values follow (src/ir/optimizers/optimizer_ops.cpp gives each
-// layout).
+// contents. Its layout is named per family in common/optimizer_hyper.hpp (SgdHyper, AdamHyper,
+// AdaptiveHyper), which the kernels read it by: first the entries common to every optimizer, the
+// gradient scale and the clipping factor (CommonHyper; 1 unless the session's clipping sets it each
+// step), then the rule's own values.
 #pragma once
 
 #include <map>
@@ -42,9 +42,6 @@ struct OptimizerTransformOptions {
     return it == replicasOfWeight.end() ? globalReplicationFactor : it->second;
   }
 };
-
-inline constexpr int kHyperGradScale = 0;
-inline constexpr int kHyperClipFactor = 1;
 
 // One optimizer state tensor of a weight.
 struct StateTensor {

@@ -1,12 +1,23 @@
 #include "ir/optimizers/update_rules.hpp"
 
 #include "common/check.hpp"
+#include "common/optimizer_hyper.hpp"
 
 namespace xtrain::ir {
 namespace {
 
 std::string decayAttr(WeightDecayMode mode) {
   return mode == WeightDecayMode::Decay ? "decay" : "l2";
+}
+
+// A family's hyper tensor with the entries every family shares: the gradient scale, and a clipping
+// factor of 1 (the session's clipping sets it each step).
+template <class Slot>
+HyperValues<Slot> withCommonEntries(float gradScale) {
+  HyperValues<Slot> h;
+  h.set(Slot::GradScale, gradScale);
+  h.set(Slot::ClipFactor, 1.0f);
+  return h;
 }
 
 }  // namespace
@@ -59,11 +70,42 @@ UpdateRule updateRuleOf(const Optimizer& optimizer) {
   throw error("optimizer {} is not supported", optimizer.type_s());
 }
 
-std::vector<float> ruleValues(const Optimizer& optimizer, const TensorId& weight) {
-  const OptimizerValues v = optimizer.valuesOf(weight);
-  std::vector<float> out;
-  for (const auto& key : optimizer.specificKeys()) out.push_back(v.at(key).val());
-  return out;
+std::vector<float> hyperTensorOf(const Optimizer& optimizer, const TensorId& weight,
+                                 float gradScale) {
+  switch (optimizer.type()) {
+    case OptimizerType::SGD: {
+      const SGD::Values v = static_cast<const SGD&>(optimizer).valuesFor(weight);
+      HyperValues<SgdHyper> h = withCommonEntries<SgdHyper>(gradScale);
+      h.set(SgdHyper::LearningRate, v.learningRate.val());
+      h.set(SgdHyper::WeightDecay, v.weightDecay.val());
+      h.set(SgdHyper::Momentum, v.momentum.val());
+      h.set(SgdHyper::Dampening, v.dampening.val());
+      h.set(SgdHyper::VelocityScaling, v.velocityScaling.val());
+      return h.values();
+    }
+    case OptimizerType::Adam: {
+      const OptimizerValues v = optimizer.valuesOf(weight);
+      HyperValues<AdamHyper> h = withCommonEntries<AdamHyper>(gradScale);
+      h.set(AdamHyper::LearningRate, v.at("learningRate").val());
+      h.set(AdamHyper::WeightDecay, v.at("weightDecay").val());
+      h.set(AdamHyper::Beta1, v.at("beta1").val());
+      h.set(AdamHyper::Beta2, v.at("beta2").val());
+      h.set(AdamHyper::Eps, v.at("eps").val());
+      h.set(AdamHyper::MaxWeightNorm, v.at("maxWeightNorm").val());
+      return h.values();
+    }
+    case OptimizerType::Adaptive: {
+      const OptimizerValues v = optimizer.valuesOf(weight);
+      HyperValues<AdaptiveHyper> h = withCommonEntries<AdaptiveHyper>(gradScale);
+      h.set(AdaptiveHyper::LearningRate, v.at("learningRate").val());
+      h.set(AdaptiveHyper::WeightDecay, v.at("weightDecay").val());
+      h.set(AdaptiveHyper::Alpha, v.at("alpha").val());
+      h.set(AdaptiveHyper::Momentum, v.at("momentum").val());
+      h.set(AdaptiveHyper::Eps, v.at("eps").val());
+      return h.values();
+    }
+  }
+  throw error("optimizer {} is not supported", optimizer.type_s());
 }
 
 std::string describeOptimizer(const Optimizer& optimizer) {

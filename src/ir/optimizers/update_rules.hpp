@@ -33,9 +33,11 @@ struct UpdateRule {
 // The family's update op and state; throws xtrain::error for settings the transform cannot honour.
 UpdateRule updateRuleOf(const Optimizer& optimizer);
 
-// The rule's values for one weight, in the order of its update op's hyper tensor after the common
-// entries (see optimizer_ops.cpp).
-std::vector<float> ruleValues(const Optimizer& optimizer, const TensorId& weight);
+// The whole hyper tensor of one weight's update op, built by name in its family's layout
+// (common/optimizer_hyper.hpp): the given gradient scale, a clipping factor of 1, and the rule's
+// values for the weight.
+std::vector<float> hyperTensorOf(const Optimizer& optimizer, const TensorId& weight,
+                                 float gradScale);
 
 // "SGD", "Adam(Lamb, Decay)", "Adaptive(RMSProp, L2Regularization)": the family and its fixed
 // modes.
