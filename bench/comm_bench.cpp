@@ -1,7 +1,7 @@
 // xbench comm: collective bandwidth in the nccl-tests format (size, count, type, redop, root, then
 // time, algbw, busbw and #wrong out of place and in place), with the bandwidth formulas of
-// ../shared/bench/README.md. Ranks are the instances of the job (xrun -n N, mpirun -np N) or, with
-// --threads N, threads of this process.
+// docs/performance.md, "Peers". Ranks are the instances of the job (xrun -n N, mpirun -np N)
+// or, with --threads N, threads of this process.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

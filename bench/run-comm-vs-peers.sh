@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # All-reduce bus bandwidth of xtrain's comm backends beside Open MPI's MPI_Allreduce, gloo's best
-# allreduce (../shared/bench) and memcpy, in one run on one machine. The contenders run interleaved
+# allreduce (the peers: docs/performance.md) and memcpy, in one run on one machine. The contenders run interleaved
 # (one run of each per repetition), so drift in the machine's load hits all of them alike. Prints one
 # line per figure: the median busbw (GB/s, nccl-tests definition) of REPS runs, out of place.
-# Usage: bench/run-comm-vs-peers.sh [build-dir] [ranks...]   (REPS=5, SIZES="4194304 67108864")
+# Usage: XTRAIN_BENCH_PEERS=DIR bench/run-comm-vs-peers.sh [build-dir] [ranks...]   (REPS=5, SIZES="4194304 67108864")
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -11,7 +11,12 @@ shift || true
 ranks=("$@"); [ ${#ranks[@]} -gt 0 ] || ranks=(2 4 8)
 reps=${REPS:-5}
 sizes=(${SIZES:-4194304 67108864})
-shared=$root/../shared/bench
+# The peer programs are outside material (docs/performance.md, "Peers"): XTRAIN_BENCH_PEERS names their folder.
+peers=${XTRAIN_BENCH_PEERS:-}
+if [ -z "$peers" ] || [ ! -d "$peers" ]; then
+  echo "$(basename "$0"): set XTRAIN_BENCH_PEERS to the folder of the peer programs (docs/performance.md, \"Peers\")" >&2
+  exit 2
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -21,9 +26,9 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else p
 xbench_busbw() { sed -e 's/^\[[0-9,]*\][^ ]* *//' | awk -v b="$1" '$1 == b {print $8}'; }
 record() { echo "$2" >> "$work/$1"; }
 
-g++ -O2 -pthread -o "$work/membw" "$shared/membw.cpp"
-mpicc -O2 -o "$work/allreduce_mpi" "$shared/allreduce_mpi.c"
-g++ -O2 -std=c++17 -o "$work/allreduce_gloo" "$shared/allreduce_gloo.cpp" -lgloo -lpthread
+g++ -O2 -pthread -o "$work/membw" "$peers/membw.cpp"
+mpicc -O2 -o "$work/allreduce_mpi" "$peers/allreduce_mpi.c"
+g++ -O2 -std=c++17 -o "$work/allreduce_gloo" "$peers/allreduce_gloo.cpp" -lgloo -lpthread
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); medians of $reps interleaved runs; busbw GB/s"
 for i in $(seq "$reps"); do "$work/membw" | awk '/threads=1/ {sub("GBps=", "", $3); print $3}'; done |

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs xtrain's single-IPU benchmarks and PyTorch's figures for the same work, side by side, in one run.
-# Usage: bench/run-vs-peers.sh [build-dir]   (needs python3-torch for the peer lines)
+# Usage: XTRAIN_BENCH_PEERS=DIR bench/run-vs-peers.sh [build-dir]   (needs python3-torch for the peer lines)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
-shared=$root/../shared/bench
+# The peer programs are outside material (docs/performance.md, "Peers"): XTRAIN_BENCH_PEERS names their
+# folder; without it only xtrain's figures are printed.
+peers=${XTRAIN_BENCH_PEERS:-/nonexistent}
 for i in 1 2 3; do
   "$build/bin/xbench" mlp --steps 40
-  if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$shared/ddp_mlp.py" ]; then
-    /usr/bin/python3 "$shared/ddp_mlp.py" 1 40 64 2>/dev/null | tail -1
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$peers/ddp_mlp.py" ]; then
+    /usr/bin/python3 "$peers/ddp_mlp.py" 1 40 64 2>/dev/null | tail -1
   fi
 done
 "$build/bin/xbench" matmul --size 1024

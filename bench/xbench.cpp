@@ -1,5 +1,5 @@
 // xbench: xtrain's benchmarks, printing one line per figure in a form comparable with the peers of
-// ../shared/bench (run them side by side with bench/run-vs-peers.sh).
+// docs/performance.md, "Peers" (run them side by side with bench/run-vs-peers.sh).
 //
 //   xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]
 //       reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9; L local replicas, and under

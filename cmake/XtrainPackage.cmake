@@ -6,6 +6,9 @@ install(TARGETS ${_mods} xtrain_api EXPORT xtrainTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/xtrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The docs the public headers cite (docs/replication-semantics.md, ...), so an installed package
+# resolves them: <prefix>/share/doc/xtrain/docs/.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 install(EXPORT xtrainTargets NAMESPACE xtrain:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xtrain)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/xtrainConfig.cmake.in
   ${PROJECT_BINARY_DIR}/xtrainConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/xtrain)

@@ -1,5 +1,5 @@
-// DataFlow: how many batches one run() executes and which tensors come back to the host (anchors), with PopART's
-// semantics (replication-semantics.md section 6).
+// DataFlow: how many batches one run() executes and which tensors come back to the host (anchors),
+// with PopART's semantics (docs/replication-semantics.md section 6).
 #pragma once
 
 #include <map>

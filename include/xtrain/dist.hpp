@@ -28,10 +28,10 @@ int64_t getNumTotalReplicas();
 int64_t getReplicaIndexOffset();
 int64_t getNumIpusPerReplica();
 
-// Sets the replication options of replication-semantics.md section 1 from the environment:
-// enableReplicatedGraphs and replicatedGraphCount (the local replicas), and when the job has several
-// instances enableDistributedReplicatedGraphs, globalReplicationFactor and globalReplicaOffset.
-// Leaves every other option alone.
+// Sets the replication options of docs/replication-semantics.md section 1 from the environment:
+// enableReplicatedGraphs and replicatedGraphCount (the local replicas), and when the job has
+// several instances enableDistributedReplicatedGraphs, globalReplicationFactor and
+// globalReplicaOffset. Leaves every other option alone.
 void configureSessionOptions(SessionOptions& options);
 
 // Acquires this instance's device: getNumLocalReplicas() x ipusPerReplica IPUs (ipusPerReplica 0:

@@ -6,7 +6,8 @@ namespace xtrain {
 
 enum class ReductionType { Sum = 0, Mean = 1, NoReduction = 2 };
 
-// How a Mean accumulation/replication reduction is computed (replication-semantics.md section 2).
+// How a Mean accumulation/replication reduction is computed
+// (docs/replication-semantics.md section 2).
 enum class MeanReductionStrategy { Running = 0, Post = 1 };
 
 inline const char* toString(ReductionType t) {

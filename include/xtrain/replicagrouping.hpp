@@ -1,6 +1,6 @@
 // ReplicaGrouping: groups of replicas described by a stride and a group size, with PopART's names
-// (replication-semantics.md section 3). This is the one place where xtrain does the group index
-// arithmetic; CommGroup, VariableSettings and the communicator splits all go through it.
+// (docs/replication-semantics.md section 3). This is the one place where xtrain does the group
+// index arithmetic; CommGroup, VariableSettings and the communicator splits all go through it.
 //
 // ReplicaGrouping(N, s, g) over N replicas has N / g groups of g replicas each; the members of a
 // group are s apart:

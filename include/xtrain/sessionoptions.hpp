@@ -14,8 +14,8 @@ namespace xtrain {
 
 enum class CommGroupType { All = 0, Consecutive, Orthogonal, Ungrouped };
 
-// A group of replicas (replication-semantics.md section 3). replicaGroupSize is ignored for All and
-// Ungrouped.
+// A group of replicas (docs/replication-semantics.md section 3). replicaGroupSize is ignored for
+// All and Ungrouped.
 struct CommGroup {
   CommGroup() = default;
   CommGroup(CommGroupType t, unsigned size) : type(t), replicaGroupSize(size) {}
@@ -65,7 +65,7 @@ enum class SyntheticDataMode { Off = 0, Zeros, RandomUniform, RandomNormal };
 enum class VirtualGraphMode { Off = 0, Manual, Auto, ExecutionPhases };
 
 struct SessionOptions {
-  // Replication (replication-semantics.md section 1).
+  // Replication (docs/replication-semantics.md section 1).
   bool enableReplicatedGraphs = false;
   int64_t replicatedGraphCount = 1;
   bool enableDistributedReplicatedGraphs = false;

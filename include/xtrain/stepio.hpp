@@ -1,10 +1,11 @@
 // StepIO: the host buffers one run() reads inputs from and writes anchors to.
 //
-// Buffer shapes (replication-semantics.md section 6), with bps = batches per step, af = accumulation factor,
-// L = local replicas: inputs [bps, af, L] + shape (no L for ReplicatedStreamMode::Broadcast); anchors
-// ALL [bps, af, L] + shape, EVERYN(N) [bps/N, af, L] + shape, FINAL and SUM [L] + shape. Prefix dimensions
-// equal to 1 are dropped; the tensor's own size-1 dimensions stay. The session checks every buffer before a
-// run and throws xtrain::error naming the tensor, the expected shape and the given shape.
+// Buffer shapes (docs/replication-semantics.md section 6), with bps = batches per step, af =
+// accumulation factor, L = local replicas: inputs [bps, af, L] + shape (no L for
+// ReplicatedStreamMode::Broadcast); anchors ALL [bps, af, L] + shape, EVERYN(N) [bps/N, af, L] +
+// shape, FINAL and SUM [L] + shape. Prefix dimensions equal to 1 are dropped; the tensor's own
+// size-1 dimensions stay. The session checks every buffer before a run and throws xtrain::error
+// naming the tensor, the expected shape and the given shape.
 #pragma once
 
 #include <functional>

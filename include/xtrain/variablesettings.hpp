@@ -1,4 +1,4 @@
-// VariableSettings: how a variable (weight) is shared among replicas (replication-semantics.md
+// VariableSettings: how a variable (weight) is shared among replicas (docs/replication-semantics.md
 // section 4), with PopART's names. Replicas in one group of the shared-variable domain hold one
 // value; different groups may hold different values. The retrieval mode says how many values
 // weightsToHost returns.

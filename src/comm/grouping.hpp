@@ -1,6 +1,6 @@
 // Communicators for replica groups: a helper that splits a parent communicator into the groups of
-// a CommGroup or ReplicaGrouping (replication-semantics.md section 3). The index arithmetic is the
-// public xtrain::ReplicaGrouping's (include/xtrain/replicagrouping.hpp).
+// a CommGroup or ReplicaGrouping (docs/replication-semantics.md section 3). The index arithmetic is
+// the public xtrain::ReplicaGrouping's (include/xtrain/replicagrouping.hpp).
 #pragma once
 
 #include <cstdint>

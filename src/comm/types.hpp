@@ -70,7 +70,7 @@ Milliseconds defaultTimeout();
 Milliseconds parseDuration(std::string_view text, std::string_view what);
 
 // Size of each shard when `count` elements are split over `groupSize` ranks: ceil(count /
-// groupSize) (replication-semantics.md section 5; the last shards are zero-padded).
+// groupSize) (docs/replication-semantics.md section 5; the last shards are zero-padded).
 inline size_t shardCount(size_t count, size_t groupSize) {
   return groupSize == 0 ? 0 : (count + groupSize - 1) / groupSize;
 }

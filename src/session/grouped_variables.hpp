@@ -1,6 +1,7 @@
-// Grouped variables (replication-semantics.md section 4): a weight whose VariableSettings split the
-// replicas into more than one group holds one value per group. Its optimizer state follows it. The
-// host view of such a tensor is [groups] + shape; replicas hold the per-replica shape.
+// Grouped variables (docs/replication-semantics.md section 4): a weight whose VariableSettings
+// split the replicas into more than one group holds one value per group. Its optimizer state
+// follows it. The host view of such a tensor is [groups] + shape; replicas hold the per-replica
+// shape.
 //
 // This file holds the layout arithmetic the session needs for them: which group a replica
 // belongs to, the slices of the host view, and the conversions between the host view and the

@@ -34,7 +34,7 @@ void writeModelWithWeights(const std::string& modelBytes,
                            const std::map<std::string, std::string>& metadata = {});
 
 // The prefixes of PopART's initializer names of a weight's optimizer state
-// (replication-semantics.md section 8, docs/optimizers.md section 8): "Accl___W" for SGD's
+// (docs/replication-semantics.md section 8, docs/optimizers.md section 8): "Accl___W" for SGD's
 // velocity, "Accl1___W".. "Accl3___W" for the Adam and Adaptive moments, "Step___W" for Adam's step
 // count, "Accum___W" for the gradient accumulator.
 inline constexpr const char* kStateInitializerPrefixes[] = {"Accl___",  "Accl1___", "Accl2___",

@@ -1,5 +1,5 @@
-// Replicated tensor sharding (replication-semantics.md section 5): which weights a session updates
-// on shards, over which domain, and the layout arithmetic of their shards.
+// Replicated tensor sharding (docs/replication-semantics.md section 5): which weights a session
+// updates on shards, over which domain, and the layout arithmetic of their shards.
 //
 // A sharded weight of n elements over a domain whose groups have k replicas is updated in shards of
 // s = ceil(n / k) elements: replica r updates shard indexInGroup(r) (elements [i s, (i + 1) s) of

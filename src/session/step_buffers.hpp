@@ -1,5 +1,5 @@
 // StepBuffers: the host side of one run(): checks every input and anchor buffer against the shapes
-// of replication-semantics.md section 6 before anything runs, then moves one micro-batch per
+// of docs/replication-semantics.md section 6 before anything runs, then moves one micro-batch per
 // replica at a time between the user's buffers (or IStepIO callbacks, or synthetic data) and a
 // replica's device buffers.
 #pragma once

@@ -1,6 +1,6 @@
 // Replicated collectives inside models, run by sessions with local replicas (threads): section 9
-// cases 1 and 2 of replication-semantics.md, other groups and operators against a host reference,
-// gradients against finite differences of the job's total loss, and the errors.
+// cases 1 and 2 of docs/replication-semantics.md, other groups and operators against a host
+// reference, gradients against finite differences of the job's total loss, and the errors.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -244,8 +244,8 @@ INSTANTIATE_TEST_SUITE_P(All, BroadcastTest,
 
 class PerBackend : public ::testing::TestWithParam<std::string> {};
 
-// replication-semantics.md section 5: 30 elements over 4 ranks give shards of 8; the last holds 6
-// values and 2 zeros. All-gather of the shards restores the 30 elements.
+// docs/replication-semantics.md section 5: 30 elements over 4 ranks give shards of 8; the last
+// holds 6 values and 2 zeros. All-gather of the shards restores the 30 elements.
 TEST_P(PerBackend, ReduceScatterPaddingThirtyElementsOverFourRanks) {
   std::vector<std::vector<float>> shards(4);
   std::vector<std::vector<float>> gathered(4);

@@ -1,5 +1,5 @@
 // ReplicaGrouping and its CommGroup conversions: every worked example and error of
-// replication-semantics.md section 3.
+// docs/replication-semantics.md section 3.
 #include <gtest/gtest.h>
 
 #include <algorithm>

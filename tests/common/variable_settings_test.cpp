@@ -1,5 +1,5 @@
 // VariableSettings: the query table, host shapes, worked examples and errors of
-// replication-semantics.md section 4.
+// docs/replication-semantics.md section 4.
 #include <gtest/gtest.h>
 
 #include <algorithm>

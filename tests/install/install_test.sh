@@ -11,6 +11,8 @@ build=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# The docs the installed headers cite are installed with them.
+test -s "$work/prefix/share/doc/xtrain/docs/replication-semantics.md"
 cmake -S "$src/examples/mlp_training" -B "$work/example" -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/example" -j2 >/dev/null

@@ -1,4 +1,5 @@
-// The DataFlow / anchor / StepIO vectors of replication-semantics.md section 6, and buffer-shape errors.
+// The DataFlow / anchor / StepIO vectors of docs/replication-semantics.md section 6, and
+// buffer-shape errors.
 #include <gtest/gtest.h>
 
 #include "xtrain/builder.hpp"

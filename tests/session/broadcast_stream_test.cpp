@@ -1,4 +1,4 @@
-// ReplicatedStreamMode::Broadcast (replication-semantics.md section 6): an input every replica
+// ReplicatedStreamMode::Broadcast (docs/replication-semantics.md section 6): an input every replica
 // receives whole, fed without a replica dimension, through StepIO buffers and IStepIO callbacks.
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Distributed replicated graphs through the C++ API, with real processes: this test binary starts
 // itself under `xrun` (DistributedSession.*); the instances run the DistributedWorker.* cases,
-// which skip unless xrun started them. Section 9 case 4 of replication-semantics.md (instances x
-// local replicas = 1x4, 2x2, 4x1 train to the same weights) and broadcastWeights.
+// which skip unless xrun started them. Section 9 case 4 of docs/replication-semantics.md (instances
+// x local replicas = 1x4, 2x2, 4x1 train to the same weights) and broadcastWeights.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

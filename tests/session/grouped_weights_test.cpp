@@ -1,4 +1,4 @@
-// Grouped weights (replication-semantics.md section 4, acceptance cases 6 and 7 of section 9):
+// Grouped weights (docs/replication-semantics.md section 4, acceptance cases 6 and 7 of section 9):
 // weights whose VariableSettings give each group of replicas its own value, reduced over their own
 // group only, with optimizer state following the weight, both retrieval modes, save and reload, and
 // the errors for bad settings. GroupedSession.* runs GroupedWorker.* under xrun for the layouts of

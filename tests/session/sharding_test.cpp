@@ -1,5 +1,5 @@
-// Replicated tensor sharding (replication-semantics.md section 5, acceptance case 5 of section 9):
-// training with sharded optimizer state (and weights) gives the weights and optimizer state of
+// Replicated tensor sharding (docs/replication-semantics.md section 5, acceptance case 5 of section
+// 9): training with sharded optimizer state (and weights) gives the weights and optimizer state of
 // training without, over every sharding domain, with zero-padded shards and whole host views; the
 // memory per simulated IPU shrinks; bad settings are refused. ShardedSession.* runs
 // ShardedWorker.* under xrun for layouts of several instances.

@@ -1,6 +1,6 @@
 // `xtrain` under `xrun -n N`: several instances train one model. The job's layout (instances x
 // local replicas) and the split of a global batch into replicas must not change the trained weights
-// (replication-semantics.md section 9, cases 3 and 4, through the command line).
+// (docs/replication-semantics.md section 9, cases 3 and 4, through the command line).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

@@ -1,5 +1,6 @@
-// Models and data the tools build for themselves: the built-in example of `xtrain` and the reference MLP of
-// the benchmarks (../shared/bench/README.md). Built with the public Builder, as a user would.
+// Models and data the tools build for themselves: the built-in example of `xtrain` and the
+// reference MLP of the benchmarks (docs/performance.md, "Peers"). Built with the public Builder, as
+// a user would.
 #pragma once
 
 #include <cstdint>

@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kWeights = "/weights/";
 constexpr const char* kOptimizer = "/optimizer/";
 
-// PopART's initializer names for optimizer state (section 8 of replication-semantics.md):
+// PopART's initializer names for optimizer state (section 8 of docs/replication-semantics.md):
 // the prefix put before the weight's name, by checkpoint slot.
 const std::map<std::string, std::string>& popartPrefixes() {
   static const std::map<std::string, std::string> prefixes = {

@@ -1,4 +1,4 @@
-// Model metadata keys xtrain reads and writes in ONNX metadata_props (replication-semantics.md
+// Model metadata keys xtrain reads and writes in ONNX metadata_props (docs/replication-semantics.md
 // section 4), and their value formats. No protobuf here: usable by the session and the checkpoint
 // tools.
 //

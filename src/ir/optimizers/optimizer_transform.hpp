@@ -1,7 +1,7 @@
 // Inserts an optimizer into a differentiated graph: gradient accumulators (when af > 1), the
 // accumulation ops, and one update op per weight. The session reduces the "reduced" tensor of every
-// weight across replicas between the Accumulate and Update phases (replication-semantics.md section
-// 2).
+// weight across replicas between the Accumulate and Update phases (docs/replication-semantics.md
+// section 2).
 //
 // Hyperparameters live in a small FLOAT tensor per weight (`hyper`), so that non-constant values
 // can change between runs (updateOptimizerFromHost) without rebuilding; hyperValues() computes its
