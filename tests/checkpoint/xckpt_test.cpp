@@ -122,7 +122,7 @@ TEST_F(XckptCli, VerifyExitCodes) {
 TEST_F(XckptCli, ReadsAndVerifiesAVersion2Checkpoint) {
   const fs::path dir = root_ / "ckpt-00000002";
   fs::copy(fs::path(XTRAIN_TEST_DATA_DIR) / "checkpoint-v2" / "ckpt-00000002", dir);
-  const Checkpoint c = read(dir.string());
+  const Contents c = read(dir.string());
   EXPECT_EQ(c.attributes.formatVersion, 2);
   EXPECT_EQ(c.attributes.step, 2);
   EXPECT_EQ(c.attributes.graphFingerprint, "fnv1a64:48dfd18f2a83d6e7");
