@@ -1,13 +1,24 @@
-// xtrain::format: "{}"-style message formatting with no third-party dependency in public headers.
-// Each "{}" is replaced by the next argument written with operator<<; "{{" and "}}" give literal braces.
-// Extra arguments are appended; missing ones leave "{}" in place (a message must never throw).
+// xtrain::format: "{}"-style message formatting; the implementation is fmt (src/common/format.cpp),
+// this header depends on neither fmt nor spdlog (docs/architecture.md says why).
+//
+// Integers, floating-point values and bools reach fmt with their type, so fmt's format specifiers
+// apply ("{:016x}", "{:.3f}", "{:>8}"); every other argument is first written with operator<< (a
+// range as "[a,b,c]") and formatted as text. "{}" of a floating-point value reads as operator<<
+// writes it (6 significant digits, like "{:g}"). "{{" and "}}" give literal braces.
+//
+// A message must never throw: extra arguments are appended, separated by spaces; missing ones leave
+// their "{}" in place; a format string fmt rejects (a bad specifier) is written with every field
+// replaced by its argument's "{}" text and the reason appended.
 #pragma once
 
-#include <cstdint>
+#include <concepts>
+#include <cstddef>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <type_traits>
+#include <variant>
 
 namespace xtrain {
 
@@ -18,7 +29,10 @@ void writeValue(std::ostream& os, const T& v) {
     os << (v ? "true" : "false");
   } else if constexpr (requires { os << v; }) {
     os << v;
-  } else if constexpr (requires { v.begin(); v.end(); }) {
+  } else if constexpr (requires {
+                         v.begin();
+                         v.end();
+                       }) {
     os << '[';
     bool first = true;
     for (const auto& e : v) {
@@ -32,41 +46,48 @@ void writeValue(std::ostream& os, const T& v) {
   }
 }
 
-inline void formatRest(std::ostringstream& os, std::string_view f) {
-  for (size_t i = 0; i < f.size(); ++i) {
-    if ((f[i] == '{' || f[i] == '}') && i + 1 < f.size() && f[i + 1] == f[i]) ++i;
-    os << f[i];
+// One argument as the implementation receives it: numbers keep their type (for the specifiers),
+// anything else is already text. Character types are text, as operator<< writes them.
+using FormatArg = std::variant<long long, unsigned long long, double, bool, std::string>;
+
+template <typename T>
+FormatArg toFormatArg(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, char> || std::is_same_v<T, signed char> ||
+                       std::is_same_v<T, unsigned char> || std::is_same_v<T, wchar_t> ||
+                       std::is_same_v<T, char8_t> || std::is_same_v<T, char16_t> ||
+                       std::is_same_v<T, char32_t>) {
+    std::ostringstream os;
+    writeValue(os, v);
+    return os.str();
+  } else if constexpr (std::signed_integral<T>) {
+    return static_cast<long long>(v);
+  } else if constexpr (std::unsigned_integral<T>) {
+    return static_cast<unsigned long long>(v);
+  } else if constexpr (std::floating_point<T>) {
+    return static_cast<double>(v);
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    return std::string(std::string_view(v));
+  } else {
+    std::ostringstream os;
+    writeValue(os, v);
+    return os.str();
   }
 }
 
-template <typename T, typename... Rest>
-void formatRest(std::ostringstream& os, std::string_view f, const T& v, const Rest&... rest) {
-  for (size_t i = 0; i < f.size(); ++i) {
-    if (f[i] == '{' && i + 1 < f.size() && f[i + 1] == '{') {
-      os << '{';
-      ++i;
-    } else if (f[i] == '}' && i + 1 < f.size() && f[i + 1] == '}') {
-      os << '}';
-      ++i;
-    } else if (f[i] == '{' && i + 1 < f.size() && f[i + 1] == '}') {
-      writeValue(os, v);
-      formatRest(os, f.substr(i + 2), rest...);
-      return;
-    } else {
-      os << f[i];
-    }
-  }
-  os << ' ';
-  writeValue(os, v);
-  ((os << ' ', writeValue(os, rest)), ...);
-}
+// Formats with fmt; never throws fmt::format_error (see above).
+std::string formatArgs(std::string_view f, const FormatArg* args, std::size_t count);
 }  // namespace detail
 
 template <typename... Args>
 std::string format(std::string_view f, const Args&... args) {
-  std::ostringstream os;
-  detail::formatRest(os, f, args...);
-  return os.str();
+  if constexpr (sizeof...(Args) == 0) {
+    return detail::formatArgs(f, nullptr, 0);
+  } else {
+    const detail::FormatArg converted[] = {detail::toFormatArg(args)...};
+    return detail::formatArgs(f, converted, sizeof...(Args));
+  }
 }
 
 }  // namespace xtrain

@@ -10,8 +10,7 @@
 // formatting anything, so a message whose level is off costs one relaxed atomic load.
 //
 // The implementation is spdlog; this header depends on neither spdlog nor fmt. Messages use
-// xtrain::format
-// ("{}" placeholders written with operator<<).
+// xtrain::format (fmt's syntax: "{}" placeholders, specifiers such as "{:.3f}").
 #pragma once
 
 #include <array>

@@ -34,9 +34,10 @@
 namespace xtrain::checkpoint {
 
 inline constexpr const char* kFormatName = "xtrain-checkpoint";
-// Version 2 added the seal (the index's checksum, docs/checkpoint-format.md); version 1 checkpoints
-// (no seal) are still read.
-inline constexpr int64_t kFormatVersion = 2;
+// Version 2 added the seal (the index's checksum, docs/checkpoint-format.md); version 3 writes the
+// graph fingerprint as "fnv1a64:<16 hex digits>" (version 2 wrote "fnv1a64:{:016x} <decimal>").
+// Versions 1 and 2 are still read.
+inline constexpr int64_t kFormatVersion = 3;
 
 // What is wrong with a checkpoint (corrupt, truncated, incomplete, newer format, checksum
 // mismatch): the message names the file and the dataset or attribute.
@@ -74,6 +75,14 @@ struct Contents {
 
 // "a/b%c" -> "a%2Fb%25c", and back.
 std::string encodeName(const std::string& tensorName);
+
+// The graph fingerprint "fnv1a64:<16 hex digits>" of a 64-bit FNV-1a hash.
+std::string graphFingerprint(uint64_t hash);
+// A stored graphFingerprint attribute as this version writes it: checkpoints of format version 2
+// and earlier hold "fnv1a64:{:016x} <decimal hash>" (an unformatted specifier), which becomes
+// graphFingerprint(hash); anything else is returned unchanged. The reader applies it, so an old
+// checkpoint matches a session of the same graph.
+std::string normalizeGraphFingerprint(const std::string& stored, int64_t formatVersion);
 std::string decodeName(const std::string& encoded);
 
 // "ckpt-00000010" for step 10.

@@ -186,7 +186,10 @@ class Inspector {
     readCount(root, "globalReplicationFactor", a.globalReplicationFactor, 1, INT64_MAX);
     readCount(root, "instances", a.instances, 1, INT64_MAX);
     attempt([&] { a.optimizerType = readStringAttribute(root, "optimizerType", where); });
-    attempt([&] { a.graphFingerprint = readStringAttribute(root, "graphFingerprint", where); });
+    attempt([&] {
+      a.graphFingerprint = normalizeGraphFingerprint(
+          readStringAttribute(root, "graphFingerprint", where), a.formatVersion);
+    });
     attempt([&] { a.creationTime = readStringAttribute(root, "creationTime", where); });
     attempt([&] { a.xtrainVersion = readStringAttribute(root, "xtrainVersion", where); });
     attempt([&] { readHyperparameters(); });

@@ -4,13 +4,35 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/layout.hpp"
+#include "xtrain/format.hpp"
 
 namespace xtrain::checkpoint {
+
+std::string graphFingerprint(uint64_t hash) {
+  return xtrain::format("fnv1a64:{:016x}", hash);
+}
+
+std::string normalizeGraphFingerprint(const std::string& stored, int64_t formatVersion) {
+  static constexpr std::string_view kLegacyPrefix = "fnv1a64:{:016x} ";
+  if (formatVersion > 2 || !stored.starts_with(kLegacyPrefix)) return stored;
+  const std::string digits = stored.substr(kLegacyPrefix.size());
+  if (digits.empty() || digits.size() > 20 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return stored;
+  }
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long hash = std::strtoull(digits.c_str(), &end, 10);
+  if (errno == ERANGE || end != digits.c_str() + digits.size()) return stored;
+  return graphFingerprint(hash);
+}
 
 std::string encodeName(const std::string& tensorName) {
   // '/' would split the name into HDF5 groups; '%' is escaped so that decoding is unambiguous.

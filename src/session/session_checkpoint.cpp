@@ -133,7 +133,7 @@ std::string SessionImpl::computeGraphFingerprint() const {
   for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
     f.add(id + " " + graph_->tensor(id).info.toString());
   }
-  return format("fnv1a64:{:016x}", f.h);
+  return checkpoint::graphFingerprint(f.h);
 }
 
 std::vector<std::pair<TensorId, std::string>> SessionImpl::checkpointTensors() const {

@@ -70,10 +70,10 @@ TEST_F(CheckpointCorruption, EmptyFileIsNamed) {
 
 TEST_F(CheckpointCorruption, NewerFormatVersionIsRefused) {
   Attributes a = sampleAttributes(11);
-  a.formatVersion = 3;
+  a.formatVersion = kFormatVersion + 1;
   const std::string dir = save(root_, 11, sampleParts(1), a);
   const std::vector<std::string> message = {
-      "checkpoint.h5", "written by a newer xtrain (format version 3, this build reads up to 2)"};
+      "checkpoint.h5", "written by a newer xtrain (format version 4, this build reads up to 3)"};
   expectCheckpointError([&] { read(dir); }, message);
   expectCheckpointError([&] { readAttributes(dir); }, message);
 }

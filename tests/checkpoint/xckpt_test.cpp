@@ -116,6 +116,40 @@ TEST_F(XckptCli, VerifyExitCodes) {
   EXPECT_EQ(xckpt("verify " + q(root_ / "nope")).exitCode, 2);
 }
 
+// A checkpoint written by the release before format version 3 (tests/data/checkpoint-v2: the
+// built-in example after 2 steps, its graphFingerprint "fnv1a64:{:016x} 5251146103361099495"): it
+// verifies, and it reads with the fingerprint in today's form, so it matches the same graph.
+TEST_F(XckptCli, ReadsAndVerifiesAVersion2Checkpoint) {
+  const fs::path dir = root_ / "ckpt-00000002";
+  fs::copy(fs::path(XTRAIN_TEST_DATA_DIR) / "checkpoint-v2" / "ckpt-00000002", dir);
+  const Contents c = read(dir.string());
+  EXPECT_EQ(c.attributes.formatVersion, 2);
+  EXPECT_EQ(c.attributes.step, 2);
+  EXPECT_EQ(c.attributes.graphFingerprint, "fnv1a64:48dfd18f2a83d6e7");
+  Result r = xckpt("verify " + q(dir));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  r = xckpt("show " + q(dir));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "fnv1a64:48dfd18f2a83d6e7")) << r.output;
+  EXPECT_FALSE(has(r.output, "{:")) << r.output;
+}
+
+TEST(CheckpointFingerprint, WrittenAsHexAndVersion2FormNormalized) {
+  EXPECT_EQ(graphFingerprint(5251146103361099495ULL), "fnv1a64:48dfd18f2a83d6e7");
+  EXPECT_EQ(graphFingerprint(1), "fnv1a64:0000000000000001");
+  EXPECT_EQ(normalizeGraphFingerprint("fnv1a64:{:016x} 5251146103361099495", 2),
+            "fnv1a64:48dfd18f2a83d6e7");
+  EXPECT_EQ(normalizeGraphFingerprint("fnv1a64:{:016x} 18446744073709551615", 1),
+            "fnv1a64:ffffffffffffffff");
+  // Only version 2 and earlier wrote the old form; anything malformed is left as it is.
+  for (const std::string kept :
+       {"fnv1a64:{:016x} 5251146103361099495", "fnv1a64:{:016x} 18446744073709551616",
+        "fnv1a64:{:016x} 12x", "fnv1a64:{:016x} ", "fnv1a64:48dfd18f2a83d6e7", "fp-1234"}) {
+    EXPECT_EQ(normalizeGraphFingerprint(kept, kept.starts_with("fnv1a64:{:016x} 52") ? 3 : 2),
+              kept);
+  }
+}
+
 // A flipped byte anywhere in the index (48 offsets spread over it, to stay fast; the library test
 // EveryFlippedIndexByteIsDamageNotACrash tries them all): verify says "damaged" and exits 1, never
 // dies of a signal inside HDF5.

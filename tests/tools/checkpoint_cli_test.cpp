@@ -57,6 +57,25 @@ TEST_F(CheckpointCli, EveryNStepsKeepLastAndResumeExactly) {
   EXPECT_NE(r.output.find("--checkpoint-dir"), std::string::npos) << r.output;
 }
 
+// A checkpoint written by the release before format version 3 (tests/data/checkpoint-v2: `xtrain
+// --steps 2 --checkpoint-dir D` on the built-in example, its graph fingerprint in the old
+// "fnv1a64:{:016x} <decimal>" form) verifies and resumes: its fingerprint matches today's graph,
+// and 2 more steps end with the weights of 4 steps without a stop.
+TEST_F(CheckpointCli, ResumesAVersion2CheckpointOfTheLastRelease) {
+  fs::copy(fs::path(XTRAIN_TEST_DATA_DIR) / "checkpoint-v2" / "ckpt-00000002",
+           dir_ / "ckpt-00000002");
+  CommandResult r = runCommand("./xckpt verify " + path("ckpt-00000002"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  r = runCommand("./xtrain --steps 4 --save-model " + path("straight.onnx"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  r = runCommand("./xtrain --steps 4 --resume " + path("ckpt-00000002") + " --save-model " +
+                 path("resumed.onnx"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step 2"), std::string::npos) << r.output;
+  expectSameInitializers(path("straight.onnx"), path("resumed.onnx"), 0);
+}
+
 // xrun -n 2 xtrain checkpointing every 5 steps, stopped by SIGTERM once a checkpoint exists; the
 // same command with --resume auto continues from it and ends with the weights of a run without a
 // stop.
