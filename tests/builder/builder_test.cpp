@@ -13,27 +13,14 @@
 #include "ir/onnx/onnx_import.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/op_registry.hpp"
+#include "testing/error_testing.hpp"
 
 namespace xtrain {
 namespace {
 
-namespace fs = std::filesystem;
+using xtrain::testing::expectError;
 
-template <typename Fn>
-void expectError(Fn fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an xtrain::error";
-  } catch (const internal_error& e) {
-    ADD_FAILURE() << "internal_error instead of error: " << e.what();
-  } catch (const error& e) {
-    const std::string msg = e.what();
-    if (std::getenv("XTRAIN_PRINT_ERRORS")) std::cerr << "  [error] " << msg << "\n";
-    for (const auto& f : fragments) {
-      EXPECT_NE(msg.find(f), std::string::npos) << "message lacks '" << f << "':\n" << msg;
-    }
-  }
-}
+namespace fs = std::filesystem;
 
 ConstVoidData floats(const Shape& shape, float v = 0.5f) {
   return ConstVoidData::fromVector<float>(shape, std::vector<float>(shapeNelms(shape), v));

@@ -7,24 +7,14 @@
 #include "ir/onnx/onnx_import.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "session/lowered_graph.hpp"
+#include "testing/error_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/session.hpp"
 
 namespace xtrain {
 namespace {
 
-template <typename Fn>
-void expectError(Fn fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an xtrain::error";
-  } catch (const error& e) {
-    const std::string msg = e.what();
-    for (const auto& f : fragments) {
-      EXPECT_NE(msg.find(f), std::string::npos) << "message lacks '" << f << "':\n" << msg;
-    }
-  }
-}
+using xtrain::testing::expectError;
 
 onnx::ModelProto parse(const std::string& bytes) {
   onnx::ModelProto m;

@@ -1,38 +1,19 @@
 // The xckpt program as a user runs it (exit codes 0 / 1 / 2 and what it prints), and checkpoints
 // read by HDF5's own tools (h5dump) and h5py from another working directory.
-#include <sys/wait.h>
-
-#include <cstdio>
-
 #include "checkpoint_testing.hpp"
 #include "session/model_io.hpp"
+#include "testing/process_testing.hpp"
 #include "xtrain/builder.hpp"
 
 namespace xtrain::checkpoint::testing {
 namespace {
 
-struct Result {
-  int exitCode = -1;
-  std::string output;
-};
+using Result = xtrain::testing::CommandResult;
 
-// Runs a program (bounded by `timeout`) from the working directory `cwd` (the current one when
-// empty), capturing stdout and stderr.
+// Runs a program (bounded by 120 s) from the working directory `cwd` (the current one when empty),
+// capturing stdout and stderr.
 Result shell(const std::string& cmd, const std::string& cwd = "") {
-  Result r;
-  std::string line;
-  if (!cwd.empty()) line += "cd '" + cwd + "' && ";
-  line += "timeout 120 ";
-  line += cmd;
-  line += " 2>&1";
-  FILE* p = ::popen(line.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return xtrain::testing::runCommand(cmd, {cwd.empty() ? fs::current_path().string() : cwd, 120});
 }
 
 Result xckpt(const std::string& args) {

@@ -5,9 +5,12 @@
 #include <cstdlib>
 
 #include "comm_test_util.hpp"
+#include "testing/process_testing.hpp"
 
 namespace xtrain::comm {
 namespace {
+
+using xtrain::testing::ScopedEnv;
 
 using namespace testing;
 using Clock = std::chrono::steady_clock;
@@ -15,30 +18,6 @@ using Clock = std::chrono::steady_clock;
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
-
-// Sets an environment variable for the scope of a test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // The fault tests run over every thread backend.
 class Mismatch : public ::testing::TestWithParam<std::string> {};

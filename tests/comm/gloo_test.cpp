@@ -17,9 +17,12 @@
 #include "comm/backends/gloo/bind_address.hpp"
 #include "comm/grouping.hpp"
 #include "comm_test_util.hpp"
+#include "testing/process_testing.hpp"
 
 namespace xtrain::comm {
 namespace {
+
+using xtrain::testing::ScopedEnv;
 
 using namespace testing;
 using Op = CollectiveOperator;
@@ -32,29 +35,6 @@ const std::vector<DataType> kTypes = {DataType::FLOAT, DataType::FLOAT16, DataTy
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 std::string caseName(int world, size_t count, DataType type, Op op) {
   return "n" + std::to_string(world) + " c" + std::to_string(count) + " " + dataTypeName(type) +

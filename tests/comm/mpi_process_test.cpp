@@ -2,10 +2,7 @@
 // `mpirun --oversubscribe -np N`. Each invocation runs many checks (GoogleTest cases inside every
 // rank); mpirun's exit code is non-zero when any rank fails. Every run is bounded: on timeout the
 // whole mpirun process group is killed.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +10,7 @@
 #include <filesystem>
 
 #include "comm_test_util.hpp"
+#include "testing/process_testing.hpp"
 
 namespace xtrain::comm {
 namespace {
@@ -36,9 +34,21 @@ bool haveMpirun() {
 }
 
 // Runs `mpirun ... -np n worker args...` with stdout and stderr captured, in its own process group,
-// for at most `limit`.
+// for at most `limit`; whatever is left in the group afterwards is killed.
 RunResult runMpi(int n, const std::vector<std::string>& args, Clock::duration limit) {
-  std::vector<std::string> argv = {"mpirun",
+  // env(1) sets and unsets the variables for mpirun (Child only adds to this process's
+  // environment). Open MPI's plugins leak at MPI_Finalize (and are unloaded, so LeakSanitizer
+  // cannot even name them): in sanitizer builds only, leak checking is left to the tests that do
+  // not run MPI.
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "-u",
+                                   "XTRAIN_COMM_TIMEOUT",
+                                   "OMPI_ALLOW_RUN_AS_ROOT=1",
+                                   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                                   "OMPI_MCA_rmaps_base_oversubscribe=1",
+                                   "OMPI_MCA_mpi_yield_when_idle=1",
+                                   "ASAN_OPTIONS=detect_leaks=0",
+                                   "mpirun",
                                    "--oversubscribe",
                                    "--allow-run-as-root",
                                    "--bind-to",
@@ -56,68 +66,15 @@ RunResult runMpi(int n, const std::vector<std::string>& args, Clock::duration li
                                    std::to_string(n),
                                    workerPath()};
   argv.insert(argv.end(), args.begin(), args.end());
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const auto start = Clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
-    ::unsetenv("XTRAIN_COMM_TIMEOUT");
-    // Open MPI's plugins leak at MPI_Finalize (and are unloaded, so LeakSanitizer cannot even name
-    // them): in sanitizer builds only, leak checking is left to the tests that do not run MPI.
-    ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    ::execvp("mpirun", cargv.data());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(fds[1]);
+  xtrain::testing::Child mpirun(argv);
+  const auto r = mpirun.wait(std::chrono::duration<double>(limit).count());
+  ::kill(-mpirun.pid(), SIGKILL);  // anything left in the group
   RunResult result;
-  const auto deadline = start + limit;
-  char buf[65536];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      result.timedOut = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int rc = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 500)));
-    if (rc > 0) {
-      const ssize_t got = ::read(fds[0], buf, sizeof buf);
-      if (got <= 0) break;  // EOF: mpirun (and everything it started) closed the pipe
-      result.output.append(buf, static_cast<size_t>(got));
-    }
-  }
-  ::close(fds[0]);
-  // Reap mpirun (bounded: kill the group if it lingers after closing its output).
-  int status = 0;
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (Clock::now() > deadline + 5s) {
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      result.timedOut = true;
-      break;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  ::kill(-pid, SIGKILL);  // anything left in the group
-  result.elapsed = Clock::now() - start;
-  if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.exitCode = 128 + WTERMSIG(status);
+  result.exitCode = r.exitCode;
+  result.timedOut = r.timedOut;
+  result.output = r.out + r.err;
+  result.elapsed =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.seconds));
   return result;
 }
 
@@ -125,9 +82,9 @@ std::string tail(const std::string& s, size_t n = 6000) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
 }
 
-#define SKIP_WITHOUT_MPI()                                                                 \
-  do {                                                                                     \
-    if (!haveMpirun()) GTEST_SKIP() << "mpirun is not installed";                          \
+#define SKIP_WITHOUT_MPI()                                                                  \
+  do {                                                                                      \
+    if (!haveMpirun()) GTEST_SKIP() << "mpirun is not installed";                           \
     if (!std::filesystem::exists(workerPath())) GTEST_SKIP() << workerPath() << " missing"; \
   } while (0)
 

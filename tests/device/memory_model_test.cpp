@@ -8,6 +8,7 @@
 #include <string>
 
 #include "testing/error_testing.hpp"
+#include "testing/process_testing.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
 
@@ -121,9 +122,7 @@ TEST(MemoryModel, ManyIpusOverflowing) {
 TEST(MemoryModel, PoolDeviceNamesItsPoolIpus) {
   char tmpl[] = "/tmp/xtrain-device-test-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const char* oldDir = std::getenv("XTRAIN_IPU_LOCK_DIR");
-  const std::string saved = oldDir ? oldDir : "";
-  ::setenv("XTRAIN_IPU_LOCK_DIR", tmpl, 1);
+  const xtrain::testing::ScopedEnv lockDir("XTRAIN_IPU_LOCK_DIR", tmpl);
   {
     // Offline: nothing is locked, memory is still checked.
     auto dev = DeviceManager::createDeviceManager().acquireDeviceById(3, SyncPattern::Full,
@@ -138,11 +137,6 @@ TEST(MemoryModel, PoolDeviceNamesItsPoolIpus) {
       EXPECT_CONTAINS(e.what(), "IPU 0 (pool IPU 3) of Ipu device 3");
       EXPECT_CONTAINS(e.what(), "897 MiB");
     }
-  }
-  if (oldDir) {
-    ::setenv("XTRAIN_IPU_LOCK_DIR", saved.c_str(), 1);
-  } else {
-    ::unsetenv("XTRAIN_IPU_LOCK_DIR");
   }
   std::filesystem::remove_all(tmpl);
 }

@@ -1,51 +1,20 @@
-// Helpers for the real-process tests of xrun: start a process with its output in pipes, wait with a
-// bound, and check that processes are gone. Every wait here is bounded; a Child kills its process
-// group (SIGKILL) when destroyed while still running.
+// Helpers for the real-process tests of xrun: run xrun with a bound, and check that processes are
+// gone. Every wait here is bounded. (Child, the process with its output in pipes, is in
+// testing/process_testing.hpp.)
 #pragma once
 
 #include <sys/types.h>
 
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "testing/process_testing.hpp"
+
 namespace xtrain::launcher::testing {
 
-struct ProcessResult {
-  int exitCode = -1;      // exit code, or 128 + signal
-  bool timedOut = false;  // the bound passed and the process was killed
-  std::string out;
-  std::string err;
-  double seconds = 0;  // from start to exit
-};
-
-class Child {
- public:
-  // Starts argv[0] (a path) with `extraEnv` ("NAME=VALUE") added to this process's environment, in
-  // its own process group.
-  explicit Child(const std::vector<std::string>& argv,
-                 const std::vector<std::string>& extraEnv = {});
-  ~Child();
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  pid_t pid() const { return pid_; }
-  // Reads output until `ready(stdoutSoFar)` holds; false when the bound passes or the process ends
-  // first.
-  bool waitForStdout(const std::function<bool(const std::string&)>& ready, double timeoutSeconds);
-  // Reads until the process exits; kills its group at the bound.
-  ProcessResult wait(double timeoutSeconds);
-
- private:
-  void pump(int timeoutMs);
-
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int outFd_ = -1;
-  int errFd_ = -1;
-  double startSeconds_ = 0;
-  ProcessResult result_;
-};
+using xtrain::testing::Child;
+using xtrain::testing::nowSeconds;
+using xtrain::testing::ProcessResult;
 
 // The xrun under test (XTRAIN_BIN_DIR/xrun).
 std::string xrunPath();
@@ -66,7 +35,5 @@ std::vector<pid_t> readPids(const std::string& dir, const std::string& prefix);
 
 // Splits text into lines (no trailing empty line).
 std::vector<std::string> splitLines(const std::string& text);
-
-double nowSeconds();
 
 }  // namespace xtrain::launcher::testing

@@ -13,12 +13,15 @@
 #include <iostream>
 
 #include "ir/onnx/onnx_metadata.hpp"
-#include "session/kernel_spec.hpp"
 #include "ir/op_registry.hpp"
+#include "session/kernel_spec.hpp"
+#include "testing/error_testing.hpp"
 #include "xtrain/builder.hpp"
 
 namespace xtrain {
 namespace {
+
+using xtrain::testing::expectError;
 
 namespace fs = std::filesystem;
 using ir::importOnnxModel;
@@ -35,23 +38,6 @@ using ir::TensorKind;
   } while (false)
 
 const std::string kOnnx = ir::kOnnxDomain;
-
-// Expects `fn` to throw xtrain::error whose message contains every fragment.
-template <typename Fn>
-void expectError(Fn fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an xtrain::error";
-  } catch (const internal_error& e) {
-    ADD_FAILURE() << "internal_error instead of error: " << e.what();
-  } catch (const error& e) {
-    const std::string msg = e.what();
-    if (std::getenv("XTRAIN_PRINT_ERRORS")) std::cerr << "  [error] " << msg << "\n";
-    for (const auto& f : fragments) {
-      EXPECT_NE(msg.find(f), std::string::npos) << "message lacks '" << f << "':\n" << msg;
-    }
-  }
-}
 
 // ---- A minimal protobuf writer (wire format: varint keys; varint, length-delimited, fixed32) ----
 class Pb {

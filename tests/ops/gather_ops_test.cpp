@@ -14,18 +14,6 @@ Attributes axisAttr(int64_t axis) {
   return a;
 }
 
-void expectError(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning " << parts.at(0);
-  } catch (const error& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' not in: " << e.what();
-    }
-  }
-}
-
 HostTensor iota(const Shape& shape) {
   HostTensor t(TensorInfo(DataType::FLOAT, shape));
   std::iota(t.span<float>().begin(), t.span<float>().end(), 0.0f);

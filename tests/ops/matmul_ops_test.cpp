@@ -232,26 +232,15 @@ TEST(Gemm, EmptyInnerDimensionGivesBetaC) {
   EXPECT_TRUE(allClose(out[0], HostTensor::fromVector<float>({2, 3}, {2, 4, 6, 2, 4, 6})));
 }
 
-void expectErrorNaming(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "expected an error";
-  } catch (const error& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-    }
-  }
-}
-
 TEST(MatMulErrors, MismatchedInnerDimsNameBothShapes) {
   auto a = randomTensor({2, 3}, 1);
   auto b = randomTensor({4, 5}, 2);
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "MatMul", in); }, {a, b});
       },
       {"MatMul", "[2,3]", "[4,5]", "inner dimensions"});
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "Gemm", in); }, {a, b});
       },
@@ -261,7 +250,7 @@ TEST(MatMulErrors, MismatchedInnerDimsNameBothShapes) {
 TEST(MatMulErrors, BatchDimsThatDoNotBroadcast) {
   auto a = randomTensor({2, 3, 4}, 1);
   auto b = randomTensor({3, 4, 5}, 2);
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "MatMul", in); }, {a, b});
       },
@@ -271,20 +260,20 @@ TEST(MatMulErrors, BatchDimsThatDoNotBroadcast) {
 TEST(MatMulErrors, GemmRejectsBadRankAndC) {
   auto a = randomTensor({2, 3, 4}, 1);
   auto b = randomTensor({4, 5}, 2);
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "Gemm", in); }, {a, b});
       },
       {"Gemm", "2-D", "[2,3,4]"});
   auto a2 = randomTensor({3, 4}, 1);
   auto c = randomTensor({3, 2}, 3);
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "Gemm", in); }, {a2, b, c});
       },
       {"Gemm", "C [3,2]", "[3,5]"});
   auto s = HostTensor::scalar(1.0f);
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "MatMul", in); }, {s, b});
       },

@@ -23,18 +23,6 @@ Attributes reduceAttrs(const std::vector<int64_t>& axes, int64_t keepdims) {
   return a;
 }
 
-void expectError(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning " << parts.at(0);
-  } catch (const error& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' not in: " << e.what();
-    }
-  }
-}
-
 // Sum (or mean) over `axes` (empty: all) with plain loops over every input element, in double.
 HostTensor reduceRef(const HostTensor& x, const std::vector<int64_t>& axes, bool keepdims,
                      bool mean) {

@@ -31,19 +31,6 @@ Attributes intAttr(const std::string& name, int64_t v) {
   return a;
 }
 
-// Runs f and checks that it throws xtrain::error whose message contains every part.
-void expectError(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning " << parts.at(0);
-  } catch (const error& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' not in: " << e.what();
-    }
-  }
-}
-
 HostTensor iota(const Shape& shape, float start = 0) {
   HostTensor t(TensorInfo(DataType::FLOAT, shape));
   std::iota(t.span<float>().begin(), t.span<float>().end(), start);

@@ -53,18 +53,6 @@ BuildFn softmaxOp(const std::string& type, std::optional<int64_t> axis, int opse
   };
 }
 
-void expectErrorNaming(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning " << parts.at(0);
-  } catch (const error& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' not in: " << e.what();
-    }
-  }
-}
-
 class SoftmaxOps : public ::testing::TestWithParam<std::string> {
  protected:
   bool isLog() const { return GetParam() == "LogSoftmax"; }
@@ -137,17 +125,17 @@ TEST_P(SoftmaxOps, GradientsMatchFiniteDifferences) {
 TEST_P(SoftmaxOps, ErrorsNameTheOp) {
   auto x = randomTensor({2, 3, 4}, 5);
   for (int64_t axis : {int64_t{3}, int64_t{-4}}) {
-    expectErrorNaming([&] { runForward(softmaxOp(GetParam(), axis, 13), {x}); },
-                      {GetParam(), "axis " + std::to_string(axis), "out of range for rank 3"});
-    expectErrorNaming([&] { runForward(softmaxOp(GetParam(), axis, 11), {x}); },
-                      {GetParam(), "opset 11", "axis " + std::to_string(axis)});
+    expectError([&] { runForward(softmaxOp(GetParam(), axis, 13), {x}); },
+                {GetParam(), "axis " + std::to_string(axis), "out of range for rank 3"});
+    expectError([&] { runForward(softmaxOp(GetParam(), axis, 11), {x}); },
+                {GetParam(), "opset 11", "axis " + std::to_string(axis)});
   }
   auto i = HostTensor::fromVector<int32_t>({2}, {1, 2});
-  expectErrorNaming([&] { runForward(softmaxOp(GetParam(), -1, 13), {i}); },
-                    {GetParam(), "INT32[2]", "floating-point"});
+  expectError([&] { runForward(softmaxOp(GetParam(), -1, 13), {i}); },
+              {GetParam(), "INT32[2]", "floating-point"});
   auto d = HostTensor::fromVector<double>({2}, {1, 2});
-  expectErrorNaming([&] { runForward(softmaxOp(GetParam(), -1, 13), {d}); },
-                    {GetParam(), "DOUBLE[2]", "FLOAT"});
+  expectError([&] { runForward(softmaxOp(GetParam(), -1, 13), {d}); },
+              {GetParam(), "DOUBLE[2]", "FLOAT"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, SoftmaxOps, ::testing::Values("Softmax", "LogSoftmax"),

@@ -38,18 +38,6 @@ HostTensor awayFromZero(const Shape& shape, uint64_t seed, float lo = 0.1f, floa
   return t;
 }
 
-void expectErrorNaming(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning " << parts.at(0);
-  } catch (const error& e) {
-    for (const auto& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "'" << p << "' not in: " << e.what();
-    }
-  }
-}
-
 struct UnaryCase {
   std::string type;
   std::string domain;
@@ -131,17 +119,14 @@ TEST(UnaryOps, NegAndIdentityOnIntegers) {
 
 TEST(UnaryOps, FloatOnlyOpsRejectIntegersNamingTheOp) {
   auto a = HostTensor::fromVector<int32_t>({3}, {1, 2, 3});
-  expectErrorNaming(
-      [&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Exp", in); }, {a}); },
-      {"Exp", "INT32[3]", "floating-point"});
+  expectError([&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Exp", in); }, {a}); },
+              {"Exp", "INT32[3]", "floating-point"});
   auto d = HostTensor::fromVector<double>({2}, {1, 2});
-  expectErrorNaming(
-      [&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Tanh", in); }, {d}); },
-      {"Tanh", "DOUBLE[2]", "FLOAT"});
+  expectError([&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Tanh", in); }, {d}); },
+              {"Tanh", "DOUBLE[2]", "FLOAT"});
   auto u = HostTensor::fromVector<uint8_t>({2}, {1, 2});
-  expectErrorNaming(
-      [&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Neg", in); }, {u}); },
-      {"Neg", "UINT8"});
+  expectError([&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Neg", in); }, {u}); },
+              {"Neg", "UINT8"});
 }
 
 // ---- Cast
@@ -232,15 +217,14 @@ TEST(CastOp, IntegerCastCarriesNoGradient) {
 
 TEST(CastOp, ErrorsNameTheOp) {
   auto x = randomTensor({2}, 1);
-  expectErrorNaming(
-      [&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Cast", in); }, {x}); },
-      {"Cast", "'to'"});
+  expectError([&] { runForward([](ir::Graph& g, auto in) { return addOp(g, "Cast", in); }, {x}); },
+              {"Cast", "'to'"});
   Attributes bad;
   bad.set("to", int64_t{99});
-  expectErrorNaming(
+  expectError(
       [&] { runForward([&](ir::Graph& g, auto in) { return addOp(g, "Cast", in, bad); }, {x}); },
       {"Cast", "99"});
-  expectErrorNaming([&] { runCast(x, DataType::BFLOAT16); }, {"Cast", "FLOAT to BFLOAT16"});
+  expectError([&] { runCast(x, DataType::BFLOAT16); }, {"Cast", "FLOAT to BFLOAT16"});
 }
 
 // ---- Pow
@@ -487,7 +471,7 @@ TEST(DropoutOp, GradientIsMaskTimesScaleTimesIncomingGradient) {
 TEST(DropoutOp, ErrorsNameTheOp) {
   auto x = randomTensor({4}, 66);
   for (float bad : {1.0f, 1.5f, -0.1f}) {
-    expectErrorNaming(
+    expectError(
         [&] {
           runForward(
               [&](ir::Graph& g, auto in) { return addOp(g, "Dropout", in, dropoutAttrs(bad, 1)); },
@@ -495,7 +479,7 @@ TEST(DropoutOp, ErrorsNameTheOp) {
         },
         {"Dropout", "ratio", "[0, 1)"});
   }
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward(
             [](ir::Graph& g, auto in) { return addOp(g, "Dropout", in, dropoutAttrs(0.5f, 2)); },
@@ -503,7 +487,7 @@ TEST(DropoutOp, ErrorsNameTheOp) {
       },
       {"Dropout", "training_mode is 2"});
   // A ratio that is not a constant (here a Variable) cannot be moved into the attribute.
-  expectErrorNaming(
+  expectError(
       [&] {
         runForward([](ir::Graph& g,
                       auto in) { return addOp(g, "Dropout", in, {}, 1, ir::kOnnxDomain, 12); },
@@ -514,7 +498,7 @@ TEST(DropoutOp, ErrorsNameTheOp) {
   g.addTensor("x", x.info(), ir::TensorKind::Stream);
   g.addTensor("r", TensorInfo(DataType::FLOAT, {2}), ir::TensorKind::Const,
               std::make_shared<HostTensor>(HostTensor::fromVector<float>({2}, {0.1f, 0.2f})));
-  expectErrorNaming(
+  expectError(
       [&] {
         addOp(g, "Dropout", {"x", "r"}, {}, 1, ir::kOnnxDomain, 12);
       },

@@ -203,17 +203,6 @@ TEST(Session, SummaryReportShowsMemoryByClassWithoutOverflow) {
   EXPECT_NE(report.find("OptimizerState"), std::string::npos) << report;
 }
 
-void expectError(const std::function<void()>& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an xtrain::error";
-  } catch (const error& e) {
-    for (const auto& frag : fragments) {
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
-    }
-  }
-}
-
 TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
   const Mlp m = buildMlp(4);
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});

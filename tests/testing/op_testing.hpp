@@ -2,13 +2,14 @@
 // differences.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "common/host_tensor.hpp"
 #include "ir/graph.hpp"
+#include "testing/error_testing.hpp"
 
 namespace xtrain::testing {
 
@@ -36,20 +37,6 @@ struct GradCheckOptions {
 // gradient of every checked input with central differences of the loss. Reports mismatches with gtest.
 void expectGradientsMatch(const BuildFn& build, const std::vector<HostTensor>& inputs,
                           const GradCheckOptions& options = {});
-
-// Runs f and expects an xtrain::error whose message contains every part.
-template <typename F>
-void expectError(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error";
-  } catch (const error& e) {
-    const std::string what = e.what();
-    for (const auto& p : parts) {
-      EXPECT_NE(what.find(p), std::string::npos) << what << "\n  missing: " << p;
-    }
-  }
-}
 
 // Attributes from a list: attrs({{"axis", int64_t{1}}, {"epsilon", 1e-5f}}).
 inline Attributes attrs(std::initializer_list<std::pair<const char*, AttrValue>> kv) {

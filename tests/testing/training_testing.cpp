@@ -1,7 +1,6 @@
 #include "testing/training_testing.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -126,22 +125,6 @@ void expectSameInitializers(const std::string& a, const std::string& b, double t
 
 std::vector<TensorId> mlpWeightsAndVelocities() {
   return {"W1", "b1", "W2", "b2", "Accl___W1", "Accl___b1", "Accl___W2", "Accl___b2"};
-}
-
-CommandResult runCommand(const std::string& commandLine) {
-  std::string quoted;  // commandLine as one single-quoted sh word
-  for (char c : commandLine) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  const std::string cmd =
-      "cd " + std::string(XTRAIN_BIN_DIR) + " && timeout 300 sh -c '" + quoted + "' 2>&1";
-  CommandResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
 }
 
 CommandResult runTestsUnderXrun(const std::string& layout, const std::string& testBinary,

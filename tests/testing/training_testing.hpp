@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/process_testing.hpp"
 #include "xtrain/session.hpp"
 
 namespace xtrain::testing {
@@ -46,12 +47,6 @@ std::vector<TensorId> mlpWeightsAndVelocities();
 // (relative to max(1, |value|); 0: bit for bit). Adds gtest failures naming the tensor.
 void expectSameInitializers(const std::string& a, const std::string& b, double tolerance);
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string output;  // stdout and stderr
-};
-// Runs `commandLine` through sh from the build's bin directory, bounded by 300 s.
-CommandResult runCommand(const std::string& commandLine);
 // Runs this build's test binary `testBinary` under `xrun <layout>` with the gtest filter and the
 // environment assignments `env` ("A=1 B=2").
 CommandResult runTestsUnderXrun(const std::string& layout, const std::string& testBinary,
