@@ -5,13 +5,15 @@ Run with /usr/bin/python3 (Debian's, with torch/onnx/h5py). Both sides: the same
 (tests/data/zoo/<m>/<m>_op17_dyn.onnx), the same synthetic data, SGD lr 0.05 momentum 0.9, 2 threads.
 
 PyTorch: samples/s over --steps timed steps after 3 warm-up steps.
-xtrain: wall time of `xtrain --steps S` and `xtrain --steps 2S` (same data, same flags); figure =
-S*B / (t(2S) - t(S)), so process start-up, model import and the first step's preparation cancel;
+xtrain: the training time xtrain itself reports ("trained N steps ... in T s") for `--steps S` and
+`--steps 2S` (same data, same flags); figure = S*B / (T(2S) - T(S)), so process start-up and model
+import are excluded and the first step's preparation cancels;
 one untimed xtrain run per model first fills the compilation cache both timed runs then reuse.
 Runs alternate xtrain / PyTorch, --repeats times; the table gives medians and xtrain/PyTorch.
 """
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -74,12 +76,13 @@ def xtrain_time(xtrain, model, h5, batch, steps):
     cmd = [xtrain, "--model", model, "--data", h5, "--loss", "loss", "--optimizer", "sgd", "--lr",
            str(LR), "--momentum", str(MOMENTUM), "--micro-batch-size", str(batch), "--steps",
            str(steps)]
-    t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
-    t = time.perf_counter() - t0
-    if r.returncode != 0:
+    m = re.search(r"trained \d+ steps \((\d+) samples\) in [0-9.e+-]+ s, ([0-9.e+-]+) samples/s",
+                  r.stdout + r.stderr)
+    if r.returncode != 0 or not m:
         sys.exit("xtrain failed: " + " ".join(cmd) + "\n" + r.stdout[-2000:] + r.stderr[-2000:])
-    return t
+    # samples / rate: the rate is printed with more significant digits than the time
+    return int(m.group(1)) / float(m.group(2))
 
 
 def main():
@@ -89,7 +92,7 @@ def main():
     p.add_argument("--models", default=",".join(names))
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--steps", type=int, default=200)
     p.add_argument("--xtrain", default=os.path.join(ROOT, "build", "bin", "xtrain"))
     a = p.parse_args()
     print(check_blas(), file=sys.stderr)
