@@ -14,8 +14,8 @@ enum class AnchorReturnTypeId { Final, EveryN, All, Sum };
 
 class AnchorReturnType {
  public:
-  // "ALL", "FINAL", "SUM" or "EVERYN" (with a period). Throws xtrain::error for other names, for EVERYN
-  // without a period, or for a period <= 0.
+  // "ALL", "FINAL", "SUM" or "EVERYN" (with a period). Throws xtrain::error for other names, for
+  // EVERYN without a period, or for a period <= 0.
   explicit AnchorReturnType(const std::string& name = "ALL");
   AnchorReturnType(const std::string& name, int returnPeriod);
 
@@ -31,10 +31,18 @@ class AnchorReturnType {
 
 // PopART's shorthands.
 namespace AnchorReturnTypes {
-inline AnchorReturnType All() { return AnchorReturnType("ALL"); }
-inline AnchorReturnType Final() { return AnchorReturnType("FINAL"); }
-inline AnchorReturnType Sum() { return AnchorReturnType("SUM"); }
-inline AnchorReturnType EveryN(int n) { return AnchorReturnType("EVERYN", n); }
+inline AnchorReturnType All() {
+  return AnchorReturnType("ALL");
+}
+inline AnchorReturnType Final() {
+  return AnchorReturnType("FINAL");
+}
+inline AnchorReturnType Sum() {
+  return AnchorReturnType("SUM");
+}
+inline AnchorReturnType EveryN(int n) {
+  return AnchorReturnType("EVERYN", n);
+}
 }  // namespace AnchorReturnTypes
 
 class DataFlow {
@@ -42,7 +50,8 @@ class DataFlow {
   DataFlow();
   // No anchors.
   explicit DataFlow(int batchesPerStep);
-  // Throws xtrain::error when batchesPerStep <= 0 or an EVERYN period does not divide batchesPerStep.
+  // Throws xtrain::error when batchesPerStep <= 0 or an EVERYN period does not divide
+  // batchesPerStep.
   DataFlow(int batchesPerStep, const std::map<TensorId, AnchorReturnType>& anchors);
   // Every listed anchor with one return type.
   DataFlow(int batchesPerStep, const std::vector<TensorId>& anchorIds,

@@ -1,5 +1,5 @@
-// ReductionType: how a loss, an accumulation or a replicated reduction combines values (PopART's names and
-// numbering; the ai.graphcore loss ops store it as the int attribute `reduction`).
+// ReductionType: how a loss, an accumulation or a replicated reduction combines values (PopART's
+// names and numbering; the ai.graphcore loss ops store it as the int attribute `reduction`).
 #pragma once
 
 namespace xtrain {

@@ -30,7 +30,8 @@ class IStepIO {
   virtual void outComplete(TensorId id) = 0;
 };
 
-// Whole-step buffers given up front. The session reads and writes them directly (no per-micro-batch calls).
+// Whole-step buffers given up front. The session reads and writes them directly (no per-micro-batch
+// calls).
 class StepIO : public IStepIO {
  public:
   StepIO(std::map<TensorId, IArray&> inputs, std::map<TensorId, IArray&> outputs)

@@ -1,5 +1,6 @@
 // Results of every collective against a naive reference: world size x element count x data type x
-// operator, for every backend whose ranks can be threads (threadBackends()), over an in-memory store.
+// operator, for every backend whose ranks can be threads (threadBackends()), over an in-memory
+// store.
 #include <tuple>
 
 #include "comm_test_util.hpp"
@@ -28,8 +29,8 @@ using ReduceParam = std::tuple<std::string, int, size_t, DataType, Op>;
 
 std::string reduceParamName(const ::testing::TestParamInfo<ReduceParam>& info) {
   const auto& [backend, world, count, type, op] = info.param;
-  return backend + "_n" + std::to_string(world) + "_c" + std::to_string(count) + "_" + typeName(type) + "_" +
-         toString(op);
+  return backend + "_n" + std::to_string(world) + "_c" + std::to_string(count) + "_" +
+         typeName(type) + "_" + toString(op);
 }
 
 // Inputs of every rank; expected[i] is the reduction of element i (unused for Local).
@@ -161,7 +162,8 @@ using CopyParam = std::tuple<std::string, int, size_t, DataType>;
 
 std::string copyParamName(const ::testing::TestParamInfo<CopyParam>& info) {
   const auto& [backend, world, count, type] = info.param;
-  return backend + "_n" + std::to_string(world) + "_c" + std::to_string(count) + "_" + typeName(type);
+  return backend + "_n" + std::to_string(world) + "_c" + std::to_string(count) + "_" +
+         typeName(type);
 }
 
 class AllGatherTest : public ::testing::TestWithParam<CopyParam> {};

@@ -70,19 +70,18 @@ TEST_P(Mismatch, DifferentCounts) {
 }
 
 TEST_P(Mismatch, DifferentOperations) {
-  expectMismatchOnAllRanks(
-      GetParam(),
-      [](Communicator& comm) {
-        float x = 1;
-        int32_t unused = 0;
-        comm.allReduceSync(viewOf(&unused, 1, DataType::INT32));  // #0 matches
-        if (comm.rank() == 0) {
-          comm.allReduceSync(viewOf(&x, 1, DataType::FLOAT));
-        } else {
-          comm.broadcastSync(viewOf(&x, 1, DataType::FLOAT));
-        }
-      },
-      {"allReduce seq 1", "broadcast seq 1 (count=1, type=FLOAT, root=0)"});
+  expectMismatchOnAllRanks(GetParam(),
+                           [](Communicator& comm) {
+                             float x = 1;
+                             int32_t unused = 0;
+                             comm.allReduceSync(viewOf(&unused, 1, DataType::INT32));  // #0 matches
+                             if (comm.rank() == 0) {
+                               comm.allReduceSync(viewOf(&x, 1, DataType::FLOAT));
+                             } else {
+                               comm.broadcastSync(viewOf(&x, 1, DataType::FLOAT));
+                             }
+                           },
+                           {"allReduce seq 1", "broadcast seq 1 (count=1, type=FLOAT, root=0)"});
 }
 
 TEST_P(Mismatch, DifferentTypesOperatorsAndRoots) {
@@ -93,24 +92,23 @@ TEST_P(Mismatch, DifferentTypesOperatorsAndRoots) {
         comm.allReduceSync(viewOf(x, 2, comm.rank() == 0 ? DataType::INT32 : DataType::FLOAT));
       },
       {"type=INT32", "type=FLOAT"});
-  expectMismatchOnAllRanks(
-      GetParam(),
-      [](Communicator& comm) {
-        float x = 1;
-        AllReduceOptions o;
-        o.op = comm.rank() == 0 ? CollectiveOperator::Add : CollectiveOperator::Max;
-        comm.allReduceSync(viewOf(&x, 1, DataType::FLOAT), o);
-      },
-      {"op=Add", "op=Max"});
-  expectMismatchOnAllRanks(
-      GetParam(),
-      [](Communicator& comm) {
-        float x = 1;
-        BroadcastOptions o;
-        o.root = comm.rank();
-        comm.broadcastSync(viewOf(&x, 1, DataType::FLOAT), o);
-      },
-      {"root=0", "root=1"});
+  expectMismatchOnAllRanks(GetParam(),
+                           [](Communicator& comm) {
+                             float x = 1;
+                             AllReduceOptions o;
+                             o.op = comm.rank() == 0 ? CollectiveOperator::Add
+                                                     : CollectiveOperator::Max;
+                             comm.allReduceSync(viewOf(&x, 1, DataType::FLOAT), o);
+                           },
+                           {"op=Add", "op=Max"});
+  expectMismatchOnAllRanks(GetParam(),
+                           [](Communicator& comm) {
+                             float x = 1;
+                             BroadcastOptions o;
+                             o.root = comm.rank();
+                             comm.broadcastSync(viewOf(&x, 1, DataType::FLOAT), o);
+                           },
+                           {"root=0", "root=1"});
 }
 
 TEST_P(Mismatch, CommunicatorIsUnusableAfterwards) {
@@ -130,8 +128,8 @@ TEST_P(Mismatch, CommunicatorIsUnusableAfterwards) {
 
 TEST_P(Timeout, MissingRankIsNamedWithGroupOpAndSequence) {
   const auto start = Clock::now();
-  const auto errors = runWorldCollectErrors(GetParam(),
-      3,
+  const auto errors = runWorldCollectErrors(
+      GetParam(), 3,
       [](Communicator& comm) {
         float x = 1;
         comm.barrierSync();  // #0: everyone
@@ -168,8 +166,8 @@ TEST_P(Timeout, PerOperationTimeoutOverridesTheCommunicators) {
 
 TEST_P(Timeout, LateRankFailsFastAfterTheGroupTimedOut) {
   std::atomic<int64_t> lateMs{-1};
-  const auto errors = runWorldCollectErrors(GetParam(),
-      2,
+  const auto errors = runWorldCollectErrors(
+      GetParam(), 2,
       [&](Communicator& comm) {
         float x = 1;
         if (comm.rank() == 1) {
@@ -359,8 +357,8 @@ TEST_P(Async, WaitWithShortTimeoutThenWaitAgain) {
 }
 
 TEST_P(Async, FailureIsRethrownByEveryWait) {
-  const auto errors = runWorldCollectErrors(GetParam(),
-      2,
+  const auto errors = runWorldCollectErrors(
+      GetParam(), 2,
       [](Communicator& comm) {
         if (comm.rank() == 1) return;
         auto work = comm.barrier();

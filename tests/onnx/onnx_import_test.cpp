@@ -404,8 +404,8 @@ OnnxImportOptions folding() {
   return options;
 }
 
-// What PyTorch writes for x.view(x.shape[0], -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
-// Every op of the chain folds, and Reshape gets its shape as a constant.
+// What PyTorch writes for x.view(x.shape[0], -1): Shape -> Gather -> Unsqueeze -> Concat ->
+// Reshape. Every op of the chain folds, and Reshape gets its shape as a constant.
 TEST(OnnxConstantFolding, ShapeChainFeedsReshape) {
   XT_REQUIRE_OPS({kOnnx, "Shape"}, {kOnnx, "Gather"}, {kOnnx, "Unsqueeze"}, {kOnnx, "Concat"},
                  {kOnnx, "Reshape"});
@@ -452,18 +452,21 @@ TEST(OnnxConstantFolding, FoldsConstantsButNotWeightsOutputsOrRandomOps) {
   g.inputs.push_back(valueInfo("x", kFloatT, {2}));
   // "c" is a FLOAT initializer: a weight. Turn a Constant node into the constant operand instead.
   Pb value;
-  value.bytes(1, "value").msg(5, [] {
-    Pb t = tensorHeader("", kFloatT, {2});
-    t.f32(4, 0.5f).f32(4, 2.0f);
-    return t;
-  }()).varint(20, 4);  // AttributeProto TENSOR
+  value.bytes(1, "value")
+      .msg(5,
+           [] {
+             Pb t = tensorHeader("", kFloatT, {2});
+             t.f32(4, 0.5f).f32(4, 2.0f);
+             return t;
+           }())
+      .varint(20, 4);  // AttributeProto TENSOR
   g.nodes.push_back(node({}, {"half"}, "Constant", "half", "", {value}));
-  g.nodes.push_back(node({"half", "half"}, {"sq"}, "Mul", "square_const"));   // folds
-  g.nodes.push_back(node({"k", "k"}, {"k2"}, "Mul", "square_int"));           // folds (INT64)
-  g.nodes.push_back(node({"w", "w"}, {"w2"}, "Mul", "square_weight"));        // a weight: stays
-  g.nodes.push_back(node({"sq"}, {"dropped"}, "Dropout", "drop"));            // random: stays
+  g.nodes.push_back(node({"half", "half"}, {"sq"}, "Mul", "square_const"));  // folds
+  g.nodes.push_back(node({"k", "k"}, {"k2"}, "Mul", "square_int"));          // folds (INT64)
+  g.nodes.push_back(node({"w", "w"}, {"w2"}, "Mul", "square_weight"));       // a weight: stays
+  g.nodes.push_back(node({"sq"}, {"dropped"}, "Dropout", "drop"));           // random: stays
   g.nodes.push_back(node({"x", "sq"}, {"y"}, "Add", "add"));
-  g.nodes.push_back(node({"half", "half"}, {"z"}, "Add", "out_const"));       // graph output: stays
+  g.nodes.push_back(node({"half", "half"}, {"z"}, "Add", "out_const"));  // graph output: stays
   g.outputs.push_back(valueInfo("y", kFloatT, {2}));
   g.outputs.push_back(valueInfo("z", kFloatT, {2}));
   g.outputs.push_back(valueInfo("w2", kFloatT, {2}));
@@ -474,7 +477,8 @@ TEST(OnnxConstantFolding, FoldsConstantsButNotWeightsOutputsOrRandomOps) {
   EXPECT_EQ(graph.tensor("sq").value->toVector<float>(), (std::vector<float>{0.25f, 4.0f}));
   std::vector<std::string> names;
   for (const auto& [id, op] : graph.ops()) names.push_back(op->name);
-  if (ir::OpRegistry::instance().find(kOnnx, "Mul") && graph.tensor("k2").kind == TensorKind::Const) {
+  if (ir::OpRegistry::instance().find(kOnnx, "Mul") &&
+      graph.tensor("k2").kind == TensorKind::Const) {
     EXPECT_EQ(graph.tensor("k2").value->toVector<int64_t>(), (std::vector<int64_t>{16, 25}));
   }
   EXPECT_NE(std::find(names.begin(), names.end(), "square_weight"), names.end());

@@ -8,7 +8,8 @@
 namespace xtrain::testing {
 namespace {
 
-// x (scalar input) -> four Identity outputs, one per return type; for training also a weight and a loss.
+// x (scalar input) -> four Identity outputs, one per return type; for training also a weight and a
+// loss.
 struct IdentityModel {
   std::string proto;
   TensorId x, all, everyN, final, sum, loss;
@@ -58,7 +59,8 @@ Results runOnce(bool training, int bps, int everyN, int64_t replicas, int64_t af
       {{"numIPUs", std::to_string(replicas)}});
   std::unique_ptr<Session> session;
   if (training) {
-    session = TrainingSession::createFromOnnxModel(m.proto, df, m.loss, ConstSGD(0.0f), device, {}, opts);
+    session =
+        TrainingSession::createFromOnnxModel(m.proto, df, m.loss, ConstSGD(0.0f), device, {}, opts);
   } else {
     session = InferenceSession::createFromOnnxModel(m.proto, df, device, {}, opts);
   }
@@ -115,8 +117,8 @@ TEST(Anchors, TrainingTwoReplicasAccumulationTwo) {
 TEST(Anchors, WrongInputBufferNamesTensorAndShapes) {
   const IdentityModel m = buildIdentityModel(false);
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
-  auto session = InferenceSession::createFromOnnxModel(m.proto, DataFlow(4, {{m.all, AnchorReturnType("ALL")}}),
-                                                       device);
+  auto session = InferenceSession::createFromOnnxModel(
+      m.proto, DataFlow(4, {{m.all, AnchorReturnType("ALL")}}), device);
   session->prepareDevice();
   std::vector<float> in(3), out(4);
   NDArrayWrapper<float> ia(in.data(), Shape{3});
@@ -142,7 +144,8 @@ TEST(Anchors, DataFlowValidation) {
   try {
     DataFlow(0, std::map<TensorId, AnchorReturnType>{});
   } catch (const error& e) {
-    EXPECT_NE(std::string(e.what()).find("batches per step must be greater than zero"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("batches per step must be greater than zero"),
+              std::string::npos);
   }
 }
 

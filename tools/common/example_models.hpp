@@ -23,11 +23,11 @@ struct BuiltModel {
   TensorId input;     // [microBatch, in] FLOAT
   TensorId labels;    // [microBatch] INT32
   TensorId logits;
-  TensorId loss;      // scalar, mean softmax cross-entropy
+  TensorId loss;  // scalar, mean softmax cross-entropy
 };
 
-// x -> (MatMul + bias -> Relu)* -> MatMul + bias -> logits; loss = SoftmaxCrossEntropyLoss(logits, labels).
-// Weights uniform in +-1/sqrt(fan_in), deterministic in spec.seed.
+// x -> (MatMul + bias -> Relu)* -> MatMul + bias -> logits; loss = SoftmaxCrossEntropyLoss(logits,
+// labels). Weights uniform in +-1/sqrt(fan_in), deterministic in spec.seed.
 BuiltModel buildMlp(const MlpSpec& spec);
 
 // A deterministic synthetic classification set: `classes` Gaussian blobs in `features` dimensions.
@@ -35,10 +35,10 @@ struct SyntheticClassification {
   int64_t samples = 0;
   int64_t features = 0;
   int64_t classes = 0;
-  std::vector<float> x;          // [samples, features]
-  std::vector<int32_t> labels;   // [samples]
+  std::vector<float> x;         // [samples, features]
+  std::vector<int32_t> labels;  // [samples]
 };
 SyntheticClassification makeSyntheticClassification(int64_t samples, int64_t features,
-                                                     int64_t classes, uint64_t seed);
+                                                    int64_t classes, uint64_t seed);
 
 }  // namespace xtrain::tools
