@@ -23,7 +23,7 @@
 #include "bench_args.hpp"
 #include "checkpoint_bench.hpp"
 #include "checkpoint_stall_bench.hpp"
-#include "common/example_models.hpp"
+#include "toolkit/example_models.hpp"
 #include "device/kernels/sgemm.hpp"
 #include "optimizer_bench.hpp"
 #include "xtrain/devicemanager.hpp"

@@ -14,7 +14,7 @@ namespace xfuzz {
 
 namespace {
 
-// Must match the built-in example of tools/common/example_models.cpp as xtrain builds it: input
+// Must match the built-in example of tools/toolkit/example_models.cpp as xtrain builds it: input
 // "x" [batch, 32] FLOAT, "labels" [batch] INT32 (8 classes), loss tensor "loss:0".
 constexpr int kFeatures = 32;
 constexpr int kClasses = 8;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/example_models.hpp"
+#include "toolkit/example_models.hpp"
 #include "xtrain/session.hpp"
 
 namespace xtrain::tools {

@@ -19,7 +19,7 @@
 #include "checkpoint/dataset_reader.hpp"
 #include "checkpoint_dir.hpp"
 #include "common/checked_math.hpp"
-#include "common/example_models.hpp"
+#include "toolkit/example_models.hpp"
 #include "data_source.hpp"
 #include "input_checks.hpp"
 #include "input_shapes.hpp"

@@ -1,4 +1,4 @@
-#include "common/example_models.hpp"
+#include "toolkit/example_models.hpp"
 
 #include <cmath>
 #include <random>
