@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "comm/communicator.hpp"
 #include "session/session_impl.hpp"
 #include "xtrain/logging.hpp"
 
@@ -32,15 +31,8 @@ bool SessionImpl::gradientsAreFinite() {
     }
     if (!finite) break;
   }
-  if (instances_) {
-    // Every instance takes the same decision.
-    float notFinite = finite ? 0.0f : 1.0f;
-    comm::AllReduceOptions o;
-    o.debugName = "lossScalingFinite";
-    instances_->allReduceSync(comm::BufferView{&notFinite, 1, DataType::FLOAT}, o);
-    finite = notFinite == 0.0f;
-  }
-  return finite;
+  // Every instance takes the same decision.
+  return exchange_->trueOnAllInstances(finite, "lossScalingFinite");
 }
 
 void SessionImpl::skipUpdate() {

@@ -6,7 +6,7 @@
 #include "comm/communicator.hpp"
 #include "comm/reduce.hpp"
 #include "common/check.hpp"
-#include "session/grouped_variables.hpp"
+#include "replication/grouped_variable.hpp"
 
 namespace xtrain::session {
 
@@ -133,7 +133,7 @@ std::string ReplicaCollectives::missingReplicas() const {
 }
 
 bool ReplicaCollectives::spansInstances(const ReplicaGrouping& grouping) const {
-  return instances_ && groupsSpanInstances(grouping, localReplicas_);
+  return instances_ && replication::groupsSpanInstances(grouping, localReplicas_);
 }
 
 void ReplicaCollectives::exchange(const Signature& signature) {

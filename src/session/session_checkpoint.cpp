@@ -178,15 +178,7 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   const auto tensors = checkpointTensors();
   std::vector<HostTensor*> sources;
   for (const auto& [id, dataset] : tensors) {
-    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      gatherShards(shards_.at(sharded->second), id, hostWeights_.at(id).raw());
-      sources.push_back(&hostWeights_.at(id));
-    } else if (grouped_.count(id)) {
-      groupedToHost(id, hostWeights_.at(id));
-      sources.push_back(&hostWeights_.at(id));
-    } else {
-      sources.push_back(&replicaBuffer(0, id));
-    }
+    sources.push_back(&wholeHostValue(id));
   }
 
   // Who writes what.

@@ -10,17 +10,23 @@
 #include <random>
 #include <set>
 
-#include "comm/world.hpp"
+#include "comm/communicator.hpp"
 #include "common/check.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
+#include "replication/instances.hpp"
 #include "session/model_io.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::session {
+
+using replication::copyShardOut;
+using replication::groupBytes;
+using replication::ShardPlan;
+using replication::tileGroups;
 
 namespace {
 
@@ -202,8 +208,8 @@ void SessionImpl::collectVariableSettings() {
           "grouped",
           id, settings->str(), ir::toString(t.kind));
     }
-    grouped_.emplace(id,
-                     GroupedVariable(*settings, globalReplicas_, localReplicas_, t.info.shape()));
+    grouped_.emplace(id, replication::GroupedVariable(*settings, globalReplicas_, localReplicas_,
+                                                      t.info.shape()));
   }
 }
 
@@ -216,13 +222,6 @@ void SessionImpl::groupOptimizerState() {
       if (state.perElement) grouped_.emplace(state.id, it->second);
     }
   }
-}
-
-int64_t SessionImpl::firstLocalMember(const GroupedVariable& v, int64_t group) const {
-  for (int64_t r : v.grouping.getReplicasAt(group)) {
-    if (r >= replicaOffset_ && r < replicaOffset_ + localReplicas_) return r - replicaOffset_;
-  }
-  return -1;
 }
 
 // The loss is checked before anything else names it (the DataFlow anchors it too), so a misspelt
@@ -331,9 +330,9 @@ void SessionImpl::buildTrainingGraph() {
   for (const auto& [id, v] : grouped_) {
     optimizerOptions_.replicasOfWeight[id] = v.grouping.getGroupSize();
   }
-  std::vector<TensorId> trained;
-  for (const auto& [w, grad] : gradOfWeight_) trained.push_back(w);
-  shards_ = planSharding(config_.options, g, trained, variableSettings_, globalReplicas_);
+  std::vector<std::pair<TensorId, int64_t>> trained;
+  for (const auto& [w, grad] : gradOfWeight_) trained.emplace_back(w, g.tensor(w).info.nelms());
+  shards_ = replication::planSharding(config_.options, trained, variableSettings_, globalReplicas_);
   for (const auto& [id, plan] : shards_) optimizerOptions_.shardElements[id] = plan.shard;
   optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
   groupOptimizerState();
@@ -425,6 +424,10 @@ void SessionImpl::prepareDevice() {
       hostWeights_[id] = tileGroups(*t->value, grouped->second.groups());
     }
   }
+  exchange_ = std::make_unique<replication::ReplicaExchange>(
+      replication::ReplicaLayout{localReplicas_, globalReplicas_, replicaOffset_}, instances_,
+      static_cast<replication::LocalReplicas&>(*this), gradientPlan(),
+      replication::GradientReducer::bucketBytesFromEnvironment());
   collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
                                                       globalReplicas_);
   applyOptimizerStateInitializers();
@@ -462,41 +465,26 @@ void SessionImpl::weightsFromHost() {
 void SessionImpl::weightsToHost() {
   requirePrepared("weightsToHost");
   for (auto& [id, value] : hostWeights_) {
-    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      gatherShards(shards_.at(sharded->second), id, value.raw());
-    } else if (grouped_.count(id)) {
-      groupedToHost(id, value);
-    } else {
-      const HostTensor& b = replicaBuffer(0, id);
-      std::memcpy(value.raw(), b.raw(), value.nbytes());
-    }
+    const HostTensor& whole = wholeHostValue(id);
+    if (&whole != &value) std::memcpy(value.raw(), whole.raw(), value.nbytes());
   }
 }
 
-void SessionImpl::groupedToHost(const TensorId& id, HostTensor& hostView) {
-  const GroupedVariable& v = grouped_.at(id);
-  // Each group is filled by the instance holding its lowest replica. With several instances the
-  // others contribute zeros, so a sum across the instances assembles the whole view on every one.
-  if (instances_) std::memset(hostView.raw(), 0, hostView.nbytes());
-  for (int64_t g = 0; g < v.groups(); ++g) {
-    const int64_t local = v.grouping.getReplicaAt(g, 0) - replicaOffset_;
-    if (local < 0 || local >= localReplicas_) continue;
-    const HostTensor& b = replicaBuffer(local, id);
-    std::memcpy(groupBytes(hostView, g), b.raw(), b.nbytes());
+HostTensor& SessionImpl::wholeHostValue(const TensorId& id) {
+  HostTensor& host = hostWeights_.at(id);
+  if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
+    exchange_->gatherShards(shards_.at(sharded->second), id, host.raw());
+  } else if (auto grouped = grouped_.find(id); grouped != grouped_.end()) {
+    exchange_->groupedToHost(id, grouped->second, host);
+  } else {
+    return replicaBuffer(0, id);
   }
-  if (instances_) {
-    comm::AllReduceOptions o;
-    o.debugName = "weightsToHost/" + id;
-    instances_->allReduceSync(
-        comm::BufferView{hostView.raw(), static_cast<size_t>(hostView.nelms()),
-                         hostView.dataType()},
-        o);
-  }
+  return host;
 }
 
 void SessionImpl::broadcastWeights(int rootRank) {
   requirePrepared("broadcastWeights");
-  const int instances = instances_ ? instances_->size() : 1;
+  const int instances = exchange_->instanceCount();
   if (rootRank < 0 || rootRank >= instances) {
     throw error(
         "broadcastWeights: rootRank {} is out of range: the job has {} instance{} (ranks 0..{})",
@@ -504,75 +492,12 @@ void SessionImpl::broadcastWeights(int rootRank) {
   }
   for (const auto& [id, host] : hostWeights_) {
     if (auto grouped = grouped_.find(id); grouped != grouped_.end()) {
-      broadcastGrouped(id, grouped->second, rootRank);
-      continue;
+      exchange_->broadcastGrouped(id, grouped->second, rootRank);
+    } else if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
+      exchange_->broadcastSharded(id, shards_.at(sharded->second), rootRank);
+    } else {
+      exchange_->broadcastPlain(id, rootRank);
     }
-    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      // Whole on every instance, the root's sent to all, cut into this instance's shards.
-      const ShardPlan& plan = shards_.at(sharded->second);
-      const DataType type = replicaBuffer(0, id).dataType();
-      HostTensor whole(TensorInfo(type, {plan.elements}));
-      gatherShards(plan, id, whole.raw());
-      if (instances_) {
-        comm::BroadcastOptions o;
-        o.root = rootRank;
-        o.debugName = "broadcastWeights/" + id;
-        instances_->broadcastSync(
-            comm::BufferView{whole.raw(), static_cast<size_t>(plan.elements), type}, o);
-      }
-      for (int64_t r = 0; r < localReplicas_; ++r) {
-        copyShardOut(whole.raw(), plan.elements, plan.shard, plan.shardOf(replicaOffset_ + r),
-                     replicaBuffer(r, id).raw(), dataTypeSize(type));
-      }
-      continue;
-    }
-    HostTensor& first = replicaBuffer(0, id);
-    if (instances_) {
-      comm::BroadcastOptions o;
-      o.root = rootRank;
-      o.debugName = "broadcastWeights/" + id;
-      instances_->broadcastSync(comm::BufferView{first.raw(), static_cast<size_t>(first.nelms()),
-                                                 first.info().dataType()},
-                                o);
-    }
-    for (int64_t r = 1; r < localReplicas_; ++r) {
-      std::memcpy(replicaBuffer(r, id).raw(), first.raw(), first.nbytes());
-    }
-  }
-}
-
-void SessionImpl::broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank) {
-  // The root instance sends the groups it holds a member of; every replica of such a group takes
-  // that value. Groups the root holds no member of keep their own values.
-  const int64_t L = localReplicas_;
-  auto rootHolds = [&](int64_t g) {
-    for (int64_t r : v.grouping.getReplicasAt(g)) {
-      if (r / L == rootRank) return true;
-    }
-    return false;
-  };
-  HostTensor view(TensorInfo(hostWeights_.at(id).dataType(), v.hostShape()));
-  const int myRank = instances_ ? instances_->rank() : 0;
-  if (myRank == rootRank) {
-    for (int64_t g = 0; g < v.groups(); ++g) {
-      const int64_t local = firstLocalMember(v, g);
-      if (local >= 0)
-        std::memcpy(groupBytes(view, g), replicaBuffer(local, id).raw(),
-                    replicaBuffer(local, id).nbytes());
-    }
-  }
-  if (instances_) {
-    comm::BroadcastOptions o;
-    o.root = rootRank;
-    o.debugName = "broadcastWeights/" + id;
-    instances_->broadcastSync(
-        comm::BufferView{view.raw(), static_cast<size_t>(view.nelms()), view.dataType()}, o);
-  }
-  for (int64_t r = 0; r < L; ++r) {
-    const int64_t g = v.grouping.getGroupAt(replicaOffset_ + r);
-    if (!rootHolds(g)) continue;
-    HostTensor& b = replicaBuffer(r, id);
-    std::memcpy(b.raw(), groupBytes(view, g), b.nbytes());
   }
 }
 
@@ -787,29 +712,11 @@ void SessionImpl::joinInstances() {
   if (!config_.options.enableDistributedReplicatedGraphs || globalReplicas_ == localReplicas_)
     return;
   if (instances_) return;
-  const int64_t numInstances = globalReplicas_ / localReplicas_;
-  comm::CommConfig c;
-  c.store = comm::createJobStore();
-  c.rank = static_cast<int>(replicaOffset_ / localReplicas_);
-  c.size = static_cast<int>(numInstances);
-  // Every instance creates its sessions in the same order, so the n-th session of each meets the
-  // others' n-th session (a job may create several sessions, one after another).
-  static std::atomic<int> sessionsJoined{0};
-  c.name = format("replicas-{}", sessionsJoined.fetch_add(1));
-  logging::session::info("instance {} of {} joins the replicas' communicator ({} replicas from {})",
-                         c.rank, c.size, localReplicas_, replicaOffset_);
-  instances_ = comm::createCommunicator(c);
+  instances_ = replication::joinInstances({localReplicas_, globalReplicas_, replicaOffset_});
+  const int numInstances = instances_->size();
   std::vector<int> everyone(static_cast<size_t>(numInstances));
-  for (int i = 0; i < static_cast<int>(numInstances); ++i) everyone[static_cast<size_t>(i)] = i;
+  for (int i = 0; i < numInstances; ++i) everyone[static_cast<size_t>(i)] = i;
   checkpointComm_ = instances_->split(everyone, "checkpoint");
-  // Buckets in the order the backward pass produces the gradients: the last weights first.
-  std::vector<GradientReducer::Tensor> tensors;
-  for (auto it = plainUpdates_.rbegin(); it != plainUpdates_.rend(); ++it) {
-    const TensorId& reduced = (*it)->reduced;
-    tensors.push_back({reduced, static_cast<size_t>(graph_->tensor(reduced).info.nelms())});
-  }
-  reducer_ = std::make_unique<GradientReducer>(instances_, std::move(tensors),
-                                               GradientReducer::bucketBytesFromEnvironment());
   // With one local replica and no accumulation, a weight's gradient is final once the backward
   // pass wrote it for the last time: its bucket's all-reduce can start there, overlapping the rest
   // of the backward pass. (Local replicas must be summed first, and accumulators are final only
@@ -821,6 +728,29 @@ void SessionImpl::joinInstances() {
       const int64_t k = lowered_->lastWriter(ir::Phase::Backward, u.reduced);
       if (k >= 0) readyAfter_[static_cast<size_t>(k)].push_back(u.reduced);
     }
+  }
+}
+
+replication::GradientPlan SessionImpl::gradientPlan() const {
+  replication::GradientPlan plan;
+  plan.mean = optimizerGraph_.replicaReductionIsMean;
+  for (const ir::WeightUpdate* u : plainUpdates_) plan.plain.push_back(u->reduced);
+  for (const auto& u : optimizerGraph_.updates) {
+    if (auto it = grouped_.find(u.weight); it != grouped_.end()) {
+      plan.grouped.push_back({u.weight, u.reduced, it->second});
+    } else if (auto s = shards_.find(u.weight); s != shards_.end()) {
+      plan.sharded.push_back(
+          {u.weight, u.reduced, u.gradShard, u.weightShard, u.accumulator, s->second});
+    }
+  }
+  return plan;
+}
+
+void SessionImpl::forEach(const std::function<void(int64_t)>& fn) {
+  if (pool_) {
+    pool_->run(fn);
+  } else {
+    for (int64_t r = 0; r < localReplicas_; ++r) fn(r);
   }
 }
 
@@ -839,264 +769,7 @@ void SessionImpl::takeHalfAccumulators() {
 
 void SessionImpl::reduceAcrossReplicas() {
   takeHalfAccumulators();
-  if (globalReplicas_ == 1) return;
-  reduceGroupedAcrossReplicas();
-  reduceShardedGradients();
-  // Each local replica's thread takes one slice of every tensor (disjoint writes): the local sum
-  // goes into replica 0's buffer, then (on this thread) across the instances, then each thread
-  // scales its slice for the mean and copies it back to the other local replicas. (With one
-  // instance the three happen in one pass.)
-  const int64_t L = localReplicas_;
-  auto sliceOf = [L](int64_t n, int64_t r) {
-    return std::pair<int64_t, int64_t>{n * r / L, n * (r + 1) / L};
-  };
-  auto onSlices = [&](const std::function<void(int64_t)>& fn) {
-    if (pool_) {
-      pool_->run(fn);
-    } else {
-      for (int64_t r = 0; r < L; ++r) fn(r);
-    }
-  };
-  const float scale =
-      optimizerGraph_.replicaReductionIsMean ? 1.0f / static_cast<float>(globalReplicas_) : 1.0f;
-  if (L > 1 && !reducer_) {
-    // One instance: sum, scale and copy back in one pass, a block at a time, so the copies read the
-    // sum from the cache (2L passes over memory instead of 2L + 1, and no second sweep).
-    constexpr int64_t kBlock = 2048;
-    onSlices([&](int64_t t) {
-      for (const ir::WeightUpdate* plain : plainUpdates_) {
-        const ir::WeightUpdate& u = *plain;
-        float* acc = replicaBuffer(0, u.reduced).data<float>();
-        const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
-        for (int64_t b = begin; b < end; b += kBlock) {
-          const int64_t e = std::min(end, b + kBlock);
-          for (int64_t r = 1; r < L; ++r) {
-            const float* x = replicaBuffer(r, u.reduced).data<float>();
-            for (int64_t i = b; i < e; ++i) acc[i] += x[i];
-          }
-          if (scale != 1.0f) {
-            for (int64_t i = b; i < e; ++i) acc[i] *= scale;
-          }
-          for (int64_t r = 1; r < L; ++r) {
-            std::memcpy(replicaBuffer(r, u.reduced).data<float>() + b, acc + b,
-                        static_cast<size_t>(e - b) * sizeof(float));
-          }
-        }
-      }
-    });
-    return;
-  }
-  if (L > 1) {
-    onSlices([&](int64_t t) {
-      for (const ir::WeightUpdate* plain : plainUpdates_) {
-        const ir::WeightUpdate& u = *plain;
-        float* acc = replicaBuffer(0, u.reduced).data<float>();
-        const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
-        for (int64_t r = 1; r < L; ++r) {
-          const float* x = replicaBuffer(r, u.reduced).data<float>();
-          for (int64_t i = begin; i < end; ++i) acc[i] += x[i];
-        }
-      }
-    });
-  }
-  if (reducer_) {
-    reducer_->allReduceSum([&](const TensorId& id) { return replicaBuffer(0, id).data<float>(); });
-  }
-  if (scale == 1.0f && L == 1) return;
-  onSlices([&](int64_t t) {
-    for (const ir::WeightUpdate* plain : plainUpdates_) {
-      const ir::WeightUpdate& u = *plain;
-      float* acc = replicaBuffer(0, u.reduced).data<float>();
-      const auto [begin, end] = sliceOf(replicaBuffer(0, u.reduced).nelms(), t);
-      if (scale != 1.0f) {
-        for (int64_t i = begin; i < end; ++i) acc[i] *= scale;
-      }
-      for (int64_t r = 1; r < L; ++r) {
-        std::memcpy(replicaBuffer(r, u.reduced).data<float>() + begin, acc + begin,
-                    static_cast<size_t>(end - begin) * sizeof(float));
-      }
-    }
-  });
-}
-
-void SessionImpl::reduceGroupedAcrossReplicas() {
-  const int64_t L = localReplicas_;
-  for (const auto& u : optimizerGraph_.updates) {
-    auto it = grouped_.find(u.weight);
-    if (it == grouped_.end()) continue;
-    const GroupedVariable& v = it->second;
-    const size_t n = static_cast<size_t>(replicaBuffer(0, u.reduced).nelms());
-    // Local members of each group summed into the group's first local member.
-    std::vector<int64_t> first(static_cast<size_t>(v.groups()), -1);
-    for (int64_t r = 0; r < L; ++r) {
-      const int64_t g = v.grouping.getGroupAt(replicaOffset_ + r);
-      int64_t& f = first[static_cast<size_t>(g)];
-      if (f < 0) {
-        f = r;
-        continue;
-      }
-      float* acc = replicaBuffer(f, u.reduced).data<float>();
-      const float* x = replicaBuffer(r, u.reduced).data<float>();
-      for (size_t i = 0; i < n; ++i) acc[i] += x[i];
-    }
-    // Groups spanning instances: every instance adds its partial sums into one [groups] x n
-    // buffer (zeros for groups it holds no member of) and the sum across the instances completes
-    // every group. The cost is groups x n per instance, whatever the instance holds.
-    if (instances_ && v.spansInstances) {
-      std::vector<float> staging(static_cast<size_t>(v.groups()) * n, 0.0f);
-      for (size_t g = 0; g < first.size(); ++g) {
-        if (first[g] >= 0) {
-          std::memcpy(staging.data() + g * n, replicaBuffer(first[g], u.reduced).data<float>(),
-                      n * sizeof(float));
-        }
-      }
-      comm::AllReduceOptions o;
-      o.debugName = "groupedGradients/" + u.weight;
-      instances_->allReduceSync(comm::BufferView{staging.data(), staging.size(), DataType::FLOAT},
-                                o);
-      for (size_t g = 0; g < first.size(); ++g) {
-        if (first[g] >= 0) {
-          std::memcpy(replicaBuffer(first[g], u.reduced).data<float>(), staging.data() + g * n,
-                      n * sizeof(float));
-        }
-      }
-    }
-    const float scale = optimizerGraph_.replicaReductionIsMean
-                            ? 1.0f / static_cast<float>(v.grouping.getGroupSize())
-                            : 1.0f;
-    for (int64_t f : first) {
-      if (f < 0 || scale == 1.0f) continue;
-      float* sum = replicaBuffer(f, u.reduced).data<float>();
-      for (size_t i = 0; i < n; ++i) sum[i] *= scale;
-    }
-    for (int64_t r = 0; r < L; ++r) {
-      const int64_t f = first[static_cast<size_t>(v.grouping.getGroupAt(replicaOffset_ + r))];
-      if (r != f) {
-        std::memcpy(replicaBuffer(r, u.reduced).data<float>(),
-                    replicaBuffer(f, u.reduced).data<float>(), n * sizeof(float));
-      }
-    }
-  }
-}
-
-namespace {
-
-comm::BufferView floats(float* data, size_t count) {
-  return comm::BufferView{data, count, DataType::FLOAT};
-}
-
-}  // namespace
-
-void SessionImpl::reduceShardedGradients() {
-  const int64_t L = localReplicas_;
-  const float scale =
-      optimizerGraph_.replicaReductionIsMean ? 1.0f / static_cast<float>(globalReplicas_) : 1.0f;
-  for (const auto& u : optimizerGraph_.updates) {
-    auto it = shards_.find(u.weight);
-    if (it == shards_.end()) continue;
-    const ShardPlan& p = it->second;
-    const int64_t n = p.elements;
-    const int64_t s = p.shard;
-    // The local replicas' sum, in replica 0's buffer.
-    float* sum = replicaBuffer(0, u.reduced).data<float>();
-    for (int64_t r = 1; r < L; ++r) {
-      const float* x = replicaBuffer(r, u.reduced).data<float>();
-      for (int64_t i = 0; i < n; ++i) sum[i] += x[i];
-    }
-    auto gradShard = [&](int64_t r) { return replicaBuffer(r, u.gradShard).data<float>(); };
-    if (instances_ && p.shardCount() == globalReplicas_) {
-      // Domain All: a replica's shard index is its global index, so an instance's replicas hold
-      // consecutive shards, and a reduce-scatter across the instances gives each instance exactly
-      // its replicas' shards of the sum.
-      std::vector<float> padded(static_cast<size_t>(globalReplicas_ * s), 0.0f);
-      std::memcpy(padded.data(), sum, static_cast<size_t>(n) * sizeof(float));
-      std::vector<float> mine(static_cast<size_t>(L * s));
-      comm::ReduceScatterOptions o;
-      o.debugName = "shardedGradients/" + u.weight;
-      instances_->reduceScatterSync(floats(padded.data(), padded.size()),
-                                    floats(mine.data(), mine.size()), o);
-      for (int64_t r = 0; r < L; ++r) {
-        std::memcpy(gradShard(r), mine.data() + r * s, static_cast<size_t>(s) * sizeof(float));
-      }
-    } else {
-      // Other domains: the shards of one instance need not be consecutive; the whole sum is
-      // all-reduced across the instances and each replica cuts its shard from it.
-      if (instances_) {
-        comm::AllReduceOptions o;
-        o.debugName = "shardedGradients/" + u.weight;
-        instances_->allReduceSync(floats(sum, static_cast<size_t>(n)), o);
-      }
-      for (int64_t r = 0; r < L; ++r) {
-        copyShardOut(sum, n, s, p.shardOf(replicaOffset_ + r), gradShard(r));
-      }
-    }
-    for (int64_t r = 0; r < L; ++r) {
-      if (scale != 1.0f) {
-        float* g = gradShard(r);
-        for (int64_t i = 0; i < s; ++i) g[i] *= scale;
-      }
-      HostTensor& weight = replicaBuffer(r, u.weight);
-      copyShardOut(weight.raw(), n, s, p.shardOf(replicaOffset_ + r),
-                   replicaBuffer(r, u.weightShard).raw(), dataTypeSize(weight.dataType()));
-      // The update reads the accumulator's shard only, so it cannot zero the accumulator.
-      if (!u.accumulator.empty()) replicaBuffer(r, u.accumulator).fillZero();
-    }
-  }
-}
-
-void SessionImpl::gatherShardedWeights() {
-  for (const auto& u : optimizerGraph_.updates) {
-    auto it = shards_.find(u.weight);
-    if (it == shards_.end()) continue;
-    HostTensor& first = replicaBuffer(0, u.weight);
-    gatherShards(it->second, u.weightShard, first.raw());
-    for (int64_t r = 1; r < localReplicas_; ++r) {
-      std::memcpy(replicaBuffer(r, u.weight).raw(), first.raw(), first.nbytes());
-    }
-  }
-}
-
-void SessionImpl::gatherShards(const ShardPlan& plan, const TensorId& shardId, void* whole) {
-  const int64_t L = localReplicas_;
-  const int64_t s = plan.shard;
-  const DataType type = replicaBuffer(0, shardId).dataType();
-  const size_t element = dataTypeSize(type);
-  const size_t bytes = static_cast<size_t>(s) * element;
-  auto view = [&](std::vector<std::byte>& v) {
-    return comm::BufferView{v.data(), v.size() / element, type};
-  };
-  if (instances_ && plan.shardCount() == globalReplicas_) {
-    // Domain All: the instances' shards are consecutive, an all-gather assembles them.
-    std::vector<std::byte> mine(static_cast<size_t>(L) * bytes);
-    for (int64_t r = 0; r < L; ++r) {
-      std::memcpy(mine.data() + static_cast<size_t>(r) * bytes, replicaBuffer(r, shardId).raw(),
-                  bytes);
-    }
-    std::vector<std::byte> all(static_cast<size_t>(globalReplicas_) * bytes);
-    comm::AllGatherOptions o;
-    o.debugName = "shardedGather/" + shardId;
-    instances_->allGatherSync(view(mine), view(all), o);
-    std::memcpy(whole, all.data(), static_cast<size_t>(plan.elements) * element);
-    return;
-  }
-  // Other domains: every group of the domain holds the same shards, so the first group's members
-  // give the whole tensor; members on other instances arrive by a sum across the instances, to
-  // which each instance contributes zeros for the shards it does not hold (x + 0 is exact, FLOAT16
-  // included).
-  std::vector<std::byte> staging(static_cast<size_t>(plan.shardCount()) * bytes, std::byte{0});
-  for (int64_t i = 0; i < plan.shardCount(); ++i) {
-    const int64_t local = plan.domain.getReplicaAt(0, i) - replicaOffset_;
-    if (local >= 0 && local < L) {
-      std::memcpy(staging.data() + static_cast<size_t>(i) * bytes,
-                  replicaBuffer(local, shardId).raw(), bytes);
-    }
-  }
-  if (instances_) {
-    comm::AllReduceOptions o;
-    o.debugName = "shardedGather/" + shardId;
-    instances_->allReduceSync(view(staging), o);
-  }
-  std::memcpy(whole, staging.data(), static_cast<size_t>(plan.elements) * element);
+  exchange_->reduceGradients();
 }
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
@@ -1159,8 +832,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
           if (!readyAfter_.empty() && !lowered_->profiling()) {
             program.run(ir::Phase::Backward, buffers, seed, [&](size_t k) {
               for (const auto& id : readyAfter_[k]) {
-                reducer_->ready(
-                    id, [&](const TensorId& t) { return replicaBuffer(0, t).data<float>(); });
+                exchange_->gradientReady(id);
               }
             });
           } else {
@@ -1201,7 +873,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
           programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], updateSeed);
         });
       }
-      gatherShardedWeights();
+      exchange_->gatherShardedWeights();
       if (config_.options.automaticLossScalingSettings.enabled) countFiniteStep();
     }
   }

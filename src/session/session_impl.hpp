@@ -21,12 +21,12 @@
 #include "checkpoint/checkpoint.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
-#include "session/gradient_reducer.hpp"
-#include "session/grouped_variables.hpp"
+#include "replication/grouped_variable.hpp"
+#include "replication/replica_exchange.hpp"
+#include "replication/sharding.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
-#include "session/sharding.hpp"
 #include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -52,10 +52,14 @@ struct SessionConfig {
   std::unique_ptr<Optimizer> optimizer;
 };
 
-class SessionImpl {
+// The replication layer (src/replication) sees the session as its local replicas: a buffer per
+// (replica, tensor) and the replicas' threads.
+class SessionImpl : private replication::LocalReplicas {
  public:
   explicit SessionImpl(SessionConfig config);
   ~SessionImpl();
+  SessionImpl(const SessionImpl&) = delete;
+  SessionImpl& operator=(const SessionImpl&) = delete;
 
   void prepareDevice();
   void weightsFromHost();
@@ -106,19 +110,9 @@ class SessionImpl {
   // After the optimizer is in the graph: a grouped weight's optimizer state and accumulator follow
   // it.
   void groupOptimizerState();
-  // Sums each grouped weight's reduced gradient over the replicas of its group (local members
-  // first, then across instances when a group spans them), then scales for the mean and copies it
-  // to every local member.
-  void reduceGroupedAcrossReplicas();
-  // Fills a grouped tensor's complete host view: groups with a member here from it, the others from
-  // the instances that hold them.
-  void groupedToHost(const TensorId& id, HostTensor& hostView);
-  // Replicated tensor sharding. Before the update: the reduced gradient of every sharded weight is
-  // summed over all replicas and scattered into each replica's gradient shard (a reduce-scatter
-  // across the instances when the domain is All), and each replica's weight shard is cut from its
-  // weight. After it: the updated shards are gathered into the whole weight on every replica.
-  void reduceShardedGradients();
-  void gatherShardedWeights();
+  // The host view of weight or state `id` made whole from the replicas (and the other instances):
+  // sharded state gathered, grouped tensors assembled, others from replica 0.
+  HostTensor& wholeHostValue(const TensorId& id);
   // Gradient clipping (docs/optimizers.md section 5): for each clip group, the global norm of its
   // weights' reduced, unscaled gradients (summed over shards for sharded weights), and the factor
   // maxNorm / max(maxNorm, norm) written into each weight's hyper tensor on every local replica.
@@ -135,16 +129,6 @@ class SessionImpl {
   // Lamb on shards: sums each sharded Lamb weight's partial norms over its shard group and writes
   // the totals into every local replica's lambNorms, for the Apply phase.
   void completeLambNorms();
-  // For each item (a shard plan and `width` values per local replica, read by `partial`), the sum
-  // of the partials over the shards of the plan's domain (its first group's members), across the
-  // instances: one all-reduce for all items. Returns items x width sums.
-  std::vector<double> sumOverShards(
-      const std::vector<const ShardPlan*>& plans, size_t width,
-      const std::function<void(size_t item, int64_t local, double* out)>& partial);
-  // The whole n elements of a sharded tensor (a weight shard or optimizer state) from the shards
-  // of the domain's first group, on every instance.
-  // `whole` has the shard's element type (FLOAT or FLOAT16).
-  void gatherShards(const ShardPlan& plan, const TensorId& shardId, void* whole);
   // Training: the model's initializers that hold optimizer state under PopART's names (Accl___W,
   // Accum___W of a weight W, unused by any op) leave the graph; prepareDevice starts the state from
   // them.
@@ -162,21 +146,25 @@ class SessionImpl {
   // agrees with the other instances that all of them can load the same checkpoint, installs it.
   CheckpointInfo loadCheckpointContents(const std::string& path, checkpoint::Contents c,
                                         std::string failure);
-  // broadcastWeights for a grouped tensor.
-  void broadcastGrouped(const TensorId& id, const GroupedVariable& v, int rootRank);
-  // The lowest local replica of a group, or -1 when this instance holds none of its members.
-  int64_t firstLocalMember(const GroupedVariable& v, int64_t group) const;
   void checkLoss() const;
   void buildTrainingGraph();
   void computeMemory();
   void requirePrepared(const char* what) const;
   HostTensor& replicaBuffer(int64_t replica, const TensorId& id);
+  // replication::LocalReplicas
+  HostTensor& buffer(int64_t localReplica, const TensorId& id) override {
+    return replicaBuffer(localReplica, id);
+  }
+  void forEach(const std::function<void(int64_t)>& fn) override;
+  // FLOAT16 accumulators taken, then every gradient reduced across the replicas (exchange_).
   void reduceAcrossReplicas();
   // FLOAT16 gradient accumulators: each replica's accumulator converted into its FLOAT `reduced`
   // tensor and cleared, before the reduction.
   void takeHalfAccumulators();
   // The communicator of the instances (one rank per instance) when replication is distributed.
   void joinInstances();
+  // What the exchange reduces: the updates' gradients by kind.
+  replication::GradientPlan gradientPlan() const;
   // Persistent tensors the host keeps a copy of (weights and optimizer state), by id.
   bool isHostVisible(const ir::Tensor& t) const;
 
@@ -189,12 +177,12 @@ class SessionImpl {
   // Host views of weights and optimizer state ([groups] + shape for grouped ones).
   std::map<TensorId, HostTensor> hostWeights_;
   // Grouped weights and their optimizer state, and the weights' initial values ([groups] + shape).
-  std::map<TensorId, GroupedVariable> grouped_;
+  std::map<TensorId, replication::GroupedVariable> grouped_;
   std::map<TensorId, HostTensor> groupedValues_;
   // Every weight's VariableSettings from the model metadata.
   std::map<TensorId, VariableSettings> variableSettings_;
   // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
-  std::map<TensorId, ShardPlan> shards_;
+  std::map<TensorId, replication::ShardPlan> shards_;
   std::map<TensorId, TensorId> shardedState_;
   // The updates whose weights are neither grouped nor sharded (reduced over all replicas).
   std::vector<const ir::WeightUpdate*> plainUpdates_;
@@ -233,7 +221,7 @@ class SessionImpl {
   int64_t globalReplicas_ = 1;
   int64_t replicaOffset_ = 0;
   std::shared_ptr<comm::Communicator> instances_;
-  std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<replication::ReplicaExchange> exchange_;
   // Per Backward instruction: the reduced tensors complete after it (empty: no overlap).
   std::vector<std::vector<TensorId>> readyAfter_;
   std::vector<std::unique_ptr<LoweredGraph>> replicaPrograms_;  // replicas 1..L-1 (threads)

@@ -3,48 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "comm/communicator.hpp"
 #include "common/optimizer_hyper.hpp"
 #include "session/session_impl.hpp"
 
 namespace xtrain::session {
-
-std::vector<double> SessionImpl::sumOverShards(
-    const std::vector<const ShardPlan*>& plans, size_t width,
-    const std::function<void(size_t item, int64_t local, double* out)>& partial) {
-  // Every group of a domain holds the same shards, so the first group's members give every shard
-  // once; an instance contributes the shards its replicas hold there and zeros for the others.
-  std::vector<size_t> offset(plans.size() + 1, 0);
-  for (size_t k = 0; k < plans.size(); ++k) {
-    offset[k + 1] = offset[k] + static_cast<size_t>(plans[k]->shardCount()) * width;
-  }
-  // FLOAT across the instances (the collectives have no DOUBLE); each partial is a double sum.
-  std::vector<float> staging(offset.back(), 0.0f);
-  std::vector<double> values(width);
-  for (size_t k = 0; k < plans.size(); ++k) {
-    for (int64_t i = 0; i < plans[k]->shardCount(); ++i) {
-      const int64_t local = plans[k]->domain.getReplicaAt(0, i) - replicaOffset_;
-      if (local >= 0 && local < localReplicas_) {
-        partial(k, local, values.data());
-        for (size_t j = 0; j < width; ++j) {
-          staging[offset[k] + static_cast<size_t>(i) * width + j] = static_cast<float>(values[j]);
-        }
-      }
-    }
-  }
-  if (instances_ && !staging.empty()) {
-    comm::AllReduceOptions o;
-    o.debugName = "shardNorms";
-    instances_->allReduceSync(comm::BufferView{staging.data(), staging.size(), DataType::FLOAT}, o);
-  }
-  std::vector<double> sums(plans.size() * width, 0.0);
-  for (size_t k = 0; k < plans.size(); ++k) {
-    for (size_t j = offset[k]; j < offset[k + 1]; ++j) {
-      sums[k * width + (j - offset[k]) % width] += staging[j];
-    }
-  }
-  return sums;
-}
 
 void SessionImpl::clipGradients() {
   if (clipGroups_.empty()) return;
@@ -59,7 +21,7 @@ void SessionImpl::clipGradients() {
     return s;
   };
   // Sharded weights: their shards' sums over the shard groups, all in one reduction.
-  std::vector<const ShardPlan*> plans;
+  std::vector<const replication::ShardPlan*> plans;
   std::vector<const ir::WeightUpdate*> sharded;
   for (const auto& group : clipGroups_) {
     for (const ir::WeightUpdate* u : group.updates) {
@@ -71,7 +33,7 @@ void SessionImpl::clipGradients() {
   }
   // Unscaled (times gradScale^2) before they travel as FLOAT: a large loss scale must not overflow.
   const std::vector<double> shardSums =
-      sumOverShards(plans, 1, [&](size_t k, int64_t local, double* out) {
+      exchange_->sumOverShards(plans, 1, [&](size_t k, int64_t local, double* out) {
         const double gs = gradScale(*sharded[k]);
         *out = gs * gs * sumOfSquares(replicaBuffer(local, sharded[k]->gradShard));
       });
@@ -106,7 +68,7 @@ void SessionImpl::clipGradients() {
 }
 
 void SessionImpl::completeLambNorms() {
-  std::vector<const ShardPlan*> plans;
+  std::vector<const replication::ShardPlan*> plans;
   std::vector<const ir::WeightUpdate*> lamb;
   for (const auto& u : optimizerGraph_.updates) {
     if (u.lambNorms.empty()) continue;
@@ -114,7 +76,7 @@ void SessionImpl::completeLambNorms() {
     lamb.push_back(&u);
   }
   const std::vector<double> sums =
-      sumOverShards(plans, 2, [&](size_t k, int64_t local, double* out) {
+      exchange_->sumOverShards(plans, 2, [&](size_t k, int64_t local, double* out) {
         const float* partial = replicaBuffer(local, lamb[k]->lambNorms).data<float>();
         out[0] = partial[0];
         out[1] = partial[1];

@@ -17,7 +17,7 @@
 #include "xtrain/replicagrouping.hpp"
 #include "xtrain/variablesettings.hpp"
 
-namespace xtrain::session {
+namespace xtrain::replication {
 
 struct GroupedVariable {
   VariableSettings settings;
@@ -56,4 +56,4 @@ HostTensor toRetrieval(const GroupedVariable& v, const HostTensor& hostView);
 // lowest replica of the group, as PopART's weightsFromHost does).
 HostTensor fromRetrieval(const GroupedVariable& v, const HostTensor& retrieval);
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication

@@ -11,14 +11,16 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
-#include "ir/graph.hpp"
+#include "xtrain/names.hpp"
 #include "xtrain/replicagrouping.hpp"
 #include "xtrain/sessionoptions.hpp"
 #include "xtrain/variablesettings.hpp"
 
-namespace xtrain::session {
+namespace xtrain::replication {
 
 struct ShardPlan {
   ReplicaGrouping domain;  // over the global replicas; a replica's shard is its index in its group
@@ -38,8 +40,9 @@ struct ShardPlan {
 // share) or that has several groups (not supported yet), a sharding domain that does not divide the
 // replicas, weight and optimizer-state sharding over different domains, and sharded accumulators
 // with gradient accumulation (not supported yet).
-std::map<TensorId, ShardPlan> planSharding(const SessionOptions& options, const ir::Graph& graph,
-                                           const std::vector<TensorId>& weights,
+// `weights`: the trained weights with their numbers of elements.
+std::map<TensorId, ShardPlan> planSharding(const SessionOptions& options,
+                                           const std::vector<std::pair<TensorId, int64_t>>& weights,
                                            const std::map<TensorId, VariableSettings>& settings,
                                            int64_t globalReplicas);
 
@@ -51,4 +54,4 @@ void copyShardOut(const void* whole, int64_t n, int64_t s, int64_t index, void* 
 void copyShardIn(const void* shard, int64_t n, int64_t s, int64_t index, void* whole,
                  size_t elementSize = sizeof(float));
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication

@@ -1,10 +1,10 @@
-#include "session/grouped_variables.hpp"
+#include "replication/grouped_variable.hpp"
 
 #include <cstring>
 
 #include "common/check.hpp"
 
-namespace xtrain::session {
+namespace xtrain::replication {
 
 namespace {
 
@@ -90,4 +90,4 @@ HostTensor fromRetrieval(const GroupedVariable& v, const HostTensor& retrieval) 
   return out;
 }
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication

@@ -1,4 +1,4 @@
-#include "session/gradient_reducer.hpp"
+#include "replication/gradient_reducer.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include "comm/communicator.hpp"
 #include "xtrain/error.hpp"
 
-namespace xtrain::session {
+namespace xtrain::replication {
 
 size_t GradientReducer::bucketBytesFromEnvironment() {
   const char* v = std::getenv("XTRAIN_GRAD_BUCKET_BYTES");
@@ -107,4 +107,4 @@ void GradientReducer::finish(const BufferOf& bufferOf) {
   }
 }
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication

@@ -19,7 +19,7 @@ class Communicator;
 class Work;
 }  // namespace xtrain::comm
 
-namespace xtrain::session {
+namespace xtrain::replication {
 
 class GradientReducer {
  public:
@@ -66,4 +66,4 @@ class GradientReducer {
   std::vector<size_t> bucketOf_;  // per tensor (SIZE_MAX for empty tensors)
 };
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication

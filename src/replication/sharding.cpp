@@ -1,4 +1,4 @@
-#include "session/sharding.hpp"
+#include "replication/sharding.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -6,7 +6,7 @@
 
 #include "common/check.hpp"
 
-namespace xtrain::session {
+namespace xtrain::replication {
 
 namespace {
 
@@ -42,8 +42,8 @@ ReplicaGrouping domainOf(const char* which, const TensorLocationSettings& s, int
 
 }  // namespace
 
-std::map<TensorId, ShardPlan> planSharding(const SessionOptions& options, const ir::Graph& graph,
-                                           const std::vector<TensorId>& weights,
+std::map<TensorId, ShardPlan> planSharding(const SessionOptions& options,
+                                           const std::vector<std::pair<TensorId, int64_t>>& weights,
                                            const std::map<TensorId, VariableSettings>& settings,
                                            int64_t globalReplicas) {
   const auto& ws = options.weightTensorLocationSettings;
@@ -66,8 +66,7 @@ std::map<TensorId, ShardPlan> planSharding(const SessionOptions& options, const 
         "both over different domains is not supported (give them the same shardingDomain)",
         domainName(ws.location.shardingDomain), domainName(os.location.shardingDomain));
   }
-  for (const auto& id : weights) {
-    const int64_t n = graph.tensor(id).info.nelms();
+  for (const auto& [id, n] : weights) {
     const bool shardWeight = weightDomain && n >= ws.minElementsForReplicatedTensorSharding;
     const bool shardState = stateDomain && n >= os.minElementsForReplicatedTensorSharding;
     if (!shardWeight && !shardState) continue;
@@ -116,4 +115,4 @@ void copyShardIn(const void* shard, int64_t n, int64_t s, int64_t index, void* w
   if (valid > 0) std::memcpy(to, shard, static_cast<size_t>(valid) * elementSize);
 }
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication
