@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/host_tensor.hpp"
@@ -75,6 +76,13 @@ struct Contents {
 
 // "a/b%c" -> "a%2Fb%25c", and back.
 std::string encodeName(const std::string& tensorName);
+
+// 64-bit FNV-1a over strings, each followed by a separator byte (so ("ab", "c") and ("a", "bc")
+// differ): the hash of graph fingerprints, and of what the instances of a job compare.
+struct Fnv1a64 {
+  uint64_t value = 1469598103934665603ull;
+  void add(std::string_view text);
+};
 
 // The graph fingerprint "fnv1a64:<16 hex digits>" of a 64-bit FNV-1a hash.
 std::string graphFingerprint(uint64_t hash);

@@ -15,6 +15,12 @@
 
 namespace xtrain::checkpoint {
 
+void Fnv1a64::add(std::string_view text) {
+  constexpr uint64_t kPrime = 1099511628211ull;
+  for (unsigned char c : text) value = (value ^ c) * kPrime;
+  value = (value ^ 0xff) * kPrime;  // the separator
+}
+
 std::string graphFingerprint(uint64_t hash) {
   return xtrain::format("fnv1a64:{:016x}", hash);
 }

@@ -42,6 +42,10 @@ void HostTensor::fillZero() {
   if (bytes_ != 0) std::memset(data_.get(), 0, bytes_);
 }
 
+void HostTensor::fill(double value) {
+  for (int64_t i = 0; i < nelms(); ++i) setFromDouble(i, value);
+}
+
 double HostTensor::getAsDouble(int64_t i) const {
   const std::byte* p = data_.get();
   switch (info_.dataType()) {

@@ -71,6 +71,8 @@ class HostTensor {
   // Reinterprets the same bytes with another shape of equal element count.
   void reshape(const Shape& shape);
   void fillZero();
+  // Every element set to `value` in the element type (slow: for small tensors).
+  void fill(double value);
 
   // Element i converted to/from double, whatever the element type (slow; for tests, I/O and casts).
   double getAsDouble(int64_t i) const;

@@ -151,38 +151,42 @@ bool isCustomOpRegistered(const std::string& domain, const std::string& type) {
          ir::OpRegistry::instance().find(domain, type) != nullptr;
 }
 
-void registerCustomOp(CustomOpDefinition definition) {
-  auto def = std::make_shared<const CustomOpDefinition>(std::move(definition));
-  const std::string name = def->id.domain + "::" + def->id.type;
-  if (def->id.type.empty()) throw error("registerCustomOp: the op type must not be empty");
-  if (reservedDomains().count(def->id.domain)) {
+namespace {
+
+// Throws naming the custom op and what is wrong with its definition, or that it exists already.
+void checkDefinition(const CustomOpDefinition& d) {
+  const std::string name = d.id.domain + "::" + d.id.type;
+  if (d.id.type.empty()) throw error("registerCustomOp: the op type must not be empty");
+  if (reservedDomains().count(d.id.domain)) {
     throw error(
         "registerCustomOp: custom op {}: domain '{}' belongs to ONNX or xtrain; give custom ops a "
         "domain of their own (e.g. \"com.acme\")",
-        name, def->id.domain);
+        name, d.id.domain);
   }
-  if (def->id.version < 1) {
+  if (d.id.version < 1) {
     throw error("registerCustomOp: custom op {}: version {}; versions start at 1", name,
-                def->id.version);
+                d.id.version);
   }
-  if (!def->inferShapes) {
+  if (!d.inferShapes) {
     throw error("registerCustomOp: custom op {} has no shape function (inferShapes)", name);
   }
-  if (!def->kernel) {
+  if (!d.kernel) {
     throw error("registerCustomOp: custom op {} has no kernel factory (kernel)", name);
   }
-  if (def->minInputs < 0 || (def->maxInputs >= 0 && def->maxInputs < def->minInputs) ||
-      def->numOutputs < 1) {
+  if (d.minInputs < 0 || (d.maxInputs >= 0 && d.maxInputs < d.minInputs) || d.numOutputs < 1) {
     throw error(
         "registerCustomOp: custom op {}: inputs {} to {} and {} outputs; expected 0 <= minInputs "
         "<= maxInputs (or maxInputs -1) and numOutputs >= 1",
-        name, def->minInputs, def->maxInputs, def->numOutputs);
+        name, d.minInputs, d.maxInputs, d.numOutputs);
   }
-  if (ir::OpRegistry::instance().find(def->id.domain, def->id.type) != nullptr ||
-      device::KernelRegistry::instance().has(def->id.domain, def->id.type)) {
+  if (ir::OpRegistry::instance().find(d.id.domain, d.id.type) != nullptr ||
+      device::KernelRegistry::instance().has(d.id.domain, d.id.type)) {
     throw error("registerCustomOp: custom op {} is already registered", name);
   }
+}
 
+// The ONNX schema, so that ONNX's checker and the Builder's shape inference know the node.
+void registerSchema(const std::shared_ptr<const CustomOpDefinition>& def) {
   ir::onnxutil::CustomSchemaSpec schema;
   schema.domain = def->id.domain;
   schema.type = def->id.type;
@@ -195,7 +199,11 @@ void registerCustomOp(CustomOpDefinition definition) {
     return callInfer(*def, in, attrs.all());
   };
   ir::onnxutil::registerCustomSchema(schema);
+}
 
+// The IR's OpDef: canonicalisation (the opset), shape inference and the gradient, from the user's
+// functions.
+void registerOpDef(const std::shared_ptr<const CustomOpDefinition>& def) {
   ir::OpDef op;
   op.type = def->id.type;
   op.domain = def->id.domain;
@@ -236,7 +244,10 @@ void registerCustomOp(CustomOpDefinition definition) {
     };
   }
   ir::OpRegistry::instance().add(std::move(op));
+}
 
+// The CPU kernel factory: the user's kernel with its arguments fixed at lowering.
+void registerKernel(const std::shared_ptr<const CustomOpDefinition>& def) {
   device::KernelRegistry::instance().add(
       def->id.domain, def->id.type,
       [def](const device::KernelSpec& spec) -> std::unique_ptr<device::Kernel> {
@@ -263,6 +274,16 @@ void registerCustomOp(CustomOpDefinition definition) {
         if (!run) spec.fail("the custom op's kernel factory returned no kernel");
         return std::make_unique<CustomKernel>(std::move(run), std::move(args), spec.description);
       });
+}
+
+}  // namespace
+
+void registerCustomOp(CustomOpDefinition definition) {
+  auto def = std::make_shared<const CustomOpDefinition>(std::move(definition));
+  checkDefinition(*def);
+  registerSchema(def);
+  registerOpDef(def);
+  registerKernel(def);
 }
 
 CustomOpRegistrar::CustomOpRegistrar(CustomOpDefinition definition) {

@@ -93,15 +93,29 @@ std::shared_ptr<DeviceInfo> Session::getDevice() const {
   return impl_->device();
 }
 
-std::unique_ptr<InferenceSession> InferenceSession::createFromOnnxModel(
-    const std::string& model, const DataFlow& dataFlow, std::shared_ptr<DeviceInfo> deviceInfo,
-    const InputShapeInfo& inputShapeInfo, const SessionOptions& userOptions) {
+namespace {
+
+// What every session is made of; training adds its loss and optimizer.
+session::SessionConfig sessionConfig(const std::string& model, const DataFlow& dataFlow,
+                                     std::shared_ptr<DeviceInfo> deviceInfo,
+                                     const InputShapeInfo& inputShapeInfo,
+                                     const SessionOptions& options) {
   session::SessionConfig config;
   config.model = model;
   config.dataFlow = dataFlow;
   config.device = std::move(deviceInfo);
   config.inputShapes = inputShapeInfo.getInfos();
-  config.options = userOptions;
+  config.options = options;
+  return config;
+}
+
+}  // namespace
+
+std::unique_ptr<InferenceSession> InferenceSession::createFromOnnxModel(
+    const std::string& model, const DataFlow& dataFlow, std::shared_ptr<DeviceInfo> deviceInfo,
+    const InputShapeInfo& inputShapeInfo, const SessionOptions& userOptions) {
+  session::SessionConfig config =
+      sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions);
   auto impl = std::make_unique<session::SessionImpl>(std::move(config));
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
@@ -110,12 +124,8 @@ std::unique_ptr<TrainingSession> TrainingSession::createFromOnnxModel(
     const std::string& model, const DataFlow& dataFlow, const TensorId& loss,
     const Optimizer& optimizer, std::shared_ptr<DeviceInfo> deviceInfo,
     const InputShapeInfo& inputShapeInfo, const SessionOptions& userOptions) {
-  session::SessionConfig config;
-  config.model = model;
-  config.dataFlow = dataFlow;
-  config.device = std::move(deviceInfo);
-  config.inputShapes = inputShapeInfo.getInfos();
-  config.options = userOptions;
+  session::SessionConfig config =
+      sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions);
   config.training = true;
   config.loss = loss;
   config.optimizer = optimizer.clone();

@@ -24,6 +24,7 @@
 #include "replication/grouped_variable.hpp"
 #include "replication/replica_exchange.hpp"
 #include "replication/sharding.hpp"
+#include "session/checkpoint_coordinator.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
@@ -39,6 +40,8 @@ class Communicator;
 }
 
 namespace xtrain::session {
+
+class StepBuffers;
 
 struct SessionConfig {
   std::string model;  // ONNX path or bytes
@@ -142,12 +145,17 @@ class SessionImpl : private replication::LocalReplicas {
   // Throws naming the first way a checkpoint's contents do not fit this session (a missing or
   // differently shaped tensor, another optimizer mode, another model, no random state).
   void checkCheckpointContents(const std::string& path, const checkpoint::Contents& c) const;
-  // The rest of loadCheckpoint once this instance read `c` (or failed to: `failure`): checks it,
-  // agrees with the other instances that all of them can load the same checkpoint, installs it.
-  CheckpointInfo loadCheckpointContents(const std::string& path, checkpoint::Contents c,
-                                        std::string failure);
+  // checkCheckpointContents for the coordinator.
+  CheckpointCoordinator::Check checkCheckpoint() const;
+  // Makes a checkpoint every instance agreed to load the session's state (weights, optimizer
+  // state, loss scaling, random state, step) and returns what the caller learns of it.
+  CheckpointInfo installCheckpoint(const std::string& path, checkpoint::Contents c);
   void checkLoss() const;
   void buildTrainingGraph();
+  // buildTrainingGraph's parts: loss scaling's checks and the backward pass's seed tensor (empty:
+  // none); the optimizer's updates, their kinds (plain, grouped, sharded) and the clip groups.
+  TensorId addLossScaling();
+  void addOptimizer();
   void computeMemory();
   void requirePrepared(const char* what) const;
   HostTensor& replicaBuffer(int64_t replica, const TensorId& id);
@@ -158,6 +166,22 @@ class SessionImpl : private replication::LocalReplicas {
   void forEach(const std::function<void(int64_t)>& fn) override;
   // FLOAT16 accumulators taken, then every gradient reduced across the replicas (exchange_).
   void reduceAcrossReplicas();
+  // run()'s parts (session_step.cpp): the buffer indices of the step's inputs, anchors and
+  // accumulation counter; one micro-batch on every replica (inputs in, Forward, Backward and
+  // Accumulate, anchors out); after a batch's micro-batches, the reduction and the update.
+  struct StepIndices {
+    std::vector<int> inputs;
+    std::vector<int> anchors;
+    int accumulationIndex = -1;
+  };
+  StepIndices stepIndices(const StepBuffers& io) const;
+  void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
+                     int64_t microBatch);
+  void update(int64_t batch);
+  // The programs replica r runs (its own copy on the pool's threads), and fn(r) for every replica,
+  // on their threads unless per-op profiling runs them in order.
+  const LoweredGraph& programOf(int64_t replica) const;
+  void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
   // FLOAT16 gradient accumulators: each replica's accumulator converted into its FLOAT `reduced`
   // tensor and cleared, before the reduction.
   void takeHalfAccumulators();
@@ -201,14 +225,9 @@ class SessionImpl : private replication::LocalReplicas {
   float maxLossScaling_ = 0.0f;  // some update finishes in the Apply phase (Lamb on shards)
   std::string graphFingerprint_;
   std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
-  // The instances' communicator for checkpoints (a split of instances_, so an asynchronous save's
-  // collectives never interleave with training's); null with one instance.
-  std::shared_ptr<comm::Communicator> checkpointComm_;
-  std::thread asyncSave_;
-  // What the asynchronous save writes (owned by the session, used only by its thread until joined;
-  // the next asynchronous save reuses the buffers).
-  std::vector<checkpoint::Dataset> asyncDatasets_;
-  std::exception_ptr asyncError_;
+  // Saves and loads checkpoints with the other instances (over a split of instances_, so an
+  // asynchronous save's collectives never interleave with training's).
+  CheckpointCoordinator checkpoints_;
   // Inputs fed with ReplicatedStreamMode::Broadcast.
   std::set<TensorId> broadcastInputs_;
   ir::OptimizerGraph optimizerGraph_;

@@ -1,0 +1,163 @@
+// What run() does: one step of micro-batches on every replica, the reduction across the replicas
+// and the update.
+#include <chrono>
+#include <cstdio>
+
+#include "device/program.hpp"
+#include "session/session_impl.hpp"
+#include "session/step_buffers.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::session {
+
+void SessionImpl::takeHalfAccumulators() {
+  for (const auto& u : optimizerGraph_.updates) {
+    if (u.accumulator.empty() || u.accumulator == u.reduced) continue;
+    for (int64_t r = 0; r < localReplicas_; ++r) {
+      HostTensor& acc = replicaBuffer(r, u.accumulator);
+      const auto* half = reinterpret_cast<const uint16_t*>(acc.raw());
+      float* out = replicaBuffer(r, u.reduced).data<float>();
+      for (int64_t i = 0; i < acc.nelms(); ++i) out[i] = halfToFloat(half[i]);
+      acc.fillZero();
+    }
+  }
+}
+
+void SessionImpl::reduceAcrossReplicas() {
+  takeHalfAccumulators();
+  exchange_->reduceGradients();
+}
+
+const LoweredGraph& SessionImpl::programOf(int64_t replica) const {
+  return replica == 0 || !pool_ || lowered_->profiling()
+             ? *lowered_
+             : *replicaPrograms_[static_cast<size_t>(replica - 1)];
+}
+
+// Each replica on its own thread (or in order on this one: a single replica, or per-op profiling,
+// whose counters the threads would share). Host I/O stays on the caller's thread, in replica order,
+// so IStepIO callbacks see the calls in the same order whatever the threads do.
+void SessionImpl::forEachReplicaProgram(const std::function<void(int64_t)>& fn) {
+  if (pool_ && !lowered_->profiling()) {
+    pool_->run(fn);
+  } else {
+    for (int64_t r = 0; r < localReplicas_; ++r) fn(r);
+  }
+}
+
+void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
+  requirePrepared("run");
+  const auto runStart = std::chrono::steady_clock::now();
+  const int64_t bps = config_.dataFlow.batchesPerStep();
+  const int64_t af = accumulationFactor_;
+  StepBuffers io(*graph_, config_.dataFlow, config_.options.syntheticDataMode, bps, af,
+                 localReplicas_, stepio, seed_ ^ static_cast<uint64_t>(stepCount_),
+                 broadcastInputs_);
+  logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas",
+                          debugName, stepCount_, bps, af, localReplicas_);
+  const StepIndices indices = stepIndices(io);
+  for (int64_t b = 0; b < bps; ++b) {
+    for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
+    if (config_.training) update(b);
+  }
+  io.finish();
+  executionCounter_ += static_cast<uint64_t>(bps * af);
+  ++stepCount_;
+  runSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+}
+
+SessionImpl::StepIndices SessionImpl::stepIndices(const StepBuffers& io) const {
+  StepIndices s;
+  for (const auto& id : io.inputIds()) s.inputs.push_back(lowered_->bufferIndex(id));
+  for (const auto& id : io.anchorIds()) s.anchors.push_back(lowered_->bufferIndex(id));
+  if (!optimizerGraph_.accumulationIndex.empty()) {
+    s.accumulationIndex = lowered_->bufferIndex(optimizerGraph_.accumulationIndex);
+  }
+  return s;
+}
+
+void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
+                                int64_t microBatch) {
+  const int64_t L = localReplicas_;
+  for (int64_t r = 0; r < L; ++r) {
+    auto& buffers = replicas_[static_cast<size_t>(r)];
+    for (size_t k = 0; k < indices.inputs.size(); ++k) {
+      io.readInput(k, iteration, r, buffers[static_cast<size_t>(indices.inputs[k])]);
+    }
+  }
+  forEachReplicaProgram([&](int64_t r) {
+    auto& buffers = replicas_[static_cast<size_t>(r)];
+    const LoweredGraph& program = programOf(r);
+    // The model's replicated collectives meet this replica's group through the scope; the
+    // replicas run concurrently only on the pool's threads.
+    const device::ReplicaScope collectiveScope(*collectives_, r, pool_ && !lowered_->profiling());
+    // Each replica's stream depends on its global index, so replicas of different instances
+    // differ.
+    const uint64_t replica = static_cast<uint64_t>(replicaOffset_ + r);
+    const uint64_t seed = device::mixSeed(seed_ + 0x9e3779b97f4a7c15ull * replica) ^
+                          device::mixSeed(executionCounter_ + static_cast<uint64_t>(iteration));
+    program.run(ir::Phase::Forward, buffers, seed);
+    if (!config_.training) return;
+    if (!readyAfter_.empty() && !lowered_->profiling()) {
+      program.run(ir::Phase::Backward, buffers, seed, [&](size_t k) {
+        for (const auto& id : readyAfter_[k]) exchange_->gradientReady(id);
+      });
+    } else {
+      program.run(ir::Phase::Backward, buffers, seed);
+    }
+    if (indices.accumulationIndex >= 0) {
+      buffers[static_cast<size_t>(indices.accumulationIndex)].data<float>()[0] =
+          static_cast<float>(microBatch);
+    }
+    program.run(ir::Phase::Accumulate, buffers, seed);
+  });
+  for (int64_t r = 0; r < L; ++r) {
+    auto& buffers = replicas_[static_cast<size_t>(r)];
+    for (size_t k = 0; k < indices.anchors.size(); ++k) {
+      io.writeAnchor(k, iteration, r, buffers[static_cast<size_t>(indices.anchors[k])]);
+    }
+  }
+}
+
+void SessionImpl::update(int64_t batch) {
+  const auto reduceStart = std::chrono::steady_clock::now();
+  reduceAcrossReplicas();
+  reductionSeconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - reduceStart).count();
+  const bool lossScaling = config_.options.automaticLossScalingSettings.enabled;
+  if (lossScaling && !gradientsAreFinite()) {
+    skipUpdate();
+    return;
+  }
+  clipGradients();
+  // The seed of stochastic rounding: the same on every replica, new for every update.
+  const uint64_t updateSeed =
+      device::mixSeed(seed_ ^ device::mixSeed(executionCounter_ + static_cast<uint64_t>(batch)));
+  forEachReplicaProgram([&](int64_t r) {
+    programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], updateSeed);
+  });
+  if (hasApplyPhase_) {
+    completeLambNorms();
+    forEachReplicaProgram([&](int64_t r) {
+      programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], updateSeed);
+    });
+  }
+  exchange_->gatherShardedWeights();
+  if (lossScaling) countFiniteStep();
+}
+
+std::string SessionImpl::stepTimeReport() const {
+  if (stepCount_ == 0) return "";
+  const double steps = static_cast<double>(stepCount_);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "run: %lld steps, %.3f ms per step; gradient reduction across %lld replicas (%lld "
+                "local): %.3f ms per step (%.1f%%)\n",
+                static_cast<long long>(stepCount_), runSeconds_ / steps * 1e3,
+                static_cast<long long>(globalReplicas_), static_cast<long long>(localReplicas_),
+                reductionSeconds_ / steps * 1e3,
+                runSeconds_ > 0 ? 100.0 * reductionSeconds_ / runSeconds_ : 0.0);
+  return line;
+}
+
+}  // namespace xtrain::session
