@@ -27,14 +27,6 @@ std::string encodeVerdict(uint64_t id, Verdict v, const std::string& message) {
 
 }  // namespace
 
-void completeOrRelease(MPI_Request& request) {
-  if (request == MPI_REQUEST_NULL) return;
-  if (!pollUntil(request, Clock::now() + std::chrono::seconds(2), true)) {
-    MpiLock lock;
-    MPI_Request_free(&request);
-  }
-}
-
 Outcome Agreements::agree(const AgreementSpec& spec) {
   return spec.self == spec.leader ? lead(spec) : follow(spec);
 }
@@ -126,7 +118,7 @@ Outcome Agreements::lead(const AgreementSpec& s) {
                     s.tags.verdict, s.comm, &sends[i]),
           "MPI_Isend");
   }
-  for (auto& r : sends) completeOrRelease(r);
+  for (auto& r : sends) completeOrRelease(r, Milliseconds(2000));
   return out;
 }
 
@@ -187,7 +179,7 @@ Outcome Agreements::follow(const AgreementSpec& s) {
     std::memcpy(&id, buf.data(), sizeof id);
     const auto v = static_cast<Verdict>(buf[8]);
     if (id != s.mine.id && abandoned(id)) continue;  // the answer to a step this rank gave up on
-    completeOrRelease(send);
+    completeOrRelease(send, Milliseconds(2000));
     if (v != Verdict::Go) return {v, std::string(buf.data() + 9, static_cast<size_t>(len) - 9)};
     if (id != s.mine.id) {
       return {Verdict::Mismatch,

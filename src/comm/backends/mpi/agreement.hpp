@@ -89,7 +89,4 @@ class Agreements {
   std::deque<uint64_t> giveUps_;  // buffers of the give-up messages sent (MPI may still read them)
 };
 
-// Waits (2 s at most) for a small send to complete, then leaves it to MPI (MPI_Request_free).
-void completeOrRelease(MPI_Request& request);
-
 }  // namespace xtrain::comm::mpi

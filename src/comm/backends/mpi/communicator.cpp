@@ -323,6 +323,20 @@ int toInt(size_t n) {
   return static_cast<int>(n);
 }
 
+// The sizes of a sharded collective (reduce-scatter, all-gather) on this rank.
+struct Layout {
+  size_t n;   // elements in all (the fingerprint's count)
+  size_t k;   // ranks
+  size_t es;  // bytes per element
+  size_t s;   // elements per shard
+  size_t r;   // this rank
+  static Layout of(const Collective& t, int size, int rank) {
+    const size_t n = t.fingerprint.count;
+    const auto k = static_cast<size_t>(size);
+    return {n, k, dataTypeSize(t.fingerprint.type), shardCount(n, k), static_cast<size_t>(rank)};
+  }
+};
+
 class MpiTransport : public Transport {
  public:
   MpiTransport(MPI_Comm comm, std::string name, int rank, int size)
@@ -495,11 +509,7 @@ void MpiTransport::allReduce(QueuedCommunicator& comm, const Collective& t,
 void MpiTransport::reduceScatter(QueuedCommunicator& comm, const Collective& t,
                                  Clock::time_point deadline) {
   const Fingerprint& f = t.fingerprint;
-  const size_t n = f.count;
-  const size_t k = static_cast<size_t>(size_);
-  const size_t es = dataTypeSize(f.type);
-  const size_t s = shardCount(n, k);
-  const size_t r = static_cast<size_t>(rank_);
+  const auto [n, k, es, s, r] = Layout::of(t, size_, rank_);
   const size_t begin = r * s;
   const size_t valid = begin < n ? std::min(s, n - begin) : 0;
   if (s == 0) return;
@@ -535,12 +545,7 @@ void MpiTransport::reduceScatter(QueuedCommunicator& comm, const Collective& t,
 
 void MpiTransport::allGather(QueuedCommunicator& comm, const Collective& t,
                              Clock::time_point deadline) {
-  const Fingerprint& f = t.fingerprint;
-  const size_t n = f.count;
-  const size_t k = static_cast<size_t>(size_);
-  const size_t es = dataTypeSize(f.type);
-  const size_t s = shardCount(n, k);
-  const size_t r = static_cast<size_t>(rank_);
+  const auto [n, k, es, s, r] = Layout::of(t, size_, rank_);
   if (n == 0) return;
   const MPI_Datatype type = bytesType(es);
   std::vector<char> scratch;
