@@ -215,6 +215,13 @@ class GlooTransport : public Transport {
  private:
   std::vector<Fingerprint> exchangeFingerprints(const Collective& t, Deadline deadline,
                                                 const std::string& what);
+  struct ArrivalWait {
+    bool timedOut;
+    bool interrupted;  // a connection of the group broke
+  };
+  ArrivalWait awaitFingerprints(std::vector<std::unique_ptr<TrackedBuffer>>& recvs,
+                                std::vector<std::string>& peerError, std::vector<char>& arrived,
+                                Deadline deadline);
   [[noreturn]] void peerErrors(const std::vector<std::string>& peerError,
                                const std::vector<char>& arrived, Deadline deadline,
                                const Collective& t, const std::string& what);
@@ -442,6 +449,40 @@ void GlooTransport::execute(QueuedCommunicator& comm, const Collective& t) {
   }
 }
 
+// Waits for the fingerprint receives posted to the peers without an error: marks the peers that
+// arrived, records the connections that failed in `peerError`.
+GlooTransport::ArrivalWait GlooTransport::awaitFingerprints(
+    std::vector<std::unique_ptr<TrackedBuffer>>& recvs, std::vector<std::string>& peerError,
+    std::vector<char>& arrived, Deadline deadline) {
+  bool timedOut = false;
+  bool interrupted = false;
+  for (int p = 0; p < size_ && !interrupted; ++p) {
+    const auto P = static_cast<size_t>(p);
+    if (p == rank_ || !peerError[P].empty()) continue;
+    try {
+      // After a timeout gloo has closed every connection of the context: completed receives still
+      // report success, pending ones throw (or are interrupted) at once.
+      const Milliseconds wait = timedOut ? Milliseconds(1) : remainingUntil(deadline);
+      bool done = (*recvs[P])->waitRecv(wait);
+      // After our own timeout the watchdog interrupts too (gloo closed the connections): the first
+      // wait consumed the abort, the second tells whether the fingerprint had arrived.
+      if (!done && timedOut) done = (*recvs[P])->waitRecv(Milliseconds(1));
+      if (done) {
+        arrived[P] = 1;
+      } else if (!timedOut) {
+        interrupted = true;  // a connection of the group broke
+      }
+    } catch (const std::exception& e) {
+      if (timedOut || looksLikeTimeout(e.what()) || Clock::now() >= deadline) {
+        timedOut = true;
+      } else {
+        peerError[P] = e.what();
+      }
+    }
+  }
+  return {timedOut, interrupted};
+}
+
 std::vector<Fingerprint> GlooTransport::exchangeFingerprints(const Collective& t, Deadline deadline,
                                                              const std::string& what) {
   const int k = size_;
@@ -470,32 +511,7 @@ std::vector<Fingerprint> GlooTransport::exchangeFingerprints(const Collective& t
       peerError[P] = e.what();
     }
   }
-  bool timedOut = false;
-  bool interrupted = false;
-  for (int p = 0; p < k && !interrupted; ++p) {
-    const auto P = static_cast<size_t>(p);
-    if (p == rank_ || !peerError[P].empty()) continue;
-    try {
-      // After a timeout gloo has closed every connection of the context: completed receives still
-      // report success, pending ones throw (or are interrupted) at once.
-      const Milliseconds wait = timedOut ? Milliseconds(1) : remainingUntil(deadline);
-      bool done = (*recvs[P])->waitRecv(wait);
-      // After our own timeout the watchdog interrupts too (gloo closed the connections): the first
-      // wait consumed the abort, the second tells whether the fingerprint had arrived.
-      if (!done && timedOut) done = (*recvs[P])->waitRecv(Milliseconds(1));
-      if (done) {
-        arrived[P] = 1;
-      } else if (!timedOut) {
-        interrupted = true;  // a connection of the group broke
-      }
-    } catch (const std::exception& e) {
-      if (timedOut || looksLikeTimeout(e.what()) || Clock::now() >= deadline) {
-        timedOut = true;
-      } else {
-        peerError[P] = e.what();
-      }
-    }
-  }
+  const auto [timedOut, interrupted] = awaitFingerprints(recvs, peerError, arrived, deadline);
   if (interrupted) {
     for (int p : brokenPeers()) {
       auto& e = peerError[static_cast<size_t>(p)];

@@ -106,8 +106,16 @@ Outcome Agreements::lead(const AgreementSpec& s) {
     if (auto msg = s.compare(all)) out = {Verdict::Mismatch, *msg};
   }
   if (out.verdict != Verdict::Go) abandon(s.mine.id);
-  // The verdict: members that did not arrive get "aborted" (when they do arrive, they fail at
-  // once). Small messages go out eagerly; give them a bounded time, then let MPI finish them.
+  sendVerdicts(s, out, missing);
+  return out;
+}
+
+// Leader: the verdict to every member. Members that did not arrive get "aborted" (when they do
+// arrive, they fail at once). Small messages go out eagerly; give them a bounded time, then let MPI
+// finish them.
+void Agreements::sendVerdicts(const AgreementSpec& s, const Outcome& out,
+                              const std::vector<int>& missing) {
+  const size_t m = s.members.size();
   std::vector<std::string> messages(m);
   std::vector<MPI_Request> sends(m, MPI_REQUEST_NULL);
   for (size_t i = 0; i < m; ++i) {
@@ -119,7 +127,6 @@ Outcome Agreements::lead(const AgreementSpec& s) {
           "MPI_Isend");
   }
   for (auto& r : sends) completeOrRelease(r, Milliseconds(2000));
-  return out;
 }
 
 // Leader: a member that gave up waiting for this step's verdict (this rank was late).

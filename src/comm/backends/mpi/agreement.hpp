@@ -81,6 +81,7 @@ class Agreements {
   Outcome lead(const AgreementSpec& spec);
   Outcome follow(const AgreementSpec& spec);
   std::optional<std::string> memberGaveUp(const AgreementSpec& spec);
+  void sendVerdicts(const AgreementSpec& spec, const Outcome& out, const std::vector<int>& missing);
   void abandon(uint64_t id);
   bool abandoned(uint64_t id);
 
