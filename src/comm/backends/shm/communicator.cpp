@@ -19,8 +19,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <thread>
 
 #include "comm/backends/shm/group.hpp"
