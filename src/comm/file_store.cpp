@@ -6,11 +6,9 @@
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "comm/store.hpp"
 
@@ -70,12 +68,12 @@ class FileLock {
 
 FileStore::FileStore(const std::filesystem::path& root, std::string jobId,
                      std::optional<Milliseconds> timeout)
-    : jobId_(std::move(jobId)), timeout_(timeout ? *timeout : defaultTimeout()) {
-  if (jobId_.empty()) throw error("FileStore needs a non-empty job id");
+    : LocalStore(std::move(jobId), timeout) {
+  if (LocalStore::jobId().empty()) throw error("FileStore needs a non-empty job id");
   std::error_code ec;
   std::filesystem::create_directories(root, ec);
   if (ec) throw runtime_error("FileStore: cannot create {}: {}", root.string(), ec.message());
-  dir_ = root / ("xtrain-job-" + escape(jobId_));
+  dir_ = root / ("xtrain-job-" + escape(LocalStore::jobId()));
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
     throw runtime_error("FileStore: cannot create {}: {}", dir_.string(), std::strerror(errno));
   }
@@ -91,10 +89,10 @@ FileStore::FileStore(const std::filesystem::path& root, std::string jobId,
 }
 
 std::filesystem::path FileStore::pathOf(const std::string& key) const {
-  return dir_ / (escape(jobId_) + "." + escape(key));
+  return dir_ / (escape(jobId()) + "." + escape(key));
 }
 
-std::optional<std::string> FileStore::read(const std::string& key) const {
+std::optional<std::string> FileStore::read(const std::string& key) {
   std::ifstream in(pathOf(key), std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream ss;
@@ -102,7 +100,7 @@ std::optional<std::string> FileStore::read(const std::string& key) const {
   return ss.str();
 }
 
-void FileStore::writeAtomically(const std::string& key, const std::string& value) {
+void FileStore::write(const std::string& key, const std::string& value) {
   static std::atomic<uint64_t> counter{0};
   const auto target = pathOf(key);
   auto tmp = target;
@@ -118,55 +116,18 @@ void FileStore::writeAtomically(const std::string& key, const std::string& value
   if (ec) throw runtime_error("FileStore: cannot rename {}: {}", tmp.string(), ec.message());
 }
 
-void FileStore::set(const std::string& key, const std::string& value) {
-  writeAtomically(key, value);
+bool FileStore::has(const std::string& key) {
+  return std::filesystem::exists(pathOf(key));
 }
 
-std::string FileStore::get(const std::string& key, std::optional<Milliseconds> timeout) {
-  wait({key}, timeout);
-  auto v = read(key);
-  if (!v) throw internal_error("FileStore: key '{}' vanished", key);
-  return *v;
-}
-
-int64_t FileStore::add(const std::string& key, int64_t delta) {
+void FileStore::update(const std::string& key,
+                       const std::function<std::string(const std::optional<std::string>&)>& next) {
   FileLock lock(dir_ / ".lock");
-  int64_t v = 0;
-  if (auto cur = read(key)) {
-    const auto [p, ec] = std::from_chars(cur->data(), cur->data() + cur->size(), v);
-    if (ec != std::errc() || p != cur->data() + cur->size()) {
-      throw error("store key '{}' holds '{}', not a counter; add() needs a decimal integer", key,
-                  *cur);
-    }
-  }
-  v += delta;
-  writeAtomically(key, std::to_string(v));
-  return v;
+  write(key, next(read(key)));
 }
 
-bool FileStore::check(const std::vector<std::string>& keys) {
-  for (const auto& k : keys) {
-    if (!std::filesystem::exists(pathOf(k))) return false;
-  }
-  return true;
-}
-
-void FileStore::wait(const std::vector<std::string>& keys, std::optional<Milliseconds> timeout) {
-  const Milliseconds t = timeout ? *timeout : timeout_;
-  const auto deadline = std::chrono::steady_clock::now() + t;
-  auto pause = std::chrono::microseconds(200);
-  while (!check(keys)) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      std::vector<std::string> missing;
-      for (const auto& k : keys) {
-        if (!std::filesystem::exists(pathOf(k))) missing.push_back(k);
-      }
-      throw CommTimeoutError("file store {} of job '{}': timed out after {} ms waiting for keys {}",
-                             dir_.string(), jobId_, t.count(), missing);
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(20'000));
-  }
+std::string FileStore::label() const {
+  return format("file store {} of job '{}'", dir_.string(), jobId());
 }
 
 }  // namespace xtrain::comm

@@ -204,28 +204,33 @@ void forSegments(size_t valid, size_t segElems, F&& f) {
   for (size_t off = 0; off < valid; off += segElems) f(off, std::min(segElems, valid - off));
 }
 
+// The elements of shard j (shards of s elements) below n: s, fewer for the last, 0 past the end.
+size_t shardValid(int j, size_t s, size_t n) {
+  const size_t b = static_cast<size_t>(j) * s;
+  return b < n ? std::min(s, n - b) : 0;
+}
+
 int mod(int a, int k) {
   return ((a % k) + k) % k;
 }
 
 // Ring reduce-scatter of `n` elements at `src` (k >= 2): after k-1 steps rank r holds shard r of
 // the reduction in `dst` (s = ceil(n/k) elements; `zeroPad`: the elements past n are zeroed, else
-// left alone). `dst` must not overlap `src`, or be this rank's shard of `src` (src + r*s: shard r of
-// the input is read only at the last step, each element just before its sum is written). At
-// step t rank r receives shard (r-t-2) mod k from its left neighbour, reduces it with its own input
-// and forwards the result to its right neighbour (its step t+1), segment by segment: transfers and
+// left alone). `dst` must not overlap `src`, or be this rank's shard of `src` (src + r*s: shard r
+// of the input is read only at the last step, each element just before its sum is written). At step
+// t rank r receives shard (r-t-2) mod k from its left neighbour, reduces it with its own input and
+// forwards the result to its right neighbour (its step t+1), segment by segment: transfers and
 // reductions overlap, and segments pass through a small window of buffers that stays in cache.
 // Each rank sends and receives (k-1)/k of the buffer: half the traffic of an all-reduce.
+// (Longer than 80 lines: the pipeline's receive and reduce windows are one state machine, clearer
+// read whole than split across helpers sharing a dozen locals.)
 void ringReduceScatter(const Exchange& x, size_t es, const ReduceFn& fn, const char* src, char* dst,
                        size_t n, bool zeroPad) {
   const auto& ctx = x.context;
   const int k = ctx->size;
   const int r = ctx->rank;
   const size_t s = shardCount(n, static_cast<size_t>(k));
-  auto valid = [&](int j) -> size_t {
-    const size_t b = static_cast<size_t>(j) * s;
-    return b < n ? std::min(s, n - b) : 0;
-  };
+  auto valid = [&](int j) { return shardValid(j, s, n); };
   if (s == 0) return;
   const int right = mod(r + 1, k);
   const int left = mod(r - 1, k);
@@ -317,10 +322,7 @@ void ringAllGather(const Exchange& x, size_t es, const char* in, char* out, size
   const int k = ctx->size;
   const int r = ctx->rank;
   const size_t s = shardCount(n, static_cast<size_t>(k));
-  auto valid = [&](int j) -> size_t {
-    const size_t b = static_cast<size_t>(j) * s;
-    return b < n ? std::min(s, n - b) : 0;
-  };
+  auto valid = [&](int j) { return shardValid(j, s, n); };
   const int right = mod(r + 1, k);
   const int left = mod(r - 1, k);
   const size_t segElems = std::max<size_t>(1, kSegmentBytes / es);

@@ -1,6 +1,5 @@
-// GlooCommunicator: one rank of a gloo group. As in the inproc backend, a worker thread per
-// communicator runs the collectives in issue order, so asynchronous collectives overlap with the
-// caller's work.
+// GlooTransport: one rank of a gloo group, under a QueuedCommunicator (whose executor thread runs
+// the collectives in issue order, so asynchronous collectives overlap with the caller's work).
 //
 // Every collective has two phases (docs/comm-gloo.md):
 //   1. fingerprint exchange: each rank sends its Fingerprint to every peer and receives theirs
@@ -23,33 +22,24 @@
 // (Interrupt, algorithms.hpp). Without it a wait on a healthy connection, or on a message gloo was
 // writing or reading when its connection broke (gloo does not wake those), would last until the
 // collective's timeout.
+//
+// The group's creation (rendezvous, TCP device, full mesh) is in group.cpp.
 #include <gloo/common/error.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/store.h>
-#include <gloo/transport/tcp/attr.h>
-#include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
-#include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
 
-#include "comm/serial_executor.hpp"
 #include "comm/backends/gloo/algorithms.hpp"
-#include "comm/backends/gloo/bind_address.hpp"
-#include "comm/backends/gloo/gloo.hpp"
 #include "comm/backends/gloo/slots.hpp"
-#include "comm/fingerprint.hpp"
+#include "comm/backends/gloo/transport.hpp"
+#include "comm/queued_communicator.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::gloo {
@@ -67,62 +57,11 @@ const std::string kBackendName = "gloo";
 // timeout closes them first), so this only needs to cover a scheduling delay.
 constexpr Milliseconds kGrace{500};
 
-Milliseconds remainingUntil(Deadline deadline) {
-  const auto left = std::chrono::ceil<Milliseconds>(deadline - Clock::now());
-  return std::max(left, Milliseconds(1));
-}
-
-std::string hostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
-  return buf;
-}
-
-std::string envOr(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::string(v) : std::string();
-}
-
 bool looksLikeTimeout(const std::string& msg) {
   std::string m = msg;
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
   return m.find("timed out") != std::string::npos || m.find("timeout") != std::string::npos;
 }
-
-// xtrain's store as gloo's rendezvous store (gloo connects its pairs through it).
-class StoreAdapter : public ::gloo::rendezvous::Store {
- public:
-  StoreAdapter(std::shared_ptr<comm::Store> store, Milliseconds timeout)
-      : store_(std::move(store)), timeout_(timeout) {}
-  void set(const std::string& key, const std::vector<char>& data) override {
-    store_->set(key, std::string(data.begin(), data.end()));
-  }
-  std::vector<char> get(const std::string& key) override {
-    const std::string v = store_->get(key, timeout_);
-    return std::vector<char>(v.begin(), v.end());
-  }
-  void wait(const std::vector<std::string>& keys) override { store_->wait(keys, timeout_); }
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override {
-    store_->wait(keys, timeout.count() > 0 ? timeout : timeout_);
-  }
-
- private:
-  std::shared_ptr<comm::Store> store_;
-  Milliseconds timeout_;
-};
-
-// The Work of a collective: the comm layer's one implementation (serial_executor.hpp).
-using GlooWork = CompletionWork;
-
-struct Task {
-  Fingerprint fingerprint;
-  BufferView input;
-  BufferView output;
-  Milliseconds timeout{0};
-  std::string debugName;
-  std::shared_ptr<GlooWork> work;
-};
 
 enum class Failure : char {
   None = 'N',
@@ -187,32 +126,23 @@ std::string rankList(const std::vector<int>& ranks) {
   return ranks.size() == 1 ? format("rank {}", ranks[0]) : format("ranks {}", ranks);
 }
 
-class GlooCommunicator : public Communicator {
+class GlooTransport : public Transport {
  public:
-  GlooCommunicator(std::shared_ptr<comm::Store> baseStore, std::string prefix,
-                   std::shared_ptr<comm::Store> store, std::string name, int rank, int size,
-                   Milliseconds timeout, std::shared_ptr<Device> device,
-                   std::shared_ptr<::gloo::Context> context)
+  GlooTransport(std::shared_ptr<comm::Store> baseStore, std::string prefix,
+                std::shared_ptr<comm::Store> store, std::string name, int rank, int size,
+                std::shared_ptr<Device> device, std::shared_ptr<::gloo::Context> context)
       : baseStore_(std::move(baseStore)),
         prefix_(std::move(prefix)),
         store_(std::move(store)),
         name_(std::move(name)),
         rank_(rank),
         size_(size),
-        timeout_(timeout),
         device_(std::move(device)),
-        context_(std::move(context)),
-        worker_([this] { loop(); }) {
+        context_(std::move(context)) {
     if (size_ > 1) watchdog_ = std::thread([this] { watch(); });
   }
 
-  ~GlooCommunicator() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
+  ~GlooTransport() override {
     if (size_ > 1) {
       // Before the connections close: peers that wait for this rank then see a rank that left
       // (and time out as for any missing rank), not one that died.
@@ -234,97 +164,25 @@ class GlooCommunicator : public Communicator {
     device_.reset();
   }
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  const std::string& name() const override { return name_; }
-  const std::string& backendName() const override { return kBackendName; }
-  Milliseconds timeout() const override { return timeout_; }
-
- protected:
-  std::shared_ptr<Work> doAllReduce(BufferView in, BufferView out,
-                                    const AllReduceOptions& o) override {
-    Fingerprint f{OpKind::AllReduce, 0, in.count, in.type, o.op, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doReduceScatter(BufferView in, BufferView out,
-                                        const ReduceScatterOptions& o) override {
-    Fingerprint f{OpKind::ReduceScatter, 0, in.count, in.type, o.op, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doAllGather(BufferView in, BufferView out,
-                                    const AllGatherOptions& o) override {
-    Fingerprint f{OpKind::AllGather, 0, out.count, out.type, CollectiveOperator::Add, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doBroadcast(BufferView in, BufferView out,
-                                    const BroadcastOptions& o) override {
-    Fingerprint f{OpKind::Broadcast, 0, out.count, out.type, CollectiveOperator::Add, o.root};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doBarrier(const BarrierOptions& o) override {
-    Fingerprint f{OpKind::Barrier, 0, 0, DataType::UNDEFINED, CollectiveOperator::Add, 0};
-    return enqueue(f, {}, {}, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
-                                        const std::string& splitName) override;
+  void execute(QueuedCommunicator& comm, const Collective& t) override;
+  std::shared_ptr<Communicator> split(QueuedCommunicator& comm, const SplitRequest& r) override;
 
  private:
-  std::shared_ptr<Work> enqueue(Fingerprint f, BufferView in, BufferView out,
-                                std::optional<Milliseconds> timeout, const std::string& debugName) {
-    std::shared_ptr<GlooWork> work;
-    {
-      std::lock_guard lock(mu_);
-      f.seq = nextSeq_++;
-      std::string what = describe(f);
-      if (!debugName.empty()) what += " '" + debugName + "'";
-      logging::comm::trace("group '{}' rank {}: issue {}", name_, rank_, what);
-      work = std::make_shared<GlooWork>(what);
-      queue_.push_back(Task{f, in, out, timeout ? *timeout : timeout_, debugName, work});
-    }
-    cv_.notify_all();
-    return work;
-  }
-
-  void loop() {
-    for (;;) {
-      Task task;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      try {
-        execute(task);
-        task.work->finish(nullptr);
-      } catch (...) {
-        task.work->finish(std::current_exception());
-      }
-    }
-  }
-
-  void throwIfFailed() const {
-    std::lock_guard lock(failMu_);
-    if (failure_ != Failure::None) {
-      throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
-                             failureMessage_);
-    }
-  }
-
-  void execute(const Task& t);
-  void exchangeFingerprints(const Task& t, Deadline deadline, const std::string& what);
+  std::vector<Fingerprint> exchangeFingerprints(const Collective& t, Deadline deadline,
+                                                const std::string& what);
+  struct ArrivalWait {
+    bool timedOut;
+    bool interrupted;  // a connection of the group broke
+  };
+  ArrivalWait awaitFingerprints(std::vector<std::unique_ptr<TrackedBuffer>>& recvs,
+                                std::vector<std::string>& peerError, std::vector<char>& arrived,
+                                Deadline deadline);
   [[noreturn]] void peerErrors(const std::vector<std::string>& peerError,
-                               const std::vector<char>& arrived, Deadline deadline, const Task& t,
-                               const std::string& what);
-  void dataPhase(const Task& t, Deadline deadline, const std::string& what);
-  Failed classifyDataFailure(const std::string& glooMessage, Deadline deadline, const Task& t,
+                               const std::vector<char>& arrived, Deadline deadline,
+                               const Collective& t, const std::string& what);
+  void dataPhase(const Collective& t, Deadline deadline, const std::string& what);
+  Failed classifyDataFailure(const std::string& glooMessage, Deadline deadline, const Collective& t,
                              const std::string& what);
-  std::string timeoutMessage(const std::string& what, const Task& t,
-                             const std::vector<int>& missing) const {
-    return format("{} in group '{}' (size {}) timed out after {} ms: ranks {} did not arrive", what,
-                  name_, size_, t.timeout.count(), missing);
-  }
   std::string lostMessage(const std::string& what, const std::vector<int>& ranks,
                           const std::string& glooMessage) const {
     return format(
@@ -343,7 +201,7 @@ class GlooCommunicator : public Communicator {
   std::vector<int> brokenPeers();
   void closeConnections();
   void watch();
-  [[noreturn]] void fail(const Failed& f);
+  [[noreturn]] void fail(QueuedCommunicator& comm, const Failed& f);
 
   const std::shared_ptr<comm::Store> baseStore_;  // the job's store (splits derive their keys)
   const std::string prefix_;                      // this group's key space in baseStore_
@@ -351,13 +209,12 @@ class GlooCommunicator : public Communicator {
   const std::string name_;
   const int rank_;
   const int size_;
-  const Milliseconds timeout_;
   std::shared_ptr<Device> device_;            // shared with the sub-groups split from this one
   std::shared_ptr<::gloo::Context> context_;  // null for size 1; kept until destruction
-  Scratch scratch_;                           // used by the worker only
+  Scratch scratch_;                           // used by the executor only
   Interrupt interrupt_;                       // triggered by the watchdog
 
-  std::mutex closeMu_;  // guards closed_
+  std::mutex closeMu_;   // guards closed_
   bool closed_ = false;  // closeConnections() ran
 
   std::mutex watchMu_;  // guards watchStop_ and sentinel_
@@ -365,22 +222,10 @@ class GlooCommunicator : public Communicator {
   bool watchStop_ = false;
   ::gloo::transport::UnboundBuffer* sentinel_ = nullptr;  // the watchdog's current sentinel
 
-  mutable std::mutex failMu_;  // guards failure_ and failureMessage_
-  Failure failure_ = Failure::None;
-  std::string failureMessage_;
-
-  std::mutex mu_;  // guards the queue, nextSeq_ and splitCounts_
-  std::condition_variable cv_;
-  std::deque<Task> queue_;
-  bool stopping_ = false;
-  uint64_t nextSeq_ = 0;
-  std::map<std::string, int> splitCounts_;
-
-  std::thread worker_;    // started once everything above exists
   std::thread watchdog_;  // size > 1 only; started in the constructor's body
 };
 
-std::optional<GlooCommunicator::Record> GlooCommunicator::readAbortRecord() const {
+std::optional<GlooTransport::Record> GlooTransport::readAbortRecord() const {
   try {
     if (!store_->check({"abort/msg"})) return std::nullopt;
     const std::string v = store_->get("abort/msg", Milliseconds(1000));
@@ -391,8 +236,7 @@ std::optional<GlooCommunicator::Record> GlooCommunicator::readAbortRecord() cons
   }
 }
 
-std::optional<GlooCommunicator::Record> GlooCommunicator::awaitAbortRecord(
-    Milliseconds grace) const {
+std::optional<GlooTransport::Record> GlooTransport::awaitAbortRecord(Milliseconds grace) const {
   const auto end = Clock::now() + grace;
   for (;;) {
     if (auto r = readAbortRecord()) return r;
@@ -401,7 +245,7 @@ std::optional<GlooCommunicator::Record> GlooCommunicator::awaitAbortRecord(
   }
 }
 
-bool GlooCommunicator::hasLeft(int peer) const {
+bool GlooTransport::hasLeft(int peer) const {
   try {
     return store_->check({"left/" + std::to_string(peer)});
   } catch (const std::exception&) {
@@ -410,7 +254,7 @@ bool GlooCommunicator::hasLeft(int peer) const {
 }
 
 // The peers whose connection is broken: posting a receive on a broken pair throws at once.
-std::vector<int> GlooCommunicator::brokenPeers() {
+std::vector<int> GlooTransport::brokenPeers() {
   std::vector<int> broken;
   if (!context_) return broken;
   {
@@ -438,7 +282,7 @@ std::vector<int> GlooCommunicator::brokenPeers() {
 // Closes every connection of the group (at once: a reset, not an orderly shutdown), so that every
 // peer's watchdog sees it break now, whatever that peer is waiting for. The context itself stays
 // (the watchdog uses it) until destruction.
-void GlooCommunicator::closeConnections() {
+void GlooTransport::closeConnections() {
   std::lock_guard lock(closeMu_);
   if (closed_ || !context_) return;
   closed_ = true;
@@ -447,8 +291,8 @@ void GlooCommunicator::closeConnections() {
     try {
       context_->getPair(p)->close();
     } catch (const std::exception& e) {
-      logging::comm::debug("gloo: group '{}' rank {}: closing the connection to rank {}: {}",
-                           name_, rank_, p, e.what());
+      logging::comm::debug("gloo: group '{}' rank {}: closing the connection to rank {}: {}", name_,
+                           rank_, p, e.what());
     }
   }
 }
@@ -459,7 +303,7 @@ void GlooCommunicator::closeConnections() {
 // and later collectives, unless every broken peer left (closed its communicator normally: its last
 // collectives may still be completing here) and no failure was published. Then the next generation
 // watches the connections that remain.
-void GlooCommunicator::watch() {
+void GlooTransport::watch() {
   // gloo treats the end of a wait's timeout as a failure of the collective (it closes every
   // connection), so the sentinel's wait is unbounded in practice and ended by abortWaitRecv().
   constexpr Milliseconds kForever = std::chrono::hours(24 * 365 * 10);
@@ -517,14 +361,8 @@ void GlooCommunicator::watch() {
   }
 }
 
-void GlooCommunicator::fail(const Failed& f) {
-  {
-    std::lock_guard lock(failMu_);
-    if (failure_ == Failure::None) {
-      failure_ = f.kind;
-      failureMessage_ = f.message;
-    }
-  }
+void GlooTransport::fail(QueuedCommunicator& comm, const Failed& f) {
+  comm.abort(f.message);
   if (f.publish) {
     logging::comm::err("{}", f.message);
     try {
@@ -542,33 +380,66 @@ void GlooCommunicator::fail(const Failed& f) {
   throwAs(f.kind, f.message);
 }
 
-void GlooCommunicator::execute(const Task& t) {
-  std::string what = describe(t.fingerprint);
-  if (!t.debugName.empty()) what += " '" + t.debugName + "'";
-  throwIfFailed();
+void GlooTransport::execute(QueuedCommunicator& comm, const Collective& t) {
+  const std::string& what = t.what;
   if (size_ > 1) {
     if (auto rec = readAbortRecord()) {
-      {
-        std::lock_guard lock(failMu_);
-        failure_ = rec->kind;
-        failureMessage_ = rec->message;
-      }
+      comm.abort(rec->message);
       closeConnections();
       throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
                              rec->message);
     }
   }
-  const Deadline deadline = Clock::now() + t.timeout;
   try {
-    if (size_ > 1) exchangeFingerprints(t, deadline, what);
-    dataPhase(t, deadline, what);
+    if (size_ > 1) {
+      const auto fps = exchangeFingerprints(t, t.deadline, what);
+      if (auto msg = comm.disagreement(
+              [&](int p) -> const Fingerprint& { return fps[static_cast<size_t>(p)]; })) {
+        throw Failed{Failure::Mismatch, *msg, true};
+      }
+    }
+    dataPhase(t, t.deadline, what);
   } catch (const Failed& f) {
-    fail(f);
+    fail(comm, f);
   }
 }
 
-void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
-                                            const std::string& what) {
+// Waits for the fingerprint receives posted to the peers without an error: marks the peers that
+// arrived, records the connections that failed in `peerError`.
+GlooTransport::ArrivalWait GlooTransport::awaitFingerprints(
+    std::vector<std::unique_ptr<TrackedBuffer>>& recvs, std::vector<std::string>& peerError,
+    std::vector<char>& arrived, Deadline deadline) {
+  bool timedOut = false;
+  bool interrupted = false;
+  for (int p = 0; p < size_ && !interrupted; ++p) {
+    const auto P = static_cast<size_t>(p);
+    if (p == rank_ || !peerError[P].empty()) continue;
+    try {
+      // After a timeout gloo has closed every connection of the context: completed receives still
+      // report success, pending ones throw (or are interrupted) at once.
+      const Milliseconds wait = timedOut ? Milliseconds(1) : remainingUntil(deadline);
+      bool done = (*recvs[P])->waitRecv(wait);
+      // After our own timeout the watchdog interrupts too (gloo closed the connections): the first
+      // wait consumed the abort, the second tells whether the fingerprint had arrived.
+      if (!done && timedOut) done = (*recvs[P])->waitRecv(Milliseconds(1));
+      if (done) {
+        arrived[P] = 1;
+      } else if (!timedOut) {
+        interrupted = true;  // a connection of the group broke
+      }
+    } catch (const std::exception& e) {
+      if (timedOut || looksLikeTimeout(e.what()) || Clock::now() >= deadline) {
+        timedOut = true;
+      } else {
+        peerError[P] = e.what();
+      }
+    }
+  }
+  return {timedOut, interrupted};
+}
+
+std::vector<Fingerprint> GlooTransport::exchangeFingerprints(const Collective& t, Deadline deadline,
+                                                             const std::string& what) {
   const int k = size_;
   const auto K = static_cast<size_t>(k);
   WireFingerprint mine = encode(t.fingerprint);
@@ -595,32 +466,7 @@ void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
       peerError[P] = e.what();
     }
   }
-  bool timedOut = false;
-  bool interrupted = false;
-  for (int p = 0; p < k && !interrupted; ++p) {
-    const auto P = static_cast<size_t>(p);
-    if (p == rank_ || !peerError[P].empty()) continue;
-    try {
-      // After a timeout gloo has closed every connection of the context: completed receives still
-      // report success, pending ones throw (or are interrupted) at once.
-      const Milliseconds wait = timedOut ? Milliseconds(1) : remainingUntil(deadline);
-      bool done = (*recvs[P])->waitRecv(wait);
-      // After our own timeout the watchdog interrupts too (gloo closed the connections): the first
-      // wait consumed the abort, the second tells whether the fingerprint had arrived.
-      if (!done && timedOut) done = (*recvs[P])->waitRecv(Milliseconds(1));
-      if (done) {
-        arrived[P] = 1;
-      } else if (!timedOut) {
-        interrupted = true;  // a connection of the group broke
-      }
-    } catch (const std::exception& e) {
-      if (timedOut || looksLikeTimeout(e.what()) || Clock::now() >= deadline) {
-        timedOut = true;
-      } else {
-        peerError[P] = e.what();
-      }
-    }
-  }
+  const auto [timedOut, interrupted] = awaitFingerprints(recvs, peerError, arrived, deadline);
   if (interrupted) {
     for (int p : brokenPeers()) {
       auto& e = peerError[static_cast<size_t>(p)];
@@ -638,7 +484,7 @@ void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
     for (int p = 0; p < k; ++p) {
       if (!arrived[static_cast<size_t>(p)]) missing.push_back(p);
     }
-    throw Failed{Failure::Timeout, timeoutMessage(what, t, missing), true};
+    throw Failed{Failure::Timeout, timeoutMessage(what, name_, size_, t.timeout, missing), true};
   }
   // Every peer arrived, so every peer posted its receive: our sends complete (unless a connection
   // breaks now).
@@ -652,20 +498,12 @@ void GlooCommunicator::exchangeFingerprints(const Task& t, Deadline deadline,
     const auto P = static_cast<size_t>(p);
     fps[P] = p == rank_ ? t.fingerprint : decode(theirs[P]);
   }
-  for (size_t p = 1; p < K; ++p) {
-    if (!(fps[p] == fps[0])) {
-      throw Failed{Failure::Mismatch,
-                   format("collective mismatch in group '{}' (size {}): rank 0 called {} but rank "
-                          "{} called {}",
-                          name_, k, describe(fps[0]), p, describe(fps[p])),
-                   true};
-    }
-  }
+  return fps;
 }
 
-void GlooCommunicator::peerErrors(const std::vector<std::string>& peerError,
-                                  const std::vector<char>& arrived, Deadline deadline,
-                                  const Task& t, const std::string& what) {
+void GlooTransport::peerErrors(const std::vector<std::string>& peerError,
+                               const std::vector<char>& arrived, Deadline deadline,
+                               const Collective& t, const std::string& what) {
   std::vector<int> errored;
   for (int p = 0; p < size_; ++p) {
     if (!peerError[static_cast<size_t>(p)].empty()) errored.push_back(p);
@@ -694,14 +532,14 @@ void GlooCommunicator::peerErrors(const std::vector<std::string>& peerError,
   for (int p = 0; p < size_; ++p) {
     if (!arrived[static_cast<size_t>(p)]) missing.push_back(p);
   }
-  throw Failed{
-      Failure::Timeout,
-      timeoutMessage(what, t, missing) + format(" ({} closed {} communicator)", rankList(errored),
-                                                errored.size() == 1 ? "its" : "their"),
-      true};
+  throw Failed{Failure::Timeout,
+               timeoutMessage(what, name_, size_, t.timeout, missing) +
+                   format(" ({} closed {} communicator)", rankList(errored),
+                          errored.size() == 1 ? "its" : "their"),
+               true};
 }
 
-void GlooCommunicator::dataPhase(const Task& t, Deadline deadline, const std::string& what) {
+void GlooTransport::dataPhase(const Collective& t, Deadline deadline, const std::string& what) {
   const Fingerprint& f = t.fingerprint;
   const Exchange x{context_, f.seq, deadline, &scratch_, &interrupt_};
   try {
@@ -727,8 +565,8 @@ void GlooCommunicator::dataPhase(const Task& t, Deadline deadline, const std::st
   }
 }
 
-Failed GlooCommunicator::classifyDataFailure(const std::string& glooMessage, Deadline deadline,
-                                             const Task& t, const std::string& what) {
+Failed GlooTransport::classifyDataFailure(const std::string& glooMessage, Deadline deadline,
+                                          const Collective& t, const std::string& what) {
   if (looksLikeTimeout(glooMessage) || Clock::now() >= deadline) {
     return Failed{Failure::Timeout,
                   format("{} in group '{}' (size {}) timed out after {} ms while exchanging data "
@@ -747,174 +585,25 @@ Failed GlooCommunicator::classifyDataFailure(const std::string& glooMessage, Dea
                 true};
 }
 
-// ---- creation
-
-// Announces this rank under "arrive/<rank>" (its size and host name) and waits, bounded by the
-// timeout, for every rank; returns their host names. Ranks other than 0 first check rank 0's size.
-std::vector<std::string> meet(comm::Store& store, const std::string& groupName, int rank, int size,
-                              Milliseconds timeout, const std::string& what) {
-  const Deadline deadline = Clock::now() + timeout;
-  auto key = [](int r) { return "arrive/" + std::to_string(r); };
-  std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back(key(r));
-  auto waitFor = [&](const std::vector<std::string>& ks) {
-    try {
-      store.wait(ks, remainingUntil(deadline));
-    } catch (const CommTimeoutError&) {
-      std::vector<int> missing;
-      for (int r = 0; r < size; ++r) {
-        if (!store.check({key(r)})) missing.push_back(r);
-      }
-      throw CommTimeoutError(
-          format("{} in group '{}' (size {}) timed out after {} ms: ranks {} did not arrive", what,
-                 groupName, size, timeout.count(), missing));
-    }
-  };
-  const std::string host = hostName();
-  if (rank != 0) {
-    waitFor({key(0)});
-    const std::string v = store.get(key(0), remainingUntil(deadline));
-    const int rootSize = std::atoi(v.substr(0, v.find(' ')).c_str());
-    if (rootSize != size) {
-      throw error("gloo: rank {} joins group '{}' with size {}, but rank 0 created it with size {}",
-                  rank, groupName, size, rootSize);
-    }
-  }
-  store.set(key(rank), std::to_string(size) + " " + host);
-  waitFor(keys);
-  std::vector<std::string> hosts;
-  for (int r = 0; r < size; ++r) {
-    const std::string v = store.get(key(r), remainingUntil(deadline));
-    const auto space = v.find(' ');
-    hosts.push_back(space == std::string::npos ? v : v.substr(space + 1));
-  }
-  return hosts;
-}
-
-// The address the TCP device binds to (docs/comm-gloo.md).
-std::shared_ptr<Device> makeDevice(const std::vector<std::string>& hosts,
-                                   const std::string& groupName) {
-  ::gloo::transport::tcp::attr attr;
-  std::string description;
-  const std::string iface = envOr("XTRAIN_GLOO_IFNAME");
-  const std::string hostname = envOr("XTRAIN_GLOO_HOSTNAME");
-  if (!iface.empty()) {
-    checkInterface(iface);
-    attr.iface = iface;
-    description = format("interface {} (XTRAIN_GLOO_IFNAME)", iface);
-  } else if (!hostname.empty()) {
-    checkHostname(hostname, "XTRAIN_GLOO_HOSTNAME");
-    attr.hostname = hostname;
-    description = format("{} (XTRAIN_GLOO_HOSTNAME)", hostname);
-  } else if (std::all_of(hosts.begin(), hosts.end(),
-                         [&](const std::string& h) { return h == hosts.front(); })) {
-    attr.hostname = "127.0.0.1";
-    description = format("127.0.0.1 (every rank runs on host {})", hosts.front());
-  } else {
-    attr.hostname = hostName();
-    checkHostname(attr.hostname, "this host's name (gethostname; the ranks run on several hosts)");
-    description = format("{} (this host's name; the ranks run on several hosts)", attr.hostname);
-  }
-  try {
-    auto device = ::gloo::transport::tcp::CreateDevice(attr);
-    logging::comm::debug("gloo: group '{}' binds to {}: {}", groupName, description, device->str());
-    return device;
-  } catch (const std::exception& e) {
-    throw runtime_error(
-        "gloo: cannot create a TCP device on {} for group '{}': {} (set XTRAIN_GLOO_IFNAME to a "
-        "network interface or XTRAIN_GLOO_HOSTNAME to an address of this host)",
-        description, groupName, e.what());
-  }
-}
-
-// Creates one rank's communicator of a group whose keys live under `prefix` in `baseStore`.
-// `device` is the parent's for a split, null for a new world.
-std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& baseStore,
-                                          const std::string& prefix, const std::string& name,
-                                          int rank, int size, Milliseconds timeout,
-                                          std::shared_ptr<Device> device, const std::string& what) {
-  auto store = std::make_shared<PrefixStore>(baseStore, prefix);
-  const auto hosts = meet(*store, name, rank, size, timeout, what);
-  std::shared_ptr<::gloo::Context> context;
-  if (size > 1) {
-    if (!device) device = makeDevice(hosts, name);
-    auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
-    ctx->setTimeout(timeout);
-    StoreAdapter adapter(store, timeout);
-    try {
-      ctx->connectFullMesh(adapter, device);
-    } catch (const CommTimeoutError& e) {
-      throw CommTimeoutError(
-          format("{} in group '{}' (size {}): connecting to the peers timed out after {} ms: {}",
-                 what, name, size, timeout.count(), e.what()));
-    } catch (const std::exception& e) {
-      throw runtime_error(format("{} in group '{}' (size {}): connecting to the peers failed: {}",
-                                 what, name, size, e.what()));
-    }
-    // gloo's connectFullMesh can return on one rank while a peer is still completing its side of
-    // the handshake; a rank that left at once (and closed its connections) would make that peer's
-    // creation fail. So every rank waits, bounded, until all are connected.
-    store->set("connected/" + std::to_string(rank), "1");
-    std::vector<std::string> keys;
-    for (int r = 0; r < size; ++r) keys.push_back("connected/" + std::to_string(r));
-    try {
-      store->wait(keys, timeout);
-    } catch (const CommTimeoutError& e) {
-      throw CommTimeoutError(format("{} in group '{}' (size {}): not every rank finished connecting "
-                                    "within {} ms: {}",
-                                    what, name, size, timeout.count(), e.what()));
-    }
-    context = std::move(ctx);
-  }
-  return std::make_shared<GlooCommunicator>(baseStore, prefix, std::move(store), name, rank, size,
-                                            timeout, std::move(device), std::move(context));
-}
-
-std::shared_ptr<Communicator> GlooCommunicator::doSplit(const std::vector<int>& ranks,
-                                                        const std::string& splitName) {
-  throwIfFailed();
-  std::string base = splitName + "|";
-  for (int r : ranks) base += std::to_string(r) + ",";
-  int generation = 0;
-  {
-    std::lock_guard lock(mu_);
-    generation = splitCounts_[base]++;
-  }
-  const int newRank =
-      static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
-  return createGroup(
-      baseStore_, prefix_ + "/split/" + base + "|" + std::to_string(generation),
-      name_ + "/" + splitName, newRank, static_cast<int>(ranks.size()), timeout_, device_,
-      format("split of group '{}' into '{}' with parent ranks {}", name_, splitName, ranks));
-}
-
-// gloo writes to its sockets without MSG_NOSIGNAL: writing to the connection of a peer that died
-// would kill this process with SIGPIPE instead of failing the collective. Ignore SIGPIPE unless the
-// application installed a handler of its own.
-void ignoreSigpipe() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction current = {};
-    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
-      ::signal(SIGPIPE, SIG_IGN);
-    }
-  });
-}
-
 }  // namespace
 
-std::shared_ptr<Communicator> createCommunicator(const CommConfig& c) {
-  ignoreSigpipe();
-  const Milliseconds timeout = c.timeout ? *c.timeout : defaultTimeout();
-  const std::string prefix = "gloo/" + c.name;
-  if (c.rank == 0 && c.store->add(prefix + "/created", 1) != 1) {
-    throw error(
-        "gloo: a group named '{}' was already created with this store (job '{}'); give each "
-        "communicator its own name or store",
-        c.name, c.store->jobId());
-  }
-  return createGroup(c.store, prefix, c.name, c.rank, c.size, timeout, nullptr,
-                     format("creation of group '{}'", c.name));
+std::shared_ptr<Communicator> makeCommunicator(std::shared_ptr<comm::Store> baseStore,
+                                               std::string prefix,
+                                               std::shared_ptr<comm::Store> store, std::string name,
+                                               int rank, int size, Milliseconds timeout,
+                                               std::shared_ptr<Device> device,
+                                               std::shared_ptr<::gloo::Context> context) {
+  GroupInfo info{kBackendName, name, rank, size, timeout, false};
+  return std::make_shared<QueuedCommunicator>(
+      std::move(info), std::make_unique<GlooTransport>(
+                           std::move(baseStore), std::move(prefix), std::move(store),
+                           std::move(name), rank, size, std::move(device), std::move(context)));
+}
+
+std::shared_ptr<Communicator> GlooTransport::split(QueuedCommunicator& comm,
+                                                   const SplitRequest& r) {
+  return createGroup(baseStore_, prefix_ + "/split/" + r.identity, r.childName, r.newRank,
+                     static_cast<int>(r.ranks.size()), comm.timeout(), device_, r.what);
 }
 
 }  // namespace xtrain::comm::gloo

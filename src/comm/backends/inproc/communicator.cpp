@@ -1,6 +1,6 @@
-// InprocCommunicator: one rank (thread) of an inproc group. Each communicator runs its collectives
-// in issue order on a SerialExecutor, so asynchronous collectives overlap with the caller's work
-// (blocking ones run on the caller's thread when nothing else is queued).
+// InprocTransport: one rank (thread) of an inproc group, under a QueuedCommunicator (which runs
+// the collectives in issue order on its executor; blocking ones on the caller's thread when
+// nothing else is queued).
 //
 // Every collective is two barriers around a compute phase:
 //   1. publish (fingerprint, src, dst) in this rank's slot; arrival barrier; compare every slot's
@@ -21,8 +21,8 @@
 
 #include "comm/backends/inproc/group.hpp"
 #include "comm/backends/inproc/inproc.hpp"
+#include "comm/queued_communicator.hpp"
 #include "comm/reduce.hpp"
-#include "comm/serial_executor.hpp"
 #include "common/check.hpp"
 #include "xtrain/logging.hpp"
 
@@ -31,14 +31,6 @@ namespace xtrain::comm::inproc {
 namespace {
 
 const std::string kBackendName = "inproc";
-
-struct Task {
-  Fingerprint fingerprint;
-  BufferView input;
-  BufferView output;
-  Milliseconds timeout{0};
-  std::string debugName;
-};
 
 size_t sliceBegin(size_t n, size_t k, size_t r) {
   return (n / k) * r + std::min(r, n % k);
@@ -51,85 +43,41 @@ const char* bytePtr(const void* p, size_t offset) {
   return static_cast<const char*>(p) + offset;
 }
 
-class InprocCommunicator : public Communicator {
+class InprocTransport : public Transport {
  public:
-  InprocCommunicator(std::shared_ptr<Group> group, int rank, Milliseconds timeout)
-      : group_(std::move(group)), rank_(rank), timeout_(timeout) {}
-
-  int rank() const override { return rank_; }
-  int size() const override { return group_->size(); }
-  const std::string& name() const override { return group_->name(); }
-  const std::string& backendName() const override { return kBackendName; }
-  Milliseconds timeout() const override { return timeout_; }
+  InprocTransport(std::shared_ptr<Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
 
   // Waits until every member of this (new) group exists; `what` describes the join for messages.
-  void join(const std::string& what) {
-    group_->arrive(rank_, timeout_, [&] { return what; });
+  void join(Milliseconds timeout, const std::string& what) {
+    group_->arrive(rank_, timeout, [&] { return what; });
   }
 
- protected:
-  std::shared_ptr<Work> doAllReduce(BufferView in, BufferView out,
-                                    const AllReduceOptions& o) override {
-    Fingerprint f{OpKind::AllReduce, 0, in.count, in.type, o.op, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doReduceScatter(BufferView in, BufferView out,
-                                        const ReduceScatterOptions& o) override {
-    Fingerprint f{OpKind::ReduceScatter, 0, in.count, in.type, o.op, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doAllGather(BufferView in, BufferView out,
-                                    const AllGatherOptions& o) override {
-    Fingerprint f{OpKind::AllGather, 0, out.count, out.type, CollectiveOperator::Add, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doBroadcast(BufferView in, BufferView out,
-                                    const BroadcastOptions& o) override {
-    Fingerprint f{OpKind::Broadcast, 0, out.count, out.type, CollectiveOperator::Add, o.root};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doBarrier(const BarrierOptions& o) override {
-    Fingerprint f{OpKind::Barrier, 0, 0, DataType::UNDEFINED, CollectiveOperator::Add, 0};
-    return enqueue(f, {}, {}, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
-                                        const std::string& splitName) override;
+  void execute(QueuedCommunicator& comm, const Collective& c) override;
+  std::shared_ptr<Communicator> split(QueuedCommunicator& comm, const SplitRequest& r) override;
 
  private:
-  std::shared_ptr<Work> enqueue(Fingerprint f, BufferView in, BufferView out,
-                                std::optional<Milliseconds> timeout, const std::string& debugName) {
-    std::lock_guard lock(mu_);
-    f.seq = nextSeq_++;
-    std::string what = describe(f);
-    if (!debugName.empty()) what += " '" + debugName + "'";
-    logging::comm::trace("group '{}' rank {}: issue {}", name(), rank_, what);
-    Task task{f, in, out, timeout ? *timeout : timeout_, debugName};
-    return executor_.submit(
-        what, [this, task] { execute(task); }, issuedBySyncCall());
-  }
-
-  void execute(const Task& t);
-  void checkFingerprints(const Task& t);
-  void compute(const Task& t, void* reduceScatterTarget);
+  void checkFingerprints(QueuedCommunicator& comm);
+  void compute(const Collective& c, void* reduceScatterTarget);
 
   std::shared_ptr<Group> group_;
   const int rank_;
-  const Milliseconds timeout_;
-
-  std::mutex mu_;  // guards nextSeq_ and splitCounts_
-  uint64_t nextSeq_ = 0;
-  std::map<std::string, int> splitCounts_;
-
-  SerialExecutor executor_;  // last: destroyed (drained) first
 };
 
-void InprocCommunicator::execute(const Task& t) {
+// This rank's communicator of `group`, once every member joined.
+std::shared_ptr<Communicator> makeCommunicator(std::shared_ptr<Group> group, int rank,
+                                               Milliseconds timeout, const std::string& what) {
+  auto transport = std::make_unique<InprocTransport>(group, rank);
+  transport->join(timeout, what);
+  return std::make_shared<QueuedCommunicator>(
+      GroupInfo{kBackendName, group->name(), rank, group->size(), timeout, true},
+      std::move(transport));
+}
+
+void InprocTransport::execute(QueuedCommunicator& comm, const Collective& t) {
   const Fingerprint& f = t.fingerprint;
   const size_t es = f.kind == OpKind::Barrier ? 0 : dataTypeSize(f.type);
   const bool inPlace = t.input.data == t.output.data;
-  auto what = [&] {
-    return t.debugName.empty() ? describe(f) : describe(f) + " '" + t.debugName + "'";
-  };
+  auto what = [&] { return t.what; };
 
   // Buffers this rank publishes. In-place all-gather publishes a copy of its shard (its buffer is
   // overwritten while peers read); in-place reduce-scatter reduces into a private shard (its
@@ -150,7 +98,7 @@ void InprocCommunicator::execute(const Task& t) {
   group_->throwIfAborted();
   group_->slots()[static_cast<size_t>(rank_)] = Slot{f, src, t.output.data};
   group_->arrive(rank_, t.timeout, what);
-  checkFingerprints(t);
+  checkFingerprints(comm);
   compute(t, rsTarget);
   group_->arrive(rank_, t.timeout, [&] { return what() + " (departure)"; });
   if (inPlace && f.kind == OpKind::ReduceScatter && !scratch.empty()) {
@@ -158,21 +106,16 @@ void InprocCommunicator::execute(const Task& t) {
   }
 }
 
-void InprocCommunicator::checkFingerprints(const Task& t) {
+void InprocTransport::checkFingerprints(QueuedCommunicator& comm) {
   const auto& slots = group_->slots();
-  for (size_t p = 1; p < slots.size(); ++p) {
-    if (!(slots[p].fingerprint == slots[0].fingerprint)) {
-      const std::string msg = format(
-          "collective mismatch in group '{}' (size {}): rank 0 called {} but rank {} called {}",
-          name(), size(), describe(slots[0].fingerprint), p, describe(slots[p].fingerprint));
-      group_->abort(Group::Failure::Mismatch, msg);
-      throw CommMismatchError(msg);
-    }
+  if (auto msg = comm.disagreement(
+          [&](int p) -> const Fingerprint& { return slots[static_cast<size_t>(p)].fingerprint; })) {
+    group_->abort(Group::Failure::Mismatch, *msg);
+    comm.fail(FailureKind::Mismatch, *msg);
   }
-  (void)t;
 }
 
-void InprocCommunicator::compute(const Task& t, void* rsTarget) {
+void InprocTransport::compute(const Collective& t, void* rsTarget) {
   const Fingerprint& f = t.fingerprint;
   const auto& slots = group_->slots();
   const size_t k = slots.size();
@@ -235,25 +178,11 @@ void InprocCommunicator::compute(const Task& t, void* rsTarget) {
   }
 }
 
-std::shared_ptr<Communicator> InprocCommunicator::doSplit(const std::vector<int>& ranks,
-                                                          const std::string& splitName) {
+std::shared_ptr<Communicator> InprocTransport::split(QueuedCommunicator& comm,
+                                                     const SplitRequest& r) {
   group_->throwIfAborted();
-  std::string base = splitName + "|";
-  for (int r : ranks) base += std::to_string(r) + ",";
-  int generation = 0;
-  {
-    std::lock_guard lock(mu_);
-    generation = splitCounts_[base]++;
-  }
-  const std::string childName = name() + "/" + splitName;
-  auto child = group_->joinSplit(base + "|" + std::to_string(generation),
-                                 static_cast<int>(ranks.size()), childName);
-  const int newRank =
-      static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
-  auto comm = std::make_shared<InprocCommunicator>(child, newRank, timeout_);
-  comm->join(
-      format("split of group '{}' into '{}' with parent ranks {}", name(), splitName, ranks));
-  return comm;
+  auto child = group_->joinSplit(r.identity, static_cast<int>(r.ranks.size()), r.childName);
+  return makeCommunicator(child, r.newRank, comm.timeout(), r.what);
 }
 
 // Process-wide table of the groups being created, by id; an entry lives until every rank attached.
@@ -325,9 +254,7 @@ std::shared_ptr<Communicator> createCommunicator(const CommConfig& c) {
       }
     }
   }
-  auto comm = std::make_shared<InprocCommunicator>(group, c.rank, timeout);
-  comm->join(format("creation of group '{}'", c.name));
-  return comm;
+  return makeCommunicator(group, c.rank, timeout, format("creation of group '{}'", c.name));
 }
 
 }  // namespace xtrain::comm::inproc

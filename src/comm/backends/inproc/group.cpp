@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "comm/queued_communicator.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::inproc {
@@ -56,9 +57,7 @@ void Group::arrive(int rank, Milliseconds timeout, const std::function<std::stri
       for (int r = 0; r < size_; ++r) {
         if (!here_[static_cast<size_t>(r)]) missing.push_back(r);
       }
-      const std::string msg =
-          format("{} in group '{}' (size {}) timed out after {} ms: ranks {} did not arrive",
-                 what(), name_, size_, timeout.count(), missing);
+      const std::string msg = timeoutMessage(what(), name_, size_, timeout, missing);
       failure_ = Failure::Timeout;
       failureMessage_ = msg;
       cv_.notify_all();

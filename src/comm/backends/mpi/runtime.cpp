@@ -12,7 +12,7 @@ namespace xtrain::comm::mpi {
 namespace {
 
 struct Runtime {
-  std::mutex initMu;       // guards initialisation and the finaliser list
+  std::mutex initMu;         // guards initialisation and the finaliser list
   bool initialized = false;  // by anyone (checked once)
   bool ownedByUs = false;    // we called MPI_Init_thread, so we finalise
   bool multiple = false;     // MPI_THREAD_MULTIPLE granted
@@ -134,7 +134,8 @@ void check(int rc, const std::string& what) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  throw runtime_error("{}: MPI error {} ({})", what, rc, std::string(text, static_cast<size_t>(len)));
+  throw runtime_error("{}: MPI error {} ({})", what, rc,
+                      std::string(text, static_cast<size_t>(len)));
 }
 
 void markPoisoned(const std::string& why) {
@@ -163,9 +164,9 @@ bool Backoff::pause(Clock::time_point deadline) {
   const auto now = Clock::now();
   if (now >= deadline) return false;
   if (!eager_ && now - start_ > std::chrono::microseconds(200)) {
-    std::this_thread::sleep_for(std::min(sleep_, std::chrono::duration_cast<std::chrono::microseconds>(
-                                                     deadline - now) +
-                                                     std::chrono::microseconds(1)));
+    std::this_thread::sleep_for(
+        std::min(sleep_, std::chrono::duration_cast<std::chrono::microseconds>(deadline - now) +
+                             std::chrono::microseconds(1)));
     sleep_ = std::min(sleep_ * 2, std::chrono::microseconds(1000));
   } else {
     std::this_thread::yield();
@@ -185,6 +186,14 @@ bool pollUntil(MPI_Request& request, Clock::time_point deadline, bool eager, MPI
     }
     if (done) return true;
     if (!backoff.pause(deadline)) return false;
+  }
+}
+
+void completeOrRelease(MPI_Request& request, Milliseconds limit) {
+  if (request == MPI_REQUEST_NULL) return;
+  if (!pollUntil(request, Clock::now() + limit, true)) {
+    MpiLock lock;
+    MPI_Request_free(&request);
   }
 }
 

@@ -68,14 +68,19 @@ class Backoff {
 };
 
 // Polls `request` with MPI_Test until it completes (true) or `deadline` passes (false; the request
-// is left pending). `eager` spins with yields only (a collective in flight that needs MPI progress);
-// otherwise, after a short spin, sleeps with a backoff up to 1 ms (waiting for peers to arrive).
+// is left pending). `eager` spins with yields only (a collective in flight that needs MPI
+// progress); otherwise, after a short spin, sleeps with a backoff up to 1 ms (waiting for peers to
+// arrive).
 bool pollUntil(MPI_Request& request, Clock::time_point deadline, bool eager,
                MPI_Status* status = nullptr);
 
 // Cancels a pending receive and completes it. Returns true when it was cancelled, false when it
 // had matched a message meanwhile (then it completed normally and `status` describes it).
 bool cancelReceive(MPI_Request& request, MPI_Status* status = nullptr);
+
+// Waits (`limit` at most) for a small send to complete, then leaves it to MPI (MPI_Request_free):
+// small messages go out eagerly, so this rarely waits.
+void completeOrRelease(MPI_Request& request, Milliseconds limit);
 
 // The bounded MPI_Comm_idup of `comm` (collective over comm's processes).
 MPI_Comm dupComm(MPI_Comm comm, Milliseconds timeout, const std::string& what);

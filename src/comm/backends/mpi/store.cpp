@@ -2,15 +2,14 @@
 // rank 0 answers the other ranks' requests, which travel over a duplicate of MPI_COMM_WORLD.
 //
 // Request (any rank -> 0, tag kTagRequest): op, request id, reply tag, timeout, keys, value, delta.
-// Reply (0 -> requester, tag = the request's reply tag): request id, status, number, text. get() and
-// wait() park on rank 0 until the keys exist or their timeout passes; the requester waits a little
-// longer than that (and gives up with CommTimeoutError if rank 0 never answers).
+// Reply (0 -> requester, tag = the request's reply tag): request id, status, number, text. get()
+// and wait() park on rank 0 until the keys exist or their timeout passes; the requester waits a
+// little longer than that (and gives up with CommTimeoutError if rank 0 never answers).
+#include "comm/store.hpp"
+
 #include <atomic>
-#include <charconv>
-#include <condition_variable>
 #include <cstring>
 #include <list>
-#include <map>
 #include <thread>
 
 #include "comm/backends/mpi/mpi.hpp"
@@ -120,17 +119,6 @@ struct Reply {
   std::string text;
 };
 
-int64_t parseCounter(const std::string& key, const std::string& value) {
-  if (value.empty()) return 0;
-  int64_t v = 0;
-  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || p != value.data() + value.size()) {
-    throw error("store key '{}' holds '{}', not a counter; add() needs a decimal integer", key,
-                value);
-  }
-  return v;
-}
-
 // Strips "<jobId>/" for messages.
 std::vector<std::string> shortKeys(const std::vector<std::string>& keys) {
   std::vector<std::string> out;
@@ -139,6 +127,28 @@ std::vector<std::string> shortKeys(const std::vector<std::string>& keys) {
     out.push_back(slash == std::string::npos ? k : k.substr(slash + 1));
   }
   return out;
+}
+
+// A message of unknown size from `source` with `tag`, if one is there (never blocks); `from` gets
+// its sender.
+std::optional<std::string> receive(MPI_Comm comm, int source, int tag, int* from = nullptr) {
+  int flag = 0;
+  MPI_Message m = MPI_MESSAGE_NULL;
+  MPI_Status st;
+  {
+    MpiLock lock;
+    check(MPI_Improbe(source, tag, comm, &flag, &m, &st), "mpi store: MPI_Improbe");
+  }
+  if (!flag) return std::nullopt;
+  int len = 0;
+  MPI_Get_count(&st, MPI_CHAR, &len);
+  std::string buf(static_cast<size_t>(len), '\0');
+  {
+    MpiLock lock;
+    check(MPI_Mrecv(buf.data(), len, MPI_CHAR, &m, MPI_STATUS_IGNORE), "mpi store: MPI_Mrecv");
+  }
+  if (from != nullptr) *from = st.MPI_SOURCE;
+  return buf;
 }
 
 // ---- the process-wide service
@@ -168,7 +178,7 @@ class Service {
           send = MPI_REQUEST_NULL;
         }
       }
-      completeSend(send);
+      completeOrRelease(send, Milliseconds(1000));
     }
     {
       std::lock_guard lock(mu_);
@@ -189,47 +199,22 @@ class Service {
     return stopping_ || draining_;
   }
 
-  // ---- local access (rank 0)
+  // ---- local access (rank 0): the values, by full key ("<jobId>/<key>")
 
-  void set(const std::string& key, const std::string& value) {
-    {
-      std::lock_guard lock(mu_);
-      values_[key] = value;
-    }
-    cv_.notify_all();
-  }
-  int64_t add(const std::string& key, int64_t delta) {
-    int64_t v = 0;
-    {
-      std::lock_guard lock(mu_);
-      auto& slot = values_[key];
-      try {
-        v = parseCounter(shortKeys({key})[0], slot) + delta;
-      } catch (...) {
-        if (slot.empty()) values_.erase(key);
-        throw;
-      }
-      slot = std::to_string(v);
-    }
-    cv_.notify_all();
-    return v;
-  }
+  void set(const std::string& key, const std::string& value) { values_.set(key, value); }
+  int64_t add(const std::string& key, int64_t delta) { return values_.add(key, delta); }
   // Waits until every key exists; returns the missing ones on timeout.
   std::vector<std::string> waitFor(const std::vector<std::string>& keys, Milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return missingLocked(keys).empty(); });
-    return missingLocked(keys);
+    try {
+      values_.wait(keys, timeout);
+      return {};
+    } catch (const CommTimeoutError&) {
+      return missing(keys);
+    }
   }
-  std::optional<std::string> value(const std::string& key) {
-    std::lock_guard lock(mu_);
-    auto it = values_.find(key);
-    if (it == values_.end()) return std::nullopt;
-    return it->second;
-  }
-  bool has(const std::vector<std::string>& keys) {
-    std::lock_guard lock(mu_);
-    return missingLocked(keys).empty();
-  }
+  // The value of a key that exists.
+  std::string value(const std::string& key) { return values_.get(key, Milliseconds(0)); }
+  bool has(const std::vector<std::string>& keys) { return values_.check(keys); }
 
   // ---- remote access (ranks other than 0)
 
@@ -249,33 +234,19 @@ class Service {
     // The reply's size is unknown: probe for it, then receive it.
     Backoff backoff(false);
     for (;;) {
-      int flag = 0;
-      MPI_Message m = MPI_MESSAGE_NULL;
-      MPI_Status st;
-      {
-        MpiLock lock;
-        check(MPI_Improbe(0, r.replyTag, comm_, &flag, &m, &st), "mpi store: MPI_Improbe");
-      }
-      if (flag) {
-        int len = 0;
-        MPI_Get_count(&st, MPI_CHAR, &len);
-        std::string buf(static_cast<size_t>(len), '\0');
-        {
-          MpiLock lock;
-          check(MPI_Mrecv(buf.data(), len, MPI_CHAR, &m, MPI_STATUS_IGNORE), "mpi store: MPI_Mrecv");
-        }
-        Reader rd(buf);
+      if (auto buf = receive(comm_, 0, r.replyTag)) {
+        Reader rd(*buf);
         Reply reply;
         reply.id = rd.i64();
         reply.status = static_cast<Status>(rd.u8());
         reply.number = rd.i64();
         reply.text = rd.str();
         if (reply.id != r.id) continue;  // a late answer to an earlier request that gave up
-        completeSend(send);
+        completeOrRelease(send, Milliseconds(1000));
         return reply;
       }
       if (!backoff.pause(deadline)) {
-        completeSend(send);
+        completeOrRelease(send, Milliseconds(1000));
         throw CommTimeoutError(
             "mpi store: no answer from rank 0 within {} ms (rank 0 holds the store of the MPI job; "
             "is it alive and still running?)",
@@ -285,20 +256,12 @@ class Service {
   }
 
  private:
-  static void completeSend(MPI_Request& send) {
-    if (send == MPI_REQUEST_NULL) return;
-    if (!pollUntil(send, Clock::now() + std::chrono::seconds(1), true)) {
-      MpiLock lock;
-      MPI_Request_free(&send);
-    }
-  }
-
-  std::vector<std::string> missingLocked(const std::vector<std::string>& keys) const {
-    std::vector<std::string> missing;
+  std::vector<std::string> missing(const std::vector<std::string>& keys) {
+    std::vector<std::string> out;
     for (const auto& k : keys) {
-      if (!values_.count(k)) missing.push_back(k);
+      if (!values_.check({k})) out.push_back(k);
     }
-    return missing;
+    return out;
   }
 
   struct Parked {
@@ -328,19 +291,13 @@ class Service {
   // Answers a parked get/wait if it can; true when answered.
   bool tryAnswer(const Parked& p, bool expired) {
     const Request& r = p.request;
-    std::vector<std::string> missing;
-    std::string v;
-    {
-      std::lock_guard lock(mu_);
-      missing = missingLocked(r.keys);
-      if (missing.empty() && r.op == StoreOp::Get) v = values_.at(r.keys[0]);
-    }
-    if (missing.empty()) {
-      reply(p.source, r, Reply{r.id, Status::Ok, 0, v});
+    const auto absent = missing(r.keys);
+    if (absent.empty()) {
+      reply(p.source, r, Reply{r.id, Status::Ok, 0, r.op == StoreOp::Get ? value(r.keys[0]) : ""});
       return true;
     }
     if (!expired) return false;
-    reply(p.source, r, Reply{r.id, Status::Timeout, 0, format("{}", shortKeys(missing))});
+    reply(p.source, r, Reply{r.id, Status::Timeout, 0, format("{}", shortKeys(absent))});
     return true;
   }
 
@@ -376,30 +333,18 @@ class Service {
         std::lock_guard lock(mu_);
         if (draining_ && (byes_ >= size_ - 1 || Clock::now() > drainDeadline_)) {
           if (byes_ < size_ - 1) {
-            logging::comm::warn("mpi store: stopping with {} of {} ranks not finished", size_ - 1 - byes_, size_ - 1);
+            logging::comm::warn("mpi store: stopping with {} of {} ranks not finished",
+                                size_ - 1 - byes_, size_ - 1);
           }
           break;
         }
       }
       try {
-        int flag = 0;
-        MPI_Message m = MPI_MESSAGE_NULL;
-        MPI_Status st;
-        {
-          MpiLock lock;
-          check(MPI_Improbe(MPI_ANY_SOURCE, kTagRequest, comm_, &flag, &m, &st),
-                "mpi store: MPI_Improbe");
-        }
+        int source = 0;
+        const auto buf = receive(comm_, MPI_ANY_SOURCE, kTagRequest, &source);
+        const bool flag = buf.has_value();
         if (flag) {
-          int len = 0;
-          MPI_Get_count(&st, MPI_CHAR, &len);
-          std::string buf(static_cast<size_t>(len), '\0');
-          {
-            MpiLock lock;
-            check(MPI_Mrecv(buf.data(), len, MPI_CHAR, &m, MPI_STATUS_IGNORE),
-                  "mpi store: MPI_Mrecv");
-          }
-          handle(st.MPI_SOURCE, decode(buf));
+          handle(source, decode(*buf));
           backoff = Backoff(false);
         }
         const auto now = Clock::now();
@@ -431,9 +376,8 @@ class Service {
   const int rank_;
   const int size_;
   const Milliseconds timeout_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> values_;
+  InMemoryStore values_{"mpi", timeout_};  // rank 0's values (full keys)
+  std::mutex mu_;                          // guards stopping_, draining_ and drainDeadline_
   bool stopping_ = false;
   bool draining_ = false;
   Clock::time_point drainDeadline_;
@@ -486,7 +430,7 @@ class MpiStore : public Store {
     if (service_->rank() == 0) {
       const auto missing = service_->waitFor({full(key)}, t);
       if (!missing.empty()) timedOut(t, {key});
-      return *service_->value(full(key));
+      return service_->value(full(key));
     }
     Request r;
     r.op = StoreOp::Get;
@@ -555,8 +499,7 @@ class MpiStore : public Store {
   }
   void expectOk(const Reply& rep, const char* op, const std::vector<std::string>& keys) const {
     if (rep.status != Status::Ok) {
-      throw runtime_error("mpi store of job '{}': {} of {} failed: {}", jobId_, op, keys,
-                          rep.text);
+      throw runtime_error("mpi store of job '{}': {} of {} failed: {}", jobId_, op, keys, rep.text);
     }
   }
 

@@ -1,6 +1,6 @@
-// ShmCommunicator: one rank of a shm group. Collectives run on a SerialExecutor thread in issue
-// order. Data moves through the group's shared-memory segment in rounds of at most one slot per
-// rank (see group.hpp):
+// ShmTransport: one rank of a shm group, under a QueuedCommunicator (which runs the collectives
+// in issue order). Data moves through the group's shared-memory segment in rounds of at most one
+// slot per rank (see group.hpp):
 //   1. each rank copies its part of the round into its own slot;
 //   2. barrier (the first one of a collective also compares every rank's fingerprint);
 //   3. each rank reads what it needs from the peers' slots.
@@ -19,15 +19,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <thread>
 
 #include "comm/backends/shm/group.hpp"
 #include "comm/backends/shm/shm.hpp"
 #include "comm/host.hpp"
+#include "comm/queued_communicator.hpp"
 #include "comm/reduce.hpp"
-#include "comm/serial_executor.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::shm {
@@ -86,106 +84,51 @@ const char* at(const void* p, size_t elems, size_t es) {
   return static_cast<const char*>(p) + elems * es;
 }
 
-class ShmCommunicator : public Communicator {
+class ShmTransport : public Transport {
  public:
-  ShmCommunicator(ShmGroup group, int rank, Milliseconds timeout, std::shared_ptr<Store> keySpace)
-      : group_(std::move(group)), rank_(rank), timeout_(timeout), keySpace_(std::move(keySpace)) {}
-
-  int rank() const override { return rank_; }
-  int size() const override { return group_.size(); }
-  const std::string& name() const override { return group_.name(); }
-  const std::string& backendName() const override { return kBackendName; }
-  Milliseconds timeout() const override { return timeout_; }
+  ShmTransport(ShmGroup group, int rank, std::shared_ptr<Store> keySpace)
+      : group_(std::move(group)), rank_(rank), keySpace_(std::move(keySpace)) {}
 
   // The first barrier of a new group: every rank attached. Rank 0 then removes the segment's name,
   // so nothing is left in /dev/shm whatever happens later.
-  void join(const std::string& what) {
+  void join(Milliseconds timeout, const std::string& what) {
     group_.attach(rank_);
-    group_.arrive(rank_, ++epoch_, Clock::now() + timeout_, timeout_, [&] { return what; });
+    group_.arrive(rank_, ++epoch_, Clock::now() + timeout, timeout, [&] { return what; });
     if (rank_ == 0) group_.unlinkName();
   }
 
- protected:
-  std::shared_ptr<Work> doAllReduce(BufferView in, BufferView out,
-                                    const AllReduceOptions& o) override {
-    Fingerprint f{OpKind::AllReduce, 0, in.count, in.type, o.op, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doReduceScatter(BufferView in, BufferView out,
-                                        const ReduceScatterOptions& o) override {
-    Fingerprint f{OpKind::ReduceScatter, 0, in.count, in.type, o.op, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doAllGather(BufferView in, BufferView out,
-                                    const AllGatherOptions& o) override {
-    Fingerprint f{OpKind::AllGather, 0, out.count, out.type, CollectiveOperator::Add, 0};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doBroadcast(BufferView in, BufferView out,
-                                    const BroadcastOptions& o) override {
-    Fingerprint f{OpKind::Broadcast, 0, out.count, out.type, CollectiveOperator::Add, o.root};
-    return enqueue(f, in, out, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Work> doBarrier(const BarrierOptions& o) override {
-    Fingerprint f{OpKind::Barrier, 0, 0, DataType::UNDEFINED, CollectiveOperator::Add, 0};
-    return enqueue(f, {}, {}, o.timeout, o.debugName);
-  }
-  std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
-                                        const std::string& splitName) override;
+  void execute(QueuedCommunicator& comm, const Collective& c) override;
+  std::shared_ptr<Communicator> split(QueuedCommunicator& comm, const SplitRequest& r) override;
 
  private:
   // What one running collective needs.
   struct Call {
-    Fingerprint f;
+    QueuedCommunicator& comm;
+    const Collective& c;
+    const Fingerprint& f;
     BufferView in;
     BufferView out;
-    Clock::time_point deadline;
-    Milliseconds limit;
-    std::string what;
     bool checked = false;  // fingerprints compared (at the first barrier)
   };
 
-  std::shared_ptr<Work> enqueue(Fingerprint f, BufferView in, BufferView out,
-                                std::optional<Milliseconds> timeout, const std::string& debugName) {
-    std::lock_guard lock(issueMu_);
-    f.seq = nextSeq_++;
-    std::string what = describe(f);
-    if (!debugName.empty()) what += " '" + debugName + "'";
-    logging::comm::trace("group '{}' rank {}: issue {}", name(), rank_, what);
-    const Milliseconds limit = timeout ? *timeout : timeout_;
-    return executor_.submit(
-        what,
-        [this, f, in, out, limit, what] {
-          Call c{f, in, out, Clock::now() + limit, limit, what};
-          run(c);
-        },
-        issuedBySyncCall());
-  }
-
-  void run(Call& c);
   void sync(Call& c);
   void allReduce(Call& c);
   void reduceScatter(Call& c);
   void allGather(Call& c);
   void broadcast(Call& c);
+  int size() const { return group_.size(); }
 
   ShmGroup group_;
   const int rank_;
-  const Milliseconds timeout_;
   std::shared_ptr<Store> keySpace_;  // this group's keys (for splits)
 
   // Executor-thread state: barrier epochs and data rounds, the same sequence on every rank.
   uint32_t epoch_ = 0;
   uint64_t round_ = 0;
-
-  std::mutex issueMu_;  // guards nextSeq_ and splitCounts_
-  uint64_t nextSeq_ = 0;
-  std::map<std::string, int> splitCounts_;
-
-  SerialExecutor executor_;  // last: destroyed (drained) first
 };
 
-void ShmCommunicator::run(Call& c) {
+void ShmTransport::execute(QueuedCommunicator& comm, const Collective& collective) {
+  Call c{comm, collective, collective.fingerprint, collective.input, collective.output};
   group_.throwIfFailed(true);
   group_.rankState(rank_).fingerprints[c.f.seq & 1U] = c.f;
   switch (c.f.kind) {
@@ -199,25 +142,19 @@ void ShmCommunicator::run(Call& c) {
 
 // A barrier of the running collective; the first one also checks that every rank issued the same
 // collective (each rank wrote its fingerprint before arriving).
-void ShmCommunicator::sync(Call& c) {
-  group_.arrive(rank_, ++epoch_, c.deadline, c.limit, [&] { return c.what; });
+void ShmTransport::sync(Call& c) {
+  group_.arrive(rank_, ++epoch_, c.c.deadline, c.c.timeout, [&] { return c.c.what; });
   if (c.checked) return;
   c.checked = true;
   const size_t parity = c.f.seq & 1U;
-  const Fingerprint& first = group_.rankState(0).fingerprints[parity];
-  for (int p = 1; p < size(); ++p) {
-    const Fingerprint& other = group_.rankState(p).fingerprints[parity];
-    if (!(other == first)) {
-      const std::string msg = format(
-          "collective mismatch in group '{}' (size {}): rank 0 called {} but rank {} called {}",
-          name(), size(), describe(first), p, describe(other));
-      group_.fail(Failure::Mismatch, msg);
-      throw CommMismatchError(msg);
-    }
+  if (auto msg = c.comm.disagreement(
+          [&](int p) -> const Fingerprint& { return group_.rankState(p).fingerprints[parity]; })) {
+    group_.fail(Failure::Mismatch, *msg);
+    c.comm.fail(FailureKind::Mismatch, *msg);
   }
 }
 
-void ShmCommunicator::allReduce(Call& c) {
+void ShmTransport::allReduce(Call& c) {
   const size_t es = dataTypeSize(c.f.type);
   const size_t n = c.f.count;
   const auto k = static_cast<size_t>(size());
@@ -280,7 +217,7 @@ void ShmCommunicator::allReduce(Call& c) {
   copyOut(*pending);
 }
 
-void ShmCommunicator::reduceScatter(Call& c) {
+void ShmTransport::reduceScatter(Call& c) {
   const size_t es = dataTypeSize(c.f.type);
   const size_t n = c.f.count;
   const auto k = static_cast<size_t>(size());
@@ -308,7 +245,8 @@ void ShmCommunicator::reduceScatter(Call& c) {
     sync(c);
     const size_t valid = clip(r * s + j, m, n);
     if (valid > 0) {
-      for (size_t p = 0; p < k; ++p) srcs[p] = at(group_.slot(round, static_cast<int>(p)), r * m, es);
+      for (size_t p = 0; p < k; ++p)
+        srcs[p] = at(group_.slot(round, static_cast<int>(p)), r * m, es);
       void* out = at(c.out.data, j, es);
       reduceInto(c.f.type, c.f.op, srcs.data(), k, &out, 1, valid);
     }
@@ -317,7 +255,7 @@ void ShmCommunicator::reduceScatter(Call& c) {
   } while (j < s);
 }
 
-void ShmCommunicator::allGather(Call& c) {
+void ShmTransport::allGather(Call& c) {
   const size_t es = dataTypeSize(c.f.type);
   const size_t n = c.f.count;
   const auto k = static_cast<size_t>(size());
@@ -340,7 +278,7 @@ void ShmCommunicator::allGather(Call& c) {
   } while (j < s);
 }
 
-void ShmCommunicator::broadcast(Call& c) {
+void ShmTransport::broadcast(Call& c) {
   const size_t es = dataTypeSize(c.f.type);
   const size_t n = c.f.count;
   const int root = c.f.root;
@@ -366,9 +304,9 @@ void ShmCommunicator::broadcast(Call& c) {
 
 // Creates (rank 0) or opens (the others) the group's segment and waits for every rank; `joinWhat`
 // names the creation in timeout messages.
-std::shared_ptr<ShmCommunicator> build(const std::shared_ptr<Store>& keySpace,
-                                       const std::string& groupName, int rank, int size,
-                                       Milliseconds timeout, const std::string& joinWhat) {
+std::shared_ptr<Communicator> build(const std::shared_ptr<Store>& keySpace,
+                                    const std::string& groupName, int rank, int size,
+                                    Milliseconds timeout, const std::string& joinWhat) {
   std::optional<ShmGroup> group;
   if (rank == 0) {
     if (keySpace->add("created", 1) != 1) {
@@ -401,26 +339,16 @@ std::shared_ptr<ShmCommunicator> build(const std::shared_ptr<Store>& keySpace,
     }
     group.emplace(ShmGroup::open(segment, groupName, rank, size));
   }
-  auto comm = std::make_shared<ShmCommunicator>(std::move(*group), rank, timeout, keySpace);
-  comm->join(joinWhat);
-  return comm;
+  auto transport = std::make_unique<ShmTransport>(std::move(*group), rank, keySpace);
+  transport->join(timeout, joinWhat);
+  return std::make_shared<QueuedCommunicator>(
+      GroupInfo{kBackendName, groupName, rank, size, timeout, true}, std::move(transport));
 }
 
-std::shared_ptr<Communicator> ShmCommunicator::doSplit(const std::vector<int>& ranks,
-                                                       const std::string& splitName) {
+std::shared_ptr<Communicator> ShmTransport::split(QueuedCommunicator& comm, const SplitRequest& r) {
   group_.throwIfFailed(true);
-  std::string key = format("split/{}|", splitName);
-  for (int r : ranks) key += format("{},", r);
-  {
-    std::lock_guard lock(issueMu_);
-    const int generation = splitCounts_[key]++;
-    key += format("|{}", generation);
-  }
-  const int newRank =
-      static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
-  return build(std::make_shared<PrefixStore>(keySpace_, key), name() + "/" + splitName, newRank,
-               static_cast<int>(ranks.size()), timeout_,
-               format("split of group '{}' into '{}' with parent ranks {}", name(), splitName, ranks));
+  return build(std::make_shared<PrefixStore>(keySpace_, "split/" + r.identity), r.childName,
+               r.newRank, static_cast<int>(r.ranks.size()), comm.timeout(), r.what);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <new>
 #include <thread>
 
+#include "comm/queued_communicator.hpp"
 #include "xtrain/format.hpp"
 
 namespace xtrain::comm::shm {
@@ -43,8 +44,7 @@ void futexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nano
 }
 
 void futexWakeAll(std::atomic<uint32_t>* word) {
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
-            0);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 void cpuRelax() {
@@ -97,8 +97,7 @@ ShmGroup ShmGroup::create(const std::string& segmentName, std::string groupName,
   return g;
 }
 
-ShmGroup ShmGroup::open(const std::string& segmentName, std::string groupName, int rank,
-                        int size) {
+ShmGroup ShmGroup::open(const std::string& segmentName, std::string groupName, int rank, int size) {
   auto segment = SharedSegment::open(segmentName);
   const auto* h = static_cast<const Header*>(segment.data());
   if (segment.size() < sizeof(Header) || h->magic != kMagic || h->version != kVersion) {
@@ -183,9 +182,7 @@ void ShmGroup::arrive(int rank, uint32_t epoch, Clock::time_point deadline, Mill
     if (now >= deadline) {
       const auto late = missing(epoch);
       if (late.empty()) continue;
-      const std::string msg =
-          format("{} in group '{}' (size {}) timed out after {} ms: ranks {} did not arrive", what(),
-                 name_, size_, limit.count(), late);
+      const std::string msg = timeoutMessage(what(), name_, size_, limit, late);
       fail(Failure::Timeout, msg);
       throw CommTimeoutError(msg);
     }
@@ -195,7 +192,8 @@ void ShmGroup::arrive(int rank, uint32_t epoch, Clock::time_point deadline, Mill
     }
     const auto sleepFor = std::min(deadline, nextLivenessCheck) - now;
     header_->sleepers.fetch_add(1, std::memory_order_seq_cst);
-    futexWait(&header_->wakeWord, word, std::chrono::duration_cast<std::chrono::nanoseconds>(sleepFor));
+    futexWait(&header_->wakeWord, word,
+              std::chrono::duration_cast<std::chrono::nanoseconds>(sleepFor));
     header_->sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
@@ -217,7 +215,8 @@ void ShmGroup::throwIfFailed(bool asAborted) const {
   if (kind == Failure::None) return;
   const std::string message(header_->failureMessage);
   if (asAborted) {
-    throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_, message);
+    throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
+                           message);
   }
   switch (kind) {
     case Failure::Timeout: throw CommTimeoutError(message);
