@@ -101,18 +101,21 @@ class GradContext {
   std::vector<TensorId> gradIns_;
 };
 
+// An op's definition. Written with designated initializers for its identity and arity, e.g.
+//   OpDef d{.type = "Gather", .minInputs = 2, .maxInputs = 2};
+// then the functions. Every member has a default, so any of them may be left out.
 struct OpDef {
-  std::string type;
+  std::string type{};
   std::string domain = kOnnxDomain;
   int minInputs = 1;
   int maxInputs = 1;  // -1: variadic
   int minOutputs = 1;
   int maxOutputs = 1;
-  std::function<void(Op&, const Graph&)> canonicalize;
-  std::function<std::vector<TensorInfo>(const ShapeContext&)> infer;
-  std::function<void(GradContext&)> grad;
+  std::function<void(Op&, const Graph&)> canonicalize{};
+  std::function<std::vector<TensorInfo>(const ShapeContext&)> infer{};
+  std::function<void(GradContext&)> grad{};
   // Inputs the op writes in place (optimizer updates, accumulators). Such ops need no outputs.
-  std::vector<int> modifiesInputs;
+  std::vector<int> modifiesInputs{};
 };
 
 class OpRegistry {

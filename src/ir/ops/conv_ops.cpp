@@ -113,10 +113,7 @@ Attributes gradAttrs(const GradContext& g, const Shape& shape) {
 
 // Conv(X, W, B?): Y = X * W (+ B per output channel). Canonical form in the header comment.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Conv";
-  d.minInputs = 2;
-  d.maxInputs = 3;
+  OpDef d{.type = "Conv", .minInputs = 2, .maxInputs = 3};
   d.canonicalize = canonicalizeConv;
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
@@ -148,10 +145,7 @@ XT_REGISTER_OP([] {
 
 // ConvGradInput(gY, W), internal: dX of Conv for X of shape `shape` (oneDNN backward data).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ConvGradInput";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "ConvGradInput", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
     const Shape& x = ctx.attrs().getInts("shape");
@@ -168,11 +162,11 @@ XT_REGISTER_OP([] {
 // ConvGradWeight(gY, X), internal: dW of Conv for W of shape `shape`, and optionally dB (second
 // output, [M]) (oneDNN backward weights).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ConvGradWeight";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
-  d.maxOutputs = 2;
+  OpDef d{.type = "ConvGradWeight",
+          .domain = kXtrainDomain,
+          .minInputs = 2,
+          .maxInputs = 2,
+          .maxOutputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
     const Shape& w = ctx.attrs().getInts("shape");
@@ -341,10 +335,7 @@ Shape convTransposeOutputShape(const ShapeContext& ctx, const Shape& x, const Sh
 // convolution backward-data plus the bias, dX is that Conv of gY, dW is ConvGradWeight with gY in
 // the role of the Conv's input and X in the role of its output gradient, and dB sums gY.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ConvTranspose";
-  d.minInputs = 2;
-  d.maxInputs = 3;
+  OpDef d{.type = "ConvTranspose", .minInputs = 2, .maxInputs = 3};
   d.canonicalize = canonicalizeConvTranspose;
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();

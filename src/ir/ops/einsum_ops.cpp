@@ -249,10 +249,7 @@ void einsumGrad(GradContext& g) {
 }
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Einsum";
-  d.minInputs = 1;
-  d.maxInputs = -1;
+  OpDef d{.type = "Einsum", .minInputs = 1, .maxInputs = -1};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (!op.attrs.has("equation")) {
       throw error("{}: attribute 'equation' is required", op.describe());
@@ -281,11 +278,7 @@ XT_REGISTER_OP([] {
 }());
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GeneralEinsum";
-  d.domain = kXtrainDomain;
-  d.minInputs = 1;
-  d.maxInputs = -1;
+  OpDef d{.type = "GeneralEinsum", .domain = kXtrainDomain, .minInputs = 1, .maxInputs = -1};
   d.infer = [](const ShapeContext& ctx) {
     checkTypes(ctx);
     const Equation e = splitCanonical(ctx.attrs().getString("equation"));

@@ -22,9 +22,7 @@ void checkIndices(const ShapeContext& ctx, const TensorInfo& indices) {
 // INT64; negative indices count from the end of the axis; an out-of-range index is a runtime error.
 // Canonical form: as ONNX (opsets 11-17 agree).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Gather";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "Gather", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -54,10 +52,7 @@ XT_REGISTER_OP([] {
 // zeros of `shape` to which every slice of dy is added at the position its index names (repeated
 // indices add up).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);

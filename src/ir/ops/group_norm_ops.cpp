@@ -42,9 +42,7 @@ void setGroupNormGrads(GradContext& g, std::vector<TensorId> ins, int64_t groups
 // with mean and the population variance over D1..Dk of each (n, c). Gradients for input, scale and
 // B through GroupNormGrad with num_groups = C (statistics recomputed).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "InstanceNormalization";
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "InstanceNormalization", .minInputs = 3, .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph&) {
     op.attrs.set("epsilon", op.attrs.getFloat("epsilon", 1e-5f));
   };
@@ -71,12 +69,12 @@ XT_REGISTER_OP([] {
 // through GroupNormGrad, which uses the saved statistics when the op outputs them; gradients
 // arriving at mean and invStdDev reach X too.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GroupNormalization";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 3;
-  d.minOutputs = 1;
-  d.maxOutputs = 3;
+  OpDef d{.type = "GroupNormalization",
+          .domain = kGraphcoreDomain,
+          .minInputs = 3,
+          .maxInputs = 3,
+          .minOutputs = 1,
+          .maxOutputs = 3};
   d.canonicalize = [](Op& op, const Graph&) {
     if (!op.attrs.has("num_groups")) {
       throw error("{}: attribute num_groups is required", op.describe());
@@ -115,12 +113,12 @@ XT_REGISTER_OP([] {
 // statistics [N * num_groups], recomputed from X when absent); attributes num_groups and epsilon.
 // Outputs dX (X's info), dScale and dBias ([C]).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GroupNormGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 7;
-  d.minOutputs = d.maxOutputs = 3;
+  OpDef d{.type = "GroupNormGrad",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 7,
+          .minOutputs = 3,
+          .maxOutputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(1);
     if (x.rank() < 2) ctx.fail("X is {}; expected rank >= 2", x.toString());

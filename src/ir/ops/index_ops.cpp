@@ -63,9 +63,7 @@ int64_t checkElementsIndices(const ShapeContext& ctx, const TensorInfo& data,
 // GatherElements(data, indices) with attribute axis (default 0): out[p] = data[p with p[axis]
 // replaced by indices[p]]; the output has the indices' shape. Opsets 11 and 13 agree.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherElements";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherElements", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -89,10 +87,7 @@ XT_REGISTER_OP([] {
 // GatherElementsGrad(dy, indices) with attributes axis and shape (the data's shape): zeros of
 // `shape` with every element of dy added where GatherElements read it (repeated indices add up).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherElementsGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherElementsGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -154,10 +149,7 @@ void scatterGrad(GradContext& g, const char* scatterType, const char* gatherType
 // updates, dy * data * the product of the other updates that multiplied the same position (zeros
 // counted exactly, no division by a zero update).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ScatterMulUpdatesGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 4;
+  OpDef d{.type = "ScatterMulUpdatesGrad", .domain = kXtrainDomain, .minInputs = 4, .maxInputs = 4};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalf(0, "dy");
     const TensorInfo& dy = ctx.input(0);
@@ -187,9 +179,7 @@ XT_REGISTER_OP([] {
 // 16: none, add, mul): a copy of data where out[p with p[axis] replaced by indices[p]] is set to
 // (or combined with) updates[p]. Scatter (opsets 9-10) is the same op without reduction.
 OpDef scatterElements(const std::string& type) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = type, .minInputs = 3, .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph&) {
     if (op.type == "Scatter") {
       op.type = "ScatterElements";
@@ -252,9 +242,7 @@ Shape gatherNDShape(const ShapeContext& ctx, const TensorInfo& data, const Tenso
 // GatherND(data, indices) with attribute batch_dims (opset 12; default 0): each innermost tuple
 // of indices names a slice of data (within its batch).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherND";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherND", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     checkCopyable(ctx, data);
@@ -278,10 +266,7 @@ XT_REGISTER_OP([] {
 // GatherNDGrad(dy, indices) with attributes batch_dims and shape (the data's shape): zeros of
 // `shape` with each slice of dy added where GatherND read it.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherNDGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherNDGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     ctx.requireFloatOrHalf(0, "dy");
@@ -305,9 +290,7 @@ XT_REGISTER_OP([] {
 // ScatterND(data, indices, updates) with attribute reduction (opset 16: none, add, mul): a copy of
 // data with the slices the index tuples name set to (or combined with) the slices of updates.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ScatterND";
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "ScatterND", .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -330,11 +313,7 @@ XT_REGISTER_OP([] {
 // 1-9: attribute k; 10+: input K. Canonical form: attribute `k`. Outputs: values and INT64
 // indices; equal values keep their order (lower index first).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "TopK";
-  d.minInputs = 1;
-  d.maxInputs = 2;
-  d.minOutputs = d.maxOutputs = 2;
+  OpDef d{.type = "TopK", .minInputs = 1, .maxInputs = 2, .minOutputs = 2, .maxOutputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.hasInput(1)) {
       if (op.attrs.has("k")) {
@@ -384,8 +363,7 @@ XT_REGISTER_OP([] {
 // ArgMax/ArgMin(data) with attributes axis (default 0), keepdims (default 1) and
 // select_last_index (opset 12; default 0). Output INT64.
 OpDef argOp(const std::string& type) {
-  OpDef d;
-  d.type = type;
+  OpDef d{.type = type};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(0);
     const DataType t = x.dataType();

@@ -36,12 +36,11 @@ void checkBroadcastsTo(const ShapeContext& ctx, size_t i, const char* name, cons
 // one LayerNormGrad, which uses the saved Mean/InvStdDev when the forward op produces them and
 // recomputes them otherwise; gradients arriving at Mean and InvStdDev are propagated to X too.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "LayerNormalization";
-  d.minInputs = 2;
-  d.maxInputs = 3;
-  d.minOutputs = 1;
-  d.maxOutputs = 3;
+  OpDef d{.type = "LayerNormalization",
+          .minInputs = 2,
+          .maxInputs = 3,
+          .minOutputs = 1,
+          .maxOutputs = 3};
   d.canonicalize = [](Op& op, const Graph& graph) {
     ShapeContext ctx(graph, op);
     const int64_t rank = ctx.input(0).rank();
@@ -94,13 +93,12 @@ XT_REGISTER_OP([] {
 // outputs. Outputs dX (X's info), dScale and dB, both of the full normalised shape X.shape[axis:]
 // (the forward grad reduces them to Scale's/B's shape).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "LayerNormGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 7;
-  d.minOutputs = 3;
-  d.maxOutputs = 3;
+  OpDef d{.type = "LayerNormGrad",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 7,
+          .minOutputs = 3,
+          .maxOutputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(1);
     const int64_t axis = ctx.attrs().getInt("axis");
@@ -150,12 +148,11 @@ bool batchNormTraining(const Op& op) {
 // arriving at running_mean/running_var/saved_* reach X through the batch statistics). input_mean
 // and input_var get no gradient: they are statistics, not trainable.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "BatchNormalization";
-  d.minInputs = 5;
-  d.maxInputs = 5;
-  d.minOutputs = 1;
-  d.maxOutputs = 5;
+  OpDef d{.type = "BatchNormalization",
+          .minInputs = 5,
+          .maxInputs = 5,
+          .minOutputs = 1,
+          .maxOutputs = 5};
   d.canonicalize = [](Op& op, const Graph&) {
     op.attrs.set("epsilon", op.attrs.getFloat("epsilon", 1e-5f));
     op.attrs.set("momentum", op.attrs.getFloat("momentum", 0.9f));
@@ -232,13 +229,12 @@ XT_REGISTER_OP([] {
 // statistics are recomputed from X and mean/var are absent; in inference mode mean/var are the
 // forward's input_mean and input_var. Outputs dX (X's info), dScale [C], dB [C].
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "BatchNormGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 9;
-  d.minOutputs = 3;
-  d.maxOutputs = 3;
+  OpDef d{.type = "BatchNormGrad",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 9,
+          .minOutputs = 3,
+          .maxOutputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(1);
     if (x.rank() < 2 || ctx.input(0) != x) {

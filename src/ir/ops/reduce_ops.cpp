@@ -123,10 +123,7 @@ void reduceGrad(GradContext& g, bool mean) {
 }
 
 OpDef reduceOp(const std::string& type, bool mean) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = type, .minInputs = 1, .maxInputs = 2};
   d.canonicalize = canonicalizeReduce;
   d.infer = inferReduce;
   d.grad = [mean](GradContext& g) { reduceGrad(g, mean); };
@@ -149,10 +146,7 @@ XT_REGISTER_OP(reduceOp("ReduceMean", true));
 //   L1         g * sign(x) (0 at 0);  L2  g * x / y (0 where y = 0);  SumSquare  2 g x;
 //   LogSumExp  g * exp(x - y) (0 where y = -inf).
 OpDef reduceGradOp(const std::string& type, const std::string& mode, bool integers) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = type, .minInputs = 1, .maxInputs = 2};
   d.canonicalize = canonicalizeReduce;
   d.infer = [integers](const ShapeContext& ctx) {
     const DataType t = ctx.input(0).dataType();
@@ -187,10 +181,7 @@ XT_REGISTER_OP(reduceGradOp("ReduceSumSquare", "sumsquare", false));
 // forward output); attributes axes (sorted, non-negative, as the forward's canonical form) and mode
 // (max, min, prod, l1, l2, logsumexp, sumsquare). Output dx (x's info).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ReduceGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "ReduceGrad", .domain = kXtrainDomain, .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(1);
     Shape kept = x.shape();

@@ -260,10 +260,7 @@ void gradResize(GradContext& g) {
 
 // Resize(X, roi?, scales?, sizes?): see the header comment.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Resize";
-  d.minInputs = 1;
-  d.maxInputs = 4;
+  OpDef d{.type = "Resize", .minInputs = 1, .maxInputs = 4};
   d.canonicalize = canonicalizeResize;
   d.infer = inferResize;
   d.grad = gradResize;
@@ -272,10 +269,7 @@ XT_REGISTER_OP([] {
 
 // Upsample(X, scales?) (opsets 7-9; deprecated at 10): canonicalize turns it into a Resize.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Upsample";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "Upsample", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = canonicalizeResize;
   d.infer = inferResize;
   d.grad = gradResize;
@@ -285,9 +279,7 @@ XT_REGISTER_OP([] {
 // ResizeGrad(gY), internal: dX of Resize for X of shape `shape`, with Resize's canonical
 // attributes.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ResizeGrad";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "ResizeGrad", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalf(0, "gY");
     const Shape& x = ctx.attrs().getInts("shape");

@@ -55,12 +55,12 @@ void requireDecayMode(const ShapeContext& ctx) {
 // SGDUpdate(weight, grad, hyper[7] = {gradScale, clip, lr, wd, mm, dm, vs}, [velocity]); attribute
 // nesterov (0/1). Modifies weight, velocity and (zeroGrad) grad.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "SGDUpdate";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 4;
-  d.minOutputs = d.maxOutputs = 0;
+  OpDef d{.type = "SGDUpdate",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 4,
+          .minOutputs = 0,
+          .maxOutputs = 0};
   d.modifiesInputs = {0, 1, 3};
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
@@ -77,12 +77,12 @@ XT_REGISTER_OP([] {
 // the weight is not moved: the update u is left in grad and the partial sums {sum w^2, sum u^2} in
 // lambNorms, for LambApply once the session has summed them over the shards.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "AdamUpdate";
-  d.domain = kXtrainDomain;
-  d.minInputs = 6;
-  d.maxInputs = 7;
-  d.minOutputs = d.maxOutputs = 0;
+  OpDef d{.type = "AdamUpdate",
+          .domain = kXtrainDomain,
+          .minInputs = 6,
+          .maxInputs = 7,
+          .minOutputs = 0,
+          .maxOutputs = 0};
   d.modifiesInputs = {0, 1, 3, 4, 5, 6};
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
@@ -111,11 +111,12 @@ XT_REGISTER_OP([] {
 // whole weight): w <- w - lr * r * u with Lamb's trust ratio r = min(sqrt(sum w^2), mwn) / sqrt(sum
 // u^2) (1 when either sum or mwn is 0). Modifies weight.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "LambApply";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 4;
-  d.minOutputs = d.maxOutputs = 0;
+  OpDef d{.type = "LambApply",
+          .domain = kXtrainDomain,
+          .minInputs = 4,
+          .maxInputs = 4,
+          .minOutputs = 0,
+          .maxOutputs = 0};
   d.modifiesInputs = {0};
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
@@ -133,12 +134,12 @@ XT_REGISTER_OP([] {
 // l2). v2 is required by CenteredRMSProp and AdaDelta; v3 (momentum) is optional in every mode.
 // Modifies weight, grad, v1, v2, v3.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "AdaptiveUpdate";
-  d.domain = kXtrainDomain;
-  d.minInputs = 4;
-  d.maxInputs = 6;
-  d.minOutputs = d.maxOutputs = 0;
+  OpDef d{.type = "AdaptiveUpdate",
+          .domain = kXtrainDomain,
+          .minInputs = 4,
+          .maxInputs = 6,
+          .minOutputs = 0,
+          .maxOutputs = 0};
   d.modifiesInputs = {0, 1, 3, 4, 5};
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
@@ -163,11 +164,12 @@ XT_REGISTER_OP([] {
 // AccumulateGrad(accumulator, grad, index); attribute mode "sum" (acc += g) or "running"
 // (acc += (g - acc) / (index + 1), a running mean over micro-batches). Modifies the accumulator.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "AccumulateGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 3;
-  d.minOutputs = d.maxOutputs = 0;
+  OpDef d{.type = "AccumulateGrad",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 3,
+          .minOutputs = 0,
+          .maxOutputs = 0};
   d.modifiesInputs = {0};
   d.infer = [](const ShapeContext& ctx) {
     requireSameShape(ctx, 0, 1);
@@ -180,11 +182,12 @@ XT_REGISTER_OP([] {
 
 // CopyVarUpdate(dst, src): dst <- src, in place (batch-norm running statistics). Modifies dst.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "CopyVarUpdate";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
-  d.minOutputs = d.maxOutputs = 0;
+  OpDef d{.type = "CopyVarUpdate",
+          .domain = kXtrainDomain,
+          .minInputs = 2,
+          .maxInputs = 2,
+          .minOutputs = 0,
+          .maxOutputs = 0};
   d.modifiesInputs = {0};
   d.infer = [](const ShapeContext& ctx) {
     requireSameInfo(ctx, 0, 1);
