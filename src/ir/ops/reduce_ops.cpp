@@ -6,32 +6,10 @@
 #include <set>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/const_input.hpp"
 
 namespace xtrain::ir {
 namespace {
-
-// Moves a constant axes input into attribute `axes` (read exactly for INT32/INT64); either form is
-// accepted at any opset, since internal ops carry opset 0 and always use the attribute.
-void constInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& name) {
-  if (!op.hasInput(index)) return;
-  if (op.attrs.has(name)) {
-    throw error("{}: '{}' is given both as an attribute and as input {}; give one", op.describe(),
-                name, index);
-  }
-  const Tensor& t = graph.tensor(op.inputs[index]);
-  if (t.kind == TensorKind::Const && t.value &&
-      (t.value->dataType() == DataType::INT64 || t.value->dataType() == DataType::INT32)) {
-    std::vector<int64_t> values;
-    for (int64_t i = 0; i < t.value->nelms(); ++i) {
-      values.push_back(t.value->dataType() == DataType::INT64 ? t.value->data<int64_t>()[i]
-                                                              : t.value->data<int32_t>()[i]);
-    }
-    op.attrs.set(name, std::move(values));
-    op.inputs[index].clear();
-    return;
-  }
-  moveConstInputToAttr(op, graph, index, name);  // reports a non-constant input
-}
 
 // Canonical form of ReduceSum and ReduceMean: attribute `axes` lists the reduced axes explicitly,
 // sorted, non-negative and unique (an empty list means no reduction: the op copies its input), and
