@@ -152,5 +152,9 @@ int64_t normalizeAxis(const ShapeContext& ctx, int64_t axis, int64_t rank);
 // inputs. No-op when the input is absent. Throws xtrain::error naming the op when the input is not
 // a constant.
 void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& attrName);
+// Input `index` of op when it is a constant with a value, nullptr when it is absent. Throws
+// xtrain::error naming the op, the input and `usedAs` when it is present but not a constant.
+const Tensor* constInputTensor(const Op& op, const Graph& graph, size_t index,
+                               const std::string& usedAs);
 
 }  // namespace xtrain::ir

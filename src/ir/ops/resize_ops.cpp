@@ -40,14 +40,9 @@ namespace {
 // (ONNX's way of leaving an input of Resize 11 out).
 std::optional<std::vector<double>> constInputValues(const Op& op, const Graph& graph, size_t index,
                                                     const char* what) {
-  if (!op.hasInput(index)) return std::nullopt;
-  const Tensor& t = graph.tensor(op.inputs[index]);
-  if (t.kind != TensorKind::Const || !t.value) {
-    throw error(
-        "{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
-        op.describe(), index, t.id, what);
-  }
-  if (t.value->nelms() == 0) return std::nullopt;
+  const Tensor* input = constInputTensor(op, graph, index, what);
+  if (input == nullptr || input->value->nelms() == 0) return std::nullopt;
+  const Tensor& t = *input;
   const DataType type = t.info.dataType();
   const bool integer = std::string_view(what) == "sizes";
   if (integer ? (type != DataType::INT64 && type != DataType::INT32) : !isFloatingPoint(type)) {

@@ -190,13 +190,9 @@ XT_REGISTER_OP([] {
 // scalars.
 std::optional<double> takeConstScalarInput(Op& op, const Graph& graph, size_t index,
                                            const char* what) {
-  if (!op.hasInput(index)) return std::nullopt;
-  const Tensor& t = graph.tensor(op.inputs[index]);
-  if (t.kind != TensorKind::Const || !t.value) {
-    throw error(
-        "{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
-        op.describe(), index, t.id, what);
-  }
+  const Tensor* input = constInputTensor(op, graph, index, what);
+  if (input == nullptr) return std::nullopt;
+  const Tensor& t = *input;
   if (t.value->nelms() != 1) {
     throw error("{}: input {} ('{}', used as '{}') is {}, expected a scalar", op.describe(), index,
                 t.id, what, t.info.toString());
