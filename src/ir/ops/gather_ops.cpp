@@ -1,5 +1,6 @@
 // Gather (embedding lookups among others) and its gradient GatherGrad, a scatter-add.
 #include "ir/op_registry.hpp"
+#include "ir/ops/indexing.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -10,12 +11,6 @@ Shape gatherShape(const Shape& data, const Shape& indices, int64_t axis) {
   out.insert(out.end(), indices.begin(), indices.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
   return out;
-}
-
-void checkIndices(const ShapeContext& ctx, const TensorInfo& indices) {
-  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64) {
-    ctx.fail("indices {} must be INT32 or INT64", indices.toString());
-  }
 }
 
 // Gather(data, indices) with attribute axis (default 0, negative allowed). Indices are INT32 or
@@ -35,16 +30,7 @@ XT_REGISTER_OP([] {
     return std::vector<TensorInfo>{
         TensorInfo(data.dataType(), gatherShape(data.shape(), indices.shape(), axis))};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;  // indices are integers: no gradient
-    const TensorInfo& data = g.inputInfo(0);
-    int64_t axis = g.attrs().getInt("axis", 0);
-    if (axis < 0) axis += data.rank();
-    Attributes a;
-    a.set("axis", axis);
-    a.set("shape", data.shape());
-    g.setGradIn(0, g.emit("GatherGrad", {g.gradOut(0), g.input(1)}, std::move(a)));
-  };
+  d.grad = [](GradContext& g) { gatherGrad(g, "GatherGrad", "axis"); };
   return d;
 }());
 
@@ -68,12 +54,7 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{TensorInfo(dy.dataType(), shape)};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("axis", g.attrs().getInt("axis"));
-    g.setGradIn(0, g.emit("Gather", {g.gradOut(0), g.input(1)}, std::move(a), kOnnxDomain));
-  };
+  d.grad = [](GradContext& g) { scatterAddGrad(g, "Gather", "axis"); };
   return d;
 }());
 

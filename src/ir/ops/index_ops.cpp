@@ -4,15 +4,10 @@
 // index out of range is a runtime error naming the op and the index.
 #include "ir/op_registry.hpp"
 #include "ir/ops/const_input.hpp"
+#include "ir/ops/indexing.hpp"
 
 namespace xtrain::ir {
 namespace {
-
-void checkIndices(const ShapeContext& ctx, const TensorInfo& indices) {
-  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64) {
-    ctx.fail("indices {} must be INT32 or INT64", indices.toString());
-  }
-}
 
 void checkCopyable(const ShapeContext& ctx, const TensorInfo& info) {
   if (dataTypeSize(info.dataType()) == 0) {
@@ -71,16 +66,7 @@ XT_REGISTER_OP([] {
     checkElementsIndices(ctx, data, indices);
     return std::vector<TensorInfo>{TensorInfo(data.dataType(), indices.shape())};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    const TensorInfo& data = g.inputInfo(0);
-    int64_t axis = g.attrs().getInt("axis", 0);
-    if (axis < 0) axis += data.rank();
-    Attributes a;
-    a.set("axis", axis);
-    a.set("shape", data.shape());
-    g.setGradIn(0, g.emit("GatherElementsGrad", {g.gradOut(0), g.input(1)}, std::move(a)));
-  };
+  d.grad = [](GradContext& g) { gatherGrad(g, "GatherElementsGrad", "axis"); };
   return d;
 }());
 
@@ -100,12 +86,7 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{data};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("axis", g.attrs().getInt("axis"));
-    g.setGradIn(0, g.emit("GatherElements", {g.gradOut(0), g.input(1)}, std::move(a), kOnnxDomain));
-  };
+  d.grad = [](GradContext& g) { scatterAddGrad(g, "GatherElements", "axis"); };
   return d;
 }());
 
@@ -253,13 +234,7 @@ XT_REGISTER_OP([] {
     return std::vector<TensorInfo>{
         TensorInfo(data.dataType(), gatherNDShape(ctx, data, ctx.input(1), b))};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("batch_dims", g.attrs().getInt("batch_dims", 0));
-    a.set("shape", g.inputInfo(0).shape());
-    g.setGradIn(0, g.emit("GatherNDGrad", {g.gradOut(0), g.input(1)}, std::move(a)));
-  };
+  d.grad = [](GradContext& g) { gatherGrad(g, "GatherNDGrad", "batch_dims"); };
   return d;
 }());
 
@@ -278,12 +253,7 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{data};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("batch_dims", g.attrs().getInt("batch_dims", 0));
-    g.setGradIn(0, g.emit("GatherND", {g.gradOut(0), g.input(1)}, std::move(a), kOnnxDomain));
-  };
+  d.grad = [](GradContext& g) { scatterAddGrad(g, "GatherND", "batch_dims"); };
   return d;
 }());
 
