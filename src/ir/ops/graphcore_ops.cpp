@@ -196,21 +196,51 @@ Attributes dynamicAttrs(const GradContext& g) {
   return a;
 }
 
-// DynamicSlice(tensor, offset) -> slice.
-XT_REGISTER_OP([] {
-  OpDef d{.type = "DynamicSlice", .domain = kGraphcoreDomain, .minInputs = 2, .maxInputs = 2};
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(0);
-    return std::vector<TensorInfo>{TensorInfo(x.dataType(), checkDynamic(ctx, x.shape()))};
-  };
-  d.grad = [](GradContext& g) {
-    Attributes a = dynamicAttrs(g);
-    a.set("shape", g.inputInfo(0).shape());
-    g.setGradIn(0, g.emit("DynamicSliceGrad", {g.gradOut(0), g.input(1)}, a));
-  };
+// The ai.graphcore dynamic op `type` applied to the gradient at the op's offset, with its axes and
+// sizes.
+TensorId emitDynamic(GradContext& g, const char* type) {
+  return g.emit(type, {g.gradOut(0), g.input(1)}, dynamicAttrs(g), kGraphcoreDomain);
+}
+
+// The ai.graphcore dynamic ops: (tensor, offset[, slice]) with attributes axes and sizes.
+OpDef dynamicOp(const char* type, int numInputs,
+                std::function<std::vector<TensorInfo>(const ShapeContext&)> infer,
+                std::function<void(GradContext&)> grad) {
+  OpDef d{.type = type,
+          .domain = kGraphcoreDomain,
+          .minInputs = numInputs,
+          .maxInputs = numInputs,
+          .canonicalize = normalizeAxesAttr,
+          .infer = std::move(infer),
+          .grad = std::move(grad)};
   return d;
-}());
+}
+
+// DynamicUpdate and DynamicAdd: the tensor, once the slice (input 2) is checked against the
+// offset's window.
+std::vector<TensorInfo> inferDynamicWrite(const ShapeContext& ctx) {
+  const TensorInfo& x = ctx.input(0);
+  const Shape slice = checkDynamic(ctx, x.shape());
+  const TensorInfo& s = ctx.input(2);
+  if (s.dataType() != x.dataType() || s.shape() != slice) {
+    ctx.fail("input 2 (slice) is {}, expected {}", s.toString(),
+             TensorInfo(x.dataType(), slice).toString());
+  }
+  return {x};
+}
+
+// DynamicSlice(tensor, offset) -> slice.
+XT_REGISTER_OP(dynamicOp(
+    "DynamicSlice", 2,
+    [](const ShapeContext& ctx) {
+      const TensorInfo& x = ctx.input(0);
+      return std::vector<TensorInfo>{TensorInfo(x.dataType(), checkDynamic(ctx, x.shape()))};
+    },
+    [](GradContext& g) {
+      Attributes a = dynamicAttrs(g);
+      a.set("shape", g.inputInfo(0).shape());
+      g.setGradIn(0, g.emit("DynamicSliceGrad", {g.gradOut(0), g.input(1)}, a));
+    }));
 
 // DynamicSliceGrad(gy, offset) with attribute shape: zeros of `shape` with gy at the offset.
 XT_REGISTER_OP([] {
@@ -226,69 +256,25 @@ XT_REGISTER_OP([] {
 }());
 
 // DynamicUpdate(tensor, offset, slice): tensor with slice written at offset.
-XT_REGISTER_OP([] {
-  OpDef d{.type = "DynamicUpdate", .domain = kGraphcoreDomain, .minInputs = 3, .maxInputs = 3};
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(0);
-    const Shape slice = checkDynamic(ctx, x.shape());
-    const TensorInfo& s = ctx.input(2);
-    if (s.dataType() != x.dataType() || s.shape() != slice) {
-      ctx.fail("input 2 (slice) is {}, expected {}", s.toString(),
-               TensorInfo(x.dataType(), slice).toString());
-    }
-    return std::vector<TensorInfo>{x};
-  };
-  d.grad = [](GradContext& g) {
-    const Attributes a = dynamicAttrs(g);
-    if (g.needsGrad(0)) {
-      g.setGradIn(0, g.emit("DynamicZero", {g.gradOut(0), g.input(1)}, a, kGraphcoreDomain));
-    }
-    if (g.needsGrad(2)) {
-      g.setGradIn(2, g.emit("DynamicSlice", {g.gradOut(0), g.input(1)}, a, kGraphcoreDomain));
-    }
-  };
-  return d;
-}());
+XT_REGISTER_OP(dynamicOp("DynamicUpdate", 3, inferDynamicWrite, [](GradContext& g) {
+  if (g.needsGrad(0)) g.setGradIn(0, emitDynamic(g, "DynamicZero"));
+  if (g.needsGrad(2)) g.setGradIn(2, emitDynamic(g, "DynamicSlice"));
+}));
 
 // DynamicZero(tensor, offset): tensor with the slice at offset set to 0.
-XT_REGISTER_OP([] {
-  OpDef d{.type = "DynamicZero", .domain = kGraphcoreDomain, .minInputs = 2, .maxInputs = 2};
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    checkDynamic(ctx, ctx.input(0).shape());
-    return std::vector<TensorInfo>{ctx.input(0)};
-  };
-  d.grad = [](GradContext& g) {
-    g.setGradIn(
-        0, g.emit("DynamicZero", {g.gradOut(0), g.input(1)}, dynamicAttrs(g), kGraphcoreDomain));
-  };
-  return d;
-}());
+XT_REGISTER_OP(dynamicOp(
+    "DynamicZero", 2,
+    [](const ShapeContext& ctx) {
+      checkDynamic(ctx, ctx.input(0).shape());
+      return std::vector<TensorInfo>{ctx.input(0)};
+    },
+    [](GradContext& g) { g.setGradIn(0, emitDynamic(g, "DynamicZero")); }));
 
 // DynamicAdd(tensor, offset, slice): tensor with slice added at offset.
-XT_REGISTER_OP([] {
-  OpDef d{.type = "DynamicAdd", .domain = kGraphcoreDomain, .minInputs = 3, .maxInputs = 3};
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(0);
-    const Shape slice = checkDynamic(ctx, x.shape());
-    const TensorInfo& s = ctx.input(2);
-    if (s.dataType() != x.dataType() || s.shape() != slice) {
-      ctx.fail("input 2 (slice) is {}, expected {}", s.toString(),
-               TensorInfo(x.dataType(), slice).toString());
-    }
-    return std::vector<TensorInfo>{x};
-  };
-  d.grad = [](GradContext& g) {
-    if (g.needsGrad(0)) g.setGradIn(0, g.gradOut(0));
-    if (g.needsGrad(2)) {
-      g.setGradIn(
-          2, g.emit("DynamicSlice", {g.gradOut(0), g.input(1)}, dynamicAttrs(g), kGraphcoreDomain));
-    }
-  };
-  return d;
-}());
+XT_REGISTER_OP(dynamicOp("DynamicAdd", 3, inferDynamicWrite, [](GradContext& g) {
+  if (g.needsGrad(0)) g.setGradIn(0, g.gradOut(0));
+  if (g.needsGrad(2)) g.setGradIn(2, emitDynamic(g, "DynamicSlice"));
+}));
 
 // ---- Init
 
