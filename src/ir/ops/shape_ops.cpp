@@ -28,10 +28,7 @@ void checkCopyable(const ShapeContext& ctx, const TensorInfo& info) {
 XT_REGISTER_OP([] {
   OpDef d{.type = "Reshape", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "shape");
-    if (!op.attrs.has("shape")) {
-      throw error("{}: needs the target shape (input 1 or attribute 'shape')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "shape", "the target shape");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
@@ -144,10 +141,7 @@ XT_REGISTER_OP([] {
 XT_REGISTER_OP([] {
   OpDef d{.type = "Unsqueeze", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "axes");
-    if (!op.attrs.has("axes")) {
-      throw error("{}: needs the axes to insert (input 1 or attribute 'axes')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "axes", "the axes to insert");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
@@ -463,10 +457,7 @@ XT_REGISTER_OP([] {
 XT_REGISTER_OP([] {
   OpDef d{.type = "Expand", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "shape");
-    if (!op.attrs.has("shape")) {
-      throw error("{}: needs the target shape (input 1 or attribute 'shape')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "shape", "the target shape");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);

@@ -76,10 +76,7 @@ XT_REGISTER_OP([] {
                     in.toString());
       }
     }
-    constInputToAttr(op, graph, 0, "shape");
-    if (!op.attrs.has("shape")) {
-      throw error("{}: needs the output shape (input 0 or attribute 'shape')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 0, "shape", "the output shape");
   };
   d.infer = [](const ShapeContext& ctx) {
     const std::vector<int64_t>& shape = ctx.attrs().getInts("shape");
@@ -171,10 +168,7 @@ XT_REGISTER_OP([] {
 XT_REGISTER_OP([] {
   OpDef d{.type = "Tile", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "repeats");
-    if (!op.attrs.has("repeats")) {
-      throw error("{}: needs the repeats (input 1 or attribute 'repeats')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "repeats", "the repeats");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
