@@ -116,6 +116,9 @@ struct OpDef {
   std::function<void(GradContext&)> grad{};
   // Inputs the op writes in place (optimizer updates, accumulators). Such ops need no outputs.
   std::vector<int> modifiesInputs{};
+  // The op type canonicalize always turns this op into (Upsample -> Resize), or empty. Such an op
+  // never reaches the kernels, so it needs no kernel of its own.
+  std::string rewrittenTo{};
 };
 
 class OpRegistry {

@@ -161,6 +161,7 @@ XT_REGISTER_OP([] {
 // (or combined with) updates[p]. Scatter (opsets 9-10) is the same op without reduction.
 OpDef scatterElements(const std::string& type) {
   OpDef d{.type = type, .minInputs = 3, .maxInputs = 3};
+  if (type == "Scatter") d.rewrittenTo = "ScatterElements";
   d.canonicalize = [](Op& op, const Graph&) {
     if (op.type == "Scatter") {
       op.type = "ScatterElements";

@@ -253,23 +253,19 @@ void gradResize(GradContext& g) {
   g.setGradIn(0, g.emit("ResizeGrad", {g.gradOut(0)}, a));
 }
 
-// Resize(X, roi?, scales?, sizes?): see the header comment.
-XT_REGISTER_OP([] {
-  OpDef d{.type = "Resize", .minInputs = 1, .maxInputs = 4};
-  d.canonicalize = canonicalizeResize;
-  d.infer = inferResize;
-  d.grad = gradResize;
-  return d;
-}());
-
-// Upsample(X, scales?) (opsets 7-9; deprecated at 10): canonicalize turns it into a Resize.
-XT_REGISTER_OP([] {
-  OpDef d{.type = "Upsample", .minInputs = 1, .maxInputs = 2};
-  d.canonicalize = canonicalizeResize;
-  d.infer = inferResize;
-  d.grad = gradResize;
-  return d;
-}());
+// Resize(X, roi?, scales?, sizes?) (see the header comment) and Upsample(X, scales?) (opsets 7-9;
+// deprecated at 10), which canonicalize turns into a Resize.
+OpDef resizeDef(const char* type, int maxInputs, const char* rewrittenTo) {
+  return OpDef{.type = type,
+               .minInputs = 1,
+               .maxInputs = maxInputs,
+               .canonicalize = canonicalizeResize,
+               .infer = inferResize,
+               .grad = gradResize,
+               .rewrittenTo = rewrittenTo};
+}
+XT_REGISTER_OP(resizeDef("Resize", 4, ""));
+XT_REGISTER_OP(resizeDef("Upsample", 2, "Resize"));
 
 // ResizeGrad(gY), internal: dX of Resize for X of shape `shape`, with Resize's canonical
 // attributes.

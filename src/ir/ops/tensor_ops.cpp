@@ -452,7 +452,7 @@ XT_REGISTER_OP([] {
 // CastLike(input, target_type) (opset 15): Cast to target_type's element type. canonicalize turns
 // it into Cast with attribute `to`, so it shares Cast's kernel and gradient.
 XT_REGISTER_OP([] {
-  OpDef d{.type = "CastLike", .minInputs = 1, .maxInputs = 2};
+  OpDef d{.type = "CastLike", .minInputs = 1, .maxInputs = 2, .rewrittenTo = "Cast"};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (!op.hasInput(1)) {
       throw error("{}: input 1 (target_type) is required", op.describe());
