@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/norm_grad.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -92,34 +93,16 @@ XT_REGISTER_OP([] {
 // statistics (recomputed from X when absent); dMean/dInvStdDev are gradients arriving at those
 // outputs. Outputs dX (X's info), dScale and dB, both of the full normalised shape X.shape[axis:]
 // (the forward grad reduces them to Scale's/B's shape).
-XT_REGISTER_OP([] {
-  OpDef d{.type = "LayerNormGrad",
-          .domain = kXtrainDomain,
-          .minInputs = 3,
-          .maxInputs = 7,
-          .minOutputs = 3,
-          .maxOutputs = 3};
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(1);
-    const int64_t axis = ctx.attrs().getInt("axis");
-    if (axis < 0 || axis >= x.rank()) ctx.fail("axis {} out of range for X {}", axis, x.toString());
-    if (ctx.input(0) != x) {
-      ctx.fail("dY is {} but X is {}", ctx.input(0).toString(), x.toString());
-    }
-    Shape stat = x.shape();
-    std::fill(stat.begin() + axis, stat.end(), 1);
-    for (size_t i = 3; i < 7; ++i) {
-      if (ctx.hasInput(i) && ctx.input(i).shape() != stat) {
-        ctx.fail("input {} is {}; expected statistics of shape {}", i, ctx.input(i).toString(),
-                 shapeToString(stat));
-      }
-    }
-    if (ctx.hasInput(3) != ctx.hasInput(4)) ctx.fail("Mean and InvStdDev must be given together");
-    const TensorInfo norm(x.dataType(), normalizedShape(x.shape(), axis));
-    return std::vector<TensorInfo>{x, norm, norm};
-  };
-  return d;
-}());
+XT_REGISTER_OP(normGradDef("LayerNormGrad", [](const ShapeContext& ctx) {
+  const TensorInfo& x = ctx.input(1);
+  const int64_t axis = ctx.attrs().getInt("axis");
+  if (axis < 0 || axis >= x.rank()) ctx.fail("axis {} out of range for X {}", axis, x.toString());
+  Shape stat = x.shape();
+  std::fill(stat.begin() + axis, stat.end(), 1);
+  checkNormGradInputs(ctx, stat, "Mean", "InvStdDev");
+  const TensorInfo norm(x.dataType(), normalizedShape(x.shape(), axis));
+  return std::vector<TensorInfo>{x, norm, norm};
+}));
 
 // Training mode of a BatchNormalization: the training_mode attribute when present (canonicalize
 // sets it for opset >= 14), else (opset < 14) whether the op has more than one output, as ONNX
