@@ -163,14 +163,22 @@ int64_t normalizeAxis(const ShapeContext& ctx, int64_t axis, int64_t rank) {
   return k;
 }
 
-void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& attrName) {
-  if (!op.hasInput(index)) return;
+const Tensor* constInputTensor(const Op& op, const Graph& graph, size_t index,
+                               const std::string& usedAs) {
+  if (!op.hasInput(index)) return nullptr;
   const Tensor& t = graph.tensor(op.inputs[index]);
   if (t.kind != TensorKind::Const || !t.value) {
     throw error(
         "{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
-        op.describe(), index, t.id, attrName);
+        op.describe(), index, t.id, usedAs);
   }
+  return &t;
+}
+
+void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& attrName) {
+  const Tensor* input = constInputTensor(op, graph, index, attrName);
+  if (input == nullptr) return;
+  const Tensor& t = *input;
   std::vector<int64_t> values;
   values.reserve(static_cast<size_t>(t.value->nelms()));
   // Integers are read exactly: INT64_MAX ("to the end" in Slice) does not survive a trip through

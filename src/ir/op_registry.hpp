@@ -101,18 +101,24 @@ class GradContext {
   std::vector<TensorId> gradIns_;
 };
 
+// An op's definition. Written with designated initializers for its identity and arity, e.g.
+//   OpDef d{.type = "Gather", .minInputs = 2, .maxInputs = 2};
+// then the functions. Every member has a default, so any of them may be left out.
 struct OpDef {
-  std::string type;
+  std::string type{};
   std::string domain = kOnnxDomain;
   int minInputs = 1;
   int maxInputs = 1;  // -1: variadic
   int minOutputs = 1;
   int maxOutputs = 1;
-  std::function<void(Op&, const Graph&)> canonicalize;
-  std::function<std::vector<TensorInfo>(const ShapeContext&)> infer;
-  std::function<void(GradContext&)> grad;
+  std::function<void(Op&, const Graph&)> canonicalize{};
+  std::function<std::vector<TensorInfo>(const ShapeContext&)> infer{};
+  std::function<void(GradContext&)> grad{};
   // Inputs the op writes in place (optimizer updates, accumulators). Such ops need no outputs.
-  std::vector<int> modifiesInputs;
+  std::vector<int> modifiesInputs{};
+  // The op type canonicalize always turns this op into (Upsample -> Resize), or empty. Such an op
+  // never reaches the kernels, so it needs no kernel of its own.
+  std::string rewrittenTo{};
 };
 
 class OpRegistry {
@@ -149,5 +155,9 @@ int64_t normalizeAxis(const ShapeContext& ctx, int64_t axis, int64_t rank);
 // inputs. No-op when the input is absent. Throws xtrain::error naming the op when the input is not
 // a constant.
 void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& attrName);
+// Input `index` of op when it is a constant with a value, nullptr when it is absent. Throws
+// xtrain::error naming the op, the input and `usedAs` when it is present but not a constant.
+const Tensor* constInputTensor(const Op& op, const Graph& graph, size_t index,
+                               const std::string& usedAs);
 
 }  // namespace xtrain::ir

@@ -618,9 +618,23 @@ void setGroup(const char* method, onnx::NodeProto& node, const CommGroup& group)
   setIntAttr(node, "commGroupSize", static_cast<int64_t>(group.replicaGroupSize));
 }
 
-void setGroup(onnx::NodeProto& node, const ReplicaGrouping& grouping) {
+void setGroup(const char* /*method*/, onnx::NodeProto& node, const ReplicaGrouping& grouping) {
   setIntAttr(node, "replicaGroupingStride", grouping.getStride());
   setIntAttr(node, "replicaGroupingSize", grouping.getGroupSize());
+}
+
+// One replicated collective node `type` for Builder method `method`: its reduction operator when
+// it reduces (all-reduce, reduce-scatter) and its group, a CommGroup or a ReplicaGrouping.
+template <class Group>
+TensorId emitCollective(BuilderImpl& impl, const char* method, const char* type,
+                        const std::vector<TensorId>& args, std::optional<CollectiveOperator> op,
+                        const Group& group, const std::string& dc) {
+  BuilderImpl::checkArity(method, args, 1, 1);
+  if (op) checkReducing(method, *op);
+  auto e = impl.emit(type, ir::kGraphcoreDomain, args, 1, dc);
+  if (op) setIntAttr(*e.node, "op", static_cast<int64_t>(*op));
+  setGroup(method, *e.node, group);
+  return e.outputs[0];
 }
 
 }  // namespace
@@ -628,64 +642,43 @@ void setGroup(onnx::NodeProto& node, const ReplicaGrouping& grouping) {
 TensorId AiGraphcoreOpset1::replicatedallreduce(const std::vector<TensorId>& args,
                                                 CollectiveOperator op, const CommGroup& group,
                                                 const std::string& dc) {
-  BuilderImpl::checkArity("replicatedallreduce", args, 1, 1);
-  checkReducing("replicatedallreduce", op);
-  auto e = impl_->emit("ReplicatedAllReduce", ir::kGraphcoreDomain, args, 1, dc);
-  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
-  setGroup("replicatedallreduce", *e.node, group);
-  return e.outputs[0];
+  return emitCollective(*impl_, "replicatedallreduce", "ReplicatedAllReduce", args, op, group, dc);
 }
 
 TensorId AiGraphcoreOpset1::replicatedallreduce(const std::vector<TensorId>& args,
                                                 CollectiveOperator op,
                                                 const ReplicaGrouping& grouping,
                                                 const std::string& dc) {
-  BuilderImpl::checkArity("replicatedallreduce", args, 1, 1);
-  checkReducing("replicatedallreduce", op);
-  auto e = impl_->emit("ReplicatedAllReduce", ir::kGraphcoreDomain, args, 1, dc);
-  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
-  setGroup(*e.node, grouping);
-  return e.outputs[0];
+  return emitCollective(*impl_, "replicatedallreduce", "ReplicatedAllReduce", args, op, grouping,
+                        dc);
 }
 
 TensorId AiGraphcoreOpset1::replicatedreducescatter(const std::vector<TensorId>& args,
                                                     CollectiveOperator op, const CommGroup& group,
                                                     const std::string& dc) {
-  BuilderImpl::checkArity("replicatedreducescatter", args, 1, 1);
-  checkReducing("replicatedreducescatter", op);
-  auto e = impl_->emit("ReplicatedReduceScatter", ir::kGraphcoreDomain, args, 1, dc);
-  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
-  setGroup("replicatedreducescatter", *e.node, group);
-  return e.outputs[0];
+  return emitCollective(*impl_, "replicatedreducescatter", "ReplicatedReduceScatter", args, op,
+                        group, dc);
 }
 
 TensorId AiGraphcoreOpset1::replicatedreducescatter(const std::vector<TensorId>& args,
                                                     CollectiveOperator op,
                                                     const ReplicaGrouping& grouping,
                                                     const std::string& dc) {
-  BuilderImpl::checkArity("replicatedreducescatter", args, 1, 1);
-  checkReducing("replicatedreducescatter", op);
-  auto e = impl_->emit("ReplicatedReduceScatter", ir::kGraphcoreDomain, args, 1, dc);
-  setIntAttr(*e.node, "op", static_cast<int64_t>(op));
-  setGroup(*e.node, grouping);
-  return e.outputs[0];
+  return emitCollective(*impl_, "replicatedreducescatter", "ReplicatedReduceScatter", args, op,
+                        grouping, dc);
 }
 
 TensorId AiGraphcoreOpset1::replicatedallgather(const std::vector<TensorId>& args,
                                                 const CommGroup& group, const std::string& dc) {
-  BuilderImpl::checkArity("replicatedallgather", args, 1, 1);
-  auto e = impl_->emit("ReplicatedAllGather", ir::kGraphcoreDomain, args, 1, dc);
-  setGroup("replicatedallgather", *e.node, group);
-  return e.outputs[0];
+  return emitCollective(*impl_, "replicatedallgather", "ReplicatedAllGather", args, std::nullopt,
+                        group, dc);
 }
 
 TensorId AiGraphcoreOpset1::replicatedallgather(const std::vector<TensorId>& args,
                                                 const ReplicaGrouping& grouping,
                                                 const std::string& dc) {
-  BuilderImpl::checkArity("replicatedallgather", args, 1, 1);
-  auto e = impl_->emit("ReplicatedAllGather", ir::kGraphcoreDomain, args, 1, dc);
-  setGroup(*e.node, grouping);
-  return e.outputs[0];
+  return emitCollective(*impl_, "replicatedallgather", "ReplicatedAllGather", args, std::nullopt,
+                        grouping, dc);
 }
 
 }  // namespace xtrain

@@ -33,7 +33,10 @@ size_t fieldCount(const T& field) {
 
 // The typed field an element type's values travel in when there is no raw_data (onnx.proto), with
 // its number of values and the values per element (2 for complex types); empty for other types.
+// tensorFromProto reads each Field one way, whatever the element type.
+enum class Field { Float, Double, Int64, Uint64, Int32 };
 struct TypedField {
+  Field field;
   const char* name;
   size_t count;
   size_t perElement;
@@ -41,13 +44,19 @@ struct TypedField {
 
 std::optional<TypedField> typedFieldOf(const onnx::TensorProto& t, DataType type) {
   switch (type) {
-    case DataType::FLOAT: return TypedField{"float_data", fieldCount(t.float_data()), 1};
-    case DataType::COMPLEX64: return TypedField{"float_data", fieldCount(t.float_data()), 2};
-    case DataType::DOUBLE: return TypedField{"double_data", fieldCount(t.double_data()), 1};
-    case DataType::COMPLEX128: return TypedField{"double_data", fieldCount(t.double_data()), 2};
-    case DataType::INT64: return TypedField{"int64_data", fieldCount(t.int64_data()), 1};
+    case DataType::FLOAT:
+      return TypedField{Field::Float, "float_data", fieldCount(t.float_data()), 1};
+    case DataType::COMPLEX64:
+      return TypedField{Field::Float, "float_data", fieldCount(t.float_data()), 2};
+    case DataType::DOUBLE:
+      return TypedField{Field::Double, "double_data", fieldCount(t.double_data()), 1};
+    case DataType::COMPLEX128:
+      return TypedField{Field::Double, "double_data", fieldCount(t.double_data()), 2};
+    case DataType::INT64:
+      return TypedField{Field::Int64, "int64_data", fieldCount(t.int64_data()), 1};
     case DataType::UINT32:
-    case DataType::UINT64: return TypedField{"uint64_data", fieldCount(t.uint64_data()), 1};
+    case DataType::UINT64:
+      return TypedField{Field::Uint64, "uint64_data", fieldCount(t.uint64_data()), 1};
     case DataType::INT32:
     case DataType::INT16:
     case DataType::INT8:
@@ -55,7 +64,8 @@ std::optional<TypedField> typedFieldOf(const onnx::TensorProto& t, DataType type
     case DataType::UINT8:
     case DataType::BOOL:
     case DataType::FLOAT16:
-    case DataType::BFLOAT16: return TypedField{"int32_data", fieldCount(t.int32_data()), 1};
+    case DataType::BFLOAT16:
+      return TypedField{Field::Int32, "int32_data", fieldCount(t.int32_data()), 1};
     default: return std::nullopt;
   }
 }
@@ -184,12 +194,13 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
   };
   // The data present is checked against the dims before the tensor is allocated: dims that claim
   // far more elements than the model holds are reported as such, not as an allocation failure.
+  const std::optional<TypedField> field = typedFieldOf(t, info.dataType());
   if (t.has_raw_data()) {
     if (t.raw_data().size() != static_cast<size_t>(info.nbytes())) {
       throw error("{} ({}) has {} bytes of raw_data, expected {}", what, info.toString(),
                   t.raw_data().size(), info.nbytes());
     }
-  } else if (const auto field = typedFieldOf(t, info.dataType())) {
+  } else if (field) {
     checkCount(field->count, field->perElement, field->name);
   } else {
     throw error("{} has element type {}, which has no ONNX data field xtrain can read", what,
@@ -201,24 +212,17 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
     return value;
   }
   std::byte* out = value.raw();
-  switch (info.dataType()) {
-    case DataType::FLOAT:
-    case DataType::COMPLEX64: {
-      const size_t per = info.dataType() == DataType::COMPLEX64 ? 2 : 1;
-      if (n != 0) std::memcpy(out, t.float_data().data(), n * per * sizeof(float));
+  switch (field->field) {
+    case Field::Float:
+      if (n != 0) std::memcpy(out, t.float_data().data(), n * field->perElement * sizeof(float));
       break;
-    }
-    case DataType::DOUBLE:
-    case DataType::COMPLEX128: {
-      const size_t per = info.dataType() == DataType::COMPLEX128 ? 2 : 1;
-      if (n != 0) std::memcpy(out, t.double_data().data(), n * per * sizeof(double));
+    case Field::Double:
+      if (n != 0) std::memcpy(out, t.double_data().data(), n * field->perElement * sizeof(double));
       break;
-    }
-    case DataType::INT64:
+    case Field::Int64:
       if (n != 0) std::memcpy(out, t.int64_data().data(), n * sizeof(int64_t));
       break;
-    case DataType::UINT32:
-    case DataType::UINT64:
+    case Field::Uint64:
       for (size_t i = 0; i < n; ++i) {
         const uint64_t v = t.uint64_data(static_cast<int>(i));
         if (info.dataType() == DataType::UINT32) {
@@ -229,14 +233,7 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
         }
       }
       break;
-    case DataType::INT32:
-    case DataType::INT16:
-    case DataType::INT8:
-    case DataType::UINT16:
-    case DataType::UINT8:
-    case DataType::BOOL:
-    case DataType::FLOAT16:
-    case DataType::BFLOAT16:
+    case Field::Int32:
       // Narrow types travel widened to int32; FLOAT16/BFLOAT16 as their bit patterns in the low 16
       // bits.
       for (size_t i = 0; i < n; ++i) {
@@ -256,9 +253,6 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
         }
       }
       break;
-    default:
-      throw error("{} has element type {}, which has no ONNX data field xtrain can read", what,
-                  dataTypeName(info.dataType()));
   }
   return value;
 }

@@ -22,9 +22,7 @@ std::vector<TensorInfo> inferBroadcast(const ShapeContext& ctx) {
 }
 
 OpDef binary(const std::string& type, std::function<void(GradContext&)> grad) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = type, .minInputs = 2, .maxInputs = 2};
   d.infer = inferBroadcast;
   // Integer tensors (shape computations) carry no gradient.
   d.grad = [grad = std::move(grad)](GradContext& g) {
@@ -73,10 +71,7 @@ XT_REGISTER_OP(binary("Div", [](GradContext& g) {
 }));
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Sum";
-  d.minInputs = 1;
-  d.maxInputs = -1;
+  OpDef d{.type = "Sum", .minInputs = 1, .maxInputs = -1};
   d.infer = [](const ShapeContext& ctx) {
     TensorInfo out = ctx.input(0);
     for (size_t i = 1; i < ctx.numInputs(); ++i) {
@@ -100,9 +95,7 @@ XT_REGISTER_OP([] {
 // ReduceSumToShape(x) with attribute shape: sums x over the dimensions that numpy broadcasting
 // added or stretched, giving `shape`. Its gradient broadcasts back (Expand).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ReduceSumToShape";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "ReduceSumToShape", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
     Shape target = ctx.attrs().getInts("shape");
@@ -123,9 +116,7 @@ XT_REGISTER_OP([] {
 // BroadcastToShape(x) with attribute shape: numpy-broadcasts x to `shape` (ONNX Expand with a
 // static shape).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "BroadcastToShape";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "BroadcastToShape", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
     Shape target = ctx.attrs().getInts("shape");

@@ -212,9 +212,7 @@ void allGatherGrad(GradContext& g) {
 }
 
 OpDef collective(const char* type) {
-  OpDef d;
-  d.type = type;
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = type, .domain = kGraphcoreDomain};
   return d;
 }
 

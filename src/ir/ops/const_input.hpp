@@ -35,6 +35,16 @@ inline void constInputToAttr(Op& op, const Graph& graph, size_t index, const std
   moveConstInputToAttr(op, graph, index, name);  // reports a non-constant input
 }
 
+// constInputToAttr for configuration the op cannot do without: throws naming the op and `what`
+// (e.g. "the target shape") when neither input `index` nor attribute `name` gives it.
+inline void requiredConstInputToAttr(Op& op, const Graph& graph, size_t index,
+                                     const std::string& name, const char* what) {
+  constInputToAttr(op, graph, index, name);
+  if (!op.attrs.has(name)) {
+    throw error("{}: needs {} (input {} or attribute '{}')", op.describe(), what, index, name);
+  }
+}
+
 // The value of constant input `index` (any element type), or nullptr when it is absent. Throws
 // naming the op and `what` when the input is present but not a constant.
 inline const HostTensor* requireConstInput(const Op& op, const Graph& graph, size_t index,

@@ -7,49 +7,51 @@
 // [begin..., end...] (default 0) and group (default 1) are always present; auto_pad is resolved
 // into pads against the input's spatial shape and removed. Inputs are [N, C, spatial...] with 1, 2
 // or 3 spatial dims.
+#include <optional>
+
 #include "ir/op_registry.hpp"
 #include "ir/ops/auto_pad.hpp"
 
 namespace xtrain::ir {
 namespace {
 
-void canonicalizeConv(Op& op, const Graph& graph) {
-  if (!op.hasInput(0) || !op.hasInput(1)) {
-    return;  // the input count check reports it
-  }
+// Fills the defaults Conv and ConvTranspose share (kernel_shape from W, strides and dilations 1,
+// group 1) and returns X's shape; nothing when an input is absent (the input count check reports
+// it) or X and W have ranks infer reports.
+std::optional<Shape> fillConvDefaults(Op& op, const Graph& graph) {
+  if (!op.hasInput(0) || !op.hasInput(1)) return std::nullopt;
   const Shape& x = graph.tensor(op.inputs[0]).info.shape();
   const Shape& w = graph.tensor(op.inputs[1]).info.shape();
-  if (x.size() < 3 || w.size() != x.size()) {
-    return;  // infer reports it
-  }
+  if (x.size() < 3 || w.size() != x.size()) return std::nullopt;
   const size_t nd = x.size() - 2;
   Attributes& a = op.attrs;
-  if (!a.has("kernel_shape")) {
-    a.set("kernel_shape", Shape(w.begin() + 2, w.end()));
-  }
-  if (!a.has("strides")) {
-    a.set("strides", Shape(nd, 1));
-  }
-  if (!a.has("dilations")) {
-    a.set("dilations", Shape(nd, 1));
-  }
-  if (!a.has("group")) {
-    a.set("group", int64_t{1});
-  }
+  if (!a.has("kernel_shape")) a.set("kernel_shape", Shape(w.begin() + 2, w.end()));
+  if (!a.has("strides")) a.set("strides", Shape(nd, 1));
+  if (!a.has("dilations")) a.set("dilations", Shape(nd, 1));
+  if (!a.has("group")) a.set("group", int64_t{1});
+  return x;
+}
+
+void canonicalizeConv(Op& op, const Graph& graph) {
+  const std::optional<Shape> x = fillConvDefaults(op, graph);
+  if (!x) return;
+  const size_t nd = x->size() - 2;
+  Attributes& a = op.attrs;
   const Shape& kernel = a.getInts("kernel_shape");
   const Shape& strides = a.getInts("strides");
   const Shape& dilations = a.getInts("dilations");
   if (kernel.size() != nd || strides.size() != nd || dilations.size() != nd) {
     return;  // infer reports it
   }
-  a.set("pads", resolveAutoPad(op, a.getString("auto_pad", "NOTSET"), Shape(x.begin() + 2, x.end()),
-                               kernel, strides, dilations, a.getInts("pads", {})));
+  a.set("pads",
+        resolveAutoPad(op, a.getString("auto_pad", "NOTSET"), Shape(x->begin() + 2, x->end()),
+                       kernel, strides, dilations, a.getInts("pads", {})));
   a.erase("auto_pad");
 }
 
-// Checks a convolution of x [N, C, spatial...] with w [M, C/group, k...] and returns the output's
-// shape.
-Shape convOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
+// Checks that x is [N, C, spatial...] with 1 to 3 spatial dimensions and w has x's rank; returns
+// the number of spatial dimensions.
+size_t checkConvRanks(const ShapeContext& ctx, const Shape& x, const Shape& w) {
   if (x.size() < 3 || x.size() > 5) {
     ctx.fail("input X {} must be [N, C, spatial...] with 1 to 3 spatial dimensions",
              shapeToString(x));
@@ -57,7 +59,13 @@ Shape convOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
   if (w.size() != x.size()) {
     ctx.fail("weights W {} must have the rank of X {}", shapeToString(w), shapeToString(x));
   }
-  const size_t nd = x.size() - 2;
+  return x.size() - 2;
+}
+
+// Checks a convolution of x [N, C, spatial...] with w [M, C/group, k...] and returns the output's
+// shape.
+Shape convOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
+  const size_t nd = checkConvRanks(ctx, x, w);
   const Attributes& a = ctx.attrs();
   const int64_t group = a.getInt("group", 1);
   const int64_t c = x[1], m = w[0];
@@ -101,22 +109,25 @@ Shape convOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
   return y;
 }
 
-// The attributes the gradient ops share with the forward op, plus `shape` (the shape they produce).
-Attributes gradAttrs(const GradContext& g, const Shape& shape) {
+// The attributes of a convolution in canonical form, copied from the op being differentiated.
+Attributes convAttrs(const GradContext& g) {
   Attributes a;
   for (const char* name : {"kernel_shape", "strides", "dilations", "pads", "group"}) {
     a.set(name, g.attrs().all().at(name));
   }
+  return a;
+}
+
+// The attributes the gradient ops share with the forward op, plus `shape` (the shape they produce).
+Attributes gradAttrs(const GradContext& g, const Shape& shape) {
+  Attributes a = convAttrs(g);
   a.set("shape", shape);
   return a;
 }
 
 // Conv(X, W, B?): Y = X * W (+ B per output channel). Canonical form in the header comment.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Conv";
-  d.minInputs = 2;
-  d.maxInputs = 3;
+  OpDef d{.type = "Conv", .minInputs = 2, .maxInputs = 3};
   d.canonicalize = canonicalizeConv;
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
@@ -148,10 +159,7 @@ XT_REGISTER_OP([] {
 
 // ConvGradInput(gY, W), internal: dX of Conv for X of shape `shape` (oneDNN backward data).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ConvGradInput";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "ConvGradInput", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
     const Shape& x = ctx.attrs().getInts("shape");
@@ -168,11 +176,11 @@ XT_REGISTER_OP([] {
 // ConvGradWeight(gY, X), internal: dW of Conv for W of shape `shape`, and optionally dB (second
 // output, [M]) (oneDNN backward weights).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ConvGradWeight";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
-  d.maxOutputs = 2;
+  OpDef d{.type = "ConvGradWeight",
+          .domain = kXtrainDomain,
+          .minInputs = 2,
+          .maxInputs = 2,
+          .maxOutputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
     const Shape& w = ctx.attrs().getInts("shape");
@@ -190,20 +198,11 @@ XT_REGISTER_OP([] {
 // ConvTranspose's attributes in canonical form (see the comment above its registration): defaults
 // filled in, auto_pad and output_shape resolved into pads and output_padding.
 void canonicalizeConvTranspose(Op& op, const Graph& graph) {
-  if (!op.hasInput(0) || !op.hasInput(1)) {
-    return;  // the input count check reports it
-  }
-  const Shape& x = graph.tensor(op.inputs[0]).info.shape();
-  const Shape& w = graph.tensor(op.inputs[1]).info.shape();
-  if (x.size() < 3 || w.size() != x.size()) {
-    return;  // infer reports it
-  }
+  const std::optional<Shape> input = fillConvDefaults(op, graph);
+  if (!input) return;
+  const Shape& x = *input;
   const size_t nd = x.size() - 2;
   Attributes& a = op.attrs;
-  if (!a.has("kernel_shape")) a.set("kernel_shape", Shape(w.begin() + 2, w.end()));
-  if (!a.has("strides")) a.set("strides", Shape(nd, 1));
-  if (!a.has("dilations")) a.set("dilations", Shape(nd, 1));
-  if (!a.has("group")) a.set("group", int64_t{1});
   if (!a.has("output_padding")) a.set("output_padding", Shape(nd, 0));
   const std::string autoPad = a.getString("auto_pad", "NOTSET");
   a.erase("auto_pad");
@@ -264,14 +263,7 @@ void canonicalizeConvTranspose(Op& op, const Graph& graph) {
 // Checks a transposed convolution of x [N, C, spatial...] with w [C, M/group, k...] and returns
 // the output's shape [N, M, spatial...].
 Shape convTransposeOutputShape(const ShapeContext& ctx, const Shape& x, const Shape& w) {
-  if (x.size() < 3 || x.size() > 5) {
-    ctx.fail("input X {} must be [N, C, spatial...] with 1 to 3 spatial dimensions",
-             shapeToString(x));
-  }
-  if (w.size() != x.size()) {
-    ctx.fail("weights W {} must have the rank of X {}", shapeToString(w), shapeToString(x));
-  }
-  const size_t nd = x.size() - 2;
+  const size_t nd = checkConvRanks(ctx, x, w);
   const Attributes& a = ctx.attrs();
   const int64_t group = a.getInt("group", 1);
   if (group < 1 || x[1] % group != 0) {
@@ -341,10 +333,7 @@ Shape convTransposeOutputShape(const ShapeContext& ctx, const Shape& x, const Sh
 // convolution backward-data plus the bias, dX is that Conv of gY, dW is ConvGradWeight with gY in
 // the role of the Conv's input and X in the role of its output gradient, and dB sums gY.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ConvTranspose";
-  d.minInputs = 2;
-  d.maxInputs = 3;
+  OpDef d{.type = "ConvTranspose", .minInputs = 2, .maxInputs = 3};
   d.canonicalize = canonicalizeConvTranspose;
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
@@ -358,17 +347,12 @@ XT_REGISTER_OP([] {
   };
   d.grad = [](GradContext& g) {
     const TensorId& gy = g.gradOut(0);
-    Attributes conv;
-    for (const char* name : {"kernel_shape", "strides", "dilations", "pads", "group"}) {
-      conv.set(name, g.attrs().all().at(name));
-    }
     if (g.needsGrad(0)) {
-      g.setGradIn(0, g.emit("Conv", {gy, g.input(1)}, conv, kOnnxDomain));
+      g.setGradIn(0, g.emit("Conv", {gy, g.input(1)}, convAttrs(g), kOnnxDomain));
     }
     if (g.needsGrad(1)) {
-      Attributes a = conv;
-      a.set("shape", g.inputInfo(1).shape());
-      g.setGradIn(1, g.emit("ConvGradWeight", {g.input(0), gy}, a));
+      g.setGradIn(1,
+                  g.emit("ConvGradWeight", {g.input(0), gy}, gradAttrs(g, g.inputInfo(1).shape())));
     }
     if (g.op().hasInput(2) && g.needsGrad(2)) {
       const Shape& y = g.outputInfo(0).shape();

@@ -160,7 +160,8 @@ void canonicalizeEquation(Op& op, const Graph& graph) {
   op.attrs.set("ellipsis_labels", fresh);
 }
 
-// Label sizes of the inputs; a size 1 broadcasts against the same label's larger size.
+// Label sizes of the inputs; a size 1 broadcasts against the same label's larger size (numpy,
+// ONNX's reference, broadcasts a size-1 dimension of any label, not only of "...").
 std::map<char, int64_t> labelSizes(const ShapeContext& ctx, const Equation& e) {
   std::map<char, int64_t> size;
   std::map<char, size_t> from;
@@ -201,6 +202,17 @@ void checkTypes(const ShapeContext& ctx) {
                ctx.input(i).toString(), ctx.input(0).toString());
     }
   }
+}
+
+// The op's canonical equation, checked against its inputs' types and count.
+Equation checkedEquation(const ShapeContext& ctx) {
+  checkTypes(ctx);
+  Equation e = splitCanonical(ctx.attrs().getString("equation"));
+  if (e.inputs.size() != ctx.numInputs()) {
+    ctx.fail("equation '{}' has {} input terms for {} inputs", ctx.attrs().getString("equation"),
+             e.inputs.size(), ctx.numInputs());
+  }
+  return e;
 }
 
 // d input_i = GeneralEinsum(dy, inputs j != i) -> term_i (labels input i broadcast from size 1
@@ -249,10 +261,7 @@ void einsumGrad(GradContext& g) {
 }
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Einsum";
-  d.minInputs = 1;
-  d.maxInputs = -1;
+  OpDef d{.type = "Einsum", .minInputs = 1, .maxInputs = -1};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (!op.attrs.has("equation")) {
       throw error("{}: attribute 'equation' is required", op.describe());
@@ -260,13 +269,7 @@ XT_REGISTER_OP([] {
     canonicalizeEquation(op, graph);
   };
   d.infer = [](const ShapeContext& ctx) {
-    checkTypes(ctx);
-    const Equation e = splitCanonical(ctx.attrs().getString("equation"));
-    if (e.inputs.size() != ctx.numInputs()) {
-      ctx.fail("equation '{}' has {} input terms for {} inputs", ctx.attrs().getString("equation"),
-               e.inputs.size(), ctx.numInputs());
-    }
-    // numpy (ONNX's reference) broadcasts a size-1 dimension of any label, not only of "...".
+    const Equation e = checkedEquation(ctx);
     const auto size = labelSizes(ctx, e);
     Shape out;
     for (char c : e.output) {
@@ -281,18 +284,9 @@ XT_REGISTER_OP([] {
 }());
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GeneralEinsum";
-  d.domain = kXtrainDomain;
-  d.minInputs = 1;
-  d.maxInputs = -1;
+  OpDef d{.type = "GeneralEinsum", .domain = kXtrainDomain, .minInputs = 1, .maxInputs = -1};
   d.infer = [](const ShapeContext& ctx) {
-    checkTypes(ctx);
-    const Equation e = splitCanonical(ctx.attrs().getString("equation"));
-    if (e.inputs.size() != ctx.numInputs()) {
-      ctx.fail("equation '{}' has {} input terms for {} inputs", ctx.attrs().getString("equation"),
-               e.inputs.size(), ctx.numInputs());
-    }
+    const Equation e = checkedEquation(ctx);
     const auto size = labelSizes(ctx, e);
     const Shape out = ctx.attrs().getInts("shape");
     if (out.size() != e.output.size()) {

@@ -70,10 +70,7 @@ void defaultFloat(Op& op, const char* name, float value) {
 
 // A grad op (gy, x...) -> gx with gy's info; every other input must have gy's shape.
 OpDef gradOp(const std::string& type, int numInputs = 2) {
-  OpDef d;
-  d.type = type;
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = numInputs;
+  OpDef d{.type = type, .domain = kXtrainDomain, .minInputs = numInputs, .maxInputs = numInputs};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);
     for (size_t i = 1; i < ctx.numInputs(); ++i) {
@@ -91,8 +88,7 @@ OpDef gradOp(const std::string& type, int numInputs = 2) {
 // useOutput), given the forward op's attributes. `defaults` fills attributes; `check` validates.
 OpDef floatUnary(const std::string& type, std::vector<std::pair<const char*, float>> defaults = {},
                  bool useOutput = false, std::function<void(const ShapeContext&)> check = nullptr) {
-  OpDef d;
-  d.type = type;
+  OpDef d{.type = type};
   if (!defaults.empty()) {
     d.canonicalize = [defaults](Op& op, const Graph&) {
       for (const auto& [name, v] : defaults) defaultFloat(op, name, v);
@@ -112,8 +108,7 @@ OpDef floatUnary(const std::string& type, std::vector<std::pair<const char*, flo
 
 // Floor, Ceil, Round, Sign: piecewise constant, so the gradient is zero (ZerosLike(gy)).
 OpDef steps(const std::string& type, bool allowIntegers) {
-  OpDef d;
-  d.type = type;
+  OpDef d{.type = type};
   d.infer = [allowIntegers](const ShapeContext& ctx) {
     if (allowIntegers) {
       requireNumeric(ctx, 0, "X");
@@ -156,8 +151,7 @@ XT_REGISTER_OP(steps("Sign", true));
 
 // Abs: FLOAT, FLOAT16, INT32, INT64; gx = gy sign(x) (0 at 0, as PyTorch).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Abs";
+  OpDef d{.type = "Abs"};
   d.infer = [](const ShapeContext& ctx) {
     requireNumeric(ctx, 0, "X");
     return std::vector<TensorInfo>{ctx.input(0)};
@@ -171,9 +165,7 @@ XT_REGISTER_OP([] {
 
 // ZerosLike(x): zeros of x's info (the gradient of the step functions).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ZerosLike";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "ZerosLike", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(0)}; };
   return d;
 }());
@@ -217,9 +209,7 @@ void clipBoundToAttr(Op& op, const Graph& graph, size_t index, const char* name)
 // min/max (defaults -inf/+inf) for floating-point data. Integer data keeps its bounds as inputs, so
 // that INT64 bounds stay exact.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Clip";
-  d.maxInputs = 3;
+  OpDef d{.type = "Clip", .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph& graph) {
     const bool attrForm = op.opset > 0 && op.opset < 11;
     if (attrForm && op.inputs.size() > 1) {
@@ -292,9 +282,7 @@ XT_REGISTER_OP([] {
 // where x_i is the first input attaining the extremum (ties go to the first), summed down to x_i's
 // shape.
 OpDef maxMin(const std::string& type) {
-  OpDef d;
-  d.type = type;
-  d.maxInputs = -1;
+  OpDef d{.type = type, .maxInputs = -1};
   d.infer = [](const ShapeContext& ctx) {
     requireNumeric(ctx, 0, "data_0");
     Shape shape = ctx.input(0).shape();
@@ -334,11 +322,7 @@ XT_REGISTER_OP(maxMin("Min"));
 // MaxMinGrad(gy, y, x_i, x_0, ..., x_{i-1}) = gy where x_i == y and no earlier x_j == y; at gy's
 // shape (the x's broadcast to it).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "MaxMinGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = -1;
+  OpDef d{.type = "MaxMinGrad", .domain = kXtrainDomain, .minInputs = 3, .maxInputs = -1};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);
     if (ctx.input(1).shape() != gy.shape()) ctx.fail("y and gy have different shapes");
@@ -357,9 +341,7 @@ XT_REGISTER_OP([] {
 
 // PRelu(X, slope): slope broadcasts to X (unidirectionally). Gradients for both via PReluGrad.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "PRelu";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "PRelu", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     requireFloat(ctx, 0, "X");
     requireSameType(ctx, 0, 1);
@@ -381,11 +363,12 @@ XT_REGISTER_OP([] {
 // PReluGrad(gy, x, slope) -> (gx = gy (x > 0 ? 1 : slope), gslope = x > 0 ? 0 : gy x), both at x's
 // shape.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "PReluGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 3;
-  d.minOutputs = d.maxOutputs = 2;
+  OpDef d{.type = "PReluGrad",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 3,
+          .minOutputs = 2,
+          .maxOutputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);
     if (ctx.input(1).shape() != gy.shape()) ctx.fail("x and gy have different shapes");
@@ -400,9 +383,7 @@ XT_REGISTER_OP([] {
 // fmod = 1: C's fmod, the dividend's sign. Integer division by zero is an error at run time.
 // Gradient (floating point): dA = gy, dB = -gy trunc(A/B).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Mod";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "Mod", .minInputs = 2, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph&) {
     try {
       op.attrs.set("fmod", op.attrs.getInt("fmod", 0));
@@ -445,9 +426,7 @@ XT_REGISTER_OP([] {
 // Where(condition, X, Y): condition BOOL, X and Y of one type, all three broadcast together.
 // Gradients: dX = Where(c, gy, 0), dY = Where(c, 0, gy), summed down to each input's shape.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Where";
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "Where", .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     if (ctx.input(0).dataType() != DataType::BOOL) {
       ctx.fail("input 0 (condition) is {}, expected BOOL", ctx.input(0).toString());
@@ -480,9 +459,7 @@ XT_REGISTER_OP([] {
 
 // A comparison: A and B of one numeric type (BOOL too for Equal), broadcast; output BOOL.
 OpDef comparison(const std::string& type, bool allowBool) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = type, .minInputs = 2, .maxInputs = 2};
   d.infer = [allowBool](const ShapeContext& ctx) {
     if (!(allowBool && ctx.input(0).dataType() == DataType::BOOL)) requireNumeric(ctx, 0, "A");
     requireSameType(ctx, 0, 1);
@@ -504,9 +481,7 @@ void requireBool(const ShapeContext& ctx, size_t i) {
 }
 
 OpDef logical(const std::string& type) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = type, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     requireBool(ctx, 0);
     requireBool(ctx, 1);
@@ -520,8 +495,7 @@ XT_REGISTER_OP(logical("Or"));
 XT_REGISTER_OP(logical("Xor"));
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Not";
+  OpDef d{.type = "Not"};
   d.infer = [](const ShapeContext& ctx) {
     requireBool(ctx, 0);
     return std::vector<TensorInfo>{ctx.input(0)};

@@ -1,5 +1,6 @@
 // Gather (embedding lookups among others) and its gradient GatherGrad, a scatter-add.
 #include "ir/op_registry.hpp"
+#include "ir/ops/indexing.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -12,19 +13,11 @@ Shape gatherShape(const Shape& data, const Shape& indices, int64_t axis) {
   return out;
 }
 
-void checkIndices(const ShapeContext& ctx, const TensorInfo& indices) {
-  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64) {
-    ctx.fail("indices {} must be INT32 or INT64", indices.toString());
-  }
-}
-
 // Gather(data, indices) with attribute axis (default 0, negative allowed). Indices are INT32 or
 // INT64; negative indices count from the end of the axis; an out-of-range index is a runtime error.
 // Canonical form: as ONNX (opsets 11-17 agree).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Gather";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "Gather", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -37,16 +30,7 @@ XT_REGISTER_OP([] {
     return std::vector<TensorInfo>{
         TensorInfo(data.dataType(), gatherShape(data.shape(), indices.shape(), axis))};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;  // indices are integers: no gradient
-    const TensorInfo& data = g.inputInfo(0);
-    int64_t axis = g.attrs().getInt("axis", 0);
-    if (axis < 0) axis += data.rank();
-    Attributes a;
-    a.set("axis", axis);
-    a.set("shape", data.shape());
-    g.setGradIn(0, g.emit("GatherGrad", {g.gradOut(0), g.input(1)}, std::move(a)));
-  };
+  d.grad = [](GradContext& g) { gatherGrad(g, "GatherGrad", "axis"); };
   return d;
 }());
 
@@ -54,10 +38,7 @@ XT_REGISTER_OP([] {
 // zeros of `shape` to which every slice of dy is added at the position its index names (repeated
 // indices add up).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -73,12 +54,7 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{TensorInfo(dy.dataType(), shape)};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("axis", g.attrs().getInt("axis"));
-    g.setGradIn(0, g.emit("Gather", {g.gradOut(0), g.input(1)}, std::move(a), kOnnxDomain));
-  };
+  d.grad = [](GradContext& g) { scatterAddGrad(g, "Gather", "axis"); };
   return d;
 }());
 

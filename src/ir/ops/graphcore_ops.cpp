@@ -32,9 +32,7 @@ void requireFloatInput(const ShapeContext& ctx, size_t i, const char* name) {
 // ---- Detach, Nop, Scale
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Detach";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "Detach", .domain = kGraphcoreDomain};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(0)}; };
   // Defined, but sets no input gradient: the gradient stops here.
   d.grad = [](GradContext&) {};
@@ -42,9 +40,7 @@ XT_REGISTER_OP([] {
 }());
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Nop";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "Nop", .domain = kGraphcoreDomain};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(0)}; };
   d.grad = [](GradContext& g) { g.setGradIn(0, g.gradOut(0)); };
   return d;
@@ -52,9 +48,7 @@ XT_REGISTER_OP([] {
 
 // Scale(x) = scale * x, attribute scale (float, required).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Scale";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "Scale", .domain = kGraphcoreDomain};
   d.infer = [](const ShapeContext& ctx) {
     requireFloatInput(ctx, 0, "X");
     if (!ctx.attrs().has("scale")) ctx.fail("attribute 'scale' (a float) is required");
@@ -84,11 +78,7 @@ void constScaleToAttr(Op& op, const Graph& graph, size_t index, const char* attr
 // scales are float attributes (default 1) or scalar tensor inputs; constant scale inputs become
 // attributes.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ScaledAdd";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = 2;
-  d.maxInputs = 4;
+  OpDef d{.type = "ScaledAdd", .domain = kGraphcoreDomain, .minInputs = 2, .maxInputs = 4};
   d.canonicalize = [](Op& op, const Graph& graph) {
     constScaleToAttr(op, graph, 2, "scale0");
     constScaleToAttr(op, graph, 3, "scale1");
@@ -206,31 +196,55 @@ Attributes dynamicAttrs(const GradContext& g) {
   return a;
 }
 
-// DynamicSlice(tensor, offset) -> slice.
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "DynamicSlice";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 2;
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(0);
-    return std::vector<TensorInfo>{TensorInfo(x.dataType(), checkDynamic(ctx, x.shape()))};
-  };
-  d.grad = [](GradContext& g) {
-    Attributes a = dynamicAttrs(g);
-    a.set("shape", g.inputInfo(0).shape());
-    g.setGradIn(0, g.emit("DynamicSliceGrad", {g.gradOut(0), g.input(1)}, a));
-  };
+// The ai.graphcore dynamic op `type` applied to the gradient at the op's offset, with its axes and
+// sizes.
+TensorId emitDynamic(GradContext& g, const char* type) {
+  return g.emit(type, {g.gradOut(0), g.input(1)}, dynamicAttrs(g), kGraphcoreDomain);
+}
+
+// The ai.graphcore dynamic ops: (tensor, offset[, slice]) with attributes axes and sizes.
+OpDef dynamicOp(const char* type, int numInputs,
+                std::function<std::vector<TensorInfo>(const ShapeContext&)> infer,
+                std::function<void(GradContext&)> grad) {
+  OpDef d{.type = type,
+          .domain = kGraphcoreDomain,
+          .minInputs = numInputs,
+          .maxInputs = numInputs,
+          .canonicalize = normalizeAxesAttr,
+          .infer = std::move(infer),
+          .grad = std::move(grad)};
   return d;
-}());
+}
+
+// DynamicUpdate and DynamicAdd: the tensor, once the slice (input 2) is checked against the
+// offset's window.
+std::vector<TensorInfo> inferDynamicWrite(const ShapeContext& ctx) {
+  const TensorInfo& x = ctx.input(0);
+  const Shape slice = checkDynamic(ctx, x.shape());
+  const TensorInfo& s = ctx.input(2);
+  if (s.dataType() != x.dataType() || s.shape() != slice) {
+    ctx.fail("input 2 (slice) is {}, expected {}", s.toString(),
+             TensorInfo(x.dataType(), slice).toString());
+  }
+  return {x};
+}
+
+// DynamicSlice(tensor, offset) -> slice.
+XT_REGISTER_OP(dynamicOp(
+    "DynamicSlice", 2,
+    [](const ShapeContext& ctx) {
+      const TensorInfo& x = ctx.input(0);
+      return std::vector<TensorInfo>{TensorInfo(x.dataType(), checkDynamic(ctx, x.shape()))};
+    },
+    [](GradContext& g) {
+      Attributes a = dynamicAttrs(g);
+      a.set("shape", g.inputInfo(0).shape());
+      g.setGradIn(0, g.emit("DynamicSliceGrad", {g.gradOut(0), g.input(1)}, a));
+    }));
 
 // DynamicSliceGrad(gy, offset) with attribute shape: zeros of `shape` with gy at the offset.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "DynamicSliceGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "DynamicSliceGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const Shape shape = ctx.attrs().getInts("shape");
     if (checkDynamic(ctx, shape) != ctx.input(0).shape()) {
@@ -242,88 +256,32 @@ XT_REGISTER_OP([] {
 }());
 
 // DynamicUpdate(tensor, offset, slice): tensor with slice written at offset.
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "DynamicUpdate";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 3;
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(0);
-    const Shape slice = checkDynamic(ctx, x.shape());
-    const TensorInfo& s = ctx.input(2);
-    if (s.dataType() != x.dataType() || s.shape() != slice) {
-      ctx.fail("input 2 (slice) is {}, expected {}", s.toString(),
-               TensorInfo(x.dataType(), slice).toString());
-    }
-    return std::vector<TensorInfo>{x};
-  };
-  d.grad = [](GradContext& g) {
-    const Attributes a = dynamicAttrs(g);
-    if (g.needsGrad(0)) {
-      g.setGradIn(0, g.emit("DynamicZero", {g.gradOut(0), g.input(1)}, a, kGraphcoreDomain));
-    }
-    if (g.needsGrad(2)) {
-      g.setGradIn(2, g.emit("DynamicSlice", {g.gradOut(0), g.input(1)}, a, kGraphcoreDomain));
-    }
-  };
-  return d;
-}());
+XT_REGISTER_OP(dynamicOp("DynamicUpdate", 3, inferDynamicWrite, [](GradContext& g) {
+  if (g.needsGrad(0)) g.setGradIn(0, emitDynamic(g, "DynamicZero"));
+  if (g.needsGrad(2)) g.setGradIn(2, emitDynamic(g, "DynamicSlice"));
+}));
 
 // DynamicZero(tensor, offset): tensor with the slice at offset set to 0.
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "DynamicZero";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 2;
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    checkDynamic(ctx, ctx.input(0).shape());
-    return std::vector<TensorInfo>{ctx.input(0)};
-  };
-  d.grad = [](GradContext& g) {
-    g.setGradIn(
-        0, g.emit("DynamicZero", {g.gradOut(0), g.input(1)}, dynamicAttrs(g), kGraphcoreDomain));
-  };
-  return d;
-}());
+XT_REGISTER_OP(dynamicOp(
+    "DynamicZero", 2,
+    [](const ShapeContext& ctx) {
+      checkDynamic(ctx, ctx.input(0).shape());
+      return std::vector<TensorInfo>{ctx.input(0)};
+    },
+    [](GradContext& g) { g.setGradIn(0, emitDynamic(g, "DynamicZero")); }));
 
 // DynamicAdd(tensor, offset, slice): tensor with slice added at offset.
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "DynamicAdd";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 3;
-  d.canonicalize = normalizeAxesAttr;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(0);
-    const Shape slice = checkDynamic(ctx, x.shape());
-    const TensorInfo& s = ctx.input(2);
-    if (s.dataType() != x.dataType() || s.shape() != slice) {
-      ctx.fail("input 2 (slice) is {}, expected {}", s.toString(),
-               TensorInfo(x.dataType(), slice).toString());
-    }
-    return std::vector<TensorInfo>{x};
-  };
-  d.grad = [](GradContext& g) {
-    if (g.needsGrad(0)) g.setGradIn(0, g.gradOut(0));
-    if (g.needsGrad(2)) {
-      g.setGradIn(
-          2, g.emit("DynamicSlice", {g.gradOut(0), g.input(1)}, dynamicAttrs(g), kGraphcoreDomain));
-    }
-  };
-  return d;
-}());
+XT_REGISTER_OP(dynamicOp("DynamicAdd", 3, inferDynamicWrite, [](GradContext& g) {
+  if (g.needsGrad(0)) g.setGradIn(0, g.gradOut(0));
+  if (g.needsGrad(2)) g.setGradIn(2, emitDynamic(g, "DynamicSlice"));
+}));
 
 // ---- Init
 
 // Init() -> zeros of attribute shape and data_type (PopART's DataType enum value); init_type
 // (0 NoInit, 1 Zero) and batch_axis are accepted; the tensor is zeroed either way.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Init";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 0;
+  OpDef d{.type = "Init", .domain = kGraphcoreDomain, .minInputs = 0, .maxInputs = 0};
   d.infer = [](const ShapeContext& ctx) {
     if (!ctx.attrs().has("shape")) ctx.fail("attribute 'shape' is required");
     if (!ctx.attrs().has("data_type")) ctx.fail("attribute 'data_type' is required");
@@ -353,9 +311,7 @@ XT_REGISTER_OP([] {
 // ---- PrintTensor
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "PrintTensor";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "PrintTensor", .domain = kGraphcoreDomain};
   // The default title is the printed tensor's id, as PopART prints it.
   d.canonicalize = [](Op& op, const Graph&) {
     if (op.attrs.getString("title", "").empty() && op.hasInput(0)) {
@@ -392,10 +348,7 @@ XT_REGISTER_OP([] {
 // a = q*b + r with q = floor(a/b) or trunc(a/b): da = gy, db = -q*gy (the ai.xtrain
 // ModGradDivisor op, attribute fmod).
 OpDef modOp(const std::string& type, bool fmod) {
-  OpDef d;
-  d.type = type;
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = type, .domain = kGraphcoreDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& a = ctx.input(0);
     const TensorInfo& b = ctx.input(1);
@@ -427,10 +380,7 @@ XT_REGISTER_OP(modOp("Fmod", true));
 
 // ModGradDivisor(gy, a, b) = -gy * q(a/b) at gy's (the broadcast) shape.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ModGradDivisor";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "ModGradDivisor", .domain = kXtrainDomain, .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);
     for (size_t i = 1; i < 3; ++i) {
@@ -448,9 +398,7 @@ XT_REGISTER_OP([] {
 
 // Reverse(x), attribute dimensions (possibly negative, each at most once; empty: identity).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Reverse";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "Reverse", .domain = kGraphcoreDomain};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (!op.hasInput(0) || !op.attrs.has("dimensions")) return;
     const int64_t rank = static_cast<int64_t>(graph.tensor(op.inputs[0]).info.shape().size());
@@ -481,9 +429,7 @@ XT_REGISTER_OP([] {
 // Round(x): to the nearest integer, halves to even (ONNX Round-11). Its derivative is 0 wherever
 // it exists: the gradient is a zero tensor (an Init), so training through it does not fail.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Round";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "Round", .domain = kGraphcoreDomain};
   d.infer = [](const ShapeContext& ctx) {
     requireFloatInput(ctx, 0, "X");
     return std::vector<TensorInfo>{ctx.input(0)};
@@ -501,12 +447,12 @@ XT_REGISTER_OP([] {
 
 // Abort([condition]): no outputs; fails the run when it executes (condition absent or nonzero).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Abort";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = 0;
-  d.maxInputs = 1;
-  d.minOutputs = d.maxOutputs = 0;
+  OpDef d{.type = "Abort",
+          .domain = kGraphcoreDomain,
+          .minInputs = 0,
+          .maxInputs = 1,
+          .minOutputs = 0,
+          .maxOutputs = 0};
   d.infer = [](const ShapeContext& ctx) {
     if (ctx.hasInput(0) && ctx.input(0).nelms() != 1) {
       ctx.fail("input 0 (condition) is {}, expected a scalar", ctx.input(0).toString());

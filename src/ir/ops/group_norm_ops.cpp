@@ -2,6 +2,7 @@
 // GroupNormalization (ai.graphcore), both differentiated through one GroupNormGrad (ai.xtrain).
 // InstanceNormalization is GroupNormalization with one group per channel.
 #include "ir/op_registry.hpp"
+#include "ir/ops/norm_grad.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -42,9 +43,7 @@ void setGroupNormGrads(GradContext& g, std::vector<TensorId> ins, int64_t groups
 // with mean and the population variance over D1..Dk of each (n, c). Gradients for input, scale and
 // B through GroupNormGrad with num_groups = C (statistics recomputed).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "InstanceNormalization";
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "InstanceNormalization", .minInputs = 3, .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph&) {
     op.attrs.set("epsilon", op.attrs.getFloat("epsilon", 1e-5f));
   };
@@ -71,12 +70,12 @@ XT_REGISTER_OP([] {
 // through GroupNormGrad, which uses the saved statistics when the op outputs them; gradients
 // arriving at mean and invStdDev reach X too.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GroupNormalization";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 3;
-  d.minOutputs = 1;
-  d.maxOutputs = 3;
+  OpDef d{.type = "GroupNormalization",
+          .domain = kGraphcoreDomain,
+          .minInputs = 3,
+          .maxInputs = 3,
+          .minOutputs = 1,
+          .maxOutputs = 3};
   d.canonicalize = [](Op& op, const Graph&) {
     if (!op.attrs.has("num_groups")) {
       throw error("{}: attribute num_groups is required", op.describe());
@@ -114,34 +113,17 @@ XT_REGISTER_OP([] {
 // GroupNormGrad (ai.xtrain): inputs dY, X, scale, mean?, invStdDev?, dMean?, dInvStdDev? (the
 // statistics [N * num_groups], recomputed from X when absent); attributes num_groups and epsilon.
 // Outputs dX (X's info), dScale and dBias ([C]).
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GroupNormGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 7;
-  d.minOutputs = d.maxOutputs = 3;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(1);
-    if (x.rank() < 2) ctx.fail("X is {}; expected rank >= 2", x.toString());
-    const int64_t groups = ctx.attrs().getInt("num_groups");
-    if (groups < 1 || x.dim(1) % groups != 0) {
-      ctx.fail("num_groups {} does not divide the channels of X {}", groups, x.toString());
-    }
-    if (ctx.input(0) != x) ctx.fail("dY is {} but X is {}", ctx.input(0).toString(), x.toString());
-    const Shape stat{x.dim(0) * groups};
-    for (size_t i = 3; i < 7; ++i) {
-      if (ctx.hasInput(i) && ctx.input(i).shape() != stat) {
-        ctx.fail("input {} is {}; expected statistics of shape {}", i, ctx.input(i).toString(),
-                 shapeToString(stat));
-      }
-    }
-    if (ctx.hasInput(3) != ctx.hasInput(4)) ctx.fail("mean and invStdDev must be given together");
-    const TensorInfo perChannel(x.dataType(), {x.dim(1)});
-    return std::vector<TensorInfo>{x, perChannel, perChannel};
-  };
-  return d;
-}());
+XT_REGISTER_OP(normGradDef("GroupNormGrad", [](const ShapeContext& ctx) {
+  const TensorInfo& x = ctx.input(1);
+  if (x.rank() < 2) ctx.fail("X is {}; expected rank >= 2", x.toString());
+  const int64_t groups = ctx.attrs().getInt("num_groups");
+  if (groups < 1 || x.dim(1) % groups != 0) {
+    ctx.fail("num_groups {} does not divide the channels of X {}", groups, x.toString());
+  }
+  checkNormGradInputs(ctx, {x.dim(0) * groups}, "mean", "invStdDev");
+  const TensorInfo perChannel(x.dataType(), {x.dim(1)});
+  return std::vector<TensorInfo>{x, perChannel, perChannel};
+}));
 
 }  // namespace
 }  // namespace xtrain::ir

@@ -4,15 +4,10 @@
 // index out of range is a runtime error naming the op and the index.
 #include "ir/op_registry.hpp"
 #include "ir/ops/const_input.hpp"
+#include "ir/ops/indexing.hpp"
 
 namespace xtrain::ir {
 namespace {
-
-void checkIndices(const ShapeContext& ctx, const TensorInfo& indices) {
-  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64) {
-    ctx.fail("indices {} must be INT32 or INT64", indices.toString());
-  }
-}
 
 void checkCopyable(const ShapeContext& ctx, const TensorInfo& info) {
   if (dataTypeSize(info.dataType()) == 0) {
@@ -63,9 +58,7 @@ int64_t checkElementsIndices(const ShapeContext& ctx, const TensorInfo& data,
 // GatherElements(data, indices) with attribute axis (default 0): out[p] = data[p with p[axis]
 // replaced by indices[p]]; the output has the indices' shape. Opsets 11 and 13 agree.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherElements";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherElements", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -73,26 +66,14 @@ XT_REGISTER_OP([] {
     checkElementsIndices(ctx, data, indices);
     return std::vector<TensorInfo>{TensorInfo(data.dataType(), indices.shape())};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    const TensorInfo& data = g.inputInfo(0);
-    int64_t axis = g.attrs().getInt("axis", 0);
-    if (axis < 0) axis += data.rank();
-    Attributes a;
-    a.set("axis", axis);
-    a.set("shape", data.shape());
-    g.setGradIn(0, g.emit("GatherElementsGrad", {g.gradOut(0), g.input(1)}, std::move(a)));
-  };
+  d.grad = [](GradContext& g) { gatherGrad(g, "GatherElementsGrad", "axis"); };
   return d;
 }());
 
 // GatherElementsGrad(dy, indices) with attributes axis and shape (the data's shape): zeros of
 // `shape` with every element of dy added where GatherElements read it (repeated indices add up).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherElementsGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherElementsGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -105,12 +86,7 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{data};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("axis", g.attrs().getInt("axis"));
-    g.setGradIn(0, g.emit("GatherElements", {g.gradOut(0), g.input(1)}, std::move(a), kOnnxDomain));
-  };
+  d.grad = [](GradContext& g) { scatterAddGrad(g, "GatherElements", "axis"); };
   return d;
 }());
 
@@ -154,10 +130,7 @@ void scatterGrad(GradContext& g, const char* scatterType, const char* gatherType
 // updates, dy * data * the product of the other updates that multiplied the same position (zeros
 // counted exactly, no division by a zero update).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ScatterMulUpdatesGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 4;
+  OpDef d{.type = "ScatterMulUpdatesGrad", .domain = kXtrainDomain, .minInputs = 4, .maxInputs = 4};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalf(0, "dy");
     const TensorInfo& dy = ctx.input(0);
@@ -187,9 +160,8 @@ XT_REGISTER_OP([] {
 // 16: none, add, mul): a copy of data where out[p with p[axis] replaced by indices[p]] is set to
 // (or combined with) updates[p]. Scatter (opsets 9-10) is the same op without reduction.
 OpDef scatterElements(const std::string& type) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = type, .minInputs = 3, .maxInputs = 3};
+  if (type == "Scatter") d.rewrittenTo = "ScatterElements";
   d.canonicalize = [](Op& op, const Graph&) {
     if (op.type == "Scatter") {
       op.type = "ScatterElements";
@@ -252,9 +224,7 @@ Shape gatherNDShape(const ShapeContext& ctx, const TensorInfo& data, const Tenso
 // GatherND(data, indices) with attribute batch_dims (opset 12; default 0): each innermost tuple
 // of indices names a slice of data (within its batch).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherND";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherND", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     checkCopyable(ctx, data);
@@ -265,23 +235,14 @@ XT_REGISTER_OP([] {
     return std::vector<TensorInfo>{
         TensorInfo(data.dataType(), gatherNDShape(ctx, data, ctx.input(1), b))};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("batch_dims", g.attrs().getInt("batch_dims", 0));
-    a.set("shape", g.inputInfo(0).shape());
-    g.setGradIn(0, g.emit("GatherNDGrad", {g.gradOut(0), g.input(1)}, std::move(a)));
-  };
+  d.grad = [](GradContext& g) { gatherGrad(g, "GatherNDGrad", "batch_dims"); };
   return d;
 }());
 
 // GatherNDGrad(dy, indices) with attributes batch_dims and shape (the data's shape): zeros of
 // `shape` with each slice of dy added where GatherND read it.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GatherNDGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "GatherNDGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     ctx.requireFloatOrHalf(0, "dy");
@@ -293,21 +254,14 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{data};
   };
-  d.grad = [](GradContext& g) {
-    if (!g.needsGrad(0)) return;
-    Attributes a;
-    a.set("batch_dims", g.attrs().getInt("batch_dims", 0));
-    g.setGradIn(0, g.emit("GatherND", {g.gradOut(0), g.input(1)}, std::move(a), kOnnxDomain));
-  };
+  d.grad = [](GradContext& g) { scatterAddGrad(g, "GatherND", "batch_dims"); };
   return d;
 }());
 
 // ScatterND(data, indices, updates) with attribute reduction (opset 16: none, add, mul): a copy of
 // data with the slices the index tuples name set to (or combined with) the slices of updates.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ScatterND";
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "ScatterND", .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& data = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
@@ -330,11 +284,7 @@ XT_REGISTER_OP([] {
 // 1-9: attribute k; 10+: input K. Canonical form: attribute `k`. Outputs: values and INT64
 // indices; equal values keep their order (lower index first).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "TopK";
-  d.minInputs = 1;
-  d.maxInputs = 2;
-  d.minOutputs = d.maxOutputs = 2;
+  OpDef d{.type = "TopK", .minInputs = 1, .maxInputs = 2, .minOutputs = 2, .maxOutputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.hasInput(1)) {
       if (op.attrs.has("k")) {
@@ -384,8 +334,7 @@ XT_REGISTER_OP([] {
 // ArgMax/ArgMin(data) with attributes axis (default 0), keepdims (default 1) and
 // select_last_index (opset 12; default 0). Output INT64.
 OpDef argOp(const std::string& type) {
-  OpDef d;
-  d.type = type;
+  OpDef d{.type = type};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(0);
     const DataType t = x.dataType();

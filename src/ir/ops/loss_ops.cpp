@@ -121,12 +121,11 @@ void canonicalizeOnnxReduction(Op& op) {
 // scaled by the reduction; plus log_prob's gradient), through SoftmaxCrossEntropyGrad. weights get
 // no gradient.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "SoftmaxCrossEntropyLoss";
-  d.minInputs = 2;
-  d.maxInputs = 3;
-  d.minOutputs = 1;
-  d.maxOutputs = 2;
+  OpDef d{.type = "SoftmaxCrossEntropyLoss",
+          .minInputs = 2,
+          .maxInputs = 3,
+          .minOutputs = 1,
+          .maxOutputs = 2};
   d.canonicalize = [](Op& op, const Graph&) { canonicalizeOnnxReduction(op); };
   d.infer = [](const ShapeContext& ctx) {
     return classLossInfo(ctx, "scores", "labels", "weights");
@@ -151,11 +150,8 @@ XT_REGISTER_OP([] {
 // dLogProb?, logProb? (the forward's log_prob, saves recomputing the softmax); attributes as the
 // forward. Output dScores (scores' info).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "SoftmaxCrossEntropyGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 6;
+  OpDef d{
+      .type = "SoftmaxCrossEntropyGrad", .domain = kXtrainDomain, .minInputs = 3, .maxInputs = 6};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& scores = ctx.input(1);
     for (size_t i : {4, 5}) {
@@ -179,10 +175,7 @@ XT_REGISTER_OP([] {
 // [0, C) that is not ignore_index is a runtime error naming the op. Gradient: input only, through
 // NegativeLogLikelihoodLossGrad; weight gets none.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "NegativeLogLikelihoodLoss";
-  d.minInputs = 2;
-  d.maxInputs = 3;
+  OpDef d{.type = "NegativeLogLikelihoodLoss", .minInputs = 2, .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph&) { canonicalizeOnnxReduction(op); };
   d.infer = [](const ShapeContext& ctx) {
     auto infos = classLossInfo(ctx, "input", "target", "weight");
@@ -206,11 +199,10 @@ XT_REGISTER_OP([] {
 // non-ignored target, 0 elsewhere, coef = dLoss (per element for "none", divided by the weight sum
 // for "mean").
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "NegativeLogLikelihoodLossGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 4;
+  OpDef d{.type = "NegativeLogLikelihoodLossGrad",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 4};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(1)}; };
   return d;
 }());
@@ -224,10 +216,7 @@ XT_REGISTER_OP([] {
 // 0; Mean divides by the number of non-ignored labels (0 when there are none). Gradient for probs
 // through NllGrad.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Nll";
-  d.domain = kGraphcoreDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "Nll", .domain = kGraphcoreDomain, .minInputs = 2, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph&) {
     canonicalizeGraphcoreReduction(op);
     op.attrs.set("inputIsLogProbability",
@@ -270,10 +259,7 @@ XT_REGISTER_OP([] {
 // non-ignored label -dLoss/p (or -dLoss for log-probabilities), scaled by 1/count for Mean; 0
 // elsewhere.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "NllGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "NllGrad", .domain = kXtrainDomain, .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(1)}; };
   return d;
 }());
@@ -289,9 +275,7 @@ TensorInfo reducedInfo(const ShapeContext& ctx) {
 // empty x), or lambda * |x| elementwise (NoReduction). Gradient lambda * sign(x) (0 at x = 0)
 // through L1Grad.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "L1";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "L1", .domain = kGraphcoreDomain};
   d.canonicalize = [](Op& op, const Graph&) {
     canonicalizeGraphcoreReduction(op);
     op.attrs.set("lambda", op.attrs.getFloat("lambda"));
@@ -310,10 +294,7 @@ XT_REGISTER_OP([] {
 
 // L1Grad (ai.xtrain): inputs dLoss, x; attributes lambda, reduction. Output dx (x's info).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "L1Grad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "L1Grad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(1)}; };
   return d;
 }());
@@ -323,9 +304,7 @@ XT_REGISTER_OP([] {
 // sum(x) (Sum), mean(x) (Mean, 0 for an empty x) or x itself (NoReduction). The gradient is
 // composed: the loss gradient broadcast to x's shape, times 1/nelms for Mean.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "IdentityLoss";
-  d.domain = kGraphcoreDomain;
+  OpDef d{.type = "IdentityLoss", .domain = kGraphcoreDomain};
   d.canonicalize = [](Op& op, const Graph&) { canonicalizeGraphcoreReduction(op); };
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalf(0);

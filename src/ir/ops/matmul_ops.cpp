@@ -138,9 +138,7 @@ void gradMatMul(GradContext& g) {
 }
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "MatMul";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "MatMul", .minInputs = 2, .maxInputs = 2};
   d.infer = inferMatMul;
   d.grad = gradMatMul;
   return d;
@@ -152,10 +150,7 @@ XT_REGISTER_OP([] {
 // set (same element count). Attributes: transA, transB (default 0), alpha (default 1), viewA,
 // viewB, outShape (optional).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "MatMulT";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "MatMulT", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalf(0);
     ctx.requireFloatOrHalf(1);
@@ -189,10 +184,7 @@ XT_REGISTER_OP([] {
 // Gemm(A, B, C?): Y = alpha * op(A) x op(B) + beta * C, A and B 2-D, C unidirectionally
 // broadcastable to [M, N]. Canonical form = ONNX form (C optional since opset 11).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Gemm";
-  d.minInputs = 2;
-  d.maxInputs = 3;
+  OpDef d{.type = "Gemm", .minInputs = 2, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalf(0);
     ctx.requireFloatOrHalf(1);

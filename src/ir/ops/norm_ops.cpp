@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/norm_grad.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -36,12 +37,11 @@ void checkBroadcastsTo(const ShapeContext& ctx, size_t i, const char* name, cons
 // one LayerNormGrad, which uses the saved Mean/InvStdDev when the forward op produces them and
 // recomputes them otherwise; gradients arriving at Mean and InvStdDev are propagated to X too.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "LayerNormalization";
-  d.minInputs = 2;
-  d.maxInputs = 3;
-  d.minOutputs = 1;
-  d.maxOutputs = 3;
+  OpDef d{.type = "LayerNormalization",
+          .minInputs = 2,
+          .maxInputs = 3,
+          .minOutputs = 1,
+          .maxOutputs = 3};
   d.canonicalize = [](Op& op, const Graph& graph) {
     ShapeContext ctx(graph, op);
     const int64_t rank = ctx.input(0).rank();
@@ -93,35 +93,16 @@ XT_REGISTER_OP([] {
 // statistics (recomputed from X when absent); dMean/dInvStdDev are gradients arriving at those
 // outputs. Outputs dX (X's info), dScale and dB, both of the full normalised shape X.shape[axis:]
 // (the forward grad reduces them to Scale's/B's shape).
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "LayerNormGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 7;
-  d.minOutputs = 3;
-  d.maxOutputs = 3;
-  d.infer = [](const ShapeContext& ctx) {
-    const TensorInfo& x = ctx.input(1);
-    const int64_t axis = ctx.attrs().getInt("axis");
-    if (axis < 0 || axis >= x.rank()) ctx.fail("axis {} out of range for X {}", axis, x.toString());
-    if (ctx.input(0) != x) {
-      ctx.fail("dY is {} but X is {}", ctx.input(0).toString(), x.toString());
-    }
-    Shape stat = x.shape();
-    std::fill(stat.begin() + axis, stat.end(), 1);
-    for (size_t i = 3; i < 7; ++i) {
-      if (ctx.hasInput(i) && ctx.input(i).shape() != stat) {
-        ctx.fail("input {} is {}; expected statistics of shape {}", i, ctx.input(i).toString(),
-                 shapeToString(stat));
-      }
-    }
-    if (ctx.hasInput(3) != ctx.hasInput(4)) ctx.fail("Mean and InvStdDev must be given together");
-    const TensorInfo norm(x.dataType(), normalizedShape(x.shape(), axis));
-    return std::vector<TensorInfo>{x, norm, norm};
-  };
-  return d;
-}());
+XT_REGISTER_OP(normGradDef("LayerNormGrad", [](const ShapeContext& ctx) {
+  const TensorInfo& x = ctx.input(1);
+  const int64_t axis = ctx.attrs().getInt("axis");
+  if (axis < 0 || axis >= x.rank()) ctx.fail("axis {} out of range for X {}", axis, x.toString());
+  Shape stat = x.shape();
+  std::fill(stat.begin() + axis, stat.end(), 1);
+  checkNormGradInputs(ctx, stat, "Mean", "InvStdDev");
+  const TensorInfo norm(x.dataType(), normalizedShape(x.shape(), axis));
+  return std::vector<TensorInfo>{x, norm, norm};
+}));
 
 // Training mode of a BatchNormalization: the training_mode attribute when present (canonicalize
 // sets it for opset >= 14), else (opset < 14) whether the op has more than one output, as ONNX
@@ -150,12 +131,11 @@ bool batchNormTraining(const Op& op) {
 // arriving at running_mean/running_var/saved_* reach X through the batch statistics). input_mean
 // and input_var get no gradient: they are statistics, not trainable.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "BatchNormalization";
-  d.minInputs = 5;
-  d.maxInputs = 5;
-  d.minOutputs = 1;
-  d.maxOutputs = 5;
+  OpDef d{.type = "BatchNormalization",
+          .minInputs = 5,
+          .maxInputs = 5,
+          .minOutputs = 1,
+          .maxOutputs = 5};
   d.canonicalize = [](Op& op, const Graph&) {
     op.attrs.set("epsilon", op.attrs.getFloat("epsilon", 1e-5f));
     op.attrs.set("momentum", op.attrs.getFloat("momentum", 0.9f));
@@ -232,13 +212,12 @@ XT_REGISTER_OP([] {
 // statistics are recomputed from X and mean/var are absent; in inference mode mean/var are the
 // forward's input_mean and input_var. Outputs dX (X's info), dScale [C], dB [C].
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "BatchNormGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = 3;
-  d.maxInputs = 9;
-  d.minOutputs = 3;
-  d.maxOutputs = 3;
+  OpDef d{.type = "BatchNormGrad",
+          .domain = kXtrainDomain,
+          .minInputs = 3,
+          .maxInputs = 9,
+          .minOutputs = 3,
+          .maxOutputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(1);
     if (x.rank() < 2 || ctx.input(0) != x) {

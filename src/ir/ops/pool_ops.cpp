@@ -129,9 +129,7 @@ std::vector<TensorInfo> inferPool(const ShapeContext& ctx) {
 // MaxPool(X) -> Y (Indices unsupported). Gradient: MaxPoolGrad recomputes each window's argmax from
 // X.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "MaxPool";
-  d.maxOutputs = 2;
+  OpDef d{.type = "MaxPool", .maxOutputs = 2};
   d.canonicalize = canonicalizePool;
   d.infer = inferPool;
   d.grad = [](GradContext& g) {
@@ -142,8 +140,7 @@ XT_REGISTER_OP([] {
 
 // AveragePool(X) -> Y. Gradient: AveragePoolGrad.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "AveragePool";
+  OpDef d{.type = "AveragePool"};
   d.canonicalize = canonicalizePool;
   d.infer = inferPool;
   d.grad = [](GradContext& g) {
@@ -154,10 +151,7 @@ XT_REGISTER_OP([] {
 
 // MaxPoolGrad(gY, X) -> dX, internal: each gY element goes to the first maximum of its window in X.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "MaxPoolGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "MaxPoolGrad", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
     const Shape y = poolOutputShape(ctx, ctx.input(1).shape());
@@ -172,9 +166,7 @@ XT_REGISTER_OP([] {
 
 // AveragePoolGrad(gY) -> dX of shape `shape`, internal.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "AveragePoolGrad";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "AveragePoolGrad", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
     const Shape& x = ctx.attrs().getInts("shape");
@@ -191,8 +183,7 @@ XT_REGISTER_OP([] {
 // GlobalAveragePool(X [N, C, spatial...]) -> [N, C, 1, ...]. Gradient: gY broadcast back, divided
 // by the number of spatial elements.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "GlobalAveragePool";
+  OpDef d{.type = "GlobalAveragePool"};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalfInputs();
     const Shape& x = ctx.input(0).shape();

@@ -6,32 +6,10 @@
 #include <set>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/const_input.hpp"
 
 namespace xtrain::ir {
 namespace {
-
-// Moves a constant axes input into attribute `axes` (read exactly for INT32/INT64); either form is
-// accepted at any opset, since internal ops carry opset 0 and always use the attribute.
-void constInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& name) {
-  if (!op.hasInput(index)) return;
-  if (op.attrs.has(name)) {
-    throw error("{}: '{}' is given both as an attribute and as input {}; give one", op.describe(),
-                name, index);
-  }
-  const Tensor& t = graph.tensor(op.inputs[index]);
-  if (t.kind == TensorKind::Const && t.value &&
-      (t.value->dataType() == DataType::INT64 || t.value->dataType() == DataType::INT32)) {
-    std::vector<int64_t> values;
-    for (int64_t i = 0; i < t.value->nelms(); ++i) {
-      values.push_back(t.value->dataType() == DataType::INT64 ? t.value->data<int64_t>()[i]
-                                                              : t.value->data<int32_t>()[i]);
-    }
-    op.attrs.set(name, std::move(values));
-    op.inputs[index].clear();
-    return;
-  }
-  moveConstInputToAttr(op, graph, index, name);  // reports a non-constant input
-}
 
 // Canonical form of ReduceSum and ReduceMean: attribute `axes` lists the reduced axes explicitly,
 // sorted, non-negative and unique (an empty list means no reduction: the op copies its input), and
@@ -123,10 +101,7 @@ void reduceGrad(GradContext& g, bool mean) {
 }
 
 OpDef reduceOp(const std::string& type, bool mean) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = type, .minInputs = 1, .maxInputs = 2};
   d.canonicalize = canonicalizeReduce;
   d.infer = inferReduce;
   d.grad = [mean](GradContext& g) { reduceGrad(g, mean); };
@@ -149,10 +124,7 @@ XT_REGISTER_OP(reduceOp("ReduceMean", true));
 //   L1         g * sign(x) (0 at 0);  L2  g * x / y (0 where y = 0);  SumSquare  2 g x;
 //   LogSumExp  g * exp(x - y) (0 where y = -inf).
 OpDef reduceGradOp(const std::string& type, const std::string& mode, bool integers) {
-  OpDef d;
-  d.type = type;
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = type, .minInputs = 1, .maxInputs = 2};
   d.canonicalize = canonicalizeReduce;
   d.infer = [integers](const ShapeContext& ctx) {
     const DataType t = ctx.input(0).dataType();
@@ -187,10 +159,7 @@ XT_REGISTER_OP(reduceGradOp("ReduceSumSquare", "sumsquare", false));
 // forward output); attributes axes (sorted, non-negative, as the forward's canonical form) and mode
 // (max, min, prod, l1, l2, logsumexp, sumsquare). Output dx (x's info).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ReduceGrad";
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 3;
+  OpDef d{.type = "ReduceGrad", .domain = kXtrainDomain, .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(1);
     Shape kept = x.shape();

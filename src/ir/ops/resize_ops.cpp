@@ -40,14 +40,9 @@ namespace {
 // (ONNX's way of leaving an input of Resize 11 out).
 std::optional<std::vector<double>> constInputValues(const Op& op, const Graph& graph, size_t index,
                                                     const char* what) {
-  if (!op.hasInput(index)) return std::nullopt;
-  const Tensor& t = graph.tensor(op.inputs[index]);
-  if (t.kind != TensorKind::Const || !t.value) {
-    throw error(
-        "{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
-        op.describe(), index, t.id, what);
-  }
-  if (t.value->nelms() == 0) return std::nullopt;
+  const Tensor* input = constInputTensor(op, graph, index, what);
+  if (input == nullptr || input->value->nelms() == 0) return std::nullopt;
+  const Tensor& t = *input;
   const DataType type = t.info.dataType();
   const bool integer = std::string_view(what) == "sizes";
   if (integer ? (type != DataType::INT64 && type != DataType::INT32) : !isFloatingPoint(type)) {
@@ -258,36 +253,24 @@ void gradResize(GradContext& g) {
   g.setGradIn(0, g.emit("ResizeGrad", {g.gradOut(0)}, a));
 }
 
-// Resize(X, roi?, scales?, sizes?): see the header comment.
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Resize";
-  d.minInputs = 1;
-  d.maxInputs = 4;
-  d.canonicalize = canonicalizeResize;
-  d.infer = inferResize;
-  d.grad = gradResize;
-  return d;
-}());
-
-// Upsample(X, scales?) (opsets 7-9; deprecated at 10): canonicalize turns it into a Resize.
-XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Upsample";
-  d.minInputs = 1;
-  d.maxInputs = 2;
-  d.canonicalize = canonicalizeResize;
-  d.infer = inferResize;
-  d.grad = gradResize;
-  return d;
-}());
+// Resize(X, roi?, scales?, sizes?) (see the header comment) and Upsample(X, scales?) (opsets 7-9;
+// deprecated at 10), which canonicalize turns into a Resize.
+OpDef resizeDef(const char* type, int maxInputs, const char* rewrittenTo) {
+  return OpDef{.type = type,
+               .minInputs = 1,
+               .maxInputs = maxInputs,
+               .canonicalize = canonicalizeResize,
+               .infer = inferResize,
+               .grad = gradResize,
+               .rewrittenTo = rewrittenTo};
+}
+XT_REGISTER_OP(resizeDef("Resize", 4, ""));
+XT_REGISTER_OP(resizeDef("Upsample", 2, "Resize"));
 
 // ResizeGrad(gY), internal: dX of Resize for X of shape `shape`, with Resize's canonical
 // attributes.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ResizeGrad";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "ResizeGrad", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) {
     ctx.requireFloatOrHalf(0, "gY");
     const Shape& x = ctx.attrs().getInts("shape");

@@ -286,12 +286,11 @@ void gradRnn(const CellInfo& ci, GradContext& g) {
 }
 
 OpDef rnnDef(const CellInfo& ci) {
-  OpDef d;
-  d.type = ci.type;
-  d.minInputs = 3;
-  d.maxInputs = ci.onnxInputs;
-  d.minOutputs = 1;
-  d.maxOutputs = ci.onnxOutputs + 1;
+  OpDef d{.type = ci.type,
+          .minInputs = 3,
+          .maxInputs = ci.onnxInputs,
+          .minOutputs = 1,
+          .maxOutputs = ci.onnxOutputs + 1};
   d.canonicalize = [&ci](Op& op, const Graph& graph) { canonicalizeRnn(ci, op, graph); };
   d.infer = [&ci](const ShapeContext& ctx) { return inferRnn(ci, ctx); };
   d.grad = [&ci](GradContext& g) { gradRnn(ci, g); };
@@ -303,9 +302,7 @@ XT_REGISTER_OP(rnnDef(kGru));
 XT_REGISTER_OP(rnnDef(kRnn));
 
 OpDef rnnGradDef(const CellInfo& ci) {
-  OpDef d;
-  d.type = std::string(ci.type) + "Grad";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = std::string(ci.type) + "Grad", .domain = kXtrainDomain};
   const bool lstm = ci.cell == Cell::Lstm;
   d.minInputs = 3;  // X W R; Saved (after optional inputs) is checked in infer
   d.maxInputs = lstm ? 12 : 9;

@@ -26,15 +26,9 @@ void checkCopyable(const ShapeContext& ctx, const TensorInfo& info) {
 // input's dimension unless allowzero=1, one -1 is inferred) and optional attribute `allowzero`
 // (default 0).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Reshape";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "Reshape", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "shape");
-    if (!op.attrs.has("shape")) {
-      throw error("{}: needs the target shape (input 1 or attribute 'shape')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "shape", "the target shape");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
@@ -86,8 +80,7 @@ XT_REGISTER_OP([] {
 // Flatten(x) with attribute axis (default 1, in [-rank, rank]): [prod(dims before axis), prod(the
 // rest)].
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Flatten";
+  OpDef d{.type = "Flatten"};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
     const int64_t axis = ctx.attrs().getInt("axis", 1);
@@ -109,10 +102,7 @@ XT_REGISTER_OP([] {
 // Squeeze(data[, axes]). Canonical form: attribute `axes` (opset 11/12 attribute, 13+ input),
 // negative axes allowed; absent: every dimension of size 1 is removed.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Squeeze";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "Squeeze", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) { constInputToAttr(op, graph, 1, "axes"); };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
@@ -149,15 +139,9 @@ XT_REGISTER_OP([] {
 // Unsqueeze(data[, axes]). Canonical form: attribute `axes` (opset 11/12 attribute, 13+ input),
 // required, positions in the output (rank + len(axes)); negative axes count from the output's end.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Unsqueeze";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "Unsqueeze", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "axes");
-    if (!op.attrs.has("axes")) {
-      throw error("{}: needs the axes to insert (input 1 or attribute 'axes')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "axes", "the axes to insert");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
@@ -186,8 +170,7 @@ XT_REGISTER_OP([] {
 // Transpose(x). Canonical form: attribute `perm` always present (canonicalize fills ONNX's default,
 // the reversed dimensions).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Transpose";
+  OpDef d{.type = "Transpose"};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.attrs.has("perm") || !op.hasInput(0)) return;
     const int64_t rank = graph.tensor(op.inputs[0]).info.rank();
@@ -229,10 +212,7 @@ XT_REGISTER_OP([] {
 
 // Concat(x0, x1, ...) with attribute axis (required, negative allowed).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Concat";
-  d.minInputs = 1;
-  d.maxInputs = -1;
+  OpDef d{.type = "Concat", .minInputs = 1, .maxInputs = -1};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& first = ctx.input(0);
     if (!ctx.attrs().has("axis")) ctx.fail("attribute 'axis' is required");
@@ -305,12 +285,7 @@ std::vector<int64_t> splitSizes(const ShapeContext& ctx, int64_t dim, size_t num
 // Split(x[, split]) with attribute axis (default 0). Canonical form: attribute `split` (opset 11/12
 // attribute, 13+ input); absent: equal parts, one per output.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Split";
-  d.minInputs = 1;
-  d.maxInputs = 2;
-  d.minOutputs = 1;
-  d.maxOutputs = -1;
+  OpDef d{.type = "Split", .minInputs = 1, .maxInputs = 2, .minOutputs = 1, .maxOutputs = -1};
   d.canonicalize = [](Op& op, const Graph& graph) { constInputToAttr(op, graph, 1, "split"); };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
@@ -423,10 +398,7 @@ Attributes sliceAttrs(const Attributes& attrs) {
 // 0..n-1 and steps 1). Starts/ends may be negative or out of range (clamped; INT64_MAX / INT64_MIN
 // mean "to the end").
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Slice";
-  d.minInputs = 1;
-  d.maxInputs = 5;
+  OpDef d{.type = "Slice", .minInputs = 1, .maxInputs = 5};
   d.canonicalize = [](Op& op, const Graph& graph) {
     constInputToAttr(op, graph, 1, "starts");
     constInputToAttr(op, graph, 2, "ends");
@@ -461,9 +433,7 @@ XT_REGISTER_OP([] {
 // SliceGrad(dy) with Slice's canonical attributes and `shape` (the sliced input's shape): zeros of
 // `shape` with dy written where Slice took its elements.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "SliceGrad";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "SliceGrad", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     const Shape shape = ctx.attrs().getInts("shape");
@@ -485,15 +455,9 @@ XT_REGISTER_OP([] {
 // Expand(x, shape). Canonical form: attribute `shape`; the output is x broadcast with `shape`
 // (numpy rules in both directions, as ONNX specifies).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Expand";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "Expand", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "shape");
-    if (!op.attrs.has("shape")) {
-      throw error("{}: needs the target shape (input 1 or attribute 'shape')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "shape", "the target shape");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);

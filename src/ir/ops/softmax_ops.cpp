@@ -30,8 +30,7 @@ void checkAxis(const ShapeContext& ctx, size_t i) {
 }
 
 OpDef softmax(const std::string& type, const std::string& gradType) {
-  OpDef d;
-  d.type = type;
+  OpDef d{.type = type};
   d.canonicalize = canonicalizeSoftmax;
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(0);
@@ -57,10 +56,7 @@ XT_REGISTER_OP(softmax("LogSoftmax", "LogSoftmaxGrad"));
 // LogSoftmaxGrad(gy, y): gx = gy - exp(y) * sum(gy)
 // Same axis and coerce_2d attributes as the forward op.
 OpDef softmaxGrad(const std::string& type) {
-  OpDef d;
-  d.type = type;
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = type, .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
   d.canonicalize = canonicalizeSoftmax;
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);

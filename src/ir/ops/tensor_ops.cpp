@@ -38,8 +38,7 @@ double constScalar(const Op& op, const Graph& graph, size_t index, const char* w
 // [start, end) of data's shape as a 1-D INT64 tensor. Negative start/end count from the end; both
 // are clamped to [0, rank].
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Shape";
+  OpDef d{.type = "Shape"};
   d.infer = [](const ShapeContext& ctx) {
     const int64_t rank = ctx.input(0).rank();
     int64_t start = ctx.attrs().getInt("start", 0);
@@ -56,8 +55,7 @@ XT_REGISTER_OP([] {
 
 // Size(data): the number of elements of data as an INT64 scalar.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Size";
+  OpDef d{.type = "Size"};
   d.infer = [](const ShapeContext& ctx) {
     ctx.input(0);
     return std::vector<TensorInfo>{TensorInfo(DataType::INT64, Shape{})};
@@ -69,10 +67,7 @@ XT_REGISTER_OP([] {
 // (a float or int, default 0.0; ONNX's one-element tensor attribute) and `dtype` (ONNX type number
 // of the output, default FLOAT).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "ConstantOfShape";
-  d.minInputs = 0;
-  d.maxInputs = 1;
+  OpDef d{.type = "ConstantOfShape", .minInputs = 0, .maxInputs = 1};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.hasInput(0)) {
       const TensorInfo& in = graph.tensor(op.inputs[0]).info;
@@ -81,10 +76,7 @@ XT_REGISTER_OP([] {
                     in.toString());
       }
     }
-    constInputToAttr(op, graph, 0, "shape");
-    if (!op.attrs.has("shape")) {
-      throw error("{}: needs the output shape (input 0 or attribute 'shape')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 0, "shape", "the output shape");
   };
   d.infer = [](const ShapeContext& ctx) {
     const std::vector<int64_t>& shape = ctx.attrs().getInts("shape");
@@ -111,10 +103,7 @@ XT_REGISTER_OP([] {
 // scalar inputs must be constants (the output's length depends on them). Canonical form: no inputs,
 // attributes `start`, `limit`, `delta` (floats) and `dtype` (ONNX type number of the output).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Range";
-  d.minInputs = 0;
-  d.maxInputs = 3;
+  OpDef d{.type = "Range", .minInputs = 0, .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.inputs.empty()) return;  // already canonical
     if (op.inputs.size() != 3) {
@@ -177,15 +166,9 @@ XT_REGISTER_OP([] {
 // Tile(input, repeats). Canonical form: attribute `repeats` (one non-negative count per dimension).
 // Gradient: the output viewed as [r0, d0, r1, d1, ...] summed over the r's.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Tile";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "Tile", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
-    constInputToAttr(op, graph, 1, "repeats");
-    if (!op.attrs.has("repeats")) {
-      throw error("{}: needs the repeats (input 1 or attribute 'repeats')", op.describe());
-    }
+    requiredConstInputToAttr(op, graph, 1, "repeats", "the repeats");
   };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
@@ -267,10 +250,7 @@ void validatePads(const ShapeContext& ctx, const Shape& shape, const std::vector
 }
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Pad";
-  d.minInputs = 1;
-  d.maxInputs = 3;
+  OpDef d{.type = "Pad", .minInputs = 1, .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.inputs.size() > 3) {
       throw error("{}: has {} inputs; the axes input (opset 18) is not supported", op.describe(),
@@ -311,9 +291,7 @@ XT_REGISTER_OP([] {
 // PadGrad(dy) with Pad's attributes pads and mode and `shape` (Pad's input shape): the adjoint of
 // Pad, every element of dy added to the input element Pad copied it from.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "PadGrad";
-  d.domain = kXtrainDomain;
+  OpDef d{.type = "PadGrad", .domain = kXtrainDomain};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& dy = ctx.input(0);
     ctx.requireFloatOrHalf(0, "dy");
@@ -342,10 +320,7 @@ XT_REGISTER_OP([] {
 // from opset 11: indices in [-depth, 0) count from the end; before, they are out of range). Indices
 // out of range give a row of off values.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "OneHot";
-  d.minInputs = 2;
-  d.maxInputs = 3;
+  OpDef d{.type = "OneHot", .minInputs = 2, .maxInputs = 3};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.inputs.size() == 3) {
       if (!op.hasInput(1)) throw error("{}: input 1 (depth) is required", op.describe());
@@ -404,10 +379,7 @@ XT_REGISTER_OP([] {
 // CumSum(x, axis) with attributes exclusive and reverse (default 0). Canonical form: attribute
 // `axis` (the constant input's value). Gradient: the cumulative sum of dy in the other direction.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "CumSum";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "CumSum", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.hasInput(1)) {
       if (op.attrs.has("axis")) {
@@ -449,10 +421,7 @@ XT_REGISTER_OP([] {
 // and below (lower) the k-th diagonal of the last two dimensions, zeroes the rest. Canonical form:
 // attribute `k` (default 0).
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Trilu";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "Trilu", .minInputs = 1, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.hasInput(1)) {
       const HostTensor* v = requireConstInput(op, graph, 1, "k");
@@ -483,10 +452,7 @@ XT_REGISTER_OP([] {
 // CastLike(input, target_type) (opset 15): Cast to target_type's element type. canonicalize turns
 // it into Cast with attribute `to`, so it shares Cast's kernel and gradient.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "CastLike";
-  d.minInputs = 1;
-  d.maxInputs = 2;
+  OpDef d{.type = "CastLike", .minInputs = 1, .maxInputs = 2, .rewrittenTo = "Cast"};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (!op.hasInput(1)) {
       throw error("{}: input 1 (target_type) is required", op.describe());

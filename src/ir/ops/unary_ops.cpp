@@ -27,9 +27,7 @@ std::vector<TensorInfo> inferSameFloat(const ShapeContext& ctx) {
 
 OpDef unary(const std::string& type, std::function<void(GradContext&)> grad,
             const std::string& domain = kOnnxDomain) {
-  OpDef d;
-  d.type = type;
-  d.domain = domain;
+  OpDef d{.type = type, .domain = domain};
   d.infer = inferSameFloat;
   d.grad = std::move(grad);
   return d;
@@ -37,10 +35,7 @@ OpDef unary(const std::string& type, std::function<void(GradContext&)> grad,
 
 // A grad op (gy, z...) -> gx: gx has gy's info; every other input must have gy's shape.
 OpDef elementwiseGrad(const std::string& type, int numInputs = 2) {
-  OpDef d;
-  d.type = type;
-  d.domain = kXtrainDomain;
-  d.minInputs = d.maxInputs = numInputs;
+  OpDef d{.type = type, .domain = kXtrainDomain, .minInputs = numInputs, .maxInputs = numInputs};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);
     for (size_t i = 1; i < ctx.numInputs(); ++i) {
@@ -55,16 +50,14 @@ OpDef elementwiseGrad(const std::string& type, int numInputs = 2) {
 }
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Neg";
+  OpDef d{.type = "Neg"};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(0)}; };
   d.grad = [](GradContext& g) { g.setGradIn(0, g.emit("Neg", {g.gradOut(0)}, {}, kOnnxDomain)); };
   return d;
 }());
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Identity";
+  OpDef d{.type = "Identity"};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(0)}; };
   d.grad = [](GradContext& g) { g.setGradIn(0, g.gradOut(0)); };
   return d;
@@ -111,8 +104,7 @@ XT_REGISTER_OP(elementwiseGrad("GeluGrad"));
 // Cast(x) with attribute `to` (an ONNX TensorProto.DataType number). The gradient of a float->float
 // cast casts back; casts from or to integer types carry no gradient.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Cast";
+  OpDef d{.type = "Cast"};
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& in = ctx.input(0);
     const int64_t to = ctx.attrs().getInt("to");
@@ -138,9 +130,7 @@ XT_REGISTER_OP([] {
 // integer) type than the base; the output has the base's type. Gradients are computed at the
 // broadcast shape and summed down to each input's shape.
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Pow";
-  d.minInputs = d.maxInputs = 2;
+  OpDef d{.type = "Pow", .minInputs = 2, .maxInputs = 2};
   d.infer = [](const ShapeContext& ctx) {
     requireFloat(ctx, 0);
     const TensorInfo& a = ctx.input(0);
@@ -200,13 +190,9 @@ XT_REGISTER_OP([] {
 // scalars.
 std::optional<double> takeConstScalarInput(Op& op, const Graph& graph, size_t index,
                                            const char* what) {
-  if (!op.hasInput(index)) return std::nullopt;
-  const Tensor& t = graph.tensor(op.inputs[index]);
-  if (t.kind != TensorKind::Const || !t.value) {
-    throw error(
-        "{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
-        op.describe(), index, t.id, what);
-  }
+  const Tensor* input = constInputTensor(op, graph, index, what);
+  if (input == nullptr) return std::nullopt;
+  const Tensor& t = *input;
   if (t.value->nelms() != 1) {
     throw error("{}: input {} ('{}', used as '{}') is {}, expected a scalar", op.describe(), index,
                 t.id, what, t.info.toString());
@@ -259,10 +245,7 @@ TensorId ensureDropoutMask(GradContext& g) {
 }
 
 XT_REGISTER_OP([] {
-  OpDef d;
-  d.type = "Dropout";
-  d.maxInputs = 3;
-  d.maxOutputs = 2;
+  OpDef d{.type = "Dropout", .maxInputs = 3, .maxOutputs = 2};
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (auto r = takeConstScalarInput(op, graph, 1, "ratio")) {
       op.attrs.set("ratio", static_cast<float>(*r));
