@@ -278,4 +278,25 @@ inline const float* timeMajor(const Config& c, const float* x, std::vector<float
   return buf.data();
 }
 
+// What the forward and the backward kernel share: the configuration, the op's description (for
+// errors), and scratch for a time-major X, zero states and the sequence lengths.
+class RnnKernelBase : public Kernel {
+ protected:
+  RnnKernelBase(const KernelSpec& spec, Cell cell)
+      : c_(spec, cell), desc_(spec.description), lstm_(cell == Cell::Lstm) {}
+
+  Config c_;
+  std::string desc_;
+  bool lstm_;
+  std::vector<float> xt_, zeros_;
+  std::vector<int64_t> lens_;
+  std::vector<uint8_t> active_;
+};
+
+// The factory of kernel K (RnnKernelBase's forward or backward) for cell C.
+template <typename K, Cell C>
+std::unique_ptr<Kernel> makeRnnKernel(const KernelSpec& spec) {
+  return std::make_unique<K>(spec, C);
+}
+
 }  // namespace xtrain::device::rnn_detail

@@ -17,10 +17,9 @@ using namespace rnn_detail;
 // Inputs: X W R B? initial_h? [initial_c? P?] Saved dY? dY_h? [dY_c?]; outputs dX dW dR
 // dB dInitial_h [dInitial_c dP]; sequence_lens? is the last input (after dY_h / dY_c).
 
-class RnnBackward final : public Kernel {
+class RnnBackward final : public RnnKernelBase {
  public:
-  RnnBackward(const KernelSpec& spec, Cell cell) : c_(spec, cell), desc_(spec.description) {
-    lstm_ = cell == Cell::Lstm;
+  RnnBackward(const KernelSpec& spec, Cell cell) : RnnKernelBase(spec, cell) {
     savedIn_ = lstm_ ? 7 : 5;
     requireFloatExcept(spec, savedIn_ + (lstm_ ? 4 : 3));
   }
@@ -370,23 +369,13 @@ class RnnBackward final : public Kernel {
     gemm(false, false, c.batch, H, H, dg, H, rd, H, 0.0f, dHnext_.data(), H);
   }
 
-  Config c_;
-  bool lstm_ = false;
   size_t savedIn_ = 5;
-  std::string desc_;
-  std::vector<float> xt_, dxt_, dG_, dGR_, dH_, dHnext_, dC_, dq_, zeros_, tmp_;
-  std::vector<int64_t> lens_;
-  std::vector<uint8_t> active_;
+  std::vector<float> dxt_, dG_, dGR_, dH_, dHnext_, dC_, dq_, tmp_;
 };
 
-template <Cell C>
-std::unique_ptr<Kernel> makeBackward(const KernelSpec& spec) {
-  return std::make_unique<RnnBackward>(spec, C);
-}
-
-XT_REGISTER_KERNEL("ai.xtrain", "LSTMGrad", makeBackward<Cell::Lstm>);
-XT_REGISTER_KERNEL("ai.xtrain", "GRUGrad", makeBackward<Cell::Gru>);
-XT_REGISTER_KERNEL("ai.xtrain", "RNNGrad", makeBackward<Cell::Rnn>);
+XT_REGISTER_KERNEL("ai.xtrain", "LSTMGrad", makeRnnKernel<RnnBackward, Cell::Lstm>);
+XT_REGISTER_KERNEL("ai.xtrain", "GRUGrad", makeRnnKernel<RnnBackward, Cell::Gru>);
+XT_REGISTER_KERNEL("ai.xtrain", "RNNGrad", makeRnnKernel<RnnBackward, Cell::Rnn>);
 
 }  // namespace
 }  // namespace xtrain::device

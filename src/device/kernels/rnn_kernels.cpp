@@ -14,11 +14,10 @@ namespace {
 
 using namespace rnn_detail;
 
-class RnnForward final : public Kernel {
+class RnnForward final : public RnnKernelBase {
  public:
-  RnnForward(const KernelSpec& spec, Cell cell) : c_(spec, cell), desc_(spec.description) {
+  RnnForward(const KernelSpec& spec, Cell cell) : RnnKernelBase(spec, cell) {
     requireFloatExcept(spec, 4);
-    lstm_ = cell == Cell::Lstm;
     nOut_ = lstm_ ? 3 : 2;
   }
 
@@ -229,23 +228,13 @@ class RnnForward final : public Kernel {
     }
   }
 
-  Config c_;
-  std::string desc_;
-  bool lstm_ = false;
   int nOut_ = 2;
-  std::vector<float> xt_, xw_, hr_, tmp_, zeros_, biasX_, biasR_, savedBuf_;
-  std::vector<int64_t> lens_;
-  std::vector<uint8_t> active_;
+  std::vector<float> xw_, hr_, tmp_, biasX_, biasR_, savedBuf_;
 };
 
-template <Cell C>
-std::unique_ptr<Kernel> makeForward(const KernelSpec& spec) {
-  return std::make_unique<RnnForward>(spec, C);
-}
-
-XT_REGISTER_KERNEL("ai.onnx", "LSTM", makeForward<Cell::Lstm>);
-XT_REGISTER_KERNEL("ai.onnx", "GRU", makeForward<Cell::Gru>);
-XT_REGISTER_KERNEL("ai.onnx", "RNN", makeForward<Cell::Rnn>);
+XT_REGISTER_KERNEL("ai.onnx", "LSTM", makeRnnKernel<RnnForward, Cell::Lstm>);
+XT_REGISTER_KERNEL("ai.onnx", "GRU", makeRnnKernel<RnnForward, Cell::Gru>);
+XT_REGISTER_KERNEL("ai.onnx", "RNN", makeRnnKernel<RnnForward, Cell::Rnn>);
 
 }  // namespace
 }  // namespace xtrain::device
