@@ -278,6 +278,13 @@ inline const float* timeMajor(const Config& c, const float* x, std::vector<float
   return buf.data();
 }
 
+// Points `rows` at consecutive h-float rows of scratch, in order (the per-gate rows of one batch
+// entry).
+template <typename... Rows>
+void carveRows(float* scratch, int64_t h, Rows&... rows) {
+  ((rows = scratch, scratch += h), ...);
+}
+
 // What the forward and the backward kernel share: the configuration, the op's description (for
 // errors), and scratch for a time-major X, zero states and the sequence lengths.
 class RnnKernelBase : public Kernel {

@@ -134,11 +134,8 @@ class RnnForward final : public RnnKernelBase {
     const Config& c = c_;
     const int64_t H = c.hidden, GH = c.gh(), S = c.width;
     gemm(false, true, c.batch, GH, H, hPrev, hLd, rd, H, 0.0f, hr_.data(), GH);
-    float* gi = tmp_.data();
-    float* go = gi + H;
-    float* gf = go + H;
-    float* gc = gf + H;
-    float* hc = gc + H;
+    float *gi, *go, *gf, *gc, *hc;
+    carveRows(tmp_.data(), H, gi, go, gf, gc, hc);
     const Act f = c.act(d, 0), g = c.act(d, 1), h = c.act(d, 2);
     for (int64_t b = 0; b < c.batch; ++b) {
       float* a = sv + b * S;  // a_i a_o a_f a_c
@@ -173,9 +170,8 @@ class RnnForward final : public RnnKernelBase {
     const Config& c = c_;
     const int64_t H = c.hidden, GH = c.gh(), S = c.width;
     const Act f = c.act(d, 0), g = c.act(d, 1);
-    float* z = tmp_.data();
-    float* rg = z + H;
-    float* n = rg + H;
+    float *z, *rg, *n;
+    carveRows(tmp_.data(), H, z, rg, n);
     // Recurrent terms of z and r (and, with linear_before_reset, of h) for the whole batch.
     gemm(false, true, c.batch, c.lbr ? GH : 2 * H, H, hPrev, hLd, rd, H, 0.0f, hr_.data(), GH);
     if (!c.lbr) {
