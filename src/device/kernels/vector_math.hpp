@@ -24,7 +24,7 @@ namespace xtrain::device::vmath {
 // p(x) = c0 x^(k-1) + c1 x^(k-2) + ... + c(k-1) by Horner's rule: the coefficients are a table,
 // the evaluation unrolled at compile time (p * x - c is p * x + (-c) to the bit).
 template <typename T, typename... C>
-[[gnu::always_inline]] inline T horner(T x, float c0, C... cs) {
+[[gnu::always_inline]] inline T horner([[maybe_unused]] T x, float c0, C... cs) {
   T p = T{} + c0;
   ((p = p * x + cs), ...);
   return p;
