@@ -53,27 +53,18 @@ void silenceHdf5Errors();
 // call reported, e.g. "truncated file: eof = 1000, ... stored_eof = 6144"), or "" when empty.
 std::string hdf5ErrorDetail();
 
-// Owning wrappers for the common kinds of id (invalid when the HDF5 call failed).
-inline H5Handle ownFile(hid_t id) {
-  return H5Handle(id, H5Fclose);
+// Owning wrappers for the common kinds of id (invalid when the HDF5 call failed): own<H5Xclose>
+// closes the id with H5Xclose.
+template <H5Handle::Closer kClose>
+H5Handle own(hid_t id) {
+  return H5Handle(id, kClose);
 }
-inline H5Handle ownGroup(hid_t id) {
-  return H5Handle(id, H5Gclose);
-}
-inline H5Handle ownDataset(hid_t id) {
-  return H5Handle(id, H5Dclose);
-}
-inline H5Handle ownSpace(hid_t id) {
-  return H5Handle(id, H5Sclose);
-}
-inline H5Handle ownType(hid_t id) {
-  return H5Handle(id, H5Tclose);
-}
-inline H5Handle ownAttribute(hid_t id) {
-  return H5Handle(id, H5Aclose);
-}
-inline H5Handle ownPlist(hid_t id) {
-  return H5Handle(id, H5Pclose);
-}
+inline constexpr auto ownFile = &own<H5Fclose>;
+inline constexpr auto ownGroup = &own<H5Gclose>;
+inline constexpr auto ownDataset = &own<H5Dclose>;
+inline constexpr auto ownSpace = &own<H5Sclose>;
+inline constexpr auto ownType = &own<H5Tclose>;
+inline constexpr auto ownAttribute = &own<H5Aclose>;
+inline constexpr auto ownPlist = &own<H5Pclose>;
 
 }  // namespace xtrain::checkpoint

@@ -258,6 +258,29 @@ TEST(VectorMath, ExpExpm1ErfMatchLibm) {
   EXPECT_NEAR(device::vmath::erf(1e-30f), 1.1283791670955126e-30, 1e-37);
 }
 
+// The building blocks shared with the recurrent kernels' vector code: horner is Horner's rule
+// (subtraction by a negative coefficient), and expInRange gives a V4 lane the same bits as the
+// float it holds.
+TEST(VectorMath, SharedCoreIsOneComputationForFloatAndV4) {
+  using device::vmath::V4;
+  EXPECT_EQ(device::vmath::horner(2.0f, 1.0f, -3.0f, 5.0f), 3.0f);  // 4 - 6 + 5
+  EXPECT_EQ(device::vmath::horner(7.0f, 2.5f), 2.5f);
+  for (int i = -870; i <= 880; i += 4) {
+    const float x[4] = {static_cast<float>(i) * 0.1f, static_cast<float>(i + 1) * 0.1f,
+                        static_cast<float>(i + 2) * 0.1f, static_cast<float>(i + 3) * 0.1f};
+    V4 v;
+    std::memcpy(&v, x, sizeof v);
+    const V4 y = device::vmath::expInRange(v);
+    float got[4];
+    std::memcpy(got, &y, sizeof got);
+    for (int k = 0; k < 4; ++k) {
+      if (x[k] > 88.0f) continue;
+      EXPECT_EQ(got[k], device::vmath::expInRange(x[k])) << x[k];
+      EXPECT_EQ(got[k], device::vmath::exp(x[k])) << x[k];
+    }
+  }
+}
+
 TEST(VectorMath, Log1pSoftplusAndRoundings) {
   double worstLog1p = 0, worstSoftplus = 0, worstTanhSp = 0;
   for (int i = -1000000; i <= 1000000; ++i) {

@@ -189,6 +189,26 @@ TEST(ReduceSumOp, IntegerTypesAndEmptyDimensions) {
   EXPECT_TRUE(std::isnan(nan[0].span<float>()[0]));
 }
 
+// A single element is its own sum and mean: -0 keeps its sign (0 + -0 would be +0), as before the
+// sums became folds.
+TEST(ReduceSumOp, SingleElementKeepsNegativeZero) {
+  auto x = HostTensor::fromVector<float>({1, 1}, {-0.0f});
+  for (const char* op : {"ReduceSum", "ReduceMean"}) {
+    auto out = runForward(
+        [&](ir::Graph& g, auto in) {
+          return addOp(g, op, in, reduceAttrs({0, 1}, 0));
+        },
+        {x});
+    const float v = out[0].span<float>()[0];
+    EXPECT_EQ(v, 0.0f) << op;
+    EXPECT_TRUE(std::signbit(v)) << op;
+  }
+  auto two = runForward(
+      [](ir::Graph& g, auto in) { return addOp(g, "ReduceSum", in, reduceAttrs({0}, 0)); },
+      {HostTensor::fromVector<float>({2}, {-0.0f, -0.0f})});
+  EXPECT_FALSE(std::signbit(two[0].span<float>()[0]));  // summed from the identity 0
+}
+
 // Summing a million copies of 0.1f in float would lose about 1% (the sum outgrows the increments).
 TEST(ReduceSumOp, AccumulatesAccurately) {
   HostTensor x(TensorInfo(DataType::FLOAT, {1000, 1000}));

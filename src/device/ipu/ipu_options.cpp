@@ -20,7 +20,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
+}  // namespace
+
+std::string_view trimWhitespace(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
     s.remove_prefix(1);
   }
@@ -29,8 +31,6 @@ std::string_view trim(std::string_view s) {
   }
   return s;
 }
-
-}  // namespace
 
 IpuShape ipuShapeForVersion(const std::string& version) {
   if (version == "ipu2" || version == "ipu21") {
@@ -43,7 +43,7 @@ IpuShape ipuShapeForVersion(const std::string& version) {
 }
 
 int parsePositiveInt(std::string_view text, std::string_view what) {
-  const std::string_view t = trim(text);
+  const std::string_view t = trimWhitespace(text);
   int value = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (t.empty() || ec != std::errc() || end != t.data() + t.size() || value <= 0) {
@@ -53,13 +53,14 @@ int parsePositiveInt(std::string_view text, std::string_view what) {
 }
 
 uint64_t parseByteSize(std::string_view text, std::string_view what) {
-  const std::string_view t = trim(text);
+  const std::string_view t = trimWhitespace(text);
   uint64_t value = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (t.empty() || ec != std::errc() || end == t.data()) {
     throw error("{}: '{}' is not a byte size (expected e.g. 638976, 624KiB or 1MiB)", what, text);
   }
-  const std::string suffix = lower(trim(std::string_view(end, t.data() + t.size() - end)));
+  const std::string suffix =
+      lower(trimWhitespace(std::string_view(end, t.data() + t.size() - end)));
   uint64_t unit = 0;
   if (suffix.empty() || suffix == "b") {
     unit = 1;
@@ -120,7 +121,7 @@ IpuDeviceOptions parseIpuDeviceOptions(const std::map<std::string, std::string>&
   IpuDeviceOptions out;
   if (auto it = options.find("ipuVersion"); it != options.end()) {
     try {
-      out.shape = ipuShapeForVersion(std::string(trim(it->second)));
+      out.shape = ipuShapeForVersion(std::string(trimWhitespace(it->second)));
     } catch (const error& e) {
       throw error("{}: option ipuVersion: {}", what, e.what());
     }

@@ -38,6 +38,9 @@ uint64_t parseByteSize(std::string_view text, std::string_view what);
 // Parses a positive int (no sign, no trailing characters). Throws xtrain::error naming `what`.
 int parsePositiveInt(std::string_view text, std::string_view what);
 
+// s without leading and trailing white space.
+std::string_view trimWhitespace(std::string_view s);
+
 // 638976 -> "624 KiB", 1572864 -> "1.50 MiB", 100 -> "100 B".
 std::string formatBytes(uint64_t bytes);
 

@@ -24,18 +24,8 @@ std::string envOrEmpty(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 int parseIpuId(std::string_view text, int poolSize, std::string_view what) {
-  const std::string_view t = trim(text);
+  const std::string_view t = trimWhitespace(text);
   if (t == "0") {
     return 0;
   }
@@ -166,7 +156,7 @@ std::vector<int> parseIpuIdList(std::string_view text, int poolSize, std::string
   std::string_view rest = text;
   while (true) {
     const size_t comma = rest.find(',');
-    const std::string_view item = trim(rest.substr(0, comma));
+    const std::string_view item = trimWhitespace(rest.substr(0, comma));
     if (item.empty()) {
       throw error("{}: '{}' has an empty item; expected IPU ids like 4,5 or 4-7", what, text);
     }
@@ -210,7 +200,7 @@ PoolConfig readPoolConfig() {
   } else {
     config.lockDir = "/tmp/xtrain-ipus-" + std::to_string(::getuid());
   }
-  if (std::string ids = envOrEmpty("XTRAIN_IPU_IDS"); !trim(ids).empty()) {
+  if (std::string ids = envOrEmpty("XTRAIN_IPU_IDS"); !trimWhitespace(ids).empty()) {
     config.allowedIpus = parseIpuIdList(ids, config.numIpus, "XTRAIN_IPU_IDS");
     config.allowedText = std::move(ids);
   }

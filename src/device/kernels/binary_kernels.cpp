@@ -63,21 +63,11 @@ struct DivOp {
   }
 };
 
-template <typename T>
-void requireNoZero(const std::string& op, const HostTensor& b) {
-  const T* pb = b.data<T>();
-  const int64_t n = b.nelms();
-  int64_t zeros = 0;  // a count: GCC vectorises an int sum, not a bool or
-  for (int64_t i = 0; i < n; ++i) zeros += pb[i] == 0 ? 1 : 0;
-  if (zeros != 0)
-    throw error("{}: integer division by zero (the divisor, input 1, has a zero)", op);
-}
-
 template <typename T, typename Op>
 std::unique_ptr<Kernel> binaryKernel(const KernelSpec& spec, Op op) {
   const bool checkZero = std::is_integral_v<T> && std::is_same_v<Op, DivOp>;
   return makeKernel([op, checkZero, d = spec.description](const KernelIO& io) {
-    if (checkZero) requireNoZero<T>(d, io.in(1));
+    if (checkZero) requireNoZeroDivisor<T>(d, io.in(1));
     broadcastBinary<T, T, T>(io.in(0), io.in(1), io.out(0), op);
   });
 }

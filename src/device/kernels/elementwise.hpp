@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/host_tensor.hpp"
+#include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "xtrain/error.hpp"
 
 namespace xtrain::device {
 
@@ -17,6 +20,37 @@ const T* elems(const HostTensor& t) {
 template <typename T>
 T* elems(HostTensor& t) {
   return reinterpret_cast<T*>(t.raw());
+}
+
+// y[i] = f(x[i]) for FLOAT input 0 and output 0 of one size. f is taken by value: a local copy, so
+// that its parameters stay in registers in the loop.
+template <typename F>
+void mapFloat(const KernelIO& io, F f) {
+  const float* __restrict x = io.in(0).data<float>();
+  float* __restrict y = io.out(0).data<float>();
+  const int64_t n = io.out(0).nelms();
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+// gx[i] = f(gy[i], z[i]) for a grad op (gy, z) -> gx, FLOAT, all of one size.
+template <typename F>
+void mapFloatGrad(const KernelIO& io, F f) {
+  const float* __restrict gy = io.in(0).data<float>();
+  const float* __restrict z = io.in(1).data<float>();
+  float* __restrict gx = io.out(0).data<float>();
+  const int64_t n = io.out(0).nelms();
+  for (int64_t i = 0; i < n; ++i) gx[i] = f(gy[i], z[i]);
+}
+
+// Throws when the integer divisor b has a zero (Div and Mod check before dividing).
+template <typename T>
+void requireNoZeroDivisor(const std::string& op, const HostTensor& b) {
+  const T* pb = elems<T>(b);
+  const int64_t n = b.nelms();
+  int64_t zeros = 0;  // a count: GCC vectorises an int sum, not a bool or
+  for (int64_t i = 0; i < n; ++i) zeros += pb[i] == 0 ? 1 : 0;
+  if (zeros != 0)
+    throw error("{}: integer division by zero (the divisor, input 1, has a zero)", op);
 }
 
 // y[i] = op(a[i'], b[i'']) where a and b broadcast to y. y may alias a (same shape) for in-place

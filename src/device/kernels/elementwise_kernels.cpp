@@ -28,13 +28,7 @@ KernelFactory floatUnary(Make make) {
   return [make](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
     spec.requireFloatInputs();
     auto f = make(spec.attrs);
-    return makeKernel([f](const KernelIO& io) {
-      const auto fn = f;  // a local copy: its parameters stay in registers in the loop
-      const float* __restrict x = io.in(0).data<float>();
-      float* __restrict y = io.out(0).data<float>();
-      const int64_t n = io.out(0).nelms();
-      for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
-    });
+    return makeKernel([f](const KernelIO& io) { mapFloat(io, f); });
   };
 }
 
@@ -44,14 +38,7 @@ KernelFactory floatGrad(Make make) {
   return [make](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
     spec.requireFloatInputs();
     auto f = make(spec.attrs);
-    return makeKernel([f](const KernelIO& io) {
-      const auto fn = f;
-      const float* __restrict gy = io.in(0).data<float>();
-      const float* __restrict z = io.in(1).data<float>();
-      float* __restrict gx = io.out(0).data<float>();
-      const int64_t n = io.out(0).nelms();
-      for (int64_t i = 0; i < n; ++i) gx[i] = fn(gy[i], z[i]);
-    });
+    return makeKernel([f](const KernelIO& io) { mapFloatGrad(io, f); });
   };
 }
 
@@ -482,16 +469,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "PReluGrad", [](const KernelSpec& spec) -> std::
 });
 
 // ---- Mod
-
-template <typename T>
-void requireNoZeroDivisor(const std::string& op, const HostTensor& b) {
-  const T* pb = elems<T>(b);
-  const int64_t n = b.nelms();
-  int64_t zeros = 0;  // a count: GCC vectorises an int sum, not a bool or
-  for (int64_t i = 0; i < n; ++i) zeros += pb[i] == 0 ? 1 : 0;
-  if (zeros != 0)
-    throw error("{}: integer division by zero (the divisor, input 1, has a zero)", op);
-}
 
 // fmod = 0: the remainder takes the divisor's sign (Python's %); fmod = 1: the dividend's (C's %).
 // A divisor of -1 gives 0 (INT_MIN % -1 would trap).

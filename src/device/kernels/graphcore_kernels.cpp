@@ -81,6 +81,40 @@ void forEachRow(const Shape& out, const std::array<std::vector<int64_t>, N>& str
   }
 }
 
+// Inputs 0 and 1 broadcast to output 0, all of element type T: run(io, f) sets y[o] = f(a[ia],
+// b[ib]) in one flat loop when the shapes are equal, else innermost row by row (forEachRow).
+class Broadcast2 {
+ public:
+  explicit Broadcast2(const KernelSpec& spec) : out_(spec.outputs.at(0).shape()) {
+    const Shape& sa = spec.inputs.at(0).shape();
+    const Shape& sb = spec.inputs.at(1).shape();
+    same_ = sa == out_ && sb == out_;
+    strides_ = {broadcastStrides(sa, out_), broadcastStrides(sb, out_)};
+  }
+
+  template <typename T, typename F>
+  void run(const KernelIO& io, F f) const {
+    const T* __restrict a = io.in(0).data<T>();
+    const T* __restrict b = io.in(1).data<T>();
+    T* __restrict y = io.out(0).data<T>();
+    if (same_) {
+      const int64_t n = io.out(0).nelms();
+      for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+      return;
+    }
+    forEachRow<2>(out_, strides_, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
+      const T* ar = a + off[0];
+      const T* br = b + off[1];
+      for (int64_t j = 0; j < len; ++j) y[o + j] = f(ar[j * st[0]], br[j * st[1]]);
+    });
+  }
+
+ private:
+  Shape out_;
+  bool same_ = false;
+  std::array<std::vector<int64_t>, 2> strides_;
+};
+
 // ---- ScaledAdd
 
 XT_REGISTER_KERNEL("ai.graphcore", "ScaledAdd",
@@ -88,30 +122,10 @@ XT_REGISTER_KERNEL("ai.graphcore", "ScaledAdd",
                      spec.requireFloatInputs();
                      const float s0 = spec.attrs.getFloat("scale0", 1.0f);
                      const float s1 = spec.attrs.getFloat("scale1", 1.0f);
-                     const Shape out = spec.outputs.at(0).shape();
-                     const Shape sa = spec.inputs.at(0).shape();
-                     const Shape sb = spec.inputs.at(1).shape();
-                     const bool same = sa == out && sb == out;
-                     const std::array<std::vector<int64_t>, 2> strides = {
-                         broadcastStrides(sa, out), broadcastStrides(sb, out)};
-                     return makeKernel([=](const KernelIO& io) {
+                     return makeKernel([g = Broadcast2(spec), s0, s1](const KernelIO& io) {
                        const float a0 = io.hasIn(2) ? io.in(2).data<float>()[0] : s0;
                        const float a1 = io.hasIn(3) ? io.in(3).data<float>()[0] : s1;
-                       const float* __restrict x = io.in(0).data<float>();
-                       const float* __restrict z = io.in(1).data<float>();
-                       float* __restrict y = io.out(0).data<float>();
-                       if (same) {
-                         const int64_t n = io.out(0).nelms();
-                         for (int64_t i = 0; i < n; ++i) y[i] = a0 * x[i] + a1 * z[i];
-                         return;
-                       }
-                       forEachRow<2>(out, strides,
-                                     [&](int64_t o, const auto& off, int64_t len, const auto& st) {
-                                       const float* xa = x + off[0];
-                                       const float* zb = z + off[1];
-                                       for (int64_t j = 0; j < len; ++j)
-                                         y[o + j] = a0 * xa[j * st[0]] + a1 * zb[j * st[1]];
-                                     });
+                       g.run<float>(io, [a0, a1](float x, float z) { return a0 * x + a1 * z; });
                      });
                    });
 
@@ -209,73 +223,73 @@ void requireOffsetType(const KernelSpec& spec) {
   }
 }
 
+// The kernels of the family that move bytes (any fixed-size element type) over the geometry of a
+// tensor of `tensorShape`: body(io, eachRow) does the kernel's work, where eachRow(f) calls
+// f(t, s, n) for every row of the slice with t and s the row's byte offsets in the tensor and in
+// the slice, and n its bytes (the offsets input is read when eachRow is called).
+template <typename Body>
+std::unique_ptr<Kernel> dynamicBytesKernel(const KernelSpec& spec, const Shape& tensorShape,
+                                           Body body) {
+  requireFixedSize(spec, spec.inputs.at(0), "input 0");
+  requireOffsetType(spec);
+  const DynamicGeometry g(spec, tensorShape);
+  const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
+  return makeKernel([g, es, body](const KernelIO& io) {
+    const size_t row = static_cast<size_t>(g.rowElems) * es;
+    body(io, [&](auto&& f) {
+      g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t s) {
+        f(static_cast<size_t>(t) * es, static_cast<size_t>(s) * es, row);
+      });
+    });
+  });
+}
+
 XT_REGISTER_KERNEL("ai.graphcore", "DynamicSlice",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
-                     requireOffsetType(spec);
-                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
-                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
-                     return makeKernel([g, es](const KernelIO& io) {
-                       const std::byte* x = io.in(0).raw();
-                       std::byte* y = io.out(0).raw();
-                       const size_t row = static_cast<size_t>(g.rowElems) * es;
-                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t s) {
-                         std::memcpy(y + static_cast<size_t>(s) * es,
-                                     x + static_cast<size_t>(t) * es, row);
-                       });
-                     });
+                     return dynamicBytesKernel(
+                         spec, spec.inputs.at(0).shape(), [](const KernelIO& io, auto eachRow) {
+                           const std::byte* x = io.in(0).raw();
+                           std::byte* y = io.out(0).raw();
+                           eachRow(
+                               [&](size_t t, size_t s, size_t n) { std::memcpy(y + s, x + t, n); });
+                         });
                    });
 
 XT_REGISTER_KERNEL("ai.xtrain", "DynamicSliceGrad",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
-                     requireOffsetType(spec);
-                     const DynamicGeometry g(spec, spec.outputs.at(0).shape());
-                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
-                     return makeKernel([g, es](const KernelIO& io) {
-                       const std::byte* gy = io.in(0).raw();
-                       std::byte* gx = io.out(0).raw();
-                       if (io.out(0).nbytes() != 0) std::memset(gx, 0, io.out(0).nbytes());
-                       const size_t row = static_cast<size_t>(g.rowElems) * es;
-                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t s) {
-                         std::memcpy(gx + static_cast<size_t>(t) * es,
-                                     gy + static_cast<size_t>(s) * es, row);
-                       });
-                     });
+                     return dynamicBytesKernel(spec, spec.outputs.at(0).shape(),
+                                               [](const KernelIO& io, auto eachRow) {
+                                                 const std::byte* gy = io.in(0).raw();
+                                                 std::byte* gx = io.out(0).raw();
+                                                 if (io.out(0).nbytes() != 0)
+                                                   std::memset(gx, 0, io.out(0).nbytes());
+                                                 eachRow([&](size_t t, size_t s, size_t n) {
+                                                   std::memcpy(gx + t, gy + s, n);
+                                                 });
+                                               });
                    });
 
 XT_REGISTER_KERNEL("ai.graphcore", "DynamicUpdate",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
-                     requireOffsetType(spec);
-                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
-                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
-                     return makeKernel([g, es](const KernelIO& io) {
-                       copyBytes(io);
-                       const std::byte* s = io.in(2).raw();
-                       std::byte* y = io.out(0).raw();
-                       const size_t row = static_cast<size_t>(g.rowElems) * es;
-                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t k) {
-                         std::memcpy(y + static_cast<size_t>(t) * es,
-                                     s + static_cast<size_t>(k) * es, row);
-                       });
-                     });
+                     return dynamicBytesKernel(spec, spec.inputs.at(0).shape(),
+                                               [](const KernelIO& io, auto eachRow) {
+                                                 copyBytes(io);
+                                                 const std::byte* slice = io.in(2).raw();
+                                                 std::byte* y = io.out(0).raw();
+                                                 eachRow([&](size_t t, size_t s, size_t n) {
+                                                   std::memcpy(y + t, slice + s, n);
+                                                 });
+                                               });
                    });
 
 XT_REGISTER_KERNEL("ai.graphcore", "DynamicZero",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFixedSize(spec, spec.inputs.at(0), "input 0");
-                     requireOffsetType(spec);
-                     const DynamicGeometry g(spec, spec.inputs.at(0).shape());
-                     const size_t es = dataTypeSize(spec.inputs.at(0).dataType());
-                     return makeKernel([g, es](const KernelIO& io) {
-                       copyBytes(io);
-                       std::byte* y = io.out(0).raw();
-                       const size_t row = static_cast<size_t>(g.rowElems) * es;
-                       g.forEachRow(g.offsets(io.in(1)), [&](int64_t t, int64_t) {
-                         std::memset(y + static_cast<size_t>(t) * es, 0, row);
-                       });
-                     });
+                     return dynamicBytesKernel(
+                         spec, spec.inputs.at(0).shape(), [](const KernelIO& io, auto eachRow) {
+                           copyBytes(io);
+                           std::byte* y = io.out(0).raw();
+                           eachRow([&](size_t t, size_t, size_t n) { std::memset(y + t, 0, n); });
+                         });
                    });
 
 XT_REGISTER_KERNEL("ai.graphcore", "DynamicAdd",
@@ -442,26 +456,7 @@ template <typename F>
 KernelFactory binaryFloat(F f) {
   return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
     spec.requireFloatInputs();
-    const Shape out = spec.outputs.at(0).shape();
-    const Shape sa = spec.inputs.at(0).shape();
-    const Shape sb = spec.inputs.at(1).shape();
-    const bool same = sa == out && sb == out;
-    const std::array<std::vector<int64_t>, 2> strides = {broadcastStrides(sa, out),
-                                                         broadcastStrides(sb, out)};
-    return makeKernel([=](const KernelIO& io) {
-      const float* __restrict a = io.in(0).data<float>();
-      const float* __restrict b = io.in(1).data<float>();
-      float* __restrict y = io.out(0).data<float>();
-      if (same) {
-        const int64_t n = io.out(0).nelms();
-        for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
-        return;
-      }
-      forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
-        for (int64_t j = 0; j < len; ++j)
-          y[o + j] = f(a[off[0] + j * st[0]], b[off[1] + j * st[1]]);
-      });
-    });
+    return makeKernel([g = Broadcast2(spec), f](const KernelIO& io) { g.run<float>(io, f); });
   };
 }
 
@@ -475,25 +470,7 @@ T intMod(T a, T b) {
   return r;
 }
 
-template <typename T, bool kFmod>
-void intModKernel(const KernelIO& io, const Shape& out, bool same,
-                  const std::array<std::vector<int64_t>, 2>& strides) {
-  const T* __restrict a = io.in(0).data<T>();
-  const T* __restrict b = io.in(1).data<T>();
-  T* __restrict y = io.out(0).data<T>();
-  if (same) {
-    const int64_t n = io.out(0).nelms();
-    for (int64_t i = 0; i < n; ++i) y[i] = intMod<T, kFmod>(a[i], b[i]);
-    return;
-  }
-  forEachRow<2>(out, strides, [&](int64_t o, const auto& off, int64_t len, const auto& st) {
-    for (int64_t j = 0; j < len; ++j) {
-      y[o + j] = intMod<T, kFmod>(a[off[0] + j * st[0]], b[off[1] + j * st[1]]);
-    }
-  });
-}
-
-// FLOAT through binaryFloat (FLOAT16 promoted), INT32 and INT64 through intModKernel.
+// FLOAT through binaryFloat (FLOAT16 promoted), INT32 and INT64 through intMod.
 template <bool kFmod, typename F>
 KernelFactory modKernel(F f) {
   return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
@@ -503,18 +480,13 @@ KernelFactory modKernel(F f) {
       spec.fail("A is {} and B is {}; expected one element type", spec.inputs.at(0).toString(),
                 spec.inputs.at(1).toString());
     }
-    const Shape out = spec.outputs.at(0).shape();
-    const Shape sa = spec.inputs.at(0).shape();
-    const Shape sb = spec.inputs.at(1).shape();
-    const bool same = sa == out && sb == out;
-    const std::array<std::vector<int64_t>, 2> strides = {broadcastStrides(sa, out),
-                                                         broadcastStrides(sb, out)};
-    if (t == DataType::INT32) {
-      return makeKernel(
-          [=](const KernelIO& io) { intModKernel<int32_t, kFmod>(io, out, same, strides); });
-    }
-    return makeKernel(
-        [=](const KernelIO& io) { intModKernel<int64_t, kFmod>(io, out, same, strides); });
+    auto make = [&]<typename T>(T) {
+      return makeKernel([g = Broadcast2(spec)](const KernelIO& io) {
+        g.run<T>(io, [](T a, T b) { return intMod<T, kFmod>(a, b); });
+      });
+    };
+    if (t == DataType::INT32) return make(int32_t{});
+    return make(int64_t{});
   };
 }
 
@@ -596,29 +568,19 @@ XT_REGISTER_KERNEL("ai.graphcore", "Reverse",
                        }
                        rev[static_cast<size_t>(d)] = true;
                      }
-                     auto run = [shape, rev]<typename T>(const KernelIO& io, T*) {
-                       // Raw storage of the element's size: the element type does not matter to a
-                       // copy.
-                       reverseRows(reinterpret_cast<const T*>(io.in(0).raw()),
-                                   reinterpret_cast<T*>(io.out(0).raw()), shape, rev);
+                     // Raw storage of the element's size: the element type does not matter to a
+                     // copy.
+                     auto make = [&]<typename T>(T) {
+                       return makeKernel([shape, rev](const KernelIO& io) {
+                         reverseRows(reinterpret_cast<const T*>(io.in(0).raw()),
+                                     reinterpret_cast<T*>(io.out(0).raw()), shape, rev);
+                       });
                      };
                      switch (dataTypeSize(in.dataType())) {
-                       case 1:
-                         return makeKernel([run](const KernelIO& io) {
-                           run(io, static_cast<uint8_t*>(nullptr));
-                         });
-                       case 2:
-                         return makeKernel([run](const KernelIO& io) {
-                           run(io, static_cast<uint16_t*>(nullptr));
-                         });
-                       case 4:
-                         return makeKernel([run](const KernelIO& io) {
-                           run(io, static_cast<uint32_t*>(nullptr));
-                         });
-                       case 8:
-                         return makeKernel([run](const KernelIO& io) {
-                           run(io, static_cast<uint64_t*>(nullptr));
-                         });
+                       case 1: return make(uint8_t{});
+                       case 2: return make(uint16_t{});
+                       case 4: return make(uint32_t{});
+                       case 8: return make(uint64_t{});
                        default:
                          spec.fail("element type {} is not supported", dataTypeName(in.dataType()));
                      }

@@ -154,6 +154,18 @@ void requireFloat(const KernelSpec& spec) {
   }
 }
 
+// Y = the plan's product of inputs 0 and 1 (zeros when it has none).
+std::unique_ptr<Kernel> productKernel(std::shared_ptr<const MatMulPlan> plan) {
+  return makeKernel([plan = std::move(plan)](const KernelIO& io) {
+    HostTensor& y = io.out(0);
+    if (!plan->hasProduct()) {
+      y.fillZero();
+      return;
+    }
+    plan->run(io.in(0).data<float>(), io.in(1).data<float>(), y.data<float>());
+  });
+}
+
 // MatMul: numpy promotion of 1-D operands, then the batched product; the output buffer is the
 // product's [batch..., m, n] with the promoted unit dims removed, i.e. the same memory.
 XT_REGISTER_KERNEL("ai.onnx", "MatMul", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
@@ -164,14 +176,7 @@ XT_REGISTER_KERNEL("ai.onnx", "MatMul", [](const KernelSpec& spec) -> std::uniqu
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (b.size() == 1) b.push_back(1);
   auto plan = std::make_shared<const MatMulPlan>(spec, a, b, false, false, 1.0f, false);
-  return makeKernel([plan](const KernelIO& io) {
-    HostTensor& y = io.out(0);
-    if (!plan->hasProduct()) {
-      y.fillZero();
-      return;
-    }
-    plan->run(io.in(0).data<float>(), io.in(1).data<float>(), y.data<float>());
-  });
+  return productKernel(std::move(plan));
 });
 
 XT_REGISTER_KERNEL("ai.xtrain", "MatMulT", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
@@ -184,14 +189,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "MatMulT", [](const KernelSpec& spec) -> std::un
   auto plan = std::make_shared<const MatMulPlan>(spec, a, b, spec.attrs.getInt("transA", 0) != 0,
                                                  spec.attrs.getInt("transB", 0) != 0,
                                                  spec.attrs.getFloat("alpha", 1.0f), false);
-  return makeKernel([plan](const KernelIO& io) {
-    HostTensor& y = io.out(0);
-    if (!plan->hasProduct()) {
-      y.fillZero();
-      return;
-    }
-    plan->run(io.in(0).data<float>(), io.in(1).data<float>(), y.data<float>());
-  });
+  return productKernel(std::move(plan));
 });
 
 // Gemm: Y is first filled with beta * C (broadcast), then the matmul adds alpha * op(A) op(B)

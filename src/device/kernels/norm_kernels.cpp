@@ -62,17 +62,40 @@ RowGeometry rowGeometry(const KernelSpec& spec, const TensorInfo& x) {
   return g;
 }
 
-// Mean and population variance of n floats, two passes in double.
-inline void meanVar(const float* p, int64_t n, double& mean, double& var) {
-  double s = 0;
-  for (int64_t j = 0; j < n; ++j) s += p[j];
-  mean = n > 0 ? s / static_cast<double>(n) : 0.0;
-  double q = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    const double d = p[j] - mean;
-    q += d * d;
+// Mean and population variance, two passes in double, of `runs` runs of `len` floats that start
+// `stride` apart at p: a LayerNorm row is one run, a BatchNorm channel one run per batch entry.
+void meanVar(const float* p, int64_t runs, int64_t len, int64_t stride, double& mean, double& var) {
+  const double m = static_cast<double>(runs * len);
+  double sum = 0;
+  for (int64_t i = 0; i < runs; ++i) {
+    const float* q = p + i * stride;
+    for (int64_t k = 0; k < len; ++k) sum += q[k];
   }
-  var = n > 0 ? q / static_cast<double>(n) : 0.0;
+  mean = m > 0 ? sum / m : 0.0;
+  double sq = 0;
+  for (int64_t i = 0; i < runs; ++i) {
+    const float* q = p + i * stride;
+    for (int64_t k = 0; k < len; ++k) {
+      const double d = q[k] - mean;
+      sq += d * d;
+    }
+  }
+  var = m > 0 ? sq / m : 0.0;
+}
+
+// 1 / sqrt(var + eps), in double, as a float.
+float invStd(double var, float eps) {
+  return static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
+}
+
+// The factory of kernel K(spec), after checking that the inputs `floats` (where present) are
+// FLOAT.
+template <typename K>
+KernelFactory floatKernel(std::vector<size_t> floats) {
+  return [floats](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    requireFloat(spec, floats);
+    return std::make_unique<K>(spec);
+  };
 }
 
 class LayerNormKernel final : public Kernel {
@@ -97,9 +120,9 @@ class LayerNormKernel final : public Kernel {
       const float* xr = x + r * n;
       float* yr = y + r * n;
       double mean, var;
-      meanVar(xr, n, mean, var);
+      meanVar(xr, 1, n, n, mean, var);
       const float mu = static_cast<float>(mean);
-      const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps_)));
+      const float inv = invStd(var, eps_);
       if (b != nullptr) {
         for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * inv * s[j] + b[j];
       } else {
@@ -152,9 +175,9 @@ class LayerNormGradKernel final : public Kernel {
         inv = savedInv[r];
       } else {
         double mean, var;
-        meanVar(xr, n, mean, var);
+        meanVar(xr, 1, n, n, mean, var);
         mu = static_cast<float>(mean);
-        inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps_)));
+        inv = invStd(var, eps_);
       }
       double sumG = 0, sumGx = 0;
       for (int64_t j = 0; j < n; ++j) {
@@ -190,17 +213,9 @@ class LayerNormGradKernel final : public Kernel {
   std::vector<double> dBias_;
 };
 
-XT_REGISTER_KERNEL("ai.onnx", "LayerNormalization",
-                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFloat(spec, {0, 1, 2});
-                     return std::make_unique<LayerNormKernel>(spec);
-                   });
-
+XT_REGISTER_KERNEL("ai.onnx", "LayerNormalization", floatKernel<LayerNormKernel>({0, 1, 2}));
 XT_REGISTER_KERNEL("ai.xtrain", "LayerNormGrad",
-                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFloat(spec, {0, 1, 2, 3, 4, 5, 6});
-                     return std::make_unique<LayerNormGradKernel>(spec);
-                   });
+                   floatKernel<LayerNormGradKernel>({0, 1, 2, 3, 4, 5, 6}));
 
 // X viewed as [N, C, S] with S the product of the spatial dimensions (1 for [N, C]).
 struct ChannelGeometry {
@@ -217,27 +232,6 @@ ChannelGeometry channelGeometry(const KernelSpec& spec, const TensorInfo& x) {
   return g;
 }
 
-// Mean and population variance of channel c over the batch and spatial positions, in double.
-void channelMeanVar(const float* x, const ChannelGeometry& g, int64_t c, double& mean,
-                    double& var) {
-  const double m = static_cast<double>(g.perChannel());
-  double sum = 0;
-  for (int64_t i = 0; i < g.n; ++i) {
-    const float* p = x + (i * g.c + c) * g.s;
-    for (int64_t k = 0; k < g.s; ++k) sum += p[k];
-  }
-  mean = m > 0 ? sum / m : 0.0;
-  double sq = 0;
-  for (int64_t i = 0; i < g.n; ++i) {
-    const float* p = x + (i * g.c + c) * g.s;
-    for (int64_t k = 0; k < g.s; ++k) {
-      const double d = p[k] - mean;
-      sq += d * d;
-    }
-  }
-  var = m > 0 ? sq / m : 0.0;
-}
-
 // Training mode as the IR defines it (ir/ops/norm_ops.cpp, batchNormTraining): the attribute when
 // set, else more than one output.
 bool batchNormTraining(const KernelSpec& spec) {
@@ -247,15 +241,38 @@ bool batchNormTraining(const KernelSpec& spec) {
   return present > 1;
 }
 
+// What BatchNormalization and its gradient share: the geometry of X, the attributes, and each
+// channel's statistics (the batch's in training, else the running ones).
+struct BatchNormConfig {
+  ChannelGeometry geo;
+  float eps;
+  float momentum;
+  bool training = false;
+
+  BatchNormConfig(const KernelSpec& spec, const TensorInfo& x)
+      : geo(channelGeometry(spec, x)),
+        eps(spec.attrs.getFloat("epsilon")),
+        momentum(spec.attrs.getFloat("momentum")) {}
+
+  void stats(const float* x, const float* inMean, const float* inVar, int64_t c, double& mean,
+             double& var) const {
+    if (training) {
+      meanVar(x + c * geo.s, geo.n, geo.s, geo.c * geo.s, mean, var);
+    } else {
+      mean = inMean[c];
+      var = inVar[c];
+    }
+  }
+};
+
 class BatchNormKernel final : public Kernel {
  public:
-  explicit BatchNormKernel(const KernelSpec& spec)
-      : geo_(channelGeometry(spec, spec.inputs.at(0))),
-        eps_(spec.attrs.getFloat("epsilon")),
-        momentum_(spec.attrs.getFloat("momentum")),
-        training_(batchNormTraining(spec)) {}
+  explicit BatchNormKernel(const KernelSpec& spec) : cfg_(spec, spec.inputs.at(0)) {
+    cfg_.training = batchNormTraining(spec);
+  }
 
   void run(const KernelIO& io) override {
+    const ChannelGeometry& geo = cfg_.geo;
     const float* x = io.in(0).data<float>();
     const float* scale = io.in(1).data<float>();
     const float* bias = io.in(2).data<float>();
@@ -265,25 +282,20 @@ class BatchNormKernel final : public Kernel {
     float* outs[4] = {};
     for (size_t i = 0; i < 4; ++i)
       outs[i] = io.hasOut(i + 1) ? io.out(i + 1).data<float>() : nullptr;
-    for (int64_t c = 0; c < geo_.c; ++c) {
+    for (int64_t c = 0; c < geo.c; ++c) {
       double mean, var;
-      if (training_) {
-        channelMeanVar(x, geo_, c, mean, var);
-      } else {
-        mean = inMean[c];
-        var = inVar[c];
-      }
+      cfg_.stats(x, inMean, inVar, c, mean, var);
       const float mu = static_cast<float>(mean);
-      const float a = static_cast<float>(scale[c] / std::sqrt(var + static_cast<double>(eps_)));
+      const float a = static_cast<float>(scale[c] / std::sqrt(var + static_cast<double>(cfg_.eps)));
       const float b = bias[c];
-      for (int64_t i = 0; i < geo_.n; ++i) {
-        const int64_t off = (i * geo_.c + c) * geo_.s;
+      for (int64_t i = 0; i < geo.n; ++i) {
+        const int64_t off = (i * geo.c + c) * geo.s;
         const float* p = x + off;
         float* q = y + off;
-        for (int64_t k = 0; k < geo_.s; ++k) q[k] = (p[k] - mu) * a + b;
+        for (int64_t k = 0; k < geo.s; ++k) q[k] = (p[k] - mu) * a + b;
       }
-      if (training_) {
-        const double m = momentum_;
+      if (cfg_.training) {
+        const double m = cfg_.momentum;
         if (outs[0] != nullptr) outs[0][c] = static_cast<float>(m * inMean[c] + (1 - m) * mean);
         if (outs[1] != nullptr) outs[1][c] = static_cast<float>(m * inVar[c] + (1 - m) * var);
         if (outs[2] != nullptr) outs[2][c] = mu;
@@ -293,10 +305,7 @@ class BatchNormKernel final : public Kernel {
   }
 
  private:
-  ChannelGeometry geo_;
-  float eps_;
-  float momentum_;
-  bool training_;
+  BatchNormConfig cfg_;
 };
 
 // Training: dX = scale*inv*(dY - mean(dY) - xhat*mean(dY*xhat)) + dMeanTotal/M +
@@ -305,13 +314,12 @@ class BatchNormKernel final : public Kernel {
 // sum(dY).
 class BatchNormGradKernel final : public Kernel {
  public:
-  explicit BatchNormGradKernel(const KernelSpec& spec)
-      : geo_(channelGeometry(spec, spec.inputs.at(1))),
-        eps_(spec.attrs.getFloat("epsilon")),
-        momentum_(spec.attrs.getFloat("momentum")),
-        training_(spec.attrs.getInt("training_mode") != 0) {}
+  explicit BatchNormGradKernel(const KernelSpec& spec) : cfg_(spec, spec.inputs.at(1)) {
+    cfg_.training = spec.attrs.getInt("training_mode") != 0;
+  }
 
   void run(const KernelIO& io) override {
+    const ChannelGeometry& geo = cfg_.geo;
     const float* dy = io.in(0).data<float>();
     const float* x = io.in(1).data<float>();
     const float* scale = io.in(2).data<float>();
@@ -323,21 +331,16 @@ class BatchNormGradKernel final : public Kernel {
     float* dx = io.out(0).data<float>();
     float* dScale = io.out(1).data<float>();
     float* dBias = io.out(2).data<float>();
-    const double m = static_cast<double>(geo_.perChannel());
-    for (int64_t c = 0; c < geo_.c; ++c) {
+    const double m = static_cast<double>(geo.perChannel());
+    for (int64_t c = 0; c < geo.c; ++c) {
       double mean, var;
-      if (training_) {
-        channelMeanVar(x, geo_, c, mean, var);
-      } else {
-        mean = inMean[c];
-        var = inVar[c];
-      }
+      cfg_.stats(x, inMean, inVar, c, mean, var);
       const float mu = static_cast<float>(mean);
-      const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps_)));
+      const float inv = invStd(var, cfg_.eps);
       double sumDy = 0, sumDyX = 0;
-      for (int64_t i = 0; i < geo_.n; ++i) {
-        const int64_t off = (i * geo_.c + c) * geo_.s;
-        for (int64_t k = 0; k < geo_.s; ++k) {
+      for (int64_t i = 0; i < geo.n; ++i) {
+        const int64_t off = (i * geo.c + c) * geo.s;
+        for (int64_t k = 0; k < geo.s; ++k) {
           sumDy += dy[off + k];
           sumDyX += static_cast<double>(dy[off + k]) * ((x[off + k] - mu) * inv);
         }
@@ -345,14 +348,14 @@ class BatchNormGradKernel final : public Kernel {
       dScale[c] = static_cast<float>(sumDyX);
       dBias[c] = static_cast<float>(sumDy);
       const float a = scale[c] * inv;
-      if (!training_) {
-        for (int64_t i = 0; i < geo_.n; ++i) {
-          const int64_t off = (i * geo_.c + c) * geo_.s;
-          for (int64_t k = 0; k < geo_.s; ++k) dx[off + k] = dy[off + k] * a;
+      if (!cfg_.training) {
+        for (int64_t i = 0; i < geo.n; ++i) {
+          const int64_t off = (i * geo.c + c) * geo.s;
+          for (int64_t k = 0; k < geo.s; ++k) dx[off + k] = dy[off + k] * a;
         }
         continue;
       }
-      const double keep = 1.0 - momentum_;
+      const double keep = 1.0 - cfg_.momentum;
       double dMeanTotal = 0, dVarTotal = 0;
       if (dStat[0] != nullptr) dMeanTotal += keep * dStat[0][c];
       if (dStat[1] != nullptr) dVarTotal += keep * dStat[1][c];
@@ -362,9 +365,9 @@ class BatchNormGradKernel final : public Kernel {
       const float k2 = static_cast<float>(sumDyX / m);
       const float fromMean = static_cast<float>(dMeanTotal / m);
       const float fromVar = static_cast<float>(2.0 * dVarTotal / m);
-      for (int64_t i = 0; i < geo_.n; ++i) {
-        const int64_t off = (i * geo_.c + c) * geo_.s;
-        for (int64_t k = 0; k < geo_.s; ++k) {
+      for (int64_t i = 0; i < geo.n; ++i) {
+        const int64_t off = (i * geo.c + c) * geo.s;
+        for (int64_t k = 0; k < geo.s; ++k) {
           const float d = x[off + k] - mu;
           dx[off + k] = a * (dy[off + k] - k1 - d * inv * k2) + fromMean + fromVar * d;
         }
@@ -373,23 +376,12 @@ class BatchNormGradKernel final : public Kernel {
   }
 
  private:
-  ChannelGeometry geo_;
-  float eps_;
-  float momentum_;
-  bool training_;
+  BatchNormConfig cfg_;
 };
 
-XT_REGISTER_KERNEL("ai.onnx", "BatchNormalization",
-                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFloat(spec, {0, 1, 2, 3, 4});
-                     return std::make_unique<BatchNormKernel>(spec);
-                   });
-
+XT_REGISTER_KERNEL("ai.onnx", "BatchNormalization", floatKernel<BatchNormKernel>({0, 1, 2, 3, 4}));
 XT_REGISTER_KERNEL("ai.xtrain", "BatchNormGrad",
-                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFloat(spec, {0, 1, 2, 3, 4, 5, 6, 7, 8});
-                     return std::make_unique<BatchNormGradKernel>(spec);
-                   });
+                   floatKernel<BatchNormGradKernel>({0, 1, 2, 3, 4, 5, 6, 7, 8}));
 
 }  // namespace
 }  // namespace xtrain::device

@@ -136,8 +136,17 @@ class ResizePlan {
     }
   }
 
-  const AxisTable& inner() const { return inner_; }
-  int64_t rowLength() const { return out_.back(); }
+  // The last axis's table as raw pointers, for the inner loops.
+  struct Taps {
+    int64_t len;  // output row length
+    const int64_t *i0, *i1;
+    const float *w0, *w1;
+    bool twoTaps, identity;
+  };
+  Taps taps() const {
+    return {out_.back(),      inner_.idx0.data(), inner_.idx1.data(), inner_.w0.data(),
+            inner_.w1.data(), inner_.twoTaps,     inner_.identity};
+  }
   int64_t inRowLength() const { return in_.back(); }
 
  private:
@@ -160,12 +169,10 @@ XT_REGISTER_KERNEL("ai.onnx", "Resize", [](const KernelSpec& spec) -> std::uniqu
   return makeKernel([plan](const KernelIO& io) {
     const float* x = io.in(0).data<float>();
     float* y = io.out(0).data<float>();
-    const AxisTable& t = plan->inner();
-    const int64_t len = plan->rowLength();
-    const int64_t* i0 = t.idx0.data();
-    const int64_t* i1 = t.idx1.data();
-    const float* w0 = t.w0.data();
-    const float* w1 = t.w1.data();
+    const ResizePlan::Taps t = plan->taps();
+    const int64_t len = t.len;
+    const int64_t *i0 = t.i0, *i1 = t.i1;
+    const float *w0 = t.w0, *w1 = t.w1;
     plan->forEachRow([&](int64_t r, const int64_t* offsets, const float* weights, size_t n) {
       float* row = y + r * len;
       for (size_t k = 0; k < n; ++k) {
@@ -214,12 +221,10 @@ XT_REGISTER_KERNEL("ai.xtrain", "ResizeGrad",
                        const float* gy = io.in(0).data<float>();
                        io.out(0).fillZero();
                        float* gx = io.out(0).data<float>();
-                       const AxisTable& t = plan->inner();
-                       const int64_t len = plan->rowLength();
-                       const int64_t* i0 = t.idx0.data();
-                       const int64_t* i1 = t.idx1.data();
-                       const float* w0 = t.w0.data();
-                       const float* w1 = t.w1.data();
+                       const ResizePlan::Taps t = plan->taps();
+                       const int64_t len = t.len;
+                       const int64_t *i0 = t.i0, *i1 = t.i1;
+                       const float *w0 = t.w0, *w1 = t.w1;
                        plan->forEachRow(
                            [&](int64_t r, const int64_t* offsets, const float* weights, size_t n) {
                              const float* row = gy + r * len;

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -22,6 +21,7 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/kernel_threads.hpp"
+#include "device/kernels/vector_math.hpp"
 
 namespace xtrain::device::rnn_detail {
 
@@ -69,13 +69,11 @@ class SerialScope {
   bool active_;
 };
 
-// Elementwise math on 4 floats at a time (SSE2, the baseline x86-64 vector width; wider vectors
-// would change the calling convention without AVX) with the compiler's vector extensions: without
+// Elementwise math on 4 floats at a time (vmath::V4) with the compiler's vector extensions: without
 // -fno-trapping-math GCC will not if-convert the selects of a clamp or of Relu, and libm's expf and
 // tanhf are scalar calls, so plain loops over std::exp / std::tanh ran one element at a time and
 // took a third of an LSTM's training step.
-using V4 = float __attribute__((vector_size(16)));
-using V4i = int32_t __attribute__((vector_size(16)));
+using vmath::V4;
 
 inline V4 splat(float v) {
   return V4{} + v;
@@ -88,24 +86,10 @@ inline V4 vmax(V4 a, V4 b) {
   return a > b ? a : b;
 }
 
-// exp(x): x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor polynomial to r^7 (relative error
-// below 2e-7), 2^n through the exponent bits. x is clamped to [-87, 88] so that 2^n stays a normal
-// float (exp(-87) ~ 1.6e-38 stands in for smaller results); NaN propagates.
+// exp(x) with x clamped to [-87, 88] (relative error below 2e-7; exp(-87) ~ 1.6e-38 stands in for
+// smaller results, so 2^n stays a normal float); NaN propagates.
 inline V4 vexp(V4 x) {
-  const V4 c = vmin(vmax(x, splat(-87.0f)), splat(88.0f));
-  const V4 round = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const V4 n = (c * 1.44269504088896341f + round) - round;
-  const V4 r = (c - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;  // ln2 in two parts
-  V4 p = splat(1.0f / 5040.0f);
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const V4i bits = (__builtin_convertvector(n, V4i) + 127) << 23;
-  const V4 y = p * std::bit_cast<V4>(bits);
+  const V4 y = vmath::expInRange(vmin(vmax(x, splat(-87.0f)), splat(88.0f)));
   return x == x ? y : x;
 }
 
@@ -117,11 +101,9 @@ inline V4 vsigmoid(V4 x) {
 // (where exp(u) - 1 would cancel), exp otherwise.
 inline V4 vtanh(V4 x) {
   const V4 u = vmax(x, -x) * 2.0f;
-  V4 q = splat(1.0f / 39916800.0f);
-  for (float k : {1.0f / 3628800.0f, 1.0f / 362880.0f, 1.0f / 40320.0f, 1.0f / 5040.0f,
-                  1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f}) {
-    q = q * u + k;
-  }
+  const V4 q = vmath::horner(u, 1.0f / 39916800.0f, 1.0f / 3628800.0f, 1.0f / 362880.0f,
+                             1.0f / 40320.0f, 1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f,
+                             1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f);
   const V4 e = u < 1.0f ? q * u : vexp(u) - 1.0f;
   const V4 t = e / (e + 2.0f);
   return x < 0.0f ? -t : t;
@@ -294,6 +276,34 @@ inline const float* timeMajor(const Config& c, const float* x, std::vector<float
     }
   }
   return buf.data();
+}
+
+// Points `rows` at consecutive h-float rows of scratch, in order (the per-gate rows of one batch
+// entry).
+template <typename... Rows>
+void carveRows(float* scratch, int64_t h, Rows&... rows) {
+  ((rows = scratch, scratch += h), ...);
+}
+
+// What the forward and the backward kernel share: the configuration, the op's description (for
+// errors), and scratch for a time-major X, zero states and the sequence lengths.
+class RnnKernelBase : public Kernel {
+ protected:
+  RnnKernelBase(const KernelSpec& spec, Cell cell)
+      : c_(spec, cell), desc_(spec.description), lstm_(cell == Cell::Lstm) {}
+
+  Config c_;
+  std::string desc_;
+  bool lstm_;
+  std::vector<float> xt_, zeros_;
+  std::vector<int64_t> lens_;
+  std::vector<uint8_t> active_;
+};
+
+// The factory of kernel K (RnnKernelBase's forward or backward) for cell C.
+template <typename K, Cell C>
+std::unique_ptr<Kernel> makeRnnKernel(const KernelSpec& spec) {
+  return std::make_unique<K>(spec, C);
 }
 
 }  // namespace xtrain::device::rnn_detail

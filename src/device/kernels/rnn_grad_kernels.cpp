@@ -17,10 +17,9 @@ using namespace rnn_detail;
 // Inputs: X W R B? initial_h? [initial_c? P?] Saved dY? dY_h? [dY_c?]; outputs dX dW dR
 // dB dInitial_h [dInitial_c dP]; sequence_lens? is the last input (after dY_h / dY_c).
 
-class RnnBackward final : public Kernel {
+class RnnBackward final : public RnnKernelBase {
  public:
-  RnnBackward(const KernelSpec& spec, Cell cell) : c_(spec, cell), desc_(spec.description) {
-    lstm_ = cell == Cell::Lstm;
+  RnnBackward(const KernelSpec& spec, Cell cell) : RnnKernelBase(spec, cell) {
     savedIn_ = lstm_ ? 7 : 5;
     requireFloatExcept(spec, savedIn_ + (lstm_ ? 4 : 3));
   }
@@ -200,34 +199,38 @@ class RnnBackward final : public Kernel {
     }
   }
 
+  // Runs step(b, a, dh, gb) for each batch entry active at this step (all of them without sequence
+  // lengths) with its saved row a, its dL/dh_t dh and its gate gradients gb (GH floats of dg). An
+  // inactive entry's gate gradients are 0, in dg and (when given) in dgr: its state passed through
+  // unchanged, and so does its gradient (see run()).
+  template <typename Step>
+  void forEachActive(const float* sv, float* dg, float* dgr, const uint8_t* active, Step step) {
+    const int64_t H = c_.hidden, GH = c_.gh(), S = c_.width;
+    for (int64_t b = 0; b < c_.batch; ++b) {
+      float* gb = dg + b * GH;
+      if (active && !active[b]) {
+        std::fill(gb, gb + GH, 0.0f);
+        if (dgr) std::fill(dgr + b * GH, dgr + (b + 1) * GH, 0.0f);
+        continue;
+      }
+      step(b, sv + b * S, dH_.data() + b * H, gb);
+    }
+  }
+
   // dH_ holds dL/dh_t, dC_ dL/dc_t (from later steps); leaves dL/dh_{t-1} in dHnext_ and
   // dL/dc_{t-1} in dC_, and the gate pre-activation gradients in dg [batch, 4H].
   void lstmStep(int64_t d, const float* rd, const float* pd, float* dpd, const float* cPrev,
                 int64_t cLd, const float* sv, float* dg, const uint8_t* active) {
     const Config& c = c_;
-    const int64_t H = c.hidden, GH = c.gh(), S = c.width;
+    const int64_t H = c.hidden, GH = c.gh();
     const Act f = c.act(d, 0), g = c.act(d, 1), h = c.act(d, 2);
-    float* gi = tmp_.data();
-    float* go = gi + H;
-    float* gf = go + H;
-    float* gc = gf + H;
-    float* hc = gc + H;
-    float* di = hc + H;
-    float* dO = di + H;
-    float* df = dO + H;
-    float* dcg = df + H;
-    float* dhc = dcg + H;
-    for (int64_t b = 0; b < c.batch; ++b) {
-      const float* a = sv + b * S;
+    float *gi, *go, *gf, *gc, *hc, *di, *dO, *df, *dcg, *dhc;
+    carveRows(tmp_.data(), H, gi, go, gf, gc, hc, di, dO, df, dcg, dhc);
+    // An inactive entry's dC_ passes through unchanged.
+    const auto step = [&](int64_t b, const float* a, const float* dh, float* gb) {
       const float* ct = a + 5 * H;
       const float* cp = cPrev + b * cLd;
-      const float* dh = dH_.data() + b * H;
       float* dc = dC_.data() + b * H;
-      float* gb = dg + b * GH;
-      if (active && !active[b]) {
-        std::fill(gb, gb + GH, 0.0f);  // dC_ passes through unchanged
-        continue;
-      }
       activate(f, a, gi, H, c.clip);
       activate(f, a + H, go, H, c.clip);
       if (c.inputForget) {
@@ -279,35 +282,24 @@ class RnnBackward final : public Kernel {
           dpd[2 * H + j] += daf[j] * cp[j];
         }
       }
-    }
+    };
+    forEachActive(sv, dg, nullptr, active, step);
     gemm(false, false, c.batch, H, GH, dg, GH, rd, H, 0.0f, dHnext_.data(), H);
   }
 
   void gruStep(int64_t d, int64_t t, const float* rd, const float* hPrev, int64_t hLd,
                const float* sv, float* dg, const uint8_t* active) {
     const Config& c = c_;
-    const int64_t H = c.hidden, GH = c.gh(), S = c.width, B = c.batch;
+    const int64_t H = c.hidden, GH = c.gh(), B = c.batch;
     const Act f = c.act(d, 0), g = c.act(d, 1);
-    float* z = tmp_.data();
-    float* rg = z + H;
-    float* n = rg + H;
-    float* dz = n + H;
-    float* drg = dz + H;
-    float* dn = drg + H;
+    float *z, *rg, *n, *dz, *drg, *dn;
+    carveRows(tmp_.data(), H, z, rg, n, dz, drg, dn);
     float* dgr = c.lbr ? dGR_.data() + t * B * GH : nullptr;
     // Pass 1: z and the candidate; dL/dh_{t-1} through z starts in dHnext_.
-    for (int64_t b = 0; b < B; ++b) {
-      const float* a = sv + b * S;
+    const auto pass1 = [&](int64_t b, const float* a, const float* dh, float* gb) {
       const float* e = a + 4 * H;
       const float* hp = hPrev + b * hLd;
-      const float* dh = dH_.data() + b * H;
       float* dhp = dHnext_.data() + b * H;
-      float* gb = dg + b * GH;
-      if (active && !active[b]) {
-        std::fill(gb, gb + GH, 0.0f);
-        if (dgr) std::fill(dgr + b * GH, dgr + (b + 1) * GH, 0.0f);
-        continue;
-      }
       activate(f, a, z, H, c.clip);
       activate(g, a + 2 * H, n, H, c.clip);
       derivative(f, a, z, dz, H, c.clip);
@@ -328,65 +320,49 @@ class RnnBackward final : public Kernel {
           gr[2 * H + j] = gb[2 * H + j] * rg[j];
         }
       }
-    }
+    };
+    forEachActive(sv, dg, dgr, active, pass1);
     if (c.lbr) {
       gemm(false, false, B, H, GH, dgr, GH, rd, H, 1.0f, dHnext_.data(), H);
       return;
     }
     // dq = da_h.R_h (q = r*h_{t-1}); then r's gradient, and dh_{t-1} through q, z and r.
     gemm(false, false, B, H, H, dg + 2 * H, GH, rd + 2 * H * H, H, 0.0f, dq_.data(), H);
-    for (int64_t b = 0; b < B; ++b) {
-      const float* a = sv + b * S;
+    // (An inactive entry's gate gradients are zeroed again: they already are.)
+    const auto pass2 = [&](int64_t b, const float* a, const float*, float* gb) {
       const float* hp = hPrev + b * hLd;
       const float* dq = dq_.data() + b * H;
       float* dhp = dHnext_.data() + b * H;
-      float* gb = dg + b * GH;
-      if (active && !active[b]) continue;
       activate(f, a + H, rg, H, c.clip);
       derivative(f, a + H, rg, drg, H, c.clip);
       for (int64_t j = 0; j < H; ++j) {
         gb[H + j] = dq[j] * hp[j] * drg[j];
         dhp[j] += dq[j] * rg[j];
       }
-    }
+    };
+    forEachActive(sv, dg, nullptr, active, pass2);
     gemm(false, false, B, H, 2 * H, dg, GH, rd, H, 1.0f, dHnext_.data(), H);
   }
 
   void rnnStep(int64_t d, const float* rd, const float* sv, float* dg, const uint8_t* active) {
     const Config& c = c_;
-    const int64_t H = c.hidden, S = c.width;
+    const int64_t H = c.hidden;
     float* der = tmp_.data();
-    for (int64_t b = 0; b < c.batch; ++b) {
-      const float* a = sv + b * S;
-      const float* dh = dH_.data() + b * H;
-      float* gb = dg + b * H;
-      if (active && !active[b]) {
-        std::fill(gb, gb + H, 0.0f);
-        continue;
-      }
+    const auto step = [&](int64_t, const float* a, const float* dh, float* gb) {
       derivative(c.act(d, 0), a, a + H, der, H, c.clip);
       for (int64_t j = 0; j < H; ++j) gb[j] = dh[j] * der[j];
-    }
+    };
+    forEachActive(sv, dg, nullptr, active, step);
     gemm(false, false, c.batch, H, H, dg, H, rd, H, 0.0f, dHnext_.data(), H);
   }
 
-  Config c_;
-  bool lstm_ = false;
   size_t savedIn_ = 5;
-  std::string desc_;
-  std::vector<float> xt_, dxt_, dG_, dGR_, dH_, dHnext_, dC_, dq_, zeros_, tmp_;
-  std::vector<int64_t> lens_;
-  std::vector<uint8_t> active_;
+  std::vector<float> dxt_, dG_, dGR_, dH_, dHnext_, dC_, dq_, tmp_;
 };
 
-template <Cell C>
-std::unique_ptr<Kernel> makeBackward(const KernelSpec& spec) {
-  return std::make_unique<RnnBackward>(spec, C);
-}
-
-XT_REGISTER_KERNEL("ai.xtrain", "LSTMGrad", makeBackward<Cell::Lstm>);
-XT_REGISTER_KERNEL("ai.xtrain", "GRUGrad", makeBackward<Cell::Gru>);
-XT_REGISTER_KERNEL("ai.xtrain", "RNNGrad", makeBackward<Cell::Rnn>);
+XT_REGISTER_KERNEL("ai.xtrain", "LSTMGrad", makeRnnKernel<RnnBackward, Cell::Lstm>);
+XT_REGISTER_KERNEL("ai.xtrain", "GRUGrad", makeRnnKernel<RnnBackward, Cell::Gru>);
+XT_REGISTER_KERNEL("ai.xtrain", "RNNGrad", makeRnnKernel<RnnBackward, Cell::Rnn>);
 
 }  // namespace
 }  // namespace xtrain::device

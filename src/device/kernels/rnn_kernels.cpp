@@ -14,11 +14,10 @@ namespace {
 
 using namespace rnn_detail;
 
-class RnnForward final : public Kernel {
+class RnnForward final : public RnnKernelBase {
  public:
-  RnnForward(const KernelSpec& spec, Cell cell) : c_(spec, cell), desc_(spec.description) {
+  RnnForward(const KernelSpec& spec, Cell cell) : RnnKernelBase(spec, cell) {
     requireFloatExcept(spec, 4);
-    lstm_ = cell == Cell::Lstm;
     nOut_ = lstm_ ? 3 : 2;
   }
 
@@ -135,11 +134,8 @@ class RnnForward final : public Kernel {
     const Config& c = c_;
     const int64_t H = c.hidden, GH = c.gh(), S = c.width;
     gemm(false, true, c.batch, GH, H, hPrev, hLd, rd, H, 0.0f, hr_.data(), GH);
-    float* gi = tmp_.data();
-    float* go = gi + H;
-    float* gf = go + H;
-    float* gc = gf + H;
-    float* hc = gc + H;
+    float *gi, *go, *gf, *gc, *hc;
+    carveRows(tmp_.data(), H, gi, go, gf, gc, hc);
     const Act f = c.act(d, 0), g = c.act(d, 1), h = c.act(d, 2);
     for (int64_t b = 0; b < c.batch; ++b) {
       float* a = sv + b * S;  // a_i a_o a_f a_c
@@ -174,9 +170,8 @@ class RnnForward final : public Kernel {
     const Config& c = c_;
     const int64_t H = c.hidden, GH = c.gh(), S = c.width;
     const Act f = c.act(d, 0), g = c.act(d, 1);
-    float* z = tmp_.data();
-    float* rg = z + H;
-    float* n = rg + H;
+    float *z, *rg, *n;
+    carveRows(tmp_.data(), H, z, rg, n);
     // Recurrent terms of z and r (and, with linear_before_reset, of h) for the whole batch.
     gemm(false, true, c.batch, c.lbr ? GH : 2 * H, H, hPrev, hLd, rd, H, 0.0f, hr_.data(), GH);
     if (!c.lbr) {
@@ -229,23 +224,13 @@ class RnnForward final : public Kernel {
     }
   }
 
-  Config c_;
-  std::string desc_;
-  bool lstm_ = false;
   int nOut_ = 2;
-  std::vector<float> xt_, xw_, hr_, tmp_, zeros_, biasX_, biasR_, savedBuf_;
-  std::vector<int64_t> lens_;
-  std::vector<uint8_t> active_;
+  std::vector<float> xw_, hr_, tmp_, biasX_, biasR_, savedBuf_;
 };
 
-template <Cell C>
-std::unique_ptr<Kernel> makeForward(const KernelSpec& spec) {
-  return std::make_unique<RnnForward>(spec, C);
-}
-
-XT_REGISTER_KERNEL("ai.onnx", "LSTM", makeForward<Cell::Lstm>);
-XT_REGISTER_KERNEL("ai.onnx", "GRU", makeForward<Cell::Gru>);
-XT_REGISTER_KERNEL("ai.onnx", "RNN", makeForward<Cell::Rnn>);
+XT_REGISTER_KERNEL("ai.onnx", "LSTM", makeRnnKernel<RnnForward, Cell::Lstm>);
+XT_REGISTER_KERNEL("ai.onnx", "GRU", makeRnnKernel<RnnForward, Cell::Gru>);
+XT_REGISTER_KERNEL("ai.onnx", "RNN", makeRnnKernel<RnnForward, Cell::Rnn>);
 
 }  // namespace
 }  // namespace xtrain::device

@@ -7,34 +7,14 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "device/kernels/copy_util.hpp"
 
 namespace xtrain::device {
 namespace {
 
-// A trivially copyable element of N bytes, for element sizes without a matching integer type.
-template <size_t N>
-struct Bytes {
-  unsigned char b[N];
-};
-
-// Calls f(T{}) with an element type of the given byte size, so loops copy whole elements.
-template <typename F>
-std::unique_ptr<Kernel> bySize(const KernelSpec& spec, size_t esize, F&& f) {
-  switch (esize) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    case 16: return f(Bytes<16>{});
-    default: spec.fail("element size {} bytes is not supported by this kernel", esize);
-  }
-}
-
-size_t elementSize(const KernelSpec& spec, const TensorInfo& info) {
-  const size_t esize = dataTypeSize(info.dataType());
-  if (esize == 0) spec.fail("element type of {} cannot be copied", info.toString());
-  return esize;
-}
+using copyutil::bySize;
+using copyutil::elementSize;
+using copyutil::stridesOf;
 
 // Runs f(offsetA, offsetB) over the loop nest n (outermost first) with strides sa and sb; idx is
 // scratch of n.size() entries, so the call allocates nothing.
@@ -66,13 +46,6 @@ void forEachNest(const std::vector<int64_t>& n, const std::vector<int64_t>& sa,
       --d;
     }
   }
-}
-
-// Row-major strides of a shape (in elements).
-std::vector<int64_t> stridesOf(const Shape& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
 }
 
 KernelFactory copyFactory() {

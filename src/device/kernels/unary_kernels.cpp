@@ -10,6 +10,7 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "device/kernels/elementwise.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -32,12 +33,7 @@ template <typename F>
 KernelFactory unaryFloat(F f) {
   return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
     requireFloatInputs(spec);
-    return makeKernel([f](const KernelIO& io) {
-      const float* __restrict x = io.in(0).data<float>();
-      float* __restrict y = io.out(0).data<float>();
-      const int64_t n = io.out(0).nelms();
-      for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
-    });
+    return makeKernel([f](const KernelIO& io) { mapFloat(io, f); });
   };
 }
 
@@ -46,13 +42,7 @@ template <typename F>
 KernelFactory gradFloat(F f) {
   return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
     requireFloatInputs(spec);
-    return makeKernel([f](const KernelIO& io) {
-      const float* __restrict gy = io.in(0).data<float>();
-      const float* __restrict z = io.in(1).data<float>();
-      float* __restrict gx = io.out(0).data<float>();
-      const int64_t n = io.out(0).nelms();
-      for (int64_t i = 0; i < n; ++i) gx[i] = f(gy[i], z[i]);
-    });
+    return makeKernel([f](const KernelIO& io) { mapFloatGrad(io, f); });
   };
 }
 

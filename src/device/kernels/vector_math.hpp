@@ -6,6 +6,11 @@
 // Accuracy against the exact function: exp, expm1 and log1p within about 2e-7 relative, softplus
 // 5e-7, erf within 1.5e-7 absolute and 2e-7 relative; the roundings are exact. NaN propagates,
 // overflow gives +inf and underflow 0.
+//
+// The building blocks (horner, pow2i, expInRange) take a float or a V4 (four floats, GCC's vector
+// extensions), so the recurrent kernels' vector code (rnn_common.hpp) shares them. They are
+// always_inline: written out by hand in each function before, and the callers' loops must inline
+// and vectorise exactly as they did.
 #pragma once
 
 #include <algorithm>
@@ -16,24 +21,46 @@
 
 namespace xtrain::device::vmath {
 
-// e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln2 / 2; e^r by its Taylor polynomial of degree
-// 7 (the remainder is below 1e-8 there); 2^n is built in the exponent bits.
+// p(x) = c0 x^(k-1) + c1 x^(k-2) + ... + c(k-1) by Horner's rule: the coefficients are a table,
+// the evaluation unrolled at compile time (p * x - c is p * x + (-c) to the bit).
+template <typename T, typename... C>
+[[gnu::always_inline]] inline T horner([[maybe_unused]] T x, float c0, C... cs) {
+  T p = T{} + c0;
+  ((p = p * x + cs), ...);
+  return p;
+}
+
+// Four floats at a time (SSE2, the baseline x86-64 vector width; wider vectors would change the
+// calling convention without AVX), for loops written with the compiler's vector extensions.
+using V4 = float __attribute__((vector_size(16)));
+using V4i = int32_t __attribute__((vector_size(16)));
+
+// 2^n for an integral n in [-126, 127], built in the exponent bits.
+[[gnu::always_inline]] inline float pow2i(float n) {
+  return std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+}
+[[gnu::always_inline]] inline V4 pow2i(V4 n) {
+  return std::bit_cast<V4>((__builtin_convertvector(n, V4i) + 127) << 23);
+}
+
+// e^x for x in [-87, 88] (not NaN), for a float or a V4: e^x = 2^n e^r with n = round(x / ln 2)
+// and |r| <= ln2 / 2 (ln 2 in two parts); e^r by its Taylor polynomial of degree 7 (the remainder
+// is below 1e-8 there).
+template <typename T>
+[[gnu::always_inline]] inline T expInRange(T x) {
+  // Rounds to the nearest integer: adding 1.5 * 2^23 leaves no fraction bits.
+  const T n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const T r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+  const T p = horner(r, 1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f,
+                     0.5f, 1.0f, 1.0f);
+  return p * pow2i(n);
+}
+
+// e^x: expInRange on x clamped to [-87, 88], with underflow to 0, overflow to +inf and NaN.
 inline float exp(float x) {
   const float xs = std::min(std::max(x, -87.0f), 88.0f);
   const float xc = xs == xs ? xs : 0.0f;  // NaN: computed on 0, replaced at the end
-  // Rounds to the nearest integer: adding 1.5 * 2^23 leaves no fraction bits.
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-  const float y = p * scale;
+  const float y = vmath::expInRange(xc);
   const float under = x < -87.0f ? 0.0f : y;
   const float over = x > 88.0f ? HUGE_VALF : under;
   return x != x ? x : over;
@@ -41,14 +68,8 @@ inline float exp(float x) {
 
 // e^x - 1: the Taylor polynomial near 0 (where e^x - 1 would cancel), exp elsewhere.
 inline float expm1(float x) {
-  float p = 1.0f / 40320.0f;
-  p = p * x + 1.0f / 5040.0f;
-  p = p * x + 1.0f / 720.0f;
-  p = p * x + 1.0f / 120.0f;
-  p = p * x + 1.0f / 24.0f;
-  p = p * x + 1.0f / 6.0f;
-  p = p * x + 0.5f;
-  p = p * x + 1.0f;
+  const float p = horner(x, 1.0f / 40320.0f, 1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f,
+                         1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f);
   const float small = p * x;
   const float large = vmath::exp(x) - 1.0f;
   return std::fabs(x) < 0.34f ? small : large;
@@ -60,23 +81,13 @@ inline float expm1(float x) {
 inline float erf(float x) {
   const float a = std::fabs(x);
   const float t = a * a;
-  float pa = -0.000569665572f;
-  pa = pa * t + 0.00493450696f;
-  pa = pa * t - 0.0267269816f;
-  pa = pa * t + 0.112807885f;
-  pa = pa * t - 0.376124144f;
-  pa = pa * t + 1.12837911f;
+  const float pa = horner(t, -0.000569665572f, 0.00493450696f, -0.0267269816f, 0.112807885f,
+                          -0.376124144f, 1.12837911f);
   const float near = a * pa;
   const float b = std::min(std::max(a, 1.0f), 4.0f);
   const float u = 1.0f / b;
-  float q = -0.0186896063f;
-  q = q * u + 0.1244331f;
-  q = q * u - 0.361122131f;
-  q = q * u + 0.582541347f;
-  q = q * u - 0.50968951f;
-  q = q * u + 0.052209083f;
-  q = q * u + 0.557537436f;
-  q = q * u + 0.000363838219f;
+  const float q = horner(u, -0.0186896063f, 0.1244331f, -0.361122131f, 0.582541347f, -0.50968951f,
+                         0.052209083f, 0.557537436f, 0.000363838219f);
   const float far = 1.0f - vmath::exp(-b * b) * q;
   const float r = a <= 1.0f ? near : far;
   const float s = a != a ? x : r;  // NaN
@@ -95,12 +106,8 @@ inline float log1p(float z) {
   const float m = std::bit_cast<float>(bits - static_cast<int32_t>(static_cast<uint32_t>(k) << 23));
   const float s = (m - 1.0f) / (m + 1.0f);
   const float s2 = s * s;
-  float p = 1.0f / 11.0f;
-  p = p * s2 + 1.0f / 9.0f;
-  p = p * s2 + 1.0f / 7.0f;
-  p = p * s2 + 1.0f / 5.0f;
-  p = p * s2 + 1.0f / 3.0f;
-  p = p * s2 + 1.0f;
+  const float p =
+      horner(s2, 1.0f / 11.0f, 1.0f / 9.0f, 1.0f / 7.0f, 1.0f / 5.0f, 1.0f / 3.0f, 1.0f);
   const float logU = static_cast<float>(k) * 0.693147180559945309f + 2.0f * s * p;
   const float d = u - 1.0f;
   const float corrected = d == 0.0f ? z : logU * (z / d);
@@ -160,15 +167,9 @@ inline TrigReduced trigReduce(float x) {
       (((xc - k * 1.57080078125f) - k * -4.453584551811218e-06f) - k * -8.706138032721356e-10f) -
       k * 6.223371969669989e-14f;
   const float r2 = r * r;
-  float ps = 1.0f / 362880.0f;
-  ps = ps * r2 - 1.0f / 5040.0f;
-  ps = ps * r2 + 1.0f / 120.0f;
-  ps = ps * r2 - 1.0f / 6.0f;
-  float pc = -1.0f / 3628800.0f;
-  pc = pc * r2 + 1.0f / 40320.0f;
-  pc = pc * r2 - 1.0f / 720.0f;
-  pc = pc * r2 + 1.0f / 24.0f;
-  pc = pc * r2 - 0.5f;
+  const float ps = horner(r2, 1.0f / 362880.0f, -1.0f / 5040.0f, 1.0f / 120.0f, -1.0f / 6.0f);
+  const float pc =
+      horner(r2, -1.0f / 3628800.0f, 1.0f / 40320.0f, -1.0f / 720.0f, 1.0f / 24.0f, -0.5f);
   return {r + r * r2 * ps, 1.0f + r2 * pc, static_cast<int32_t>(k) & 3};
 }
 
