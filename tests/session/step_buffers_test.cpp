@@ -384,18 +384,10 @@ TEST(StepBuffers, SumOfAnIntegerAnchor) {
 // ---------------------------------------------------------------------------------------------
 // Buffer checks: every buffer is checked when StepBuffers is made, before anything runs.
 
+// The layout of the buffer-check cases: bps = 2, af = 1, L = 2 (EVERYN's period 2).
 struct Buffers {
   int bps = 2, af = 1, L = 2;
-  std::vector<float> x, c, all, final, sum, e1, en;
-  Buffers() {
-    x.resize(8);
-    c.resize(6);
-    all.resize(8);
-    e1.resize(8);
-    en.resize(4);
-    final.resize(4);
-    sum.resize(4);
-  }
+  std::vector<float> x, c, all, final, sum, e1, en;  // sized by makeStepBuffers
 };
 
 // Makes StepBuffers over the Buffers' vectors with the given shapes (section 6's by default); a
