@@ -196,10 +196,14 @@ void StepBuffers::writeAnchor(size_t k, int64_t iteration, int64_t replica, cons
   int64_t slot = -1;  // where the value goes, in units of one replica's value
   switch (an.art.id()) {
     case AnchorReturnTypeId::All: slot = iteration * replicas_ + replica; break;
-    case AnchorReturnTypeId::EveryN:
-      if ((iteration + 1) % an.art.rp() == 0)
-        slot = (iteration / an.art.rp()) * replicas_ + replica;
+    case AnchorReturnTypeId::EveryN: {
+      // Every N-th batch of the step with all af micro-batches of each kept batch: N counts
+      // batches, not micro-batches (docs/replication-semantics.md section 6).
+      const int64_t batch = iteration / af_;
+      if ((batch + 1) % an.art.rp() == 0)
+        slot = ((batch / an.art.rp()) * af_ + iteration % af_) * replicas_ + replica;
       break;
+    }
     case AnchorReturnTypeId::Final:
       if (iteration == last) slot = replica;
       break;
