@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::checkpoint {
 
 // Owns one HDF5 id and closes it with the matching H5*close on destruction.
@@ -77,3 +79,5 @@ inline H5Handle ownPlist(hid_t id) {
 }
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

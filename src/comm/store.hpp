@@ -1,6 +1,7 @@
 // Store: a small key-value store the ranks of a job use to meet (rendezvous) before they can
 // communicate.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <condition_variable>
 #include <cstdint>
@@ -110,3 +111,5 @@ class PrefixStore : public Store {
 };
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

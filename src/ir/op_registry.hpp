@@ -17,6 +17,7 @@
 //    Ops without grad are not differentiable: autodiff raises an error if a gradient must flow
 //    through them.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <string>
@@ -151,3 +152,5 @@ int64_t normalizeAxis(const ShapeContext& ctx, int64_t axis, int64_t rank);
 void moveConstInputToAttr(Op& op, const Graph& graph, size_t index, const std::string& attrName);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // Parsing of device option maps (createIpuModelDevice / createOfflineIPUDevice) and byte sizes.
 // Internal.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -42,3 +43,5 @@ int parsePositiveInt(std::string_view text, std::string_view what);
 std::string formatBytes(uint64_t bytes);
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

@@ -23,6 +23,8 @@
 #include "device/kernel.hpp"
 #include "device/kernels/kernel_threads.hpp"
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::device::rnn_detail {
 
 enum class Cell { Lstm, Gru, Rnn };
@@ -297,3 +299,5 @@ inline const float* timeMajor(const Config& c, const float* x, std::vector<float
 }
 
 }  // namespace xtrain::device::rnn_detail
+
+#pragma GCC visibility pop

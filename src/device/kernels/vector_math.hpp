@@ -7,6 +7,7 @@
 // 5e-7, erf within 1.5e-7 absolute and 2e-7 relative; the roundings are exact. NaN propagates,
 // overflow gives +inf and underflow 0.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <algorithm>
 #include <bit>
@@ -188,3 +189,5 @@ inline float cosBounded(float x) {
 }
 
 }  // namespace xtrain::device::vmath
+
+#pragma GCC visibility pop
