@@ -99,8 +99,8 @@ TEST_F(IncludeRulesTree, ParsesTheTableOfItsSectionOnly) {
   const auto rules = parseIncludeRules(kFakeDoc);
   ASSERT_EQ(rules.rules.size(), 6u);  // src/comm is in the next section
   EXPECT_EQ(rules.system, (std::vector<std::string>{"unistd.h", "sys/"}));
-  EXPECT_EQ(rules.rules[2].folder, "src/common");
-  EXPECT_EQ(rules.rules[2].headers, std::vector<std::string>{"fmt/"});
+  EXPECT_EQ(rules.rules[1].folder, "src/common");
+  EXPECT_EQ(rules.rules[1].headers, std::vector<std::string>{"fmt/"});
   EXPECT_EQ(rules.rules[4].folder, "src/session");
   EXPECT_EQ(rules.rules[5].folder, "tools");
   EXPECT_EQ(rules.rules[5].xtrain, rules.rules[4].xtrain);
