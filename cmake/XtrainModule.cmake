@@ -24,5 +24,12 @@ function(xtrain_add_library)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${_t} PUBLIC ${M_PUBLIC_DEPS} PRIVATE xtrain_warnings ${M_PRIVATE_DEPS})
   set_target_properties(${_t} PROPERTIES EXPORT_NAME ${M_NAME} VERSION ${PROJECT_VERSION} SOVERSION 0)
+  # Only the API is exported: XTRAIN_API on include/xtrain/, and every internal header's declarations
+  # through a "#pragma GCC visibility push(default)" (docs/architecture.md, "Symbol visibility").
+  # What is defined only in a .cpp file, and third-party template instantiations, stay hidden.
+  set_target_properties(${_t} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
+    LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/xtrain_exports.map)
+  target_link_options(${_t} PRIVATE
+    "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/xtrain_exports.map")
   set_property(GLOBAL APPEND PROPERTY XTRAIN_MODULES ${_t})
 endfunction()

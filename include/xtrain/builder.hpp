@@ -30,6 +30,7 @@
 #include <variant>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/collectives.hpp"
 #include "xtrain/inputsettings.hpp"
 #include "xtrain/names.hpp"
@@ -55,7 +56,7 @@ using CustomOpAttribute = std::variant<int64_t, float, std::string, std::vector<
                                        std::vector<float>, std::vector<std::string>>;
 
 // Common base of the opset objects: they emit nodes into their Builder's model.
-class DomainOpSet {
+class XTRAIN_API DomainOpSet {
  public:
   int getOpsetVersion() const { return version_; }
 
@@ -69,7 +70,7 @@ class DomainOpSet {
 // input (Squeeze/Unsqueeze axes, ReduceSum axes and Split's split at 13, Dropout's ratio at 12),
 // the same method emits the form of the object's version. Where an attribute is optional, its
 // default is ONNX's.
-class AiOnnxOpset11 : public DomainOpSet {
+class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
  public:
   explicit AiOnnxOpset11(BuilderImpl* impl) : AiOnnxOpset11(impl, 11) {}
 
@@ -171,7 +172,7 @@ class AiOnnxOpset11 : public DomainOpSet {
   AiOnnxOpset11(BuilderImpl* impl, int version) : DomainOpSet(impl, version) {}
 };
 
-class AiOnnxOpset12 : public AiOnnxOpset11 {
+class XTRAIN_API AiOnnxOpset12 : public AiOnnxOpset11 {
  public:
   explicit AiOnnxOpset12(BuilderImpl* impl) : AiOnnxOpset12(impl, 12) {}
   // args = {scores, labels[, weights]}; num_outputs 2 adds log_prob. reduction: "none", "sum" or
@@ -186,7 +187,7 @@ class AiOnnxOpset12 : public AiOnnxOpset11 {
   AiOnnxOpset12(BuilderImpl* impl, int version) : AiOnnxOpset11(impl, version) {}
 };
 
-class AiOnnxOpset13 : public AiOnnxOpset12 {
+class XTRAIN_API AiOnnxOpset13 : public AiOnnxOpset12 {
  public:
   explicit AiOnnxOpset13(BuilderImpl* impl) : AiOnnxOpset13(impl, 13) {}
 
@@ -194,7 +195,7 @@ class AiOnnxOpset13 : public AiOnnxOpset12 {
   AiOnnxOpset13(BuilderImpl* impl, int version) : AiOnnxOpset12(impl, version) {}
 };
 
-class AiOnnxOpset14 : public AiOnnxOpset13 {
+class XTRAIN_API AiOnnxOpset14 : public AiOnnxOpset13 {
  public:
   explicit AiOnnxOpset14(BuilderImpl* impl) : AiOnnxOpset14(impl, 14) {}
 
@@ -202,7 +203,7 @@ class AiOnnxOpset14 : public AiOnnxOpset13 {
   AiOnnxOpset14(BuilderImpl* impl, int version) : AiOnnxOpset13(impl, version) {}
 };
 
-class AiOnnxOpset15 : public AiOnnxOpset14 {
+class XTRAIN_API AiOnnxOpset15 : public AiOnnxOpset14 {
  public:
   explicit AiOnnxOpset15(BuilderImpl* impl) : AiOnnxOpset15(impl, 15) {}
 
@@ -210,7 +211,7 @@ class AiOnnxOpset15 : public AiOnnxOpset14 {
   AiOnnxOpset15(BuilderImpl* impl, int version) : AiOnnxOpset14(impl, version) {}
 };
 
-class AiOnnxOpset16 : public AiOnnxOpset15 {
+class XTRAIN_API AiOnnxOpset16 : public AiOnnxOpset15 {
  public:
   explicit AiOnnxOpset16(BuilderImpl* impl) : AiOnnxOpset16(impl, 16) {}
 
@@ -218,7 +219,7 @@ class AiOnnxOpset16 : public AiOnnxOpset15 {
   AiOnnxOpset16(BuilderImpl* impl, int version) : AiOnnxOpset15(impl, version) {}
 };
 
-class AiOnnxOpset17 : public AiOnnxOpset16 {
+class XTRAIN_API AiOnnxOpset17 : public AiOnnxOpset16 {
  public:
   explicit AiOnnxOpset17(BuilderImpl* impl) : AiOnnxOpset17(impl, 17) {}
   // args = {X, Scale[, B]}; num_outputs up to 3 (Y, Mean, InvStdDev).
@@ -242,7 +243,7 @@ class AiOnnxOpset17 : public AiOnnxOpset16 {
 //   ReplicatedAllReduce, ReplicatedReduceScatter {op, group}; ReplicatedAllGather {group}. op is
 //   the int value of CollectiveOperator; group is {commGroupType, commGroupSize} (a CommGroup) or
 //   {replicaGroupingStride, replicaGroupingSize} (a ReplicaGrouping). See docs/replicated-ops.md.
-class AiGraphcoreOpset1 : public DomainOpSet {
+class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
  public:
   explicit AiGraphcoreOpset1(BuilderImpl* impl) : DomainOpSet(impl, 1) {}
 
@@ -353,7 +354,7 @@ class AiGraphcoreOpset1 : public DomainOpSet {
 class Builder;
 
 // Pushes a name scope for its lifetime (Builder::nameScope).
-class [[nodiscard]] NameScope {
+class [[nodiscard]] XTRAIN_API NameScope {
  public:
   NameScope(Builder& builder, const std::string& name);
   ~NameScope();
@@ -364,7 +365,7 @@ class [[nodiscard]] NameScope {
   Builder& builder_;
 };
 
-class Builder {
+class XTRAIN_API Builder {
  public:
   static std::unique_ptr<Builder> create();
   // Continues an existing model: a file path if such a file exists, else serialized ModelProto

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/api.hpp"
+
 namespace xtrain {
 
 // What TrainingSession::saveCheckpoint records besides the session's own state.
-struct CheckpointOptions {
+struct XTRAIN_API CheckpointOptions {
   int64_t epoch = 0;
   int64_t samplesSeen = 0;
   // The caller's position in its data (e.g. epoch, index in the epoch, shuffle seed): given back by
@@ -23,7 +25,7 @@ struct CheckpointOptions {
 };
 
 // What loadCheckpoint found.
-struct CheckpointInfo {
+struct XTRAIN_API CheckpointInfo {
   std::string path;
   int64_t step = 0;
   int64_t epoch = 0;

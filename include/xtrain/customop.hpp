@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/names.hpp"
@@ -60,7 +61,7 @@ using CustomOpShapeFunction = std::function<std::vector<TensorInfo>(
 // What a gradient function sees and how it builds the gradient: it emits ordinary ops (standard
 // ONNX ops, or custom ops such as the op's own grad op) into the backward pass and declares the
 // gradient of every input that needs one. Valid only during the call of the gradient function.
-class CustomOpGradBuilder {
+class XTRAIN_API CustomOpGradBuilder {
  public:
   virtual ~CustomOpGradBuilder() = default;
 
@@ -100,7 +101,7 @@ using CustomOpGradFunction = std::function<void(CustomOpGradBuilder& grad)>;
 // What one execution of a kernel gets: raw buffers, their infos and the node's attributes. Buffers
 // are dense, row-major, of the infos' types; an absent optional input or output is nullptr (with an
 // unset info). There are maxInputs inputs (a variadic op: the node's count) and numOutputs outputs.
-struct CustomOpKernelArgs {
+struct XTRAIN_API CustomOpKernelArgs {
   std::vector<const void*> inputs;
   std::vector<void*> outputs;
   std::vector<TensorInfo> inputInfos;
@@ -135,7 +136,7 @@ using CustomOpKernelFactory = std::function<CustomOpKernel(const std::vector<Ten
                                                            const std::vector<TensorInfo>& outputs,
                                                            const CustomOpAttributes& attributes)>;
 
-struct CustomOpDefinition {
+struct XTRAIN_API CustomOpDefinition {
   explicit CustomOpDefinition(OperatorIdentifier id_) : id(std::move(id_)) {}
 
   OperatorIdentifier id;
@@ -153,14 +154,14 @@ struct CustomOpDefinition {
 
 // Registers a custom op (see the contract at the top of this file). Throws xtrain::error naming
 // the op when the definition is incomplete or the (domain, type) is already registered.
-void registerCustomOp(CustomOpDefinition definition);
+XTRAIN_API void registerCustomOp(CustomOpDefinition definition);
 
 // Whether a custom op of this domain and type has been registered.
-bool isCustomOpRegistered(const std::string& domain, const std::string& type);
+XTRAIN_API bool isCustomOpRegistered(const std::string& domain, const std::string& type);
 
 // Registers at load time; a refused registration prints the error and aborts the program (no
 // exception can leave a static initializer).
-struct CustomOpRegistrar {
+struct XTRAIN_API CustomOpRegistrar {
   explicit CustomOpRegistrar(CustomOpDefinition definition);
 };
 

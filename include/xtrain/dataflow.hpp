@@ -6,13 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/names.hpp"
 
 namespace xtrain {
 
 enum class AnchorReturnTypeId { Final, EveryN, All, Sum };
 
-class AnchorReturnType {
+class XTRAIN_API AnchorReturnType {
  public:
   // "ALL", "FINAL", "SUM" or "EVERYN" (with a period). Throws xtrain::error for other names, for
   // EVERYN without a period, or for a period <= 0.
@@ -45,7 +46,7 @@ inline AnchorReturnType EveryN(int n) {
 }
 }  // namespace AnchorReturnTypes
 
-class DataFlow {
+class XTRAIN_API DataFlow {
  public:
   DataFlow();
   // No anchors.

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "xtrain/api.hpp"
+
 namespace xtrain {
 
 enum class DataType {
@@ -32,21 +34,21 @@ enum class DataType {
 };
 
 // Bytes per element; 0 for STRING and UNDEFINED.
-size_t dataTypeSize(DataType t);
+XTRAIN_API size_t dataTypeSize(DataType t);
 // "FLOAT", "INT64", ...
-const char* dataTypeName(DataType t);
+XTRAIN_API const char* dataTypeName(DataType t);
 // Parses a name as written by dataTypeName (case-insensitive); also accepts ONNX-style lower-case
 // names such as "float32" or "float16". Throws xtrain::error naming the text when unknown.
-DataType dataTypeFromName(std::string_view name);
+XTRAIN_API DataType dataTypeFromName(std::string_view name);
 // ONNX TensorProto.DataType number <-> DataType. Unknown numbers throw xtrain::error.
-int dataTypeToOnnx(DataType t);
-DataType dataTypeFromOnnx(int onnxType);
+XTRAIN_API int dataTypeToOnnx(DataType t);
+XTRAIN_API DataType dataTypeFromOnnx(int onnxType);
 
-bool isFloatingPoint(DataType t);
-bool isInteger(DataType t);
+XTRAIN_API bool isFloatingPoint(DataType t);
+XTRAIN_API bool isInteger(DataType t);
 
 // IEEE half <-> float conversions (round to nearest even).
-uint16_t floatToHalf(float f);
-float halfToFloat(uint16_t h);
+XTRAIN_API uint16_t floatToHalf(float f);
+XTRAIN_API float halfToFloat(uint16_t h);
 
 }  // namespace xtrain

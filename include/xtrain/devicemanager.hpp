@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/api.hpp"
+
 namespace xtrain {
 
 enum class DeviceType { Cpu, IpuModel, Ipu, OfflineIpu };
@@ -46,10 +48,10 @@ enum class SyncPattern { Full, SinglePipeline, ReplicaAndLadder };
 // Which free device acquireAvailableDevice takes: the lowest id, or one at random.
 enum class DeviceSelectionCriterion { First, Random };
 
-const char* toString(DeviceType type);
-const char* toString(DeviceConnectionType type);
+XTRAIN_API const char* toString(DeviceType type);
+XTRAIN_API const char* toString(DeviceConnectionType type);
 
-class DeviceInfo {
+class XTRAIN_API DeviceInfo {
  public:
   virtual ~DeviceInfo();
   DeviceInfo(const DeviceInfo&) = delete;
@@ -116,7 +118,7 @@ class DeviceInfo {
   bool attached_ = false;
 };
 
-class DeviceManager {
+class XTRAIN_API DeviceManager {
  public:
   // The process-wide instance.
   static DeviceManager& createDeviceManager();

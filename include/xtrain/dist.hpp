@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "xtrain/api.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/sessionoptions.hpp"
 
@@ -17,26 +18,26 @@ namespace xtrain::dist {
 // variable.
 
 // True when a launcher started this process (xrun, mpirun, srun).
-bool isPopdistEnvSet();
+XTRAIN_API bool isPopdistEnvSet();
 // True when the job has more than one instance.
-bool isDistributed();
-int64_t getNumInstances();
-int64_t getInstanceIndex();
-int64_t getLocalInstanceIndex();
-int64_t getNumLocalReplicas();
-int64_t getNumTotalReplicas();
-int64_t getReplicaIndexOffset();
-int64_t getNumIpusPerReplica();
+XTRAIN_API bool isDistributed();
+XTRAIN_API int64_t getNumInstances();
+XTRAIN_API int64_t getInstanceIndex();
+XTRAIN_API int64_t getLocalInstanceIndex();
+XTRAIN_API int64_t getNumLocalReplicas();
+XTRAIN_API int64_t getNumTotalReplicas();
+XTRAIN_API int64_t getReplicaIndexOffset();
+XTRAIN_API int64_t getNumIpusPerReplica();
 
 // Sets the replication options of docs/replication-semantics.md section 1 from the environment:
 // enableReplicatedGraphs and replicatedGraphCount (the local replicas), and when the job has
 // several instances enableDistributedReplicatedGraphs, globalReplicationFactor and
 // globalReplicaOffset. Leaves every other option alone.
-void configureSessionOptions(SessionOptions& options);
+XTRAIN_API void configureSessionOptions(SessionOptions& options);
 
 // Acquires this instance's device: getNumLocalReplicas() x ipusPerReplica IPUs (ipusPerReplica 0:
 // getNumIpusPerReplica()) from the IPUs the launcher gave it (XTRAIN_IPU_IDS). Throws xtrain::error
 // when the count is not a power of two or no such device is free.
-std::shared_ptr<DeviceInfo> getDevice(int64_t ipusPerReplica = 0);
+XTRAIN_API std::shared_ptr<DeviceInfo> getDevice(int64_t ipusPerReplica = 0);
 
 }  // namespace xtrain::dist

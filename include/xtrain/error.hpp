@@ -11,13 +11,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "xtrain/api.hpp"
 #include "xtrain/format.hpp"
 
 namespace xtrain {
 
 // Base of every exception xtrain throws. Formatting constructor: error("tensor {} has shape {}",
 // id, shape).
-class error : public std::runtime_error {
+class XTRAIN_API error : public std::runtime_error {
  public:
   explicit error(const std::string& what) : std::runtime_error(what) {}
   template <typename... Args>
@@ -26,22 +27,22 @@ class error : public std::runtime_error {
 };
 
 // A broken invariant inside xtrain: please report it.
-class internal_error : public error {
+class XTRAIN_API internal_error : public error {
  public:
   using error::error;
 };
 
 // A fault while running (device, collective, I/O), as opposed to bad input found while building.
-class runtime_error : public error {
+class XTRAIN_API runtime_error : public error {
  public:
   using error::error;
 };
 
 // What must happen before a recoverable_runtime_error's operation can be retried.
 enum class RecoveryAction { IPU_RESET, LINK_RESET, PARTITION_RESET, POWER_CYCLE };
-const char* toString(RecoveryAction action);
+inline const char* toString(RecoveryAction action);
 
-class recoverable_runtime_error : public runtime_error {
+class XTRAIN_API recoverable_runtime_error : public runtime_error {
  public:
   recoverable_runtime_error(RecoveryAction action, const std::string& what)
       : runtime_error(what + " (recovery action: " + toString(action) + ")"), action_(action) {}
@@ -51,12 +52,12 @@ class recoverable_runtime_error : public runtime_error {
   RecoveryAction action_;
 };
 
-class unrecoverable_runtime_error : public runtime_error {
+class XTRAIN_API unrecoverable_runtime_error : public runtime_error {
  public:
   using runtime_error::runtime_error;
 };
 
-class unknown_runtime_error : public runtime_error {
+class XTRAIN_API unknown_runtime_error : public runtime_error {
  public:
   using runtime_error::runtime_error;
 };
@@ -64,14 +65,14 @@ class unknown_runtime_error : public runtime_error {
 // A size, count or byte length computed from input (a model's dimensions, a command-line value, a
 // file's header) does not fit in 64 bits. The message names the quantity and every factor of the
 // product.
-class size_overflow_error : public error {
+class XTRAIN_API size_overflow_error : public error {
  public:
   using error::error;
 };
 
 // A simulated IPU does not have the memory its tensors need. getSummaryReport() is the per-IPU
 // memory report.
-class OutOfMemoryException : public error {
+class XTRAIN_API OutOfMemoryException : public error {
  public:
   OutOfMemoryException(const std::string& what, std::string summaryReport)
       : error(what), report_(std::move(summaryReport)) {}

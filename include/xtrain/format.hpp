@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "xtrain/api.hpp"
+
 namespace xtrain {
 
 namespace detail {
@@ -77,7 +79,7 @@ FormatArg toFormatArg(const T& v) {
 }
 
 // Formats with fmt; never throws fmt::format_error (see above).
-std::string formatArgs(std::string_view f, const FormatArg* args, std::size_t count);
+XTRAIN_API std::string formatArgs(std::string_view f, const FormatArg* args, std::size_t count);
 }  // namespace detail
 
 template <typename... Args>

@@ -7,11 +7,13 @@
 //                        dimensions equal to 1 dropped, as always).
 #pragma once
 
+#include "xtrain/api.hpp"
+
 namespace xtrain {
 
 enum class ReplicatedStreamMode { Replicate = 0, Broadcast };
 
-class InputSettings {
+class XTRAIN_API InputSettings {
  public:
   InputSettings() = default;
   explicit InputSettings(ReplicatedStreamMode mode) : mode_(mode) {}

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "xtrain/api.hpp"
 #include "xtrain/format.hpp"
 
 namespace xtrain::logging {
@@ -50,28 +51,28 @@ inline constexpr std::array<Module, 14> allModules = {
 enum class Level { Trace = 0, Debug, Info, Warn, Err, Critical, Off };
 
 // "session", "ir", ... as used in XTRAIN_LOG_CONFIG and printed in each line.
-const char* toString(Module module);
+XTRAIN_API const char* toString(Module module);
 // "TRACE", "DEBUG", "INFO", "WARN", "ERR", "CRITICAL", "OFF".
-const char* toString(Level level);
+XTRAIN_API const char* toString(Level level);
 
 // Case-insensitive: "trace", "debug", "info", "warn" (or "warning"), "err" (or "error"),
 // "critical", "off". Throws xtrain::error naming the text and listing the valid names.
-Level levelFromString(std::string_view text);
+XTRAIN_API Level levelFromString(std::string_view text);
 // Case-insensitive module name ("xtrain", "session", ...). Throws xtrain::error naming the text and
 // listing the valid names.
-Module moduleFromString(std::string_view text);
+XTRAIN_API Module moduleFromString(std::string_view text);
 
-void setLevel(Module module, Level level);
-Level getLevel(Module module);
+XTRAIN_API void setLevel(Module module, Level level);
+XTRAIN_API Level getLevel(Module module);
 // Whether a message of `level` from `module` would be printed.
-bool shouldLog(Module module, Level level);
+XTRAIN_API bool shouldLog(Module module, Level level);
 
 // Level of every module the environment does not configure; Off unless changed. Applies at once
 // (replacing earlier setLevel() calls for those modules) and survives configureFromEnvironment().
-void setDefaultLevel(Level level);
-Level getDefaultLevel();
+XTRAIN_API void setDefaultLevel(Level level);
+XTRAIN_API Level getDefaultLevel();
 // For command-line tools: setDefaultLevel(Level::Info).
-void setDefaultLevelForTools();
+XTRAIN_API void setDefaultLevelForTools();
 
 // (Re)reads XTRAIN_LOG_LEVEL, XTRAIN_LOG_DEST and XTRAIN_LOG_CONFIG: reopens the destination and
 // resets every module's level (env config file, else XTRAIN_LOG_LEVEL, else the default level).
@@ -79,13 +80,13 @@ void setDefaultLevelForTools();
 // log file that cannot be opened; nothing changes then. The first logging call does this implicitly
 // (and throws the same errors), so tools may call it at startup to report a bad configuration up
 // front.
-void configureFromEnvironment();
+XTRAIN_API void configureFromEnvironment();
 
 // Prints `message` if shouldLog(module, level).
-void log(Module module, Level level, const std::string& message);
+XTRAIN_API void log(Module module, Level level, const std::string& message);
 
 // Writes buffered lines to the destination.
-void flush();
+XTRAIN_API void flush();
 
 namespace detail {
 template <typename... Args>

@@ -6,9 +6,11 @@
 #include <string>
 #include <utility>
 
+#include "xtrain/api.hpp"
+
 namespace xtrain {
 
-struct OperatorIdentifier {
+struct XTRAIN_API OperatorIdentifier {
   OperatorIdentifier(std::string domain_, std::string type_, int version_ = 1)
       : domain(std::move(domain_)), type(std::move(type_)), version(version_) {}
   std::string domain;

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/datatype.hpp"
 #include "xtrain/names.hpp"
 
@@ -30,7 +31,7 @@ namespace xtrain {
 
 // A hyperparameter value and whether it is constant for the session's lifetime (compiled in) or may
 // be changed with updateOptimizerFromHost.
-class OptimizerValue {
+class XTRAIN_API OptimizerValue {
  public:
   OptimizerValue() = default;
   OptimizerValue(float v) : val_(v), isConst_(true) {}  // NOLINT: PopART converts floats implicitly
@@ -51,7 +52,7 @@ class OptimizerValue {
 // where g is the reduced, unscaled gradient (before weight decay), so n is the norm of the global
 // gradient whatever the replicas and shards. An optimizer takes a list of groups; clipAllWeights
 // must then be the only one.
-class ClipNormSettings {
+class XTRAIN_API ClipNormSettings {
  public:
   enum class Mode { ClipSpecifiedWeights, ClipAllWeights };
 
@@ -80,7 +81,7 @@ enum class OptimizerType { SGD = 0, Adam, Adaptive };
 // The hyperparameters of one weight: values by PopART's insertSpecific key (learningRate, ...).
 using OptimizerValues = std::map<std::string, OptimizerValue>;
 
-class Optimizer {
+class XTRAIN_API Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual OptimizerType type() const = 0;
@@ -104,7 +105,7 @@ class Optimizer {
   std::vector<ClipNormSettings> clipNormSettings_;
 };
 
-class SGD : public Optimizer {
+class XTRAIN_API SGD : public Optimizer {
  public:
   // The names PopART's map constructor accepts.
   static const std::vector<std::string>& hyperParameterNames();
@@ -168,7 +169,7 @@ class SGD : public Optimizer {
 };
 
 // SGD whose every value is constant.
-class ConstSGD : public SGD {
+class XTRAIN_API ConstSGD : public SGD {
  public:
   ConstSGD(float learningRate, float weightDecay = 0.0f, float momentum = 0.0f,
            float dampening = 0.0f, float velocityScaling = 1.0f, float lossScaling = 1.0f)
@@ -180,7 +181,7 @@ class ConstSGD : public SGD {
 
 // The shared machinery of Adam and Adaptive: defaults and insertSpecific values by key, the mode
 // enums, and the state data types.
-class KeyedOptimizer : public Optimizer {
+class XTRAIN_API KeyedOptimizer : public Optimizer {
  public:
   // Per-weight values overriding the defaults; keys as specificKeys(). Unknown keys throw.
   void insertSpecific(const TensorId& weight,
@@ -224,7 +225,7 @@ class KeyedOptimizer : public Optimizer {
 // State: Accl1___<w> (m), Accl2___<w> (v), Step___<w> (t), and Accum___<w> with accumulation.
 enum class AdamMode { Adam = 0, AdamNoBias, AdaMax, Lamb, LambNoBias };
 
-class Adam : public KeyedOptimizer {
+class XTRAIN_API Adam : public KeyedOptimizer {
  public:
   // The names PopART's map constructor accepts.
   static const std::vector<std::string>& hyperParameterNames();
@@ -283,7 +284,7 @@ class Adam : public KeyedOptimizer {
 // (v3).
 enum class AdaptiveMode { AdaGrad = 0, RMSProp, CenteredRMSProp, AdaDelta };
 
-class Adaptive : public KeyedOptimizer {
+class XTRAIN_API Adaptive : public KeyedOptimizer {
  public:
   static const std::vector<std::string>& hyperParameterNames();
 
@@ -324,8 +325,8 @@ class Adaptive : public KeyedOptimizer {
   DataType accl3Type_;
 };
 
-const char* toString(AdamMode mode);
-const char* toString(AdaptiveMode mode);
-const char* toString(WeightDecayMode mode);
+XTRAIN_API const char* toString(AdamMode mode);
+XTRAIN_API const char* toString(AdaptiveMode mode);
+XTRAIN_API const char* toString(WeightDecayMode mode);
 
 }  // namespace xtrain

@@ -18,18 +18,19 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/sessionoptions.hpp"  // CommGroup, CommGroupType
 
 namespace xtrain {
 
 // "All", "Consecutive", "Orthogonal", "Ungrouped".
-const char* toString(CommGroupType type);
+XTRAIN_API const char* toString(CommGroupType type);
 // "CommGroup(type=Consecutive, replicaGroupSize=2)".
-std::string toString(const CommGroup& group);
-std::ostream& operator<<(std::ostream& os, CommGroupType type);
-std::ostream& operator<<(std::ostream& os, const CommGroup& group);
+XTRAIN_API std::string toString(const CommGroup& group);
+XTRAIN_API std::ostream& operator<<(std::ostream& os, CommGroupType type);
+XTRAIN_API std::ostream& operator<<(std::ostream& os, const CommGroup& group);
 
-class ReplicaGrouping {
+class XTRAIN_API ReplicaGrouping {
  public:
   // Requires numReplicas, stride and groupSize > 0 and numReplicas % (stride * groupSize) == 0;
   // throws xtrain::error otherwise. When groupSize == 1 the stride is taken as 1.
@@ -89,10 +90,10 @@ class ReplicaGrouping {
   int64_t groupSize_;
 };
 
-std::ostream& operator<<(std::ostream& os, const ReplicaGrouping& grouping);
+XTRAIN_API std::ostream& operator<<(std::ostream& os, const ReplicaGrouping& grouping);
 
 // The CommGroup whose groups are the transpose of `group` over numReplicas replicas:
 // Consecutive(k) <-> Orthogonal(N/k), Ungrouped <-> All.
-CommGroup complementOf(const CommGroup& group, int64_t numReplicas);
+XTRAIN_API CommGroup complementOf(const CommGroup& group, int64_t numReplicas);
 
 }  // namespace xtrain

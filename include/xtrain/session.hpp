@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -25,7 +26,7 @@
 namespace xtrain {
 
 // Shapes for graph inputs whose shape the model leaves open.
-class InputShapeInfo {
+class XTRAIN_API InputShapeInfo {
  public:
   void add(const TensorId& id, const TensorInfo& info) { infos_[id] = info; }
   bool has(const TensorId& id) const { return infos_.count(id) != 0; }
@@ -37,7 +38,7 @@ class InputShapeInfo {
 };
 
 // A host array that owns its memory: what initAnchorArrays returns.
-class OwnedArray : public IArray {
+class XTRAIN_API OwnedArray : public IArray {
  public:
   explicit OwnedArray(const TensorInfo& info);
   void* data() override { return bytes_.data(); }
@@ -64,7 +65,7 @@ namespace session {
 class SessionImpl;
 }
 
-class Session {
+class XTRAIN_API Session {
  public:
   virtual ~Session();
   Session(const Session&) = delete;
@@ -128,7 +129,7 @@ class Session {
   std::unique_ptr<session::SessionImpl> impl_;
 };
 
-class InferenceSession : public Session {
+class XTRAIN_API InferenceSession : public Session {
  public:
   static std::unique_ptr<InferenceSession> createFromOnnxModel(
       const std::string& model, const DataFlow& dataFlow, std::shared_ptr<DeviceInfo> deviceInfo,
@@ -138,7 +139,7 @@ class InferenceSession : public Session {
   using Session::Session;
 };
 
-class TrainingSession : public Session {
+class XTRAIN_API TrainingSession : public Session {
  public:
   static std::unique_ptr<TrainingSession> createFromOnnxModel(
       const std::string& model, const DataFlow& dataFlow, const TensorId& loss,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/reductiontype.hpp"
 
 namespace xtrain {
@@ -16,7 +17,7 @@ enum class CommGroupType { All = 0, Consecutive, Orthogonal, Ungrouped };
 
 // A group of replicas (docs/replication-semantics.md section 3). replicaGroupSize is ignored for
 // All and Ungrouped.
-struct CommGroup {
+struct XTRAIN_API CommGroup {
   CommGroup() = default;
   CommGroup(CommGroupType t, unsigned size) : type(t), replicaGroupSize(size) {}
   CommGroupType type = CommGroupType::All;
@@ -32,7 +33,7 @@ struct CommGroup {
 // starts at the optimizer's lossScaling, which must be non-constant. PopART's histogram settings
 // (toTrackTensors, binEdgeLocation, thresholdUpperCountProportion, updatePeriod) are accepted so
 // PopART code compiles, and have no effect (a warning says so).
-struct AutomaticLossScalingSettings {
+struct XTRAIN_API AutomaticLossScalingSettings {
   bool enabled = false;
   std::vector<std::string> toTrackTensors;
   float binEdgeLocation = 0.0625f;
@@ -47,13 +48,13 @@ struct AutomaticLossScalingSettings {
 enum class TensorStorage { OnChip = 0, OffChip };
 enum class ReplicatedTensorSharding { Off = 0, On };
 
-struct TensorLocation {
+struct XTRAIN_API TensorLocation {
   TensorStorage storage = TensorStorage::OnChip;
   ReplicatedTensorSharding replicatedTensorSharding = ReplicatedTensorSharding::Off;
   CommGroup shardingDomain;
 };
 
-struct TensorLocationSettings {
+struct XTRAIN_API TensorLocationSettings {
   TensorLocation location;
   int minElementsForOffChip = 2;
   int minElementsForReplicatedTensorSharding = 8192;
@@ -64,7 +65,7 @@ enum class SyntheticDataMode { Off = 0, Zeros, RandomUniform, RandomNormal };
 
 enum class VirtualGraphMode { Off = 0, Manual, Auto, ExecutionPhases };
 
-struct SessionOptions {
+struct XTRAIN_API SessionOptions {
   // Replication (docs/replication-semantics.md section 1).
   bool enableReplicatedGraphs = false;
   int64_t replicatedGraphCount = 1;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 
+#include "xtrain/api.hpp"
 #include "xtrain/ndarraywrapper.hpp"
 #include "xtrain/tensorinfo.hpp"
 #include "xtrain/voiddata.hpp"
@@ -19,7 +20,7 @@ namespace xtrain {
 
 // The interface the session pulls data through, one micro-batch per replica at a time.
 // Calls for one run happen on the calling thread, in micro-batch order.
-class IStepIO {
+class XTRAIN_API IStepIO {
  public:
   virtual ~IStepIO() = default;
   // The next micro-batch of input `id` (numElements elements) for the next replica in turn.
@@ -32,7 +33,7 @@ class IStepIO {
 
 // Whole-step buffers given up front. The session reads and writes them directly (no per-micro-batch
 // calls).
-class StepIO : public IStepIO {
+class XTRAIN_API StepIO : public IStepIO {
  public:
   StepIO(std::map<TensorId, IArray&> inputs, std::map<TensorId, IArray&> outputs)
       : inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
@@ -52,7 +53,7 @@ class StepIO : public IStepIO {
 };
 
 // Per-micro-batch callbacks (PopART's StepIOCallback).
-class StepIOCallback : public IStepIO {
+class XTRAIN_API StepIOCallback : public IStepIO {
  public:
   using InputCallback = std::function<ConstVoidData(TensorId, bool)>;
   using InputCompleteCallback = std::function<void(TensorId)>;
@@ -79,7 +80,7 @@ class StepIOCallback : public IStepIO {
 };
 
 // Weight buffers for readWeights / writeWeights.
-class WeightsIO {
+class XTRAIN_API WeightsIO {
  public:
   void insert(const TensorId& id, MutableVoidData data) { weights_[id] = data; }
   bool contains(const TensorId& id) const { return weights_.count(id) != 0; }

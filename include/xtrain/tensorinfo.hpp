@@ -4,12 +4,13 @@
 #include <ostream>
 #include <string>
 
+#include "xtrain/api.hpp"
 #include "xtrain/datatype.hpp"
 #include "xtrain/names.hpp"
 
 namespace xtrain {
 
-class TensorInfo {
+class XTRAIN_API TensorInfo {
  public:
   TensorInfo() = default;
   TensorInfo(DataType type, Shape shape);
@@ -35,8 +36,8 @@ class TensorInfo {
   Shape shape_;
 };
 
-std::string shapeToString(const Shape& shape);
-int64_t shapeNelms(const Shape& shape);
-std::ostream& operator<<(std::ostream& os, const TensorInfo& info);
+XTRAIN_API std::string shapeToString(const Shape& shape);
+XTRAIN_API int64_t shapeNelms(const Shape& shape);
+XTRAIN_API std::ostream& operator<<(std::ostream& os, const TensorInfo& info);
 
 }  // namespace xtrain

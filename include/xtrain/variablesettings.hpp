@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/names.hpp"            // Shape, TensorId
 #include "xtrain/replicagrouping.hpp"  // ReplicaGrouping
 #include "xtrain/sessionoptions.hpp"   // CommGroup, CommGroupType
@@ -33,7 +34,7 @@ enum class VariableRetrievalMode {
   AllReplicas = 2,        // one value per replica
 };
 
-class VariableSettings {
+class XTRAIN_API VariableSettings {
  public:
   // All replicas share one value (CommGroup All), retrieved OnePerGroup.
   VariableSettings() = default;
@@ -127,7 +128,7 @@ inline const char* toString(VariableRetrievalMode m) {
   return "?";
 }
 
-std::ostream& operator<<(std::ostream& os, VariableRetrievalMode mode);
-std::ostream& operator<<(std::ostream& os, const VariableSettings& settings);
+XTRAIN_API std::ostream& operator<<(std::ostream& os, VariableRetrievalMode mode);
+XTRAIN_API std::ostream& operator<<(std::ostream& os, const VariableSettings& settings);
 
 }  // namespace xtrain

@@ -1,20 +1,22 @@
-// Untyped views of tensor data passed across the API: ConstVoidData (read) and MutableVoidData (write).
+// Untyped views of tensor data passed across the API: ConstVoidData (read) and MutableVoidData
+// (write).
 #pragma once
 
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "xtrain/api.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/ndarraywrapper.hpp"
 #include "xtrain/tensorinfo.hpp"
 
 namespace xtrain {
 
-// A tensor value: data (host memory in the layout of info) and its type and shape. `data` is not owned
-// unless the value was made with store() or fromVector(); it must stay valid until the call that takes the
-// ConstVoidData returns (callees copy it).
-struct ConstVoidData {
+// A tensor value: data (host memory in the layout of info) and its type and shape. `data` is not
+// owned unless the value was made with store() or fromVector(); it must stay valid until the call
+// that takes the ConstVoidData returns (callees copy it).
+struct XTRAIN_API ConstVoidData {
   ConstVoidData() = default;
   ConstVoidData(const void* d, const TensorInfo& i) : data(d), info(i) {}
 
@@ -47,7 +49,7 @@ struct ConstVoidData {
   std::shared_ptr<const std::vector<char>> storage_;
 };
 
-struct MutableVoidData {
+struct XTRAIN_API MutableVoidData {
   MutableVoidData() = default;
   MutableVoidData(void* d, const TensorInfo& i) : data(d), info(i) {}
   void* data = nullptr;

@@ -21,6 +21,7 @@
 //      `latest` (write latest.tmp-<pid>-<n>, fsync, rename).
 // A staging directory is "<final>.tmp-<tag>"; list() ignores those, and prune() removes stale ones.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -182,3 +183,5 @@ void prune(const std::string& checkpointDir, int keep, const std::string& active
 bool backgroundWritesSupported();
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // dimension indexing samples. Reads whole samples by index (a hyperslab per contiguous run), so
 // data sets larger than memory work. Not thread-safe.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 #include <string>
@@ -57,3 +58,5 @@ class DatasetWriter {
 };
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

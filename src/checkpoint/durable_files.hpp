@@ -2,6 +2,7 @@
 // directories, atomic replacement of a small file. POSIX; every failure throws CheckpointError
 // naming the path and the system's reason.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -25,3 +26,5 @@ std::string parentDirectory(const std::string& path);
 std::string baseName(const std::string& path);
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

@@ -3,6 +3,7 @@
 // readers accept any integer / float / string type so that a file edited with h5py still reads.
 // Every failure throws CheckpointError naming `where` (the file and object) and the attribute.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -28,3 +29,5 @@ double readDoubleAttribute(hid_t object, const std::string& name, const std::str
 std::string readStringAttribute(hid_t object, const std::string& name, const std::string& where);
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

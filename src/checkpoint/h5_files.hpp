@@ -1,6 +1,7 @@
 // Opening and creating the HDF5 files of a checkpoint, walking their datasets, and dataspaces.
 // Internal to src/checkpoint.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 #include <vector>
@@ -29,3 +30,5 @@ H5Handle dataspaceFor(const Shape& shape);
 Shape shapeOfSpace(hid_t space);
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

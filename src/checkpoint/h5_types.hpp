@@ -1,6 +1,7 @@
 // Element types on disk: the HDF5 type each xtrain DataType is written as, and back. One table, so
 // the writer and the reader cannot disagree (docs/checkpoint-format.md, "Element types").
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <optional>
 
@@ -17,3 +18,5 @@ H5Handle hdf5TypeOf(DataType type);
 std::optional<DataType> dataTypeOfHdf5(hid_t type);
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::checkpoint {
 
 // Owns one HDF5 id and closes it with the matching H5*close on destruction.
@@ -68,3 +70,5 @@ inline constexpr auto ownAttribute = &own<H5Aclose>;
 inline constexpr auto ownPlist = &own<H5Pclose>;
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // rather than stopping at the first (so xckpt verify can list them all). read(), readAttributes(),
 // verify(), listDatasets() and list() are thin views of it. Internal to src/checkpoint.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <optional>
@@ -39,3 +40,5 @@ Inspection inspect(const std::string& path, Depth depth);
 void throwIfProblems(const Inspection& inspection);
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

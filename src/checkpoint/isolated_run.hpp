@@ -5,6 +5,7 @@
 // a child, so that a fault or an endless loop ends the child, not the job. Internal to
 // src/checkpoint.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <chrono>
 #include <functional>
@@ -27,3 +28,5 @@ IsolatedOutcome runIsolated(const std::function<void()>& work, std::chrono::mill
 std::chrono::milliseconds unsealedIndexTimeLimit();
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

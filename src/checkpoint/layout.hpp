@@ -1,6 +1,7 @@
 // Names of the files and attributes of a checkpoint directory (docs/checkpoint-format.md).
 // Internal.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <optional>
@@ -43,3 +44,5 @@ std::optional<int> partIndex(const std::string& name);
 std::optional<int64_t> checkpointStep(const std::string& name);
 
 }  // namespace xtrain::checkpoint::layout
+
+#pragma GCC visibility pop

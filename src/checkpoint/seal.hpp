@@ -7,6 +7,7 @@
 //     xtrain did not write.
 // Internal to src/checkpoint.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 
@@ -36,3 +37,5 @@ SealCheck checkSeal(const std::string& dir, const std::string& indexFile);
 bool isSealed(const std::string& dir);
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Backends by name: a registry of factories and the run-time choice (XTRAIN_COMM_BACKEND).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <memory>
@@ -44,3 +45,5 @@ std::shared_ptr<Communicator> createCommunicator(const CommConfig& config,
                                                  std::string_view backend = "");
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Communicator: collectives among the ranks of one group.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <memory>
@@ -128,3 +129,5 @@ class Communicator {
 bool isReducible(DataType type, CollectiveOperator op);
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // on every call, so ranks that issue different collectives fail with an error showing both sides
 // instead of exchanging garbage or hanging.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -56,3 +57,5 @@ inline std::string describe(const Fingerprint& f) {
 }
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

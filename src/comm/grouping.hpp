@@ -2,6 +2,7 @@
 // a CommGroup or ReplicaGrouping (docs/replication-semantics.md section 3). The index arithmetic is
 // the public xtrain::ReplicaGrouping's (include/xtrain/replicagrouping.hpp).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <memory>
@@ -38,3 +39,5 @@ GroupCommunicator splitByCommGroup(Communicator& parent, const CommGroup& group,
 using ::xtrain::toString;  // toString(CommGroupType)
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Host identity: what tells two ranks whether they share a host (and its /dev/shm).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 
@@ -9,3 +10,5 @@ namespace xtrain::comm {
 std::string hostIdentity();
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

@@ -5,6 +5,7 @@
 // bookkeeping of split(). A backend is a Transport: it runs one collective among the ranks of its
 // group (and creates the group of a split).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <chrono>
 #include <functional>
@@ -156,3 +157,5 @@ std::string timeoutMessage(const std::string& what, const std::string& group, in
                            Milliseconds timeout, const std::vector<int>& missing);
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Element-wise reduction kernels shared by the backends: no communication, no allocation.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstddef>
 
@@ -17,3 +18,5 @@ void reduceInto(DataType type, CollectiveOperator op, const void* const* srcs, s
                 void* const* dsts, size_t numDsts, size_t count);
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

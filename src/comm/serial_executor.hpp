@@ -2,6 +2,7 @@
 // issue order, each completing a Work handle. Shared by the backends so the asynchronous contract
 // of work.hpp (wait with timeout, failures rethrown by every wait) is implemented once.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <condition_variable>
 #include <deque>
@@ -66,3 +67,5 @@ class SerialExecutor {
 };
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

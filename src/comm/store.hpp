@@ -1,6 +1,7 @@
 // Store: a small key-value store the ranks of a job use to meet (rendezvous) before they can
 // communicate.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <chrono>
 #include <condition_variable>
@@ -147,3 +148,5 @@ class PrefixStore : public Store {
 };
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

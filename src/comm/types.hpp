@@ -1,6 +1,7 @@
 // Plain types of the comm layer: buffers, per-operation options, timeouts and the comm errors.
 // No backend header is included here or in any other file directly under src/comm/.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <chrono>
 #include <cstddef>
@@ -111,3 +112,5 @@ class UnsupportedError : public error {
 };
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // Work: the handle of an asynchronous collective.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <optional>
 
@@ -29,3 +30,5 @@ class Work {
 };
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

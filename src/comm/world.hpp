@@ -1,6 +1,7 @@
 // The world communicator of a job: one rank per instance (process), formed from the launcher's
 // environment (common/launch_environment.hpp).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 #include <optional>
@@ -26,3 +27,5 @@ std::shared_ptr<Store> createJobStore(std::optional<Milliseconds> timeout = std:
 std::shared_ptr<Communicator> createWorldCommunicator(const WorldOptions& options = {});
 
 }  // namespace xtrain::comm
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // Attributes of an op: a small typed map shared by the IR (which reads them from ONNX) and the device kernels
 // (which read them to run). Getters that take no default throw xtrain::error naming the attribute and the op.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -46,3 +47,5 @@ class Attributes {
 };
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

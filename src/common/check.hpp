@@ -2,6 +2,7 @@
 // file, line, the failed condition and, for the comparison forms, both values. Bad user input is reported with
 // xtrain::error (or a subclass) instead, never with these.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include "xtrain/error.hpp"
 
@@ -32,3 +33,5 @@
 #define XT_CHECK_LE(a, b, ...) XT_CHECK_OP_(a, b, <=, __VA_ARGS__)
 #define XT_CHECK_GT(a, b, ...) XT_CHECK_OP_(a, b, >, __VA_ARGS__)
 #define XT_CHECK_GE(a, b, ...) XT_CHECK_OP_(a, b, >=, __VA_ARGS__)
+
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 // xtrain::size_overflow_error, naming the quantity and each factor, so the tools report it as bad
 // input (exit code 2).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <initializer_list>
@@ -30,3 +31,5 @@ int64_t checkedMul(std::string_view what, int64_t a, int64_t b);
 int64_t checkedAdd(std::string_view what, int64_t a, int64_t b);
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

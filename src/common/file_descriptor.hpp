@@ -1,5 +1,6 @@
 // FileDescriptor: owns a POSIX file descriptor and closes it on scope exit (RAII for open(2)).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <unistd.h>
 
@@ -22,3 +23,5 @@ class FileDescriptor {
 };
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

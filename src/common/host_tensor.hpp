@@ -1,6 +1,7 @@
 // HostTensor: a tensor's value in host memory, 64-byte aligned, owned. Used for initial values in the IR,
 // device buffers, checkpoint I/O and tests. Copies are deep; moves are cheap.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstddef>
 #include <cstring>
@@ -90,3 +91,5 @@ class HostTensor {
 };
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

@@ -3,6 +3,7 @@
 // or PMI's PMI_* (docs/launcher-environment.md). Used by the comm layer to form the world and by
 // the PopDist-style queries.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <optional>
 #include <string>
@@ -31,3 +32,5 @@ struct LaunchEnvironment {
 LaunchEnvironment readLaunchEnvironment();
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

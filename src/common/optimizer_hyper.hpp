@@ -12,6 +12,7 @@
 // tensor's element count. HyperValues builds a tensor (every entry must be written), HyperView
 // reads or writes one and checks its size.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <array>
 #include <bitset>
@@ -183,3 +184,5 @@ class HyperView {
 };
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

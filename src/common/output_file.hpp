@@ -2,6 +2,7 @@
 // destroying what was there when the path is not an ordinary file. Every tool writes its outputs
 // through this; errors are xtrain::error naming `what` (the flag or command) and the path.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 #include <string_view>
@@ -24,3 +25,5 @@ void checkOutputPath(const std::string& path, std::string_view what);
 void writeOutputFile(const std::string& path, std::string_view bytes, std::string_view what);
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

@@ -21,6 +21,7 @@
 //    stochasticRounding is 1). So every op works on FLOAT16 tensors, computing in FLOAT and storing
 //    FLOAT16, as an IPU stores them.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <memory>
@@ -133,3 +134,5 @@ struct KernelRegistrar {
       domain, type, __VA_ARGS__)
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // times. The buffers are owned by whoever runs the program (one table per replica), so one Program can be run
 // by several replicas concurrently. Not thread-safe per buffer table.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <memory>
@@ -56,3 +57,5 @@ inline uint64_t mixSeed(uint64_t x) {
 }
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

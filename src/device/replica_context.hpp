@@ -4,6 +4,7 @@
 // replicas, their threads and the communicator of the instances: src/session/replica_collectives.*)
 // and sets the context around each replica's program runs; the device only knows this header.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -84,3 +85,5 @@ class [[nodiscard]] ReplicaScope {
 };
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

@@ -19,6 +19,7 @@
 //    the IR has none). Empty: only Shape and Size fold.
 //  - Weights (Variable tensors) never fold: gradients must flow through what is computed from them.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <set>
@@ -39,3 +40,5 @@ bool foldIfConstant(Graph& graph, OpId op, const ConstantEvaluator& evaluate,
                     const std::set<TensorId>& keep = {});
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

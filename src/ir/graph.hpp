@@ -11,6 +11,7 @@
 //  - Ops carry a Phase; schedule() orders by phase first, then topologically, then by insertion.
 //  - Not thread-safe: one thread builds and transforms a graph.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <memory>
@@ -152,3 +153,5 @@ class Graph {
 };
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

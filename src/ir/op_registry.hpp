@@ -17,6 +17,7 @@
 //    Ops without grad are not differentiable: autodiff raises an error if a gradient must flow
 //    through them.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <string>
@@ -161,3 +162,5 @@ const Tensor* constInputTensor(const Op& op, const Graph& graph, size_t index,
                                const std::string& usedAs);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

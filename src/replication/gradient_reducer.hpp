@@ -4,6 +4,7 @@
 // while the backward pass still runs) and overlaps the rest of the step; finish() starts what is
 // left and waits.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstddef>
 #include <cstdint>
@@ -67,3 +68,5 @@ class GradientReducer {
 };
 
 }  // namespace xtrain::replication
+
+#pragma GCC visibility pop

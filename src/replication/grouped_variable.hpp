@@ -7,6 +7,7 @@
 // belongs to, the slices of the host view, and the conversions between the host view and the
 // read/write buffers of each retrieval mode.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -57,3 +58,5 @@ HostTensor toRetrieval(const GroupedVariable& v, const HostTensor& hostView);
 HostTensor fromRetrieval(const GroupedVariable& v, const HostTensor& retrieval);
 
 }  // namespace xtrain::replication
+
+#pragma GCC visibility pop

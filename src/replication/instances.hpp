@@ -1,6 +1,7 @@
 // The instances' communicator: one rank per instance of a job, over which the replication layer
 // exchanges what the instances' replicas share.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 
@@ -19,3 +20,5 @@ namespace xtrain::replication {
 std::shared_ptr<comm::Communicator> joinInstances(const ReplicaLayout& layout);
 
 }  // namespace xtrain::replication
+
+#pragma GCC visibility pop

@@ -21,6 +21,7 @@
 // communicator's ordering contract); comm errors propagate as thrown by the communicator. All
 // gradient tensors are FLOAT. Not thread-safe: one call at a time, from the session's thread.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <functional>
@@ -148,3 +149,5 @@ class ReplicaExchange {
 };
 
 }  // namespace xtrain::replication
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // instance i holds the L consecutive global replicas [i L, (i + 1) L), its local replicas 0..L-1
 // (docs/replication-semantics.md section 1).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 
@@ -25,3 +26,5 @@ struct ReplicaLayout {
 };
 
 }  // namespace xtrain::replication
+
+#pragma GCC visibility pop

@@ -8,6 +8,7 @@
 // updated shards are gathered into the whole weight after it. The host always sees whole, unpadded
 // tensors.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -55,3 +56,5 @@ void copyShardIn(const void* shard, int64_t n, int64_t s, int64_t index, void* w
                  size_t elementSize = sizeof(float));
 
 }  // namespace xtrain::replication
+
+#pragma GCC visibility pop

@@ -11,6 +11,7 @@
 // work). Not thread-safe: one call at a time (an asynchronous save runs on its own thread until
 // wait()).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <chrono>
 #include <exception>
@@ -89,3 +90,5 @@ class CheckpointCoordinator {
 };
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

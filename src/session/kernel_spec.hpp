@@ -1,6 +1,7 @@
 // What a device kernel is told about an IR op: shared by lowering (one kernel per op of a session)
 // and constant folding at import (one kernel per folded op).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include "device/kernel.hpp"
 #include "ir/constant_folding.hpp"
@@ -18,3 +19,5 @@ std::vector<HostTensor> evaluateConstantOp(const ir::Op& op, const ir::Graph& gr
                                            const std::vector<const HostTensor*>& inputs);
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

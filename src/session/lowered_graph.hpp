@@ -2,6 +2,7 @@
 // (one buffer per tensor). Built once per session; each replica owns its own buffer table
 // (makeBuffers), so one LoweredGraph serves every local replica.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <array>
 #include <functional>
@@ -56,3 +57,5 @@ class LoweredGraph {
 };
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // The session's view of ONNX: import a model into the IR, read its initializers, write it back with
 // new weights. A thin layer over src/ir/onnx so the session never sees protobuf.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <memory>
@@ -41,3 +42,5 @@ inline constexpr const char* kStateInitializerPrefixes[] = {"Accl___",  "Accl1__
                                                             "Accl3___", "Step___",  "Accum___"};
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

@@ -29,6 +29,7 @@
 // When the session runs its local replicas one after another on one thread (per-op profiling), a
 // collective among local replicas cannot meet and throws a clear error instead of waiting.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <chrono>
 #include <condition_variable>
@@ -127,3 +128,5 @@ class ReplicaCollectives final : public device::ReplicaCollectives {
 };
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

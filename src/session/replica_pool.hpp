@@ -1,6 +1,7 @@
 // ReplicaPool: one thread per local replica, so the L replicas of an instance compute at once (each
 // on its own simulated IPU), as PopART's replicas do on their own IPUs.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <condition_variable>
 #include <cstdint>
@@ -40,3 +41,5 @@ class ReplicaPool {
 };
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

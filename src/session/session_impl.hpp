@@ -7,6 +7,7 @@
 // hierarchically (across the local replicas, then, with distributed replicated graphs, across the
 // instances through the comm layer), then every replica applies the same update.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <exception>
 #include <functional>
@@ -258,3 +259,5 @@ class SessionImpl : private replication::LocalReplicas {
 };
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

@@ -3,6 +3,7 @@
 // replica at a time between the user's buffers (or IStepIO callbacks, or synthetic data) and a
 // replica's device buffers.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <set>
 #include <vector>
@@ -70,3 +71,5 @@ class StepBuffers {
 };
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop

@@ -1,5 +1,6 @@
 // The DeviceInfo implementations. Internal: users see xtrain::DeviceInfo only.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 #include <string>
@@ -38,3 +39,5 @@ class PoolDeviceInfo final : public DeviceInfo {
 };
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // Parsing of device option maps (createIpuModelDevice / createOfflineIPUDevice) and byte sizes.
 // Internal.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -45,3 +46,5 @@ std::string_view trimWhitespace(std::string_view s);
 std::string formatBytes(uint64_t bytes);
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

@@ -12,6 +12,7 @@
 // picking a free device without XTRAIN_IPU_IDS, does not take IPUs whose instances have not
 // attached yet. A process given XTRAIN_IPU_IDS (the job's own instances) ignores reservations.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 #include <optional>
@@ -94,3 +95,5 @@ std::string describeHolders(const std::string& dir, const std::vector<int>& ipus
                             size_t maxItems = 8);
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

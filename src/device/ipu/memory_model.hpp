@@ -6,6 +6,7 @@
 // CPU device has no limit: the model still counts, but never overflows. Not thread-safe; one model
 // per device per session.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <array>
 #include <cstdint>
@@ -80,3 +81,5 @@ class MemoryModel {
 };
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

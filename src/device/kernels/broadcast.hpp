@@ -1,5 +1,6 @@
 // Numpy broadcasting for kernels: maps each element of the output to an element of an input.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <vector>
@@ -56,3 +57,5 @@ void forEachBroadcast2(const Shape& out, const std::vector<int64_t>& sa,
 }
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

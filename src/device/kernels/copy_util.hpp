@@ -1,6 +1,7 @@
 // Helpers for kernels that move elements without computing on them: pick an integer type of the
 // element's byte size so loops copy whole elements whatever the element type.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <memory>
@@ -57,3 +58,5 @@ inline void readIndexTensor(const HostTensor& t, std::vector<int64_t>& out) {
 }
 
 }  // namespace xtrain::device::copyutil
+
+#pragma GCC visibility pop

@@ -29,6 +29,8 @@
 
 #include "device/kernel.hpp"
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::device::dnnl_util {
 
 const dnnl::engine& engine();
@@ -142,3 +144,5 @@ Window makeWindow(const KernelSpec& spec, const Shape& x, const Shape& y,
                   const Shape& kernelFromWeights = {});
 
 }  // namespace xtrain::device::dnnl_util
+
+#pragma GCC visibility pop

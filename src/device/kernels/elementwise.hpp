@@ -1,6 +1,7 @@
 // Elementwise loops with numpy broadcasting over raw element storage (BOOL is one byte, 0/1),
 // with fast paths for equal shapes and for scalar operands.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -110,3 +111,5 @@ void forEachBroadcast3(const Shape& out, const std::vector<int64_t>& sa,
 }
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

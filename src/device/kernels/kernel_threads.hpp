@@ -1,5 +1,6 @@
 // How many threads the kernels (oneDNN, on OpenMP) started from the calling thread may use.
 #pragma once
+#pragma GCC visibility push(default)
 
 namespace xtrain::device {
 
@@ -11,3 +12,5 @@ void setKernelThreadsForThisThread(int threads);
 int kernelThreadsForThisThread();
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

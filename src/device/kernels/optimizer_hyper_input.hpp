@@ -2,6 +2,7 @@
 // the family's element count (common/optimizer_hyper.hpp), so that the kernels' named reads stay
 // inside it.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
@@ -18,3 +19,5 @@ void requireHyperInput(const KernelSpec& spec) {
 }
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

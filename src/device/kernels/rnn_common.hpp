@@ -23,6 +23,8 @@
 #include "device/kernels/kernel_threads.hpp"
 #include "device/kernels/vector_math.hpp"
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::device::rnn_detail {
 
 enum class Cell { Lstm, Gru, Rnn };
@@ -307,3 +309,5 @@ std::unique_ptr<Kernel> makeRnnKernel(const KernelSpec& spec) {
 }
 
 }  // namespace xtrain::device::rnn_detail
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // N] and C [M, N], all row-major and dense. Not used by the kernels (they precompute oneDNN
 // primitives instead).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 
@@ -11,3 +12,5 @@ namespace xtrain::device {
 void sgemm(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K);
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop

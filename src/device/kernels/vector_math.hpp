@@ -12,6 +12,7 @@
 // always_inline: written out by hand in each function before, and the callers' loops must inline
 // and vectorise exactly as they did.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <algorithm>
 #include <bit>
@@ -189,3 +190,5 @@ inline float cosBounded(float x) {
 }
 
 }  // namespace xtrain::device::vmath
+
+#pragma GCC visibility pop

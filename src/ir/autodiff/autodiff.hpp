@@ -7,6 +7,7 @@
 // entry in the result. Throws xtrain::error when a gradient must flow through an op that has no gradient,
 // naming the op and the tensors on each side.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <vector>
@@ -24,3 +25,5 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
                                       const AutodiffOptions& options = {});
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 // Includes protobuf (via onnx_proto_utils.hpp): include only from src/ir/builder/ and src/ir/onnx/.
 // Not thread-safe, like the Builder.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <map>
@@ -101,3 +102,5 @@ void setStringsAttr(onnx::NodeProto& node, const std::string& name,
                     const std::vector<std::string>& v);
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // definition so that the ONNX checker knows the node and ONNX shape inference (the Builder's
 // getTensorShape) sees through it. Does not include ONNX headers: src/session/ calls it.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <string>
@@ -30,3 +31,5 @@ struct CustomSchemaSpec {
 void registerCustomSchema(const CustomSchemaSpec& spec);
 
 }  // namespace xtrain::ir::onnxutil
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // Reading an ONNX model file as its bytes, bounded: at most protobuf's 2 GiB, and a FIFO nobody
 // writes is waited for a few seconds, not forever. No protobuf here: the tools may include it.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 
@@ -12,3 +13,5 @@ namespace xtrain::ir {
 std::string readModelFile(const std::string& path);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

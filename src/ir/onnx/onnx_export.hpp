@@ -1,6 +1,7 @@
 // ONNX export: the original model with new initializer values (how modelToHost(path) writes a
 // trained model). Internal API (no protobuf here).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <string>
@@ -22,3 +23,5 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
                                    const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

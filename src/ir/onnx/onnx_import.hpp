@@ -17,6 +17,7 @@
 // Every failure throws xtrain::error naming the model source and the tensor, node or attribute at
 // fault. Thread-safety: concurrent imports are fine (each builds its own graph).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <memory>
@@ -95,3 +96,5 @@ std::map<TensorId, HostTensor> readOnnxInitializers(const std::string& modelPath
 void checkOnnxModel(const std::string& modelPathOrBytes);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

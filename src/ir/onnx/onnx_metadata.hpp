@@ -12,6 +12,7 @@
 //                              Step___ initializers hold (written with them; absent in PopART's
 //                              models)
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <optional>
@@ -54,3 +55,5 @@ ReplicatedStreamMode readReplicatedStreamMode(const ModelMetadata& metadata, con
 std::optional<int64_t> readReplicationFactor(const ModelMetadata& metadata);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

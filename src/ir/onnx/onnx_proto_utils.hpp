@@ -12,6 +12,8 @@
 #include "common/host_tensor.hpp"
 #include "xtrain/tensorinfo.hpp"
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::ir::onnxutil {
 
 // What a caller gave as "model": a file's contents, or the serialized bytes themselves.
@@ -63,3 +65,5 @@ const char* attributeTypeName(int type);
 void registerGraphcoreSchemas();
 
 }  // namespace xtrain::ir::onnxutil
+
+#pragma GCC visibility pop

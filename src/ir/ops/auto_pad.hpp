@@ -1,5 +1,6 @@
 // Shared by the windowed ops (Conv and the pools): ONNX's auto_pad turned into explicit pads.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <algorithm>
 #include <string>
@@ -37,3 +38,5 @@ inline Shape resolveAutoPad(const Op& op, const std::string& autoPad, const Shap
 }
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // Helpers for ops whose static configuration ONNX passes as inputs in newer opsets and as
 // attributes in older ones: canonicalize moves a constant input into an attribute.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <optional>
 #include <string>
@@ -60,3 +61,5 @@ inline const HostTensor* requireConstInput(const Op& op, const Graph& graph, siz
 }
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // index_ops.cpp): the index type check and the gradient pair each of them has, a scatter-add op
 // in ai.xtrain whose own gradient is the gather again.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 
@@ -39,3 +40,5 @@ inline void scatterAddGrad(GradContext& g, const char* gatherType, const char* a
 }
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

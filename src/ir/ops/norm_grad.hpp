@@ -3,6 +3,7 @@
 // dInvStdDev? (the forward op's saved statistics, recomputed from X when absent, and the gradients
 // arriving at them); outputs dX, dScale, dBias.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <functional>
 #include <utility>
@@ -40,3 +41,5 @@ inline void checkNormGradInputs(const ShapeContext& ctx, const Shape& stat, cons
 }
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -10,6 +10,7 @@
 // gradient scale and the clipping factor (CommonHyper; 1 unless the session's clipping sets it each
 // step), then the rule's own values.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <map>
 #include <vector>
@@ -106,3 +107,5 @@ void checkOptimizerUpdate(const Optimizer& current, const Optimizer& next,
                           const std::vector<TensorId>& weights);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // attributes, the state tensors every weight keeps, and the rule's hyperparameter values. The
 // generic part (accumulation, shards, hyper tensors) is in optimizer_transform.cpp.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 #include <vector>
@@ -48,3 +49,5 @@ std::string describeOptimizer(const Optimizer& optimizer);
 void checkRuleReplacement(const Optimizer& current, const Optimizer& next);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -27,6 +27,8 @@
 #include "xtrain/collectives.hpp"
 #include "xtrain/datatype.hpp"
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::comm::gloo {
 
 using Deadline = std::chrono::steady_clock::time_point;
@@ -146,3 +148,5 @@ void broadcast(const Exchange& x, size_t elementSize, int root, const void* inpu
                size_t count);
 
 }  // namespace xtrain::comm::gloo
+
+#pragma GCC visibility pop

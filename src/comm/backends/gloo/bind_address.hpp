@@ -3,6 +3,7 @@
 // CreateDevice), so every name is resolved here first and a bad one becomes an xtrain::error naming
 // the variable and the value.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 
@@ -18,3 +19,5 @@ void checkInterface(const std::string& iface);
 void checkHostname(const std::string& hostname, const std::string& source);
 
 }  // namespace xtrain::comm::gloo
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // gloo's TCP transport. The only code of xtrain that includes gloo's headers lives in this folder.
 // docs/comm-gloo.md describes the protocol, the environment variables and the limits.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 
@@ -18,3 +19,5 @@ namespace xtrain::comm::gloo {
 std::shared_ptr<Communicator> createCommunicator(const CommConfig& config);
 
 }  // namespace xtrain::comm::gloo
+
+#pragma GCC visibility pop

@@ -3,6 +3,7 @@
 // does not use) and the collective's sequence number below it, so the messages of two protocols or
 // two collectives never meet.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 
@@ -39,3 +40,5 @@ inline uint64_t sentinelSlot(uint64_t generation) {
 }
 
 }  // namespace xtrain::comm::gloo
+
+#pragma GCC visibility pop

@@ -4,6 +4,7 @@
 
 #include <gloo/context.h>
 #include <gloo/transport/device.h>
+#pragma GCC visibility push(default)
 
 #include <algorithm>
 #include <chrono>
@@ -40,3 +41,5 @@ std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& ba
                                           const std::string& what);
 
 }  // namespace xtrain::comm::gloo
+
+#pragma GCC visibility pop

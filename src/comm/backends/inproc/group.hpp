@@ -1,6 +1,7 @@
 // The state the threads (ranks) of one inproc group share: a timed barrier and one slot per rank
 // through which the ranks see each other's buffers.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <condition_variable>
 #include <cstdint>
@@ -76,3 +77,5 @@ class Group {
 };
 
 }  // namespace xtrain::comm::inproc
+
+#pragma GCC visibility pop

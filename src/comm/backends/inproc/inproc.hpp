@@ -1,6 +1,7 @@
 // The inproc backend: ranks are threads of one process; the reference implementation of the comm
 // layer.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 
@@ -15,3 +16,5 @@ namespace xtrain::comm::inproc {
 std::shared_ptr<Communicator> createCommunicator(const CommConfig& config);
 
 }  // namespace xtrain::comm::inproc
+
+#pragma GCC visibility pop

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <mpi.h>
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <deque>
@@ -91,3 +92,5 @@ class Agreements {
 };
 
 }  // namespace xtrain::comm::mpi
+
+#pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // The mpi backend: ranks are the processes of an MPI job (mpirun, srun). The only code of xtrain
 // that includes mpi.h lives in this folder. See docs/comm-mpi.md.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <memory>
 #include <optional>
@@ -39,3 +40,5 @@ std::optional<LaunchInfo> launchInfo();
 std::shared_ptr<Store> createBootstrapStore(std::string jobId, Milliseconds timeout);
 
 }  // namespace xtrain::comm::mpi
+
+#pragma GCC visibility pop

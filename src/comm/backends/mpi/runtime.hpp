@@ -14,6 +14,8 @@
 
 #include "comm/types.hpp"
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::comm::mpi {
 
 using Clock = std::chrono::steady_clock;
@@ -89,3 +91,5 @@ MPI_Comm dupComm(MPI_Comm comm, Milliseconds timeout, const std::string& what);
 bool launchedByMpiEnv();
 
 }  // namespace xtrain::comm::mpi
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // (futex-based, so it works across processes and sleeps instead of spinning when cores are
 // oversubscribed), dead-peer detection and the group-wide failure record.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <atomic>
 #include <chrono>
@@ -99,3 +100,5 @@ class ShmGroup {
 size_t segmentBytes(int size, size_t slotBytes);
 
 }  // namespace xtrain::comm::shm
+
+#pragma GCC visibility pop

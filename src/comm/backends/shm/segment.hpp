@@ -1,5 +1,6 @@
 // SharedSegment: an RAII mapping of a POSIX shared-memory object (shm_open + mmap).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstddef>
 #include <string>
@@ -37,3 +38,5 @@ class SharedSegment {
 };
 
 }  // namespace xtrain::comm::shm
+
+#pragma GCC visibility pop
