@@ -169,7 +169,8 @@ onnx::OpSchema dynamicSchema(const char* name, const char* doc, bool withSlice, 
   return s;
 }
 
-void registerUtilityOps() {
+// Ops that pass their input through: Detach, Nop, Reverse, PrintTensor.
+void registerPassThroughOps() {
   const auto passThrough = [](const char* name, const char* doc) {
     onnx::OpSchema s = graphcoreSchema(name, doc);
     s.Input(0, "X", "input", "T")
@@ -204,6 +205,10 @@ void registerUtilityOps() {
         .Attr("closeBracket", "closes a dimension", onnx::AttributeProto::STRING, std::string("]"));
     onnx::RegisterSchema(std::move(s));
   }
+}
+
+// Elementwise arithmetic: Scale, Round, ScaledAdd, Remainder, Fmod.
+void registerArithmeticOps() {
   {
     onnx::OpSchema s = graphcoreSchema("Scale", "Y = scale * X.");
     s.Attr("scale", "the factor", onnx::AttributeProto::FLOAT, true)
@@ -251,6 +256,10 @@ void registerUtilityOps() {
         .TypeAndShapeInferenceFunction(broadcastInference);
     onnx::RegisterSchema(std::move(s));
   }
+}
+
+// Slices at tensor offsets: DynamicSlice, DynamicUpdate, DynamicZero, DynamicAdd.
+void registerDynamicOps() {
   {
     onnx::OpSchema s =
         dynamicSchema("DynamicSlice", "The slice of `sizes` at offset.", false, true);
@@ -291,6 +300,10 @@ void registerUtilityOps() {
     s.TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
     onnx::RegisterSchema(std::move(s));
   }
+}
+
+// Init, Abort and GroupNormalization.
+void registerOtherOps() {
   {
     onnx::OpSchema s = graphcoreSchema(
         "Init", "A tensor of `shape` and `data_type` (xtrain/PopART DataType value), zeroed.");
@@ -361,6 +374,13 @@ void registerUtilityOps() {
         });
     onnx::RegisterSchema(std::move(s));
   }
+}
+
+void registerUtilityOps() {
+  registerPassThroughOps();
+  registerArithmeticOps();
+  registerDynamicOps();
+  registerOtherOps();
 }
 
 void registerAll() {

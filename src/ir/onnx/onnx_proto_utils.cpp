@@ -167,6 +167,59 @@ TensorInfo tensorProtoInfo(const onnx::TensorProto& t, const std::string& what) 
   }
 }
 
+namespace {
+
+// Copies the n elements of a typed field into `value` (its size checked by the caller).
+void copyTypedField(const onnx::TensorProto& t, const TypedField& field, size_t n,
+                    HostTensor& value) {
+  const size_t elemSize = dataTypeSize(value.dataType());
+  std::byte* out = value.raw();
+  switch (field.field) {
+    case Field::Float:
+      if (n != 0) std::memcpy(out, t.float_data().data(), n * field.perElement * sizeof(float));
+      break;
+    case Field::Double:
+      if (n != 0) std::memcpy(out, t.double_data().data(), n * field.perElement * sizeof(double));
+      break;
+    case Field::Int64:
+      if (n != 0) std::memcpy(out, t.int64_data().data(), n * sizeof(int64_t));
+      break;
+    case Field::Uint64:
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t v = t.uint64_data(static_cast<int>(i));
+        if (value.dataType() == DataType::UINT32) {
+          const auto v32 = static_cast<uint32_t>(v);
+          std::memcpy(out + i * 4, &v32, 4);
+        } else {
+          std::memcpy(out + i * 8, &v, 8);
+        }
+      }
+      break;
+    case Field::Int32:
+      // Narrow types travel widened to int32; FLOAT16/BFLOAT16 as their bit patterns in the low 16
+      // bits.
+      for (size_t i = 0; i < n; ++i) {
+        const int32_t v = t.int32_data(static_cast<int>(i));
+        switch (elemSize) {
+          case 4: std::memcpy(out + i * 4, &v, 4); break;
+          case 2: {
+            const auto v16 = static_cast<uint16_t>(static_cast<uint32_t>(v) & 0xFFFFu);
+            std::memcpy(out + i * 2, &v16, 2);
+            break;
+          }
+          default: {
+            const auto v8 = static_cast<uint8_t>(static_cast<uint32_t>(v) & 0xFFu);
+            std::memcpy(out + i, &v8, 1);
+            break;
+          }
+        }
+      }
+      break;
+  }
+}
+
+}  // namespace
+
 HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0) {
     throw error(
@@ -180,7 +233,6 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
     throw error("{} is a STRING tensor, which xtrain does not support", what);
   }
   const size_t n = static_cast<size_t>(info.nelms());
-  const size_t elemSize = dataTypeSize(info.dataType());
   // Typed fields: each element type has its field (ONNX's onnx.proto comments).
   auto checkCount = [&](size_t have, size_t perElement, const char* field) {
     if (have != n * perElement) {
@@ -211,49 +263,7 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
     if (value.nbytes() != 0) std::memcpy(value.raw(), t.raw_data().data(), value.nbytes());
     return value;
   }
-  std::byte* out = value.raw();
-  switch (field->field) {
-    case Field::Float:
-      if (n != 0) std::memcpy(out, t.float_data().data(), n * field->perElement * sizeof(float));
-      break;
-    case Field::Double:
-      if (n != 0) std::memcpy(out, t.double_data().data(), n * field->perElement * sizeof(double));
-      break;
-    case Field::Int64:
-      if (n != 0) std::memcpy(out, t.int64_data().data(), n * sizeof(int64_t));
-      break;
-    case Field::Uint64:
-      for (size_t i = 0; i < n; ++i) {
-        const uint64_t v = t.uint64_data(static_cast<int>(i));
-        if (info.dataType() == DataType::UINT32) {
-          const auto v32 = static_cast<uint32_t>(v);
-          std::memcpy(out + i * 4, &v32, 4);
-        } else {
-          std::memcpy(out + i * 8, &v, 8);
-        }
-      }
-      break;
-    case Field::Int32:
-      // Narrow types travel widened to int32; FLOAT16/BFLOAT16 as their bit patterns in the low 16
-      // bits.
-      for (size_t i = 0; i < n; ++i) {
-        const int32_t v = t.int32_data(static_cast<int>(i));
-        switch (elemSize) {
-          case 4: std::memcpy(out + i * 4, &v, 4); break;
-          case 2: {
-            const auto v16 = static_cast<uint16_t>(static_cast<uint32_t>(v) & 0xFFFFu);
-            std::memcpy(out + i * 2, &v16, 2);
-            break;
-          }
-          default: {
-            const auto v8 = static_cast<uint8_t>(static_cast<uint32_t>(v) & 0xFFu);
-            std::memcpy(out + i, &v8, 1);
-            break;
-          }
-        }
-      }
-      break;
-  }
+  copyTypedField(t, *field, n, value);
   return value;
 }
 

@@ -13,6 +13,7 @@
 // output gradient and the other inputs whose output is input i's term.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/op_registry.hpp"
@@ -51,9 +52,9 @@ std::string joinEquation(const std::vector<std::string>& inputs, const std::stri
   return s + "->" + output;
 }
 
-// Parses ONNX's equation against the inputs' ranks into the canonical form (see the file comment).
-void canonicalizeEquation(Op& op, const Graph& graph) {
-  if (op.attrs.has("ellipsis_labels")) return;  // already canonical
+// The equation without spaces. Throws on a character that is not a label, ',', '...' or '->', and
+// on a second '->'.
+std::string checkedEquation(const Op& op) {
   std::string eq;
   for (char c : op.attrs.getString("equation")) {
     if (c != ' ') eq += c;
@@ -73,15 +74,60 @@ void canonicalizeEquation(Op& op, const Graph& graph) {
   if (arrow != std::string::npos && eq.find("->", arrow + 1) != std::string::npos) {
     throw error("{}: equation '{}' has more than one '->'", op.describe(), eq);
   }
-  const std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  return eq;
+}
+
+// Where term `t` has its ellipsis (npos: none); throws when a '.' is not part of one '...'.
+size_t ellipsisAt(const Op& op, const std::string& eq, const std::string& t, const char* what) {
+  const size_t p = t.find('.');
+  if (p == std::string::npos) return p;
+  if (t.compare(p, 3, "...") != 0 || t.find('.', p + 3) != std::string::npos) {
+    throw error("{}: {} '{}' of equation '{}' has a '.' that is not one '...'", op.describe(), what,
+                t, eq);
   }
+  return p;
+}
+
+// The output term of an explicit equation (`out`, its ellipsis replaced by `fresh`), checked
+// against the input terms; of an implicit one: the ellipsis, then the labels used once, in
+// alphabetical (code) order.
+std::string outputTerm(const Op& op, const std::string& eq, std::optional<std::string> out,
+                       const std::vector<std::string>& terms, const std::string& fresh) {
+  if (!out) {
+    std::map<char, int> count;
+    for (const auto& t : terms) {
+      for (char c : t) ++count[c];
+    }
+    std::string implicit = fresh;
+    for (const auto& [c, n] : count) {
+      if (n == 1 && fresh.find(c) == std::string::npos) implicit += c;
+    }
+    return implicit;
+  }
+  const size_t p = ellipsisAt(op, eq, *out, "output");
+  if (p != std::string::npos) out->replace(p, 3, fresh);
+  std::set<char> seen;
+  for (char c : *out) {
+    if (!seen.insert(c).second) {
+      throw error("{}: output label '{}' repeats in equation '{}'", op.describe(),
+                  std::string(1, c), eq);
+    }
+    bool found = false;
+    for (const auto& t : terms) found = found || t.find(c) != std::string::npos;
+    if (!found) {
+      throw error("{}: output label '{}' of equation '{}' is in no input", op.describe(),
+                  std::string(1, c), eq);
+    }
+  }
+  return *out;
+}
+
+// Parses ONNX's equation against the inputs' ranks into the canonical form (see the file comment).
+void canonicalizeEquation(Op& op, const Graph& graph) {
+  if (op.attrs.has("ellipsis_labels")) return;  // already canonical
+  const std::string eq = checkedEquation(op);
+  Equation parts = splitCanonical(eq);
+  std::vector<std::string>& terms = parts.inputs;
   if (terms.size() != op.inputs.size()) {
     throw error("{}: equation '{}' has {} input terms but the op has {} inputs", op.describe(), eq,
                 terms.size(), op.inputs.size());
@@ -93,19 +139,10 @@ void canonicalizeEquation(Op& op, const Graph& graph) {
   // Ellipsis dimensions per input.
   std::vector<int64_t> ell(terms.size(), 0);
   int64_t maxEll = 0;
-  auto ellipsisPos = [&](const std::string& t, const std::string& what) -> size_t {
-    const size_t p = t.find('.');
-    if (p == std::string::npos) return p;
-    if (t.compare(p, 3, "...") != 0 || t.find('.', p + 3) != std::string::npos) {
-      throw error("{}: {} '{}' of equation '{}' has a '.' that is not one '...'", op.describe(),
-                  what, t, eq);
-    }
-    return p;
-  };
   for (size_t i = 0; i < terms.size(); ++i) {
     if (!op.hasInput(i)) throw error("{}: input {} is required", op.describe(), i);
     const int64_t rank = graph.tensor(op.inputs[i]).info.rank();
-    const size_t p = ellipsisPos(terms[i], "term");
+    const size_t p = ellipsisAt(op, eq, terms[i], "term");
     const auto letters = static_cast<int64_t>(terms[i].size() - (p == std::string::npos ? 0 : 3));
     if (p == std::string::npos ? letters != rank : letters > rank) {
       throw error("{}: term '{}' of equation '{}' has {} labels but input {} has rank {}",
@@ -127,36 +164,9 @@ void canonicalizeEquation(Op& op, const Graph& graph) {
       terms[i].replace(p, 3, fresh.substr(static_cast<size_t>(maxEll - ell[i])));
     }
   }
-  std::string out;
-  if (arrow != std::string::npos) {
-    out = eq.substr(arrow + 2);
-    const size_t p = ellipsisPos(out, "output");
-    if (p != std::string::npos) out.replace(p, 3, fresh);
-    std::set<char> seen;
-    for (char c : out) {
-      if (!seen.insert(c).second) {
-        throw error("{}: output label '{}' repeats in equation '{}'", op.describe(),
-                    std::string(1, c), eq);
-      }
-      bool found = false;
-      for (const auto& t : terms) found = found || t.find(c) != std::string::npos;
-      if (!found) {
-        throw error("{}: output label '{}' of equation '{}' is in no input", op.describe(),
-                    std::string(1, c), eq);
-      }
-    }
-  } else {
-    // Implicit output: the ellipsis, then the labels used once, in alphabetical (code) order.
-    std::map<char, int> count;
-    for (const auto& t : terms) {
-      for (char c : t) ++count[c];
-    }
-    out = fresh;
-    for (const auto& [c, n] : count) {
-      if (n == 1 && fresh.find(c) == std::string::npos) out += c;
-    }
-  }
-  op.attrs.set("equation", joinEquation(terms, out));
+  std::optional<std::string> out;
+  if (eq.find("->") != std::string::npos) out = parts.output;
+  op.attrs.set("equation", joinEquation(terms, outputTerm(op, eq, out, terms, fresh)));
   op.attrs.set("ellipsis_labels", fresh);
 }
 

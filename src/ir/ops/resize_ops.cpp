@@ -26,9 +26,11 @@
 // Gradient: ResizeGrad(gY) scatters every output's gradient back onto the input elements it was
 // interpolated from, with the same weights.
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/op_registry.hpp"
@@ -96,14 +98,13 @@ void checkModes(const Attributes& a, Fail&& fail) {
 }
 
 // Rewrites Resize (opsets 10-17) and Upsample (7-9) into the canonical Resize described above.
-void canonicalizeResize(Op& op, const Graph& graph) {
-  if (!op.hasInput(0)) return;  // the input count check reports it
-  auto fail = [&op](const std::string& message) { throw error("{}: {}", op.describe(), message); };
-  const Shape& x = graph.tensor(op.inputs[0]).info.shape();
-  Attributes& a = op.attrs;
-  const bool upsample = op.type == "Upsample";
-  // Opset 0 is an internal op: the opset-11+ form.
-  const bool legacy = upsample || (op.opset != 0 && op.opset < 11);
+using Fail = std::function<void(const std::string&)>;
+
+// The scales or the sizes of a Resize or Upsample of any opset, from its inputs or attributes
+// (exactly one of them is set).
+std::pair<std::optional<std::vector<double>>, std::optional<std::vector<double>>> scalesOrSizes(
+    const Op& op, const Graph& graph, bool upsample, bool legacy, const Fail& fail) {
+  const Attributes& a = op.attrs;
   std::optional<std::vector<double>> scales, sizes;
   if (upsample && op.opset != 0 && op.opset < 9) {
     if (op.inputs.size() > 1)
@@ -143,6 +144,11 @@ void canonicalizeResize(Op& op, const Graph& graph) {
       }
     }
   }
+  return {scales, sizes};
+}
+
+// The interpolation modes of the opset-11+ form (the legacy forms' defaults made explicit).
+void canonicalModes(Attributes& a, bool upsample, bool legacy, const Fail& fail) {
   if (legacy) {
     std::string mode = a.getString("mode", "nearest");
     if (mode == "bilinear") mode = "linear";  // Upsample-1's name, still written by some tools
@@ -158,13 +164,12 @@ void canonicalizeResize(Op& op, const Graph& graph) {
           a.getString("coordinate_transformation_mode", "half_pixel"));
     a.set("nearest_mode", a.getString("nearest_mode", "round_prefer_floor"));
   }
-  checkModes(a, fail);
-  if (a.has("axes")) fail("attribute 'axes' (opset 18) is not implemented");
-  if (a.getString("keep_aspect_ratio_policy", "stretch") != "stretch") {
-    fail("keep_aspect_ratio_policy '" + a.getString("keep_aspect_ratio_policy") +
-         "' (opset 18) is not implemented");
-  }
+}
 
+// The output shape from the scales (ONNX: floor(input dimension x scale)) or the sizes, checked.
+Shape outputShape(const Shape& x, const std::optional<std::vector<double>>& scales,
+                  const std::optional<std::vector<double>>& sizes, bool upsample, Attributes& a,
+                  const Fail& fail) {
   const size_t rank = x.size();
   Shape out(rank);
   if (scales) {
@@ -208,6 +213,30 @@ void canonicalizeResize(Op& op, const Graph& graph) {
     }
     a.erase("scales");
   }
+  return out;
+}
+
+void canonicalizeResize(Op& op, const Graph& graph) {
+  if (!op.hasInput(0)) return;  // the input count check reports it
+  const Fail fail = [&op](const std::string& message) {
+    throw error("{}: {}", op.describe(), message);
+  };
+  const Shape& x = graph.tensor(op.inputs[0]).info.shape();
+  Attributes& a = op.attrs;
+  const bool upsample = op.type == "Upsample";
+  // Opset 0 is an internal op: the opset-11+ form.
+  const bool legacy = upsample || (op.opset != 0 && op.opset < 11);
+  const auto [scales, sizes] = scalesOrSizes(op, graph, upsample, legacy, fail);
+  canonicalModes(a, upsample, legacy, fail);
+  checkModes(a, fail);
+  if (a.has("axes")) fail("attribute 'axes' (opset 18) is not implemented");
+  if (a.getString("keep_aspect_ratio_policy", "stretch") != "stretch") {
+    fail("keep_aspect_ratio_policy '" + a.getString("keep_aspect_ratio_policy") +
+         "' (opset 18) is not implemented");
+  }
+
+  const Shape out = outputShape(x, scales, sizes, upsample, a, fail);
+  const size_t rank = x.size();
   a.set("sizes", out);
   if (a.getInt("antialias", 0) != 0) {
     bool down = false;
