@@ -51,6 +51,8 @@ EnvList commonEnvironment(const Topology& t, const JobInfo& job) {
       {"XTRAIN_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"XTRAIN_COMM_BACKEND", job.commBackend},
       {"XTRAIN_RENDEZVOUS_DIR", job.rendezvousDir},
+      {"XTRAIN_RESTART_COUNT", std::to_string(job.restartCount)},
+      {"XTRAIN_MAX_RESTARTS", std::to_string(job.maxRestarts)},
       {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
       {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
@@ -72,6 +74,8 @@ EnvList instanceEnvironment(const Topology& t, int instance, const JobInfo& job)
       {"XTRAIN_IPU_IDS", formatIpuIds(p.firstIpu, p.numIpus)},
       {"XTRAIN_COMM_BACKEND", job.commBackend},
       {"XTRAIN_RENDEZVOUS_DIR", job.rendezvousDir},
+      {"XTRAIN_RESTART_COUNT", std::to_string(job.restartCount)},
+      {"XTRAIN_MAX_RESTARTS", std::to_string(job.maxRestarts)},
       {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
       {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
@@ -107,6 +111,7 @@ std::string optionFor(const std::string& name) {
       {"POPDIST_NUM_IPUS_PER_REPLICA", "--ipus-per-replica"},
       {"XTRAIN_COMM_BACKEND", "--comm-backend"},
       {"XTRAIN_IPU_IDS", "the layout (XTRAIN_NUM_IPUS sets the pool size)"},
+      {"XTRAIN_MAX_RESTARTS", "--max-restarts"},
   };
   auto it = options.find(name);
   return it == options.end() ? "xrun itself" : it->second;

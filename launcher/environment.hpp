@@ -24,6 +24,8 @@ struct JobInfo {
   std::string jobId;
   std::string rendezvousDir;  // empty: XTRAIN_RENDEZVOUS_DIR is not set (instances on other hosts)
   std::string commBackend = "auto";
+  int restartCount = 0;  // XTRAIN_RESTART_COUNT: 0 on the first attempt, k on the k-th restart
+  int maxRestarts = 0;   // XTRAIN_MAX_RESTARTS: --max-restarts
 };
 
 // A job id unique on this host and, in practice, across hosts: "<UTC yyyymmddThhmmss>-<pid>-<8 hex

@@ -82,7 +82,10 @@ extern "C" void onSignal(int sig) {
   errno = saved;
 }
 
-// Installs the handlers for the job's duration; restores the old ones on destruction.
+}  // namespace
+
+// Installs the handlers for the job's duration (or, held by SignalHandlers, for every attempt of a
+// job); restores the old ones on destruction.
 class SignalScope {
  public:
   SignalScope() {
@@ -121,6 +124,8 @@ class SignalScope {
   struct sigaction old_[std::size(kHandledSignals)]{};
   struct sigaction oldPipe_ {};
 };
+
+namespace {
 
 // Blocks the handled signals while forking so a handler never runs in a child before exec.
 class BlockSignals {
@@ -189,7 +194,7 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  int run();
+  JobOutcome run();
 
  private:
   void startAll();
@@ -213,7 +218,7 @@ class Supervisor {
   bool allGone() const;
   bool anyStreamOpen() const;
   void message(const std::string& text);
-  int finish();
+  JobOutcome finish();
 
   const LocalJobSpec& spec_;
   const bool engineMode_ = spec_.engine.has_value();
@@ -593,7 +598,7 @@ bool Supervisor::anyStreamOpen() const {
                      [](const Instance& i) { return i.fd[0] >= 0 || i.fd[1] >= 0; });
 }
 
-int Supervisor::run() {
+JobOutcome Supervisor::run() {
   start_ = Clock::now();
   instances_.resize(spec_.envPerInstance.size());
   for (size_t i = 0; i < instances_.size(); ++i) instances_[i].index = static_cast<int>(i);
@@ -618,7 +623,9 @@ int Supervisor::run() {
     }
   }
 
-  SignalScope signals;
+  // Held across the attempts of a job by SignalHandlers; else for this run only.
+  std::optional<SignalScope> ownSignals;
+  if (gSignalPipe[0] < 0) ownSignals.emplace();
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   watchdog_.emplace(spec_.cleanupDir);
   try {
@@ -712,7 +719,7 @@ std::string Supervisor::engineFailureText(const Instance& engine) const {
   return text;
 }
 
-int Supervisor::finish() {
+JobOutcome Supervisor::finish() {
   // Flush what is buffered, close everything.
   for (auto& inst : instances_) {
     for (int s = 0; s < 2; ++s) {
@@ -728,14 +735,29 @@ int Supervisor::finish() {
   }
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 
+  JobOutcome outcome;
   switch (stopReason_) {
     case StopReason::Failure: {
-      if (firstFailure_ < 0) return startExitCode_;
+      if (firstFailure_ < 0) {
+        outcome.end = JobEnd::StartFailed;
+        outcome.exitCode = startExitCode_;
+        outcome.what = "could not be started";
+        return outcome;
+      }
       const Instance& f = instances_[static_cast<size_t>(firstFailure_)];
+      outcome.end = JobEnd::InstanceFailed;
+      outcome.exitCode = exitCodeOf(f.status);
       if (engineMode_) {
         message(engineFailureText(f));
-        return exitCodeOf(f.status);
+        if (blamed_ && *blamed_ >= 0 && *blamed_ < spec_.engine->numInstances) {
+          outcome.instance = *blamed_;
+        }
+        outcome.what =
+            format("{} (pid {}) {}", spec_.engine->name, f.pid, describeStatus(f.status));
+        return outcome;
       }
+      outcome.instance = f.index;
+      outcome.what = describeStatus(f.status);
       std::string text =
           format("instance {} (pid {}) {}", f.index, f.pid, describeStatus(f.status));
       if (runningAtFailure_ > 0) {
@@ -753,21 +775,56 @@ int Supervisor::finish() {
         }
       }
       message(text);
-      return exitCodeOf(f.status);
+      return outcome;
     }
-    case StopReason::Timeout: return kTimeoutExitCode;
-    case StopReason::Signal: return 128 + stopSignal_;
+    case StopReason::Timeout:
+      outcome.end = JobEnd::Timeout;
+      outcome.exitCode = kTimeoutExitCode;
+      return outcome;
+    case StopReason::Signal:
+      outcome.end = JobEnd::Signal;
+      outcome.exitCode = 128 + stopSignal_;
+      return outcome;
     case StopReason::Finished:
-    case StopReason::None: return 0;
+    case StopReason::None: return outcome;
   }
-  return 0;
+  return outcome;
 }
 
 }  // namespace
 
-int runLocalJob(const LocalJobSpec& spec) {
+JobOutcome runJob(const LocalJobSpec& spec) {
   Supervisor supervisor(spec);
   return supervisor.run();
+}
+
+int runLocalJob(const LocalJobSpec& spec) {
+  return runJob(spec).exitCode;
+}
+
+SignalHandlers::SignalHandlers() : scope_(std::make_unique<SignalScope>()) {}
+
+SignalHandlers::~SignalHandlers() = default;
+
+int SignalHandlers::waitForStop(double seconds, const std::function<void(int)>& onOther) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(0.0, seconds)));
+  for (;;) {
+    unsigned char buf[64];
+    ssize_t n;
+    while ((n = ::read(scope_->readFd(), buf, sizeof buf)) > 0) {
+      for (ssize_t k = 0; k < n; ++k) {
+        const int sig = buf[k];
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) return sig;
+        if ((sig == SIGUSR1 || sig == SIGUSR2) && onOther) onOther(sig);
+      }
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) return 0;
+    pollfd p{scope_->readFd(), POLLIN, 0};
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    ::poll(&p, 1, static_cast<int>(std::min<long>(ms + 1, 1000)));
+  }
 }
 
 }  // namespace xtrain::launcher

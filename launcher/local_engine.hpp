@@ -41,6 +41,8 @@
 // at a time.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,9 +74,51 @@ struct LocalJobSpec {
   int stderrFd = 2;        // instance stderr lines and xrun's own messages
 };
 
-// Runs the job (the instances, or in engine mode the engine); returns xrun's exit code. Throws
-// xtrain::runtime_error only when nothing could be started.
+// How a run ended, for xrun's restart decision (launcher/restart_policy.hpp).
+enum class JobEnd {
+  Success,         // every instance exited 0
+  InstanceFailed,  // an instance (engine mode: the engine) exited non-zero or was killed
+  StartFailed,     // an instance or the engine could not be started (126, 127)
+  Timeout,         // timeoutSeconds reached
+  Signal,          // xrun received SIGINT, SIGTERM or SIGHUP
+};
+
+struct JobOutcome {
+  int exitCode = 0;
+  JobEnd end = JobEnd::Success;
+  // InstanceFailed: the first instance to fail (engine mode: the one the engine names, if any).
+  std::optional<int> instance;
+  // InstanceFailed: "was killed by signal 9 (SIGKILL)", "exited with code 3"; engine mode:
+  // "mpirun (pid 42) exited with code 137".
+  std::string what;
+};
+
+// Runs the job (the instances, or in engine mode the engine); returns how it ended, after the
+// root-cause line. Throws xtrain::runtime_error only when nothing could be started.
+JobOutcome runJob(const LocalJobSpec& spec);
+
+// runJob(spec).exitCode: xrun's exit code.
 int runLocalJob(const LocalJobSpec& spec);
+
+class SignalScope;
+
+// xrun's handlers for SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 (and SIGCHLD), held across the
+// attempts of a job with restarts, so a signal that arrives between two attempts is not lost (nor
+// kills xrun): runJob uses these while they live, and waitForStop sees what came in between.
+class SignalHandlers {
+ public:
+  SignalHandlers();
+  ~SignalHandlers();
+  SignalHandlers(const SignalHandlers&) = delete;
+  SignalHandlers& operator=(const SignalHandlers&) = delete;
+
+  // Waits up to `seconds` (0: only looks) for SIGINT, SIGTERM or SIGHUP and returns it, or 0 when
+  // none came; SIGUSR1/SIGUSR2 received meanwhile are passed to onOther.
+  int waitForStop(double seconds, const std::function<void(int)>& onOther);
+
+ private:
+  std::unique_ptr<SignalScope> scope_;
+};
 
 // "SIGKILL" etc. for the common signals, "signal N" otherwise.
 std::string signalName(int sig);

@@ -42,6 +42,17 @@ double parseSeconds(const std::string& option, const std::string& text) {
   return value;
 }
 
+// Like parseSeconds, but 0 is allowed.
+double parseDelay(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) {
+    throw UsageError("{} expects a number of seconds, 0 or more (e.g. 10 or 0.5), got '{}'", option,
+                     text);
+  }
+  return value;
+}
+
 std::vector<std::string> splitComma(const std::string& text) {
   std::vector<std::string> out;
   std::string cur;
@@ -154,6 +165,15 @@ const std::map<std::string, OptionSpec>& optionTable() {
                              n, v);
           }
         }};
+    t["--max-restarts"] = {true, [](Options& o, const std::string& n, const std::string& v) {
+                             o.maxRestarts = parseInt(n, v, 0);
+                           }};
+    t["--restart-delay"] = {true, [](Options& o, const std::string& n, const std::string& v) {
+                              o.restartDelaySeconds = parseDelay(n, v);
+                            }};
+    t["--restart-window"] = {true, [](Options& o, const std::string& n, const std::string& v) {
+                               o.restartWindowSeconds = parseSeconds(n, v);
+                             }};
     t["-x"] = {
         true, [](Options& o, const std::string& n, const std::string& v) {
           auto eq = v.find('=');
@@ -263,6 +283,10 @@ Options parseOptions(const std::vector<std::string>& args) {
   if (!o.hosts.empty() && !o.hostfile.empty()) {
     throw UsageError("give hosts with -H/--host or --hostfile, not both");
   }
+  if (o.maxRestarts == 0 && (o.restartDelaySeconds > 0 || o.restartWindowSeconds)) {
+    throw UsageError("{} applies to restarts, but --max-restarts is 0; give --max-restarts N too",
+                     o.restartWindowSeconds ? "--restart-window" : "--restart-delay");
+  }
   if (o.onlyOutputFromInstance && *o.onlyOutputFromInstance >= o.numInstances) {
     throw UsageError("--only-output-from-instance {} names no instance: instances are 0..{}",
                      *o.onlyOutputFromInstance, o.numInstances - 1);
@@ -364,11 +388,20 @@ Ending:
       --timeout SECONDS        end the whole job after that long (exit code 124)
       --grace-period SECONDS   SIGTERM -> SIGKILL delay when stopping (default 5)
 
+Restarts:
+      --max-restarts N         when an instance fails, end the attempt, then start
+                               every instance again, up to N times (default 0); the
+                               instances see XTRAIN_RESTART_COUNT (0, 1, ...)
+      --restart-delay SECONDS  wait that long before each restart (default 0)
+      --restart-window SECONDS count only the failures of the last SECONDS against N
+                               (default: every failure of the job counts)
+
   -h, --help                   this text
       --version                xrun's version
 
 When an instance exits non-zero or dies by a signal, xrun stops the others and
-exits with that instance's code (128+signal for a signal). SIGINT, SIGTERM and
+exits with that instance's code (128+signal for a signal), unless --max-restarts
+allows a restart: then the exit code is the last attempt's. SIGINT, SIGTERM and
 SIGHUP sent to xrun are forwarded to every instance's process group, SIGUSR1 and
 SIGUSR2 to every instance (with mpirun or srun: to the engine, which forwards
 them). Usage errors exit with 2.

@@ -56,6 +56,13 @@ struct Options {
   std::optional<double> timeoutSeconds;  // end the whole job after this long
   double gracePeriodSeconds = 5.0;       // SIGTERM -> SIGKILL when stopping instances
 
+  // Restarts (launcher/restart_policy.hpp): after a failed attempt, start every instance again, up
+  // to maxRestarts times (counting only failures within restartWindowSeconds when set), waiting
+  // restartDelaySeconds first.
+  int maxRestarts = 0;
+  double restartDelaySeconds = 0;
+  std::optional<double> restartWindowSeconds;
+
   std::vector<EnvAssignment> env;  // -x, in command-line order
   std::string commBackend = "auto";
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "launcher/ipu_allocation.hpp"
 #include "launcher/local_engine.hpp"
 #include "launcher/output.hpp"
+#include "launcher/restart_policy.hpp"
 #include "xtrain/logging.hpp"
 
 #ifndef XRUN_VERSION
@@ -55,6 +57,13 @@ std::vector<std::string> programWords(const Options& o) {
 
 void printTo(int fd, const std::string& text) {
   writeAll(fd, text);
+}
+
+void debugLog(const std::string& text) noexcept {
+  try {
+    logging::launcher::debug("{}", text);
+  } catch (...) {
+  }
 }
 
 }  // namespace
@@ -117,6 +126,7 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup) {
   }
   if (!dirReachable) plan.job.rendezvousDir.clear();
   plan.job.commBackend = options.commBackend;
+  plan.job.maxRestarts = options.maxRestarts;
 
   std::vector<std::string> threadBase;
   for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY"}) {
@@ -284,27 +294,11 @@ IpuReservations placeOnFreeIpus(JobPlan& plan) {
   return reserved;
 }
 
-int runPlan(JobPlan plan) {
-  // Reserved from before the instances start until the job has ended.
-  IpuReservations reservations;
-  if (plan.freePool) reservations = placeOnFreeIpus(plan);
+// The job's command for one attempt: the instances' environments (XTRAIN_RESTART_COUNT, the
+// attempt's rendezvous directory) or the engine's command line.
+LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
+                         const std::string& xrunPath) {
   const Options& o = plan.options;
-  if (o.printTopology || o.dryRun) printTo(1, describeTopology(plan.topology));
-  if (o.dryRun) {
-    printTo(1, format("xrun: dry run, engine {}; nothing was started. The commands:\n",
-                      toString(plan.engine)));
-    for (const auto& line : plannedCommands(plan)) printTo(1, line + "\n");
-    return 0;
-  }
-  std::string xrunPath = "/usr/local/bin:/usr/bin:/bin";
-  if (const char* p = std::getenv("PATH")) xrunPath = p;
-  std::string path = xrunPath;
-  for (const auto& [name, value] : plan.userEnv) {
-    if (name == "PATH") path = value;
-  }
-  // Checked on this host before anything starts, whatever the engine.
-  std::string executable = resolveProgram(o.program, path);
-
   LocalJobSpec spec;
   std::vector<std::string> base = currentEnviron();
   if (plan.engine == Engine::Local) {
@@ -337,11 +331,6 @@ int runPlan(JobPlan plan) {
     spec.engine = EngineMode{plan.engine == Engine::Mpirun ? EngineTag::Mpirun : EngineTag::Srun,
                              name, plan.topology.numInstances};
   }
-
-  if (!plan.job.rendezvousDir.empty() && ::mkdir(plan.job.rendezvousDir.c_str(), 0700) != 0) {
-    throw runtime_error("cannot create the rendezvous directory {}: {}", plan.job.rendezvousDir,
-                        std::strerror(errno));
-  }
   spec.output.tag = o.tagOutput;
   spec.output.format = o.tagFormat;
   spec.output.onlyInstance = o.onlyOutputFromInstance;
@@ -349,20 +338,125 @@ int runPlan(JobPlan plan) {
   spec.timeoutSeconds = o.timeoutSeconds;
   spec.gracePeriodSeconds = o.gracePeriodSeconds;
   spec.cleanupDir = plan.job.rendezvousDir;
-  auto removeDir = [&] {
-    if (plan.job.rendezvousDir.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(plan.job.rendezvousDir, ec);
+  return spec;
+}
+
+// One attempt: creates its rendezvous directory, runs it, and removes what it may have left (the
+// directory, shared-memory segments of killed instances).
+JobOutcome runAttempt(const JobPlan& plan, LocalJobSpec spec) {
+  const std::string& dir = plan.job.rendezvousDir;
+  if (!dir.empty() && ::mkdir(dir.c_str(), 0700) != 0) {
+    throw runtime_error("cannot create the rendezvous directory {}: {}", dir, std::strerror(errno));
+  }
+  auto cleanUp = [&] {
+    if (!dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+    const int segments = removeJobSegments(plan.job.jobId);
+    if (segments > 0) {
+      debugLog(format("removed {} shared-memory segment(s) the job's instances left in /dev/shm",
+                      segments));
+    }
   };
-  int code = 1;
+  JobOutcome outcome;
   try {
-    code = runLocalJob(spec);
+    outcome = runJob(spec);
   } catch (...) {
-    removeDir();
+    cleanUp();
     throw;
   }
-  removeDir();
-  return code;
+  cleanUp();
+  return outcome;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// "instance 1 was killed by signal 9 (SIGKILL)", or the engine's words.
+std::string describeFailure(const JobOutcome& outcome, bool engineMode) {
+  if (!engineMode) return format("instance {} {}", outcome.instance.value_or(-1), outcome.what);
+  if (outcome.instance) return format("instance {} failed ({})", *outcome.instance, outcome.what);
+  return outcome.what + " (it named no instance)";
+}
+
+int runPlan(JobPlan plan) {
+  // Reserved from before the instances start until the job has ended (across restarts: the next
+  // attempt gets the same IPUs).
+  IpuReservations reservations;
+  if (plan.freePool) reservations = placeOnFreeIpus(plan);
+  const Options& o = plan.options;
+  if (o.printTopology || o.dryRun) printTo(1, describeTopology(plan.topology));
+  if (o.dryRun) {
+    printTo(1, format("xrun: dry run, engine {}; nothing was started. The commands:\n",
+                      toString(plan.engine)));
+    for (const auto& line : plannedCommands(plan)) printTo(1, line + "\n");
+    return 0;
+  }
+  std::string xrunPath = "/usr/local/bin:/usr/bin:/bin";
+  if (const char* p = std::getenv("PATH")) xrunPath = p;
+  std::string path = xrunPath;
+  for (const auto& [name, value] : plan.userEnv) {
+    if (name == "PATH") path = value;
+  }
+  // Checked on this host before anything starts, whatever the engine.
+  const std::string executable = resolveProgram(o.program, path);
+
+  if (o.maxRestarts == 0) return runAttempt(plan, attemptSpec(plan, executable, xrunPath)).exitCode;
+
+  // With restarts: xrun's signal handlers stay for every attempt and the pauses between them.
+  SignalHandlers signals;
+  RestartBudget budget(o.maxRestarts, o.restartWindowSeconds);
+  const std::string firstDir = plan.job.rendezvousDir;
+  const auto jobStart = std::chrono::steady_clock::now();
+  const bool engineMode = plan.engine != Engine::Local;
+  for (int attempt = 0;; ++attempt) {
+    plan.job.restartCount = attempt;
+    plan.job.rendezvousDir = attemptRendezvousDir(firstDir, attempt);
+    LocalJobSpec spec = attemptSpec(plan, executable, xrunPath);
+    if (o.timeoutSeconds) spec.timeoutSeconds = *o.timeoutSeconds - secondsSince(jobStart);
+    const JobOutcome outcome = runAttempt(plan, std::move(spec));
+    if (outcome.end != JobEnd::InstanceFailed) return outcome.exitCode;
+    const std::string failure = describeFailure(outcome, engineMode);
+    std::string why;
+    if (!isRestartable(outcome, why)) {
+      printTo(2, format("xrun: not restarting: {}: {}\n", failure, why));
+      return outcome.exitCode;
+    }
+    const double now = secondsSince(jobStart);
+    const std::optional<int> k = budget.onFailure(now);
+    const std::string window =
+        o.restartWindowSeconds ? format(" within the last {} s", *o.restartWindowSeconds) : "";
+    if (!k) {
+      printTo(2, format("xrun: not restarting: {}; --max-restarts {} used up ({} restart(s){}); "
+                        "exit code {}\n",
+                        failure, o.maxRestarts, budget.counted(now), window, outcome.exitCode));
+      return outcome.exitCode;
+    }
+    printTo(2, format("xrun: restart {} of {}: {}; starting every instance again with "
+                      "XTRAIN_RESTART_COUNT={}{}{}\n",
+                      *k, o.maxRestarts, failure, attempt + 1,
+                      o.restartDelaySeconds > 0 ? format(" in {} s", o.restartDelaySeconds) : "",
+                      o.restartWindowSeconds ? format(" ({} restart(s){})", *k, window) : ""));
+    double delay = o.restartDelaySeconds;
+    if (o.timeoutSeconds) delay = std::min(delay, std::max(0.0, *o.timeoutSeconds - now));
+    const int sig = signals.waitForStop(delay, [](int other) {
+      printTo(2, format("xrun: received {} between two attempts; no instance runs to forward it "
+                        "to\n",
+                        signalName(other)));
+    });
+    if (sig != 0) {
+      printTo(2, format("xrun: received {} before restart {}; the job ends without it\n",
+                        signalName(sig), *k));
+      return 128 + sig;
+    }
+    if (o.timeoutSeconds && secondsSince(jobStart) >= *o.timeoutSeconds) {
+      printTo(2, format("xrun: the job reached --timeout {} s before restart {} could start\n",
+                        *o.timeoutSeconds, *k));
+      return kTimeoutExitCode;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+// xrun --max-restarts: which failures start the job again, and how many may.
+//
+// A restart starts every instance again after a failed attempt has ended (every process gone).
+// Only an instance failure is restarted: not a start failure (126, 127: the program would not start
+// the next time either), not an instance's exit code 2 (xtrain's usage error: a bad option or input
+// fails the same way again), not --timeout, not a signal xrun received (the user or the scheduler
+// ends the job).
+//
+// The budget: a failure at time t may be restarted when fewer than N restarts were made in the
+// window (t - W, t] (W = --restart-window; without it, the whole job). So the job ends at the
+// (N+1)-th failure within W seconds, and a job that fails now and then, less often than that, goes
+// on for ever.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/local_engine.hpp"
+
+namespace xtrain::launcher {
+
+inline constexpr int kNotRestartedUsageCode = 2;
+
+class RestartBudget {
+ public:
+  RestartBudget(int maxRestarts, std::optional<double> windowSeconds)
+      : max_(maxRestarts), window_(windowSeconds) {}
+
+  // A failure at `now` (seconds, any monotonic origin): the restart's number within the budget
+  // (1..N) when another attempt may start (the restart is then counted), nullopt when the budget is
+  // spent.
+  std::optional<int> onFailure(double now);
+
+  // Restarts counted against the budget at `now`.
+  int counted(double now) const;
+
+  int maxRestarts() const { return max_; }
+  const std::optional<double>& windowSeconds() const { return window_; }
+
+ private:
+  int max_;
+  std::optional<double> window_;
+  std::vector<double> restarts_;  // when each restart was granted
+};
+
+// Whether an attempt that ended so may be restarted (see above); when not, `why` says why.
+bool isRestartable(const JobOutcome& outcome, std::string& why);
+
+// The rendezvous directory of attempt `restartCount`: `base` for the first, `base`-restart<k>
+// after (fresh for each attempt, so no key of an earlier attempt is ever read). Empty stays empty.
+std::string attemptRendezvousDir(const std::string& base, int restartCount);
+
+// The prefix of the shared-memory segments the shm backend creates for job `jobId`
+// ("xtrain-<jobId, made safe>-", without the leading '/'), as listed in /dev/shm.
+std::string shmSegmentPrefix(const std::string& jobId);
+
+// Unlinks every segment of `jobId` left in `shmDir` (/dev/shm): those of instances killed between
+// creating a segment and the others opening it. Call only when no process of the job runs.
+// Returns how many were removed.
+int removeJobSegments(const std::string& jobId, const std::string& shmDir = "/dev/shm");
+
+}  // namespace xtrain::launcher
