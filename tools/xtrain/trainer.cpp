@@ -27,6 +27,7 @@
 #include "ir/onnx/onnx_import.hpp"
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
+#include "test_hooks.hpp"
 #include "validation.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -377,6 +378,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   auto lastPrint = start - std::chrono::seconds(2);
   double firstLoss = std::nan(""), lastLoss = std::nan("");
   for (int64_t step = firstStep; step < steps; ++step) {
+    killSelfIfAskedAt(step);  // tests only (test_hooks.hpp)
     // Every instance draws the same global order, laid out [bps][af][G][mb], and keeps its own
     // replicas' part: the job trains on the samples a single instance with G replicas would.
     const std::vector<int64_t> global = order.next(samplesPerStep);

@@ -1,0 +1,15 @@
+// Hooks for tests that need an instance to die at an exact point of training, which a test cannot
+// hit reliably from outside on a busy machine. Inert unless the variable is set.
+#pragma once
+
+#include <cstdint>
+
+namespace xtrain::tools {
+
+// XTRAIN_TEST_KILL_AT_STEP=S: the process sends itself SIGKILL when it is about to train step S
+// (0-based, so after S steps and the checkpoints they wrote), like a crash or the OOM killer.
+// Used by the restart tests of xrun (tests/launcher/xrun_restart_test.cpp), which set it for one
+// instance of the first attempt only. Throws xtrain::error (exit 2) when the value is not a step.
+void killSelfIfAskedAt(int64_t step);
+
+}  // namespace xtrain::tools
