@@ -1,0 +1,344 @@
+// Real-process tests of xrun --max-restarts (issue 16, item 1): a job with a SIGKILLed instance is
+// started again and, with xtrain's --resume auto, ends with the weights of an uninterrupted run,
+// bit for bit; the instances see XTRAIN_RESTART_COUNT; each attempt has a fresh rendezvous
+// directory and nothing of the job is left behind; a spent budget gives the failure's exit code;
+// the delay and the window; bad input. Every wait is bounded; the fixture kills any process the
+// instances recorded.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/restart_policy.hpp"
+#include "process_helpers.hpp"
+#include "testing/training_testing.hpp"
+
+namespace xtrain::launcher::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class XrunRestart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir();
+    tmp_ = dir_ + "/tmp";  // xrun's TMPDIR: the rendezvous directories go there
+    fs::create_directory(tmp_);
+  }
+  void TearDown() override {
+    for (pid_t p : readPids(dir_, "pid")) ::kill(p, SIGKILL);
+    for (const auto& id : jobIds()) removeJobSegments(id);
+    removeTree(dir_);
+  }
+
+  ProcessResult xrun(const std::vector<std::string>& args, double timeoutSeconds = 60) {
+    return runXrun(args, timeoutSeconds, {"TMPDIR=" + tmp_});
+  }
+
+  // sh -c SCRIPT after recording what the instance sees in $D/env-<restart>-<instance> (and its
+  // pid in $D/pid-...): $D is the private directory, $I the instance, $R the restart count.
+  std::vector<std::string> sh(const std::string& script) const {
+    return {"sh", "-c",
+            "D=" + dir_ +
+                "; I=$XTRAIN_INSTANCE_INDEX; R=$XTRAIN_RESTART_COUNT; echo $$ > $D/pid-$R-$I; "
+                "printf 'count=%s\\nmax=%s\\njob=%s\\ndir=%s\\nipus=%s\\n' \"$R\" "
+                "\"$XTRAIN_MAX_RESTARTS\" \"$XTRAIN_JOB_ID\" \"$XTRAIN_RENDEZVOUS_DIR\" "
+                "\"$XTRAIN_IPU_IDS\" > $D/env-$R-$I; " +
+                script};
+  }
+  static std::vector<std::string> join(std::vector<std::string> a,
+                                       const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
+  // What instance `i` of attempt `restart` recorded (empty when it never ran).
+  std::map<std::string, std::string> seen(int restart, int i) const {
+    std::map<std::string, std::string> out;
+    std::ifstream in(dir_ + "/env-" + std::to_string(restart) + "-" + std::to_string(i));
+    std::string line;
+    while (std::getline(in, line)) {
+      auto eq = line.find('=');
+      if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    return out;
+  }
+  // Attempts that started an instance (one killed by xrun at once may have recorded nothing).
+  int attempts() const {
+    int n = 0;
+    while (fs::exists(dir_ + "/env-" + std::to_string(n) + "-0") ||
+           fs::exists(dir_ + "/env-" + std::to_string(n) + "-1"))
+      ++n;
+    return n;
+  }
+  // Forgets what earlier jobs of the test recorded (their job ids stay, for the clean-up).
+  void clearRecords() {
+    for (const auto& f : fs::directory_iterator(dir_)) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind("env-", 0) == 0) fs::rename(f.path(), dir_ + "/old-" + name);
+    }
+  }
+  std::set<std::string> jobIds() const {
+    std::set<std::string> ids;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("env-", 0) != 0 && name.rfind("old-env-", 0) != 0) continue;
+      std::ifstream in(e.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("job=", 0) == 0) ids.insert(line.substr(4));
+      }
+    }
+    return ids;
+  }
+
+  // Nothing of the job is left: no recorded process, nothing in TMPDIR (the rendezvous
+  // directories), no shared-memory segment of the job.
+  void expectNothingLeft() {
+    for (pid_t p : readPids(dir_, "pid"))
+      EXPECT_TRUE(processGone(p, 2.0)) << "process " << p << " outlived xrun";
+    EXPECT_TRUE(fs::is_empty(tmp_)) << "xrun left something in its TMPDIR " << tmp_;
+    for (const auto& id : jobIds()) {
+      const std::string prefix = shmSegmentPrefix(id);
+      for (const auto& e : fs::directory_iterator("/dev/shm")) {
+        EXPECT_NE(e.path().filename().string().rfind(prefix, 0), 0u)
+            << "the job left the shared-memory segment " << e.path();
+      }
+    }
+  }
+
+  static size_t count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  std::string dir_;
+  std::string tmp_;
+};
+
+// The proof of item 1: `xrun -n 2 --max-restarts 2 xtrain --checkpoint-dir D --resume auto` with
+// instance 1 SIGKILLed after the checkpoint of step 10 ends with the weights, optimizer state
+// included, of the same job never interrupted.
+TEST_F(XrunRestart, KilledInstanceRestartsAndEndsBitIdenticalToAnUninterruptedRun) {
+  // Instance 1 of the first attempt kills itself as it is about to train step 12 (xtrain's test
+  // hook), so the newest complete checkpoint is ckpt-00000010.
+  const std::string wrapper = dir_ + "/xtrain-wrapper";
+  {
+    std::ofstream w(wrapper);
+    w << "#!/bin/sh\n"
+      << "D=" << dir_ << "; R=$XTRAIN_RESTART_COUNT; I=$XTRAIN_INSTANCE_INDEX\n"
+      << "echo $$ > $D/pid-$R-$I\n"
+      << "printf 'count=%s\\nmax=%s\\njob=%s\\ndir=%s\\nipus=%s\\n' \"$R\" "
+         "\"$XTRAIN_MAX_RESTARTS\" "
+         "\"$XTRAIN_JOB_ID\" \"$XTRAIN_RENDEZVOUS_DIR\" \"$XTRAIN_IPU_IDS\" > $D/env-$R-$I\n"
+      << "if [ \"$I\" = 1 ] && [ \"$R\" = 0 ] && [ -n \"$KILL_AT\" ]; then\n"
+      << "  export XTRAIN_TEST_KILL_AT_STEP=$KILL_AT\n"
+      << "fi\n"
+      << "exec " << XTRAIN_BIN_DIR << "/xtrain \"$@\"\n";
+  }
+  ::chmod(wrapper.c_str(), 0755);
+  auto train = [&](const std::string& name, const std::string& killAt) {
+    const std::vector<std::string> args = {"-n",
+                                           "2",
+                                           "--max-restarts",
+                                           "2",
+                                           "-x",
+                                           "KILL_AT=" + killAt,
+                                           wrapper,
+                                           "--steps",
+                                           "20",
+                                           "--lr",
+                                           "0.05",
+                                           "--momentum",
+                                           "0.9",
+                                           "--checkpoint-dir",
+                                           dir_ + "/" + name,
+                                           "--checkpoint-every",
+                                           "5",
+                                           "--resume",
+                                           "auto",
+                                           "--save-model",
+                                           dir_ + "/" + name + ".onnx"};
+    return xrun(args, 120);
+  };
+  const ProcessResult whole = train("whole", "");
+  ASSERT_EQ(whole.exitCode, 0) << whole.err;
+  EXPECT_EQ(whole.err.find("xrun: restart"), std::string::npos) << whole.err;
+  clearRecords();
+
+  const ProcessResult restarted = train("restarted", "12");
+  ASSERT_EQ(restarted.exitCode, 0) << restarted.err;
+  EXPECT_NE(restarted.err.find("xrun: restart 1 of 2: instance 1 was killed by signal 9 (SIGKILL)"),
+            std::string::npos)
+      << restarted.err;
+  EXPECT_EQ(count(restarted.err, "xrun: restart "), 1u) << restarted.err;
+  EXPECT_NE(restarted.out.find("resumed from " + dir_ + "/restarted/ckpt-00000010 at step 10"),
+            std::string::npos)
+      << restarted.out;
+  EXPECT_EQ(attempts(), 2);
+
+  // The restart count is visible to the instances; each attempt had its own rendezvous directory
+  // and got the same IPUs back (the first attempt's locks were released).
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(seen(0, i)["count"], "0");
+    EXPECT_EQ(seen(1, i)["count"], "1");
+    EXPECT_EQ(seen(1, i)["max"], "2");
+    EXPECT_EQ(seen(0, i)["job"], seen(1, i)["job"]);
+    EXPECT_NE(seen(0, i)["dir"], seen(1, i)["dir"]);
+    EXPECT_EQ(seen(1, i)["dir"], seen(0, i)["dir"] + "-restart1");
+    EXPECT_EQ(seen(0, i)["ipus"], seen(1, i)["ipus"]);
+  }
+
+  // Bit-identical: the final checkpoints (xckpt diff: every dataset equal) and the saved models.
+  const auto diff =
+      xtrain::testing::runCommand(std::string(XTRAIN_BIN_DIR) + "/xckpt diff " + dir_ +
+                                  "/whole/ckpt-00000020 " + dir_ + "/restarted/ckpt-00000020");
+  EXPECT_EQ(diff.exitCode, 0) << diff.output;
+  xtrain::testing::expectSameInitializers(dir_ + "/whole.onnx", dir_ + "/restarted.onnx", 0);
+  expectNothingLeft();
+}
+
+TEST_F(XrunRestart, SpentBudgetGivesTheFailuresExitCode) {
+  auto r = xrun(join({"-n", "2", "--max-restarts", "2"}, sh("[ $I = 1 ] && exit 7; sleep 0.2")));
+  EXPECT_EQ(r.exitCode, 7) << r.err;
+  EXPECT_EQ(attempts(), 3);
+  EXPECT_NE(r.err.find("xrun: restart 1 of 2: instance 1 exited with code 7"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("xrun: restart 2 of 2: instance 1 exited with code 7"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("xrun: not restarting: instance 1 exited with code 7; --max-restarts 2 used "
+                       "up (2 restart(s)); exit code 7"),
+            std::string::npos)
+      << r.err;
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(seen(k, 1)["count"], std::to_string(k));
+  expectNothingLeft();
+
+  // A signal's code likewise: 128 + 9.
+  r = xrun(join({"-n", "2", "--max-restarts", "1"}, sh("[ $I = 0 ] && kill -9 $$; sleep 0.2")));
+  EXPECT_EQ(r.exitCode, 137) << r.err;
+}
+
+TEST_F(XrunRestart, OnlyInstanceFailuresAreRestarted) {
+  // Success: one attempt, XTRAIN_RESTART_COUNT=0.
+  auto r = xrun(join({"-n", "2", "--max-restarts", "3"}, sh("true")));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(attempts(), 1);
+  EXPECT_EQ(seen(0, 1)["count"], "0");
+  EXPECT_EQ(seen(0, 1)["max"], "3");
+  clearRecords();
+
+  // Exit code 2, a usage error, would fail the same way again.
+  r = xrun(join({"-n", "2", "--max-restarts", "3"}, sh("[ $I = 1 ] && exit 2; sleep 0.2")));
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("xrun: not restarting: instance 1 exited with code 2: exit code 2 is a "
+                       "usage error"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(attempts(), 1);
+
+  // --timeout bounds the whole job, restarts included.
+  const double start = nowSeconds();
+  r = xrun(join({"-n", "1", "--max-restarts", "100", "--timeout", "1.5"}, sh("sleep 0.3; exit 1")));
+  EXPECT_EQ(r.exitCode, 124) << r.err;
+  EXPECT_LT(nowSeconds() - start, 8.0);
+  expectNothingLeft();
+}
+
+TEST_F(XrunRestart, StaleSharedMemoryOfAKilledInstanceIsRemoved) {
+  // An instance killed between creating its group's segment and the others opening it leaves the
+  // segment behind (named as the shm backend names them); xrun unlinks it before the restart.
+  auto r =
+      xrun(join({"-n", "2", "--max-restarts", "1"},
+                sh("if [ $R = 0 ] && [ $I = 0 ]; then : > /dev/shm/xtrain-$XTRAIN_JOB_ID-$$-0; "
+                   "echo /dev/shm/xtrain-$XTRAIN_JOB_ID-$$-0 > $D/segment; kill -9 $$; fi; "
+                   "if [ $R = 1 ] && [ -e \"$(cat $D/segment)\" ]; then echo stale; exit 5; "
+                   "fi; sleep 0.2")));
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(attempts(), 2);
+  expectNothingLeft();
+}
+
+TEST_F(XrunRestart, WindowCountsOnlyRecentFailures) {
+  // Each attempt fails after 1 s; with a 0.5 s window no earlier restart counts, so a budget of 1
+  // carries the job through three failures to the attempt that succeeds.
+  auto r = xrun(join({"-n", "2", "--max-restarts", "1", "--restart-window", "0.5"},
+                     sh("sleep 1; [ $R -lt 3 ] && [ $I = 0 ] && exit 4; true")));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(attempts(), 4);
+  EXPECT_EQ(count(r.err, "xrun: restart 1 of 1: instance 0 exited with code 4"), 3u) << r.err;
+  EXPECT_NE(r.err.find("(1 restart(s) within the last 0.5 s)"), std::string::npos) << r.err;
+
+  // With a long window the second failure spends the budget.
+  r = xrun(join({"-n", "1", "--max-restarts", "1", "--restart-window", "60"}, sh("exit 4")));
+  EXPECT_EQ(r.exitCode, 4) << r.err;
+  EXPECT_NE(r.err.find("--max-restarts 1 used up (1 restart(s) within the last 60 s)"),
+            std::string::npos)
+      << r.err;
+  expectNothingLeft();
+}
+
+TEST_F(XrunRestart, DelayIsWaitedAndASignalDuringItEndsTheJob) {
+  const double start = nowSeconds();
+  auto r = xrun(join({"-n", "1", "--max-restarts", "1", "--restart-delay", "1"},
+                     sh("[ $R = 0 ] && exit 3; true")));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_GE(nowSeconds() - start, 1.0);
+  EXPECT_NE(r.err.find("XTRAIN_RESTART_COUNT=1 in 1 s"), std::string::npos) << r.err;
+  clearRecords();
+
+  // SIGTERM while xrun waits to restart: the job ends at once with 128 + 15, nothing restarted.
+  Child job(join({xrunPath(), "-n", "1", "--max-restarts", "1", "--restart-delay", "30"},
+                 sh("[ $R = 0 ] && { echo failing; exit 3; }; true")),
+            {"TMPDIR=" + tmp_});
+  ASSERT_TRUE(job.waitForStdout(
+      [](const std::string& out) { return out.find("failing") != std::string::npos; }, 20));
+  // The attempt is over once xrun has removed its rendezvous directory; then it waits to restart.
+  const double until = nowSeconds() + 20;
+  while (!fs::is_empty(tmp_) && nowSeconds() < until) usleep(20000);
+  ASSERT_TRUE(fs::is_empty(tmp_));
+  usleep(100000);
+  const double sent = nowSeconds();
+  ::kill(job.pid(), SIGTERM);
+  const ProcessResult ended = job.wait(20);
+  EXPECT_EQ(ended.exitCode, 143) << ended.err;
+  EXPECT_LT(nowSeconds() - sent, 5.0);
+  EXPECT_EQ(attempts(), 1);
+  expectNothingLeft();
+}
+
+TEST_F(XrunRestart, BadInputIsAUsageError) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--max-restarts", "-1"}, "--max-restarts must be at least 0, got -1"},
+      {{"--max-restarts", "two"}, "--max-restarts expects a whole number, got 'two'"},
+      {{"--max-restarts", "1.5"}, "--max-restarts expects a whole number, got '1.5'"},
+      {{"--max-restarts", ""}, "--max-restarts expects a whole number, got ''"},
+      {{"--max-restarts", "1", "--restart-delay", "-2"},
+       "--restart-delay expects a number of seconds, 0 or more"},
+      {{"--max-restarts", "1", "--restart-window", "0"},
+       "--restart-window expects a positive number of seconds"},
+      {{"--restart-delay", "5"},
+       "--restart-delay applies to restarts, but --max-restarts is 0; give --max-restarts N too"},
+      {{"--restart-window", "60"}, "--restart-window applies to restarts"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = xrun(join(args, {"true"}));
+    EXPECT_EQ(r.exitCode, 2) << args.front() << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  auto help = xrun({"--help"});
+  EXPECT_NE(help.out.find("--max-restarts N"), std::string::npos);
+  EXPECT_NE(help.out.find("--restart-window SECONDS"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xtrain::launcher::testing
