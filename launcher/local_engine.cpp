@@ -233,6 +233,7 @@ class Supervisor {
 
   StopReason stopReason_ = StopReason::None;
   int stopSignal_ = 0;  // Signal: which one xrun received
+  int warnedWith_ = 0;  // the first SIGUSR1/SIGUSR2 xrun forwarded, if any
   int firstFailure_ = -1;
   int startExitCode_ = 1;  // when an instance could not be started
   int runningAtFailure_ = 0;
@@ -542,6 +543,7 @@ void Supervisor::handleSignals() {
       int sig = buf[k];
       if (sig == SIGCHLD) continue;  // reap() runs on every loop iteration
       if (sig == SIGUSR1 || sig == SIGUSR2) {
+        if (warnedWith_ == 0) warnedWith_ = sig;
         for (auto& inst : instances_) {
           if (!inst.reaped) ::kill(inst.pid, sig);
         }
@@ -615,7 +617,9 @@ JobOutcome Supervisor::run() {
         std::string path =
             spec_.outputDir + "/instance-" + std::to_string(i) + (s == 0 ? ".out" : ".err");
         int& fd = files_[i][static_cast<size_t>(s)];
-        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        fd = ::open(path.c_str(),
+                    O_WRONLY | O_CREAT | O_CLOEXEC | (spec_.appendOutput ? O_APPEND : O_TRUNC),
+                    0644);
         if (fd < 0) {
           throw runtime_error("--output-dir: cannot write {}: {}", path, std::strerror(errno));
         }
@@ -649,8 +653,8 @@ JobOutcome Supervisor::run() {
     reap();
     auto now = Clock::now();
     if (stopReason_ == StopReason::None && timeoutAt && now >= *timeoutAt) {
-      message(
-          format("the job reached --timeout {} s; stopping every instance", *spec_.timeoutSeconds));
+      message(format("the job reached --timeout {} s; stopping every instance",
+                     spec_.timeoutShownSeconds.value_or(*spec_.timeoutSeconds)));
       beginStop(StopReason::Timeout, SIGTERM);
     }
     if (stopReason_ != StopReason::None) {
@@ -736,6 +740,7 @@ JobOutcome Supervisor::finish() {
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 
   JobOutcome outcome;
+  outcome.forwardedSignal = warnedWith_;
   switch (stopReason_) {
     case StopReason::Failure: {
       if (firstFailure_ < 0) {

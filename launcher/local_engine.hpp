@@ -68,6 +68,9 @@ struct LocalJobSpec {
   OutputPolicy output;
   std::string outputDir;  // non-empty: DIR/instance-<i>.out and .err get every line, untagged
   std::optional<double> timeoutSeconds;
+  std::optional<double>
+      timeoutShownSeconds;    // the --timeout its message names (default: the above)
+  bool appendOutput = false;  // outputDir: append to the files (a restart) instead of truncating
   double gracePeriodSeconds = 5.0;
   std::string cleanupDir;  // removed by the watchdog if xrun dies (the caller removes it normally)
   int stdoutFd = 1;        // where xrun prints instance stdout lines
@@ -91,6 +94,9 @@ struct JobOutcome {
   // InstanceFailed: "was killed by signal 9 (SIGKILL)", "exited with code 3"; engine mode:
   // "mpirun (pid 42) exited with code 137".
   std::string what;
+  // SIGUSR1 or SIGUSR2 (Slurm's warning before preemption) when xrun received and forwarded one
+  // during the run, else 0.
+  int forwardedSignal = 0;
 };
 
 // Runs the job (the instances, or in engine mode the engine); returns how it ended, after the

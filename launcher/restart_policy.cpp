@@ -6,6 +6,8 @@
 #include <cctype>
 #include <filesystem>
 
+#include "xtrain/format.hpp"
+
 namespace xtrain::launcher {
 
 int RestartBudget::counted(double now) const {
@@ -28,6 +30,13 @@ bool isRestartable(const JobOutcome& outcome, std::string& why) {
     case JobEnd::Timeout: why = "the job reached --timeout"; return false;
     case JobEnd::Signal: why = "xrun received a signal that ends the job"; return false;
     case JobEnd::InstanceFailed: break;
+  }
+  if (outcome.forwardedSignal != 0) {
+    why = format(
+        "xrun forwarded {} during the attempt (Slurm's warning before preemption); the "
+        "job ends so that the scheduler can requeue it",
+        signalName(outcome.forwardedSignal));
+    return false;
   }
   if (outcome.exitCode == kNotRestartedUsageCode) {
     why = "exit code 2 is a usage error (a bad option or input), which a restart would repeat";

@@ -4,7 +4,9 @@
 // Only an instance failure is restarted: not a start failure (126, 127: the program would not start
 // the next time either), not an instance's exit code 2 (xtrain's usage error: a bad option or input
 // fails the same way again), not --timeout, not a signal xrun received (the user or the scheduler
-// ends the job).
+// ends the job), not an attempt during which xrun forwarded SIGUSR1/SIGUSR2 (Slurm's warning before
+// preemption: the instances may exit non-zero because of it, and the job should end so that the
+// scheduler can requeue it, rather than start again on an allocation about to go).
 //
 // The budget: a failure at time t may be restarted when fewer than N restarts were made in the
 // window (t - W, t] (W = --restart-window; without it, the whole job). So the job ends at the

@@ -415,7 +415,11 @@ int runPlan(JobPlan plan) {
     plan.job.restartCount = attempt;
     plan.job.rendezvousDir = attemptRendezvousDir(firstDir, attempt);
     LocalJobSpec spec = attemptSpec(plan, executable, xrunPath);
-    if (o.timeoutSeconds) spec.timeoutSeconds = *o.timeoutSeconds - secondsSince(jobStart);
+    if (o.timeoutSeconds) {
+      spec.timeoutSeconds = *o.timeoutSeconds - secondsSince(jobStart);
+      spec.timeoutShownSeconds = o.timeoutSeconds;
+    }
+    spec.appendOutput = attempt > 0;  // --output-dir keeps every attempt's lines
     const JobOutcome outcome = runAttempt(plan, std::move(spec));
     if (outcome.end != JobEnd::InstanceFailed) return outcome.exitCode;
     const std::string failure = describeFailure(outcome, engineMode);

@@ -4,6 +4,7 @@
 #include "launcher/restart_policy.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -42,6 +43,11 @@ TEST(RestartPolicy, OnlyInstanceFailuresOtherThanUsageErrorsAreRestarted) {
   o.exitCode = 2;
   EXPECT_FALSE(isRestartable(o, why));
   EXPECT_NE(why.find("usage error"), std::string::npos);
+  o.exitCode = 138;
+  o.forwardedSignal = SIGUSR1;  // a warning before preemption came during the attempt
+  EXPECT_FALSE(isRestartable(o, why));
+  EXPECT_NE(why.find("SIGUSR1"), std::string::npos);
+  o.forwardedSignal = 0;
   for (JobEnd end : {JobEnd::Success, JobEnd::StartFailed, JobEnd::Timeout, JobEnd::Signal}) {
     o.end = end;
     o.exitCode = 1;

@@ -14,6 +14,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -209,9 +210,17 @@ TEST_F(XrunRestart, KilledInstanceRestartsAndEndsBitIdenticalToAnUninterruptedRu
 }
 
 TEST_F(XrunRestart, SpentBudgetGivesTheFailuresExitCode) {
-  auto r = xrun(join({"-n", "2", "--max-restarts", "2"}, sh("[ $I = 1 ] && exit 7; sleep 0.2")));
+  auto r = xrun(join({"-n", "2", "--max-restarts", "2", "--output-dir", dir_ + "/out"},
+                     sh("echo attempt $R >&2; [ $I = 1 ] && exit 7; sleep 0.2")));
   EXPECT_EQ(r.exitCode, 7) << r.err;
   EXPECT_EQ(attempts(), 3);
+  // --output-dir keeps the lines of every attempt.
+  {
+    std::ifstream err(dir_ + "/out/instance-1.err");
+    std::stringstream all;
+    all << err.rdbuf();
+    EXPECT_EQ(all.str(), "attempt 0\nattempt 1\nattempt 2\n");
+  }
   EXPECT_NE(r.err.find("xrun: restart 1 of 2: instance 1 exited with code 7"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("xrun: restart 2 of 2: instance 1 exited with code 7"), std::string::npos)
@@ -251,6 +260,27 @@ TEST_F(XrunRestart, OnlyInstanceFailuresAreRestarted) {
   r = xrun(join({"-n", "1", "--max-restarts", "100", "--timeout", "1.5"}, sh("sleep 0.3; exit 1")));
   EXPECT_EQ(r.exitCode, 124) << r.err;
   EXPECT_LT(nowSeconds() - start, 8.0);
+  EXPECT_NE(r.err.find("--timeout 1.5 s"), std::string::npos)
+      << r.err;  // the user's, not what is left
+  clearRecords();
+
+  // An attempt during which xrun forwarded SIGUSR1 (Slurm's warning before preemption) ends the
+  // job, even when the instances then fail: the scheduler requeues it.
+  Child warned(join({xrunPath(), "-n", "2", "--max-restarts", "3"},
+                    sh("trap 'exit 9' USR1; echo ready; sleep 30 & wait")),
+               {"TMPDIR=" + tmp_});
+  ASSERT_TRUE(warned.waitForStdout(
+      [](const std::string& out) {
+        return out.find("[0] ready") != std::string::npos &&
+               out.find("[1] ready") != std::string::npos;
+      },
+      20));
+  ::kill(warned.pid(), SIGUSR1);
+  r = warned.wait(20);
+  EXPECT_EQ(r.exitCode, 9) << r.err;
+  EXPECT_NE(r.err.find("xrun: not restarting: instance "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("xrun forwarded SIGUSR1 during the attempt"), std::string::npos) << r.err;
+  EXPECT_EQ(attempts(), 1);
   expectNothingLeft();
 }
 
