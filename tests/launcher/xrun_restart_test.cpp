@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -343,6 +344,26 @@ TEST_F(XrunRestart, DelayIsWaitedAndASignalDuringItEndsTheJob) {
   EXPECT_EQ(ended.exitCode, 143) << ended.err;
   EXPECT_LT(nowSeconds() - sent, 5.0);
   EXPECT_EQ(attempts(), 1);
+  expectNothingLeft();
+}
+
+// With an engine (Slurm's srun, here the fake one of tests/launcher/fake-srun), the engine is
+// started again and the restart line names the instance it blames.
+TEST_F(XrunRestart, EngineJobsRestartToo) {
+  const char* path = std::getenv("PATH");
+  const std::string fakeSrun = std::string(XTRAIN_SOURCE_DIR) + "/tests/launcher/fake-srun:" +
+                               (path != nullptr ? path : "/usr/bin:/bin");
+  // env(1) sets PATH for xrun itself, which looks the engine up in it.
+  Child job(join({"/usr/bin/env", "PATH=" + fakeSrun, "TMPDIR=" + tmp_, xrunPath(), "--engine",
+                  "srun", "-n", "2", "--max-restarts", "1"},
+                 sh("[ $R = 0 ] && [ $I = 1 ] && exit 6; sleep 0.2")));
+  const ProcessResult r = job.wait(60);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(attempts(), 2);
+  EXPECT_EQ(seen(1, 0)["count"], "1");
+  EXPECT_EQ(seen(1, 1)["max"], "1");
+  EXPECT_NE(r.err.find("xrun: restart 1 of 1: instance 1 failed (srun (pid "), std::string::npos)
+      << r.err;
   expectNothingLeft();
 }
 
