@@ -60,7 +60,7 @@ size_t slotBytesFromEnvironment(int size) {
   return static_cast<size_t>(v);
 }
 
-// xrun unlinks a killed job's leftovers by this form (launcher/restart_policy.cpp): keep them alike.
+// xrun unlinks a killed job's leftovers by this form (launcher/restart_policy.cpp).
 std::string segmentName(const std::string& jobId) {
   static std::atomic<uint64_t> counter{0};
   std::string safe;
