@@ -128,56 +128,88 @@ class XrunRestart : public ::testing::Test {
   std::string tmp_;
 };
 
-// The proof of item 1: `xrun -n 2 --max-restarts 2 xtrain --checkpoint-dir D --resume auto` with
-// instance 1 SIGKILLed after the checkpoint of step 10 ends with the weights, optimizer state
-// included, of the same job never interrupted.
-TEST_F(XrunRestart, KilledInstanceRestartsAndEndsBitIdenticalToAnUninterruptedRun) {
-  // Instance 1 of the first attempt kills itself as it is about to train step 12 (xtrain's test
-  // hook), so the newest complete checkpoint is ckpt-00000010.
-  const std::string wrapper = dir_ + "/xtrain-wrapper";
-  {
-    std::ofstream w(wrapper);
+// xtrain under `xrun -n 2 --max-restarts 2` through a wrapper that records what each instance sees
+// and, on the first attempt, makes instance 1 kill itself as it is about to train step KILL_AT
+// (xtrain's test hook). With DAMAGE set, instance 0 of the second attempt first truncates the
+// newest checkpoint (ckpt-00000010) while instance 1 waits for it.
+class XrunRestartTraining : public XrunRestart {
+ protected:
+  void SetUp() override {
+    XrunRestart::SetUp();
+    wrapper_ = dir_ + "/xtrain-wrapper";
+    std::ofstream w(wrapper_);
     w << "#!/bin/sh\n"
       << "D=" << dir_ << "; R=$XTRAIN_RESTART_COUNT; I=$XTRAIN_INSTANCE_INDEX\n"
       << "echo $$ > $D/pid-$R-$I\n"
       << "printf 'count=%s\\nmax=%s\\njob=%s\\ndir=%s\\nipus=%s\\n' \"$R\" "
-         "\"$XTRAIN_MAX_RESTARTS\" "
-         "\"$XTRAIN_JOB_ID\" \"$XTRAIN_RENDEZVOUS_DIR\" \"$XTRAIN_IPU_IDS\" > $D/env-$R-$I\n"
+         "\"$XTRAIN_MAX_RESTARTS\" \"$XTRAIN_JOB_ID\" \"$XTRAIN_RENDEZVOUS_DIR\" "
+         "\"$XTRAIN_IPU_IDS\" > $D/env-$R-$I\n"
       << "if [ \"$I\" = 1 ] && [ \"$R\" = 0 ] && [ -n \"$KILL_AT\" ]; then\n"
       << "  export XTRAIN_TEST_KILL_AT_STEP=$KILL_AT\n"
       << "fi\n"
+      << "if [ \"$R\" = 1 ] && [ -n \"$DAMAGE\" ]; then\n"
+      << "  if [ \"$I\" = 0 ]; then\n"
+      << "    truncate -s 100 \"$DAMAGE/ckpt-00000010/checkpoint.h5\" && touch $D/damaged\n"
+      << "  else\n"
+      << "    n=0; while [ ! -e $D/damaged ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done\n"
+      << "  fi\n"
+      << "fi\n"
       << "exec " << XTRAIN_BIN_DIR << "/xtrain \"$@\"\n";
+    w.close();
+    ::chmod(wrapper_.c_str(), 0755);
   }
-  ::chmod(wrapper.c_str(), 0755);
-  auto train = [&](const std::string& name, const std::string& killAt) {
-    const std::vector<std::string> args = {"-n",
-                                           "2",
-                                           "--max-restarts",
-                                           "2",
-                                           "-x",
-                                           "KILL_AT=" + killAt,
-                                           wrapper,
-                                           "--steps",
-                                           "20",
-                                           "--lr",
-                                           "0.05",
-                                           "--momentum",
-                                           "0.9",
-                                           "--checkpoint-dir",
-                                           dir_ + "/" + name,
-                                           "--checkpoint-every",
-                                           "5",
-                                           "--resume",
-                                           "auto",
-                                           "--save-model",
-                                           dir_ + "/" + name + ".onnx"};
-    return xrun(args, 120);
-  };
+
+  // Trains 20 steps with a checkpoint every 5 into dir_/name, the model saved as dir_/name.onnx.
+  ProcessResult train(const std::string& name, const std::string& killAt, bool damage = false) {
+    const std::string ckpt = dir_ + "/" + name;
+    return xrun({"-n",
+                 "2",
+                 "--max-restarts",
+                 "2",
+                 "-x",
+                 "KILL_AT=" + killAt,
+                 "-x",
+                 "DAMAGE=" + (damage ? ckpt : std::string()),
+                 wrapper_,
+                 "--steps",
+                 "20",
+                 "--lr",
+                 "0.05",
+                 "--momentum",
+                 "0.9",
+                 "--checkpoint-dir",
+                 ckpt,
+                 "--checkpoint-every",
+                 "5",
+                 "--resume",
+                 "auto",
+                 "--save-model",
+                 ckpt + ".onnx"},
+                120);
+  }
+
+  // The final checkpoints (xckpt diff: every dataset equal) and the saved models are bit-identical.
+  void expectBitIdentical(const std::string& a, const std::string& b) {
+    const auto diff =
+        xtrain::testing::runCommand(std::string(XTRAIN_BIN_DIR) + "/xckpt diff " + dir_ + "/" + a +
+                                    "/ckpt-00000020 " + dir_ + "/" + b + "/ckpt-00000020");
+    EXPECT_EQ(diff.exitCode, 0) << diff.output;
+    xtrain::testing::expectSameInitializers(dir_ + "/" + a + ".onnx", dir_ + "/" + b + ".onnx", 0);
+  }
+
+  std::string wrapper_;
+};
+
+// The proof of item 1: `xrun -n 2 --max-restarts 2 xtrain --checkpoint-dir D --resume auto` with
+// instance 1 SIGKILLed after the checkpoint of step 10 ends with the weights, optimizer state
+// included, of the same job never interrupted.
+TEST_F(XrunRestartTraining, KilledInstanceRestartsAndEndsBitIdenticalToAnUninterruptedRun) {
   const ProcessResult whole = train("whole", "");
   ASSERT_EQ(whole.exitCode, 0) << whole.err;
   EXPECT_EQ(whole.err.find("xrun: restart"), std::string::npos) << whole.err;
   clearRecords();
 
+  // Killed as it is about to train step 12: the newest complete checkpoint is ckpt-00000010.
   const ProcessResult restarted = train("restarted", "12");
   ASSERT_EQ(restarted.exitCode, 0) << restarted.err;
   EXPECT_NE(restarted.err.find("xrun: restart 1 of 2: instance 1 was killed by signal 9 (SIGKILL)"),
@@ -196,17 +228,30 @@ TEST_F(XrunRestart, KilledInstanceRestartsAndEndsBitIdenticalToAnUninterruptedRu
     EXPECT_EQ(seen(1, i)["count"], "1");
     EXPECT_EQ(seen(1, i)["max"], "2");
     EXPECT_EQ(seen(0, i)["job"], seen(1, i)["job"]);
-    EXPECT_NE(seen(0, i)["dir"], seen(1, i)["dir"]);
     EXPECT_EQ(seen(1, i)["dir"], seen(0, i)["dir"] + "-restart1");
     EXPECT_EQ(seen(0, i)["ipus"], seen(1, i)["ipus"]);
   }
+  expectBitIdentical("whole", "restarted");
+  expectNothingLeft();
+}
 
-  // Bit-identical: the final checkpoints (xckpt diff: every dataset equal) and the saved models.
-  const auto diff =
-      xtrain::testing::runCommand(std::string(XTRAIN_BIN_DIR) + "/xckpt diff " + dir_ +
-                                  "/whole/ckpt-00000020 " + dir_ + "/restarted/ckpt-00000020");
-  EXPECT_EQ(diff.exitCode, 0) << diff.output;
-  xtrain::testing::expectSameInitializers(dir_ + "/whole.onnx", dir_ + "/restarted.onnx", 0);
+// A restart whose newest checkpoint was damaged meanwhile falls back to the newest one that
+// verifies, says which it skipped, and still ends bit-identical.
+TEST_F(XrunRestartTraining, DamagedNewestCheckpointFallsBackAndStillEndsBitIdentical) {
+  ASSERT_EQ(train("whole", "").exitCode, 0);
+  clearRecords();
+  const ProcessResult r = train("damaged", "12", true);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ + "/damaged")) << "the wrapper did not damage the checkpoint";
+  EXPECT_NE(r.err.find("skipping checkpoint '" + dir_ +
+                       "/damaged/ckpt-00000010', which does not "
+                       "verify"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("resumed from " + dir_ + "/damaged/ckpt-00000005 at step 5"),
+            std::string::npos)
+      << r.out;
+  expectBitIdentical("whole", "damaged");
   expectNothingLeft();
 }
 
