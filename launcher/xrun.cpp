@@ -392,6 +392,16 @@ int runPlan(JobPlan plan) {
     printTo(1, format("xrun: dry run, engine {}; nothing was started. The commands:\n",
                       toString(plan.engine)));
     for (const auto& line : plannedCommands(plan)) printTo(1, line + "\n");
+    if (o.maxRestarts > 0) {
+      printTo(1, format("xrun: when an instance fails, every instance starts again, up to {} "
+                        "time(s){}{}, with XTRAIN_RESTART_COUNT=1, 2, ...\n",
+                        o.maxRestarts,
+                        o.restartWindowSeconds ? format(" within any {} s", *o.restartWindowSeconds)
+                                               : std::string(),
+                        o.restartDelaySeconds > 0
+                            ? format(", {} s after the failure", o.restartDelaySeconds)
+                            : std::string()));
+    }
     return 0;
   }
   std::string xrunPath = "/usr/local/bin:/usr/bin:/bin";

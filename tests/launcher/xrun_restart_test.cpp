@@ -310,6 +310,22 @@ TEST_F(XrunRestart, OnlyInstanceFailuresAreRestarted) {
       << r.err;  // the user's, not what is left
   clearRecords();
 
+  // SIGINT to xrun during an attempt ends the job (130), nothing restarted.
+  Child interrupted(join({xrunPath(), "-n", "2", "--max-restarts", "3", "--grace-period", "1"},
+                         sh("echo ready; sleep 30 & wait")),
+                    {"TMPDIR=" + tmp_});
+  ASSERT_TRUE(interrupted.waitForStdout(
+      [](const std::string& out) {
+        return out.find("[0] ready") != std::string::npos &&
+               out.find("[1] ready") != std::string::npos;
+      },
+      20));
+  ::kill(interrupted.pid(), SIGINT);
+  r = interrupted.wait(20);
+  EXPECT_EQ(r.exitCode, 130) << r.err;
+  EXPECT_EQ(r.err.find("xrun: restart"), std::string::npos) << r.err;
+  clearRecords();
+
   // An attempt during which xrun forwarded SIGUSR1 (Slurm's warning before preemption) ends the
   // job, even when the instances then fail: the scheduler requeues it.
   Child warned(join({xrunPath(), "-n", "2", "--max-restarts", "3"},
@@ -431,6 +447,14 @@ TEST_F(XrunRestart, BadInputIsAUsageError) {
     EXPECT_EQ(r.exitCode, 2) << args.front() << ": " << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
+  auto dry = xrun({"-n", "2", "--max-restarts", "3", "--restart-window", "600", "--restart-delay",
+                   "5", "--dry-run", "true"});
+  EXPECT_EQ(dry.exitCode, 0) << dry.err;
+  EXPECT_NE(dry.out.find("XTRAIN_RESTART_COUNT=0"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("xrun: when an instance fails, every instance starts again, up to 3 "
+                         "time(s) within any 600 s, 5 s after the failure"),
+            std::string::npos)
+      << dry.out;
   auto help = xrun({"--help"});
   EXPECT_NE(help.out.find("--max-restarts N"), std::string::npos);
   EXPECT_NE(help.out.find("--restart-window SECONDS"), std::string::npos);
