@@ -408,8 +408,8 @@ TEST_F(XrunRestart, DelayIsWaitedAndASignalDuringItEndsTheJob) {
   expectNothingLeft();
 }
 
-// With an engine (Slurm's srun, here the fake one of tests/launcher/fake-srun), the engine is
-// started again and the restart line names the instance it blames.
+// With an engine (Slurm's srun, here the fake one of tests/launcher/fake-srun; Open MPI's mpirun),
+// the engine is started again and the restart line names the instance it blames.
 TEST_F(XrunRestart, EngineJobsRestartToo) {
   const char* path = std::getenv("PATH");
   const std::string fakeSrun = std::string(XTRAIN_SOURCE_DIR) + "/tests/launcher/fake-srun:" +
@@ -425,6 +425,17 @@ TEST_F(XrunRestart, EngineJobsRestartToo) {
   EXPECT_EQ(seen(1, 1)["max"], "1");
   EXPECT_NE(r.err.find("xrun: restart 1 of 1: instance 1 failed (srun (pid "), std::string::npos)
       << r.err;
+  expectNothingLeft();
+
+  // Open MPI's mpirun likewise, when installed.
+  if (xtrain::testing::runCommand("command -v mpirun").exitCode != 0) return;
+  clearRecords();
+  const ProcessResult m = xrun(join({"--engine", "mpirun", "-n", "2", "--max-restarts", "1"},
+                                    sh("[ $R = 0 ] && [ $I = 1 ] && exit 6; sleep 0.2")));
+  EXPECT_EQ(m.exitCode, 0) << m.err;
+  EXPECT_EQ(attempts(), 2);
+  EXPECT_EQ(seen(1, 1)["count"], "1");
+  EXPECT_NE(m.err.find("xrun: restart 1 of 1: "), std::string::npos) << m.err;
   expectNothingLeft();
 }
 
