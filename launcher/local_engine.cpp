@@ -811,18 +811,13 @@ SignalHandlers::SignalHandlers() : scope_(std::make_unique<SignalScope>()) {}
 
 SignalHandlers::~SignalHandlers() = default;
 
-int SignalHandlers::waitForStop(double seconds, const std::function<void(int)>& onOther) {
+int SignalHandlers::waitForSignal(double seconds) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::max(0.0, seconds)));
   for (;;) {
-    unsigned char buf[64];
-    ssize_t n;
-    while ((n = ::read(scope_->readFd(), buf, sizeof buf)) > 0) {
-      for (ssize_t k = 0; k < n; ++k) {
-        const int sig = buf[k];
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) return sig;
-        if ((sig == SIGUSR1 || sig == SIGUSR2) && onOther) onOther(sig);
-      }
+    unsigned char sig = 0;
+    while (::read(scope_->readFd(), &sig, 1) == 1) {
+      if (sig != SIGCHLD) return sig;
     }
     const auto now = Clock::now();
     if (now >= deadline) return 0;

@@ -41,7 +41,6 @@
 // at a time.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,9 +117,9 @@ class SignalHandlers {
   SignalHandlers(const SignalHandlers&) = delete;
   SignalHandlers& operator=(const SignalHandlers&) = delete;
 
-  // Waits up to `seconds` (0: only looks) for SIGINT, SIGTERM or SIGHUP and returns it, or 0 when
-  // none came; SIGUSR1/SIGUSR2 received meanwhile are passed to onOther.
-  int waitForStop(double seconds, const std::function<void(int)>& onOther);
+  // Waits up to `seconds` (0: only looks) for SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2 and
+  // returns the first, or 0 when none came. One signal per call: call again for the next.
+  int waitForSignal(double seconds);
 
  private:
   std::unique_ptr<SignalScope> scope_;

@@ -1,6 +1,7 @@
 #include "launcher/xrun.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -455,15 +456,14 @@ int runPlan(JobPlan plan) {
                       o.restartWindowSeconds ? format(" ({} restart(s){})", *k, window) : ""));
     double delay = o.restartDelaySeconds;
     if (o.timeoutSeconds) delay = std::min(delay, std::max(0.0, *o.timeoutSeconds - now));
-    const int sig = signals.waitForStop(delay, [](int other) {
-      printTo(2, format("xrun: received {} between two attempts; no instance runs to forward it "
-                        "to\n",
-                        signalName(other)));
-    });
-    if (sig != 0) {
-      printTo(2, format("xrun: received {} before restart {}; the job ends without it\n",
-                        signalName(sig), *k));
-      return 128 + sig;
+    // A signal now ends the job: SIGINT, SIGTERM, SIGHUP with 128 + signal; SIGUSR1/SIGUSR2
+    // (Slurm's warning before preemption: the allocation is about to go) with the failure's code.
+    if (const int sig = signals.waitForSignal(delay); sig != 0) {
+      const bool warning = sig == SIGUSR1 || sig == SIGUSR2;
+      printTo(2, format("xrun: received {}{} before restart {}; the job ends without it{}\n",
+                        signalName(sig), warning ? " (Slurm's warning before preemption)" : "", *k,
+                        warning ? format(", with exit code {}", outcome.exitCode) : ""));
+      return warning ? outcome.exitCode : 128 + sig;
     }
     if (o.timeoutSeconds && secondsSince(jobStart) >= *o.timeoutSeconds) {
       printTo(2, format("xrun: the job reached --timeout {} s before restart {} could start\n",

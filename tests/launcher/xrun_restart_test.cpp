@@ -388,23 +388,30 @@ TEST_F(XrunRestart, DelayIsWaitedAndASignalDuringItEndsTheJob) {
   EXPECT_NE(r.err.find("XTRAIN_RESTART_COUNT=1 in 1 s"), std::string::npos) << r.err;
   clearRecords();
 
-  // SIGTERM while xrun waits to restart: the job ends at once with 128 + 15, nothing restarted.
-  Child job(join({xrunPath(), "-n", "1", "--max-restarts", "1", "--restart-delay", "30"},
-                 sh("[ $R = 0 ] && { echo failing; exit 3; }; true")),
-            {"TMPDIR=" + tmp_});
-  ASSERT_TRUE(job.waitForStdout(
-      [](const std::string& out) { return out.find("failing") != std::string::npos; }, 20));
-  // The attempt is over once xrun has removed its rendezvous directory; then it waits to restart.
-  const double until = nowSeconds() + 20;
-  while (!fs::is_empty(tmp_) && nowSeconds() < until) usleep(20000);
-  ASSERT_TRUE(fs::is_empty(tmp_));
-  usleep(100000);
-  const double sent = nowSeconds();
-  ::kill(job.pid(), SIGTERM);
-  const ProcessResult ended = job.wait(20);
-  EXPECT_EQ(ended.exitCode, 143) << ended.err;
-  EXPECT_LT(nowSeconds() - sent, 5.0);
-  EXPECT_EQ(attempts(), 1);
+  // A signal while xrun waits to restart ends the job at once, nothing restarted: SIGTERM with
+  // 128 + 15; SIGUSR1 (Slurm's warning before preemption) with the failure's code.
+  for (const auto& [sig, code] : {std::pair{SIGTERM, 143}, std::pair{SIGUSR1, 3}}) {
+    SCOPED_TRACE(sig);
+    clearRecords();
+    Child job(join({xrunPath(), "-n", "1", "--max-restarts", "1", "--restart-delay", "30"},
+                   sh("[ $R = 0 ] && { echo failing; exit 3; }; true")),
+              {"TMPDIR=" + tmp_});
+    ASSERT_TRUE(job.waitForStdout(
+        [](const std::string& out) { return out.find("failing") != std::string::npos; }, 20));
+    // The attempt is over once xrun has removed its rendezvous directory; then it waits.
+    const double until = nowSeconds() + 20;
+    while (!fs::is_empty(tmp_) && nowSeconds() < until) usleep(20000);
+    ASSERT_TRUE(fs::is_empty(tmp_));
+    usleep(100000);
+    const double sent = nowSeconds();
+    ::kill(job.pid(), sig);
+    const ProcessResult ended = job.wait(20);
+    EXPECT_EQ(ended.exitCode, code) << ended.err;
+    EXPECT_LT(nowSeconds() - sent, 5.0);
+    EXPECT_NE(ended.err.find("before restart 1; the job ends without it"), std::string::npos)
+        << ended.err;
+    EXPECT_EQ(attempts(), 1);
+  }
   expectNothingLeft();
 }
 
