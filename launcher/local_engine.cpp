@@ -16,11 +16,14 @@
 #include <filesystem>
 
 #include "launcher/watchdog.hpp"
+#include "xtrain/dist.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/format.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::launcher {
+
+static_assert(kPreemptedExitCode == dist::kPreemptedExitCode);
 
 std::string signalName(int sig) {
   switch (sig) {
@@ -173,7 +176,8 @@ ExecArrays makeExecArrays(const std::vector<std::string>& argv,
   return a;
 }
 
-enum class StopReason { None, Failure, Finished, Timeout, Signal };
+// Preempted: an instance exited with kPreemptedExitCode while nothing else was stopping the job.
+enum class StopReason { None, Failure, Finished, Timeout, Signal, Preempted };
 
 class Supervisor {
  public:
@@ -208,6 +212,7 @@ class Supervisor {
   std::string engineFailureText(const Instance& engine) const;
   void closeStream(Instance& inst, int stream);
   void beginStop(StopReason reason, int termSignal);
+  std::optional<int> preemptionOutcome();
   void signalGroups(int sig);
   void checkGroups();
   bool allGone() const;
@@ -474,15 +479,20 @@ void Supervisor::beginStop(StopReason reason, int termSignal) {
   if (stopReason_ != StopReason::None) return;
   stopReason_ = reason;
   auto now = Clock::now();
-  auto grace = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(spec_.gracePeriodSeconds));
+  // A preemption request leaves the instances the time to save their state; anything else ends the
+  // job promptly.
+  const bool preemption =
+      reason == StopReason::Preempted || (reason == StopReason::Signal && termSignal == SIGTERM);
+  const double seconds = preemption ? spec_.preemptionGraceSeconds : spec_.gracePeriodSeconds;
+  auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   killDeadline_ = now + grace;
   hardDeadline_ = killDeadline_ + std::chrono::seconds(3);
-  static const char* const reasons[] = {"none", "an instance failed", "every instance ended",
-                                        "timeout", "signal"};
+  static const char* const reasons[] = {
+      "none",   "an instance failed",       "every instance ended", "timeout",
+      "signal", "an instance was preempted"};
   debugLog(format("stopping the job ({}); sending {} to every process group, SIGKILL in {} s",
                   reasons[static_cast<int>(reason)],
-                  termSignal == 0 ? "nothing" : signalName(termSignal), spec_.gracePeriodSeconds));
+                  termSignal == 0 ? "nothing" : signalName(termSignal), seconds));
   if (termSignal != 0) signalGroups(termSignal);
 }
 
@@ -513,7 +523,18 @@ void Supervisor::reap() {
       signalSession(inst.pid, SIGTERM);
     }
     bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (failed && stopReason_ == StopReason::None) {
+    if (failed && stopReason_ == StopReason::None && WIFEXITED(status) &&
+        WEXITSTATUS(status) == kPreemptedExitCode) {
+      // It saved its state after a preemption request; the others stop after the same step (they
+      // agree on it), so they get the grace period to end by themselves.
+      firstFailure_ = inst.index;
+      debugLog(
+          format("{} (pid {}) was preempted (exit code {}); waiting up to {} s "
+                 "(--grace-period) for the others to end",
+                 engineMode_ ? spec_.engine->name : "instance " + std::to_string(inst.index),
+                 inst.pid, kPreemptedExitCode, spec_.preemptionGraceSeconds));
+      beginStop(StopReason::Preempted, 0);
+    } else if (failed && stopReason_ == StopReason::None) {
       firstFailure_ = inst.index;
       runningAtFailure_ = static_cast<int>(std::count_if(
           instances_.begin(), instances_.end(), [](const Instance& i) { return !i.reaped; }));
@@ -549,7 +570,10 @@ void Supervisor::handleSignals() {
       if (stopReason_ == StopReason::None) {
         message("received " + signalName(sig) + "; forwarding it to " +
                 (engineMode_ ? spec_.engine->name : std::string("every instance")) +
-                " and ending the job");
+                " and ending the job" +
+                (sig == SIGTERM
+                     ? format(" (SIGKILL after --grace-period {} s)", spec_.preemptionGraceSeconds)
+                     : std::string()));
         stopSignal_ = sig;
         beginStop(StopReason::Signal, sig);
       } else if (!killed_) {
@@ -712,6 +736,34 @@ std::string Supervisor::engineFailureText(const Instance& engine) const {
   return text;
 }
 
+// After a preemption request: kPreemptedExitCode when every instance (engine mode: the engine)
+// exited 0 or with that code, at least one with it, saying so; otherwise nothing (the usual exit
+// code applies) after naming the instances the grace period's SIGKILL ended.
+std::optional<int> Supervisor::preemptionOutcome() {
+  int preempted = 0;
+  bool clean = true;
+  for (const Instance& inst : instances_) {
+    if (WIFEXITED(inst.status) && WEXITSTATUS(inst.status) == kPreemptedExitCode) {
+      ++preempted;
+    } else if (!(WIFEXITED(inst.status) && WEXITSTATUS(inst.status) == 0)) {
+      clean = false;
+      if (killed_ && stopReason_ == StopReason::Signal && WIFSIGNALED(inst.status) &&
+          WTERMSIG(inst.status) == SIGKILL) {
+        message(format("{} (pid {}) did not end within the grace period ({} s) and was killed",
+                       engineMode_ ? spec_.engine->name : "instance " + std::to_string(inst.index),
+                       inst.pid, spec_.preemptionGraceSeconds));
+      }
+    }
+  }
+  if (!clean || preempted == 0) return std::nullopt;
+  message(format(
+      "the job was preempted: {} saved {} state and exited with code {}; run it again "
+      "to continue",
+      engineMode_ ? spec_.engine->name : format("{} of {} instances", preempted, instances_.size()),
+      engineMode_ ? "the instances'" : "their", kPreemptedExitCode));
+  return kPreemptedExitCode;
+}
+
 int Supervisor::finish() {
   // Flush what is buffered, close everything.
   for (auto& inst : instances_) {
@@ -756,7 +808,28 @@ int Supervisor::finish() {
       return exitCodeOf(f.status);
     }
     case StopReason::Timeout: return kTimeoutExitCode;
-    case StopReason::Signal: return 128 + stopSignal_;
+    case StopReason::Signal:
+      if (auto code = preemptionOutcome()) return *code;
+      return 128 + stopSignal_;
+    case StopReason::Preempted: {
+      if (auto code = preemptionOutcome()) return *code;
+      // Some instance did not follow: its end is the job's.
+      for (const Instance& inst : instances_) {
+        if (WIFEXITED(inst.status) &&
+            (WEXITSTATUS(inst.status) == 0 || WEXITSTATUS(inst.status) == kPreemptedExitCode)) {
+          continue;
+        }
+        message(format("instance {} (pid {}) {} after instance {} was preempted", inst.index,
+                       inst.pid,
+                       killed_ && WIFSIGNALED(inst.status) && WTERMSIG(inst.status) == SIGKILL
+                           ? format("did not end within --grace-period {} s and was killed",
+                                    spec_.preemptionGraceSeconds)
+                           : describeStatus(inst.status),
+                       firstFailure_));
+        return exitCodeOf(inst.status);
+      }
+      return kPreemptedExitCode;
+    }
     case StopReason::Finished:
     case StopReason::None: return 0;
   }

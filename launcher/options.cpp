@@ -146,14 +146,13 @@ const std::map<std::string, OptionSpec>& optionTable() {
     t["--timeout"] = {true, [](Options& o, const std::string& n, const std::string& v) {
                         o.timeoutSeconds = parseSeconds(n, v);
                       }};
-    t["--grace-period"] = {
-        true, [](Options& o, const std::string& n, const std::string& v) {
-          o.gracePeriodSeconds = parseSeconds(n, v);
-          if (o.gracePeriodSeconds > 8) {
-            throw UsageError("{} must be at most 8 seconds (a failed job ends within 10 s), got {}",
-                             n, v);
-          }
-        }};
+    t["--grace-period"] = {true, [](Options& o, const std::string& n, const std::string& v) {
+                             o.gracePeriodSeconds = parseSeconds(n, v);
+                             if (o.gracePeriodSeconds > kMaxGracePeriodSeconds) {
+                               throw UsageError("{} must be at most {} seconds, got {}", n,
+                                                kMaxGracePeriodSeconds, v);
+                             }
+                           }};
     t["-x"] = {
         true, [](Options& o, const std::string& n, const std::string& v) {
           auto eq = v.find('=');
@@ -362,7 +361,9 @@ Output:
 
 Ending:
       --timeout SECONDS        end the whole job after that long (exit code 124)
-      --grace-period SECONDS   SIGTERM -> SIGKILL delay when stopping (default 5)
+      --grace-period SECONDS   time the instances get to end after SIGTERM to xrun or
+                               a preempted instance, before SIGKILL (default 30; at
+                               most 5 of it after a failure or the timeout)
 
   -h, --help                   this text
       --version                xrun's version
@@ -371,7 +372,9 @@ When an instance exits non-zero or dies by a signal, xrun stops the others and
 exits with that instance's code (128+signal for a signal). SIGINT, SIGTERM and
 SIGHUP sent to xrun are forwarded to every instance's process group, SIGUSR1 and
 SIGUSR2 to every instance (with mpirun or srun: to the engine, which forwards
-them). Usage errors exit with 2.
+them). SIGUSR1 and SIGTERM are preemption requests to xtrain, which saves a
+checkpoint and exits with 75; xrun exits with 75 when every instance did.
+Usage errors exit with 2.
 )";
 }
 

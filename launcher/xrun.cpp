@@ -347,7 +347,8 @@ int runPlan(JobPlan plan) {
   spec.output.onlyInstance = o.onlyOutputFromInstance;
   spec.outputDir = o.outputDir;
   spec.timeoutSeconds = o.timeoutSeconds;
-  spec.gracePeriodSeconds = o.gracePeriodSeconds;
+  spec.gracePeriodSeconds = std::min(o.gracePeriodSeconds, kFailureGraceSeconds);
+  spec.preemptionGraceSeconds = o.gracePeriodSeconds;
   spec.cleanupDir = plan.job.rendezvousDir;
   auto removeDir = [&] {
     if (plan.job.rendezvousDir.empty()) return;
