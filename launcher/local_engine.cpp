@@ -756,11 +756,17 @@ std::optional<int> Supervisor::preemptionOutcome() {
     }
   }
   if (!clean || preempted == 0) return std::nullopt;
-  message(format(
-      "the job was preempted: {} saved {} state and exited with code {}; run it again "
-      "to continue",
-      engineMode_ ? spec_.engine->name : format("{} of {} instances", preempted, instances_.size()),
-      engineMode_ ? "the instances'" : "their", kPreemptedExitCode));
+  if (engineMode_) {
+    message(
+        format("the job was preempted: {} exited with code {} (its instances saved their state "
+               "and exited with it); run it again to continue",
+               spec_.engine->name, kPreemptedExitCode));
+  } else {
+    message(
+        format("the job was preempted: {} of {} instances saved their state and exited with "
+               "code {}; run it again to continue",
+               preempted, instances_.size(), kPreemptedExitCode));
+  }
   return kPreemptedExitCode;
 }
 
