@@ -758,13 +758,13 @@ std::optional<int> Supervisor::preemptionOutcome() {
   if (!clean || preempted == 0) return std::nullopt;
   if (engineMode_) {
     message(
-        format("the job was preempted: {} exited with code {} (its instances saved their state "
-               "and exited with it); run it again to continue",
+        format("the job was preempted: {} exited with code {}, as its instances did; run it "
+               "again to continue",
                spec_.engine->name, kPreemptedExitCode));
   } else {
     message(
-        format("the job was preempted: {} of {} instances saved their state and exited with "
-               "code {}; run it again to continue",
+        format("the job was preempted: {} of {} instances exited with code {}; run it again to "
+               "continue",
                preempted, instances_.size(), kPreemptedExitCode));
   }
   return kPreemptedExitCode;
