@@ -112,6 +112,25 @@ TEST_F(Preemption, XrunJobStopsWithACheckpointAndResumesBitIdentically) {
   }
 }
 
+// Open MPI's mpirun as xrun's engine forwards SIGUSR1 to every process; mpirun exits 75 with them,
+// and xrun passes it on.
+TEST_F(Preemption, MpirunEnginePassesThePreemptionOn) {
+  if (runCommand("command -v mpirun").exitCode != 0) GTEST_SKIP() << "mpirun is not installed";
+  const std::string ckpts = path("ckpts");
+  std::vector<std::string> argv = command(true, {"--checkpoint-dir", ckpts});
+  argv.insert(argv.begin() + 1, {"--engine", "mpirun"});
+  const ProcessResult r = preempt(argv, SIGUSR1);
+  EXPECT_EQ(r.exitCode, 75) << r.err;
+  const long step = stoppedAfter(r.err, "SIGUSR1");
+  ASSERT_GT(step, 0) << r.err;
+  EXPECT_NE(r.err.find("xrun: the job was preempted: mpirun exited with code 75"),
+            std::string::npos)
+      << r.err;
+  char name8[32];
+  std::snprintf(name8, sizeof name8, "ckpt-%08ld", step);
+  EXPECT_TRUE(fs::exists(fs::path(ckpts) / name8 / "checkpoint.h5")) << r.err;
+}
+
 // Without --checkpoint-dir the job still stops and exits 75, saying what is lost; a plain xtrain
 // (no launcher) stops the same way and checkpoints.
 TEST_F(Preemption, WithoutCheckpointDirAndWithoutXrun) {
