@@ -237,6 +237,7 @@ class Supervisor {
   int startExitCode_ = 1;  // when an instance could not be started
   int runningAtFailure_ = 0;
   bool killed_ = false;
+  bool killedAtGraceEnd_ = false;  // killed_ because the grace period ended (not a second signal)
   Clock::time_point start_;
   Clock::time_point killDeadline_;
   Clock::time_point hardDeadline_;
@@ -675,6 +676,7 @@ int Supervisor::run() {
         debugLog("grace period over; sending SIGKILL to every process group still alive");
         signalGroups(SIGKILL);
         killed_ = true;
+        killedAtGraceEnd_ = true;
       }
       checkGroups();
       if (allGone()) {
@@ -743,11 +745,13 @@ std::optional<int> Supervisor::preemptionOutcome() {
   int preempted = 0;
   bool clean = true;
   for (const Instance& inst : instances_) {
-    if (WIFEXITED(inst.status) && WEXITSTATUS(inst.status) == kPreemptedExitCode) {
+    if (!inst.reaped) {
+      clean = false;  // still running past the hard deadline: the watchdog ends it
+    } else if (WIFEXITED(inst.status) && WEXITSTATUS(inst.status) == kPreemptedExitCode) {
       ++preempted;
     } else if (!(WIFEXITED(inst.status) && WEXITSTATUS(inst.status) == 0)) {
       clean = false;
-      if (killed_ && stopReason_ == StopReason::Signal && WIFSIGNALED(inst.status) &&
+      if (killedAtGraceEnd_ && stopReason_ == StopReason::Signal && WIFSIGNALED(inst.status) &&
           WTERMSIG(inst.status) == SIGKILL) {
         message(format("{} (pid {}) did not end within the grace period ({} s) and was killed",
                        engineMode_ ? spec_.engine->name : "instance " + std::to_string(inst.index),
@@ -821,18 +825,19 @@ int Supervisor::finish() {
       if (auto code = preemptionOutcome()) return *code;
       // Some instance did not follow: its end is the job's.
       for (const Instance& inst : instances_) {
-        if (WIFEXITED(inst.status) &&
+        if (inst.reaped && WIFEXITED(inst.status) &&
             (WEXITSTATUS(inst.status) == 0 || WEXITSTATUS(inst.status) == kPreemptedExitCode)) {
           continue;
         }
-        message(format("instance {} (pid {}) {} after instance {} was preempted", inst.index,
-                       inst.pid,
-                       killed_ && WIFSIGNALED(inst.status) && WTERMSIG(inst.status) == SIGKILL
-                           ? format("did not end within --grace-period {} s and was killed",
-                                    spec_.preemptionGraceSeconds)
-                           : describeStatus(inst.status),
-                       firstFailure_));
-        return exitCodeOf(inst.status);
+        message(format(
+            "instance {} (pid {}) {} after instance {} was preempted", inst.index, inst.pid,
+            !inst.reaped ? std::string("is still running")
+            : killedAtGraceEnd_ && WIFSIGNALED(inst.status) && WTERMSIG(inst.status) == SIGKILL
+                ? format("did not end within --grace-period {} s and was killed",
+                         spec_.preemptionGraceSeconds)
+                : describeStatus(inst.status),
+            firstFailure_));
+        return inst.reaped ? exitCodeOf(inst.status) : 128 + SIGKILL;  // the watchdog kills it
       }
       return kPreemptedExitCode;
     }
