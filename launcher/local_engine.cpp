@@ -16,11 +16,14 @@
 #include <filesystem>
 
 #include "launcher/watchdog.hpp"
+#include "xtrain/dist.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/format.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::launcher {
+
+static_assert(kPreemptedExitCode == dist::kPreemptedExitCode);
 
 std::string signalName(int sig) {
   switch (sig) {
@@ -178,7 +181,8 @@ ExecArrays makeExecArrays(const std::vector<std::string>& argv,
   return a;
 }
 
-enum class StopReason { None, Failure, Finished, Timeout, Signal };
+// Preempted: an instance exited with kPreemptedExitCode while nothing else was stopping the job.
+enum class StopReason { None, Failure, Finished, Timeout, Signal, Preempted };
 
 class Supervisor {
  public:
@@ -213,6 +217,7 @@ class Supervisor {
   std::string engineFailureText(const Instance& engine) const;
   void closeStream(Instance& inst, int stream);
   void beginStop(StopReason reason, int termSignal);
+  std::optional<int> preemptionOutcome();
   void signalGroups(int sig);
   void checkGroups();
   bool allGone() const;
@@ -238,6 +243,7 @@ class Supervisor {
   int startExitCode_ = 1;  // when an instance could not be started
   int runningAtFailure_ = 0;
   bool killed_ = false;
+  bool killedAtGraceEnd_ = false;  // killed_ because the grace period ended (not a second signal)
   Clock::time_point start_;
   Clock::time_point killDeadline_;
   Clock::time_point hardDeadline_;
@@ -480,15 +486,20 @@ void Supervisor::beginStop(StopReason reason, int termSignal) {
   if (stopReason_ != StopReason::None) return;
   stopReason_ = reason;
   auto now = Clock::now();
-  auto grace = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(spec_.gracePeriodSeconds));
+  // A preemption request leaves the instances the time to save their state; anything else ends the
+  // job promptly.
+  const bool preemption =
+      reason == StopReason::Preempted || (reason == StopReason::Signal && termSignal == SIGTERM);
+  const double seconds = preemption ? spec_.preemptionGraceSeconds : spec_.gracePeriodSeconds;
+  auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   killDeadline_ = now + grace;
   hardDeadline_ = killDeadline_ + std::chrono::seconds(3);
-  static const char* const reasons[] = {"none", "an instance failed", "every instance ended",
-                                        "timeout", "signal"};
+  static const char* const reasons[] = {
+      "none",   "an instance failed",       "every instance ended", "timeout",
+      "signal", "an instance was preempted"};
   debugLog(format("stopping the job ({}); sending {} to every process group, SIGKILL in {} s",
                   reasons[static_cast<int>(reason)],
-                  termSignal == 0 ? "nothing" : signalName(termSignal), spec_.gracePeriodSeconds));
+                  termSignal == 0 ? "nothing" : signalName(termSignal), seconds));
   if (termSignal != 0) signalGroups(termSignal);
 }
 
@@ -519,7 +530,18 @@ void Supervisor::reap() {
       signalSession(inst.pid, SIGTERM);
     }
     bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (failed && stopReason_ == StopReason::None) {
+    if (failed && stopReason_ == StopReason::None && WIFEXITED(status) &&
+        WEXITSTATUS(status) == kPreemptedExitCode) {
+      // It saved its state after a preemption request; the others stop after the same step (they
+      // agree on it), so they get the grace period to end by themselves.
+      firstFailure_ = inst.index;
+      debugLog(
+          format("{} (pid {}) was preempted (exit code {}); waiting up to {} s "
+                 "(--grace-period) for the others to end",
+                 engineMode_ ? spec_.engine->name : "instance " + std::to_string(inst.index),
+                 inst.pid, kPreemptedExitCode, spec_.preemptionGraceSeconds));
+      beginStop(StopReason::Preempted, 0);
+    } else if (failed && stopReason_ == StopReason::None) {
       firstFailure_ = inst.index;
       runningAtFailure_ = static_cast<int>(std::count_if(
           instances_.begin(), instances_.end(), [](const Instance& i) { return !i.reaped; }));
@@ -556,7 +578,10 @@ void Supervisor::handleSignals() {
       if (stopReason_ == StopReason::None) {
         message("received " + signalName(sig) + "; forwarding it to " +
                 (engineMode_ ? spec_.engine->name : std::string("every instance")) +
-                " and ending the job");
+                " and ending the job" +
+                (sig == SIGTERM
+                     ? format(" (SIGKILL after --grace-period {} s)", spec_.preemptionGraceSeconds)
+                     : std::string()));
         stopSignal_ = sig;
         beginStop(StopReason::Signal, sig);
       } else if (!killed_) {
@@ -662,6 +687,7 @@ JobOutcome Supervisor::run() {
         debugLog("grace period over; sending SIGKILL to every process group still alive");
         signalGroups(SIGKILL);
         killed_ = true;
+        killedAtGraceEnd_ = true;
       }
       checkGroups();
       if (allGone()) {
@@ -721,6 +747,42 @@ std::string Supervisor::engineFailureText(const Instance& engine) const {
     first = false;
   }
   return text;
+}
+
+// After a preemption request: kPreemptedExitCode when every instance (engine mode: the engine)
+// exited 0 or with that code, at least one with it, saying so; otherwise nothing (the usual exit
+// code applies) after naming the instances the grace period's SIGKILL ended.
+std::optional<int> Supervisor::preemptionOutcome() {
+  int preempted = 0;
+  bool clean = true;
+  for (const Instance& inst : instances_) {
+    if (!inst.reaped) {
+      clean = false;  // still running past the hard deadline: the watchdog ends it
+    } else if (WIFEXITED(inst.status) && WEXITSTATUS(inst.status) == kPreemptedExitCode) {
+      ++preempted;
+    } else if (!(WIFEXITED(inst.status) && WEXITSTATUS(inst.status) == 0)) {
+      clean = false;
+      if (killedAtGraceEnd_ && stopReason_ == StopReason::Signal && WIFSIGNALED(inst.status) &&
+          WTERMSIG(inst.status) == SIGKILL) {
+        message(format("{} (pid {}) did not end within the grace period ({} s) and was killed",
+                       engineMode_ ? spec_.engine->name : "instance " + std::to_string(inst.index),
+                       inst.pid, spec_.preemptionGraceSeconds));
+      }
+    }
+  }
+  if (!clean || preempted == 0) return std::nullopt;
+  if (engineMode_) {
+    message(
+        format("the job was preempted: {} exited with code {}, as its instances did; run it "
+               "again to continue",
+               spec_.engine->name, kPreemptedExitCode));
+  } else {
+    message(
+        format("the job was preempted: {} of {} instances exited with code {}; run it again to "
+               "continue",
+               preempted, instances_.size(), kPreemptedExitCode));
+  }
+  return kPreemptedExitCode;
 }
 
 JobOutcome Supervisor::finish() {
@@ -787,9 +849,40 @@ JobOutcome Supervisor::finish() {
       outcome.exitCode = kTimeoutExitCode;
       return outcome;
     case StopReason::Signal:
+      if (auto code = preemptionOutcome()) {
+        outcome.end = JobEnd::Preempted;
+        outcome.exitCode = *code;
+        return outcome;
+      }
       outcome.end = JobEnd::Signal;
       outcome.exitCode = 128 + stopSignal_;
       return outcome;
+    case StopReason::Preempted: {
+      outcome.end = JobEnd::Preempted;
+      outcome.exitCode = kPreemptedExitCode;
+      if (auto code = preemptionOutcome()) {
+        outcome.exitCode = *code;
+        return outcome;
+      }
+      // Some instance did not follow: its end is the job's.
+      for (const Instance& inst : instances_) {
+        if (inst.reaped && WIFEXITED(inst.status) &&
+            (WEXITSTATUS(inst.status) == 0 || WEXITSTATUS(inst.status) == kPreemptedExitCode)) {
+          continue;
+        }
+        message(format(
+            "instance {} (pid {}) {} after instance {} was preempted", inst.index, inst.pid,
+            !inst.reaped ? std::string("is still running")
+            : killedAtGraceEnd_ && WIFSIGNALED(inst.status) && WTERMSIG(inst.status) == SIGKILL
+                ? format("did not end within --grace-period {} s and was killed",
+                         spec_.preemptionGraceSeconds)
+                : describeStatus(inst.status),
+            firstFailure_));
+        outcome.exitCode = inst.reaped ? exitCodeOf(inst.status) : 128 + SIGKILL;
+        return outcome;
+      }
+      return outcome;
+    }
     case StopReason::Finished:
     case StopReason::None: return outcome;
   }

@@ -24,7 +24,11 @@
 //    forwarded to every instance's process group and end the job (128 + signal; one received while
 //    already stopping kills at once); SIGUSR1 and SIGUSR2 are forwarded to every instance's main
 //    process only.
-//  - Every wait is bounded: the job ends at most gracePeriod + 3 s after it starts stopping.
+//  - Preemption: SIGTERM to xrun is forwarded the same way but leaves the instances
+//    preemptionGraceSeconds to end; an instance exiting with kPreemptedExitCode (75: it saved its
+//    state after SIGUSR1 or SIGTERM) sends nothing to the others and leaves them that long to end
+//    by themselves. When every instance exited 0 or 75 (one at least 75), xrun returns 75.
+//  - Every wait is bounded: the job ends at most its grace period + 3 s after it starts stopping.
 //
 // Engine mode (spec.engine set: --engine mpirun or srun): the job is one process, the engine, which
 // starts the instances itself (here or on other hosts). It is started in a session of its own
@@ -51,6 +55,8 @@
 namespace xtrain::launcher {
 
 inline constexpr int kTimeoutExitCode = 124;
+// An instance that stopped for a preemption request, having saved its state (xtrain::dist).
+inline constexpr int kPreemptedExitCode = 75;
 
 struct EngineMode {
   EngineTag tag = EngineTag::Mpirun;
@@ -70,7 +76,11 @@ struct LocalJobSpec {
   std::optional<double>
       timeoutShownSeconds;    // the --timeout its message names (default: the above)
   bool appendOutput = false;  // outputDir: append to the files (a restart) instead of truncating
-  double gracePeriodSeconds = 5.0;
+  double gracePeriodSeconds =
+      5.0;  // SIGTERM -> SIGKILL after a failure, the timeout, SIGINT/SIGHUP
+  // SIGTERM -> SIGKILL after a preemption request: SIGTERM to xrun, or an instance exiting with
+  // kPreemptedExitCode (the others get this long to end by themselves).
+  double preemptionGraceSeconds = 30.0;
   std::string cleanupDir;  // removed by the watchdog if xrun dies (the caller removes it normally)
   int stdoutFd = 1;        // where xrun prints instance stdout lines
   int stderrFd = 2;        // instance stderr lines and xrun's own messages
@@ -83,6 +93,8 @@ enum class JobEnd {
   StartFailed,     // an instance or the engine could not be started (126, 127)
   Timeout,         // timeoutSeconds reached
   Signal,          // xrun received SIGINT, SIGTERM or SIGHUP
+  Preempted,       // a preemption request (SIGTERM to xrun, an instance exiting with
+                   // kPreemptedExitCode) ended the job
 };
 
 struct JobOutcome {

@@ -157,14 +157,13 @@ const std::map<std::string, OptionSpec>& optionTable() {
     t["--timeout"] = {true, [](Options& o, const std::string& n, const std::string& v) {
                         o.timeoutSeconds = parseSeconds(n, v);
                       }};
-    t["--grace-period"] = {
-        true, [](Options& o, const std::string& n, const std::string& v) {
-          o.gracePeriodSeconds = parseSeconds(n, v);
-          if (o.gracePeriodSeconds > 8) {
-            throw UsageError("{} must be at most 8 seconds (a failed job ends within 10 s), got {}",
-                             n, v);
-          }
-        }};
+    t["--grace-period"] = {true, [](Options& o, const std::string& n, const std::string& v) {
+                             o.gracePeriodSeconds = parseSeconds(n, v);
+                             if (o.gracePeriodSeconds > kMaxGracePeriodSeconds) {
+                               throw UsageError("{} must be at most {} seconds, got {}", n,
+                                                kMaxGracePeriodSeconds, v);
+                             }
+                           }};
     t["--max-restarts"] = {true, [](Options& o, const std::string& n, const std::string& v) {
                              o.maxRestarts = parseInt(n, v, 0);
                            }};
@@ -386,7 +385,9 @@ Output:
 
 Ending:
       --timeout SECONDS        end the whole job after that long (exit code 124)
-      --grace-period SECONDS   SIGTERM -> SIGKILL delay when stopping (default 5)
+      --grace-period SECONDS   time the instances get to end after SIGTERM to xrun or
+                               a preempted instance, before SIGKILL (default 30; at
+                               most 5 of it after a failure or the timeout)
 
 Restarts:
       --max-restarts N         when an instance fails, end the attempt, then start
@@ -404,7 +405,9 @@ exits with that instance's code (128+signal for a signal), unless --max-restarts
 allows a restart: then the exit code is the last attempt's. SIGINT, SIGTERM and
 SIGHUP sent to xrun are forwarded to every instance's process group, SIGUSR1 and
 SIGUSR2 to every instance (with mpirun or srun: to the engine, which forwards
-them). Usage errors exit with 2.
+them). SIGUSR1 and SIGTERM are preemption requests to xtrain, which saves a
+checkpoint and exits with 75; xrun exits with 75 when every instance did.
+Usage errors exit with 2.
 )";
 }
 

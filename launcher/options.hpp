@@ -14,6 +14,10 @@
 namespace xtrain::launcher {
 
 inline constexpr int kUsageExitCode = 2;
+// --grace-period's bound, and the part of it a failure or --timeout waits before SIGKILL (so a
+// failed job ends within 10 s, to be restarted or reported).
+inline constexpr double kMaxGracePeriodSeconds = 3600;
+inline constexpr double kFailureGraceSeconds = 5;
 
 // A bad command line or an impossible layout: the user can fix it.
 class UsageError : public xtrain::error {
@@ -54,7 +58,9 @@ struct Options {
   bool dryRun = false;
 
   std::optional<double> timeoutSeconds;  // end the whole job after this long
-  double gracePeriodSeconds = 5.0;       // SIGTERM -> SIGKILL when stopping instances
+  // SIGTERM -> SIGKILL when the job is asked to stop (SIGTERM to xrun, an instance preempted); at
+  // most kFailureGraceSeconds of it after a failure or --timeout.
+  double gracePeriodSeconds = 30.0;
 
   // Restarts (launcher/restart_policy.hpp): after a failed attempt, start every instance again, up
   // to maxRestarts times (counting only failures within restartWindowSeconds when set), waiting

@@ -337,7 +337,8 @@ LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
   spec.output.onlyInstance = o.onlyOutputFromInstance;
   spec.outputDir = o.outputDir;
   spec.timeoutSeconds = o.timeoutSeconds;
-  spec.gracePeriodSeconds = o.gracePeriodSeconds;
+  spec.gracePeriodSeconds = std::min(o.gracePeriodSeconds, kFailureGraceSeconds);
+  spec.preemptionGraceSeconds = o.gracePeriodSeconds;
   spec.cleanupDir = plan.job.rendezvousDir;
   return spec;
 }

@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   }
   const int64_t batch = globalBatch / replicas;  // per replica
   const bool first = dist::getInstanceIndex() == 0;
+  // SIGUSR1 and SIGTERM (a scheduler's preemption warning, passed on by xrun) from here on only ask
+  // for a stop, which the loop below honours after a whole step.
+  dist::handlePreemption();
 
   // The model: x -> MatMul + bias -> Relu -> MatMul + bias -> softmax cross-entropy.
   auto builder = Builder::create();
@@ -86,6 +89,13 @@ int main(int argc, char** argv) {
     if (step == 0) firstLoss = lossValue;
     if (first && (step % 10 == 0 || step + 1 == steps)) {
       std::cout << "step " << step << " loss " << lossValue << "\n";
+    }
+    // Collective: every instance stops after the same step when any of them was asked to. A real
+    // script saves a checkpoint here first (session->saveCheckpoint) and calls preemptionAgreed()
+    // once more, so that nobody exits before every instance has saved.
+    if (step + 1 < steps && dist::preemptionAgreed()) {
+      if (first) std::cerr << "preempted after step " << step + 1 << " of " << steps << "\n";
+      return dist::kPreemptedExitCode;
     }
   }
   if (argc > 1) session->modelToHost(argv[1]);  // every instance calls it; the first writes

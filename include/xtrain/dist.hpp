@@ -40,4 +40,54 @@ XTRAIN_API void configureSessionOptions(SessionOptions& options);
 // when the count is not a power of two or no such device is free.
 XTRAIN_API std::shared_ptr<DeviceInfo> getDevice(int64_t ipusPerReplica = 0);
 
+// ---- Preemption (docs/launcher-environment.md, "Preemption") ----
+//
+// A scheduler warns a job before it takes its nodes away: Slurm sends SIGUSR1 with
+// `--signal=USR1@60`, SIGTERM at `scancel` or preemption (then SIGKILL after its KillWait). xrun
+// passes both on to every instance and gives them `--grace-period` seconds (default 30) to end.
+// A training script that wants to stop cleanly after a whole step, with a checkpoint:
+//
+//   dist::handlePreemption();                         // once, early: installs the handlers
+//   for (int64_t step = first; step < steps; ++step) {
+//     session->run(stepio);
+//     if (step + 1 < steps && dist::preemptionAgreed()) {  // collective: every instance, every
+//     step
+//       session->saveCheckpoint(dir + "/step-" + std::to_string(step + 1));
+//       dist::preemptionAgreed();                      // again: nobody exits before all have saved
+//       return dist::kPreemptedExitCode;               // 75: xrun passes it on
+//     }
+//   }
+//
+// Nothing is installed by surprise: until handlePreemption() is called SIGUSR1 and SIGTERM keep
+// whatever action the program gave them (by default they end the process), and the two queries
+// below throw xtrain::error saying so.
+
+// The exit code of a process that stopped because of a preemption request, having saved what it
+// needs to continue (EX_TEMPFAIL of <sysexits.h>: "try again later"). xrun exits with it when every
+// instance did (docs/launcher-environment.md, "Exit codes"); `xtrain` uses it.
+inline constexpr int kPreemptedExitCode = 75;
+
+// Installs handlers for SIGUSR1 and SIGTERM (SA_RESTART) that only note the request; the program
+// goes on and looks at it with the calls below. Idempotent and thread-safe; call it early (before
+// the session is built), since a signal arriving before it ends the process.
+XTRAIN_API void handlePreemption();
+
+// True once this process received SIGUSR1 or SIGTERM after handlePreemption(). Local and cheap (an
+// atomic load): no other instance is asked. Throws xtrain::error when handlePreemption() was not
+// called.
+XTRAIN_API bool preemptionRequested();
+
+// The signal behind the request (SIGUSR1 or SIGTERM), 0 when none: this process's first one, or,
+// after preemptionAgreed() returned true because of another instance, the one that instance got.
+XTRAIN_API int preemptionSignal();
+
+// Collective: true on every instance when any of them has received a request, so all stop after
+// the same step and their checkpoint is consistent. Every instance of the job must call it at the
+// same points (for example after every step), like any collective; the first call joins a small
+// communicator of its own ("preemption", over the job's rendezvous store), and each call is one
+// all-reduce of 4 bytes, bounded by XTRAIN_COMM_TIMEOUT. With one instance it is
+// preemptionRequested(). Throws xtrain::error when handlePreemption() was not called, and the
+// comm layer's errors when another instance is gone.
+XTRAIN_API bool preemptionAgreed();
+
 }  // namespace xtrain::dist

@@ -127,8 +127,9 @@ TEST(XrunOptions, RefusalsSayWhatWouldWork) {
   EXPECT_NE(m.find("not both"), std::string::npos) << m;
   m = usageErrorOf({"-n", "2", "--only-output-from-instance", "2", "p"});
   EXPECT_NE(m.find("instances are 0..1"), std::string::npos) << m;
-  m = usageErrorOf({"--grace-period", "20", "p"});
-  EXPECT_NE(m.find("at most 8"), std::string::npos) << m;
+  m = usageErrorOf({"--grace-period", "3601", "p"});
+  EXPECT_NE(m.find("--grace-period must be at most 3600 seconds, got 3601"), std::string::npos)
+      << m;
 }
 
 TEST(XrunOptions, ShellWords) {

@@ -1,5 +1,7 @@
 # distributed_session_test.cpp starts this binary under xrun (see tests/tools/private_deps.cmake).
 set(_test_properties RESOURCE_LOCK xtrain_ipu_pool)
 # The *Worker.* cases are the instances' side of DistributedSession.*, GroupedSession.*,
-# ShardedSession.* and CheckpointTest.InstancesSaveInParallelAndResume: xrun runs them, ctest does not.
-set(_test_filter "-DistributedWorker.*:GroupedWorker.*:ShardedWorker.*:CheckpointWorker.*")
+# ShardedSession.*, CheckpointTest.InstancesSaveInParallelAndResume and Preemption.InstancesAgreeOnTheStep:
+# xrun runs them, ctest does not.
+set(_test_filter
+  "-DistributedWorker.*:GroupedWorker.*:ShardedWorker.*:CheckpointWorker.*:PreemptionWorker.*")

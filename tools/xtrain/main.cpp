@@ -5,6 +5,7 @@
 #include "checkpoint_dir.hpp"
 #include "options.hpp"
 #include "trainer.hpp"
+#include "xtrain/dist.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -31,6 +32,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // SIGUSR1 and SIGTERM (a scheduler's preemption warning, passed on by xrun) from here on ask
+    // for a stop after the current step: train() checkpoints and returns kPreemptedExitCode.
+    dist::handlePreemption();
     tools::refuseToOverwriteCheckpoints(options);
     return tools::train(options, std::cout);
   } catch (const OutOfMemoryException& e) {

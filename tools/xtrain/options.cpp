@@ -62,7 +62,11 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
   --log-level LEVEL         trace, debug, info, warn, err, critical, off (info)
   -h, --help                this text
 
-Exit codes: 0 success, 2 bad usage or bad input, 1 runtime failure.
+SIGUSR1 or SIGTERM (a scheduler's preemption warning; xrun passes both on) stops every instance
+after the same step; with --checkpoint-dir they write a checkpoint of it first. The same command
+with --resume auto continues.
+
+Exit codes: 0 success, 2 bad usage or bad input, 1 runtime failure, 75 preempted.
 )";
 }
 

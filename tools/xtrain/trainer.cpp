@@ -1,5 +1,6 @@
 #include "trainer.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <iomanip>
+#include <iostream>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -19,7 +21,6 @@
 #include "checkpoint/dataset_reader.hpp"
 #include "checkpoint_dir.hpp"
 #include "common/checked_math.hpp"
-#include "toolkit/example_models.hpp"
 #include "data_source.hpp"
 #include "input_checks.hpp"
 #include "input_shapes.hpp"
@@ -28,10 +29,12 @@
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
 #include "test_hooks.hpp"
+#include "toolkit/example_models.hpp"
 #include "validation.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
+#include "xtrain/format.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/session.hpp"
 
@@ -373,6 +376,37 @@ int train(const TrainOptions& o, std::ostream& out) {
       progress << "xtrain: saved checkpoint " << path << "\n";
     }
   };
+  // Preempted after `done` steps (of a run of `steps`): with --checkpoint-dir a checkpoint of that
+  // step (unless --checkpoint-every has just written it); no instance exits before every instance
+  // has saved its share. The exit code tells xrun and the scheduler to run the job again.
+  auto stopForPreemption = [&](int64_t done) {
+    const int sig = dist::preemptionSignal();
+    const std::string signal = sig == SIGUSR1   ? "SIGUSR1"
+                               : sig == SIGTERM ? "SIGTERM"
+                                                : "signal " + std::to_string(sig);
+    std::string outcome;
+    if (!o.checkpointDir.empty()) {
+      const bool written = o.checkpointEvery > 0 && done % o.checkpointEvery == 0;
+      if (!written) saveCheckpoint(done);
+      session->waitForCheckpoint();
+      prune();
+      outcome = format(
+          "run the same command with --resume auto to continue from {}",
+          (std::filesystem::path(o.checkpointDir) / checkpoint::checkpointName(done)).string());
+    } else {
+      outcome = format(
+          "no --checkpoint-dir, so the {} steps trained are lost (with --checkpoint-dir DIR and "
+          "--resume auto a preempted run continues where it stopped)",
+          done - firstStep);
+    }
+    dist::preemptionAgreed();  // a barrier: every instance has saved
+    if (instance == 0) {
+      std::cerr << format("xtrain: preempted by {} after step {} of {}; {}\n", signal, done, steps,
+                          outcome)
+                << std::flush;
+    }
+    return dist::kPreemptedExitCode;
+  };
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto lastPrint = start - std::chrono::seconds(2);
@@ -441,6 +475,9 @@ int train(const TrainOptions& o, std::ostream& out) {
         validate(step + 1);
       }
     }
+    // A preemption request (SIGUSR1/SIGTERM to any instance): every instance stops after this
+    // same step. The last step ends the run normally anyway.
+    if (step + 1 < steps && dist::preemptionAgreed()) return stopForPreemption(step + 1);
   }
   if (!o.checkpointDir.empty() && firstStep < steps) {
     saveCheckpoint(steps);
