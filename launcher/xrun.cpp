@@ -153,7 +153,10 @@ std::vector<std::string> srunMpiPlugins() {
   size_t n = 0;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   ::pclose(f);
-  // "MPI plugin types are...", then one plugin a line, indented by a tab.
+  return parseSrunMpiList(out);
+}
+
+std::vector<std::string> parseSrunMpiList(const std::string& out) {
   std::vector<std::string> plugins;
   size_t pos = 0;
   while (pos < out.size()) {

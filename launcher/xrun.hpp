@@ -37,6 +37,8 @@ struct JobPlan {
 // when srun cannot say. makePlan asks only when the srun engine's instances may run on other nodes.
 using SrunMpiProbe = std::function<std::vector<std::string>()>;
 std::vector<std::string> srunMpiPlugins();
+// The plugins in `srun --mpi=list`'s output: "MPI plugin types are...", then one a line, indented.
+std::vector<std::string> parseSrunMpiList(const std::string& output);
 
 // Auto: mpirun when hosts other than this one are given, srun inside a Slurm allocation
 // (SLURM_JOB_ID), else local. An explicit --engine local with remote hosts is a UsageError.
