@@ -238,7 +238,10 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiP
   }
   plan.runAsRoot = ::geteuid() == 0;
   // xrun sees only this host's pool: with instances elsewhere they take the layout's IPUs there.
-  if (plan.engine == Engine::Local || (plan.engine == Engine::Mpirun && allHere)) {
+  // srun in a one-node allocation on this host (the rendezvous directory is kept then): the node
+  // may be shared with other jobs, so free IPUs as for the local engine.
+  const bool srunHere = plan.engine == Engine::Srun && !plan.job.rendezvousDir.empty();
+  if (plan.engine == Engine::Local || (plan.engine == Engine::Mpirun && allHere) || srunHere) {
     plan.freePool = poolForJob(plan.userEnv, lookup, request.poolSize);
   }
   return plan;
@@ -307,13 +310,24 @@ std::vector<std::string> engineCommand(const JobPlan& plan) {
                                         : "$((SLURM_LOCALID*" + std::to_string(perInstance) +
                                               "))-$((SLURM_LOCALID*" + std::to_string(perInstance) +
                                               "+" + std::to_string(perInstance - 1) + "))";
+  // IPUs xrun chose free on this host (one node, here): instance i = task i gets its block.
+  std::string pick;
+  if (plan.freePool) {
+    pick = "case $SLURM_PROCID in";
+    for (const auto& p : t.instances) {
+      pick += format(" {}) ipus={};;", p.index, formatIpuIds(p.firstIpu, p.numIpus));
+    }
+    pick += " esac; ";
+    ipuIds = "$ipus";
+  }
   std::string offset = "$((SLURM_PROCID*" + std::to_string(t.numLocalReplicas) + "))";
-  std::string script =
-      "exec env XTRAIN_INSTANCE_INDEX=\"$SLURM_PROCID\" "
-      "XTRAIN_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" "
-      "XTRAIN_REPLICA_INDEX_OFFSET=\"" +
-      offset + "\" XTRAIN_IPU_IDS=\"" + ipuIds + "\" POPDIST_REPLICA_INDEX_OFFSET=\"" + offset +
-      "\" POPDIST_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" \"$@\"";
+  std::string script = pick +
+                       "exec env XTRAIN_INSTANCE_INDEX=\"$SLURM_PROCID\" "
+                       "XTRAIN_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" "
+                       "XTRAIN_REPLICA_INDEX_OFFSET=\"" +
+                       offset + "\" XTRAIN_IPU_IDS=\"" + ipuIds +
+                       "\" POPDIST_REPLICA_INDEX_OFFSET=\"" + offset +
+                       "\" POPDIST_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" \"$@\"";
   words.insert(words.end(), {"sh", "-c", script, "xrun-instance"});
   for (auto& w : programWords(o)) words.push_back(w);
   return words;

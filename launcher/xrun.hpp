@@ -23,8 +23,9 @@ struct JobPlan {
   // (xrun knows no other host's cores).
   EnvList threadEnv;
   bool runAsRoot = false;  // mpirun then needs --allow-run-as-root
-  // Set when every instance runs on this host (local engine; mpirun with no other host): the pool
-  // the instances will use, from whose free IPUs xrun picks and reserves theirs
+  // Set when every instance runs on this host (local engine; mpirun with no other host; srun in a
+  // one-node allocation on this host, where the srun command maps SLURM_PROCID to the IPUs): the
+  // pool the instances will use, from whose free IPUs xrun picks and reserves theirs
   // (launcher/ipu_allocation.hpp). Unset: instances take the layout's IPUs from 0 on their host.
   std::optional<device::PoolConfig> freePool;
   // srun engine: the MPI plugin xrun asks srun for ("pmix": --mpi=pmix on its command line; empty:

@@ -285,10 +285,24 @@ TEST(XrunPlan, SrunEngineChoosesHowInstancesMeet) {
       std::string::npos)
       << plan.rendezvousNote;
   EXPECT_FALSE(hasWord(engineCommand(plan), "--mpi=pmix"));
+  // The node may be shared with other jobs: xrun picks free IPUs, as for the local engine, and the
+  // command gives task i instance i's block.
+  ASSERT_TRUE(plan.freePool.has_value());
+  plan.topology.instances[1].firstIpu = 6;
+  const auto pickWords = engineCommand(plan);
+  const bool picks = std::any_of(pickWords.begin(), pickWords.end(), [](const std::string& w) {
+    return w.rfind(
+               "case $SLURM_PROCID in 0) ipus=0;; 1) ipus=6;; 2) ipus=2;; 3) ipus=3;; esac; "
+               "exec env ",
+               0) == 0 &&
+           w.find("XTRAIN_IPU_IDS=\"$ipus\"") != std::string::npos;
+  });
+  EXPECT_TRUE(picks);
 
   // The one node is another host: PMIx, which srun offers.
   plan = makePlan(o, salloc({{"SLURM_JOB_NODELIST", "node-elsewhere"}}), debianSrunPlugins);
   EXPECT_TRUE(plan.job.rendezvousDir.empty());
+  EXPECT_FALSE(plan.freePool.has_value());
   EXPECT_EQ(plan.srunMpi, "pmix");
   auto words = engineCommand(plan);
   EXPECT_TRUE(hasWord(words, "--mpi=pmix"));

@@ -16,9 +16,10 @@ src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
 phase=${3:-}
 if [ -z "$phase" ]; then
-  # One node with at least 4 CPUs (declared when the machine has fewer), so `-n 4` fits.
+  # One node with at least 8 CPUs (declared when the machine has fewer), so a job of `-n 4` and
+  # one of `-n 2` run at once.
   cpus=$(nproc)
-  [ "$cpus" -lt 4 ] && cpus=4
+  [ "$cpus" -lt 8 ] && cpus=8
   results=$(mktemp -d "${TMPDIR:-/tmp}/xtrain-slurm-test.XXXXXX")
   trap 'rm -rf "$results"' EXIT
   set +e
@@ -158,6 +159,23 @@ EOF
   # The batch script, xrun, its watchdog, srun and the 4 instances (at least).
   running=$(marked_pids "$mark" | wc -l)
   check "its processes carry the test's mark ($running found)" [ "$running" -ge 5 ]
+
+  echo "== 3a. a second job on the node meanwhile gets other IPUs"
+  local share
+  cat >share.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=2
+#SBATCH --job-name=xtrain-share
+#SBATCH --output=$work/share-%j.out
+"$xrun" -n 2 "$xtrain" ${train_args[*]} --steps 4
+EOF
+  share=$(sbatch --parsable share.sbatch)
+  wait_job_end "$share" 40 || true
+  check "the second job $share COMPLETED while the first one trains" completed "$share"
+  check "its xrun took IPUs 4 and 5 (0-3 are the first job's)" \
+    grep -q "xrun: IPUs of this host are busy (.*); the instances get IPUs 4, 5" "$work/share-$share.out"
+  completed "$share" || tail -n 20 "$work/share-$share.out"
+
   t0=$(now)
   scancel "$id"
   end=$(($(date +%s) + 20))
