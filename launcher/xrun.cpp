@@ -74,8 +74,9 @@ std::optional<std::pair<std::string, std::string>> userSrunMpi(const Options& o,
                                                                const EnvLookup& lookup) {
   const auto& a = o.mpiGlobalArgs;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].rfind("--mpi=", 0) == 0)
+    if (a[i].rfind("--mpi=", 0) == 0) {
       return std::pair{a[i].substr(6), a[i] + " in --mpi-global-args"};
+    }
     if (a[i] == "--mpi" && i + 1 < a.size()) {
       return std::pair{a[i + 1], "--mpi " + a[i + 1] + " in --mpi-global-args"};
     }
