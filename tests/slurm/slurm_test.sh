@@ -18,7 +18,7 @@ phase=${3:-}
 if [ -z "$phase" ]; then
   # One node with at least 8 CPUs (declared when the machine has fewer), so a job of `-n 4` and
   # one of `-n 2` run at once.
-  cpus=$(nproc)
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
   [ "$cpus" -lt 8 ] && cpus=8
   results=$(mktemp -d "${TMPDIR:-/tmp}/xtrain-slurm-test.XXXXXX")
   trap 'rm -rf "$results"' EXIT
@@ -137,7 +137,7 @@ EOF
   check "the first step was seen" test -n "$first_step"
   if [ -n "$first_step" ]; then
     echo "start-up: sbatch to the first step $(elapsed "$t0" "$first_step") s; to the job's end" \
-      "$(elapsed "$t0" "$t_end") s (4 instances on $(nproc) cores)"
+      "$(elapsed "$t0" "$t_end") s (4 instances on $(env -u OMP_NUM_THREADS nproc) cores)"
   fi
   completed "$id" || tail -n 20 "$out"
 
