@@ -365,7 +365,9 @@ Layout:
       --ipus-per-replica K     simulated IPUs per replica (default 1; a power of two)
   -H, --host h1,h2             hosts (engine mpirun); --hostfile F reads one per line
       --engine E               auto|local|mpirun|srun (default auto: mpirun with hosts,
-                               srun inside Slurm, else local)
+                               srun inside Slurm, else local); with srun the instances
+                               meet in a job directory on one node here, else over PMIx
+                               (xrun adds --mpi=pmix) and xrun says which
       --mpi-global-args "..."  extra mpirun (or srun) arguments
       --mpi-local-args "..."   extra arguments per mpirun app context
       --comm-backend B         auto|shm|gloo|mpi, passed as XTRAIN_COMM_BACKEND

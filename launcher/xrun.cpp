@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -67,7 +68,120 @@ void debugLog(const std::string& text) noexcept {
   }
 }
 
+// A Slurm node name (SLURM_JOB_NODELIST of a one-node allocation) is this host: its full name, or
+// the name's first label (Slurm's node names are usually short).
+bool isThisSlurmNode(const std::string& node) {
+  if (isThisHost(node)) return true;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return false;
+  const std::string host = name;
+  return !node.empty() && host.substr(0, host.find('.')) == node;
+}
+
+// The MPI plugin the user chose for srun: --mpi=X or --mpi X in --mpi-global-args, else
+// SLURM_MPI_TYPE (srun reads it too). Also says where it came from.
+std::optional<std::pair<std::string, std::string>> userSrunMpi(const Options& o,
+                                                               const EnvLookup& lookup) {
+  const auto& a = o.mpiGlobalArgs;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].rfind("--mpi=", 0) == 0) {
+      return std::pair{a[i].substr(6), a[i] + " in --mpi-global-args"};
+    }
+    if (a[i] == "--mpi" && i + 1 < a.size()) {
+      return std::pair{a[i + 1], "--mpi " + a[i + 1] + " in --mpi-global-args"};
+    }
+  }
+  if (auto v = lookup("SLURM_MPI_TYPE"); v && !v->empty()) {
+    return std::pair{*v, "SLURM_MPI_TYPE=" + *v};
+  }
+  return std::nullopt;
+}
+
+// How the srun engine's instances meet (docs/launcher-environment.md, "srun"): in the job's
+// rendezvous directory when the allocation is one node and it is this host (where xrun creates the
+// directory); otherwise over srun's MPI plugin: the user's, else PMIx when srun offers it (Debian's
+// Open MPI initialises under srun --mpi=pmix, not under pmi2). Sets plan.srunMpi and the note.
+void chooseSrunRendezvous(JobPlan& plan, const EnvLookup& lookup, const SrunMpiProbe& probe) {
+  auto nodes = lookup("SLURM_JOB_NUM_NODES");
+  if (!nodes) nodes = lookup("SLURM_NNODES");
+  auto nodeList = lookup("SLURM_JOB_NODELIST");
+  if (!nodeList) nodeList = lookup("SLURM_NODELIST");
+  const bool oneNode = nodes && *nodes == "1";
+  const bool here =
+      lookup("SLURMD_NODENAME").has_value() || (nodeList && isThisSlurmNode(*nodeList));
+  const auto user = userSrunMpi(plan.options, lookup);
+  auto pmixOffered = [&] {
+    const std::vector<std::string> plugins = probe ? probe() : std::vector<std::string>{};
+    return std::find(plugins.begin(), plugins.end(), "pmix") != plugins.end();
+  };
+  if (oneNode && here) {
+    plan.rendezvousNote = format(
+        "the instances meet in the job's rendezvous directory {} (the allocation is one "
+        "node, this host)",
+        plan.job.rendezvousDir);
+    // The mpi backend needs the instances to be one MPI job.
+    if (plan.options.commBackend == "mpi" && !user && pmixOffered()) {
+      plan.srunMpi = "pmix";
+      plan.rendezvousNote += "; --comm-backend mpi: srun --mpi=pmix makes them one MPI job";
+    }
+    return;
+  }
+  plan.job.rendezvousDir.clear();
+  std::string why;
+  if (oneNode) {
+    why = format("the allocation's node ({}) is not this host", nodeList.value_or("unnamed"));
+  } else if (nodes) {
+    why = format("the allocation has {} nodes", *nodes);
+  } else {
+    why = "the allocation's nodes are unknown (no SLURM_JOB_NUM_NODES)";
+  }
+  if (user && user->first != "none") {
+    plan.rendezvousNote = format("the instances meet over srun's MPI plugin '{}' ({}), since {}",
+                                 user->first, user->second, why);
+    return;
+  }
+  if (!user && pmixOffered()) {
+    plan.srunMpi = "pmix";
+    plan.rendezvousNote = format("the instances meet over PMIx (srun --mpi=pmix), since {}", why);
+    return;
+  }
+  plan.rendezvousNote = format(
+      "warning: {} and {}, so the instances have no way to meet; run xrun in a one-node "
+      "allocation, or name a PMI plugin that works with --mpi-global-args --mpi=...",
+      why,
+      user ? format("srun's MPI plugin is '{}' ({})", user->first, user->second)
+           : std::string("this srun offers no PMIx plugin (srun --mpi=list)"));
+}
+
 }  // namespace
+
+std::vector<std::string> srunMpiPlugins() {
+  // Bounded: srun --mpi=list reads its configuration and plugins, it does not ask the controller.
+  FILE* f = ::popen("timeout 10 srun --mpi=list 2>&1", "r");
+  if (f == nullptr) return {};
+  std::string out;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  ::pclose(f);
+  return parseSrunMpiList(out);
+}
+
+std::vector<std::string> parseSrunMpiList(const std::string& out) {
+  std::vector<std::string> plugins;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t end = out.find('\n', pos);
+    if (end == std::string::npos) end = out.size();
+    std::string line = out.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || (line[0] != '\t' && line[0] != ' ')) continue;
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (!line.empty() && line.find(' ') == std::string::npos) plugins.push_back(line);
+  }
+  return plugins;
+}
 
 Engine resolveEngine(const Options& options, const std::vector<std::string>& hosts,
                      const EnvLookup& lookup) {
@@ -90,7 +204,7 @@ Engine resolveEngine(const Options& options, const std::vector<std::string>& hos
   return Engine::Local;
 }
 
-JobPlan makePlan(const Options& options, const EnvLookup& lookup) {
+JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiProbe& probe) {
   JobPlan plan;
   plan.options = options;
   std::vector<std::string> hosts = options.hosts;
@@ -118,15 +232,9 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup) {
   std::string tmp = lookup("TMPDIR").value_or("/tmp");
   if (tmp.empty()) tmp = "/tmp";
   plan.job.rendezvousDir = tmp + "/xrun-" + plan.job.jobId;
-  bool dirReachable = true;
-  if (plan.engine == Engine::Mpirun) dirReachable = allHere;
-  if (plan.engine == Engine::Srun) {
-    auto nodes = lookup("SLURM_JOB_NUM_NODES");
-    if (!nodes) nodes = lookup("SLURM_NNODES");
-    dirReachable = nodes && *nodes == "1" && lookup("SLURMD_NODENAME").has_value();
-  }
-  if (!dirReachable) plan.job.rendezvousDir.clear();
   plan.job.commBackend = options.commBackend;
+  if (plan.engine == Engine::Mpirun && !allHere) plan.job.rendezvousDir.clear();
+  if (plan.engine == Engine::Srun) chooseSrunRendezvous(plan, lookup, probe);
   plan.job.maxRestarts = options.maxRestarts;
 
   std::vector<std::string> threadBase;
@@ -142,7 +250,10 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup) {
   }
   plan.runAsRoot = ::geteuid() == 0;
   // xrun sees only this host's pool: with instances elsewhere they take the layout's IPUs there.
-  if (plan.engine == Engine::Local || (plan.engine == Engine::Mpirun && allHere)) {
+  // srun in a one-node allocation on this host (the rendezvous directory is kept then): the node
+  // may be shared with other jobs, so free IPUs as for the local engine.
+  const bool srunHere = plan.engine == Engine::Srun && !plan.job.rendezvousDir.empty();
+  if (plan.engine == Engine::Local || (plan.engine == Engine::Mpirun && allHere) || srunHere) {
     plan.freePool = poolForJob(plan.userEnv, lookup, request.poolSize);
   }
   return plan;
@@ -201,6 +312,7 @@ std::vector<std::string> engineCommand(const JobPlan& plan) {
                                  "--kill-on-bad-exit=1",
                                  "--label",
                                  "--disable-status"};
+  if (!plan.srunMpi.empty()) words.push_back("--mpi=" + plan.srunMpi);
   words.insert(words.end(), o.mpiGlobalArgs.begin(), o.mpiGlobalArgs.end());
   words.push_back("env");
   for (auto& w : envWords(plan.userEnv)) words.push_back(w);
@@ -210,13 +322,24 @@ std::vector<std::string> engineCommand(const JobPlan& plan) {
                                         : "$((SLURM_LOCALID*" + std::to_string(perInstance) +
                                               "))-$((SLURM_LOCALID*" + std::to_string(perInstance) +
                                               "+" + std::to_string(perInstance - 1) + "))";
+  // IPUs xrun chose free on this host (one node, here): instance i = task i gets its block.
+  std::string pick;
+  if (plan.freePool) {
+    pick = "case $SLURM_PROCID in";
+    for (const auto& p : t.instances) {
+      pick += format(" {}) ipus={};;", p.index, formatIpuIds(p.firstIpu, p.numIpus));
+    }
+    pick += " esac; ";
+    ipuIds = "$ipus";
+  }
   std::string offset = "$((SLURM_PROCID*" + std::to_string(t.numLocalReplicas) + "))";
-  std::string script =
-      "exec env XTRAIN_INSTANCE_INDEX=\"$SLURM_PROCID\" "
-      "XTRAIN_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" "
-      "XTRAIN_REPLICA_INDEX_OFFSET=\"" +
-      offset + "\" XTRAIN_IPU_IDS=\"" + ipuIds + "\" POPDIST_REPLICA_INDEX_OFFSET=\"" + offset +
-      "\" POPDIST_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" \"$@\"";
+  std::string script = pick +
+                       "exec env XTRAIN_INSTANCE_INDEX=\"$SLURM_PROCID\" "
+                       "XTRAIN_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" "
+                       "XTRAIN_REPLICA_INDEX_OFFSET=\"" +
+                       offset + "\" XTRAIN_IPU_IDS=\"" + ipuIds +
+                       "\" POPDIST_REPLICA_INDEX_OFFSET=\"" + offset +
+                       "\" POPDIST_LOCAL_INSTANCE_INDEX=\"$SLURM_LOCALID\" \"$@\"";
   words.insert(words.end(), {"sh", "-c", script, "xrun-instance"});
   for (auto& w : programWords(o)) words.push_back(w);
   return words;
@@ -390,6 +513,7 @@ int runPlan(JobPlan plan) {
   if (plan.freePool) reservations = placeOnFreeIpus(plan);
   const Options& o = plan.options;
   if (o.printTopology || o.dryRun) printTo(1, describeTopology(plan.topology));
+  if (!plan.rendezvousNote.empty()) printTo(2, "xrun: srun engine: " + plan.rendezvousNote + "\n");
   if (o.dryRun) {
     printTo(1, format("xrun: dry run, engine {}; nothing was started. The commands:\n",
                       toString(plan.engine)));

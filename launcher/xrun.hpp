@@ -1,6 +1,7 @@
 // xrun's driver: command line -> plan -> dry run, or a job on an engine.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,23 @@ struct JobPlan {
   // (xrun knows no other host's cores).
   EnvList threadEnv;
   bool runAsRoot = false;  // mpirun then needs --allow-run-as-root
-  // Set when every instance runs on this host (local engine; mpirun with no other host): the pool
-  // the instances will use, from whose free IPUs xrun picks and reserves theirs
+  // Set when every instance runs on this host (local engine; mpirun with no other host; srun in a
+  // one-node allocation on this host, where the srun command maps SLURM_PROCID to the IPUs): the
+  // pool the instances will use, from whose free IPUs xrun picks and reserves theirs
   // (launcher/ipu_allocation.hpp). Unset: instances take the layout's IPUs from 0 on their host.
   std::optional<device::PoolConfig> freePool;
+  // srun engine: the MPI plugin xrun asks srun for ("pmix": --mpi=pmix on its command line; empty:
+  // none added), and the line xrun prints on stderr saying how the instances meet.
+  std::string srunMpi;
+  std::string rendezvousNote;
 };
+
+// The MPI plugins this host's srun offers (`srun --mpi=list`, e.g. {"none", "pmi2", "pmix"}); empty
+// when srun cannot say. makePlan asks only when the srun engine's instances may run on other nodes.
+using SrunMpiProbe = std::function<std::vector<std::string>()>;
+std::vector<std::string> srunMpiPlugins();
+// The plugins in `srun --mpi=list`'s output: "MPI plugin types are...", then one a line, indented.
+std::vector<std::string> parseSrunMpiList(const std::string& output);
 
 // Auto: mpirun when hosts other than this one are given, srun inside a Slurm allocation
 // (SLURM_JOB_ID), else local. An explicit --engine local with remote hosts is a UsageError.
@@ -38,9 +51,12 @@ Engine resolveEngine(const Options& options, const std::vector<std::string>& hos
 // $TMPDIR or /tmp). The rendezvous directory is left empty (XTRAIN_RENDEZVOUS_DIR not exported)
 // when instances may run on other hosts, where it would not exist: mpirun with a host other than
 // this one; srun unless the allocation is one node and xrun runs on it (SLURM_JOB_NUM_NODES or
-// SLURM_NNODES is 1 and SLURMD_NODENAME is set). Throws UsageError.
+// SLURM_NNODES is 1, and SLURMD_NODENAME is set or SLURM_JOB_NODELIST names this host). There the
+// srun engine's instances meet over PMIx instead: --mpi=pmix when `probe` lists it and the user
+// chose no plugin (--mpi in --mpi-global-args, SLURM_MPI_TYPE). Throws UsageError.
 // The IPUs in the topology are the default layout (from 0); the run moves them onto free ones.
-JobPlan makePlan(const Options& options, const EnvLookup& lookup);
+JobPlan makePlan(const Options& options, const EnvLookup& lookup,
+                 const SrunMpiProbe& probe = srunMpiPlugins);
 
 // The exact commands, one line each, for --dry-run: per instance for local; one mpirun (MPMD, one
 // app context per instance) or one srun command line otherwise.

@@ -287,6 +287,11 @@ TEST_F(XrunEngines, SrunGivesEveryInstanceItsEnvironment) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << " in\n" << r.out;
     EXPECT_NE(r.err.find(s + ": to-stderr\n"), std::string::npos) << r.err;
   }
+  // xrun says the instances have no way to meet (this srun offers no PMIx), and what to do.
+  EXPECT_NE(r.err.find("xrun: srun engine: warning: the allocation's nodes are unknown (no "
+                       "SLURM_JOB_NUM_NODES) and this srun offers no PMIx plugin"),
+            std::string::npos)
+      << r.err;
 
   // A one-node allocation xrun runs in: the rendezvous directory is there for the instances.
   r = run({srunPath(), "SLURM_JOB_ID=77", "SLURM_JOB_NUM_NODES=1", "SLURMD_NODENAME=n1"},
@@ -294,6 +299,9 @@ TEST_F(XrunEngines, SrunGivesEveryInstanceItsEnvironment) {
                sh("test -d \"$XTRAIN_RENDEZVOUS_DIR\" && echo RDV-$I=ok")));
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "RDV-1=ok\n");
+  EXPECT_NE(r.err.find("xrun: srun engine: the instances meet in the job's rendezvous directory "),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(XrunEngines, SrunExitCodeIsTheFailingTasks) {

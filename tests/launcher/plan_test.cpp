@@ -245,6 +245,139 @@ TEST(XrunEnvironment, ResolveProgram) {
   }
 }
 
+// srun's MPI plugins, as `srun --mpi=list` would list them (Debian's Slurm 22.05, and none at all).
+std::vector<std::string> debianSrunPlugins() {
+  return {"pmix", "none", "cray_shasta", "pmi2"};
+}
+std::vector<std::string> noSrunPlugins() {
+  return {};
+}
+
+std::string thisHostShortName() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  const std::string host = name;
+  return host.substr(0, host.find('.'));
+}
+
+bool hasWord(const std::vector<std::string>& words, const std::string& w) {
+  return std::find(words.begin(), words.end(), w) != words.end();
+}
+
+TEST(XrunPlan, SrunEngineChoosesHowInstancesMeet) {
+  // salloc on this host: no SLURMD_NODENAME, but the one node of the allocation is this host, so
+  // the instances meet in the job's directory, with no MPI plugin.
+  Options o = parseOptions({"-n", "4", "prog"});
+  auto salloc = [](std::map<std::string, std::string> extra) {
+    std::map<std::string, std::string> vars{{"SLURM_JOB_ID", "9"},
+                                            {"SLURM_JOB_NUM_NODES", "1"},
+                                            {"SLURM_JOB_NODELIST", thisHostShortName()}};
+    for (auto& [k, v] : extra) vars[k] = v;
+    return lookupFrom(vars);
+  };
+  JobPlan plan = makePlan(o, salloc({}), debianSrunPlugins);
+  EXPECT_EQ(plan.engine, Engine::Srun);
+  EXPECT_FALSE(plan.job.rendezvousDir.empty());
+  EXPECT_EQ(plan.srunMpi, "");
+  EXPECT_NE(
+      plan.rendezvousNote.find("meet in the job's rendezvous directory " + plan.job.rendezvousDir +
+                               " (the allocation is one node, this host)"),
+      std::string::npos)
+      << plan.rendezvousNote;
+  EXPECT_FALSE(hasWord(engineCommand(plan), "--mpi=pmix"));
+  // The node may be shared with other jobs: xrun picks free IPUs, as for the local engine, and the
+  // command gives task i instance i's block.
+  ASSERT_TRUE(plan.freePool.has_value());
+  plan.topology.instances[1].firstIpu = 6;
+  const auto pickWords = engineCommand(plan);
+  const bool picks = std::any_of(pickWords.begin(), pickWords.end(), [](const std::string& w) {
+    return w.rfind(
+               "case $SLURM_PROCID in 0) ipus=0;; 1) ipus=6;; 2) ipus=2;; 3) ipus=3;; esac; "
+               "exec env ",
+               0) == 0 &&
+           w.find("XTRAIN_IPU_IDS=\"$ipus\"") != std::string::npos;
+  });
+  EXPECT_TRUE(picks);
+
+  // The one node is another host: PMIx, which srun offers.
+  plan = makePlan(o, salloc({{"SLURM_JOB_NODELIST", "node-elsewhere"}}), debianSrunPlugins);
+  EXPECT_TRUE(plan.job.rendezvousDir.empty());
+  EXPECT_FALSE(plan.freePool.has_value());
+  EXPECT_EQ(plan.srunMpi, "pmix");
+  auto words = engineCommand(plan);
+  EXPECT_TRUE(hasWord(words, "--mpi=pmix"));
+  EXPECT_LT(std::find(words.begin(), words.end(), "--mpi=pmix") - words.begin(),
+            std::find(words.begin(), words.end(), "env") - words.begin());
+  EXPECT_NE(
+      plan.rendezvousNote.find("meet over PMIx (srun --mpi=pmix), since the allocation's node "
+                               "(node-elsewhere) is not this host"),
+      std::string::npos)
+      << plan.rendezvousNote;
+
+  // Several nodes: PMIx too.
+  plan = makePlan(o, salloc({{"SLURM_JOB_NUM_NODES", "2"}, {"SLURMD_NODENAME", "n1"}}),
+                  debianSrunPlugins);
+  EXPECT_EQ(plan.srunMpi, "pmix");
+  EXPECT_NE(plan.rendezvousNote.find("the allocation has 2 nodes"), std::string::npos);
+
+  // The user's plugin is kept, from --mpi-global-args or SLURM_MPI_TYPE: xrun adds none.
+  Options pmi2 = parseOptions({"-n", "4", "--mpi-global-args", "--mpi=pmi2", "prog"});
+  plan = makePlan(pmi2, salloc({{"SLURM_JOB_NUM_NODES", "2"}}), debianSrunPlugins);
+  EXPECT_EQ(plan.srunMpi, "");
+  words = engineCommand(plan);
+  EXPECT_EQ(std::count_if(words.begin(), words.end(),
+                          [](const std::string& w) { return w.rfind("--mpi", 0) == 0; }),
+            1);
+  EXPECT_NE(plan.rendezvousNote.find("srun's MPI plugin 'pmi2' (--mpi=pmi2 in --mpi-global-args)"),
+            std::string::npos)
+      << plan.rendezvousNote;
+  plan = makePlan(o, salloc({{"SLURM_JOB_NUM_NODES", "2"}, {"SLURM_MPI_TYPE", "pmix_v4"}}),
+                  debianSrunPlugins);
+  EXPECT_EQ(plan.srunMpi, "");
+  EXPECT_NE(plan.rendezvousNote.find("(SLURM_MPI_TYPE=pmix_v4)"), std::string::npos);
+  // On one node here, the user's plugin does not stop the directory.
+  plan = makePlan(pmi2, salloc({}), debianSrunPlugins);
+  EXPECT_FALSE(plan.job.rendezvousDir.empty());
+
+  // No way at all: a warning that says what to do.
+  plan = makePlan(o, salloc({{"SLURM_JOB_NUM_NODES", "3"}}), noSrunPlugins);
+  EXPECT_EQ(plan.srunMpi, "");
+  EXPECT_TRUE(plan.job.rendezvousDir.empty());
+  EXPECT_EQ(plan.rendezvousNote.rfind("warning: the allocation has 3 nodes and this srun offers no "
+                                      "PMIx plugin (srun --mpi=list), so the instances have no way "
+                                      "to meet",
+                                      0),
+            0u)
+      << plan.rendezvousNote;
+
+  // --comm-backend mpi needs one MPI job even on one node: PMIx as well as the directory.
+  Options mpi = parseOptions({"-n", "4", "--comm-backend", "mpi", "prog"});
+  plan = makePlan(mpi, salloc({}), debianSrunPlugins);
+  EXPECT_FALSE(plan.job.rendezvousDir.empty());
+  EXPECT_EQ(plan.srunMpi, "pmix");
+
+  // The probe is asked only when needed; other engines never ask.
+  int asked = 0;
+  auto counting = [&] {
+    ++asked;
+    return debianSrunPlugins();
+  };
+  makePlan(o, salloc({}), counting);
+  makePlan(parseOptions({"-n", "2", "--engine", "local", "prog"}), salloc({}), counting);
+  EXPECT_EQ(asked, 0);
+}
+
+TEST(XrunPlan, ParsesSrunsListOfMpiPlugins) {
+  // Slurm 22.05's `srun --mpi=list`, verbatim.
+  EXPECT_EQ(parseSrunMpiList("MPI plugin types are...\n\tpmix\n\tnone\n\tcray_shasta\n\tpmi2\n"
+                             "specific pmix plugin versions available: pmix_v4\n"),
+            debianSrunPlugins());
+  // srun without a configuration says so and lists nothing.
+  EXPECT_TRUE(
+      parseSrunMpiList("srun: fatal: Could not establish a configuration source\n").empty());
+  EXPECT_TRUE(parseSrunMpiList("").empty());
+}
+
 TEST(XrunPlan, EngineResolution) {
   Options o;
   EXPECT_EQ(resolveEngine(o, {}, lookupFrom({})), Engine::Local);
@@ -292,7 +425,7 @@ TEST(XrunPlan, DryRunCommands) {
   EXPECT_EQ(lines[0].find("XTRAIN_RENDEZVOUS_DIR"), std::string::npos) << lines[0];
 
   o = parseOptions({"-n", "4", "--num-replicas", "8", "--engine", "srun", "prog"});
-  lines = plannedCommands(makePlan(o, lookupFrom({})));
+  lines = plannedCommands(makePlan(o, lookupFrom({}), noSrunPlugins));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].rfind("srun --ntasks=4 --ntasks-per-node=4 --kill-on-bad-exit=1 --label "
                            "--disable-status env ",
@@ -336,14 +469,15 @@ TEST(XrunPlan, EngineCommandsAndRendezvous) {
 
   // srun: the directory only in a one-node allocation xrun runs in.
   o = parseOptions({"-n", "2", "prog"});
-  plan = makePlan(o, lookupFrom({{"SLURM_JOB_ID", "7"}}));
+  plan = makePlan(o, lookupFrom({{"SLURM_JOB_ID", "7"}}), noSrunPlugins);
   EXPECT_EQ(plan.engine, Engine::Srun);
   EXPECT_TRUE(plan.job.rendezvousDir.empty());
-  plan = makePlan(o, lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_NNODES", "1"}}));
+  plan = makePlan(o, lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_NNODES", "1"}}), noSrunPlugins);
   EXPECT_TRUE(plan.job.rendezvousDir.empty());
   plan = makePlan(
       o,
-      lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NUM_NODES", "1"}, {"SLURMD_NODENAME", "n1"}}));
+      lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NUM_NODES", "1"}, {"SLURMD_NODENAME", "n1"}}),
+      noSrunPlugins);
   EXPECT_FALSE(plan.job.rendezvousDir.empty());
   words = engineCommand(plan);
   EXPECT_EQ(
@@ -352,7 +486,8 @@ TEST(XrunPlan, EngineCommandsAndRendezvous) {
       1);
   plan = makePlan(
       o,
-      lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NUM_NODES", "2"}, {"SLURMD_NODENAME", "n1"}}));
+      lookupFrom({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NUM_NODES", "2"}, {"SLURMD_NODENAME", "n1"}}),
+      noSrunPlugins);
   EXPECT_TRUE(plan.job.rendezvousDir.empty());
 
   // The contract's names still include XTRAIN_RENDEZVOUS_DIR (-x may not set it).

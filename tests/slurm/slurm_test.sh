@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# xrun and xtrain under a real Slurm (slurm-cluster: slurmctld, slurmd and munged on this host), as a
+# user would run them, with no engine or MPI flags. On a one-node cluster:
+#   1. salloc -n 4 xrun -n 4 xtrain ...   (the issue's failure: "has no way to meet the others")
+#   2. sbatch of a script running xrun -n 4 xtrain ...: finishes, writes its checkpoint and model;
+#      prints the time from sbatch to the first step and to the end
+#   3. scancel of a running job leaves no process behind (nor xrun's rendezvous directory)
+# On a two-node cluster (two slurmd on this host, nodes that xrun cannot tell from other hosts):
+#   4. salloc -N 2 -n 4 and sbatch -N 2 -n 4 of xrun -n 4 xtrain: the instances meet over PMIx and
+#      train to the same weights as in 1.
+# Every wait is bounded; the whole test takes well under two minutes (about 15 s when idle).
+# Usage: slurm_test.sh <source dir> <build dir>. Exit 77 (skipped, with the reason) where Slurm
+# cannot run (not root, slurm-wlm or munge missing).
+set -euo pipefail
+src=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+phase=${3:-}
+if [ -z "$phase" ]; then
+  # One node with at least 8 CPUs (declared when the machine has fewer), so a job of `-n 4` and
+  # one of `-n 2` run at once.
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+  [ "$cpus" -lt 8 ] && cpus=8
+  results=$(mktemp -d "${TMPDIR:-/tmp}/xtrain-slurm-test.XXXXXX")
+  trap 'rm -rf "$results"' EXIT
+  set +e
+  "$src/tests/slurm/slurm-cluster" --cpus "$cpus" -- "$0" "$src" "$build" one-node "$results"
+  one=$?
+  [ $one -eq 77 ] && exit 77
+  "$src/tests/slurm/slurm-cluster" --cpus 2 --nodes 2 -- "$0" "$src" "$build" two-nodes "$results"
+  two=$?
+  set -e
+  if [ $one -ne 0 ] || [ $two -ne 0 ]; then
+    echo "slurm test: FAILED (one node: exit $one, two nodes: exit $two)"
+    exit 1
+  fi
+  echo "slurm test: all checks passed"
+  exit 0
+fi
+results=$4
+
+work=$XTRAIN_SLURM_DIR/work  # removed with the cluster
+mkdir -p "$work/tmp"
+cd "$work"
+# IPU locks of this test only; xrun's rendezvous directories under $work/tmp (checked after scancel).
+export XTRAIN_IPU_LOCK_DIR=$work/ipu-locks TMPDIR=$work/tmp
+mkdir -p "$XTRAIN_IPU_LOCK_DIR"
+xrun=$build/bin/xrun
+xtrain=$build/bin/xtrain
+zoo=$src/tests/data/zoo/mlp
+train_args=(--model "$zoo/mlp_op17_dyn.onnx" --data "$zoo/data.h5" --loss loss --micro-batch-size 2)
+
+fails=0
+check() {  # check DESCRIPTION COMMAND...: runs COMMAND, reports
+  local what=$1
+  shift
+  if "$@"; then
+    echo "ok: $what"
+  else
+    echo "FAILED: $what"
+    fails=$((fails + 1))
+  fi
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# Waits (at most $2 s) until job $1 has left the queue; prints its final state.
+wait_job_end() {
+  local id=$1 limit=$2 t0
+  t0=$(date +%s)
+  while [ -n "$(squeue -h -j "$id" -o %i 2>/dev/null)" ]; do
+    if [ $(($(date +%s) - t0)) -ge "$limit" ]; then
+      echo "job $id still queued or running after $limit s" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+job_field() {  # job_field ID NAME: JobState, ExitCode, ... of a finished job (kept MinJobAge s)
+  scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+# Processes whose environment carries MARK=VALUE (every process of a job inherits it from sbatch).
+marked_pids() {
+  local p
+  for p in /proc/[0-9]*; do
+    grep -qzxF "$1" "$p/environ" 2>/dev/null && echo "${p#/proc/}"
+  done
+  return 0
+}
+
+# The batch job $1's script was run to its end with exit code 0 (scontrol keeps it MinJobAge s).
+completed() {
+  [ "$(job_field "$1" JobState)" = COMPLETED ] && [ "$(job_field "$1" ExitCode)" = 0:0 ]
+}
+
+one_node() {
+  echo "== 1. salloc -n 4, then xrun -n 4 xtrain (no engine or MPI flags)"
+  set +e
+  timeout 40 salloc -n 4 --job-name=xtrain-salloc "$xrun" -n 4 "$xtrain" "${train_args[@]}" \
+    --steps 8 --save-model "$results/salloc.onnx" >salloc.out 2>salloc.err
+  code=$?
+  set -e
+  check "salloc job exits 0 (got $code)" [ $code -eq 0 ]
+  check "the model was saved" test -s "$results/salloc.onnx"
+  check "xrun says the instances meet in the job's directory" \
+    grep -q "xrun: srun engine: the instances meet in the job's rendezvous directory" salloc.err
+  check "no instance failed to meet" bash -c "! grep -q 'no way to meet' salloc.err"
+  [ $code -eq 0 ] || tail -n 20 salloc.err
+
+  echo "== 2. sbatch a job script running xrun -n 4 xtrain"
+  cat >train.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-train
+#SBATCH --output=$work/train-%j.out
+#SBATCH --time=5
+"$xrun" -n 4 "$xtrain" ${train_args[*]} --steps 16 --checkpoint-dir "$work/ckpt" \\
+  --save-model "$work/train.onnx"
+EOF
+  local t0 id out first_step="" end t_end
+  t0=$(now)
+  id=$(sbatch --parsable train.sbatch)
+  out=$work/train-$id.out
+  end=$(($(date +%s) + 40))
+  while [ "$(date +%s)" -lt $end ]; do
+    if [ -z "$first_step" ] && grep -qE '^0: step +1/' "$out" 2>/dev/null; then first_step=$(now); fi
+    [ -z "$(squeue -h -j "$id" -o %i 2>/dev/null)" ] && break
+    sleep 0.05
+  done
+  t_end=$(now)
+  wait_job_end "$id" 5 || true
+  if [ -z "$first_step" ] && grep -qE '^0: step +1/' "$out" 2>/dev/null; then first_step=$t_end; fi
+  check "sbatch job $id COMPLETED, exit code 0:0 ($(job_field "$id" JobState), $(job_field "$id" ExitCode))" \
+    completed "$id"
+  check "the job trained 16 steps" grep -qE '^0: step +16/16' "$out"
+  check "the checkpoint of step 16 exists" test -d "$work/ckpt/ckpt-00000016"
+  check "the model was saved" test -s "$work/train.onnx"
+  check "the first step was seen" test -n "$first_step"
+  if [ -n "$first_step" ]; then
+    echo "start-up: sbatch to the first step $(elapsed "$t0" "$first_step") s; to the job's end" \
+      "$(elapsed "$t0" "$t_end") s (4 instances on $(env -u OMP_NUM_THREADS nproc) cores)"
+  fi
+  completed "$id" || tail -n 20 "$out"
+
+  echo "== 3. scancel of a running job leaves no process behind"
+  local mark running left
+  mark=XTRAIN_SLURM_TEST_JOB=cancel-$$-$RANDOM
+  cat >long.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-long
+#SBATCH --output=$work/long-%j.out
+"$xrun" -n 4 "$xtrain" ${train_args[*]} --steps 100000000
+EOF
+  id=$(env "$mark" sbatch --parsable long.sbatch)
+  out=$work/long-$id.out
+  end=$(($(date +%s) + 30))
+  until grep -qE '^0: step ' "$out" 2>/dev/null || [ "$(date +%s)" -ge $end ]; do sleep 0.05; done
+  check "the long job is training" grep -qE '^0: step ' "$out"
+  # The batch script, xrun, its watchdog, srun and the 4 instances (at least).
+  running=$(marked_pids "$mark" | wc -l)
+  check "its processes carry the test's mark ($running found)" [ "$running" -ge 5 ]
+
+  echo "== 3a. a second job on the node meanwhile gets other IPUs"
+  local share
+  cat >share.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=2
+#SBATCH --job-name=xtrain-share
+#SBATCH --output=$work/share-%j.out
+"$xrun" -n 2 "$xtrain" ${train_args[*]} --steps 4
+EOF
+  share=$(sbatch --parsable share.sbatch)
+  wait_job_end "$share" 40 || true
+  check "the second job $share COMPLETED while the first one trains" completed "$share"
+  check "its xrun took IPUs 4 and 5 (0-3 are the first job's)" \
+    grep -q "xrun: IPUs of this host are busy (.*); the instances get IPUs 4, 5" "$work/share-$share.out"
+  completed "$share" || tail -n 20 "$work/share-$share.out"
+
+  t0=$(now)
+  scancel "$id"
+  end=$(($(date +%s) + 20))
+  left=$(marked_pids "$mark")
+  while [ -n "$left" ] && [ "$(date +%s)" -lt $end ]; do
+    sleep 0.1
+    left=$(marked_pids "$mark")
+  done
+  echo "scancel: every process of the job gone $(elapsed "$t0" "$(now)") s after scancel"
+  check "no process of the cancelled job is left" [ -z "$left" ]
+  if [ -n "$left" ]; then
+    # shellcheck disable=SC2086
+    ps -o pid,ppid,pgid,stat,args -p "$(echo $left | tr ' ' ,)" || true
+  fi
+  wait_job_end "$id" 10 || true
+  check "xrun's rendezvous directories are gone" bash -c "[ -z \"\$(ls -A '$work/tmp')\" ]"
+
+  # TODO(preemption, issue 16 item 3): once xtrain handles SIGUSR1, add a case here: sbatch
+  # --requeue with --signal=USR1@60, `scancel --signal=USR1 <id>` while training, expect the
+  # documented "preempted" exit and a checkpoint, `scontrol requeue <id>`, and the requeued job
+  # resuming (--resume auto) to the weights of an uninterrupted run.
+  echo "skipped: preemption under Slurm (scancel --signal=USR1, requeue): not handled by xtrain yet"
+}
+
+two_nodes() {
+  echo "== 4. two nodes: salloc -N 2 -n 4, then xrun -n 4 xtrain: the instances meet over PMIx"
+  set +e
+  timeout 40 salloc -N 2 -n 4 --job-name=xtrain-pmix "$xrun" -n 4 "$xtrain" "${train_args[@]}" \
+    --steps 8 --save-model "$work/pmix.onnx" >pmix.out 2>pmix.err
+  code=$?
+  set -e
+  check "two-node salloc job exits 0 (got $code)" [ $code -eq 0 ]
+  local said="xrun: srun engine: the instances meet over PMIx (srun --mpi=pmix), since the allocation"
+  check "xrun says it chose PMIx" grep -qF "$said has 2 nodes" pmix.err
+  local salloc_id
+  salloc_id=$(sed -n 's/^salloc: Granted job allocation \([0-9]*\)$/\1/p' pmix.err)
+  check "tasks of job ${salloc_id:-?} ran on the second node" \
+    grep -q "launch task StepId=${salloc_id:-none}\.0 " "$XTRAIN_SLURM_DIR/slurmd-$(hostname -s)-2.log"
+  check "the same weights as on one node (directory rendezvous)" \
+    cmp -s "$work/pmix.onnx" "$results/salloc.onnx"
+  [ $code -eq 0 ] || tail -n 20 pmix.err
+
+  echo "== 5. two nodes: sbatch --nodes=2 --ntasks=4 of xrun -n 4 xtrain"
+  cat >two.sbatch <<EOF
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --ntasks=4
+#SBATCH --output=$work/two-%j.out
+#SBATCH --time=5
+"$xrun" -n 4 "$xtrain" ${train_args[*]} --steps 8 --save-model "$work/two.onnx"
+EOF
+  local t0 id
+  t0=$(now)
+  id=$(sbatch --parsable two.sbatch)
+  wait_job_end "$id" 40 || true
+  local what
+  what="two-node sbatch job $id COMPLETED, exit code 0:0 ($(job_field "$id" JobState),"
+  what+=" $(job_field "$id" ExitCode)), $(elapsed "$t0" "$(now)") s after sbatch"
+  check "$what" completed "$id"
+  check "xrun chose PMIx in the batch job too" grep -q "the instances meet over PMIx" \
+    "$work/two-$id.out"
+  check "the same weights" cmp -s "$work/two.onnx" "$results/salloc.onnx"
+  completed "$id" || tail -n 20 "$work/two-$id.out"
+}
+
+case $phase in
+  one-node) one_node ;;
+  two-nodes) two_nodes ;;
+  *) echo "slurm_test.sh: unknown phase '$phase' (one-node or two-nodes)" >&2; exit 2 ;;
+esac
+
+if [ $fails -ne 0 ]; then
+  echo "slurm test ($phase): $fails check(s) failed"
+  exit 1
+fi
+echo "slurm test ($phase): all checks passed"
