@@ -23,7 +23,7 @@
 //  by xrun are
 //    forwarded to every instance's process group and end the job (128 + signal; one received while
 //    already stopping kills at once); SIGUSR1 and SIGUSR2 are forwarded to every instance's main
-//    process only.
+//    process only. SIGQUIT prints the hang report and the job goes on.
 //  - Every wait is bounded: the job ends at most gracePeriod + 3 s after it starts stopping.
 //
 // Engine mode (spec.engine set: --engine mpirun or srun): the job is one process, the engine, which
@@ -68,8 +68,12 @@ struct LocalJobSpec {
   std::optional<double> timeoutSeconds;
   double gracePeriodSeconds = 5.0;
   std::string cleanupDir;  // removed by the watchdog if xrun dies (the caller removes it normally)
-  int stdoutFd = 1;        // where xrun prints instance stdout lines
-  int stderrFd = 2;        // instance stderr lines and xrun's own messages
+  // Where the instances keep their collective traces (XTRAIN_RENDEZVOUS_DIR; empty: none on this
+  // host). Read for the hang report (launcher/hang_report.hpp) when an instance fails after a
+  // collective timed out or mismatched, when the timeout fires, and on SIGQUIT.
+  std::string traceDir;
+  int stdoutFd = 1;  // where xrun prints instance stdout lines
+  int stderrFd = 2;  // instance stderr lines and xrun's own messages
 };
 
 // Runs the job (the instances, or in engine mode the engine); returns xrun's exit code. Throws

@@ -349,6 +349,7 @@ int runPlan(JobPlan plan) {
   spec.timeoutSeconds = o.timeoutSeconds;
   spec.gracePeriodSeconds = o.gracePeriodSeconds;
   spec.cleanupDir = plan.job.rendezvousDir;
+  spec.traceDir = plan.job.rendezvousDir;
   auto removeDir = [&] {
     if (plan.job.rendezvousDir.empty()) return;
     std::error_code ec;
