@@ -2,7 +2,7 @@
 // hang report (layout: comm/trace_format.hpp; the report: docs/launcher-environment.md, "Hang
 // reports"). QueuedCommunicator records every collective it runs: when it starts (entered) and when
 // it ends (finished, or failed and how). Recording is a few stores into the mapped file and two
-// reads of the monotonic clock (vDSO, no system call).
+// reads of the coarse monotonic clock (vDSO, no system call): about 20 ns per collective.
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -44,7 +44,8 @@ class CollectiveTrace {
   void* base_ = nullptr;
 };
 
-// CLOCK_MONOTONIC in nanoseconds: the clock of the trace's times.
+// CLOCK_MONOTONIC_COARSE in nanoseconds (CLOCK_MONOTONIC's time line at the kernel's tick
+// resolution): the clock of the trace's times.
 int64_t monotonicNanoseconds();
 
 }  // namespace xtrain::comm

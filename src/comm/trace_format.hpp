@@ -7,7 +7,8 @@
 // slot when it starts running (entered) and updates it when it ends (finished or failed). Each slot
 // is a seqlock: `version` is odd while the writer changes the slot; a reader copies the slot and
 // keeps the copy only when `version` was even and unchanged around the copy. Times are
-// CLOCK_MONOTONIC nanoseconds (the same clock in every process of a host).
+// CLOCK_MONOTONIC_COARSE nanoseconds: CLOCK_MONOTONIC's time line (the same in every process of a
+// host) at the kernel's tick resolution, a few milliseconds.
 #pragma once
 #pragma GCC visibility push(default)
 
