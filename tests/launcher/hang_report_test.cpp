@@ -220,7 +220,7 @@ TEST_P(HangReportStopped, NamesTheStoppedInstance) {
       << r.err;
   EXPECT_NE(r.err.find("xrun:   instance 2 (pid "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("xrun: verdict: instance 2 never entered allReduce #12 on group world (the "
-                       "others waited 2."),
+                       "others waited 4."),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("it is stopped (pid "), std::string::npos) << r.err;
