@@ -371,7 +371,10 @@ When an instance exits non-zero or dies by a signal, xrun stops the others and
 exits with that instance's code (128+signal for a signal). SIGINT, SIGTERM and
 SIGHUP sent to xrun are forwarded to every instance's process group, SIGUSR1 and
 SIGUSR2 to every instance (with mpirun or srun: to the engine, which forwards
-them). Usage errors exit with 2.
+them). SIGQUIT (kill -QUIT) prints a hang report: each instance's last
+collectives and which instance holds the job up; the job goes on. The same
+report is printed when a collective times out or mismatches and at --timeout.
+Usage errors exit with 2.
 )";
 }
 
