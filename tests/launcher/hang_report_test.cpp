@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -284,6 +285,66 @@ TEST_F(HangReportJob, SigquitPrintsTheReportAndTheJobGoesOn) {
         << r.err;
   }
   EXPECT_NE(r.err.find("xrun: verdict: "), std::string::npos) << r.err;
+  expectReportedGone(r.err);
+}
+
+// The pid of the child of `parent` whose environment has XTRAIN_INSTANCE_INDEX=<instance>; -1 if
+// none.
+pid_t instancePid(pid_t parent, int instance) {
+  const std::string want = "XTRAIN_INSTANCE_INDEX=" + std::to_string(instance);
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream environ(e.path() / "environ", std::ios::binary);
+    std::string var;
+    while (std::getline(environ, var, '\0')) {
+      if (var == want) return std::stoi(name);
+    }
+  }
+  return -1;
+}
+
+// The real trainer: xtrain under xrun, one instance stopped from outside mid-training; the others
+// time out in their gradient all-reduce and the verdict names the stopped instance (wherever it
+// was stopped: before a collective, or inside one).
+TEST_F(HangReportJob, NamesAnXtrainInstanceStoppedMidTraining) {
+  fs::create_directory(dir_ + "/ipus");
+  Child xrun({xrunPath(), "-n", "3", "--grace-period", "1", "-x", "XTRAIN_COMM_TIMEOUT=4",
+              std::string(XTRAIN_BIN_DIR) + "/xtrain", "--steps", "10000000"},
+             env());
+  ASSERT_TRUE(xrun.waitForStdout(
+      [](const std::string& out) { return out.find("[0] step ") != std::string::npos; }, 60));
+  pid_t stopped = -1;
+  for (int attempt = 0; attempt < 50 && stopped < 0; ++attempt) {
+    stopped = instancePid(xrun.pid(), 1);
+    if (stopped < 0) ::usleep(100'000);
+  }
+  ASSERT_GT(stopped, 0) << "instance 1 not found among xrun's children";
+  ASSERT_EQ(::kill(stopped, SIGSTOP), 0);
+  auto r = xrun.wait(60);
+  fs::remove_all(dir_ + "/ipus");
+  ASSERT_FALSE(r.timedOut) << r.err;
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  const auto verdict = r.err.find("xrun: verdict: ");
+  ASSERT_NE(verdict, std::string::npos) << r.err;
+  const std::string line = r.err.substr(verdict, r.err.find('\n', verdict) - verdict);
+  EXPECT_NE(line.find("instance 1 "), std::string::npos) << line;
+  EXPECT_NE(line.find("on group replicas-0"), std::string::npos) << line;
+  EXPECT_NE(line.find("stopped"), std::string::npos) << line;
+  EXPECT_NE(r.err.find("xrun:   instance 1 (pid " + std::to_string(stopped) + ", stopped)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(processGone(stopped, 5.0));
   expectReportedGone(r.err);
 }
 
