@@ -50,8 +50,10 @@ std::unique_ptr<CollectiveTrace> openProcessTrace() {
 }  // namespace
 
 CollectiveTrace* CollectiveTrace::process() {
-  static const std::unique_ptr<CollectiveTrace> trace = openProcessTrace();
-  return trace.get();
+  // Never unmapped: a communicator destroyed during static destruction, or a collective still
+  // running on another thread at exit, may record after this function's statics are gone.
+  static CollectiveTrace* const trace = openProcessTrace().release();
+  return trace;
 }
 
 std::unique_ptr<CollectiveTrace> CollectiveTrace::create(const std::string& path, int instance) {

@@ -18,7 +18,8 @@ class CollectiveTrace {
  public:
   // The process's trace: `<XTRAIN_RENDEZVOUS_DIR>/collective-trace-<XTRAIN_INSTANCE_INDEX>`,
   // created on first use. nullptr (tracing off) without XTRAIN_RENDEZVOUS_DIR, with
-  // XTRAIN_COMM_TRACE=0, or when the file cannot be created (logged once as a warning).
+  // XTRAIN_COMM_TRACE=0, or when the file cannot be created (logged once as a warning). It lives
+  // (mapped) until the process ends.
   static CollectiveTrace* process();
 
   // Creates (O_EXCL | O_NOFOLLOW, mode 0600; an existing file of an earlier run is replaced) and
