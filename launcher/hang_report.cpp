@@ -277,6 +277,28 @@ std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
       present.emplace_back(t.instance, c);
     }
   }
+  // An instance that entered only at the end of the others' wait, or after one of them had given
+  // up (timed out), was not there in time: e.g. a stopped instance that mpirun resumed (SIGCONT)
+  // while ending the job. "The end": the last tenth of the wait (the clock is coarse).
+  std::optional<int64_t> gaveUp;
+  int64_t firstStart = 0;
+  for (const auto& [i, c] : present) {
+    if (c->state == trace::State::Failed && c->failure == trace::Failure::Timeout) {
+      gaveUp = gaveUp ? std::min(*gaveUp, c->endNs) : c->endNs;
+    }
+    firstStart = firstStart == 0 ? c->startNs : std::min(firstStart, c->startNs);
+  }
+  std::map<int, int64_t> late;  // instance -> how long after the first it entered
+  if (gaveUp) {
+    const int64_t threshold = *gaveUp - (*gaveUp - firstStart) / 10;
+    std::erase_if(present, [&](const auto& p) {
+      if (p.second->startNs < threshold) return false;
+      missing.push_back(p.first);
+      late[p.first] = p.second->startNs - firstStart;
+      return true;
+    });
+    std::sort(missing.begin(), missing.end());
+  }
   // A mismatch: the members at `seq` called different collectives (or sizes).
   auto signature = [](const TracedCollective* c) { return c->op + "/" + std::to_string(c->bytes); };
   std::map<std::string, std::vector<int>> bySignature;
@@ -323,6 +345,13 @@ std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
     std::string text = format("{} never entered {} (the others waited {})", instanceList(missing),
                               name(*ref), seconds(waited));
     for (int i : missing) {
+      if (late.count(i)) {
+        text +=
+            format("; instance {}: it entered {} only as the others gave up, {} after the first", i,
+                   name(*ref), seconds(late[i]));
+        if (stopped(traces[static_cast<size_t>(i)])) text += " (it is stopped)";
+        continue;
+      }
       text +=
           format("; instance {}: {}", i, whereInstead(traces[static_cast<size_t>(i)], group, now));
     }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,30 @@ TEST(HangVerdict, NamesTheInstanceThatNeverEntered) {
   const std::string two = hangVerdict(traces, start + 30 * kSecond);
   EXPECT_EQ(two.rfind("instances 1, 2 never entered allReduce #812 on group world", 0), 0u) << two;
   EXPECT_NE(two.find("instance 2: no trace"), std::string::npos) << two;
+}
+
+TEST(HangVerdict, AnInstanceThatEnteredAfterTheOthersGaveUpWasNotThere) {
+  // What mpirun leaves: it resumes a stopped instance (SIGCONT) while ending the job, and the
+  // instance enters the collective after the others timed out.
+  auto traces = worldJob(3, 12);
+  const int64_t start = 12 * kSecond;
+  for (int i = 0; i < 3; ++i) {
+    traces[i].collectives.push_back(collective(12, "allReduce", 12, trace::State::Failed,
+                                               i == 1 ? start + 4 * kSecond + 50'000'000 : start,
+                                               start + 4 * kSecond + (i == 1 ? 60'000'000 : 0),
+                                               "world", i, 3));
+  }
+  traces[1].collectives.back().failure = trace::Failure::Aborted;
+  EXPECT_EQ(hangVerdict(traces, start + 5 * kSecond),
+            "instance 1 never entered allReduce #12 on group world (the others waited 4.0 s); "
+            "instance 1: it entered allReduce #12 on group world only as the others gave up, "
+            "4.0 s after the first");
+  // Entering in the same clock tick as the first time-out counts too.
+  traces[1].collectives.back().startNs = start + 4 * kSecond;
+  EXPECT_EQ(hangVerdict(traces, start + 5 * kSecond).rfind("instance 1 never entered", 0), 0u);
+  // An instance a little late (within the first nine tenths of the wait) was there.
+  traces[1].collectives.back().startNs = start + 3 * kSecond;
+  EXPECT_EQ(hangVerdict(traces, start + 5 * kSecond).rfind("every instance entered", 0), 0u);
 }
 
 TEST(HangVerdict, NamesAMismatch) {
@@ -285,6 +310,35 @@ TEST_F(HangReportJob, SigquitPrintsTheReportAndTheJobGoesOn) {
         << r.err;
   }
   EXPECT_NE(r.err.find("xrun: verdict: "), std::string::npos) << r.err;
+  expectReportedGone(r.err);
+}
+
+// Under the mpirun engine (every instance on this host, so the job directory exists), over the
+// mpi backend. mpirun resumes the stopped instance while ending the job, so the report (read once
+// mpirun has ended) sees it enter the collective only as the others gave up.
+TEST_F(HangReportJob, NamesTheStoppedInstanceUnderMpirun) {
+  bool haveMpirun = false;
+  if (const char* path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    std::string d;
+    while (std::getline(dirs, d, ':'))
+      haveMpirun = haveMpirun || ::access((d + "/mpirun").c_str(), X_OK) == 0;
+  }
+  if (!haveMpirun) GTEST_SKIP() << "mpirun (Open MPI) is not installed";
+  fs::create_directory(dir_ + "/ipus");
+  auto r = runXrun({"--engine", "mpirun", "-n", "3", "--grace-period", "1", "--mpi-global-args",
+                    "--mca btl self,vader --mca pml ob1 --mca btl_vader_single_copy_mechanism none",
+                    "-x", "XTRAIN_COMM_TIMEOUT=4", workerPath(), "hang", "1"},
+                   90, env());
+  fs::remove_all(dir_ + "/ipus");
+  ASSERT_FALSE(r.timedOut) << r.err;
+  EXPECT_EQ(r.exitCode, 3) << r.err;
+  EXPECT_NE(r.err.find("xrun: hang report (mpirun failed after a collective timed out"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("xrun: verdict: instance 1 never entered allReduce #12 on group world"),
+            std::string::npos)
+      << r.err;
   expectReportedGone(r.err);
 }
 
