@@ -60,6 +60,7 @@ bool readMapped(const void* base, InstanceTrace& out) {
     c.ticket = s.ticket;
     c.group = fixedString(s.group, sizeof s.group);
     c.op = fixedString(s.op, sizeof s.op);
+    c.label = fixedString(s.label, sizeof s.label);
     c.seq = s.seq;
     c.bytes = s.bytes;
     c.rank = s.rank;
@@ -122,6 +123,12 @@ std::string name(const TracedCollective& c) {
   return format("{} #{} on group {}", c.op, c.seq, c.group);
 }
 
+// name() with the debug name: "allReduce #3 'gradient bucket of w' on group world".
+std::string fullName(const TracedCollective& c) {
+  if (c.label.empty()) return name(c);
+  return format("{} #{} '{}' on group {}", c.op, c.seq, c.label, c.group);
+}
+
 bool unfinished(const TracedCollective& c) {
   return c.state == trace::State::Entered || c.state == trace::State::Failed;
 }
@@ -170,16 +177,16 @@ std::string instanceLine(const InstanceTrace& t, int64_t now) {
   std::string text;
   switch (last.state) {
     case trace::State::Entered:
-      text = format("in {} ({}) for {}", name(last), bytesText(last.bytes),
+      text = format("in {} ({}) for {}", fullName(last), bytesText(last.bytes),
                     seconds(now - last.startNs));
       break;
     case trace::State::Failed:
-      text = format("{} ({}) failed after {} ({}), {} ago", name(last), bytesText(last.bytes),
+      text = format("{} ({}) failed after {} ({}), {} ago", fullName(last), bytesText(last.bytes),
                     seconds(last.endNs - last.startNs), trace::toString(last.failure),
                     seconds(now - last.endNs));
       break;
     default:
-      text = format("last entered {} ({}), finished {} ago", name(last), bytesText(last.bytes),
+      text = format("last entered {} ({}), finished {} ago", fullName(last), bytesText(last.bytes),
                     seconds(now - last.endNs));
       return head + ": " + text + "; in no collective since";
   }

@@ -20,6 +20,7 @@ struct TracedCollective {
   uint64_t ticket = 0;  // order within the instance
   std::string group;
   std::string op;
+  std::string label;  // the collective's debug name, if it has one
   uint64_t seq = 0;
   uint64_t bytes = 0;
   int rank = 0;

@@ -99,7 +99,7 @@ CollectiveTrace::~CollectiveTrace() {
 }
 
 uint64_t CollectiveTrace::enter(const std::string& group, int rank, int size, const char* op,
-                                uint64_t seq, uint64_t bytes) {
+                                uint64_t seq, uint64_t bytes, const std::string& label) {
   auto* h = static_cast<trace::Header*>(base_);
   const uint64_t ticket = __atomic_fetch_add(&h->claims, 1, __ATOMIC_RELAXED);
   trace::Slot& s = trace::slotsOf(base_)[ticket % trace::kSlots];
@@ -115,6 +115,7 @@ uint64_t CollectiveTrace::enter(const std::string& group, int rank, int size, co
   s.size = size;
   copyName(s.op, sizeof s.op, op);
   copyName(s.group, sizeof s.group, group);
+  copyName(s.label, sizeof s.label, label);
   trace::endWrite(s);
   return ticket;
 }

@@ -32,7 +32,7 @@ class CollectiveTrace {
 
   // A collective starts running; returns its ticket for end().
   uint64_t enter(const std::string& group, int rank, int size, const char* op, uint64_t seq,
-                 uint64_t bytes);
+                 uint64_t bytes, const std::string& label = {});
   // It ended (Finished, or Failed with how). A slot reused meanwhile is left alone.
   void end(uint64_t ticket, trace::State state, trace::Failure failure = trace::Failure::None);
 

@@ -104,7 +104,7 @@ std::shared_ptr<Work> QueuedCommunicator::enqueue(const Fingerprint& f, BufferVi
                                                   BufferView out,
                                                   std::optional<Milliseconds> timeout,
                                                   const std::string& debugName) {
-  Collective c{f, in, out, timeout ? *timeout : info_.timeout, {}, {}};
+  Collective c{f, in, out, timeout ? *timeout : info_.timeout, {}, {}, debugName};
   transport_->validate(*this, c);
   std::lock_guard lock(issueMu_);
   c.fingerprint.seq = nextSeq_++;
@@ -127,7 +127,8 @@ class TraceScope {
     if (trace_ == nullptr) return;
     const Fingerprint& f = c.fingerprint;
     const uint64_t bytes = f.count == 0 ? 0 : f.count * dataTypeSize(f.type);
-    ticket_ = trace_->enter(comm.name(), comm.rank(), comm.size(), toString(f.kind), f.seq, bytes);
+    ticket_ = trace_->enter(comm.name(), comm.rank(), comm.size(), toString(f.kind), f.seq, bytes,
+                            c.debugName);
   }
   ~TraceScope() {
     if (trace_ != nullptr) trace_->end(ticket_, state_, failure_);

@@ -66,8 +66,9 @@ struct Slot {
   int32_t size;      // the group's size
   char op[16];       // "allReduce", "broadcast", ...
   char group[48];    // the group's name, truncated
+  char label[64];    // the collective's debug name (options.debugName), truncated; may be empty
 };
-static_assert(sizeof(Slot) == 128);
+static_assert(sizeof(Slot) == 192);
 
 inline constexpr size_t kFileSize = sizeof(Header) + kSlots * sizeof(Slot);
 

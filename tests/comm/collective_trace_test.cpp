@@ -55,7 +55,7 @@ TEST_F(CollectiveTraceTest, RecordsEntryAndEnd) {
   EXPECT_EQ(static_cast<size_t>(st.st_size), trace::kFileSize);
 
   const int64_t before = monotonicNanoseconds();
-  const uint64_t a = t->enter("world", 1, 4, "allReduce", 7, 400);
+  const uint64_t a = t->enter("world", 1, 4, "allReduce", 7, 400, "gradient bucket of w");
   const uint64_t b =
       t->enter("a-group-name-longer-than-the-slot-holds-so-it-is-cut", 0, 2, "broadcast", 0, 8);
   t->end(a, trace::State::Finished);
@@ -75,6 +75,8 @@ TEST_F(CollectiveTraceTest, RecordsEntryAndEnd) {
   EXPECT_EQ(s[0].ticket, a);
   EXPECT_STREQ(s[0].group, "world");
   EXPECT_STREQ(s[0].op, "allReduce");
+  EXPECT_STREQ(s[0].label, "gradient bucket of w");
+  EXPECT_STREQ(s[1].label, "");
   EXPECT_EQ(s[0].seq, 7u);
   EXPECT_EQ(s[0].bytes, 400u);
   EXPECT_EQ(s[0].rank, 1);

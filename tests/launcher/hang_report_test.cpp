@@ -164,11 +164,13 @@ TEST(HangVerdict, ReportHasOneLinePerInstance) {
   auto traces = worldJob(2, 2);
   traces[0].collectives.push_back(
       collective(2, "barrier", 2, trace::State::Entered, 2 * kSecond, 0, "world", 0, 2, 0));
+  traces[0].collectives.back().label = "end of epoch";
   const auto lines = hangReport(traces, 5 * kSecond, "test");
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].rfind("hang report (test): ", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1],
-            "  instance 0 (pid 1000, sleeping): in barrier #2 on group world (0 B) for 3.0 s; "
+            "  instance 0 (pid 1000, sleeping): in barrier #2 'end of epoch' on group world (0 B) "
+            "for 3.0 s; "
             "last finished allReduce #1 on group world, 4.0 s ago");
   EXPECT_EQ(lines[2].rfind("  instance 1 (pid 1001, sleeping): last entered allReduce #1", 0), 0u)
       << lines[2];
