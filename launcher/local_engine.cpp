@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "launcher/hang_report.hpp"
 #include "launcher/watchdog.hpp"
 #include "xtrain/dist.hpp"
 #include "xtrain/error.hpp"
@@ -76,7 +77,7 @@ void debugLog(const std::string& text) noexcept {
 // ---- signals: a self-pipe the handler writes the signal number into ----
 
 int gSignalPipe[2] = {-1, -1};
-constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
 
 extern "C" void onSignal(int sig) {
   int saved = errno;
@@ -223,6 +224,8 @@ class Supervisor {
   bool allGone() const;
   bool anyStreamOpen() const;
   void message(const std::string& text);
+  enum class ReportWhen { CollectiveFailed, AnyCollective, Always };
+  void reportHang(const std::string& why, ReportWhen when);
   JobOutcome finish();
 
   const LocalJobSpec& spec_;
@@ -252,6 +255,27 @@ class Supervisor {
 
 void Supervisor::message(const std::string& text) {
   if (!stderrBroken_ && !writeAll(spec_.stderrFd, "xrun: " + text + "\n")) stderrBroken_ = true;
+}
+
+// The job-wide hang report (launcher/hang_report.hpp), printed on stderr.
+void Supervisor::reportHang(const std::string& why, ReportWhen when) {
+  if (spec_.traceDir.empty()) {
+    if (when == ReportWhen::Always) {
+      message("hang report (" + why +
+              "): not available: the instances may run on other hosts, so xrun has no job "
+              "directory where they record their collectives");
+    }
+    return;
+  }
+  try {
+    const int n = engineMode_ ? spec_.engine->numInstances : static_cast<int>(instances_.size());
+    const auto traces = readTraces(spec_.traceDir, n);
+    if (when == ReportWhen::CollectiveFailed && !hasCollectiveFailure(traces)) return;
+    if (when == ReportWhen::AnyCollective && !hasAnyCollective(traces)) return;
+    for (const auto& line : hangReport(traces, steadyNowNs(), why)) message(line);
+  } catch (const std::exception& e) {
+    message("hang report (" + why + "): cannot be made: " + e.what());
+  }
 }
 
 void Supervisor::startOne(Instance& inst, const ExecArrays& exec, int devNull) {
@@ -545,6 +569,10 @@ void Supervisor::reap() {
       firstFailure_ = inst.index;
       runningAtFailure_ = static_cast<int>(std::count_if(
           instances_.begin(), instances_.end(), [](const Instance& i) { return !i.reaped; }));
+      // Read before anything is stopped: the traces show where each instance was.
+      reportHang(format("{} failed after a collective timed out or mismatched",
+                        engineMode_ ? spec_.engine->name : format("instance {}", inst.index)),
+                 ReportWhen::CollectiveFailed);
       // Stop everything, the failed instance's own group included (its children may live on).
       beginStop(StopReason::Failure, SIGTERM);
     }
@@ -564,6 +592,10 @@ void Supervisor::handleSignals() {
     for (ssize_t k = 0; k < n; ++k) {
       int sig = buf[k];
       if (sig == SIGCHLD) continue;  // reap() runs on every loop iteration
+      if (sig == SIGQUIT) {
+        reportHang("SIGQUIT; the job goes on", ReportWhen::Always);
+        continue;
+      }
       if (sig == SIGUSR1 || sig == SIGUSR2) {
         if (warnedWith_ == 0) warnedWith_ = sig;
         for (auto& inst : instances_) {
@@ -680,6 +712,9 @@ JobOutcome Supervisor::run() {
     if (stopReason_ == StopReason::None && timeoutAt && now >= *timeoutAt) {
       message(format("the job reached --timeout {} s; stopping every instance",
                      spec_.timeoutShownSeconds.value_or(*spec_.timeoutSeconds)));
+      reportHang(
+          format("--timeout {} s", spec_.timeoutShownSeconds.value_or(*spec_.timeoutSeconds)),
+          ReportWhen::AnyCollective);
       beginStop(StopReason::Timeout, SIGTERM);
     }
     if (stopReason_ != StopReason::None) {

@@ -23,7 +23,7 @@
 //  by xrun are
 //    forwarded to every instance's process group and end the job (128 + signal; one received while
 //    already stopping kills at once); SIGUSR1 and SIGUSR2 are forwarded to every instance's main
-//    process only.
+//    process only. SIGQUIT prints the hang report and the job goes on.
 //  - Preemption: SIGTERM to xrun is forwarded the same way but leaves the instances
 //    preemptionGraceSeconds to end; an instance exiting with kPreemptedExitCode (75: it saved its
 //    state after SIGUSR1 or SIGTERM) sends nothing to the others and leaves them that long to end
@@ -82,8 +82,12 @@ struct LocalJobSpec {
   // kPreemptedExitCode (the others get this long to end by themselves).
   double preemptionGraceSeconds = 30.0;
   std::string cleanupDir;  // removed by the watchdog if xrun dies (the caller removes it normally)
-  int stdoutFd = 1;        // where xrun prints instance stdout lines
-  int stderrFd = 2;        // instance stderr lines and xrun's own messages
+  // Where the instances keep their collective traces (XTRAIN_RENDEZVOUS_DIR; empty: none on this
+  // host). Read for the hang report (launcher/hang_report.hpp) when an instance fails after a
+  // collective timed out or mismatched, when the timeout fires, and on SIGQUIT.
+  std::string traceDir;
+  int stdoutFd = 1;  // where xrun prints instance stdout lines
+  int stderrFd = 2;  // instance stderr lines and xrun's own messages
 };
 
 // How a run ended, for xrun's restart decision (launcher/restart_policy.hpp).

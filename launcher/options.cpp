@@ -409,6 +409,9 @@ SIGHUP sent to xrun are forwarded to every instance's process group, SIGUSR1 and
 SIGUSR2 to every instance (with mpirun or srun: to the engine, which forwards
 them). SIGUSR1 and SIGTERM are preemption requests to xtrain, which saves a
 checkpoint and exits with 75; xrun exits with 75 when every instance did.
+SIGQUIT (kill -QUIT) prints a hang report: each instance's last
+collectives and which instance holds the job up; the job goes on. The same
+report is printed when a collective times out or mismatches and at --timeout.
 Usage errors exit with 2.
 )";
 }

@@ -463,6 +463,7 @@ LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
   spec.gracePeriodSeconds = std::min(o.gracePeriodSeconds, kFailureGraceSeconds);
   spec.preemptionGraceSeconds = o.gracePeriodSeconds;
   spec.cleanupDir = plan.job.rendezvousDir;
+  spec.traceDir = plan.job.rendezvousDir;
   return spec;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "comm/collective_trace.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm {
@@ -103,7 +104,7 @@ std::shared_ptr<Work> QueuedCommunicator::enqueue(const Fingerprint& f, BufferVi
                                                   BufferView out,
                                                   std::optional<Milliseconds> timeout,
                                                   const std::string& debugName) {
-  Collective c{f, in, out, timeout ? *timeout : info_.timeout, {}, {}};
+  Collective c{f, in, out, timeout ? *timeout : info_.timeout, {}, {}, debugName};
   transport_->validate(*this, c);
   std::lock_guard lock(issueMu_);
   c.fingerprint.seq = nextSeq_++;
@@ -116,20 +117,57 @@ std::shared_ptr<Work> QueuedCommunicator::enqueue(const Fingerprint& f, BufferVi
       info_.runSyncCallsInline && issuedBySyncCall());
 }
 
+namespace {
+
+// Records one collective in the process's trace (xrun's hang report) from entry to end.
+class TraceScope {
+ public:
+  TraceScope(const QueuedCommunicator& comm, const Collective& c)
+      : trace_(CollectiveTrace::process()) {
+    if (trace_ == nullptr) return;
+    const Fingerprint& f = c.fingerprint;
+    const uint64_t bytes = f.count == 0 ? 0 : f.count * dataTypeSize(f.type);
+    ticket_ = trace_->enter(comm.name(), comm.rank(), comm.size(), toString(f.kind), f.seq, bytes,
+                            c.debugName);
+  }
+  ~TraceScope() {
+    if (trace_ != nullptr) trace_->end(ticket_, state_, failure_);
+  }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+  void finished() { state_ = trace::State::Finished; }
+  void failed(trace::Failure how) { failure_ = how; }
+
+ private:
+  CollectiveTrace* trace_;
+  uint64_t ticket_ = 0;
+  trace::State state_ = trace::State::Failed;
+  trace::Failure failure_ = trace::Failure::Other;
+};
+
+}  // namespace
+
 void QueuedCommunicator::run(Collective c) {
   throwIfAborted();
   c.deadline = std::chrono::steady_clock::now() + c.timeout;
+  TraceScope traced(*this, c);
   try {
     transport_->execute(*this, c);
+    traced.finished();
   } catch (const CommAbortedError&) {
+    traced.failed(trace::Failure::Aborted);
     throw;  // the group had failed before: that failure is the one to keep
   } catch (const CommTimeoutError& e) {
+    traced.failed(trace::Failure::Timeout);
     abort(e.what());
     throw;
   } catch (const CommMismatchError& e) {
+    traced.failed(trace::Failure::Mismatch);
     abort(e.what());
     throw;
   } catch (const CommPeerLostError& e) {
+    traced.failed(trace::Failure::PeerLost);
     abort(e.what());
     throw;
   } catch (const std::exception& e) {

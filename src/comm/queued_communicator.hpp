@@ -29,7 +29,8 @@ struct Collective {
   BufferView output;
   Milliseconds timeout{0};  // the collective's bound: its options' timeout, else the communicator's
   std::chrono::steady_clock::time_point deadline;  // when it started running, plus `timeout`
-  std::string what;  // "allReduce seq 3 (count=10, type=FLOAT, op=Add) 'debugName'"
+  std::string what;       // "allReduce seq 3 (count=10, type=FLOAT, op=Add) 'debugName'"
+  std::string debugName;  // the options' debugName ("" when none)
 };
 
 // One split(), as the transport sees it (arguments already validated by Communicator::split).

@@ -4,3 +4,7 @@ target_sources(test_${_name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/process_helpers.c
 add_dependencies(test_${_name} xrun)
 # ipu_allocation_test.cpp trains with xtrain under xrun.
 add_dependencies(test_${_name} xtrain_tool)
+# hang_report_test.cpp runs the comm worker (tests/comm/worker) under xrun.
+if(TARGET xtrain_comm_worker)
+  add_dependencies(test_${_name} xtrain_comm_worker)
+endif()

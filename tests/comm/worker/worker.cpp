@@ -8,6 +8,13 @@
 //   mpirun -np 2 xtrain_comm_worker bench      (all-reduce timing, prints busbw)
 //   mpirun -np 3 xtrain_comm_worker kill       (rank 1 SIGKILLs itself during collectives)
 //   mpirun -np 2 xtrain_comm_worker stall      (rank 1 SIGSTOPs itself: the others time out)
+//
+// For xrun's hang report (tests/launcher/hang_report_test.cpp), over createWorldCommunicator() (so
+// XTRAIN_COMM_TIMEOUT bounds each collective):
+//   xrun -n 4 xtrain_comm_worker hang 2        (instance 2 SIGSTOPs itself before allReduce #12)
+//   xrun -n 3 xtrain_comm_worker mismatch      (instance 1 calls broadcast #12, the others
+//                                               allReduce #12)
+//   xrun -n 3 xtrain_comm_worker spin 3        (all-reduces for 3 s, printing "spinning" once)
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -237,8 +244,8 @@ TEST(Collectives, AllGatherAndBroadcast) {
         for (size_t i = 0; i < count; ++i) {
           if (get(dst, i) != value(i + static_cast<size_t>(root)) ||
               get(inplace, i) != value(i + static_cast<size_t>(root))) {
-            ADD_FAILURE() << "broadcast root " << root << " c" << count << " "
-                          << dataTypeName(type) << ": element " << i;
+            ADD_FAILURE() << "broadcast root " << root << " c" << count << " " << dataTypeName(type)
+                          << ": element " << i;
             break;
           }
         }
@@ -269,7 +276,8 @@ TEST(Collectives, LargeAllReduce) {
   auto comm = world();
   const size_t n = (size_t{1} << 22) + 3;  // 16 MB of FLOAT
   std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>((i % 13) + static_cast<size_t>(comm->rank()));
+  for (size_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>((i % 13) + static_cast<size_t>(comm->rank()));
   comm->allReduceSync(viewOf(x.data(), n, DataType::FLOAT));
   const int k = comm->size();
   for (size_t i = 0; i < n; i += 4099) {
@@ -607,9 +615,77 @@ int stall() {
   }
 }
 
+// The collective that hang() and mismatch() make go wrong: the 13th of the world (#12).
+constexpr int kBadCollective = 12;
+
+// Instance `stopper` stops itself (SIGSTOP) just before allReduce #12; the others time out there.
+int hang(int stopper) {
+  auto comm = createWorldCommunicator();
+  float x = 1.0f;
+  try {
+    for (int i = 0; i < 2 * kBadCollective; ++i) {
+      if (comm->rank() == stopper && i == kBadCollective) {
+        std::fprintf(stderr, "instance %d: SIGSTOP to myself before collective %d\n", stopper, i);
+        std::fflush(stderr);
+        ::raise(SIGSTOP);
+      }
+      comm->allReduceSync(viewOf(&x, 1, DataType::FLOAT));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "instance %d: %s\n", comm->rank(), e.what());
+    return 3;
+  }
+  return 0;
+}
+
+// Instance 1 calls broadcast where the others call allReduce (#12).
+int mismatch() {
+  auto comm = createWorldCommunicator();
+  std::vector<float> x(16, 1.0f);
+  try {
+    for (int i = 0; i < 2 * kBadCollective; ++i) {
+      const BufferView v = viewOf(x.data(), x.size(), DataType::FLOAT);
+      if (comm->rank() == 1 && i == kBadCollective) {
+        comm->broadcastSync(v);
+      } else {
+        comm->allReduceSync(v);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "instance %d: %s\n", comm->rank(), e.what());
+    return 3;
+  }
+  return 0;
+}
+
+// All-reduces for `seconds`, then exits 0: a job to send SIGQUIT to.
+int spin(double seconds) {
+  auto comm = createWorldCommunicator();
+  float x = 1.0f;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  bool said = false;
+  for (;;) {
+    // Every instance decides to stop at the same collective: rank 0's clock, broadcast.
+    float more = std::chrono::steady_clock::now() < end ? 1.0f : 0.0f;
+    comm->broadcastSync(viewOf(&more, 1, DataType::FLOAT));
+    if (more == 0.0f) break;
+    comm->allReduceSync(viewOf(&x, 1, DataType::FLOAT));
+    if (!said) {
+      std::printf("spinning\n");
+      std::fflush(stdout);
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "hang") return hang(argc > 2 ? std::atoi(argv[2]) : 1);
+  if (argc > 1 && std::string(argv[1]) == "mismatch") return mismatch();
+  if (argc > 1 && std::string(argv[1]) == "spin") return spin(argc > 2 ? std::atof(argv[2]) : 3);
   if (argc > 1 && std::string(argv[1]) == "stall") return stall();
   if (argc > 1 && std::string(argv[1]) == "bench") return bench();
   if (argc > 1 && std::string(argv[1]) == "kill") {
