@@ -60,10 +60,13 @@ int onFinalize(MPI_Comm, int, void*, void*) {
 // flushed first; the remaining exit handlers and static destructors are skipped (other threads,
 // e.g. the store service's, may still be inside MPI or use those objects).
 [[noreturn]] void exitWithoutFinalize(int status, const std::string& why) {
-  logging::comm::err(
-      "mpi: exiting with code {} without MPI_Finalize ({}); the launcher ends the job", status,
-      why);
-  logging::flush();
+  try {  // nothing may throw here: an exception would turn the exit code into SIGABRT's
+    logging::comm::err(
+        "mpi: exiting with code {} without MPI_Finalize ({}); the launcher ends the job", status,
+        why);
+    logging::flush();
+  } catch (...) {
+  }
   std::fflush(nullptr);
   ::_exit(status);
 }
@@ -79,11 +82,15 @@ void boundFinalize(int status) {
       return Milliseconds(300'000);
     }
   }();
-  std::thread([status, limit] {
-    std::this_thread::sleep_for(limit);
-    exitWithoutFinalize(status,
-                        format("MPI_Finalize did not complete within {} ms", limit.count()));
-  }).detach();
+  try {
+    std::thread([status, limit] {
+      std::this_thread::sleep_for(limit);
+      exitWithoutFinalize(status,
+                          format("MPI_Finalize did not complete within {} ms", limit.count()));
+    }).detach();
+  } catch (const std::exception&) {
+    // No thread to bound it with: finalise unbounded, as a clean exit does.
+  }
 }
 
 // Registered with on_exit, which passes the exit status: MPI_Finalize only on a clean exit.
