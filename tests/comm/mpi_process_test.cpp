@@ -299,6 +299,53 @@ TEST_P(XrunMpirunNoHang, AStoppedInstanceMakesTheOthersFailAndTheJobEnds) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, XrunMpirunNoHang, ::testing::Values("mpi", "gloo"));
 
+// The pid of the process holding both `marker` and XTRAIN_INSTANCE_INDEX=<instance>; -1 if none.
+pid_t instanceWith(const std::string& marker, int instance) {
+  const std::string index = "XTRAIN_INSTANCE_INDEX=" + std::to_string(instance);
+  for (pid_t p : processesWith(marker)) {
+    std::ifstream environ("/proc/" + std::to_string(p) + "/environ", std::ios::binary);
+    std::string var;
+    while (std::getline(environ, var, '\0')) {
+      if (var == index) return p;
+    }
+  }
+  return -1;
+}
+
+// The real trainer: xtrain under xrun --engine mpirun over the mpi backend, one instance stopped
+// from outside mid-training. The others fail at XTRAIN_COMM_TIMEOUT (3 s) wherever they wait for
+// it, exit 1 without waiting in MPI_Finalize, and the job ends by itself, nothing left behind.
+TEST_P(XrunMpirunNoHang, AnXtrainInstanceStoppedMidTrainingEndsTheJob) {
+  SKIP_WITHOUT_MPI();
+  const std::string xtrain = std::string(XTRAIN_BIN_DIR) + "/xtrain";
+  if (!std::filesystem::exists(xtrain)) GTEST_SKIP() << xtrain << " missing";
+  const std::string marker = newMarker();
+  xtrain::testing::Child xrun(
+      {std::string(XTRAIN_BIN_DIR) + "/xrun", "-n", "3", "--engine", "mpirun", "--comm-backend",
+       GetParam(), "--mpi-global-args",
+       "--mca btl self,vader --mca pml ob1 --mca btl_vader_single_copy_mechanism none", "-x",
+       "XTRAIN_COMM_TIMEOUT=3", "-x", marker, xtrain, "--steps", "10000000"},
+      {"TMPDIR=" + dir_, "XTRAIN_IPU_LOCK_DIR=" + dir_ + "/ipus", "ASAN_OPTIONS=detect_leaks=0"});
+  const bool training = xrun.waitForStdout(
+      [](const std::string& out) { return out.find("<stdout>:step ") != std::string::npos; }, 60);
+  pid_t stopped = -1;
+  for (int attempt = 0; training && attempt < 50 && stopped < 0; ++attempt) {
+    stopped = instanceWith(marker, 1);
+    if (stopped < 0) std::this_thread::sleep_for(100ms);
+  }
+  if (stopped > 0) ::kill(stopped, SIGSTOP);
+  const auto stoppedAt = Clock::now();
+  const auto r = xrun.wait(90);
+  const auto ended = Clock::now() - stoppedAt;
+  EXPECT_TRUE(nothingLeftWith(marker)) << "processes of the job outlived xrun";
+  ASSERT_TRUE(training) << r.err;
+  ASSERT_GT(stopped, 0) << "instance 1 not found";
+  ASSERT_FALSE(r.timedOut) << tail(r.err);
+  EXPECT_NE(r.exitCode, 0) << tail(r.err);
+  EXPECT_LT(ended, 30s) << tail(r.err);
+  EXPECT_NE(r.err.find("timed out after 3000 ms"), std::string::npos) << tail(r.err);
+}
+
 TEST(MpiProcess, RefusedOutsideMpirun) {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
     if (std::getenv(v) != nullptr) GTEST_SKIP() << "running under an MPI launcher";
