@@ -223,6 +223,16 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiP
   request.poolSize = poolSizeFromEnvironment(pool ? pool->c_str() : nullptr);
   plan.engine = resolveEngine(options, hosts, lookup);
   if (plan.engine == Engine::Local) hosts.clear();
+  // The collective timeout must be the same in every instance (docs/comm.md, "Faults"): mpirun and
+  // srun give instances on other hosts the environment of their remote daemons, not xrun's, so
+  // xrun's XTRAIN_COMM_TIMEOUT goes on the command line like a -x variable (-x wins).
+  if (plan.engine != Engine::Local) {
+    const bool given = std::any_of(plan.userEnv.begin(), plan.userEnv.end(),
+                                   [](const auto& v) { return v.first == "XTRAIN_COMM_TIMEOUT"; });
+    if (auto v = lookup("XTRAIN_COMM_TIMEOUT"); v && !given) {
+      plan.userEnv.emplace_back("XTRAIN_COMM_TIMEOUT", *v);
+    }
+  }
   request.hosts = hosts;
   plan.topology = planTopology(request);
   const bool allHere = std::all_of(plan.topology.hosts.begin(), plan.topology.hosts.end(),

@@ -495,5 +495,29 @@ TEST(XrunPlan, EngineCommandsAndRendezvous) {
   EXPECT_NE(std::find(names.begin(), names.end(), "XTRAIN_RENDEZVOUS_DIR"), names.end());
 }
 
+// Instances on other hosts do not inherit xrun's environment: the engines carry xrun's
+// XTRAIN_COMM_TIMEOUT on their command line, so every instance has the same collective timeout
+// (a -x value wins); the local engine's instances inherit it and need nothing.
+TEST(XrunPlan, EnginesCarryTheCollectiveTimeoutToOtherHosts) {
+  auto count = [](const std::vector<std::string>& words, const std::string& w) {
+    return std::count(words.begin(), words.end(), w);
+  };
+  Options o = parseOptions({"-n", "2", "-H", "node-a,node-b", "--engine", "mpirun", "prog"});
+  JobPlan plan = makePlan(o, lookupFrom({{"XTRAIN_COMM_TIMEOUT", "45"}}), debianSrunPlugins);
+  EXPECT_EQ(count(engineCommand(plan), "XTRAIN_COMM_TIMEOUT=45"), 2);
+  plan = makePlan(o, lookupFrom({}), debianSrunPlugins);
+  for (const auto& w : engineCommand(plan))
+    EXPECT_EQ(w.find("XTRAIN_COMM_TIMEOUT"), std::string::npos) << w;
+  Options dashX = parseOptions({"-n", "2", "-H", "node-a,node-b", "--engine", "mpirun", "-x",
+                                "XTRAIN_COMM_TIMEOUT=9", "prog"});
+  plan = makePlan(dashX, lookupFrom({{"XTRAIN_COMM_TIMEOUT", "45"}}), debianSrunPlugins);
+  const auto words = engineCommand(plan);
+  EXPECT_EQ(count(words, "XTRAIN_COMM_TIMEOUT=9"), 2);
+  EXPECT_EQ(count(words, "XTRAIN_COMM_TIMEOUT=45"), 0);
+  plan = makePlan(parseOptions({"-n", "2", "prog"}), lookupFrom({{"XTRAIN_COMM_TIMEOUT", "45"}}),
+                  debianSrunPlugins);
+  EXPECT_TRUE(plan.userEnv.empty());
+}
+
 }  // namespace
 }  // namespace xtrain::launcher

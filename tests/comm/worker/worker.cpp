@@ -15,6 +15,8 @@
 //   xrun -n 3 xtrain_comm_worker mismatch      (instance 1 calls broadcast #12, the others
 //                                               allReduce #12)
 //   xrun -n 3 xtrain_comm_worker spin 3        (all-reduces for 3 s, printing "spinning" once)
+//   xrun -n 3 xtrain_comm_worker fail 1 7      (instance 1 throws before allReduce #12 and exits
+//                                               7; the others wait for it there)
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -658,6 +660,23 @@ int mismatch() {
   return 0;
 }
 
+// Instance `failer` throws an error after a few all-reduces, which main turns into exit code
+// `code` (as xtrain and the examples end on an error), while the others wait for it in the next
+// all-reduce (bounded only by the communicator's timeout). Under mpirun the failing process must
+// exit at once (no MPI_Finalize, which would wait for the others) so that the launcher ends the
+// job with its code (tests/comm/mpi_process_test.cpp).
+int fail(int failer) {
+  auto comm = createWorldCommunicator();
+  float x = 1.0f;
+  for (int i = 0; i < 2 * kBadCollective; ++i) {
+    if (comm->rank() == failer && i == kBadCollective) {
+      throw error("instance {} fails on purpose before collective {}", failer, i);
+    }
+    comm->allReduceSync(viewOf(&x, 1, DataType::FLOAT));
+  }
+  return 0;
+}
+
 // All-reduces for `seconds`, then exits 0: a job to send SIGQUIT to.
 int spin(double seconds) {
   auto comm = createWorldCommunicator();
@@ -685,6 +704,15 @@ int spin(double seconds) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "hang") return hang(argc > 2 ? std::atoi(argv[2]) : 1);
   if (argc > 1 && std::string(argv[1]) == "mismatch") return mismatch();
+  if (argc > 1 && std::string(argv[1]) == "fail") {
+    const int code = argc > 3 ? std::atoi(argv[3]) : 7;
+    try {
+      return fail(argc > 2 ? std::atoi(argv[2]) : 1);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "instance %d: %s\n", launch().rank, e.what());
+      return code;
+    }
+  }
   if (argc > 1 && std::string(argv[1]) == "spin") return spin(argc > 2 ? std::atof(argv[2]) : 3);
   if (argc > 1 && std::string(argv[1]) == "stall") return stall();
   if (argc > 1 && std::string(argv[1]) == "bench") return bench();

@@ -1,10 +1,14 @@
 #include "comm/backends/mpi/runtime.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
+#include "xtrain/dist.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::mpi {
@@ -48,19 +52,63 @@ int onFinalize(MPI_Comm, int, void*, void*) {
   return MPI_SUCCESS;
 }
 
-void finalizeAtExit() {
+// The process is ending on an error path: exit at once with `status`, without MPI_Finalize.
+// MPI_Finalize waits for every peer (Open MPI's closing fence), and after a failure a peer may be
+// stopped, unreachable, or waiting in a collective for this very process, so the process would
+// never exit and mpirun would never learn of the failure. Exiting non-zero without it is what
+// mpirun watches for: it ends the whole job at once with this code. What must reach the user is
+// flushed first; the remaining exit handlers and static destructors are skipped (other threads,
+// e.g. the store service's, may still be inside MPI or use those objects).
+[[noreturn]] void exitWithoutFinalize(int status, const std::string& why) {
+  try {  // nothing may throw here: an exception would turn the exit code into SIGABRT's
+    logging::comm::err(
+        "mpi: exiting with code {} without MPI_Finalize ({}); the launcher ends the job", status,
+        why);
+    logging::flush();
+  } catch (...) {
+  }
+  std::fflush(nullptr);
+  ::_exit(status);
+}
+
+// Bounds MPI_Finalize on the preemption path: every instance exits 75 right after agreeing to, so
+// the peers are there and MPI_Finalize returns at once; should one vanish meanwhile, the process
+// still exits (after the collective timeout) instead of waiting forever.
+void boundFinalize(int status) {
+  const Milliseconds limit = [] {
+    try {
+      return defaultTimeout();
+    } catch (const std::exception&) {
+      return Milliseconds(300'000);
+    }
+  }();
+  try {
+    std::thread([status, limit] {
+      std::this_thread::sleep_for(limit);
+      exitWithoutFinalize(status,
+                          format("MPI_Finalize did not complete within {} ms", limit.count()));
+    }).detach();
+  } catch (const std::exception&) {
+    // No thread to bound it with: finalise unbounded, as a clean exit does.
+  }
+}
+
+// Registered with on_exit, which passes the exit status: MPI_Finalize only on a clean exit.
+void finalizeOnExit(int status, void*) {
   auto& r = runtime();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
   if (r.poisoned) {
-    // A timed-out collective is still pending: MPI_Finalize could wait for it forever. Exit without
-    // it; mpirun then reports that this process exited without finalising and ends the job.
-    logging::comm::err(
-        "mpi: skipping MPI_Finalize because a collective is still pending after a failure ({}); "
-        "the launcher will end the job",
-        r.poisonReason);
-    return;
+    // A timed-out collective is still pending: MPI_Finalize could wait for it forever.
+    exitWithoutFinalize(
+        status != 0 ? status : 1,
+        format("a collective is still pending after a failure: {}", r.poisonReason));
+  }
+  if (status == dist::kPreemptedExitCode) {
+    boundFinalize(status);
+  } else if (status != 0) {
+    exitWithoutFinalize(status, "the process failed; its peers may be gone or stuck");
   }
   MPI_Finalize();
 }
@@ -94,7 +142,7 @@ void ensureInitialized() {
     const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) throw error("mpi: MPI_Init_thread failed with code {}", rc);
     r.ownedByUs = true;
-    std::atexit(finalizeAtExit);
+    ::on_exit(finalizeOnExit, nullptr);
   }
   if (provided < MPI_THREAD_SERIALIZED) {
     throw error(

@@ -21,8 +21,12 @@ namespace xtrain::comm::mpi {
 using Clock = std::chrono::steady_clock;
 
 // Initialises MPI once per process (MPI_Init_thread asking for MPI_THREAD_MULTIPLE) unless the
-// application did; registers MPI_Finalize at exit when we initialised it. Throws xtrain::error when
-// MPI was already finalised.
+// application did; when we initialised it, registers an exit handler (on_exit, which sees the exit
+// status) that runs MPI_Finalize only on a clean exit: a process exiting with a non-zero status, or
+// after a collective was poisoned, _exits at once with that status (stdio and the log flushed)
+// instead, so mpirun sees the failure and ends the job whatever the peers do; exit code 75 (a
+// preemption, dist::kPreemptedExitCode) finalises, bounded by the collective timeout. Throws
+// xtrain::error when MPI was already finalised.
 void ensureInitialized();
 
 // True once MPI_Finalize started (or ran): communicators and stores then skip their MPI calls.
