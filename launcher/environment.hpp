@@ -30,7 +30,7 @@ struct JobInfo {
   // shrunk attempt has more of than XTRAIN_NUM_INSTANCES (XTRAIN_ORIGINAL_NUM_INSTANCES), and
   // --keep-global-batch (XTRAIN_KEEP_GLOBAL_BATCH).
   int originalNumInstances = 0;
-  std::string keepGlobalBatch;
+  std::string keepGlobalBatch = {};
 };
 
 // A job id unique on this host and, in practice, across hosts: "<UTC yyyymmddThhmmss>-<pid>-<8 hex
