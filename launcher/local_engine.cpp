@@ -558,8 +558,9 @@ void Supervisor::reap() {
       signalSession(inst.pid, SIGTERM);
     }
     bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (failed && blamedAnExitThisPass && WIFSIGNALED(status) &&
-        stopReason_ == StopReason::Failure && !engineMode_) {
+    // (Not SIGTERM: that is what xrun has just sent the others.)
+    if (failed && blamedAnExitThisPass && WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM &&
+        stopReason_ == StopReason::Failure && !killed_ && !engineMode_) {
       firstFailure_ = inst.index;
       blamedAnExitThisPass = false;
       continue;
