@@ -24,11 +24,7 @@ std::optional<int> RestartBudget::onFailure(double now) {
 }
 
 std::optional<int> SlotFailures::onFailure(std::optional<int> slot) {
-  if (!slot) {
-    last_.reset();
-    row_ = 0;
-    return std::nullopt;
-  }
+  if (!slot) return std::nullopt;  // neither counts nor breaks the row
   row_ = last_ == slot ? row_ + 1 : 1;
   last_ = slot;
   if (row_ >= kFailuresToDropSlot) return slot;

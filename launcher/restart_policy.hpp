@@ -50,8 +50,9 @@ class RestartBudget {
 
 // Shrinking (--min-instances M). An instance slot is a place of the original layout: its index in
 // -n, its host and its IPUs. A slot "keeps failing" when it was the first to fail (the instance
-// xrun or the engine blames) in kFailuresToDropSlot attempts in a row; an attempt whose failure
-// names no instance breaks the row. Such a slot is dropped at the next restart; the remaining slots
+// xrun or the engine blames) in kFailuresToDropSlot failed attempts in a row; an attempt whose
+// failure names no instance (mpirun does not always say) is left out of the count, and does not
+// break the row. Such a slot is dropped at the next restart; the remaining slots
 // keep their hosts and IPUs and are renumbered in slot order. With --keep-global-batch
 // accumulation or micro-batch the instance count must divide the original -n (so that the
 // accumulation factor or micro-batch can grow by a whole factor), so more slots are dropped if

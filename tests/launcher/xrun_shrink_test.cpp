@@ -42,8 +42,8 @@ TEST(SlotFailures, ASlotKeepsFailingWhenFirstToFailTwiceInARow) {
   EXPECT_EQ(f.onFailure(1), std::nullopt);
   EXPECT_EQ(f.onFailure(2), std::nullopt);  // another slot breaks the row
   EXPECT_EQ(f.onFailure(1), std::nullopt);
-  EXPECT_EQ(f.onFailure(std::nullopt), std::nullopt);  // no slot named: so does that
-  EXPECT_EQ(f.onFailure(1), std::nullopt);
+  // No slot named (mpirun does not always say): left out, the row goes on.
+  EXPECT_EQ(f.onFailure(std::nullopt), std::nullopt);
   EXPECT_EQ(f.onFailure(1), 1);
 }
 
