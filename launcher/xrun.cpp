@@ -632,6 +632,16 @@ int runPlan(JobPlan plan) {
         slots = shrink.keep;
         plan.topology = topologyOfSlots(full, slots);
         slotFailures.reset();
+        // Fewer instances per host: each gets more threads (when xrun sets them at all).
+        const bool threadsSet =
+            std::any_of(plan.threadEnv.begin(), plan.threadEnv.end(),
+                        [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
+        plan.threadEnv =
+            threadDefaults(currentEnviron(), plan.userEnv, plan.topology.instancesPerHost,
+                           std::thread::hardware_concurrency());
+        if (!threadsSet) {
+          std::erase_if(plan.threadEnv, [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
+        }
       }
     }
     printTo(2, format("xrun: restart {} of {}: {}; {} XTRAIN_RESTART_COUNT={}{}{}\n", *k,
