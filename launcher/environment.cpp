@@ -34,11 +34,19 @@ std::string makeJobId() {
 }
 
 namespace {
-// XTRAIN_RENDEZVOUS_DIR only when the job has one (see JobInfo).
+// XTRAIN_RENDEZVOUS_DIR only when the job has one, the shrinking variables only with
+// --min-instances (see JobInfo).
 EnvList withoutEmptyRendezvous(EnvList vars) {
-  std::erase_if(
-      vars, [](const auto& v) { return v.first == "XTRAIN_RENDEZVOUS_DIR" && v.second.empty(); });
+  std::erase_if(vars, [](const auto& v) {
+    return v.second.empty() &&
+           (v.first == "XTRAIN_RENDEZVOUS_DIR" || v.first == "XTRAIN_ORIGINAL_NUM_INSTANCES" ||
+            v.first == "XTRAIN_KEEP_GLOBAL_BATCH");
+  });
   return vars;
+}
+
+std::string originalCount(const JobInfo& job) {
+  return job.originalNumInstances > 0 ? std::to_string(job.originalNumInstances) : std::string();
 }
 }  // namespace
 
@@ -53,6 +61,8 @@ EnvList commonEnvironment(const Topology& t, const JobInfo& job) {
       {"XTRAIN_RENDEZVOUS_DIR", job.rendezvousDir},
       {"XTRAIN_RESTART_COUNT", std::to_string(job.restartCount)},
       {"XTRAIN_MAX_RESTARTS", std::to_string(job.maxRestarts)},
+      {"XTRAIN_ORIGINAL_NUM_INSTANCES", originalCount(job)},
+      {"XTRAIN_KEEP_GLOBAL_BATCH", job.keepGlobalBatch},
       {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
       {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
@@ -76,6 +86,8 @@ EnvList instanceEnvironment(const Topology& t, int instance, const JobInfo& job)
       {"XTRAIN_RENDEZVOUS_DIR", job.rendezvousDir},
       {"XTRAIN_RESTART_COUNT", std::to_string(job.restartCount)},
       {"XTRAIN_MAX_RESTARTS", std::to_string(job.maxRestarts)},
+      {"XTRAIN_ORIGINAL_NUM_INSTANCES", originalCount(job)},
+      {"XTRAIN_KEEP_GLOBAL_BATCH", job.keepGlobalBatch},
       {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
       {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
@@ -91,7 +103,9 @@ const std::vector<std::string>& contractVariableNames() {
     t.instances.push_back(InstancePlacement{});
     std::vector<std::string> out;
     JobInfo job;
-    job.rendezvousDir = "/";  // so that XTRAIN_RENDEZVOUS_DIR is listed
+    job.rendezvousDir = "/";  // so that the optional variables are listed
+    job.originalNumInstances = 1;
+    job.keepGlobalBatch.assign(1, 'x');
     for (const auto& [name, value] : instanceEnvironment(t, 0, job)) out.push_back(name);
     return out;
   }();
@@ -112,6 +126,8 @@ std::string optionFor(const std::string& name) {
       {"XTRAIN_COMM_BACKEND", "--comm-backend"},
       {"XTRAIN_IPU_IDS", "the layout (XTRAIN_NUM_IPUS sets the pool size)"},
       {"XTRAIN_MAX_RESTARTS", "--max-restarts"},
+      {"XTRAIN_ORIGINAL_NUM_INSTANCES", "-n and --min-instances"},
+      {"XTRAIN_KEEP_GLOBAL_BATCH", "--keep-global-batch"},
   };
   auto it = options.find(name);
   return it == options.end() ? "xrun itself" : it->second;

@@ -26,6 +26,11 @@ struct JobInfo {
   std::string commBackend = "auto";
   int restartCount = 0;  // XTRAIN_RESTART_COUNT: 0 on the first attempt, k on the k-th restart
   int maxRestarts = 0;   // XTRAIN_MAX_RESTARTS: --max-restarts
+  // With --min-instances (else 0 and empty: the variables are not set): the job's -n, which a
+  // shrunk attempt has more of than XTRAIN_NUM_INSTANCES (XTRAIN_ORIGINAL_NUM_INSTANCES), and
+  // --keep-global-batch (XTRAIN_KEEP_GLOBAL_BATCH).
+  int originalNumInstances = 0;
+  std::string keepGlobalBatch = {};
 };
 
 // A job id unique on this host and, in practice, across hosts: "<UTC yyyymmddThhmmss>-<pid>-<8 hex

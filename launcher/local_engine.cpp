@@ -530,6 +530,10 @@ void Supervisor::beginStop(StopReason reason, int termSignal) {
 void Supervisor::reap() {
   // xrun is a child subreaper: orphaned grandchildren come here too and are reaped (and ignored),
   // so a process group empties as soon as its processes die, whatever init does.
+  // An instance killed by a signal and one that exited non-zero reaped in the same pass: the killed
+  // one is blamed (waitpid's order is not the order of death, and a peer of a killed instance
+  // exits with an error as soon as it sees it gone).
+  bool blamedAnExitThisPass = false;
   for (;;) {
     int status = 0;
     pid_t r = ::waitpid(-1, &status, WNOHANG);
@@ -554,6 +558,13 @@ void Supervisor::reap() {
       signalSession(inst.pid, SIGTERM);
     }
     bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    // (Not SIGTERM: that is what xrun has just sent the others.)
+    if (failed && blamedAnExitThisPass && WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM &&
+        stopReason_ == StopReason::Failure && !killed_ && !engineMode_) {
+      firstFailure_ = inst.index;
+      blamedAnExitThisPass = false;
+      continue;
+    }
     if (failed && stopReason_ == StopReason::None && WIFEXITED(status) &&
         WEXITSTATUS(status) == kPreemptedExitCode) {
       // It saved its state after a preemption request; the others stop after the same step (they
@@ -567,6 +578,7 @@ void Supervisor::reap() {
       beginStop(StopReason::Preempted, 0);
     } else if (failed && stopReason_ == StopReason::None) {
       firstFailure_ = inst.index;
+      blamedAnExitThisPass = WIFEXITED(status);
       runningAtFailure_ = static_cast<int>(std::count_if(
           instances_.begin(), instances_.end(), [](const Instance& i) { return !i.reaped; }));
       // Read before anything is stopped: the traces show where each instance was.

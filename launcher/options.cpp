@@ -19,6 +19,15 @@ const char* toString(Engine engine) {
   return "?";
 }
 
+const char* toString(KeepGlobalBatch keep) {
+  switch (keep) {
+    case KeepGlobalBatch::Accumulation: return "accumulation";
+    case KeepGlobalBatch::MicroBatch: return "micro-batch";
+    case KeepGlobalBatch::No: return "no";
+  }
+  return "?";
+}
+
 namespace {
 
 int parseInt(const std::string& option, const std::string& text, int minimum) {
@@ -173,6 +182,20 @@ const std::map<std::string, OptionSpec>& optionTable() {
     t["--restart-window"] = {true, [](Options& o, const std::string& n, const std::string& v) {
                                o.restartWindowSeconds = parseSeconds(n, v);
                              }};
+    t["--min-instances"] = {true, [](Options& o, const std::string& n, const std::string& v) {
+                              o.minInstances = parseInt(n, v, 1);
+                            }};
+    t["--keep-global-batch"] = {
+        true, [](Options& o, const std::string& n, const std::string& v) {
+          if (v == "accumulation")
+            o.keepGlobalBatch = KeepGlobalBatch::Accumulation;
+          else if (v == "micro-batch")
+            o.keepGlobalBatch = KeepGlobalBatch::MicroBatch;
+          else if (v == "no")
+            o.keepGlobalBatch = KeepGlobalBatch::No;
+          else
+            throw UsageError("{} must be one of accumulation, micro-batch, no; got '{}'", n, v);
+        }};
     t["-x"] = {
         true, [](Options& o, const std::string& n, const std::string& v) {
           auto eq = v.find('=');
@@ -286,6 +309,22 @@ Options parseOptions(const std::vector<std::string>& args) {
     throw UsageError("{} applies to restarts, but --max-restarts is 0; give --max-restarts N too",
                      o.restartWindowSeconds ? "--restart-window" : "--restart-delay");
   }
+  if (o.minInstances) {
+    if (*o.minInstances > o.numInstances) {
+      throw UsageError(
+          "--min-instances {} is larger than -n {}: a job can shrink to at most its own size; give "
+          "--min-instances between 1 and {}",
+          *o.minInstances, o.numInstances, o.numInstances);
+    }
+    if (o.maxRestarts == 0) {
+      throw UsageError(
+          "--min-instances applies to restarts (a job shrinks when it starts again), but "
+          "--max-restarts is 0; give --max-restarts N too");
+    }
+  } else if (o.keepGlobalBatch) {
+    throw UsageError(
+        "--keep-global-batch applies to a job that shrinks; give --min-instances M too");
+  }
   if (o.onlyOutputFromInstance && *o.onlyOutputFromInstance >= o.numInstances) {
     throw UsageError("--only-output-from-instance {} names no instance: instances are 0..{}",
                      *o.onlyOutputFromInstance, o.numInstances - 1);
@@ -398,6 +437,14 @@ Restarts:
       --restart-delay SECONDS  wait that long before each restart (default 0)
       --restart-window SECONDS count only the failures of the last SECONDS against N
                                (default: every failure of the job counts)
+      --min-instances M        shrink: an instance slot that was the first to fail in
+                               2 attempts in a row is dropped at the next restart, and
+                               the job goes on with fewer instances, down to M
+      --keep-global-batch K    accumulation|micro-batch|no (default accumulation): how
+                               a shrunk xtrain keeps the global batch (it raises
+                               --accumulation-factor or --micro-batch-size); with
+                               accumulation or micro-batch the instance count stays a
+                               divisor of -n
 
   -h, --help                   this text
       --version                xrun's version

@@ -30,6 +30,11 @@ class UsageError : public xtrain::error {
 enum class Engine { Auto, Local, Mpirun, Srun };
 const char* toString(Engine engine);
 
+// --keep-global-batch: how a job shrunk by --min-instances keeps its global batch (the instances
+// read XTRAIN_KEEP_GLOBAL_BATCH; xtrain raises --accumulation-factor or --micro-batch-size).
+enum class KeepGlobalBatch { Accumulation, MicroBatch, No };
+const char* toString(KeepGlobalBatch keep);
+
 // `[i] ` (xrun) or Open MPI's `[1,i]<stdout>:` (mpi).
 enum class TagFormat { Xrun, Mpi };
 
@@ -68,6 +73,10 @@ struct Options {
   int maxRestarts = 0;
   double restartDelaySeconds = 0;
   std::optional<double> restartWindowSeconds;
+  // Shrinking (launcher/restart_policy.hpp, planShrink): a slot that keeps failing is dropped at a
+  // restart, down to minInstances instances; unset: every restart starts every instance.
+  std::optional<int> minInstances;
+  std::optional<KeepGlobalBatch> keepGlobalBatch;  // default Accumulation (with minInstances)
 
   std::vector<EnvAssignment> env;  // -x, in command-line order
   std::string commBackend = "auto";

@@ -23,6 +23,56 @@ std::optional<int> RestartBudget::onFailure(double now) {
   return used + 1;
 }
 
+std::optional<int> SlotFailures::onFailure(std::optional<int> slot) {
+  if (!slot) return std::nullopt;  // neither counts nor breaks the row
+  row_ = last_ == slot ? row_ + 1 : 1;
+  last_ = slot;
+  if (row_ >= kFailuresToDropSlot) return slot;
+  return std::nullopt;
+}
+
+ShrinkPlan planShrink(const Topology& full, const std::vector<int>& current, int failingSlot,
+                      int minInstances, KeepGlobalBatch keep) {
+  ShrinkPlan plan;
+  std::vector<int> rest;
+  for (int s : current) {
+    if (s != failingSlot) rest.push_back(s);
+  }
+  int target = static_cast<int>(rest.size());
+  if (keep != KeepGlobalBatch::No) {
+    while (target > 0 && full.numInstances % target != 0) --target;
+  }
+  if (target < minInstances || target == 0) {
+    plan.keep = current;
+    plan.belowMinimum = true;
+    return plan;
+  }
+  // Dropped first: the failing slot's host-mates (suspects too), then the highest-numbered.
+  const std::string& badHost = full.instances.at(static_cast<size_t>(failingSlot)).host;
+  std::vector<int> order = rest;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const bool ha = full.instances.at(static_cast<size_t>(a)).host == badHost;
+    const bool hb = full.instances.at(static_cast<size_t>(b)).host == badHost;
+    if (ha != hb) return ha;
+    return a > b;
+  });
+  const size_t extra = rest.size() - static_cast<size_t>(target);
+  plan.alsoDropped.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(extra));
+  std::sort(plan.alsoDropped.begin(), plan.alsoDropped.end());
+  for (int s : rest) {
+    if (std::find(plan.alsoDropped.begin(), plan.alsoDropped.end(), s) == plan.alsoDropped.end()) {
+      plan.keep.push_back(s);
+    }
+  }
+  return plan;
+}
+
+std::string listSlots(const std::vector<int>& slots) {
+  std::string out;
+  for (int s : slots) out += (out.empty() ? "" : ", ") + std::to_string(s);
+  return out;
+}
+
 bool isRestartable(const JobOutcome& outcome, std::string& why) {
   switch (outcome.end) {
     case JobEnd::Success: why = "the job succeeded"; return false;

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "launcher/local_engine.hpp"
+#include "launcher/options.hpp"
+#include "launcher/topology.hpp"
 
 namespace xtrain::launcher {
 
@@ -45,6 +47,46 @@ class RestartBudget {
   std::optional<double> window_;
   std::vector<double> restarts_;  // when each restart was granted
 };
+
+// Shrinking (--min-instances M). An instance slot is a place of the original layout: its index in
+// -n, its host and its IPUs. A slot "keeps failing" when it was the first to fail (the instance
+// xrun or the engine blames) in kFailuresToDropSlot failed attempts in a row; an attempt whose
+// failure names no instance (mpirun does not always say) is left out of the count, and does not
+// break the row. Such a slot is dropped at the next restart; the remaining slots
+// keep their hosts and IPUs and are renumbered in slot order. With --keep-global-batch
+// accumulation or micro-batch the instance count must divide the original -n (so that the
+// accumulation factor or micro-batch can grow by a whole factor), so more slots are dropped if
+// needed: first those on the failing slot's host, then the highest-numbered. A shrink that would
+// leave fewer than M instances is not made: every current slot starts again (as without
+// --min-instances), within the restart budget.
+inline constexpr int kFailuresToDropSlot = 2;
+
+class SlotFailures {
+ public:
+  // Records the slot blamed for an attempt's failure (nullopt: none named). Returns the slot that
+  // now keeps failing, if any.
+  std::optional<int> onFailure(std::optional<int> slot);
+  // Forgets the row (after a shrink).
+  void reset() { row_ = 0; }
+
+ private:
+  std::optional<int> last_;
+  int row_ = 0;
+};
+
+struct ShrinkPlan {
+  std::vector<int> keep;         // slots of the next attempt, ascending
+  std::vector<int> alsoDropped;  // dropped besides the failing slot (for a divisor of -n)
+  bool belowMinimum = false;     // the shrink would leave fewer than M: keep is every current slot
+};
+
+// The slots of the next attempt when `failingSlot` keeps failing, from `current` (ascending) of
+// `full` (the original layout).
+ShrinkPlan planShrink(const Topology& full, const std::vector<int>& current, int failingSlot,
+                      int minInstances, KeepGlobalBatch keep);
+
+// "1, 3"
+std::string listSlots(const std::vector<int>& slots);
 
 // Whether an attempt that ended so may be restarted (see above); when not, `why` says why.
 bool isRestartable(const JobOutcome& outcome, std::string& why);

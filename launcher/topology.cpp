@@ -1,5 +1,6 @@
 #include "launcher/topology.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
@@ -122,6 +123,26 @@ Topology planTopology(const TopologyRequest& request) {
     p.replicaOffset = i * t.numLocalReplicas;
     p.firstIpu = p.localIndex * ipusPerInstance;
     p.numIpus = ipusPerInstance;
+    t.instances.push_back(p);
+  }
+  return t;
+}
+
+Topology topologyOfSlots(const Topology& full, const std::vector<int>& slots) {
+  Topology t = full;
+  t.instances.clear();
+  t.hosts.clear();
+  t.instancesPerHost = 0;
+  t.numInstances = static_cast<int>(slots.size());
+  t.numTotalReplicas = t.numInstances * full.numLocalReplicas;
+  for (int slot : slots) {
+    InstancePlacement p = full.instances.at(static_cast<size_t>(slot));
+    p.index = static_cast<int>(t.instances.size());
+    p.replicaOffset = p.index * full.numLocalReplicas;
+    p.localIndex = 0;
+    for (const auto& q : t.instances) p.localIndex += q.host == p.host ? 1 : 0;
+    if (p.localIndex == 0) t.hosts.push_back(p.host);
+    t.instancesPerHost = std::max(t.instancesPerHost, p.localIndex + 1);
     t.instances.push_back(p);
   }
   return t;

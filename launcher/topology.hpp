@@ -46,6 +46,13 @@ struct Topology {
 
 Topology planTopology(const TopologyRequest& request);
 
+// The layout of a shrunk job (xrun --min-instances): the instances of `full` whose indices are
+// `slots` (ascending), renumbered 0..slots.size()-1 in that order. Each keeps its host and IPUs;
+// its local index is recounted among the kept instances of its host, its replica offset from its
+// new index. instancesPerHost becomes the most instances any host keeps; hosts with none are
+// dropped.
+Topology topologyOfSlots(const Topology& full, const std::vector<int>& slots);
+
 // XTRAIN_NUM_IPUS: nullptr/empty -> kDefaultPoolSize; otherwise a positive integer, else
 // UsageError.
 int poolSizeFromEnvironment(const char* value);

@@ -246,6 +246,11 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiP
   if (plan.engine == Engine::Mpirun && !allHere) plan.job.rendezvousDir.clear();
   if (plan.engine == Engine::Srun) chooseSrunRendezvous(plan, lookup, probe);
   plan.job.maxRestarts = options.maxRestarts;
+  if (options.minInstances) {
+    plan.job.originalNumInstances = plan.topology.numInstances;
+    plan.job.keepGlobalBatch =
+        toString(options.keepGlobalBatch.value_or(KeepGlobalBatch::Accumulation));
+  }
 
   std::vector<std::string> threadBase;
   for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY"}) {
@@ -538,6 +543,12 @@ int runPlan(JobPlan plan) {
                         o.restartDelaySeconds > 0
                             ? format(", {} s after the failure", o.restartDelaySeconds)
                             : std::string()));
+      if (o.minInstances) {
+        printTo(1, format("xrun: an instance slot that is the first to fail in {} attempts in a "
+                          "row is dropped at the next restart, down to {} instance(s) "
+                          "(--keep-global-batch {})\n",
+                          kFailuresToDropSlot, *o.minInstances, plan.job.keepGlobalBatch));
+      }
     }
     return 0;
   }
@@ -558,6 +569,13 @@ int runPlan(JobPlan plan) {
   const std::string firstDir = plan.job.rendezvousDir;
   const auto jobStart = std::chrono::steady_clock::now();
   const bool engineMode = plan.engine != Engine::Local;
+  // Shrinking (--min-instances): the original layout, the slots of the current attempt (indices
+  // into it; instance i of the attempt is slot slots[i]) and the row of failures per slot.
+  const Topology full = plan.topology;
+  std::vector<int> slots;
+  for (int i = 0; i < full.numInstances; ++i) slots.push_back(i);
+  SlotFailures slotFailures;
+  const KeepGlobalBatch keep = o.keepGlobalBatch.value_or(KeepGlobalBatch::Accumulation);
   for (int attempt = 0;; ++attempt) {
     plan.job.restartCount = attempt;
     plan.job.rendezvousDir = attemptRendezvousDir(firstDir, attempt);
@@ -569,7 +587,15 @@ int runPlan(JobPlan plan) {
     spec.appendOutput = attempt > 0;  // --output-dir keeps every attempt's lines
     const JobOutcome outcome = runAttempt(plan, std::move(spec));
     if (outcome.end != JobEnd::InstanceFailed) return outcome.exitCode;
-    const std::string failure = describeFailure(outcome, engineMode);
+    std::string failure = describeFailure(outcome, engineMode);
+    std::optional<int> blamed;
+    if (outcome.instance && *outcome.instance >= 0 &&
+        *outcome.instance < static_cast<int>(slots.size())) {
+      blamed = slots[static_cast<size_t>(*outcome.instance)];
+      if (static_cast<int>(slots.size()) != full.numInstances) {
+        failure += format(" (slot {})", *blamed);
+      }
+    }
     std::string why;
     if (!isRestartable(outcome, why)) {
       printTo(2, format("xrun: not restarting: {}: {}\n", failure, why));
@@ -585,9 +611,51 @@ int runPlan(JobPlan plan) {
                         failure, o.maxRestarts, budget.counted(now), window, outcome.exitCode));
       return outcome.exitCode;
     }
-    printTo(2, format("xrun: restart {} of {}: {}; starting every instance again with "
-                      "XTRAIN_RESTART_COUNT={}{}{}\n",
-                      *k, o.maxRestarts, failure, attempt + 1,
+    // A slot that keeps failing is left out of the next attempt (restart_policy.hpp).
+    std::string starting = "starting every instance again with";
+    const std::optional<int> failing = slotFailures.onFailure(blamed);
+    if (o.minInstances && failing) {
+      const InstancePlacement& bad = full.instances.at(static_cast<size_t>(*failing));
+      const std::string where = format("slot {} ({}, IPUs {})", *failing, bad.host,
+                                       formatIpuIds(bad.firstIpu, bad.numIpus));
+      const ShrinkPlan shrink = planShrink(full, slots, *failing, *o.minInstances, keep);
+      if (shrink.belowMinimum) {
+        starting = format(
+            "{} was the first to fail in {} attempts in a row, but the job cannot shrink below "
+            "--min-instances {}{}; starting every instance again with",
+            where, kFailuresToDropSlot, *o.minInstances,
+            keep != KeepGlobalBatch::No
+                ? format(" (with --keep-global-batch {} the instances must be a divisor of {})",
+                         toString(keep), full.numInstances)
+                : std::string());
+      } else {
+        starting = format(
+            "{} was the first to fail in {} attempts in a row: dropping it{}; starting {} of the "
+            "{} instances (slots {}) with XTRAIN_NUM_INSTANCES={}",
+            where, kFailuresToDropSlot,
+            shrink.alsoDropped.empty()
+                ? std::string()
+                : format(" and slot(s) {} (with --keep-global-batch {} the instances must be a "
+                         "divisor of {})",
+                         listSlots(shrink.alsoDropped), toString(keep), full.numInstances),
+            shrink.keep.size(), full.numInstances, listSlots(shrink.keep), shrink.keep.size());
+        slots = shrink.keep;
+        plan.topology = topologyOfSlots(full, slots);
+        slotFailures.reset();
+        // Fewer instances per host: each gets more threads (when xrun sets them at all).
+        const bool threadsSet =
+            std::any_of(plan.threadEnv.begin(), plan.threadEnv.end(),
+                        [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
+        plan.threadEnv =
+            threadDefaults(currentEnviron(), plan.userEnv, plan.topology.instancesPerHost,
+                           std::thread::hardware_concurrency());
+        if (!threadsSet) {
+          std::erase_if(plan.threadEnv, [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
+        }
+      }
+    }
+    printTo(2, format("xrun: restart {} of {}: {}; {} XTRAIN_RESTART_COUNT={}{}{}\n", *k,
+                      o.maxRestarts, failure, starting, attempt + 1,
                       o.restartDelaySeconds > 0 ? format(" in {} s", o.restartDelaySeconds) : "",
                       o.restartWindowSeconds ? format(" ({} restart(s){})", *k, window) : ""));
     double delay = o.restartDelaySeconds;

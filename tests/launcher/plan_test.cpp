@@ -174,7 +174,9 @@ TEST(XrunEnvironment, ContractPerInstanceMatchesPopDist) {
   EXPECT_EQ(e["POPDIST_UNIFORM_REPLICAS_PER_INSTANCE"], "1");
   EXPECT_EQ(e["POPDIST_REPLICA_INDEX_OFFSET"], "2");
   EXPECT_EQ(e["POPDIST_LOCAL_INSTANCE_INDEX"], "1");
-  EXPECT_EQ(e.size(), contractVariableNames().size());
+  // The shrinking variables only with --min-instances.
+  EXPECT_EQ(e.count("XTRAIN_ORIGINAL_NUM_INSTANCES"), 0u);
+  EXPECT_EQ(e.size() + 2, contractVariableNames().size());
   // Section 7: instance index = offset / L, instances = total / L.
   EXPECT_EQ(
       std::stoi(e["POPDIST_REPLICA_INDEX_OFFSET"]) / std::stoi(e["POPDIST_NUM_LOCAL_REPLICAS"]), 1);
@@ -183,6 +185,13 @@ TEST(XrunEnvironment, ContractPerInstanceMatchesPopDist) {
   auto common = asMap(commonEnvironment(t, job));
   for (const auto& [k, v] : common) EXPECT_EQ(e[k], v) << k;
   EXPECT_EQ(common.count("XTRAIN_INSTANCE_INDEX"), 0u);
+
+  job.originalNumInstances = 4;
+  job.keepGlobalBatch = "accumulation";
+  auto shrinking = asMap(instanceEnvironment(t, 1, job));
+  EXPECT_EQ(shrinking["XTRAIN_ORIGINAL_NUM_INSTANCES"], "4");
+  EXPECT_EQ(shrinking["XTRAIN_KEEP_GLOBAL_BATCH"], "accumulation");
+  EXPECT_EQ(shrinking.size(), contractVariableNames().size());
 }
 
 TEST(XrunEnvironment, JobIdsAreUnique) {

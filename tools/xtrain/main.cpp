@@ -1,8 +1,11 @@
 // xtrain: trains an ONNX model on an HDF5 data set (or the built-in example) on simulated IPUs.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "checkpoint_dir.hpp"
+#include "global_batch.hpp"
 #include "options.hpp"
 #include "trainer.hpp"
 #include "xtrain/dist.hpp"
@@ -20,6 +23,12 @@ int main(int argc, char** argv) {
     if (options.help) {
       std::cout << tools::usageText();
       return 0;
+    }
+    // A job xrun shrank (--min-instances) keeps its global batch (global_batch.hpp).
+    const std::string shrunk = tools::keepGlobalBatch(options);
+    const char* index = std::getenv("XTRAIN_INSTANCE_INDEX");
+    if (!shrunk.empty() && (index == nullptr || std::strcmp(index, "0") == 0)) {
+      std::cout << shrunk << "\n";
     }
     // --log-level sets the default; XTRAIN_LOG_LEVEL / XTRAIN_LOG_CONFIG, when set, win.
     logging::setDefaultLevel(logging::levelFromString(options.logLevel));

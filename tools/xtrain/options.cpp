@@ -66,6 +66,10 @@ SIGUSR1 or SIGTERM (a scheduler's preemption warning; xrun passes both on) stops
 after the same step; with --checkpoint-dir they write a checkpoint of it first. The same command
 with --resume auto continues.
 
+Under xrun --min-instances, a job that runs on fewer instances than it started with
+(XTRAIN_ORIGINAL_NUM_INSTANCES) keeps its global batch by raising --accumulation-factor or
+--micro-batch-size (XTRAIN_KEEP_GLOBAL_BATCH; docs/launcher-environment.md, "Shrinking").
+
 Exit codes: 0 success, 2 bad usage or bad input, 1 runtime failure, 75 preempted.
 )";
 }

@@ -1,0 +1,368 @@
+// xrun --min-instances (issue 16, item 2): a slot that keeps failing is dropped at a restart, the
+// job goes on with fewer instances, and xtrain keeps the global batch, so a 4-instance job that
+// ends on 2 instances has the weights of an uninterrupted 4-instance run (to float tolerance: the
+// summation order differs). Unit tests of the decision (launcher/restart_policy.hpp) and the
+// shrunk layout (launcher/topology.hpp), real-process tests of xrun and xtrain, bad input. Every
+// wait is bounded; the fixture kills any process the instances recorded.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "launcher/options.hpp"
+#include "launcher/restart_policy.hpp"
+#include "launcher/topology.hpp"
+#include "process_helpers.hpp"
+#include "testing/training_testing.hpp"
+
+namespace xtrain::launcher::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+Topology layout(int n, const std::vector<std::string>& hosts = {}) {
+  TopologyRequest r;
+  r.numInstances = n;
+  r.hosts = hosts;
+  return planTopology(r);
+}
+
+TEST(SlotFailures, ASlotKeepsFailingWhenFirstToFailTwiceInARow) {
+  SlotFailures f;
+  EXPECT_EQ(f.onFailure(1), std::nullopt);
+  EXPECT_EQ(f.onFailure(1), 1);
+  f.reset();
+  EXPECT_EQ(f.onFailure(1), std::nullopt);
+  EXPECT_EQ(f.onFailure(2), std::nullopt);  // another slot breaks the row
+  EXPECT_EQ(f.onFailure(1), std::nullopt);
+  // No slot named (mpirun does not always say): left out, the row goes on.
+  EXPECT_EQ(f.onFailure(std::nullopt), std::nullopt);
+  EXPECT_EQ(f.onFailure(1), 1);
+}
+
+TEST(PlanShrink, KeepsADivisorOfTheJobWhenTheGlobalBatchIsKept) {
+  const Topology t = layout(4);
+  // 3 survivors do not divide 4: the highest-numbered other slot goes too.
+  ShrinkPlan p = planShrink(t, {0, 1, 2, 3}, 1, 2, KeepGlobalBatch::Accumulation);
+  EXPECT_FALSE(p.belowMinimum);
+  EXPECT_EQ(p.keep, (std::vector<int>{0, 2}));
+  EXPECT_EQ(p.alsoDropped, (std::vector<int>{3}));
+  p = planShrink(t, {0, 1, 2, 3}, 1, 2, KeepGlobalBatch::MicroBatch);
+  EXPECT_EQ(p.keep, (std::vector<int>{0, 2}));
+  // Without keeping it, only the failing slot goes.
+  p = planShrink(t, {0, 1, 2, 3}, 1, 2, KeepGlobalBatch::No);
+  EXPECT_EQ(p.keep, (std::vector<int>{0, 2, 3}));
+  EXPECT_TRUE(p.alsoDropped.empty());
+  // From 2 of 4 down to 1.
+  p = planShrink(t, {0, 2}, 0, 1, KeepGlobalBatch::Accumulation);
+  EXPECT_EQ(p.keep, (std::vector<int>{2}));
+  // Never below --min-instances: every current slot stays.
+  p = planShrink(t, {0, 1, 2, 3}, 1, 3, KeepGlobalBatch::Accumulation);
+  EXPECT_TRUE(p.belowMinimum);
+  EXPECT_EQ(p.keep, (std::vector<int>{0, 1, 2, 3}));
+  p = planShrink(t, {0, 2}, 2, 2, KeepGlobalBatch::No);
+  EXPECT_TRUE(p.belowMinimum);
+}
+
+TEST(PlanShrink, TheFailingSlotsHostMatesGoFirst) {
+  // Slots 0, 1 on h1 and 2, 3 on h2: slot 2 keeps failing, so h2's slot 3 goes with it.
+  const Topology t = layout(4, {"h1", "h2"});
+  const ShrinkPlan p = planShrink(t, {0, 1, 2, 3}, 2, 1, KeepGlobalBatch::Accumulation);
+  EXPECT_EQ(p.keep, (std::vector<int>{0, 1}));
+  EXPECT_EQ(p.alsoDropped, (std::vector<int>{3}));
+}
+
+TEST(TopologyOfSlots, KeepsHostsAndIpusAndRenumbers) {
+  Topology full = layout(4, {"h1", "h2"});
+  full.instances[3].firstIpu = 7;
+  const Topology t = topologyOfSlots(full, {1, 3});
+  EXPECT_EQ(t.numInstances, 2);
+  EXPECT_EQ(t.numTotalReplicas, 2);
+  EXPECT_EQ(t.instancesPerHost, 1);
+  EXPECT_EQ(t.hosts, (std::vector<std::string>{"h1", "h2"}));
+  ASSERT_EQ(t.instances.size(), 2u);
+  EXPECT_EQ(t.instances[0].index, 0);
+  EXPECT_EQ(t.instances[0].host, "h1");
+  EXPECT_EQ(t.instances[0].firstIpu, 1);
+  EXPECT_EQ(t.instances[0].localIndex, 0);
+  EXPECT_EQ(t.instances[1].index, 1);
+  EXPECT_EQ(t.instances[1].replicaOffset, 1);
+  EXPECT_EQ(t.instances[1].host, "h2");
+  EXPECT_EQ(t.instances[1].firstIpu, 7);
+  const Topology one = topologyOfSlots(layout(4), {0, 2});
+  EXPECT_EQ(one.instancesPerHost, 2);
+  EXPECT_EQ(one.instances[1].localIndex, 1);
+  EXPECT_EQ(one.instances[1].firstIpu, 2);
+}
+
+class XrunShrink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir();
+    tmp_ = dir_ + "/tmp";  // xrun's TMPDIR: the rendezvous directories go there
+    fs::create_directory(tmp_);
+    fs::create_directory(dir_ + "/locks");  // a pool of its own: the IPUs are 0, 1, 2, 3
+    // Records what each instance sees in $D/env-<restart>-<instance>, and on the IPU BAD_IPU (a
+    // broken slot) kills itself as it is about to train step KILL_AT (xtrain's test hook).
+    wrapper_ = dir_ + "/wrapper";
+    std::ofstream w(wrapper_);
+    w << "#!/bin/sh\n"
+      << "D=" << dir_ << "; R=$XTRAIN_RESTART_COUNT; I=$XTRAIN_INSTANCE_INDEX\n"
+      << "echo $$ > $D/pid-$R-$I\n"
+      << "printf 'n=%s\\noriginal=%s\\nkeep=%s\\nipus=%s\\njob=%s\\n' \"$XTRAIN_NUM_INSTANCES\" "
+         "\"$XTRAIN_ORIGINAL_NUM_INSTANCES\" \"$XTRAIN_KEEP_GLOBAL_BATCH\" \"$XTRAIN_IPU_IDS\" "
+         "\"$XTRAIN_JOB_ID\" > $D/env-$R-$I\n"
+      << "if [ \"$XTRAIN_IPU_IDS\" = \"$BAD_IPU\" ]; then\n"
+      << "  [ -n \"$KILL_AT\" ] || kill -9 $$\n"
+      << "  export XTRAIN_TEST_KILL_AT_STEP=$KILL_AT\n"
+      << "fi\n"
+      << "[ -n \"$KILL_AT\" ] || exit 0\n"
+      << "exec " << XTRAIN_BIN_DIR << "/xtrain \"$@\"\n";
+    w.close();
+    ::chmod(wrapper_.c_str(), 0755);
+  }
+  void TearDown() override {
+    for (pid_t p : readPids(dir_, "pid")) ::kill(p, SIGKILL);
+    for (const auto& id : jobIds()) removeJobSegments(id);
+    removeTree(dir_);
+  }
+
+  ProcessResult xrun(const std::vector<std::string>& args, double timeoutSeconds = 120) {
+    std::vector<std::string> all{"-x", "XTRAIN_IPU_LOCK_DIR=" + dir_ + "/locks"};
+    all.insert(all.end(), args.begin(), args.end());
+    return runXrun(all, timeoutSeconds, {"TMPDIR=" + tmp_});
+  }
+
+  // 20 steps, a checkpoint every 5, into dir_/name (the model saved as dir_/name.onnx).
+  std::vector<std::string> training(const std::string& name) const {
+    return {wrapper_,
+            "--steps",
+            "20",
+            "--lr",
+            "0.05",
+            "--momentum",
+            "0.9",
+            "--checkpoint-dir",
+            dir_ + "/" + name,
+            "--checkpoint-every",
+            "5",
+            "--resume",
+            "auto",
+            "--save-model",
+            dir_ + "/" + name + ".onnx"};
+  }
+
+  std::map<std::string, std::string> seen(int restart, int i) const {
+    std::map<std::string, std::string> out;
+    std::ifstream in(dir_ + "/env-" + std::to_string(restart) + "-" + std::to_string(i));
+    std::string line;
+    while (std::getline(in, line)) {
+      auto eq = line.find('=');
+      if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    return out;
+  }
+  std::set<std::string> jobIds() const {
+    std::set<std::string> ids;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir_, ec)) {
+      if (e.path().filename().string().rfind("env-", 0) != 0) continue;
+      std::ifstream in(e.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("job=", 0) == 0) ids.insert(line.substr(4));
+      }
+    }
+    return ids;
+  }
+  void expectNothingLeft() {
+    for (pid_t p : readPids(dir_, "pid"))
+      EXPECT_TRUE(processGone(p, 2.0)) << "process " << p << " outlived xrun";
+    EXPECT_TRUE(fs::is_empty(tmp_)) << "xrun left something in its TMPDIR " << tmp_;
+    for (const auto& id : jobIds()) {
+      const std::string prefix = shmSegmentPrefix(id);
+      for (const auto& e : fs::directory_iterator("/dev/shm")) {
+        EXPECT_NE(e.path().filename().string().rfind(prefix, 0), 0u)
+            << "the job left the shared-memory segment " << e.path();
+      }
+    }
+  }
+  static size_t count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  // An uninterrupted 4-instance run, and the same job whose slot 1 (IPU 1) dies at step 12 of
+  // every attempt: it shrinks to 2 instances at the second restart, resumes from step 10 and
+  // finishes; the final weights agree.
+  void shrinkAndCompare(const std::string& keep, const std::string& adjusted) {
+    const ProcessResult whole = xrun([&] {
+      std::vector<std::string> a{"-n", "4", "-x", "KILL_AT=1000"};
+      for (auto& w : training("whole")) a.push_back(w);
+      return a;
+    }());
+    ASSERT_EQ(whole.exitCode, 0) << whole.err;
+    for (const auto& f : fs::directory_iterator(dir_)) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind("env-", 0) == 0) fs::rename(f.path(), dir_ + "/old-" + name);
+    }
+    std::vector<std::string> a{"-n", "4",  "--max-restarts", "3",  "--min-instances",
+                               "2",  "-x", "BAD_IPU=1",      "-x", "KILL_AT=12"};
+    if (!keep.empty()) a.insert(a.end(), {"--keep-global-batch", keep});
+    for (auto& w : training("shrunk")) a.push_back(w);
+    const ProcessResult r = xrun(a);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("xrun: restart 1 of 3: instance 1 was killed by signal 9 (SIGKILL); "
+                         "starting every instance again with XTRAIN_RESTART_COUNT=1"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("xrun: restart 2 of 3: instance 1 was killed by signal 9 (SIGKILL); slot "
+                         "1 (localhost, IPUs 1) was the first to fail in 2 attempts in a row: "
+                         "dropping it and slot(s) 3 (with --keep-global-batch " +
+                         (keep.empty() ? std::string("accumulation") : keep) +
+                         " the instances must be a divisor of 4); starting 2 of the 4 instances "
+                         "(slots 0, 2) with XTRAIN_NUM_INSTANCES=2 XTRAIN_RESTART_COUNT=2"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(count(r.err, "xrun: restart "), 2u) << r.err;
+    EXPECT_NE(r.out.find("[0] xtrain: the job runs on 2 of its 4 instances; " + adjusted +
+                         " keeps the global batch"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(count(r.out, "resumed from " + dir_ + "/shrunk/ckpt-00000010 at step 10"), 2u)
+        << r.out;
+    // The shrunk attempt: 2 instances on slots 0 and 2 (IPUs 0 and 2), told the original count.
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(seen(0, i)["n"], "4");
+      EXPECT_EQ(seen(0, i)["original"], "4");
+    }
+    EXPECT_EQ(seen(2, 0)["n"], "2");
+    EXPECT_EQ(seen(2, 1)["original"], "4");
+    EXPECT_EQ(seen(2, 0)["ipus"], "0");
+    EXPECT_EQ(seen(2, 1)["ipus"], "2");
+    EXPECT_TRUE(seen(2, 2).empty());
+    // The global batch was kept: same samples seen, same weights to float tolerance.
+    const auto diff =
+        xtrain::testing::runCommand(std::string(XTRAIN_BIN_DIR) + "/xckpt diff " + dir_ +
+                                    "/whole/ckpt-00000020 " + dir_ + "/shrunk/ckpt-00000020");
+    EXPECT_EQ(diff.output.find("samplesSeen"), std::string::npos) << diff.output;
+    xtrain::testing::expectSameInitializers(dir_ + "/whole.onnx", dir_ + "/shrunk.onnx", 1e-5);
+    expectNothingLeft();
+  }
+
+  std::string dir_;
+  std::string tmp_;
+  std::string wrapper_;
+};
+
+TEST_F(XrunShrink, FourInstancesShrinkToTwoAndEndWithTheWeightsOfAFullRunByAccumulation) {
+  shrinkAndCompare("", "--accumulation-factor 2 (was 1)");
+}
+
+TEST_F(XrunShrink, FourInstancesShrinkToTwoAndEndWithTheWeightsOfAFullRunByMicroBatch) {
+  shrinkAndCompare("micro-batch", "--micro-batch-size 64 (was 32)");
+}
+
+TEST_F(XrunShrink, WithoutKeepingTheBatchOnlyTheFailingSlotGoes) {
+  // Slot 1 dies at once on every attempt; the others exit 0 (no KILL_AT: no training).
+  const ProcessResult r = xrun({"-n", "4", "--max-restarts", "2", "--min-instances", "3",
+                                "--keep-global-batch", "no", "-x", "BAD_IPU=1", wrapper_});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("dropping it; starting 3 of the 4 instances (slots 0, 2, 3) with "
+                       "XTRAIN_NUM_INSTANCES=3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(seen(2, 0)["n"], "3");
+  EXPECT_EQ(seen(2, 2)["keep"], "no");
+  EXPECT_EQ(seen(2, 2)["ipus"], "3");
+  expectNothingLeft();
+}
+
+TEST_F(XrunShrink, NeverBelowMinInstances) {
+  const ProcessResult r =
+      xrun({"-n", "2", "--max-restarts", "2", "--min-instances", "2", "-x", "BAD_IPU=1", wrapper_});
+  EXPECT_EQ(r.exitCode, 137) << r.err;
+  EXPECT_NE(r.err.find("xrun: restart 2 of 2: instance 1 was killed by signal 9 (SIGKILL); slot 1 "
+                       "(localhost, IPUs 1) was the first to fail in 2 attempts in a row, but the "
+                       "job cannot shrink below --min-instances 2"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--max-restarts 2 used up"), std::string::npos) << r.err;
+  // The failing instance records before it dies (the other may be stopped before it does).
+  EXPECT_EQ(seen(2, 1)["n"], "2");
+  expectNothingLeft();
+}
+
+TEST_F(XrunShrink, XtrainRefusesAGlobalBatchItCannotKeep) {
+  const std::string xtrain = std::string(XTRAIN_BIN_DIR) + "/xtrain --steps 1";
+  auto r = xtrain::testing::runCommand(
+      "env XTRAIN_ORIGINAL_NUM_INSTANCES=4 XTRAIN_NUM_INSTANCES=3 " + xtrain + " 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("the job runs on 3 of its 4 instances, and --accumulation-factor 1 x 4 "
+                          "/ 3 is not a whole number"),
+            std::string::npos)
+      << r.output;
+  r = xtrain::testing::runCommand(
+      "env XTRAIN_ORIGINAL_NUM_INSTANCES=4 XTRAIN_NUM_INSTANCES=2 XTRAIN_KEEP_GLOBAL_BATCH=all " +
+      xtrain + " 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("XTRAIN_KEEP_GLOBAL_BATCH='all'"), std::string::npos) << r.output;
+  r = xtrain::testing::runCommand("env XTRAIN_ORIGINAL_NUM_INSTANCES=four XTRAIN_NUM_INSTANCES=2 " +
+                                  xtrain + " 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("XTRAIN_ORIGINAL_NUM_INSTANCES='four' is not an instance count"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(XrunShrink, BadInputIsAUsageError) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-n", "4", "--max-restarts", "1", "--min-instances", "5"},
+       "--min-instances 5 is larger than -n 4"},
+      {{"--min-instances", "5", "-n", "4", "--max-restarts", "1"},
+       "--min-instances 5 is larger than -n 4"},
+      {{"-n", "4", "--max-restarts", "1", "--min-instances", "0"},
+       "--min-instances must be at least 1, got 0"},
+      {{"-n", "4", "--max-restarts", "1", "--min-instances", "-2"},
+       "--min-instances must be at least 1, got -2"},
+      {{"-n", "4", "--max-restarts", "1", "--min-instances", "two"},
+       "--min-instances expects a whole number, got 'two'"},
+      {{"-n", "4", "--min-instances", "2"},
+       "--min-instances applies to restarts (a job shrinks when it starts again), but "
+       "--max-restarts is 0"},
+      {{"-n", "4", "--max-restarts", "1", "--min-instances", "2", "--keep-global-batch", "yes"},
+       "--keep-global-batch must be one of accumulation, micro-batch, no; got 'yes'"},
+      {{"-n", "4", "--max-restarts", "1", "--keep-global-batch", "no"},
+       "--keep-global-batch applies to a job that shrinks; give --min-instances M too"},
+      {{"-n", "2", "-x", "XTRAIN_ORIGINAL_NUM_INSTANCES=4"},
+       "-x XTRAIN_ORIGINAL_NUM_INSTANCES: xrun sets XTRAIN_ORIGINAL_NUM_INSTANCES"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> a = args;
+    a.push_back("true");
+    auto r = runXrun(a, 30, {"TMPDIR=" + tmp_});
+    EXPECT_EQ(r.exitCode, 2) << args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  auto dry =
+      runXrun({"-n", "4", "--max-restarts", "3", "--min-instances", "2", "--dry-run", "true"}, 30,
+              {"TMPDIR=" + tmp_});
+  EXPECT_EQ(dry.exitCode, 0) << dry.err;
+  EXPECT_NE(dry.out.find("XTRAIN_ORIGINAL_NUM_INSTANCES=4 XTRAIN_KEEP_GLOBAL_BATCH=accumulation"),
+            std::string::npos)
+      << dry.out;
+  EXPECT_NE(dry.out.find("dropped at the next restart, down to 2 instance(s)"), std::string::npos)
+      << dry.out;
+  EXPECT_NE(runXrun({"--help"}).out.find("--min-instances M"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xtrain::launcher::testing
