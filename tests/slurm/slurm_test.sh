@@ -8,6 +8,7 @@
 #   3b. scancel --signal=USR1 of a job script with --requeue: the instances checkpoint and exit 75,
 #      xrun passes 75 on, the script requeues the job, and the requeued job resumes (--resume auto)
 #      to the weights of an uninterrupted run; nothing of the job is left
+#   3c. srun's --kill-on-bad-exit after a first exit 75 ends the late tasks with SIGTERM: still 75
 # On a two-node cluster (two slurmd on this host, nodes that xrun cannot tell from other hosts):
 #   4. salloc -N 2 -n 4 and sbatch -N 2 -n 4 of xrun -n 4 xtrain: the instances meet over PMIx and
 #      train to the same weights as in 1.
@@ -273,6 +274,30 @@ EOF
   [ $code -eq 0 ] || tail -n 20 straight.out
   check "preempted and requeued, the same weights as a run never interrupted" \
     cmp -s "$work/preempt.onnx" "$work/straight.onnx"
+
+  echo "== 3c. srun's --kill-on-bad-exit when instances end a little apart with 75"
+  # The srun engine runs srun --kill-on-bad-exit=1, so the first exit 75 makes srun end the step's
+  # other tasks: with SIGTERM (SIGKILL only after KillWait), which xtrain takes as one more
+  # preemption request; they exit 75 too and srun, then xrun, still exit 75. Here task 0 exits at
+  # once and the others 1 s later, catching the SIGTERM.
+  cat >late.sh <<'EOF'
+#!/bin/bash
+trap 'echo "SIGTERM while ending"' TERM
+if [ "$SLURM_PROCID" != 0 ]; then
+  sleep 1 &
+  wait $!
+fi
+exit 75
+EOF
+  chmod +x late.sh
+  set +e
+  timeout 40 salloc -n 4 --job-name=xtrain-late "$xrun" -n 4 "$work/late.sh" >late.out 2>&1
+  code=$?
+  set -e
+  check "xrun exits 75 (got $code)" [ $code -eq 75 ]
+  check "srun ended the late tasks with SIGTERM, not SIGKILL" grep -q 'SIGTERM while ending' late.out
+  check "xrun says the job was preempted" grep -q '^xrun: the job was preempted' late.out
+  [ $code -eq 75 ] || tail -n 20 late.out
 }
 
 two_nodes() {
