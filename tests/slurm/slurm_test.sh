@@ -9,6 +9,7 @@
 #      xrun passes 75 on, the script requeues the job, and the requeued job resumes (--resume auto)
 #      to the weights of an uninterrupted run; nothing of the job is left
 #   3c. srun's --kill-on-bad-exit after a first exit 75 ends the late tasks with SIGTERM: still 75
+#   3d. scancel --signal=USR1 --full reaches xrun as well, which forwards it; one stop
 # On a two-node cluster (two slurmd on this host, nodes that xrun cannot tell from other hosts):
 #   4. salloc -N 2 -n 4 and sbatch -N 2 -n 4 of xrun -n 4 xtrain: the instances meet over PMIx and
 #      train to the same weights as in 1.
@@ -298,6 +299,33 @@ EOF
   check "srun ended the late tasks with SIGTERM, not SIGKILL" grep -q 'SIGTERM while ending' late.out
   check "xrun says the job was preempted" grep -q '^xrun: the job was preempted' late.out
   [ $code -eq 75 ] || tail -n 20 late.out
+
+  echo "== 3d. scancel --signal=USR1 --full reaches xrun too, which forwards it"
+  # --full signals every process of the batch step as well: the batch shell (which must not die of
+  # SIGUSR1: the script ignores it), xrun (which forwards it to srun, which passes it on) and srun.
+  # The instances get several copies of the request and stop once.
+  cat >full.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-full
+#SBATCH --output=$work/full-%j.out
+trap '' USR1
+"$xrun" -n 4 --grace-period 5 "$xtrain" ${train_args[*]} --steps 100000000 \\
+  --checkpoint-dir "$work/full-ckpt"
+EOF
+  id=$(sbatch --parsable full.sbatch)
+  out=$work/full-$id.out
+  end=$(($(date +%s) + 30))
+  until grep -qE '^0: step ' "$out" 2>/dev/null || [ "$(date +%s)" -ge $end ]; do sleep 0.05; done
+  check "the job is training" grep -qE '^0: step ' "$out"
+  scancel --signal=USR1 --full "$id"
+  wait_job_end "$id" 30 || true
+  check "xrun received SIGUSR1 and forwarded it" \
+    grep -q '^xrun: received SIGUSR1; forwarded to srun' "$out"
+  check "one stop, after one step" [ "$(grep -c '^0: xtrain: preempted by SIGUSR1 after step' "$out")" = 1 ]
+  check "the batch script exited with xrun's 75 ($(job_field "$id" ExitCode))" \
+    [ "$(job_field "$id" ExitCode)" = 75:0 ]
+  [ "$(job_field "$id" ExitCode)" = 75:0 ] || tail -n 20 "$out"
 }
 
 two_nodes() {
