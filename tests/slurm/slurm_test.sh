@@ -5,10 +5,15 @@
 #   2. sbatch of a script running xrun -n 4 xtrain ...: finishes, writes its checkpoint and model;
 #      prints the time from sbatch to the first step and to the end
 #   3. scancel of a running job leaves no process behind (nor xrun's rendezvous directory)
+#   3b. scancel --signal=USR1 of a job script with --requeue: the instances checkpoint and exit 75,
+#      xrun passes 75 on, the script requeues the job, and the requeued job resumes (--resume auto)
+#      to the weights of an uninterrupted run; nothing of the job is left
+#   3c. srun's --kill-on-bad-exit after a first exit 75 ends the late tasks with SIGTERM: still 75
+#   3d. scancel --signal=USR1 --full reaches xrun as well, which forwards it; one stop
 # On a two-node cluster (two slurmd on this host, nodes that xrun cannot tell from other hosts):
 #   4. salloc -N 2 -n 4 and sbatch -N 2 -n 4 of xrun -n 4 xtrain: the instances meet over PMIx and
 #      train to the same weights as in 1.
-# Every wait is bounded; the whole test takes well under two minutes (about 15 s when idle).
+# Every wait is bounded; the whole test takes well under two minutes (about 35 s when idle).
 # Usage: slurm_test.sh <source dir> <build dir>. Exit 77 (skipped, with the reason) where Slurm
 # cannot run (not root, slurm-wlm or munge missing).
 set -euo pipefail
@@ -193,11 +198,134 @@ EOF
   wait_job_end "$id" 10 || true
   check "xrun's rendezvous directories are gone" bash -c "[ -z \"\$(ls -A '$work/tmp')\" ]"
 
-  # TODO(preemption, issue 16 item 3): once xtrain handles SIGUSR1, add a case here: sbatch
-  # --requeue with --signal=USR1@60, `scancel --signal=USR1 <id>` while training, expect the
-  # documented "preempted" exit and a checkpoint, `scontrol requeue <id>`, and the requeued job
-  # resuming (--resume auto) to the weights of an uninterrupted run.
-  echo "skipped: preemption under Slurm (scancel --signal=USR1, requeue): not handled by xtrain yet"
+  echo "== 3b. preemption: scancel --signal=USR1 gives a checkpoint and exit 75; a requeue resumes"
+  # The job script of the README's "Long jobs": on 75 it requeues itself. `scancel --signal=USR1`
+  # (like sbatch --signal=USR1@T) signals the job's steps, not the batch shell: the srun step's
+  # tasks, i.e. the instances. They stop after the same step, save, and exit 75; srun exits 75
+  # (its --kill-on-bad-exit finds them all gone already), and xrun passes 75 on.
+  local steps=3000 preempted_at resumed_at state
+  cat >preempt.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-preempt
+#SBATCH --output=$work/preempt-%j.out
+#SBATCH --open-mode=append
+#SBATCH --requeue
+echo "attempt \${SLURM_RESTART_COUNT:-0}"
+"$xrun" -n 4 --grace-period 5 "$xtrain" ${train_args[*]} --steps $steps \\
+  --checkpoint-dir "$work/preempt-ckpt" --resume auto --save-model "$work/preempt.onnx"
+code=\$?
+echo "xrun exited with \$code"
+[ "\$code" = 75 ] && scontrol requeue "\$SLURM_JOB_ID"
+exit "\$code"
+EOF
+  mark=XTRAIN_SLURM_TEST_JOB=preempt-$$-$RANDOM
+  id=$(env "$mark" sbatch --parsable preempt.sbatch)
+  out=$work/preempt-$id.out
+  end=$(($(date +%s) + 30))
+  until grep -qE '^0: step ' "$out" 2>/dev/null || [ "$(date +%s)" -ge $end ]; do sleep 0.05; done
+  check "the job to preempt is training" grep -qE '^0: step ' "$out"
+  t0=$(now)
+  scancel --signal=USR1 "$id"
+  end=$(($(date +%s) + 30))
+  until grep -q '^xrun exited with ' "$out" 2>/dev/null || [ "$(date +%s)" -ge $end ]; do
+    sleep 0.05
+  done
+  echo "preemption: xrun exited $(elapsed "$t0" "$(now)") s after scancel --signal=USR1"
+  check "xrun exited with 75" grep -qx 'xrun exited with 75' "$out"
+  check "xrun says the job was preempted" grep -q '^xrun: the job was preempted' "$out"
+  preempted_at=$(sed -n 's/^0: xtrain: preempted by SIGUSR1 after step \([0-9]*\) of .*/\1/p' "$out")
+  check "instance 0 says after which step it stopped (${preempted_at:-none})" \
+    test -n "$preempted_at"
+  if [ -n "$preempted_at" ]; then
+    check "the checkpoint of step $preempted_at exists" \
+      test -d "$work/preempt-ckpt/$(printf 'ckpt-%08d' "$preempted_at")"
+  fi
+  end=$(($(date +%s) + 10))
+  state=$(job_field "$id" JobState)
+  until [ "$state" = PENDING ] || [ "$(date +%s)" -ge $end ]; do
+    sleep 0.1
+    state=$(job_field "$id" JobState)
+  done
+  check "the job was requeued (state $state, restarts $(job_field "$id" Restarts))" \
+    [ "$state" = PENDING ]
+  # Slurm holds a requeued job back (its BeginTime about two minutes on); the test starts it now.
+  scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
+  end=$(($(date +%s) + 60))
+  until [ "$(grep -c '^xrun exited with ' "$out")" -ge 2 ] || [ "$(date +%s)" -ge $end ]; do
+    sleep 0.1
+  done
+  wait_job_end "$id" 10 || true
+  check "the requeued job $id COMPLETED, exit code 0:0 ($(job_field "$id" JobState), $(job_field "$id" ExitCode))" \
+    completed "$id"
+  resumed_at=$(sed -n 's/^0: xtrain: resumed from .* at step \([0-9]*\) .*/\1/p' "$out")
+  check "the requeued job resumed at step ${preempted_at:-?} (${resumed_at:-none})" \
+    [ -n "$resumed_at" ] && [ "$resumed_at" = "${preempted_at:-x}" ]
+  check "it trained to step $steps" grep -qE "^0: step +$steps/$steps" "$out"
+  completed "$id" || tail -n 30 "$out"
+  left=$(marked_pids "$mark")
+  check "no process of the preempted job is left" [ -z "$left" ]
+  # The weights of a run never interrupted: the same command in an allocation.
+  set +e
+  timeout 60 salloc -n 4 --job-name=xtrain-straight "$xrun" -n 4 "$xtrain" "${train_args[@]}" \
+    --steps $steps --save-model "$work/straight.onnx" >straight.out 2>&1
+  code=$?
+  set -e
+  check "the uninterrupted run exits 0 (got $code)" [ $code -eq 0 ]
+  [ $code -eq 0 ] || tail -n 20 straight.out
+  check "preempted and requeued, the same weights as a run never interrupted" \
+    cmp -s "$work/preempt.onnx" "$work/straight.onnx"
+
+  echo "== 3c. srun's --kill-on-bad-exit when instances end a little apart with 75"
+  # The srun engine runs srun --kill-on-bad-exit=1, so the first exit 75 makes srun end the step's
+  # other tasks: with SIGTERM (SIGKILL only after KillWait), which xtrain takes as one more
+  # preemption request; they exit 75 too and srun, then xrun, still exit 75. Here task 0 exits at
+  # once and the others 1 s later, catching the SIGTERM.
+  cat >late.sh <<'EOF'
+#!/bin/bash
+trap 'echo "SIGTERM while ending"' TERM
+if [ "$SLURM_PROCID" != 0 ]; then
+  sleep 1 &
+  wait $!
+fi
+exit 75
+EOF
+  chmod +x late.sh
+  set +e
+  timeout 40 salloc -n 4 --job-name=xtrain-late "$xrun" -n 4 "$work/late.sh" >late.out 2>&1
+  code=$?
+  set -e
+  check "xrun exits 75 (got $code)" [ $code -eq 75 ]
+  check "srun ended the late tasks with SIGTERM, not SIGKILL" grep -q 'SIGTERM while ending' late.out
+  check "xrun says the job was preempted" grep -q '^xrun: the job was preempted' late.out
+  [ $code -eq 75 ] || tail -n 20 late.out
+
+  echo "== 3d. scancel --signal=USR1 --full reaches xrun too, which forwards it"
+  # --full signals every process of the batch step as well: the batch shell (which must not die of
+  # SIGUSR1: the script ignores it), xrun (which forwards it to srun, which passes it on) and srun.
+  # The instances get several copies of the request and stop once.
+  cat >full.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-full
+#SBATCH --output=$work/full-%j.out
+trap '' USR1
+"$xrun" -n 4 --grace-period 5 "$xtrain" ${train_args[*]} --steps 100000000 \\
+  --checkpoint-dir "$work/full-ckpt"
+EOF
+  id=$(sbatch --parsable full.sbatch)
+  out=$work/full-$id.out
+  end=$(($(date +%s) + 30))
+  until grep -qE '^0: step ' "$out" 2>/dev/null || [ "$(date +%s)" -ge $end ]; do sleep 0.05; done
+  check "the job is training" grep -qE '^0: step ' "$out"
+  scancel --signal=USR1 --full "$id"
+  wait_job_end "$id" 30 || true
+  check "xrun received SIGUSR1 and forwarded it" \
+    grep -q '^xrun: received SIGUSR1; forwarded to srun' "$out"
+  check "one stop, after one step" [ "$(grep -c '^0: xtrain: preempted by SIGUSR1 after step' "$out")" = 1 ]
+  check "the batch script exited with xrun's 75 ($(job_field "$id" ExitCode))" \
+    [ "$(job_field "$id" ExitCode)" = 75:0 ]
+  [ "$(job_field "$id" ExitCode)" = 75:0 ] || tail -n 20 "$out"
 }
 
 two_nodes() {

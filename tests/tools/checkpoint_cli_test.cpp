@@ -224,6 +224,68 @@ TEST_F(CheckpointCli, ResumeAutoSkipsDamagedCheckpoints) {
   EXPECT_TRUE(has(r.output, "none of its 2 checkpoints verifies")) << r.output;
 }
 
+// On a restart (XTRAIN_RESTART_COUNT > 0, set by xrun --max-restarts) --resume auto never trains
+// from scratch silently: a missing directory, or checkpoints removed from under `latest`, is a
+// refusal (exit 2, which xrun does not restart); a fallback names the checkpoint it takes; only a
+// directory where no checkpoint was ever written starts afresh, saying so.
+TEST_F(CheckpointCli, RestartNeverStartsAfreshSilently) {
+  const fs::path d = dir_ / "d";
+  const std::string flags = " --lr 0.05 --momentum 0.9 --seed 3 --resume auto --checkpoint-dir ";
+  const std::string restart = "XTRAIN_RESTART_COUNT=1 ./xtrain --steps 4";
+
+  CommandResult r = runCommand(restart + flags + (dir_ / "gone").string());
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  for (const std::string& part :
+       std::vector<std::string>{"restart 1 of the job", "'" + (dir_ / "gone").string() + "'",
+                                "does not exist", "Refusing to train from scratch"}) {
+    EXPECT_TRUE(has(r.output, part)) << part << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "gone")) << "nothing was created";
+  // Not on the first attempt (nor without a count): a fresh job starts afresh.
+  r = runCommand("XTRAIN_RESTART_COUNT=0 ./xtrain --steps 2" + flags + (dir_ / "new").string());
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "no checkpoint in " + (dir_ / "new").string() + ", starting afresh"))
+      << r.output;
+
+  // An empty directory: the earlier attempt failed before its first checkpoint.
+  fs::create_directories(dir_ / "empty");
+  r = runCommand(restart + flags + (dir_ / "empty").string());
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "restart 1 of the job: no checkpoint in")) << r.output;
+  EXPECT_TRUE(has(r.output, "starting afresh")) << r.output;
+
+  // Checkpoints written, then the newest damaged: the fallback says which one it takes.
+  r = runCommand("./xtrain --steps 4 --checkpoint-every 2" +
+                 flags.substr(0, flags.find(" --resume")) + " --checkpoint-dir " + d.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const fs::path part = d / "ckpt-00000004" / "part-0.h5";
+  fs::resize_file(part, fs::file_size(part) / 2);
+  r = runCommand(restart + flags + d.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(
+      has(r.output, "the newest checkpoint " + (d / "ckpt-00000004").string() + " does not verify"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "falling back to " + (d / "ckpt-00000002").string()));
+  EXPECT_TRUE(has(r.output, "resumed from " + (d / "ckpt-00000002").string() +
+                                " at step 2 (written by 1 instance(s), 1 replicas) on restart 1"))
+      << r.output;
+
+  // Every checkpoint removed, `latest` left: a refusal naming it.
+  for (const auto& entry : fs::directory_iterator(d)) {
+    if (entry.path().filename().string().rfind("ckpt-", 0) == 0) fs::remove_all(entry.path());
+  }
+  r = runCommand(restart + flags + d.string());
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "holds no checkpoint, yet its") && has(r.output, "ckpt-00000004") &&
+              has(r.output, "Refusing to train from scratch"))
+      << r.output;
+  // The whole directory removed: a refusal too.
+  fs::remove_all(d);
+  r = runCommand(restart + flags + d.string());
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "does not exist")) << r.output;
+}
+
 // The same fallback when the instances of a job must agree (xrun -n 2): both skip the damaged one.
 TEST_F(CheckpointCli, ResumeAutoSkipsADamagedCheckpointUnderXrun) {
   const fs::path d = dir_ / "d";

@@ -5,11 +5,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/layout.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::tools {
@@ -29,6 +33,46 @@ void refuseToOverwriteCheckpoints(const TrainOptions& o) {
       "replace and prune them. Continue that run with --resume auto, write to a new directory, or "
       "give --overwrite-checkpoints to write over them",
       o.checkpointDir, listed.size(), newest);
+}
+
+int64_t restartCount() {
+  const char* text = std::getenv("XTRAIN_RESTART_COUNT");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long long k = std::strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || k < 0) return 0;
+  return static_cast<int64_t>(k);
+}
+
+void refuseToStartAfreshOnRestart(const TrainOptions& o) {
+  const int64_t k = restartCount();
+  if (k == 0 || o.resume != "auto" || o.checkpointDir.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(o.checkpointDir, ec);
+  if (!fs::exists(status)) {
+    throw error(
+        "restart {} of the job (XTRAIN_RESTART_COUNT={}) with --resume auto: --checkpoint-dir '{}' "
+        "does not exist, though an earlier attempt of the job creates it before its first step; "
+        "its checkpoints are gone (removed, or on a file system this host does not share). "
+        "Refusing "
+        "to train from scratch: restore the directory, or start a new job (xrun without a restart "
+        "pending) to train afresh",
+        k, k, o.checkpointDir);
+  }
+  if (!fs::is_directory(status)) return;  // checkOutputs reports a file given as the directory
+  const std::string latestPath =
+      (fs::path(o.checkpointDir) / checkpoint::layout::kLatestFile).string();
+  std::ifstream latestFile(latestPath);
+  std::string latest;
+  if (!(latestFile >> latest)) return;
+  if (!checkpoint::list(o.checkpointDir).empty()) return;  // loadLatestCheckpoint picks one
+  throw error(
+      "restart {} of the job (XTRAIN_RESTART_COUNT={}) with --resume auto: --checkpoint-dir '{}' "
+      "holds no checkpoint, yet its '{}' names '{}': the checkpoints were removed. Refusing to "
+      "train from scratch: restore them, or start a new job to train afresh",
+      k, k, o.checkpointDir, latestPath, latest);
 }
 
 CheckpointDirectoryLock::CheckpointDirectoryLock(CheckpointDirectoryLock&& other) noexcept

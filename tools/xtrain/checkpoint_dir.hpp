@@ -12,6 +12,19 @@ namespace xtrain::tools {
 // naming the newest, unless --overwrite-checkpoints was given.
 void refuseToOverwriteCheckpoints(const TrainOptions& options);
 
+// The job's restart count from xrun (XTRAIN_RESTART_COUNT): 0 when unset, on the first attempt, or
+// when not a number.
+int64_t restartCount();
+
+// A restart of a job (restartCount() > 0) with --resume auto must continue from a checkpoint, not
+// train from scratch: the first attempt created --checkpoint-dir before its first step, so a
+// missing directory, or one whose `latest` names a checkpoint while none is left, means the
+// checkpoints are gone (deleted, or on a file system this host does not see). Throws xtrain::error
+// (exit 2, which xrun does not restart) naming the directory. An existing directory without any
+// checkpoint is left alone: the earlier attempt failed before its first one, and the restart starts
+// afresh, saying so.
+void refuseToStartAfreshOnRestart(const TrainOptions& options);
+
 // Held by one job writing checkpoints into a --checkpoint-dir, for as long as it trains: an
 // exclusive flock(2) on <dir>/.xtrain-lock, released by the kernel when the process ends however it
 // ends. A second job (fresh or resumed) would otherwise commit and prune beside the first; the

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     // for a stop after the current step: train() checkpoints and returns kPreemptedExitCode.
     dist::handlePreemption();
     tools::refuseToOverwriteCheckpoints(options);
+    tools::refuseToStartAfreshOnRestart(options);
     return tools::train(options, std::cout);
   } catch (const OutOfMemoryException& e) {
     std::cerr << "xtrain: " << e.what() << "\n" << e.getSummaryReport() << "\n";

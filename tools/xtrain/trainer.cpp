@@ -332,10 +332,27 @@ int train(const TrainOptions& o, std::ostream& out) {
   int64_t firstStep = 0;
   std::optional<CheckpointInfo> resumed;
   if (o.resume == "auto") {
+    // The one a resume takes unless it does not verify (instance 0 prints).
+    std::string newest;
+    if (instance == 0) {
+      const auto order = checkpoint::resumeOrder(o.checkpointDir);
+      if (!order.empty()) newest = order.front().path;
+    }
     // Collective: every instance resumes from the same checkpoint, or all start afresh.
     resumed = session->loadLatestCheckpoint(o.checkpointDir);
-    if (!resumed)
+    const int64_t restart = restartCount();
+    if (!resumed && restart > 0) {
+      // refuseToStartAfreshOnRestart ruled out a missing directory and removed checkpoints.
+      progress << "xtrain: restart " << restart << " of the job: no checkpoint in "
+               << o.checkpointDir << " (the earlier attempts failed before writing one), "
+               << "starting afresh\n";
+    } else if (!resumed) {
       progress << "xtrain: no checkpoint in " << o.checkpointDir << ", starting afresh\n";
+    } else if (!newest.empty() && resumed->path != newest) {
+      progress << "xtrain: the newest checkpoint " << newest
+               << " does not verify (see above); falling back to " << resumed->path
+               << ", the newest one that does\n";
+    }
   } else if (!o.resume.empty()) {
     resumed = session->loadCheckpoint(o.resume);
   }
@@ -345,8 +362,11 @@ int train(const TrainOptions& o, std::ostream& out) {
     order.seek(info.dataPosition);
     firstStep = info.step;
     progress << "xtrain: resumed from " << resumeFrom << " at step " << firstStep << " (written by "
-             << info.instances << " instance(s), " << info.globalReplicationFactor
-             << " replicas)\n";
+             << info.instances << " instance(s), " << info.globalReplicationFactor << " replicas)";
+    if (o.resume == "auto" && restartCount() > 0) {
+      progress << " on restart " << restartCount() << " of the job";
+    }
+    progress << "\n";
   }
   if (!o.checkpointDir.empty()) std::filesystem::create_directories(o.checkpointDir);
   // Instance 0 removes old checkpoints; a failure to remove one is not worth ending the job for.
