@@ -1,15 +1,19 @@
 #include "launcher/environment.hpp"
 
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 
 extern char** environ;
 
@@ -31,6 +35,27 @@ std::string makeJobId() {
   char id[96];
   std::snprintf(id, sizeof id, "%s-%d-%08x", stamp, static_cast<int>(getpid()), random);
   return id;
+}
+
+std::string makeJobSecret() {
+  unsigned char raw[32];
+  size_t done = 0;
+  while (done < sizeof raw) {
+    const ssize_t n = ::getrandom(raw + done, sizeof raw - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw std::runtime_error(std::string("xrun: cannot draw the job's secret (getrandom): ") +
+                               std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
 }
 
 namespace {
@@ -93,6 +118,7 @@ const std::vector<std::string>& contractVariableNames() {
     JobInfo job;
     job.rendezvousDir = "/";  // so that XTRAIN_RENDEZVOUS_DIR is listed
     for (const auto& [name, value] : instanceEnvironment(t, 0, job)) out.push_back(name);
+    out.push_back(kJobSecretVariable);  // set apart from the others: never on a command line
     return out;
   }();
   return names;

@@ -26,7 +26,17 @@ struct JobInfo {
   std::string commBackend = "auto";
   int restartCount = 0;  // XTRAIN_RESTART_COUNT: 0 on the first attempt, k on the k-th restart
   int maxRestarts = 0;   // XTRAIN_MAX_RESTARTS: --max-restarts
+  // XTRAIN_JOB_SECRET: 64 random hex digits, in the instances' environment only (never on a
+  // command line or in --dry-run's output); the comm layer authenticates the job's TCP
+  // connections with it.
+  std::string secret;
 };
+
+// The variable that carries JobInfo::secret.
+inline constexpr const char* kJobSecretVariable = "XTRAIN_JOB_SECRET";
+
+// 32 bytes of the kernel's randomness (getrandom) as 64 lowercase hex digits.
+std::string makeJobSecret();
 
 // A job id unique on this host and, in practice, across hosts: "<UTC yyyymmddThhmmss>-<pid>-<8 hex
 // random>".
