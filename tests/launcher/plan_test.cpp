@@ -415,11 +415,16 @@ TEST(XrunPlan, DryRunCommands) {
   ASSERT_EQ(lines.size(), 1u);
   const std::string root = plan.runAsRoot ? "--allow-run-as-root " : "";
   EXPECT_EQ(lines[0].rfind("mpirun --tag-output --bind-to none " + root +
-                               "--oversubscribe -np 1 -H h1:1 -q env ",
+                               "--oversubscribe -np 1 -H h1:1 -q -x XTRAIN_JOB_SECRET env ",
                            0),
             0u)
       << lines[0];
-  EXPECT_NE(lines[0].find(" prog : -np 1 -H h2:1 -q env "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" prog : -np 1 -H h2:1 -q -x XTRAIN_JOB_SECRET env "), std::string::npos)
+      << lines[0];
+  // The job's secret: 64 hex digits, named on mpirun's line, its value never.
+  EXPECT_EQ(plan.job.secret.size(), 64u);
+  EXPECT_EQ(plan.job.secret.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(lines[0].find(plan.job.secret), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("XTRAIN_INSTANCE_INDEX=1"), std::string::npos);
   EXPECT_EQ(plan.job.rendezvousDir, "");  // other hosts: not exported
   EXPECT_EQ(lines[0].find("XTRAIN_RENDEZVOUS_DIR"), std::string::npos) << lines[0];
