@@ -29,7 +29,7 @@ struct JobInfo {
   // XTRAIN_JOB_SECRET: 64 random hex digits, in the instances' environment only (never on a
   // command line or in --dry-run's output); the comm layer authenticates the job's TCP
   // connections with it.
-  std::string secret;
+  std::string secret = {};
 };
 
 // The variable that carries JobInfo::secret.

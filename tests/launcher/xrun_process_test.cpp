@@ -147,8 +147,10 @@ TEST_F(XrunProcess, PrintTopologyAndDryRun) {
   r = runXrun({"-n", "2", "-H", "nodeA,nodeB", "--dry-run", "prog"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("mpirun --tag-output --bind-to none "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" -np 1 -H nodeA:1 env "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" : -np 1 -H nodeB:1 env "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" -np 1 -H nodeA:1 -x XTRAIN_JOB_SECRET env "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" : -np 1 -H nodeB:1 -x XTRAIN_JOB_SECRET env "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("XTRAIN_JOB_SECRET="), std::string::npos) << r.out;
   // Instances on other hosts: no rendezvous directory (it would not exist there).
   EXPECT_EQ(r.out.find("XTRAIN_RENDEZVOUS_DIR"), std::string::npos) << r.out;
 }
