@@ -149,6 +149,12 @@ EnvList resolveUserEnvironment(const std::vector<EnvAssignment>& assignments,
   const auto& contract = contractVariableNames();
   EnvList out;
   for (const auto& a : assignments) {
+    if (a.name == kJobSecretVariable) {
+      throw UsageError(
+          "-x {}: xrun draws a new secret for every job and hands it to every instance; it "
+          "cannot be set (docs/launcher-environment.md, Security)",
+          a.name);
+    }
     if (std::find(contract.begin(), contract.end(), a.name) != contract.end()) {
       throw UsageError("-x {}: xrun sets {} for every instance; use {} instead", a.name, a.name,
                        optionFor(a.name));

@@ -209,6 +209,18 @@ TEST(XrunEnvironment, UserVariablesAndMerging) {
   EXPECT_THROW(
       resolveUserEnvironment({{"POPDIST_NUM_TOTAL_REPLICAS", std::string("2")}}, lookupFrom({})),
       UsageError);
+  try {
+    resolveUserEnvironment({{"XTRAIN_JOB_SECRET", std::string("00")}}, lookupFrom({}));
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("-x XTRAIN_JOB_SECRET: xrun draws a new secret for every "
+                                         "job"),
+              std::string::npos)
+        << e.what();
+  }
+  // A stale secret in xrun's own environment never reaches the instances.
+  EXPECT_EQ(buildEnvp({"XTRAIN_JOB_SECRET=stale", "A=0"}, {}, {}),
+            (std::vector<std::string>{"A=0"}));
 
   // Stale contract variables in xrun's own environment are dropped; -x beats inherited; contract
   // beats all.
