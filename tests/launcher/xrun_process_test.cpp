@@ -210,6 +210,25 @@ TEST_F(XrunProcess, OnlyOutputFromInstanceStillShowsErrorsAndOutputDirKeepsAll) 
   }
 }
 
+// An output directory in a shared /tmp: a planted symbolic link is never written through (the
+// file it points to stays as it was), and the job starts nothing.
+TEST_F(XrunProcess, OutputDirNeverWritesThroughAPlantedLink) {
+  const std::string outDir = dir_ + "/logs";
+  std::filesystem::create_directories(outDir);
+  const std::string victim = dir_ + "/victim";
+  { std::ofstream(victim) << "keep\n"; }
+  std::filesystem::create_symlink(victim, outDir + "/instance-0.out");
+  auto r = runXrun(join({"-n", "1", "--output-dir", outDir}, sh("echo written")));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("instance-0.out: Too many levels of symbolic links (it is a symbolic "
+                       "link, which xrun refuses)"),
+            std::string::npos)
+      << r.err;
+  std::ifstream in(victim);
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, "keep\n");
+}
+
 TEST_F(XrunProcess, FailingInstanceStopsTheOthersAndGivesItsCode) {
   auto r =
       runXrun(join({"-n", "4"}, sh("echo $$ > $D/pid.$I; if [ $I = 2 ]; then sleep 0.3; "
