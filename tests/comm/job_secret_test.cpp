@@ -4,6 +4,9 @@
 // does not know the job's secret) is refused by every peer.
 #include "comm/job_secret.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "comm/backend.hpp"
+#include "comm/backends/shm/segment.hpp"
 #include "comm/store.hpp"
 #include "comm_test_util.hpp"
 #include "testing/scratch_dir.hpp"
@@ -120,6 +124,38 @@ TEST_F(GlooAuthentication, RanksWithTheJobsSecretFormTheGroup) {
 
 TEST_F(GlooAuthentication, ARankWithoutTheSecretIsRefusedByItsPeer) {
   EXPECT_EQ(runRanks({randomHex(32), randomHex(32)}), (std::vector<int>{3, 3}));
+}
+
+// A segment another user planted under a name the job uses (or one open to others) is refused.
+TEST(JobSegments, ASegmentNotOwnedByThisUserOrNot0600IsRefused) {
+  const std::string name = "/xtrain-secret-test-" + std::to_string(::getpid());
+  {
+    auto own = shm::SharedSegment::create(name, 4096);
+    auto again = shm::SharedSegment::open(name);  // its own user's, 0600: fine
+    EXPECT_EQ(again.size(), 4096u);
+  }
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 4096), 0);
+  ASSERT_EQ(::fchmod(fd, 0666), 0);
+  try {
+    (void)shm::SharedSegment::open(name);
+    ADD_FAILURE() << "a segment of mode 0666 was used";
+  } catch (const error& e) {
+    EXPECT_TRUE(contains(e.what(), "with mode 0666; expected one of yours")) << e.what();
+  }
+  if (::geteuid() == 0) {  // only root can give a segment away: as planted by user nobody
+    ASSERT_EQ(::fchmod(fd, 0600), 0);
+    ASSERT_EQ(::fchown(fd, 65534, 65534), 0);
+    try {
+      (void)shm::SharedSegment::open(name);
+      ADD_FAILURE() << "another user's segment was used";
+    } catch (const error& e) {
+      EXPECT_TRUE(contains(e.what(), "belongs to uid 65534")) << e.what();
+    }
+  }
+  ::close(fd);
+  ::shm_unlink(name.c_str());
 }
 
 }  // namespace
