@@ -216,11 +216,13 @@ void authenticateConnections(::gloo::Context& ctx, const std::string& key,
     }
   }
   for (int i = 0; i < size - 1; ++i) {
+    bool ok = false;
     try {
-      if (!out->waitSend(timeout)) throw failed("a send was aborted");
+      ok = out->waitSend(timeout);
     } catch (const std::exception& e) {
       throw failed(format("a proof could not be sent ({})", e.what()));
     }
+    if (!ok) throw failed("a send was aborted");
   }
 }
 
