@@ -1,15 +1,19 @@
 #include "launcher/environment.hpp"
 
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 
 extern char** environ;
 
@@ -31,6 +35,27 @@ std::string makeJobId() {
   char id[96];
   std::snprintf(id, sizeof id, "%s-%d-%08x", stamp, static_cast<int>(getpid()), random);
   return id;
+}
+
+std::string makeJobSecret() {
+  unsigned char raw[32];
+  size_t done = 0;
+  while (done < sizeof raw) {
+    const ssize_t n = ::getrandom(raw + done, sizeof raw - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw std::runtime_error(std::string("xrun: cannot draw the job's secret (getrandom): ") +
+                               std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
 }
 
 namespace {
@@ -107,6 +132,7 @@ const std::vector<std::string>& contractVariableNames() {
     job.originalNumInstances = 1;
     job.keepGlobalBatch.assign(1, 'x');
     for (const auto& [name, value] : instanceEnvironment(t, 0, job)) out.push_back(name);
+    out.push_back(kJobSecretVariable);  // set apart from the others: never on a command line
     return out;
   }();
   return names;
@@ -139,6 +165,12 @@ EnvList resolveUserEnvironment(const std::vector<EnvAssignment>& assignments,
   const auto& contract = contractVariableNames();
   EnvList out;
   for (const auto& a : assignments) {
+    if (a.name == kJobSecretVariable) {
+      throw UsageError(
+          "-x {}: xrun draws a new secret for every job and hands it to every instance; it "
+          "cannot be set (docs/launcher-environment.md, Security)",
+          a.name);
+    }
     if (std::find(contract.begin(), contract.end(), a.name) != contract.end()) {
       throw UsageError("-x {}: xrun sets {} for every instance; use {} instead", a.name, a.name,
                        optionFor(a.name));

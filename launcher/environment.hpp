@@ -31,7 +31,17 @@ struct JobInfo {
   // --keep-global-batch (XTRAIN_KEEP_GLOBAL_BATCH).
   int originalNumInstances = 0;
   std::string keepGlobalBatch = {};
+  // XTRAIN_JOB_SECRET: 64 random hex digits, in the instances' environment only (never on a
+  // command line or in --dry-run's output); the comm layer authenticates the job's TCP
+  // connections with it.
+  std::string secret = {};
 };
+
+// The variable that carries JobInfo::secret.
+inline constexpr const char* kJobSecretVariable = "XTRAIN_JOB_SECRET";
+
+// 32 bytes of the kernel's randomness (getrandom) as 64 lowercase hex digits.
+std::string makeJobSecret();
 
 // A job id unique on this host and, in practice, across hosts: "<UTC yyyymmddThhmmss>-<pid>-<8 hex
 // random>".

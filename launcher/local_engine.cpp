@@ -686,11 +686,27 @@ JobOutcome Supervisor::run() {
         std::string path =
             spec_.outputDir + "/instance-" + std::to_string(i) + (s == 0 ? ".out" : ".err");
         int& fd = files_[i][static_cast<size_t>(s)];
-        fd = ::open(path.c_str(),
-                    O_WRONLY | O_CREAT | O_CLOEXEC | (spec_.appendOutput ? O_APPEND : O_TRUNC),
-                    0644);
+        // Never through a planted symbolic link, never into a file another user owns (an
+        // output directory in a shared /tmp): the mode itself is the user's umask's.
+        fd = ::open(
+            path.c_str(),
+            O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (spec_.appendOutput ? O_APPEND : 0),
+            0644);
         if (fd < 0) {
-          throw runtime_error("--output-dir: cannot write {}: {}", path, std::strerror(errno));
+          throw runtime_error("--output-dir: cannot write {}: {}{}", path, std::strerror(errno),
+                              errno == ELOOP ? " (it is a symbolic link, which xrun refuses)" : "");
+        }
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+          ::close(fd);
+          fd = -1;
+          throw runtime_error(
+              "--output-dir: {} is not a regular file of yours (uid {}); remove it or choose "
+              "another directory",
+              path, static_cast<unsigned>(::geteuid()));
+        }
+        if (!spec_.appendOutput && ::ftruncate(fd, 0) != 0) {
+          throw runtime_error("--output-dir: cannot truncate {}: {}", path, std::strerror(errno));
         }
       }
     }

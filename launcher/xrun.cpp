@@ -239,6 +239,7 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiP
                                    [](const std::string& h) { return isThisHost(h); });
 
   plan.job.jobId = makeJobId();
+  plan.job.secret = makeJobSecret();
   std::string tmp = lookup("TMPDIR").value_or("/tmp");
   if (tmp.empty()) tmp = "/tmp";
   plan.job.rendezvousDir = tmp + "/xrun-" + plan.job.jobId;
@@ -309,6 +310,7 @@ std::vector<std::string> engineCommand(const JobPlan& plan) {
       if (p.index > 0) words.push_back(":");
       words.insert(words.end(), {"-np", "1", "-H", p.host + ":" + std::to_string(perHost[p.host])});
       words.insert(words.end(), o.mpiLocalArgs.begin(), o.mpiLocalArgs.end());
+      words.insert(words.end(), {"-x", kJobSecretVariable});
       words.push_back("env");
       for (auto& w : envWords(plan.userEnv)) words.push_back(w);
       for (auto& w : envWords(plan.threadEnv)) words.push_back(w);
@@ -435,6 +437,12 @@ IpuReservations placeOnFreeIpus(JobPlan& plan) {
 
 // The job's command for one attempt: the instances' environments (XTRAIN_RESTART_COUNT, the
 // attempt's rendezvous directory) or the engine's command line.
+// The contract's variables plus XTRAIN_JOB_SECRET (in an environment, never on a command line).
+EnvList withSecret(EnvList vars, const JobInfo& job) {
+  if (!job.secret.empty()) vars.emplace_back(kJobSecretVariable, job.secret);
+  return vars;
+}
+
 LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
                          const std::string& xrunPath) {
   const Options& o = plan.options;
@@ -446,8 +454,8 @@ LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
     EnvList user = plan.userEnv;
     user.insert(user.end(), plan.threadEnv.begin(), plan.threadEnv.end());
     for (const auto& p : plan.topology.instances) {
-      spec.envPerInstance.push_back(
-          buildEnvp(base, user, instanceEnvironment(plan.topology, p.index, plan.job)));
+      spec.envPerInstance.push_back(buildEnvp(
+          base, user, withSecret(instanceEnvironment(plan.topology, p.index, plan.job), plan.job)));
     }
   } else {
     spec.argv = engineCommand(plan);
@@ -466,7 +474,9 @@ LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
     }
     // The engine gets xrun's environment minus the contract's variables (a nested xrun's must not
     // leak); -x and the contract are on its command line.
-    spec.envPerInstance.push_back(buildEnvp(base, {}, {}));
+    // ... and the job's secret, which srun passes on to the tasks with the rest of its environment
+    // and mpirun with "-x XTRAIN_JOB_SECRET" in every app context (its name only on the line).
+    spec.envPerInstance.push_back(buildEnvp(base, {}, withSecret({}, plan.job)));
     spec.engine = EngineMode{plan.engine == Engine::Mpirun ? EngineTag::Mpirun : EngineTag::Srun,
                              name, plan.topology.numInstances};
   }

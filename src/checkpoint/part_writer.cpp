@@ -1,4 +1,6 @@
 // Stage 1 of a save: one instance's datasets into <staging>/part-<instance>.h5.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <future>
 #include <set>
@@ -83,6 +85,14 @@ void writePart(const std::string& stagingDir, int instance, const std::vector<Da
   std::filesystem::create_directories(stagingDir, ec);
   if (ec && !std::filesystem::is_directory(stagingDir)) {
     throw CheckpointError("cannot create the staging directory '{}': {}", stagingDir, ec.message());
+  }
+  // Never write through a symbolic link planted under the staging name (a checkpoint directory in
+  // a shared /tmp): the directory must be a real one.
+  struct stat st {};
+  if (::lstat(stagingDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw CheckpointError(
+        "the staging directory '{}' is not a directory (a symbolic link is refused); remove it",
+        stagingDir);
   }
   // The checksums are computed on a second thread while the bytes are written: at ~3 GB/s the
   // CRC would otherwise add a third to the time of a large save. (If writing throws, the future's

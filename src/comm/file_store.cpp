@@ -7,8 +7,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "comm/store.hpp"
 
@@ -42,7 +40,7 @@ std::string escape(const std::string& s) {
 class FileLock {
  public:
   explicit FileLock(const std::filesystem::path& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0)
       throw runtime_error("cannot open lock file {}: {}", path.string(), std::strerror(errno));
     while (::flock(fd_, LOCK_EX) != 0) {
@@ -77,14 +75,22 @@ FileStore::FileStore(const std::filesystem::path& root, std::string jobId,
   if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
     throw runtime_error("FileStore: cannot create {}: {}", dir_.string(), std::strerror(errno));
   }
+  // lstat: a symbolic link planted under this name (in a shared /tmp) is refused, not followed.
   struct stat st {};
-  if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw runtime_error("FileStore: {} is not a directory", dir_.string());
+  if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw runtime_error("FileStore: {} is not a directory (a symbolic link is refused)",
+                        dir_.string());
   }
-  if (st.st_uid != ::getuid()) {
+  if (st.st_uid != ::geteuid()) {
     throw runtime_error(
         "FileStore: {} belongs to another user (uid {}); choose another root or job id",
         dir_.string(), st.st_uid);
+  }
+  if ((st.st_mode & 077) != 0) {
+    throw runtime_error(
+        "FileStore: {} has mode {:04o}, open to other users; the store's directory must be "
+        "private to you (mode 0700): remove it or choose another root",
+        dir_.string(), static_cast<unsigned>(st.st_mode & 07777));
   }
 }
 
@@ -93,11 +99,24 @@ std::filesystem::path FileStore::pathOf(const std::string& key) const {
 }
 
 std::optional<std::string> FileStore::read(const std::string& key) {
-  std::ifstream in(pathOf(key), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // O_NOFOLLOW: a key is a file this job wrote, never a link to somewhere else.
+  const int fd = ::open(pathOf(key).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string value;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw runtime_error("FileStore: cannot read {}: {}", pathOf(key).string(), std::strerror(e));
+    }
+    if (n == 0) break;
+    value.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return value;
 }
 
 void FileStore::write(const std::string& key, const std::string& value) {
@@ -106,10 +125,23 @@ void FileStore::write(const std::string& key, const std::string& value) {
   auto tmp = target;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(value.data(), static_cast<std::streamsize>(value.size()));
-    out.flush();
-    if (!out) throw runtime_error("FileStore: cannot write {}", tmp.string());
+    // A fresh file of this process only (O_EXCL), mode 0600, never through a planted link.
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      throw runtime_error("FileStore: cannot create {}: {}", tmp.string(), std::strerror(errno));
+    }
+    size_t done = 0;
+    while (done < value.size()) {
+      const ssize_t n = ::write(fd, value.data() + done, value.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int e = errno;
+        ::close(fd);
+        throw runtime_error("FileStore: cannot write {}: {}", tmp.string(), std::strerror(e));
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
   }
   std::error_code ec;
   std::filesystem::rename(tmp, target, ec);
@@ -117,7 +149,8 @@ void FileStore::write(const std::string& key, const std::string& value) {
 }
 
 bool FileStore::has(const std::string& key) {
-  return std::filesystem::exists(pathOf(key));
+  struct stat st {};
+  return ::lstat(pathOf(key).c_str(), &st) == 0;
 }
 
 void FileStore::update(const std::string& key,

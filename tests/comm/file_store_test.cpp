@@ -2,6 +2,7 @@
 // runs that contract over both stores): processes meet through it, keys of any characters stay
 // apart and inside the job's directory, readers never see half a value, add() refuses a
 // non-counter.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +108,44 @@ TEST_F(FileStoreTest, TimeoutNamesTheDirectoryTheJobAndOnlyTheMissingKeys) {
   EXPECT_CONTAINS(message, "absent");
   const std::string keys = message.substr(message.find("waiting for keys"));
   EXPECT_EQ(keys.find("here"), std::string::npos) << message;
+}
+
+// Strangers on a shared /tmp: every key is a 0600 file of its own; a symbolic link or a directory
+// open to others under the store's name is refused, never followed or used.
+TEST_F(FileStoreTest, KeysAre0600AndPlantedLinksOrOpenDirectoriesAreRefused) {
+  {
+    FileStore s(dir_, "private", Milliseconds(1000));
+    s.set("k", "v");
+    s.add("n", 2);
+    for (const auto& entry : std::filesystem::directory_iterator(s.directory())) {
+      struct stat st {};
+      ASSERT_EQ(::lstat(entry.path().c_str(), &st), 0);
+      EXPECT_TRUE(S_ISREG(st.st_mode)) << entry.path();
+      EXPECT_EQ(st.st_mode & 0777, 0600u) << entry.path();
+    }
+  }
+  const auto elsewhere = dir_ / "elsewhere";
+  std::filesystem::create_directory(elsewhere);
+  std::filesystem::permissions(elsewhere, std::filesystem::perms::owner_all);
+  std::filesystem::create_directory_symlink(elsewhere, dir_ / "xtrain-job-planted");
+  try {
+    FileStore s(dir_, "planted", Milliseconds(1000));
+    ADD_FAILURE() << "a symbolic link was taken for the store's directory";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a directory (a symbolic link is refused)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(elsewhere));
+  std::filesystem::create_directory(dir_ / "xtrain-job-open");
+  std::filesystem::permissions(dir_ / "xtrain-job-open", std::filesystem::perms::all);
+  try {
+    FileStore s(dir_, "open", Milliseconds(1000));
+    ADD_FAILURE() << "a directory open to others was used";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("has mode 0777, open to other users"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -174,9 +174,11 @@ TEST(XrunEnvironment, ContractPerInstanceMatchesPopDist) {
   EXPECT_EQ(e["POPDIST_UNIFORM_REPLICAS_PER_INSTANCE"], "1");
   EXPECT_EQ(e["POPDIST_REPLICA_INDEX_OFFSET"], "2");
   EXPECT_EQ(e["POPDIST_LOCAL_INSTANCE_INDEX"], "1");
-  // The shrinking variables only with --min-instances.
+  // The shrinking variables only with --min-instances; XTRAIN_JOB_SECRET is passed apart (never on
+  // a line).
   EXPECT_EQ(e.count("XTRAIN_ORIGINAL_NUM_INSTANCES"), 0u);
-  EXPECT_EQ(e.size() + 2, contractVariableNames().size());
+  EXPECT_EQ(e.count("XTRAIN_JOB_SECRET"), 0u);
+  EXPECT_EQ(e.size() + 3, contractVariableNames().size());
   // Section 7: instance index = offset / L, instances = total / L.
   EXPECT_EQ(
       std::stoi(e["POPDIST_REPLICA_INDEX_OFFSET"]) / std::stoi(e["POPDIST_NUM_LOCAL_REPLICAS"]), 1);
@@ -216,6 +218,18 @@ TEST(XrunEnvironment, UserVariablesAndMerging) {
   EXPECT_THROW(
       resolveUserEnvironment({{"POPDIST_NUM_TOTAL_REPLICAS", std::string("2")}}, lookupFrom({})),
       UsageError);
+  try {
+    resolveUserEnvironment({{"XTRAIN_JOB_SECRET", std::string("00")}}, lookupFrom({}));
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("-x XTRAIN_JOB_SECRET: xrun draws a new secret for every "
+                                         "job"),
+              std::string::npos)
+        << e.what();
+  }
+  // A stale secret in xrun's own environment never reaches the instances.
+  EXPECT_EQ(buildEnvp({"XTRAIN_JOB_SECRET=stale", "A=0"}, {}, {}),
+            (std::vector<std::string>{"A=0"}));
 
   // Stale contract variables in xrun's own environment are dropped; -x beats inherited; contract
   // beats all.
@@ -424,11 +438,16 @@ TEST(XrunPlan, DryRunCommands) {
   ASSERT_EQ(lines.size(), 1u);
   const std::string root = plan.runAsRoot ? "--allow-run-as-root " : "";
   EXPECT_EQ(lines[0].rfind("mpirun --tag-output --bind-to none " + root +
-                               "--oversubscribe -np 1 -H h1:1 -q env ",
+                               "--oversubscribe -np 1 -H h1:1 -q -x XTRAIN_JOB_SECRET env ",
                            0),
             0u)
       << lines[0];
-  EXPECT_NE(lines[0].find(" prog : -np 1 -H h2:1 -q env "), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(" prog : -np 1 -H h2:1 -q -x XTRAIN_JOB_SECRET env "), std::string::npos)
+      << lines[0];
+  // The job's secret: 64 hex digits, named on mpirun's line, its value never.
+  EXPECT_EQ(plan.job.secret.size(), 64u);
+  EXPECT_EQ(plan.job.secret.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(lines[0].find(plan.job.secret), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("XTRAIN_INSTANCE_INDEX=1"), std::string::npos);
   EXPECT_EQ(plan.job.rendezvousDir, "");  // other hosts: not exported
   EXPECT_EQ(lines[0].find("XTRAIN_RENDEZVOUS_DIR"), std::string::npos) << lines[0];

@@ -147,8 +147,10 @@ TEST_F(XrunProcess, PrintTopologyAndDryRun) {
   r = runXrun({"-n", "2", "-H", "nodeA,nodeB", "--dry-run", "prog"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("mpirun --tag-output --bind-to none "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" -np 1 -H nodeA:1 env "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(" : -np 1 -H nodeB:1 env "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" -np 1 -H nodeA:1 -x XTRAIN_JOB_SECRET env "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" : -np 1 -H nodeB:1 -x XTRAIN_JOB_SECRET env "), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("XTRAIN_JOB_SECRET="), std::string::npos) << r.out;
   // Instances on other hosts: no rendezvous directory (it would not exist there).
   EXPECT_EQ(r.out.find("XTRAIN_RENDEZVOUS_DIR"), std::string::npos) << r.out;
 }
@@ -206,6 +208,25 @@ TEST_F(XrunProcess, OnlyOutputFromInstanceStillShowsErrorsAndOutputDirKeepsAll) 
     EXPECT_EQ(o, "out" + std::to_string(i) + "\n");
     EXPECT_EQ(e, "note" + std::to_string(i) + "\nerror: bad thing " + std::to_string(i) + "\n");
   }
+}
+
+// An output directory in a shared /tmp: a planted symbolic link is never written through (the
+// file it points to stays as it was), and the job starts nothing.
+TEST_F(XrunProcess, OutputDirNeverWritesThroughAPlantedLink) {
+  const std::string outDir = dir_ + "/logs";
+  std::filesystem::create_directories(outDir);
+  const std::string victim = dir_ + "/victim";
+  { std::ofstream(victim) << "keep\n"; }
+  std::filesystem::create_symlink(victim, outDir + "/instance-0.out");
+  auto r = runXrun(join({"-n", "1", "--output-dir", outDir}, sh("echo written")));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("instance-0.out: Too many levels of symbolic links (it is a symbolic "
+                       "link, which xrun refuses)"),
+            std::string::npos)
+      << r.err;
+  std::ifstream in(victim);
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, "keep\n");
 }
 
 TEST_F(XrunProcess, FailingInstanceStopsTheOthersAndGivesItsCode) {

@@ -95,7 +95,7 @@ CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions& o, int64_t i
   CheckpointDirectoryLock lock;
   if (o.checkpointDir.empty() || instance != 0) return lock;
   const std::string path = (std::filesystem::path(o.checkpointDir) / ".xtrain-lock").string();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw error("--checkpoint-dir '{}': cannot create its lock file '{}': {}", o.checkpointDir,
                 path, std::strerror(errno));

@@ -38,7 +38,7 @@ int parseIpuId(std::string_view text, int poolSize, std::string_view what) {
 }
 
 int openLockFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     throw error(
         "cannot open IPU lock file {}: {} (set XTRAIN_IPU_LOCK_DIR to a writable directory)", path,
@@ -231,6 +231,12 @@ void ensureLockDir(const PoolConfig& config) {
           "the IPU lock directory {} belongs to uid {}, not to you (uid {}); set "
           "XTRAIN_IPU_LOCK_DIR to a directory of yours",
           dir, st.st_uid, ::getuid());
+    }
+    if ((st.st_mode & 022) != 0) {
+      throw error(
+          "the IPU lock directory {} has mode {:04o}: others may write into it; make it 0700 "
+          "(chmod 700 {}) or set XTRAIN_IPU_LOCK_DIR",
+          dir, static_cast<unsigned>(st.st_mode & 07777), dir);
     }
     return;
   }

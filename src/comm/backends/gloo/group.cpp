@@ -5,6 +5,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,7 +15,9 @@
 
 #include "comm/backends/gloo/bind_address.hpp"
 #include "comm/backends/gloo/gloo.hpp"
+#include "comm/backends/gloo/slots.hpp"
 #include "comm/backends/gloo/transport.hpp"
+#include "comm/job_secret.hpp"
 #include "comm/queued_communicator.hpp"
 #include "xtrain/logging.hpp"
 
@@ -148,6 +151,81 @@ void ignoreSigpipe() {
   });
 }
 
+// The key the group's connections are authenticated with: the job's secret (XTRAIN_JOB_SECRET,
+// from xrun), else one rank 0 draws and hands the others through the store (a program started
+// without xrun: then the connections are as private as the store).
+std::string authenticationKey(comm::Store& store, int rank, Milliseconds timeout) {
+  if (auto secret = jobSecretFromEnvironment()) return *secret;
+  if (rank == 0) store.set("auth/key", randomHex(32));
+  return store.get("auth/key", timeout);
+}
+
+std::string proofOf(const std::string& key, const std::string& prefix, int from, int to,
+                    const std::string& challengeOfReceiver, const std::string& challengeOfSender) {
+  const auto mac = hmacSha256(key, format("xtrain gloo connection\n{}\n{}\n{}\n{}\n{}", prefix,
+                                          from, to, challengeOfReceiver, challengeOfSender));
+  return std::string(reinterpret_cast<const char*>(mac.data()), mac.size());
+}
+
+// gloo's TCP pairs have no handshake of their own: a listening pair takes the first connection
+// that arrives. So over every connection gloo made, each rank sends its peer an HMAC of both
+// ends' fresh challenges under the job's key, and checks the one it receives: a process without
+// the key that connected to a listening port of the group fails the creation (naming the rank
+// whose connection it took) instead of taking part in the collectives.
+void authenticateConnections(::gloo::Context& ctx, const std::string& key,
+                             const std::string& prefix, int rank, int size,
+                             const std::vector<std::string>& challenges, Milliseconds timeout,
+                             const std::string& what, const std::string& name) {
+  constexpr size_t kProofBytes = 32;
+  std::string sent(kProofBytes * static_cast<size_t>(size), '\0');
+  std::string received(kProofBytes * static_cast<size_t>(size), '\0');
+  auto out = ctx.createUnboundBuffer(sent.data(), sent.size());
+  auto in = ctx.createUnboundBuffer(received.data(), received.size());
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    const size_t offset = kProofBytes * static_cast<size_t>(peer);
+    const std::string proof = proofOf(key, prefix, rank, peer, challenges[peer], challenges[rank]);
+    sent.replace(offset, kProofBytes, proof);
+    out->send(peer, kAuthSlot, offset, kProofBytes);
+    in->recv(peer, kAuthSlot, offset, kProofBytes);
+  }
+  const auto failed = [&](const std::string& why) {
+    return runtime_error(
+        "{} in group '{}' (size {}): rank {} could not authenticate its connections: {}; a "
+        "process without the job's secret ({}) may have connected to this job's port in place of "
+        "a rank (another user on this host or network?)",
+        what, name, size, rank, why, kJobSecretVariable);
+  };
+  for (int i = 0; i < size - 1; ++i) {
+    int from = -1;
+    bool ok = false;
+    try {
+      ok = in->waitRecv(&from, timeout);
+    } catch (const std::exception& e) {
+      throw failed(format("a proof did not arrive within {} ms ({})", timeout.count(), e.what()));
+    }
+    if (!ok) throw failed("the receive was aborted");
+  }
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    const std::string expected =
+        proofOf(key, prefix, peer, rank, challenges[rank], challenges[peer]);
+    if (!equalInConstantTime(received.substr(kProofBytes * static_cast<size_t>(peer), kProofBytes),
+                             expected)) {
+      throw failed(format("the connection that should be rank {}'s sent a wrong proof", peer));
+    }
+  }
+  for (int i = 0; i < size - 1; ++i) {
+    bool ok = false;
+    try {
+      ok = out->waitSend(timeout);
+    } catch (const std::exception& e) {
+      throw failed(format("a proof could not be sent ({})", e.what()));
+    }
+    if (!ok) throw failed("a send was aborted");
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& baseStore,
@@ -159,6 +237,9 @@ std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& ba
   std::shared_ptr<::gloo::Context> context;
   if (size > 1) {
     if (!device) device = makeDevice(hosts, name);
+    const std::string key = authenticationKey(*store, rank, timeout);
+    // Published before connecting, so a peer that is connected has published its own.
+    store->set("auth/challenge/" + std::to_string(rank), randomHex(16));
     auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
     ctx->setTimeout(timeout);
     StoreAdapter adapter(store, timeout);
@@ -172,6 +253,11 @@ std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& ba
       throw runtime_error(format("{} in group '{}' (size {}): connecting to the peers failed: {}",
                                  what, name, size, e.what()));
     }
+    std::vector<std::string> challenges;
+    for (int r = 0; r < size; ++r) {
+      challenges.push_back(store->get("auth/challenge/" + std::to_string(r), timeout));
+    }
+    authenticateConnections(*ctx, key, prefix, rank, size, challenges, timeout, what, name);
     // gloo's connectFullMesh can return on one rank while a peer is still completing its side of
     // the handshake; a rank that left at once (and closed its connections) would make that peer's
     // creation fail. So every rank waits, bounded, until all are connected.

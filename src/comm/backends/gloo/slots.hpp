@@ -39,6 +39,9 @@ inline uint64_t sentinelSlot(uint64_t generation) {
   return slotOf(0x45, generation);
 }
 
+// The proofs that authenticate a new group's connections (group.cpp), before any collective.
+inline constexpr uint64_t kAuthSlot = uint64_t{0x46} << 56;
+
 }  // namespace xtrain::comm::gloo
 
 #pragma GCC visibility pop

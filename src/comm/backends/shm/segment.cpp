@@ -46,8 +46,9 @@ SharedSegment SharedSegment::create(const std::string& name, size_t bytes) {
   if (::ftruncate(fd.fd, static_cast<off_t>(bytes)) != 0) {
     const int err = errno;
     s.reset();
-    throw runtime_error("shm: cannot size shared-memory segment {} to {} bytes: {} (is /dev/shm full?)",
-                        name, bytes, std::strerror(err));
+    throw runtime_error(
+        "shm: cannot size shared-memory segment {} to {} bytes: {} (is /dev/shm full?)", name,
+        bytes, std::strerror(err));
   }
   try {
     s.data_ = mapWhole(fd.fd, bytes, name);
@@ -60,7 +61,7 @@ SharedSegment SharedSegment::create(const std::string& name, size_t bytes) {
 }
 
 SharedSegment SharedSegment::open(const std::string& name) {
-  FdGuard fd{::shm_open(name.c_str(), O_RDWR, 0)};
+  FdGuard fd{::shm_open(name.c_str(), O_RDWR | O_NOFOLLOW, 0)};
   if (fd.fd < 0) {
     throw runtime_error("shm: cannot open shared-memory segment {}: {}", name,
                         std::strerror(errno));
@@ -69,6 +70,14 @@ SharedSegment SharedSegment::open(const std::string& name) {
   if (::fstat(fd.fd, &st) != 0) {
     throw runtime_error("shm: cannot stat shared-memory segment {}: {}", name,
                         std::strerror(errno));
+  }
+  // The job's segments are its own user's, mode 0600: one that is not was planted by someone else.
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    throw runtime_error(
+        "shm: shared-memory segment {} belongs to uid {} with mode {:04o}; expected one of yours "
+        "(uid {}) with mode 0600: another user created it, so the job refuses to use it",
+        name, static_cast<unsigned>(st.st_uid), static_cast<unsigned>(st.st_mode & 07777),
+        static_cast<unsigned>(::geteuid()));
   }
   SharedSegment s;
   s.name_ = name;

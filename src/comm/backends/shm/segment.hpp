@@ -8,7 +8,8 @@
 namespace xtrain::comm::shm {
 
 // Contract: create() makes a new object (fails if the name exists) of `bytes` zero-filled bytes,
-// mode 0600; open() maps an existing one whole. The mapping lives until destruction. unlink()
+// mode 0600; open() maps an existing one whole, refusing one that is not this user's or not 0600
+// (planted by another user). The mapping lives until destruction. unlink()
 // removes the name (mapped memory stays valid for everyone who mapped it); the creator's
 // destructor unlinks too if nobody did, so a failed set-up leaves nothing in /dev/shm.
 class SharedSegment {
