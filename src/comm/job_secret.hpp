@@ -15,7 +15,7 @@ namespace xtrain::comm {
 // The environment variable xrun sets (never on a command line, where `ps` would show it).
 inline constexpr const char* kJobSecretVariable = "XTRAIN_JOB_SECRET";
 
-// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104) of byte strings.
+// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104) of byte strings, by OpenSSL's libcrypto.
 std::array<uint8_t, 32> sha256(std::string_view data);
 std::array<uint8_t, 32> hmacSha256(std::string_view key, std::string_view message);
 
