@@ -6,7 +6,8 @@
 #   2. gloo backend over TCP: the same weights, bit for bit, as the local engine (gloo) on one host
 #   3. mpi backend over TCP: the same weights as mpirun on one host (Open MPI's own reduction order)
 #   4. cutting h2's link mid-run (its bridge port down) ends the job within the collective timeout
-#      (XTRAIN_COMM_TIMEOUT=5) with a message naming the unreachable instances 2 and 3: gloo, then mpi
+#      (XTRAIN_COMM_TIMEOUT=5) with a message naming the unreachable instances (2 and 3, or the one
+#      of them that had not entered the collective before the cut): gloo, then mpi
 # After each job no process is left on either host. Every wait is bounded (the whole test takes about
 # 10 s when the job ends as it should, at most about 4 minutes when it hangs).
 # Usage: netns_test.sh <source dir> <build dir>. Exit 77 (skipped, with the reason) where network
@@ -114,7 +115,7 @@ check "nothing is left on the hosts" nothing_left
 # xrun's --timeout 45 ends it otherwise (124).
 cut_run() {
   local backend=$1 name=cut-$1 pid t0="" t1 i
-  echo "== 4. h2's link cut mid-run ($backend): the job ends, naming instances 2 and 3"
+  echo "== 4. h2's link cut mid-run ($backend): the job ends, naming instances on h2"
   set +e
   timeout -k 5 90 "$on" h1 "$xrun" "${common[@]}" -x XTRAIN_COMM_TIMEOUT=5 --timeout 45 \
     "${hosts[@]}" --comm-backend "$backend" "${train[@]}" --steps 1000000 >"$name.out" \
@@ -147,9 +148,11 @@ cut_run() {
     bash -c "[ $code -ne 0 ] && [ $code -ne 124 ] && [ $code -ne 137 ]"
   check "it ended within 20 s of the cut (took $took s)" \
     awk -v t="$took" 'BEGIN { exit !(t <= 20) }'
-  check "a message names the unreachable instances 2 and 3" \
-    grep -qE 'ranks \[2,3\] did not arrive' "$name.err"
-  if ! grep -qE 'ranks \[2,3\] did not arrive' "$name.err" || [ $code -eq 124 ]; then
+  # Instances 2 and 3, or one of them when the other had entered the collective before the cut.
+  local named='ranks \[(2,3|2|3)\] did not arrive'
+  check "a message names the unreachable instances (2 and 3, or one of them)" \
+    grep -qE "$named" "$name.err"
+  if ! grep -qE "$named" "$name.err" || [ $code -eq 124 ]; then
     grep -vE ' I: |<stdout>' "$name.err" | tail -n 15
   fi
   "$d/mend" h2
