@@ -31,7 +31,11 @@ zoo=$src/tests/data/zoo/mlp
 # The same threads everywhere (with other hosts xrun leaves OMP_NUM_THREADS to the user), so the
 # kernels add in the same order as on one host.
 common=(-n 4 -x OMP_NUM_THREADS=1)
-hosts=(--engine mpirun -H h1,h2 --mpi-global-args "--mca plm_rsh_agent $d/rsh-agent")
+# mpirun notices a host it lost (its daemon's connection silent) after Open MPI's TCP keepalive:
+# 1 s idle, then 3 probes 1 s apart (by default 300 s, then 9 x 20 s: the job would outlive the test).
+# shellcheck disable=SC2054  # -H takes a comma-separated list
+hosts=(--engine mpirun -H h1,h2 --mpi-global-args "--mca plm_rsh_agent $d/rsh-agent
+  --mca oob_tcp_keepalive_time 1 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3")
 train=("$xtrain" --model "$zoo/mlp_op17_dyn.onnx" --data "$zoo/data.h5" --loss loss
   --micro-batch-size 2)
 cd "$d"
@@ -76,6 +80,7 @@ nothing_left() {
 }
 
 echo "== 1. xrun -n 4 -H h1,h2 --engine mpirun: where the instances run"
+# shellcheck disable=SC2016  # expanded by each instance
 run where "${common[@]}" "${hosts[@]}" sh -c \
   'echo "$XTRAIN_INSTANCE_INDEX $(hostname) $(readlink /proc/self/ns/net) $XTRAIN_IPU_LOCK_DIR"'
 check "the job exits 0 (got $code)" [ $code -eq 0 ]
@@ -144,12 +149,15 @@ cut_run() {
   local took
   took=$(elapsed "$t0" "$t1")
   echo "the job ended $took s after the cut, exit code $code"
+  grep -E '^xrun: ' "$name.err" | tail -n 1 | cut -c1-400
   check "the job failed (exit $code), not by --timeout (124)" \
     bash -c "[ $code -ne 0 ] && [ $code -ne 124 ] && [ $code -ne 137 ]"
   check "it ended within 20 s of the cut (took $took s)" \
     awk -v t="$took" 'BEGIN { exit !(t <= 20) }'
-  # Instances 2 and 3, or one of them when the other had entered the collective before the cut.
-  local named='ranks \[(2,3|2|3)\] did not arrive'
+  # h1's instances name 2 and 3 (or one of them, when the other had entered the collective before
+  # the cut) when the cut finds them waiting for the others to arrive; in a data transfer they
+  # cannot tell who is gone, and xrun names the host mpirun lost, with its instances.
+  local named='ranks \[(2,3|2|3)\] did not arrive|^xrun: .*lost contact with host h2 \(instances 2, 3:'
   check "a message names the unreachable instances (2 and 3, or one of them)" \
     grep -qE "$named" "$name.err"
   if ! grep -qE "$named" "$name.err" || [ $code -eq 124 ]; then
