@@ -234,7 +234,8 @@ class Supervisor {
   std::vector<std::array<int, 2>> files_;  // --output-dir: per instance, stdout and stderr
   std::vector<LineTail> engineTails_;      // engine mode: per instance, its last stderr lines
   std::optional<int> blamed_;              // engine mode: the instance its failure report names
-  MpirunLineJoiner joiners_[2];            // engine mpirun: stdout, stderr
+  std::string lostHost_;  // mpirun: the host whose daemon it lost ("Remote daemon: ... on node h2")
+  MpirunLineJoiner joiners_[2];  // engine mpirun: stdout, stderr
   std::optional<Watchdog> watchdog_;
   bool stdoutBroken_ = false;
   bool stderrBroken_ = false;
@@ -426,6 +427,18 @@ void Supervisor::emitOwnLine(Instance& engine, int stream, const std::string& li
   if (s == Stream::Stderr && !isDecoration(line)) {
     engine.errTail.push(line);
     if (!blamed_) blamed_ = instanceBlamedBy(spec_.engine->tag, line);
+    // Open MPI: "ORTE has lost communication with a remote daemon." ... "Remote daemon:
+    // [[43993,0],1] on node h2" (a cut link, a dead host).
+    const std::string_view key = "Remote daemon:";
+    const std::string_view node = " on node ";
+    if (spec_.engine->tag == EngineTag::Mpirun && lostHost_.empty()) {
+      size_t at = line.find(key);
+      size_t on = at == std::string::npos ? at : line.find(node, at);
+      if (on != std::string::npos) {
+        lostHost_ = line.substr(on + node.size());
+        lostHost_.erase(lostHost_.find_last_not_of(" \t\r") + 1);
+      }
+    }
   }
   print(s, line + "\n");
 }
@@ -799,6 +812,18 @@ std::string Supervisor::engineFailureText(const Instance& engine) const {
     if (!own.lines().empty()) {
       tail = &own;
       whose = "the instance's";
+    }
+  }
+  if (!lostHost_.empty()) {
+    std::string which;
+    const auto& hosts = spec_.engine->hostOfInstance;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (hosts[i] == lostHost_) which += (which.empty() ? "" : ", ") + std::to_string(i);
+    }
+    text += format("; it lost contact with host {}", lostHost_);
+    if (!which.empty()) {
+      text += format(" (instance{} {}: unreachable, or their host or daemon died)",
+                     which.find(',') == std::string::npos ? "" : "s", which);
     }
   }
   if (tail->lines().empty()) return text + "; nothing on stderr";

@@ -62,6 +62,9 @@ struct EngineMode {
   EngineTag tag = EngineTag::Mpirun;
   std::string name;      // "mpirun" or "srun", for messages
   int numInstances = 1;  // for the per-instance output files and the filter
+  // The host of each instance (mpirun: as given with -H), to name the instances of a host the
+  // engine lost; empty: not known.
+  std::vector<std::string> hostOfInstance;
 };
 
 struct LocalJobSpec {

@@ -246,6 +246,24 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiP
   plan.job.commBackend = options.commBackend;
   if (plan.engine == Engine::Mpirun && !allHere) plan.job.rendezvousDir.clear();
   if (plan.engine == Engine::Srun) chooseSrunRendezvous(plan, lookup, probe);
+  if (plan.engine == Engine::Mpirun && !allHere) {
+    bool userSet = false;
+    for (const auto& w : options.mpiGlobalArgs) {
+      userSet = userSet || w.find("oob_tcp_keepalive") != std::string::npos;
+    }
+    for (const char* name : {"OMPI_MCA_oob_tcp_keepalive_time", "OMPI_MCA_oob_tcp_keepalive_intvl",
+                             "OMPI_MCA_oob_tcp_keepalive_probes"}) {
+      userSet = userSet || lookup(name).has_value();
+    }
+    if (!userSet) {
+      const char* names[3] = {"oob_tcp_keepalive_time", "oob_tcp_keepalive_intvl",
+                              "oob_tcp_keepalive_probes"};
+      for (int i = 0; i < 3; ++i) {
+        plan.mpirunKeepalive.insert(plan.mpirunKeepalive.end(),
+                                    {"--mca", names[i], std::to_string(kMpirunKeepalive[i])});
+      }
+    }
+  }
   plan.job.maxRestarts = options.maxRestarts;
   if (options.minInstances) {
     plan.job.originalNumInstances = plan.topology.numInstances;
@@ -303,6 +321,7 @@ std::vector<std::string> engineCommand(const JobPlan& plan) {
     for (const auto& p : t.instances) ++perHost[p.host];
     std::vector<std::string> words{"mpirun", "--tag-output", "--bind-to", "none"};
     if (plan.runAsRoot) words.push_back("--allow-run-as-root");
+    words.insert(words.end(), plan.mpirunKeepalive.begin(), plan.mpirunKeepalive.end());
     words.insert(words.end(), o.mpiGlobalArgs.begin(), o.mpiGlobalArgs.end());
     // -x variables go with each app context's env (mpirun's own -x applies to one app context
     // only).
@@ -478,7 +497,10 @@ LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
     // and mpirun with "-x XTRAIN_JOB_SECRET" in every app context (its name only on the line).
     spec.envPerInstance.push_back(buildEnvp(base, {}, withSecret({}, plan.job)));
     spec.engine = EngineMode{plan.engine == Engine::Mpirun ? EngineTag::Mpirun : EngineTag::Srun,
-                             name, plan.topology.numInstances};
+                             name,
+                             plan.topology.numInstances,
+                             {}};
+    for (const auto& p : plan.topology.instances) spec.engine->hostOfInstance.push_back(p.host);
   }
   spec.output.tag = o.tagOutput;
   spec.output.format = o.tagFormat;

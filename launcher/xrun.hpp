@@ -32,7 +32,16 @@ struct JobPlan {
   // none added), and the line xrun prints on stderr saying how the instances meet.
   std::string srunMpi;
   std::string rendezvousNote;
+  // mpirun with other hosts: Open MPI's TCP keepalive for its daemons' connections (mpirun
+  // --mca oob_tcp_keepalive_*), unless the user set any of them, so that mpirun notices a host it
+  // lost (a cut link, a dead machine) in seconds (kMpirunKeepalive), not after Open MPI's default
+  // 300 s + 9 x 20 s. Empty otherwise.
+  std::vector<std::string> mpirunKeepalive;
 };
+
+// The keepalive xrun gives mpirun's daemons with other hosts: idle seconds, interval, probes, so a
+// host silent for about 10 + 3 x 5 = 25 s ends the job (28 s measured, tests/netns).
+inline constexpr int kMpirunKeepalive[3] = {10, 5, 3};
 
 // The MPI plugins this host's srun offers (`srun --mpi=list`, e.g. {"none", "pmi2", "pmix"}); empty
 // when srun cannot say. makePlan asks only when the srun engine's instances may run on other nodes.

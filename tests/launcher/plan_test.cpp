@@ -437,7 +437,10 @@ TEST(XrunPlan, DryRunCommands) {
   lines = plannedCommands(plan);
   ASSERT_EQ(lines.size(), 1u);
   const std::string root = plan.runAsRoot ? "--allow-run-as-root " : "";
-  EXPECT_EQ(lines[0].rfind("mpirun --tag-output --bind-to none " + root +
+  const std::string keepalive =
+      "--mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca "
+      "oob_tcp_keepalive_probes 3 ";
+  EXPECT_EQ(lines[0].rfind("mpirun --tag-output --bind-to none " + root + keepalive +
                                "--oversubscribe -np 1 -H h1:1 -q -x XTRAIN_JOB_SECRET env ",
                            0),
             0u)
@@ -472,6 +475,7 @@ TEST(XrunPlan, EngineCommandsAndRendezvous) {
   EXPECT_FALSE(plan.job.rendezvousDir.empty());
   auto words = engineCommand(plan);
   EXPECT_EQ(std::count(words.begin(), words.end(), "localhost:3"), 3);
+  EXPECT_EQ(std::count(words.begin(), words.end(), "oob_tcp_keepalive_time"), 0);
   EXPECT_EQ(std::count(words.begin(), words.end(), ":"), 2);
   EXPECT_EQ(std::count(words.begin(), words.end(), "OMP_WAIT_POLICY=PASSIVE"), 3);
   EXPECT_EQ(std::count_if(words.begin(), words.end(),
@@ -494,6 +498,23 @@ TEST(XrunPlan, EngineCommandsAndRendezvous) {
     EXPECT_NE(w.rfind("OMP_", 0), 0u) << w;
     EXPECT_NE(w.rfind("XTRAIN_RENDEZVOUS_DIR=", 0), 0u) << w;
   }
+  // Other hosts: mpirun notices a lost host within seconds (its daemons' TCP keepalive), unless
+  // the user set the keepalive (in --mpi-global-args or OMPI_MCA_ variables).
+  auto after = [&](const std::string& name) {
+    auto it = std::find(words.begin(), words.end(), name);
+    return it == words.end() || it + 1 == words.end() ? std::string() : *(it + 1);
+  };
+  EXPECT_EQ(after("oob_tcp_keepalive_time"), "10");
+  EXPECT_EQ(after("oob_tcp_keepalive_intvl"), "5");
+  EXPECT_EQ(after("oob_tcp_keepalive_probes"), "3");
+  o = parseOptions({"-n", "4", "-H", "nodeA,nodeB", "--mpi-global-args",
+                    "--mca oob_tcp_keepalive_time 60", "prog"});
+  words = engineCommand(makePlan(o, lookupFrom({})));
+  EXPECT_EQ(after("oob_tcp_keepalive_time"), "60");
+  EXPECT_EQ(after("oob_tcp_keepalive_probes"), "");
+  o = parseOptions({"-n", "4", "-H", "nodeA,nodeB", "prog"});
+  words = engineCommand(makePlan(o, lookupFrom({{"OMPI_MCA_oob_tcp_keepalive_probes", "9"}})));
+  EXPECT_EQ(after("oob_tcp_keepalive_time"), "");
 
   // srun: the directory only in a one-node allocation xrun runs in.
   o = parseOptions({"-n", "2", "prog"});
