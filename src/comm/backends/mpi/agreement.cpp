@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "comm/backends/mpi/runtime.hpp"
 #include "comm/queued_communicator.hpp"
@@ -17,18 +18,73 @@ int toInt(size_t n) {
 }
 
 // A verdict on the wire: [id (8 bytes), kind (1 byte), message].
-std::string encodeVerdict(uint64_t id, Verdict v, const std::string& message) {
-  std::string m(sizeof id, '\0');
+std::vector<char> encodeVerdict(uint64_t id, Verdict v, const std::string& message) {
+  std::vector<char> m(sizeof id);
   std::memcpy(m.data(), &id, sizeof id);
   m.push_back(static_cast<char>(v));
-  m += message.substr(0, kMaxMessage - 16);
+  const std::string text = message.substr(0, kMaxMessage - 16);
+  m.insert(m.end(), text.begin(), text.end());
   return m;
 }
 
+// Buffers of requests still pending when their communicator went away: MPI_Request_free lets MPI
+// finish them, so their memory must outlive it (reachable, never freed; rare and small).
+std::mutex graveyardMu;
+std::deque<std::vector<char>> graveyardChars;
+std::deque<std::vector<uint64_t>> graveyardWords;
+
 }  // namespace
 
+Agreements::~Agreements() {
+  std::lock_guard lock(mu_);
+  if (orphans_.empty()) return;
+  std::lock_guard grave(graveyardMu);
+  for (auto& o : orphans_) {
+    if (!finalizing() && o.request != MPI_REQUEST_NULL) {
+      MpiLock mpi;
+      MPI_Request_free(&o.request);
+    }
+    graveyardChars.push_back(std::move(o.chars));  // a moved vector keeps its buffer
+    graveyardWords.push_back(std::move(o.words));
+  }
+}
+
 Outcome Agreements::agree(const AgreementSpec& spec) {
+  reapOrphans();
   return spec.self == spec.leader ? lead(spec) : follow(spec);
+}
+
+void Agreements::adopt(Orphan orphan) {
+  std::lock_guard lock(mu_);
+  orphans_.push_back(std::move(orphan));
+}
+
+// Frees the buffers of orphaned requests that MPI has finished with.
+void Agreements::reapOrphans() {
+  std::lock_guard lock(mu_);
+  for (auto it = orphans_.begin(); it != orphans_.end();) {
+    int done = 0;
+    if (!finalizing()) {
+      MpiLock mpi;
+      if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 0;
+    }
+    it = done ? orphans_.erase(it) : it + 1;
+  }
+}
+
+template <typename T>
+void Agreements::finishSend(MPI_Request& request, std::vector<T> buffer, Milliseconds limit) {
+  if (request == MPI_REQUEST_NULL) return;
+  if (pollUntil(request, Clock::now() + limit, true)) return;
+  Orphan o;
+  o.request = request;
+  if constexpr (std::is_same_v<T, char>) {
+    o.chars = std::move(buffer);
+  } else {
+    o.words = std::move(buffer);
+  }
+  request = MPI_REQUEST_NULL;
+  adopt(std::move(o));
 }
 
 void Agreements::abandon(uint64_t id) {
@@ -97,8 +153,19 @@ Outcome Agreements::lead(const AgreementSpec& s) {
       break;
     }
   }
-  for (auto& r : reqs) {
-    if (r != MPI_REQUEST_NULL) cancelReceive(r);
+  for (size_t i = 0; i < m; ++i) {
+    if (reqs[i] != MPI_REQUEST_NULL) cancelReceive(reqs[i]);
+    // A cancellation that did not complete (the process is poisoned): the receive may still
+    // write into hello[i], which must then outlive this call. Its proposal is not compared (the
+    // verdict is a timeout).
+    if (reqs[i] != MPI_REQUEST_NULL) {
+      Orphan o;
+      o.request = reqs[i];
+      o.words = std::move(hello[i]);
+      adopt(std::move(o));
+      if (out.verdict == Verdict::Go)
+        out = {Verdict::Timeout, "a cancelled receive did not complete"};
+    }
   }
   if (out.verdict == Verdict::Go) {
     std::vector<Proposal> all{s.mine};
@@ -116,7 +183,7 @@ Outcome Agreements::lead(const AgreementSpec& s) {
 void Agreements::sendVerdicts(const AgreementSpec& s, const Outcome& out,
                               const std::vector<int>& missing) {
   const size_t m = s.members.size();
-  std::vector<std::string> messages(m);
+  std::vector<std::vector<char>> messages(m);
   std::vector<MPI_Request> sends(m, MPI_REQUEST_NULL);
   for (size_t i = 0; i < m; ++i) {
     const bool absent = std::find(missing.begin(), missing.end(), s.members[i]) != missing.end();
@@ -126,7 +193,7 @@ void Agreements::sendVerdicts(const AgreementSpec& s, const Outcome& out,
                     s.tags.verdict, s.comm, &sends[i]),
           "MPI_Isend");
   }
-  for (auto& r : sends) completeOrRelease(r, Milliseconds(2000));
+  for (size_t i = 0; i < m; ++i) finishSend(sends[i], std::move(messages[i]), Milliseconds(2000));
 }
 
 // Leader: a member that gave up waiting for this step's verdict (this rank was late).
@@ -186,7 +253,7 @@ Outcome Agreements::follow(const AgreementSpec& s) {
     std::memcpy(&id, buf.data(), sizeof id);
     const auto v = static_cast<Verdict>(buf[8]);
     if (id != s.mine.id && abandoned(id)) continue;  // the answer to a step this rank gave up on
-    completeOrRelease(send, Milliseconds(2000));
+    finishSend(send, std::move(hello), Milliseconds(2000));
     if (v != Verdict::Go) return {v, std::string(buf.data() + 9, static_cast<size_t>(len) - 9)};
     if (id != s.mine.id) {
       return {Verdict::Mismatch,
@@ -203,9 +270,14 @@ Outcome Agreements::follow(const AgreementSpec& s) {
     giveUps_.push_back(s.mine.id);  // the send's buffer, alive as long as the communicator
     id = &giveUps_.back();
   }
+  if (send != MPI_REQUEST_NULL) {  // the hello may still be read: it stays until MPI is done
+    Orphan o;
+    o.request = send;
+    o.words = std::move(hello);
+    adopt(std::move(o));
+  }
   {
     MpiLock lock;
-    if (send != MPI_REQUEST_NULL) MPI_Request_free(&send);
     if (MPI_Isend(id, 1, MPI_UINT64_T, s.leader, s.tags.giveUp, s.comm, &req) == MPI_SUCCESS) {
       MPI_Request_free(&req);  // eager: the value is copied out at once
     }

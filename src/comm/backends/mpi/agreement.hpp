@@ -74,6 +74,11 @@ struct AgreementSpec {
 // The agreements of one MPI communicator (it keeps the ids of the steps that failed).
 class Agreements {
  public:
+  Agreements() = default;
+  Agreements(const Agreements&) = delete;
+  Agreements& operator=(const Agreements&) = delete;
+  ~Agreements();
+
   // Runs the handshake as the leader or as a member (spec.self). Thread-safe: steps of different
   // kinds (tags) may run at once.
   Outcome agree(const AgreementSpec& spec);
@@ -86,9 +91,24 @@ class Agreements {
   void abandon(uint64_t id);
   bool abandoned(uint64_t id);
 
-  std::mutex mu_;  // guards abandoned_ and giveUps_
+  // A request this rank stopped waiting for (a send not done within its limit, a receive whose
+  // cancellation did not complete) and the buffer MPI may still read or write: the buffer stays
+  // here until MPI_Test says the request is done, never freed under a live request.
+  struct Orphan {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<char> chars;
+    std::vector<uint64_t> words;
+  };
+  // Waits `limit` at most for a send of `buffer`; still pending, both become an orphan.
+  template <typename T>
+  void finishSend(MPI_Request& request, std::vector<T> buffer, Milliseconds limit);
+  void adopt(Orphan orphan);
+  void reapOrphans();
+
+  std::mutex mu_;  // guards abandoned_, giveUps_ and orphans_
   std::set<uint64_t> abandoned_;
   std::deque<uint64_t> giveUps_;  // buffers of the give-up messages sent (MPI may still read them)
+  std::deque<Orphan> orphans_;
 };
 
 }  // namespace xtrain::comm::mpi
