@@ -166,7 +166,19 @@ cut_run() {
     grep -vE ' I: |<stdout>' "$name.err" | tail -n 15
   fi
   "$d/mend" h2
+  check "h2 is reachable from h1 again" reachable_again
   check "nothing is left on the hosts" nothing_left
+}
+# After a mend the bridge port and the neighbour entries take a moment: the next job's mpirun must
+# not start before h1 reaches h2 again (at most 10 s; a refused connection is an answer).
+reachable_again() {
+  local i out
+  for i in $(seq 1 100); do
+    out=$("$on" h1 timeout 1 bash -c 'exec 3<>/dev/tcp/10.77.0.2/9' 2>&1) && return 0
+    case $out in *refused*) return 0 ;; esac
+    sleep 0.1
+  done
+  return 1
 }
 cut_run gloo
 cut_run mpi
