@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "launcher/restart_policy.hpp"
+
 namespace xtrain::launcher::testing {
 
 std::string xrunPath() {
@@ -93,5 +95,51 @@ class PrivateIpuPool : public ::testing::Environment {
     ::testing::AddGlobalTestEnvironment(new PrivateIpuPool);
 
 }  // namespace
+
+size_t countOccurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::map<std::string, std::string> recordedEnvironment(const std::string& dir, int restart,
+                                                       int instance) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(dir + "/env-" + std::to_string(restart) + "-" + std::to_string(instance));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+std::set<std::string> recordedJobIds(const std::string& dir) {
+  std::set<std::string> ids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("env-", 0) != 0 && name.rfind("old-env-", 0) != 0) continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("job=", 0) == 0) ids.insert(line.substr(4));
+    }
+  }
+  return ids;
+}
+
+void expectJobLeftNothing(const std::string& dir, const std::string& tmp) {
+  for (pid_t p : readPids(dir, "pid"))
+    EXPECT_TRUE(processGone(p, 2.0)) << "process " << p << " outlived xrun";
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "xrun left something in its TMPDIR " << tmp;
+  for (const auto& id : recordedJobIds(dir)) {
+    const std::string prefix = shmSegmentPrefix(id);
+    for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+      EXPECT_NE(e.path().filename().string().rfind(prefix, 0), 0u)
+          << "the job left the shared-memory segment " << e.path();
+    }
+  }
+}
 
 }  // namespace xtrain::launcher::testing

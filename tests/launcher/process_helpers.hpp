@@ -5,6 +5,9 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,5 +38,20 @@ std::vector<pid_t> readPids(const std::string& dir, const std::string& prefix);
 
 // Splits text into lines (no trailing empty line).
 std::vector<std::string> splitLines(const std::string& text);
+
+// How often `what` occurs in `text` (overlapping occurrences included).
+size_t countOccurrences(const std::string& text, const std::string& what);
+
+// The job ids ("job=<id>" lines) of the environment records in `dir` (files "env-*", and
+// "old-env-*" kept from earlier attempts).
+std::set<std::string> recordedJobIds(const std::string& dir);
+
+// The "key=value" lines of `dir`/env-<restart>-<instance> (empty when that instance never ran).
+std::map<std::string, std::string> recordedEnvironment(const std::string& dir, int restart,
+                                                       int instance);
+
+// Nothing of a job is left: no process recorded in `dir`'s "pid*" files, nothing in its TMPDIR
+// `tmp` (the rendezvous directories), no shared-memory segment of a job recorded in `dir`.
+void expectJobLeftNothing(const std::string& dir, const std::string& tmp);
 
 }  // namespace xtrain::launcher::testing

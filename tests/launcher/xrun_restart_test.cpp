@@ -64,14 +64,7 @@ class XrunRestart : public ::testing::Test {
 
   // What instance `i` of attempt `restart` recorded (empty when it never ran).
   std::map<std::string, std::string> seen(int restart, int i) const {
-    std::map<std::string, std::string> out;
-    std::ifstream in(dir_ + "/env-" + std::to_string(restart) + "-" + std::to_string(i));
-    std::string line;
-    while (std::getline(in, line)) {
-      auto eq = line.find('=');
-      if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-    }
-    return out;
+    return recordedEnvironment(dir_, restart, i);
   }
   // Attempts that started an instance (one killed by xrun at once may have recorded nothing).
   int attempts() const {
@@ -88,40 +81,12 @@ class XrunRestart : public ::testing::Test {
       if (name.rfind("env-", 0) == 0) fs::rename(f.path(), dir_ + "/old-" + name);
     }
   }
-  std::set<std::string> jobIds() const {
-    std::set<std::string> ids;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir_, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind("env-", 0) != 0 && name.rfind("old-env-", 0) != 0) continue;
-      std::ifstream in(e.path());
-      std::string line;
-      while (std::getline(in, line)) {
-        if (line.rfind("job=", 0) == 0) ids.insert(line.substr(4));
-      }
-    }
-    return ids;
-  }
+  std::set<std::string> jobIds() const { return recordedJobIds(dir_); }
 
-  // Nothing of the job is left: no recorded process, nothing in TMPDIR (the rendezvous
-  // directories), no shared-memory segment of the job.
-  void expectNothingLeft() {
-    for (pid_t p : readPids(dir_, "pid"))
-      EXPECT_TRUE(processGone(p, 2.0)) << "process " << p << " outlived xrun";
-    EXPECT_TRUE(fs::is_empty(tmp_)) << "xrun left something in its TMPDIR " << tmp_;
-    for (const auto& id : jobIds()) {
-      const std::string prefix = shmSegmentPrefix(id);
-      for (const auto& e : fs::directory_iterator("/dev/shm")) {
-        EXPECT_NE(e.path().filename().string().rfind(prefix, 0), 0u)
-            << "the job left the shared-memory segment " << e.path();
-      }
-    }
-  }
+  void expectNothingLeft() { expectJobLeftNothing(dir_, tmp_); }
 
   static size_t count(const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
+    return countOccurrences(text, what);
   }
 
   std::string dir_;

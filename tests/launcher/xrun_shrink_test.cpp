@@ -160,44 +160,12 @@ class XrunShrink : public ::testing::Test {
   }
 
   std::map<std::string, std::string> seen(int restart, int i) const {
-    std::map<std::string, std::string> out;
-    std::ifstream in(dir_ + "/env-" + std::to_string(restart) + "-" + std::to_string(i));
-    std::string line;
-    while (std::getline(in, line)) {
-      auto eq = line.find('=');
-      if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-    }
-    return out;
+    return recordedEnvironment(dir_, restart, i);
   }
-  std::set<std::string> jobIds() const {
-    std::set<std::string> ids;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir_, ec)) {
-      if (e.path().filename().string().rfind("env-", 0) != 0) continue;
-      std::ifstream in(e.path());
-      std::string line;
-      while (std::getline(in, line)) {
-        if (line.rfind("job=", 0) == 0) ids.insert(line.substr(4));
-      }
-    }
-    return ids;
-  }
-  void expectNothingLeft() {
-    for (pid_t p : readPids(dir_, "pid"))
-      EXPECT_TRUE(processGone(p, 2.0)) << "process " << p << " outlived xrun";
-    EXPECT_TRUE(fs::is_empty(tmp_)) << "xrun left something in its TMPDIR " << tmp_;
-    for (const auto& id : jobIds()) {
-      const std::string prefix = shmSegmentPrefix(id);
-      for (const auto& e : fs::directory_iterator("/dev/shm")) {
-        EXPECT_NE(e.path().filename().string().rfind(prefix, 0), 0u)
-            << "the job left the shared-memory segment " << e.path();
-      }
-    }
-  }
+  std::set<std::string> jobIds() const { return recordedJobIds(dir_); }
+  void expectNothingLeft() { expectJobLeftNothing(dir_, tmp_); }
   static size_t count(const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
+    return countOccurrences(text, what);
   }
 
   // An uninterrupted 4-instance run, and the same job whose slot 1 (IPU 1) dies at step 12 of
