@@ -42,19 +42,8 @@ train=("$xtrain" --model "$zoo/mlp_op17_dyn.onnx" --data "$zoo/data.h5" --loss l
   --micro-batch-size 2)
 cd "$d"
 
-fails=0
-check() {  # check DESCRIPTION COMMAND...: runs COMMAND, reports
-  local what=$1
-  shift
-  if "$@"; then
-    echo "ok: $what"
-  else
-    echo "FAILED: $what"
-    fails=$((fails + 1))
-  fi
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+# check, now, elapsed and $fails.
+. "$(dirname "$0")/../testing/checks.sh"
 # Runs xrun on h1, bounded: run NAME XRUN-ARGS...; output in NAME.out / NAME.err, exit code in $code.
 run() {
   local name=$1

@@ -54,19 +54,8 @@ xtrain=$build/bin/xtrain
 zoo=$src/tests/data/zoo/mlp
 train_args=(--model "$zoo/mlp_op17_dyn.onnx" --data "$zoo/data.h5" --loss loss --micro-batch-size 2)
 
-fails=0
-check() {  # check DESCRIPTION COMMAND...: runs COMMAND, reports
-  local what=$1
-  shift
-  if "$@"; then
-    echo "ok: $what"
-  else
-    echo "FAILED: $what"
-    fails=$((fails + 1))
-  fi
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+# check, now, elapsed and $fails.
+. "$(dirname "$0")/../testing/checks.sh"
 
 # Waits (at most $2 s) until job $1 has left the queue; prints its final state.
 wait_job_end() {
