@@ -1,7 +1,7 @@
-// Layering enforced: every #include of src/, include/, launcher/, tools/ and bench/ follows the
-// table "What each folder may include" of docs/architecture.md, and the headers carry the marks
-// that decide what the shared libraries export ("Symbol visibility"). The checker's own cases run
-// on fake trees.
+// Layering enforced: every #include of src/, include/, launcher/, tools/, bench/ and python/
+// follows the table "What each folder may include" of docs/architecture.md, and the headers carry
+// the marks that decide what the shared libraries export ("Symbol visibility"). The checker's own
+// cases run on fake trees.
 #include "testing/include_rules.hpp"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kScanned = {"src", "include", "launcher", "tools", "bench"};
+const std::vector<std::string> kScanned = {"src",   "include", "launcher",
+                                           "tools", "bench",   "python"};
 
 std::string listed(const std::vector<std::string>& violations) {
   std::string out;
