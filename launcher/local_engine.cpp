@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "launcher/failure_clues.hpp"
 #include "launcher/hang_report.hpp"
 #include "launcher/watchdog.hpp"
 #include "xtrain/dist.hpp"
@@ -211,6 +212,8 @@ class Supervisor {
   void emit(Instance& inst, int stream, const std::string& line);
   void emitEngineLine(Instance& engine, int stream, const std::string& line);
   void emitOwnLine(Instance& engine, int stream, const std::string& line);
+  // Notes the suspects an instance's error line names (didNotArrive_), once.
+  void noteInstanceError(std::string_view line);
   void emitInstanceLine(Instance& engine, int stream, int instance, std::string_view tag,
                         std::string_view text);
   void writeFile(int instance, int stream, std::string_view text);
@@ -235,6 +238,9 @@ class Supervisor {
   std::vector<LineTail> engineTails_;      // engine mode: per instance, its last stderr lines
   std::optional<int> blamed_;              // engine mode: the instance its failure report names
   std::string lostHost_;  // mpirun: the host whose daemon it lost ("Remote daemon: ... on node h2")
+  // The instances the first collective timeout reported on an instance's stderr names as not
+  // arrived ("ranks [2, 3] did not arrive"): suspects of a hang or a lost host.
+  std::vector<int> didNotArrive_;
   MpirunLineJoiner joiners_[2];  // engine mpirun: stdout, stderr
   std::optional<Watchdog> watchdog_;
   bool stdoutBroken_ = false;
@@ -387,6 +393,7 @@ void Supervisor::emit(Instance& inst, int stream, const std::string& line) {
     return;
   }
   Stream s = stream == 0 ? Stream::Stdout : Stream::Stderr;
+  if (s == Stream::Stderr) noteInstanceError(line);
   if (s == Stream::Stderr) inst.errTail.push(line);
   writeFile(inst.index, stream, line);
   if (!shouldPrint(spec_.output, inst.index, s, line)) return;
@@ -429,18 +436,17 @@ void Supervisor::emitOwnLine(Instance& engine, int stream, const std::string& li
     if (!blamed_) blamed_ = instanceBlamedBy(spec_.engine->tag, line);
     // Open MPI: "ORTE has lost communication with a remote daemon." ... "Remote daemon:
     // [[43993,0],1] on node h2" (a cut link, a dead host).
-    const std::string_view key = "Remote daemon:";
-    const std::string_view node = " on node ";
     if (spec_.engine->tag == EngineTag::Mpirun && lostHost_.empty()) {
-      size_t at = line.find(key);
-      size_t on = at == std::string::npos ? at : line.find(node, at);
-      if (on != std::string::npos) {
-        lostHost_ = line.substr(on + node.size());
-        lostHost_.erase(lostHost_.find_last_not_of(" \t\r") + 1);
-      }
+      lostHost_ = hostLostByMpirun(line);
     }
   }
   print(s, line + "\n");
+}
+
+void Supervisor::noteInstanceError(std::string_view line) {
+  if (!didNotArrive_.empty()) return;
+  const int n = engineMode_ ? spec_.engine->numInstances : static_cast<int>(instances_.size());
+  didNotArrive_ = instancesThatDidNotArrive(line, n);
 }
 
 void Supervisor::emitInstanceLine(Instance& engine, int stream, int instance, std::string_view tag,
@@ -450,7 +456,10 @@ void Supervisor::emitInstanceLine(Instance& engine, int stream, int instance, st
     return;
   }
   Stream s = stream == 0 ? Stream::Stdout : Stream::Stderr;
-  if (s == Stream::Stderr) engineTails_[static_cast<size_t>(instance)].push(std::string(text));
+  if (s == Stream::Stderr) {
+    noteInstanceError(text);
+    engineTails_[static_cast<size_t>(instance)].push(std::string(text));
+  }
   writeFile(instance, stream, text);
   if (!shouldPrint(spec_.output, instance, s, text)) return;
   std::string out;
@@ -891,6 +900,8 @@ JobOutcome Supervisor::finish() {
 
   JobOutcome outcome;
   outcome.forwardedSignal = warnedWith_;
+  outcome.lostHost = lostHost_;
+  outcome.didNotArrive = didNotArrive_;
   switch (stopReason_) {
     case StopReason::Failure: {
       if (firstFailure_ < 0) {

@@ -115,6 +115,11 @@ struct JobOutcome {
   // SIGUSR1 or SIGUSR2 (Slurm's warning before preemption) when xrun received and forwarded one
   // during the run, else 0.
   int forwardedSignal = 0;
+  // InstanceFailed, mpirun engine: the host whose daemon mpirun lost contact with, else "".
+  std::string lostHost;
+  // InstanceFailed: the instances that an instance's collective timeout named as not arrived (the
+  // first such report), else empty. The instance that reports a timeout is not its cause.
+  std::vector<int> didNotArrive;
 };
 
 // Runs the job (the instances, or in engine mode the engine); returns how it ended, after the

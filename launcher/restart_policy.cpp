@@ -23,20 +23,86 @@ std::optional<int> RestartBudget::onFailure(double now) {
   return used + 1;
 }
 
-std::optional<int> SlotFailures::onFailure(std::optional<int> slot) {
-  if (!slot) return std::nullopt;  // neither counts nor breaks the row
-  row_ = last_ == slot ? row_ + 1 : 1;
-  last_ = slot;
-  if (row_ >= kFailuresToDropSlot) return slot;
-  return std::nullopt;
+FailureBlame blameFailure(const JobOutcome& outcome, const Topology& full,
+                          const std::vector<int>& current) {
+  FailureBlame blame;
+  auto slotsOn = [&](const std::string& host) {
+    std::vector<int> on;
+    for (int s : current) {
+      if (full.instances.at(static_cast<size_t>(s)).host == host) on.push_back(s);
+    }
+    return on;
+  };
+  if (!outcome.lostHost.empty()) {
+    blame.slots = slotsOn(outcome.lostHost);
+    if (!blame.slots.empty()) {
+      blame.kind = BlameKind::HostLost;
+      blame.host = outcome.lostHost;
+      blame.clue = "mpirun lost contact with it";
+      return blame;
+    }
+  }
+  for (int i : outcome.didNotArrive) {
+    if (i >= 0 && i < static_cast<int>(current.size())) {
+      blame.slots.push_back(current[static_cast<size_t>(i)]);
+    }
+  }
+  if (!blame.slots.empty()) {
+    std::sort(blame.slots.begin(), blame.slots.end());
+    blame.kind = BlameKind::DidNotArrive;
+    const std::string& host = full.instances.at(static_cast<size_t>(blame.slots[0])).host;
+    bool severalHosts = false;
+    for (int s : current) {
+      severalHosts = severalHosts || full.instances.at(static_cast<size_t>(s)).host != host;
+    }
+    if (severalHosts && slotsOn(host) == blame.slots) {
+      blame.kind = BlameKind::HostLost;
+      blame.host = host;
+      blame.clue = "none of its instances arrived at a collective that the others waited for";
+    }
+    return blame;
+  }
+  if (outcome.instance && *outcome.instance >= 0 &&
+      *outcome.instance < static_cast<int>(current.size())) {
+    blame.kind = BlameKind::FirstToFail;
+    blame.slots = {current[static_cast<size_t>(*outcome.instance)]};
+  }
+  return blame;
 }
 
-ShrinkPlan planShrink(const Topology& full, const std::vector<int>& current, int failingSlot,
-                      int minInstances, KeepGlobalBatch keep) {
+std::string describeSlots(const Topology& full, const std::vector<int>& slots) {
+  std::string hosts;
+  std::string ipus;
+  std::string lastHost;
+  for (int s : slots) {
+    const InstancePlacement& p = full.instances.at(static_cast<size_t>(s));
+    if (p.host != lastHost && hosts.find(p.host) == std::string::npos) {
+      hosts += (hosts.empty() ? "" : ", ") + p.host;
+    }
+    lastHost = p.host;
+    ipus += (ipus.empty() ? "" : ", ") + formatIpuIds(p.firstIpu, p.numIpus);
+  }
+  return format("slot{} {} ({}, IPUs {})", slots.size() == 1 ? "" : "s", listSlots(slots), hosts,
+                ipus);
+}
+
+std::vector<int> SlotFailures::onFailure(const std::vector<int>& slots) {
+  if (slots.empty()) return {};  // neither counts nor breaks the row
+  row_ = last_ == slots ? row_ + 1 : 1;
+  last_ = slots;
+  if (row_ >= kFailuresToDropSlot) return slots;
+  return {};
+}
+
+ShrinkPlan planShrink(const Topology& full, const std::vector<int>& current,
+                      const std::vector<int>& failing, int minInstances, KeepGlobalBatch keep) {
   ShrinkPlan plan;
+  auto isFailing = [&](int s) {
+    return std::find(failing.begin(), failing.end(), s) != failing.end();
+  };
   std::vector<int> rest;
   for (int s : current) {
-    if (s != failingSlot) rest.push_back(s);
+    if (!isFailing(s)) rest.push_back(s);
   }
   int target = static_cast<int>(rest.size());
   if (keep != KeepGlobalBatch::No) {
@@ -47,12 +113,17 @@ ShrinkPlan planShrink(const Topology& full, const std::vector<int>& current, int
     plan.belowMinimum = true;
     return plan;
   }
-  // Dropped first: the failing slot's host-mates (suspects too), then the highest-numbered.
-  const std::string& badHost = full.instances.at(static_cast<size_t>(failingSlot)).host;
+  // Dropped first: the failing slots' host-mates (suspects too), then the highest-numbered.
+  auto onBadHost = [&](int s) {
+    const std::string& host = full.instances.at(static_cast<size_t>(s)).host;
+    return std::any_of(failing.begin(), failing.end(), [&](int f) {
+      return full.instances.at(static_cast<size_t>(f)).host == host;
+    });
+  };
   std::vector<int> order = rest;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    const bool ha = full.instances.at(static_cast<size_t>(a)).host == badHost;
-    const bool hb = full.instances.at(static_cast<size_t>(b)).host == badHost;
+    const bool ha = onBadHost(a);
+    const bool hb = onBadHost(b);
     if (ha != hb) return ha;
     return a > b;
   });

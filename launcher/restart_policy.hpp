@@ -49,41 +49,65 @@ class RestartBudget {
 };
 
 // Shrinking (--min-instances M). An instance slot is a place of the original layout: its index in
-// -n, its host and its IPUs. A slot "keeps failing" when it was the first to fail (the instance
-// xrun or the engine blames) in kFailuresToDropSlot failed attempts in a row; an attempt whose
-// failure names no instance (mpirun does not always say) is left out of the count, and does not
-// break the row. Such a slot is dropped at the next restart; the remaining slots
-// keep their hosts and IPUs and are renumbered in slot order. With --keep-global-batch
+// -n, its host and its IPUs. An attempt's failure blames slots (blameFailure):
+//   - a host lost: mpirun lost contact with a host's daemon, or every instance of one host (of a
+//   job
+//     on several hosts) did not arrive at a collective that the others waited for: all of that
+//     host's slots, dropped at once at the next restart (starting on an unreachable host again
+//     would only wait for the network's timeouts);
+//   - instances that did not arrive at a collective (a hang, a stopped process): those slots;
+//   - else the instance xrun or the engine names as the first to fail.
+// Slots "keep failing" when the same slots were blamed in kFailuresToDropSlot failed attempts in a
+// row; an attempt whose failure blames nobody (mpirun does not always say) is left out of the
+// count, and does not break the row. Such slots are dropped at the next restart; the remaining
+// slots keep their hosts and IPUs and are renumbered in slot order. With --keep-global-batch
 // accumulation or micro-batch the instance count must divide the original -n (so that the
 // accumulation factor or micro-batch can grow by a whole factor), so more slots are dropped if
-// needed: first those on the failing slot's host, then the highest-numbered. A shrink that would
+// needed: first those on the failing slots' hosts, then the highest-numbered. A shrink that would
 // leave fewer than M instances is not made: every current slot starts again (as without
 // --min-instances), within the restart budget.
 inline constexpr int kFailuresToDropSlot = 2;
 
+enum class BlameKind { None, FirstToFail, DidNotArrive, HostLost };
+
+struct FailureBlame {
+  BlameKind kind = BlameKind::None;
+  std::vector<int> slots;  // ascending, of the original layout
+  std::string host;        // HostLost: which
+  std::string clue;        // HostLost: how xrun knows ("mpirun lost contact with it", ...)
+};
+
+// Whom the failure of an attempt running `current` (slots of `full`; instance i is current[i])
+// blames.
+FailureBlame blameFailure(const JobOutcome& outcome, const Topology& full,
+                          const std::vector<int>& current);
+
+// "slot 1 (localhost, IPUs 1)", "slots 2, 3 (h2, IPUs 0, 1)".
+std::string describeSlots(const Topology& full, const std::vector<int>& slots);
+
 class SlotFailures {
  public:
-  // Records the slot blamed for an attempt's failure (nullopt: none named). Returns the slot that
-  // now keeps failing, if any.
-  std::optional<int> onFailure(std::optional<int> slot);
+  // Records the slots blamed for an attempt's failure (empty: none named). Returns the slots that
+  // now keep failing, empty if none.
+  std::vector<int> onFailure(const std::vector<int>& slots);
   // Forgets the row (after a shrink).
   void reset() { row_ = 0; }
 
  private:
-  std::optional<int> last_;
+  std::vector<int> last_;
   int row_ = 0;
 };
 
 struct ShrinkPlan {
   std::vector<int> keep;         // slots of the next attempt, ascending
-  std::vector<int> alsoDropped;  // dropped besides the failing slot (for a divisor of -n)
+  std::vector<int> alsoDropped;  // dropped besides the failing slots (for a divisor of -n)
   bool belowMinimum = false;     // the shrink would leave fewer than M: keep is every current slot
 };
 
-// The slots of the next attempt when `failingSlot` keeps failing, from `current` (ascending) of
-// `full` (the original layout).
-ShrinkPlan planShrink(const Topology& full, const std::vector<int>& current, int failingSlot,
-                      int minInstances, KeepGlobalBatch keep);
+// The slots of the next attempt when `failing` (ascending, not empty) keep failing, from `current`
+// (ascending) of `full` (the original layout).
+ShrinkPlan planShrink(const Topology& full, const std::vector<int>& current,
+                      const std::vector<int>& failing, int minInstances, KeepGlobalBatch keep);
 
 // "1, 3"
 std::string listSlots(const std::vector<int>& slots);

@@ -576,8 +576,9 @@ int runPlan(JobPlan plan) {
                             ? format(", {} s after the failure", o.restartDelaySeconds)
                             : std::string()));
       if (o.minInstances) {
-        printTo(1, format("xrun: an instance slot that is the first to fail in {} attempts in a "
-                          "row is dropped at the next restart, down to {} instance(s) "
+        printTo(1, format("xrun: an instance slot that is the first to fail, or does not arrive "
+                          "at a collective, in {} attempts in a row is dropped at the next "
+                          "restart, and a lost host at once, down to {} instance(s) "
                           "(--keep-global-batch {})\n",
                           kFailuresToDropSlot, *o.minInstances, plan.job.keepGlobalBatch));
       }
@@ -620,13 +621,10 @@ int runPlan(JobPlan plan) {
     const JobOutcome outcome = runAttempt(plan, std::move(spec));
     if (outcome.end != JobEnd::InstanceFailed) return outcome.exitCode;
     std::string failure = describeFailure(outcome, engineMode);
-    std::optional<int> blamed;
-    if (outcome.instance && *outcome.instance >= 0 &&
-        *outcome.instance < static_cast<int>(slots.size())) {
-      blamed = slots[static_cast<size_t>(*outcome.instance)];
-      if (static_cast<int>(slots.size()) != full.numInstances) {
-        failure += format(" (slot {})", *blamed);
-      }
+    const FailureBlame blame = blameFailure(outcome, full, slots);
+    if (blame.kind == BlameKind::FirstToFail &&
+        static_cast<int>(slots.size()) != full.numInstances) {
+      failure += format(" (slot {})", blame.slots[0]);
     }
     std::string why;
     if (!isRestartable(outcome, why)) {
@@ -643,28 +641,41 @@ int runPlan(JobPlan plan) {
                         failure, o.maxRestarts, budget.counted(now), window, outcome.exitCode));
       return outcome.exitCode;
     }
-    // A slot that keeps failing is left out of the next attempt (restart_policy.hpp).
+    // Slots that keep failing, or a lost host, are left out of the next attempt
+    // (restart_policy.hpp).
     std::string starting = "starting every instance again with";
-    const std::optional<int> failing = slotFailures.onFailure(blamed);
-    if (o.minInstances && failing) {
-      const InstancePlacement& bad = full.instances.at(static_cast<size_t>(*failing));
-      const std::string where = format("slot {} ({}, IPUs {})", *failing, bad.host,
-                                       formatIpuIds(bad.firstIpu, bad.numIpus));
-      const ShrinkPlan shrink = planShrink(full, slots, *failing, *o.minInstances, keep);
+    std::vector<int> failing;
+    std::string verdict;
+    if (blame.kind == BlameKind::HostLost) {
+      slotFailures.reset();
+      failing = blame.slots;
+      verdict = format("host {} (slot{} {}) was lost: {}", blame.host,
+                       failing.size() == 1 ? "" : "s", listSlots(failing), blame.clue);
+    } else {
+      failing = slotFailures.onFailure(blame.slots);
+      verdict =
+          format("{} {} in {} attempts in a row", describeSlots(full, failing),
+                 blame.kind == BlameKind::DidNotArrive
+                     ? "did not arrive at a collective that the others waited for"
+                     : (failing.size() == 1 ? "was the first to fail" : "were the first to fail"),
+                 kFailuresToDropSlot);
+    }
+    if (o.minInstances && !failing.empty()) {
+      const ShrinkPlan shrink = planShrink(full, slots, failing, *o.minInstances, keep);
       if (shrink.belowMinimum) {
         starting = format(
-            "{} was the first to fail in {} attempts in a row, but the job cannot shrink below "
-            "--min-instances {}{}; starting every instance again with",
-            where, kFailuresToDropSlot, *o.minInstances,
+            "{}, but the job cannot shrink below --min-instances {}{}; starting every instance "
+            "again with",
+            verdict, *o.minInstances,
             keep != KeepGlobalBatch::No
                 ? format(" (with --keep-global-batch {} the instances must be a divisor of {})",
                          toString(keep), full.numInstances)
                 : std::string());
       } else {
         starting = format(
-            "{} was the first to fail in {} attempts in a row: dropping it{}; starting {} of the "
-            "{} instances (slots {}) with XTRAIN_NUM_INSTANCES={}",
-            where, kFailuresToDropSlot,
+            "{}: dropping {}{}; starting {} of the {} instances (slots {}) with "
+            "XTRAIN_NUM_INSTANCES={}",
+            verdict, failing.size() == 1 ? "it" : "them",
             shrink.alsoDropped.empty()
                 ? std::string()
                 : format(" and slot(s) {} (with --keep-global-batch {} the instances must be a "

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/failure_clues.hpp"
 #include "launcher/options.hpp"
 #include "launcher/restart_policy.hpp"
 #include "launcher/topology.hpp"
@@ -34,49 +35,132 @@ Topology layout(int n, const std::vector<std::string>& hosts = {}) {
   return planTopology(r);
 }
 
-TEST(SlotFailures, ASlotKeepsFailingWhenFirstToFailTwiceInARow) {
+TEST(SlotFailures, SlotsKeepFailingWhenBlamedTwiceInARow) {
+  using V = std::vector<int>;
   SlotFailures f;
-  EXPECT_EQ(f.onFailure(1), std::nullopt);
-  EXPECT_EQ(f.onFailure(1), 1);
+  EXPECT_EQ(f.onFailure({1}), V{});
+  EXPECT_EQ(f.onFailure({1}), V{1});
   f.reset();
-  EXPECT_EQ(f.onFailure(1), std::nullopt);
-  EXPECT_EQ(f.onFailure(2), std::nullopt);  // another slot breaks the row
-  EXPECT_EQ(f.onFailure(1), std::nullopt);
+  EXPECT_EQ(f.onFailure({1}), V{});
+  EXPECT_EQ(f.onFailure({2}), V{});  // another slot breaks the row
+  EXPECT_EQ(f.onFailure({1}), V{});
   // No slot named (mpirun does not always say): left out, the row goes on.
-  EXPECT_EQ(f.onFailure(std::nullopt), std::nullopt);
-  EXPECT_EQ(f.onFailure(1), 1);
+  EXPECT_EQ(f.onFailure({}), V{});
+  EXPECT_EQ(f.onFailure({1}), V{1});
+  // Several slots (those that did not arrive): the same set twice.
+  f.reset();
+  EXPECT_EQ(f.onFailure({2, 3}), V{});
+  EXPECT_EQ(f.onFailure({2, 3}), (V{2, 3}));
+  EXPECT_EQ(f.onFailure({2}), V{});
+}
+
+TEST(BlameFailure, AHostLostAnInstanceThatDidNotArriveOrTheFirstToFail) {
+  const Topology t = layout(4, {"h1", "h2"});  // slots 0, 1 on h1; 2, 3 on h2
+  JobOutcome o;
+  o.end = JobEnd::InstanceFailed;
+  o.instance = 0;
+  // The first to fail, when nothing else is known.
+  FailureBlame b = blameFailure(o, t, {0, 1, 2, 3});
+  EXPECT_EQ(b.kind, BlameKind::FirstToFail);
+  EXPECT_EQ(b.slots, std::vector<int>{0});
+  // Instance 0 reported that instance 3 did not arrive: 3 is the suspect, not 0.
+  o.didNotArrive = {3};
+  b = blameFailure(o, t, {0, 1, 2, 3});
+  EXPECT_EQ(b.kind, BlameKind::DidNotArrive);
+  EXPECT_EQ(b.slots, std::vector<int>{3});
+  // Every instance of h2 did not arrive: h2 is lost.
+  o.didNotArrive = {2, 3};
+  b = blameFailure(o, t, {0, 1, 2, 3});
+  EXPECT_EQ(b.kind, BlameKind::HostLost);
+  EXPECT_EQ(b.host, "h2");
+  EXPECT_EQ(b.slots, (std::vector<int>{2, 3}));
+  // Instance indices of a shrunk attempt map to its slots.
+  o.didNotArrive = {1};
+  b = blameFailure(o, t, {1, 3});
+  EXPECT_EQ(b.kind, BlameKind::HostLost);
+  EXPECT_EQ(b.slots, std::vector<int>{3});
+  // On one host the instances that did not arrive are suspects, not a lost host.
+  o.didNotArrive = {0, 1, 2};
+  b = blameFailure(o, layout(4), {0, 1, 2, 3});
+  EXPECT_EQ(b.kind, BlameKind::DidNotArrive);
+  // mpirun's lost daemon wins over everything.
+  o.lostHost = "h1";
+  b = blameFailure(o, t, {0, 1, 2, 3});
+  EXPECT_EQ(b.kind, BlameKind::HostLost);
+  EXPECT_EQ(b.host, "h1");
+  EXPECT_EQ(b.slots, (std::vector<int>{0, 1}));
+  EXPECT_EQ(b.clue, "mpirun lost contact with it");
+  // A host the attempt does not use any more: ignored.
+  o.lostHost = "h9";
+  o.didNotArrive.clear();
+  EXPECT_EQ(blameFailure(o, t, {0, 1, 2, 3}).kind, BlameKind::FirstToFail);
+  o.instance.reset();
+  EXPECT_EQ(blameFailure(o, t, {0, 1, 2, 3}).kind, BlameKind::None);
+  EXPECT_EQ(describeSlots(t, {2, 3}), "slots 2, 3 (h2, IPUs 0, 1)");
+  EXPECT_EQ(describeSlots(t, {1}), "slot 1 (h1, IPUs 1)");
+}
+
+TEST(FailureClues, TheInstancesThatDidNotArriveAndTheHostMpirunLost) {
+  const std::string line =
+      "xtrain: error: allreduce #12 in group 'replicas-0' (size 4) timed out after 5000 ms: ranks "
+      "[2, 3] did not arrive";
+  EXPECT_EQ(instancesThatDidNotArrive(line, 4), (std::vector<int>{2, 3}));
+  // Another group size (a subgroup: its ranks are not the instances), a rank out of range, no
+  // ranks, another line.
+  EXPECT_TRUE(instancesThatDidNotArrive(line, 8).empty());
+  EXPECT_TRUE(instancesThatDidNotArrive("x in group 'g' (size 4) timed out after 1 ms: ranks [4] "
+                                        "did not arrive",
+                                        4)
+                  .empty());
+  EXPECT_TRUE(instancesThatDidNotArrive("x in group 'g' (size 4) timed out after 1 ms: ranks [] "
+                                        "did not arrive",
+                                        4)
+                  .empty());
+  EXPECT_TRUE(instancesThatDidNotArrive("ranks [1] did not arrive", 4).empty());
+  EXPECT_TRUE(instancesThatDidNotArrive("", 4).empty());
+  EXPECT_EQ(instancesThatDidNotArrive("b in group 'preemption' (size 2) timed out after 9 ms: "
+                                      "ranks [1] did not arrive\r",
+                                      2),
+            std::vector<int>{1});
+  EXPECT_EQ(hostLostByMpirun("  Remote daemon: [[43993,0],1] on node h2 \r"), "h2");
+  EXPECT_EQ(hostLostByMpirun("Remote daemon: [[43993,0],1]"), "");
+  EXPECT_EQ(hostLostByMpirun("on node h2"), "");
 }
 
 TEST(PlanShrink, KeepsADivisorOfTheJobWhenTheGlobalBatchIsKept) {
   const Topology t = layout(4);
   // 3 survivors do not divide 4: the highest-numbered other slot goes too.
-  ShrinkPlan p = planShrink(t, {0, 1, 2, 3}, 1, 2, KeepGlobalBatch::Accumulation);
+  ShrinkPlan p = planShrink(t, {0, 1, 2, 3}, {1}, 2, KeepGlobalBatch::Accumulation);
   EXPECT_FALSE(p.belowMinimum);
   EXPECT_EQ(p.keep, (std::vector<int>{0, 2}));
   EXPECT_EQ(p.alsoDropped, (std::vector<int>{3}));
-  p = planShrink(t, {0, 1, 2, 3}, 1, 2, KeepGlobalBatch::MicroBatch);
+  p = planShrink(t, {0, 1, 2, 3}, {1}, 2, KeepGlobalBatch::MicroBatch);
   EXPECT_EQ(p.keep, (std::vector<int>{0, 2}));
   // Without keeping it, only the failing slot goes.
-  p = planShrink(t, {0, 1, 2, 3}, 1, 2, KeepGlobalBatch::No);
+  p = planShrink(t, {0, 1, 2, 3}, {1}, 2, KeepGlobalBatch::No);
   EXPECT_EQ(p.keep, (std::vector<int>{0, 2, 3}));
   EXPECT_TRUE(p.alsoDropped.empty());
   // From 2 of 4 down to 1.
-  p = planShrink(t, {0, 2}, 0, 1, KeepGlobalBatch::Accumulation);
+  p = planShrink(t, {0, 2}, {0}, 1, KeepGlobalBatch::Accumulation);
   EXPECT_EQ(p.keep, (std::vector<int>{2}));
   // Never below --min-instances: every current slot stays.
-  p = planShrink(t, {0, 1, 2, 3}, 1, 3, KeepGlobalBatch::Accumulation);
+  p = planShrink(t, {0, 1, 2, 3}, {1}, 3, KeepGlobalBatch::Accumulation);
   EXPECT_TRUE(p.belowMinimum);
   EXPECT_EQ(p.keep, (std::vector<int>{0, 1, 2, 3}));
-  p = planShrink(t, {0, 2}, 2, 2, KeepGlobalBatch::No);
+  p = planShrink(t, {0, 2}, {2}, 2, KeepGlobalBatch::No);
   EXPECT_TRUE(p.belowMinimum);
 }
 
 TEST(PlanShrink, TheFailingSlotsHostMatesGoFirst) {
   // Slots 0, 1 on h1 and 2, 3 on h2: slot 2 keeps failing, so h2's slot 3 goes with it.
   const Topology t = layout(4, {"h1", "h2"});
-  const ShrinkPlan p = planShrink(t, {0, 1, 2, 3}, 2, 1, KeepGlobalBatch::Accumulation);
+  ShrinkPlan p = planShrink(t, {0, 1, 2, 3}, {2}, 1, KeepGlobalBatch::Accumulation);
   EXPECT_EQ(p.keep, (std::vector<int>{0, 1}));
   EXPECT_EQ(p.alsoDropped, (std::vector<int>{3}));
+  // A lost host: both its slots at once.
+  p = planShrink(t, {0, 1, 2, 3}, {2, 3}, 2, KeepGlobalBatch::Accumulation);
+  EXPECT_EQ(p.keep, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(p.alsoDropped.empty());
 }
 
 TEST(TopologyOfSlots, KeepsHostsAndIpusAndRenumbers) {
@@ -110,7 +194,8 @@ class XrunShrink : public ::testing::Test {
     fs::create_directory(tmp_);
     fs::create_directory(dir_ + "/locks");  // a pool of its own: the IPUs are 0, 1, 2, 3
     // Records what each instance sees in $D/env-<restart>-<instance>, and on the IPU BAD_IPU (a
-    // broken slot) kills itself as it is about to train step KILL_AT (xtrain's test hook).
+    // broken slot) kills itself as it is about to train step KILL_AT, or stops itself at step
+    // STOP_AT (xtrain's test hooks).
     wrapper_ = dir_ + "/wrapper";
     std::ofstream w(wrapper_);
     w << "#!/bin/sh\n"
@@ -121,7 +206,7 @@ class XrunShrink : public ::testing::Test {
          "\"$XTRAIN_JOB_ID\" > $D/env-$R-$I\n"
       << "if [ \"$XTRAIN_IPU_IDS\" = \"$BAD_IPU\" ]; then\n"
       << "  [ -n \"$KILL_AT\" ] || kill -9 $$\n"
-      << "  export XTRAIN_TEST_KILL_AT_STEP=$KILL_AT\n"
+      << "  export XTRAIN_TEST_KILL_AT_STEP=$KILL_AT XTRAIN_TEST_STOP_AT_STEP=$STOP_AT\n"
       << "fi\n"
       << "[ -n \"$KILL_AT\" ] || exit 0\n"
       << "exec " << XTRAIN_BIN_DIR << "/xtrain \"$@\"\n";
@@ -239,6 +324,30 @@ TEST_F(XrunShrink, FourInstancesShrinkToTwoAndEndWithTheWeightsOfAFullRunByMicro
   shrinkAndCompare("micro-batch", "--micro-batch-size 64 (was 32)");
 }
 
+TEST_F(XrunShrink, AnInstanceThatHangsIsBlamedNotThePeerThatReportsIt) {
+  // Slot 3 stops itself at step 7 of every attempt; a peer times out (2 s) naming it, and exits
+  // first: xrun blames slot 3, and drops it (and slot 2, for a divisor of 4) at the second
+  // restart.
+  std::vector<std::string> a{
+      "-n",        "4",  "--max-restarts", "3",  "--min-instances", "2",  "-x",
+      "BAD_IPU=3", "-x", "KILL_AT=1000",   "-x", "STOP_AT=7",       "-x", "XTRAIN_COMM_TIMEOUT=2"};
+  for (auto& w : training("hang")) a.push_back(w);
+  const ProcessResult r = xrun(a, 240);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("slot 3 (localhost, IPUs 3) did not arrive at a collective that the others "
+                       "waited for in 2 attempts in a row: dropping it and slot(s) 2 (with "
+                       "--keep-global-batch accumulation the instances must be a divisor of 4); "
+                       "starting 2 of the 4 instances (slots 0, 1) with XTRAIN_NUM_INSTANCES=2 "
+                       "XTRAIN_RESTART_COUNT=2"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(count(r.err, "xrun: restart "), 2u) << r.err;
+  EXPECT_EQ(seen(2, 1)["ipus"], "1");
+  EXPECT_TRUE(seen(2, 2).empty());
+  EXPECT_NE(r.out.find("[0] step     20/20"), std::string::npos) << r.out;
+  expectNothingLeft();
+}
+
 TEST_F(XrunShrink, WithoutKeepingTheBatchOnlyTheFailingSlotGoes) {
   // Slot 1 dies at once on every attempt; the others exit 0 (no KILL_AT: no training).
   const ProcessResult r = xrun({"-n", "4", "--max-restarts", "2", "--min-instances", "3",
@@ -327,7 +436,9 @@ TEST_F(XrunShrink, BadInputIsAUsageError) {
   EXPECT_NE(dry.out.find("XTRAIN_ORIGINAL_NUM_INSTANCES=4 XTRAIN_KEEP_GLOBAL_BATCH=accumulation"),
             std::string::npos)
       << dry.out;
-  EXPECT_NE(dry.out.find("dropped at the next restart, down to 2 instance(s)"), std::string::npos)
+  EXPECT_NE(
+      dry.out.find("dropped at the next restart, and a lost host at once, down to 2 instance(s)"),
+      std::string::npos)
       << dry.out;
   EXPECT_NE(runXrun({"--help"}).out.find("--min-instances M"), std::string::npos);
 }

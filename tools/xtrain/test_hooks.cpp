@@ -13,14 +13,14 @@ namespace xtrain::tools {
 
 namespace {
 
-std::optional<int64_t> killStep() {
-  const char* text = std::getenv("XTRAIN_TEST_KILL_AT_STEP");
+std::optional<int64_t> stepOf(const char* variable) {
+  const char* text = std::getenv(variable);
   if (text == nullptr || *text == '\0') return std::nullopt;
   int64_t step = -1;
   const char* end = text + std::strlen(text);
   auto [ptr, ec] = std::from_chars(text, end, step);
   if (ec != std::errc() || ptr != end || step < 0) {
-    throw error("XTRAIN_TEST_KILL_AT_STEP='{}' is not a step: expected a whole number >= 0", text);
+    throw error("{}='{}' is not a step: expected a whole number >= 0", variable, text);
   }
   return step;
 }
@@ -28,8 +28,10 @@ std::optional<int64_t> killStep() {
 }  // namespace
 
 void killSelfIfAskedAt(int64_t step) {
-  static const std::optional<int64_t> at = killStep();
-  if (at && *at == step) ::raise(SIGKILL);
+  static const std::optional<int64_t> killAt = stepOf("XTRAIN_TEST_KILL_AT_STEP");
+  static const std::optional<int64_t> stopAt = stepOf("XTRAIN_TEST_STOP_AT_STEP");
+  if (killAt && *killAt == step) ::raise(SIGKILL);
+  if (stopAt && *stopAt == step) ::raise(SIGSTOP);
 }
 
 }  // namespace xtrain::tools

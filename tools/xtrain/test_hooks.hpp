@@ -1,5 +1,5 @@
-// Hooks for tests that need an instance to die at an exact point of training, which a test cannot
-// hit reliably from outside on a busy machine. Inert unless the variable is set.
+// Hooks for tests that need an instance to die or hang at an exact point of training, which a test
+// cannot hit reliably from outside on a busy machine. Inert unless the variable is set.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,8 @@ namespace xtrain::tools {
 // (0-based, so after S steps and the checkpoints they wrote), like a crash or the OOM killer.
 // Used by the restart tests of xrun (tests/launcher/xrun_restart_test.cpp), which set it for one
 // instance of the first attempt only. Throws xtrain::error (exit 2) when the value is not a step.
+// XTRAIN_TEST_STOP_AT_STEP=S: at the same point the process stops itself (SIGSTOP), like an
+// instance that hangs: its peers time out in their next collective (the shrink tests).
 void killSelfIfAskedAt(int64_t step);
 
 }  // namespace xtrain::tools
