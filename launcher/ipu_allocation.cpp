@@ -55,7 +55,8 @@ IpuReservations reserveFreeIpus(const device::PoolConfig& pool, int count, int b
   device::ensureLockDir(pool);
   std::vector<int> firsts;
   std::vector<std::unique_ptr<device::IpuLock>> held;
-  for (int first = 0; first + blockSize <= pool.numIpus && static_cast<int>(firsts.size()) < count;) {
+  for (int first = 0;
+       first + blockSize <= pool.numIpus && static_cast<int>(firsts.size()) < count;) {
     auto block = tryReserveBlock(pool, first, blockSize, holder);
     if (block.empty()) {
       first += align;

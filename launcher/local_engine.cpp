@@ -247,8 +247,9 @@ class Supervisor {
   bool stderrBroken_ = false;
 
   StopReason stopReason_ = StopReason::None;
-  int stopSignal_ = 0;  // Signal: which one xrun received
-  int warnedWith_ = 0;  // the first SIGUSR1/SIGUSR2 xrun forwarded, if any
+  int stopSignal_ = 0;          // Signal: which one xrun received
+  int warnedWith_ = 0;          // the first SIGUSR1/SIGUSR2 xrun forwarded, if any
+  bool growRequested_ = false;  // SIGUSR1 sent for --grow-after (not a warning xrun received)
   int firstFailure_ = -1;
   int startExitCode_ = 1;  // when an instance could not be started
   int runningAtFailure_ = 0;
@@ -547,6 +548,9 @@ void Supervisor::beginStop(StopReason reason, int termSignal) {
                   reasons[static_cast<int>(reason)],
                   termSignal == 0 ? "nothing" : signalName(termSignal), seconds));
   if (termSignal != 0) signalGroups(termSignal);
+  // A stopped process (SIGSTOP, a debugger's, Ctrl-Z's) acts on a signal only once continued: it
+  // would otherwise wait for the SIGKILL at the grace period's end (Slurm sends SIGCONT too).
+  if (termSignal != 0 && termSignal != SIGKILL) signalGroups(SIGCONT);
 }
 
 void Supervisor::reap() {
@@ -756,9 +760,23 @@ JobOutcome Supervisor::run() {
                              std::chrono::duration<double>(*spec_.timeoutSeconds));
   }
 
+  std::optional<Clock::time_point> growAt;
+  if (spec_.growAfterSeconds) {
+    growAt = start_ + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double>(*spec_.growAfterSeconds));
+  }
+
   for (;;) {
     reap();
     auto now = Clock::now();
+    if (stopReason_ == StopReason::None && growAt && !growRequested_ && now >= *growAt) {
+      // As a scheduler's warning would: the instances stop after a whole step, at a checkpoint.
+      message(spec_.growMessage);
+      growRequested_ = true;
+      for (auto& inst : instances_) {
+        if (!inst.reaped) ::kill(inst.pid, SIGUSR1);
+      }
+    }
     if (stopReason_ == StopReason::None && timeoutAt && now >= *timeoutAt) {
       message(format("the job reached --timeout {} s; stopping every instance",
                      spec_.timeoutShownSeconds.value_or(*spec_.timeoutSeconds)));
@@ -795,6 +813,9 @@ JobOutcome Supervisor::run() {
     }
     auto wake = now + std::chrono::seconds(1);
     if (stopReason_ == StopReason::None && timeoutAt) wake = std::min(wake, *timeoutAt);
+    if (stopReason_ == StopReason::None && growAt && !growRequested_) {
+      wake = std::min(wake, *growAt);
+    }
     if (stopReason_ != StopReason::None) wake = std::min(wake, now + std::chrono::milliseconds(20));
     int timeoutMs = static_cast<int>(std::max<long>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1));
@@ -902,6 +923,7 @@ JobOutcome Supervisor::finish() {
   outcome.forwardedSignal = warnedWith_;
   outcome.lostHost = lostHost_;
   outcome.didNotArrive = didNotArrive_;
+  outcome.growRequested = growRequested_;
   switch (stopReason_) {
     case StopReason::Failure: {
       if (firstFailure_ < 0) {

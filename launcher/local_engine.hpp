@@ -89,6 +89,11 @@ struct LocalJobSpec {
   // host). Read for the hang report (launcher/hang_report.hpp) when an instance fails after a
   // collective timed out or mismatched, when the timeout fires, and on SIGQUIT.
   std::string traceDir;
+  // Set (xrun --grow-after, on a shrunk attempt): after this long the instances are asked to stop
+  // at a checkpoint, with SIGUSR1 as a preemption warning, so that the job can start again on
+  // every slot; `growMessage` is the line xrun prints then.
+  std::optional<double> growAfterSeconds;
+  std::string growMessage;
   int stdoutFd = 1;  // where xrun prints instance stdout lines
   int stderrFd = 2;  // instance stderr lines and xrun's own messages
 };
@@ -120,6 +125,8 @@ struct JobOutcome {
   // InstanceFailed: the instances that an instance's collective timeout named as not arrived (the
   // first such report), else empty. The instance that reports a timeout is not its cause.
   std::vector<int> didNotArrive;
+  // The attempt was asked to stop so that the job could grow (LocalJobSpec::growAfterSeconds).
+  bool growRequested = false;
 };
 
 // Runs the job (the instances, or in engine mode the engine); returns how it ended, after the

@@ -185,6 +185,9 @@ const std::map<std::string, OptionSpec>& optionTable() {
     t["--min-instances"] = {true, [](Options& o, const std::string& n, const std::string& v) {
                               o.minInstances = parseInt(n, v, 1);
                             }};
+    t["--grow-after"] = {true, [](Options& o, const std::string& n, const std::string& v) {
+                           o.growAfterSeconds = parseSeconds(n, v);
+                         }};
     t["--keep-global-batch"] = {
         true, [](Options& o, const std::string& n, const std::string& v) {
           if (v == "accumulation")
@@ -321,9 +324,9 @@ Options parseOptions(const std::vector<std::string>& args) {
           "--min-instances applies to restarts (a job shrinks when it starts again), but "
           "--max-restarts is 0; give --max-restarts N too");
     }
-  } else if (o.keepGlobalBatch) {
-    throw UsageError(
-        "--keep-global-batch applies to a job that shrinks; give --min-instances M too");
+  } else if (o.keepGlobalBatch || o.growAfterSeconds) {
+    throw UsageError("{} applies to a job that shrinks; give --min-instances M too",
+                     o.keepGlobalBatch ? "--keep-global-batch" : "--grow-after");
   }
   if (o.onlyOutputFromInstance && *o.onlyOutputFromInstance >= o.numInstances) {
     throw UsageError("--only-output-from-instance {} names no instance: instances are 0..{}",
@@ -437,14 +440,19 @@ Restarts:
       --restart-delay SECONDS  wait that long before each restart (default 0)
       --restart-window SECONDS count only the failures of the last SECONDS against N
                                (default: every failure of the job counts)
-      --min-instances M        shrink: an instance slot that was the first to fail in
-                               2 attempts in a row is dropped at the next restart, and
-                               the job goes on with fewer instances, down to M
+      --min-instances M        shrink: an instance slot that was the first to fail, or
+                               hung, in 2 attempts in a row is dropped at the next
+                               restart (a lost host at once), and the job goes on with
+                               fewer instances, down to M
       --keep-global-batch K    accumulation|micro-batch|no (default accumulation): how
                                a shrunk xtrain keeps the global batch (it raises
                                --accumulation-factor or --micro-batch-size); with
                                accumulation or micro-batch the instance count stays a
                                divisor of -n
+      --grow-after SECONDS     grow back: after SECONDS on fewer instances, ask them
+                               to stop at a checkpoint (SIGUSR1, as a preemption) and
+                               start every slot again (the program must handle it,
+                               as xtrain does)
 
   -h, --help                   this text
       --version                xrun's version

@@ -77,6 +77,9 @@ struct Options {
   // restart, down to minInstances instances; unset: every restart starts every instance.
   std::optional<int> minInstances;
   std::optional<KeepGlobalBatch> keepGlobalBatch;  // default Accumulation (with minInstances)
+  // Growing back: an attempt that runs shrunk is asked, after this long, to stop at a checkpoint
+  // (SIGUSR1, the preemption request), and the job starts again on every slot. Unset: never.
+  std::optional<double> growAfterSeconds;
 
   std::vector<EnvAssignment> env;  // -x, in command-line order
   std::string commBackend = "auto";

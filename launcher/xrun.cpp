@@ -609,6 +609,21 @@ int runPlan(JobPlan plan) {
   for (int i = 0; i < full.numInstances; ++i) slots.push_back(i);
   SlotFailures slotFailures;
   const KeepGlobalBatch keep = o.keepGlobalBatch.value_or(KeepGlobalBatch::Accumulation);
+  // The next attempts run on `next` (ascending slots of `full`).
+  auto useSlots = [&](std::vector<int> next) {
+    slots = std::move(next);
+    plan.topology = topologyOfSlots(full, slots);
+    slotFailures.reset();
+    // Fewer (or more) instances per host: each gets more (fewer) threads, when xrun sets them.
+    const bool threadsSet = std::any_of(plan.threadEnv.begin(), plan.threadEnv.end(),
+                                        [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
+    plan.threadEnv = threadDefaults(currentEnviron(), plan.userEnv, plan.topology.instancesPerHost,
+                                    std::thread::hardware_concurrency());
+    if (!threadsSet) {
+      std::erase_if(plan.threadEnv, [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
+    }
+  };
+  std::vector<int> allSlots = slots;
   for (int attempt = 0;; ++attempt) {
     plan.job.restartCount = attempt;
     plan.job.rendezvousDir = attemptRendezvousDir(firstDir, attempt);
@@ -618,7 +633,26 @@ int runPlan(JobPlan plan) {
       spec.timeoutShownSeconds = o.timeoutSeconds;
     }
     spec.appendOutput = attempt > 0;  // --output-dir keeps every attempt's lines
+    const bool shrunk = slots.size() < allSlots.size();
+    if (o.growAfterSeconds && shrunk) {
+      spec.growAfterSeconds = *o.growAfterSeconds;
+      spec.growMessage = format(
+          "growing back: the job ran {} s on {} of its {} instances (slots {}); asking them to "
+          "stop at a checkpoint (SIGUSR1, as a preemption warning) to start all {} again",
+          *o.growAfterSeconds, slots.size(), full.numInstances, listSlots(slots),
+          full.numInstances);
+    }
     const JobOutcome outcome = runAttempt(plan, std::move(spec));
+    if (outcome.growRequested && outcome.end == JobEnd::Preempted &&
+        outcome.exitCode == kPreemptedExitCode) {
+      // Not a failure: the restart budget is not charged.
+      useSlots(allSlots);
+      printTo(2, format("xrun: growing back: every instance stopped at a checkpoint; starting all "
+                        "{} instances (slots {}) with XTRAIN_NUM_INSTANCES={} "
+                        "XTRAIN_RESTART_COUNT={}\n",
+                        full.numInstances, listSlots(slots), full.numInstances, attempt + 1));
+      continue;
+    }
     if (outcome.end != JobEnd::InstanceFailed) return outcome.exitCode;
     std::string failure = describeFailure(outcome, engineMode);
     const FailureBlame blame = blameFailure(outcome, full, slots);
@@ -682,19 +716,7 @@ int runPlan(JobPlan plan) {
                          "divisor of {})",
                          listSlots(shrink.alsoDropped), toString(keep), full.numInstances),
             shrink.keep.size(), full.numInstances, listSlots(shrink.keep), shrink.keep.size());
-        slots = shrink.keep;
-        plan.topology = topologyOfSlots(full, slots);
-        slotFailures.reset();
-        // Fewer instances per host: each gets more threads (when xrun sets them at all).
-        const bool threadsSet =
-            std::any_of(plan.threadEnv.begin(), plan.threadEnv.end(),
-                        [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
-        plan.threadEnv =
-            threadDefaults(currentEnviron(), plan.userEnv, plan.topology.instancesPerHost,
-                           std::thread::hardware_concurrency());
-        if (!threadsSet) {
-          std::erase_if(plan.threadEnv, [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
-        }
+        useSlots(shrink.keep);
       }
     }
     printTo(2, format("xrun: restart {} of {}: {}; {} XTRAIN_RESTART_COUNT={}{}{}\n", *k,

@@ -195,7 +195,7 @@ class XrunShrink : public ::testing::Test {
     fs::create_directory(dir_ + "/locks");  // a pool of its own: the IPUs are 0, 1, 2, 3
     // Records what each instance sees in $D/env-<restart>-<instance>, and on the IPU BAD_IPU (a
     // broken slot) kills itself as it is about to train step KILL_AT, or stops itself at step
-    // STOP_AT (xtrain's test hooks).
+    // STOP_AT (xtrain's test hooks), in the attempts before KILL_UNTIL (default: every one).
     wrapper_ = dir_ + "/wrapper";
     std::ofstream w(wrapper_);
     w << "#!/bin/sh\n"
@@ -204,7 +204,7 @@ class XrunShrink : public ::testing::Test {
       << "printf 'n=%s\\noriginal=%s\\nkeep=%s\\nipus=%s\\njob=%s\\n' \"$XTRAIN_NUM_INSTANCES\" "
          "\"$XTRAIN_ORIGINAL_NUM_INSTANCES\" \"$XTRAIN_KEEP_GLOBAL_BATCH\" \"$XTRAIN_IPU_IDS\" "
          "\"$XTRAIN_JOB_ID\" > $D/env-$R-$I\n"
-      << "if [ \"$XTRAIN_IPU_IDS\" = \"$BAD_IPU\" ]; then\n"
+      << "if [ \"$XTRAIN_IPU_IDS\" = \"$BAD_IPU\" ] && [ \"$R\" -lt \"${KILL_UNTIL:-99}\" ]; then\n"
       << "  [ -n \"$KILL_AT\" ] || kill -9 $$\n"
       << "  export XTRAIN_TEST_KILL_AT_STEP=$KILL_AT XTRAIN_TEST_STOP_AT_STEP=$STOP_AT\n"
       << "fi\n"
@@ -324,6 +324,55 @@ TEST_F(XrunShrink, FourInstancesShrinkToTwoAndEndWithTheWeightsOfAFullRunByMicro
   shrinkAndCompare("micro-batch", "--micro-batch-size 64 (was 32)");
 }
 
+TEST_F(XrunShrink, AShrunkJobGrowsBackAndEndsWithTheWeightsOfAFullRun) {
+  // Slot 1 dies at step 12 in attempts 0 and 1 (then the slot is healthy again): the job shrinks
+  // to slots 0 and 2 at restart 2, resumes at step 10, and 1 s later is asked to stop at a
+  // checkpoint (each step takes 200 ms or more); attempt 3 runs on all 4 slots again and finishes.
+  const ProcessResult whole = xrun([&] {
+    std::vector<std::string> a{"-n", "4", "-x", "KILL_AT=1000"};
+    for (auto& w : training("whole")) a.push_back(w);
+    return a;
+  }());
+  ASSERT_EQ(whole.exitCode, 0) << whole.err;
+  std::vector<std::string> a{"-n",
+                             "4",
+                             "--max-restarts",
+                             "2",
+                             "--min-instances",
+                             "2",
+                             "--grow-after",
+                             "1",
+                             "-x",
+                             "BAD_IPU=1",
+                             "-x",
+                             "KILL_AT=12",
+                             "-x",
+                             "KILL_UNTIL=2",
+                             "-x",
+                             "XTRAIN_TEST_STEP_DELAY_MS=200"};
+  for (auto& w : training("grown")) a.push_back(w);
+  const ProcessResult r = xrun(a, 240);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("xrun: growing back: the job ran 1 s on 2 of its 4 instances (slots 0, 2); "
+                       "asking them to stop at a checkpoint (SIGUSR1, as a preemption warning) to "
+                       "start all 4 again"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("xrun: growing back: every instance stopped at a checkpoint; starting all 4 "
+                       "instances (slots 0, 1, 2, 3) with XTRAIN_NUM_INSTANCES=4 "
+                       "XTRAIN_RESTART_COUNT=3"),
+            std::string::npos)
+      << r.err;
+  // Growing is not a failure: two restarts of a budget of 2 were enough.
+  EXPECT_EQ(count(r.err, "xrun: restart "), 2u) << r.err;
+  EXPECT_EQ(seen(2, 0)["n"], "2");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(seen(3, i)["n"], "4") << i;
+  EXPECT_EQ(seen(3, 1)["ipus"], "1");
+  EXPECT_NE(r.out.find("[0] step     20/20"), std::string::npos) << r.out;
+  xtrain::testing::expectSameInitializers(dir_ + "/whole.onnx", dir_ + "/grown.onnx", 1e-5);
+  expectNothingLeft();
+}
+
 TEST_F(XrunShrink, AnInstanceThatHangsIsBlamedNotThePeerThatReportsIt) {
   // Slot 3 stops itself at step 7 of every attempt; a peer times out (2 s) naming it, and exits
   // first: xrun blames slot 3, and drops it (and slot 2, for a divisor of 4) at the second
@@ -419,6 +468,10 @@ TEST_F(XrunShrink, BadInputIsAUsageError) {
        "--keep-global-batch must be one of accumulation, micro-batch, no; got 'yes'"},
       {{"-n", "4", "--max-restarts", "1", "--keep-global-batch", "no"},
        "--keep-global-batch applies to a job that shrinks; give --min-instances M too"},
+      {{"-n", "4", "--max-restarts", "1", "--grow-after", "10"},
+       "--grow-after applies to a job that shrinks; give --min-instances M too"},
+      {{"-n", "4", "--max-restarts", "1", "--min-instances", "2", "--grow-after", "0"},
+       "--grow-after expects a positive number of seconds (e.g. 30 or 0.5), got '0'"},
       {{"-n", "2", "-x", "XTRAIN_ORIGINAL_NUM_INSTANCES=4"},
        "-x XTRAIN_ORIGINAL_NUM_INSTANCES: xrun sets XTRAIN_ORIGINAL_NUM_INSTANCES"},
   };

@@ -3,9 +3,11 @@
 #include <signal.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "xtrain/error.hpp"
 
@@ -20,7 +22,7 @@ std::optional<int64_t> stepOf(const char* variable) {
   const char* end = text + std::strlen(text);
   auto [ptr, ec] = std::from_chars(text, end, step);
   if (ec != std::errc() || ptr != end || step < 0) {
-    throw error("{}='{}' is not a step: expected a whole number >= 0", variable, text);
+    throw error("{}='{}' is not a whole number >= 0", variable, text);
   }
   return step;
 }
@@ -30,6 +32,8 @@ std::optional<int64_t> stepOf(const char* variable) {
 void killSelfIfAskedAt(int64_t step) {
   static const std::optional<int64_t> killAt = stepOf("XTRAIN_TEST_KILL_AT_STEP");
   static const std::optional<int64_t> stopAt = stepOf("XTRAIN_TEST_STOP_AT_STEP");
+  static const std::optional<int64_t> delayMs = stepOf("XTRAIN_TEST_STEP_DELAY_MS");
+  if (delayMs) std::this_thread::sleep_for(std::chrono::milliseconds(*delayMs));
   if (killAt && *killAt == step) ::raise(SIGKILL);
   if (stopAt && *stopAt == step) ::raise(SIGSTOP);
 }

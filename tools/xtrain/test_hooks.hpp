@@ -12,6 +12,8 @@ namespace xtrain::tools {
 // instance of the first attempt only. Throws xtrain::error (exit 2) when the value is not a step.
 // XTRAIN_TEST_STOP_AT_STEP=S: at the same point the process stops itself (SIGSTOP), like an
 // instance that hangs: its peers time out in their next collective (the shrink tests).
+// XTRAIN_TEST_STEP_DELAY_MS=T: sleeps T ms before every step, so that a test can act while a short
+// job still trains (the grow test asks a job to stop after a time).
 void killSelfIfAskedAt(int64_t step);
 
 }  // namespace xtrain::tools
