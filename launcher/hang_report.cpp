@@ -119,13 +119,18 @@ std::string bytesText(uint64_t b) {
   return format("{} B", b);
 }
 
+bool isCreation(const TracedCollective& c) {
+  return c.op == trace::kCreateOp;
+}
+
 std::string name(const TracedCollective& c) {
+  if (isCreation(c)) return format("the creation of group {}", c.group);
   return format("{} #{} on group {}", c.op, c.seq, c.group);
 }
 
 // name() with the debug name: "allReduce #3 'gradient bucket of w' on group world".
 std::string fullName(const TracedCollective& c) {
-  if (c.label.empty()) return name(c);
+  if (c.label.empty() || isCreation(c)) return name(c);
   return format("{} #{} '{}' on group {}", c.op, c.seq, c.label, c.group);
 }
 
@@ -150,12 +155,17 @@ bool stopped(const InstanceTrace& t) {
   return t.processState == 'T' || t.processState == 't';
 }
 
-// The latest collective of `t` in `group` (highest sequence number), if any.
+// Where a collective stands in its group: the creation first, then the sequence numbers.
+uint64_t position(const TracedCollective& c) {
+  return isCreation(c) ? 0 : c.seq + 1;
+}
+
+// The latest collective of `t` in `group` (highest position), if any.
 const TracedCollective* latestIn(const InstanceTrace& t, const std::string& group) {
   const TracedCollective* best = nullptr;
   for (const auto& c : t.collectives) {
-    if (c.group == group &&
-        (best == nullptr || c.seq > best->seq || (c.seq == best->seq && c.ticket > best->ticket))) {
+    if (c.group == group && (best == nullptr || position(c) > position(*best) ||
+                             (position(c) == position(*best) && c.ticket > best->ticket))) {
       best = &c;
     }
   }
@@ -269,16 +279,16 @@ std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
     const TracedCollective* c = latestIn(t, group);
     if (c != nullptr && c->size == n && c->rank == t.instance) world = true;
   }
-  uint64_t seq = 0;
+  uint64_t latest = 0;  // the furthest position any member reached
   for (const auto& t : traces) {
-    if (const TracedCollective* c = latestIn(t, group)) seq = std::max(seq, c->seq);
+    if (const TracedCollective* c = latestIn(t, group)) latest = std::max(latest, position(*c));
   }
   std::vector<int> missing;
   std::vector<std::pair<int, const TracedCollective*>> present;
   for (const auto& t : traces) {
     const TracedCollective* c = latestIn(t, group);
     if (c == nullptr && !world) continue;
-    if (c == nullptr || c->seq < seq) {
+    if (c == nullptr || position(*c) < latest) {
       missing.push_back(t.instance);
     } else {
       present.emplace_back(t.instance, c);
@@ -306,7 +316,7 @@ std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
     });
     std::sort(missing.begin(), missing.end());
   }
-  // A mismatch: the members at `seq` called different collectives (or sizes).
+  // A mismatch: the members at `latest` called different collectives (or sizes).
   auto signature = [](const TracedCollective* c) { return c->op + "/" + std::to_string(c->bytes); };
   std::map<std::string, std::vector<int>> bySignature;
   for (const auto& [i, c] : present) bySignature[signature(c)].push_back(i);

@@ -1,16 +1,17 @@
 #include "comm/backend.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 
-#include <unistd.h>
-
 #include "comm/backends/gloo/gloo.hpp"
 #include "comm/backends/inproc/inproc.hpp"
 #include "comm/backends/mpi/mpi.hpp"
 #include "comm/backends/shm/shm.hpp"
+#include "comm/collective_trace.hpp"
 #include "comm/host.hpp"
 #include "xtrain/logging.hpp"
 
@@ -41,8 +42,7 @@ std::string chooseBackend(const CommConfig& c) {
   if (c.size == 1) return "inproc";
   const Milliseconds timeout = c.timeout ? *c.timeout : defaultTimeout();
   const std::string prefix = "auto/" + c.name + "/";
-  c.store->set(prefix + std::to_string(c.rank),
-               hostIdentity() + "|" + std::to_string(::getpid()));
+  c.store->set(prefix + std::to_string(c.rank), hostIdentity() + "|" + std::to_string(::getpid()));
   std::vector<std::string> keys;
   for (int r = 0; r < c.size; ++r) keys.push_back(prefix + std::to_string(r));
   try {
@@ -125,7 +125,26 @@ std::shared_ptr<Communicator> createCommunicator(const CommConfig& config,
   }
   logging::comm::debug("rank {} of {} joins group '{}' with backend {}", config.rank, config.size,
                        config.name, name);
-  return factory(config);
+  // The creation is recorded like a collective, so that xrun's hang report sees a member that
+  // never arrives at it (docs/launcher-environment.md, "Hang reports").
+  CollectiveTrace* trace = CollectiveTrace::process();
+  const uint64_t ticket =
+      trace != nullptr ? trace->enter(config.name, config.rank, config.size, trace::kCreateOp, 0, 0)
+                       : 0;
+  auto ended = [&](trace::State state, trace::Failure how) {
+    if (trace != nullptr) trace->end(ticket, state, how);
+  };
+  try {
+    auto communicator = factory(config);
+    ended(trace::State::Finished, trace::Failure::None);
+    return communicator;
+  } catch (const CommTimeoutError&) {
+    ended(trace::State::Failed, trace::Failure::Timeout);
+    throw;
+  } catch (...) {
+    ended(trace::State::Failed, trace::Failure::Other);
+    throw;
+  }
 }
 
 }  // namespace xtrain::comm

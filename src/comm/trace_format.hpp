@@ -23,6 +23,10 @@ inline constexpr char kMagic[8] = {'X', 'T', 'R', 'C', 'O', 'L', 'L', '1'};
 inline constexpr uint32_t kVersion = 1;
 inline constexpr uint32_t kSlots = 256;
 inline constexpr const char* kFilePrefix = "collective-trace-";
+// The op of a communicator's creation (the rendezvous of its members, comm/backend.hpp's
+// createCommunicator), recorded with sequence number 0 before its collectives: a member that never
+// arrives there leaves the others waiting in it.
+inline constexpr const char* kCreateOp = "create";
 
 enum class State : uint32_t { Empty = 0, Entered = 1, Finished = 2, Failed = 3 };
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/trace_format.hpp"
 #include "process_helpers.hpp"
 
 namespace xtrain::launcher::testing {
@@ -93,6 +94,38 @@ TEST(HangVerdict, NamesTheInstanceThatNeverEntered) {
   const std::string two = hangVerdict(traces, start + 30 * kSecond);
   EXPECT_EQ(two.rfind("instances 1, 2 never entered allReduce #812 on group world", 0), 0u) << two;
   EXPECT_NE(two.find("instance 2: no trace"), std::string::npos) << two;
+}
+
+TEST(HangVerdict, NamesTheInstanceThatNeverJoinedAGroup) {
+  // Instances 0, 1, 3 are creating group 'preemption' (its members' rendezvous); 2 never came.
+  auto traces = worldJob(4, 5);
+  const int64_t start = 5 * kSecond;
+  for (int i : {0, 1, 3}) {
+    traces[i].collectives.push_back(
+        collective(5, trace::kCreateOp, 0, trace::State::Entered, start, 0, "preemption", i, 4, 0));
+  }
+  const std::string v = hangVerdict(traces, start + 30 * kSecond);
+  EXPECT_EQ(v.rfind("instance 2 never entered the creation of group preemption (the others waited "
+                    "30 s)",
+                    0),
+            0u)
+      << v;
+  // Instance 2 is still creating it while the others are in its first collective: behind, not a
+  // mismatch.
+  traces[2].collectives.push_back(
+      collective(5, trace::kCreateOp, 0, trace::State::Entered, start, 0, "preemption", 2, 4, 0));
+  for (int i : {0, 1, 3}) {
+    traces[i].collectives.back().state = trace::State::Finished;
+    traces[i].collectives.back().endNs = start + 1000;
+    traces[i].collectives.push_back(collective(6, "allReduce", 0, trace::State::Entered,
+                                               start + kSecond, 0, "preemption", i, 4));
+  }
+  const std::string behind = hangVerdict(traces, start + 31 * kSecond);
+  EXPECT_EQ(behind.rfind("instance 2 never entered allReduce #0 on group preemption", 0), 0u)
+      << behind;
+  EXPECT_NE(behind.find("instance 2: its last collective is the creation of group preemption"),
+            std::string::npos)
+      << behind;
 }
 
 TEST(HangVerdict, AnInstanceThatEnteredAfterTheOthersGaveUpWasNotThere) {
@@ -256,6 +289,22 @@ TEST_P(HangReportStopped, NamesTheStoppedInstance) {
   const auto lines = splitLines(r.err);
   ASSERT_FALSE(lines.empty());
   EXPECT_NE(lines.back().find("the first to fail"), std::string::npos) << lines.back();
+  expectReportedGone(r.err);
+}
+
+TEST_P(HangReportStopped, NamesTheInstanceThatNeverJoinedAGroup) {
+  fs::create_directory(dir_ + "/ipus");
+  auto r = runXrun({"-n", "4", "--comm-backend", GetParam(), "--grace-period", "1", "-x",
+                    "XTRAIN_COMM_TIMEOUT=4", workerPath(), "hang-join", "2"},
+                   60, env());
+  fs::remove_all(dir_ + "/ipus");
+  ASSERT_FALSE(r.timedOut) << r.err;
+  EXPECT_EQ(r.exitCode, 3) << r.err;
+  EXPECT_NE(r.err.find("xrun: verdict: instance 2 never entered the creation of group late (the "
+                       "others waited 4."),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("it is stopped (pid "), std::string::npos) << r.err;
   expectReportedGone(r.err);
 }
 

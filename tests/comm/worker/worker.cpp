@@ -12,6 +12,8 @@
 // For xrun's hang report (tests/launcher/hang_report_test.cpp), over createWorldCommunicator() (so
 // XTRAIN_COMM_TIMEOUT bounds each collective):
 //   xrun -n 4 xtrain_comm_worker hang 2        (instance 2 SIGSTOPs itself before allReduce #12)
+//   xrun -n 4 xtrain_comm_worker hang-join 2   (instance 2 SIGSTOPs itself before joining group
+//                                               'late', which the others are creating)
 //   xrun -n 3 xtrain_comm_worker mismatch      (instance 1 calls broadcast #12, the others
 //                                               allReduce #12)
 //   xrun -n 3 xtrain_comm_worker spin 3        (all-reduces for 3 s, printing "spinning" once)
@@ -640,6 +642,29 @@ int hang(int stopper) {
   return 0;
 }
 
+// Instance `stopper` stops itself (SIGSTOP) before it joins a second group, 'late', that every
+// instance creates after three all-reduces on the world: the others wait in the group's creation.
+int hangJoin(int stopper) {
+  auto comm = createWorldCommunicator();
+  float x = 1.0f;
+  try {
+    for (int i = 0; i < 3; ++i) comm->allReduceSync(viewOf(&x, 1, DataType::FLOAT));
+    if (comm->rank() == stopper) {
+      std::fprintf(stderr, "instance %d: SIGSTOP to myself before joining group 'late'\n", stopper);
+      std::fflush(stderr);
+      ::raise(SIGSTOP);
+    }
+    WorldOptions late;
+    late.name = "late";
+    auto second = createWorldCommunicator(late);
+    second->allReduceSync(viewOf(&x, 1, DataType::FLOAT));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "instance %d: %s\n", comm->rank(), e.what());
+    return 3;
+  }
+  return 0;
+}
+
 // Instance 1 calls broadcast where the others call allReduce (#12).
 int mismatch() {
   auto comm = createWorldCommunicator();
@@ -703,6 +728,9 @@ int spin(double seconds) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "hang") return hang(argc > 2 ? std::atoi(argv[2]) : 1);
+  if (argc > 1 && std::string(argv[1]) == "hang-join") {
+    return hangJoin(argc > 2 ? std::atoi(argv[2]) : 1);
+  }
   if (argc > 1 && std::string(argv[1]) == "mismatch") return mismatch();
   if (argc > 1 && std::string(argv[1]) == "fail") {
     const int code = argc > 3 ? std::atoi(argv[3]) : 7;
