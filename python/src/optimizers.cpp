@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +36,18 @@ std::string typeName(py::handle v) {
 std::string joined(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// The shortest decimal form that reads back as the same float32 ("0.1", not "0.10000000149").
+std::string shortFloat(float f) {
+  char buf[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eni") == std::string::npos) s += ".0";
   return s;
 }
 
@@ -197,8 +211,7 @@ void bindValues(py::module_& m) {
       "__ne__", [](const OptimizerValue& a, const OptimizerValue& b) { return !(a == b); },
       py::is_operator());
   ov.def("__repr__", [](const OptimizerValue& v) {
-    return "OptimizerValue(" + std::string(py::repr(py::float_(v.val()))) + ", " +
-           (v.isConst() ? "True" : "False") + ")";
+    return "OptimizerValue(" + shortFloat(v.val()) + ", " + (v.isConst() ? "True" : "False") + ")";
   });
 
   py::class_<OptimizerValueMap> map(
@@ -251,11 +264,10 @@ void bindClipNormSettings(py::module_& m) {
       py::is_operator());
   cls.def("__repr__", [](const ClipNormSettings& c) {
     if (c.getMode() == ClipNormSettings::Mode::ClipAllWeights) {
-      return "ClipNormSettings.clipAllWeights(" +
-             std::string(py::repr(py::float_(c.getMaxNorm()))) + ")";
+      return "ClipNormSettings.clipAllWeights(" + shortFloat(c.getMaxNorm()) + ")";
     }
     return "ClipNormSettings.clipWeights(" + std::string(py::repr(py::cast(c.getWeightIds()))) +
-           ", " + std::string(py::repr(py::float_(c.getMaxNorm()))) + ")";
+           ", " + shortFloat(c.getMaxNorm()) + ")";
   });
 }
 
@@ -267,7 +279,8 @@ void valueMapGetter(py::class_<O, Optimizer>& cls, const char* name, const char*
 
 void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
   py::class_<SGD, Optimizer> sgd(m, "SGD", "Stochastic Gradient Descent (SGD) optimizer.");
-  sgd.def(py::init([](py::handle pyd, py::handle clipNorms, SGDAccumulatorAndMomentum,
+  // PopART's form: a dict (a non-dict first argument goes on to the next form).
+  sgd.def(py::init([](const py::dict& pyd, py::handle clipNorms, SGDAccumulatorAndMomentum,
                       py::handle accumType, py::handle accl1Type, py::handle /*debugContext*/) {
             const ValueMap values = toValueMap(pyd, "SGD", mapKeys<SGD>());
             auto clips = toClipNorms(clipNorms, "SGD(clip_norm_settings=...)");
@@ -286,10 +299,18 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
           py::arg("accumulatorAndMomentum") = SGDAccumulatorAndMomentum::Combined,
           py::arg("accumType") = dataTypeDefault(m, "UNDEFINED"),
           py::arg("accl1Type") = dataTypeDefault(m, "UNDEFINED"), py::arg("debugContext") = "sgd");
-  // xtrain's C++ constructor: every value by keyword (a float is constant, a tuple (v, isConst)).
+  // C++'s constructor, in its argument order (a float is constant, a tuple is (value, isConst)):
+  // SGD(0.01) as in the "Executing graphs" chapter, SGD(defaultMomentum=0.9).
   const SGD d;
   sgd.def(py::init([](py::handle lr, py::handle wd, py::handle mm, py::handle dm, py::handle vs,
                       py::handle ls, py::handle nesterov, py::handle clipNorms) {
+            if (!(py::isinstance<OptimizerValue>(lr) || isNumber(lr) ||
+                  py::isinstance<py::tuple>(lr))) {
+              throw py::type_error(
+                  "SGD: expected a dict {name: (float, bool)} or a learning rate (a float, a "
+                  "tuple (float, bool) or an OptimizerValue) as the first argument, got " +
+                  typeName(lr));
+            }
             return SGD(toOptimizerValue(lr, "SGD(defaultLearningRate=...)"),
                        toOptimizerValue(wd, "SGD(defaultWeightDecay=...)"),
                        toOptimizerValue(mm, "SGD(defaultMomentum=...)"),
@@ -299,7 +320,7 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
                        toBool(nesterov, "SGD(nesterov=...)"),
                        toClipNorms(clipNorms, "SGD(clip_norm_settings=...)"));
           }),
-          py::kw_only(), py::arg("defaultLearningRate") = d.defaults().learningRate,
+          py::arg("defaultLearningRate") = d.defaults().learningRate,
           py::arg("defaultWeightDecay") = d.defaults().weightDecay,
           py::arg("defaultMomentum") = d.defaults().momentum,
           py::arg("defaultDampening") = d.defaults().dampening,

@@ -20,6 +20,9 @@ class OptimizerValueTest(unittest.TestCase):
         self.assertEqual(popart.OptimizerValue(0.5, True), popart.OptimizerValue(0.5))
         self.assertNotEqual(popart.OptimizerValue(0.5, False), popart.OptimizerValue(0.5))
         self.assertEqual(repr(popart.OptimizerValue(0.5, False)), "OptimizerValue(0.5, False)")
+        self.assertEqual(repr(popart.OptimizerValue(0.1)), "OptimizerValue(0.1, True)")
+        self.assertEqual(repr(popart.OptimizerValue(1e-6)), "OptimizerValue(1e-06, True)")
+        self.assertEqual(repr(popart.OptimizerValue(3)), "OptimizerValue(3.0, True)")
         with self.assertRaises(TypeError):
             popart.OptimizerValue("0.5")
 
@@ -123,6 +126,12 @@ class SGDTest(unittest.TestCase):
         self.check(opt, "nesterov", (1.0, True))
         self.assertEqual(opt.getLossScalingVal(), 4.0)
         self.check(popart.SGD(), "learningRates", (0.1, False))
+        # The chapter's popart.SGD(stepLr), and C++'s argument order.
+        self.check(popart.SGD(0.05), "learningRates", (0.05, True))
+        opt = popart.SGD((0.05, False), 0.001, 0.9)
+        self.check(opt, "learningRates", (0.05, False))
+        self.check(opt, "weightDecays", (0.001, True))
+        self.check(opt, "momentums", (0.9, True))
         with self.assertRaisesRegex(TypeError, "nesterov"):
             popart.SGD(nesterov=1)
         with self.assertRaisesRegex(TypeError, "defaultWeightDecay"):
