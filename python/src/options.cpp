@@ -9,6 +9,7 @@
 // __dict__, so setting an unknown attribute raises AttributeError naming it (as PopART does).
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -352,11 +353,116 @@ void bindAutomaticLossScalingSettings(py::module_& m) {
            "The factor applied to the scale after a non-finite step (xtrain).");
 }
 
+// PopART's SessionOptions members that xtrain's C++ SessionOptions does not have
+// (popart-python-api.txt, and the Poplar option dicts of the "Executing graphs" chapter): reading
+// or setting one raises AttributeError saying that it is not implemented, rather than only that the
+// attribute does not exist (docs/python.md, "## SessionOptions").
+const std::vector<std::string>& popartOnlyOptions() {
+  static const std::vector<std::string> names = {
+      "accumulateOuterFragmentSettings",
+      "aliasZeroCopy",
+      "autoRecomputation",
+      "autodiffSettings",
+      "batchSerializationSettings",
+      "cachePath",
+      "compileEngine",
+      "constantWeights",
+      "convolutionOptions",
+      "createHostTransferableTensorWithOffset",
+      "createImplicitPipeliningFwdOnlyProgram",
+      "customCodeletCompileFlags",
+      "customCodelets",
+      "decomposeGradSum",
+      "delayVarUpdates",
+      "disableGradAccumulationTensorStreams",
+      "disableOptimizerStateTensorStreams",
+      "dotChecks",
+      "dotOpNames",
+      "enableConstantFoldingOfMultipleConsumers",
+      "enableEfficientOverlapIOTopoCons",
+      "enableEngineCaching",
+      "enableExplicitIR",
+      "enableExplicitMainLoops",
+      "enableFloatingPointChecks",
+      "enableFullyConnectedPass",
+      "enableLoadAndOffloadRNGState",
+      "enableMergeExchange",
+      "enableNonStableSoftmax",
+      "enableOutliningCopyCostPruning",
+      "enableStableNorm",
+      "enableSupportedDataTypeCasting",
+      "enableVariablesCaching",
+      "engineOptions",
+      "ensureFp32LossScaleTensor",
+      "executionPhaseSettings",
+      "experimentalSettings",
+      "explicitRecomputation",
+      "exportPoplarComputationGraph",
+      "exportPoplarVertexGraph",
+      "finalDotOp",
+      "firstDotOp",
+      "gclOptions",
+      "groupHostSync",
+      "instrumentWithHardwareCycleCounter",
+      "kahnTieBreaker",
+      "lstmOptions",
+      "matmulOptions",
+      "mergeVarUpdate",
+      "mergeVarUpdateMemThreshold",
+      "numIOTiles",
+      "opxAliasChecking",
+      "opxModifyChecking",
+      "outlineSequenceBreakCost",
+      "outlineThreshold",
+      "partialsTypeMatMuls",
+      "rearrangeAnchorsOnHost",
+      "rearrangeStreamsOnHost",
+      "reportOptions",
+      "separateCallOpPdfs",
+      "serializedPoprithmsAnnealGraphsDir",
+      "serializedPoprithmsShiftGraphsDir",
+      "stashAllTensorsInferencePipeline",
+      "strictOpVersions",
+      "subgraphCopyingStrategy",
+      "swapLimitScheduler",
+      "tensorLocationSettingsOverride",
+      "throwIfLog2ScaleTensorNotInRange",
+      "timeLimitScheduler",
+      "updatableNamedBuffers",
+      "useHostCopyOps",
+      "useLoopCandidateCreator",
+      "virtualGraphSplitRatios",
+  };
+  return names;
+}
+
+[[noreturn]] void notImplemented(const std::string& name) {
+  throw py::attribute_error("SessionOptions." + name +
+                            ": PopART's option is not implemented in xtrain (its SessionOptions "
+                            "has no such member; see docs/python.md)");
+}
+
+bool isPopartOnly(const std::string& name) {
+  const auto& n = popartOnlyOptions();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
 void bindSessionOptions(py::module_& m) {
   using S = SessionOptions;
   py::class_<S> cls(m, "SessionOptions",
                     "PopART's session options that xtrain honours (docs/session-options.md).");
   cls.def(py::init<>());
+  // Only for the names above; every other attribute behaves as on any pybind11 class.
+  cls.def("__getattr__", [](py::handle /*self*/, const std::string& name) -> py::object {
+    if (isPopartOnly(name)) notImplemented(name);
+    throw py::attribute_error("'SessionOptions' object has no attribute '" + name + "'");
+  });
+  cls.def("__setattr__", [](py::handle self, py::str name, py::handle value) {
+    if (isPopartOnly(name.cast<std::string>())) notImplemented(name.cast<std::string>());
+    if (PyObject_GenericSetAttr(self.ptr(), name.ptr(), value.ptr()) != 0) {
+      throw py::error_already_set();
+    }
+  });
   property(cls, "enableReplicatedGraphs", &S::enableReplicatedGraphs,
            "Enable replication of graphs. Default: False.");
   property(cls, "replicatedGraphCount", &S::replicatedGraphCount,
