@@ -51,19 +51,34 @@ std::string shortFloat(float f) {
   return s;
 }
 
+bool isBool(py::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  const std::string t = typeName(v);
+  return t == "bool_" || t == "bool";
+}
+
+// A real number: float, int, or a numpy scalar of either kind (not bool, complex or str).
 bool isNumber(py::handle v) {
-  return (py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)) &&
-         !py::isinstance<py::bool_>(v);
+  if (isBool(v) || PyComplex_Check(v.ptr()) || PyUnicode_Check(v.ptr())) return false;
+  if (PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr())) return true;
+  auto* nb = Py_TYPE(v.ptr())->tp_as_number;
+  return nb != nullptr && nb->nb_float != nullptr;
+}
+
+float toFloat(py::handle v) {
+  const double d = PyFloat_AsDouble(v.ptr());
+  if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+  return static_cast<float>(d);
 }
 
 // An OptimizerValue from an OptimizerValue, a number (constant) or a (number, bool) tuple.
 OptimizerValue toOptimizerValue(py::handle v, const std::string& what) {
   if (py::isinstance<OptimizerValue>(v)) return v.cast<OptimizerValue>();
-  if (isNumber(v)) return OptimizerValue(v.cast<float>(), true);
+  if (isNumber(v)) return OptimizerValue(toFloat(v), true);
   if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {
     py::sequence s = py::reinterpret_borrow<py::sequence>(v);
-    if (s.size() == 2 && isNumber(s[0]) && py::isinstance<py::bool_>(s[1])) {
-      return OptimizerValue(s[0].cast<float>(), s[1].cast<bool>());
+    if (s.size() == 2 && isNumber(s[0]) && isBool(s[1])) {
+      return OptimizerValue(toFloat(s[0]), PyObject_IsTrue(s[1].ptr()) == 1);
     }
   }
   throw py::type_error(what +
@@ -184,10 +199,8 @@ std::vector<ClipNormSettings> toClipNorms(py::handle v, const std::string& what)
 }
 
 bool toBool(py::handle v, const std::string& what) {
-  if (!py::isinstance<py::bool_>(v)) {
-    throw py::type_error(what + ": expected bool, got " + typeName(v));
-  }
-  return v.cast<bool>();
+  if (!isBool(v)) throw py::type_error(what + ": expected bool, got " + typeName(v));
+  return PyObject_IsTrue(v.ptr()) == 1;
 }
 
 // PopART's SGDAccumulatorAndMomentum: how PopART lays out SGD's accumulator and velocity tensors.
@@ -358,7 +371,7 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
            auto num = [](py::handle v, const char* what) {
              if (!isNumber(v))
                throw py::type_error(std::string(what) + ": expected float, got " + typeName(v));
-             return v.cast<float>();
+             return toFloat(v);
            };
            ConstSGD c = ConstSGDWithClips(
                num(lr, "ConstSGD(learning_rate=...)"), num(wd, "ConstSGD(weight_decay=...)"),

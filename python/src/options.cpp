@@ -37,32 +37,45 @@ std::string typeName(py::handle v) {
   return py::str(py::type::handle_of(v).attr("__name__"));
 }
 
+// bool or numpy.bool_.
+bool isBool(py::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  const std::string t = typeName(v);
+  return t == "bool_" || t == "bool";
+}
+
+// A real number: float, int, or a numpy scalar of either kind (not bool, complex or str).
+bool isReal(py::handle v) {
+  if (isBool(v) || PyComplex_Check(v.ptr()) || PyUnicode_Check(v.ptr())) return false;
+  if (PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr())) return true;
+  auto* nb = Py_TYPE(v.ptr())->tp_as_number;
+  return nb != nullptr && nb->nb_float != nullptr;
+}
+
 // `what` (e.g. "SessionOptions.replicatedGraphCount") is named in every error.
 template <class T>
 T fromPython(py::handle v, const std::string& what) {
   if constexpr (std::is_same_v<T, bool>) {
-    if (!py::isinstance<py::bool_>(v)) {
-      throw py::type_error(what + ": expected bool, got " + typeName(v));
-    }
-    return v.cast<bool>();
+    if (!isBool(v)) throw py::type_error(what + ": expected bool, got " + typeName(v));
+    return PyObject_IsTrue(v.ptr()) == 1;
   } else if constexpr (std::is_integral_v<T>) {
-    if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)) {
+    // int, or an integer type such as numpy.int64 (__index__), but not bool.
+    if (!PyIndex_Check(v.ptr()) || isBool(v)) {
       throw py::type_error(what + ": expected int, got " + typeName(v));
     }
+    auto iv = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+    if (!iv) throw py::error_already_set();
     // Range check in Python's arbitrary precision before narrowing.
     py::int_ lo(static_cast<long long>(std::numeric_limits<T>::min()));
     py::int_ hi(static_cast<unsigned long long>(std::numeric_limits<T>::max()));
-    if (v < lo || v > hi) {
-      throw py::value_error(what + ": " + std::string(py::str(v)) + " is out of range [" +
+    if (iv < lo || iv > hi) {
+      throw py::value_error(what + ": " + std::string(py::str(iv)) + " is out of range [" +
                             std::string(py::str(lo)) + ", " + std::string(py::str(hi)) + "]");
     }
-    return v.cast<T>();
+    return iv.cast<T>();
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (!(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)) ||
-        py::isinstance<py::bool_>(v)) {
-      throw py::type_error(what + ": expected float, got " + typeName(v));
-    }
-    return v.cast<T>();
+    if (!isReal(v)) throw py::type_error(what + ": expected float, got " + typeName(v));
+    return static_cast<T>(PyFloat_AsDouble(v.ptr()));
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!py::isinstance<py::str>(v)) {
       throw py::type_error(what + ": expected str, got " + typeName(v));

@@ -112,6 +112,17 @@ class SGDTest(unittest.TestCase):
         self.check(opt, "learningRates", (0.2, True))
         self.check(opt, "momentums", (0.5, False))
 
+    def test_numpy_scalars(self):
+        import numpy as np
+        opt = popart.SGD({"defaultLearningRate": (np.float32(0.25), np.bool_(False)),
+                          "defaultMomentum": np.float64(0.5)})
+        self.check(opt, "learningRates", (0.25, False))
+        self.check(opt, "momentums", (0.5, True))
+        self.check(popart.SGD(np.float32(0.5)), "learningRates", (0.5, True))
+        self.check(popart.ConstSGD(np.float32(0.5)), "learningRates", (0.5, True))
+        with self.assertRaisesRegex(TypeError, "defaultMomentum"):
+            popart.SGD({"defaultMomentum": (np.bool_(True), True)})
+
     def test_invalid_values_raise(self):
         with self.assertRaisesRegex(Exception, "momentum"):
             popart.SGD({"defaultMomentum": (1.5, True)})

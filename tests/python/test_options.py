@@ -155,6 +155,22 @@ class SessionOptionsTest(unittest.TestCase):
                     getattr(opts, name)
                 self.assertFalse(hasattr(opts, name))
 
+    def test_numpy_scalars(self):
+        import numpy as np
+        opts = popart.SessionOptions()
+        opts.replicatedGraphCount = np.int64(4)
+        self.assertEqual(opts.replicatedGraphCount, 4)
+        opts.enableReplicatedGraphs = np.bool_(True)
+        self.assertIs(opts.enableReplicatedGraphs, True)
+        opts.automaticLossScalingSettings.growthFactor = np.float32(3.0)
+        self.assertEqual(opts.automaticLossScalingSettings.growthFactor, 3.0)
+        with self.assertRaisesRegex(TypeError, "SessionOptions.replicatedGraphCount"):
+            opts.replicatedGraphCount = np.float64(4.0)
+        with self.assertRaisesRegex(TypeError, "SessionOptions.enableReplicatedGraphs"):
+            opts.enableReplicatedGraphs = np.int64(1)
+        with self.assertRaisesRegex(TypeError, "AutomaticLossScalingSettings.growthFactor"):
+            opts.automaticLossScalingSettings.growthFactor = np.bool_(True)
+
     def test_integer_out_of_range(self):
         opts = popart.SessionOptions()
         with self.assertRaisesRegex(ValueError, "SessionOptions.replicatedGraphCount"):
