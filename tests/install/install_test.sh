@@ -3,7 +3,9 @@
 # find_package(xtrain), runs the training script alone and under xrun (2x2 and 4x1), and checks the saved
 # models exist. Then builds examples/custom_op (a custom op in a shared library of its own, loaded by a
 # training program) against the same package and runs it: it checks the op's gradient against finite
-# differences and that training lowers the loss.
+# differences and that training lowers the loss. Last, the Python package: importable from
+# <prefix>/lib/python3/dist-packages with the build tree out of sight (its libraries found through the
+# installed rpath).
 # Usage: install_test.sh <source dir> <build dir>
 set -euo pipefail
 src=$1
@@ -26,4 +28,16 @@ cmake -S "$src/examples/custom_op" -B "$work/custom_op" -DCMAKE_PREFIX_PATH="$wo
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/custom_op" -j2 >/dev/null
 timeout 300 "$work/custom_op/train"
-echo "install test: built and ran examples/mlp_training (alone and under xrun) and examples/custom_op against the installed package"
+python_done=""
+if [ -d "$work/prefix/lib/python3/dist-packages/xtrain" ]; then
+  mv "$build/lib" "$build/lib.hidden"
+  set +e
+  (cd "$work" && env -u PYTHONPATH PYTHONPATH="$work/prefix/lib/python3/dist-packages" \
+    /usr/bin/python3 -c 'import xtrain as popart, sys; assert popart.SessionOptions; print(popart.__file__)')
+  ok=$?
+  set -e
+  mv "$build/lib.hidden" "$build/lib"
+  [ $ok -eq 0 ] || { echo "install test: the installed Python package does not import"; exit 1; }
+  python_done=" and imported the Python package"
+fi
+echo "install test: built and ran examples/mlp_training (alone and under xrun) and examples/custom_op against the installed package$python_done"
