@@ -12,6 +12,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cctype>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,6 +106,16 @@ inline std::optional<pybind11::dtype> tryNumpyDtypeOf(DataType t) {
 inline pybind11::dtype numpyDtypeOf(DataType t, const std::string& what) {
   if (auto d = tryNumpyDtypeOf(t)) return *d;
   throw pybind11::type_error(what + ": DataType " + dataTypeName(t) + " has no NumPy dtype");
+}
+
+// PopART's lower-case type names (TensorInfo.data_type_lcase, Builder.getTensorDtypeString):
+// NumPy's names where NumPy has the type ("float32", "float64", "int32", ...).
+inline std::string dataTypeLowerName(DataType t) {
+  if (t == DataType::FLOAT) return "float32";
+  if (t == DataType::DOUBLE) return "float64";
+  std::string s = dataTypeName(t);
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
 }
 
 // ---- Python values -> DataType and Shape (TensorInfo, the Builder, the sessions) ----

@@ -19,19 +19,6 @@ namespace xtrain::python {
 
 namespace {
 
-// PopART's lower-case names: NumPy's where NumPy has the type ("float32", "float64", ...).
-std::string lowerCaseName(DataType t) {
-  switch (t) {
-    case DataType::FLOAT: return "float32";
-    case DataType::DOUBLE: return "float64";
-    default: break;
-  }
-  std::string s = dataTypeName(t);
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // PopART's C++ stream form: the type name padded to 8 characters, then "[2 3]".
 std::string popartString(const TensorInfo& info) {
   std::ostringstream os;
@@ -99,7 +86,7 @@ void bindTensors(py::module_& m) {
           py::arg("dataType"), py::arg("shape"))
       .def("dataType", &TensorInfo::dataType)
       .def("data_type", [](const TensorInfo& t) { return std::string(dataTypeName(t.dataType())); })
-      .def("data_type_lcase", [](const TensorInfo& t) { return lowerCaseName(t.dataType()); })
+      .def("data_type_lcase", [](const TensorInfo& t) { return dataTypeLowerName(t.dataType()); })
       .def("shape", [](const TensorInfo& t) { return t.shape(); })
       .def("rank", &TensorInfo::rank)
       .def("dim", &TensorInfo::dim, py::arg("i"))
