@@ -175,6 +175,14 @@ void bindAiOnnx11(py::module_& m) {
         return o.constant(arrayData(value, "constant: value", keep), d);
       },
       py::arg("value"), py::arg("is_value_sparse") = false, py::arg("debugContext") = "");
+  // constant(value, "name"), as PopART's own reshape_const calls it.
+  c.def(
+      "constant",
+      [](O& o, const py::object& value, const std::string& d) {
+        py::object keep;
+        return o.constant(arrayData(value, "constant: value", keep), d);
+      },
+      py::arg("value"), py::arg("debugContext"));
 
   py::class_<AiOnnxOpset12, AiOnnxOpset11>(m, "AiOnnxOpset12", "The ai.onnx opset 12 op builder.")
       .def("softmaxcrossentropyloss", &AiOnnxOpset12::softmaxcrossentropyloss, py::arg("args"),
