@@ -677,6 +677,10 @@ void bindBuilder(py::module_& m) {
   c.def("getInputTensorIds", [](PyBuilder& b) { return b.b().getInputTensorIds(); });
   c.def("getOutputTensorIds", [](PyBuilder& b) { return b.b().getOutputTensorIds(); });
   c.def("getTrainableTensorIds", [](PyBuilder& b) { return b.b().getTrainableTensorIds(); });
+  c.def("getValueTensorIds", [](PyBuilder& b) { return b.b().getValueTensorIds(); });
+  c.def(
+      "isInitializer", [](PyBuilder& b, const TensorId& id) { return b.b().isInitializer(id); },
+      py::arg("id"));
   c.def(
       "getTensorShape",
       [](PyBuilder& b, const TensorId& id) {
