@@ -545,9 +545,10 @@ void bindBuilder(py::module_& m) {
 
   py::class_<NameContextManager>(m, "NameContextManager")
       .def("__enter__",
-           [](NameContextManager& c) {
+           [](py::object self) {
+             auto& c = self.cast<NameContextManager&>();
              c.builder->b().pushNameScope(c.name);
-             return &c;
+             return self;
            })
       .def("__exit__", [](NameContextManager& c, const py::args&) {
         c.builder->b().popNameScope();
@@ -555,9 +556,10 @@ void bindBuilder(py::module_& m) {
       });
   py::class_<AttributeContextManager>(m, "AttributeContextManager")
       .def("__enter__",
-           [](AttributeContextManager& c) {
+           [](py::object self) {
+             auto& c = self.cast<AttributeContextManager&>();
              c.builder->scopes[c.attribute].push_back(c.value);
-             return &c;
+             return self;
            })
       .def("__exit__", [](AttributeContextManager& c, const py::args&) {
         auto& stack = c.builder->scopes[c.attribute];
@@ -747,12 +749,15 @@ void bindBuilder(py::module_& m) {
     const std::string attribute = a.attribute;
     const std::string method = std::string("Builder.") + a.method;
     // Context manager: with virtualGraph(value):
-    c.def(
-        a.method,
-        [attribute](PyBuilder& b, int64_t value) {
-          return attributeScope(b, attribute, py::int_(value));
-        },
-        py::arg("value"), py::keep_alive<0, 1>());
+    // (PopART's executionPhase(value=0) has a default; virtualGraph and pipelineStage do not.)
+    const auto scope = [attribute](PyBuilder& b, int64_t value) {
+      return attributeScope(b, attribute, py::int_(value));
+    };
+    if (attribute == "executionPhase") {
+      c.def(a.method, scope, py::arg("value") = 0, py::keep_alive<0, 1>());
+    } else {
+      c.def(a.method, scope, py::arg("value"), py::keep_alive<0, 1>());
+    }
     // Per node: virtualGraph(nodeOutputNames, value=0).
     c.def(
         a.method,

@@ -445,6 +445,11 @@ class AnnotationTest(unittest.TestCase):
         self.assertFalse(b.hasVirtualGraph() or b.hasPipelineStage() or b.hasExecutionPhase())
         with self.assertRaisesRegex(ValueError, "no virtualGraph context"):
             b.getVirtualGraph()
+        with b.executionPhase() as cm:
+            self.assertIsInstance(cm, popart.AttributeContextManager)
+            self.assertEqual(b.getExecutionPhase(), 0)
+        with b.nameScope("n") as cm:
+            self.assertIsInstance(cm, popart.NameContextManager)
         with b.schedulePriority(1.0), b.outlineAttributes({"a": "b"}), b.commGroup(1, 2):
             b.aiOnnx.relu([y])
         b.addOutputTensor(y)
