@@ -265,21 +265,42 @@ void bindAiGraphcore(py::module_& m) {
         py::arg("debugContext") = "");
   c.def(
       "init",
-      [](G& o, const std::vector<int64_t>& shape, int64_t data_type, int64_t init_type,
-         int64_t batch_axis,
-         const std::string& d) { return o.init(shape, data_type, init_type, batch_axis, d); },
+      [](G& o, const py::object& shape, int64_t data_type, int64_t init_type, int64_t batch_axis,
+         const std::string& d) {
+        return o.init(shapeFromPy(shape, "aiGraphcore.init: shape"), data_type, init_type,
+                      batch_axis, d);
+      },
       py::arg("shape"), py::arg("data_type"), py::arg("init_type"), py::arg("batch_axis"),
       py::arg("debugContext") = "");
   c.def(
       "init",
-      [](G& o, const std::vector<int64_t>& shape, int64_t data_type, int64_t init_type,
-         const std::string& d) { return o.init(shape, data_type, init_type, d); },
+      [](G& o, const py::object& shape, int64_t data_type, int64_t init_type,
+         const std::string& d) {
+        return o.init(shapeFromPy(shape, "aiGraphcore.init: shape"), data_type, init_type, d);
+      },
       py::arg("shape"), py::arg("data_type"), py::arg("init_type"), py::arg("debugContext") = "");
-  c.def("printtensor", &G::printtensor, py::arg("args"), py::arg("print_gradient") = 1,
-        py::arg("debugContext") = "", py::arg("title") = "", py::arg("summariseThreshold") = 1000,
-        py::arg("edgeItems") = 3, py::arg("maxLineWidth") = 75, py::arg("digits") = 8,
-        py::arg("floatFormat") = 0, py::arg("separator") = ' ', py::arg("openBracket") = '[',
-        py::arg("closeBracket") = ']');
+  c.def(
+      "printtensor",
+      [](G& o, const Ids& args, int64_t print_gradient, const std::string& d,
+         const std::string& title, int summariseThreshold, int edgeItems, int maxLineWidth,
+         int digits, int floatFormat, const std::string& separator, const std::string& openBracket,
+         const std::string& closeBracket) {
+        const auto oneChar = [](const std::string& v, const char* name) {
+          if (v.size() != 1) {
+            throw py::value_error(std::string("aiGraphcore.printtensor: ") + name + " '" + v +
+                                  "' is not one character");
+          }
+          return v[0];
+        };
+        return o.printtensor(args, print_gradient, d, title, summariseThreshold, edgeItems,
+                             maxLineWidth, digits, floatFormat, oneChar(separator, "separator"),
+                             oneChar(openBracket, "openBracket"),
+                             oneChar(closeBracket, "closeBracket"));
+      },
+      py::arg("args"), py::arg("print_gradient") = 1, py::arg("debugContext") = "",
+      py::arg("title") = "", py::arg("summariseThreshold") = 1000, py::arg("edgeItems") = 3,
+      py::arg("maxLineWidth") = 75, py::arg("digits") = 8, py::arg("floatFormat") = 0,
+      py::arg("separator") = " ", py::arg("openBracket") = "[", py::arg("closeBracket") = "]");
   c.def("reverse", &G::reverse, py::arg("args"), py::arg("dimensions"),
         py::arg("debugContext") = "");
   c.def("abort", &G::abort, py::arg("args") = std::vector<TensorId>(),

@@ -353,6 +353,10 @@ class AiGraphcoreOpsTest(unittest.TestCase):
         self.assertEqual(len(outs), 3)
         self.emit(outs[0], "GroupNormalization", num_groups=1)
         self.assertIsNone(g.abort())
+        with self.assertRaisesRegex(ValueError, "init: shape.*negative dimension -2"):
+            g.init([-2], int(popart.DataType.FLOAT), 0)
+        with self.assertRaisesRegex(ValueError, "separator 'ab' is not one character"):
+            g.printtensor([x], separator="ab")
 
     def test_collectives(self):
         g, x = self.g, self.x
