@@ -108,6 +108,16 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(inits["v_int32"].dtype, np.int32)
         self.assertNotIn("v_int32", b.getTrainableTensorIds())
 
+    def test_initializer_with_variable_settings(self):
+        # VariableSettings is bound by python/src/options.cpp; this branch may not have it yet.
+        if not hasattr(popart, "VariableSettings"):
+            self.skipTest("popart.VariableSettings is not bound in this build")
+        b = popart.Builder()
+        w = b.addInitializedInputTensor(np.ones([2], np.float32), popart.VariableSettings(), "w")
+        self.assertEqual(w, "w")
+        b.addOutputTensor(b.aiOnnx.identity([w]))
+        self.assertEqual([i.name for i in load(b).graph.initializer], ["w"])
+
     def test_from_bytes_and_file(self):
         b = popart.Builder()
         x = b.addInputTensor("FLOAT", [2], "x")
