@@ -86,6 +86,23 @@ class AnchorReturnTypeTest(unittest.TestCase):
         self.assertEqual(repr(e), 'AnchorReturnType("EVERYN", 4)')
         self.assertEqual(popart.AnchorReturnType(anchorReturnTypeString="EVERYN", returnPeriod=2).rp(), 2)
 
+    def test_tile_set_and_exchange_strategy(self):
+        # Only PopART's defaults (or None) are accepted: there are no IO tiles to use.
+        class Named:
+            def __init__(self, name):
+                self.name = name
+
+        a = popart.AnchorReturnType("ALL", tileSet=Named("Compute"),
+                                    exchangeStrategy=Named("JustInTime"))
+        self.assertEqual(a.id(), popart.AnchorReturnTypeId.All)
+        with self.assertRaisesRegex(ValueError, "tileSet .* is not implemented"):
+            popart.AnchorReturnType("ALL", tileSet=Named("IO"))
+        with self.assertRaisesRegex(ValueError, "exchangeStrategy .* is not implemented"):
+            popart.AnchorReturnType("EVERYN", 2, exchangeStrategy=Named("OverlapLoops"))
+        popart.InputSettings(Named("Compute"), Named("JustInTime"))
+        with self.assertRaisesRegex(ValueError, "InputSettings: tileSet .* is not implemented"):
+            popart.InputSettings(Named("IO"))
+
     def test_bad(self):
         with self.assertRaisesRegex(ValueError, "'BOTH'"):
             popart.AnchorReturnType("BOTH")
@@ -118,6 +135,8 @@ class DataFlowTest(unittest.TestCase):
                              anchorReturnType=popart.AnchorReturnType("SUM"))
         self.assertEqual(df.art("a").id(), popart.AnchorReturnTypeId.Sum)
         self.assertEqual(popart.DataFlow(1, {}).nAnchors(), 0)
+        self.assertEqual(repr(popart.DataFlow(2, {"a": popart.AnchorReturnType("FINAL")})),
+                         "DataFlow(2, {'a': AnchorReturnType(\"FINAL\")})")
 
     def test_bad(self):
         with self.assertRaisesRegex(TypeError, r"anchorTensors\['a'\] is 1"):
