@@ -444,6 +444,11 @@ class XTRAIN_API Builder {
   std::vector<TensorId> getOutputTensorIds() const;
   // Initializers of floating-point type.
   std::vector<TensorId> getTrainableTensorIds() const;
+  // Outputs of the model's nodes that are not graph outputs, in node order (PopART's value
+  // tensors: the intermediate tensors whose types shape inference records).
+  std::vector<TensorId> getValueTensorIds() const;
+  // True when id is an initializer of the model (a weight or a constant input).
+  bool isInitializer(const TensorId& id) const;
 
   // The serialized ModelProto (graph outputs carry their inferred types).
   std::string getModelProto();

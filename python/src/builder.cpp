@@ -1,7 +1,920 @@
+// Builder and its op builders (popart.Builder, popart.AiOnnxOpset11..17, popart.AiGraphcoreOpset1),
+// with PopART's names, keyword arguments and defaults. The Builder's attribute annotations that the
+// C++ Builder does not have (virtual graphs, pipeline stages, partials types, ...) are accepted and
+// recorded here without effect on the model; docs/python.md ("## Builder") lists them.
+#include "xtrain/builder.hpp"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "bindings.hpp"
+#include "numpy_types.hpp"
+
+namespace py = pybind11;
 
 namespace xtrain::python {
 
-void bindBuilder(pybind11::module_& /*m*/) {}
+namespace {
+
+constexpr int kDefaultAiOnnxOpset = 13;  // the C++ Builder's default
+constexpr int kMinAiOnnxOpset = 11;
+constexpr int kMaxAiOnnxOpset = 17;
+
+std::string reprOf(py::handle h) {
+  return py::repr(h).cast<std::string>();
+}
+
+[[noreturn]] void notImplemented(const std::string& what) {
+  PyErr_SetString(PyExc_NotImplementedError, (what + " is not implemented by xtrain").c_str());
+  throw py::error_already_set();
+}
+
+// The Python-side Builder: the C++ Builder plus the state PopART's Python Builder keeps (the chosen
+// ai.onnx version) and the annotations accepted without effect.
+struct PyBuilder {
+  std::unique_ptr<Builder> core;
+  int onnxVersion = 0;  // 0: not chosen yet
+  // Attribute context managers (virtualGraph(1), pipelineStage(0), ...): name -> stack of values.
+  std::map<std::string, std::vector<py::object>> scopes;
+  // Per-node annotations (virtualGraph(id, 1), setPartialsType(id, "HALF"), ...):
+  // name -> tensor id -> value.
+  std::map<std::string, std::map<TensorId, py::object>> nodeAttrs;
+
+  Builder& b() { return *core; }
+
+  void checkTensor(const TensorId& id, const std::string& what) const {
+    if (!core->hasTensor(id)) {
+      throw py::key_error(what + ": '" + id + "' is not a tensor of this model");
+    }
+  }
+};
+
+// A numpy array as a ConstVoidData (a C-contiguous copy when needed, kept alive by `keep`).
+ConstVoidData arrayData(const py::object& value, const std::string& what, py::object& keep) {
+  if (!py::isinstance<py::array>(value)) {
+    throw py::type_error(what + ": " + reprOf(py::type::of(value)) +
+                         " is not a numpy.ndarray (expected an array, e.g. numpy.zeros([2, 3], "
+                         "numpy.float32))");
+  }
+  const auto arr = py::reinterpret_borrow<py::array>(value);
+  const DataType t = dataTypeFromNumpy(arr.dtype(), what);
+  keep = py::module_::import("numpy").attr("ascontiguousarray")(arr);
+  const auto c = py::reinterpret_borrow<py::array>(keep);
+  Shape shape(c.shape(), c.shape() + c.ndim());
+  return ConstVoidData(c.data(), TensorInfo(t, shape));
+}
+
+// ---- op builders ----
+
+// The ops of ai.onnx opset 11, inherited by the later opsets.
+void bindAiOnnx11(py::module_& m) {
+  using O = AiOnnxOpset11;
+  using Ids = std::vector<TensorId>;
+  py::class_<O> c(m, "AiOnnxOpset11", "The ai.onnx opset 11 op builder (Builder.aiOnnxOpset11).");
+  c.def("getOpsetVersion", &O::getOpsetVersion);
+#define XTRAIN_UNARY(name)                                                                \
+  c.def(                                                                                  \
+      #name, [](O& o, const Ids& args, const std::string& d) { return o.name(args, d); }, \
+      py::arg("args"), py::arg("debugContext") = "")
+  XTRAIN_UNARY(add);
+  XTRAIN_UNARY(sub);
+  XTRAIN_UNARY(mul);
+  XTRAIN_UNARY(div);
+  XTRAIN_UNARY(pow);
+  XTRAIN_UNARY(sum);
+  XTRAIN_UNARY(neg);
+  XTRAIN_UNARY(exp);
+  XTRAIN_UNARY(log);
+  XTRAIN_UNARY(sqrt);
+  XTRAIN_UNARY(relu);
+  XTRAIN_UNARY(sigmoid);
+  XTRAIN_UNARY(tanh);
+  XTRAIN_UNARY(identity);
+  XTRAIN_UNARY(matmul);
+  XTRAIN_UNARY(reshape);
+  XTRAIN_UNARY(globalaveragepool);
+#undef XTRAIN_UNARY
+  c.def(
+      "cast",
+      [](O& o, const Ids& args, const std::string& to, const std::string& d) {
+        dataTypeFromPy(py::str(to), "aiOnnx.cast: to");  // a ValueError naming an unknown type
+        return o.cast(args, to, d);
+      },
+      py::arg("args"), py::arg("to"), py::arg("debugContext") = "");
+  // ONNX moved Softmax's default axis from 1 to -1 at opset 13: AiOnnxOpset13 redefines these.
+  c.def("softmax", &O::softmax, py::arg("args"), py::arg("axis") = 1, py::arg("debugContext") = "");
+  c.def("logsoftmax", &O::logsoftmax, py::arg("args"), py::arg("axis") = 1,
+        py::arg("debugContext") = "");
+  c.def("gemm", &O::gemm, py::arg("args"), py::arg("alpha") = 1.0f, py::arg("beta") = 1.0f,
+        py::arg("transA") = 0, py::arg("transB") = 0, py::arg("debugContext") = "");
+  c.def("flatten", &O::flatten, py::arg("args"), py::arg("axis") = 1, py::arg("debugContext") = "");
+  c.def("transpose", &O::transpose, py::arg("args"), py::arg("perm") = std::vector<int64_t>(),
+        py::arg("debugContext") = "");
+  c.def("concat", &O::concat, py::arg("args"), py::arg("axis"), py::arg("debugContext") = "");
+  c.def("split", &O::split, py::arg("args"), py::arg("num_outputs"), py::arg("axis") = 0,
+        py::arg("split") = std::vector<int64_t>(), py::arg("debugContext") = "");
+  c.def(
+      "slice", [](O& o, const Ids& args, const std::string& d) { return o.slice(args, d); },
+      py::arg("args"), py::arg("debugContext") = "");
+  c.def(
+      "slice",
+      [](O& o, const Ids& args, const std::vector<int64_t>& starts,
+         const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+         const std::vector<int64_t>& steps,
+         const std::string& d) { return o.slice(args, starts, ends, axes, steps, d); },
+      py::arg("args"), py::arg("starts"), py::arg("ends"), py::arg("axes") = std::vector<int64_t>(),
+      py::arg("steps") = std::vector<int64_t>(), py::arg("debugContext") = "");
+  c.def("squeeze", &O::squeeze, py::arg("args"), py::arg("axes") = std::vector<int64_t>(),
+        py::arg("debugContext") = "");
+  c.def("unsqueeze", &O::unsqueeze, py::arg("args"), py::arg("axes"), py::arg("debugContext") = "");
+  c.def("gather", &O::gather, py::arg("args"), py::arg("axis") = 0, py::arg("debugContext") = "");
+  c.def(
+      "reducesum",
+      [](O& o, const Ids& args, const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
+         const std::string& d) {
+        return o.reducesum(args, axes.value_or(std::vector<int64_t>{}), keepdims, d);
+      },
+      py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1,
+      py::arg("debugContext") = "");
+  c.def(
+      "reducemean",
+      [](O& o, const Ids& args, const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
+         const std::string& d) {
+        return o.reducemean(args, axes.value_or(std::vector<int64_t>{}), keepdims, d);
+      },
+      py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1,
+      py::arg("debugContext") = "");
+  c.def("batchnormalization", &O::batchnormalization, py::arg("args"), py::arg("num_outputs"),
+        py::arg("epsilon") = 1e-05f, py::arg("momentum") = 0.9f, py::arg("debugContext") = "");
+  c.def("conv", &O::conv, py::arg("args"), py::arg("dilations") = std::vector<int64_t>(),
+        py::arg("group") = 1, py::arg("kernel_shape") = std::vector<int64_t>(),
+        py::arg("pads") = std::vector<int64_t>(), py::arg("strides") = std::vector<int64_t>(),
+        py::arg("debugContext") = "");
+  c.def("maxpool", &O::maxpool, py::arg("args"), py::arg("num_outputs"), py::arg("kernel_shape"),
+        py::arg("ceil_mode") = 0, py::arg("dilations") = std::vector<int64_t>(),
+        py::arg("pads") = std::vector<int64_t>(), py::arg("storage_order") = 0,
+        py::arg("strides") = std::vector<int64_t>(), py::arg("debugContext") = "");
+  c.def("averagepool", &O::averagepool, py::arg("args"), py::arg("kernel_shape"),
+        py::arg("ceil_mode") = 0, py::arg("count_include_pad") = 0,
+        py::arg("pads") = std::vector<int64_t>(), py::arg("strides") = std::vector<int64_t>(),
+        py::arg("debugContext") = "");
+  c.def("dropout", &O::dropout, py::arg("args"), py::arg("num_outputs"), py::arg("ratio") = 0.5f,
+        py::arg("debugContext") = "");
+  c.def(
+      "constant",
+      [](O& o, const py::object& value, bool is_value_sparse, const std::string& d) {
+        if (is_value_sparse) notImplemented("constant(is_value_sparse=True)");
+        py::object keep;
+        return o.constant(arrayData(value, "constant: value", keep), d);
+      },
+      py::arg("value"), py::arg("is_value_sparse") = false, py::arg("debugContext") = "");
+  // constant(value, "name"), as PopART's own reshape_const calls it.
+  c.def(
+      "constant",
+      [](O& o, const py::object& value, const std::string& d) {
+        py::object keep;
+        return o.constant(arrayData(value, "constant: value", keep), d);
+      },
+      py::arg("value"), py::arg("debugContext"));
+
+  py::class_<AiOnnxOpset12, AiOnnxOpset11>(m, "AiOnnxOpset12", "The ai.onnx opset 12 op builder.")
+      .def("softmaxcrossentropyloss", &AiOnnxOpset12::softmaxcrossentropyloss, py::arg("args"),
+           py::arg("num_outputs") = 1, py::arg("ignore_index") = py::none(),
+           py::arg("reduction") = "mean", py::arg("debugContext") = "");
+  py::class_<AiOnnxOpset13, AiOnnxOpset12>(m, "AiOnnxOpset13", "The ai.onnx opset 13 op builder.")
+      .def("softmax", &O::softmax, py::arg("args"), py::arg("axis") = -1,
+           py::arg("debugContext") = "")
+      .def("logsoftmax", &O::logsoftmax, py::arg("args"), py::arg("axis") = -1,
+           py::arg("debugContext") = "");
+  py::class_<AiOnnxOpset14, AiOnnxOpset13>(m, "AiOnnxOpset14", "The ai.onnx opset 14 op builder.");
+  py::class_<AiOnnxOpset15, AiOnnxOpset14>(m, "AiOnnxOpset15", "The ai.onnx opset 15 op builder.");
+  py::class_<AiOnnxOpset16, AiOnnxOpset15>(m, "AiOnnxOpset16", "The ai.onnx opset 16 op builder.");
+  py::class_<AiOnnxOpset17, AiOnnxOpset16>(m, "AiOnnxOpset17", "The ai.onnx opset 17 op builder.")
+      .def("layernormalization", &AiOnnxOpset17::layernormalization, py::arg("args"),
+           py::arg("num_outputs") = 1, py::arg("axis") = -1, py::arg("epsilon") = 1e-05f,
+           py::arg("stash_type") = 1, py::arg("debugContext") = "");
+}
+
+// A CommGroup or ReplicaGrouping argument of the replicated collectives (None: all replicas).
+template <typename F>
+TensorId withGroup(const py::object& group, const std::string& what, F&& f) {
+  if (group.is_none()) return f(CommGroup());
+  try {
+    return f(group.cast<CommGroup>());
+  } catch (const py::cast_error&) {
+  }
+  try {
+    return f(group.cast<ReplicaGrouping>());
+  } catch (const py::cast_error&) {
+  }
+  throw py::type_error(what + ": commGroup " + reprOf(group) +
+                       " is not a CommGroup or a ReplicaGrouping");
+}
+
+CollectiveOperator collectiveOf(const py::object& op, const std::string& what) {
+  if (op.is_none()) return CollectiveOperator::Add;
+  try {
+    return op.cast<CollectiveOperator>();
+  } catch (const py::cast_error&) {
+    throw py::type_error(what + ": collectiveOperator " + reprOf(op) +
+                         " is not a CollectiveOperator");
+  }
+}
+
+void bindAiGraphcore(py::module_& m) {
+  using G = AiGraphcoreOpset1;
+  using Ids = std::vector<TensorId>;
+  py::class_<G> c(m, "AiGraphcoreOpset1",
+                  "The ai.graphcore opset 1 op builder (Builder.aiGraphcore).");
+  c.def("getOpsetVersion", &G::getOpsetVersion);
+  c.def("identityloss", &G::identityloss, py::arg("args"),
+        py::arg("reduction") = ReductionType::Mean, py::arg("debugContext") = "");
+  c.def("nllloss", &G::nllloss, py::arg("args"), py::arg("reduction") = ReductionType::Mean,
+        py::arg("ignoreIndex") = py::none(), py::arg("inputIsLogProbability") = false,
+        py::arg("debugContext") = "");
+  c.def("l1loss", &G::l1loss, py::arg("args"), py::arg("lambda"),
+        py::arg("reduction") = ReductionType::Mean, py::arg("debugContext") = "");
+#define XTRAIN_UNARY(name)                                                                \
+  c.def(                                                                                  \
+      #name, [](G& o, const Ids& args, const std::string& d) { return o.name(args, d); }, \
+      py::arg("args"), py::arg("debugContext") = "")
+  XTRAIN_UNARY(gelu);
+  XTRAIN_UNARY(detach);
+  XTRAIN_UNARY(nop);
+  XTRAIN_UNARY(remainder);
+  XTRAIN_UNARY(fmod);
+  XTRAIN_UNARY(round);
+#undef XTRAIN_UNARY
+  c.def("scale", &G::scale, py::arg("args"), py::arg("scale"), py::arg("debugContext") = "");
+  c.def("scaledadd", &G::scaledadd, py::arg("args"), py::arg("scale0") = 1.0f,
+        py::arg("scale1") = 1.0f, py::arg("debugContext") = "");
+  c.def("dynamicslice", &G::dynamicslice, py::arg("args"), py::arg("axes"), py::arg("sizes"),
+        py::arg("noOverlap") = 0, py::arg("debugContext") = "");
+  c.def("dynamicupdate", &G::dynamicupdate, py::arg("args"), py::arg("axes"), py::arg("sizes"),
+        py::arg("noOverlap") = 0, py::arg("debugContext") = "");
+  c.def("dynamiczero", &G::dynamiczero, py::arg("args"), py::arg("axes"), py::arg("sizes"),
+        py::arg("debugContext") = "");
+  c.def("dynamicadd", &G::dynamicadd, py::arg("args"), py::arg("axes"), py::arg("sizes"),
+        py::arg("debugContext") = "");
+  c.def(
+      "init",
+      [](G& o, const py::object& shape, int64_t data_type, int64_t init_type, int64_t batch_axis,
+         const std::string& d) {
+        return o.init(shapeFromPy(shape, "aiGraphcore.init: shape"), data_type, init_type,
+                      batch_axis, d);
+      },
+      py::arg("shape"), py::arg("data_type"), py::arg("init_type"), py::arg("batch_axis"),
+      py::arg("debugContext") = "");
+  c.def(
+      "init",
+      [](G& o, const py::object& shape, int64_t data_type, int64_t init_type,
+         const std::string& d) {
+        return o.init(shapeFromPy(shape, "aiGraphcore.init: shape"), data_type, init_type, d);
+      },
+      py::arg("shape"), py::arg("data_type"), py::arg("init_type"), py::arg("debugContext") = "");
+  c.def(
+      "printtensor",
+      [](G& o, const Ids& args, int64_t print_gradient, const std::string& d,
+         const std::string& title, int summariseThreshold, int edgeItems, int maxLineWidth,
+         int digits, int floatFormat, const std::string& separator, const std::string& openBracket,
+         const std::string& closeBracket) {
+        const auto oneChar = [](const std::string& v, const char* name) {
+          if (v.size() != 1) {
+            throw py::value_error(std::string("aiGraphcore.printtensor: ") + name + " '" + v +
+                                  "' is not one character");
+          }
+          return v[0];
+        };
+        return o.printtensor(args, print_gradient, d, title, summariseThreshold, edgeItems,
+                             maxLineWidth, digits, floatFormat, oneChar(separator, "separator"),
+                             oneChar(openBracket, "openBracket"),
+                             oneChar(closeBracket, "closeBracket"));
+      },
+      py::arg("args"), py::arg("print_gradient") = 1, py::arg("debugContext") = "",
+      py::arg("title") = "", py::arg("summariseThreshold") = 1000, py::arg("edgeItems") = 3,
+      py::arg("maxLineWidth") = 75, py::arg("digits") = 8, py::arg("floatFormat") = 0,
+      py::arg("separator") = " ", py::arg("openBracket") = "[", py::arg("closeBracket") = "]");
+  c.def("reverse", &G::reverse, py::arg("args"), py::arg("dimensions"),
+        py::arg("debugContext") = "");
+  c.def("abort", &G::abort, py::arg("args") = std::vector<TensorId>(),
+        py::arg("debugContext") = "");
+  c.def("groupnormalization", &G::groupnormalization, py::arg("args"), py::arg("num_groups"),
+        py::arg("epsilon") = 1e-05f, py::arg("debugContext") = "");
+  c.def(
+      "replicatedallreduce",
+      [](G& o, const Ids& args, const py::object& op, const py::object& group,
+         const std::string& d) {
+        const auto cop = collectiveOf(op, "replicatedallreduce");
+        return withGroup(group, "replicatedallreduce",
+                         [&](const auto& g) { return o.replicatedallreduce(args, cop, g, d); });
+      },
+      py::arg("args"), py::arg("collectiveOperator") = py::none(),
+      py::arg("commGroup") = py::none(), py::arg("debugContext") = "");
+  c.def(
+      "replicatedreducescatter",
+      [](G& o, const Ids& args, const py::object& op, const py::object& group,
+         const std::string& d) {
+        const auto cop = collectiveOf(op, "replicatedreducescatter");
+        return withGroup(group, "replicatedreducescatter",
+                         [&](const auto& g) { return o.replicatedreducescatter(args, cop, g, d); });
+      },
+      py::arg("args"), py::arg("collectiveOperator") = py::none(),
+      py::arg("commGroup") = py::none(), py::arg("debugContext") = "");
+  c.def(
+      "replicatedallgather",
+      [](G& o, const Ids& args, const py::object& group, const std::string& d) {
+        return withGroup(group, "replicatedallgather",
+                         [&](const auto& g) { return o.replicatedallgather(args, g, d); });
+      },
+      py::arg("args"), py::arg("commGroup") = py::none(), py::arg("debugContext") = "");
+}
+
+// ---- context managers ----
+
+// `with builder.nameScope("x"):` pushes a name scope on entry and pops it on exit.
+struct NameContextManager {
+  PyBuilder* builder;
+  std::string name;
+};
+
+// `with builder.virtualGraph(1):` and the other attribute context managers: recorded on the
+// Builder's stacks (getVirtualGraph() reads them), no effect on the model.
+struct AttributeContextManager {
+  PyBuilder* builder;
+  std::string attribute;
+  py::object value;
+};
+
+py::object current(PyBuilder& b, const std::string& attribute, const char* what) {
+  const auto it = b.scopes.find(attribute);
+  if (it == b.scopes.end() || it->second.empty()) {
+    throw py::value_error(std::string("Builder.") + what + ": no " + attribute +
+                          " context is active");
+  }
+  return it->second.back();
+}
+
+bool has(PyBuilder& b, const std::string& attribute) {
+  const auto it = b.scopes.find(attribute);
+  return it != b.scopes.end() && !it->second.empty();
+}
+
+AttributeContextManager attributeScope(PyBuilder& b, const std::string& attribute,
+                                       py::object value) {
+  return AttributeContextManager{&b, attribute, std::move(value)};
+}
+
+// The tensor ids of a nodeOutputNames argument: a str, or a set or list of str.
+std::vector<TensorId> outputNames(PyBuilder& b, const py::object& names, const std::string& what) {
+  std::vector<TensorId> ids;
+  if (py::isinstance<py::str>(names)) {
+    ids.push_back(names.cast<std::string>());
+  } else if (py::isinstance<py::set>(names) || py::isinstance<py::list>(names) ||
+             py::isinstance<py::tuple>(names) || py::isinstance<py::frozenset>(names)) {
+    for (py::handle h : names) {
+      if (!py::isinstance<py::str>(h)) {
+        throw py::type_error(what + ": nodeOutputNames holds " + reprOf(h) +
+                             ", which is not a tensor id (str)");
+      }
+      ids.push_back(h.cast<std::string>());
+    }
+  } else {
+    throw py::type_error(what + ": nodeOutputNames " + reprOf(names) +
+                         " is not a tensor id or a set of tensor ids");
+  }
+  for (const auto& id : ids) b.checkTensor(id, what);
+  return ids;
+}
+
+void setNodeAttr(PyBuilder& b, const std::string& attribute, const py::object& names,
+                 const py::object& value, const std::string& what) {
+  for (const auto& id : outputNames(b, names, what)) b.nodeAttrs[attribute][id] = value;
+}
+
+py::object getNodeAttr(PyBuilder& b, const std::string& attribute, const py::object& names,
+                       const std::string& what) {
+  const auto ids = outputNames(b, names, what);
+  const auto& attrs = b.nodeAttrs[attribute];
+  for (const auto& id : ids) {
+    const auto it = attrs.find(id);
+    if (it != attrs.end()) return it->second;
+  }
+  throw py::key_error(what + ": no " + attribute + " was set for " + reprOf(names));
+}
+
+// ---- the Builder ----
+
+// Selects the ai.onnx version of the model (PopART: the first opset asked for, or the opsets
+// argument). Returns the op builder.
+py::object onnxOpset(PyBuilder& b, int version) {
+  if (version < kMinAiOnnxOpset || version > kMaxAiOnnxOpset) {
+    throw py::value_error("Builder: ai.onnx opset " + std::to_string(version) +
+                          " is not supported (xtrain has opsets " +
+                          std::to_string(kMinAiOnnxOpset) + " to " +
+                          std::to_string(kMaxAiOnnxOpset) + ")");
+  }
+  if (b.onnxVersion != 0 && b.onnxVersion != version) {
+    throw py::value_error("Builder: invalid opset 'aiOnnxOpset" + std::to_string(version) +
+                          "' selected: the opset for domain ai.onnx is already " +
+                          std::to_string(b.onnxVersion));
+  }
+  py::object ops;
+  switch (version) {
+    case 11: ops = py::cast(b.b().aiOnnxOpset11()); break;
+    case 12: ops = py::cast(b.b().aiOnnxOpset12()); break;
+    case 13: ops = py::cast(b.b().aiOnnxOpset13()); break;
+    case 14: ops = py::cast(b.b().aiOnnxOpset14()); break;
+    case 15: ops = py::cast(b.b().aiOnnxOpset15()); break;
+    case 16: ops = py::cast(b.b().aiOnnxOpset16()); break;
+    default: ops = py::cast(b.b().aiOnnxOpset17()); break;
+  }
+  b.onnxVersion = version;
+  return ops;
+}
+
+// Builder.aiOnnx: the chosen version; else, for a model given to the constructor, its version;
+// else xtrain's default (13).
+py::object defaultOnnxOpset(PyBuilder& b) {
+  if (b.onnxVersion != 0) return onnxOpset(b, b.onnxVersion);
+  try {
+    return onnxOpset(b, kDefaultAiOnnxOpset);
+  } catch (const std::exception&) {
+    for (int v = kMinAiOnnxOpset; v <= kMaxAiOnnxOpset; ++v) {
+      try {
+        return onnxOpset(b, v);
+      } catch (const std::exception&) {
+      }
+    }
+    throw;
+  }
+}
+
+std::unique_ptr<PyBuilder> makeBuilder(const py::object& modelProtoOrFilename,
+                                       const py::object& opsets, const py::object& builderCore) {
+  if (!builderCore.is_none()) notImplemented("Builder(builderCore=...) (subgraph builders)");
+  auto b = std::make_unique<PyBuilder>();
+  if (modelProtoOrFilename.is_none()) {
+    b->core = Builder::create();
+  } else if (py::isinstance<py::bytes>(modelProtoOrFilename) ||
+             py::isinstance<py::str>(modelProtoOrFilename)) {
+    b->core = Builder::createFromOnnxModel(modelProtoOrFilename.cast<std::string>());
+  } else if (py::hasattr(modelProtoOrFilename, "__fspath__")) {
+    b->core = Builder::createFromOnnxModel(
+        py::str(modelProtoOrFilename.attr("__fspath__")()).cast<std::string>());
+  } else {
+    throw py::type_error("Builder: modelProtoOrFilename " +
+                         reprOf(py::type::of(modelProtoOrFilename)) +
+                         " is not a file name (str) or a serialized ModelProto (bytes)");
+  }
+  if (!opsets.is_none()) {
+    if (!py::isinstance<py::dict>(opsets)) {
+      throw py::type_error("Builder: opsets " + reprOf(opsets) +
+                           " is not a dict such as {\"ai.onnx\": 13, \"ai.graphcore\": 1}");
+    }
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(opsets)) {
+      const auto domain = py::str(k).cast<std::string>();
+      if (!py::isinstance<py::int_>(v)) {
+        throw py::type_error("Builder: opsets['" + domain + "'] " + reprOf(v) + " is not an int");
+      }
+      const int version = v.cast<int>();
+      if (domain == "ai.onnx") {
+        onnxOpset(*b, version);
+      } else if (domain == "ai.graphcore") {
+        if (version != 1) {
+          throw py::value_error("Builder: ai.graphcore opset " + std::to_string(version) +
+                                " is not supported (xtrain has opset 1)");
+        }
+      } else {
+        throw py::value_error("Builder: unknown opset domain '" + domain +
+                              "' (expected \"ai.onnx\" or \"ai.graphcore\")");
+      }
+    }
+  }
+  return b;
+}
+
+TensorId addInput(PyBuilder& b, const TensorInfo& info,
+                  const std::optional<InputSettings>& settings, const std::string& debugContext) {
+  if (!info.isSet()) {
+    throw py::value_error("Builder.addInputTensor: the TensorInfo has no data type");
+  }
+  return settings ? b.b().addInputTensor(info, *settings, debugContext)
+                  : b.b().addInputTensor(info, debugContext);
+}
+
+CustomOpAttribute customAttribute(const std::string& name, py::handle v) {
+  const std::string what = "Builder.customOp: attribute '" + name + "'";
+  if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v)) return v.cast<int64_t>();
+  if (py::isinstance<py::float_>(v)) return v.cast<float>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    const auto seq = py::reinterpret_borrow<py::sequence>(v);
+    bool allInt = true, allNumber = true, allStr = true;
+    for (py::handle e : seq) {
+      const bool isInt = py::isinstance<py::int_>(e);
+      allInt = allInt && isInt;
+      allNumber = allNumber && (isInt || py::isinstance<py::float_>(e));
+      allStr = allStr && py::isinstance<py::str>(e);
+    }
+    if (allInt) return seq.cast<std::vector<int64_t>>();
+    if (allNumber) return seq.cast<std::vector<float>>();
+    if (allStr) return seq.cast<std::vector<std::string>>();
+  }
+  throw py::type_error(what + " = " + reprOf(v) +
+                       " is not an int, a float, a str or a list of one of them");
+}
+
+}  // namespace
+
+void bindBuilder(py::module_& m) {
+  // Enums the op builders take, unless an earlier piece has bound them already.
+  if (!py::detail::get_type_info(typeid(ReductionType))) {
+    py::enum_<ReductionType>(m, "ReductionType")
+        .value("Sum", ReductionType::Sum)
+        .value("Mean", ReductionType::Mean)
+        .value("NoReduction", ReductionType::NoReduction);
+  }
+  if (!py::detail::get_type_info(typeid(CollectiveOperator))) {
+    py::enum_<CollectiveOperator>(m, "CollectiveOperator")
+        .value("Add", CollectiveOperator::Add)
+        .value("Mean", CollectiveOperator::Mean)
+        .value("Mul", CollectiveOperator::Mul)
+        .value("Min", CollectiveOperator::Min)
+        .value("Max", CollectiveOperator::Max)
+        .value("LogicalAnd", CollectiveOperator::LogicalAnd)
+        .value("LogicalOr", CollectiveOperator::LogicalOr)
+        .value("SquareAdd", CollectiveOperator::SquareAdd)
+        .value("Local", CollectiveOperator::Local);
+  }
+  if (!py::detail::get_type_info(typeid(InitType))) {
+    py::enum_<InitType>(m, "InitType")
+        .value("NoInit", InitType::NoInit)
+        .value("Zero", InitType::Zero);
+  }
+  m.attr("defaultAiOnnxOpset") = kDefaultAiOnnxOpset;
+  m.attr("defaultAiGraphcoreOpset") = 1;
+
+  bindAiOnnx11(m);
+  bindAiGraphcore(m);
+
+  py::class_<NameContextManager>(m, "NameContextManager")
+      .def("__enter__",
+           [](py::object self) {
+             auto& c = self.cast<NameContextManager&>();
+             c.builder->b().pushNameScope(c.name);
+             return self;
+           })
+      .def("__exit__", [](NameContextManager& c, const py::args&) {
+        c.builder->b().popNameScope();
+        return false;
+      });
+  py::class_<AttributeContextManager>(m, "AttributeContextManager")
+      .def("__enter__",
+           [](py::object self) {
+             auto& c = self.cast<AttributeContextManager&>();
+             c.builder->scopes[c.attribute].push_back(c.value);
+             return self;
+           })
+      .def("__exit__", [](AttributeContextManager& c, const py::args&) {
+        auto& stack = c.builder->scopes[c.attribute];
+        if (!stack.empty()) stack.pop_back();
+        return false;
+      });
+
+  py::class_<PyBuilder> c(m, "Builder",
+                          "Builds an ONNX model: Builder(), Builder(\"model.onnx\") or "
+                          "Builder(modelProtoBytes).");
+  c.def(py::init(&makeBuilder), py::arg("modelProtoOrFilename") = py::none(),
+        py::arg("opsets") = py::none(), py::arg("builderCore") = py::none());
+
+  // Op builders (kept alive with their Builder).
+  c.def_property_readonly("aiOnnx", py::cpp_function(&defaultOnnxOpset, py::keep_alive<0, 1>()));
+  for (int v = kMinAiOnnxOpset; v <= kMaxAiOnnxOpset; ++v) {
+    c.def_property_readonly(
+        ("aiOnnxOpset" + std::to_string(v)).c_str(),
+        py::cpp_function([v](PyBuilder& b) { return onnxOpset(b, v); }, py::keep_alive<0, 1>()));
+  }
+  c.def(
+      "aiOnnxOpsetVersion", [](PyBuilder& b, int version) { onnxOpset(b, version); },
+      py::arg("version"));
+  const auto graphcore = py::cpp_function([](PyBuilder& b) { return b.b().aiGraphcoreOpset1(); },
+                                          py::keep_alive<0, 1>());
+  c.def_property_readonly("aiGraphcore", graphcore);
+  c.def_property_readonly("aiGraphcoreOpset1", graphcore);
+
+  // Inputs, initializers, outputs.
+  c.def(
+      "addInputTensor",
+      [](PyBuilder& b, const TensorInfo& tensorInfo, const std::string& debugContext) {
+        return addInput(b, tensorInfo, std::nullopt, debugContext);
+      },
+      py::arg("tensorInfo"), py::arg("debugContext") = "");
+  c.def(
+      "addInputTensor",
+      [](PyBuilder& b, const TensorInfo& tensorInfo, const InputSettings& settings,
+         const std::string& debugContext) {
+        return addInput(b, tensorInfo, settings, debugContext);
+      },
+      py::arg("tensorInfo"), py::arg("settings") = InputSettings(), py::arg("debugContext") = "");
+  c.def(
+      "addInputTensor",
+      [](PyBuilder& b, const py::object& dataType, const py::object& shape,
+         const std::string& debugContext) {
+        const TensorInfo info(dataTypeFromPy(dataType, "Builder.addInputTensor: dataType"),
+                              shapeFromPy(shape, "Builder.addInputTensor: shape"));
+        return addInput(b, info, std::nullopt, debugContext);
+      },
+      py::arg("dataType"), py::arg("shape"), py::arg("debugContext") = "");
+  c.def(
+      "addInputTensor",
+      [](PyBuilder& b, const py::object& dataType, const py::object& shape,
+         const InputSettings& settings, const std::string& debugContext) {
+        const TensorInfo info(dataTypeFromPy(dataType, "Builder.addInputTensor: dataType"),
+                              shapeFromPy(shape, "Builder.addInputTensor: shape"));
+        return addInput(b, info, settings, debugContext);
+      },
+      py::arg("dataType"), py::arg("shape"), py::arg("settings") = InputSettings(),
+      py::arg("debugContext") = "");
+  c.def(
+      "addInitializedInputTensor",
+      [](PyBuilder& b, const py::object& initVal, const std::string& debugContext) {
+        py::object keep;
+        return b.b().addInitializedInputTensor(
+            arrayData(initVal, "Builder.addInitializedInputTensor: initVal", keep), debugContext);
+      },
+      py::arg("initVal"), py::arg("debugContext") = "");
+  c.def(
+      "addInitializedInputTensor",
+      [](PyBuilder& b, const py::object& initVal, const VariableSettings& variableSettings,
+         const std::string& debugContext) {
+        py::object keep;
+        return b.b().addInitializedInputTensor(
+            arrayData(initVal, "Builder.addInitializedInputTensor: initVal", keep),
+            variableSettings, debugContext);
+      },
+      py::arg("initVal"), py::arg("variableSettings"), py::arg("debugContext") = "");
+  c.def(
+      "addOutputTensor", [](PyBuilder& b, const TensorId& id) { b.b().addOutputTensor(id); },
+      py::arg("outputName"));
+  c.def(
+      "customOp",
+      [](PyBuilder& b, const std::string& opName, int opVersion, const std::string& domain,
+         const std::vector<TensorId>& inputs, const py::dict& attributes, unsigned numOutputs,
+         const std::string& name) {
+        std::map<std::string, CustomOpAttribute> attrs;
+        for (auto [k, v] : attributes) {
+          const auto key = py::str(k).cast<std::string>();
+          attrs.emplace(key, customAttribute(key, v));
+        }
+        return b.b().customOp(domain, opName, opVersion, inputs, numOutputs, attrs, name);
+      },
+      py::arg("opName"), py::arg("opVersion"), py::arg("domain"), py::arg("inputs"),
+      py::arg("attributes"), py::arg("numOutputs") = 1, py::arg("name") = "");
+  c.def(
+      "reshape_const",
+      [](PyBuilder& b, const py::object& aiOnnx, const std::vector<TensorId>& args,
+         const std::vector<int64_t>& shape, const std::string& debugContext) {
+        if (args.empty()) {
+          throw py::value_error("Builder.reshape_const: args is empty (expected [tensor id])");
+        }
+        auto np = py::module_::import("numpy");
+        const py::object newShape = aiOnnx.attr("constant")(
+            np.attr("array")(py::cast(shape), np.attr("int64")), debugContext + "_const");
+        return aiOnnx.attr("reshape")(py::make_tuple(args[0], newShape), debugContext);
+      },
+      py::arg("aiOnnx"), py::arg("args"), py::arg("shape"), py::arg("debugContext") = "");
+
+  // The model and its tensors.
+  c.def("getModelProto", [](PyBuilder& b) { return py::bytes(b.b().getModelProto()); });
+  c.def(
+      "saveModelProto",
+      [](PyBuilder& b, const std::string& filename) { b.b().saveModelProto(filename); },
+      py::arg("filename"));
+  c.def("getInputTensorIds", [](PyBuilder& b) { return b.b().getInputTensorIds(); });
+  c.def("getOutputTensorIds", [](PyBuilder& b) { return b.b().getOutputTensorIds(); });
+  c.def("getTrainableTensorIds", [](PyBuilder& b) { return b.b().getTrainableTensorIds(); });
+  c.def("getValueTensorIds", [](PyBuilder& b) { return b.b().getValueTensorIds(); });
+  c.def(
+      "isInitializer", [](PyBuilder& b, const TensorId& id) { return b.b().isInitializer(id); },
+      py::arg("id"));
+  c.def(
+      "getTensorShape",
+      [](PyBuilder& b, const TensorId& id) {
+        b.checkTensor(id, "Builder.getTensorShape");
+        return b.b().getTensorShape(id);
+      },
+      py::arg("id"));
+  c.def(
+      "getTensorDtypeString",
+      [](PyBuilder& b, const TensorId& id) {
+        b.checkTensor(id, "Builder.getTensorDtypeString");
+        return dataTypeLowerName(b.b().getTensorDataType(id));
+      },
+      py::arg("id"));
+  c.def(
+      "getTensorInfo",
+      [](PyBuilder& b, const TensorId& id) {
+        b.checkTensor(id, "Builder.getTensorInfo");
+        return b.b().getTensorInfo(id);
+      },
+      py::arg("id"));
+  c.def(
+      "hasTensor", [](PyBuilder& b, const TensorId& id) { return b.b().hasTensor(id); },
+      py::arg("id"));
+  c.def(
+      "setGraphName", [](PyBuilder& b, const std::string& name) { b.b().setGraphName(name); },
+      py::arg("name"));
+  c.def(
+      "embedReplicationFactor",
+      [](PyBuilder& b, int replicationFactor) { b.b().embedReplicationFactor(replicationFactor); },
+      py::arg("replicationFactor"));
+  c.def(
+      "setMetadata",
+      [](PyBuilder& b, const std::string& key, const std::string& value) {
+        b.b().setMetadata(key, value);
+      },
+      py::arg("key"), py::arg("value"));
+
+  // Name scopes.
+  c.def(
+      "nameScope",
+      [](PyBuilder& b, const std::string& name) {
+        if (name.empty()) throw py::value_error("Builder.nameScope: the name must not be empty");
+        return NameContextManager{&b, name};
+      },
+      py::arg("name"), py::keep_alive<0, 1>());
+  c.def(
+      "getNameScope",
+      [](PyBuilder& b, const std::string& name) { return b.b().getNameScope(name); },
+      py::arg("name") = "");
+
+  // Annotations without effect (docs/python.md "## Builder"): context managers, per-node setters
+  // and their getters.
+  struct ScopedAttr {
+    const char* method;     // virtualGraph
+    const char* attribute;  // the key of the stacks and the node map
+    const char* getter;     // getVirtualGraph
+    const char* hasser;     // hasVirtualGraph
+  };
+  for (const ScopedAttr& a :
+       {ScopedAttr{"virtualGraph", "virtualGraph", "getVirtualGraph", "hasVirtualGraph"},
+        ScopedAttr{"pipelineStage", "pipelineStage", "getPipelineStage", "hasPipelineStage"},
+        ScopedAttr{"executionPhase", "executionPhase", "getExecutionPhase", "hasExecutionPhase"}}) {
+    const std::string attribute = a.attribute;
+    const std::string method = std::string("Builder.") + a.method;
+    // Context manager: with virtualGraph(value):
+    // (PopART's executionPhase(value=0) has a default; virtualGraph and pipelineStage do not.)
+    const auto scope = [attribute](PyBuilder& b, int64_t value) {
+      return attributeScope(b, attribute, py::int_(value));
+    };
+    if (attribute == "executionPhase") {
+      c.def(a.method, scope, py::arg("value") = 0, py::keep_alive<0, 1>());
+    } else {
+      c.def(a.method, scope, py::arg("value"), py::keep_alive<0, 1>());
+    }
+    // Per node: virtualGraph(nodeOutputNames, value=0).
+    c.def(
+        a.method,
+        [attribute, method](PyBuilder& b, const py::object& nodeOutputNames, int64_t value) {
+          if (py::isinstance<py::int_>(nodeOutputNames)) {
+            throw py::type_error(method + ": nodeOutputNames is an int");
+          }
+          setNodeAttr(b, attribute, nodeOutputNames, py::int_(value), method);
+        },
+        py::arg("nodeOutputNames"), py::arg("value") = 0);
+    const std::string getter = a.getter;
+    c.def(a.getter, [attribute, getter](PyBuilder& b) {
+      return current(b, attribute, getter.c_str()).cast<int64_t>();
+    });
+    c.def(
+        a.getter,
+        [attribute, getter](PyBuilder& b, const py::object& nodeOutputNames) {
+          return getNodeAttr(b, attribute, nodeOutputNames, "Builder." + getter).cast<int64_t>();
+        },
+        py::arg("nodeOutputNames"));
+    c.def(a.hasser, [attribute](PyBuilder& b) { return has(b, attribute); });
+  }
+  c.def(
+      "schedulePriority",
+      [](PyBuilder& b, float value) {
+        return attributeScope(b, "schedulePriority", py::float_(value));
+      },
+      py::arg("value"), py::keep_alive<0, 1>());
+  c.def(
+      "outlineAttributes",
+      [](PyBuilder& b, const py::dict& attrs) {
+        return attributeScope(b, "outlineAttributes", attrs);
+      },
+      py::arg("arg0"), py::keep_alive<0, 1>());
+  c.def(
+      "commGroup",
+      [](PyBuilder& b, int64_t type, int64_t groupSize) {
+        return attributeScope(b, "commGroup", py::make_tuple(type, groupSize));
+      },
+      py::arg("type") = 0, py::arg("groupSize") = 0, py::keep_alive<0, 1>());
+  c.def(
+      "recomputeOutputInBackwardPass",
+      [](PyBuilder& b, const py::object& nodeOutputNames, const py::object& value) {
+        setNodeAttr(b, "recompute", nodeOutputNames,
+                    value.is_none() ? py::object(py::bool_(true)) : value,
+                    "Builder.recomputeOutputInBackwardPass");
+      },
+      py::arg("nodeOutputNames"), py::arg("value") = py::none());
+  c.def(
+      "getRecomputeOutputInBackwardPass",
+      [](PyBuilder& b, const py::object& nodeOutputNames) {
+        const auto ids =
+            outputNames(b, nodeOutputNames, "Builder.getRecomputeOutputInBackwardPass");
+        const auto& attrs = b.nodeAttrs["recompute"];
+        for (const auto& id : ids) {
+          if (attrs.count(id)) return true;
+        }
+        return false;
+      },
+      py::arg("nodeOutputNames"));
+  c.def(
+      "setAvailableMemoryProportion",
+      [](PyBuilder& b, const py::object& nodeOutputNames, float availableMemoryProportion) {
+        if (!(availableMemoryProportion > 0.0f && availableMemoryProportion <= 1.0f)) {
+          throw py::value_error("Builder.setAvailableMemoryProportion: availableMemoryProportion " +
+                                std::to_string(availableMemoryProportion) + " is not in (0, 1]");
+        }
+        setNodeAttr(b, "availableMemoryProportion", nodeOutputNames,
+                    py::float_(availableMemoryProportion), "Builder.setAvailableMemoryProportion");
+      },
+      py::arg("nodeOutputNames"), py::arg("availableMemoryProportion"));
+  c.def(
+      "setPartialsType",
+      [](PyBuilder& b, const TensorId& nodeOutputName, const std::string& partialsType) {
+        if (partialsType != "FLOAT" && partialsType != "HALF" && partialsType != "float" &&
+            partialsType != "half") {
+          throw py::value_error("Builder.setPartialsType: partialsType '" + partialsType +
+                                "' is not FLOAT or HALF");
+        }
+        setNodeAttr(b, "partialsType", py::str(nodeOutputName), py::str(partialsType),
+                    "Builder.setPartialsType");
+      },
+      py::arg("nodeOutputName"), py::arg("partialsType"));
+  c.def(
+      "getPartialsType",
+      [](PyBuilder& b, const TensorId& nodeOutputName) {
+        return getNodeAttr(b, "partialsType", py::str(nodeOutputName), "Builder.getPartialsType")
+            .cast<std::string>();
+      },
+      py::arg("nodeOutputName"));
+  c.def(
+      "setSerializeMatMul",
+      [](PyBuilder& b, const py::object& nodeOutputName, const std::string& mode, int64_t factor,
+         bool keep_precision) {
+        if (mode != "none" && mode != "input_channels" && mode != "reducing_dim" &&
+            mode != "output_channels") {
+          throw py::value_error("Builder.setSerializeMatMul: mode '" + mode +
+                                "' is not none, input_channels, reducing_dim or output_channels");
+        }
+        setNodeAttr(b, "serializeMatMul", nodeOutputName,
+                    py::make_tuple(mode, factor, keep_precision), "Builder.setSerializeMatMul");
+      },
+      py::arg("nodeOutputName"), py::arg("mode"), py::arg("factor") = 0,
+      py::arg("keep_precision") = false);
+  c.def(
+      "setEnableConvDithering",
+      [](PyBuilder& b, const TensorId& nodeOutputName, int64_t value) {
+        setNodeAttr(b, "enableConvDithering", py::str(nodeOutputName), py::int_(value),
+                    "Builder.setEnableConvDithering");
+      },
+      py::arg("nodeOutputName"), py::arg("enableConvDithering"));
+  c.def(
+      "setInplacePreferences",
+      [](PyBuilder& b, const TensorId& nodeOutputName, const std::map<std::string, float>& prefs) {
+        setNodeAttr(b, "inplacePreferences", py::str(nodeOutputName), py::cast(prefs),
+                    "Builder.setInplacePreferences");
+      },
+      py::arg("nodeOutputName"), py::arg("prefs"));
+  c.def(
+      "excludePatterns",
+      [](PyBuilder& b, const TensorId& nodeOutputName, const std::vector<std::string>& names) {
+        setNodeAttr(b, "excludePatterns", py::str(nodeOutputName), py::cast(names),
+                    "Builder.excludePatterns");
+      },
+      py::arg("nodeOutputName"), py::arg("patternNames"));
+
+  // Not implemented: subgraphs.
+  c.def("createSubgraphBuilder", [](PyBuilder&) -> py::object {
+    notImplemented("Builder.createSubgraphBuilder (subgraphs, call, loop, if)");
+  });
+  c.def(
+      "addInputTensorFromParentGraph",
+      [](PyBuilder&, const std::string&) -> py::object {
+        notImplemented("Builder.addInputTensorFromParentGraph (subgraphs)");
+      },
+      py::arg("tensorId"));
+}
 
 }  // namespace xtrain::python

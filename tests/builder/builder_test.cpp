@@ -69,6 +69,10 @@ TEST(Builder, NameScopesPrefixIdsAndNodeNames) {
   expectError([&] { builder->pushNameScope(""); }, {"pushNameScope", "empty"});
   EXPECT_EQ(builder->getTensorShape(top), (Shape{2, 4}));
   EXPECT_EQ(builder->getTrainableTensorIds(), std::vector<TensorId>{"enc/w"});
+  EXPECT_EQ(builder->getValueTensorIds(), (std::vector<TensorId>{y, z, top}));
+  EXPECT_TRUE(builder->isInitializer("enc/w"));
+  EXPECT_FALSE(builder->isInitializer("enc/x"));
+  EXPECT_FALSE(builder->isInitializer(y));
 
   if (!ir::OpRegistry::instance().find(ir::kOnnxDomain, "MatMul") ||
       !ir::OpRegistry::instance().find(ir::kOnnxDomain, "Relu") ||

@@ -201,6 +201,12 @@ std::vector<TensorId> Builder::getOutputTensorIds() const {
 std::vector<TensorId> Builder::getTrainableTensorIds() const {
   return impl_->trainableIds();
 }
+std::vector<TensorId> Builder::getValueTensorIds() const {
+  return impl_->valueIds();
+}
+bool Builder::isInitializer(const TensorId& id) const {
+  return impl_->isInitializer(id);
+}
 
 std::string Builder::getModelProto() {
   return impl_->modelProto();

@@ -425,6 +425,25 @@ std::vector<TensorId> BuilderImpl::trainableIds() const {
   return ids;
 }
 
+std::vector<TensorId> BuilderImpl::valueIds() const {
+  std::set<std::string> outputs;
+  for (const auto& out : model_.graph().output()) outputs.insert(out.name());
+  std::vector<TensorId> ids;
+  for (const auto& node : model_.graph().node()) {
+    for (const auto& out : node.output()) {
+      if (!out.empty() && !outputs.count(out)) ids.push_back(out);
+    }
+  }
+  return ids;
+}
+
+bool BuilderImpl::isInitializer(const TensorId& id) const {
+  for (const auto& init : model_.graph().initializer()) {
+    if (init.name() == id) return true;
+  }
+  return false;
+}
+
 std::string BuilderImpl::modelProto() {
   onnx::ModelProto m = modelForExport();
   runInference();

@@ -68,6 +68,8 @@ class BuilderImpl {
   std::vector<TensorId> inputIds() const;
   std::vector<TensorId> outputIds() const;
   std::vector<TensorId> trainableIds() const;
+  std::vector<TensorId> valueIds() const;
+  bool isInitializer(const TensorId& id) const;
 
   std::string modelProto();
 
