@@ -14,6 +14,7 @@ PYBIND11_MODULE(_xtrain, m) {
   bindOptimizers(m);
   bindBuilder(m);
   bindDevices(m);
+  bindStandIns(m);  // temporary: replaced by P1/P2's bindings at merge
   bindSessions(m);
   bindDist(m);
 }
