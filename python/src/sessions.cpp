@@ -469,7 +469,8 @@ py::dict anchorArrays(const Session& s) {
   py::dict out;
   for (const auto& [id, arr] : s.initAnchorArrays()) {
     const py::dtype d = numpyDtypeOrThrow(arr->dataType(), id);
-    std::vector<py::ssize_t> shape(arr->shape().begin(), arr->shape().end());
+    const Shape dims = arr->shape();  // by value: one copy
+    std::vector<py::ssize_t> shape(dims.begin(), dims.end());
     py::array a(d, shape);
     std::memset(a.mutable_data(), 0, static_cast<size_t>(a.nbytes()));
     out[py::str(id)] = a;
