@@ -389,7 +389,8 @@ struct PySession {
     std::unique_lock<std::mutex> l(busy, std::try_to_lock);
     if (!l.owns_lock()) {
       throw error(
-          "session '{}' is in use by another thread (a session is used by one thread at a time)",
+          "session '{}' is in use (by another thread, or by a callback of its own run): a "
+          "session is used by one thread at a time",
           name);
     }
     return l;

@@ -79,7 +79,7 @@ class TrainingExampleTest(PrivatePool, unittest.TestCase):
         df = popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")})
         device = popart.DeviceManager().createCpuDevice()
         session = popart.TrainingSession(fnModel=linear_model(), dataFlow=df, loss=o,
-                                         optimizer=popart.SGD(0.05), deviceInfo=device)
+                                         optimizer=sgd(0.05), deviceInfo=device)
         session.prepareDevice()
         session.weightsFromHost()
         anchors = session.initAnchorArrays()
@@ -90,7 +90,9 @@ class TrainingExampleTest(PrivatePool, unittest.TestCase):
         learningRate = [0.05, 0.05, 0.02, 0.02, 0.01]
         losses = []
         for step in range(5):
-            session.updateOptimizerFromHost(popart.SGD(learningRate[step]))
+            stepLr = learningRate[step]
+            session.updateOptimizerFromHost(
+                popart.SGD({"defaultLearningRate": (stepLr, False)}))
             session.run(stepio)
             losses.append(float(anchors[o]))
         self.assertLess(losses[-1], losses[0])
@@ -271,6 +273,32 @@ class BadInputsTest(unittest.TestCase):
             popart.PyStepIO({}, {"loss": ro})
         with self.assertRaises(TypeError):
             popart.PyStepIO([self.x], {})
+
+    def test_inputs_are_not_copied(self):
+        # PyStepIO uses C-contiguous arrays in place: a change between runs is seen.
+        s = popart.InferenceSession(
+            linear_model(), popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}),
+            popart.DeviceManager().createCpuDevice())
+        s.prepareDevice()
+        s.weightsFromHost()
+        a = s.initAnchorArrays()
+        x = np.zeros((2, 4), np.float32)
+        io = popart.PyStepIO({"x": x, "t": np.zeros((2, 3), np.float32)}, a)
+        s.run(io)
+        np.testing.assert_array_equal(a["y"], 0)
+        x[:] = 1
+        s.run(io)
+        w = initializers(linear_model())["w"]
+        np.testing.assert_allclose(a["y"], np.ones((2, 4), np.float32) @ w, rtol=1e-6)
+
+    def test_session_busy(self):
+        # A callback calling into its own session: refused at once, not a deadlock.
+        def inp(tid, prefetch):
+            self.s.weightsToHost()
+
+        io = popart.PyStepIOCallback(inp, lambda t: None, lambda t: None, lambda t: None)
+        with self.assertRaisesRegex(popart.popart_exception, "in use"):
+            self.s.run(io)
 
     def test_non_contiguous_input_is_copied(self):
         wide = np.ones((2, 2, 8), np.float32)
