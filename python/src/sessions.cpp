@@ -585,6 +585,13 @@ void bindCommon(Cls& cls) {
           [](P& s, const TensorId& id) { return s.session->expectedAnchorBufferShape(id); },
           py::arg("id"))
       .def("getDevice", [](P& s) { return s.session->getDevice(); })
+      .def(
+          "_hostInfo",
+          [](P& s, const TensorId& id) {
+            const TensorInfo info = s.session->getInfo(id);
+            return py::make_tuple(numpyDtypeOrThrow(info.dataType(), id), info.shape());
+          },
+          py::arg("id"), "(NumPy dtype, shape) of a tensor (for xtrain.Session).")
       .def_property_readonly("dataFlow", [](P& s) { return s.dataFlow; })
       .def_property_readonly("name", [](P& s) { return s.name; })
       .def_property_readonly(
