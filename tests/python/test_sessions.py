@@ -330,6 +330,16 @@ class BadInputsTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             popart.TrainingSession(linear_model(), df, "loss", sgd(), dev, userOption=None)
 
+    def test_out_of_memory(self):
+        dev = popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1,
+                                                           "memoryPerTile": "64"})
+        s = popart.TrainingSession(
+            linear_model(), popart.DataFlow(1, {"loss": popart.AnchorReturnType("ALL")}), "loss",
+            sgd(), dev)
+        with self.assertRaisesRegex(popart.OutOfMemoryException, "Out of memory on IPU 0") as ctx:
+            s.prepareDevice()
+        self.assertIn("OUT OF MEMORY", ctx.exception.getSummaryReport())
+
     def test_not_implemented(self):
         for call in (lambda: self.s.compileAndExport("f"), lambda: self.s.getCycleCount(),
                      lambda: self.s.getReport(), lambda: self.s.run("prog", None)):
@@ -465,6 +475,27 @@ class CallbackTest(unittest.TestCase):
                                       lambda t: None)
         with self.assertRaises((TypeError, popart.popart_exception)):
             s.run(io2)
+
+    def test_callback_buffers_are_checked(self):
+        s = self.session(1)
+
+        def inputs(shape_x, dtype=np.float32):
+            return lambda tid, prefetch: np.zeros(shape_x if tid == "x" else (2, 3), dtype)
+
+        cases = [
+            (inputs((3,)), lambda t: np.zeros((2, 3), np.float32),
+             r"'x' is FLOAT\[3\].*expected FLOAT\[2,4\]"),
+            (inputs((2, 4), np.float64), lambda t: np.zeros((2, 3), np.float32),
+             r"'x' is DOUBLE\[2,4\].*expected FLOAT\[2,4\]"),
+            (inputs((2, 4)), lambda t: np.zeros(0, np.float32), r"'(loss|y)' is FLOAT\[0\]"),
+        ]
+        for inp, out, pattern in cases:
+            io = popart.PyStepIOCallback(inp, lambda t: None, out, lambda t: None)
+            with self.assertRaisesRegex(popart.popart_exception, pattern):
+                s.run(io)
+        with self.assertRaisesRegex(TypeError, "output '(loss|y)'.*NumPy array"):
+            s.run(popart.PyStepIOCallback(inputs((2, 4)), lambda t: None, lambda t: [0.0],
+                                          lambda t: None))
 
 
 class GilTest(unittest.TestCase):
