@@ -512,6 +512,44 @@ class GilTest(unittest.TestCase):
             s.run(io)
         return a["loss"].copy()
 
+    def test_run_releases_the_gil(self):
+        # With a long switch interval another thread gets the GIL only when it is released: it
+        # makes progress during run() only if run() releases it. (Waking it can take longer than
+        # a run on a busy machine, so a few runs are tried; with the GIL held none would do.)
+        bps = 4000
+        s = popart.TrainingSession(
+            linear_model(), popart.DataFlow(bps, {"loss": popart.AnchorReturnType("ALL")}),
+            "loss", sgd(0.0), popart.DeviceManager().createCpuDevice())
+        s.prepareDevice()
+        s.weightsFromHost()
+        io = popart.PyStepIO({"x": np.ones((bps, 2, 4), np.float32),
+                              "t": np.zeros((bps, 2, 3), np.float32)}, s.initAnchorArrays())
+        count = [0]
+        stop = threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                count[0] += 1
+
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(0.5)
+        th = threading.Thread(target=spin)
+        progress = []
+        try:
+            th.start()
+            stop.wait(0.01)  # lets spin start
+            for _ in range(5):
+                before = count[0]
+                s.run(io)
+                progress.append(count[0] - before)
+                if progress[-1] > 0:
+                    break
+        finally:
+            stop.set()
+            th.join(timeout=30)
+            sys.setswitchinterval(old)
+        self.assertGreater(max(progress), 0, progress)
+
     def test_threads_drive_sessions(self):
         expected = self.train(30)
         results = [None] * 3
