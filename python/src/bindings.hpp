@@ -21,8 +21,9 @@ void bindBuilder(pybind11::module_& m);     // Builder and its op builders (buil
 void bindDevices(pybind11::module_& m);     // DeviceManager, DeviceInfo (devices.cpp)
 void bindSessions(pybind11::module_& m);    // TrainingSession, InferenceSession, PyStepIO,
                                             // PyWeightsIO (sessions.cpp)
-// temporary: replaced by P1/P2's bindings at merge (stand_ins.cpp)
-void bindStandIns(pybind11::module_& m);
 void bindDist(pybind11::module_& m);        // the submodule xtrain.dist (dist.cpp)
+
+// temporary: replaced by P1/P2's bindings at merge (stand_ins.cpp; its call in module.cpp)
+void bindStandIns(pybind11::module_& m);
 
 }  // namespace xtrain::python
