@@ -1,7 +1,208 @@
+// DeviceManager and DeviceInfo (include/xtrain/devicemanager.hpp) with PopART's names, keyword
+// arguments and defaults (popart-python-api.txt, "Device manager"). docs/python.md, "Devices".
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
 #include "bindings.hpp"
+#include "xtrain/devicemanager.hpp"
+#include "xtrain/error.hpp"
+
+namespace py = pybind11;
 
 namespace xtrain::python {
 
-void bindDevices(pybind11::module_& /*m*/) {}
+namespace {
+
+// DeviceManager.setOnDemandAttachTimeout: seconds DeviceInfo.tryAttachUntilTimeout keeps trying.
+int attachTimeoutSeconds = 0;
+
+// createIpuModelDevice's dict: values may be ints or strings ({"numIPUs": 2, "tilesPerIPU": 4}).
+std::map<std::string, std::string> optionsFromDict(const py::dict& opts) {
+  std::map<std::string, std::string> out;
+  for (auto item : opts) {
+    if (!py::isinstance<py::str>(item.first)) {
+      throw py::type_error("device options: keys must be str, got " +
+                           std::string(py::str(py::type::of(item.first).attr("__name__"))));
+    }
+    const auto key = item.first.cast<std::string>();
+    if (py::isinstance<py::bool_>(item.second)) {
+      out[key] = item.second.cast<bool>() ? "true" : "false";
+    } else if (py::isinstance<py::int_>(item.second) || py::isinstance<py::str>(item.second)) {
+      out[key] = py::str(item.second).cast<std::string>();
+    } else {
+      throw py::type_error("device option '" + key + "': expected an int or a str, got " +
+                           std::string(py::str(py::type::of(item.second).attr("__name__"))));
+    }
+  }
+  return out;
+}
+
+bool tryAttachUntilTimeout(DeviceInfo& d) {
+  py::gil_scoped_release release;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(attachTimeoutSeconds);
+  while (true) {
+    if (d.attach()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace
+
+void bindDevices(py::module_& m) {
+  py::enum_<DeviceType>(m, "DeviceType")
+      .value("IpuModel", DeviceType::IpuModel)
+      .value("Cpu", DeviceType::Cpu)
+      .value("Ipu", DeviceType::Ipu)
+      .value("OfflineIpu", DeviceType::OfflineIpu);
+  py::enum_<DeviceConnectionType>(m, "DeviceConnectionType")
+      .value("Always", DeviceConnectionType::Always)
+      .value("OnDemand", DeviceConnectionType::OnDemand)
+      .value("Never", DeviceConnectionType::Never);
+  py::enum_<SyncPattern>(m, "SyncPattern")
+      .value("Full", SyncPattern::Full)
+      .value("SinglePipeline", SyncPattern::SinglePipeline)
+      .value("ReplicaAndLadder", SyncPattern::ReplicaAndLadder);
+  py::enum_<DeviceSelectionCriterion>(m, "DeviceSelectionCriterion")
+      .value("First", DeviceSelectionCriterion::First)
+      .value("Random", DeviceSelectionCriterion::Random);
+
+  py::class_<DeviceInfo, std::shared_ptr<DeviceInfo>>(m, "DeviceInfo")
+      .def("attach", &DeviceInfo::attach, py::call_guard<py::gil_scoped_release>())
+      .def("detach", &DeviceInfo::detach, py::call_guard<py::gil_scoped_release>())
+      .def("tryAttachUntilTimeout", &tryAttachUntilTimeout,
+           "attach(), retried for DeviceManager.setOnDemandAttachTimeout's seconds.")
+      .def_property_readonly("isAttached", &DeviceInfo::isAttached)
+      .def_property_readonly("isAvailable", &DeviceInfo::isAvailable)
+      .def_property_readonly("id", &DeviceInfo::getId)
+      .def_property_readonly("numIpus", &DeviceInfo::getNumIpus)
+      .def_property_readonly("tilesPerIPU", &DeviceInfo::getTilesPerIPU)
+      .def_property_readonly("memoryPerTile", &DeviceInfo::getMemoryPerTile)
+      .def_property_readonly("memoryPerIPU", &DeviceInfo::getMemoryPerIPU)
+      .def_property_readonly("type", &DeviceInfo::getType)
+      .def_property_readonly("connectionType", &DeviceInfo::getConnectionType)
+      .def_property_readonly("version", &DeviceInfo::getVersion)
+      .def_property_readonly("driverIds", &DeviceInfo::getIpuIds)
+      .def_property_readonly("ipuIds", &DeviceInfo::getIpuIds)
+      .def("__enter__", [](std::shared_ptr<DeviceInfo> d) { return d; })
+      .def(
+          "__exit__",
+          [](DeviceInfo& d, const py::object&, const py::object&, const py::object&) {
+            d.detach();
+            return false;
+          },
+          py::arg("exc_type"), py::arg("exc_value"), py::arg("traceback"))
+      .def("__repr__", &DeviceInfo::toString)
+      .def("__str__", &DeviceInfo::toString);
+
+  // One process-wide manager; DeviceManager() returns a handle to it, as PopART's does.
+  py::class_<DeviceManager, std::unique_ptr<DeviceManager, py::nodelete>>(m, "DeviceManager")
+      .def(py::init([] {
+        return std::unique_ptr<DeviceManager, py::nodelete>(&DeviceManager::createDeviceManager());
+      }))
+      .def(
+          "acquireAvailableDevice",
+          [](DeviceManager& dm, int numIpus, int tilesPerIpu, SyncPattern pattern,
+             DeviceConnectionType connectionType, DeviceSelectionCriterion selectionCriterion) {
+            return dm.acquireAvailableDevice(numIpus, tilesPerIpu, pattern, connectionType,
+                                             selectionCriterion);
+          },
+          py::arg("numIpus") = 1, py::arg("tilesPerIpu") = 0,
+          py::arg("pattern") = SyncPattern::Full,
+          py::arg("connectionType") = DeviceConnectionType::Always,
+          py::arg("selectionCriterion") = DeviceSelectionCriterion::First,
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "tryAcquireAvailableDevice",
+          [](DeviceManager& dm, int numIpus, int tilesPerIpu, SyncPattern pattern,
+             DeviceConnectionType connectionType, DeviceSelectionCriterion selectionCriterion) {
+            return dm.tryAcquireAvailableDevice(numIpus, tilesPerIpu, pattern, connectionType,
+                                                selectionCriterion);
+          },
+          py::arg("numIpus") = 1, py::arg("tilesPerIpu") = 0,
+          py::arg("pattern") = SyncPattern::Full,
+          py::arg("connectionType") = DeviceConnectionType::Always,
+          py::arg("selectionCriterion") = DeviceSelectionCriterion::First,
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "acquireDeviceById",
+          [](DeviceManager& dm, int id, SyncPattern pattern, DeviceConnectionType connectionType) {
+            return dm.acquireDeviceById(id, pattern, connectionType);
+          },
+          py::arg("id"), py::arg("pattern") = SyncPattern::Full,
+          py::arg("connectionType") = DeviceConnectionType::Always,
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "tryAcquireDeviceById",
+          [](DeviceManager& dm, int id, SyncPattern pattern, DeviceConnectionType connectionType) {
+            return dm.tryAcquireDeviceById(id, pattern, connectionType);
+          },
+          py::arg("id"), py::arg("pattern") = SyncPattern::Full,
+          py::arg("connectionType") = DeviceConnectionType::Always,
+          py::call_guard<py::gil_scoped_release>())
+      .def("createCpuDevice", &DeviceManager::createCpuDevice)
+      .def(
+          "createIpuModelDevice",
+          [](DeviceManager& dm, const py::dict& opts) {
+            return dm.createIpuModelDevice(optionsFromDict(opts));
+          },
+          py::arg("opts") = py::dict())
+      .def(
+          "createOfflineIPUDevice",
+          [](DeviceManager& dm, const py::dict& opts) {
+            return dm.createOfflineIPUDevice(optionsFromDict(opts));
+          },
+          py::arg("opts") = py::dict())
+      .def(
+          "enumerateDevices",
+          [](DeviceManager& dm, SyncPattern pattern, int numIpus, DeviceType deviceType,
+             DeviceConnectionType connectionType, int tilesPerIPU) {
+            if (deviceType != DeviceType::Ipu) {
+              throw error(
+                  "enumerateDevices: deviceType {} is not implemented (only DeviceType.Ipu: the "
+                  "pool's devices; use createCpuDevice or createIpuModelDevice for the others)",
+                  toString(deviceType));
+            }
+            if (tilesPerIPU != 0) {
+              throw error(
+                  "enumerateDevices: tilesPerIPU={} is not implemented (0: pool devices have "
+                  "whole IPUs; acquireAvailableDevice takes tilesPerIpu)",
+                  tilesPerIPU);
+            }
+            (void)connectionType;  // listed devices are never attached (docs/python.md)
+            return dm.enumerateDevices(pattern, numIpus);
+          },
+          py::arg("pattern") = SyncPattern::Full, py::arg("numIpus") = 1,
+          py::arg("deviceType") = DeviceType::Ipu,
+          py::arg("connectionType") = DeviceConnectionType::Always, py::arg("tilesPerIPU") = 0)
+      .def(
+          "setOnDemandAttachTimeout",
+          [](DeviceManager&, int attachTimeout) {
+            if (attachTimeout < 0) {
+              throw py::value_error("setOnDemandAttachTimeout: attachTimeout must be >= 0, got " +
+                                    std::to_string(attachTimeout));
+            }
+            attachTimeoutSeconds = attachTimeout;
+          },
+          py::arg("attachTimeout"))
+      .def("createSimDevice",
+           [](DeviceManager&, const py::dict&) {
+             throw error(
+                 "createSimDevice is not implemented: xtrain has no IPU simulator device (use "
+                 "createIpuModelDevice)");
+           })
+      .def("createOfflineIpuFromSystemString", [](DeviceManager&, const std::string&, int) {
+        throw error(
+            "createOfflineIpuFromSystemString is not implemented (use createOfflineIPUDevice "
+            "with numIPUs, tilesPerIPU and ipuVersion)");
+      });
+}
 
 }  // namespace xtrain::python

@@ -1,7 +1,191 @@
+// xtrain's error classes (include/xtrain/error.hpp) as Python exceptions, under PopART's names
+// (executing-graphs.txt, "Errors") and aliased to xtrain's own:
+//
+//   popart_exception (= error), a RuntimeError
+//     popart_internal_exception (= internal_error)
+//     popart_runtime_error (= runtime_error)
+//       poplar_system_runtime_error (also a poplar_runtime_error)
+//         poplar_recoverable_runtime_error (= recoverable_runtime_error): getRecoveryAction()
+//         poplar_unrecoverable_runtime_error (= unrecoverable_runtime_error)
+//         poplar_unknown_runtime_error (= unknown_runtime_error)
+//     poplibs_exception, poplar_exception > poplar_runtime_error > poplar_application_runtime_error
+//       (PopART's; xtrain never raises them)
+//     size_overflow_error
+//     OutOfMemoryException: getSummaryReport(), getProfilePath()
+//
+// A C++ xtrain exception crossing into Python becomes the class of its dynamic type, with its
+// message.
+#include <pybind11/eval.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+
 #include "bindings.hpp"
+#include "xtrain/error.hpp"
+
+namespace py = pybind11;
 
 namespace xtrain::python {
 
-void bindErrors(pybind11::module_& /*m*/) {}
+namespace {
+
+// The classes are plain Python classes (methods included), made once at import.
+constexpr const char* kClasses = R"PY(
+class popart_exception(RuntimeError):
+    """Base of every error xtrain raises (xtrain::error)."""
+
+class popart_internal_exception(popart_exception):
+    """A broken invariant inside xtrain (xtrain::internal_error): please report it."""
+
+class popart_runtime_error(popart_exception):
+    """A fault while running: device, collective, I/O (xtrain::runtime_error)."""
+
+class poplibs_exception(popart_exception):
+    """PopART's name; xtrain does not raise it."""
+
+class poplar_exception(popart_exception):
+    """PopART's name; xtrain raises its subclasses below."""
+
+class poplar_runtime_error(poplar_exception):
+    """PopART's name for a runtime fault reported by the device layer."""
+
+class poplar_application_runtime_error(poplar_runtime_error):
+    """PopART's name; xtrain does not raise it."""
+
+class poplar_system_runtime_error(poplar_runtime_error, popart_runtime_error):
+    """A system fault of the (simulated) device."""
+
+class poplar_recoverable_runtime_error(poplar_system_runtime_error):
+    """A fault that an action (recoveryAction) clears (xtrain::recoverable_runtime_error)."""
+    recoveryAction = None
+
+    def getRecoveryAction(self):
+        return self.recoveryAction
+
+class poplar_unrecoverable_runtime_error(poplar_system_runtime_error):
+    """xtrain::unrecoverable_runtime_error."""
+
+class poplar_unknown_runtime_error(poplar_system_runtime_error):
+    """xtrain::unknown_runtime_error."""
+
+class size_overflow_error(popart_exception):
+    """A size computed from input does not fit in 64 bits (xtrain::size_overflow_error)."""
+
+class OutOfMemoryException(popart_exception):
+    """A simulated IPU does not have the memory its tensors need."""
+    summaryReport = ""
+
+    def getSummaryReport(self):
+        return self.summaryReport
+
+    def getProfilePath(self):
+        return ""
+)PY";
+
+// Set once at import; the module (and so these classes) live until the interpreter ends.
+struct Classes {
+  py::object base, internal, runtime, recoverable, unrecoverable, unknown, overflow, oom;
+};
+Classes* classes = nullptr;
+
+void raise(const py::object& cls, const char* what) {
+  PyErr_SetObject(cls.ptr(), cls(what).ptr());
+}
+
+// Throws the C++ exception `kind` names (for the tests' round trip through the translator).
+[[noreturn]] void throwForTest(const std::string& kind, const std::string& message,
+                               RecoveryAction action) {
+  if (kind == "error") throw error(message);
+  if (kind == "internal_error") throw internal_error(message);
+  if (kind == "runtime_error") throw runtime_error(message);
+  if (kind == "recoverable_runtime_error") throw recoverable_runtime_error(action, message);
+  if (kind == "unrecoverable_runtime_error") throw unrecoverable_runtime_error(message);
+  if (kind == "unknown_runtime_error") throw unknown_runtime_error(message);
+  if (kind == "size_overflow_error") throw size_overflow_error(message);
+  if (kind == "OutOfMemoryException") throw OutOfMemoryException(message, "report: " + message);
+  throw py::value_error("_throw_error: unknown kind '" + kind +
+                        "' (expected error, internal_error, runtime_error, "
+                        "recoverable_runtime_error, unrecoverable_runtime_error, "
+                        "unknown_runtime_error, size_overflow_error or OutOfMemoryException)");
+}
+
+}  // namespace
+
+void bindErrors(py::module_& m) {
+  py::enum_<RecoveryAction>(m, "RecoveryAction")
+      .value("IPU_RESET", RecoveryAction::IPU_RESET)
+      .value("LINK_RESET", RecoveryAction::LINK_RESET)
+      .value("PARTITION_RESET", RecoveryAction::PARTITION_RESET)
+      .value("POWER_CYCLE", RecoveryAction::POWER_CYCLE);
+
+  py::dict ns;
+  ns["__name__"] = m.attr("__name__");
+  py::exec(kClasses, ns);
+  const char* names[] = {"popart_exception",
+                         "popart_internal_exception",
+                         "popart_runtime_error",
+                         "poplibs_exception",
+                         "poplar_exception",
+                         "poplar_runtime_error",
+                         "poplar_application_runtime_error",
+                         "poplar_system_runtime_error",
+                         "poplar_recoverable_runtime_error",
+                         "poplar_unrecoverable_runtime_error",
+                         "poplar_unknown_runtime_error",
+                         "size_overflow_error",
+                         "OutOfMemoryException"};
+  for (const char* name : names) {
+    py::object cls = ns[name];
+    cls.attr("__module__") = "xtrain";
+    m.attr(name) = cls;
+  }
+  // xtrain's C++ names.
+  m.attr("error") = ns["popart_exception"];
+  m.attr("internal_error") = ns["popart_internal_exception"];
+  m.attr("runtime_error") = ns["popart_runtime_error"];
+  m.attr("recoverable_runtime_error") = ns["poplar_recoverable_runtime_error"];
+  m.attr("unrecoverable_runtime_error") = ns["poplar_unrecoverable_runtime_error"];
+  m.attr("unknown_runtime_error") = ns["poplar_unknown_runtime_error"];
+
+  classes = new Classes{ns["popart_exception"],
+                        ns["popart_internal_exception"],
+                        ns["popart_runtime_error"],
+                        ns["poplar_recoverable_runtime_error"],
+                        ns["poplar_unrecoverable_runtime_error"],
+                        ns["poplar_unknown_runtime_error"],
+                        ns["size_overflow_error"],
+                        ns["OutOfMemoryException"]};
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    if (!p) return;
+    try {
+      std::rethrow_exception(p);
+    } catch (const recoverable_runtime_error& e) {
+      py::object exc = classes->recoverable(e.what());
+      exc.attr("recoveryAction") = py::cast(e.recoveryAction());
+      PyErr_SetObject(classes->recoverable.ptr(), exc.ptr());
+    } catch (const unrecoverable_runtime_error& e) {
+      raise(classes->unrecoverable, e.what());
+    } catch (const unknown_runtime_error& e) {
+      raise(classes->unknown, e.what());
+    } catch (const runtime_error& e) {
+      raise(classes->runtime, e.what());
+    } catch (const internal_error& e) {
+      raise(classes->internal, e.what());
+    } catch (const size_overflow_error& e) {
+      raise(classes->overflow, e.what());
+    } catch (const OutOfMemoryException& e) {
+      py::object exc = classes->oom(e.what());
+      exc.attr("summaryReport") = e.getSummaryReport();
+      PyErr_SetObject(classes->oom.ptr(), exc.ptr());
+    } catch (const error& e) {
+      raise(classes->base, e.what());
+    }
+  });
+
+  m.def("_throw_error", &throwForTest, py::arg("kind"), py::arg("message"),
+        py::arg("action") = RecoveryAction::IPU_RESET,
+        "Throws the C++ xtrain exception `kind` (for tests of the translation).");
+}
 
 }  // namespace xtrain::python

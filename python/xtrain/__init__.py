@@ -8,3 +8,4 @@ from ._xtrain import *  # noqa: F401,F403
 from . import _xtrain
 
 __version__ = getattr(_xtrain, "__version__", "0.1.0")
+from .session import Session  # noqa: E402,F401  (PopXL-style, over an xtrain session)
