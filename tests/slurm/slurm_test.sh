@@ -13,11 +13,13 @@
 #   3e. sbatch --time=1 --signal=USR1@20 (the README's job script; Slurm's warning before the time
 #      limit): the instances checkpoint and exit 75 before the limit, the script requeues the job,
 #      and the requeued run resumes from that checkpoint, saying it is a requeue (SLURM_RESTART_COUNT)
+#   3f. beside 3e, sbatch --signal=B:USR1@20 (the batch shell alone) with a script that forwards it
+#      to xrun from a trap: xrun passes it on, the instances checkpoint once, the script exits 75
 # On a two-node cluster (two slurmd on this host, nodes that xrun cannot tell from other hosts):
 #   4. salloc -N 2 -n 4 and sbatch -N 2 -n 4 of xrun -n 4 xtrain: the instances meet over PMIx and
 #      train to the same weights as in 1.
-# Every wait is bounded; the whole test takes about 35 s when idle plus 3e's wait for Slurm's warning
-# (10 to 40 s after the job's start: Slurm checks time limits every 30 s), under three minutes.
+# Every wait is bounded; the whole test takes about 35 s when idle plus 3e/3f's wait for Slurm's
+# warning (10 to 40 s after the jobs' start: Slurm checks time limits every 30 s), about 70 s.
 # Usage: slurm_test.sh <source dir> <build dir>. Exit 77 (skipped, with the reason) where Slurm
 # cannot run (not root, slurm-wlm or munge missing).
 set -euo pipefail
@@ -356,6 +358,29 @@ echo "xrun exited with \$code at \$(date +%s)"
 [ "\$code" = 75 ] && scontrol requeue "\$SLURM_JOB_ID"
 exit "\$code"
 EOF
+  # Meanwhile (the node has room for both), --signal=B:USR1@20, which signals the batch shell
+  # alone: a script that forwards it to xrun from a trap (bash runs the trap once `wait` returns).
+  cat >forward.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-forward
+#SBATCH --output=$work/forward-%j.out
+#SBATCH --time=1
+#SBATCH --signal=B:USR1@20
+"$xrun" -n 4 --grace-period 5 "$xtrain" ${train_args[*]} --steps 100000000 \\
+  --checkpoint-dir "$work/forward-ckpt" --resume auto &
+pid=\$!
+trap 'echo "the batch shell got SIGUSR1"; kill -USR1 \$pid' USR1
+wait \$pid
+code=\$?
+[ "\$code" -gt 128 ] && { wait \$pid; code=\$?; }
+echo "xrun exited with \$code"
+exit "\$code"
+EOF
+  local forward forward_mark forward_out
+  forward_mark=XTRAIN_SLURM_TEST_JOB=forward-$$-$RANDOM
+  forward=$(env "$forward_mark" sbatch --parsable forward.sbatch)
+  forward_out=$work/forward-$forward.out
   mark=XTRAIN_SLURM_TEST_JOB=warn-$$-$RANDOM
   id=$(env "$mark" sbatch --parsable warn.sbatch)
   out=$work/warn-$id.out
@@ -413,7 +438,20 @@ EOF
     left=$(marked_pids "$mark")
   done
   check "no process of the warned job is left" [ -z "$left" ]
-  echo "3e: sbatch --signal=USR1@20 case took $(elapsed "$case_t0" "$(now)") s"
+
+  echo "== 3f. sbatch --signal=B:USR1@T and a job script that forwards it to xrun (ran beside 3e)"
+  wait_job_end "$forward" 20 || true
+  check "the batch shell got the warning" grep -q '^the batch shell got SIGUSR1' "$forward_out"
+  check "xrun received SIGUSR1 and forwarded it" \
+    grep -q '^xrun: received SIGUSR1; forwarded to srun' "$forward_out"
+  check "the instances stopped once, with a checkpoint" \
+    [ "$(grep -c '^0: xtrain: preempted by SIGUSR1 after step' "$forward_out")" = 1 ]
+  check "the script exited with xrun's 75 ($(job_field "$forward" ExitCode))" \
+    [ "$(job_field "$forward" ExitCode)" = 75:0 ]
+  [ "$(job_field "$forward" ExitCode)" = 75:0 ] || tail -n 20 "$forward_out"
+  left=$(marked_pids "$forward_mark")
+  check "no process of the forwarding job is left" [ -z "$left" ]
+  echo "3e and 3f took $(elapsed "$case_t0" "$(now)") s"
 }
 
 two_nodes() {
