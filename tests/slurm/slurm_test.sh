@@ -10,10 +10,16 @@
 #      to the weights of an uninterrupted run; nothing of the job is left
 #   3c. srun's --kill-on-bad-exit after a first exit 75 ends the late tasks with SIGTERM: still 75
 #   3d. scancel --signal=USR1 --full reaches xrun as well, which forwards it; one stop
+#   3e. sbatch --time=1 --signal=USR1@20 (the README's job script; Slurm's warning before the time
+#      limit): the instances checkpoint and exit 75 before the limit, the script requeues the job,
+#      and the requeued run resumes from that checkpoint, saying it is a requeue (SLURM_RESTART_COUNT)
+#   3f. beside 3e, sbatch --signal=B:USR1@20 (the batch shell alone) with a script that forwards it
+#      to xrun from a trap: xrun passes it on, the instances checkpoint once, the script exits 75
 # On a two-node cluster (two slurmd on this host, nodes that xrun cannot tell from other hosts):
 #   4. salloc -N 2 -n 4 and sbatch -N 2 -n 4 of xrun -n 4 xtrain: the instances meet over PMIx and
 #      train to the same weights as in 1.
-# Every wait is bounded; the whole test takes well under two minutes (about 35 s when idle).
+# Every wait is bounded; the whole test takes about 35 s when idle plus 3e/3f's wait for Slurm's
+# warning (10 to 40 s after the jobs' start: Slurm checks time limits every 30 s), about 70 s.
 # Usage: slurm_test.sh <source dir> <build dir>. Exit 77 (skipped, with the reason) where Slurm
 # cannot run (not root, slurm-wlm or munge missing).
 set -euo pipefail
@@ -84,6 +90,18 @@ marked_pids() {
 # The batch job $1's script was run to its end with exit code 0 (scontrol keeps it MinJobAge s).
 completed() {
   [ "$(job_field "$1" JobState)" = COMPLETED ] && [ "$(job_field "$1" ExitCode)" = 0:0 ]
+}
+
+# Slurm holds a requeued job back (its BeginTime about two minutes on); start requeued job $1 now.
+# Not in the second of the requeue: slurmd revoked the job's credential then, and refuses a launch
+# whose credential is not newer, to the second ("Job credential revoked": the job ends FAILED, 1:0).
+# So first the old run's processes (marked $2) end, then 2 s pass (bounded: 10 s in all).
+start_requeued_now() {
+  local id=$1 mark=$2 end
+  end=$(($(date +%s) + 8))
+  while [ -n "$(marked_pids "$mark")" ] && [ "$(date +%s)" -lt $end ]; do sleep 0.1; done
+  sleep 2
+  scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
 }
 
 one_node() {
@@ -238,8 +256,7 @@ EOF
   done
   check "the job was requeued (state $state, restarts $(job_field "$id" Restarts))" \
     [ "$state" = PENDING ]
-  # Slurm holds a requeued job back (its BeginTime about two minutes on); the test starts it now.
-  scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
+  start_requeued_now "$id" "$mark"
   end=$(($(date +%s) + 60))
   until [ "$(grep -c '^xrun exited with ' "$out")" -ge 2 ] || [ "$(date +%s)" -ge $end ]; do
     sleep 0.1
@@ -315,6 +332,126 @@ EOF
   check "the batch script exited with xrun's 75 ($(job_field "$id" ExitCode))" \
     [ "$(job_field "$id" ExitCode)" = 75:0 ]
   [ "$(job_field "$id" ExitCode)" = 75:0 ] || tail -n 20 "$out"
+
+  echo "== 3e. sbatch --signal=USR1@T: Slurm's warning before the time limit, then a requeue"
+  # The README's job script with a time limit of 1 minute. Slurm sends the warning signal to the
+  # job's steps (the instances, as scancel --signal does) at its first time-limit check once fewer
+  # than T + 30 s are left: those checks run every 30 s, so with --time=1 --signal=USR1@20 the
+  # signal comes 10 to 40 s after the start, always before the limit. The requeued run resumes
+  # from the preemption's checkpoint; once it trains, the test cancels it.
+  local case_t0 started stopped warned_at resumed_line
+  case_t0=$(now)
+  cat >warn.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-warn
+#SBATCH --output=$work/warn-%j.out
+#SBATCH --open-mode=append
+#SBATCH --requeue
+#SBATCH --time=1
+#SBATCH --signal=USR1@20
+echo "attempt \${SLURM_RESTART_COUNT:-0} started at \$(date +%s)"
+"$xrun" -n 4 --grace-period 5 "$xtrain" ${train_args[*]} --steps 100000000 \\
+  --checkpoint-dir "$work/warn-ckpt" --resume auto
+code=\$?
+echo "xrun exited with \$code at \$(date +%s)"
+[ "\$code" = 75 ] && scontrol requeue "\$SLURM_JOB_ID"
+exit "\$code"
+EOF
+  # Meanwhile (the node has room for both), --signal=B:USR1@20, which signals the batch shell
+  # alone: a script that forwards it to xrun from a trap (bash runs the trap once `wait` returns).
+  cat >forward.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --job-name=xtrain-forward
+#SBATCH --output=$work/forward-%j.out
+#SBATCH --time=1
+#SBATCH --signal=B:USR1@20
+"$xrun" -n 4 --grace-period 5 "$xtrain" ${train_args[*]} --steps 100000000 \\
+  --checkpoint-dir "$work/forward-ckpt" --resume auto &
+pid=\$!
+trap 'echo "the batch shell got SIGUSR1"; kill -USR1 \$pid' USR1
+wait \$pid
+code=\$?
+[ "\$code" -gt 128 ] && { wait \$pid; code=\$?; }
+echo "xrun exited with \$code"
+exit "\$code"
+EOF
+  local forward forward_mark forward_out
+  forward_mark=XTRAIN_SLURM_TEST_JOB=forward-$$-$RANDOM
+  forward=$(env "$forward_mark" sbatch --parsable forward.sbatch)
+  forward_out=$work/forward-$forward.out
+  mark=XTRAIN_SLURM_TEST_JOB=warn-$$-$RANDOM
+  id=$(env "$mark" sbatch --parsable warn.sbatch)
+  out=$work/warn-$id.out
+  # Start-up, at most 40 s to the signal, and a few to stop; the limit would end the job at 60 s.
+  end=$(($(date +%s) + 75))
+  until grep -q '^xrun exited with ' "$out" 2>/dev/null || [ "$(date +%s)" -ge $end ]; do
+    sleep 0.1
+  done
+  started=$(sed -n 's/^attempt 0 started at \([0-9]*\)$/\1/p' "$out")
+  stopped=$(sed -n 's/^xrun exited with [0-9]* at \([0-9]*\)$/\1/p' "$out" | head -n 1)
+  warned_at=$((${stopped:-0} - ${started:-0}))
+  echo "time-limit warning: the job stopped $warned_at s after its start (--time=1 --signal=USR1@20)"
+  check "xrun exited with 75 (not killed at the time limit)" grep -q '^xrun exited with 75 ' "$out"
+  check "it stopped before the time limit ($warned_at s after the start)" \
+    test -n "$started" -a -n "$stopped" -a "$warned_at" -lt 60
+  preempted_at=$(sed -n 's/^0: xtrain: preempted by SIGUSR1 after step \([0-9]*\) of .*/\1/p' "$out")
+  check "the instances got Slurm's SIGUSR1 (stopped after step ${preempted_at:-none})" \
+    test -n "$preempted_at"
+  check "xrun itself was not signalled (the signal goes to the steps)" \
+    bash -c "! grep -q '^xrun: received SIGUSR1' '$out'"
+  if [ -n "$preempted_at" ]; then
+    check "the checkpoint of step $preempted_at exists" \
+      test -d "$work/warn-ckpt/$(printf 'ckpt-%08d' "$preempted_at")"
+  fi
+  end=$(($(date +%s) + 10))
+  state=$(job_field "$id" JobState)
+  until [ "$state" = PENDING ] || [ "$(date +%s)" -ge $end ]; do
+    sleep 0.1
+    state=$(job_field "$id" JobState)
+  done
+  check "the job was requeued (state $state, restarts $(job_field "$id" Restarts))" \
+    [ "$state" = PENDING ]
+  start_requeued_now "$id" "$mark"
+  # The requeued run resumes, says it is a requeue (SLURM_RESTART_COUNT=1), and trains on.
+  resumed_line="^0: xtrain: resumed from .* at step ${preempted_at:-x} .* on requeue 1 of Slurm job $id\$"
+  end=$(($(date +%s) + 30))
+  # A step line after the resume line (awk alone: no pipe for pipefail to trip on).
+  trains_after_resume() {
+    awk '/^0: xtrain: resumed from/ { r = 1 } r && /^0: step / { f = 1; exit } END { exit !f }' \
+      "$out" 2>/dev/null
+  }
+  until trains_after_resume || [ "$(date +%s)" -ge $end ]; do
+    sleep 0.1
+  done
+  check "the requeued run resumed at step ${preempted_at:-?} on requeue 1 of job $id" \
+    grep -q "$resumed_line" "$out"
+  check "the requeued run trains on" trains_after_resume
+  grep -q "$resumed_line" "$out" || tail -n 30 "$out"
+  scancel "$id"
+  wait_job_end "$id" 20 || true
+  end=$(($(date +%s) + 10))
+  left=$(marked_pids "$mark")
+  while [ -n "$left" ] && [ "$(date +%s)" -lt $end ]; do
+    sleep 0.1
+    left=$(marked_pids "$mark")
+  done
+  check "no process of the warned job is left" [ -z "$left" ]
+
+  echo "== 3f. sbatch --signal=B:USR1@T and a job script that forwards it to xrun (ran beside 3e)"
+  wait_job_end "$forward" 20 || true
+  check "the batch shell got the warning" grep -q '^the batch shell got SIGUSR1' "$forward_out"
+  check "xrun received SIGUSR1 and forwarded it" \
+    grep -q '^xrun: received SIGUSR1; forwarded to srun' "$forward_out"
+  check "the instances stopped once, with a checkpoint" \
+    [ "$(grep -c '^0: xtrain: preempted by SIGUSR1 after step' "$forward_out")" = 1 ]
+  check "the script exited with xrun's 75 ($(job_field "$forward" ExitCode))" \
+    [ "$(job_field "$forward" ExitCode)" = 75:0 ]
+  [ "$(job_field "$forward" ExitCode)" = 75:0 ] || tail -n 20 "$forward_out"
+  left=$(marked_pids "$forward_mark")
+  check "no process of the forwarding job is left" [ -z "$left" ]
+  echo "3e and 3f took $(elapsed "$case_t0" "$(now)") s"
 }
 
 two_nodes() {

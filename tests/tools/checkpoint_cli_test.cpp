@@ -286,6 +286,66 @@ TEST_F(CheckpointCli, RestartNeverStartsAfreshSilently) {
   EXPECT_TRUE(has(r.output, "does not exist")) << r.output;
 }
 
+// A batch job that Slurm requeued (`scontrol requeue`, preemption with requeue) runs with
+// SLURM_RESTART_COUNT > 0: a restart like xrun's. Its checkpoint directory vanished is a refusal
+// (exit 2) naming SLURM_RESTART_COUNT; an existing one resumes, saying it is a requeue; xrun's
+// count, when above 0, is the one named; a count of 0 or not a number is a first run.
+TEST_F(CheckpointCli, SlurmRequeueNeverStartsAfreshSilently) {
+  const std::string flags = " --lr 0.05 --momentum 0.9 --seed 3 --resume auto --checkpoint-dir ";
+  const std::string requeued =
+      "env -u XTRAIN_RESTART_COUNT SLURM_JOB_ID=4711 SLURM_RESTART_COUNT=2 ./xtrain --steps 4";
+
+  CommandResult r = runCommand(requeued + flags + path("gone"));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  for (const std::string& part :
+       std::vector<std::string>{"requeue 2 of Slurm job 4711 (SLURM_RESTART_COUNT=2)",
+                                "'" + path("gone") + "' does not exist",
+                                "Refusing to train from scratch", "submit a new job"}) {
+    EXPECT_TRUE(has(r.output, part)) << part << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "gone")) << "nothing was created";
+
+  // xrun's count wins when both say restart; 0 or garbage from Slurm is a first run.
+  r = runCommand("SLURM_RESTART_COUNT=2 XTRAIN_RESTART_COUNT=1 ./xtrain --steps 4" + flags +
+                 path("gone"));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "restart 1 of the job (XTRAIN_RESTART_COUNT=1)")) << r.output;
+  for (const std::string count : {"0", "x", "-1", ""}) {
+    r = runCommand("env -u XTRAIN_RESTART_COUNT SLURM_RESTART_COUNT=" + count +
+                   " ./xtrain --steps 2" + flags + path("fresh-" + count));
+    EXPECT_EQ(r.exitCode, 0) << count << "\n" << r.output;
+    EXPECT_TRUE(has(r.output, "no checkpoint in " + path("fresh-" + count) + ", starting afresh"))
+        << r.output;
+  }
+
+  // An empty directory (the first run was requeued before its first checkpoint) starts afresh.
+  fs::create_directories(dir_ / "empty");
+  r = runCommand(requeued + flags + path("empty"));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "requeue 2 of Slurm job 4711: no checkpoint in " + path("empty")))
+      << r.output;
+
+  // Checkpoints removed from under `latest`: a refusal naming the variable.
+  const fs::path d = dir_ / "d";
+  r = runCommand("env -u SLURM_RESTART_COUNT ./xtrain --steps 2 --checkpoint-every 2" +
+                 flags.substr(0, flags.find(" --resume")) + " --checkpoint-dir " + d.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  r = runCommand(requeued + flags + d.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "resumed from " + (d / "ckpt-00000002").string() +
+                                " at step 2 (written by 1 instance(s), 1 replicas) on requeue 2 "
+                                "of Slurm job 4711"))
+      << r.output;
+  for (const auto& entry : fs::directory_iterator(d)) {
+    if (entry.path().filename().string().rfind("ckpt-", 0) == 0) fs::remove_all(entry.path());
+  }
+  r = runCommand(requeued + flags + d.string());
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "(SLURM_RESTART_COUNT=2)") && has(r.output, "holds no checkpoint") &&
+              has(r.output, "Refusing to train from scratch"))
+      << r.output;
+}
+
 // The same fallback when the instances of a job must agree (xrun -n 2): both skip the damaged one.
 TEST_F(CheckpointCli, ResumeAutoSkipsADamagedCheckpointUnderXrun) {
   const fs::path d = dir_ / "d";

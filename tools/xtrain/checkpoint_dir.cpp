@@ -35,8 +35,11 @@ void refuseToOverwriteCheckpoints(const TrainOptions& o) {
       o.checkpointDir, listed.size(), newest);
 }
 
-int64_t restartCount() {
-  const char* text = std::getenv("XTRAIN_RESTART_COUNT");
+namespace {
+
+// A restart count from the environment: 0 when unset, empty, negative or not a whole number.
+int64_t countFrom(const char* name) {
+  const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return 0;
   char* end = nullptr;
   errno = 0;
@@ -45,21 +48,43 @@ int64_t restartCount() {
   return static_cast<int64_t>(k);
 }
 
+}  // namespace
+
+JobRestart jobRestart() {
+  for (const char* name : {"XTRAIN_RESTART_COUNT", "SLURM_RESTART_COUNT"}) {
+    if (const int64_t k = countFrom(name); k > 0) return JobRestart{k, name};
+  }
+  return JobRestart{};
+}
+
+std::string JobRestart::describe() const {
+  if (variable != "SLURM_RESTART_COUNT") return "restart " + std::to_string(count) + " of the job";
+  const char* id = std::getenv("SLURM_JOB_ID");
+  return "requeue " + std::to_string(count) + " of Slurm job" +
+         (id != nullptr && *id != '\0' ? std::string(" ") + id : std::string());
+}
+
 void refuseToStartAfreshOnRestart(const TrainOptions& o) {
-  const int64_t k = restartCount();
-  if (k == 0 || o.resume != "auto" || o.checkpointDir.empty()) return;
+  const JobRestart restart = jobRestart();
+  if (restart.count == 0 || o.resume != "auto" || o.checkpointDir.empty()) return;
+  const bool slurm = restart.variable == "SLURM_RESTART_COUNT";
+  // What the user can do: a new xrun has no restart pending; a requeued batch job keeps its count,
+  // so there an empty directory is the way to train afresh on purpose.
+  const std::string remedy =
+      slurm ? "restore the directory, or submit a new job (or create the directory empty) to train "
+              "afresh"
+            : "restore the directory, or start a new job (xrun without a restart pending) to train "
+              "afresh";
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(o.checkpointDir, ec);
   if (!fs::exists(status)) {
     throw error(
-        "restart {} of the job (XTRAIN_RESTART_COUNT={}) with --resume auto: --checkpoint-dir '{}' "
-        "does not exist, though an earlier attempt of the job creates it before its first step; "
-        "its checkpoints are gone (removed, or on a file system this host does not share). "
-        "Refusing "
-        "to train from scratch: restore the directory, or start a new job (xrun without a restart "
-        "pending) to train afresh",
-        k, k, o.checkpointDir);
+        "{} ({}={}) with --resume auto: --checkpoint-dir '{}' does not exist, though an earlier "
+        "{} of the job creates it before its first step; its checkpoints are gone (removed, or on "
+        "a file system this host does not share). Refusing to train from scratch: {}",
+        restart.describe(), restart.variable, restart.count, o.checkpointDir,
+        slurm ? "run" : "attempt", remedy);
   }
   if (!fs::is_directory(status)) return;  // checkOutputs reports a file given as the directory
   const std::string latestPath =
@@ -69,10 +94,11 @@ void refuseToStartAfreshOnRestart(const TrainOptions& o) {
   if (!(latestFile >> latest)) return;
   if (!checkpoint::list(o.checkpointDir).empty()) return;  // loadLatestCheckpoint picks one
   throw error(
-      "restart {} of the job (XTRAIN_RESTART_COUNT={}) with --resume auto: --checkpoint-dir '{}' "
-      "holds no checkpoint, yet its '{}' names '{}': the checkpoints were removed. Refusing to "
-      "train from scratch: restore them, or start a new job to train afresh",
-      k, k, o.checkpointDir, latestPath, latest);
+      "{} ({}={}) with --resume auto: --checkpoint-dir '{}' holds no checkpoint, yet its '{}' "
+      "names '{}': the checkpoints were removed. Refusing to train from scratch: restore them, or "
+      "{} to train afresh",
+      restart.describe(), restart.variable, restart.count, o.checkpointDir, latestPath, latest,
+      slurm ? "submit a new job" : "start a new job");
 }
 
 CheckpointDirectoryLock::CheckpointDirectoryLock(CheckpointDirectoryLock&& other) noexcept

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "options.hpp"
 
@@ -12,17 +13,26 @@ namespace xtrain::tools {
 // naming the newest, unless --overwrite-checkpoints was given.
 void refuseToOverwriteCheckpoints(const TrainOptions& options);
 
-// The job's restart count from xrun (XTRAIN_RESTART_COUNT): 0 when unset, on the first attempt, or
-// when not a number.
-int64_t restartCount();
+// Whether this run of the job is a restart, and which variable says so: xrun's restart count
+// (XTRAIN_RESTART_COUNT, --max-restarts) or Slurm's (SLURM_RESTART_COUNT, set in a batch job that
+// Slurm requeued: `scontrol requeue`, preemption with requeue, a node failure). xrun's wins when
+// both are above 0. A variable unset, empty, negative or not a number counts as 0.
+struct JobRestart {
+  int64_t count = 0;     // 0: the job's first run
+  std::string variable;  // "XTRAIN_RESTART_COUNT" or "SLURM_RESTART_COUNT"; empty when count == 0
 
-// A restart of a job (restartCount() > 0) with --resume auto must continue from a checkpoint, not
-// train from scratch: the first attempt created --checkpoint-dir before its first step, so a
+  // "restart 2 of the job" (xrun) or "requeue 2 of Slurm job 17" (Slurm; the id when known).
+  std::string describe() const;
+};
+JobRestart jobRestart();
+
+// A restart of a job (jobRestart().count > 0) with --resume auto must continue from a checkpoint,
+// not train from scratch: the first attempt created --checkpoint-dir before its first step, so a
 // missing directory, or one whose `latest` names a checkpoint while none is left, means the
 // checkpoints are gone (deleted, or on a file system this host does not see). Throws xtrain::error
-// (exit 2, which xrun does not restart) naming the directory. An existing directory without any
-// checkpoint is left alone: the earlier attempt failed before its first one, and the restart starts
-// afresh, saying so.
+// (exit 2, which xrun does not restart) naming the directory and the variable that said it was a
+// restart. An existing directory without any checkpoint is left alone: the earlier attempt failed
+// before its first one, and the restart starts afresh, saying so.
 void refuseToStartAfreshOnRestart(const TrainOptions& options);
 
 // Held by one job writing checkpoints into a --checkpoint-dir, for as long as it trains: an

@@ -340,11 +340,11 @@ int train(const TrainOptions& o, std::ostream& out) {
     }
     // Collective: every instance resumes from the same checkpoint, or all start afresh.
     resumed = session->loadLatestCheckpoint(o.checkpointDir);
-    const int64_t restart = restartCount();
-    if (!resumed && restart > 0) {
+    const JobRestart restart = jobRestart();
+    if (!resumed && restart.count > 0) {
       // refuseToStartAfreshOnRestart ruled out a missing directory and removed checkpoints.
-      progress << "xtrain: restart " << restart << " of the job: no checkpoint in "
-               << o.checkpointDir << " (the earlier attempts failed before writing one), "
+      progress << "xtrain: " << restart.describe() << ": no checkpoint in " << o.checkpointDir
+               << " (the earlier attempts failed before writing one), "
                << "starting afresh\n";
     } else if (!resumed) {
       progress << "xtrain: no checkpoint in " << o.checkpointDir << ", starting afresh\n";
@@ -363,8 +363,8 @@ int train(const TrainOptions& o, std::ostream& out) {
     firstStep = info.step;
     progress << "xtrain: resumed from " << resumeFrom << " at step " << firstStep << " (written by "
              << info.instances << " instance(s), " << info.globalReplicationFactor << " replicas)";
-    if (o.resume == "auto" && restartCount() > 0) {
-      progress << " on restart " << restartCount() << " of the job";
+    if (const JobRestart restart = jobRestart(); o.resume == "auto" && restart.count > 0) {
+      progress << " on " << restart.describe();
     }
     progress << "\n";
   }
