@@ -312,8 +312,10 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
           py::arg("accumulatorAndMomentum") = SGDAccumulatorAndMomentum::Combined,
           py::arg("accumType") = dataTypeDefault(m, "UNDEFINED"),
           py::arg("accl1Type") = dataTypeDefault(m, "UNDEFINED"), py::arg("debugContext") = "sgd");
-  // C++'s constructor, in its argument order (a float is constant, a tuple is (value, isConst)):
-  // SGD(0.01) as in the "Executing graphs" chapter, SGD(defaultMomentum=0.9).
+  // C++'s constructor, in its argument order (a tuple is (value, isConst)): SGD(0.01) as in the
+  // "Executing graphs" chapter, SGD(defaultMomentum=0.9). A number is constant, except the learning
+  // rate: the chapter changes it between steps with updateOptimizerFromHost(popart.SGD(stepLr)),
+  // which only a non-constant rate allows (ConstSGD is the constant form).
   const SGD d;
   sgd.def(py::init([](py::handle lr, py::handle wd, py::handle mm, py::handle dm, py::handle vs,
                       py::handle ls, py::handle nesterov, py::handle clipNorms) {
@@ -324,7 +326,8 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
                   "tuple (float, bool) or an OptimizerValue) as the first argument, got " +
                   typeName(lr));
             }
-            return SGD(toOptimizerValue(lr, "SGD(defaultLearningRate=...)"),
+            return SGD(isNumber(lr) ? OptimizerValue(toFloat(lr), false)
+                                    : toOptimizerValue(lr, "SGD(defaultLearningRate=...)"),
                        toOptimizerValue(wd, "SGD(defaultWeightDecay=...)"),
                        toOptimizerValue(mm, "SGD(defaultMomentum=...)"),
                        toOptimizerValue(dm, "SGD(defaultDampening=...)"),
