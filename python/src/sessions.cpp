@@ -31,6 +31,7 @@
 
 #include "bindings.hpp"
 #include "numpy_types.hpp"
+#include "py_values.hpp"
 #include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -48,10 +49,6 @@ namespace xtrain::python {
 namespace {
 
 // ---- NumPy <-> xtrain types ----
-
-std::string typeName(const py::handle& h) {
-  return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
-}
 
 // "float32", or ">f4" for a byte order other than the native one.
 std::string dtypeName(const py::dtype& d) {
