@@ -53,6 +53,17 @@ def classifier_data(batch=4, features=8, classes=3, seed=1):
     return data, labels
 
 
+def training_session(proto, loss, lr=0.5, batches_per_step=1, opts=None):
+    """A TrainingSession of a model on a CPU device, with SGD and its loss anchored, compiled."""
+    session = popart.TrainingSession(
+        fnModel=proto,
+        dataFlow=popart.DataFlow(batches_per_step, {loss: popart.AnchorReturnType("ALL")}),
+        loss=loss, optimizer=popart.SGD(lr), userOptions=opts or popart.SessionOptions(),
+        deviceInfo=popart.DeviceManager().createCpuDevice())
+    session.prepareDevice()
+    return session
+
+
 def read_weights(session, ids):
     session.weightsToHost()
     weights = {i: np.zeros(session.getInfo(i).shape(), np.float32) for i in ids}
@@ -175,11 +186,7 @@ class SessionOptionsTest(Chapter):
         opts = popart.SessionOptions()
         opts.enableStochasticRounding = True
 
-        session = popart.TrainingSession(
-            fnModel=proto, dataFlow=popart.DataFlow(2, {loss: popart.AnchorReturnType("ALL")}),
-            loss=loss, optimizer=popart.SGD(0.1), userOptions=opts,
-            deviceInfo=popart.DeviceManager().createCpuDevice())
-        session.prepareDevice()
+        session = training_session(proto, loss, lr=0.1, batches_per_step=2, opts=opts)
         session.weightsFromHost()
         anchors = session.initAnchorArrays()
         data, labels = classifier_data()
@@ -270,11 +277,7 @@ class ExecutingTest(Chapter):
 
     def test_training_updates_the_weights(self):
         proto, x, label, loss, weights = classifier_model()
-        session = popart.TrainingSession(
-            fnModel=proto, dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL")}),
-            loss=loss, optimizer=popart.SGD(0.5),
-            deviceInfo=popart.DeviceManager().createCpuDevice())
-        session.prepareDevice()
+        session = training_session(proto, loss)
         session.weightsFromHost()
         before = read_weights(session, weights)
         anchors = session.initAnchorArrays()
@@ -294,11 +297,7 @@ class SavingLoadingTest(Chapter):
 
     def test_save_and_load(self):
         proto, x, label, loss, weights = classifier_model()
-        session = popart.TrainingSession(
-            fnModel=proto, dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL")}),
-            loss=loss, optimizer=popart.SGD(0.5),
-            deviceInfo=popart.DeviceManager().createCpuDevice())
-        session.prepareDevice()
+        session = training_session(proto, loss)
         session.weightsFromHost()
         anchors = session.initAnchorArrays()
         data, labels = classifier_data()
@@ -315,11 +314,7 @@ class SavingLoadingTest(Chapter):
 
         # An earlier run's parameters loaded into a new session of the untrained model.
         os.replace("trained_model.onnx", "test.onnx")
-        session = popart.TrainingSession(
-            fnModel=proto, dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL")}),
-            loss=loss, optimizer=popart.SGD(0.5),
-            deviceInfo=popart.DeviceManager().createCpuDevice())
-        session.prepareDevice()
+        session = training_session(proto, loss)
         # chapter
         session.resetHostWeights("test.onnx")
         session.weightsFromHost()
@@ -446,11 +441,7 @@ class ErrorsTest(Chapter):
 
     def test_application_error(self):
         proto, x, label, loss, _ = classifier_model()
-        session = popart.TrainingSession(
-            fnModel=proto, dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL")}),
-            loss=loss, optimizer=popart.SGD(0.1),
-            deviceInfo=popart.DeviceManager().createCpuDevice())
-        session.prepareDevice()
+        session = training_session(proto, loss, lr=0.1)
         session.weightsFromHost()
         data, labels = classifier_data()
         try:
