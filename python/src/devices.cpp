@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "bindings.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -103,63 +104,45 @@ void bindDevices(py::module_& m) {
       .def("__str__", &DeviceInfo::toString);
 
   // One process-wide manager; DeviceManager() returns a handle to it, as PopART's does.
-  py::class_<DeviceManager, std::unique_ptr<DeviceManager, py::nodelete>>(m, "DeviceManager")
-      .def(py::init([] {
-        return std::unique_ptr<DeviceManager, py::nodelete>(&DeviceManager::createDeviceManager());
-      }))
-      .def(
-          "acquireAvailableDevice",
-          [](DeviceManager& dm, int numIpus, int tilesPerIpu, SyncPattern pattern,
-             DeviceConnectionType connectionType, DeviceSelectionCriterion selectionCriterion) {
-            return dm.acquireAvailableDevice(numIpus, tilesPerIpu, pattern, connectionType,
-                                             selectionCriterion);
-          },
-          py::arg("numIpus") = 1, py::arg("tilesPerIpu") = 0,
-          py::arg("pattern") = SyncPattern::Full,
-          py::arg("connectionType") = DeviceConnectionType::Always,
-          py::arg("selectionCriterion") = DeviceSelectionCriterion::First,
-          py::call_guard<py::gil_scoped_release>())
-      .def(
-          "tryAcquireAvailableDevice",
-          [](DeviceManager& dm, int numIpus, int tilesPerIpu, SyncPattern pattern,
-             DeviceConnectionType connectionType, DeviceSelectionCriterion selectionCriterion) {
-            return dm.tryAcquireAvailableDevice(numIpus, tilesPerIpu, pattern, connectionType,
-                                                selectionCriterion);
-          },
-          py::arg("numIpus") = 1, py::arg("tilesPerIpu") = 0,
-          py::arg("pattern") = SyncPattern::Full,
-          py::arg("connectionType") = DeviceConnectionType::Always,
-          py::arg("selectionCriterion") = DeviceSelectionCriterion::First,
-          py::call_guard<py::gil_scoped_release>())
-      .def(
-          "acquireDeviceById",
-          [](DeviceManager& dm, int id, SyncPattern pattern, DeviceConnectionType connectionType) {
-            return dm.acquireDeviceById(id, pattern, connectionType);
-          },
-          py::arg("id"), py::arg("pattern") = SyncPattern::Full,
-          py::arg("connectionType") = DeviceConnectionType::Always,
-          py::call_guard<py::gil_scoped_release>())
-      .def(
-          "tryAcquireDeviceById",
-          [](DeviceManager& dm, int id, SyncPattern pattern, DeviceConnectionType connectionType) {
-            return dm.tryAcquireDeviceById(id, pattern, connectionType);
-          },
-          py::arg("id"), py::arg("pattern") = SyncPattern::Full,
-          py::arg("connectionType") = DeviceConnectionType::Always,
-          py::call_guard<py::gil_scoped_release>())
-      .def("createCpuDevice", &DeviceManager::createCpuDevice)
-      .def(
-          "createIpuModelDevice",
-          [](DeviceManager& dm, const py::dict& opts) {
-            return dm.createIpuModelDevice(optionsFromDict(opts));
-          },
-          py::arg("opts") = py::dict())
-      .def(
-          "createOfflineIPUDevice",
-          [](DeviceManager& dm, const py::dict& opts) {
-            return dm.createOfflineIPUDevice(optionsFromDict(opts));
-          },
-          py::arg("opts") = py::dict())
+  py::class_<DeviceManager, std::unique_ptr<DeviceManager, py::nodelete>> dm(m, "DeviceManager");
+  dm.def(py::init([] {
+    return std::unique_ptr<DeviceManager, py::nodelete>(&DeviceManager::createDeviceManager());
+  }));
+  // Each acquire call and its try* form take the same arguments, in C++'s order.
+  using AcquireAvailable = decltype(&DeviceManager::acquireAvailableDevice);
+  const std::pair<const char*, AcquireAvailable> acquireAvailable[] = {
+      {"acquireAvailableDevice", &DeviceManager::acquireAvailableDevice},
+      {"tryAcquireAvailableDevice", &DeviceManager::tryAcquireAvailableDevice}};
+  for (const auto& [name, fn] : acquireAvailable) {
+    dm.def(name, fn, py::arg("numIpus") = 1, py::arg("tilesPerIpu") = 0,
+           py::arg("pattern") = SyncPattern::Full,
+           py::arg("connectionType") = DeviceConnectionType::Always,
+           py::arg("selectionCriterion") = DeviceSelectionCriterion::First,
+           py::call_guard<py::gil_scoped_release>());
+  }
+  using AcquireById = decltype(&DeviceManager::acquireDeviceById);
+  const std::pair<const char*, AcquireById> acquireById[] = {
+      {"acquireDeviceById", &DeviceManager::acquireDeviceById},
+      {"tryAcquireDeviceById", &DeviceManager::tryAcquireDeviceById}};
+  for (const auto& [name, fn] : acquireById) {
+    dm.def(name, fn, py::arg("id"), py::arg("pattern") = SyncPattern::Full,
+           py::arg("connectionType") = DeviceConnectionType::Always,
+           py::call_guard<py::gil_scoped_release>());
+  }
+  // The devices made from an options dict.
+  using CreateFromOptions = decltype(&DeviceManager::createIpuModelDevice);
+  const std::pair<const char*, CreateFromOptions> createFromOptions[] = {
+      {"createIpuModelDevice", &DeviceManager::createIpuModelDevice},
+      {"createOfflineIPUDevice", &DeviceManager::createOfflineIPUDevice}};
+  for (const auto& [name, fn] : createFromOptions) {
+    dm.def(
+        name,
+        [fn = fn](DeviceManager& self, const py::dict& opts) {
+          return (self.*fn)(optionsFromDict(opts));
+        },
+        py::arg("opts") = py::dict());
+  }
+  dm.def("createCpuDevice", &DeviceManager::createCpuDevice)
       .def(
           "enumerateDevices",
           [](DeviceManager& dm, SyncPattern pattern, int numIpus, DeviceType deviceType,

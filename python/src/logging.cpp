@@ -4,9 +4,9 @@
 //   xtrain.getLogger("session").setLevel("OFF")     # one module
 //
 // getLogger(name="all") returns a Logger for "all" (every module), "popart"/"xtrain" (the default
-// module) or one of xtrain::logging's module names; an unknown name raises naming it and the valid
-// ones. Levels are "TRACE", "DEBUG", "INFO", "WARN", "ERR", "CRITICAL", "OFF" (case-insensitive,
-// "WARNING" and "ERROR" accepted), or the LogLevel enum.
+// module; "python" and "none" too) or one of xtrain::logging's module names; an unknown name raises
+// naming it and the valid ones. Levels are "TRACE", "DEBUG", "INFO", "WARN", "ERR", "CRITICAL",
+// "OFF" (case-insensitive, "WARNING" and "ERROR" accepted), or the LogLevel enum.
 #include "xtrain/logging.hpp"
 
 #include <pybind11/pybind11.h>
@@ -30,8 +30,13 @@ using logging::Module;
 class Logger {
  public:
   explicit Logger(const std::string& name) : name_(name) {
-    if (name != "all" && name != "popart") module_ = logging::moduleFromString(name);
-    if (name == "popart") module_ = Module::xtrain;
+    // PopART's "python" (the Python module) and "none" (unidentified) have no module of their own
+    // in xtrain: their messages are the default module's.
+    if (name == "popart" || name == "python" || name == "none") {
+      module_ = Module::xtrain;
+    } else if (name != "all") {
+      module_ = logging::moduleFromString(name);
+    }
   }
   const std::string& name() const { return name_; }
 

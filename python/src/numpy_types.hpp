@@ -69,6 +69,11 @@ inline std::optional<DataType> tryDataTypeFromNumpy(const pybind11::dtype& dt) {
   }
 }
 
+// The dtypes tryDataTypeFromNumpy accepts, for messages.
+inline constexpr const char* kNumpyDtypeNames =
+    "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64, "
+    "complex64, complex128, in native byte order";
+
 // The DataType of a NumPy dtype. Throws TypeError naming `what` (e.g. "Builder.addInitializedInput
 // Tensor: initVal") and the dtype when xtrain has none for it.
 inline DataType dataTypeFromNumpy(const pybind11::dtype& dt, const std::string& what) {
@@ -76,8 +81,7 @@ inline DataType dataTypeFromNumpy(const pybind11::dtype& dt, const std::string& 
   throw pybind11::type_error(
       what + ": NumPy dtype '" +
       pybind11::str(static_cast<const pybind11::handle&>(dt)).cast<std::string>() +
-      "' has no xtrain DataType (expected one of bool, int8, int16, int32, int64, uint8, uint16, "
-      "uint32, uint64, float16, float32, float64, complex64, complex128, in native byte order)");
+      "' has no xtrain DataType (expected one of " + kNumpyDtypeNames + ")");
 }
 
 // The NumPy dtype of a DataType, or nullopt when NumPy has none (BFLOAT16, FLOAT8_*, STRING,

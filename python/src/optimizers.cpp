@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "py_values.hpp"
 #include "xtrain/datatype.hpp"
 #include "xtrain/optimizer.hpp"
 
@@ -28,10 +29,6 @@ namespace xtrain::python {
 namespace {
 
 using ValueMap = std::map<std::string, std::pair<float, bool>>;
-
-std::string typeName(py::handle v) {
-  return py::str(py::type::handle_of(v).attr("__name__"));
-}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string s;
@@ -51,20 +48,6 @@ std::string shortFloat(float f) {
   return s;
 }
 
-bool isBool(py::handle v) {
-  if (PyBool_Check(v.ptr())) return true;
-  const std::string t = typeName(v);
-  return t == "bool_" || t == "bool";
-}
-
-// A real number: float, int, or a numpy scalar of either kind (not bool, complex or str).
-bool isNumber(py::handle v) {
-  if (isBool(v) || PyComplex_Check(v.ptr()) || PyUnicode_Check(v.ptr())) return false;
-  if (PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr())) return true;
-  auto* nb = Py_TYPE(v.ptr())->tp_as_number;
-  return nb != nullptr && nb->nb_float != nullptr;
-}
-
 float toFloat(py::handle v) {
   const double d = PyFloat_AsDouble(v.ptr());
   if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
@@ -74,10 +57,10 @@ float toFloat(py::handle v) {
 // An OptimizerValue from an OptimizerValue, a number (constant) or a (number, bool) tuple.
 OptimizerValue toOptimizerValue(py::handle v, const std::string& what) {
   if (py::isinstance<OptimizerValue>(v)) return v.cast<OptimizerValue>();
-  if (isNumber(v)) return OptimizerValue(toFloat(v), true);
+  if (isReal(v)) return OptimizerValue(toFloat(v), true);
   if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {
     py::sequence s = py::reinterpret_borrow<py::sequence>(v);
-    if (s.size() == 2 && isNumber(s[0]) && isBool(s[1])) {
+    if (s.size() == 2 && isReal(s[0]) && isBool(s[1])) {
       return OptimizerValue(toFloat(s[0]), PyObject_IsTrue(s[1].ptr()) == 1);
     }
   }
@@ -312,34 +295,37 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
           py::arg("accumulatorAndMomentum") = SGDAccumulatorAndMomentum::Combined,
           py::arg("accumType") = dataTypeDefault(m, "UNDEFINED"),
           py::arg("accl1Type") = dataTypeDefault(m, "UNDEFINED"), py::arg("debugContext") = "sgd");
-  // C++'s constructor, in its argument order (a float is constant, a tuple is (value, isConst)):
-  // SGD(0.01) as in the "Executing graphs" chapter, SGD(defaultMomentum=0.9).
+  // C++'s constructor, in its argument order (a tuple is (value, isConst)): SGD(0.01) as in the
+  // "Executing graphs" chapter, SGD(defaultMomentum=0.9). A number is constant, except the learning
+  // rate: the chapter changes it between steps with updateOptimizerFromHost(popart.SGD(stepLr)),
+  // which only a non-constant rate allows (ConstSGD is the constant form).
   const SGD d;
-  sgd.def(py::init([](py::handle lr, py::handle wd, py::handle mm, py::handle dm, py::handle vs,
-                      py::handle ls, py::handle nesterov, py::handle clipNorms) {
-            if (!(py::isinstance<OptimizerValue>(lr) || isNumber(lr) ||
-                  py::isinstance<py::tuple>(lr))) {
-              throw py::type_error(
-                  "SGD: expected a dict {name: (float, bool)} or a learning rate (a float, a "
-                  "tuple (float, bool) or an OptimizerValue) as the first argument, got " +
-                  typeName(lr));
-            }
-            return SGD(toOptimizerValue(lr, "SGD(defaultLearningRate=...)"),
-                       toOptimizerValue(wd, "SGD(defaultWeightDecay=...)"),
-                       toOptimizerValue(mm, "SGD(defaultMomentum=...)"),
-                       toOptimizerValue(dm, "SGD(defaultDampening=...)"),
-                       toOptimizerValue(vs, "SGD(defaultVelocityScaling=...)"),
-                       toOptimizerValue(ls, "SGD(lossScaling=...)"),
-                       toBool(nesterov, "SGD(nesterov=...)"),
-                       toClipNorms(clipNorms, "SGD(clip_norm_settings=...)"));
-          }),
-          py::arg("defaultLearningRate") = d.defaults().learningRate,
-          py::arg("defaultWeightDecay") = d.defaults().weightDecay,
-          py::arg("defaultMomentum") = d.defaults().momentum,
-          py::arg("defaultDampening") = d.defaults().dampening,
-          py::arg("defaultVelocityScaling") = d.defaults().velocityScaling,
-          py::arg("lossScaling") = d.lossScaling(), py::arg("nesterov") = false,
-          py::arg("clip_norm_settings") = py::list());
+  sgd.def(
+      py::init([](py::handle lr, py::handle wd, py::handle mm, py::handle dm, py::handle vs,
+                  py::handle ls, py::handle nesterov, py::handle clipNorms) {
+        if (!(py::isinstance<OptimizerValue>(lr) || isReal(lr) || py::isinstance<py::tuple>(lr))) {
+          throw py::type_error(
+              "SGD: expected a dict {name: (float, bool)} or a learning rate (a float, a "
+              "tuple (float, bool) or an OptimizerValue) as the first argument, got " +
+              typeName(lr));
+        }
+        return SGD(isReal(lr) ? OptimizerValue(toFloat(lr), false)
+                              : toOptimizerValue(lr, "SGD(defaultLearningRate=...)"),
+                   toOptimizerValue(wd, "SGD(defaultWeightDecay=...)"),
+                   toOptimizerValue(mm, "SGD(defaultMomentum=...)"),
+                   toOptimizerValue(dm, "SGD(defaultDampening=...)"),
+                   toOptimizerValue(vs, "SGD(defaultVelocityScaling=...)"),
+                   toOptimizerValue(ls, "SGD(lossScaling=...)"),
+                   toBool(nesterov, "SGD(nesterov=...)"),
+                   toClipNorms(clipNorms, "SGD(clip_norm_settings=...)"));
+      }),
+      py::arg("defaultLearningRate") = d.defaults().learningRate,
+      py::arg("defaultWeightDecay") = d.defaults().weightDecay,
+      py::arg("defaultMomentum") = d.defaults().momentum,
+      py::arg("defaultDampening") = d.defaults().dampening,
+      py::arg("defaultVelocityScaling") = d.defaults().velocityScaling,
+      py::arg("lossScaling") = d.lossScaling(), py::arg("nesterov") = false,
+      py::arg("clip_norm_settings") = py::list());
   sgd.def(
       "insertSpecific",
       [](SGD& self, const TensorId& id, py::handle pyd) {
@@ -369,7 +355,7 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
   py::class_<ConstSGD, SGD> cs(m, "ConstSGD", "SGD whose every value is constant.");
   cs.def(py::init([](py::handle lr, py::handle wd, py::handle ls, py::handle clipNorms) {
            auto num = [](py::handle v, const char* what) {
-             if (!isNumber(v))
+             if (!isReal(v))
                throw py::type_error(std::string(what) + ": expected float, got " + typeName(v));
              return toFloat(v);
            };

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "py_values.hpp"
 #include "xtrain/reductiontype.hpp"
 #include "xtrain/replicagrouping.hpp"
 #include "xtrain/sessionoptions.hpp"
@@ -32,25 +33,6 @@ template <class T>
 struct IsStringVector : std::false_type {};
 template <>
 struct IsStringVector<std::vector<std::string>> : std::true_type {};
-
-std::string typeName(py::handle v) {
-  return py::str(py::type::handle_of(v).attr("__name__"));
-}
-
-// bool or numpy.bool_.
-bool isBool(py::handle v) {
-  if (PyBool_Check(v.ptr())) return true;
-  const std::string t = typeName(v);
-  return t == "bool_" || t == "bool";
-}
-
-// A real number: float, int, or a numpy scalar of either kind (not bool, complex or str).
-bool isReal(py::handle v) {
-  if (isBool(v) || PyComplex_Check(v.ptr()) || PyUnicode_Check(v.ptr())) return false;
-  if (PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr())) return true;
-  auto* nb = Py_TYPE(v.ptr())->tp_as_number;
-  return nb != nullptr && nb->nb_float != nullptr;
-}
 
 // `what` (e.g. "SessionOptions.replicatedGraphCount") is named in every error.
 template <class T>

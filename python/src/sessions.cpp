@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "numpy_types.hpp"
+#include "py_values.hpp"
 #include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -48,35 +50,14 @@ namespace {
 
 // ---- NumPy <-> xtrain types ----
 
-std::string typeName(const py::handle& h) {
-  return py::str(py::type::of(h).attr("__name__")).cast<std::string>();
-}
-
+// "float32", or ">f4" for a byte order other than the native one.
 std::string dtypeName(const py::dtype& d) {
-  return d.attr("name").cast<std::string>();
+  return py::str(static_cast<const py::handle&>(d)).cast<std::string>();
 }
 
-// The NumPy dtype of an xtrain type; BFLOAT16, FLOAT8, COMPLEX, STRING have none.
-std::optional<py::dtype> numpyDtype(DataType t) {
-  switch (t) {
-    case DataType::UINT8: return py::dtype("uint8");
-    case DataType::INT8: return py::dtype("int8");
-    case DataType::UINT16: return py::dtype("uint16");
-    case DataType::INT16: return py::dtype("int16");
-    case DataType::INT32: return py::dtype("int32");
-    case DataType::INT64: return py::dtype("int64");
-    case DataType::UINT32: return py::dtype("uint32");
-    case DataType::UINT64: return py::dtype("uint64");
-    case DataType::BOOL: return py::dtype("bool");
-    case DataType::FLOAT: return py::dtype("float32");
-    case DataType::FLOAT16: return py::dtype("float16");
-    case DataType::DOUBLE: return py::dtype("float64");
-    default: return std::nullopt;
-  }
-}
-
+// NumPy <-> DataType is numpy_types.hpp's mapping; these add the tensor's name to its errors.
 py::dtype numpyDtypeOrThrow(DataType t, const TensorId& id) {
-  auto d = numpyDtype(t);
+  auto d = tryNumpyDtypeOf(t);
   if (!d) {
     throw error("tensor '{}' has type {}, which has no NumPy dtype in xtrain's Python API", id,
                 dataTypeName(t));
@@ -86,29 +67,9 @@ py::dtype numpyDtypeOrThrow(DataType t, const TensorId& id) {
 
 // The xtrain type of a NumPy array; throws naming the tensor when it has none.
 DataType dataTypeOfArray(const py::array& a, const TensorId& id, const char* what) {
-  const py::dtype d = a.dtype();
-  const char kind = d.kind();
-  const auto size = d.itemsize();
-  if (kind == 'f') {
-    if (size == 4) return DataType::FLOAT;
-    if (size == 2) return DataType::FLOAT16;
-    if (size == 8) return DataType::DOUBLE;
-  } else if (kind == 'i') {
-    if (size == 1) return DataType::INT8;
-    if (size == 2) return DataType::INT16;
-    if (size == 4) return DataType::INT32;
-    if (size == 8) return DataType::INT64;
-  } else if (kind == 'u') {
-    if (size == 1) return DataType::UINT8;
-    if (size == 2) return DataType::UINT16;
-    if (size == 4) return DataType::UINT32;
-    if (size == 8) return DataType::UINT64;
-  } else if (kind == 'b') {
-    return DataType::BOOL;
-  }
-  throw py::type_error(std::string(what) + " '" + id + "': NumPy dtype " + dtypeName(d) +
-                       " has no xtrain type (expected float32, float16, float64, a sized integer "
-                       "or bool)");
+  if (auto t = tryDataTypeFromNumpy(a.dtype())) return *t;
+  throw py::type_error(std::string(what) + " '" + id + "': NumPy dtype " + dtypeName(a.dtype()) +
+                       " has no xtrain type (expected one of " + kNumpyDtypeNames + ")");
 }
 
 Shape shapeOf(const py::array& a) {
@@ -419,7 +380,7 @@ void checkStepIO(Session& s, PyStepIO& io) {
     }
     const TensorInfo info = s.getInfo(id);
     if (e.view.dataType() != info.dataType()) {
-      auto expected = numpyDtype(info.dataType());
+      auto expected = tryNumpyDtypeOf(info.dataType());
       throw error("PyStepIO {} '{}': expected dtype {} ({}), got {}", what, id,
                   expected ? dtypeName(*expected) : std::string("-"), dataTypeName(info.dataType()),
                   dtypeName(e.array.dtype()));

@@ -120,6 +120,7 @@ TEST(Builder, ErrorsNameTheOpAndTensor) {
   const TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {2}), "x");
   expectError([&] { onnx.add({x, "ghost"}, "plus"); }, {"Add 'plus'", "input 1", "'ghost'"});
   expectError([&] { onnx.add({x}); }, {"add", "2 input tensors", "got 1"});
+  expectError([&] { onnx.concat({}, 0); }, {"concat", "at least 1 input tensors", "got 0"});
   expectError([&] { onnx.cast({x}, "NOT_A_TYPE"); }, {"NOT_A_TYPE"});
   expectError([&] { builder->aiOnnxOpset11(); }, {"ai.onnx opset 13", "asked for opset 11"});
   expectError([&] { builder->addOutputTensor("ghost"); }, {"'ghost'"});

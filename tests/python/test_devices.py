@@ -1,34 +1,12 @@
 """DeviceManager and DeviceInfo with PopART's names, keyword arguments and defaults. Pool devices
 use a private lock directory and pool size, so the test does not meet other jobs' IPUs."""
-import os
-import shutil
-import tempfile
 import unittest
 
 import xtrain as popart
+from python_testing import PrivatePool
 
 
-class PoolEnv:
-    """A private pool of 8 simulated IPUs (environment read at each call)."""
-
-    def setUp(self):
-        self._saved = {k: os.environ.get(k) for k in
-                       ("XTRAIN_NUM_IPUS", "XTRAIN_IPU_LOCK_DIR", "XTRAIN_IPU_IDS")}
-        self._dir = tempfile.mkdtemp(prefix="xtrain-test-devices-")
-        os.environ["XTRAIN_NUM_IPUS"] = "8"
-        os.environ["XTRAIN_IPU_LOCK_DIR"] = self._dir
-        os.environ.pop("XTRAIN_IPU_IDS", None)
-
-    def tearDown(self):
-        for k, v in self._saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-
-class DeviceTest(PoolEnv, unittest.TestCase):
+class DeviceTest(PrivatePool, unittest.TestCase):
     def test_enums(self):
         self.assertEqual(popart.DeviceType.Ipu.name, "Ipu")
         for n in ["IpuModel", "Cpu", "Ipu", "OfflineIpu"]:

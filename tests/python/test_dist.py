@@ -3,7 +3,6 @@ session per instance (bounded by timeouts)."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,16 +13,7 @@ import xtrain
 import xtrain.dist
 from xtrain import dist
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BIN_DIR = os.environ.get("XTRAIN_BIN_DIR", os.path.join(HERE, "..", "..", "build", "bin"))
-LAUNCHER_PREFIXES = ("XTRAIN_", "POPDIST_", "OMPI_", "PMI", "PMIX_", "SLURM_")
-
-
-def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_PREFIXES)}
-    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+from python_testing import BIN_DIR, HERE, clean_env
 
 
 def run_python(code, env, timeout=120):
@@ -107,7 +97,7 @@ TRAIN_SCRIPT = """
 import hashlib, json, sys
 import numpy as np
 sys.path.insert(0, %r)
-from test_sessions import linear_model, sgd
+from python_testing import linear_model, sgd
 import xtrain as popart
 from xtrain import dist
 

@@ -118,7 +118,7 @@ class SGDTest(unittest.TestCase):
                           "defaultMomentum": np.float64(0.5)})
         self.check(opt, "learningRates", (0.25, False))
         self.check(opt, "momentums", (0.5, True))
-        self.check(popart.SGD(np.float32(0.5)), "learningRates", (0.5, True))
+        self.check(popart.SGD(np.float32(0.5)), "learningRates", (0.5, False))
         self.check(popart.ConstSGD(np.float32(0.5)), "learningRates", (0.5, True))
         with self.assertRaisesRegex(TypeError, "defaultMomentum"):
             popart.SGD({"defaultMomentum": (np.bool_(True), True)})
@@ -137,8 +137,10 @@ class SGDTest(unittest.TestCase):
         self.check(opt, "nesterov", (1.0, True))
         self.assertEqual(opt.getLossScalingVal(), 4.0)
         self.check(popart.SGD(), "learningRates", (0.1, False))
-        # The chapter's popart.SGD(stepLr), and C++'s argument order.
-        self.check(popart.SGD(0.05), "learningRates", (0.05, True))
+        # The chapter's popart.SGD(stepLr) (a rate that updateOptimizerFromHost may change), and
+        # C++'s argument order.
+        self.check(popart.SGD(0.05), "learningRates", (0.05, False))
+        self.check(popart.SGD(0.05), "weightDecays", (0.0, True))
         opt = popart.SGD((0.05, False), 0.001, 0.9)
         self.check(opt, "learningRates", (0.05, False))
         self.check(opt, "weightDecays", (0.001, True))

@@ -1,14 +1,11 @@
 """xtrain.Session: PopXL's Session conveniences over an xtrain session (popxl-session.txt's
 context manager, run / run_with_outputs, output shapes (d, r) + shape, tensor data)."""
-import os
-import shutil
-import tempfile
 import unittest
 
 import numpy as np
 
 import xtrain as popart
-from test_sessions import linear_model, sgd
+from python_testing import PrivatePool, linear_model, sgd
 
 
 def training_session(bps=1, device=None, opts=None, arts=None):
@@ -19,23 +16,7 @@ def training_session(bps=1, device=None, opts=None, arts=None):
         userOptions=opts or popart.SessionOptions())
 
 
-class SessionTest(unittest.TestCase):
-    def setUp(self):
-        self._saved = {k: os.environ.get(k) for k in
-                       ("XTRAIN_NUM_IPUS", "XTRAIN_IPU_LOCK_DIR", "XTRAIN_IPU_IDS")}
-        self.tmp = tempfile.mkdtemp(prefix="xtrain-test-popxl-")
-        os.environ["XTRAIN_NUM_IPUS"] = "8"
-        os.environ["XTRAIN_IPU_LOCK_DIR"] = self.tmp
-        os.environ.pop("XTRAIN_IPU_IDS", None)
-
-    def tearDown(self):
-        for k, v in self._saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
+class SessionTest(PrivatePool, unittest.TestCase):
     def test_run_matches_pystepio(self):
         rng = np.random.RandomState(5)
         x = rng.rand(4, 2, 4).astype(np.float32)

@@ -13,63 +13,9 @@ import threading
 import unittest
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 import xtrain as popart
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-BIN_DIR = os.environ.get("XTRAIN_BIN_DIR", os.path.join(HERE, "..", "..", "build", "bin"))
-
-
-def linear_model(batch=2, inputs=4, outputs=3, seed=0):
-    """y = x @ w + b; loss = mean((y - t)^2). Returns the serialized ModelProto."""
-    rng = np.random.RandomState(seed)
-    w = numpy_helper.from_array(rng.randn(inputs, outputs).astype(np.float32), "w")
-    b = numpy_helper.from_array(np.zeros(outputs, np.float32), "b")
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]),
-             helper.make_node("Add", ["xw", "b"], ["y"]),
-             helper.make_node("Sub", ["y", "t"], ["d"]),
-             helper.make_node("Mul", ["d", "d"], ["d2"]),
-             helper.make_node("ReduceMean", ["d2"], ["loss"], keepdims=0)]
-    graph = helper.make_graph(
-        nodes, "linear",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, inputs]),
-         helper.make_tensor_value_info("t", TensorProto.FLOAT, [batch, outputs])],
-        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, outputs])], [w, b])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
-
-
-def sgd(lr=0.05, momentum=0.0):
-    return popart.SGD({"defaultLearningRate": (lr, False), "defaultMomentum": (momentum, True)})
-
-
-def initializers(path_or_bytes):
-    m = onnx.load(path_or_bytes) if isinstance(path_or_bytes, str) else \
-        onnx.load_from_string(path_or_bytes)
-    return {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
-
-
-class PrivatePool:
-    """A private pool of 8 simulated IPUs for tests that replicate."""
-
-    def setUp(self):
-        self._saved = {k: os.environ.get(k) for k in
-                       ("XTRAIN_NUM_IPUS", "XTRAIN_IPU_LOCK_DIR", "XTRAIN_IPU_IDS")}
-        self.tmp = tempfile.mkdtemp(prefix="xtrain-test-sessions-")
-        os.environ["XTRAIN_NUM_IPUS"] = "8"
-        os.environ["XTRAIN_IPU_LOCK_DIR"] = os.path.join(self.tmp, "locks")
-        os.makedirs(os.environ["XTRAIN_IPU_LOCK_DIR"])
-        os.environ.pop("XTRAIN_IPU_IDS", None)
-
-    def tearDown(self):
-        for k, v in self._saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        shutil.rmtree(self.tmp, ignore_errors=True)
+from python_testing import BIN_DIR, HERE, PrivatePool, initializers, linear_model, sgd
 
 
 class TrainingExampleTest(PrivatePool, unittest.TestCase):
@@ -251,8 +197,13 @@ class BadInputsTest(unittest.TestCase):
         with self.assertRaisesRegex(popart.popart_exception,
                                     r"'t'.*expected dtype float32 \(FLOAT\), got float64"):
             self.run_io({"x": self.x, "t": self.t.astype(np.float64)})
-        with self.assertRaisesRegex(TypeError, "'x'.*complex64"):
-            popart.PyStepIO({"x": self.x.astype(np.complex64)}, {})
+        # numpy_types.hpp's mapping: complex64 is COMPLEX64 (not the tensor's type), a
+        # big-endian float32 has no type (xtrain reads buffers in native byte order).
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    r"'x'.*expected dtype float32 \(FLOAT\), got complex64"):
+            self.run_io({"x": self.x.astype(np.complex64), "t": self.t})
+        with self.assertRaisesRegex(TypeError, "'x'.*>f4.*native byte order"):
+            popart.PyStepIO({"x": self.x.astype(">f4")}, {})
 
     def test_unknown_and_missing_tensors(self):
         with self.assertRaisesRegex(popart.popart_exception, "'nope'"):
@@ -575,7 +526,7 @@ class GilTest(unittest.TestCase):
         script = textwrap.dedent("""
             import sys, numpy as np
             sys.path.insert(0, %r)
-            from test_sessions import linear_model, sgd
+            from python_testing import linear_model, sgd
             import xtrain as popart
             s = popart.TrainingSession(linear_model(), popart.DataFlow(
                 64, {"loss": popart.AnchorReturnType("ALL")}), "loss", sgd(0.0),

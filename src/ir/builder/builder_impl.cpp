@@ -3,6 +3,8 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cstdint>
+
 #include "ir/graph.hpp"
 
 namespace xtrain {
@@ -196,8 +198,11 @@ void BuilderImpl::setGraphName(const std::string& name) {
 void BuilderImpl::checkArity(const char* method, const std::vector<TensorId>& args, size_t min,
                              size_t max) {
   if (args.size() < min || args.size() > max) {
-    const std::string expected =
-        min == max ? std::to_string(min) : std::to_string(min) + " to " + std::to_string(max);
+    // max == SIZE_MAX: no upper bound (concat, sum, ...).
+    const std::string expected = min == max ? std::to_string(min)
+                                 : max == SIZE_MAX
+                                     ? "at least " + std::to_string(min)
+                                     : std::to_string(min) + " to " + std::to_string(max);
     throw error("Builder: {} takes {} input tensors, got {} ({})", method, expected, args.size(),
                 args);
   }
