@@ -285,14 +285,22 @@ EOF
   echo "== 3c. srun's --kill-on-bad-exit when instances end a little apart with 75"
   # The srun engine runs srun --kill-on-bad-exit=1, so the first exit 75 makes srun end the step's
   # other tasks: with SIGTERM (SIGKILL only after KillWait), which xtrain takes as one more
-  # preemption request; they exit 75 too and srun, then xrun, still exit 75. Here task 0 exits at
-  # once and the others 1 s later, catching the SIGTERM.
-  cat >late.sh <<'EOF'
+  # preemption request; they exit 75 too and srun, then xrun, still exit 75. Here task 0 exits once
+  # the others have set their trap (a file each: on a busy machine a task may start late) and the
+  # others up to 10 s later, catching the SIGTERM.
+  rm -f "$work"/late-ready-*
+  cat >late.sh <<EOF
 #!/bin/bash
 trap 'echo "SIGTERM while ending"' TERM
-if [ "$SLURM_PROCID" != 0 ]; then
-  sleep 1 &
-  wait $!
+if [ "\$SLURM_PROCID" != 0 ]; then
+  touch "$work/late-ready-\$SLURM_PROCID"
+  sleep 10 &
+  wait \$!
+else
+  for i in \$(seq 1 200); do
+    [ "\$(ls "$work" | grep -c '^late-ready-')" -ge 3 ] && break
+    sleep 0.1
+  done
 fi
 exit 75
 EOF
