@@ -223,8 +223,8 @@ class GlooTransport : public Transport {
   const int size_;
   std::shared_ptr<Device> device_;            // shared with the sub-groups split from this one
   std::shared_ptr<::gloo::Context> context_;  // null for size 1; kept until destruction
-  Scratch scratch_;                           // used by the executor only
-  const size_t inboxStride_;     // bytes per rank in the fingerprint exchange's inbox (scratch_)
+  Scratch scratch_;           // used by one collective at a time (the executor's, or a sync call's)
+  const size_t inboxStride_;  // bytes per rank in the fingerprint exchange's inbox (scratch_)
   const char* inbox_ = nullptr;  // the last exchange's messages, rank p's at p * inboxStride_
   Interrupt interrupt_;          // triggered by the watchdog
 
@@ -641,7 +641,11 @@ std::shared_ptr<Communicator> makeCommunicator(std::shared_ptr<comm::Store> base
                                                int rank, int size, Milliseconds timeout,
                                                std::shared_ptr<Device> device,
                                                std::shared_ptr<::gloo::Context> context) {
-  GroupInfo info{kBackendName, name, rank, size, timeout, false};
+  // A blocking collective runs on the calling thread when the executor is idle: gloo's unbound
+  // buffers, the Interrupt and the scratch need no particular thread (the executor still runs one
+  // collective at a time), and the hand-offs to the executor and back were two of the few thread
+  // wake-ups a small collective costs.
+  GroupInfo info{kBackendName, name, rank, size, timeout, true};
   return std::make_shared<QueuedCommunicator>(
       std::move(info), std::make_unique<GlooTransport>(
                            std::move(baseStore), std::move(prefix), std::move(store),
