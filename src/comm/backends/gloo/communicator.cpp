@@ -236,7 +236,8 @@ class GlooTransport : public Transport {
   bool watchStop_ = false;
   ::gloo::transport::UnboundBuffer* sentinel_ = nullptr;  // the watchdog's current sentinel
 
-  std::thread watchdog_;  // size > 1 only; started in the constructor's body
+  std::atomic<bool> connectionBroke_{false};  // the watchdog saw a connection of the group break
+  std::thread watchdog_;                      // size > 1 only; started in the constructor's body
 };
 
 std::optional<GlooTransport::Record> GlooTransport::readAbortRecord() const {
@@ -361,6 +362,7 @@ void GlooTransport::watch() {
       if (watchStop_) return;
     }
     if (!broke) continue;
+    connectionBroke_ = true;
     bool interrupt = readAbortRecord().has_value();
     for (int p : brokenPeers()) broken.push_back(p);
     for (int p : broken) {
@@ -396,7 +398,10 @@ void GlooTransport::fail(QueuedCommunicator& comm, const Failed& f) {
 
 void GlooTransport::execute(QueuedCommunicator& comm, const Collective& t) {
   const std::string& what = t.what;
-  if (size_ > 1) {
+  // A peer that failed published its failure before closing its connections, so a group none of
+  // whose connections broke has no failure to read: only then is the store asked (with the job's
+  // store over MPI, every question is a round trip to rank 0, milliseconds per collective).
+  if (size_ > 1 && connectionBroke_) {
     if (auto rec = readAbortRecord()) {
       comm.abort(rec->message);
       closeConnections();
