@@ -128,6 +128,54 @@ TEST(GlooCollectives, ReductionsMatchNaiveReference) {
   }
 }
 
+// An all-reduce of at most 64 KiB travels with its fingerprint and every rank reduces the k inputs
+// itself (docs/comm-gloo.md): on both sides of that bound (16384 floats, 32768 FLOAT16) the result
+// matches the reference, and every rank gets the same bits (sums whose order matters in float).
+TEST(GlooCollectives, SmallAllReducesGiveEveryRankTheSameBits) {
+  for (int world : {2, 3, 4}) {
+    const auto K = static_cast<size_t>(world);
+    for (DataType type : {DataType::FLOAT, DataType::FLOAT16}) {
+      const size_t bound = (size_t{64} << 10) / dataTypeSize(type);
+      for (size_t count : {size_t{3}, bound, bound + 1}) {
+        for (Op op : {Op::Add, Op::Mean}) {
+          std::vector<std::vector<uint8_t>> got(K);
+          // Positive (no cancellation), exact in the buffer's type: sevenths as float, eighths as
+          // FLOAT16 (whose sums then round once, at the end).
+          auto value = [type](int rank, size_t i) {
+            const auto n =
+                static_cast<double>((i * 2654435761u + static_cast<size_t>(rank) * 97) % 1000 + 1);
+            return type == DataType::FLOAT ? static_cast<double>(static_cast<float>(n / 7.0))
+                                           : n / 8.0;
+          };
+          runWorld(kGloo, world, [&](Communicator& comm) {
+            const int r = comm.rank();
+            TypedBuffer in(type, count);
+            for (size_t i = 0; i < count; ++i) in.set(i, value(r, i));
+            AllReduceOptions o;
+            o.op = op;
+            comm.allReduceSync(in.view(), o);
+            got[static_cast<size_t>(r)] = in.bytes;
+          });
+          const std::string what = caseName(world, count, type, op);
+          TypedBuffer rank0(type, count);
+          rank0.bytes = got[0];
+          expectElements(
+              rank0, 0, count,
+              [&](size_t i) {
+                double sum = 0;
+                for (int p = 0; p < world; ++p) sum += value(p, i);
+                return op == Op::Mean ? sum / world : sum;
+              },
+              what);
+          for (size_t r = 1; r < K; ++r) {
+            EXPECT_TRUE(got[r] == got[0]) << what << ": rank " << r << " differs from rank 0";
+          }
+        }
+      }
+    }
+  }
+}
+
 // All-gather (padded and not, gloo's ring and ours) and broadcast from every root.
 TEST(GlooCollectives, CopiesMatchNaiveReference) {
   for (int world : {1, 2, 3, 4}) {

@@ -439,6 +439,40 @@ void allReduce(const Exchange& x, DataType type, CollectiveOperator op, const vo
   ringAllGather(x, es, ownOut, out, count);
 }
 
+size_t inlineCapacity(int k) {
+  if (k < 2) return 0;
+  // 64 KiB per message, less in large groups so that the receives of one exchange stay near 1 MiB.
+  constexpr size_t kMaxBytes = size_t{64} << 10;
+  constexpr size_t kTotalBytes = size_t{1} << 20;
+  const size_t cap = std::min(kMaxBytes, kTotalBytes / static_cast<size_t>(k - 1));
+  return cap & ~size_t{63};
+}
+
+void reduceInputs(Scratch& scratch, DataType type, CollectiveOperator op, const void* const* inputs,
+                  int k, void* output, size_t count) {
+  if (count == 0) return;
+  const Plan p = planFor(type, op);
+  const size_t wes = dataTypeSize(p.work);
+  const ReduceFn fn = pairwise(p.work, p.core);
+  const bool convert = needsScratch(p);
+  char* acc = scratch.get(Scratch::kWork, count * wes);
+  char* tmp = convert ? scratch.get(Scratch::kShard, count * wes) : nullptr;
+  if (convert) {
+    toWork(p, type, inputs[0], acc, count);
+  } else {
+    std::memcpy(acc, inputs[0], count * wes);
+  }
+  for (int i = 1; i < k; ++i) {
+    const void* in = inputs[i];
+    if (convert) {
+      toWork(p, type, in, tmp, count);
+      in = tmp;
+    }
+    fn(acc, acc, in, count);
+  }
+  fromWork(p, type, k, acc, output, count);
+}
+
 void reduceScatter(const Exchange& x, DataType type, CollectiveOperator op, const void* input,
                    void* output, size_t count) {
   const int k = x.context ? x.context->size : 1;

@@ -37,7 +37,7 @@ using Deadline = std::chrono::steady_clock::time_point;
 // that large collectives do not pay for fresh pages on every call.
 class Scratch {
  public:
-  enum Use { kWork = 0, kRing = 1, kShard = 2 };
+  enum Use { kWork = 0, kRing = 1, kShard = 2, kInbox = 3 };
   char* get(Use use, size_t bytes) {
     auto& b = blocks_[use];
     if (b.size < bytes) {
@@ -53,7 +53,7 @@ class Scratch {
     std::unique_ptr<char[]> data;
     size_t size = 0;
   };
-  std::array<Block, 3> blocks_;
+  std::array<Block, 4> blocks_;
 };
 
 // Ends the waits of a communicator's collectives from another thread (the communicator's watchdog,
@@ -132,6 +132,19 @@ class TrackedBuffer {
 // Any operator but Local and any reducible type; k >= 1; count may be 0.
 void allReduce(const Exchange& x, DataType type, CollectiveOperator op, const void* input,
                void* output, size_t count);
+
+// The bytes of input a small all-reduce may carry inside its fingerprint message in a group of k
+// ranks (the same on every rank: it sizes the receives of every fingerprint exchange), 0 for none.
+// Up to this size an all-reduce is one all-to-all round (every rank sends its whole input to every
+// peer with its fingerprint and reduces the k inputs itself) instead of the 2(k-1) steps of the
+// rings: on small buffers the rings' cost is their steps' latency, not their bytes.
+size_t inlineCapacity(int k);
+
+// The all-reduce of the k inputs of a small all-reduce, all here (`inputs` in rank order; `output`
+// may be this rank's input): reduced in rank order, so every rank computes the same bits. Every
+// operator but Local and any reducible type, as allReduce.
+void reduceInputs(Scratch& scratch, DataType type, CollectiveOperator op, const void* const* inputs,
+                  int k, void* output, size_t count);
 
 // Rank r gets shard r (s = ceil(count / k) elements, zero-padded past count) of the reduction of
 // every rank's `input` in `output`. `output` may be the start of `input` (in place).

@@ -8,6 +8,9 @@
 //      so a mismatch is reported identically on all ranks. A receive that does not complete by the
 //      deadline names the rank that did not arrive; a receive whose connection broke names the rank
 //      that died.
+//      A small all-reduce (at most inlineCapacity(k) bytes, algorithms.hpp) sends its input in
+//      the same message as its fingerprint: once the fingerprints agree, each rank reduces the k
+//      inputs itself and the collective is done in this one round (no data phase).
 //   2. data phase (algorithms.hpp): gloo's ring all-reduce, ring all-gather and tree broadcast, and
 //      our ring reduce-scatter.
 // A failure aborts the communicator: the first failing rank publishes the failure in the store
@@ -138,7 +141,8 @@ class GlooTransport : public Transport {
         rank_(rank),
         size_(size),
         device_(std::move(device)),
-        context_(std::move(context)) {
+        context_(std::move(context)),
+        inboxStride_((sizeof(WireFingerprint) + inlineCapacity(size) + 63) & ~size_t{63}) {
     if (size_ > 1) watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -168,8 +172,16 @@ class GlooTransport : public Transport {
   std::shared_ptr<Communicator> split(QueuedCommunicator& comm, const SplitRequest& r) override;
 
  private:
+  // The bytes of t's input that travel with its fingerprint (0: none; the same on every rank
+  // whose fingerprint is t's).
+  size_t inlineInputBytes(const Collective& t) const;
+  // Sends t's fingerprint, followed by `payloadBytes` of its input, to every peer; returns every
+  // rank's fingerprint. The peers' payloads are then at inboxPayload(p) until the next exchange.
   std::vector<Fingerprint> exchangeFingerprints(const Collective& t, Deadline deadline,
-                                                const std::string& what);
+                                                const std::string& what, size_t payloadBytes);
+  const char* inboxPayload(int p) const {
+    return inbox_ + static_cast<size_t>(p) * inboxStride_ + sizeof(WireFingerprint);
+  }
   struct ArrivalWait {
     bool timedOut;
     bool interrupted;  // a connection of the group broke
@@ -211,8 +223,10 @@ class GlooTransport : public Transport {
   const int size_;
   std::shared_ptr<Device> device_;            // shared with the sub-groups split from this one
   std::shared_ptr<::gloo::Context> context_;  // null for size 1; kept until destruction
-  Scratch scratch_;                           // used by the executor only
-  Interrupt interrupt_;                       // triggered by the watchdog
+  Scratch scratch_;           // used by one collective at a time (the executor's, or a sync call's)
+  const size_t inboxStride_;  // bytes per rank in the fingerprint exchange's inbox (scratch_)
+  const char* inbox_ = nullptr;  // the last exchange's messages, rank p's at p * inboxStride_
+  Interrupt interrupt_;          // triggered by the watchdog
 
   std::mutex closeMu_;   // guards closed_
   bool closed_ = false;  // closeConnections() ran
@@ -222,7 +236,8 @@ class GlooTransport : public Transport {
   bool watchStop_ = false;
   ::gloo::transport::UnboundBuffer* sentinel_ = nullptr;  // the watchdog's current sentinel
 
-  std::thread watchdog_;  // size > 1 only; started in the constructor's body
+  std::atomic<bool> connectionBroke_{false};  // the watchdog saw a connection of the group break
+  std::thread watchdog_;                      // size > 1 only; started in the constructor's body
 };
 
 std::optional<GlooTransport::Record> GlooTransport::readAbortRecord() const {
@@ -347,6 +362,7 @@ void GlooTransport::watch() {
       if (watchStop_) return;
     }
     if (!broke) continue;
+    connectionBroke_ = true;
     bool interrupt = readAbortRecord().has_value();
     for (int p : brokenPeers()) broken.push_back(p);
     for (int p : broken) {
@@ -382,7 +398,10 @@ void GlooTransport::fail(QueuedCommunicator& comm, const Failed& f) {
 
 void GlooTransport::execute(QueuedCommunicator& comm, const Collective& t) {
   const std::string& what = t.what;
-  if (size_ > 1) {
+  // A peer that failed published its failure before closing its connections, so a group none of
+  // whose connections broke has no failure to read: only then is the store asked (with the job's
+  // store over MPI, every question is a round trip to rank 0, milliseconds per collective).
+  if (size_ > 1 && connectionBroke_) {
     if (auto rec = readAbortRecord()) {
       comm.abort(rec->message);
       closeConnections();
@@ -391,12 +410,22 @@ void GlooTransport::execute(QueuedCommunicator& comm, const Collective& t) {
     }
   }
   try {
+    const size_t inlineBytes = inlineInputBytes(t);
     if (size_ > 1) {
-      const auto fps = exchangeFingerprints(t, t.deadline, what);
+      const auto fps = exchangeFingerprints(t, t.deadline, what, inlineBytes);
       if (auto msg = comm.disagreement(
               [&](int p) -> const Fingerprint& { return fps[static_cast<size_t>(p)]; })) {
         throw Failed{Failure::Mismatch, *msg, true};
       }
+    }
+    if (inlineBytes > 0) {  // every input is here: a small all-reduce ends without a data phase
+      std::vector<const void*> inputs(static_cast<size_t>(size_));
+      for (int p = 0; p < size_; ++p) {
+        inputs[static_cast<size_t>(p)] = p == rank_ ? t.input.data : inboxPayload(p);
+      }
+      const Fingerprint& f = t.fingerprint;
+      gloo::reduceInputs(scratch_, f.type, f.op, inputs.data(), size_, t.output.data, f.count);
+      return;
     }
     dataPhase(t, t.deadline, what);
   } catch (const Failed& f) {
@@ -438,12 +467,30 @@ GlooTransport::ArrivalWait GlooTransport::awaitFingerprints(
   return {timedOut, interrupted};
 }
 
+size_t GlooTransport::inlineInputBytes(const Collective& t) const {
+  const Fingerprint& f = t.fingerprint;
+  if (size_ < 2 || f.kind != OpKind::AllReduce || f.op == CollectiveOperator::Local ||
+      f.count == 0) {
+    return 0;
+  }
+  const size_t bytes = f.count * dataTypeSize(f.type);
+  return bytes <= inlineCapacity(size_) ? bytes : 0;
+}
+
 std::vector<Fingerprint> GlooTransport::exchangeFingerprints(const Collective& t, Deadline deadline,
-                                                             const std::string& what) {
+                                                             const std::string& what,
+                                                             size_t payloadBytes) {
   const int k = size_;
   const auto K = static_cast<size_t>(k);
-  WireFingerprint mine = encode(t.fingerprint);
-  std::vector<WireFingerprint> theirs(K);
+  // Every rank's message (fingerprint, then a small all-reduce's input) in one scratch block: this
+  // rank's own at rank_ * inboxStride_. Every receive takes a whole stride, the most any peer
+  // sends.
+  char* inbox = scratch_.get(Scratch::kInbox, K * inboxStride_);
+  inbox_ = inbox;
+  char* own = inbox + static_cast<size_t>(rank_) * inboxStride_;
+  const WireFingerprint mine = encode(t.fingerprint);
+  std::memcpy(own, &mine, sizeof(mine));
+  if (payloadBytes > 0) std::memcpy(own + sizeof(mine), t.input.data, payloadBytes);
   std::vector<std::string> peerError(K);
   std::vector<char> arrived(K, 0);
   arrived[static_cast<size_t>(rank_)] = 1;
@@ -452,12 +499,12 @@ std::vector<Fingerprint> GlooTransport::exchangeFingerprints(const Collective& t
   // connection of the group breaks, even one this wait does not use.
   const Exchange x{context_, t.fingerprint.seq, deadline, &scratch_, &interrupt_};
   std::vector<std::unique_ptr<TrackedBuffer>> recvs(K);
-  TrackedBuffer send(x, &mine, sizeof(mine));
+  TrackedBuffer send(x, own, sizeof(mine) + payloadBytes);
   size_t sends = 0;
   for (int p = 0; p < k; ++p) {
     if (p == rank_) continue;
     const auto P = static_cast<size_t>(p);
-    recvs[P] = std::make_unique<TrackedBuffer>(x, &theirs[P], sizeof(WireFingerprint));
+    recvs[P] = std::make_unique<TrackedBuffer>(x, inbox + P * inboxStride_, inboxStride_);
     try {
       (*recvs[P])->recv(p, slot);
       send->send(p, slot);
@@ -496,7 +543,13 @@ std::vector<Fingerprint> GlooTransport::exchangeFingerprints(const Collective& t
   std::vector<Fingerprint> fps(K);
   for (int p = 0; p < k; ++p) {
     const auto P = static_cast<size_t>(p);
-    fps[P] = p == rank_ ? t.fingerprint : decode(theirs[P]);
+    if (p == rank_) {
+      fps[P] = t.fingerprint;
+    } else {
+      WireFingerprint w;
+      std::memcpy(&w, inbox + P * inboxStride_, sizeof(w));
+      fps[P] = decode(w);
+    }
   }
   return fps;
 }
@@ -593,7 +646,11 @@ std::shared_ptr<Communicator> makeCommunicator(std::shared_ptr<comm::Store> base
                                                int rank, int size, Milliseconds timeout,
                                                std::shared_ptr<Device> device,
                                                std::shared_ptr<::gloo::Context> context) {
-  GroupInfo info{kBackendName, name, rank, size, timeout, false};
+  // A blocking collective runs on the calling thread when the executor is idle: gloo's unbound
+  // buffers, the Interrupt and the scratch need no particular thread (the executor still runs one
+  // collective at a time), and the hand-offs to the executor and back were two of the few thread
+  // wake-ups a small collective costs.
+  GroupInfo info{kBackendName, name, rank, size, timeout, true};
   return std::make_shared<QueuedCommunicator>(
       std::move(info), std::make_unique<GlooTransport>(
                            std::move(baseStore), std::move(prefix), std::move(store),
