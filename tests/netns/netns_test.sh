@@ -221,9 +221,9 @@ XTRAIN_NUM_INSTANCES=2" "$name.err"
   check "h2 is reachable from h1 again" reachable_again
   check "nothing is left on the hosts" nothing_left
 }
-# Steps for about 8 s on both hosts (gloo's TCP transport between them is much slower than Open
-# MPI's here: about 75 steps/s against 1,700), a checkpoint every 1 to 2 s of it.
-goes_on_run gloo 600 100
+# Steps for about 8 s on both hosts (gloo's TCP transport between them is slower than Open MPI's
+# here: about 200 steps/s against 1,700; docs/performance.md), a checkpoint every 1 to 2 s of it.
+goes_on_run gloo 1600 300
 goes_on_run mpi 15000 2000
 
 if [ $fails -ne 0 ]; then
