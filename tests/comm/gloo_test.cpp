@@ -536,6 +536,24 @@ TEST(GlooCreation, MissingRankSizeDisagreementAndReusedName) {
   }
 }
 
+// A member that arrives and then never connects (it stopped, or its host went away): the
+// creation fails within the arrival's timeout plus one more for connecting, not one per phase.
+TEST(GlooCreation, AMemberThatArrivesButNeverConnectsFailsItWithinTwoTimeouts) {
+  auto store = std::make_shared<InMemoryStore>("arrives", Milliseconds(600));
+  // Rank 1's arrival, as group.cpp's meet() writes it, and nothing more.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  store->set("gloo/world/arrive/1", std::string("2 ") + host);
+  const auto start = Clock::now();
+  try {
+    (void)createCommunicator(CommConfig{store, 0, 2, "world", Milliseconds(600)}, kGloo);
+    FAIL() << "expected the creation to fail";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(contains(e.what(), "creation of group 'world'")) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(2 * 600 + 1000));
+}
+
 // Two jobs (stores) and two groups of one store never meet.
 TEST(GlooCreation, GroupsAndJobsHaveTheirOwnKeys) {
   auto store = std::make_shared<InMemoryStore>("two", kTestTimeout);

@@ -236,13 +236,17 @@ std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& ba
   const auto hosts = meet(*store, name, rank, size, timeout, what);
   std::shared_ptr<::gloo::Context> context;
   if (size > 1) {
+    // Every member arrived: connecting and authenticating share one budget of `timeout`, so a
+    // member that stops now ends the creation within 2 x timeout in all, not one timeout per phase.
+    const auto deadline = Clock::now() + timeout;
+    const auto left = [&] { return std::max(remainingUntil(deadline), Milliseconds(1)); };
     if (!device) device = makeDevice(hosts, name);
-    const std::string key = authenticationKey(*store, rank, timeout);
+    const std::string key = authenticationKey(*store, rank, left());
     // Published before connecting, so a peer that is connected has published its own.
     store->set("auth/challenge/" + std::to_string(rank), randomHex(16));
     auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank, size);
-    ctx->setTimeout(timeout);
-    StoreAdapter adapter(store, timeout);
+    ctx->setTimeout(left());
+    StoreAdapter adapter(store, left());
     try {
       ctx->connectFullMesh(adapter, device);
     } catch (const CommTimeoutError& e) {
@@ -255,9 +259,9 @@ std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& ba
     }
     std::vector<std::string> challenges;
     for (int r = 0; r < size; ++r) {
-      challenges.push_back(store->get("auth/challenge/" + std::to_string(r), timeout));
+      challenges.push_back(store->get("auth/challenge/" + std::to_string(r), left()));
     }
-    authenticateConnections(*ctx, key, prefix, rank, size, challenges, timeout, what, name);
+    authenticateConnections(*ctx, key, prefix, rank, size, challenges, left(), what, name);
     // gloo's connectFullMesh can return on one rank while a peer is still completing its side of
     // the handshake; a rank that left at once (and closed its connections) would make that peer's
     // creation fail. So every rank waits, bounded, until all are connected.
@@ -265,13 +269,14 @@ std::shared_ptr<Communicator> createGroup(const std::shared_ptr<comm::Store>& ba
     std::vector<std::string> keys;
     for (int r = 0; r < size; ++r) keys.push_back("connected/" + std::to_string(r));
     try {
-      store->wait(keys, timeout);
+      store->wait(keys, left());
     } catch (const CommTimeoutError& e) {
       throw CommTimeoutError(
           format("{} in group '{}' (size {}): not every rank finished connecting "
                  "within {} ms: {}",
                  what, name, size, timeout.count(), e.what()));
     }
+    ctx->setTimeout(timeout);  // the collectives' own
     context = std::move(ctx);
   }
   return makeCommunicator(baseStore, prefix, std::move(store), name, rank, size, timeout,
