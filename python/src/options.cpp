@@ -361,7 +361,6 @@ const std::vector<std::string>& popartOnlyOptions() {
       "batchSerializationSettings",
       "cachePath",
       "compileEngine",
-      "constantWeights",
       "convolutionOptions",
       "createHostTransferableTensorWithOffset",
       "createImplicitPipeliningFwdOnlyProgram",
@@ -458,6 +457,26 @@ void bindSessionOptions(py::module_& m) {
       throw py::error_already_set();
     }
   });
+  // xtrain never folds an inference session's weights into constants: weightsFromHost and
+  // writeWeights always reach the session, which is what PopART's constantWeights = False asks for
+  // (its programs set it so that an inference session can take trained weights). So False is
+  // accepted and read back; True, PopART's default, cannot be honoured and is refused.
+  cls.def_property(
+      "constantWeights", [](const S&) { return false; },
+      [](S&, py::handle value) {
+        if (!isBool(value)) {
+          throw py::type_error("SessionOptions.constantWeights: expected bool, got " +
+                               typeName(value));
+        }
+        if (value.cast<bool>()) {
+          throw py::value_error(
+              "SessionOptions.constantWeights = True is not implemented in xtrain: its "
+              "sessions never fold weights into constants (only False is accepted; see "
+              "docs/python.md)");
+        }
+      },
+      "Always False: xtrain keeps an inference session's weights variable. Setting True "
+      "raises ValueError.");
   property(cls, "enableReplicatedGraphs", &S::enableReplicatedGraphs,
            "Enable replication of graphs. Default: False.");
   property(cls, "replicatedGraphCount", &S::replicatedGraphCount,
