@@ -1,7 +1,8 @@
 """Writes MNIST-shaped files in the IDX format (data/train-images-idx3-ubyte and the three
 others) for popart_mnist.py, which reads them from ./data. The real MNIST set is not packaged by
-Debian and the tests do not download; these hold random images whose label is a fixed linear
-function of the pixels, so a linear model can learn them. Not from Graphcore: xtrain's own.
+Debian and the tests do not download; these hold noisy copies of ten random sparse "digit" images, with
+balanced labels, so a model that learns gets most of them right and one that does not about 10%.
+Not from Graphcore: xtrain's own.
 
 Usage: make_mnist_data.py DIRECTORY [TRAIN_COUNT TEST_COUNT]"""
 import os
@@ -11,10 +12,13 @@ import sys
 import numpy as np
 
 
-def write(directory, prefix, count, rng, projection):
-    images = rng.randint(0, 256, size=(count, 28, 28)).astype(np.uint8)
-    scores = (images.reshape(count, -1).astype(np.float32) / 255.0) @ projection
-    labels = np.argmax(scores, axis=1).astype(np.uint8)
+def write(directory, prefix, count, rng, digits):
+    labels = (np.arange(count) % 10).astype(np.uint8)
+    rng.shuffle(labels)
+    # Like MNIST, mostly black: a digit's strokes, some of them dropped, and a few stray pixels.
+    kept = digits[labels] & (rng.random_sample((count, 28, 28)) >= 0.3)
+    stray = rng.random_sample((count, 28, 28)) < 0.03
+    images = np.where(kept | stray, 255, 0).astype(np.uint8)
     with open(os.path.join(directory, prefix + "-images-idx3-ubyte"), "wb") as f:
         f.write(struct.pack(">IIII", 2051, count, 28, 28))
         f.write(images.tobytes())
@@ -31,9 +35,9 @@ def main(argv):
     train, test = (int(argv[2]), int(argv[3])) if len(argv) == 4 else (6400, 1280)
     os.makedirs(directory, exist_ok=True)
     rng = np.random.RandomState(17)
-    projection = rng.randn(28 * 28, 10).astype(np.float32)
-    write(directory, "train", train, rng, projection)
-    write(directory, "t10k", test, rng, projection)
+    digits = rng.random_sample((10, 28, 28)) < 0.2
+    write(directory, "train", train, rng, digits)
+    write(directory, "t10k", test, rng, digits)
     return 0
 
 
