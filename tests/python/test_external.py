@@ -116,5 +116,61 @@ class ExternalProgramsTest(PrivatePool, unittest.TestCase):
                     "test_np_memory_layout_add_input_tensor_pystepiocallback")
 
 
+class FixesTest(PrivatePool, unittest.TestCase):
+    """The binding fixes these programs needed, one by one (docs/python.md)."""
+
+    def test_constant_weights(self):
+        import xtrain as popart
+        opts = popart.SessionOptions()
+        self.assertFalse(opts.constantWeights)
+        opts.constantWeights = False
+        self.assertFalse(opts.constantWeights)
+        with self.assertRaisesRegex(ValueError, r"constantWeights = True is not implemented"):
+            opts.constantWeights = True
+        with self.assertRaisesRegex(TypeError, r"constantWeights: expected bool, got str"):
+            opts.constantWeights = "False"
+
+    def test_compile_ipu_code(self):
+        import xtrain as popart
+        dm = popart.DeviceManager()
+        dev = dm.createIpuModelDevice({"compileIPUCode": True, "numIPUs": 2, "tilesPerIPU": 8})
+        self.assertEqual((dev.numIpus, dev.tilesPerIPU), (2, 8))
+        dm.createIpuModelDevice({"compileIPUCode": False})
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    r"compileIPUCode: 'yes' is not a boolean"):
+            dm.createIpuModelDevice({"compileIPUCode": "yes"})
+
+    def test_regrouped_buffers(self):
+        import numpy as np
+        import xtrain as popart
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT", [4, 3]))
+        y = builder.aiOnnx.mul([x, x])
+        builder.addOutputTensor(y)
+        opts = popart.SessionOptions()
+        opts.enableReplicatedGraphs = True
+        opts.replicatedGraphCount = 2
+        with popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}) as device:
+            session = popart.InferenceSession(
+                fnModel=builder.getModelProto(), dataFlow=popart.DataFlow(
+                    5, {y: popart.AnchorReturnType("ALL")}), userOptions=opts, deviceInfo=device)
+            session.prepareDevice()
+            anchors = session.initAnchorArrays()
+            self.assertEqual(anchors[y].shape, (5, 2, 4, 3))
+            data = np.arange(5 * 2 * 4 * 3, dtype=np.float32)
+            # [bps, replicas * batch, 3] for [bps, replicas, batch, 3], and a flat output.
+            out = np.zeros(5 * 2 * 4 * 3, np.float32)
+            session.run(popart.PyStepIO({x: data.reshape(5, 8, 3)}, {y: out}))
+            np.testing.assert_array_equal(out, data * data)
+            session.run(popart.PyStepIO({x: data.reshape(5, 2, 4, 3)}, anchors))
+            np.testing.assert_array_equal(anchors[y].reshape(-1), data * data)
+            # Same element count, but not a regrouping: refused, naming both shapes.
+            for bad in [(5, 2, 3, 4), (10, 3, 4), (24, 5)]:
+                with self.assertRaisesRegex(popart.popart_exception,
+                                            r"input '%s': expected shape \[5,2,4,3\], got shape"
+                                            % x):
+                    session.run(popart.PyStepIO({x: data.reshape(bad)}, anchors))
+
+
 if __name__ == "__main__":
     unittest.main()
