@@ -3,6 +3,7 @@ run with `import xtrain as popart` as their only change: each in a subprocess wi
 scratch directory with a private pool of simulated IPUs, checked by its own success criterion
 (exit 0; the output its Graphcore test looks for; PopART's integration tests passing under pytest).
 docs/python.md, "Programs we did not write", lists them and the ones left out."""
+import importlib.util
 import os
 import re
 import subprocess
@@ -91,9 +92,7 @@ class ExternalProgramsTest(PrivatePool, unittest.TestCase):
     # PopART's integration tests (tests/integration), under pytest.
 
     def pytest(self, name, *deselect):
-        try:
-            import pytest  # noqa: F401  (python3-pytest, scripts/setup-deps)
-        except ImportError:
+        if importlib.util.find_spec("pytest") is None:  # python3-pytest, scripts/setup-deps
             self.skipTest("no pytest (Debian's python3-pytest)")
         path = os.path.join(POPART_TESTS, name)
         args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", self.tmp, path]
