@@ -113,6 +113,9 @@ class ExternalProgramsTest(PrivatePool, unittest.TestCase):
     def test_variable_inference_test(self):
         self.pytest("variable_inference_test.py")
 
+    def test_fp16_test(self):
+        self.pytest("fp16_test.py")
+
     def test_np_memory_layout_test(self):
         # Left out: these two expect PyStepIO to refuse a non-contiguous input; xtrain copies it
         # (docs/python.md, "Sessions").
