@@ -161,6 +161,24 @@ class FixesTest(PrivatePool, unittest.TestCase):
                                     r"compileIPUCode: 'yes' is not a boolean"):
             dm.createIpuModelDevice({"compileIPUCode": "yes"})
 
+    def test_abs(self):
+        # PopART's logging_test builds aiOnnx.abs; the op existed, the Builder method did not.
+        import numpy as np
+        import xtrain as popart
+        builder = popart.Builder()
+        x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+        y = builder.aiOnnx.abs([x])
+        builder.addOutputTensor(y)
+        with popart.DeviceManager().createIpuModelDevice({}) as device:
+            session = popart.InferenceSession(
+                fnModel=builder.getModelProto(),
+                dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}), deviceInfo=device)
+            session.prepareDevice()
+            anchors = session.initAnchorArrays()
+            data = np.array([[-1.5, 0.0, 2.0], [3.0, -0.25, -7.0]], np.float32)
+            session.run(popart.PyStepIO({x: data}, anchors))
+            np.testing.assert_array_equal(anchors[y], np.abs(data))
+
     def test_regrouped_buffers(self):
         import numpy as np
         import xtrain as popart
