@@ -28,7 +28,7 @@ class ExternalProgramsTest(PrivatePool, unittest.TestCase):
         self.assertEqual(r.returncode, 0, "%s\n%s\n%s" % (args, r.stdout, r.stderr))
         return r.stdout
 
-    # PopART's documentation examples (docs/popart/files).
+    # PopART's documentation examples (its docs, popart/files).
 
     def test_simple_addition(self):
         out = self.run_program([os.path.join(DOCS, "simple_addition.py")])
@@ -89,7 +89,7 @@ class ExternalProgramsTest(PrivatePool, unittest.TestCase):
         self.mnist("popart_mnist_conv.py", "--epochs", "1", "--batch-size", "4",
                    "--batches-per-step", "100", seed=0)
 
-    # PopART's integration tests (tests/integration), under pytest.
+    # PopART's integration tests, under pytest.
 
     def pytest(self, name, deselect=(), keyword=None):
         if importlib.util.find_spec("pytest") is None:  # python3-pytest, scripts/setup-deps

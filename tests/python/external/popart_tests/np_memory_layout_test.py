@@ -1,6 +1,6 @@
 # Copyright (c) 2021 Graphcore Ltd. All rights reserved.
 #
-# Copied from https://github.com/graphcore/popart, tests/integration/np_memory_layout_test.py at commit d2f20d78db91f62a22dc39470e294b0d987055c5,
+# Copied from https://github.com/graphcore/popart/blob/d2f20d78db91f62a22dc39470e294b0d987055c5/tests/integration/np_memory_layout_test.py
 # under the MIT licence (../LICENSE.graphcore-popart). Changed for xtrain (tests/python/test_external.py):
 # - `import popart` -> `import xtrain as popart`
 # - `test_util` is xtrain's own stand-in (test_util.py here), not PopART's

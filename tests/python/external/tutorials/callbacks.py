@@ -1,6 +1,6 @@
 # Copyright (c) 2020 Graphcore Ltd. All rights reserved.
 #
-# Copied from https://github.com/graphcore/tutorials, feature_examples/popart/callbacks/callbacks.py at commit 7536e4012c5cd6975c11c5992bcbcad36f3b971d,
+# Copied from https://github.com/graphcore/tutorials/blob/7536e4012c5cd6975c11c5992bcbcad36f3b971d/feature_examples/popart/callbacks/callbacks.py
 # under the MIT licence (../LICENSE.graphcore-tutorials). Changed for xtrain (tests/python/test_external.py):
 # - `import popart` -> `import xtrain as popart`
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Copyright (c) 2020 Graphcore Ltd. All rights reserved.
 #
-# Copied from https://github.com/graphcore/tutorials, simple_applications/popart/mnist/popart_mnist_conv.py at commit 7536e4012c5cd6975c11c5992bcbcad36f3b971d,
+# Copied from https://github.com/graphcore/tutorials/blob/7536e4012c5cd6975c11c5992bcbcad36f3b971d/simple_applications/popart/mnist/popart_mnist_conv.py
 # under the MIT licence (../LICENSE.graphcore-tutorials). Changed for xtrain (tests/python/test_external.py):
 # - `import popart` -> `import xtrain as popart`
 # - data (no code change): ./data holds MNIST-shaped files made by make_mnist_data.py (random images, not MNIST)
