@@ -85,6 +85,7 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
   TensorId exp(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId log(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId sqrt(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId abs(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId relu(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId sigmoid(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId tanh(const std::vector<TensorId>& args, const std::string& debugContext = {});

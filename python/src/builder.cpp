@@ -93,6 +93,7 @@ void bindAiOnnx11(py::module_& m) {
   XTRAIN_UNARY(exp);
   XTRAIN_UNARY(log);
   XTRAIN_UNARY(sqrt);
+  XTRAIN_UNARY(abs);
   XTRAIN_UNARY(relu);
   XTRAIN_UNARY(sigmoid);
   XTRAIN_UNARY(tanh);

@@ -361,7 +361,6 @@ const std::vector<std::string>& popartOnlyOptions() {
       "batchSerializationSettings",
       "cachePath",
       "compileEngine",
-      "constantWeights",
       "convolutionOptions",
       "createHostTransferableTensorWithOffset",
       "createImplicitPipeliningFwdOnlyProgram",
@@ -377,7 +376,6 @@ const std::vector<std::string>& popartOnlyOptions() {
       "enableEfficientOverlapIOTopoCons",
       "enableEngineCaching",
       "enableExplicitIR",
-      "enableExplicitMainLoops",
       "enableFloatingPointChecks",
       "enableFullyConnectedPass",
       "enableLoadAndOffloadRNGState",
@@ -424,7 +422,6 @@ const std::vector<std::string>& popartOnlyOptions() {
       "throwIfLog2ScaleTensorNotInRange",
       "timeLimitScheduler",
       "updatableNamedBuffers",
-      "useHostCopyOps",
       "useLoopCandidateCreator",
       "virtualGraphSplitRatios",
   };
@@ -458,6 +455,39 @@ void bindSessionOptions(py::module_& m) {
       throw py::error_already_set();
     }
   });
+  // PopART options whose False is what xtrain always does, so that False is accepted and read
+  // back and True, which xtrain cannot honour, is refused (docs/python.md, "## SessionOptions"):
+  // - constantWeights: xtrain never folds an inference session's weights into constants, so
+  //   weightsFromHost and writeWeights always reach it (PopART's programs set False for that);
+  // - enableExplicitMainLoops, useHostCopyOps: xtrain's main loop and host copies are implicit,
+  //   PopART's default (PopART's anchor tests run with both False and True).
+  struct FalseOnly {
+    const char* name;
+    const char* why;
+  };
+  static const FalseOnly falseOnly[] = {
+      {"constantWeights", "its sessions never fold weights into constants"},
+      {"enableExplicitMainLoops", "its main loops are implicit"},
+      {"useHostCopyOps", "its host copies are implicit"},
+  };
+  for (const auto& o : falseOnly) {
+    const std::string name = o.name;
+    const std::string why = o.why;
+    cls.def_property(
+        o.name, [](const S&) { return false; },
+        [name, why](S&, py::handle value) {
+          if (!isBool(value)) {
+            throw py::type_error("SessionOptions." + name + ": expected bool, got " +
+                                 typeName(value));
+          }
+          if (value.cast<bool>()) {
+            throw py::value_error("SessionOptions." + name +
+                                  " = True is not implemented in xtrain: " + why +
+                                  " (only False is accepted; see docs/python.md)");
+          }
+        },
+        "Always False, what xtrain does; setting True raises ValueError.");
+  }
   property(cls, "enableReplicatedGraphs", &S::enableReplicatedGraphs,
            "Enable replication of graphs. Default: False.");
   property(cls, "replicatedGraphCount", &S::replicatedGraphCount,

@@ -18,6 +18,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -372,6 +374,31 @@ void raisePending() {
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
+// True when `given` lays out the same row-major elements as `expected` with adjacent dimensions
+// merged or split (and dimensions of size 1 added or dropped): [20,32,784] for [20,2,16,784],
+// [1,32,784] for [32,784]. PopART checks only the element count, and its programs rely on this
+// (the MNIST tutorial passes [bps, replicas * batch, 784]); a transposed or wrongly split shape
+// ([4,2] for [2,4], [4,16,784] for [2,32,784]) is still refused. Shapes regroup each other when
+// the products of their trailing dimensions of one are among those of the other.
+bool regroups(const Shape& given, const Shape& expected) {
+  auto suffixProducts = [](const Shape& shape) {
+    std::vector<int64_t> out;
+    int64_t p = 1;
+    for (auto it = shape.rbegin(); it != shape.rend(); ++it) {
+      p *= *it;
+      if (out.empty() || out.back() != p) out.push_back(p);
+    }
+    return out;
+  };
+  if (shapeNelms(given) != shapeNelms(expected) || shapeNelms(given) == 0) return false;
+  const auto g = suffixProducts(given);
+  const auto e = suffixProducts(expected);
+  auto subset = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    return std::includes(b.begin(), b.end(), a.begin(), a.end());
+  };
+  return subset(g, e) || subset(e, g);
+}
+
 void checkStepIO(Session& s, PyStepIO& io) {
   auto check = [&](const TensorId& id, const PyStepIO::Entry& e, bool input) {
     const char* what = input ? "input" : "anchor";
@@ -387,7 +414,8 @@ void checkStepIO(Session& s, PyStepIO& io) {
     }
     const Shape expected = input ? s.expectedInputBufferShape(id) : s.expectedAnchorBufferShape(id);
     const Shape given = e.view.shape();
-    if (io.runtimeAsserts() ? given != expected : shapeNelms(given) != shapeNelms(expected)) {
+    if (io.runtimeAsserts() ? given != expected && !regroups(given, expected)
+                            : shapeNelms(given) != shapeNelms(expected)) {
       throw error("PyStepIO {} '{}': expected shape {}, got shape {}", what, id,
                   shapeString(expected), shapeString(given));
     }

@@ -87,6 +87,20 @@ TEST(DeviceOptions, BadValuesAreNamed) {
   EXPECT_CONTAINS(errorOf([&] { dm.createIpuModelDevice({{"ipuVersion", "ipu3"}}); }), "ipu3");
 }
 
+TEST(DeviceOptions, CompileIpuCodeIsCheckedAndHasNoEffect) {
+  // PopART's MNIST tutorial passes {"compileIPUCode": True, ...} to createIpuModelDevice.
+  auto& dm = DeviceManager::createDeviceManager();
+  for (const char* ok : {"true", "false", "1", "0", "True"}) {
+    auto dev = dm.createIpuModelDevice({{"compileIPUCode", ok}, {"tilesPerIPU", "8"}});
+    EXPECT_EQ(dev->getTilesPerIPU(), 8);
+    EXPECT_EQ(dev->getNumIpus(), 1);
+  }
+  const std::string msg = errorOf([&] { dm.createIpuModelDevice({{"compileIPUCode", "yes"}}); });
+  EXPECT_CONTAINS(msg, "compileIPUCode");
+  EXPECT_CONTAINS(msg, "'yes'");
+  EXPECT_CONTAINS(msg, "expected true, false, 1 or 0");
+}
+
 TEST(DeviceOptions, CpuDeviceHasNoLimit) {
   auto dev = DeviceManager::createDeviceManager().createCpuDevice();
   EXPECT_EQ(dev->getType(), DeviceType::Cpu);

@@ -146,7 +146,7 @@ class SessionOptionsTest(unittest.TestCase):
         # AttributeError that names the member and says it is not implemented.
         opts = popart.SessionOptions()
         for name in ("engineOptions", "reportOptions", "mergeVarUpdate", "autoRecomputation",
-                     "enableExplicitMainLoops", "numIOTiles"):
+                     "enableExplicitIR", "numIOTiles"):
             with self.subTest(name=name):
                 with self.assertRaisesRegex(AttributeError,
                                             "SessionOptions." + name + ".*not implemented"):

@@ -256,7 +256,8 @@ class BadInputsTest(unittest.TestCase):
         self.run_io({"x": wide[:, :, ::2], "t": self.t})
 
     def test_relaxed_shape_check(self):
-        io = popart.PyStepIO({"x": self.x.reshape(4, 4), "t": self.t}, self.a)
+        # [8,2] is not [2,2,4] regrouped (merging dimensions, as [4,4] would be, is accepted).
+        io = popart.PyStepIO({"x": self.x.reshape(8, 2), "t": self.t}, self.a)
         with self.assertRaises(popart.popart_exception):
             self.s.run(io)
         io.enableRuntimeAsserts(False)

@@ -11,7 +11,8 @@
 namespace xtrain::device {
 namespace {
 
-constexpr const char* kValidKeys = "numIPUs, tilesPerIPU, memoryPerTile, ipuVersion";
+constexpr const char* kValidKeys =
+    "numIPUs, tilesPerIPU, memoryPerTile, ipuVersion, compileIPUCode";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -110,8 +111,20 @@ IpuDeviceOptions parseIpuDeviceOptions(const std::map<std::string, std::string>&
     if (key == "numIPUs" || key == "tilesPerIPU" || key == "memoryPerTile" || key == "ipuVersion") {
       continue;
     }
+    if (key == "compileIPUCode") {
+      // Poplar's IPU Model option (compile the vertices' IPU code as well as the host code):
+      // xtrain compiles no IPU code, so it is checked and has no effect (docs/devices.md).
+      const std::string v = lower(trimWhitespace(value));
+      if (v != "true" && v != "false" && v != "1" && v != "0") {
+        throw error(
+            "{}: option compileIPUCode: '{}' is not a boolean (expected true, false, 1 or 0)", what,
+            value);
+      }
+      continue;
+    }
     std::string hint;
-    for (const char* valid : {"numIPUs", "tilesPerIPU", "memoryPerTile", "ipuVersion"}) {
+    for (const char* valid :
+         {"numIPUs", "tilesPerIPU", "memoryPerTile", "ipuVersion", "compileIPUCode"}) {
       if (lower(key) == lower(valid)) {
         hint = format(" (did you mean '{}'?)", valid);
       }
