@@ -23,6 +23,10 @@ the models); PyTorch's 1024^3 sgemm at 2 threads is printed beside it.
 Profile: one more xtrain run of S steps with XTRAIN_PROFILE_OPS=1 (every op timed; the run itself is
 slower and not used for the rates): kernel time by phase and op type, and the top 10 ops, per step.
 
+Both sides inherit OMP_WAIT_POLICY (GNU OpenMP, which oneDNN and Debian's PyTorch both use): on a shared,
+busy machine run with OMP_WAIT_POLICY=passive, or spinning threads that lose their core stall every
+parallel region of either side (docs/performance.md, Threads).
+
 Refuses to report (exit 1) when PyTorch runs on the reference BLAS (check_torch_blas.py).
 """
 import argparse
@@ -211,7 +215,9 @@ def main():
                 profiles.append((name, steps, profile_summary(out, steps)))
     peaks.append(sgemm_peak(a.xbench))
     peak = max(peaks)
-    print(f"{THREADS} threads each, SGD momentum, {a.repeats} repeats, medians; sgemm peak "
+    policy = os.environ.get("OMP_WAIT_POLICY", "default")
+    print(f"{THREADS} threads each (OMP_WAIT_POLICY {policy}), SGD momentum, {a.repeats} repeats, "
+          f"medians; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; sgemm peak "
           f"(oneDNN, xbench matmul --size 1024) {peak:.0f} GFLOP/s, PyTorch's sgemm {tpeak:.0f}")
     print("| model | batch | xtrain samples/s | PyTorch samples/s | xtrain/PyTorch | "
           "xtrain GFLOP/s | % of peak | PyTorch GFLOP/s | % of peak |")
