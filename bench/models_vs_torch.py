@@ -27,7 +27,8 @@ Both sides inherit OMP_WAIT_POLICY (GNU OpenMP, which oneDNN and Debian's PyTorc
 busy machine run with OMP_WAIT_POLICY=passive, or spinning threads that lose their core stall every
 parallel region of either side (docs/performance.md, Threads).
 
-Refuses to report (exit 1) when PyTorch runs on the reference BLAS (check_torch_blas.py).
+Refuses to report (exit 1) when PyTorch runs on the reference BLAS ($XTRAIN_BENCH_PEERS/check_torch_blas.py,
+default /work/shared/bench).
 """
 import argparse
 import os
@@ -53,10 +54,12 @@ DEFAULT_STEPS = {"mlp": 200, "cnn": 30, "gpt": 10, "bert": 30}
 
 
 def check_blas():
-    script = os.environ.get("XTRAIN_CHECK_TORCH_BLAS", "/work/shared/bench/check_torch_blas.py")
+    # The peers' folder, as for bench/run-*-vs-peers.sh (docs/performance.md, Peers).
+    peers = os.environ.get("XTRAIN_BENCH_PEERS", "/work/shared/bench")
+    script = os.path.join(peers, "check_torch_blas.py")
     if not os.path.exists(script):
         sys.exit(f"models_vs_torch.py: cannot check PyTorch's BLAS: {script} does not exist "
-                 "(set XTRAIN_CHECK_TORCH_BLAS to check_torch_blas.py)")
+                 "(set XTRAIN_BENCH_PEERS to the folder holding check_torch_blas.py)")
     r = subprocess.run([sys.executable, script], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("PyTorch runs on the reference BLAS; install libopenblas0-pthread:\n" + r.stdout +
