@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 #include "common/check.hpp"
@@ -50,23 +51,46 @@ void LoweredGraph::setProfiling(bool on) {
 std::string LoweredGraph::profileReport(size_t top) const {
   if (!profiling_) return "";
   std::vector<std::pair<double, std::string>> rows;
+  // Totals by phase and by op type (the description's first word), so that a model's step can be
+  // read at a glance: which phase, which kind of op.
+  std::map<std::string, double> byPhase;
+  std::map<std::string, double> byType;
   double total = 0;
   for (size_t ph = 0; ph < programs_.size(); ++ph) {
     const auto& instrs = programs_[ph].instructions();
+    const std::string phase = ir::toString(static_cast<ir::Phase>(ph));
     for (size_t k = 0; k < instrs.size(); ++k) {
       const double t = programs_[ph].seconds()[k];
       total += t;
-      rows.emplace_back(
-          t, std::string(ir::toString(static_cast<ir::Phase>(ph))) + "  " + instrs[k].description);
+      byPhase[phase] += t;
+      const std::string& d = instrs[k].description;
+      byType[d.substr(0, d.find(' '))] += t;
+      rows.emplace_back(t, phase + "  " + d);
     }
   }
+  const auto share = [total](double t) { return total > 0 ? 100.0 * t / total : 0.0; };
+  const auto sorted = [](const std::map<std::string, double>& m) {
+    std::vector<std::pair<double, std::string>> v;
+    for (const auto& [name, t] : m) v.emplace_back(t, name);
+    std::sort(v.begin(), v.end(), std::greater<>());
+    return v;
+  };
   std::sort(rows.begin(), rows.end(), std::greater<>());
   std::ostringstream os;
-  os << "execution profile (XTRAIN_PROFILE_OPS): " << total * 1e3 << " ms in kernels\n";
+  os << "execution profile (XTRAIN_PROFILE_OPS): " << total * 1e3 << " ms in kernels\n"
+     << std::fixed;
+  os << "  by phase:";
+  for (const auto& [t, name] : sorted(byPhase)) {
+    if (t > 0) os << "  " << name << " " << std::setprecision(1) << share(t) << "%";
+  }
+  os << "\n  by op type:";
+  for (const auto& [t, name] : sorted(byType)) {
+    if (share(t) >= 0.1) os << "  " << name << " " << std::setprecision(1) << share(t) << "%";
+  }
+  os << "\n";
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
-    os << "  " << std::fixed << std::setprecision(3) << rows[i].first * 1e3 << " ms  "
-       << std::setprecision(1) << (total > 0 ? 100.0 * rows[i].first / total : 0.0) << "%  "
-       << rows[i].second << "\n";
+    os << "  " << std::setprecision(3) << rows[i].first * 1e3 << " ms  " << std::setprecision(1)
+       << share(rows[i].first) << "%  " << rows[i].second << "\n";
   }
   return os.str();
 }

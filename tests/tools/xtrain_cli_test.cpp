@@ -76,6 +76,23 @@ TEST_F(XtrainCli, BuiltInExampleLossFalls) {
   EXPECT_NE(r.output.find("samples/s"), std::string::npos);
 }
 
+// XTRAIN_PROFILE_OPS=1: the run ends with where the steps went (phases, op types, slowest ops);
+// without it, nothing of the kind is printed.
+TEST_F(XtrainCli, ProfileOpsPrintsWhereTheStepGoes) {
+  CommandResult r = runCommand("XTRAIN_PROFILE_OPS=1 ./xtrain --steps 3");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const size_t at = r.output.find("xtrain: execution profile (XTRAIN_PROFILE_OPS)");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LT(r.output.find("trained 3 steps"), at) << r.output;
+  EXPECT_NE(r.output.find("by phase:  ", at), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Forward", at), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("by op type:  ", at), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("SGDUpdate", at), std::string::npos) << r.output;
+  CommandResult plain = run("--steps 3");
+  ASSERT_EQ(plain.exitCode, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("execution profile"), std::string::npos) << plain.output;
+}
+
 TEST_F(XtrainCli, TrainsAnOnnxModelOnHdf5DataAndSavesIt) {
   writeModelAndData();
   CommandResult r =

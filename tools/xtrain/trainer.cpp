@@ -516,6 +516,14 @@ int train(const TrainOptions& o, std::ostream& out) {
     progress << "; validation took " << std::setprecision(2) << validationSeconds << " s more";
   }
   progress << "\n" << std::defaultfloat;
+  // XTRAIN_PROFILE_OPS=1: where the steps went (kernel time by phase, by op type, top ops), summed
+  // over the steps this run trained.
+  if (const char* prof = std::getenv("XTRAIN_PROFILE_OPS");
+      prof != nullptr && std::string(prof) == "1") {
+    const std::string report = session->getSummaryReport();
+    const size_t at = report.find("execution profile");
+    if (at != std::string::npos) progress << "xtrain: " << report.substr(at);
+  }
   if (!o.saveModel.empty()) {
     session->modelToHost(o.saveModel);  // collective; instance 0 writes
     if (instance == 0) out << "xtrain: wrote the trained model to " << o.saveModel << "\n";
