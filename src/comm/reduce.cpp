@@ -282,8 +282,11 @@ ReduceKernel reduceKernel() {
 
 ReduceKernel setReduceKernel(ReduceKernel kernel) {
   const ReduceKernel before = reduceKernel();
-  XT_CHECK(static_cast<int>(kernel) <= static_cast<int>(bestKernel()),
-           "setReduceKernel: this CPU does not support the requested kernel");
+  XT_CHECK(
+      static_cast<int>(kernel) >= 0 && static_cast<int>(kernel) <= static_cast<int>(bestKernel()),
+      "setReduceKernel: kernel {} (0 scalar, 1 AVX2, 2 AVX-512) is not one this CPU supports "
+      "(expected at most {})",
+      static_cast<int>(kernel), static_cast<int>(bestKernel()));
   gKernel.store(static_cast<int>(kernel), std::memory_order_relaxed);
   return before;
 }

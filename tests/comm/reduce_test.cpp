@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace xtrain::comm {
@@ -129,6 +130,19 @@ TEST(ReduceInto, FloatKernelsReduceInPlaceAndStreamToEqualAlignedDestinations) {
       }
     }
   }
+}
+
+TEST(ReduceInto, AKernelTheCpuLacksIsRefusedByNumber) {
+  KernelGuard guard;
+  try {
+    setReduceKernel(static_cast<ReduceKernel>(7));
+    FAIL() << "kernel 7 was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 7 (0 scalar, 1 AVX2, 2 AVX-512)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(reduceKernel(), guard.saved);
 }
 
 TEST(ReduceInto, TheDefaultKernelIsTheBestThisCpuHas) {
