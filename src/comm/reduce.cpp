@@ -1,8 +1,13 @@
 #include "comm/reduce.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "common/check.hpp"
 
@@ -138,12 +143,161 @@ void reduceOp(Op op, const void* const* srcs, size_t numSrcs, void* const* dsts,
   throw internal_error("reduceInto: operator {} is not a reduction", toString(op));
 }
 
+// The FLOAT Add / Mean fast path: vector by vector, each element is still s0[i] + s1[i] + ...
+// in source order (then divided by the source count for Mean), the same operations in the same
+// order as the scalar loop above, so the results are bit-identical to it on every CPU. No FMA, no
+// reassociation across sources. `stream` uses non-temporal stores (the destinations must share
+// their alignment modulo 64: the caller checks).
+inline void addFloatScalar(const float* const* s, size_t ns, float* const* d, size_t nd, size_t i,
+                           size_t end, bool mean) {
+  const auto n = static_cast<float>(ns);
+  for (; i < end; ++i) {
+    float a = s[0][i];
+    for (size_t p = 1; p < ns; ++p) a = a + s[p][i];
+    if (mean) a = a / n;
+    for (size_t q = 0; q < nd; ++q) d[q][i] = a;
+  }
+}
+
+#if defined(__x86_64__)
+// Elements before d[0] reaches a 64-byte boundary (streaming stores need aligned addresses).
+size_t headElems(const float* d0, size_t count) {
+  const auto mis = reinterpret_cast<uintptr_t>(d0) & 63U;
+  return std::min(count, mis == 0 ? size_t{0} : (64 - mis) / sizeof(float));
+}
+
+__attribute__((target("avx512f"))) void addFloatAvx512(const float* const* s, size_t ns,
+                                                       float* const* d, size_t nd, size_t count,
+                                                       bool mean, bool stream) {
+  size_t i = stream ? headElems(d[0], count) : 0;
+  addFloatScalar(s, ns, d, nd, 0, i, mean);
+  const __m512 n = _mm512_set1_ps(static_cast<float>(ns));
+  for (; i + 32 <= count; i += 32) {
+    __m512 a = _mm512_loadu_ps(s[0] + i);
+    __m512 b = _mm512_loadu_ps(s[0] + i + 16);
+    for (size_t p = 1; p < ns; ++p) {
+      a = _mm512_add_ps(a, _mm512_loadu_ps(s[p] + i));
+      b = _mm512_add_ps(b, _mm512_loadu_ps(s[p] + i + 16));
+    }
+    if (mean) {
+      a = _mm512_div_ps(a, n);
+      b = _mm512_div_ps(b, n);
+    }
+    for (size_t q = 0; q < nd; ++q) {
+      if (stream) {
+        _mm512_stream_ps(d[q] + i, a);
+        _mm512_stream_ps(d[q] + i + 16, b);
+      } else {
+        _mm512_storeu_ps(d[q] + i, a);
+        _mm512_storeu_ps(d[q] + i + 16, b);
+      }
+    }
+  }
+  if (stream) _mm_sfence();
+  addFloatScalar(s, ns, d, nd, i, count, mean);
+}
+
+__attribute__((target("avx2"))) void addFloatAvx2(const float* const* s, size_t ns, float* const* d,
+                                                  size_t nd, size_t count, bool mean, bool stream) {
+  size_t i = stream ? headElems(d[0], count) : 0;
+  addFloatScalar(s, ns, d, nd, 0, i, mean);
+  const __m256 n = _mm256_set1_ps(static_cast<float>(ns));
+  for (; i + 16 <= count; i += 16) {
+    __m256 a = _mm256_loadu_ps(s[0] + i);
+    __m256 b = _mm256_loadu_ps(s[0] + i + 8);
+    for (size_t p = 1; p < ns; ++p) {
+      a = _mm256_add_ps(a, _mm256_loadu_ps(s[p] + i));
+      b = _mm256_add_ps(b, _mm256_loadu_ps(s[p] + i + 8));
+    }
+    if (mean) {
+      a = _mm256_div_ps(a, n);
+      b = _mm256_div_ps(b, n);
+    }
+    for (size_t q = 0; q < nd; ++q) {
+      if (stream) {
+        _mm256_stream_ps(d[q] + i, a);
+        _mm256_stream_ps(d[q] + i + 8, b);
+      } else {
+        _mm256_storeu_ps(d[q] + i, a);
+        _mm256_storeu_ps(d[q] + i + 8, b);
+      }
+    }
+  }
+  if (stream) _mm_sfence();
+  addFloatScalar(s, ns, d, nd, i, count, mean);
+}
+#endif
+
+// -1: not chosen yet (the CPU decides on first use).
+std::atomic<int> gKernel{-1};
+
+ReduceKernel bestKernel() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return ReduceKernel::Avx512;
+  if (__builtin_cpu_supports("avx2")) return ReduceKernel::Avx2;
+#endif
+  return ReduceKernel::Scalar;
+}
+
+// Whether the FLOAT Add/Mean fast path took the reduction.
+bool addFloatFast(Op op, const void* const* srcs, size_t numSrcs, void* const* dsts, size_t numDsts,
+                  size_t count, bool streaming) {
+  if (op != Op::Add && op != Op::Mean) return false;
+  const ReduceKernel kernel = reduceKernel();
+  if (kernel == ReduceKernel::Scalar) return false;
+  const auto* s = reinterpret_cast<const float* const*>(srcs);
+  auto* d = reinterpret_cast<float* const*>(dsts);
+  // Streaming stores need every destination at the same offset from a 64-byte line.
+  for (size_t q = 0; streaming && q < numDsts; ++q) {
+    if (((reinterpret_cast<uintptr_t>(d[q]) - reinterpret_cast<uintptr_t>(d[0])) & 63U) != 0 ||
+        (reinterpret_cast<uintptr_t>(d[q]) & 3U) != 0) {
+      streaming = false;
+    }
+  }
+  const bool mean = op == Op::Mean;
+#if defined(__x86_64__)
+  if (kernel == ReduceKernel::Avx512) {
+    addFloatAvx512(s, numSrcs, d, numDsts, count, mean, streaming);
+    return true;
+  }
+  addFloatAvx2(s, numSrcs, d, numDsts, count, mean, streaming);
+  return true;
+#else
+  (void)s, (void)d, (void)mean;
+  return false;
+#endif
+}
+
 }  // namespace
 
+ReduceKernel reduceKernel() {
+  int k = gKernel.load(std::memory_order_relaxed);
+  if (k < 0) {
+    k = static_cast<int>(bestKernel());
+    gKernel.store(k, std::memory_order_relaxed);
+  }
+  return static_cast<ReduceKernel>(k);
+}
+
+ReduceKernel setReduceKernel(ReduceKernel kernel) {
+  const ReduceKernel before = reduceKernel();
+  XT_CHECK(
+      static_cast<int>(kernel) >= 0 && static_cast<int>(kernel) <= static_cast<int>(bestKernel()),
+      "setReduceKernel: kernel {} (0 scalar, 1 AVX2, 2 AVX-512) is not one this CPU supports "
+      "(expected at most {})",
+      static_cast<int>(kernel), static_cast<int>(bestKernel()));
+  gKernel.store(static_cast<int>(kernel), std::memory_order_relaxed);
+  return before;
+}
+
 void reduceInto(DataType type, CollectiveOperator op, const void* const* srcs, size_t numSrcs,
-                void* const* dsts, size_t numDsts, size_t count) {
+                void* const* dsts, size_t numDsts, size_t count, bool streaming) {
   XT_CHECK_GT(numSrcs, size_t{0}, "reduceInto needs at least one source");
   if (count == 0) return;
+  if (type == DataType::FLOAT && addFloatFast(op, srcs, numSrcs, dsts, numDsts, count, streaming)) {
+    return;
+  }
   switch (type) {
     case DataType::FLOAT: return reduceOp<float>(op, srcs, numSrcs, dsts, numDsts, count);
     case DataType::FLOAT16: return reduceOp<Half>(op, srcs, numSrcs, dsts, numDsts, count);

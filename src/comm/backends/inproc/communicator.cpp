@@ -36,6 +36,13 @@ size_t sliceBegin(size_t n, size_t k, size_t r) {
   return (n / k) * r + std::min(r, n % k);
 }
 
+// All-reduces of at least this many bytes write the outputs with non-temporal stores when every
+// rank reduces out of place: an output line is then written without being read first (no
+// read-for-ownership), which at 64 MB more than doubled the bandwidth of 2 threads
+// (docs/performance.md, "Session 8 re-measurement"). In place, the lines were just read, so
+// ordinary stores hit the cache; below the bound the outputs stay cached for their next reader.
+constexpr size_t kStreamingBytes = size_t{8} << 20;
+
 char* bytePtr(void* p, size_t offset) {
   return static_cast<char*>(p) + offset;
 }
@@ -135,11 +142,14 @@ void InprocTransport::compute(const Collective& t, void* rsTarget) {
       if (len == 0) return;
       std::vector<const void*> srcs(k);
       std::vector<void*> dsts(k);
+      bool outOfPlace = true;
       for (size_t p = 0; p < k; ++p) {
         srcs[p] = bytePtr(slots[p].src, begin * es);
         dsts[p] = bytePtr(slots[p].dst, begin * es);
+        outOfPlace = outOfPlace && slots[p].src != slots[p].dst;
       }
-      reduceInto(f.type, f.op, srcs.data(), k, dsts.data(), k, len);
+      reduceInto(f.type, f.op, srcs.data(), k, dsts.data(), k, len,
+                 outOfPlace && n * es >= kStreamingBytes);
       return;
     }
     case OpKind::ReduceScatter: {
