@@ -11,8 +11,6 @@
 // and may run concurrently on several replicas.
 #include <algorithm>
 #include <memory>
-#include <string>
-#include <utility>
 
 #include "common/check.hpp"
 #include "device/kernel.hpp"
@@ -31,11 +29,6 @@ struct ConvSetup {
   dnnl::memory::desc xAny, wAny, yAny;  // the same dims in format `any`: the implementation picks
   dnnl::memory::dims strides, dilations, padL, padR;
 
-  // Activations in oneDNN's 16-channel blocked layout (nCw16c, nChw16c, nCdhw16c) instead of
-  // `any`, where that layout suits the machine and the convolution (see preferBlocked16).
-  void useBlocked16();
-  bool blocked16 = false;  // preferBlocked16 for this convolution
-
   // Forward descriptor; also the hint for the backward primitives.
   dnnl::convolution_forward::desc forward(prop_kind kind) const {
     return dnnl::convolution_forward::desc(kind, algorithm::convolution_direct, xAny, wAny, b, yAny,
@@ -46,49 +39,6 @@ struct ConvSetup {
 dnnl::memory::desc anyDesc(const dnnl::memory::desc& plain) {
   return dnnl::memory::desc(plain.dims(), dnnl::memory::data_type::f32,
                             dnnl::memory::format_tag::any);
-}
-
-// Whether a convolution's activations go to oneDNN in the 16-channel blocked layout. With `any`,
-// oneDNN's AVX-512 implementations ask for channels-last (nhwc) activations for some shapes and
-// nChw16c for others; measured on a ResNet-style CNN (3x32x32, 32-128 channels, AVX-512), the
-// reorders between xtrain's plain nchw buffers and nhwc took about twice as long as those to and
-// from nChw16c, and the nChw16c convolutions were no slower. So on AVX-512 machines, ungrouped
-// convolutions whose channel counts are multiples of 16 use nChw16c; others keep `any`.
-bool preferBlocked16(const Shape& x, const Shape& y, int64_t group) {
-  static const bool avx512 = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
-  return avx512 && group == 1 && x.size() >= 3 && x.size() <= 5 && x[1] % 16 == 0 && y[1] % 16 == 0;
-}
-
-void ConvSetup::useBlocked16() {
-  using tag = dnnl::memory::format_tag;
-  const size_t rank = x.dims().size();
-  const tag t = rank == 3 ? tag::nCw16c : rank == 4 ? tag::nChw16c : tag::nCdhw16c;
-  xAny = dnnl::memory::desc(x.dims(), dnnl::memory::data_type::f32, t);
-  yAny = dnnl::memory::desc(y.dims(), dnnl::memory::data_type::f32, t);
-}
-
-// A reference (unoptimised) implementation: a forced layout is not worth that.
-template <typename PD>
-bool isReference(const PD& pd) {
-  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
-}
-
-// Builds a primitive with make(setup): first with the blocked activations when preferBlocked16,
-// again with `any` when oneDNN has no optimised implementation for them.
-// make returns the runner and whether its primitive is optimised (not isReference).
-template <typename F>
-auto buildConv(const ConvSetup& setup, F&& make) -> decltype(make(setup).first) {
-  if (setup.blocked16) {
-    ConvSetup b = setup;
-    b.useBlocked16();
-    try {
-      auto r = make(b);
-      if (r.second) return r.first;
-    } catch (const dnnl::error&) {
-      // falls back to `any` below
-    }
-  }
-  return make(setup).first;
 }
 
 ConvSetup makeConv(const KernelSpec& spec, const Shape& x, const Shape& w, const Shape& y,
@@ -122,7 +72,6 @@ ConvSetup makeConv(const KernelSpec& spec, const Shape& x, const Shape& w, const
   s.dilations = s.win.dnnlDilations();
   s.padL = s.win.dnnlPadBegin();
   s.padR = s.win.dnnlPadEndDims();
-  s.blocked16 = preferBlocked16(x, y, group);
   return s;
 }
 
@@ -135,18 +84,16 @@ XT_REGISTER_KERNEL("ai.onnx", "Conv", [](const KernelSpec& spec) -> std::unique_
   if (shapeNelms(y) == 0) return makeKernel([](const KernelIO&) {});
   const ConvSetup s = makeConv(spec, spec.inputs.at(0).shape(), spec.inputs.at(1).shape(), y, bias);
   Runner runner = dnnl_util::create(spec, "convolution forward", [&] {
-    return buildConv(s, [&](const ConvSetup& c) {
-      dnnl::convolution_forward::primitive_desc pd(c.forward(prop_kind::forward_inference),
-                                                   dnnl_util::userScratchpadAttr(),
-                                                   dnnl_util::engine());
-      auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
-      r->add(DNNL_ARG_SRC, c.x, pd.src_desc(), false);
-      r->add(DNNL_ARG_WEIGHTS, c.w, pd.weights_desc(), false);
-      r->add(DNNL_ARG_DST, c.y, pd.dst_desc(), true);
-      if (bias) r->add(DNNL_ARG_BIAS, c.b, pd.bias_desc(), false);
-      r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_forward>(pd));
-      return std::make_pair(Runner(std::move(r)), !isReference(pd));
-    });
+    dnnl::convolution_forward::primitive_desc pd(s.forward(prop_kind::forward_inference),
+                                                 dnnl_util::userScratchpadAttr(),
+                                                 dnnl_util::engine());
+    auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
+    r->add(DNNL_ARG_SRC, s.x, pd.src_desc(), false);
+    r->add(DNNL_ARG_WEIGHTS, s.w, pd.weights_desc(), false);
+    r->add(DNNL_ARG_DST, s.y, pd.dst_desc(), true);
+    if (bias) r->add(DNNL_ARG_BIAS, s.b, pd.bias_desc(), false);
+    r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_forward>(pd));
+    return r;
   });
   if (bias) {
     return makeKernel([runner](const KernelIO& io) {
@@ -164,20 +111,18 @@ XT_REGISTER_KERNEL("ai.onnx", "Conv", [](const KernelSpec& spec) -> std::unique_
 Runner backwardDataRunner(const KernelSpec& spec, const Shape& x, const Shape& w, const Shape& gy) {
   const ConvSetup s = makeConv(spec, x, w, gy, false);
   return dnnl_util::create(spec, "convolution backward data", [&] {
-    return buildConv(s, [&](const ConvSetup& c) {
-      dnnl::convolution_forward::primitive_desc hint(c.forward(prop_kind::forward_training),
-                                                     dnnl_util::engine());
-      dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct, c.xAny, c.wAny,
-                                                 c.yAny, c.strides, c.dilations, c.padL, c.padR);
-      dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_util::userScratchpadAttr(),
-                                                         dnnl_util::engine(), hint);
-      auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
-      r->add(DNNL_ARG_DIFF_DST, c.y, pd.diff_dst_desc(), false);
-      r->add(DNNL_ARG_WEIGHTS, c.w, pd.weights_desc(), false);
-      r->add(DNNL_ARG_DIFF_SRC, c.x, pd.diff_src_desc(), true);
-      r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_backward_data>(pd));
-      return std::make_pair(Runner(std::move(r)), !isReference(pd));
-    });
+    dnnl::convolution_forward::primitive_desc hint(s.forward(prop_kind::forward_training),
+                                                   dnnl_util::engine());
+    dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct, s.xAny, s.wAny,
+                                               s.yAny, s.strides, s.dilations, s.padL, s.padR);
+    dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_util::userScratchpadAttr(),
+                                                       dnnl_util::engine(), hint);
+    auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
+    r->add(DNNL_ARG_DIFF_DST, s.y, pd.diff_dst_desc(), false);
+    r->add(DNNL_ARG_WEIGHTS, s.w, pd.weights_desc(), false);
+    r->add(DNNL_ARG_DIFF_SRC, s.x, pd.diff_src_desc(), true);
+    r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_backward_data>(pd));
+    return Runner(std::move(r));
   });
 }
 
@@ -249,22 +194,20 @@ XT_REGISTER_KERNEL(
       }
       const ConvSetup s = makeConv(spec, spec.inputs.at(1).shape(), w, gy, bias);
       Runner runner = dnnl_util::create(spec, "convolution backward weights", [&] {
-        return buildConv(s, [&](const ConvSetup& c) {
-          dnnl::convolution_forward::primitive_desc hint(c.forward(prop_kind::forward_training),
-                                                         dnnl_util::engine());
-          dnnl::convolution_backward_weights::desc desc(algorithm::convolution_direct, c.xAny,
-                                                        c.wAny, c.b, c.yAny, c.strides, c.dilations,
-                                                        c.padL, c.padR);
-          dnnl::convolution_backward_weights::primitive_desc pd(
-              desc, dnnl_util::userScratchpadAttr(), dnnl_util::engine(), hint);
-          auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
-          r->add(DNNL_ARG_DIFF_DST, c.y, pd.diff_dst_desc(), false);
-          r->add(DNNL_ARG_SRC, c.x, pd.src_desc(), false);
-          r->add(DNNL_ARG_DIFF_WEIGHTS, c.w, pd.diff_weights_desc(), true);
-          if (bias) r->add(DNNL_ARG_DIFF_BIAS, c.b, pd.diff_bias_desc(), true);
-          r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_backward_weights>(pd));
-          return std::make_pair(Runner(std::move(r)), !isReference(pd));
-        });
+        dnnl::convolution_forward::primitive_desc hint(s.forward(prop_kind::forward_training),
+                                                       dnnl_util::engine());
+        dnnl::convolution_backward_weights::desc desc(algorithm::convolution_direct, s.xAny, s.wAny,
+                                                      s.b, s.yAny, s.strides, s.dilations, s.padL,
+                                                      s.padR);
+        dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_util::userScratchpadAttr(),
+                                                              dnnl_util::engine(), hint);
+        auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
+        r->add(DNNL_ARG_DIFF_DST, s.y, pd.diff_dst_desc(), false);
+        r->add(DNNL_ARG_SRC, s.x, pd.src_desc(), false);
+        r->add(DNNL_ARG_DIFF_WEIGHTS, s.w, pd.diff_weights_desc(), true);
+        if (bias) r->add(DNNL_ARG_DIFF_BIAS, s.b, pd.diff_bias_desc(), true);
+        r->setPrimitive(dnnl_util::makePrimitive<dnnl::convolution_backward_weights>(pd));
+        return r;
       });
       if (bias) {
         return makeKernel([runner](const KernelIO& io) {
