@@ -171,7 +171,13 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{{1, 2, 7, 7}, {3, 2, 3, 3}, {2, 2}, {5, 5, 5, 5}, {}, 1, false, "VALID"},
         ConvCase{{2, 3, 10}, {4, 3, 3}, {2}, {1, 2}, {}, 1, true},                        // 1-D
         ConvCase{{1, 2, 4, 5, 5}, {3, 2, 2, 3, 3}, {}, {1, 1, 1, 1, 1, 1}, {}, 1, true},  // 3-D
-        ConvCase{{0, 2, 5, 5}, {3, 2, 3, 3}}));  // empty batch
+        ConvCase{{0, 2, 5, 5}, {3, 2, 3, 3}},  // empty batch
+        // Channel counts that are multiples of 16: the 16-channel blocked activations on AVX-512.
+        ConvCase{{2, 16, 6, 6}, {32, 16, 3, 3}, {}, {1, 1, 1, 1}, {}, 1, true},
+        ConvCase{{1, 32, 7, 7}, {16, 32, 3, 3}, {2, 2}, {1, 1, 1, 1}},
+        ConvCase{{2, 16, 5, 5}, {16, 16, 1, 1}, {2, 2}},
+        ConvCase{{2, 16, 9}, {16, 16, 3}, {}, {1, 1}, {}, 1, true},
+        ConvCase{{1, 16, 3, 4, 4}, {16, 16, 1, 3, 3}, {}, {0, 1, 1, 0, 1, 1}}));
 
 class ConvGrad : public ::testing::TestWithParam<ConvCase> {};
 
@@ -188,7 +194,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{{2, 4, 6, 5}, {2, 2, 2, 2}, {2, 1}, {1, 0, 0, 1}, {2, 1}, 2, true},
                       ConvCase{{1, 3, 5, 5}, {3, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 3, false},
                       ConvCase{{2, 2, 7}, {3, 2, 3}, {2}, {1, 1}, {2}, 1, true},
-                      ConvCase{{1, 2, 5, 4}, {2, 2, 2, 3}, {2, 2}, {}, {}, 1, true, "SAME_LOWER"}));
+                      ConvCase{{1, 2, 5, 4}, {2, 2, 2, 3}, {2, 2}, {}, {}, 1, true, "SAME_LOWER"},
+                      ConvCase{{1, 16, 4, 4}, {16, 16, 3, 3}, {}, {1, 1, 1, 1}, {}, 1, true}));
 
 TEST(ConvGrad, OnlyBiasNeedsAGradient) {
   ConvCase c{{1, 2, 4, 4}, {3, 2, 3, 3}, {}, {1, 1, 1, 1}, {}, 1, true};

@@ -291,6 +291,25 @@ TEST(BatchNorm, TrainingGradientsMatchFiniteDifferences) {
   expectGradientsMatch(batchNorm({}, 5, 12), in2.all(), o);
 }
 
+// Large enough (>= 32768 elements) for the kernels to split the channels over threads; X far from
+// zero checks the shifted one-pass statistics.
+TEST(BatchNorm, ChannelsSplitOverThreadsMatchReference) {
+  auto in = bnInputs({4, 8, 32, 32}, 90);
+  for (float& v : in.x.span<float>()) v += 50.0f;
+  auto out = runForward(batchNorm(training(0.8f), 3, 15), in.all());
+  auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-5f, 0.8f);
+  EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-4));
+  EXPECT_TRUE(allClose(out[1], ref.runMean, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+  auto inf = runForward(batchNorm({}, 1, 15), in.all());
+  EXPECT_TRUE(allClose(inf[0],
+                       refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, 1e-5f, 0.9f).y,
+                       1e-5, 1e-4));
+  GradCheckOptions o;
+  o.wrt = {1, 2};
+  expectGradientsMatch(batchNorm(training(), 1, 15), in.all(), o);
+}
+
 TEST(BatchNorm, InferenceGradientsMatchFiniteDifferences) {
   auto in = bnInputs({2, 3, 3}, 80);
   GradCheckOptions o;

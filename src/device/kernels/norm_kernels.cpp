@@ -69,18 +69,47 @@ void meanVar(const float* p, int64_t runs, int64_t len, int64_t stride, double& 
   double sum = 0;
   for (int64_t i = 0; i < runs; ++i) {
     const float* q = p + i * stride;
+#pragma omp simd reduction(+ : sum)
     for (int64_t k = 0; k < len; ++k) sum += q[k];
   }
   mean = m > 0 ? sum / m : 0.0;
+  const double mu = mean;
   double sq = 0;
   for (int64_t i = 0; i < runs; ++i) {
     const float* q = p + i * stride;
+#pragma omp simd reduction(+ : sq)
     for (int64_t k = 0; k < len; ++k) {
-      const double d = q[k] - mean;
+      const double d = q[k] - mu;
       sq += d * d;
     }
   }
   var = m > 0 ? sq / m : 0.0;
+}
+
+// meanVar in one pass: sums of d = x - x[0] and of d^2 in double (a float difference is exact in
+// double, and shifting by a sample keeps the cancellation in sum(d^2) - sum(d)^2 / m small), so a
+// BatchNorm channel is read once instead of twice.
+void channelMeanVar(const float* p, int64_t runs, int64_t len, int64_t stride, double& mean,
+                    double& var) {
+  const double m = static_cast<double>(runs * len);
+  if (m <= 0) {
+    mean = var = 0.0;
+    return;
+  }
+  const double shift = p[0];
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < runs; ++i) {
+    const float* q = p + i * stride;
+#pragma omp simd reduction(+ : sum, sq)
+    for (int64_t k = 0; k < len; ++k) {
+      const double d = q[k] - shift;
+      sum += d;
+      sq += d * d;
+    }
+  }
+  const double dm = sum / m;
+  mean = shift + dm;
+  var = std::max(0.0, sq / m - dm * dm);
 }
 
 // 1 / sqrt(var + eps), in double, as a float.
@@ -223,6 +252,12 @@ struct ChannelGeometry {
   int64_t perChannel() const { return n * s; }
 };
 
+// Whether a kernel over X is large enough for its channels to be spread over the kernel threads
+// (a parallel region costs a few microseconds).
+bool parallelWorth(const ChannelGeometry& g) {
+  return g.c > 1 && g.n * g.c * g.s >= 32768;
+}
+
 ChannelGeometry channelGeometry(const KernelSpec& spec, const TensorInfo& x) {
   if (x.rank() < 2) spec.fail("X is {}; expected rank >= 2", x.toString());
   ChannelGeometry g;
@@ -257,7 +292,7 @@ struct BatchNormConfig {
   void stats(const float* x, const float* inMean, const float* inVar, int64_t c, double& mean,
              double& var) const {
     if (training) {
-      meanVar(x + c * geo.s, geo.n, geo.s, geo.c * geo.s, mean, var);
+      channelMeanVar(x + c * geo.s, geo.n, geo.s, geo.c * geo.s, mean, var);
     } else {
       mean = inMean[c];
       var = inVar[c];
@@ -282,6 +317,9 @@ class BatchNormKernel final : public Kernel {
     float* outs[4] = {};
     for (size_t i = 0; i < 4; ++i)
       outs[i] = io.hasOut(i + 1) ? io.out(i + 1).data<float>() : nullptr;
+      // Channels are independent: each thread takes whole channels, so the result does not depend
+      // on the thread count.
+#pragma omp parallel for schedule(static) if (parallelWorth(geo))
     for (int64_t c = 0; c < geo.c; ++c) {
       double mean, var;
       cfg_.stats(x, inMean, inVar, c, mean, var);
@@ -332,19 +370,37 @@ class BatchNormGradKernel final : public Kernel {
     float* dScale = io.out(1).data<float>();
     float* dBias = io.out(2).data<float>();
     const double m = static_cast<double>(geo.perChannel());
+    // Channels are independent (see BatchNormKernel::run).
+#pragma omp parallel for schedule(static) if (parallelWorth(geo))
     for (int64_t c = 0; c < geo.c; ++c) {
-      double mean, var;
-      cfg_.stats(x, inMean, inVar, c, mean, var);
-      const float mu = static_cast<float>(mean);
-      const float inv = invStd(var, cfg_.eps);
-      double sumDy = 0, sumDyX = 0;
+      // One pass over the channel: with d = x - shift, sum(d), sum(d^2) (training: the batch
+      // statistics, as in channelMeanVar), sum(dY) and sum(dY * d); then
+      // sum(dY * xhat) = inv * (sum(dY * d) - (mean - shift) * sum(dY)).
+      const double shift =
+          cfg_.training ? (m > 0 ? x[c * geo.s] : 0.0) : (inMean != nullptr ? inMean[c] : 0.0);
+      double sumD = 0, sumD2 = 0, sumDy = 0, sumDyD = 0;
       for (int64_t i = 0; i < geo.n; ++i) {
         const int64_t off = (i * geo.c + c) * geo.s;
+#pragma omp simd reduction(+ : sumD, sumD2, sumDy, sumDyD)
         for (int64_t k = 0; k < geo.s; ++k) {
-          sumDy += dy[off + k];
-          sumDyX += static_cast<double>(dy[off + k]) * ((x[off + k] - mu) * inv);
+          const double d = x[off + k] - shift;
+          const double g = dy[off + k];
+          sumD += d;
+          sumD2 += d * d;
+          sumDy += g;
+          sumDyD += g * d;
         }
       }
+      double mean = inMean != nullptr ? inMean[c] : 0.0;
+      double var = inVar != nullptr ? inVar[c] : 0.0;
+      if (cfg_.training) {
+        const double dm = m > 0 ? sumD / m : 0.0;
+        mean = shift + dm;
+        var = m > 0 ? std::max(0.0, sumD2 / m - dm * dm) : 0.0;
+      }
+      const float mu = static_cast<float>(mean);
+      const float inv = invStd(var, cfg_.eps);
+      const double sumDyX = inv * (sumDyD - (mean - shift) * sumDy);
       dScale[c] = static_cast<float>(sumDyX);
       dBias[c] = static_cast<float>(sumDy);
       const float a = scale[c] * inv;
