@@ -36,6 +36,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# The residual block is the zoo's (tests/zoo/make_zoo.py), at larger widths here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "zoo"))
+from make_zoo import BasicBlock  # noqa: E402
+
 # ------------------------------------------------------------------------------------------------
 # Models: forward(*inputs) returns the loss (a scalar). flops(batch) is the multiply-adds x 2 of one
 # forward pass (Linear, Conv, attention matmuls); a training step counts 3x that (backward = 2x).
@@ -56,24 +60,6 @@ class Mlp(nn.Module):
     @staticmethod
     def flops(batch):
         return 2 * batch * (784 * 1024 + 1024 * 1024 + 1024 * 10)
-
-
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
-                                      nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        h = F.relu(self.bn1(self.conv1(x)))
-        h = self.bn2(self.conv2(h))
-        return F.relu(h + (x if self.down is None else self.down(x)))
 
 
 class Cnn(nn.Module):

@@ -104,6 +104,28 @@ start_requeued_now() {
   scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
 }
 
+# The instances of job $1 stopped after a step, whose checkpoint is in $2, with the output in $3 (sets
+# $preempted_at); Slurm requeued the job (waits up to 10 s for PENDING); it is started now (marks $4).
+preempted_and_requeued() {
+  local id=$1 ckpts=$2 out=$3 mark=$4 state end
+  preempted_at=$(sed -n 's/^0: xtrain: preempted by SIGUSR1 after step \([0-9]*\) of .*/\1/p' "$out")
+  check "instance 0 says after which step it stopped (${preempted_at:-none})" \
+    test -n "$preempted_at"
+  if [ -n "$preempted_at" ]; then
+    check "the checkpoint of step $preempted_at exists" \
+      test -d "$ckpts/$(printf 'ckpt-%08d' "$preempted_at")"
+  fi
+  end=$(($(date +%s) + 10))
+  state=$(job_field "$id" JobState)
+  until [ "$state" = PENDING ] || [ "$(date +%s)" -ge $end ]; do
+    sleep 0.1
+    state=$(job_field "$id" JobState)
+  done
+  check "the job was requeued (state $state, restarts $(job_field "$id" Restarts))" \
+    [ "$state" = PENDING ]
+  start_requeued_now "$id" "$mark"
+}
+
 one_node() {
   echo "== 1. salloc -n 4, then xrun -n 4 xtrain (no engine or MPI flags)"
   set +e
@@ -241,22 +263,7 @@ EOF
   echo "preemption: xrun exited $(elapsed "$t0" "$(now)") s after scancel --signal=USR1"
   check "xrun exited with 75" grep -qx 'xrun exited with 75' "$out"
   check "xrun says the job was preempted" grep -q '^xrun: the job was preempted' "$out"
-  preempted_at=$(sed -n 's/^0: xtrain: preempted by SIGUSR1 after step \([0-9]*\) of .*/\1/p' "$out")
-  check "instance 0 says after which step it stopped (${preempted_at:-none})" \
-    test -n "$preempted_at"
-  if [ -n "$preempted_at" ]; then
-    check "the checkpoint of step $preempted_at exists" \
-      test -d "$work/preempt-ckpt/$(printf 'ckpt-%08d' "$preempted_at")"
-  fi
-  end=$(($(date +%s) + 10))
-  state=$(job_field "$id" JobState)
-  until [ "$state" = PENDING ] || [ "$(date +%s)" -ge $end ]; do
-    sleep 0.1
-    state=$(job_field "$id" JobState)
-  done
-  check "the job was requeued (state $state, restarts $(job_field "$id" Restarts))" \
-    [ "$state" = PENDING ]
-  start_requeued_now "$id" "$mark"
+  preempted_and_requeued "$id" "$work/preempt-ckpt" "$out" "$mark"
   end=$(($(date +%s) + 60))
   until [ "$(grep -c '^xrun exited with ' "$out")" -ge 2 ] || [ "$(date +%s)" -ge $end ]; do
     sleep 0.1
@@ -404,24 +411,9 @@ EOF
   check "xrun exited with 75 (not killed at the time limit)" grep -q '^xrun exited with 75 ' "$out"
   check "it stopped before the time limit ($warned_at s after the start)" \
     test -n "$started" -a -n "$stopped" -a "$warned_at" -lt 60
-  preempted_at=$(sed -n 's/^0: xtrain: preempted by SIGUSR1 after step \([0-9]*\) of .*/\1/p' "$out")
-  check "the instances got Slurm's SIGUSR1 (stopped after step ${preempted_at:-none})" \
-    test -n "$preempted_at"
   check "xrun itself was not signalled (the signal goes to the steps)" \
     bash -c "! grep -q '^xrun: received SIGUSR1' '$out'"
-  if [ -n "$preempted_at" ]; then
-    check "the checkpoint of step $preempted_at exists" \
-      test -d "$work/warn-ckpt/$(printf 'ckpt-%08d' "$preempted_at")"
-  fi
-  end=$(($(date +%s) + 10))
-  state=$(job_field "$id" JobState)
-  until [ "$state" = PENDING ] || [ "$(date +%s)" -ge $end ]; do
-    sleep 0.1
-    state=$(job_field "$id" JobState)
-  done
-  check "the job was requeued (state $state, restarts $(job_field "$id" Restarts))" \
-    [ "$state" = PENDING ]
-  start_requeued_now "$id" "$mark"
+  preempted_and_requeued "$id" "$work/warn-ckpt" "$out" "$mark"
   # The requeued run resumes, says it is a requeue (SLURM_RESTART_COUNT=1), and trains on.
   resumed_line="^0: xtrain: resumed from .* at step ${preempted_at:-x} .* on requeue 1 of Slurm job $id\$"
   end=$(($(date +%s) + 30))
