@@ -1,4 +1,5 @@
 // Stores: in-memory and file, with bounded waits and job isolation.
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 
@@ -9,7 +10,10 @@ namespace {
 
 using namespace testing;
 
-std::filesystem::path freshDir(const std::string& name) {
+// One directory per test; a parameterised test's name ("Case/1") would make a nested one, whose
+// parent TearDown would leave behind, so '/' becomes '_'.
+std::filesystem::path freshDir(std::string name) {
+  std::replace(name.begin(), name.end(), '/', '_');
   auto dir = std::filesystem::temp_directory_path() /
              ("xtrain-store-test-" + std::to_string(::getpid()) + "-" + name);
   std::filesystem::remove_all(dir);
