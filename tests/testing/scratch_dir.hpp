@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -13,10 +14,14 @@ namespace xtrain::testing {
 class ScratchDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A parameterised suite or test ("Zoo/Case", "Case/1") would give a nested directory whose
+    // parent TearDown would leave behind: '/' becomes '_'.
+    std::string name =
+        std::string(::testing::UnitTest::GetInstance()->current_test_suite()->name()) + "_" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
     dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("xtrain_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_suite()->name() + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("xtrain_" + std::to_string(::getpid()) + "_" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
