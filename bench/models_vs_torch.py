@@ -75,11 +75,13 @@ def child_env(profile=False):
     return env
 
 
-def xtrain_run(xtrain, onnx, h5, batch, steps, profile=False):
+def xtrain_run(xtrain, onnx, h5, batch, steps, profile=False, env=None):
+    """xtrain's own training time for `steps` steps (and its output); env: child_env's by default."""
     cmd = [xtrain, "--model", onnx, "--data", h5, "--loss", "loss", "--optimizer", "sgd", "--lr",
            str(LR), "--momentum", str(MOMENTUM), "--micro-batch-size", str(batch), "--steps",
            str(steps)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=child_env(profile), timeout=1800)
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       env=child_env(profile) if env is None else env, timeout=1800)
     out = r.stdout + r.stderr
     m = re.search(r"trained \d+ steps \((\d+) samples\) in [0-9.e+-]+ s, ([0-9.e+-]+) samples/s", out)
     if r.returncode != 0 or not m:

@@ -29,16 +29,11 @@ import torch  # noqa: E402
 
 import make_zoo  # noqa: E402
 
+# The BLAS check and the timed xtrain run are models_vs_torch.py's.
+sys.path.insert(0, HERE)
+from models_vs_torch import check_blas, xtrain_run  # noqa: E402
+
 LR, MOMENTUM = 0.05, 0.9
-
-
-def check_blas():
-    script = "/work/shared/bench/check_torch_blas.py"
-    r = subprocess.run([sys.executable, script], capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("PyTorch runs on the reference BLAS; install libopenblas0-pthread:\n" + r.stdout +
-                 r.stderr)
-    return r.stdout.strip()
 
 
 def make_data(gen, batch, steps):
@@ -73,16 +68,7 @@ def torch_rate(cls, data, batch, steps, warmup=3):
 
 
 def xtrain_time(xtrain, model, h5, batch, steps):
-    cmd = [xtrain, "--model", model, "--data", h5, "--loss", "loss", "--optimizer", "sgd", "--lr",
-           str(LR), "--momentum", str(MOMENTUM), "--micro-batch-size", str(batch), "--steps",
-           str(steps)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"trained \d+ steps \((\d+) samples\) in [0-9.e+-]+ s, ([0-9.e+-]+) samples/s",
-                  r.stdout + r.stderr)
-    if r.returncode != 0 or not m:
-        sys.exit("xtrain failed: " + " ".join(cmd) + "\n" + r.stdout[-2000:] + r.stderr[-2000:])
-    # samples / rate: the rate is printed with more significant digits than the time
-    return int(m.group(1)) / float(m.group(2))
+    return xtrain_run(xtrain, model, h5, batch, steps, env=dict(os.environ))[0]
 
 
 def main():
