@@ -17,8 +17,9 @@ peers=${XTRAIN_BENCH_PEERS:-/nonexistent}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]; else print "n/a"}'; }
+. "$root/bench/torch-peer.sh"
 have_torch=0
-/usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$peers/ddp_mlp.py" ] && have_torch=1
+torch_peer_ready "$peers" && [ -f "$peers/ddp_mlp.py" ] && have_torch=1
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); medians of $reps; samples/s"
 for n in "${counts[@]}"; do

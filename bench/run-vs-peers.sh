@@ -7,14 +7,17 @@ build=${1:-$root/build}
 # The peer programs are outside material (docs/performance.md, "Peers"): XTRAIN_BENCH_PEERS names their
 # folder; without it only xtrain's figures are printed.
 peers=${XTRAIN_BENCH_PEERS:-/nonexistent}
+. "$root/bench/torch-peer.sh"
+have_torch=0
+torch_peer_ready "$peers" && have_torch=1
 for i in 1 2 3; do
   "$build/bin/xbench" mlp --steps 40
-  if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -f "$peers/ddp_mlp.py" ]; then
+  if [ "$have_torch" = 1 ] && [ -f "$peers/ddp_mlp.py" ]; then
     /usr/bin/python3 "$peers/ddp_mlp.py" 1 40 64 2>/dev/null | tail -1
   fi
 done
 "$build/bin/xbench" matmul --size 1024
-if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+if [ "$have_torch" = 1 ]; then
   /usr/bin/python3 - <<'PY'
 import time, torch
 torch.set_num_threads(2)
