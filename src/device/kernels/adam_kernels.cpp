@@ -4,10 +4,13 @@
 // values (docs/optimizers.md section 1).
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
 #include "device/kernels/optimizer_hyper_input.hpp"
+#include "device/kernels/parallel_elements.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -115,16 +118,29 @@ XT_REGISTER_KERNEL(
         const float decay = l2 ? 0.0f : wd;  // Decay: added to the normalised update
         const float l2wd = l2 ? wd : 0.0f;   // L2Regularization: added to the gradient
         const int64_t n = io.in(0).nelms();
-        double sumW2 = 0.0, sumU2 = 0.0;
-        // One loop per (AdaMax, Lamb) pair, so that each is a straight, vectorizable loop.
+        // One loop per (AdaMax, Lamb) pair, so that each is a straight, vectorizable loop. Lamb's
+        // sums of squares are taken per chunk and added in chunk order: the same whatever the
+        // thread count.
         const AdamConstants c{gs,     l2wd,   b1,  oneMinusB1, b2, oneMinusB2,
                               mScale, vScale, eps, decay,      lr};
-        if (adamax) {
-          lamb ? adamElements<true, true>(n, w, g, m, v, c, sumW2, sumU2)
-               : adamElements<true, false>(n, w, g, m, v, c, sumW2, sumU2);
-        } else {
-          lamb ? adamElements<false, true>(n, w, g, m, v, c, sumW2, sumU2)
-               : adamElements<false, false>(n, w, g, m, v, c, sumW2, sumU2);
+        std::vector<std::pair<double, double>> chunkSums(lamb ? elementChunks(n) : 0);
+        forEachElementChunk(n, [&](int64_t chunk, int64_t begin, int64_t end) {
+          double w2 = 0.0, u2 = 0.0;
+          const int64_t k = end - begin;
+          float *wc = w + begin, *gc = g + begin, *mc = m + begin, *vc = v + begin;
+          if (adamax) {
+            lamb ? adamElements<true, true>(k, wc, gc, mc, vc, c, w2, u2)
+                 : adamElements<true, false>(k, wc, gc, mc, vc, c, w2, u2);
+          } else {
+            lamb ? adamElements<false, true>(k, wc, gc, mc, vc, c, w2, u2)
+                 : adamElements<false, false>(k, wc, gc, mc, vc, c, w2, u2);
+          }
+          if (lamb) chunkSums[chunk] = {w2, u2};
+        });
+        double sumW2 = 0.0, sumU2 = 0.0;
+        for (const auto& [w2, u2] : chunkSums) {
+          sumW2 += w2;
+          sumU2 += u2;
         }
         if (lamb && deferApply) {
           float* norms = io.in(6).data<float>();
@@ -134,7 +150,9 @@ XT_REGISTER_KERNEL(
         }
         if (lamb) {
           const float step_ = lr * trustRatio(sumW2, sumU2, mwn);
-          for (int64_t i = 0; i < n; ++i) w[i] -= step_ * g[i];
+          forEachElementChunk(n, [&](int64_t, int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) w[i] -= step_ * g[i];
+          });
         }
         if (zeroGrad) io.in(1).fillZero();
       });
@@ -150,8 +168,9 @@ XT_REGISTER_KERNEL("ai.xtrain", "LambApply", [](const KernelSpec& spec) -> std::
     const float* norms = io.in(3).data<float>();
     const float step =
         h[AdamHyper::LearningRate] * trustRatio(norms[0], norms[1], h[AdamHyper::MaxWeightNorm]);
-    const int64_t n = io.in(0).nelms();
-    for (int64_t i = 0; i < n; ++i) w[i] -= step * u[i];
+    forEachElementChunk(io.in(0).nelms(), [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) w[i] -= step * u[i];
+    });
   });
 });
 

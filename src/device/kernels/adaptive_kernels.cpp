@@ -7,6 +7,7 @@
 #include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
 #include "device/kernels/optimizer_hyper_input.hpp"
+#include "device/kernels/parallel_elements.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -56,52 +57,53 @@ void adaptiveElements(int64_t n, float* w, const float* g, float* v1, float* v2,
   }
 }
 
-XT_REGISTER_KERNEL("ai.xtrain", "AdaptiveUpdate",
-                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     spec.requireFloatInputs();  // FLOAT16 tensors run promoted
-                     requireHyperInput<AdaptiveHyper>(spec);
-                     const AdaptiveKind kind = adaptiveKind(spec);
-                     const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
-                     const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
-                     const bool momentum = spec.hasInput(5);
-                     return makeKernel([=](const KernelIO& io) {
-                       float* w = io.in(0).data<float>();
-                       float* g = io.in(1).data<float>();
-                       const HyperView<AdaptiveHyper> h(io.in(2).span<float>());
-                       float* v1 = io.in(3).data<float>();
-                       float* v2 =
-                           kind == AdaptiveKind::CenteredRMSProp || kind == AdaptiveKind::AdaDelta
-                               ? io.in(4).data<float>()
-                               : nullptr;
-                       float* v3 = momentum ? io.in(5).data<float>() : nullptr;
-                       using H = AdaptiveHyper;
-                       const float gs = h[H::GradScale] * h[H::ClipFactor];
-                       const float lr = h[H::LearningRate], wd = h[H::WeightDecay];
-                       const float a = h[H::Alpha], mm = h[H::Momentum], eps = h[H::Eps];
-                       const float oneMinusA = 1.0f - a;
-                       const float decay = l2 ? 0.0f : wd;
-                       const float l2wd = l2 ? wd : 0.0f;
-                       const int64_t n = io.in(0).nelms();
-                       const AdaptiveConstants c{gs, l2wd, a, oneMinusA, mm, eps, decay, lr};
-                       // One loop per (mode, momentum) pair, so that each is a straight,
-                       // vectorizable loop.
-                       auto run = [&](auto mode) {
-                         constexpr AdaptiveKind k = decltype(mode)::value;
-                         momentum ? adaptiveElements<k, true>(n, w, g, v1, v2, v3, c)
-                                  : adaptiveElements<k, false>(n, w, g, v1, v2, v3, c);
-                       };
-                       using K = AdaptiveKind;
-                       switch (kind) {
-                         case K::AdaGrad: run(std::integral_constant<K, K::AdaGrad>()); break;
-                         case K::RMSProp: run(std::integral_constant<K, K::RMSProp>()); break;
-                         case K::CenteredRMSProp:
-                           run(std::integral_constant<K, K::CenteredRMSProp>());
-                           break;
-                         case K::AdaDelta: run(std::integral_constant<K, K::AdaDelta>()); break;
-                       }
-                       if (zeroGrad) io.in(1).fillZero();
-                     });
-                   });
+XT_REGISTER_KERNEL(
+    "ai.xtrain", "AdaptiveUpdate", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+      spec.requireFloatInputs();  // FLOAT16 tensors run promoted
+      requireHyperInput<AdaptiveHyper>(spec);
+      const AdaptiveKind kind = adaptiveKind(spec);
+      const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
+      const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
+      const bool momentum = spec.hasInput(5);
+      return makeKernel([=](const KernelIO& io) {
+        float* w = io.in(0).data<float>();
+        float* g = io.in(1).data<float>();
+        const HyperView<AdaptiveHyper> h(io.in(2).span<float>());
+        float* v1 = io.in(3).data<float>();
+        float* v2 = kind == AdaptiveKind::CenteredRMSProp || kind == AdaptiveKind::AdaDelta
+                        ? io.in(4).data<float>()
+                        : nullptr;
+        float* v3 = momentum ? io.in(5).data<float>() : nullptr;
+        using H = AdaptiveHyper;
+        const float gs = h[H::GradScale] * h[H::ClipFactor];
+        const float lr = h[H::LearningRate], wd = h[H::WeightDecay];
+        const float a = h[H::Alpha], mm = h[H::Momentum], eps = h[H::Eps];
+        const float oneMinusA = 1.0f - a;
+        const float decay = l2 ? 0.0f : wd;
+        const float l2wd = l2 ? wd : 0.0f;
+        const int64_t n = io.in(0).nelms();
+        const AdaptiveConstants c{gs, l2wd, a, oneMinusA, mm, eps, decay, lr};
+        // One loop per (mode, momentum) pair, so that each is a straight,
+        // vectorizable loop.
+        auto run = [&](auto mode) {
+          constexpr AdaptiveKind k = decltype(mode)::value;
+          forEachElementChunk(n, [&](int64_t, int64_t b, int64_t e) {
+            float* v2c = v2 != nullptr ? v2 + b : nullptr;
+            float* v3c = v3 != nullptr ? v3 + b : nullptr;
+            momentum ? adaptiveElements<k, true>(e - b, w + b, g + b, v1 + b, v2c, v3c, c)
+                     : adaptiveElements<k, false>(e - b, w + b, g + b, v1 + b, v2c, v3c, c);
+          });
+        };
+        using K = AdaptiveKind;
+        switch (kind) {
+          case K::AdaGrad: run(std::integral_constant<K, K::AdaGrad>()); break;
+          case K::RMSProp: run(std::integral_constant<K, K::RMSProp>()); break;
+          case K::CenteredRMSProp: run(std::integral_constant<K, K::CenteredRMSProp>()); break;
+          case K::AdaDelta: run(std::integral_constant<K, K::AdaDelta>()); break;
+        }
+        if (zeroGrad) io.in(1).fillZero();
+      });
+    });
 
 }  // namespace
 }  // namespace xtrain::device

@@ -1,9 +1,11 @@
 // Kernels of the optimizer ops (see src/ir/optimizers/optimizer_ops.cpp for their contracts).
+#include <algorithm>
 #include <cstring>
 
 #include "common/optimizer_hyper.hpp"
 #include "device/kernel.hpp"
 #include "device/kernels/optimizer_hyper_input.hpp"
+#include "device/kernels/parallel_elements.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -23,22 +25,25 @@ XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::
     const float mm = h[SgdHyper::Momentum], dm = h[SgdHyper::Dampening];
     const float vs = h[SgdHyper::VelocityScaling];
     const int64_t n = io.in(0).nelms();
-    if (hasVelocity) {
-      float* v = io.in(3).data<float>();
-      const float gain = (1.0f - dm) * vs;
-      const float step = lr / vs;
-      for (int64_t i = 0; i < n; ++i) {
-        const float gi = g[i] * gs + wd * w[i];
-        const float vi = mm * v[i] + gain * gi;
-        v[i] = vi;
-        w[i] -= nesterov ? step * (vs * gi + mm * vi) : step * vi;
+    float* v = hasVelocity ? io.in(3).data<float>() : nullptr;
+    forEachElementChunk(n, [&](int64_t, int64_t begin, int64_t end) {
+      if (v != nullptr) {
+        const float gain = (1.0f - dm) * vs;
+        const float step = lr / vs;
+        for (int64_t i = begin; i < end; ++i) {
+          const float gi = g[i] * gs + wd * w[i];
+          const float vi = mm * v[i] + gain * gi;
+          v[i] = vi;
+          w[i] -= nesterov ? step * (vs * gi + mm * vi) : step * vi;
+        }
+      } else {
+        // PopART's SGD without velocity dampens too: w <- w - lr (1 - dm) (g + wd w).
+        const float step = lr * (1.0f - dm);
+        for (int64_t i = begin; i < end; ++i) w[i] -= step * (g[i] * gs + wd * w[i]);
       }
-    } else {
-      // PopART's SGD without velocity dampens too: w <- w - lr (1 - dm) (g + wd w).
-      const float step = lr * (1.0f - dm);
-      for (int64_t i = 0; i < n; ++i) w[i] -= step * (g[i] * gs + wd * w[i]);
-    }
-    if (zeroGrad) io.in(1).fillZero();
+      // Zeroed here, while the chunk is in cache, rather than in a second pass.
+      if (zeroGrad) std::fill(g + begin, g + end, 0.0f);
+    });
   });
 });
 
@@ -50,12 +55,14 @@ XT_REGISTER_KERNEL("ai.xtrain", "AccumulateGrad",
                        float* a = io.in(0).data<float>();
                        const float* g = io.in(1).data<float>();
                        const int64_t n = io.in(0).nelms();
-                       if (running) {
-                         const float k = 1.0f / (io.in(2).data<float>()[0] + 1.0f);
-                         for (int64_t i = 0; i < n; ++i) a[i] += (g[i] - a[i]) * k;
-                       } else {
-                         for (int64_t i = 0; i < n; ++i) a[i] += g[i];
-                       }
+                       const float k = running ? 1.0f / (io.in(2).data<float>()[0] + 1.0f) : 0.0f;
+                       forEachElementChunk(n, [&](int64_t, int64_t begin, int64_t end) {
+                         if (running) {
+                           for (int64_t i = begin; i < end; ++i) a[i] += (g[i] - a[i]) * k;
+                         } else {
+                           for (int64_t i = begin; i < end; ++i) a[i] += g[i];
+                         }
+                       });
                      });
                    });
 
