@@ -68,6 +68,35 @@ TEST_F(DatasetReaderDamage, BrokenLinksAreNamedAsLinks) {
   EXPECT_CONTAINS(errorOf([&] { r.info("z"); }), "has no dataset 'z'");
 }
 
+// A training batch is shuffled sample indices, repeats possible (a small data set with a large
+// batch): each sample lands where it was asked for, converted to the requested type.
+TEST_F(DatasetReaderDamage, ShuffledAndRepeatedSamplesLandInBatchOrder) {
+  DatasetReader r(writeData());
+  const std::vector<int64_t> batch{7, 2, 15, 2, 0, 1, 3, 14, 9};
+  std::vector<float> out(batch.size() * 4);
+  r.readSamples("x", batch, DataType::FLOAT, out.data());
+  std::vector<double> asDouble(batch.size() * 4);
+  r.readSamples("x", batch, DataType::DOUBLE, asDouble.data());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (size_t f = 0; f < 4; ++f) {
+      const float want = 1000.0f + static_cast<float>(4 * batch[i] + static_cast<int64_t>(f));
+      EXPECT_EQ(out[i * 4 + f], want) << "batch position " << i << " feature " << f;
+      EXPECT_EQ(asDouble[i * 4 + f], want);
+    }
+  }
+  // In file order without repeats the rows are read in place.
+  const std::vector<int64_t> ordered{3, 4, 5, 9, 12};
+  std::vector<float> direct(ordered.size() * 4);
+  r.readSamples("x", ordered, DataType::FLOAT, direct.data());
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    EXPECT_EQ(direct[i * 4], 1000.0f + static_cast<float>(4 * ordered[i]));
+  }
+  EXPECT_CONTAINS(errorOf([&] { r.readSamples("x", {3, 16, 1}, DataType::FLOAT, out.data()); }),
+                  "sample 16 is out of range for dataset 'x'");
+  EXPECT_CONTAINS(errorOf([&] { r.readSamples("x", {-1}, DataType::FLOAT, out.data()); }),
+                  "sample -1 is out of range");
+}
+
 TEST_F(DatasetReaderDamage, DataAddressBeyondTheFileIsRefused) {
   const std::string file = writeData();
   std::string bytes = readFileBytes(file);
