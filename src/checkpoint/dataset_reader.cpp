@@ -3,9 +3,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "checkpoint/hdf5_handle.hpp"
 #include "common/checked_math.hpp"
@@ -195,10 +198,39 @@ void checkStorageInsideFile(hid_t ds, const TensorInfo& full, size_t fileElement
 struct DatasetReader::Impl {
   H5Handle file;
   std::set<std::string> storageChecked;  // datasets whose storage lies inside the file
+  size_t residentBudget = 0;
+  size_t residentUsed = 0;
+  // Whole datasets read at their first use, by (name, type asked for).
+  struct Resident {
+    std::vector<unsigned char> bytes;
+    int64_t numSamples = 0;
+    size_t sampleBytes = 0;
+  };
+  std::map<std::pair<std::string, DataType>, Resident> resident;
 };
 
-DatasetReader::DatasetReader(const std::string& path)
+size_t DatasetReader::residentBytesFromEnvironment() {
+  const char* v = std::getenv("XTRAIN_DATA_RESIDENT_BYTES");
+  if (v == nullptr || *v == '\0') return size_t{256} << 20;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  // strtoull would take "-8" as a huge count: only digits are a byte count.
+  if (*v < '0' || *v > '9' || *end != '\0') {
+    throw error(
+        "XTRAIN_DATA_RESIDENT_BYTES='{}' is not a byte count (digits only; 0 keeps no data "
+        "in memory)",
+        v);
+  }
+  return static_cast<size_t>(x);
+}
+
+size_t DatasetReader::residentBytes() const {
+  return impl_->residentUsed;
+}
+
+DatasetReader::DatasetReader(const std::string& path, size_t residentBytes)
     : path_(path), impl_(std::make_unique<Impl>()) {
+  impl_->residentBudget = residentBytes;
   silenceHdf5Errors();
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) throw error("data file '{}' does not exist", path);
@@ -278,7 +310,40 @@ TensorInfo DatasetReader::info(const std::string& name) const {
 
 void DatasetReader::readSamples(const std::string& name, const std::vector<int64_t>& samples,
                                 DataType type, void* dst) const {
-  const TensorInfo full = info(name);
+  auto* out = static_cast<unsigned char*>(dst);
+  const auto key = std::make_pair(name, type);
+  auto kept = impl_->resident.find(key);
+  if (kept == impl_->resident.end()) {
+    const TensorInfo full = info(name);
+    const int64_t numSamples = full.shape()[0];
+    const size_t sampleBytes =
+        numSamples == 0 ? 0 : static_cast<size_t>(full.nelms() / numSamples) * dataTypeSize(type);
+    const size_t wholeBytes = static_cast<size_t>(numSamples) * sampleBytes;
+    if (samples.empty() || wholeBytes > impl_->residentBudget - impl_->residentUsed) {
+      readFromFile(name, full, samples, type, dst);
+      return;
+    }
+    Impl::Resident whole{std::vector<unsigned char>(wholeBytes), numSamples, sampleBytes};
+    std::vector<int64_t> all(static_cast<size_t>(numSamples));
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+    readFromFile(name, full, all, type, whole.bytes.data());
+    impl_->residentUsed += wholeBytes;
+    kept = impl_->resident.emplace(key, std::move(whole)).first;
+  }
+  const Impl::Resident& r = kept->second;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (samples[i] < 0 || samples[i] >= r.numSamples) {
+      throw error("sample {} is out of range for dataset '{}' in '{}' ({} samples)", samples[i],
+                  name, path_, r.numSamples);
+    }
+    std::memcpy(out + i * r.sampleBytes,
+                r.bytes.data() + static_cast<size_t>(samples[i]) * r.sampleBytes, r.sampleBytes);
+  }
+}
+
+void DatasetReader::readFromFile(const std::string& name, const TensorInfo& full,
+                                 const std::vector<int64_t>& samples, DataType type,
+                                 void* dst) const {
   const int64_t numSamples = full.shape()[0];
   const int64_t sampleElements = numSamples == 0 ? 0 : full.nelms() / numSamples;
   const size_t sampleBytes = static_cast<size_t>(sampleElements) * dataTypeSize(type);

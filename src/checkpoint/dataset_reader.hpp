@@ -1,9 +1,12 @@
 // DatasetReader: reads training data from an HDF5 file, one dataset per graph input, the first
 // dimension indexing samples. Reads whole samples by index (a hyperslab per contiguous run), so
-// data sets larger than memory work. Not thread-safe.
+// data sets larger than memory work; a dataset that fits the reader's resident budget is read
+// whole at its first use and batches are then copied from memory (a small model's step is
+// otherwise dominated by HDF5's per-read cost). Not thread-safe.
 #pragma once
 #pragma GCC visibility push(default)
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +18,9 @@ namespace xtrain::checkpoint {
 class DatasetReader {
  public:
   // Throws xtrain::error naming the path when it is missing, not a file or not an HDF5 file.
-  explicit DatasetReader(const std::string& path);
+  // `residentBytes`: how many bytes of datasets (in the types asked for) may be kept in memory,
+  // whole datasets only, first come first served; 0 reads every batch from the file.
+  explicit DatasetReader(const std::string& path, size_t residentBytes = 0);
   ~DatasetReader();
   DatasetReader(const DatasetReader&) = delete;
   DatasetReader& operator=(const DatasetReader&) = delete;
@@ -31,8 +36,19 @@ class DatasetReader {
   // (FLOAT, INT32 or INT64 ...): dst holds samples.size() * sampleElements elements of `type`.
   void readSamples(const std::string& name, const std::vector<int64_t>& samples, DataType type,
                    void* dst) const;
+  // Bytes of datasets kept in memory so far.
+  size_t residentBytes() const;
+
+  // XTRAIN_DATA_RESIDENT_BYTES (a byte count; 0 turns keeping off), else 256 MiB: the budget the
+  // xtrain CLI gives its data reader. Throws xtrain::error naming the variable when it is not a
+  // byte count.
+  static size_t residentBytesFromEnvironment();
 
  private:
+  // readSamples from the file itself; `full` is info(name).
+  void readFromFile(const std::string& name, const TensorInfo& full,
+                    const std::vector<int64_t>& samples, DataType type, void* dst) const;
+
   struct Impl;
   std::string path_;
   std::unique_ptr<Impl> impl_;

@@ -97,6 +97,49 @@ TEST_F(DatasetReaderDamage, ShuffledAndRepeatedSamplesLandInBatchOrder) {
                   "sample -1 is out of range");
 }
 
+// With a resident budget, a dataset that fits is read whole once and batches come from memory: the
+// same values as from the file, the same errors, and nothing kept beyond the budget.
+TEST_F(DatasetReaderDamage, ResidentDatasetsGiveWhatTheFileGives) {
+  const std::string file = writeData();  // 16 samples x 4 floats = 256 bytes as FLOAT
+  const std::vector<int64_t> batch{7, 2, 15, 2, 0};
+  DatasetReader fromFile(file);
+  std::vector<float> want(batch.size() * 4);
+  fromFile.readSamples("x", batch, DataType::FLOAT, want.data());
+  EXPECT_EQ(fromFile.residentBytes(), 0u);
+
+  DatasetReader kept(file, 300);
+  std::vector<float> got(batch.size() * 4);
+  kept.readSamples("x", batch, DataType::FLOAT, got.data());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(kept.residentBytes(), 256u);
+  kept.readSamples("x", batch, DataType::FLOAT, got.data());  // from memory now
+  EXPECT_EQ(got, want);
+  // As DOUBLE the dataset is 512 bytes: beyond what is left, so read from the file.
+  std::vector<double> asDouble(batch.size() * 4);
+  kept.readSamples("x", batch, DataType::DOUBLE, asDouble.data());
+  EXPECT_EQ(kept.residentBytes(), 256u);
+  EXPECT_EQ(asDouble[0], want[0]);
+  EXPECT_CONTAINS(errorOf([&] { kept.readSamples("x", {1, 16}, DataType::FLOAT, got.data()); }),
+                  "sample 16 is out of range for dataset 'x'");
+  EXPECT_CONTAINS(errorOf([&] { kept.readSamples("x", {-3}, DataType::FLOAT, got.data()); }),
+                  "sample -3 is out of range");
+}
+
+TEST(DatasetReaderBudget, EnvironmentGivesAByteCount) {
+  ::unsetenv("XTRAIN_DATA_RESIDENT_BYTES");
+  EXPECT_EQ(DatasetReader::residentBytesFromEnvironment(), size_t{256} << 20);
+  ::setenv("XTRAIN_DATA_RESIDENT_BYTES", "0", 1);
+  EXPECT_EQ(DatasetReader::residentBytesFromEnvironment(), 0u);
+  ::setenv("XTRAIN_DATA_RESIDENT_BYTES", "1048576", 1);
+  EXPECT_EQ(DatasetReader::residentBytesFromEnvironment(), size_t{1} << 20);
+  for (const char* bad : {"-8", "1G", "lots", " 5"}) {
+    ::setenv("XTRAIN_DATA_RESIDENT_BYTES", bad, 1);
+    EXPECT_CONTAINS(errorOf([] { DatasetReader::residentBytesFromEnvironment(); }),
+                    "XTRAIN_DATA_RESIDENT_BYTES='" + std::string(bad) + "' is not a byte count");
+  }
+  ::unsetenv("XTRAIN_DATA_RESIDENT_BYTES");
+}
+
 TEST_F(DatasetReaderDamage, DataAddressBeyondTheFileIsRefused) {
   const std::string file = writeData();
   std::string bytes = readFileBytes(file);

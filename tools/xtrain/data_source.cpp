@@ -11,7 +11,7 @@ namespace {
 class Hdf5Source : public DataSource {
  public:
   Hdf5Source(const std::string& path, const std::map<TensorId, TensorInfo>& inputs)
-      : reader_(path) {
+      : reader_(path, checkpoint::DatasetReader::residentBytesFromEnvironment()) {
     for (const auto& [id, info] : inputs) {
       const TensorInfo file = reader_.info(id);  // throws naming a missing dataset
       Shape sample(file.shape().begin() + 1, file.shape().end());
