@@ -164,5 +164,28 @@ TEST_F(XtrainCli, BadUsageAndBadFilesExitWithTwo) {
   EXPECT_NE(h.output.find("--micro-batch-size"), std::string::npos);
 }
 
+// A model file that does not parse is named in the message, and a file of text is not taken for
+// the name of another model file (as it would be were its bytes handed to the importer).
+TEST_F(XtrainCli, BadModelFilesAreNamed) {
+  writeModelAndData();
+  std::FILE* f = std::fopen(path("garbage.onnx").c_str(), "wb");
+  const unsigned char garbage[] = {0x08, 0xff, 0xff, 0x3a, 0x99, 0x00, 0x12};
+  std::fwrite(garbage, 1, sizeof garbage, f);
+  std::fclose(f);
+  CommandResult r =
+      run("--model " + path("garbage.onnx") + " --data " + path("data.h5") + " --loss " + loss_);
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("ONNX model file '" + path("garbage.onnx") + "' is not an ONNX model"),
+            std::string::npos)
+      << r.output;
+  f = std::fopen(path("pointer.onnx").c_str(), "w");
+  std::fputs(path("model.onnx").c_str(), f);
+  std::fclose(f);
+  r = run("--model " + path("pointer.onnx") + " --data " + path("data.h5") + " --loss " + loss_ +
+          " --steps 1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("pointer.onnx' is not an ONNX model"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace xtrain::testing

@@ -2,18 +2,18 @@
 
 #include <cstring>
 
-#include "checkpoint/dataset_reader.hpp"
-
 namespace xtrain::tools {
 
 namespace {
 
 class Hdf5Source : public DataSource {
  public:
-  Hdf5Source(const std::string& path, const std::map<TensorId, TensorInfo>& inputs)
-      : reader_(path, checkpoint::DatasetReader::residentBytesFromEnvironment()) {
+  Hdf5Source(std::unique_ptr<checkpoint::DatasetReader> reader,
+             const std::map<TensorId, TensorInfo>& inputs)
+      : reader_(std::move(reader)) {
+    const std::string& path = reader_->path();
     for (const auto& [id, info] : inputs) {
-      const TensorInfo file = reader_.info(id);  // throws naming a missing dataset
+      const TensorInfo file = reader_->info(id);  // throws naming a missing dataset
       Shape sample(file.shape().begin() + 1, file.shape().end());
       Shape want(info.shape().begin() + 1, info.shape().end());
       if (sample != want) {
@@ -38,11 +38,11 @@ class Hdf5Source : public DataSource {
   int64_t numSamples() const override { return samples_; }
   void fill(const TensorId& input, const TensorInfo& sampleInfo,
             const std::vector<int64_t>& samples, void* dst) override {
-    reader_.readSamples(input, samples, sampleInfo.dataType(), dst);
+    reader_->readSamples(input, samples, sampleInfo.dataType(), dst);
   }
 
  private:
-  checkpoint::DatasetReader reader_;
+  std::unique_ptr<checkpoint::DatasetReader> reader_;
   int64_t samples_ = -1;
 };
 
@@ -78,7 +78,14 @@ class ExampleSource : public DataSource {
 
 std::unique_ptr<DataSource> openHdf5Source(const std::string& path,
                                            const std::map<TensorId, TensorInfo>& inputs) {
-  return std::make_unique<Hdf5Source>(path, inputs);
+  return openHdf5Source(std::make_unique<checkpoint::DatasetReader>(
+                            path, checkpoint::DatasetReader::residentBytesFromEnvironment()),
+                        inputs);
+}
+
+std::unique_ptr<DataSource> openHdf5Source(std::unique_ptr<checkpoint::DatasetReader> reader,
+                                           const std::map<TensorId, TensorInfo>& inputs) {
+  return std::make_unique<Hdf5Source>(std::move(reader), inputs);
 }
 
 std::unique_ptr<DataSource> exampleSource(SyntheticClassification data, TensorId x,

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "checkpoint/dataset_reader.hpp"
 #include "toolkit/example_models.hpp"
 #include "xtrain/session.hpp"
 
@@ -25,6 +27,9 @@ class DataSource {
 // or not) and that all datasets hold the same number of samples; throws xtrain::error naming the
 // dataset, the file and what was expected.
 std::unique_ptr<DataSource> openHdf5Source(const std::string& path,
+                                           const std::map<TensorId, TensorInfo>& inputs);
+// The same over a file already open (xtrain reads its datasets' shapes first, then trains from it).
+std::unique_ptr<DataSource> openHdf5Source(std::unique_ptr<checkpoint::DatasetReader> reader,
                                            const std::map<TensorId, TensorInfo>& inputs);
 
 // The built-in example's synthetic set, feeding inputs `x` (FLOAT) and `labels` (INT32).
