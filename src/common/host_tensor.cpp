@@ -1,5 +1,6 @@
 #include "common/host_tensor.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace xtrain {
@@ -7,13 +8,13 @@ namespace xtrain {
 namespace {
 constexpr size_t kAlignment = 64;
 
-std::byte* allocateAligned(size_t bytes) {
+std::shared_ptr<std::byte> allocateAligned(size_t bytes) {
   size_t rounded = ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
   if (rounded == 0) rounded = kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) throw error("out of host memory allocating {} bytes", bytes);
   std::memset(p, 0, rounded);
-  return static_cast<std::byte*>(p);
+  return {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
 }
 }  // namespace
 
@@ -24,7 +25,24 @@ HostTensor::HostTensor(const HostTensor& other) : HostTensor(other.info_) {
   if (bytes_ != 0) std::memcpy(data_.get(), other.data_.get(), bytes_);
 }
 
+HostTensor HostTensor::view(const TensorInfo& info, std::byte* data, std::shared_ptr<void> owner) {
+  XT_CHECK(reinterpret_cast<uintptr_t>(data) % kAlignment == 0, "view of {} at unaligned {}",
+           info.toString(), static_cast<const void*>(data));
+  HostTensor t;
+  t.info_ = info;
+  t.bytes_ = static_cast<size_t>(info.nbytes());
+  t.data_ = std::shared_ptr<std::byte>(std::move(owner), data);
+  t.view_ = true;
+  return t;
+}
+
 HostTensor& HostTensor::operator=(const HostTensor& other) {
+  if (view_ && data_ && bytes_ == other.bytes_) {
+    // Into the borrowed bytes, so that every tensor sharing them sees the value.
+    if (this != &other && bytes_ != 0) std::memmove(data_.get(), other.data_.get(), bytes_);
+    info_ = other.info_;
+    return *this;
+  }
   if (this != &other) {
     HostTensor copy(other);
     *this = std::move(copy);

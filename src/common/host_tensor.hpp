@@ -1,5 +1,7 @@
-// HostTensor: a tensor's value in host memory, 64-byte aligned, owned. Used for initial values in the IR,
-// device buffers, checkpoint I/O and tests. Copies are deep; moves are cheap.
+// HostTensor: a tensor's value in host memory, 64-byte aligned. Used for initial values in the IR,
+// device buffers, checkpoint I/O and tests. Copies are deep (and own their bytes); moves are cheap.
+// A view (HostTensor::view) borrows bytes from a block that it keeps alive: the session's buffer
+// plan places several tensors, one after the other, in the same memory.
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -34,6 +36,11 @@ class HostTensor {
     return t;
   }
   static HostTensor scalar(float v) { return fromVector<float>({}, {v}); }
+  // A tensor over `info.nbytes()` borrowed bytes at `data` (64-byte aligned), which `owner` keeps
+  // alive (an empty owner: the caller does). Not zeroed. Copying a view makes an owned tensor;
+  // assigning to a view of the same size writes into the borrowed bytes.
+  static HostTensor view(const TensorInfo& info, std::byte* data, std::shared_ptr<void> owner);
+  bool isView() const { return view_; }
 
   const TensorInfo& info() const { return info_; }
   const Shape& shape() const { return info_.shape(); }
@@ -82,12 +89,12 @@ class HostTensor {
   HostTensor castTo(DataType type) const;
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
   TensorInfo info_;
   size_t bytes_ = 0;
-  std::unique_ptr<std::byte[], Free> data_;
+  // The bytes: an aligned allocation of our own, or (a view) borrowed bytes sharing the
+  // ownership of their block.
+  std::shared_ptr<std::byte> data_;
+  bool view_ = false;
 };
 
 }  // namespace xtrain

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <iomanip>
 #include <map>
@@ -12,7 +13,9 @@
 
 namespace xtrain::session {
 
-LoweredGraph::LoweredGraph(const ir::Graph& graph) : graph_(graph) {
+LoweredGraph::LoweredGraph(const ir::Graph& graph, const std::set<TensorId>& keep,
+                           BufferReuse reuse)
+    : graph_(graph) {
   for (const auto& [id, t] : graph.tensors()) {
     index_[id] = static_cast<int>(tensors_.size());
     tensors_.push_back(id);
@@ -27,6 +30,7 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph) : graph_(graph) {
     instr.seedSalt = std::hash<std::string>{}(op.name + "#" + std::to_string(op.id));
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
   }
+  plan_ = planBuffers(graph, tensors_, keep, reuse);
   const char* env = std::getenv("XTRAIN_PROFILE_OPS");
   if (env != nullptr && std::string(env) == "1") setProfiling(true);
 }
@@ -98,15 +102,39 @@ std::string LoweredGraph::profileReport(size_t top) const {
 int LoweredGraph::bufferIndex(const TensorId& id) const {
   auto it = index_.find(id);
   if (it == index_.end()) throw error("tensor '{}' has no buffer on the device", id);
+  if (plan_.shared(static_cast<size_t>(it->second))) {
+    throw internal_error(
+        "tensor '{}' is read by id but its buffer is shared by the buffer plan (a tensor the "
+        "session "
+        "uses must be kept out of it; XTRAIN_BUFFER_REUSE=0 turns the plan off)",
+        id);
+  }
   return it->second;
 }
 
 std::vector<HostTensor> LoweredGraph::makeBuffers() const {
   std::vector<HostTensor> buffers;
   buffers.reserve(tensors_.size());
-  for (const auto& id : tensors_) {
+  // The plan's block, shared by the views into it (which keep it alive).
+  std::shared_ptr<std::byte> block;
+  if (plan_.blockBytes > 0) {
+    void* p = std::aligned_alloc(64, plan_.blockBytes);
+    if (p == nullptr) throw error("out of host memory allocating {} bytes", plan_.blockBytes);
+    block.reset(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+    const char* poison = std::getenv("XTRAIN_BUFFER_POISON");
+    if (poison != nullptr && std::string(poison) == "1") {
+      std::memset(p, 0xff, plan_.blockBytes);  // NaN in every floating-point type
+    } else {
+      std::memset(p, 0, plan_.blockBytes);
+    }
+  }
+  for (size_t b = 0; b < tensors_.size(); ++b) {
+    const TensorId& id = tensors_[b];
     const ir::Tensor& t = graph_.tensor(id);
-    if (t.value) {
+    if (plan_.shared(b)) {
+      buffers.push_back(
+          HostTensor::view(t.info, block.get() + plan_.offsets[b], std::shared_ptr<void>(block)));
+    } else if (t.value) {
       XT_CHECK(t.value->info() == t.info, "initial value of {} is {} but the tensor is {}", id,
                t.value->info().toString(), t.info.toString());
       buffers.push_back(*t.value);

@@ -1,5 +1,6 @@
 // LoweredGraph: an IR graph turned into device Programs, one per Phase, over a table of buffers
-// (one buffer per tensor). Built once per session; each replica owns its own buffer table
+// (one buffer per tensor; by the BufferPlan, activations that are never live at the same time share
+// bytes of one block). Built once per session; each replica owns its own buffer table
 // (makeBuffers), so one LoweredGraph serves every local replica.
 #pragma once
 #pragma GCC visibility push(default)
@@ -7,28 +8,35 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "device/program.hpp"
 #include "ir/graph.hpp"
+#include "session/buffer_plan.hpp"
 
 namespace xtrain::session {
 
 class LoweredGraph {
  public:
   // Creates a kernel for every op (throws xtrain::error naming an op without a kernel) and assigns
-  // buffers.
-  explicit LoweredGraph(const ir::Graph& graph);
+  // buffers. `keep`: tensors the session reads or writes by id besides those the plan keeps anyway
+  // (anchors); `reuse`: the buffer plan's mode (XTRAIN_BUFFER_REUSE).
+  explicit LoweredGraph(const ir::Graph& graph, const std::set<TensorId>& keep = {},
+                        BufferReuse reuse = bufferReuseFromEnvironment());
 
-  // Index of a tensor's buffer; throws xtrain::error naming the tensor when it has none.
+  // Index of a tensor's buffer; throws xtrain::error naming the tensor when it has none, and
+  // internal_error when its bytes are shared by the plan (only the programs may touch those).
   int bufferIndex(const TensorId& id) const;
   bool hasBuffer(const TensorId& id) const { return index_.count(id) != 0; }
   const std::vector<TensorId>& bufferTensors() const { return tensors_; }
 
   // A fresh buffer table: every buffer allocated; Variables, Consts and optimizer state hold their
-  // initial values, everything else zeros.
+  // initial values, everything else zeros (XTRAIN_BUFFER_POISON=1: the shared block holds NaNs, to
+  // find a kernel that reads an output before writing it).
   std::vector<HostTensor> makeBuffers() const;
+  const BufferPlan& bufferPlan() const { return plan_; }
 
   const device::Program& program(ir::Phase phase) const {
     return programs_[static_cast<size_t>(phase)];
@@ -53,6 +61,7 @@ class LoweredGraph {
   std::map<TensorId, int> index_;
   std::vector<TensorId> tensors_;
   std::array<device::Program, ir::kPhaseCount> programs_;
+  BufferPlan plan_;
   bool profiling_ = false;
 };
 

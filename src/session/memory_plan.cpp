@@ -1,12 +1,14 @@
 // The session's memory accounting: what each replica keeps on its simulated IPU, charged to the
-// device's memory model by tensor class. Activations are charged at their peak: the largest set of
-// activations live at one point of the schedule (a real IPU compiler reuses activation memory the
-// same way).
+// device's memory model by tensor class. Activations are charged as the session allocates them: the
+// buffer plan's block (session/buffer_plan.hpp) plus, of the activations kept out of it, those live
+// at the schedule's peak (a real IPU compiler reuses activation memory the same way). With
+// XTRAIN_BUFFER_REUSE=0, every activation live at the peak.
 #include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "device/ipu/memory_model.hpp"
+#include "session/buffer_plan.hpp"
 #include "session/session_impl.hpp"
 
 namespace xtrain::session {
@@ -70,7 +72,18 @@ void SessionImpl::computeMemory() {
   device::MemoryModel model = device::MemoryModel::forDevice(*config_.device);
   const int ipusPerReplica =
       std::max(1, model.numIpus() / static_cast<int>(std::max<int64_t>(1, localReplicas_)));
-  const std::vector<const ir::Tensor*> peak = peakActivations(*graph_);
+  std::vector<const ir::Tensor*> peak = peakActivations(*graph_);
+  std::vector<TensorId> ids;
+  for (const auto& [id, t] : graph_->tensors()) ids.push_back(id);
+  const auto& anchors = config_.dataFlow.anchors();
+  const BufferPlan plan =
+      planBuffers(*graph_, ids, std::set<TensorId>(anchors.begin(), anchors.end()),
+                  bufferReuseFromEnvironment());
+  std::set<TensorId> planned;
+  for (size_t b = 0; b < ids.size(); ++b) {
+    if (plan.shared(b)) planned.insert(ids[b]);
+  }
+  std::erase_if(peak, [&](const ir::Tensor* t) { return planned.count(t->id) != 0; });
   for (int64_t r = 0; r < localReplicas_; ++r) {
     const int ipu = static_cast<int>(r) * ipusPerReplica;
     if (ipu >= model.numIpus()) break;
@@ -86,6 +99,11 @@ void SessionImpl::computeMemory() {
       } else if (auto cls = classOf(t->kind)) {
         model.add(ipu, *cls, id, static_cast<uint64_t>(t->info.nbytes()));
       }
+    }
+    if (plan.blockBytes > 0) {
+      model.add(ipu, device::TensorClass::Activations,
+                format("buffer plan: {} activations in one block", plan.plannedTensors),
+                plan.blockBytes);
     }
     for (const ir::Tensor* t : peak) {
       model.add(ipu, device::TensorClass::Activations, t->id,

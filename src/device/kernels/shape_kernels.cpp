@@ -1,6 +1,7 @@
-// Kernels of the data movement ops: Reshape, Flatten, Squeeze, Unsqueeze (a memcpy), Transpose,
-// Concat, Split, Slice, SliceGrad and Expand. They copy bytes, so every element type with a size
-// works; the layout work (collapsing dimensions, strides, chunk sizes) is done once in the factory.
+// Kernels of the data movement ops: Reshape, Flatten, Squeeze, Unsqueeze (a memcpy, or nothing when
+// the output shares the input's bytes), Transpose, Concat, Split, Slice, SliceGrad and Expand. They
+// copy bytes, so every element type with a size works; the layout work (collapsing dimensions,
+// strides, chunk sizes) is done once in the factory.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -52,8 +53,10 @@ KernelFactory copyFactory() {
   return [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
     elementSize(spec, spec.inputs.at(0));
     return makeKernel([](const KernelIO& io) {
+      // The session's buffer plan may put the output over the input's bytes: nothing to copy.
       const size_t n = io.out(0).nbytes();
-      if (n != 0) std::memcpy(io.out(0).raw(), io.in(0).raw(), n);
+      if (n != 0 && io.out(0).raw() != io.in(0).raw())
+        std::memcpy(io.out(0).raw(), io.in(0).raw(), n);
     });
   };
 }
