@@ -13,8 +13,8 @@
 
 namespace xtrain::session {
 
-LoweredGraph::LoweredGraph(const ir::Graph& graph, const std::set<TensorId>& keep,
-                           BufferReuse reuse)
+LoweredGraph::LoweredGraph(const ir::Graph& graph, BufferReuse reuse,
+                           const std::set<TensorId>& keep)
     : graph_(graph) {
   for (const auto& [id, t] : graph.tensors()) {
     index_[id] = static_cast<int>(tensors_.size());

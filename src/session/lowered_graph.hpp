@@ -21,10 +21,11 @@ namespace xtrain::session {
 class LoweredGraph {
  public:
   // Creates a kernel for every op (throws xtrain::error naming an op without a kernel) and assigns
-  // buffers. `keep`: tensors the session reads or writes by id besides those the plan keeps anyway
-  // (anchors); `reuse`: the buffer plan's mode (XTRAIN_BUFFER_REUSE).
-  explicit LoweredGraph(const ir::Graph& graph, const std::set<TensorId>& keep = {},
-                        BufferReuse reuse = bufferReuseFromEnvironment());
+  // buffers. `reuse`: the buffer plan's mode (the session's is XTRAIN_BUFFER_REUSE's; Off, the
+  // default, suits a caller that reads any tensor by id, as the op tests do); `keep`: tensors the
+  // caller reads or writes by id besides those the plan keeps anyway (the session's anchors).
+  explicit LoweredGraph(const ir::Graph& graph, BufferReuse reuse = BufferReuse::Off,
+                        const std::set<TensorId>& keep = {});
 
   // Index of a tensor's buffer; throws xtrain::error naming the tensor when it has none, and
   // internal_error when its bytes are shared by the plan (only the programs may touch those).

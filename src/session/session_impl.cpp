@@ -207,9 +207,11 @@ void SessionImpl::prepareDevice() {
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   computeMemory();  // throws OutOfMemoryException when an IPU overflows
-  const auto& anchors = config_.dataFlow.anchors();
-  lowered_ =
-      std::make_unique<LoweredGraph>(*graph_, std::set<TensorId>(anchors.begin(), anchors.end()));
+  // The buffer plan keeps the anchors out of its shared block: the session copies them out by id.
+  const auto& anchorIds = config_.dataFlow.anchors();
+  const std::set<TensorId> anchors(anchorIds.begin(), anchorIds.end());
+  const BufferReuse reuse = bufferReuseFromEnvironment();
+  lowered_ = std::make_unique<LoweredGraph>(*graph_, reuse, anchors);
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
     throw error(
@@ -225,8 +227,7 @@ void SessionImpl::prepareDevice() {
     // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
     // programs (replica 0 runs lowered_).
     for (int64_t r = 1; r < localReplicas_; ++r) {
-      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(
-          *graph_, std::set<TensorId>(anchors.begin(), anchors.end())));
+      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_, reuse, anchors));
     }
     pool_ = std::make_unique<ReplicaPool>(localReplicas_);
   }
