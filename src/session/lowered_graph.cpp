@@ -10,6 +10,7 @@
 
 #include "common/check.hpp"
 #include "session/kernel_spec.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::session {
 
@@ -31,6 +32,12 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, BufferReuse reuse,
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
   }
   plan_ = planBuffers(graph, tensors_, keep, reuse);
+  if (plan_.plannedTensors > 0) {
+    logging::session::debug(
+        "buffer plan: {} activations ({} bytes, one buffer each) in a block of {} bytes; {} "
+        "shape-only op outputs over their input",
+        plan_.plannedTensors, plan_.plannedBytes, plan_.blockBytes, plan_.aliases);
+  }
   const char* env = std::getenv("XTRAIN_PROFILE_OPS");
   if (env != nullptr && std::string(env) == "1") setProfiling(true);
 }
