@@ -14,9 +14,7 @@
 
 namespace xtrain::session {
 
-LoweredGraph::LoweredGraph(const ir::Graph& graph, BufferReuse reuse,
-                           const std::set<TensorId>& keep)
-    : graph_(graph) {
+LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& options) : graph_(graph) {
   for (const auto& [id, t] : graph.tensors()) {
     index_[id] = static_cast<int>(tensors_.size());
     tensors_.push_back(id);
@@ -31,7 +29,7 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, BufferReuse reuse,
     instr.seedSalt = std::hash<std::string>{}(op.name + "#" + std::to_string(op.id));
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
   }
-  plan_ = planBuffers(graph, tensors_, keep, reuse);
+  plan_ = planBuffers(graph, tensors_, options.hostRead, options.bufferReuse);
   if (plan_.plannedTensors > 0) {
     logging::session::debug(
         "buffer plan: {} activations ({} bytes, one buffer each) in a block of {} bytes; {} "

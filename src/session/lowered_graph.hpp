@@ -18,14 +18,19 @@
 
 namespace xtrain::session {
 
+// How a graph is lowered. By default every tensor has a buffer of its own, so that any tensor can
+// be read by id (as the op tests do); a session asks for the buffer plan (XTRAIN_BUFFER_REUSE) and
+// names the tensors the host reads besides the graph's outputs (anchors), which the plan keeps out.
+struct LoweringOptions {
+  BufferReuse bufferReuse = BufferReuse::Off;
+  std::set<TensorId> hostRead;
+};
+
 class LoweredGraph {
  public:
   // Creates a kernel for every op (throws xtrain::error naming an op without a kernel) and assigns
-  // buffers. `reuse`: the buffer plan's mode (the session's is XTRAIN_BUFFER_REUSE's; Off, the
-  // default, suits a caller that reads any tensor by id, as the op tests do); `keep`: tensors the
-  // caller reads or writes by id besides those the plan keeps anyway (the session's anchors).
-  explicit LoweredGraph(const ir::Graph& graph, BufferReuse reuse = BufferReuse::Off,
-                        const std::set<TensorId>& keep = {});
+  // buffers (by the buffer plan when `options` asks for it).
+  explicit LoweredGraph(const ir::Graph& graph, const LoweringOptions& options = {});
 
   // Index of a tensor's buffer; throws xtrain::error naming the tensor when it has none, and
   // internal_error when its bytes are shared by the plan (only the programs may touch those).

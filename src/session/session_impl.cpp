@@ -207,11 +207,11 @@ void SessionImpl::prepareDevice() {
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   computeMemory();  // throws OutOfMemoryException when an IPU overflows
-  // The buffer plan keeps the anchors out of its shared block: the session copies them out by id.
-  const auto& anchorIds = config_.dataFlow.anchors();
-  const std::set<TensorId> anchors(anchorIds.begin(), anchorIds.end());
-  const BufferReuse reuse = bufferReuseFromEnvironment();
-  lowered_ = std::make_unique<LoweredGraph>(*graph_, reuse, anchors);
+  // Activations share the buffer plan's block; what the host reads keeps its own buffer.
+  LoweringOptions lowering;
+  lowering.bufferReuse = bufferReuseFromEnvironment();
+  for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
+  lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
     throw error(
@@ -227,7 +227,7 @@ void SessionImpl::prepareDevice() {
     // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
     // programs (replica 0 runs lowered_).
     for (int64_t r = 1; r < localReplicas_; ++r) {
-      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_, reuse, anchors));
+      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_, lowering));
     }
     pool_ = std::make_unique<ReplicaPool>(localReplicas_);
   }
