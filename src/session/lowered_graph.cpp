@@ -110,8 +110,7 @@ int LoweredGraph::bufferIndex(const TensorId& id) const {
   if (plan_.shared(static_cast<size_t>(it->second))) {
     throw internal_error(
         "tensor '{}' is read by id but its buffer is shared by the buffer plan (a tensor the "
-        "session "
-        "uses must be kept out of it; XTRAIN_BUFFER_REUSE=0 turns the plan off)",
+        "session uses must be kept out of it; XTRAIN_BUFFER_REUSE=0 turns the plan off)",
         id);
   }
   return it->second;
