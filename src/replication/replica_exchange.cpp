@@ -43,6 +43,20 @@ void scale(float* x, int64_t begin, int64_t end, float factor) {
   for (int64_t i = begin; i < end; ++i) x[i] *= factor;
 }
 
+// Elements [begin, end) of x[0] plus the same of x[1..], then scaled and copied back to x[1..]:
+// one block of reducePlain's one-instance pass, on buffers looked up once per tensor.
+void sumScaleAndCopyBack(const std::vector<float*>& x, int64_t begin, int64_t end, float factor) {
+  float* acc = x[0];
+  for (size_t r = 1; r < x.size(); ++r) {
+    const float* y = x[r];
+    for (int64_t i = begin; i < end; ++i) acc[i] += y[i];
+  }
+  scale(acc, begin, end, factor);
+  for (size_t r = 1; r < x.size(); ++r) {
+    std::memcpy(x[r] + begin, acc + begin, static_cast<size_t>(end - begin) * sizeof(float));
+  }
+}
+
 }  // namespace
 
 ReplicaExchange::ReplicaExchange(ReplicaLayout layout,
@@ -112,13 +126,13 @@ void ReplicaExchange::reducePlain() {
     // sum from the cache (2L passes over memory instead of 2L + 1, and no second sweep).
     constexpr int64_t kBlock = 2048;
     replicas_.forEach([&](int64_t t) {
+      std::vector<float*> x(static_cast<size_t>(L));
       for (const TensorId& id : plan_.plain) {
+        // Buffers looked up once per tensor, not per block (a lookup hashes the tensor's name).
+        for (int64_t r = 0; r < L; ++r) x[static_cast<size_t>(r)] = floats(r, id);
         const auto [begin, end] = sliceOf(buffer(0, id).nelms(), t);
         for (int64_t b = begin; b < end; b += kBlock) {
-          const int64_t e = std::min(end, b + kBlock);
-          addReplicas(id, 0, others_, b, e);
-          scale(floats(0, id), b, e, factor);
-          copyReplicas(id, 0, others_, b, e);
+          sumScaleAndCopyBack(x, b, std::min(end, b + kBlock), factor);
         }
       }
     });
