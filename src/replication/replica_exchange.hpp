@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/host_tensor.hpp"
@@ -132,6 +133,9 @@ class ReplicaExchange {
   void reducePlain();
   void reduceGrouped(const GroupedGradient& g);
   void reduceSharded(const ShardedGradient& g);
+  // Domain All across instances with several local replicas: the local sum `sum` reduce-scattered
+  // through a padded copy, each local replica's shard copied out of this instance's part.
+  void reduceScatterLocalShards(const ShardedGradient& g, float* sum, const std::string& debugName);
   // Elements [begin, end) of replica `to`'s tensor `id` plus the same of each of `from`.
   void addReplicas(const TensorId& id, int64_t to, const std::vector<int64_t>& from, int64_t begin,
                    int64_t end);
