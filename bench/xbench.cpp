@@ -119,9 +119,11 @@ int benchMlp(const std::vector<std::string>& args) {
               << " final_loss=" << losses[0] << "\n";
     // The run line of the report: time per step and the share spent reducing gradients.
     const std::string report = session->getSummaryReport();
-    const auto runLine = report.find("run: ");
-    if (runLine != std::string::npos) {
-      std::cout << "  " << report.substr(runLine, report.find('\n', runLine) - runLine + 1);
+    for (const char* what : {"run: ", "gradient buckets across instances: "}) {
+      const auto at = report.find(what);
+      if (at != std::string::npos) {
+        std::cout << "  " << report.substr(at, report.find('\n', at) - at + 1);
+      }
     }
     if (std::getenv("XTRAIN_PROFILE_OPS") != nullptr) std::cout << report;
   }

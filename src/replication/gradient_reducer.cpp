@@ -1,6 +1,7 @@
 #include "replication/gradient_reducer.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -76,7 +77,10 @@ void GradientReducer::ready(const TensorId& id, const BufferOf& bufferOf) {
   const auto it = bucketOf_.find(id);
   if (it == bucketOf_.end()) return;  // empty, or not reduced here
   Bucket& b = buckets_[it->second];
-  if (++b.readyCount == b.members.size() && !b.work) start(b, bufferOf);
+  if (++b.readyCount == b.members.size() && !b.work) {
+    start(b, bufferOf);
+    ++overlap_.earlyBuckets;
+  }
 }
 
 void GradientReducer::finish(const BufferOf& bufferOf) {
@@ -85,6 +89,7 @@ void GradientReducer::finish(const BufferOf& bufferOf) {
     if (!b.work) start(b, bufferOf);
   }
   std::exception_ptr failure;
+  const auto waitStart = std::chrono::steady_clock::now();
   for (auto& b : buckets_) {
     try {
       b.work->wait();
@@ -92,6 +97,9 @@ void GradientReducer::finish(const BufferOf& bufferOf) {
       if (!failure) failure = std::current_exception();
     }
   }
+  ++overlap_.steps;
+  overlap_.waitSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waitStart).count();
   for (auto& b : buckets_) {
     b.work.reset();
     b.readyCount = 0;

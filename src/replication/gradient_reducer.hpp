@@ -51,6 +51,15 @@ class GradientReducer {
 
   size_t numBuckets() const { return buckets_.size(); }
 
+  // What the steps so far did, to check that the reduction overlaps the backward pass: buckets
+  // started by ready() (before finish()), and the time finish() spent waiting for the all-reduces.
+  struct Overlap {
+    int64_t steps = 0;
+    int64_t earlyBuckets = 0;  // over all steps
+    double waitSeconds = 0;    // over all steps
+  };
+  const Overlap& overlap() const { return overlap_; }
+
   static constexpr size_t kAloneBytes = size_t{1} << 20;
 
   // XTRAIN_GRAD_BUCKET_BYTES, else 4 MiB.
@@ -70,6 +79,7 @@ class GradientReducer {
   std::shared_ptr<comm::Communicator> comm_;
   std::vector<Tensor> tensors_;
   std::vector<Bucket> buckets_;
+  Overlap overlap_;
   std::unordered_map<TensorId, size_t> bucketOf_;  // tensor -> bucket (empty tensors: none)
 };
 

@@ -99,6 +99,8 @@ class ReplicaExchange {
   void gradientReady(const TensorId& reduced);
   // Every gradient of the plan reduced as described above.
   void reduceGradients();
+  // The bucketed reduction of plain gradients across instances (null with one instance).
+  const GradientReducer* reducer() const { return reducer_.get(); }
   // After the update: each sharded weight's updated shards gathered into every replica's weight.
   void gatherShardedWeights();
 

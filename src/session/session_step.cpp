@@ -180,7 +180,20 @@ std::string SessionImpl::stepTimeReport() const {
                 static_cast<long long>(globalReplicas_), static_cast<long long>(localReplicas_),
                 reductionSeconds_ / steps * 1e3,
                 runSeconds_ > 0 ? 100.0 * reductionSeconds_ / runSeconds_ : 0.0);
-  return line;
+  std::string report = line;
+  if (const auto* reducer = exchange_ ? exchange_->reducer() : nullptr;
+      reducer != nullptr && reducer->overlap().steps > 0) {
+    // Whether the buckets' all-reduces overlap the backward pass, and what is left exposed.
+    const auto& o = reducer->overlap();
+    const double n = static_cast<double>(o.steps);
+    std::snprintf(line, sizeof line,
+                  "gradient buckets across instances: %zu, %.1f per step started during the "
+                  "backward pass; waiting for them after it: %.3f ms per step\n",
+                  reducer->numBuckets(), static_cast<double>(o.earlyBuckets) / n,
+                  o.waitSeconds / n * 1e3);
+    report += line;
+  }
+  return report;
 }
 
 }  // namespace xtrain::session

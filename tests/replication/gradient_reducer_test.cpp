@@ -91,13 +91,19 @@ TEST(GradientReducer, LargeTensorsAreReducedAloneAndCloseTheBucketBeforeThem) {
   const size_t large = GradientReducer::kAloneBytes / sizeof(float);
   const std::vector<GradientReducer::Tensor> tensors{{"a", 3}, {"large", large}, {"b", 3}};
   std::atomic<size_t> buckets{0};
+  std::atomic<int64_t> steps{0}, early{0};
   const auto out = onRanks(2, tensors, size_t{8} << 20, [&](GradientReducer& r, Buffers& b) {
     buckets = r.numBuckets();
     r.ready("a", bufferIn(b));
     r.ready("large", bufferIn(b));
     r.finish(bufferIn(b));
+    steps = r.overlap().steps;
+    early = r.overlap().earlyBuckets;
   });
   EXPECT_EQ(buckets.load(), 3u);
+  // The overlap report: a's and the large tensor's buckets started before finish(), b's in it.
+  EXPECT_EQ(steps.load(), 1);
+  EXPECT_EQ(early.load(), 2);
   for (const auto& b : out) {
     for (const auto& t : tensors) {
       for (size_t i = 0; i < t.elements; ++i) {
