@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -225,7 +226,7 @@ void SessionImpl::prepareDevice() {
     for (int64_t r = 1; r < localReplicas_; ++r) {
       replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_));
     }
-    pool_ = std::make_unique<ReplicaPool>(localReplicas_);
+    pool_ = std::make_unique<ReplicaPool>(localReplicas_, instancesOnHost_);
   }
   for (const auto& [id, t] : graph_->tensors()) {
     if (!isHostVisible(*t) || !t->value) continue;
@@ -295,6 +296,14 @@ void SessionImpl::joinInstances() {
     return;
   if (instances_) return;
   instances_ = replication::joinInstances({localReplicas_, globalReplicas_, replicaOffset_});
+  // Instances started together on one host (xrun -n N) would each start a full team of kernel
+  // threads on the same cores: a single replica gets its share unless OMP_NUM_THREADS says
+  // otherwise (the replica pool shares the cores out anyway).
+  instancesOnHost_ = replication::instancesOnThisHost(instances_.get());
+  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
+  if (localReplicas_ == 1 && instancesOnHost_ > 1 && (ompThreads == nullptr || *ompThreads == 0)) {
+    singleReplicaKernelThreads_ = kernelThreadsPerReplica(instancesOnHost_);
+  }
   const int numInstances = instances_->size();
   std::vector<int> everyone(static_cast<size_t>(numInstances));
   for (int i = 0; i < numInstances; ++i) everyone[static_cast<size_t>(i)] = i;
