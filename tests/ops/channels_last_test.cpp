@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "device/kernels/kernel_threads.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "session/layout_plan.hpp"
 #include "session/lowered_graph.hpp"
@@ -54,12 +55,13 @@ TensorId batchNorm(Net& n, const TensorId& x, int64_t c, bool training, uint64_t
   return outs[0];
 }
 
-// x [4, 3, 12, 12] -> stem conv 3->12 + BN + Relu -> block: conv 12->12 + BN + Relu, conv + BN,
+// x [batch, 3, size, size] (default [4, 3, 12, 12]) -> stem conv 3->12 + BN + Relu -> block: conv
+// 12->12 + BN + Relu, conv + BN,
 // + residual, Relu -> conv 12->20 stride 2 + BN (Y read by a plain op) -> loss = sum(Y * R).
 // C = 12 and 20 are not multiples of a vector; the stem's input and the tail's BN output stay
 // plain, so the layout-aware kernels also see mixed layouts.
-void build(Net& n, bool training) {
-  const TensorId x = variable(n, "x", randomTensor({4, 3, 12, 12}, 1, -2.0f, 3.0f));
+void build(Net& n, bool training, int64_t batch = 4, int64_t size = 12) {
+  const TensorId x = variable(n, "x", randomTensor({batch, 3, size, size}, 1, -2.0f, 3.0f));
   n.stemConv = conv(n, x, 3, 12, 1, 10);
   n.stemOut = addOp(n.g, "Relu", {batchNorm(n, n.stemConv, 12, training, 20)})[0];
   const TensorId a =
@@ -67,7 +69,7 @@ void build(Net& n, bool training) {
   const TensorId b = batchNorm(n, conv(n, a, 12, 12, 1, 50), 12, training, 60);
   n.blockOut = addOp(n.g, "Relu", {addOp(n.g, "Add", {b, n.stemOut})[0]})[0];
   n.tailBn = batchNorm(n, conv(n, n.blockOut, 12, 20, 2, 70), 20, training, 80);
-  const HostTensor r = randomTensor({4, 20, 6, 6}, 90);
+  const HostTensor r = randomTensor({batch, 20, size / 2, size / 2}, 90);
   n.g.addTensor("R", r.info(), ir::TensorKind::Const, std::make_shared<HostTensor>(r));
   const TensorId prod = addOp(n.g, "Mul", {n.tailBn, "R"})[0];
   n.loss =
@@ -124,6 +126,35 @@ TEST(ChannelsLast, TrainingStepMatchesPlainLayouts) {
 
 TEST(ChannelsLast, InferenceModeBatchNormMatchesPlainLayouts) {
   expectLayoutsAgree(false);
+}
+
+// Large enough (>= 32768 elements per activation) for the BatchNorm kernels to use both threads:
+// one thread and two give the same bits (fixed chunks, each channel summed in order).
+TEST(ChannelsLast, ResultsDoNotDependOnTheThreadCount) {
+  Net n;
+  build(n, true, 8, 24);
+  session::LoweringOptions options;
+  options.channelsLast = true;
+  options.hostRead.insert(n.compared.begin(), n.compared.end());
+  const session::LoweredGraph lowered(n.g, options);
+  const int threads = device::kernelThreadsForThisThread();
+  std::vector<std::vector<HostTensor>> results;
+  for (int t : {1, 2}) {
+    device::setKernelThreadsForThisThread(t);
+    results.push_back(runStep(lowered, n));
+  }
+  device::setKernelThreadsForThisThread(threads);
+  // The BatchNorm statistics and the gradients that reach no weight through oneDNN's own
+  // reductions (which may split work by thread) must be identical; oneDNN's weight gradients
+  // are compared to the usual tolerance.
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_TRUE(allClose(results[1][i], results[0][i], 1e-5, 1e-5)) << n.compared[i];
+  }
+  for (size_t i = 0; i < 8; ++i) {  // the running statistics of the four BatchNorms
+    const auto a = results[0][i].span<float>();
+    const auto b = results[1][i].span<float>();
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << n.compared[i];
+  }
 }
 
 TEST(ChannelsLast, HostReadTensorsAndTheirElementwiseGroupStayPlain) {
