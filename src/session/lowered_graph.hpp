@@ -7,6 +7,7 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,19 @@
 
 namespace xtrain::session {
 
+// How a graph is lowered. By default every buffer is plain (row-major in its shape), so that any
+// tensor can be read; a session asks for channels-last activations (session/layout_plan.hpp) and
+// names the tensors the host reads besides the graph's outputs, which stay plain.
+struct LoweringOptions {
+  bool channelsLast = false;
+  std::set<TensorId> hostRead;
+};
+
 class LoweredGraph {
  public:
   // Creates a kernel for every op (throws xtrain::error naming an op without a kernel) and assigns
   // buffers.
-  explicit LoweredGraph(const ir::Graph& graph);
+  explicit LoweredGraph(const ir::Graph& graph, const LoweringOptions& options = {});
 
   // Index of a tensor's buffer; throws xtrain::error naming the tensor when it has none.
   int bufferIndex(const TensorId& id) const;
@@ -47,11 +56,16 @@ class LoweredGraph {
   }
   // The index of the last instruction of `phase` that writes `id`, or -1 when none does.
   int64_t lastWriter(ir::Phase phase, const TensorId& id) const;
+  // The layout of a tensor's buffer (Plain for every tensor the host reads).
+  device::Layout layout(const TensorId& id) const {
+    return channelsLast_.count(id) != 0 ? device::Layout::ChannelsLast : device::Layout::Plain;
+  }
 
  private:
   const ir::Graph& graph_;
   std::map<TensorId, int> index_;
   std::vector<TensorId> tensors_;
+  std::set<TensorId> channelsLast_;
   std::array<device::Program, ir::kPhaseCount> programs_;
   bool profiling_ = false;
 };

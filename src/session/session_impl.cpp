@@ -18,6 +18,7 @@
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "replication/instances.hpp"
+#include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
@@ -208,7 +209,11 @@ void SessionImpl::prepareDevice() {
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   computeMemory();  // throws OutOfMemoryException when an IPU overflows
-  lowered_ = std::make_unique<LoweredGraph>(*graph_);
+  // Activations between convolutions may be channels-last; what the host reads stays plain.
+  LoweringOptions lowering;
+  lowering.channelsLast = channelsLastFromEnvironment();
+  for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
+  lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
     throw error(
@@ -224,7 +229,7 @@ void SessionImpl::prepareDevice() {
     // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
     // programs (replica 0 runs lowered_).
     for (int64_t r = 1; r < localReplicas_; ++r) {
-      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_));
+      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_, lowering));
     }
     pool_ = std::make_unique<ReplicaPool>(localReplicas_, instancesOnHost_);
   }
