@@ -6,6 +6,7 @@
 // then summed in chunk order gives the same bits with 1 thread or 8. Ranges of one chunk run on the
 // calling thread (no parallel region, no wake-up cost for small tensors).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <algorithm>
 #include <cstdint>
@@ -38,3 +39,5 @@ void forEachElementChunk(int64_t n, F&& f) {
 }
 
 }  // namespace xtrain::device
+
+#pragma GCC visibility pop
