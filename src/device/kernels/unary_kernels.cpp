@@ -1,6 +1,7 @@
-// Kernels for the elementwise unary ops (Neg, Exp, Log, Sqrt, Relu, Sigmoid, Tanh, Identity, Cast,
-// ai.graphcore Gelu), Pow, Dropout and their ai.xtrain grad ops. FLOAT, except Neg (also INT32,
-// INT64), Identity (any type) and Cast (FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL, UINT8).
+// Kernels for the elementwise unary ops (Neg, Exp, Log, Sqrt, Relu, Sigmoid, Tanh, Identity, Cast),
+// Pow, Dropout and their ai.xtrain grad ops (GELU's are in gelu_kernels.cpp). FLOAT, except Neg
+// (also INT32, INT64), Identity (any type) and Cast (FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL,
+// UINT8).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -55,13 +56,6 @@ XT_REGISTER_KERNEL("ai.onnx", "Sigmoid",
                    unaryFloat([](float x) { return 1.0f / (1.0f + std::exp(-x)); }));
 XT_REGISTER_KERNEL("ai.onnx", "Relu", unaryFloat([](float x) { return x < 0.0f ? 0.0f : x; }));
 
-constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2/pi)
-constexpr float kGeluA = 0.044715f;
-
-XT_REGISTER_KERNEL("ai.graphcore", "Gelu", unaryFloat([](float x) {
-                     return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + kGeluA * x * x * x)));
-                   }));
-
 XT_REGISTER_KERNEL("ai.xtrain", "ReluGrad",
                    gradFloat([](float gy, float y) { return y > 0.0f ? gy : 0.0f; }));
 XT_REGISTER_KERNEL("ai.xtrain", "SqrtGrad",
@@ -70,14 +64,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "SigmoidGrad",
                    gradFloat([](float gy, float y) { return gy * y * (1.0f - y); }));
 XT_REGISTER_KERNEL("ai.xtrain", "TanhGrad",
                    gradFloat([](float gy, float y) { return gy * (1.0f - y * y); }));
-// d/dx 0.5x(1+t), t = tanh(u), u = c(x + a x^3): 0.5(1+t) + 0.5x(1-t^2) c (1 + 3a x^2).
-XT_REGISTER_KERNEL("ai.xtrain", "GeluGrad", gradFloat([](float gy, float x) {
-                     const float x2 = x * x;
-                     const float t = std::tanh(kGeluC * x * (1.0f + kGeluA * x2));
-                     const float d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC *
-                                                             (1.0f + 3.0f * kGeluA * x2);
-                     return gy * d;
-                   }));
 
 template <typename T>
 void negTyped(const KernelIO& io) {
