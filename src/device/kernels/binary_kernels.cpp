@@ -1,9 +1,11 @@
 // Kernels for Add, Sub, Mul, Div (numpy broadcasting), Sum, ReduceSumToShape and BroadcastToShape.
-// FLOAT, INT32 and INT64 (integer division by zero is an error); a fast path for equal shapes and
-// for a scalar operand.
+// FLOAT, INT32 and INT64 (integer division by zero is an error); fast paths for equal shapes, a
+// scalar operand and a repeated row (a bias), split over the kernel threads (elementwise.hpp).
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
@@ -95,18 +97,38 @@ XT_REGISTER_KERNEL("ai.onnx", "Sub", binaryFactory(SubOp{}));
 XT_REGISTER_KERNEL("ai.onnx", "Mul", binaryFactory(MulOp{}));
 XT_REGISTER_KERNEL("ai.onnx", "Div", binaryFactory(DivOp{}));
 
-// Sums every input (broadcasting) into the output, FLOAT only.
+// Sums every input (broadcasting) into the output, in input order: y = ((0 + x0) + x1) + ...
+// The leading inputs of the output's shape (all of them for a gradient sum) are added chunk by
+// chunk, split over the kernel threads, so each output element is written once per chunk while
+// it is in cache; the others follow one by one, broadcasting.
 template <typename T>
 void sumTyped(const KernelIO& io) {
   HostTensor& y = io.out(0);
   T* py = y.data<T>();
   const int64_t n = y.nelms();
-  if (y.nbytes() != 0) std::memset(py, 0, y.nbytes());
-  for (size_t k = 0; k < io.inputs.size(); ++k) {
+  std::vector<const T*> full;
+  while (full.size() < io.inputs.size() && io.in(full.size()).shape() == y.shape()) {
+    full.push_back(io.in(full.size()).template data<T>());
+  }
+  if (full.empty()) {
+    if (y.nbytes() != 0) std::memset(py, 0, y.nbytes());
+  } else {
+    forChunks(n, [&full, py](int64_t b, int64_t e) {
+      const T* x0 = full[0];
+      for (int64_t i = b; i < e; ++i) py[i] = AddOp{}(T{0}, x0[i]);
+      for (size_t k = 1; k < full.size(); ++k) {
+        const T* __restrict xk = full[k];
+        for (int64_t i = b; i < e; ++i) py[i] = AddOp{}(py[i], xk[i]);
+      }
+    });
+  }
+  for (size_t k = full.size(); k < io.inputs.size(); ++k) {
     const HostTensor& x = io.in(k);
     const T* px = x.data<T>();
     if (x.shape() == y.shape()) {
-      for (int64_t i = 0; i < n; ++i) py[i] = AddOp{}(py[i], px[i]);
+      forChunks(n, [px, py](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) py[i] = AddOp{}(py[i], px[i]);
+      });
     } else {
       forEachBroadcast2(y.shape(), broadcastStrides(x.shape(), y.shape()),
                         std::vector<int64_t>(y.shape().size(), 0),
@@ -131,6 +153,22 @@ XT_REGISTER_KERNEL("ai.onnx", "Sum", [](const KernelSpec& spec) -> std::unique_p
   }
 });
 
+// y[j] += x[r, j] over the rows r of x, [rows, row] -> [row] (a bias's gradient). Columns are
+// split over the kernel threads; each y[j] adds its rows in order, as the general loop does, so the
+// result does not depend on the split.
+void sumRows(const float* __restrict x, int64_t rows, int64_t row, float* __restrict y) {
+  const int64_t grain = std::max<int64_t>(16, kParallelChunk / std::max<int64_t>(1, rows));
+  forChunks(
+      row,
+      [=](int64_t j0, int64_t j1) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* xr = x + r * row;
+          for (int64_t j = j0; j < j1; ++j) y[j] += xr[j];
+        }
+      },
+      grain);
+}
+
 // Sums x over broadcast dimensions down to the output's shape: each input element adds into the
 // output element it was broadcast from.
 XT_REGISTER_KERNEL("ai.xtrain", "ReduceSumToShape",
@@ -147,6 +185,10 @@ XT_REGISTER_KERNEL("ai.xtrain", "ReduceSumToShape",
                          double s = 0;
                          for (int64_t i = 0; i < x.nelms(); ++i) s += px[i];
                          py[0] = static_cast<float>(s);
+                         return;
+                       }
+                       if (const int64_t row = repeatedRowLength(y.shape(), x.shape()); row > 1) {
+                         sumRows(px, x.nelms() / row, row, py);
                          return;
                        }
                        forEachBroadcast2(x.shape(), broadcastStrides(y.shape(), x.shape()),

@@ -11,6 +11,7 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "device/kernels/dnnl_eltwise.hpp"
 #include "device/kernels/elementwise.hpp"
 
 namespace xtrain::device {
@@ -50,7 +51,10 @@ KernelFactory gradFloat(F f) {
 XT_REGISTER_KERNEL("ai.onnx", "Exp", unaryFloat([](float x) { return std::exp(x); }));
 XT_REGISTER_KERNEL("ai.onnx", "Log", unaryFloat([](float x) { return std::log(x); }));
 XT_REGISTER_KERNEL("ai.onnx", "Sqrt", unaryFloat([](float x) { return std::sqrt(x); }));
-XT_REGISTER_KERNEL("ai.onnx", "Tanh", unaryFloat([](float x) { return std::tanh(x); }));
+// Tanh on oneDNN (dnnl_eltwise.hpp): libm's tanhf is a scalar call, ~10 ns an element.
+XT_REGISTER_KERNEL("ai.onnx", "Tanh", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseForward(spec, dnnl::algorithm::eltwise_tanh);
+});
 // NaN propagates; exp(-x) overflowing to inf for very negative x correctly gives 0.
 XT_REGISTER_KERNEL("ai.onnx", "Sigmoid",
                    unaryFloat([](float x) { return 1.0f / (1.0f + std::exp(-x)); }));
@@ -62,8 +66,10 @@ XT_REGISTER_KERNEL("ai.xtrain", "SqrtGrad",
                    gradFloat([](float gy, float y) { return 0.5f * gy / y; }));
 XT_REGISTER_KERNEL("ai.xtrain", "SigmoidGrad",
                    gradFloat([](float gy, float y) { return gy * y * (1.0f - y); }));
-XT_REGISTER_KERNEL("ai.xtrain", "TanhGrad",
-                   gradFloat([](float gy, float y) { return gy * (1.0f - y * y); }));
+// gy (1 - y^2), on oneDNN with Tanh.
+XT_REGISTER_KERNEL("ai.xtrain", "TanhGrad", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseBackward(spec, dnnl::algorithm::eltwise_tanh_use_dst_for_bwd);
+});
 
 template <typename T>
 void negTyped(const KernelIO& io) {
