@@ -1,7 +1,7 @@
 // The elementwise kernels' fast paths for large tensors (src/device/kernels/elementwise.hpp:
 // chunks split over the kernel threads, a bias row repeated along leading dimensions; Sum,
-// ReduceSumToShape's row sums; Tanh on oneDNN) give what the plain loops give, and the same bits at
-// 1, 2 and 3 kernel threads.
+// ReduceSumToShape's row sums, BroadcastToShape's row copies; Tanh on oneDNN) give what the plain
+// loops give, and the same bits at 1, 2 and 3 kernel threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -107,6 +107,23 @@ TEST(ElementwiseThreads, ReduceSumToShapeOfRowsAddsRowsInOrder) {
       EXPECT_TRUE(allClose(out[0], want, 0.0, 0.0))
           << shapeToString(from) << " -> " << shapeToString(target);
     }
+  }
+}
+
+TEST(ElementwiseThreads, BroadcastToShapeRepeatsRows) {
+  for (const Shape& from : {Shape{1031}, Shape{1, 1031}, Shape{}, Shape{70, 1}}) {
+    const HostTensor x = randomTensor(from, 13);
+    Attributes a;
+    a.set("shape", std::vector<int64_t>(kBig.begin(), kBig.end()));
+    const auto out = runForward(one("BroadcastToShape", ir::kXtrainDomain, a), {x});
+    HostTensor want(TensorInfo(DataType::FLOAT, kBig));
+    for (int64_t r = 0; r < 70; ++r) {
+      for (int64_t j = 0; j < 1031; ++j) {
+        const int64_t i = x.nelms() == 1031 ? j : (x.nelms() == 70 ? r : 0);
+        want.data<float>()[r * 1031 + j] = x.data<float>()[i];
+      }
+    }
+    EXPECT_TRUE(allClose(out[0], want, 0.0, 0.0)) << shapeToString(from);
   }
 }
 

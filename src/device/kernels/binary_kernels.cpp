@@ -206,6 +206,15 @@ XT_REGISTER_KERNEL("ai.xtrain", "BroadcastToShape",
                        HostTensor& y = io.out(0);
                        const std::byte* px = x.raw();
                        std::byte* py = y.raw();
+                       // x repeated along y's leading dimensions: one copy per row.
+                       if (const int64_t row = repeatedRowLength(x.shape(), y.shape()); row > 0) {
+                         const size_t rowBytes = static_cast<size_t>(row) * esize;
+                         const int64_t rows = y.nelms() / row;
+                         for (int64_t r = 0; r < rows; ++r) {
+                           std::memcpy(py + static_cast<size_t>(r) * rowBytes, px, rowBytes);
+                         }
+                         return;
+                       }
                        forEachBroadcast2(y.shape(), broadcastStrides(x.shape(), y.shape()),
                                          std::vector<int64_t>(y.shape().size(), 0),
                                          [&](int64_t o, int64_t i, int64_t) {

@@ -8,12 +8,13 @@
 // thread count (tests/ops/gelu_fusion_test.cpp checks it). Tensors are viewed as one dimension:
 // the functions are elementwise, so shape and rank (0-d scalars too) do not matter. FLOAT only.
 #pragma once
-#pragma GCC visibility push(default)
 
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "device/kernel.hpp"
+
+#pragma GCC visibility push(default)
 
 namespace xtrain::device::dnnl_util {
 
