@@ -1,7 +1,7 @@
 // The elementwise kernels' fast paths for large tensors (src/device/kernels/elementwise.hpp:
 // chunks split over the kernel threads, a bias row repeated along leading dimensions; Sum,
-// ReduceSumToShape's row sums, BroadcastToShape's row copies; Tanh on oneDNN) give what the plain
-// loops give, and the same bits at 1, 2 and 3 kernel threads.
+// BroadcastToShape's row copies; Tanh on oneDNN) give what the plain loops give, and the same bits
+// at 1, 2 and 3 kernel threads. ReduceSumToShape of rows (a bias gradient) is checked beside them.
 #include <gtest/gtest.h>
 
 #include <cmath>

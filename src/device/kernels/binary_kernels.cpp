@@ -153,22 +153,6 @@ XT_REGISTER_KERNEL("ai.onnx", "Sum", [](const KernelSpec& spec) -> std::unique_p
   }
 });
 
-// y[j] += x[r, j] over the rows r of x, [rows, row] -> [row] (a bias's gradient). Columns are
-// split over the kernel threads; each y[j] adds its rows in order, as the general loop does, so the
-// result does not depend on the split.
-void sumRows(const float* __restrict x, int64_t rows, int64_t row, float* __restrict y) {
-  const int64_t grain = std::max<int64_t>(16, kParallelChunk / std::max<int64_t>(1, rows));
-  forChunks(
-      row,
-      [=](int64_t j0, int64_t j1) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* xr = x + r * row;
-          for (int64_t j = j0; j < j1; ++j) y[j] += xr[j];
-        }
-      },
-      grain);
-}
-
 // Sums x over broadcast dimensions down to the output's shape: each input element adds into the
 // output element it was broadcast from.
 XT_REGISTER_KERNEL("ai.xtrain", "ReduceSumToShape",
@@ -185,10 +169,6 @@ XT_REGISTER_KERNEL("ai.xtrain", "ReduceSumToShape",
                          double s = 0;
                          for (int64_t i = 0; i < x.nelms(); ++i) s += px[i];
                          py[0] = static_cast<float>(s);
-                         return;
-                       }
-                       if (const int64_t row = repeatedRowLength(y.shape(), x.shape()); row > 1) {
-                         sumRows(px, x.nelms() / row, row, py);
                          return;
                        }
                        forEachBroadcast2(x.shape(), broadcastStrides(y.shape(), x.shape()),
