@@ -15,6 +15,7 @@
 #include "common/check.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
+#include "ir/fusion/fusion.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "replication/instances.hpp"
@@ -80,6 +81,15 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // the graph, before the training graph is added.
   if (config_.training) takeOptimizerStateInitializers();
   graphFingerprint_ = computeGraphFingerprint();
+  // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
+  // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 turns it off to compare.
+  if (const char* fusion = std::getenv("XTRAIN_FUSION");
+      fusion == nullptr || std::string(fusion) != "0") {
+    std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
+    if (!config_.loss.empty()) keep.insert(config_.loss);
+    const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
+    if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
+  }
   if (config_.training) buildTrainingGraph();
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
                          graph_->ops().size(), graph_->tensors().size(), localReplicas_,
