@@ -12,6 +12,7 @@
 #include "common/host_tensor.hpp"
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "device/kernels/parallel_elements.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::device {
@@ -25,25 +26,13 @@ T* elems(HostTensor& t) {
   return reinterpret_cast<T*>(t.raw());
 }
 
-// Elements per chunk of parallel elementwise work: 128 KB of FLOAT, enough work to pay for waking
-// a thread, small enough that a [8, 128, 1024] activation gives every thread several chunks.
-inline constexpr int64_t kParallelChunk = int64_t{1} << 15;
-
 // Calls f(begin, end) over [0, n) in chunks of `grain` items (elements, or rows of a repeated-row
-// loop), split over the kernel threads (OpenMP, as oneDNN) when there is more than one chunk. The
-// chunks depend on n and grain only, never on the thread count, so each element is computed by
-// the same code whatever the split. f must not throw.
+// loop), split over the kernel threads when there is more than one chunk (parallel_elements.hpp:
+// the chunks never depend on the thread count). f must not throw.
 template <typename F>
 void forChunks(int64_t n, F&& f, int64_t grain = kParallelChunk) {
-  if (n <= grain) {
-    if (n > 0) f(int64_t{0}, n);
-    return;
-  }
-  const int64_t chunks = (n + grain - 1) / grain;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    f(c * grain, std::min(n, (c + 1) * grain));
-  }
+  forEachChunk(
+      n, [&f](int64_t, int64_t begin, int64_t end) { f(begin, end); }, grain);
 }
 
 // Rows of `row` elements per chunk: about kParallelChunk elements.
