@@ -127,6 +127,12 @@ KernelFactory floatKernel(std::vector<size_t> floats) {
   };
 }
 
+// LayerNorm rows are independent: both kernels spread them over the kernel threads when X is
+// large enough for a parallel region to pay (a few microseconds).
+bool rowsParallelWorth(const RowGeometry& g) {
+  return g.rows > 1 && g.rows * g.n >= 32768;
+}
+
 class LayerNormKernel final : public Kernel {
  public:
   explicit LayerNormKernel(const KernelSpec& spec)
@@ -139,22 +145,25 @@ class LayerNormKernel final : public Kernel {
 
   void run(const KernelIO& io) override {
     const float* x = io.in(0).data<float>();
-    const float* s = scale_.get(io.in(1));
-    const float* b = hasBias_ ? bias_.get(io.in(2)) : nullptr;
+    const float* __restrict s = scale_.get(io.in(1));
+    const float* __restrict b = hasBias_ ? bias_.get(io.in(2)) : nullptr;
     float* y = io.out(0).data<float>();
     float* meanOut = io.hasOut(1) ? io.out(1).data<float>() : nullptr;
     float* invOut = io.hasOut(2) ? io.out(2).data<float>() : nullptr;
     const int64_t n = geo_.n;
+#pragma omp parallel for schedule(static) if (rowsParallelWorth(geo_))
     for (int64_t r = 0; r < geo_.rows; ++r) {
-      const float* xr = x + r * n;
-      float* yr = y + r * n;
+      const float* __restrict xr = x + r * n;
+      float* __restrict yr = y + r * n;
       double mean, var;
       meanVar(xr, 1, n, n, mean, var);
       const float mu = static_cast<float>(mean);
       const float inv = invStd(var, eps_);
       if (b != nullptr) {
+#pragma omp simd
         for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * inv * s[j] + b[j];
       } else {
+#pragma omp simd
         for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * inv * s[j];
       }
       if (meanOut != nullptr) meanOut[r] = mu;
@@ -172,14 +181,22 @@ class LayerNormKernel final : public Kernel {
 
 // dX_j = inv * (g_j - mean(g) - xhat_j * mean(g * xhat)) + dMean / n - dInv * inv^2 * xhat_j / n,
 // with g = dY * Scale; dScale = sum over rows of dY * xhat, dB = sum over rows of dY.
+//
+// Rows are split into fixed blocks of kRowsPerBlock; each block sums its rows' contributions to
+// dScale and dB in order into its own partial row, and the partial rows are added in block order
+// at the end. The blocks are spread over the threads, so the sums (and every bit of the result) do
+// not depend on the thread count.
 class LayerNormGradKernel final : public Kernel {
  public:
+  static constexpr int64_t kRowsPerBlock = 16;
+
   explicit LayerNormGradKernel(const KernelSpec& spec)
       : geo_(rowGeometry(spec, spec.inputs.at(1))),
         eps_(spec.attrs.getFloat("epsilon")),
         scale_(spec.inputs.at(2).shape(), geo_.norm),
-        dScale_(static_cast<size_t>(geo_.n)),
-        dBias_(static_cast<size_t>(geo_.n)) {}
+        blocks_((geo_.rows + kRowsPerBlock - 1) / kRowsPerBlock),
+        partialScale_(static_cast<size_t>(blocks_ * geo_.n)),
+        partialBias_(partialScale_.size()) {}
 
   void run(const KernelIO& io) override {
     const float* dy = io.in(0).data<float>();
@@ -192,45 +209,58 @@ class LayerNormGradKernel final : public Kernel {
     float* dx = io.out(0).data<float>();
     const int64_t n = geo_.n;
     const float invN = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
-    std::fill(dScale_.begin(), dScale_.end(), 0.0);
-    std::fill(dBias_.begin(), dBias_.end(), 0.0);
-    for (int64_t r = 0; r < geo_.rows; ++r) {
-      const float* xr = x + r * n;
-      const float* dyr = dy + r * n;
-      float* dxr = dx + r * n;
-      float mu, inv;
-      if (savedMean != nullptr && savedInv != nullptr) {
-        mu = savedMean[r];
-        inv = savedInv[r];
-      } else {
-        double mean, var;
-        meanVar(xr, 1, n, n, mean, var);
-        mu = static_cast<float>(mean);
-        inv = invStd(var, eps_);
-      }
-      double sumG = 0, sumGx = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const float xhat = (xr[j] - mu) * inv;
-        const float g = dyr[j] * s[j];
-        sumG += g;
-        sumGx += static_cast<double>(g) * xhat;
-        dScale_[static_cast<size_t>(j)] += static_cast<double>(dyr[j]) * xhat;
-        dBias_[static_cast<size_t>(j)] += dyr[j];
-      }
-      const float a = static_cast<float>(sumG) * invN;
-      const float c = static_cast<float>(sumGx) * invN;
-      const float fromMean = dMean != nullptr ? dMean[r] * invN : 0.0f;
-      const float fromInv = dInv != nullptr ? -dInv[r] * inv * inv * invN : 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
-        const float xhat = (xr[j] - mu) * inv;
-        dxr[j] = inv * (dyr[j] * s[j] - a - xhat * c) + fromMean + fromInv * xhat;
+#pragma omp parallel for schedule(static) if (rowsParallelWorth(geo_))
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      double* __restrict ps = partialScale_.data() + blk * n;
+      double* __restrict pb = partialBias_.data() + blk * n;
+      std::fill(ps, ps + n, 0.0);
+      std::fill(pb, pb + n, 0.0);
+      const int64_t end = std::min(geo_.rows, (blk + 1) * kRowsPerBlock);
+      for (int64_t r = blk * kRowsPerBlock; r < end; ++r) {
+        const float* __restrict xr = x + r * n;
+        const float* __restrict dyr = dy + r * n;
+        float* __restrict dxr = dx + r * n;
+        float mu, inv;
+        if (savedMean != nullptr && savedInv != nullptr) {
+          mu = savedMean[r];
+          inv = savedInv[r];
+        } else {
+          double mean, var;
+          meanVar(xr, 1, n, n, mean, var);
+          mu = static_cast<float>(mean);
+          inv = invStd(var, eps_);
+        }
+        double sumG = 0, sumGx = 0;
+#pragma omp simd reduction(+ : sumG, sumGx)
+        for (int64_t j = 0; j < n; ++j) {
+          const float xhat = (xr[j] - mu) * inv;
+          const float g = dyr[j] * s[j];
+          sumG += g;
+          sumGx += static_cast<double>(g) * xhat;
+          ps[j] += static_cast<double>(dyr[j]) * xhat;
+          pb[j] += dyr[j];
+        }
+        const float a = static_cast<float>(sumG) * invN;
+        const float c = static_cast<float>(sumGx) * invN;
+        const float fromMean = dMean != nullptr ? dMean[r] * invN : 0.0f;
+        const float fromInv = dInv != nullptr ? -dInv[r] * inv * inv * invN : 0.0f;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+          const float xhat = (xr[j] - mu) * inv;
+          dxr[j] = inv * (dyr[j] * s[j] - a - xhat * c) + fromMean + fromInv * xhat;
+        }
       }
     }
     float* ds = io.out(1).data<float>();
     float* db = io.out(2).data<float>();
     for (int64_t j = 0; j < n; ++j) {
-      ds[j] = static_cast<float>(dScale_[static_cast<size_t>(j)]);
-      db[j] = static_cast<float>(dBias_[static_cast<size_t>(j)]);
+      double sumS = 0, sumB = 0;
+      for (int64_t blk = 0; blk < blocks_; ++blk) {
+        sumS += partialScale_[static_cast<size_t>(blk * n + j)];
+        sumB += partialBias_[static_cast<size_t>(blk * n + j)];
+      }
+      ds[j] = static_cast<float>(sumS);
+      db[j] = static_cast<float>(sumB);
     }
   }
 
@@ -238,8 +268,9 @@ class LayerNormGradKernel final : public Kernel {
   RowGeometry geo_;
   float eps_;
   ExpandedParam scale_;
-  std::vector<double> dScale_;
-  std::vector<double> dBias_;
+  int64_t blocks_;
+  std::vector<double> partialScale_;  // [blocks_, n]: each row block's dScale contribution
+  std::vector<double> partialBias_;   // [blocks_, n]: each row block's dB contribution
 };
 
 XT_REGISTER_KERNEL("ai.onnx", "LayerNormalization", floatKernel<LayerNormKernel>({0, 1, 2}));
