@@ -1,5 +1,6 @@
 // Kernels for LayerNormalization, LayerNormGrad, BatchNormalization and BatchNormGrad. FLOAT only;
-// statistics and parameter-gradient sums accumulate in double. Canonical forms:
+// statistics and parameter-gradient sums accumulate in double (LayerNorm: float within chunks of a
+// row or blocks of rows, double across them). Canonical forms:
 // src/ir/ops/norm_ops.cpp.
 #include <algorithm>
 #include <cmath>
@@ -62,28 +63,39 @@ RowGeometry rowGeometry(const KernelSpec& spec, const TensorInfo& x) {
   return g;
 }
 
-// Mean and population variance, two passes in double, of `runs` runs of `len` floats that start
-// `stride` apart at p: a LayerNorm row is one run, a BatchNorm channel one run per batch entry.
-void meanVar(const float* p, int64_t runs, int64_t len, int64_t stride, double& mean, double& var) {
-  const double m = static_cast<double>(runs * len);
-  double sum = 0;
-  for (int64_t i = 0; i < runs; ++i) {
-    const float* q = p + i * stride;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t k = 0; k < len; ++k) sum += q[k];
+// LayerNorm rows are summed in chunks of kRowChunk elements: float sums within a chunk (so the
+// loops vectorise fully: double sums would halve the vector width and convert every element), the
+// chunks' sums added in double, so long rows keep double's accuracy.
+constexpr int64_t kRowChunk = 512;
+
+// sum over j < n of f(j), chunked as above.
+template <typename F>
+double chunkedSum(int64_t n, F&& f) {
+  double total = 0;
+  for (int64_t j0 = 0; j0 < n; j0 += kRowChunk) {
+    const int64_t je = std::min(n, j0 + kRowChunk);
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = j0; j < je; ++j) s += f(j);
+    total += s;
   }
-  mean = m > 0 ? sum / m : 0.0;
-  const double mu = mean;
-  double sq = 0;
-  for (int64_t i = 0; i < runs; ++i) {
-    const float* q = p + i * stride;
-#pragma omp simd reduction(+ : sq)
-    for (int64_t k = 0; k < len; ++k) {
-      const double d = q[k] - mu;
-      sq += d * d;
-    }
+  return total;
+}
+
+// Mean and population variance of a LayerNorm row of n floats, two passes.
+void rowMeanVar(const float* __restrict p, int64_t n, double& mean, double& var) {
+  if (n <= 0) {
+    mean = var = 0.0;
+    return;
   }
-  var = m > 0 ? sq / m : 0.0;
+  mean = chunkedSum(n, [p](int64_t j) { return p[j]; }) / static_cast<double>(n);
+  const auto mu = static_cast<float>(mean);
+  var = chunkedSum(n,
+                   [p, mu](int64_t j) {
+                     const float d = p[j] - mu;
+                     return d * d;
+                   }) /
+        static_cast<double>(n);
 }
 
 // meanVar in one pass: sums of d = x - x[0] and of d^2 in double (a float difference is exact in
@@ -156,7 +168,7 @@ class LayerNormKernel final : public Kernel {
       const float* __restrict xr = x + r * n;
       float* __restrict yr = y + r * n;
       double mean, var;
-      meanVar(xr, 1, n, n, mean, var);
+      rowMeanVar(xr, n, mean, var);
       const float mu = static_cast<float>(mean);
       const float inv = invStd(var, eps_);
       if (b != nullptr) {
@@ -196,7 +208,8 @@ class LayerNormGradKernel final : public Kernel {
         scale_(spec.inputs.at(2).shape(), geo_.norm),
         blocks_((geo_.rows + kRowsPerBlock - 1) / kRowsPerBlock),
         partialScale_(static_cast<size_t>(blocks_ * geo_.n)),
-        partialBias_(partialScale_.size()) {}
+        partialBias_(partialScale_.size()),
+        sums_(static_cast<size_t>(2 * geo_.n)) {}
 
   void run(const KernelIO& io) override {
     const float* dy = io.in(0).data<float>();
@@ -211,10 +224,10 @@ class LayerNormGradKernel final : public Kernel {
     const float invN = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
 #pragma omp parallel for schedule(static) if (rowsParallelWorth(geo_))
     for (int64_t blk = 0; blk < blocks_; ++blk) {
-      double* __restrict ps = partialScale_.data() + blk * n;
-      double* __restrict pb = partialBias_.data() + blk * n;
-      std::fill(ps, ps + n, 0.0);
-      std::fill(pb, pb + n, 0.0);
+      float* __restrict ps = partialScale_.data() + blk * n;
+      float* __restrict pb = partialBias_.data() + blk * n;
+      std::fill(ps, ps + n, 0.0f);
+      std::fill(pb, pb + n, 0.0f);
       const int64_t end = std::min(geo_.rows, (blk + 1) * kRowsPerBlock);
       for (int64_t r = blk * kRowsPerBlock; r < end; ++r) {
         const float* __restrict xr = x + r * n;
@@ -226,18 +239,17 @@ class LayerNormGradKernel final : public Kernel {
           inv = savedInv[r];
         } else {
           double mean, var;
-          meanVar(xr, 1, n, n, mean, var);
+          rowMeanVar(xr, n, mean, var);
           mu = static_cast<float>(mean);
           inv = invStd(var, eps_);
         }
-        double sumG = 0, sumGx = 0;
-#pragma omp simd reduction(+ : sumG, sumGx)
+        const float* __restrict sv = s;
+        const double sumG = chunkedSum(n, [=](int64_t j) { return dyr[j] * sv[j]; });
+        const double sumGx =
+            chunkedSum(n, [=](int64_t j) { return dyr[j] * sv[j] * ((xr[j] - mu) * inv); });
+#pragma omp simd
         for (int64_t j = 0; j < n; ++j) {
-          const float xhat = (xr[j] - mu) * inv;
-          const float g = dyr[j] * s[j];
-          sumG += g;
-          sumGx += static_cast<double>(g) * xhat;
-          ps[j] += static_cast<double>(dyr[j]) * xhat;
+          ps[j] += dyr[j] * ((xr[j] - mu) * inv);
           pb[j] += dyr[j];
         }
         const float a = static_cast<float>(sumG) * invN;
@@ -253,14 +265,21 @@ class LayerNormGradKernel final : public Kernel {
     }
     float* ds = io.out(1).data<float>();
     float* db = io.out(2).data<float>();
-    for (int64_t j = 0; j < n; ++j) {
-      double sumS = 0, sumB = 0;
-      for (int64_t blk = 0; blk < blocks_; ++blk) {
-        sumS += partialScale_[static_cast<size_t>(blk * n + j)];
-        sumB += partialBias_[static_cast<size_t>(blk * n + j)];
+    double* __restrict sumS = sums_.data();
+    double* __restrict sumB = sums_.data() + n;
+    std::fill(sums_.begin(), sums_.end(), 0.0);
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      const float* __restrict ps = partialScale_.data() + blk * n;
+      const float* __restrict pb = partialBias_.data() + blk * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) {
+        sumS[j] += ps[j];
+        sumB[j] += pb[j];
       }
-      ds[j] = static_cast<float>(sumS);
-      db[j] = static_cast<float>(sumB);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      ds[j] = static_cast<float>(sumS[j]);
+      db[j] = static_cast<float>(sumB[j]);
     }
   }
 
@@ -269,8 +288,11 @@ class LayerNormGradKernel final : public Kernel {
   float eps_;
   ExpandedParam scale_;
   int64_t blocks_;
-  std::vector<double> partialScale_;  // [blocks_, n]: each row block's dScale contribution
-  std::vector<double> partialBias_;   // [blocks_, n]: each row block's dB contribution
+  // [blocks_, n]: each row block's dScale and dB contributions (float: 16 rows; the blocks are
+  // added in double).
+  std::vector<float> partialScale_;
+  std::vector<float> partialBias_;
+  std::vector<double> sums_;  // [2, n]: dScale's and dB's sums over the blocks, in block order
 };
 
 XT_REGISTER_KERNEL("ai.onnx", "LayerNormalization", floatKernel<LayerNormKernel>({0, 1, 2}));
