@@ -175,6 +175,31 @@ TEST(Sce, LargeGradMatchesFormulaOnAnyThreadCount) {
   }
 }
 
+// The forward on a language model's [tokens, vocabulary] scores (rows spread over threads): every
+// reduction, weighted, some labels ignored, log_prob too, against the reference; the same to the
+// bit on 1 and 2 kernel threads.
+TEST(Sce, LargeRowsMatchReferenceOnAnyThreadCount) {
+  auto x = randomTensor({300, 200}, 42, -6.0f, 6.0f);
+  HostTensor y(TensorInfo(DataType::INT64, {300}));
+  for (int64_t i = 0; i < 300; ++i) {
+    y.span<int64_t>()[static_cast<size_t>(i)] = i % 7 == 3 ? -1 : (i * 37) % 200;
+  }
+  auto w = randomTensor({200}, 43, 0.5f, 2.0f);
+  for (const std::string red : {"mean", "sum", "none"}) {
+    SCOPED_TRACE(red);
+    auto ref = refSce(x, y, &w, red, -1);
+    device::setKernelThreadsForThisThread(1);
+    auto one = runForward(sce(red, -1, 2), {x, y, w});
+    device::setKernelThreadsForThisThread(2);
+    auto two = runForward(sce(red, -1, 2), {x, y, w});
+    EXPECT_TRUE(allClose(one[0], ref.loss, 1e-5, 1e-6));
+    EXPECT_TRUE(allClose(one[1], ref.logProb, 1e-5, 1e-6));
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(std::memcmp(one[k].raw(), two[k].raw(), one[k].nbytes()), 0) << "output " << k;
+    }
+  }
+}
+
 TEST(Sce, DefaultReductionIsMeanAndLargeScoresStayFinite) {
   auto x = HostTensor::fromVector<float>({2, 3}, {1000.0f, -1000.0f, 999.0f, -5e3f, 5e3f, 0.0f});
   auto y = HostTensor::fromVector<int64_t>({2}, {2, 1});
