@@ -9,7 +9,6 @@
 #include "device/kernels/broadcast.hpp"
 #include "device/kernels/copy_util.hpp"
 #include "device/kernels/dnnl_engine.hpp"
-#include "device/kernels/kernel_threads.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -64,23 +63,6 @@ XT_REGISTER_KERNEL("ai.onnx", "Reshape", copyFactory());
 XT_REGISTER_KERNEL("ai.onnx", "Flatten", copyFactory());
 XT_REGISTER_KERNEL("ai.onnx", "Squeeze", copyFactory());
 XT_REGISTER_KERNEL("ai.onnx", "Unsqueeze", copyFactory());
-
-// While alive and `on`, kernels started from the calling thread use one thread (its previous count
-// is restored at the end, also when the kernel throws).
-class OneKernelThreadIf {
- public:
-  explicit OneKernelThreadIf(bool on) : saved_(on ? kernelThreadsForThisThread() : 0) {
-    if (saved_ > 1) setKernelThreadsForThisThread(1);
-  }
-  ~OneKernelThreadIf() {
-    if (saved_ > 1) setKernelThreadsForThisThread(saved_);
-  }
-  OneKernelThreadIf(const OneKernelThreadIf&) = delete;
-  OneKernelThreadIf& operator=(const OneKernelThreadIf&) = delete;
-
- private:
-  int saved_;
-};
 
 // Transpose. The factory drops size-1 dimensions and merges dimensions that stay adjacent, so e.g.
 // a [N,C,H,W]->[N,H,W,C] transpose becomes a batch of 2-D transposes [C,HW]->[HW,C]. FLOAT tensors
@@ -187,10 +169,6 @@ class TransposeKernel final : public Kernel {
     if (copy_) {
       std::memcpy(y, x, static_cast<size_t>(total_) * sizeof(T));
     } else if (useReorder_) {
-      // Below kThreadedReorderElements the copy runs on the calling thread alone: a transpose of a
-      // few MB is memory-bound, one core moves it about as fast as two, and a parallel region per
-      // transpose (dozens per transformer step) stalls whenever the cores are shared.
-      const OneKernelThreadIf alone(total_ < kThreadedReorderElements);
       const size_t bytes = reorder_.scratchpadBytes();
       dnnl_util::execute(
           reorder_,
@@ -210,8 +188,6 @@ class TransposeKernel final : public Kernel {
   static constexpr int64_t kBlock = sizeof(T) <= 4 ? 32 : 16;
   // oneDNN takes at most 12 dimensions; more (after merging) stay on the loops.
   static constexpr size_t kMaxReorderRank = 12;
-  // 4 MB of FLOAT: larger transposes use every kernel thread.
-  static constexpr int64_t kThreadedReorderElements = int64_t{1} << 20;
 
   void addLoop(int64_t n, int64_t outStride, int64_t inStride) {
     n_.push_back(n);
