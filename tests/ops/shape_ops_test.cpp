@@ -328,8 +328,8 @@ TEST(TransposeOp, EveryPermutationOf3DAnd4D) {
   }
 }
 
-// Transformer-sized FLOAT transposes (oneDNN's reorder, blocked and threaded): a weight, the
-// heads' split and the keys' transpose, with odd sizes so that blocks have remainders. Exact.
+// Transformer-sized FLOAT transposes: a weight, the heads' split and the keys' transpose, with odd
+// sizes so that tiles have remainders. Exact.
 TEST(TransposeOp, LargeFloatTransposesAreExact) {
   const std::vector<std::pair<Shape, std::vector<int64_t>>> cases{
       {{1027, 259}, {1, 0}}, {{8, 131, 4, 64}, {0, 2, 1, 3}}, {{8, 131, 4, 64}, {0, 2, 3, 1}}};

@@ -8,7 +8,6 @@
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
 #include "device/kernels/copy_util.hpp"
-#include "device/kernels/dnnl_engine.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -65,21 +64,15 @@ XT_REGISTER_KERNEL("ai.onnx", "Squeeze", copyFactory());
 XT_REGISTER_KERNEL("ai.onnx", "Unsqueeze", copyFactory());
 
 // Transpose. The factory drops size-1 dimensions and merges dimensions that stay adjacent, so e.g.
-// a [N,C,H,W]->[N,H,W,C] transpose becomes a batch of 2-D transposes [C,HW]->[HW,C]. FLOAT tensors
-// then run as a oneDNN reorder from the permuted strides (a transformer's weight and head
-// transposes are several MB per step: the reorder is vectorised and threaded). Other element types
-// are copied by bytes, either
+// a [N,C,H,W]->[N,H,W,C] transpose becomes a batch of 2-D transposes [C,HW]->[HW,C]. Then either
 //  - the innermost dimension is unchanged: copy rows, or
 //  - walk the output in tiles over (the output dimension that is innermost in the input, the
-//    innermost output dimension), so that both reads and writes stay within a few cache lines.
+//  innermost
+//    output dimension), so that both reads and writes stay within a few cache lines.
 template <typename T>
 class TransposeKernel final : public Kernel {
  public:
-  // reorderSpec: the op's spec when the elements are FLOAT, so the transpose runs as a oneDNN
-  // reorder; null for the byte-copying loops.
-  TransposeKernel(const Shape& inShape, const std::vector<int64_t>& perm,
-                  const KernelSpec* reorderSpec) {
-    dnnl_util::Primitive* reorder = reorderSpec != nullptr ? &reorder_ : nullptr;
+  TransposeKernel(const Shape& inShape, const std::vector<int64_t>& perm) {
     // Drop size-1 dimensions.
     std::vector<int64_t> newIndex(inShape.size(), -1);
     Shape s;
@@ -130,19 +123,6 @@ class TransposeKernel final : public Kernel {
       inStrideOfOut[d] = inStrides[mergedPerm[d]];
     }
     const std::vector<int64_t> outStrides = stridesOf(outShape);
-    if (reorder != nullptr && rank <= kMaxReorderRank) {
-      // FLOAT: oneDNN's reorder reads the input through the permuted strides (vectorised, blocked
-      // and threaded; a pure copy, so the result does not depend on the thread count).
-      srcMd_ = dnnl_util::stridedDesc(outShape, inStrideOfOut);
-      dstMd_ = dnnl_util::plainDesc(outShape);
-      *reorder = dnnl_util::create(*reorderSpec, "reorder", [&] {
-        return dnnl_util::makePrimitive<dnnl::reorder>(
-            dnnl::reorder::primitive_desc(dnnl_util::engine(), srcMd_, dnnl_util::engine(), dstMd_,
-                                          dnnl_util::userScratchpadAttr()));
-      });
-      useReorder_ = true;
-      return;
-    }
     const size_t last = rank - 1;
     if (mergedPerm[last] == last) {
       rowLen_ = outShape[last];
@@ -168,12 +148,6 @@ class TransposeKernel final : public Kernel {
     if (total_ == 0) return;
     if (copy_) {
       std::memcpy(y, x, static_cast<size_t>(total_) * sizeof(T));
-    } else if (useReorder_) {
-      const size_t bytes = reorder_.scratchpadBytes();
-      dnnl_util::execute(
-          reorder_,
-          {{DNNL_ARG_FROM, dnnl_util::wrap(srcMd_, x)}, {DNNL_ARG_TO, dnnl_util::wrap(dstMd_, y)}},
-          bytes > 0 ? dnnl_util::threadScratch(bytes) : nullptr);
     } else if (!tiled_) {
       const size_t rowBytes = static_cast<size_t>(rowLen_) * sizeof(T);
       forEachNest(n_, outStrides_, inStrides_, idx_,
@@ -186,8 +160,6 @@ class TransposeKernel final : public Kernel {
 
  private:
   static constexpr int64_t kBlock = sizeof(T) <= 4 ? 32 : 16;
-  // oneDNN takes at most 12 dimensions; more (after merging) stay on the loops.
-  static constexpr size_t kMaxReorderRank = 12;
 
   void addLoop(int64_t n, int64_t outStride, int64_t inStride) {
     n_.push_back(n);
@@ -213,9 +185,6 @@ class TransposeKernel final : public Kernel {
   int64_t total_ = 0;
   bool copy_ = true;  // the permutation only moves size-1 dimensions
   bool tiled_ = false;
-  bool useReorder_ = false;
-  dnnl_util::Primitive reorder_;
-  dnnl::memory::desc srcMd_, dstMd_;
   int64_t rowLen_ = 0;
   int64_t ni_ = 0, nj_ = 0, outStrideI_ = 0, inStrideJ_ = 0;
   std::vector<int64_t> n_, outStrides_, inStrides_;
@@ -225,9 +194,8 @@ class TransposeKernel final : public Kernel {
 XT_REGISTER_KERNEL("ai.onnx", "Transpose", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   const TensorInfo& in = spec.inputs.at(0);
   const std::vector<int64_t>& perm = spec.attrs.getInts("perm");
-  const KernelSpec* reorderSpec = in.dataType() == DataType::FLOAT ? &spec : nullptr;
   return bySize(spec, elementSize(spec, in), [&](auto t) -> std::unique_ptr<Kernel> {
-    return std::make_unique<TransposeKernel<decltype(t)>>(in.shape(), perm, reorderSpec);
+    return std::make_unique<TransposeKernel<decltype(t)>>(in.shape(), perm);
   });
 });
 
