@@ -139,15 +139,16 @@ TEST(LayerNorm, GradientsWithBroadcastParamsAndNoBias) {
   expectGradientsMatch(layerNorm(attrs({{"axis", int64_t{-1}}}), 2), {x, s});
 }
 
-// Transformer-sized input (many rows: the kernels spread them over threads, and the grad sums
+// Many rows (the kernels spread them over threads, and the grad sums
 // dScale and dB over fixed row blocks): forward against the reference; LayerNormGrad against its
 // formula evaluated in double, and the same to the bit on 1 and 2 kernel threads.
 TEST(LayerNorm, ManyRowsMatchReferenceOnAnyThreadCount) {
-  const int64_t rows = 4 * 83, n = 128;  // 83: the last row block is partial
-  auto x = randomTensor({4, 83, n}, 30, -2.0f, 3.0f);
+  // 8 x 1031 x 128 > 2^20 elements, so the kernels run threaded; 1031 leaves a partial row block.
+  const int64_t rows = 8 * 1031, n = 128;
+  auto x = randomTensor({8, 1031, n}, 30, -2.0f, 3.0f);
   auto s = randomTensor({n}, 31, 0.5f, 1.5f);
   auto b = randomTensor({n}, 32);
-  auto dy = randomTensor({4, 83, n}, 33);
+  auto dy = randomTensor({8, 1031, n}, 33);
   auto out = runForward(layerNorm({}, 3), {x, s, b});
   auto ref = refLayerNorm(x, s, &b, 2, 1e-5f);
   EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
