@@ -139,9 +139,9 @@ TEST(LayerNorm, GradientsWithBroadcastParamsAndNoBias) {
   expectGradientsMatch(layerNorm(attrs({{"axis", int64_t{-1}}}), 2), {x, s});
 }
 
-// Many rows (the kernels spread them over threads, and the grad sums
-// dScale and dB over fixed row blocks): forward against the reference; LayerNormGrad against its
-// formula evaluated in double, and the same to the bit on 1 and 2 kernel threads.
+// Many rows (the kernels spread them over threads, and the grad sums dScale and dB over fixed row
+// blocks): forward against the reference; LayerNormGrad against its formula evaluated in double,
+// and the same to the bit on 1 and 2 kernel threads.
 TEST(LayerNorm, ManyRowsMatchReferenceOnAnyThreadCount) {
   // 8 x 1031 x 128 > 2^20 elements, so the kernels run threaded; 1031 leaves a partial row block.
   const int64_t rows = 8 * 1031, n = 128;
