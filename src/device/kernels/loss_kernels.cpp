@@ -84,15 +84,6 @@ struct ScoreGeometry {
   int64_t n = 0, c = 0, s = 1;
 };
 
-// logsumexp of c contiguous scores.
-float rowLogSumExp(const float* x, int64_t c) {
-  float m = x[0];
-  for (int64_t j = 1; j < c; ++j) m = std::max(m, x[j]);
-  double sum = 0;
-  for (int64_t j = 0; j < c; ++j) sum += std::exp(x[j] - m);
-  return m + static_cast<float>(std::log(sum));
-}
-
 // logsumexp over the classes for each of the S positions of one sample: lse[k] for x[., k].
 class LogSumExp {
  public:
@@ -102,7 +93,11 @@ class LogSumExp {
   void compute(const float* x, float* lse) {
     const int64_t c = g_.c, s = g_.s;
     if (s == 1) {
-      lse[0] = rowLogSumExp(x, c);
+      float m = x[0];
+      for (int64_t j = 1; j < c; ++j) m = std::max(m, x[j]);
+      double sum = 0;
+      for (int64_t j = 0; j < c; ++j) sum += std::exp(x[j] - m);
+      lse[0] = m + static_cast<float>(std::log(sum));
       return;
     }
     float* mx = max_.data();
@@ -149,18 +144,9 @@ template <typename L>
 class SoftmaxCrossEntropyKernel final : public Kernel {
  public:
   explicit SoftmaxCrossEntropyKernel(SceConfig cfg)
-      : cfg_(std::move(cfg)),
-        lse_(cfg_.geo),
-        lseBuf_(static_cast<size_t>(cfg_.geo.s)),
-        rows_(cfg_.geo.s == 1 && cfg_.geo.n > 1 && cfg_.geo.n * cfg_.geo.c >= 32768),
-        rowLoss_(rows_ ? static_cast<size_t>(cfg_.geo.n) : 0),
-        rowLabel_(rowLoss_.size()) {}
+      : cfg_(std::move(cfg)), lse_(cfg_.geo), lseBuf_(static_cast<size_t>(cfg_.geo.s)) {}
 
   void run(const KernelIO& io) override {
-    if (rows_) {
-      runRows(io);
-      return;
-    }
     const ScoreGeometry& g = cfg_.geo;
     const float* x = io.in(0).data<float>();
     const L* labels = io.in(1).data<L>();
@@ -204,55 +190,9 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
   }
 
  private:
-  // One score row per sample (S = 1, e.g. a language model's [tokens, vocabulary]) and enough of
-  // them: the rows are spread over the kernel threads. Labels are checked first on this thread (a
-  // bad one throws, which must not happen in a parallel region); each row's loss is kept and the
-  // reduction adds them in sample order, as the serial loop does, so the result does not depend on
-  // the thread count.
-  void runRows(const KernelIO& io) {
-    const ScoreGeometry& g = cfg_.geo;
-    const float* x = io.in(0).data<float>();
-    const L* labels = io.in(1).data<L>();
-    const float* weights = io.hasIn(2) ? io.in(2).data<float>() : nullptr;
-    float* loss = io.out(0).data<float>();
-    float* logProb = io.hasOut(1) ? io.out(1).data<float>() : nullptr;
-    const bool none = cfg_.reduction == ReductionType::NoReduction;
-    int64_t* lab = rowLabel_.data();
-    float* rowLoss = rowLoss_.data();
-    for (int64_t n = 0; n < g.n; ++n) lab[n] = cfg_.rule.check(static_cast<int64_t>(labels[n]), n);
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < g.n; ++n) {
-      const float* xn = x + n * g.c;
-      const float lse = rowLogSumExp(xn, g.c);
-      if (logProb != nullptr) {
-        float* lp = logProb + n * g.c;
-        for (int64_t j = 0; j < g.c; ++j) lp[j] = xn[j] - lse;
-      }
-      const float w = lab[n] < 0 ? 0.0f : (weights != nullptr ? weights[lab[n]] : 1.0f);
-      rowLoss[n] = lab[n] < 0 ? 0.0f : w * (lse - xn[lab[n]]);
-    }
-    if (none) {
-      std::copy(rowLoss, rowLoss + g.n, loss);
-      return;
-    }
-    double total = 0, weightSum = 0;
-    for (int64_t n = 0; n < g.n; ++n) {
-      if (lab[n] < 0) continue;
-      total += rowLoss[n];
-      weightSum += weights != nullptr ? weights[lab[n]] : 1.0f;
-    }
-    if (cfg_.reduction == ReductionType::Sum) loss[0] = static_cast<float>(total);
-    if (cfg_.reduction == ReductionType::Mean) {
-      loss[0] = weightSum != 0 ? static_cast<float>(total / weightSum) : 0.0f;
-    }
-  }
-
   SceConfig cfg_;
   LogSumExp lse_;
   std::vector<float> lseBuf_;
-  bool rows_;                      // runRows: one row per sample, threaded
-  std::vector<float> rowLoss_;     // runRows: each sample's weighted loss
-  std::vector<int64_t> rowLabel_;  // runRows: checked labels, -1 where ignored
 };
 
 // dScores[n, j, k] = coef[n, k] * (softmax[n, j, k] - [j == label[n, k]])
