@@ -1,8 +1,8 @@
 // The shm and gloo backends with real processes: N copies of bin/xtrain_comm_worker
 // (tests/comm/worker/) started with the environment xrun gives its instances (XTRAIN_* and a
-// job-private rendezvous directory), but without xrun, so that a dead or stalled peer is seen by the
-// comm layer itself rather than by a launcher tearing the job down. Every run is bounded: on timeout
-// the whole process group is killed.
+// job-private rendezvous directory), but without xrun, so that a dead or stalled peer is seen by
+// the comm layer itself rather than by a launcher tearing the job down. Every run is bounded: on
+// timeout the whole process group is killed.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -135,8 +135,8 @@ class Process : public ::testing::TestWithParam<std::string> {
     const Job job = runJob(GetParam(), n, {"--gtest_filter=" + filter, "--gtest_brief=1"}, limit);
     EXPECT_FALSE(job.timedOut) << n << " ranks, " << filter << " timed out:\n" << job.all();
     for (size_t r = 0; r < job.ranks.size(); ++r) {
-      EXPECT_EQ(job.ranks[r].exitCode, 0)
-          << "rank " << r << " of " << n << ", " << filter << ":\n" << job.all();
+      EXPECT_EQ(job.ranks[r].exitCode, 0) << "rank " << r << " of " << n << ", " << filter << ":\n"
+                                          << job.all();
     }
   }
 };
@@ -148,6 +148,15 @@ const char* kNotMpi = "-*ConfigDisagreeingWithMpi*:Store.*";
 
 TEST_P(Process, CollectivesOnWorldsOf1To4) {
   for (int n : {1, 2, 3, 4}) expectSuccess(n, std::string("Collectives.*") + kNotMpi);
+}
+
+// shm's single-copy all-reduce (opt-in) between real processes, which read each other's buffers
+// with process_vm_readv (the worker's large reductions take that path).
+TEST_P(Process, SingleCopyCollectivesOnWorldsOf2And3) {
+  if (GetParam() != "shm") GTEST_SKIP() << "an shm option";
+  ::setenv("XTRAIN_SHM_SINGLE_COPY", "1", 1);  // inherited by the workers started below
+  for (int n : {2, 3}) expectSuccess(n, "Collectives.ReductionsMatchTheReference");
+  ::unsetenv("XTRAIN_SHM_SINGLE_COPY");
 }
 
 TEST_P(Process, GroupsAndFaults) {
