@@ -170,8 +170,8 @@ TEST_P(Process, EightRanks) {
 
 // Rank 1 SIGKILLs itself during collectives: the others fail on their own within a few seconds,
 // naming it, and exit with code 3.
-TEST_P(Process, KilledPeerIsNamedBySurvivors) {
-  const Job job = runJob(GetParam(), 3, {"kill"}, 30s);
+void expectKilledPeerNamed(const std::string& backend) {
+  const Job job = runJob(backend, 3, {"kill"}, 30s);
   ASSERT_FALSE(job.timedOut) << job.all();
   EXPECT_EQ(job.ranks[1].exitCode, 128 + SIGKILL) << job.all();
   for (size_t r : {size_t{0}, size_t{2}}) {
@@ -180,6 +180,18 @@ TEST_P(Process, KilledPeerIsNamedBySurvivors) {
     EXPECT_LT(rank.elapsed, 10s) << job.all();
     EXPECT_NE(rank.output.find("rank 1"), std::string::npos) << job.all();
   }
+}
+
+TEST_P(Process, KilledPeerIsNamedBySurvivors) {
+  expectKilledPeerNamed(GetParam());
+}
+
+// The same with shm's single-copy all-reduce (the "kill" mode's 256 KiB all-reduces take it).
+TEST_P(Process, KilledPeerIsNamedBySurvivorsWithSingleCopy) {
+  if (GetParam() != "shm") GTEST_SKIP() << "an shm option";
+  ::setenv("XTRAIN_SHM_SINGLE_COPY", "1", 1);
+  expectKilledPeerNamed(GetParam());
+  ::unsetenv("XTRAIN_SHM_SINGLE_COPY");
 }
 
 // Rank 1 stops (SIGSTOP): the others time out after 1 s naming the operation and exit with code 3.
