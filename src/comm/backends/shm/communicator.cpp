@@ -15,7 +15,7 @@
 // the same order.
 // Single copy (opt-in, XTRAIN_SHM_SINGLE_COPY=1; used only when every rank may read its peers'
 // memory with process_vm_readv, probed when the group is created): an all-reduce of at least
-// kSingleCopyBytes skips the copy into the slots. Each rank publishes its buffers' addresses; in
+// kSingleCopyBytes skips the copy into the slots. Each rank publishes its input's address; in
 // each round rank r reads slice r of every peer's input straight into a cache-sized scratch and
 // reduces it into the result slot and its output; the copy out of the result slot is as above.
 // Same slices, same rank order: bitwise the same results as the slot path. Where the kernel
@@ -292,8 +292,7 @@ void ShmTransport::singleCopyAllReduce(Call& c) {
   const auto r = static_cast<size_t>(rank_);
   RankState& mine = group_.rankState(rank_);
   mine.inputAddress = reinterpret_cast<uintptr_t>(c.in.data);
-  mine.outputAddress = reinterpret_cast<uintptr_t>(c.out.data);
-  sync(c);  // every rank's addresses are published; fingerprints agree
+  sync(c);  // every rank's input address is published; fingerprints agree
 
   const size_t chunkElems = std::max<size_t>(64, kScratchBytes / es);
   if (scratch_.size() < (k - 1) * chunkElems * es + 64)

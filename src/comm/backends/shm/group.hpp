@@ -29,13 +29,12 @@ struct alignas(64) RankState {
   Fingerprint fingerprints[2];  // by collective sequence parity
   // Single-copy transfers (peer_memory.hpp). At join: the address of a word in this process's
   // memory and its value, which the peers try to read, and whether this rank could read every
-  // peer's. Per all-reduce: this rank's input and output addresses, written before the first
-  // barrier and read by the peers until the last one.
+  // peer's. Per all-reduce: this rank's input address, written before the first barrier and read
+  // by the peers until the last one.
   uint64_t probeAddress;
   uint64_t probeValue;
   std::atomic<uint32_t> canReadPeers;
   uint64_t inputAddress;
-  uint64_t outputAddress;
 };
 
 enum class Failure : uint32_t { None = 0, Timeout = 1, Mismatch = 2, PeerLost = 3, Transfer = 4 };
