@@ -1,9 +1,10 @@
 // xbench: xtrain's benchmarks, printing one line per figure in a form comparable with the peers of
 // docs/performance.md, "Peers" (run them side by side with bench/run-vs-peers.sh).
 //
-//   xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]
+//   xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L] [--sharded]
 //       reference MLP 784-1024-1024-10, SGD lr 0.01 momentum 0.9; L local replicas, and under
-//       xrun -n N the job's layout
+//       xrun -n N the job's layout; --sharded: weights and optimizer state sharded across the
+//       replicas (replicated tensor sharding: reduce-scatter, sharded update, all-gather)
 //   xbench matmul [--size N] [--reps R]      float32 N x N x N GEMM: oneDNN sgemm and a naive loop
 //   xbench comm [...]                        collective bandwidth, nccl-tests format
 //   (comm_bench.cpp) xbench checkpoint [--bytes 400M] [--tensors N]   time to save one checkpoint
@@ -11,6 +12,7 @@
 //   xbench optimizer [--optimizer NAME] [--elements N]   one optimizer update per element
 //
 // `xbench SUBCOMMAND --help` prints its usage (exit 0); an unknown option exits 2 naming it.
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -23,9 +25,9 @@
 #include "bench_args.hpp"
 #include "checkpoint_bench.hpp"
 #include "checkpoint_stall_bench.hpp"
-#include "toolkit/example_models.hpp"
 #include "device/kernels/sgemm.hpp"
 #include "optimizer_bench.hpp"
+#include "toolkit/example_models.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
 #include "xtrain/session.hpp"
@@ -61,6 +63,7 @@ int benchMlp(const std::vector<std::string>& args) {
   const int64_t warmup = intFlag(args, "--warmup", 5, 0, 1000000000);
   const int64_t batch = intFlag(args, "--batch", 64, 1, 1 << 20);
   const int64_t replicasFlag = intFlag(args, "--replicas", 1, 1, 1 << 16);
+  const bool sharded = std::find(args.begin(), args.end(), "--sharded") != args.end();
   tools::MlpSpec spec;
   spec.layers = {784, 1024, 1024, 10};
   spec.microBatch = batch;
@@ -75,6 +78,12 @@ int benchMlp(const std::vector<std::string>& args) {
   } else if (local > 1) {
     options.enableReplicatedGraphs = true;
     options.replicatedGraphCount = local;
+  }
+  if (sharded) {
+    for (auto* s :
+         {&options.weightTensorLocationSettings, &options.optimizerStateTensorLocationSettings}) {
+      s->location.replicatedTensorSharding = ReplicatedTensorSharding::On;
+    }
   }
   const int64_t global = options.getGlobalReplicationFactor();
   const bool printer = !dist::isPopdistEnvSet() || dist::getInstanceIndex() == 0;
@@ -110,9 +119,11 @@ int benchMlp(const std::vector<std::string>& args) {
               << " final_loss=" << losses[0] << "\n";
     // The run line of the report: time per step and the share spent reducing gradients.
     const std::string report = session->getSummaryReport();
-    const auto runLine = report.find("run: ");
-    if (runLine != std::string::npos) {
-      std::cout << "  " << report.substr(runLine, report.find('\n', runLine) - runLine + 1);
+    for (const char* what : {"run: ", "gradient buckets across instances: "}) {
+      const auto at = report.find(what);
+      if (at != std::string::npos) {
+        std::cout << "  " << report.substr(at, report.find('\n', at) - at + 1);
+      }
     }
     if (std::getenv("XTRAIN_PROFILE_OPS") != nullptr) std::cout << report;
   }
@@ -173,9 +184,9 @@ struct Subcommand {
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
       {"mlp",
-       "xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L]",
+       "xbench mlp [--steps N] [--warmup N] [--batch B] [--replicas L] [--sharded]",
        {"--steps", "--warmup", "--batch", "--replicas"},
-       {},
+       {"--sharded"},
        benchMlp},
       {"matmul", "xbench matmul [--size N] [--reps R]", {"--size", "--reps"}, {}, benchMatmul},
       {"comm",

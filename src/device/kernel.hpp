@@ -23,6 +23,7 @@
 #pragma once
 #pragma GCC visibility push(default)
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -35,6 +36,11 @@
 
 namespace xtrain::device {
 
+// The memory layout of a tensor's buffer. Plain is row-major in the tensor's shape (NCHW for an
+// activation); ChannelsLast is a rank-4 [N, C, H, W] tensor stored as NHWC, chosen by the lowering
+// (session/layout_plan.hpp) only for tensors that never leave the ops that declare they accept it.
+enum class Layout : uint8_t { Plain, ChannelsLast };
+
 struct KernelSpec {
   std::string type;
   std::string domain;
@@ -43,9 +49,19 @@ struct KernelSpec {
   std::vector<TensorInfo> inputs;   // UNDEFINED info for an absent input
   std::vector<TensorInfo> outputs;  // UNDEFINED info for an absent output
   std::vector<int> modifiedInputs;  // inputs the op writes in place (the OpDef's modifiesInputs)
+  // Layouts of the inputs' and outputs' buffers; empty (or shorter than inputs/outputs) means
+  // Plain.
+  std::vector<Layout> inputLayouts;
+  std::vector<Layout> outputLayouts;
 
   bool hasInput(size_t i) const { return i < inputs.size() && inputs[i].isSet(); }
   bool hasOutput(size_t i) const { return i < outputs.size() && outputs[i].isSet(); }
+  Layout inputLayout(size_t i) const {
+    return i < inputLayouts.size() ? inputLayouts[i] : Layout::Plain;
+  }
+  Layout outputLayout(size_t i) const {
+    return i < outputLayouts.size() ? outputLayouts[i] : Layout::Plain;
+  }
   template <typename... Args>
   [[noreturn]] void fail(std::string_view f, const Args&... args) const {
     throw error(description + ": " + xtrain::format(f, args...));

@@ -1,5 +1,7 @@
 #include "replication/gradient_reducer.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,6 +26,7 @@ GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
                                  std::vector<Tensor> tensors, size_t bucketBytes)
     : comm_(std::move(comm)), tensors_(std::move(tensors)) {
   const size_t limit = std::max<size_t>(1, bucketBytes / sizeof(float));
+  const size_t alone = std::min(limit, kAloneBytes / sizeof(float));
   Bucket current;
   auto close = [&] {
     if (!current.members.empty()) buckets_.push_back(std::move(current));
@@ -32,12 +35,13 @@ GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const size_t n = tensors_[i].elements;
     if (n == 0) continue;
-    if (n >= limit) {
-      Bucket alone;
-      alone.members = {i};
-      alone.elements = n;
-      alone.packed = false;
-      buckets_.push_back(std::move(alone));
+    if (n >= alone) {
+      close();
+      Bucket own;
+      own.members = {i};
+      own.elements = n;
+      own.packed = false;
+      buckets_.push_back(std::move(own));
       continue;
     }
     if (current.elements + n > limit) close();
@@ -45,10 +49,9 @@ GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
     current.elements += n;
   }
   close();
-  bucketOf_.assign(tensors_.size(), SIZE_MAX);
   for (size_t k = 0; k < buckets_.size(); ++k) {
     if (buckets_[k].packed) buckets_[k].staging.resize(buckets_[k].elements);
-    for (size_t m : buckets_[k].members) bucketOf_[m] = k;
+    for (size_t m : buckets_[k].members) bucketOf_.emplace(tensors_[m].id, k);
   }
 }
 
@@ -71,11 +74,12 @@ void GradientReducer::start(Bucket& b, const BufferOf& bufferOf) {
 }
 
 void GradientReducer::ready(const TensorId& id, const BufferOf& bufferOf) {
-  for (size_t m = 0; m < tensors_.size(); ++m) {
-    if (tensors_[m].id != id || bucketOf_[m] == SIZE_MAX) continue;
-    Bucket& b = buckets_[bucketOf_[m]];
-    if (++b.readyCount == b.members.size() && !b.work) start(b, bufferOf);
-    return;
+  const auto it = bucketOf_.find(id);
+  if (it == bucketOf_.end()) return;  // empty, or not reduced here
+  Bucket& b = buckets_[it->second];
+  if (++b.readyCount == b.members.size() && !b.work) {
+    start(b, bufferOf);
+    ++overlap_.earlyBuckets;
   }
 }
 
@@ -85,6 +89,7 @@ void GradientReducer::finish(const BufferOf& bufferOf) {
     if (!b.work) start(b, bufferOf);
   }
   std::exception_ptr failure;
+  const auto waitStart = std::chrono::steady_clock::now();
   for (auto& b : buckets_) {
     try {
       b.work->wait();
@@ -92,6 +97,9 @@ void GradientReducer::finish(const BufferOf& bufferOf) {
       if (!failure) failure = std::current_exception();
     }
   }
+  ++overlap_.steps;
+  overlap_.waitSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waitStart).count();
   for (auto& b : buckets_) {
     b.work.reset();
     b.readyCount = 0;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "xtrain/names.hpp"
@@ -30,7 +31,10 @@ class GradientReducer {
   };
 
   // Tensors are bucketed in the given order (the order the backward pass produces them is best)
-  // into buckets of at most `bucketBytes`; a tensor larger than that is reduced in place, alone.
+  // into buckets of at most `bucketBytes`, packed into the bucket's staging buffer. A tensor of at
+  // least min(bucketBytes, kAloneBytes) is reduced alone, in place: packing it would cost a copy in
+  // and out, two passes over bytes that the collective itself reads once. It closes the bucket
+  // before it, so a bucket never waits for a tensor produced after a large one.
   GradientReducer(std::shared_ptr<comm::Communicator> comm, std::vector<Tensor> tensors,
                   size_t bucketBytes);
 
@@ -46,6 +50,17 @@ class GradientReducer {
   void allReduceSum(const BufferOf& bufferOf) { finish(bufferOf); }
 
   size_t numBuckets() const { return buckets_.size(); }
+
+  // What the steps so far did, to check that the reduction overlaps the backward pass: buckets
+  // started by ready() (before finish()), and the time finish() spent waiting for the all-reduces.
+  struct Overlap {
+    int64_t steps = 0;
+    int64_t earlyBuckets = 0;  // over all steps
+    double waitSeconds = 0;    // over all steps
+  };
+  const Overlap& overlap() const { return overlap_; }
+
+  static constexpr size_t kAloneBytes = size_t{1} << 20;
 
   // XTRAIN_GRAD_BUCKET_BYTES, else 4 MiB.
   static size_t bucketBytesFromEnvironment();
@@ -64,7 +79,8 @@ class GradientReducer {
   std::shared_ptr<comm::Communicator> comm_;
   std::vector<Tensor> tensors_;
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucketOf_;  // per tensor (SIZE_MAX for empty tensors)
+  Overlap overlap_;
+  std::unordered_map<TensorId, size_t> bucketOf_;  // tensor -> bucket (empty tensors: none)
 };
 
 }  // namespace xtrain::replication

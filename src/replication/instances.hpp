@@ -19,6 +19,11 @@ namespace xtrain::replication {
 // call (a job may create several sessions, one after another). Null when the job has one instance.
 std::shared_ptr<comm::Communicator> joinInstances(const ReplicaLayout& layout);
 
+// How many of the job's instances run on this host, this one included (1 without a communicator):
+// one all-gather of each instance's host identity, so every instance must call it at the same point
+// of its collective order (right after joinInstances). The instances of a host share its cores.
+int instancesOnThisHost(comm::Communicator* instances);
+
 }  // namespace xtrain::replication
 
 #pragma GCC visibility pop

@@ -43,6 +43,20 @@ void scale(float* x, int64_t begin, int64_t end, float factor) {
   for (int64_t i = begin; i < end; ++i) x[i] *= factor;
 }
 
+// Elements [begin, end) of x[0] plus the same of x[1..], then scaled and copied back to x[1..]:
+// one block of reducePlain's one-instance pass, on buffers looked up once per tensor.
+void sumScaleAndCopyBack(const std::vector<float*>& x, int64_t begin, int64_t end, float factor) {
+  float* acc = x[0];
+  for (size_t r = 1; r < x.size(); ++r) {
+    const float* y = x[r];
+    for (int64_t i = begin; i < end; ++i) acc[i] += y[i];
+  }
+  scale(acc, begin, end, factor);
+  for (size_t r = 1; r < x.size(); ++r) {
+    std::memcpy(x[r] + begin, acc + begin, static_cast<size_t>(end - begin) * sizeof(float));
+  }
+}
+
 }  // namespace
 
 ReplicaExchange::ReplicaExchange(ReplicaLayout layout,
@@ -112,13 +126,13 @@ void ReplicaExchange::reducePlain() {
     // sum from the cache (2L passes over memory instead of 2L + 1, and no second sweep).
     constexpr int64_t kBlock = 2048;
     replicas_.forEach([&](int64_t t) {
+      std::vector<float*> x(static_cast<size_t>(L));
       for (const TensorId& id : plan_.plain) {
+        // Buffers looked up once per tensor, not per block (a lookup hashes the tensor's name).
+        for (int64_t r = 0; r < L; ++r) x[static_cast<size_t>(r)] = floats(r, id);
         const auto [begin, end] = sliceOf(buffer(0, id).nelms(), t);
         for (int64_t b = begin; b < end; b += kBlock) {
-          const int64_t e = std::min(end, b + kBlock);
-          addReplicas(id, 0, others_, b, e);
-          scale(floats(0, id), b, e, factor);
-          copyReplicas(id, 0, others_, b, e);
+          sumScaleAndCopyBack(x, b, std::min(end, b + kBlock), factor);
         }
       }
     });
@@ -197,14 +211,14 @@ void ReplicaExchange::reduceSharded(const ShardedGradient& g) {
     // Domain All: a replica's shard index is its global index, so an instance's replicas hold
     // consecutive shards, and a reduce-scatter across the instances gives each instance exactly
     // its replicas' shards of the sum.
-    std::vector<float> padded(static_cast<size_t>(layout_.global * s), 0.0f);
-    std::memcpy(padded.data(), sum, static_cast<size_t>(n) * sizeof(float));
-    std::vector<float> mine(static_cast<size_t>(L * s));
-    instances_->reduceScatterSync(viewOf(padded), viewOf(mine),
-                                  named<comm::ReduceScatterOptions>(debugName));
-    for (int64_t r = 0; r < L; ++r) {
-      std::memcpy(floats(r, g.gradShard), mine.data() + r * s,
-                  static_cast<size_t>(s) * sizeof(float));
+    if (L == 1) {
+      // Straight from the sum into the replica's shard (the collective pads past n): no copies.
+      instances_->reduceScatterSync(
+          viewOf(sum, static_cast<size_t>(n), DataType::FLOAT),
+          viewOf(floats(0, g.gradShard), static_cast<size_t>(s), DataType::FLOAT),
+          named<comm::ReduceScatterOptions>(debugName));
+    } else {
+      reduceScatterLocalShards(g, sum, debugName);
     }
   } else {
     // Other domains: the shards of one instance need not be consecutive; the whole sum is
@@ -228,6 +242,21 @@ void ReplicaExchange::reduceSharded(const ShardedGradient& g) {
   }
 }
 
+void ReplicaExchange::reduceScatterLocalShards(const ShardedGradient& g, float* sum,
+                                               const std::string& debugName) {
+  const int64_t L = layout_.local;
+  const int64_t s = g.plan.shard;
+  std::vector<float> padded(static_cast<size_t>(layout_.global * s), 0.0f);
+  std::memcpy(padded.data(), sum, static_cast<size_t>(g.plan.elements) * sizeof(float));
+  std::vector<float> mine(static_cast<size_t>(L * s));
+  instances_->reduceScatterSync(viewOf(padded), viewOf(mine),
+                                named<comm::ReduceScatterOptions>(debugName));
+  for (int64_t r = 0; r < L; ++r) {
+    std::memcpy(floats(r, g.gradShard), mine.data() + r * s,
+                static_cast<size_t>(s) * sizeof(float));
+  }
+}
+
 void ReplicaExchange::gatherShardedWeights() {
   for (const auto& g : plan_.sharded) {
     HostTensor& first = buffer(0, g.weight);
@@ -244,7 +273,15 @@ void ReplicaExchange::gatherShards(const ShardPlan& plan, const TensorId& shardI
   auto view = [&](std::vector<std::byte>& v) { return viewOf(v.data(), v.size() / element, type); };
   const std::string debugName = "shardedGather/" + shardId;
   if (instances_ && plan.shardCount() == layout_.global) {
-    // Domain All: the instances' shards are consecutive, an all-gather assembles them.
+    // Domain All: the instances' shards are consecutive, an all-gather assembles them; with one
+    // local replica straight from its shard into `whole` (the collective drops the padding).
+    if (L == 1) {
+      instances_->allGatherSync(
+          viewOf(buffer(0, shardId).raw(), static_cast<size_t>(plan.shard), type),
+          viewOf(whole, static_cast<size_t>(plan.elements), type),
+          named<comm::AllGatherOptions>(debugName));
+      return;
+    }
     std::vector<std::byte> mine(static_cast<size_t>(L) * bytes);
     for (int64_t r = 0; r < L; ++r) {
       std::memcpy(mine.data() + static_cast<size_t>(r) * bytes, buffer(r, shardId).raw(), bytes);

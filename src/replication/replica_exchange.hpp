@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/host_tensor.hpp"
@@ -98,6 +99,8 @@ class ReplicaExchange {
   void gradientReady(const TensorId& reduced);
   // Every gradient of the plan reduced as described above.
   void reduceGradients();
+  // The bucketed reduction of plain gradients across instances (null with one instance).
+  const GradientReducer* reducer() const { return reducer_.get(); }
   // After the update: each sharded weight's updated shards gathered into every replica's weight.
   void gatherShardedWeights();
 
@@ -132,6 +135,9 @@ class ReplicaExchange {
   void reducePlain();
   void reduceGrouped(const GroupedGradient& g);
   void reduceSharded(const ShardedGradient& g);
+  // Domain All across instances with several local replicas: the local sum `sum` reduce-scattered
+  // through a padded copy, each local replica's shard copied out of this instance's part.
+  void reduceScatterLocalShards(const ShardedGradient& g, float* sum, const std::string& debugName);
   // Elements [begin, end) of replica `to`'s tensor `id` plus the same of each of `from`.
   void addReplicas(const TensorId& id, int64_t to, const std::vector<int64_t>& from, int64_t begin,
                    int64_t end);

@@ -72,7 +72,8 @@ BufferReuse bufferReuseFromEnvironment() {
 }
 
 BufferPlan planBuffers(const ir::Graph& graph, const std::vector<TensorId>& tensors,
-                       const std::set<TensorId>& keep, BufferReuse mode) {
+                       const std::set<TensorId>& keep, BufferReuse mode,
+                       const std::set<TensorId>& channelsLast) {
   BufferPlan plan;
   plan.offsets.assign(tensors.size(), -1);
   if (mode == BufferReuse::Off) return plan;
@@ -126,7 +127,8 @@ BufferPlan planBuffers(const ir::Graph& graph, const std::vector<TensorId>& tens
     const size_t out = bufferOf.at(op.outputs[0]);
     const TensorInfo& a = graph.tensor(op.inputs[0]).info;
     const TensorInfo& b = graph.tensor(op.outputs[0]).info;
-    if (!planned[in] || !planned[out] || a.dataType() != b.dataType() || a.nbytes() != b.nbytes())
+    if (!planned[in] || !planned[out] || a.dataType() != b.dataType() || a.nbytes() != b.nbytes() ||
+        channelsLast.count(op.inputs[0]) || channelsLast.count(op.outputs[0]))
       continue;
     parent[out] = root(in);
     ++plan.aliases;

@@ -40,8 +40,12 @@ struct BufferPlan {
 
 // Plans the buffers of `tensors` (every tensor of `graph`, in buffer order). `keep` names the
 // tensors the session reads or writes by id outside the programs (anchors): they keep their own.
+// `channelsLast` (session/layout_plan.hpp): a shape-only op never shares bytes with such a tensor,
+// since its bytes are not in the order of its shape (the layout plan keeps shape-only ops out of
+// channels-last regions already; this holds the plan to it should that change).
 BufferPlan planBuffers(const ir::Graph& graph, const std::vector<TensorId>& tensors,
-                       const std::set<TensorId>& keep, BufferReuse mode);
+                       const std::set<TensorId>& keep, BufferReuse mode,
+                       const std::set<TensorId>& channelsLast = {});
 
 }  // namespace xtrain::session
 

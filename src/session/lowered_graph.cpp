@@ -10,11 +10,13 @@
 
 #include "common/check.hpp"
 #include "session/kernel_spec.hpp"
+#include "session/layout_plan.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::session {
 
 LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& options) : graph_(graph) {
+  if (options.channelsLast) channelsLast_ = channelsLastTensors(graph, options.hostRead);
   for (const auto& [id, t] : graph.tensors()) {
     index_[id] = static_cast<int>(tensors_.size());
     tensors_.push_back(id);
@@ -24,12 +26,17 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
     device::Instruction instr;
     for (const auto& in : op.inputs) instr.inputs.push_back(in.empty() ? -1 : index_.at(in));
     for (const auto& out : op.outputs) instr.outputs.push_back(out.empty() ? -1 : index_.at(out));
-    instr.kernel = device::KernelRegistry::instance().create(kernelSpecOf(graph, op));
+    device::KernelSpec spec = kernelSpecOf(graph, op);
+    if (!channelsLast_.empty()) {
+      for (const auto& in : op.inputs) spec.inputLayouts.push_back(layout(in));
+      for (const auto& out : op.outputs) spec.outputLayouts.push_back(layout(out));
+    }
+    instr.kernel = device::KernelRegistry::instance().create(spec);
     instr.description = op.describe();
     instr.seedSalt = std::hash<std::string>{}(op.name + "#" + std::to_string(op.id));
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
   }
-  plan_ = planBuffers(graph, tensors_, options.hostRead, options.bufferReuse);
+  plan_ = planBuffers(graph, tensors_, options.hostRead, options.bufferReuse, channelsLast_);
   if (plan_.plannedTensors > 0) {
     logging::session::debug(
         "buffer plan: {} activations ({} bytes, one buffer each) in a block of {} bytes; {} "

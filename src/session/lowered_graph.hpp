@@ -18,11 +18,14 @@
 
 namespace xtrain::session {
 
-// How a graph is lowered. By default every tensor has a buffer of its own, so that any tensor can
-// be read by id (as the op tests do); a session asks for the buffer plan (XTRAIN_BUFFER_REUSE) and
-// names the tensors the host reads besides the graph's outputs (anchors), which the plan keeps out.
+// How a graph is lowered. By default every tensor has a buffer of its own and every buffer is
+// plain (row-major in its shape), so that any tensor can be read by id (as the op tests do). A
+// session asks for the buffer plan (XTRAIN_BUFFER_REUSE) and channels-last activations
+// (session/layout_plan.hpp), and names the tensors the host reads besides the graph's outputs
+// (anchors), which keep their own, plain buffers.
 struct LoweringOptions {
   BufferReuse bufferReuse = BufferReuse::Off;
+  bool channelsLast = false;
   std::set<TensorId> hostRead;
 };
 
@@ -61,11 +64,16 @@ class LoweredGraph {
   }
   // The index of the last instruction of `phase` that writes `id`, or -1 when none does.
   int64_t lastWriter(ir::Phase phase, const TensorId& id) const;
+  // The layout of a tensor's buffer (Plain for every tensor the host reads).
+  device::Layout layout(const TensorId& id) const {
+    return channelsLast_.count(id) != 0 ? device::Layout::ChannelsLast : device::Layout::Plain;
+  }
 
  private:
   const ir::Graph& graph_;
   std::map<TensorId, int> index_;
   std::vector<TensorId> tensors_;
+  std::set<TensorId> channelsLast_;
   std::array<device::Program, ir::kPhaseCount> programs_;
   BufferPlan plan_;
   bool profiling_ = false;

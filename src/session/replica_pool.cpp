@@ -6,8 +6,17 @@
 
 namespace xtrain::session {
 
-ReplicaPool::ReplicaPool(int64_t replicas) : errors_(static_cast<size_t>(replicas)) {
-  for (int64_t r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { loop(r); });
+int kernelThreadsPerReplica(int64_t replicasOnHost) {
+  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  return static_cast<int>(std::max<int64_t>(1, cores / std::max<int64_t>(1, replicasOnHost)));
+}
+
+ReplicaPool::ReplicaPool(int64_t replicas, int64_t instancesOnHost)
+    : errors_(static_cast<size_t>(replicas)) {
+  const int kernelThreads = kernelThreadsPerReplica(replicas * instancesOnHost);
+  for (int64_t r = 0; r < replicas; ++r) {
+    threads_.emplace_back([this, r, kernelThreads] { loop(r, kernelThreads); });
+  }
 }
 
 ReplicaPool::~ReplicaPool() {
@@ -36,10 +45,8 @@ void ReplicaPool::run(const std::function<void(int64_t)>& fn) {
   }
 }
 
-void ReplicaPool::loop(int64_t replica) {
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto replicas = static_cast<int64_t>(errors_.size());  // sized before any thread started
-  device::setKernelThreadsForThisThread(static_cast<int>(std::max<int64_t>(1, cores / replicas)));
+void ReplicaPool::loop(int64_t replica, int kernelThreads) {
+  device::setKernelThreadsForThisThread(kernelThreads);
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t)>* job = nullptr;

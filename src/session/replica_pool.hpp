@@ -13,13 +13,18 @@
 
 namespace xtrain::session {
 
+// Kernel threads for each of `replicasOnHost` replicas computing at once on this host (this
+// instance's and those of the job's other instances there): the host's cores shared out, at least
+// one, so that replicas and instances do not start more threads than there are cores.
+int kernelThreadsPerReplica(int64_t replicasOnHost);
+
 // Contract: run(fn) calls fn(r) for every replica r in [0, L), each on replica r's thread, and
 // returns when all returned; if any threw, it rethrows the exception of the lowest replica that
-// threw (after all finished). Each thread's kernels may use max(1, cores / L) threads. Not
-// re-entrant: one run() at a time. The destructor joins the threads.
+// threw (after all finished). Each thread's kernels may use kernelThreadsPerReplica(L x
+// instancesOnHost) threads. Not re-entrant: one run() at a time. The destructor joins the threads.
 class ReplicaPool {
  public:
-  explicit ReplicaPool(int64_t replicas);
+  explicit ReplicaPool(int64_t replicas, int64_t instancesOnHost = 1);
   ~ReplicaPool();
   ReplicaPool(const ReplicaPool&) = delete;
   ReplicaPool& operator=(const ReplicaPool&) = delete;
@@ -27,7 +32,7 @@ class ReplicaPool {
   void run(const std::function<void(int64_t)>& fn);
 
  private:
-  void loop(int64_t replica);
+  void loop(int64_t replica, int kernelThreads);
 
   std::mutex mu_;
   std::condition_variable start_;

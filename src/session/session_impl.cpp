@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -14,9 +15,11 @@
 #include "common/check.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
+#include "ir/fusion/fusion.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "replication/instances.hpp"
+#include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
@@ -78,6 +81,15 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // the graph, before the training graph is added.
   if (config_.training) takeOptimizerStateInitializers();
   graphFingerprint_ = computeGraphFingerprint();
+  // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
+  // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 turns it off to compare.
+  if (const char* fusion = std::getenv("XTRAIN_FUSION");
+      fusion == nullptr || std::string(fusion) != "0") {
+    std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
+    if (!config_.loss.empty()) keep.insert(config_.loss);
+    const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
+    if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
+  }
   if (config_.training) buildTrainingGraph();
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
                          graph_->ops().size(), graph_->tensors().size(), localReplicas_,
@@ -207,9 +219,11 @@ void SessionImpl::prepareDevice() {
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   computeMemory();  // throws OutOfMemoryException when an IPU overflows
-  // Activations share the buffer plan's block; what the host reads keeps its own buffer.
+  // Activations share the buffer plan's block and may be channels-last between convolutions; what
+  // the host reads keeps its own, plain buffer.
   LoweringOptions lowering;
   lowering.bufferReuse = bufferReuseFromEnvironment();
+  lowering.channelsLast = channelsLastFromEnvironment();
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
   lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
   if (d.getType() == DeviceType::OfflineIpu ||
@@ -229,7 +243,7 @@ void SessionImpl::prepareDevice() {
     for (int64_t r = 1; r < localReplicas_; ++r) {
       replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_, lowering));
     }
-    pool_ = std::make_unique<ReplicaPool>(localReplicas_);
+    pool_ = std::make_unique<ReplicaPool>(localReplicas_, instancesOnHost_);
   }
   for (const auto& [id, t] : graph_->tensors()) {
     if (!isHostVisible(*t) || !t->value) continue;
@@ -299,6 +313,14 @@ void SessionImpl::joinInstances() {
     return;
   if (instances_) return;
   instances_ = replication::joinInstances({localReplicas_, globalReplicas_, replicaOffset_});
+  // Instances started together on one host (xrun -n N) would each start a full team of kernel
+  // threads on the same cores: a single replica gets its share unless OMP_NUM_THREADS says
+  // otherwise (the replica pool shares the cores out anyway).
+  instancesOnHost_ = replication::instancesOnThisHost(instances_.get());
+  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
+  if (localReplicas_ == 1 && instancesOnHost_ > 1 && (ompThreads == nullptr || *ompThreads == 0)) {
+    singleReplicaKernelThreads_ = kernelThreadsPerReplica(instancesOnHost_);
+  }
   const int numInstances = instances_->size();
   std::vector<int> everyone(static_cast<size_t>(numInstances));
   for (int i = 0; i < numInstances; ++i) everyone[static_cast<size_t>(i)] = i;

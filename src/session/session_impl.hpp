@@ -246,6 +246,11 @@ class SessionImpl : private replication::LocalReplicas {
   std::vector<std::vector<TensorId>> readyAfter_;
   std::vector<std::unique_ptr<LoweredGraph>> replicaPrograms_;  // replicas 1..L-1 (threads)
   std::unique_ptr<ReplicaPool> pool_;  // one thread per local replica when there are several
+  // The job's instances on this host, this one included (they share its cores).
+  int64_t instancesOnHost_ = 1;
+  // Kernel threads of a single local replica, which computes on the caller's thread during run():
+  // 0 leaves the caller's setting (OpenMP's default: every core, or OMP_NUM_THREADS).
+  int singleReplicaKernelThreads_ = 0;
   // How the model's replicated collective ops meet the other replicas (set by prepareDevice).
   std::unique_ptr<ReplicaCollectives> collectives_;
   int64_t accumulationFactor_ = 1;

@@ -3,12 +3,34 @@
 #include <chrono>
 #include <cstdio>
 
+#include "device/kernels/kernel_threads.hpp"
 #include "device/program.hpp"
 #include "session/session_impl.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::session {
+
+namespace {
+
+// The calling thread's kernel thread count set for a scope (0: left alone), then restored.
+class KernelThreadsScope {
+ public:
+  explicit KernelThreadsScope(int threads)
+      : previous_(threads > 0 ? device::kernelThreadsForThisThread() : 0) {
+    if (threads > 0) device::setKernelThreadsForThisThread(threads);
+  }
+  ~KernelThreadsScope() {
+    if (previous_ > 0) device::setKernelThreadsForThisThread(previous_);
+  }
+  KernelThreadsScope(const KernelThreadsScope&) = delete;
+  KernelThreadsScope& operator=(const KernelThreadsScope&) = delete;
+
+ private:
+  const int previous_;
+};
+
+}  // namespace
 
 void SessionImpl::takeHalfAccumulators() {
   for (const auto& u : optimizerGraph_.updates) {
@@ -47,6 +69,7 @@ void SessionImpl::forEachReplicaProgram(const std::function<void(int64_t)>& fn) 
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   requirePrepared("run");
+  const KernelThreadsScope kernelThreads(singleReplicaKernelThreads_);
   const auto runStart = std::chrono::steady_clock::now();
   const int64_t bps = config_.dataFlow.batchesPerStep();
   const int64_t af = accumulationFactor_;
@@ -157,7 +180,20 @@ std::string SessionImpl::stepTimeReport() const {
                 static_cast<long long>(globalReplicas_), static_cast<long long>(localReplicas_),
                 reductionSeconds_ / steps * 1e3,
                 runSeconds_ > 0 ? 100.0 * reductionSeconds_ / runSeconds_ : 0.0);
-  return line;
+  std::string report = line;
+  if (const auto* reducer = exchange_ ? exchange_->reducer() : nullptr;
+      reducer != nullptr && reducer->overlap().steps > 0) {
+    // Whether the buckets' all-reduces overlap the backward pass, and what is left exposed.
+    const auto& o = reducer->overlap();
+    const double n = static_cast<double>(o.steps);
+    std::snprintf(line, sizeof line,
+                  "gradient buckets across instances: %zu, %.1f per step started during the "
+                  "backward pass; waiting for them after it: %.3f ms per step\n",
+                  reducer->numBuckets(), static_cast<double>(o.earlyBuckets) / n,
+                  o.waitSeconds / n * 1e3);
+    report += line;
+  }
+  return report;
 }
 
 }  // namespace xtrain::session

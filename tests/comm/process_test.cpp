@@ -1,8 +1,8 @@
 // The shm and gloo backends with real processes: N copies of bin/xtrain_comm_worker
 // (tests/comm/worker/) started with the environment xrun gives its instances (XTRAIN_* and a
-// job-private rendezvous directory), but without xrun, so that a dead or stalled peer is seen by the
-// comm layer itself rather than by a launcher tearing the job down. Every run is bounded: on timeout
-// the whole process group is killed.
+// job-private rendezvous directory), but without xrun, so that a dead or stalled peer is seen by
+// the comm layer itself rather than by a launcher tearing the job down. Every run is bounded: on
+// timeout the whole process group is killed.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -135,8 +135,8 @@ class Process : public ::testing::TestWithParam<std::string> {
     const Job job = runJob(GetParam(), n, {"--gtest_filter=" + filter, "--gtest_brief=1"}, limit);
     EXPECT_FALSE(job.timedOut) << n << " ranks, " << filter << " timed out:\n" << job.all();
     for (size_t r = 0; r < job.ranks.size(); ++r) {
-      EXPECT_EQ(job.ranks[r].exitCode, 0)
-          << "rank " << r << " of " << n << ", " << filter << ":\n" << job.all();
+      EXPECT_EQ(job.ranks[r].exitCode, 0) << "rank " << r << " of " << n << ", " << filter << ":\n"
+                                          << job.all();
     }
   }
 };
@@ -150,6 +150,15 @@ TEST_P(Process, CollectivesOnWorldsOf1To4) {
   for (int n : {1, 2, 3, 4}) expectSuccess(n, std::string("Collectives.*") + kNotMpi);
 }
 
+// shm's single-copy all-reduce (opt-in) between real processes, which read each other's buffers
+// with process_vm_readv (the worker's large reductions take that path).
+TEST_P(Process, SingleCopyCollectivesOnWorldsOf2And3) {
+  if (GetParam() != "shm") GTEST_SKIP() << "an shm option";
+  ::setenv("XTRAIN_SHM_SINGLE_COPY", "1", 1);  // inherited by the workers started below
+  for (int n : {2, 3}) expectSuccess(n, "Collectives.ReductionsMatchTheReference");
+  ::unsetenv("XTRAIN_SHM_SINGLE_COPY");
+}
+
 TEST_P(Process, GroupsAndFaults) {
   expectSuccess(2, "Groups.*:Faults.*");
   expectSuccess(4, "Groups.*:Faults.*");
@@ -161,8 +170,8 @@ TEST_P(Process, EightRanks) {
 
 // Rank 1 SIGKILLs itself during collectives: the others fail on their own within a few seconds,
 // naming it, and exit with code 3.
-TEST_P(Process, KilledPeerIsNamedBySurvivors) {
-  const Job job = runJob(GetParam(), 3, {"kill"}, 30s);
+void expectKilledPeerNamed(const std::string& backend) {
+  const Job job = runJob(backend, 3, {"kill"}, 30s);
   ASSERT_FALSE(job.timedOut) << job.all();
   EXPECT_EQ(job.ranks[1].exitCode, 128 + SIGKILL) << job.all();
   for (size_t r : {size_t{0}, size_t{2}}) {
@@ -171,6 +180,18 @@ TEST_P(Process, KilledPeerIsNamedBySurvivors) {
     EXPECT_LT(rank.elapsed, 10s) << job.all();
     EXPECT_NE(rank.output.find("rank 1"), std::string::npos) << job.all();
   }
+}
+
+TEST_P(Process, KilledPeerIsNamedBySurvivors) {
+  expectKilledPeerNamed(GetParam());
+}
+
+// The same with shm's single-copy all-reduce (the "kill" mode's 256 KiB all-reduces take it).
+TEST_P(Process, KilledPeerIsNamedBySurvivorsWithSingleCopy) {
+  if (GetParam() != "shm") GTEST_SKIP() << "an shm option";
+  ::setenv("XTRAIN_SHM_SINGLE_COPY", "1", 1);
+  expectKilledPeerNamed(GetParam());
+  ::unsetenv("XTRAIN_SHM_SINGLE_COPY");
 }
 
 // Rank 1 stops (SIGSTOP): the others time out after 1 s naming the operation and exit with code 3.

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 
+#include "device/kernels/kernel_threads.hpp"
 #include "testing/op_testing.hpp"
 
 namespace xtrain::testing {
@@ -123,6 +125,80 @@ TEST_P(SceReductions, GradientsMatchFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sce, SceReductions, ::testing::Values("mean", "sum", "none"));
+
+// A language model's loss ([tokens, vocabulary] scores; and a spatial one): the grad, run as its
+// own op, against softmax - onehot scaled by the reduction, computed in double; some labels
+// ignored, weighted or not; the same to the bit on 1 and 2 kernel threads.
+TEST(Sce, LargeGradMatchesFormulaOnAnyThreadCount) {
+  for (const Shape& shape : {Shape{300, 200}, Shape{6, 50, 40}}) {
+    for (bool weighted : {false, true}) {
+      SCOPED_TRACE(shapeToString(shape) + (weighted ? " weighted" : ""));
+      const int64_t n = shape[0], c = shape[1], s = shape.size() > 2 ? shape[2] : 1;
+      auto x = randomTensor(shape, 40, -6.0f, 6.0f);
+      Shape labelShape{n};
+      if (shape.size() > 2) labelShape.push_back(s);
+      HostTensor y(TensorInfo(DataType::INT64, labelShape));
+      for (int64_t i = 0; i < n * s; ++i)
+        y.span<int64_t>()[static_cast<size_t>(i)] = i % 7 == 3 ? -1 : (i * 37) % c;
+      auto w = randomTensor({c}, 41, 0.5f, 2.0f);
+      auto dLoss = HostTensor::fromVector<float>({}, {0.75f});
+      const auto lp = refSce(x, y, weighted ? &w : nullptr, "mean", -1).logProb;
+      double wsum = 0;
+      for (int64_t i = 0; i < n * s; ++i) {
+        const int64_t label = y.span<int64_t>()[static_cast<size_t>(i)];
+        if (label >= 0) wsum += weighted ? at(w, label) : 1.0;
+      }
+      HostTensor ref(x.info());
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t k = 0; k < s; ++k) {
+          const int64_t label = y.span<int64_t>()[static_cast<size_t>(i * s + k)];
+          const double coef = label < 0 ? 0.0 : (weighted ? at(w, label) : 1.0) * 0.75 / wsum;
+          for (int64_t j = 0; j < c; ++j) {
+            const int64_t e = (i * c + j) * s + k;
+            ref.setFromDouble(e, coef * (std::exp(lp.getAsDouble(e)) - (j == label ? 1.0 : 0.0)));
+          }
+        }
+      }
+      const BuildFn grad = [&](ir::Graph& g, std::vector<TensorId> in) {
+        if (!weighted) in.pop_back();
+        return addOp(g, "SoftmaxCrossEntropyGrad", in,
+                     attrs({{"reduction", std::string("mean")}, {"ignore_index", int64_t{-1}}}), 1,
+                     ir::kXtrainDomain, 0);
+      };
+      device::setKernelThreadsForThisThread(1);
+      auto one = runForward(grad, {dLoss, x, y, w});
+      device::setKernelThreadsForThisThread(2);
+      auto two = runForward(grad, {dLoss, x, y, w});
+      EXPECT_TRUE(allClose(one[0], ref, 1e-5, 1e-7));
+      EXPECT_EQ(std::memcmp(one[0].raw(), two[0].raw(), one[0].nbytes()), 0);
+    }
+  }
+}
+
+// The forward on a language model's [tokens, vocabulary] scores (rows spread over threads): every
+// reduction, weighted, some labels ignored, log_prob too, against the reference; the same to the
+// bit on 1 and 2 kernel threads.
+TEST(Sce, LargeRowsMatchReferenceOnAnyThreadCount) {
+  auto x = randomTensor({300, 200}, 42, -6.0f, 6.0f);
+  HostTensor y(TensorInfo(DataType::INT64, {300}));
+  for (int64_t i = 0; i < 300; ++i) {
+    y.span<int64_t>()[static_cast<size_t>(i)] = i % 7 == 3 ? -1 : (i * 37) % 200;
+  }
+  auto w = randomTensor({200}, 43, 0.5f, 2.0f);
+  for (const std::string red : {"mean", "sum", "none"}) {
+    SCOPED_TRACE(red);
+    auto ref = refSce(x, y, &w, red, -1);
+    device::setKernelThreadsForThisThread(1);
+    auto one = runForward(sce(red, -1, 2), {x, y, w});
+    device::setKernelThreadsForThisThread(2);
+    auto two = runForward(sce(red, -1, 2), {x, y, w});
+    EXPECT_TRUE(allClose(one[0], ref.loss, 1e-5, 1e-6));
+    EXPECT_TRUE(allClose(one[1], ref.logProb, 1e-5, 1e-6));
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(std::memcmp(one[k].raw(), two[k].raw(), one[k].nbytes()), 0) << "output " << k;
+    }
+  }
+}
 
 TEST(Sce, DefaultReductionIsMeanAndLargeScoresStayFinite) {
   auto x = HostTensor::fromVector<float>({2, 3}, {1000.0f, -1000.0f, 999.0f, -5e3f, 5e3f, 0.0f});

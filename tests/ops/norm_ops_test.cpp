@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
+#include "device/kernels/kernel_threads.hpp"
 #include "testing/op_testing.hpp"
 
 namespace xtrain::testing {
@@ -135,6 +137,66 @@ TEST(LayerNorm, GradientsWithBroadcastParamsAndNoBias) {
   auto b = randomTensor({3, 1}, 17);
   expectGradientsMatch(layerNorm(attrs({{"axis", int64_t{1}}}), 1), {x, s, b});
   expectGradientsMatch(layerNorm(attrs({{"axis", int64_t{-1}}}), 2), {x, s});
+}
+
+// Many rows (the kernels spread them over threads, and the grad sums dScale and dB over fixed row
+// blocks): forward against the reference; LayerNormGrad against its formula evaluated in double,
+// and the same to the bit on 1 and 2 kernel threads.
+TEST(LayerNorm, ManyRowsMatchReferenceOnAnyThreadCount) {
+  // 8 x 1031 x 128 > 2^20 elements, so the kernels run threaded; 1031 leaves a partial row block.
+  const int64_t rows = 8 * 1031, n = 128;
+  auto x = randomTensor({8, 1031, n}, 30, -2.0f, 3.0f);
+  auto s = randomTensor({n}, 31, 0.5f, 1.5f);
+  auto b = randomTensor({n}, 32);
+  auto dy = randomTensor({8, 1031, n}, 33);
+  auto out = runForward(layerNorm({}, 3), {x, s, b});
+  auto ref = refLayerNorm(x, s, &b, 2, 1e-5f);
+  EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(out[1], ref.mean, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[2], ref.inv, 1e-5, 1e-6));
+
+  HostTensor dx(x.info()), ds(s.info()), db(s.info());
+  std::vector<double> sumS(n), sumB(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double mu = ref.mean.getAsDouble(r), inv = ref.inv.getAsDouble(r);
+    double meanG = 0, meanGx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double xhat = (x.getAsDouble(r * n + j) - mu) * inv;
+      const double g = dy.getAsDouble(r * n + j) * s.getAsDouble(j);
+      meanG += g / static_cast<double>(n);
+      meanGx += g * xhat / static_cast<double>(n);
+      sumS[static_cast<size_t>(j)] += dy.getAsDouble(r * n + j) * xhat;
+      sumB[static_cast<size_t>(j)] += dy.getAsDouble(r * n + j);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const double xhat = (x.getAsDouble(r * n + j) - mu) * inv;
+      const double g = dy.getAsDouble(r * n + j) * s.getAsDouble(j);
+      dx.setFromDouble(r * n + j, inv * (g - meanG - xhat * meanGx));
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    ds.setFromDouble(j, sumS[static_cast<size_t>(j)]);
+    db.setFromDouble(j, sumB[static_cast<size_t>(j)]);
+  }
+  const BuildFn grad = [](ir::Graph& g, const std::vector<TensorId>& in) {
+    return addOp(g, "LayerNormGrad", in, attrs({{"axis", int64_t{2}}, {"epsilon", 1e-5f}}), 3,
+                 ir::kXtrainDomain, 0);
+  };
+  for (bool saved : {false, true}) {
+    SCOPED_TRACE(saved ? "saved statistics" : "statistics recomputed");
+    std::vector<HostTensor> in{dy, x, s};
+    if (saved) in.insert(in.end(), {out[1], out[2]});
+    device::setKernelThreadsForThisThread(1);
+    auto one = runForward(grad, in);
+    device::setKernelThreadsForThisThread(2);
+    auto two = runForward(grad, in);
+    EXPECT_TRUE(allClose(one[0], dx, 1e-5, 1e-5));
+    EXPECT_TRUE(allClose(one[1], ds, 1e-5, 1e-5));
+    EXPECT_TRUE(allClose(one[2], db, 1e-5, 1e-5));
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(std::memcmp(one[k].raw(), two[k].raw(), one[k].nbytes()), 0) << "output " << k;
+    }
+  }
 }
 
 TEST(LayerNorm, WrongScaleShapeNamesTheOp) {

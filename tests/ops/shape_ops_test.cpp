@@ -328,6 +328,23 @@ TEST(TransposeOp, EveryPermutationOf3DAnd4D) {
   }
 }
 
+// Transformer-sized FLOAT transposes: a weight, the heads' split and the keys' transpose, with odd
+// sizes so that tiles have remainders. Exact.
+TEST(TransposeOp, LargeFloatTransposesAreExact) {
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases{
+      {{1027, 259}, {1, 0}}, {{8, 131, 4, 64}, {0, 2, 1, 3}}, {{8, 131, 4, 64}, {0, 2, 3, 1}}};
+  for (const auto& [s, perm] : cases) {
+    auto x = iota(s);
+    auto out = runForward(
+        [&perm = perm](ir::Graph& g, auto in) {
+          return addOp(g, "Transpose", in, ints("perm", perm));
+        },
+        {x});
+    EXPECT_TRUE(allClose(out[0], transposeRef(x, perm), 0, 0))
+        << shapeToString(s) << " perm " << shapeToString(perm);
+  }
+}
+
 TEST(TransposeOp, ByteCopyForOtherElementTypes) {
   auto i64 = HostTensor::fromVector<int64_t>({2, 3}, {1, 2, 3, 4, 5, kMin});
   auto u8 = HostTensor::fromVector<uint8_t>({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 255});

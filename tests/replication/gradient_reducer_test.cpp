@@ -66,8 +66,8 @@ float sumOf(int ranks, size_t i) {
 }
 
 TEST(GradientReducer, PacksSmallTensorsAndReducesLargeOnesAlone) {
-  // Buckets of 8 floats: a and b share one, c (100) is alone, d is empty (no bucket), e starts a
-  // new bucket because a + b + e would not fit.
+  // Buckets of 8 floats: a and b share one, c (100) is alone and closes it, d is empty (no
+  // bucket), e starts a new bucket.
   const std::vector<GradientReducer::Tensor> tensors{
       {"a", 3}, {"b", 3}, {"c", 100}, {"d", 0}, {"e", 5}};
   std::atomic<size_t> buckets{0};  // written by every rank
@@ -80,6 +80,35 @@ TEST(GradientReducer, PacksSmallTensorsAndReducesLargeOnesAlone) {
     for (const auto& t : tensors) {
       ASSERT_EQ(b.at(t.id).size(), t.elements);
       for (size_t i = 0; i < t.elements; ++i) EXPECT_EQ(b.at(t.id)[i], sumOf(3, i)) << t.id;
+    }
+  }
+}
+
+TEST(GradientReducer, LargeTensorsAreReducedAloneAndCloseTheBucketBeforeThem) {
+  // Buckets of 8 MiB, but a tensor of kAloneBytes is reduced in place, alone (no copy through the
+  // staging buffer), and a and b do not share a bucket across it: a need not wait for b, which
+  // the backward pass produces after the large one.
+  const size_t large = GradientReducer::kAloneBytes / sizeof(float);
+  const std::vector<GradientReducer::Tensor> tensors{{"a", 3}, {"large", large}, {"b", 3}};
+  std::atomic<size_t> buckets{0};
+  std::atomic<int64_t> steps{0}, early{0};
+  const auto out = onRanks(2, tensors, size_t{8} << 20, [&](GradientReducer& r, Buffers& b) {
+    buckets = r.numBuckets();
+    r.ready("a", bufferIn(b));
+    r.ready("large", bufferIn(b));
+    r.finish(bufferIn(b));
+    steps = r.overlap().steps;
+    early = r.overlap().earlyBuckets;
+  });
+  EXPECT_EQ(buckets.load(), 3u);
+  // The overlap report: a's and the large tensor's buckets started before finish(), b's in it.
+  EXPECT_EQ(steps.load(), 1);
+  EXPECT_EQ(early.load(), 2);
+  for (const auto& b : out) {
+    for (const auto& t : tensors) {
+      for (size_t i = 0; i < t.elements; ++i) {
+        ASSERT_EQ(b.at(t.id)[i], sumOf(2, i)) << t.id << "[" << i << "]";
+      }
     }
   }
 }

@@ -19,8 +19,8 @@
 namespace xtrain {
 namespace {
 
-constexpr int64_t kLarge = 3 * device::kElementChunk + 17;  // three full chunks and a tail
-constexpr int64_t kSmall = 1000;                            // one chunk
+constexpr int64_t kLarge = 3 * device::kParallelChunk + 17;  // three full chunks and a tail
+constexpr int64_t kSmall = 1000;                             // one chunk
 
 struct UpdateCase {
   std::string type;
@@ -150,8 +150,8 @@ TEST(OptimizerKernelChunks, LambSumsEveryChunk) {
   }
   const double ratio = std::min(std::sqrt(w2), 10.0) / std::sqrt(u2);
   const double lr = lamb.hyper[2];
-  for (int64_t i : {int64_t{0}, device::kElementChunk - 1, device::kElementChunk,
-                    2 * device::kElementChunk + 5, kLarge - 1}) {
+  for (int64_t i : {int64_t{0}, device::kParallelChunk - 1, device::kParallelChunk,
+                    2 * device::kParallelChunk + 5, kLarge - 1}) {
     EXPECT_NEAR(w[i], w0[i] - lr * ratio * u[i], 1e-6) << "element " << i;
   }
 }

@@ -60,7 +60,10 @@ TEST_F(CheckpointCli, EveryNStepsKeepLastAndResumeExactly) {
 // A checkpoint written by the release before format version 3 (tests/data/checkpoint-v2: `xtrain
 // --steps 2 --checkpoint-dir D` on the built-in example, its graph fingerprint in the old
 // "fnv1a64:{:016x} <decimal>" form) verifies and resumes: its fingerprint matches today's graph,
-// and 2 more steps end with the weights of 4 steps without a stop.
+// and 2 more steps end with the weights of 4 steps without a stop. To rounding, not to the bit:
+// today's kernels (oneDNN's softmax in the loss gradient, threaded elementwise loops) need not
+// round as that release's did in the 2 steps the checkpoint holds; resuming today's own
+// checkpoints is bit-exact (the other tests here).
 TEST_F(CheckpointCli, ResumesAVersion2CheckpointOfTheLastRelease) {
   fs::copy(fs::path(XTRAIN_TEST_DATA_DIR) / "checkpoint-v2" / "ckpt-00000002",
            dir_ / "ckpt-00000002");
@@ -73,7 +76,7 @@ TEST_F(CheckpointCli, ResumesAVersion2CheckpointOfTheLastRelease) {
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("at step 2"), std::string::npos) << r.output;
-  expectSameInitializers(path("straight.onnx"), path("resumed.onnx"), 0);
+  expectSameInitializers(path("straight.onnx"), path("resumed.onnx"), 1e-6);
 }
 
 // xrun -n 2 xtrain checkpointing every 5 steps, stopped by SIGTERM once a checkpoint exists; the

@@ -123,8 +123,8 @@ XT_REGISTER_KERNEL(
         // thread count.
         const AdamConstants c{gs,     l2wd,   b1,  oneMinusB1, b2, oneMinusB2,
                               mScale, vScale, eps, decay,      lr};
-        std::vector<std::pair<double, double>> chunkSums(lamb ? elementChunks(n) : 0);
-        forEachElementChunk(n, [&](int64_t chunk, int64_t begin, int64_t end) {
+        std::vector<std::pair<double, double>> chunkSums(lamb ? chunkCount(n) : 0);
+        forEachChunk(n, [&](int64_t chunk, int64_t begin, int64_t end) {
           double w2 = 0.0, u2 = 0.0;
           const int64_t k = end - begin;
           float *wc = w + begin, *gc = g + begin, *mc = m + begin, *vc = v + begin;
@@ -150,7 +150,7 @@ XT_REGISTER_KERNEL(
         }
         if (lamb) {
           const float step_ = lr * trustRatio(sumW2, sumU2, mwn);
-          forEachElementChunk(n, [&](int64_t, int64_t begin, int64_t end) {
+          forEachChunk(n, [&](int64_t, int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end; ++i) w[i] -= step_ * g[i];
           });
         }
@@ -168,7 +168,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "LambApply", [](const KernelSpec& spec) -> std::
     const float* norms = io.in(3).data<float>();
     const float step =
         h[AdamHyper::LearningRate] * trustRatio(norms[0], norms[1], h[AdamHyper::MaxWeightNorm]);
-    forEachElementChunk(io.in(0).nelms(), [&](int64_t, int64_t begin, int64_t end) {
+    forEachChunk(io.in(0).nelms(), [&](int64_t, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) w[i] -= step * u[i];
     });
   });

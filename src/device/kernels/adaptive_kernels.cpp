@@ -87,7 +87,7 @@ XT_REGISTER_KERNEL(
         // vectorizable loop.
         auto run = [&](auto mode) {
           constexpr AdaptiveKind k = decltype(mode)::value;
-          forEachElementChunk(n, [&](int64_t, int64_t b, int64_t e) {
+          forEachChunk(n, [&](int64_t, int64_t b, int64_t e) {
             float* v2c = v2 != nullptr ? v2 + b : nullptr;
             float* v3c = v3 != nullptr ? v3 + b : nullptr;
             momentum ? adaptiveElements<k, true>(e - b, w + b, g + b, v1 + b, v2c, v3c, c)

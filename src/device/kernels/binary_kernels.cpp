@@ -1,9 +1,11 @@
 // Kernels for Add, Sub, Mul, Div (numpy broadcasting), Sum, ReduceSumToShape and BroadcastToShape.
-// FLOAT, INT32 and INT64 (integer division by zero is an error); a fast path for equal shapes and
-// for a scalar operand.
+// FLOAT, INT32 and INT64 (integer division by zero is an error); fast paths for equal shapes, a
+// scalar operand and a repeated row (a bias), split over the kernel threads (elementwise.hpp).
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
@@ -95,18 +97,38 @@ XT_REGISTER_KERNEL("ai.onnx", "Sub", binaryFactory(SubOp{}));
 XT_REGISTER_KERNEL("ai.onnx", "Mul", binaryFactory(MulOp{}));
 XT_REGISTER_KERNEL("ai.onnx", "Div", binaryFactory(DivOp{}));
 
-// Sums every input (broadcasting) into the output, FLOAT only.
+// Sums every input (broadcasting) into the output, in input order: y = ((0 + x0) + x1) + ...
+// The leading inputs of the output's shape (all of them for a gradient sum) are added chunk by
+// chunk, split over the kernel threads, so each output element is written once per chunk while
+// it is in cache; the others follow one by one, broadcasting.
 template <typename T>
 void sumTyped(const KernelIO& io) {
   HostTensor& y = io.out(0);
   T* py = y.data<T>();
   const int64_t n = y.nelms();
-  if (y.nbytes() != 0) std::memset(py, 0, y.nbytes());
-  for (size_t k = 0; k < io.inputs.size(); ++k) {
+  std::vector<const T*> full;
+  while (full.size() < io.inputs.size() && io.in(full.size()).shape() == y.shape()) {
+    full.push_back(io.in(full.size()).template data<T>());
+  }
+  if (full.empty()) {
+    if (y.nbytes() != 0) std::memset(py, 0, y.nbytes());
+  } else {
+    forChunks(n, [&full, py](int64_t b, int64_t e) {
+      const T* x0 = full[0];
+      for (int64_t i = b; i < e; ++i) py[i] = AddOp{}(T{0}, x0[i]);
+      for (size_t k = 1; k < full.size(); ++k) {
+        const T* __restrict xk = full[k];
+        for (int64_t i = b; i < e; ++i) py[i] = AddOp{}(py[i], xk[i]);
+      }
+    });
+  }
+  for (size_t k = full.size(); k < io.inputs.size(); ++k) {
     const HostTensor& x = io.in(k);
     const T* px = x.data<T>();
     if (x.shape() == y.shape()) {
-      for (int64_t i = 0; i < n; ++i) py[i] = AddOp{}(py[i], px[i]);
+      forChunks(n, [px, py](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) py[i] = AddOp{}(py[i], px[i]);
+      });
     } else {
       forEachBroadcast2(y.shape(), broadcastStrides(x.shape(), y.shape()),
                         std::vector<int64_t>(y.shape().size(), 0),
@@ -164,6 +186,15 @@ XT_REGISTER_KERNEL("ai.xtrain", "BroadcastToShape",
                        HostTensor& y = io.out(0);
                        const std::byte* px = x.raw();
                        std::byte* py = y.raw();
+                       // x repeated along y's leading dimensions: one copy per row.
+                       if (const int64_t row = repeatedRowLength(x.shape(), y.shape()); row > 0) {
+                         const size_t rowBytes = static_cast<size_t>(row) * esize;
+                         const int64_t rows = y.nelms() / row;
+                         for (int64_t r = 0; r < rows; ++r) {
+                           std::memcpy(py + static_cast<size_t>(r) * rowBytes, px, rowBytes);
+                         }
+                         return;
+                       }
                        forEachBroadcast2(y.shape(), broadcastStrides(x.shape(), y.shape()),
                                          std::vector<int64_t>(y.shape().size(), 0),
                                          [&](int64_t o, int64_t i, int64_t) {

@@ -5,12 +5,14 @@
 // The primitives are built once per op in the factory, with layout `any`: oneDNN's direct
 // convolutions on blocked or channels-last layouts (nChw16c, nhwc, OIhw16i16o, ...) measured
 // 1.4-2x faster on one thread than its im2col+GEMM path on plain layouts (3x3, 64 channels),
-// including the cost of reordering. Buffers stay plain (ncw/nchw/ncdhw
-// activations, oiw/oihw/oidhw weights, seen as g-o-i-spatial when grouped); PrimitiveRunner
-// reorders into per-thread scratch with reorders created here, so a kernel keeps no per-run state
-// and may run concurrently on several replicas.
+// including the cost of reordering. Plain buffers (ncw/nchw/ncdhw activations, oiw/oihw/oidhw
+// weights, seen as g-o-i-spatial when grouped) are reordered by PrimitiveRunner into per-thread
+// scratch with reorders created here, so a kernel keeps no per-run state and may run concurrently
+// on several replicas. An activation the lowering made channels-last (KernelSpec's layouts,
+// session/layout_plan.hpp) is given to the primitive as nhwc, as it is: no reorder.
 #include <algorithm>
 #include <memory>
+#include <string>
 
 #include "common/check.hpp"
 #include "device/kernel.hpp"
@@ -28,6 +30,16 @@ struct ConvSetup {
   dnnl::memory::desc x, w, b, y;        // the plain layouts of the buffers; b is empty without bias
   dnnl::memory::desc xAny, wAny, yAny;  // the same dims in format `any`: the implementation picks
   dnnl::memory::dims strides, dilations, padL, padR;
+  bool forced = false;  // xAny/yAny are nhwc rather than `any` (channels-last activations)
+
+  // Back to letting oneDNN choose every layout (the activations are then reordered).
+  void chooseAny() {
+    xAny =
+        dnnl::memory::desc(x.dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+    yAny =
+        dnnl::memory::desc(y.dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+    forced = false;
+  }
 
   // Forward descriptor; also the hint for the backward primitives.
   dnnl::convolution_forward::desc forward(prop_kind kind) const {
@@ -41,8 +53,23 @@ dnnl::memory::desc anyDesc(const dnnl::memory::desc& plain) {
                             dnnl::memory::format_tag::any);
 }
 
+// The buffer's descriptor and the one the primitive is created with: a plain buffer lets oneDNN
+// choose (`any`, then reordered), a channels-last one is used as it is.
+void activationDescs(const Shape& shape, Layout layout, dnnl::memory::desc& buffer,
+                     dnnl::memory::desc& primitive) {
+  if (layout == Layout::ChannelsLast && shape.size() == 4) {
+    buffer = dnnl::memory::desc(dnnl_util::toDims(shape), dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::nhwc);
+    primitive = buffer;
+  } else {
+    buffer = dnnl_util::plainDesc(shape);
+    primitive = anyDesc(buffer);
+  }
+}
+
+// xLayout and yLayout: the layouts of the buffers holding x (or dX) and y (or gY).
 ConvSetup makeConv(const KernelSpec& spec, const Shape& x, const Shape& w, const Shape& y,
-                   bool bias) {
+                   bool bias, Layout xLayout = Layout::Plain, Layout yLayout = Layout::Plain) {
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     if (spec.hasInput(i) && spec.inputs[i].dataType() != DataType::FLOAT) {
       spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
@@ -52,8 +79,18 @@ ConvSetup makeConv(const KernelSpec& spec, const Shape& x, const Shape& w, const
   s.win = dnnl_util::makeWindow(spec, x, y, Shape(w.begin() + 2, w.end()));
   const int64_t group = spec.attrs.getInt("group", 1);
   XT_CHECK(group >= 1 && w[0] % group == 0, "{}: group {}", spec.description, group);
-  s.x = dnnl_util::plainDesc(x);
-  s.y = dnnl_util::plainDesc(y);
+  activationDescs(x, xLayout, s.x, s.xAny);
+  activationDescs(y, yLayout, s.y, s.yAny);
+  if (xLayout != yLayout && x.size() == 4) {
+    // One channels-last activation: the other is reordered to nhwc too, since oneDNN has fast
+    // implementations for nhwc throughout but not for every mix of nhwc and its own choice.
+    s.xAny = dnnl::memory::desc(s.x.dims(), dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::nhwc);
+    s.yAny = dnnl::memory::desc(s.y.dims(), dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::nhwc);
+    s.forced = true;
+  }
+  s.forced = s.forced || xLayout == Layout::ChannelsLast || yLayout == Layout::ChannelsLast;
   if (group == 1) {
     s.w = dnnl_util::plainDesc(w);
   } else {
@@ -65,9 +102,7 @@ ConvSetup makeConv(const KernelSpec& spec, const Shape& x, const Shape& w, const
   if (bias) {
     s.b = dnnl_util::plainDesc({w[0]});
   }
-  s.xAny = anyDesc(s.x);
   s.wAny = anyDesc(s.w);
-  s.yAny = anyDesc(s.y);
   s.strides = s.win.dnnlStrides();
   s.dilations = s.win.dnnlDilations();
   s.padL = s.win.dnnlPadBegin();
@@ -77,16 +112,32 @@ ConvSetup makeConv(const KernelSpec& spec, const Shape& x, const Shape& w, const
 
 using Runner = std::shared_ptr<const dnnl_util::PrimitiveRunner>;
 
+// make(s) -> primitive descriptor. When s forces nhwc activations and oneDNN has only its reference
+// implementation for that problem (e.g. some grouped convolutions), the descriptor is made again
+// with every layout `any`: a reorder costs far less than the reference convolution.
+template <typename Make>
+auto bestDescriptor(ConvSetup& s, Make make) -> decltype(make(s)) {
+  auto pd = make(s);
+  if (s.forced && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
+    s.chooseAny();
+    pd = make(s);
+  }
+  return pd;
+}
+
 // Conv(X, W, B?) -> Y.
 XT_REGISTER_KERNEL("ai.onnx", "Conv", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   const bool bias = spec.hasInput(2);
   const Shape& y = spec.outputs.at(0).shape();
   if (shapeNelms(y) == 0) return makeKernel([](const KernelIO&) {});
-  const ConvSetup s = makeConv(spec, spec.inputs.at(0).shape(), spec.inputs.at(1).shape(), y, bias);
+  ConvSetup s = makeConv(spec, spec.inputs.at(0).shape(), spec.inputs.at(1).shape(), y, bias,
+                         spec.inputLayout(0), spec.outputLayout(0));
   Runner runner = dnnl_util::create(spec, "convolution forward", [&] {
-    dnnl::convolution_forward::primitive_desc pd(s.forward(prop_kind::forward_inference),
-                                                 dnnl_util::userScratchpadAttr(),
-                                                 dnnl_util::engine());
+    const auto pd = bestDescriptor(s, [](const ConvSetup& c) {
+      return dnnl::convolution_forward::primitive_desc(c.forward(prop_kind::forward_inference),
+                                                       dnnl_util::userScratchpadAttr(),
+                                                       dnnl_util::engine());
+    });
     auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
     r->add(DNNL_ARG_SRC, s.x, pd.src_desc(), false);
     r->add(DNNL_ARG_WEIGHTS, s.w, pd.weights_desc(), false);
@@ -108,15 +159,18 @@ XT_REGISTER_KERNEL("ai.onnx", "Conv", [](const KernelSpec& spec) -> std::unique_
 
 // oneDNN's convolution backward data for a Conv of x with w giving gy: the runner takes (gY, W,
 // dX).
-Runner backwardDataRunner(const KernelSpec& spec, const Shape& x, const Shape& w, const Shape& gy) {
-  const ConvSetup s = makeConv(spec, x, w, gy, false);
+Runner backwardDataRunner(const KernelSpec& spec, const Shape& x, const Shape& w, const Shape& gy,
+                          Layout xLayout = Layout::Plain, Layout gyLayout = Layout::Plain) {
+  ConvSetup s = makeConv(spec, x, w, gy, false, xLayout, gyLayout);
   return dnnl_util::create(spec, "convolution backward data", [&] {
-    dnnl::convolution_forward::primitive_desc hint(s.forward(prop_kind::forward_training),
-                                                   dnnl_util::engine());
-    dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct, s.xAny, s.wAny,
-                                               s.yAny, s.strides, s.dilations, s.padL, s.padR);
-    dnnl::convolution_backward_data::primitive_desc pd(desc, dnnl_util::userScratchpadAttr(),
-                                                       dnnl_util::engine(), hint);
+    const auto pd = bestDescriptor(s, [](const ConvSetup& c) {
+      dnnl::convolution_forward::primitive_desc hint(c.forward(prop_kind::forward_training),
+                                                     dnnl_util::engine());
+      dnnl::convolution_backward_data::desc desc(algorithm::convolution_direct, c.xAny, c.wAny,
+                                                 c.yAny, c.strides, c.dilations, c.padL, c.padR);
+      return dnnl::convolution_backward_data::primitive_desc(desc, dnnl_util::userScratchpadAttr(),
+                                                             dnnl_util::engine(), hint);
+    });
     auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
     r->add(DNNL_ARG_DIFF_DST, s.y, pd.diff_dst_desc(), false);
     r->add(DNNL_ARG_WEIGHTS, s.w, pd.weights_desc(), false);
@@ -133,7 +187,8 @@ XT_REGISTER_KERNEL(
       const Shape& gy = spec.inputs.at(0).shape();
       if (shapeNelms(x) == 0) return makeKernel([](const KernelIO&) {});
       if (shapeNelms(gy) == 0) return makeKernel([](const KernelIO& io) { io.out(0).fillZero(); });
-      Runner runner = backwardDataRunner(spec, x, spec.inputs.at(1).shape(), gy);
+      Runner runner = backwardDataRunner(spec, x, spec.inputs.at(1).shape(), gy,
+                                         spec.outputLayout(0), spec.inputLayout(0));
       return makeKernel([runner](const KernelIO& io) {
         runner->run({io.in(0).data<float>(), io.in(1).data<float>(), io.out(0).data<float>()});
       });
@@ -192,15 +247,18 @@ XT_REGISTER_KERNEL(
           if (bias) io.out(1).fillZero();
         });
       }
-      const ConvSetup s = makeConv(spec, spec.inputs.at(1).shape(), w, gy, bias);
+      ConvSetup s = makeConv(spec, spec.inputs.at(1).shape(), w, gy, bias, spec.inputLayout(1),
+                             spec.inputLayout(0));
       Runner runner = dnnl_util::create(spec, "convolution backward weights", [&] {
-        dnnl::convolution_forward::primitive_desc hint(s.forward(prop_kind::forward_training),
-                                                       dnnl_util::engine());
-        dnnl::convolution_backward_weights::desc desc(algorithm::convolution_direct, s.xAny, s.wAny,
-                                                      s.b, s.yAny, s.strides, s.dilations, s.padL,
-                                                      s.padR);
-        dnnl::convolution_backward_weights::primitive_desc pd(desc, dnnl_util::userScratchpadAttr(),
-                                                              dnnl_util::engine(), hint);
+        const auto pd = bestDescriptor(s, [](const ConvSetup& c) {
+          dnnl::convolution_forward::primitive_desc hint(c.forward(prop_kind::forward_training),
+                                                         dnnl_util::engine());
+          dnnl::convolution_backward_weights::desc desc(algorithm::convolution_direct, c.xAny,
+                                                        c.wAny, c.b, c.yAny, c.strides, c.dilations,
+                                                        c.padL, c.padR);
+          return dnnl::convolution_backward_weights::primitive_desc(
+              desc, dnnl_util::userScratchpadAttr(), dnnl_util::engine(), hint);
+        });
         auto r = std::make_shared<dnnl_util::PrimitiveRunner>();
         r->add(DNNL_ARG_DIFF_DST, s.y, pd.diff_dst_desc(), false);
         r->add(DNNL_ARG_SRC, s.x, pd.src_desc(), false);

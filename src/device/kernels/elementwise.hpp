@@ -1,8 +1,10 @@
 // Elementwise loops with numpy broadcasting over raw element storage (BOOL is one byte, 0/1),
-// with fast paths for equal shapes and for scalar operands.
+// with fast paths for equal shapes, scalar operands and a row (a bias) repeated along the leading
+// dimensions. Large loops are split over the kernel threads (forChunks).
 #pragma once
 #pragma GCC visibility push(default)
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "common/host_tensor.hpp"
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "device/kernels/parallel_elements.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::device {
@@ -23,14 +26,29 @@ T* elems(HostTensor& t) {
   return reinterpret_cast<T*>(t.raw());
 }
 
+// Calls f(begin, end) over [0, n) in chunks of `grain` items (elements, or rows of a repeated-row
+// loop), split over the kernel threads when there is more than one chunk (parallel_elements.hpp:
+// the chunks never depend on the thread count). f must not throw.
+template <typename F>
+void forChunks(int64_t n, F&& f, int64_t grain = kParallelChunk) {
+  forEachChunk(
+      n, [&f](int64_t, int64_t begin, int64_t end) { f(begin, end); }, grain);
+}
+
+// Rows of `row` elements per chunk: about kParallelChunk elements.
+inline int64_t rowGrain(int64_t row) {
+  return std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(1, row));
+}
+
 // y[i] = f(x[i]) for FLOAT input 0 and output 0 of one size. f is taken by value: a local copy, so
 // that its parameters stay in registers in the loop.
 template <typename F>
 void mapFloat(const KernelIO& io, F f) {
   const float* __restrict x = io.in(0).data<float>();
   float* __restrict y = io.out(0).data<float>();
-  const int64_t n = io.out(0).nelms();
-  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+  forChunks(io.out(0).nelms(), [x, y, f](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = f(x[i]);
+  });
 }
 
 // gx[i] = f(gy[i], z[i]) for a grad op (gy, z) -> gx, FLOAT, all of one size.
@@ -39,8 +57,26 @@ void mapFloatGrad(const KernelIO& io, F f) {
   const float* __restrict gy = io.in(0).data<float>();
   const float* __restrict z = io.in(1).data<float>();
   float* __restrict gx = io.out(0).data<float>();
-  const int64_t n = io.out(0).nelms();
-  for (int64_t i = 0; i < n; ++i) gx[i] = f(gy[i], z[i]);
+  forChunks(io.out(0).nelms(), [gy, z, gx, f](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) gx[i] = f(gy[i], z[i]);
+  });
+}
+
+// The length of the row `small` is when it broadcasts to `big` as one contiguous block repeated
+// along big's leading dimensions (a bias [C] or [1, C] against [N, C] or [B, S, C]), else 0.
+inline int64_t repeatedRowLength(const Shape& small, const Shape& big) {
+  if (small.size() > big.size()) return 0;
+  int64_t row = 1;
+  size_t k = 0;  // trailing dims of big covered by small's row
+  // From the right: equal dims form the row; then only 1s (or missing dims) may remain in small.
+  while (k < small.size() && small[small.size() - 1 - k] == big[big.size() - 1 - k]) {
+    row *= small[small.size() - 1 - k];
+    ++k;
+  }
+  for (size_t j = k; j < small.size(); ++j) {
+    if (small[small.size() - 1 - j] != 1) return 0;
+  }
+  return row;
 }
 
 // Throws when the integer divisor b has a zero (Div and Mod check before dividing).
@@ -63,13 +99,39 @@ void broadcastBinary(const HostTensor& a, const HostTensor& b, HostTensor& y, Op
   TY* py = elems<TY>(y);
   const int64_t n = y.nelms();
   if (a.shape() == y.shape() && b.shape() == y.shape()) {
-    for (int64_t i = 0; i < n; ++i) py[i] = op(pa[i], pb[i]);
+    forChunks(n, [=](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) py[i] = op(pa[i], pb[i]);
+    });
   } else if (a.shape() == y.shape() && b.nelms() == 1) {
-    const TB s = pb[0];
-    for (int64_t i = 0; i < n; ++i) py[i] = op(pa[i], s);
+    const TB v = pb[0];
+    forChunks(n, [=](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) py[i] = op(pa[i], v);
+    });
   } else if (b.shape() == y.shape() && a.nelms() == 1) {
-    const TA s = pa[0];
-    for (int64_t i = 0; i < n; ++i) py[i] = op(s, pb[i]);
+    const TA v = pa[0];
+    forChunks(n, [=](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) py[i] = op(v, pb[i]);
+    });
+  } else if (const int64_t row = repeatedRowLength(b.shape(), y.shape());
+             a.shape() == y.shape() && row > 1) {
+    forChunks(
+        n / row,
+        [=](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            for (int64_t j = 0; j < row; ++j) py[r * row + j] = op(pa[r * row + j], pb[j]);
+          }
+        },
+        rowGrain(row));
+  } else if (const int64_t rowA = repeatedRowLength(a.shape(), y.shape());
+             b.shape() == y.shape() && rowA > 1) {
+    forChunks(
+        n / rowA,
+        [=](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            for (int64_t j = 0; j < rowA; ++j) py[r * rowA + j] = op(pa[j], pb[r * rowA + j]);
+          }
+        },
+        rowGrain(rowA));
   } else {
     forEachBroadcast2(y.shape(), broadcastStrides(a.shape(), y.shape()),
                       broadcastStrides(b.shape(), y.shape()),

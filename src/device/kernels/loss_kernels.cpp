@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device/kernel.hpp"
+#include "device/kernels/dnnl_engine.hpp"
 #include "xtrain/reductiontype.hpp"
 
 namespace xtrain::device {
@@ -198,16 +199,34 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
 //                    + dLogProb[n, j, k] - softmax[n, j, k] * sum_j dLogProb[n, j, k]
 // with coef = weight[label] * dLoss (per element for "none", dLoss / sum of weights for "mean") and
 // 0 for ignored labels.
+//
+// Without dLogProb and saved log probabilities (a language model's loss: [tokens, vocabulary]
+// scores), the softmax comes from oneDNN's softmax primitive (vectorised, threaded over samples,
+// each sample on one thread) and the rest is one threaded pass; results do not depend on the thread
+// count. Otherwise one sample after another, with libm's exp.
 template <typename L>
 class SoftmaxCrossEntropyGradKernel final : public Kernel {
  public:
-  explicit SoftmaxCrossEntropyGradKernel(SceConfig cfg)
+  SoftmaxCrossEntropyGradKernel(const KernelSpec& spec, SceConfig cfg)
       : cfg_(std::move(cfg)),
         lse_(cfg_.geo),
         lseBuf_(static_cast<size_t>(cfg_.geo.s)),
-        coef_(static_cast<size_t>(cfg_.geo.s)),
-        label_(static_cast<size_t>(cfg_.geo.s)),
-        dlpSum_(static_cast<size_t>(cfg_.geo.s)) {}
+        coef_(static_cast<size_t>(cfg_.geo.n * cfg_.geo.s)),
+        label_(coef_.size()),
+        dlpSum_(static_cast<size_t>(cfg_.geo.s)) {
+    const ScoreGeometry& g = cfg_.geo;
+    if (!spec.hasInput(4) && !spec.hasInput(5) && g.n * g.c * g.s > 0) {
+      softmaxMd_ = dnnl_util::plainDesc(g.s == 1 ? Shape{g.n, g.c} : Shape{g.n, g.c, g.s});
+      softmax_ = dnnl_util::create(spec, "softmax", [&] {
+        return dnnl_util::makePrimitive<dnnl::softmax_v2_forward>(
+            dnnl::softmax_v2_forward::primitive_desc(
+                dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::softmax_accurate, softmaxMd_,
+                                               softmaxMd_, 1),
+                dnnl_util::userScratchpadAttr(), dnnl_util::engine()));
+      });
+    }
+  }
 
   void run(const KernelIO& io) override {
     const ScoreGeometry& g = cfg_.geo;
@@ -219,30 +238,36 @@ class SoftmaxCrossEntropyGradKernel final : public Kernel {
     const float* savedLp = io.hasIn(5) ? io.in(5).data<float>() : nullptr;
     float* dx = io.out(0).data<float>();
     const bool none = cfg_.reduction == ReductionType::NoReduction;
+    // Labels first, on this thread (check() throws on a bad one, which must not happen inside a
+    // parallel region), and the coefficient of every position.
+    int64_t* lab = label_.data();
+    float* coef = coef_.data();
+    double weightSum = 0;
+    for (int64_t i = 0; i < g.n * g.s; ++i) {
+      lab[i] = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
+      if (lab[i] >= 0) weightSum += weights != nullptr ? weights[lab[i]] : 1.0f;
+    }
     float scalarCoef = none ? 0.0f : dLoss[0];
     if (cfg_.reduction == ReductionType::Mean) {
-      double weightSum = 0;
-      for (int64_t i = 0; i < g.n * g.s; ++i) {
-        const int64_t label = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
-        if (label >= 0) weightSum += weights != nullptr ? weights[label] : 1.0f;
-      }
       scalarCoef = weightSum != 0 ? static_cast<float>(dLoss[0] / weightSum) : 0.0f;
+    }
+    for (int64_t i = 0; i < g.n * g.s; ++i) {
+      const float w = lab[i] < 0 ? 0.0f : (weights != nullptr ? weights[lab[i]] : 1.0f);
+      coef[i] = w * (none ? dLoss[i] : scalarCoef);
+    }
+    if (softmax_.prim) {
+      runWithSoftmaxPrimitive(x, dx);
+      return;
     }
     const int64_t block = g.c * g.s;
     float* lse = lseBuf_.data();
-    float* coef = coef_.data();
-    int64_t* lab = label_.data();
     double* dlpSum = dlpSum_.data();
     for (int64_t n = 0; n < g.n; ++n) {
       const float* xn = x + n * block;
       float* dxn = dx + n * block;
+      const float* cn = coef + n * g.s;
+      const int64_t* ln = lab + n * g.s;
       if (savedLp == nullptr) lse_.compute(xn, lse);
-      for (int64_t k = 0; k < g.s; ++k) {
-        const int64_t i = n * g.s + k;
-        lab[k] = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
-        const float w = lab[k] < 0 ? 0.0f : (weights != nullptr ? weights[lab[k]] : 1.0f);
-        coef[k] = w * (none ? dLoss[i] : scalarCoef);
-      }
       // The softmax of every class, written into dx first.
       for (int64_t j = 0; j < g.c; ++j) {
         const int64_t off = j * g.s;
@@ -263,28 +288,56 @@ class SoftmaxCrossEntropyGradKernel final : public Kernel {
           const int64_t off = j * g.s;
           for (int64_t k = 0; k < g.s; ++k) {
             const float p = dxn[off + k];
-            dxn[off + k] = p * (coef[k] - static_cast<float>(dlpSum[k])) + dlpn[off + k];
+            dxn[off + k] = p * (cn[k] - static_cast<float>(dlpSum[k])) + dlpn[off + k];
           }
         }
       } else {
         for (int64_t j = 0; j < g.c; ++j) {
           const int64_t off = j * g.s;
-          for (int64_t k = 0; k < g.s; ++k) dxn[off + k] *= coef[k];
+          for (int64_t k = 0; k < g.s; ++k) dxn[off + k] *= cn[k];
         }
       }
       for (int64_t k = 0; k < g.s; ++k) {
-        if (lab[k] >= 0) dxn[lab[k] * g.s + k] -= coef[k];
+        if (ln[k] >= 0) dxn[ln[k] * g.s + k] -= cn[k];
       }
     }
   }
 
  private:
+  // dx = softmax(x) by the primitive, then per sample dx *= coef and dx[label] -= coef.
+  void runWithSoftmaxPrimitive(const float* x, float* dx) const {
+    const ScoreGeometry& g = cfg_.geo;
+    const size_t bytes = softmax_.scratchpadBytes();
+    dnnl_util::execute(softmax_,
+                       {{DNNL_ARG_SRC, dnnl_util::wrap(softmaxMd_, x)},
+                        {DNNL_ARG_DST, dnnl_util::wrap(softmaxMd_, dx)}},
+                       bytes > 0 ? dnnl_util::threadScratch(bytes) : nullptr);
+    const float* coef = coef_.data();
+    const int64_t* lab = label_.data();
+    const int64_t block = g.c * g.s;
+#pragma omp parallel for schedule(static) if (g.n > 1 && g.n * block >= 32768)
+    for (int64_t n = 0; n < g.n; ++n) {
+      float* __restrict dxn = dx + n * block;
+      const float* __restrict cn = coef + n * g.s;
+      for (int64_t j = 0; j < g.c; ++j) {
+#pragma omp simd
+        for (int64_t k = 0; k < g.s; ++k) dxn[j * g.s + k] *= cn[k];
+      }
+      for (int64_t k = 0; k < g.s; ++k) {
+        const int64_t label = lab[n * g.s + k];
+        if (label >= 0) dxn[label * g.s + k] -= cn[k];
+      }
+    }
+  }
+
   SceConfig cfg_;
   LogSumExp lse_;
   std::vector<float> lseBuf_;
-  std::vector<float> coef_;
-  std::vector<int64_t> label_;
+  std::vector<float> coef_;     // [N, S]: coef of every position
+  std::vector<int64_t> label_;  // [N, S]: checked labels, -1 where ignored
   std::vector<double> dlpSum_;
+  dnnl::memory::desc softmaxMd_;
+  dnnl_util::Primitive softmax_;  // set when the grad has neither dLogProb nor saved log-probs
 };
 
 XT_REGISTER_KERNEL("ai.onnx", "SoftmaxCrossEntropyLoss",
@@ -307,7 +360,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "SoftmaxCrossEntropyGrad",
                          spec, spec.inputs.at(2).dataType(),
                          [&](auto tag) -> std::unique_ptr<Kernel> {
                            using L = decltype(tag);
-                           return std::make_unique<SoftmaxCrossEntropyGradKernel<L>>(cfg);
+                           return std::make_unique<SoftmaxCrossEntropyGradKernel<L>>(spec, cfg);
                          });
                    });
 

@@ -1,5 +1,6 @@
 // Kernels for LayerNormalization, LayerNormGrad, BatchNormalization and BatchNormGrad. FLOAT only;
-// statistics and parameter-gradient sums accumulate in double. Canonical forms:
+// statistics and parameter-gradient sums accumulate in double (LayerNorm: float within chunks of a
+// row or blocks of rows, double across them). Canonical forms:
 // src/ir/ops/norm_ops.cpp.
 #include <algorithm>
 #include <cmath>
@@ -62,28 +63,39 @@ RowGeometry rowGeometry(const KernelSpec& spec, const TensorInfo& x) {
   return g;
 }
 
-// Mean and population variance, two passes in double, of `runs` runs of `len` floats that start
-// `stride` apart at p: a LayerNorm row is one run, a BatchNorm channel one run per batch entry.
-void meanVar(const float* p, int64_t runs, int64_t len, int64_t stride, double& mean, double& var) {
-  const double m = static_cast<double>(runs * len);
-  double sum = 0;
-  for (int64_t i = 0; i < runs; ++i) {
-    const float* q = p + i * stride;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t k = 0; k < len; ++k) sum += q[k];
+// LayerNorm rows are summed in chunks of kRowChunk elements: float sums within a chunk (so the
+// loops vectorise fully: double sums would halve the vector width and convert every element), the
+// chunks' sums added in double, so long rows keep double's accuracy.
+constexpr int64_t kRowChunk = 512;
+
+// sum over j < n of f(j), chunked as above.
+template <typename F>
+double chunkedSum(int64_t n, F&& f) {
+  double total = 0;
+  for (int64_t j0 = 0; j0 < n; j0 += kRowChunk) {
+    const int64_t je = std::min(n, j0 + kRowChunk);
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = j0; j < je; ++j) s += f(j);
+    total += s;
   }
-  mean = m > 0 ? sum / m : 0.0;
-  const double mu = mean;
-  double sq = 0;
-  for (int64_t i = 0; i < runs; ++i) {
-    const float* q = p + i * stride;
-#pragma omp simd reduction(+ : sq)
-    for (int64_t k = 0; k < len; ++k) {
-      const double d = q[k] - mu;
-      sq += d * d;
-    }
+  return total;
+}
+
+// Mean and population variance of a LayerNorm row of n floats, two passes.
+void rowMeanVar(const float* __restrict p, int64_t n, double& mean, double& var) {
+  if (n <= 0) {
+    mean = var = 0.0;
+    return;
   }
-  var = m > 0 ? sq / m : 0.0;
+  mean = chunkedSum(n, [p](int64_t j) { return p[j]; }) / static_cast<double>(n);
+  const auto mu = static_cast<float>(mean);
+  var = chunkedSum(n,
+                   [p, mu](int64_t j) {
+                     const float d = p[j] - mu;
+                     return d * d;
+                   }) /
+        static_cast<double>(n);
 }
 
 // meanVar in one pass: sums of d = x - x[0] and of d^2 in double (a float difference is exact in
@@ -127,6 +139,15 @@ KernelFactory floatKernel(std::vector<size_t> floats) {
   };
 }
 
+// LayerNorm rows are independent: both kernels spread them over the kernel threads when X is
+// large. The vectorised loops take about 0.5 ns per element on one core, so a transformer's
+// LayerNorm ([tokens, d_model], 100K-300K elements) takes 0.1-0.3 ms, and there a parallel
+// region's wake-up, and its stalls when the cores are shared, cost more than they save: in the
+// training step under load the threaded kernels took 2-3x the time of the single-threaded ones.
+bool rowsParallelWorth(const RowGeometry& g) {
+  return g.rows > 1 && g.rows * g.n >= (int64_t{1} << 20);
+}
+
 class LayerNormKernel final : public Kernel {
  public:
   explicit LayerNormKernel(const KernelSpec& spec)
@@ -139,22 +160,25 @@ class LayerNormKernel final : public Kernel {
 
   void run(const KernelIO& io) override {
     const float* x = io.in(0).data<float>();
-    const float* s = scale_.get(io.in(1));
-    const float* b = hasBias_ ? bias_.get(io.in(2)) : nullptr;
+    const float* __restrict s = scale_.get(io.in(1));
+    const float* __restrict b = hasBias_ ? bias_.get(io.in(2)) : nullptr;
     float* y = io.out(0).data<float>();
     float* meanOut = io.hasOut(1) ? io.out(1).data<float>() : nullptr;
     float* invOut = io.hasOut(2) ? io.out(2).data<float>() : nullptr;
     const int64_t n = geo_.n;
+#pragma omp parallel for schedule(static) if (rowsParallelWorth(geo_))
     for (int64_t r = 0; r < geo_.rows; ++r) {
-      const float* xr = x + r * n;
-      float* yr = y + r * n;
+      const float* __restrict xr = x + r * n;
+      float* __restrict yr = y + r * n;
       double mean, var;
-      meanVar(xr, 1, n, n, mean, var);
+      rowMeanVar(xr, n, mean, var);
       const float mu = static_cast<float>(mean);
       const float inv = invStd(var, eps_);
       if (b != nullptr) {
+#pragma omp simd
         for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * inv * s[j] + b[j];
       } else {
+#pragma omp simd
         for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mu) * inv * s[j];
       }
       if (meanOut != nullptr) meanOut[r] = mu;
@@ -172,14 +196,23 @@ class LayerNormKernel final : public Kernel {
 
 // dX_j = inv * (g_j - mean(g) - xhat_j * mean(g * xhat)) + dMean / n - dInv * inv^2 * xhat_j / n,
 // with g = dY * Scale; dScale = sum over rows of dY * xhat, dB = sum over rows of dY.
+//
+// Rows are split into fixed blocks of kRowsPerBlock; each block sums its rows' contributions to
+// dScale and dB in order into its own partial row, and the partial rows are added in block order
+// at the end. The blocks are spread over the threads, so the sums (and every bit of the result) do
+// not depend on the thread count.
 class LayerNormGradKernel final : public Kernel {
  public:
+  static constexpr int64_t kRowsPerBlock = 16;
+
   explicit LayerNormGradKernel(const KernelSpec& spec)
       : geo_(rowGeometry(spec, spec.inputs.at(1))),
         eps_(spec.attrs.getFloat("epsilon")),
         scale_(spec.inputs.at(2).shape(), geo_.norm),
-        dScale_(static_cast<size_t>(geo_.n)),
-        dBias_(static_cast<size_t>(geo_.n)) {}
+        blocks_((geo_.rows + kRowsPerBlock - 1) / kRowsPerBlock),
+        partialScale_(static_cast<size_t>(blocks_ * geo_.n)),
+        partialBias_(partialScale_.size()),
+        sums_(static_cast<size_t>(2 * geo_.n)) {}
 
   void run(const KernelIO& io) override {
     const float* dy = io.in(0).data<float>();
@@ -192,45 +225,64 @@ class LayerNormGradKernel final : public Kernel {
     float* dx = io.out(0).data<float>();
     const int64_t n = geo_.n;
     const float invN = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
-    std::fill(dScale_.begin(), dScale_.end(), 0.0);
-    std::fill(dBias_.begin(), dBias_.end(), 0.0);
-    for (int64_t r = 0; r < geo_.rows; ++r) {
-      const float* xr = x + r * n;
-      const float* dyr = dy + r * n;
-      float* dxr = dx + r * n;
-      float mu, inv;
-      if (savedMean != nullptr && savedInv != nullptr) {
-        mu = savedMean[r];
-        inv = savedInv[r];
-      } else {
-        double mean, var;
-        meanVar(xr, 1, n, n, mean, var);
-        mu = static_cast<float>(mean);
-        inv = invStd(var, eps_);
-      }
-      double sumG = 0, sumGx = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const float xhat = (xr[j] - mu) * inv;
-        const float g = dyr[j] * s[j];
-        sumG += g;
-        sumGx += static_cast<double>(g) * xhat;
-        dScale_[static_cast<size_t>(j)] += static_cast<double>(dyr[j]) * xhat;
-        dBias_[static_cast<size_t>(j)] += dyr[j];
-      }
-      const float a = static_cast<float>(sumG) * invN;
-      const float c = static_cast<float>(sumGx) * invN;
-      const float fromMean = dMean != nullptr ? dMean[r] * invN : 0.0f;
-      const float fromInv = dInv != nullptr ? -dInv[r] * inv * inv * invN : 0.0f;
-      for (int64_t j = 0; j < n; ++j) {
-        const float xhat = (xr[j] - mu) * inv;
-        dxr[j] = inv * (dyr[j] * s[j] - a - xhat * c) + fromMean + fromInv * xhat;
+#pragma omp parallel for schedule(static) if (rowsParallelWorth(geo_))
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      float* __restrict ps = partialScale_.data() + blk * n;
+      float* __restrict pb = partialBias_.data() + blk * n;
+      std::fill(ps, ps + n, 0.0f);
+      std::fill(pb, pb + n, 0.0f);
+      const int64_t end = std::min(geo_.rows, (blk + 1) * kRowsPerBlock);
+      for (int64_t r = blk * kRowsPerBlock; r < end; ++r) {
+        const float* __restrict xr = x + r * n;
+        const float* __restrict dyr = dy + r * n;
+        float* __restrict dxr = dx + r * n;
+        float mu, inv;
+        if (savedMean != nullptr && savedInv != nullptr) {
+          mu = savedMean[r];
+          inv = savedInv[r];
+        } else {
+          double mean, var;
+          rowMeanVar(xr, n, mean, var);
+          mu = static_cast<float>(mean);
+          inv = invStd(var, eps_);
+        }
+        const float* __restrict sv = s;
+        const double sumG = chunkedSum(n, [=](int64_t j) { return dyr[j] * sv[j]; });
+        const double sumGx =
+            chunkedSum(n, [=](int64_t j) { return dyr[j] * sv[j] * ((xr[j] - mu) * inv); });
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+          ps[j] += dyr[j] * ((xr[j] - mu) * inv);
+          pb[j] += dyr[j];
+        }
+        const float a = static_cast<float>(sumG) * invN;
+        const float c = static_cast<float>(sumGx) * invN;
+        const float fromMean = dMean != nullptr ? dMean[r] * invN : 0.0f;
+        const float fromInv = dInv != nullptr ? -dInv[r] * inv * inv * invN : 0.0f;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+          const float xhat = (xr[j] - mu) * inv;
+          dxr[j] = inv * (dyr[j] * s[j] - a - xhat * c) + fromMean + fromInv * xhat;
+        }
       }
     }
     float* ds = io.out(1).data<float>();
     float* db = io.out(2).data<float>();
+    double* __restrict sumS = sums_.data();
+    double* __restrict sumB = sums_.data() + n;
+    std::fill(sums_.begin(), sums_.end(), 0.0);
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      const float* __restrict ps = partialScale_.data() + blk * n;
+      const float* __restrict pb = partialBias_.data() + blk * n;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) {
+        sumS[j] += ps[j];
+        sumB[j] += pb[j];
+      }
+    }
     for (int64_t j = 0; j < n; ++j) {
-      ds[j] = static_cast<float>(dScale_[static_cast<size_t>(j)]);
-      db[j] = static_cast<float>(dBias_[static_cast<size_t>(j)]);
+      ds[j] = static_cast<float>(sumS[j]);
+      db[j] = static_cast<float>(sumB[j]);
     }
   }
 
@@ -238,8 +290,12 @@ class LayerNormGradKernel final : public Kernel {
   RowGeometry geo_;
   float eps_;
   ExpandedParam scale_;
-  std::vector<double> dScale_;
-  std::vector<double> dBias_;
+  int64_t blocks_;
+  // [blocks_, n]: each row block's dScale and dB contributions (float: 16 rows; the blocks are
+  // added in double).
+  std::vector<float> partialScale_;
+  std::vector<float> partialBias_;
+  std::vector<double> sums_;  // [2, n]: dScale's and dB's sums over the blocks, in block order
 };
 
 XT_REGISTER_KERNEL("ai.onnx", "LayerNormalization", floatKernel<LayerNormKernel>({0, 1, 2}));
@@ -300,50 +356,310 @@ struct BatchNormConfig {
   }
 };
 
+// Channels-last (NHWC) X, seen as [R, C] with R = N * S rows: statistics are per-chunk partial
+// sums over kChunkRows rows, vectorised across the channels of a row, added up chunk by chunk in
+// order. The chunks do not depend on the thread count, so neither does the result.
+constexpr int64_t kChunkRows = 256;
+
+int64_t chunkCount(const ChannelGeometry& g) {
+  return (g.perChannel() + kChunkRows - 1) / kChunkRows;
+}
+
+// The channels-last loops are built for AVX-512, AVX2 and the baseline, chosen at load time: the
+// library is compiled for the baseline (SSE2), where these loops run at a quarter of the speed.
+// By CPU feature, not model ("arch=..."): a virtual machine may hide the model.
+#define XT_BN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+// Channels per block in the channels-last sums: the accumulators of a block stay in registers.
+constexpr int64_t kBlock = 16;
+
+// Over rows [r0, r1) of channels-last x [rows, C]: sum[c] and sq[c] of d = x - shift[c] and d^2.
+// Each channel is summed row by row, whichever block it falls in.
+XT_BN_CLONES void chunkStats(const float* x, int64_t C, int64_t r0, int64_t r1, const double* shift,
+                             double* sum, double* sq) {
+  int64_t c0 = 0;
+  for (; c0 + kBlock <= C; c0 += kBlock) {
+    double sh[kBlock], s[kBlock] = {}, q[kBlock] = {};
+    for (int64_t j = 0; j < kBlock; ++j) sh[j] = shift[c0 + j];
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = x + r * C + c0;
+#pragma omp simd
+      for (int64_t j = 0; j < kBlock; ++j) {
+        const double d = static_cast<double>(row[j]) - sh[j];
+        s[j] += d;
+        q[j] += d * d;
+      }
+    }
+    for (int64_t j = 0; j < kBlock; ++j) sum[c0 + j] = s[j], sq[c0 + j] = q[j];
+  }
+  for (; c0 < C; ++c0) {
+    double s = 0, q = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+      const double d = static_cast<double>(x[r * C + c0]) - shift[c0];
+      s += d;
+      q += d * d;
+    }
+    sum[c0] = s, sq[c0] = q;
+  }
+}
+
+// y = (x - mu[c]) * a[c] + b[c] over rows [r0, r1).
+XT_BN_CLONES void normaliseRows(const float* x, float* y, int64_t C, int64_t r0, int64_t r1,
+                                const float* mu, const float* a, const float* b) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* p = x + r * C;
+    float* q = y + r * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) q[c] = (p[c] - mu[c]) * a[c] + b[c];
+  }
+}
+
+// Over rows [r0, r1), with d = x - shift[c] and g = dY: sums of d, d^2, g and g*d per channel,
+// into out[0..C), out[C..2C), out[2C..3C), out[3C..4C).
+XT_BN_CLONES void chunkGradSums(const float* x, const float* dy, int64_t C, int64_t r0, int64_t r1,
+                                const double* shift, double* out) {
+  int64_t c0 = 0;
+  for (; c0 + kBlock <= C; c0 += kBlock) {
+    double sh[kBlock], sd[kBlock] = {}, sd2[kBlock] = {}, sg[kBlock] = {}, sgd[kBlock] = {};
+    for (int64_t j = 0; j < kBlock; ++j) sh[j] = shift[c0 + j];
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * C + c0;
+      const float* gr = dy + r * C + c0;
+#pragma omp simd
+      for (int64_t j = 0; j < kBlock; ++j) {
+        const double d = static_cast<double>(xr[j]) - sh[j];
+        const double g = gr[j];
+        sd[j] += d;
+        sd2[j] += d * d;
+        sg[j] += g;
+        sgd[j] += g * d;
+      }
+    }
+    for (int64_t j = 0; j < kBlock; ++j) {
+      out[c0 + j] = sd[j], out[C + c0 + j] = sd2[j];
+      out[2 * C + c0 + j] = sg[j], out[3 * C + c0 + j] = sgd[j];
+    }
+  }
+  for (; c0 < C; ++c0) {
+    double sd = 0, sd2 = 0, sg = 0, sgd = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+      const double d = static_cast<double>(x[r * C + c0]) - shift[c0];
+      const double g = dy[r * C + c0];
+      sd += d;
+      sd2 += d * d;
+      sg += g;
+      sgd += g * d;
+    }
+    out[c0] = sd, out[C + c0] = sd2, out[2 * C + c0] = sg, out[3 * C + c0] = sgd;
+  }
+}
+
+// dX over rows [r0, r1) from the coefficient arrays co (mu, inv, a, k1, k2, fromMean, fromVar,
+// C each; see GradCoeffs); inference: dX = dY * a.
+XT_BN_CLONES void gradRows(const float* x, const float* dy, float* dx, int64_t C, int64_t r0,
+                           int64_t r1, const float* co, bool training) {
+  const float *mu = co, *inv = co + C, *a = co + 2 * C, *k1 = co + 3 * C, *k2 = co + 4 * C,
+              *fromMean = co + 5 * C, *fromVar = co + 6 * C;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * C;
+    const float* gr = dy + r * C;
+    float* out = dx + r * C;
+    if (!training) {
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) out[c] = gr[c] * a[c];
+      continue;
+    }
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) {
+      const float d = xr[c] - mu[c];
+      out[c] = a[c] * (gr[c] - k1[c] - d * inv[c] * k2[c]) + fromMean[c] + fromVar[c] * d;
+    }
+  }
+}
+
+// Per-thread scratch of the BatchNorm kernels (partial sums, buffers converted between layouts):
+// grows, never shrinks, so steady-state steps allocate nothing; a kernel runs on one thread at a
+// time, and replicas run on their own threads.
+struct BatchNormScratch {
+  std::vector<double> partial;
+  std::vector<float> coeff;  // per-channel coefficients, one array per kind
+  std::vector<float> a, b;   // activations converted between layouts
+  static BatchNormScratch& get() {
+    thread_local BatchNormScratch scratch;
+    return scratch;
+  }
+};
+
+float* grown(std::vector<float>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+// Copies [N, C, S] (plain) to [N, S, C] (channels-last), or back when `toPlain`.
+void convertLayout(const float* from, float* to, const ChannelGeometry& g, bool toPlain) {
+#pragma omp parallel for schedule(static) if (parallelWorth(g))
+  for (int64_t i = 0; i < g.n; ++i) {
+    const int64_t base = i * g.c * g.s;
+    for (int64_t c = 0; c < g.c; ++c) {
+      for (int64_t k = 0; k < g.s; ++k) {
+        const int64_t plain = base + c * g.s + k, last = base + k * g.c + c;
+        if (toPlain) {
+          to[plain] = from[last];
+        } else {
+          to[last] = from[plain];
+        }
+      }
+    }
+  }
+}
+
+// An activation argument of a BatchNorm kernel in the kernel's working layout (X's): the buffer
+// itself when its layout is that, else a converted copy in scratch.
+const float* inWorkingLayout(const float* p, Layout layout, Layout working, std::vector<float>& tmp,
+                             const ChannelGeometry& g) {
+  if (layout == working) return p;
+  float* q = grown(tmp, g.n * g.c * g.s);
+  convertLayout(p, q, g, working == Layout::Plain);
+  return q;
+}
+
+// The per-channel results of BatchNormalization's statistics.
+struct BatchNormForward {
+  float mu, a, b;  // y = (x - mu) * a + b
+};
+
 class BatchNormKernel final : public Kernel {
  public:
-  explicit BatchNormKernel(const KernelSpec& spec) : cfg_(spec, spec.inputs.at(0)) {
+  explicit BatchNormKernel(const KernelSpec& spec)
+      : cfg_(spec, spec.inputs.at(0)),
+        xLayout_(spec.inputLayout(0)),
+        yLayout_(spec.outputLayout(0)) {
     cfg_.training = batchNormTraining(spec);
   }
 
   void run(const KernelIO& io) override {
     const ChannelGeometry& geo = cfg_.geo;
     const float* x = io.in(0).data<float>();
+    float* y = io.out(0).data<float>();
+    BatchNormScratch& scratch = BatchNormScratch::get();
+    // Y in X's layout: the output buffer, or scratch converted after.
+    float* yWork = yLayout_ == xLayout_ ? y : grown(scratch.b, geo.n * geo.c * geo.s);
+    if (xLayout_ == Layout::ChannelsLast) {
+      runChannelsLast(io, x, yWork, scratch);
+    } else {
+      runPlain(io, x, yWork);
+    }
+    if (yWork != y) convertLayout(yWork, y, geo, yLayout_ == Layout::Plain);
+  }
+
+ private:
+  // Channel c's coefficients from its statistics; in training, also the running and saved
+  // statistics (outputs 1-4).
+  BatchNormForward finish(const KernelIO& io, int64_t c, double mean, double var) const {
     const float* scale = io.in(1).data<float>();
     const float* bias = io.in(2).data<float>();
+    BatchNormForward f;
+    f.mu = static_cast<float>(mean);
+    f.a = static_cast<float>(scale[c] / std::sqrt(var + static_cast<double>(cfg_.eps)));
+    f.b = bias[c];
+    if (cfg_.training) {
+      const float* inMean = io.in(3).data<float>();
+      const float* inVar = io.in(4).data<float>();
+      const double m = cfg_.momentum;
+      if (io.hasOut(1))
+        io.out(1).data<float>()[c] = static_cast<float>(m * inMean[c] + (1 - m) * mean);
+      if (io.hasOut(2))
+        io.out(2).data<float>()[c] = static_cast<float>(m * inVar[c] + (1 - m) * var);
+      if (io.hasOut(3)) io.out(3).data<float>()[c] = f.mu;
+      if (io.hasOut(4)) io.out(4).data<float>()[c] = static_cast<float>(var);
+    }
+    return f;
+  }
+
+  void runPlain(const KernelIO& io, const float* x, float* y) const {
+    const ChannelGeometry& geo = cfg_.geo;
     const float* inMean = io.in(3).data<float>();
     const float* inVar = io.in(4).data<float>();
-    float* y = io.out(0).data<float>();
-    float* outs[4] = {};
-    for (size_t i = 0; i < 4; ++i)
-      outs[i] = io.hasOut(i + 1) ? io.out(i + 1).data<float>() : nullptr;
-      // Channels are independent: each thread takes whole channels, so the result does not depend
-      // on the thread count.
+    // Channels are independent: each thread takes whole channels, so the result does not depend
+    // on the thread count.
 #pragma omp parallel for schedule(static) if (parallelWorth(geo))
     for (int64_t c = 0; c < geo.c; ++c) {
       double mean, var;
       cfg_.stats(x, inMean, inVar, c, mean, var);
-      const float mu = static_cast<float>(mean);
-      const float a = static_cast<float>(scale[c] / std::sqrt(var + static_cast<double>(cfg_.eps)));
-      const float b = bias[c];
+      const BatchNormForward f = finish(io, c, mean, var);
       for (int64_t i = 0; i < geo.n; ++i) {
         const int64_t off = (i * geo.c + c) * geo.s;
         const float* p = x + off;
         float* q = y + off;
-        for (int64_t k = 0; k < geo.s; ++k) q[k] = (p[k] - mu) * a + b;
-      }
-      if (cfg_.training) {
-        const double m = cfg_.momentum;
-        if (outs[0] != nullptr) outs[0][c] = static_cast<float>(m * inMean[c] + (1 - m) * mean);
-        if (outs[1] != nullptr) outs[1][c] = static_cast<float>(m * inVar[c] + (1 - m) * var);
-        if (outs[2] != nullptr) outs[2][c] = mu;
-        if (outs[3] != nullptr) outs[3][c] = static_cast<float>(var);
+        for (int64_t k = 0; k < geo.s; ++k) q[k] = (p[k] - f.mu) * f.a + f.b;
       }
     }
   }
 
- private:
+  void runChannelsLast(const KernelIO& io, const float* x, float* y,
+                       BatchNormScratch& scratch) const {
+    const ChannelGeometry& geo = cfg_.geo;
+    const int64_t C = geo.c, rows = geo.perChannel();
+    float* coeff = grown(scratch.coeff, 3 * C);  // mu, a, b per channel
+    if (cfg_.training) {
+      // One pass, shifted by the first row (as channelMeanVar): per chunk sum(d) and sum(d^2).
+      const int64_t chunks = chunkCount(geo);
+      const size_t need = static_cast<size_t>((2 * chunks + 1) * C);
+      if (scratch.partial.size() < need) scratch.partial.resize(need);
+      double* partial = scratch.partial.data();
+      double* shifts = partial + 2 * chunks * C;
+      for (int64_t c = 0; c < C; ++c) shifts[c] = rows > 0 ? x[c] : 0.0;
+#pragma omp parallel for schedule(static) if (parallelWorth(geo))
+      for (int64_t k = 0; k < chunks; ++k) {
+        double* sum = partial + 2 * k * C;
+        chunkStats(x, C, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows), shifts, sum,
+                   sum + C);
+      }
+      const double m = static_cast<double>(rows);
+      for (int64_t c = 0; c < C; ++c) {
+        double sum = 0, sq = 0;
+        for (int64_t k = 0; k < chunks; ++k) {
+          sum += partial[2 * k * C + c];
+          sq += partial[(2 * k + 1) * C + c];
+        }
+        double mean = 0, var = 0;
+        if (m > 0) {
+          const double dm = sum / m;
+          mean = x[c] + dm;
+          var = std::max(0.0, sq / m - dm * dm);
+        }
+        const BatchNormForward f = finish(io, c, mean, var);
+        coeff[c] = f.mu, coeff[C + c] = f.a, coeff[2 * C + c] = f.b;
+      }
+    } else {
+      const float* inMean = io.in(3).data<float>();
+      const float* inVar = io.in(4).data<float>();
+      for (int64_t c = 0; c < C; ++c) {
+        const BatchNormForward f = finish(io, c, inMean[c], inVar[c]);
+        coeff[c] = f.mu, coeff[C + c] = f.a, coeff[2 * C + c] = f.b;
+      }
+    }
+    const float* mu = coeff;
+    const float* a = mu + C;
+    const float* b = a + C;
+#pragma omp parallel for schedule(static) if (parallelWorth(geo))
+    for (int64_t k = 0; k < chunkCount(geo); ++k) {
+      normaliseRows(x, y, C, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows), mu, a, b);
+    }
+  }
+
   BatchNormConfig cfg_;
+  Layout xLayout_, yLayout_;
+};
+
+// Sums over one channel that BatchNormGrad needs, with d = x - shift.
+struct GradSums {
+  double sumD = 0, sumD2 = 0, sumDy = 0, sumDyD = 0;
+};
+
+// Channel c's part of BatchNormGrad: dScale, dB, and the coefficients of dX.
+struct GradCoeffs {
+  float mu, inv, a, k1, k2, fromMean, fromVar;
 };
 
 // Training: dX = scale*inv*(dY - mean(dY) - xhat*mean(dY*xhat)) + dMeanTotal/M +
@@ -352,38 +668,88 @@ class BatchNormKernel final : public Kernel {
 // sum(dY).
 class BatchNormGradKernel final : public Kernel {
  public:
-  explicit BatchNormGradKernel(const KernelSpec& spec) : cfg_(spec, spec.inputs.at(1)) {
+  explicit BatchNormGradKernel(const KernelSpec& spec)
+      : cfg_(spec, spec.inputs.at(1)),
+        dyLayout_(spec.inputLayout(0)),
+        xLayout_(spec.inputLayout(1)),
+        dxLayout_(spec.outputLayout(0)) {
     cfg_.training = spec.attrs.getInt("training_mode") != 0;
   }
 
   void run(const KernelIO& io) override {
     const ChannelGeometry& geo = cfg_.geo;
-    const float* dy = io.in(0).data<float>();
-    const float* x = io.in(1).data<float>();
-    const float* scale = io.in(2).data<float>();
-    const float* inMean = io.hasIn(3) ? io.in(3).data<float>() : nullptr;
-    const float* inVar = io.hasIn(4) ? io.in(4).data<float>() : nullptr;
-    const float* dStat[4] = {};
-    for (size_t i = 0; i < 4; ++i)
-      dStat[i] = io.hasIn(i + 5) ? io.in(i + 5).data<float>() : nullptr;
+    BatchNormScratch& scratch = BatchNormScratch::get();
+    // dY and dX in X's layout: the buffers, or converted copies in scratch.
+    const float* dy = inWorkingLayout(io.in(0).data<float>(), dyLayout_, xLayout_, scratch.a, geo);
     float* dx = io.out(0).data<float>();
-    float* dScale = io.out(1).data<float>();
-    float* dBias = io.out(2).data<float>();
-    const double m = static_cast<double>(geo.perChannel());
-    // Channels are independent (see BatchNormKernel::run).
+    float* dxWork = dxLayout_ == xLayout_ ? dx : grown(scratch.b, geo.n * geo.c * geo.s);
+    if (xLayout_ == Layout::ChannelsLast) {
+      runChannelsLast(io, dy, io.in(1).data<float>(), dxWork, scratch);
+    } else {
+      runPlain(io, dy, io.in(1).data<float>(), dxWork);
+    }
+    if (dxWork != dx) convertLayout(dxWork, dx, geo, dxLayout_ == Layout::Plain);
+  }
+
+ private:
+  // The shift of channel c's sums: the first sample in training, else the running mean.
+  double shift(const KernelIO& io, const float* x, int64_t c, int64_t firstStride) const {
+    if (cfg_.training) return cfg_.geo.perChannel() > 0 ? x[c * firstStride] : 0.0;
+    return io.hasIn(3) ? io.in(3).data<float>()[c] : 0.0;
+  }
+
+  // Writes dScale[c] and dB[c]; returns the coefficients of dX.
+  GradCoeffs finish(const KernelIO& io, int64_t c, double shift, const GradSums& s) const {
+    const double m = static_cast<double>(cfg_.geo.perChannel());
+    double mean = io.hasIn(3) ? io.in(3).data<float>()[c] : 0.0;
+    double var = io.hasIn(4) ? io.in(4).data<float>()[c] : 0.0;
+    if (cfg_.training) {
+      const double dm = m > 0 ? s.sumD / m : 0.0;
+      mean = shift + dm;
+      var = m > 0 ? std::max(0.0, s.sumD2 / m - dm * dm) : 0.0;
+    }
+    GradCoeffs g{};
+    g.mu = static_cast<float>(mean);
+    g.inv = invStd(var, cfg_.eps);
+    // sum(dY * xhat) = inv * (sum(dY * d) - (mean - shift) * sum(dY)).
+    const double sumDyX = g.inv * (s.sumDyD - (mean - shift) * s.sumDy);
+    io.out(1).data<float>()[c] = static_cast<float>(sumDyX);
+    io.out(2).data<float>()[c] = static_cast<float>(s.sumDy);
+    g.a = io.in(2).data<float>()[c] * g.inv;
+    if (!cfg_.training) return g;
+    const double keep = 1.0 - cfg_.momentum;
+    double dMeanTotal = 0, dVarTotal = 0;
+    if (io.hasIn(5)) dMeanTotal += keep * io.in(5).data<float>()[c];
+    if (io.hasIn(6)) dVarTotal += keep * io.in(6).data<float>()[c];
+    if (io.hasIn(7)) dMeanTotal += io.in(7).data<float>()[c];
+    if (io.hasIn(8)) dVarTotal += io.in(8).data<float>()[c];
+    g.k1 = static_cast<float>(s.sumDy / m);
+    g.k2 = static_cast<float>(sumDyX / m);
+    g.fromMean = static_cast<float>(dMeanTotal / m);
+    g.fromVar = static_cast<float>(2.0 * dVarTotal / m);
+    return g;
+  }
+
+  float dxOf(const GradCoeffs& g, float x, float dy) const {
+    if (!cfg_.training) return dy * g.a;
+    const float d = x - g.mu;
+    return g.a * (dy - g.k1 - d * g.inv * g.k2) + g.fromMean + g.fromVar * d;
+  }
+
+  void runPlain(const KernelIO& io, const float* dy, const float* x, float* dx) const {
+    const ChannelGeometry& geo = cfg_.geo;
+    // Channels are independent (see BatchNormKernel::runPlain).
 #pragma omp parallel for schedule(static) if (parallelWorth(geo))
     for (int64_t c = 0; c < geo.c; ++c) {
-      // One pass over the channel: with d = x - shift, sum(d), sum(d^2) (training: the batch
-      // statistics, as in channelMeanVar), sum(dY) and sum(dY * d); then
-      // sum(dY * xhat) = inv * (sum(dY * d) - (mean - shift) * sum(dY)).
-      const double shift =
-          cfg_.training ? (m > 0 ? x[c * geo.s] : 0.0) : (inMean != nullptr ? inMean[c] : 0.0);
+      // One pass over the channel: sum(d), sum(d^2) (training: the batch statistics, as in
+      // channelMeanVar), sum(dY) and sum(dY * d).
+      const double sh = shift(io, x, c, geo.s);
       double sumD = 0, sumD2 = 0, sumDy = 0, sumDyD = 0;
       for (int64_t i = 0; i < geo.n; ++i) {
         const int64_t off = (i * geo.c + c) * geo.s;
 #pragma omp simd reduction(+ : sumD, sumD2, sumDy, sumDyD)
         for (int64_t k = 0; k < geo.s; ++k) {
-          const double d = x[off + k] - shift;
+          const double d = x[off + k] - sh;
           const double g = dy[off + k];
           sumD += d;
           sumD2 += d * d;
@@ -391,48 +757,54 @@ class BatchNormGradKernel final : public Kernel {
           sumDyD += g * d;
         }
       }
-      double mean = inMean != nullptr ? inMean[c] : 0.0;
-      double var = inVar != nullptr ? inVar[c] : 0.0;
-      if (cfg_.training) {
-        const double dm = m > 0 ? sumD / m : 0.0;
-        mean = shift + dm;
-        var = m > 0 ? std::max(0.0, sumD2 / m - dm * dm) : 0.0;
-      }
-      const float mu = static_cast<float>(mean);
-      const float inv = invStd(var, cfg_.eps);
-      const double sumDyX = inv * (sumDyD - (mean - shift) * sumDy);
-      dScale[c] = static_cast<float>(sumDyX);
-      dBias[c] = static_cast<float>(sumDy);
-      const float a = scale[c] * inv;
-      if (!cfg_.training) {
-        for (int64_t i = 0; i < geo.n; ++i) {
-          const int64_t off = (i * geo.c + c) * geo.s;
-          for (int64_t k = 0; k < geo.s; ++k) dx[off + k] = dy[off + k] * a;
-        }
-        continue;
-      }
-      const double keep = 1.0 - cfg_.momentum;
-      double dMeanTotal = 0, dVarTotal = 0;
-      if (dStat[0] != nullptr) dMeanTotal += keep * dStat[0][c];
-      if (dStat[1] != nullptr) dVarTotal += keep * dStat[1][c];
-      if (dStat[2] != nullptr) dMeanTotal += dStat[2][c];
-      if (dStat[3] != nullptr) dVarTotal += dStat[3][c];
-      const float k1 = static_cast<float>(sumDy / m);
-      const float k2 = static_cast<float>(sumDyX / m);
-      const float fromMean = static_cast<float>(dMeanTotal / m);
-      const float fromVar = static_cast<float>(2.0 * dVarTotal / m);
+      const GradCoeffs g = finish(io, c, sh, GradSums{sumD, sumD2, sumDy, sumDyD});
       for (int64_t i = 0; i < geo.n; ++i) {
         const int64_t off = (i * geo.c + c) * geo.s;
-        for (int64_t k = 0; k < geo.s; ++k) {
-          const float d = x[off + k] - mu;
-          dx[off + k] = a * (dy[off + k] - k1 - d * inv * k2) + fromMean + fromVar * d;
-        }
+        for (int64_t k = 0; k < geo.s; ++k) dx[off + k] = dxOf(g, x[off + k], dy[off + k]);
       }
     }
   }
 
- private:
+  void runChannelsLast(const KernelIO& io, const float* dy, const float* x, float* dx,
+                       BatchNormScratch& scratch) const {
+    const ChannelGeometry& geo = cfg_.geo;
+    const int64_t C = geo.c, rows = geo.perChannel();
+    const int64_t chunks = chunkCount(geo);
+    // Per chunk: sum(d), sum(d^2), sum(dY), sum(dY * d) of each channel; then the channel shifts.
+    const size_t need = static_cast<size_t>((4 * chunks + 1) * C);
+    if (scratch.partial.size() < need) scratch.partial.resize(need);
+    double* partial = scratch.partial.data();
+    double* shifts = partial + 4 * chunks * C;
+    for (int64_t c = 0; c < C; ++c) shifts[c] = shift(io, x, c, 1);
+#pragma omp parallel for schedule(static) if (parallelWorth(geo))
+    for (int64_t k = 0; k < chunks; ++k) {
+      chunkGradSums(x, dy, C, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows), shifts,
+                    partial + 4 * k * C);
+    }
+    // The coefficients as a structure of arrays, for the vectorised dX pass.
+    float* co = grown(scratch.coeff, 7 * C);
+    for (int64_t c = 0; c < C; ++c) {
+      GradSums s;
+      for (int64_t k = 0; k < chunks; ++k) {
+        const double* p = partial + 4 * k * C + c;
+        s.sumD += p[0];
+        s.sumD2 += p[C];
+        s.sumDy += p[2 * C];
+        s.sumDyD += p[3 * C];
+      }
+      const GradCoeffs g = finish(io, c, shifts[c], s);
+      co[c] = g.mu, co[C + c] = g.inv, co[2 * C + c] = g.a, co[3 * C + c] = g.k1;
+      co[4 * C + c] = g.k2, co[5 * C + c] = g.fromMean, co[6 * C + c] = g.fromVar;
+    }
+#pragma omp parallel for schedule(static) if (parallelWorth(geo))
+    for (int64_t k = 0; k < chunks; ++k) {
+      gradRows(x, dy, dx, C, k * kChunkRows, std::min(rows, (k + 1) * kChunkRows), co,
+               cfg_.training);
+    }
+  }
+
   BatchNormConfig cfg_;
+  Layout dyLayout_, xLayout_, dxLayout_;
 };
 
 XT_REGISTER_KERNEL("ai.onnx", "BatchNormalization", floatKernel<BatchNormKernel>({0, 1, 2, 3, 4}));

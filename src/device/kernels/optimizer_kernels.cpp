@@ -26,7 +26,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::
     const float vs = h[SgdHyper::VelocityScaling];
     const int64_t n = io.in(0).nelms();
     float* v = hasVelocity ? io.in(3).data<float>() : nullptr;
-    forEachElementChunk(n, [&](int64_t, int64_t begin, int64_t end) {
+    forEachChunk(n, [&](int64_t, int64_t begin, int64_t end) {
       if (v != nullptr) {
         const float gain = (1.0f - dm) * vs;
         const float step = lr / vs;
@@ -56,7 +56,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "AccumulateGrad",
                        const float* g = io.in(1).data<float>();
                        const int64_t n = io.in(0).nelms();
                        const float k = running ? 1.0f / (io.in(2).data<float>()[0] + 1.0f) : 0.0f;
-                       forEachElementChunk(n, [&](int64_t, int64_t begin, int64_t end) {
+                       forEachChunk(n, [&](int64_t, int64_t begin, int64_t end) {
                          if (running) {
                            for (int64_t i = begin; i < end; ++i) a[i] += (g[i] - a[i]) * k;
                          } else {

@@ -1,16 +1,20 @@
-// Kernels for Softmax, LogSoftmax and their grads SoftmaxGrad, LogSoftmaxGrad (FLOAT).
+// Kernels for Softmax, LogSoftmax and their grads SoftmaxGrad, LogSoftmaxGrad (FLOAT). Softmax and
+// both grads run on oneDNN's softmax_v2 primitives (vectorised and threaded over rows; each row is
+// normalised by one thread, so results do not depend on the thread count). LogSoftmax does not:
+// oneDNN's log is off by up to ~1.5e-6 absolute (log(1) = 1.4e-6), which matters where log
+// probabilities are near 0, so it keeps a plain loop with libm's log.
 //
 // The input is viewed as [outer, n, inner] and normalised along n: with coerce_2d = 0, n is
 // dims[axis] and inner the product of the later dimensions; with coerce_2d = 1 (opset < 13), n is
-// the product of dims[axis:] and inner = 1. Rows (inner == 1) are reduced in place; otherwise the n
-// slices of inner contiguous elements are combined lane by lane in a scratch row, so every loop
-// runs over contiguous memory. Forward kernels subtract the maximum before exponentiating.
+// the product of dims[axis:] and inner = 1. The primitive is built once per op on that view
+// ([outer, n] when inner is 1). Forward: the maximum is subtracted before exponentiating.
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <memory>
 #include <vector>
 
 #include "device/kernel.hpp"
+#include "device/kernels/dnnl_engine.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -45,147 +49,92 @@ Layout layoutOf(const KernelSpec& spec, const Shape& shape) {
   return l;
 }
 
+// Forward: in(0) = x, out(0) = y. Grad: in(0) = gy, in(1) = y (the forward's output), out(0) = gx.
 class SoftmaxKernel final : public Kernel {
  public:
-  SoftmaxKernel(Mode mode, const Layout& layout)
-      : mode_(mode),
-        l_(layout),
-        a_(static_cast<size_t>(layout.inner > 1 ? layout.inner : 0)),
-        b_(a_.size()) {}
+  SoftmaxKernel(const KernelSpec& spec, Mode mode, const Layout& l)
+      : grad_(mode == Mode::SoftmaxGrad || mode == Mode::LogSoftmaxGrad),
+        empty_(l.outer * l.n * l.inner == 0) {
+    if (empty_) return;
+    md_ = dnnl_util::plainDesc(l.inner == 1 ? Shape{l.outer, l.n} : Shape{l.outer, l.n, l.inner});
+    const auto alg = mode == Mode::Softmax || mode == Mode::SoftmaxGrad
+                         ? dnnl::algorithm::softmax_accurate
+                         : dnnl::algorithm::softmax_log;
+    const dnnl::primitive_attr attr = dnnl_util::userScratchpadAttr();
+    prim_ = dnnl_util::create(spec, "softmax", [&] {
+      const dnnl::softmax_v2_forward::primitive_desc fwd(
+          dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_training, alg, md_, md_, 1), attr,
+          dnnl_util::engine());
+      if (!grad_) return dnnl_util::makePrimitive<dnnl::softmax_v2_forward>(fwd);
+      return dnnl_util::makePrimitive<dnnl::softmax_v2_backward>(
+          dnnl::softmax_v2_backward::primitive_desc(
+              dnnl::softmax_v2_backward::desc(alg, md_, md_, md_, 1), attr, dnnl_util::engine(),
+              fwd));
+    });
+  }
 
   void run(const KernelIO& io) override {
-    const bool grad = mode_ == Mode::SoftmaxGrad || mode_ == Mode::LogSoftmaxGrad;
-    // Forward: p = x. Grad: p = gy, q = y.
-    const float* p = io.in(0).data<float>();
-    const float* q = grad ? io.in(1).data<float>() : nullptr;
-    float* out = io.out(0).data<float>();
-    const int64_t block = l_.n * l_.inner;
+    if (empty_) return;
+    const size_t bytes = prim_.scratchpadBytes();
+    std::byte* scratch = bytes > 0 ? dnnl_util::threadScratch(bytes) : nullptr;
+    const auto mem = [&](const HostTensor& t) { return dnnl_util::wrap(md_, t.raw()); };
+    if (grad_) {
+      dnnl_util::execute(prim_,
+                         {{DNNL_ARG_DIFF_DST, mem(io.in(0))},
+                          {DNNL_ARG_DST, mem(io.in(1))},
+                          {DNNL_ARG_DIFF_SRC, mem(io.out(0))}},
+                         scratch);
+    } else {
+      dnnl_util::execute(prim_, {{DNNL_ARG_SRC, mem(io.in(0))}, {DNNL_ARG_DST, mem(io.out(0))}},
+                         scratch);
+    }
+  }
+
+ private:
+  bool grad_;
+  bool empty_;
+  dnnl::memory::desc md_;
+  dnnl_util::Primitive prim_;
+};
+
+// LogSoftmax forward: y = x - max - log(sum(exp(x - max))) along n; rows (inner == 1) in place,
+// otherwise the n slices of inner contiguous elements combined lane by lane in scratch rows.
+class LogSoftmaxKernel final : public Kernel {
+ public:
+  explicit LogSoftmaxKernel(const Layout& l)
+      : l_(l), m_(static_cast<size_t>(l.inner)), s_(static_cast<size_t>(l.inner)) {}
+
+  void run(const KernelIO& io) override {
+    const float* x = io.in(0).data<float>();
+    float* y = io.out(0).data<float>();
+    const int64_t n = l_.n, w = l_.inner, block = n * w;
     if (block == 0) return;
+    float* m = m_.data();
+    double* s = s_.data();
     for (int64_t o = 0; o < l_.outer; ++o) {
-      const int64_t off = o * block;
-      if (l_.inner == 1) {
-        row(p + off, grad ? q + off : nullptr, out + off);
-      } else {
-        columns(p + off, grad ? q + off : nullptr, out + off);
+      const float* p = x + o * block;
+      float* out = y + o * block;
+      std::copy(p, p + w, m);
+      for (int64_t j = 1; j < n; ++j) {
+        for (int64_t k = 0; k < w; ++k) m[k] = std::max(m[k], p[j * w + k]);
+      }
+      std::fill(s, s + w, 0.0);
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t k = 0; k < w; ++k) s[k] += std::exp(p[j * w + k] - m[k]);
+      }
+      for (int64_t k = 0; k < w; ++k) s[k] = std::log(s[k]);
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t k = 0; k < w; ++k) {
+          out[j * w + k] = (p[j * w + k] - m[k]) - static_cast<float>(s[k]);
+        }
       }
     }
   }
 
  private:
-  void row(const float* __restrict p, const float* __restrict q, float* __restrict out) const {
-    const int64_t n = l_.n;
-    switch (mode_) {
-      case Mode::Softmax: {
-        const float m = *std::max_element(p, p + n);
-        double s = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          out[j] = std::exp(p[j] - m);
-          s += out[j];
-        }
-        const auto inv = static_cast<float>(1.0 / s);
-        for (int64_t j = 0; j < n; ++j) out[j] *= inv;
-        return;
-      }
-      case Mode::LogSoftmax: {
-        const float m = *std::max_element(p, p + n);
-        double s = 0;
-        for (int64_t j = 0; j < n; ++j) s += std::exp(p[j] - m);
-        const auto logS = static_cast<float>(std::log(s));
-        for (int64_t j = 0; j < n; ++j) out[j] = (p[j] - m) - logS;
-        return;
-      }
-      case Mode::SoftmaxGrad: {
-        double dot = 0;
-        for (int64_t j = 0; j < n; ++j) dot += static_cast<double>(p[j]) * q[j];
-        const auto d = static_cast<float>(dot);
-        for (int64_t j = 0; j < n; ++j) out[j] = q[j] * (p[j] - d);
-        return;
-      }
-      case Mode::LogSoftmaxGrad: {
-        double sum = 0;
-        for (int64_t j = 0; j < n; ++j) sum += p[j];
-        const auto s = static_cast<float>(sum);
-        for (int64_t j = 0; j < n; ++j) out[j] = p[j] - std::exp(q[j]) * s;
-        return;
-      }
-    }
-  }
-
-  // The same along a strided axis: a_ and b_ hold one value per inner lane.
-  void columns(const float* __restrict p, const float* __restrict q, float* __restrict out) {
-    const int64_t n = l_.n;
-    const int64_t w = l_.inner;
-    float* __restrict a = a_.data();
-    float* __restrict b = b_.data();
-    switch (mode_) {
-      case Mode::Softmax:
-      case Mode::LogSoftmax: {
-        std::copy(p, p + w, a);  // running max
-        for (int64_t j = 1; j < n; ++j) {
-          const float* pj = p + j * w;
-          for (int64_t k = 0; k < w; ++k) a[k] = std::max(a[k], pj[k]);
-        }
-        std::fill(b, b + w, 0.0f);
-        if (mode_ == Mode::Softmax) {
-          for (int64_t j = 0; j < n; ++j) {
-            const float* pj = p + j * w;
-            float* oj = out + j * w;
-            for (int64_t k = 0; k < w; ++k) {
-              oj[k] = std::exp(pj[k] - a[k]);
-              b[k] += oj[k];
-            }
-          }
-          for (int64_t k = 0; k < w; ++k) b[k] = 1.0f / b[k];
-          for (int64_t j = 0; j < n; ++j) {
-            float* oj = out + j * w;
-            for (int64_t k = 0; k < w; ++k) oj[k] *= b[k];
-          }
-        } else {
-          for (int64_t j = 0; j < n; ++j) {
-            const float* pj = p + j * w;
-            for (int64_t k = 0; k < w; ++k) b[k] += std::exp(pj[k] - a[k]);
-          }
-          for (int64_t k = 0; k < w; ++k) b[k] = std::log(b[k]);
-          for (int64_t j = 0; j < n; ++j) {
-            const float* pj = p + j * w;
-            float* oj = out + j * w;
-            for (int64_t k = 0; k < w; ++k) oj[k] = (pj[k] - a[k]) - b[k];
-          }
-        }
-        return;
-      }
-      case Mode::SoftmaxGrad:
-      case Mode::LogSoftmaxGrad: {
-        const bool log = mode_ == Mode::LogSoftmaxGrad;
-        std::fill(b, b + w, 0.0f);
-        for (int64_t j = 0; j < n; ++j) {
-          const float* pj = p + j * w;
-          const float* qj = q + j * w;
-          if (log) {
-            for (int64_t k = 0; k < w; ++k) b[k] += pj[k];
-          } else {
-            for (int64_t k = 0; k < w; ++k) b[k] += pj[k] * qj[k];
-          }
-        }
-        for (int64_t j = 0; j < n; ++j) {
-          const float* pj = p + j * w;
-          const float* qj = q + j * w;
-          float* oj = out + j * w;
-          if (log) {
-            for (int64_t k = 0; k < w; ++k) oj[k] = pj[k] - std::exp(qj[k]) * b[k];
-          } else {
-            for (int64_t k = 0; k < w; ++k) oj[k] = qj[k] * (pj[k] - b[k]);
-          }
-        }
-        return;
-      }
-    }
-  }
-
-  Mode mode_;
   Layout l_;
-  std::vector<float> a_;  // scratch for the strided case, one value per inner lane
-  std::vector<float> b_;
+  std::vector<float> m_;   // running maximum, one per inner lane
+  std::vector<double> s_;  // sum of exponentials, then its log
 };
 
 KernelFactory softmaxFactory(Mode mode) {
@@ -196,7 +145,9 @@ KernelFactory softmaxFactory(Mode mode) {
                   spec.inputs[i].toString());
       }
     }
-    return std::make_unique<SoftmaxKernel>(mode, layoutOf(spec, spec.inputs.at(0).shape()));
+    const Layout l = layoutOf(spec, spec.inputs.at(0).shape());
+    if (mode == Mode::LogSoftmax) return std::make_unique<LogSoftmaxKernel>(l);
+    return std::make_unique<SoftmaxKernel>(spec, mode, l);
   };
 }
 

@@ -1,6 +1,7 @@
-// Kernels for the elementwise unary ops (Neg, Exp, Log, Sqrt, Relu, Sigmoid, Tanh, Identity, Cast,
-// ai.graphcore Gelu), Pow, Dropout and their ai.xtrain grad ops. FLOAT, except Neg (also INT32,
-// INT64), Identity (any type) and Cast (FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL, UINT8).
+// Kernels for the elementwise unary ops (Neg, Exp, Log, Sqrt, Relu, Sigmoid, Tanh, Identity, Cast),
+// Pow, Dropout and their ai.xtrain grad ops (GELU's are in gelu_kernels.cpp). FLOAT, except Neg
+// (also INT32, INT64), Identity (any type) and Cast (FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL,
+// UINT8).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "device/kernels/dnnl_eltwise.hpp"
 #include "device/kernels/elementwise.hpp"
 
 namespace xtrain::device {
@@ -49,18 +51,14 @@ KernelFactory gradFloat(F f) {
 XT_REGISTER_KERNEL("ai.onnx", "Exp", unaryFloat([](float x) { return std::exp(x); }));
 XT_REGISTER_KERNEL("ai.onnx", "Log", unaryFloat([](float x) { return std::log(x); }));
 XT_REGISTER_KERNEL("ai.onnx", "Sqrt", unaryFloat([](float x) { return std::sqrt(x); }));
-XT_REGISTER_KERNEL("ai.onnx", "Tanh", unaryFloat([](float x) { return std::tanh(x); }));
+// Tanh on oneDNN (dnnl_eltwise.hpp): libm's tanhf is a scalar call, ~10 ns an element.
+XT_REGISTER_KERNEL("ai.onnx", "Tanh", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseForward(spec, dnnl::algorithm::eltwise_tanh);
+});
 // NaN propagates; exp(-x) overflowing to inf for very negative x correctly gives 0.
 XT_REGISTER_KERNEL("ai.onnx", "Sigmoid",
                    unaryFloat([](float x) { return 1.0f / (1.0f + std::exp(-x)); }));
 XT_REGISTER_KERNEL("ai.onnx", "Relu", unaryFloat([](float x) { return x < 0.0f ? 0.0f : x; }));
-
-constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2/pi)
-constexpr float kGeluA = 0.044715f;
-
-XT_REGISTER_KERNEL("ai.graphcore", "Gelu", unaryFloat([](float x) {
-                     return 0.5f * x * (1.0f + std::tanh(kGeluC * (x + kGeluA * x * x * x)));
-                   }));
 
 XT_REGISTER_KERNEL("ai.xtrain", "ReluGrad",
                    gradFloat([](float gy, float y) { return y > 0.0f ? gy : 0.0f; }));
@@ -68,16 +66,10 @@ XT_REGISTER_KERNEL("ai.xtrain", "SqrtGrad",
                    gradFloat([](float gy, float y) { return 0.5f * gy / y; }));
 XT_REGISTER_KERNEL("ai.xtrain", "SigmoidGrad",
                    gradFloat([](float gy, float y) { return gy * y * (1.0f - y); }));
-XT_REGISTER_KERNEL("ai.xtrain", "TanhGrad",
-                   gradFloat([](float gy, float y) { return gy * (1.0f - y * y); }));
-// d/dx 0.5x(1+t), t = tanh(u), u = c(x + a x^3): 0.5(1+t) + 0.5x(1-t^2) c (1 + 3a x^2).
-XT_REGISTER_KERNEL("ai.xtrain", "GeluGrad", gradFloat([](float gy, float x) {
-                     const float x2 = x * x;
-                     const float t = std::tanh(kGeluC * x * (1.0f + kGeluA * x2));
-                     const float d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC *
-                                                             (1.0f + 3.0f * kGeluA * x2);
-                     return gy * d;
-                   }));
+// gy (1 - y^2), on oneDNN with Tanh.
+XT_REGISTER_KERNEL("ai.xtrain", "TanhGrad", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseBackward(spec, dnnl::algorithm::eltwise_tanh_use_dst_for_bwd);
+});
 
 template <typename T>
 void negTyped(const KernelIO& io) {

@@ -6,6 +6,7 @@
 // Tanh and Gelu use one-pass ai.xtrain grad ops (composing would take 2-4 kernels and temporaries
 // each); Pow uses PowGradBase / PowGradExponent, which also handle a zero base exactly.
 #include <optional>
+#include <string>
 
 #include "ir/op_registry.hpp"
 
@@ -94,7 +95,29 @@ XT_REGISTER_OP(unary(
     },
     kGraphcoreDomain));
 
-// gx = gy / (2y); gx = gy * (y > 0); gx = gy * y(1-y); gx = gy * (1-y^2); gx = gy * gelu'(x).
+// ONNX opset 20's Gelu in xtrain's domain (models here are opset <= 17, where ai.onnx has no Gelu):
+// attribute approximate "none" (default, 0.5x(1 + erf(x/sqrt(2)))) or "tanh" (as ai.graphcore
+// Gelu). The fusion pass (src/ir/fusion) writes it for the GELU subgraphs exporters emit; its
+// gradient is one GeluGrad with the same attribute.
+XT_REGISTER_OP([] {
+  OpDef d{.type = "Gelu", .domain = kXtrainDomain};
+  d.infer = [](const ShapeContext& ctx) {
+    const std::string approximate = ctx.attrs().getString("approximate", "none");
+    if (approximate != "none" && approximate != "tanh") {
+      ctx.fail("attribute 'approximate' is \"{}\", expected \"none\" or \"tanh\"", approximate);
+    }
+    return inferSameFloat(ctx);
+  };
+  d.grad = [](GradContext& g) {
+    Attributes a;
+    a.set("approximate", g.attrs().getString("approximate", "none"));
+    g.setGradIn(0, g.emit("GeluGrad", {g.gradOut(0), g.input(0)}, a));
+  };
+  return d;
+}());
+
+// gx = gy / (2y); gx = gy * (y > 0); gx = gy * y(1-y); gx = gy * (1-y^2); gx = gy * gelu'(x)
+// (GeluGrad's attribute approximate, "tanh" when absent as for ai.graphcore Gelu, or "none").
 XT_REGISTER_OP(elementwiseGrad("SqrtGrad"));
 XT_REGISTER_OP(elementwiseGrad("ReluGrad"));
 XT_REGISTER_OP(elementwiseGrad("SigmoidGrad"));

@@ -13,6 +13,13 @@
 // element is reduced once, by one rank, in rank order, so all ranks end with bitwise-identical
 // results. Small all-reduces (up to kDirectBytes) are one round that every rank reduces whole, in
 // the same order.
+// Single copy (opt-in, XTRAIN_SHM_SINGLE_COPY=1; used only when every rank may read its peers'
+// memory with process_vm_readv, probed when the group is created): an all-reduce of at least
+// kSingleCopyBytes skips the copy into the slots. Each rank publishes its input's address; in
+// each round rank r reads slice r of every peer's input straight into a cache-sized scratch and
+// reduces it into the result slot and its output; the copy out of the result slot is as above.
+// Same slices, same rank order: bitwise the same results as the slot path. Where the kernel
+// refuses (Yama's ptrace_scope, a seccomp filter) the group keeps the slots.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +29,7 @@
 #include <thread>
 
 #include "comm/backends/shm/group.hpp"
+#include "comm/backends/shm/peer_memory.hpp"
 #include "comm/backends/shm/shm.hpp"
 #include "comm/host.hpp"
 #include "comm/queued_communicator.hpp"
@@ -39,6 +47,12 @@ const std::string kBackendName = "shm";
 constexpr size_t kSlotBytesOneCoreEach = size_t{4} << 20;
 constexpr size_t kSlotBytesOversubscribed = size_t{1} << 20;
 constexpr size_t kDirectBytes = size_t{16} << 10;
+// Smaller single-copy all-reduces would pay a system call per peer and chunk to save copies of a
+// few pages: they keep the slots.
+constexpr size_t kSingleCopyBytes = size_t{256} << 10;
+// Bytes of each peer's slice read per step of a single-copy reduction: the peers' chunks and this
+// rank's input stay in the core's cache while they are reduced.
+constexpr size_t kScratchBytes = size_t{256} << 10;
 
 // XTRAIN_SHM_SLOT_BYTES: bytes per rank per round (rank 0's value is used by the whole group);
 // by default 4 MiB when each of the group's `size` ranks can have a core, else 1 MiB.
@@ -92,10 +106,39 @@ class ShmTransport : public Transport {
 
   // The first barrier of a new group: every rank attached. Rank 0 then removes the segment's name,
   // so nothing is left in /dev/shm whatever happens later.
+  // Then every rank tries to read a word of each peer's memory, and the group uses single-copy
+  // transfers only if every rank could (a second barrier shares the answers).
   void join(Milliseconds timeout, const std::string& what) {
+    const auto deadline = Clock::now() + timeout;
+    RankState& mine = group_.rankState(rank_);
+    probeWord_ = 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(::getpid()) ^
+                 reinterpret_cast<uintptr_t>(this);
+    mine.probeAddress = reinterpret_cast<uintptr_t>(&probeWord_);
+    mine.probeValue = probeWord_;
     group_.attach(rank_);
-    group_.arrive(rank_, ++epoch_, Clock::now() + timeout, timeout, [&] { return what; });
+    group_.arrive(rank_, ++epoch_, deadline, timeout, [&] { return what; });
     if (rank_ == 0) group_.unlinkName();
+    bool canRead = singleCopyWanted(rank_);
+    for (int p = 0; p < size() && canRead; ++p) {
+      if (p == rank_) continue;
+      const RankState& peer = group_.rankState(p);
+      canRead = canReadPeer(peer.pid.load(std::memory_order_acquire),
+                            reinterpret_cast<const void*>(peer.probeAddress), &peer.probeValue,
+                            sizeof(peer.probeValue));
+    }
+    mine.canReadPeers.store(canRead ? 1 : 0, std::memory_order_release);
+    group_.arrive(rank_, ++epoch_, deadline, timeout, [&] { return what; });
+    singleCopy_ = true;
+    for (int p = 0; p < size(); ++p) {
+      if (group_.rankState(p).canReadPeers.load(std::memory_order_acquire) == 0)
+        singleCopy_ = false;
+    }
+    if (!singleCopy_ && rank_ == 0 && size() > 1) {
+      logging::comm::debug(
+          "shm: group '{}' moves data through the shared segment (single-copy reads "
+          "between its processes are off or not allowed)",
+          group_.name());
+    }
   }
 
   void execute(QueuedCommunicator& comm, const Collective& c) override;
@@ -114,6 +157,9 @@ class ShmTransport : public Transport {
 
   void sync(Call& c);
   void allReduce(Call& c);
+  void singleCopyAllReduce(Call& c);
+  // Reads `bytes` at `remote` in rank p's process into `local`; fails the group if it cannot.
+  void readFromPeer(Call& c, int p, const void* remote, void* local, size_t bytes);
   void reduceScatter(Call& c);
   void allGather(Call& c);
   void broadcast(Call& c);
@@ -126,6 +172,10 @@ class ShmTransport : public Transport {
   // Executor-thread state: barrier epochs and data rounds, the same sequence on every rank.
   uint32_t epoch_ = 0;
   uint64_t round_ = 0;
+
+  uint64_t probeWord_ = 0;     // read by the peers at join (their single-copy probe)
+  bool singleCopy_ = false;    // every rank can read every peer's memory
+  std::vector<char> scratch_;  // single-copy: the chunks read from the peers
 };
 
 void ShmTransport::execute(QueuedCommunicator& comm, const Collective& collective) {
@@ -162,6 +212,10 @@ void ShmTransport::allReduce(Call& c) {
   if (c.f.op == CollectiveOperator::Local) {
     sync(c);
     if (c.in.data != c.out.data && n > 0) std::memcpy(c.out.data, c.in.data, n * es);
+    return;
+  }
+  if (singleCopy_ && k > 1 && n * es >= kSingleCopyBytes) {
+    singleCopyAllReduce(c);
     return;
   }
   const size_t slotElems = group_.slotBytes() / es;
@@ -215,6 +269,78 @@ void ShmTransport::allReduce(Call& c) {
     off += m;
   }
   sync(c);
+  copyOut(*pending);
+}
+
+void ShmTransport::readFromPeer(Call& c, int p, const void* remote, void* local, size_t bytes) {
+  bool gone = false;
+  const std::string why =
+      readPeer(group_.rankState(p).pid.load(std::memory_order_acquire), remote, local, bytes, gone);
+  if (why.empty()) return;
+  const std::string msg =
+      format("{} in group '{}' (size {}): reading rank {}'s buffer failed: {}", c.c.what,
+             group_.name(), size(), p, gone ? "its process is gone" : why);
+  group_.fail(gone ? Failure::PeerLost : Failure::Transfer, msg);
+  if (gone) throw CommPeerLostError(msg);
+  throw CommAbortedError(msg);
+}
+
+void ShmTransport::singleCopyAllReduce(Call& c) {
+  const size_t es = dataTypeSize(c.f.type);
+  const size_t n = c.f.count;
+  const auto k = static_cast<size_t>(size());
+  const auto r = static_cast<size_t>(rank_);
+  RankState& mine = group_.rankState(rank_);
+  mine.inputAddress = reinterpret_cast<uintptr_t>(c.in.data);
+  sync(c);  // every rank's input address is published; fingerprints agree
+
+  const size_t chunkElems = std::max<size_t>(64, kScratchBytes / es);
+  if (scratch_.size() < (k - 1) * chunkElems * es + 64)
+    scratch_.resize((k - 1) * chunkElems * es + 64);
+  char* scratch = scratch_.data() + (64 - reinterpret_cast<uintptr_t>(scratch_.data()) % 64) % 64;
+  std::vector<const void*> srcs(k);
+  struct Pending {
+    uint64_t round;
+    size_t off, m, b, e;
+  };
+  std::optional<Pending> pending;
+  auto copyOut = [&](const Pending& p) {
+    const char* result = group_.resultSlot(p.round);
+    void* out = at(c.out.data, p.off, es);
+    if (p.b > 0) std::memcpy(out, result, p.b * es);
+    if (p.e < p.m) std::memcpy(at(out, p.e, es), at(result, p.e, es), (p.m - p.e) * es);
+  };
+  const size_t slotElems = group_.slotBytes() / es;
+  for (size_t off = 0; off < n;) {
+    const size_t m = std::min(slotElems, n - off);
+    const uint64_t round = round_++;
+    if (pending) {
+      sync(c);  // every rank finished reducing the previous round
+      copyOut(*pending);
+    }
+    const size_t b = sliceBegin(m, k, r);
+    const size_t e = sliceBegin(m, k, r + 1);
+    for (size_t j = b; j < e; j += chunkElems) {
+      const size_t len = std::min(chunkElems, e - j);
+      char* buffer = scratch;
+      for (size_t p = 0; p < k; ++p) {
+        if (p == r) {
+          srcs[p] = at(c.in.data, off + j, es);
+          continue;
+        }
+        const auto* peerIn =
+            reinterpret_cast<const void*>(group_.rankState(static_cast<int>(p)).inputAddress);
+        readFromPeer(c, static_cast<int>(p), at(peerIn, off + j, es), buffer, len * es);
+        srcs[p] = buffer;
+        buffer += chunkElems * es;
+      }
+      void* dsts[2] = {at(group_.resultSlot(round), j, es), at(c.out.data, off + j, es)};
+      reduceInto(c.f.type, c.f.op, srcs.data(), k, dsts, 2, len);
+    }
+    pending = Pending{round, off, m, b, e};
+    off += m;
+  }
+  sync(c);  // every round is reduced; no rank reads this rank's buffers any more
   copyOut(*pending);
 }
 

@@ -21,7 +21,7 @@ namespace xtrain::comm::shm {
 namespace {
 
 constexpr uint64_t kMagic = 0x7874726e73686d31ULL;  // "xtrnshm1"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;                    // 2: RankState holds the single-copy fields
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 // How long a waiter spins before it sleeps on the futex: long enough to catch a peer that is
 // running on another core, short enough not to steal a core from a peer that is not.
@@ -129,7 +129,7 @@ char* ShmGroup::slot(uint64_t round, int owner) const {
 
 bool ShmGroup::everyoneReached(uint32_t epoch) const {
   for (int p = 0; p < size_; ++p) {
-    const uint32_t e = ranks_[p].epoch.load(std::memory_order_acquire);
+    const uint32_t e = ranks_[p].epoch.load(std::memory_order_seq_cst);
     if (static_cast<int32_t>(e - epoch) < 0) return false;
   }
   return true;
@@ -159,9 +159,18 @@ void ShmGroup::checkPeersAlive(uint32_t epoch, const std::function<std::string()
 
 void ShmGroup::arrive(int rank, uint32_t epoch, Clock::time_point deadline, Milliseconds limit,
                       const std::function<std::string()>& what) {
-  ranks_[rank].epoch.store(epoch, std::memory_order_release);
-  header_->wakeWord.fetch_add(1, std::memory_order_seq_cst);
-  if (header_->sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&header_->wakeWord);
+  // Only the last rank to arrive wakes the sleepers: they wait for everyone, so waking them at
+  // every arrival (as before) made each of k ranks wake k-1 sleepers per barrier, and with more
+  // ranks than cores the woken ones took the cores from the ranks that still had work to do.
+  // Sequentially consistent stores and loads of the epochs make this safe when the last ranks
+  // arrive at once: of two ranks that each store their epoch and then load the other's, at least
+  // one sees both, so at least one of them wakes the group.
+  ranks_[rank].epoch.store(epoch, std::memory_order_seq_cst);
+  if (everyoneReached(epoch)) {
+    header_->wakeWord.fetch_add(1, std::memory_order_seq_cst);
+    if (header_->sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&header_->wakeWord);
+    return;
+  }
 
   const auto start = Clock::now();
   const auto spinUntil = start + kSpinTime;
@@ -222,6 +231,7 @@ void ShmGroup::throwIfFailed(bool asAborted) const {
     case Failure::Timeout: throw CommTimeoutError(message);
     case Failure::Mismatch: throw CommMismatchError(message);
     case Failure::PeerLost: throw CommPeerLostError(message);
+    case Failure::Transfer:
     case Failure::None: break;
   }
   throw CommAbortedError(message);

@@ -27,9 +27,17 @@ struct alignas(64) RankState {
   std::atomic<uint32_t> epoch;  // the last barrier epoch this rank reached
   std::atomic<int32_t> pid;     // 0 until the rank attached
   Fingerprint fingerprints[2];  // by collective sequence parity
+  // Single-copy transfers (peer_memory.hpp). At join: the address of a word in this process's
+  // memory and its value, which the peers try to read, and whether this rank could read every
+  // peer's. Per all-reduce: this rank's input address, written before the first barrier and read
+  // by the peers until the last one.
+  uint64_t probeAddress;
+  uint64_t probeValue;
+  std::atomic<uint32_t> canReadPeers;
+  uint64_t inputAddress;
 };
 
-enum class Failure : uint32_t { None = 0, Timeout = 1, Mismatch = 2, PeerLost = 3 };
+enum class Failure : uint32_t { None = 0, Timeout = 1, Mismatch = 2, PeerLost = 3, Transfer = 4 };
 
 struct alignas(64) Header {
   uint64_t magic;
@@ -37,7 +45,8 @@ struct alignas(64) Header {
   int32_t size;
   uint64_t slotBytes;
   uint64_t totalBytes;
-  alignas(64) std::atomic<uint32_t> wakeWord;  // bumped on every arrival; the futex sleepers wait on
+  alignas(64) std::atomic<uint32_t> wakeWord;  // bumped by each barrier's last arrival and by
+                                               // fail(); the futex sleepers wait on it
   std::atomic<uint32_t> sleepers;
   alignas(64) std::atomic<uint32_t> failureClaimed;  // the first failing rank sets it to 1
   std::atomic<uint32_t> failure;                     // Failure, published after the message

@@ -1,0 +1,34 @@
+// Graph fusion: subgraphs that exporters write for one mathematical function become one op, so
+// that the forward pass runs one kernel instead of several and autodiff writes one gradient op
+// instead of the chain rule through each piece (and keeps fewer intermediates alive).
+//
+// Contract:
+//  - fuseGraph runs on a forward graph, before autodiff. Each pattern family has its own file
+//    (gelu_fusion.cpp: torch.onnx's tanh-GELU and erf-GELU become ai.xtrain Gelu).
+//  - A subgraph is fused only when none of its intermediate tensors is needed elsewhere: each is
+//    read only by ops of the subgraph, and is neither a graph output nor in `keep` (the session's
+//    anchors and loss). The subgraph's result keeps its tensor id, so its consumers, anchors and
+//    the graph's outputs still find it.
+//  - Only FLOAT subgraphs fuse (FLOAT16 graphs round every intermediate, the fused op would not).
+//  - Deterministic: ops are visited in id order.
+//  - The session skips the pass when the environment variable XTRAIN_FUSION is "0"
+//    (docs/performance.md), to compare fused and unfused runs.
+#pragma once
+#pragma GCC visibility push(default)
+
+#include <set>
+
+#include "ir/graph.hpp"
+
+namespace xtrain::ir {
+
+struct FusionReport {
+  int gelu = 0;  // GELU subgraphs replaced by one Gelu op
+  int total() const { return gelu; }
+};
+
+FusionReport fuseGraph(Graph& graph, const std::set<TensorId>& keep);
+
+}  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -1,0 +1,83 @@
+// Training a model with the tanh-GELU subgraph torch.onnx writes gives the same weights with the
+// fusion pass (src/ir/fusion, on by default) as without it (XTRAIN_FUSION=0), to 1e-5 relative.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <vector>
+
+#include "testing/process_testing.hpp"
+#include "testing/training_testing.hpp"
+#include "xtrain/builder.hpp"
+
+namespace xtrain::testing {
+namespace {
+
+// buildMlpModel's MLP (the same weight names) with 0.5 x (1 + tanh(c (x + 0.044715 x^3))) as its
+// activation, written as torch.onnx exports it.
+MlpModel buildGeluMlp() {
+  MlpModel m;
+  m.batch = 4;
+  m.in = 8;
+  m.hidden = 15;
+  m.out = 5;
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-0.8f, 0.8f);
+  auto weight = [&](Shape s, const std::string& name) {
+    std::vector<float> v(static_cast<size_t>(shapeNelms(s)));
+    for (auto& e : v) e = u(rng);
+    return b->addInitializedInputTensor(ConstVoidData::fromVector<float>(s, v), name);
+  };
+  auto scalar = [&](float v) { return onnx.constant(ConstVoidData::fromVector<float>({}, {v})); };
+  m.x = b->addInputTensor(TensorInfo(DataType::FLOAT, {m.batch, m.in}), "x");
+  m.labels = b->addInputTensor(TensorInfo(DataType::INT32, {m.batch}), "labels");
+  auto x = onnx.add({onnx.matmul({m.x, weight({m.in, m.hidden}, "W1")}), weight({m.hidden}, "b1")});
+  const float c = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
+  auto cube = onnx.mul({x, onnx.mul({x, x})});
+  auto inner = onnx.mul({scalar(c), onnx.add({x, onnx.mul({scalar(0.044715f), cube})})});
+  auto h = onnx.mul({scalar(0.5f), onnx.mul({x, onnx.add({scalar(1.0f), onnx.tanh({inner})})})});
+  auto logits =
+      onnx.add({onnx.matmul({h, weight({m.hidden, m.out}, "W2")}), weight({m.out}, "b2")});
+  m.loss = onnx.softmaxcrossentropyloss({logits, m.labels}, 1, std::nullopt, "mean")[0];
+  b->addOutputTensor(m.loss);
+  m.proto = b->getModelProto();
+  return m;
+}
+
+std::vector<float> trainedWeights(const char* fusion) {
+  ScopedEnv env("XTRAIN_FUSION", fusion);
+  const MlpModel m = buildGeluMlp();
+  auto s = makeMlpSession(m, SessionOptions(), ConstSGD(0.1f, 0, 0.9f));
+  trainMlpSteps(*s, m, 1, 0, 1, 0, 8);
+  return readTensors(*s, mlpWeightsAndVelocities());
+}
+
+TEST(GeluFusionTraining, FusedTrainsAsUnfused) {
+  const std::vector<float> fused = trainedWeights(nullptr);
+  const std::vector<float> unfused = trainedWeights("0");
+  ASSERT_EQ(fused.size(), unfused.size());
+  const std::vector<float> initial = [] {
+    ScopedEnv env("XTRAIN_FUSION", "0");
+    const MlpModel m = buildGeluMlp();
+    auto s = makeMlpSession(m, SessionOptions(), ConstSGD(0.1f, 0, 0.9f));
+    return readTensors(*s, mlpWeightsAndVelocities());
+  }();
+  size_t changed = 0, differ = 0;
+  for (size_t i = 0; i < fused.size(); ++i) {
+    changed += fused[i] != initial[i] ? 1 : 0;
+    const double tol = 1e-5 * std::max(1.0, std::fabs(static_cast<double>(unfused[i])));
+    if (std::fabs(static_cast<double>(fused[i]) - unfused[i]) > tol) {
+      if (differ < 5) ADD_FAILURE() << "element " << i << ": " << fused[i] << " vs " << unfused[i];
+      ++differ;
+    }
+  }
+  EXPECT_EQ(differ, 0u);
+  EXPECT_GT(changed, fused.size() / 2) << "training changed the weights";
+}
+
+}  // namespace
+}  // namespace xtrain::testing
