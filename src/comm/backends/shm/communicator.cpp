@@ -99,6 +99,20 @@ const char* at(const void* p, size_t elems, size_t es) {
   return static_cast<const char*>(p) + elems * es;
 }
 
+// A large all-reduce's round whose result slot still holds the slices this rank copies out: [0, b)
+// and [e, m) of the m elements at `off` (this rank's own slice [b, e) went to its output directly).
+// Copied after the next round's barrier, so that each round costs one barrier.
+struct PendingCopyOut {
+  uint64_t round;
+  size_t off, m, b, e;
+  void copy(const ShmGroup& group, void* output, size_t es) const {
+    const char* result = group.resultSlot(round);
+    void* out = at(output, off, es);
+    if (b > 0) std::memcpy(out, result, b * es);
+    if (e < m) std::memcpy(at(out, e, es), at(result, e, es), (m - e) * es);
+  }
+};
+
 class ShmTransport : public Transport {
  public:
   ShmTransport(ShmGroup group, int rank, std::shared_ptr<Store> keySpace)
@@ -234,17 +248,7 @@ void ShmTransport::allReduce(Call& c) {
   // Large: rank r reduces slice r of each round into the round's result slot (and its output); the
   // other slices are copied out of the result slot after the next round's barrier (or a final
   // one), so each round costs one barrier.
-  struct Pending {
-    uint64_t round;
-    size_t off, m, b, e;
-  };
-  std::optional<Pending> pending;
-  auto copyOut = [&](const Pending& p) {
-    const char* result = group_.resultSlot(p.round);
-    void* out = at(c.out.data, p.off, es);
-    if (p.b > 0) std::memcpy(out, result, p.b * es);
-    if (p.e < p.m) std::memcpy(at(out, p.e, es), at(result, p.e, es), (p.m - p.e) * es);
-  };
+  std::optional<PendingCopyOut> pending;
   std::vector<const void*> slice(k);
   for (size_t off = 0; off < n;) {
     const size_t m = std::min(slotElems, n - off);
@@ -258,18 +262,18 @@ void ShmTransport::allReduce(Call& c) {
     if (b > 0) std::memcpy(mine, in, b * es);
     if (m > e) std::memcpy(at(mine, e, es), at(in, e, es), (m - e) * es);
     sync(c);  // also: every rank finished reducing the previous round
-    if (pending) copyOut(*pending);
+    if (pending) pending->copy(group_, c.out.data, es);
     if (e > b) {
       for (size_t p = 0; p < k; ++p) slice[p] = at(group_.slot(round, static_cast<int>(p)), b, es);
       slice[r] = at(in, b, es);
       void* dsts[2] = {at(group_.resultSlot(round), b, es), at(c.out.data, off + b, es)};
       reduceInto(c.f.type, c.f.op, slice.data(), k, dsts, 2, e - b);
     }
-    pending = Pending{round, off, m, b, e};
+    pending = PendingCopyOut{round, off, m, b, e};
     off += m;
   }
   sync(c);
-  copyOut(*pending);
+  pending->copy(group_, c.out.data, es);
 }
 
 void ShmTransport::readFromPeer(Call& c, int p, const void* remote, void* local, size_t bytes) {
@@ -299,24 +303,14 @@ void ShmTransport::singleCopyAllReduce(Call& c) {
     scratch_.resize((k - 1) * chunkElems * es + 64);
   char* scratch = scratch_.data() + (64 - reinterpret_cast<uintptr_t>(scratch_.data()) % 64) % 64;
   std::vector<const void*> srcs(k);
-  struct Pending {
-    uint64_t round;
-    size_t off, m, b, e;
-  };
-  std::optional<Pending> pending;
-  auto copyOut = [&](const Pending& p) {
-    const char* result = group_.resultSlot(p.round);
-    void* out = at(c.out.data, p.off, es);
-    if (p.b > 0) std::memcpy(out, result, p.b * es);
-    if (p.e < p.m) std::memcpy(at(out, p.e, es), at(result, p.e, es), (p.m - p.e) * es);
-  };
+  std::optional<PendingCopyOut> pending;
   const size_t slotElems = group_.slotBytes() / es;
   for (size_t off = 0; off < n;) {
     const size_t m = std::min(slotElems, n - off);
     const uint64_t round = round_++;
     if (pending) {
       sync(c);  // every rank finished reducing the previous round
-      copyOut(*pending);
+      pending->copy(group_, c.out.data, es);
     }
     const size_t b = sliceBegin(m, k, r);
     const size_t e = sliceBegin(m, k, r + 1);
@@ -337,11 +331,11 @@ void ShmTransport::singleCopyAllReduce(Call& c) {
       void* dsts[2] = {at(group_.resultSlot(round), j, es), at(c.out.data, off + j, es)};
       reduceInto(c.f.type, c.f.op, srcs.data(), k, dsts, 2, len);
     }
-    pending = Pending{round, off, m, b, e};
+    pending = PendingCopyOut{round, off, m, b, e};
     off += m;
   }
   sync(c);  // every round is reduced; no rank reads this rank's buffers any more
-  copyOut(*pending);
+  pending->copy(group_, c.out.data, es);
 }
 
 void ShmTransport::reduceScatter(Call& c) {
