@@ -241,6 +241,9 @@ EOF
 #SBATCH --open-mode=append
 #SBATCH --requeue
 echo "attempt \${SLURM_RESTART_COUNT:-0}"
+# At least 3 ms a step (9 s in all), however fast training gets: the preemption must find the job
+# training, and the weights are the same with or without the pause.
+export XTRAIN_TEST_STEP_DELAY_MS=3
 "$xrun" -n 4 --grace-period 5 "$xtrain" ${train_args[*]} --steps $steps \\
   --checkpoint-dir "$work/preempt-ckpt" --resume auto --save-model "$work/preempt.onnx"
 code=\$?
