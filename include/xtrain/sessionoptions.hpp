@@ -99,6 +99,15 @@ struct XTRAIN_API SessionOptions {
   VirtualGraphMode virtualGraphMode = VirtualGraphMode::Off;
   bool enableOutlining = true;  // accepted, no effect on a simulated device (documented)
 
+  // Options of the (simulated) engine, Poplar's names: "autoReport.all", "autoReport.directory", ...
+  // and xtrain's "trace.file", "trace.steps". An unknown key is an error at session creation that
+  // names it and lists the known ones (src/session/engine_options.hpp, docs/session-options.md).
+  std::map<std::string, std::string> engineOptions;
+  // Options of the reports getSummaryReport() / getReport() write; unknown keys are an error too.
+  std::map<std::string, std::string> reportOptions;
+  // Counts the simulated clock's cycles of each run() (TrainingSession::getCycleCount()).
+  bool instrumentWithHardwareCycleCounter = false;
+
   // Local replicas (L) of this instance: replicatedGraphCount when replication is on, else 1.
   int64_t getLocalReplicationFactor() const {
     return enableReplicatedGraphs ? replicatedGraphCount : 1;

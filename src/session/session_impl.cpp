@@ -19,6 +19,7 @@
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "replication/instances.hpp"
+#include "session/engine_options.hpp"
 #include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
 #include "session/step_buffers.hpp"
@@ -47,6 +48,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
       config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
   validateOptions();
+  engineSettings_ = parseEngineOptions(config_.options.engineOptions);
+  checkReportOptions(config_.options.reportOptions);
 
   ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);
   graph_ = std::move(imported.graph);

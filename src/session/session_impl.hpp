@@ -26,6 +26,7 @@
 #include "replication/replica_exchange.hpp"
 #include "replication/sharding.hpp"
 #include "session/checkpoint_coordinator.hpp"
+#include "session/engine_options.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
@@ -194,6 +195,8 @@ class SessionImpl : private replication::LocalReplicas {
   bool isHostVisible(const ir::Tensor& t) const;
 
   SessionConfig config_;
+  // SessionOptions::engineOptions, parsed (session/engine_options.hpp).
+  EngineSettings engineSettings_;
   std::unique_ptr<ir::Graph> graph_;
   std::string modelBytes_;
   std::map<std::string, std::string> modelMetadata_;
