@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::session {
 
 struct EngineSettings {
@@ -29,3 +31,5 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
 void checkReportOptions(const std::map<std::string, std::string>& reportOptions);
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop
