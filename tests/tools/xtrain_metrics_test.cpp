@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "checkpoint/dataset_reader.hpp"
 #include "testing/scratch_dir.hpp"
@@ -102,7 +103,8 @@ TEST_F(XtrainMetrics, EveryStepOfAnXrunJobThenPlotted) {
   const std::vector<json> lines = metricsOf(metrics);
   ASSERT_EQ(stepsOf(lines), (std::vector<int64_t>{1, 2, 3, 4})) << r.output;
   const auto losses = printed(r.output, "step +([0-9]+)/4  epoch [0-9]+  loss ([0-9.]+)");
-  const auto valLosses = printed(r.output, "validation  step ([0-9]+)  epoch [0-9.]+  loss ([0-9.]+)");
+  const auto valLosses =
+      printed(r.output, "validation  step ([0-9]+)  epoch [0-9.]+  loss ([0-9.]+)");
   ASSERT_EQ(losses.size(), 4u) << r.output;
   ASSERT_EQ(valLosses.size(), 2u) << r.output;
   const double samplesPerStep = 8 * 2;  // micro-batch x replicas (one per instance)
@@ -170,6 +172,30 @@ TEST_F(XtrainMetrics, ResumeAppendsAndAFreshRunReplaces) {
   r = runCommand(common + " --steps 2 --replicas 3");
   ASSERT_EQ(r.exitCode, 2) << r.output;
   EXPECT_EQ(stepsOf(metricsOf(metrics)), (std::vector<int64_t>{1, 2}));
+}
+
+// The learning rate in force during each step (a schedule changes it) and the loss scale.
+TEST_F(XtrainMetrics, LearningRateOfTheScheduleAndLossScale) {
+  const std::string metrics = path("m.jsonl");
+  const CommandResult r = runCommand(
+      "./xtrain --steps 4 --micro-batch-size 8 --lr 0.1 --lr-schedule linear "
+      "--loss-scaling 4 --metrics " +
+      metrics);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const auto rates =
+      printed(r.output, "step +([0-9]+)/4  epoch [0-9]+  loss [0-9.]+  lr ([0-9.e-]+)");
+  const std::vector<json> lines = metricsOf(metrics);
+  ASSERT_EQ(stepsOf(lines), (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_EQ(rates.size(), 4u) << r.output;
+  std::set<double> distinct;
+  for (const json& m : lines) {
+    const double lr = m["lr"].get<double>();
+    EXPECT_NEAR(lr, rates.at(m["step"].get<int64_t>()), 1e-5 * lr) << m.dump();
+    distinct.insert(lr);
+    EXPECT_EQ(m["loss_scale"].get<double>(), 4.0) << m.dump();
+    EXPECT_FALSE(m.contains("grad_norm")) << "no --clip-norm: " << m.dump();
+  }
+  EXPECT_EQ(distinct.size(), 4u);  // linear decay: a new rate every step
 }
 
 // Bad usage, before any step: exit code 2 naming --metrics and the path.
