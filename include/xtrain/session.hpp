@@ -154,6 +154,20 @@ class XTRAIN_API TrainingSession : public Session {
   float getLossScaling() const;
   // Steps whose update automatic loss scaling skipped (a gradient was inf or nan).
   int64_t getSkippedSteps() const;
+  // Gradient clipping (the optimizer's ClipNormSettings): the global norm of each clip group's
+  // reduced, unscaled gradients as the latest clipped update computed it (on the first local
+  // replica), in the settings' order. Empty before the first update and without clipping; an
+  // update that automatic loss scaling skipped computes none and leaves the previous values.
+  std::vector<float> getGlobalGradientNorms() const;
+  // The time of the steps run so far: in run() and, within it, in the gradient reduction across
+  // the replicas (the figures of getSummaryReport's "run:" line). The difference of two readings
+  // gives the steps between them, e.g. one step's share of time spent reducing gradients.
+  struct StepTimes {
+    int64_t steps = 0;
+    double runSeconds = 0;
+    double reductionSeconds = 0;
+  };
+  StepTimes getStepTimes() const;
 
   // Checkpoints (docs/checkpoint-format.md). Collective: with several instances every instance
   // calls them with the same path. saveCheckpoint writes the directory `path` (its parent must

@@ -648,6 +648,12 @@ void bindSessions(py::module_& m) {
         return "<CheckpointInfo " + c.path + " step " + std::to_string(c.step) + ">";
       });
 
+  py::class_<TrainingSession::StepTimes>(m, "StepTimes",
+                                         "Time of the steps run so far (getStepTimes).")
+      .def_readonly("steps", &TrainingSession::StepTimes::steps)
+      .def_readonly("runSeconds", &TrainingSession::StepTimes::runSeconds)
+      .def_readonly("reductionSeconds", &TrainingSession::StepTimes::reductionSeconds);
+
   using PT = PySession<TrainingSession>;
   py::class_<PT> training(m, "TrainingSession", "Session for training (PopART's TrainingSession).");
   training.def(
@@ -680,6 +686,8 @@ void bindSessions(py::module_& m) {
           py::arg("optimizer"))
       .def("getLossScaling", [](PT& s) { return s.session->getLossScaling(); })
       .def("getSkippedSteps", [](PT& s) { return s.session->getSkippedSteps(); })
+      .def("getGlobalGradientNorms", [](PT& s) { return s.session->getGlobalGradientNorms(); })
+      .def("getStepTimes", [](PT& s) { return s.session->getStepTimes(); })
       .def(
           "saveCheckpoint",
           [](PT& s, const std::string& path, int64_t epoch, int64_t samplesSeen,

@@ -152,6 +152,12 @@ float TrainingSession::getLossScaling() const {
 int64_t TrainingSession::getSkippedSteps() const {
   return impl_->skippedSteps();
 }
+std::vector<float> TrainingSession::getGlobalGradientNorms() const {
+  return impl_->clipNorms();
+}
+TrainingSession::StepTimes TrainingSession::getStepTimes() const {
+  return {impl_->stepCount(), impl_->runSeconds(), impl_->reductionSeconds()};
+}
 
 void TrainingSession::updateOptimizerFromHost(const Optimizer* optimizer) {
   if (optimizer == nullptr) throw error("updateOptimizerFromHost: no optimizer given");

@@ -106,6 +106,9 @@ class SessionImpl : private replication::LocalReplicas {
   int64_t stepCount() const { return stepCount_; }
   float lossScaling() const { return lossScaling_; }
   int64_t skippedSteps() const { return skippedSteps_; }
+  const std::vector<float>& clipNorms() const { return clipNorms_; }
+  double runSeconds() const { return runSeconds_; }
+  double reductionSeconds() const { return reductionSeconds_; }
 
  private:
   void validateOptions() const;
@@ -220,6 +223,8 @@ class SessionImpl : private replication::LocalReplicas {
     std::vector<const ir::WeightUpdate*> updates;
   };
   std::vector<ClipGroup> clipGroups_;
+  // Per clip group: the global norm the latest clipping computed (first local replica).
+  std::vector<float> clipNorms_;
   bool hasApplyPhase_ = false;
   // The loss scaling factor in force (automatic loss scaling changes it), the finite steps in a row
   // since it last changed, the updates skipped, and its ceiling (2^15 with FLOAT16).

@@ -38,6 +38,7 @@ void SessionImpl::clipGradients() {
         *out = gs * gs * sumOfSquares(replicaBuffer(local, sharded[k]->gradShard));
       });
   size_t next = 0;
+  clipNorms_.clear();
   for (const auto& group : clipGroups_) {
     // Per local replica: grouped weights differ between replica groups, so does their norm.
     std::vector<double> sumSq(static_cast<size_t>(L), 0.0);
@@ -55,6 +56,7 @@ void SessionImpl::clipGradients() {
         for (double& x : sumSq) x += s;
       }
     }
+    clipNorms_.push_back(static_cast<float>(std::sqrt(sumSq[0])));
     for (int64_t r = 0; r < L; ++r) {
       const double norm = std::sqrt(sumSq[static_cast<size_t>(r)]);
       const float factor =

@@ -59,6 +59,9 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
                             is none
   --overwrite-checkpoints   start afresh in a --checkpoint-dir that already holds checkpoints,
                             replacing and pruning them (without it or --resume, xtrain refuses)
+  --metrics FILE            write each step's figures to FILE, one JSON object a line (loss,
+                            learning rate, samples/s, validation, ...; docs/metrics.md); a
+                            --resume run appends, others replace the file
   --log-level LEVEL         trace, debug, info, warn, err, critical, off (info)
   -h, --help                this text
 
@@ -245,7 +248,9 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
     else if (flag == "--overwrite-checkpoints") {
       if (hasInline) throw UsageError(flag + " takes no value");
       o.overwriteCheckpoints = true;
-    } else if (flag == "--log-level")
+    } else if (flag == "--metrics")
+      o.metrics = path(flag, next());
+    else if (flag == "--log-level")
       o.logLevel = next();
     else
       throw UsageError("unknown option '" + args[i] + "' (see xtrain --help)");

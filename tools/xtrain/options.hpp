@@ -63,6 +63,7 @@ struct TrainOptions {
   std::string resume;           // "", "auto" or a checkpoint's path
   bool checkpointAsync = false;
   bool overwriteCheckpoints = false;  // write into a --checkpoint-dir that holds checkpoints
+  std::string metrics;  // --metrics: a JSON line per step (metrics_file.hpp); empty: none
   std::string logLevel = "info";
   bool help = false;
 };

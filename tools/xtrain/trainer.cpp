@@ -26,6 +26,7 @@
 #include "input_shapes.hpp"
 #include "ir/onnx/model_file.hpp"
 #include "ir/onnx/onnx_import.hpp"
+#include "metrics_file.hpp"
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
 #include "test_hooks.hpp"
@@ -213,6 +214,11 @@ int train(const TrainOptions& o, std::ostream& out) {
   }
   // Output paths are checked before the first step, so a typo costs no training.
   checkOutputs(o, instance);
+  // Instance 0 writes the metrics; opened now, so a path that cannot be written is bad input.
+  std::unique_ptr<MetricsFile> metrics;
+  if (!o.metrics.empty() && instance == 0) {
+    metrics = std::make_unique<MetricsFile>(o.metrics, /*append=*/!o.resume.empty());
+  }
   // Held until training ends: no other job writes checkpoints into the directory meanwhile.
   const CheckpointDirectoryLock checkpointLock = lockCheckpointDirectory(o, instance);
 
@@ -322,7 +328,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     validationSeconds += secs;
-    if (!r) return;
+    if (!r) return r;
     progress << "validation  step " << step << "  epoch " << std::fixed << std::setprecision(2)
              << static_cast<double>(order.samplesSeen()) / static_cast<double>(source->numSamples())
              << "  loss " << std::setprecision(6) << r->loss;
@@ -332,6 +338,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     }
     progress << "  (" << r->samples << " samples, " << std::setprecision(2) << secs << " s)\n"
              << std::defaultfloat;
+    return r;
   };
   int64_t firstStep = 0;
   std::optional<CheckpointInfo> resumed;
@@ -437,6 +444,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   double firstLoss = std::nan(""), lastLoss = std::nan("");
   for (int64_t step = firstStep; step < steps; ++step) {
     killSelfIfAskedAt(step);  // tests only (test_hooks.hpp)
+    const auto stepStart = clock::now();
     // Every instance draws the same global order, laid out [bps][af][G][mb], and keeps its own
     // replicas' part: the job trains on the samples a single instance with G replicas would.
     const std::vector<int64_t> global = order.next(samplesPerStep);
@@ -458,7 +466,9 @@ int train(const TrainOptions& o, std::ostream& out) {
           scheduledLearningRate(o.lrSchedule, *o.lr, o.warmupSteps, step, steps));
       session->updateOptimizerFromHost(makeOptimizer(o, lr).get());
     }
+    const TrainingSession::StepTimes timesBefore = session->getStepTimes();
     session->run(stepio, "step" + std::to_string(step));
+    const TrainingSession::StepTimes timesAfter = session->getStepTimes();
     OwnedArray& lossArray = *anchorArrays.at(loss);
     double sum = 0;
     // The loss is FLOAT, or FLOAT16 for a FLOAT16 model.
@@ -476,6 +486,7 @@ int train(const TrainOptions& o, std::ostream& out) {
     if (step == firstStep) firstLoss = meanLoss;
     lastLoss = meanLoss;
     const auto now = clock::now();
+    const double stepSeconds = std::chrono::duration<double>(now - stepStart).count();
     const double elapsed = std::chrono::duration<double>(now - start).count() - validationSeconds;
     if (!o.checkpointDir.empty() && o.checkpointEvery > 0 && (step + 1) % o.checkpointEvery == 0 &&
         step + 1 != steps) {
@@ -491,13 +502,42 @@ int train(const TrainOptions& o, std::ostream& out) {
                << "\n"
                << std::defaultfloat;
     }
+    std::optional<ValidationResult> validation;
     if (validator) {
       // Every --val-every steps, or when this step completed an epoch; and after the last step.
       const int64_t seen = order.samplesSeen(), n = source->numSamples();
       const bool epochEnded = seen / n > (seen - samplesPerStep) / n;
       if (step + 1 == steps || (o.valEvery > 0 ? (step + 1) % o.valEvery == 0 : epochEnded)) {
-        validate(step + 1);
+        validation = validate(step + 1);
       }
+    }
+    if (metrics) {
+      StepMetrics m;
+      m.step = step + 1;
+      m.epoch =
+          static_cast<double>(order.samplesSeen()) / static_cast<double>(source->numSamples());
+      m.loss = meanLoss;
+      m.learningRate = lr;
+      m.stepSeconds = stepSeconds;
+      m.samplesPerSecond = static_cast<double>(samplesPerStep) / stepSeconds;
+      const double runSeconds = timesAfter.runSeconds - timesBefore.runSeconds;
+      m.reductionShare =
+          runSeconds > 0 ? (timesAfter.reductionSeconds - timesBefore.reductionSeconds) / runSeconds
+                         : 0.0;
+      m.lossScale = session->getLossScaling();
+      if (o.clipNorm) {
+        const std::vector<float> norms = session->getGlobalGradientNorms();
+        if (!norms.empty()) m.gradientNorm = norms.front();
+      }
+      if (validation) {
+        m.validationLoss = validation->loss;
+        m.validationAccuracy = validation->accuracy;
+        m.validationSamples = validation->samples;
+      }
+      m.wallTime =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      metrics->write(m);
     }
     // A preemption request (SIGUSR1/SIGTERM to any instance): every instance stops after this
     // same step. The last step ends the run normally anyway.
