@@ -186,6 +186,20 @@ class DeviceTest(PrivatePool, unittest.TestCase):
                                "t": np.zeros((2, 3), np.float32)}, anchors))
         self.assertEqual(anchors["y"].shape, (2, 3))
 
+    def test_popxl_session_waits_for_the_attach_timeout(self):
+        dm = popart.DeviceManager()
+        dm.setOnDemandAttachTimeout(60)
+        device = dm.acquireDeviceById(3, connectionType=popart.DeviceConnectionType.OnDemand)
+        s = popart.InferenceSession(linear_model(), popart.DataFlow(1, ["y"]), device)
+        s.prepareDevice()  # attaches
+        device.detach()
+        holder = dm.acquireDeviceById(3)
+        released = self.release_soon(holder)
+        with popart.Session(s) as session:  # as PopXL, tryAttachUntilTimeout
+            self.assertTrue(released.is_set())
+            self.assertTrue(session.is_attached)
+        self.assertFalse(device.isAttached)
+
     def test_enumerate(self):
         dm = popart.DeviceManager()
         singles = dm.enumerateDevices()  # PopART's defaults: 1 IPU, Ipu, Always, whole IPUs
