@@ -68,13 +68,15 @@ class DeviceWait : public ::testing::Test {
 
   DeviceManager& dm() { return DeviceManager::createDeviceManager(); }
 
-  // Detaches `holder` from another thread after ~200 ms and records when.
+  // Detaches `holder` from another thread after ~200 ms and records when (released_, releasedAt_).
   void releaseSoon(std::shared_ptr<DeviceInfo> holder) {
     releaser_ = std::thread([this, holder = std::move(holder)] {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      // Set before the detach: whoever gets the IPU after it sees them (set after, a fast
+      // acquirer could return first).
       releasedAt_ = Clock::now();
-      holder->detach();
       released_ = true;
+      holder->detach();
     });
   }
 
@@ -129,7 +131,11 @@ TEST_F(DeviceWait, AcquireByIdWaitsForTheHolderToRelease) {
   ASSERT_TRUE(got);
   EXPECT_TRUE(got->isAttached());
   ASSERT_TRUE(released_.load());  // it returned after the release, not before
-  EXPECT_CONTAINS(log, "acquireDeviceById: device 3 (IPUs [3]): waiting up to 60 s");
+  EXPECT_CONTAINS(
+      log,
+      "acquireDeviceById: device 3 (IPUs [3]): waiting up to 60 s (XTRAIN_WAIT_FOR_IPU) "
+      "for busy IPUs: IPU 3 is " +
+          me_);
   EXPECT_CONTAINS(log, "IPU 3 is " + me_);
   EXPECT_CONTAINS(log, "acquireDeviceById: device 3 (IPUs [3]): got the IPUs after waiting");
 }
@@ -231,15 +237,22 @@ TEST_F(DeviceWait, TryAttachGivesUpAfterTheTimeout) {
   EXPECT_LT(waited, 30.0);
   EXPECT_FALSE(device->isAttached());
   EXPECT_CONTAINS(
-      log, "attaching device 0 (IPUs [0]): waiting up to 1 s for busy IPUs (IPU 0 is " + me_);
+      log,
+      "attaching device 0 (IPUs [0]): waiting up to 1 s (the attach timeout) for busy IPUs: "
+      "IPU 0 is " +
+          me_);
   EXPECT_CONTAINS(log, "attaching device 0 (IPUs [0]): gave up after waiting");
 
   // XTRAIN_WAIT_FOR_IPU lengthens a shorter attach timeout.
   device->setOnDemandAttachTimeout(0);
   ::setenv("XTRAIN_WAIT_FOR_IPU", "1", 1);
+  ::testing::internal::CaptureStderr();
   start = Clock::now();
   EXPECT_FALSE(device->tryAttachUntilTimeout());
   EXPECT_GE(secondsSince(start), 1.0);
+  logging::flush();
+  EXPECT_CONTAINS(::testing::internal::GetCapturedStderr(),
+                  "waiting up to 1 s (XTRAIN_WAIT_FOR_IPU) for busy IPUs");
 
   auto offline = dm().createOfflineIPUDevice();
   EXPECT_CONTAINS(errorOf([&] { offline->tryAttachUntilTimeout(); }), "offline");

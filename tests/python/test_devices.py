@@ -32,8 +32,8 @@ class DeviceTest(PrivatePool, unittest.TestCase):
 
         def release():
             time.sleep(0.2)
+            done.set()  # before the detach, so whoever attaches after it sees it set
             device.detach()
-            done.set()
 
         self._releaser = threading.Thread(target=release)
         self._releaser.start()

@@ -133,8 +133,8 @@ TEST_F(OnDemandAttach, WaitsForTheAttachTimeout) {
   std::atomic<bool> released{false};
   releaser_ = std::thread([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    released = true;  // before the detach, so the attach that follows it sees it
     holder->detach();
-    released = true;
   });
   const auto start = std::chrono::steady_clock::now();
   s->prepareDevice();

@@ -68,11 +68,14 @@ void DeviceInfo::setOnDemandAttachTimeout(unsigned seconds) {
 }
 
 bool DeviceInfo::tryAttachUntilTimeout() {
-  const double seconds =
-      std::max(static_cast<double>(getOnDemandAttachTimeout()), device::waitForIpuSeconds());
-  const device::WaitSubject subject{format("attaching device {} (IPUs {})", id_, ipuIds_),
-                                    [this] { return device::whoHolds(*this); }};
-  return device::retryUntil(seconds, subject, [this] { return attach(); });
+  const double timeout = getOnDemandAttachTimeout();
+  const double fromEnvironment = device::waitForIpuSeconds();
+  const device::WaitSubject subject{
+      format("attaching device {} (IPUs {})", id_, ipuIds_),
+      [this] { return device::whoHolds(*this); },
+      fromEnvironment > timeout ? "XTRAIN_WAIT_FOR_IPU" : "the attach timeout"};
+  return device::retryUntil(std::max(timeout, fromEnvironment), subject,
+                            [this] { return attach(); });
 }
 
 void DeviceInfo::detach() {

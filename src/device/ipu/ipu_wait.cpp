@@ -49,10 +49,8 @@ bool retryUntil(double seconds, const WaitSubject& subject, const std::function<
     const std::string h = subject.holders ? subject.holders() : std::string();
     return h.empty() ? std::string("busy a moment ago") : h;
   };
-  logging::devicex::info(
-      "{}: waiting up to {} s for busy IPUs ({}; XTRAIN_WAIT_FOR_IPU or the "
-      "attach timeout)",
-      subject.what, seconds, holdersText());
+  logging::devicex::info("{}: waiting up to {} s ({}) for busy IPUs: {}", subject.what, seconds,
+                         subject.source, holdersText());
   bool got = false;
   while (!got) {
     const auto now = Clock::now();

@@ -25,6 +25,8 @@ struct WaitSubject {
   std::string what;
   // Who holds the IPUs now ("IPU 2 is held by process 1234"), or "" when nobody does.
   std::function<std::string()> holders;
+  // Where the wait's length comes from: "XTRAIN_WAIT_FOR_IPU" or "the attach timeout".
+  std::string source = "XTRAIN_WAIT_FOR_IPU";
 };
 
 // Calls `attempt` until it returns true or `seconds` have passed since the first call, sleeping
