@@ -152,9 +152,12 @@ TEST_F(OnDemandAttach, BusyDeviceIsARuntimeErrorNamingTheHolder) {
   EXPECT_CONTAINS(onDemand, "IPU 2 is " + me_);
   EXPECT_CONTAINS(onDemand, "waited 0 s");
   EXPECT_FALSE(device->isAttached());
+  // The failed prepareDevice can be retried once the device is free.
+  holder->detach();
+  s->prepareDevice();
+  EXPECT_TRUE(device->isAttached());
 
   // An Always device the caller detached is attached again before compiling.
-  holder->detach();
   auto always = dm().acquireDeviceById(3);
   always->detach();
   auto other = dm().acquireDeviceById(3);
