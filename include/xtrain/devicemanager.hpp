@@ -17,12 +17,19 @@
 // XTRAIN_IPU_IDS (set by xrun: "4,5" or "4-7"): acquireAvailableDevice picks only devices made of
 // these IPUs. acquireDeviceById is not restricted by it (the caller named the device).
 //
+// XTRAIN_WAIT_FOR_IPU (seconds, a non-negative number; unset or 0: no wait):
+// acquireAvailableDevice, acquireDeviceById and tryAttachUntilTimeout wait up to that long for busy
+// IPUs instead of failing, retrying every 50 ms, with one info line (module devicex) when they
+// start waiting and one when they get the device or give up. The try* acquisitions never wait (they
+// are for polling).
+//
 // Environment variables are read at each call, not cached.
 //
 // Threading: DeviceManager's methods may be called from any thread. A DeviceInfo's methods are
 // thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,9 +44,10 @@ namespace xtrain {
 enum class DeviceType { Cpu, IpuModel, Ipu, OfflineIpu };
 
 // Always: attach when acquired (acquisition fails if the device is busy).
-// OnDemand: pick a device that is free now, attach at the first attach() (which fails if it was
-// taken since). Never: offline; the device is never attached (attach() throws): for compiling and
-// memory checks only.
+// OnDemand: pick a device that is free now; a session attaches it after compiling (prepareDevice,
+// with tryAttachUntilTimeout), so a compile that fails never held the IPUs. attach() fails if it
+// was taken since. Never: offline; the device is never attached (attach() throws): for compiling
+// and memory checks only.
 enum class DeviceConnectionType { Always, OnDemand, Never };
 
 // Accepted for source compatibility with PopART; a simulated device has no sync configuration.
@@ -78,6 +86,19 @@ class XTRAIN_API DeviceInfo {
   // then). CPU and IPU-model devices always attach. Offline devices (type OfflineIpu or connection
   // Never) throw xtrain::error. Attaching an attached device returns true.
   bool attach();
+  // attach(), retried every 50 ms until it succeeds or the wait is over: the larger of
+  // getOnDemandAttachTimeout() and XTRAIN_WAIT_FOR_IPU seconds (0: one try). Logs one info line
+  // (module devicex) when it starts waiting, naming who holds the IPUs, and one when it attaches or
+  // gives up. False when it did not attach. Offline devices throw as attach() does.
+  bool tryAttachUntilTimeout();
+  // Seconds tryAttachUntilTimeout keeps trying. Devices from enumerateDevices and the acquire calls
+  // start with the DeviceManager's value (setOnDemandAttachTimeout); others with 0. More than
+  // kMaxAttachWaitSeconds throws xtrain::error.
+  void setOnDemandAttachTimeout(unsigned seconds);
+  unsigned getOnDemandAttachTimeout() const { return attachTimeout_.load(); }
+  // The longest wait setOnDemandAttachTimeout and XTRAIN_WAIT_FOR_IPU accept: 30 days.
+  static constexpr unsigned kMaxAttachWaitSeconds = 30u * 24 * 3600;
+
   // Releases the locks. Detaching a detached device does nothing.
   void detach();
   bool isAttached() const;
@@ -116,6 +137,7 @@ class XTRAIN_API DeviceInfo {
   std::string version_;
   mutable std::mutex mutex_;
   bool attached_ = false;
+  std::atomic<unsigned> attachTimeout_{0};
 };
 
 class XTRAIN_API DeviceManager {
@@ -141,26 +163,42 @@ class XTRAIN_API DeviceManager {
   std::shared_ptr<DeviceInfo> createOfflineIPUDevice(
       const std::map<std::string, std::string>& options = {});
 
-  // The pool's devices of numIpus IPUs (0: every size), by id, not attached (connection OnDemand).
-  // isAvailable() tells whether each is free; toString() says so too.
-  std::vector<std::shared_ptr<DeviceInfo>> enumerateDevices(SyncPattern pattern = SyncPattern::Full,
-                                                            int numIpus = 0);
+  // The pool's devices of numIpus IPUs (a power of two; 0, an xtrain extension: every size), by id,
+  // none attached, each with the connection type asked for (attach() or a session takes one;
+  // isAvailable() and toString() say whether it is free now). tilesPerIPU 0 means the whole IPU;
+  // 1..1472 lists devices with that many tiles per IPU. deviceType must be Ipu (the pool holds
+  // nothing else: CPU, IPU-model and offline devices are made by the create* calls); another type,
+  // a numIpus that is negative, not a power of two or more than the pool, or a bad tilesPerIPU
+  // throws xtrain::error.
+  std::vector<std::shared_ptr<DeviceInfo>> enumerateDevices(
+      SyncPattern pattern = SyncPattern::Full, int numIpus = 1,
+      DeviceType deviceType = DeviceType::Ipu,
+      DeviceConnectionType connectionType = DeviceConnectionType::Always, int tilesPerIPU = 0);
+
+  // The attach timeout (seconds) of the devices enumerateDevices and the acquire calls make from
+  // now on: their tryAttachUntilTimeout, and so a session's OnDemand attach, retries that long.
+  // Default 0. More than DeviceInfo::kMaxAttachWaitSeconds throws xtrain::error.
+  void setOnDemandAttachTimeout(unsigned seconds);
+  unsigned getOnDemandAttachTimeout() const { return attachTimeout_.load(); }
 
   // A free pool device of numIpus IPUs (a power of two), among the XTRAIN_IPU_IDS devices when that
   // is set. tilesPerIPU 0 means the whole IPU; fewer tiles give a device with that many tiles per
-  // IPU. Throws xtrain::error when none is free (naming who holds what) or the request is invalid.
+  // IPU. When none is free, waits up to XTRAIN_WAIT_FOR_IPU seconds for one. Throws xtrain::error
+  // when none is free then (naming who holds what) or the request is invalid.
   std::shared_ptr<DeviceInfo> acquireAvailableDevice(
       int numIpus = 1, int tilesPerIPU = 0, SyncPattern pattern = SyncPattern::Full,
       DeviceConnectionType connectionType = DeviceConnectionType::Always,
       DeviceSelectionCriterion selectionCriterion = DeviceSelectionCriterion::First);
 
-  // The pool device with this id. Throws xtrain::error when it is busy (naming the holder) or the
-  // id is not a valid device id.
+  // The pool device with this id. When it is busy, waits up to XTRAIN_WAIT_FOR_IPU seconds for it.
+  // Throws xtrain::error when it is busy then (naming the holder) or the id is not a valid device
+  // id.
   std::shared_ptr<DeviceInfo> acquireDeviceById(
       int id, SyncPattern pattern = SyncPattern::Full,
       DeviceConnectionType connectionType = DeviceConnectionType::Always);
 
-  // As above, but nullptr when no matching device is free. Invalid requests still throw.
+  // As above, but nullptr when no matching device is free (at once: these never wait). Invalid
+  // requests still throw.
   std::shared_ptr<DeviceInfo> tryAcquireAvailableDevice(
       int numIpus = 1, int tilesPerIPU = 0, SyncPattern pattern = SyncPattern::Full,
       DeviceConnectionType connectionType = DeviceConnectionType::Always,
@@ -177,8 +215,10 @@ class XTRAIN_API DeviceManager {
                                                bool throwIfBusy);
   std::shared_ptr<DeviceInfo> acquireById(int id, DeviceConnectionType connectionType,
                                           bool throwIfBusy);
+  std::shared_ptr<DeviceInfo> withTimeout(std::shared_ptr<DeviceInfo> device) const;
   std::mutex mutex_;          // guards the random engine
   uint64_t randomState_ = 0;  // 0: not seeded yet
+  std::atomic<unsigned> attachTimeout_{0};
 };
 
 }  // namespace xtrain

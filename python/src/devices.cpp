@@ -3,11 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "bindings.hpp"
@@ -19,9 +18,6 @@ namespace py = pybind11;
 namespace xtrain::python {
 
 namespace {
-
-// DeviceManager.setOnDemandAttachTimeout: seconds DeviceInfo.tryAttachUntilTimeout keeps trying.
-int attachTimeoutSeconds = 0;
 
 // createIpuModelDevice's dict: values may be ints or strings ({"numIPUs": 2, "tilesPerIPU": 4}).
 std::map<std::string, std::string> optionsFromDict(const py::dict& opts) {
@@ -42,17 +38,6 @@ std::map<std::string, std::string> optionsFromDict(const py::dict& opts) {
     }
   }
   return out;
-}
-
-bool tryAttachUntilTimeout(DeviceInfo& d) {
-  py::gil_scoped_release release;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(attachTimeoutSeconds);
-  while (true) {
-    if (d.attach()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
 }
 
 }  // namespace
@@ -78,8 +63,10 @@ void bindDevices(py::module_& m) {
   py::class_<DeviceInfo, std::shared_ptr<DeviceInfo>>(m, "DeviceInfo")
       .def("attach", &DeviceInfo::attach, py::call_guard<py::gil_scoped_release>())
       .def("detach", &DeviceInfo::detach, py::call_guard<py::gil_scoped_release>())
-      .def("tryAttachUntilTimeout", &tryAttachUntilTimeout,
-           "attach(), retried for DeviceManager.setOnDemandAttachTimeout's seconds.")
+      .def("tryAttachUntilTimeout", &DeviceInfo::tryAttachUntilTimeout,
+           py::call_guard<py::gil_scoped_release>(),
+           "attach(), retried for DeviceManager.setOnDemandAttachTimeout's seconds (or "
+           "XTRAIN_WAIT_FOR_IPU's, when longer).")
       .def_property_readonly("isAttached", &DeviceInfo::isAttached)
       .def_property_readonly("isAvailable", &DeviceInfo::isAvailable)
       .def_property_readonly("id", &DeviceInfo::getId)
@@ -143,36 +130,24 @@ void bindDevices(py::module_& m) {
         py::arg("opts") = py::dict());
   }
   dm.def("createCpuDevice", &DeviceManager::createCpuDevice)
-      .def(
-          "enumerateDevices",
-          [](DeviceManager& dm, SyncPattern pattern, int numIpus, DeviceType deviceType,
-             DeviceConnectionType connectionType, int tilesPerIPU) {
-            if (deviceType != DeviceType::Ipu) {
-              throw error(
-                  "enumerateDevices: deviceType {} is not implemented (only DeviceType.Ipu: the "
-                  "pool's devices; use createCpuDevice or createIpuModelDevice for the others)",
-                  toString(deviceType));
-            }
-            if (tilesPerIPU != 0) {
-              throw error(
-                  "enumerateDevices: tilesPerIPU={} is not implemented (0: pool devices have "
-                  "whole IPUs; acquireAvailableDevice takes tilesPerIpu)",
-                  tilesPerIPU);
-            }
-            (void)connectionType;  // listed devices are never attached (docs/python.md)
-            return dm.enumerateDevices(pattern, numIpus);
-          },
-          py::arg("pattern") = SyncPattern::Full, py::arg("numIpus") = 1,
-          py::arg("deviceType") = DeviceType::Ipu,
-          py::arg("connectionType") = DeviceConnectionType::Always, py::arg("tilesPerIPU") = 0)
+      .def("enumerateDevices", &DeviceManager::enumerateDevices,
+           py::arg("pattern") = SyncPattern::Full, py::arg("numIpus") = 1,
+           py::arg("deviceType") = DeviceType::Ipu,
+           py::arg("connectionType") = DeviceConnectionType::Always, py::arg("tilesPerIPU") = 0,
+           py::call_guard<py::gil_scoped_release>())
       .def(
           "setOnDemandAttachTimeout",
-          [](DeviceManager&, int attachTimeout) {
+          [](DeviceManager& self, int64_t attachTimeout) {
+            // A negative number would wrap to a huge unsigned one: refuse it here.
             if (attachTimeout < 0) {
               throw py::value_error("setOnDemandAttachTimeout: attachTimeout must be >= 0, got " +
                                     std::to_string(attachTimeout));
             }
-            attachTimeoutSeconds = attachTimeout;
+            if (attachTimeout > DeviceInfo::kMaxAttachWaitSeconds) {
+              throw error("setOnDemandAttachTimeout: {} s is too long; at most {} (30 days)",
+                          attachTimeout, DeviceInfo::kMaxAttachWaitSeconds);
+            }
+            self.setOnDemandAttachTimeout(static_cast<unsigned>(attachTimeout));
           },
           py::arg("attachTimeout"))
       .def("createSimDevice",

@@ -82,7 +82,8 @@ class Session:
 
     def __enter__(self):
         self._attached_on_enter = self.is_attached
-        if not self._attached_on_enter and not self._device.attach():
+        # As PopXL: waits for DeviceManager.setOnDemandAttachTimeout (or XTRAIN_WAIT_FOR_IPU).
+        if not self._attached_on_enter and not self._device.tryAttachUntilTimeout():
             raise RuntimeError("Session: could not attach to the device: " + repr(self._device))
         self._prepare()
         self.weights_from_host()

@@ -13,6 +13,8 @@
 
 #include "comm/communicator.hpp"
 #include "common/check.hpp"
+#include "device/ipu/device_infos.hpp"
+#include "device/ipu/ipu_wait.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/fusion/fusion.hpp"
@@ -36,6 +38,12 @@ namespace {
 
 const char* kindOfFault(const ir::Tensor& t) {
   return ir::toString(t.kind);
+}
+
+// Why a device could not be attached: who holds its IPUs.
+std::string busyDevice(const DeviceInfo& d) {
+  const std::string holders = device::whoHolds(d);
+  return holders.empty() ? std::string("its IPUs are in use by another process") : holders;
 }
 
 }  // namespace
@@ -215,9 +223,11 @@ bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
   DeviceInfo& d = *config_.device;
+  // Always: attached from the start (re-attached here if the caller detached it). OnDemand:
+  // attached once the program is compiled and fits, below, so a failed compile never held the IPUs.
   if (d.getType() != DeviceType::OfflineIpu &&
-      d.getConnectionType() != DeviceConnectionType::Never && !d.isAttached() && !d.attach()) {
-    throw error("cannot attach to device {}: its IPUs are in use by another process", d.getId());
+      d.getConnectionType() == DeviceConnectionType::Always && !d.isAttached() && !d.attach()) {
+    throw runtime_error("cannot attach to device {}: {}", d.getId(), busyDevice(d));
   }
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
@@ -236,6 +246,16 @@ void SessionImpl::prepareDevice() {
         "it "
         "cannot run",
         d.getId());
+  }
+  if (d.getConnectionType() == DeviceConnectionType::OnDemand && !d.isAttached()) {
+    logging::devicex::debug("attaching to device {} on demand, after compilation", d.getId());
+    if (!d.tryAttachUntilTimeout()) {
+      throw runtime_error(
+          "failed to attach to device {} (DeviceConnectionType::OnDemand) after compiling: {} "
+          "(waited {} s: DeviceManager::setOnDemandAttachTimeout / XTRAIN_WAIT_FOR_IPU)",
+          d.getId(), busyDevice(d),
+          std::max(static_cast<double>(d.getOnDemandAttachTimeout()), device::waitForIpuSeconds()));
+    }
   }
   joinInstances();
   replicas_.clear();

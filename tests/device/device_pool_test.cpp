@@ -193,21 +193,29 @@ TEST_F(DevicePool, IdsFollowGraphcoreNumbering) {
 TEST_F(DevicePool, PoolWhoseSizeIsNotAPowerOfTwo) {
   ::setenv("XTRAIN_NUM_IPUS", "6", 1);
   // 0..5 single, 6..8 pairs, 9 = IPUs 0..3.
-  EXPECT_EQ(idsOf(dm().enumerateDevices()), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(idsOf(dm().enumerateDevices(SyncPattern::Full, 0)),
+            (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   EXPECT_EQ(dm().acquireDeviceById(8)->getIpuIds(), (std::vector<int>{4, 5}));
   EXPECT_EQ(dm().acquireDeviceById(9)->getIpuIds(), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_CONTAINS(errorOf([&] { dm().acquireAvailableDevice(8); }), "pool has 6");
 }
 
 TEST_F(DevicePool, EnumerationListsDevicesAndWhetherFree) {
-  auto all = dm().enumerateDevices();
-  EXPECT_EQ(all.size(), 15u);
+  // PopART's defaults: single IPUs, DeviceType::Ipu, connection Always, whole IPUs.
+  auto singles = dm().enumerateDevices();
+  EXPECT_EQ(idsOf(singles), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  for (const auto& d : singles) {
+    EXPECT_EQ(d->getConnectionType(), DeviceConnectionType::Always);
+    EXPECT_EQ(d->getTilesPerIPU(), 1472);
+    EXPECT_FALSE(d->isAttached());  // listing takes nothing
+  }
+  EXPECT_EQ(dm().enumerateDevices(SyncPattern::Full, 0).size(), 15u);  // 0: every size
   auto pairs = dm().enumerateDevices(SyncPattern::Full, 2);
   EXPECT_EQ(idsOf(pairs), (std::vector<int>{8, 9, 10, 11}));
   for (const auto& d : pairs) {
     EXPECT_FALSE(d->isAttached());
     EXPECT_TRUE(d->isAvailable());
-    EXPECT_EQ(d->getConnectionType(), DeviceConnectionType::OnDemand);
+    EXPECT_EQ(d->getConnectionType(), DeviceConnectionType::Always);
     EXPECT_CONTAINS(d->toString(), "free");
   }
   auto held = dm().acquireDeviceById(3);
@@ -216,12 +224,46 @@ TEST_F(DevicePool, EnumerationListsDevicesAndWhetherFree) {
   EXPECT_TRUE(pairs[0]->isAvailable());
   EXPECT_FALSE(pairs[1]->isAvailable());  // {2,3} holds IPU 3
   EXPECT_CONTAINS(pairs[1]->toString(), "busy");
-  // An enumerated device attaches on demand.
+  // attach() takes a listed device.
   EXPECT_FALSE(pairs[1]->attach());
   EXPECT_TRUE(pairs[0]->attach());
   EXPECT_TRUE(pairs[0]->isAttached());
   EXPECT_EQ(dm().tryAcquireDeviceById(0), nullptr);
   EXPECT_CONTAINS(errorOf([&] { dm().enumerateDevices(SyncPattern::Full, 3); }), "power of two");
+  EXPECT_CONTAINS(errorOf([&] { dm().enumerateDevices(SyncPattern::Full, -1); }), "power of two");
+  EXPECT_CONTAINS(errorOf([&] { dm().enumerateDevices(SyncPattern::Full, 16); }), "pool has 8");
+}
+
+TEST_F(DevicePool, EnumerationHonoursTypeConnectionAndTiles) {
+  for (auto connection : {DeviceConnectionType::Always, DeviceConnectionType::OnDemand,
+                          DeviceConnectionType::Never}) {
+    auto fours = dm().enumerateDevices(SyncPattern::Full, 4, DeviceType::Ipu, connection);
+    ASSERT_EQ(idsOf(fours), (std::vector<int>{12, 13})) << toString(connection);
+    for (const auto& d : fours) {
+      EXPECT_EQ(d->getConnectionType(), connection);
+      EXPECT_EQ(d->getType(), DeviceType::Ipu);
+      EXPECT_FALSE(d->isAttached());
+    }
+  }
+  auto never =
+      dm().enumerateDevices(SyncPattern::Full, 1, DeviceType::Ipu, DeviceConnectionType::Never)[0];
+  EXPECT_CONTAINS(errorOf([&] { never->attach(); }), "offline");
+  auto small = dm().enumerateDevices(SyncPattern::Full, 2, DeviceType::Ipu,
+                                     DeviceConnectionType::OnDemand, 64);
+  ASSERT_EQ(small.size(), 4u);
+  EXPECT_EQ(small[0]->getTilesPerIPU(), 64);
+  EXPECT_EQ(small[0]->getMemoryPerIPU(), 64ull * 624 * 1024);
+  EXPECT_TRUE(small[0]->attach());
+  EXPECT_EQ(dm().tryAcquireDeviceById(0), nullptr);  // a device of fewer tiles still takes the IPU
+  EXPECT_CONTAINS(errorOf([&] {
+                    dm().enumerateDevices(SyncPattern::Full, 1, DeviceType::Ipu,
+                                          DeviceConnectionType::Always, 5000);
+                  }),
+                  "tilesPerIPU must be 0 (the whole IPU) or 1..1472, got 5000");
+  for (auto type : {DeviceType::Cpu, DeviceType::IpuModel, DeviceType::OfflineIpu}) {
+    const std::string e = errorOf([&] { dm().enumerateDevices(SyncPattern::Full, 1, type); });
+    EXPECT_CONTAINS(e, std::string("deviceType ") + toString(type) + " is not implemented");
+  }
 }
 
 TEST_F(DevicePool, AcquisitionIsExclusiveWithinAProcess) {

@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <sstream>
 
 #include "device/ipu/device_infos.hpp"
 #include "device/ipu/ipu_options.hpp"
+#include "device/ipu/ipu_wait.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -55,6 +57,25 @@ bool DeviceInfo::attach() {
   }
   attached_ = attachLocked();
   return attached_;
+}
+
+void DeviceInfo::setOnDemandAttachTimeout(unsigned seconds) {
+  if (seconds > kMaxAttachWaitSeconds) {
+    throw error("setOnDemandAttachTimeout: {} s is too long; at most {} (30 days)", seconds,
+                kMaxAttachWaitSeconds);
+  }
+  attachTimeout_ = seconds;
+}
+
+bool DeviceInfo::tryAttachUntilTimeout() {
+  const double timeout = getOnDemandAttachTimeout();
+  const double fromEnvironment = device::waitForIpuSeconds();
+  const device::WaitSubject subject{
+      format("attaching device {} (IPUs {})", id_, ipuIds_),
+      [this] { return device::whoHolds(*this); },
+      fromEnvironment > timeout ? "XTRAIN_WAIT_FOR_IPU" : "the attach timeout"};
+  return device::retryUntil(std::max(timeout, fromEnvironment), subject,
+                            [this] { return attach(); });
 }
 
 void DeviceInfo::detach() {
@@ -140,6 +161,11 @@ bool PoolDeviceInfo::attachLocked() {
 void PoolDeviceInfo::detachLocked() {
   locks_.clear();
   logging::devicex::debug("detached device {} (IPUs {})", getId(), getIpuIds());
+}
+
+std::string whoHolds(const DeviceInfo& device) {
+  const auto* pool = dynamic_cast<const PoolDeviceInfo*>(&device);
+  return pool ? describeHolders(pool->lockDir(), pool->getIpuIds()) : std::string();
 }
 
 bool PoolDeviceInfo::isFreeLocked() const {

@@ -38,6 +38,10 @@ class PoolDeviceInfo final : public DeviceInfo {
   std::vector<std::unique_ptr<IpuLock>> locks_;
 };
 
+// Who holds the IPUs of a pool device now ("IPU 2 is held by process 1234; ..."); "" when nobody
+// does or the device is not a pool device.
+std::string whoHolds(const DeviceInfo& device);
+
 }  // namespace xtrain::device
 
 #pragma GCC visibility pop

@@ -7,6 +7,7 @@
 #include "device/ipu/device_infos.hpp"
 #include "device/ipu/ipu_options.hpp"
 #include "device/ipu/ipu_pool.hpp"
+#include "device/ipu/ipu_wait.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -60,6 +61,14 @@ void checkNumIpus(const char* what, int numIpus, const PoolConfig& config) {
   }
 }
 
+void checkTilesPerIpu(const char* what, int tilesPerIPU) {
+  const int fullTiles = device::IpuShape{}.tilesPerIpu;
+  if (tilesPerIPU < 0 || tilesPerIPU > fullTiles) {
+    throw error("{}: tilesPerIPU must be 0 (the whole IPU) or 1..{}, got {}", what, fullTiles,
+                tilesPerIPU);
+  }
+}
+
 bool isAllowed(const PoolConfig& config, const PoolDevice& d) {
   if (!config.allowedIpus) {
     return true;
@@ -80,6 +89,11 @@ bool reservedForAJob(const PoolConfig& config, const PoolDevice& d) {
     if (device::ipuReserver(config.lockDir, ipu)) return true;
   }
   return false;
+}
+
+// " after waiting 2 s (XTRAIN_WAIT_FOR_IPU)" for an error message; "" when it did not wait.
+std::string waitedText(double seconds) {
+  return seconds > 0 ? format(" after waiting {} s (XTRAIN_WAIT_FOR_IPU)", seconds) : std::string();
 }
 
 std::string describeIds(const std::vector<PoolDevice>& devices) {
@@ -124,18 +138,42 @@ std::shared_ptr<DeviceInfo> DeviceManager::createOfflineIPUDevice(
                    device::parseIpuDeviceOptions(options, "createOfflineIPUDevice"));
 }
 
-std::vector<std::shared_ptr<DeviceInfo>> DeviceManager::enumerateDevices(SyncPattern /*pattern*/,
-                                                                         int numIpus) {
+std::vector<std::shared_ptr<DeviceInfo>> DeviceManager::enumerateDevices(
+    SyncPattern /*pattern*/, int numIpus, DeviceType deviceType,
+    DeviceConnectionType connectionType, int tilesPerIPU) {
+  if (deviceType != DeviceType::Ipu) {
+    throw error(
+        "enumerateDevices: deviceType {} is not implemented: the pool holds only DeviceType::Ipu "
+        "devices (use createCpuDevice, createIpuModelDevice or createOfflineIPUDevice for the "
+        "others)",
+        xtrain::toString(deviceType));
+  }
   const PoolConfig config = device::readPoolConfig();
   if (numIpus != 0) {
     checkNumIpus("enumerateDevices", numIpus, config);
   }
-  device::ensureLockDir(config);
+  checkTilesPerIpu("enumerateDevices", tilesPerIPU);
+  if (connectionType != DeviceConnectionType::Never) {
+    device::ensureLockDir(config);
+  }
   std::vector<std::shared_ptr<DeviceInfo>> out;
   for (const auto& d : device::poolDevices(config.numIpus, numIpus)) {
-    out.push_back(makePoolDevice(config, d, 0, DeviceConnectionType::OnDemand));
+    out.push_back(withTimeout(makePoolDevice(config, d, tilesPerIPU, connectionType)));
   }
   return out;
+}
+
+void DeviceManager::setOnDemandAttachTimeout(unsigned seconds) {
+  if (seconds > DeviceInfo::kMaxAttachWaitSeconds) {
+    throw error("setOnDemandAttachTimeout: {} s is too long; at most {} (30 days)", seconds,
+                DeviceInfo::kMaxAttachWaitSeconds);
+  }
+  attachTimeout_ = seconds;
+}
+
+std::shared_ptr<DeviceInfo> DeviceManager::withTimeout(std::shared_ptr<DeviceInfo> device) const {
+  if (device) device->setOnDemandAttachTimeout(attachTimeout_.load());
+  return device;
 }
 
 std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int tilesPerIPU,
@@ -145,11 +183,9 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int til
   const char* what = throwIfBusy ? "acquireAvailableDevice" : "tryAcquireAvailableDevice";
   const PoolConfig config = device::readPoolConfig();
   checkNumIpus(what, numIpus, config);
-  const int fullTiles = device::IpuShape{}.tilesPerIpu;
-  if (tilesPerIPU < 0 || tilesPerIPU > fullTiles) {
-    throw error("{}: tilesPerIPU must be 0 (the whole IPU) or 1..{}, got {}", what, fullTiles,
-                tilesPerIPU);
-  }
+  checkTilesPerIpu(what, tilesPerIPU);
+  // Read before anything is taken, so that a bad value fails the call at once.
+  const double waitSeconds = throwIfBusy ? device::waitForIpuSeconds() : 0.0;
 
   std::vector<PoolDevice> candidates;
   for (const auto& d : device::poolDevices(config.numIpus, numIpus)) {
@@ -178,24 +214,29 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int til
   }
 
   if (connectionType == DeviceConnectionType::Never) {
-    return makePoolDevice(config, candidates.front(), tilesPerIPU, connectionType);
+    return withTimeout(makePoolDevice(config, candidates.front(), tilesPerIPU, connectionType));
   }
   device::ensureLockDir(config);
-  for (const auto& d : candidates) {
-    auto dev = makePoolDevice(config, d, tilesPerIPU, connectionType);
-    if (connectionType == DeviceConnectionType::Always) {
-      // Attach first, then look for a reservation: xrun reserves first, then looks for holders,
-      // so of a process and a launcher racing for one IPU at least one sees the other.
-      if (!dev->attach()) continue;
-      if (!reservedForAJob(config, d)) return dev;
-      dev->detach();
-    } else if (dev->isAvailable() && !reservedForAJob(config, d)) {
-      return dev;
+  std::shared_ptr<DeviceInfo> found;
+  const auto tryOnce = [&] {
+    for (const auto& d : candidates) {
+      auto dev = makePoolDevice(config, d, tilesPerIPU, connectionType);
+      if (connectionType == DeviceConnectionType::Always) {
+        // Attach first, then look for a reservation: xrun reserves first, then looks for holders,
+        // so of a process and a launcher racing for one IPU at least one sees the other.
+        if (!dev->attach()) continue;
+        if (!reservedForAJob(config, d)) {
+          found = std::move(dev);
+          return true;
+        }
+        dev->detach();
+      } else if (dev->isAvailable() && !reservedForAJob(config, d)) {
+        found = std::move(dev);
+        return true;
+      }
     }
-  }
-  if (!throwIfBusy) {
-    return nullptr;
-  }
+    return false;
+  };
 
   std::set<int> ipus;
   for (const auto& d : candidates) {
@@ -203,11 +244,24 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int til
       ipus.insert(ipu);
     }
   }
-  const std::string holders =
-      device::describeHolders(config.lockDir, std::vector<int>(ipus.begin(), ipus.end()));
-  throw error("{}: no free device of {} IPUs among devices {}{}: {} (lock directory {})", what,
+  const auto describeBusy = [&] {
+    return device::describeHolders(config.lockDir, std::vector<int>(ipus.begin(), ipus.end()));
+  };
+  const device::WaitSubject subject{
+      format("{}: a device of {} IPUs among devices {}", what, numIpus, describeIds(candidates)),
+      describeBusy};
+  if (device::retryUntil(waitSeconds, subject, tryOnce)) {
+    return withTimeout(std::move(found));
+  }
+  if (!throwIfBusy) {
+    return nullptr;
+  }
+
+  const std::string holders = describeBusy();
+  throw error("{}: no free device of {} IPUs among devices {}{}{}: {} (lock directory {})", what,
               numIpus, describeIds(candidates),
               config.allowedIpus ? " (XTRAIN_IPU_IDS=" + config.allowedText + ")" : std::string(),
+              waitedText(waitSeconds),
               holders.empty() ? std::string("they were busy a moment ago; retry") : holders,
               config.lockDir);
 }
@@ -223,19 +277,26 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireById(int id, DeviceConnectionT
         "(0..{} are the single IPUs, then pairs, fours, ...)",
         what, id, config.numIpus, device::numPoolDeviceIds(config.numIpus) - 1, config.numIpus - 1);
   }
-  auto dev = makePoolDevice(config, *d, 0, connectionType);
+  auto dev = withTimeout(makePoolDevice(config, *d, 0, connectionType));
   if (connectionType == DeviceConnectionType::Never) {
     return dev;
   }
+  const double waitSeconds = throwIfBusy ? device::waitForIpuSeconds() : 0.0;
   device::ensureLockDir(config);
-  if (connectionType == DeviceConnectionType::Always ? dev->attach() : dev->isAvailable()) {
+  const auto describeBusy = [&] { return device::describeHolders(config.lockDir, d->ipus()); };
+  const device::WaitSubject subject{format("{}: device {} (IPUs {})", what, id, d->ipus()),
+                                    describeBusy};
+  if (device::retryUntil(waitSeconds, subject, [&] {
+        return connectionType == DeviceConnectionType::Always ? dev->attach() : dev->isAvailable();
+      })) {
     return dev;
   }
   if (!throwIfBusy) {
     return nullptr;
   }
-  const std::string holders = device::describeHolders(config.lockDir, d->ipus());
-  throw error("{}: device {} (IPUs {}) is busy: {} (lock directory {})", what, id, d->ipus(),
+  const std::string holders = describeBusy();
+  throw error("{}: device {} (IPUs {}) is busy{}: {} (lock directory {})", what, id, d->ipus(),
+              waitedText(waitSeconds),
               holders.empty() ? std::string("it was busy a moment ago; retry") : holders,
               config.lockDir);
 }
