@@ -81,6 +81,24 @@ class SGDTest(unittest.TestCase):
         self.assertFalse(lrs.hasSpecific("w1"))
         self.assertTrue(opt.learningRates().hasSpecific("w1"))
 
+    def test_nesterov_is_a_value_of_each_weight(self):
+        # PopART's SGD: nesterov is an OptimizerValueMap with a default and insertSpecific values.
+        opt = popart.SGD({"defaultMomentum": (0.9, True), "nesterov": (1.0, True)})
+        opt.insertSpecific("w0", {"nesterov": (0.0, True)})
+        opt.insertSpecific("w1", {"learningRate": (0.5, False)})
+        self.check(opt, "nesterov", (1.0, True))
+        self.check(opt, "nesterov", (0.0, True), "w0")
+        self.check(opt, "nesterov", (1.0, True), "w1")  # a key not given keeps the default
+        self.assertTrue(opt.nesterov().hasSpecific("w0"))
+        self.assertIn("nesterov", opt.specificKeys())
+        self.assertEqual(opt.valuesOf("w0")["nesterov"], popart.OptimizerValue(0.0, True))
+        # The keyword form takes a bool, a number or an OptimizerValue.
+        self.check(popart.SGD(nesterov=popart.OptimizerValue(1.0, False)), "nesterov", (1.0, False))
+        self.check(popart.SGD(nesterov=(1.0, True)), "nesterov", (1.0, True))
+        self.check(popart.SGD(nesterov=False), "nesterov", (0.0, True))
+        with self.assertRaisesRegex(ValueError, "'defaultNesterov'"):
+            popart.SGD({"defaultNesterov": (1.0, True)})
+
     def test_unknown_keys(self):
         with self.assertRaisesRegex(ValueError, r"'defaultLR'.*defaultLearningRate.*nesterov"):
             popart.SGD({"defaultLR": (0.1, False)})
