@@ -163,8 +163,9 @@ class SGDTest(unittest.TestCase):
         self.check(opt, "learningRates", (0.05, False))
         self.check(opt, "weightDecays", (0.001, True))
         self.check(opt, "momentums", (0.9, True))
+        self.check(popart.SGD(nesterov=1), "nesterov", (1.0, True))  # an OptimizerValue, as in C++
         with self.assertRaisesRegex(TypeError, "nesterov"):
-            popart.SGD(nesterov=1)
+            popart.SGD(nesterov="yes")
         with self.assertRaisesRegex(TypeError, "defaultWeightDecay"):
             popart.SGD(defaultWeightDecay="x")
 
