@@ -431,6 +431,10 @@ class XTRAIN_API Builder {
                                  const std::vector<TensorId>& inputs, unsigned numOutputs,
                                  const std::map<std::string, any>& attributes = {},
                                  const std::string& debugContext = {});
+  // PopART's C++ form with the output ids given: each must be a new, non-empty id.
+  void customOp(const OperatorIdentifier& opid, int opsetVersion,
+                const std::vector<TensorId>& inputs, const std::vector<TensorId>& outputs,
+                const std::map<std::string, any>& attributes, const std::string& debugContext = {});
 
   // Name scopes: ids and node names created inside get "name/" prefixes (nested: "outer/inner/").
   void pushNameScope(const std::string& name);

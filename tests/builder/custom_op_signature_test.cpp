@@ -80,6 +80,32 @@ TEST(CustomOpSignature, CppFormWritesTheSameNode) {
   EXPECT_EQ(opsetOf(parse(cpp->getModelProto()), "com.acme"), 2);
 }
 
+TEST(CustomOpSignature, CppFormWithOutputIds) {
+  auto b = Builder::create();
+  const TensorId x = b->addInputTensor(TensorInfo(DataType::FLOAT, {2}), "x");
+  b->customOp(OperatorIdentifier("com.acme", "Split2"), 1, {x}, {"low", "high"},
+              {{"axis", int64_t{0}}}, "split");
+  const onnx::ModelProto m = parse(b->getModelProto());
+  ASSERT_EQ(m.graph().node_size(), 1);
+  const onnx::NodeProto& n = m.graph().node(0);
+  ASSERT_EQ(n.output_size(), 2);
+  EXPECT_EQ(n.output(0), "low");
+  EXPECT_EQ(n.output(1), "high");
+  EXPECT_EQ(attr(n, "axis").i(), 0);
+  // The ids can be used as inputs of later nodes; taken or empty ids are refused.
+  b->customOp(OperatorIdentifier("com.acme", "Join"), 1, {"low", "high"}, {"joined"}, {});
+  expectError([&] { b->customOp(OperatorIdentifier("com.acme", "Op"), 1, {x}, {"low"}, {}); },
+              {"output 0 ('low') is already a tensor"});
+  expectError(
+      [&] {
+        b->customOp(OperatorIdentifier("com.acme", "Op"), 1, {x}, {"a", "a"}, {});
+      },
+      {"output 1 ('a') is already a tensor"});
+  expectError([&] { b->customOp(OperatorIdentifier("com.acme", "Op"), 1, {x}, {""}, {}); },
+              {"output 0 has an empty id"});
+  EXPECT_EQ(parse(b->getModelProto()).graph().node_size(), 2);
+}
+
 TEST(CustomOpSignature, EveryPopartAttributeTypeBecomesItsOnnxKind) {
   auto b = Builder::create();
   const TensorId x = b->addInputTensor(TensorInfo(DataType::FLOAT, {2}), "x");

@@ -1,6 +1,7 @@
 // xtrain::Builder: the public face of BuilderImpl.
 #include "xtrain/builder.hpp"
 
+#include <functional>
 #include <limits>
 #include <typeinfo>
 
@@ -159,29 +160,18 @@ CustomOpAttribute customOpAttributeOf(const std::string& name, const std::any& v
       name, hint);
 }
 
-}  // namespace
-
-std::vector<TensorId> Builder::customOp(const std::string& opName, int opVersion,
-                                        const std::string& domain,
-                                        const std::vector<TensorId>& inputs,
-                                        const std::map<std::string, any>& attributes,
-                                        unsigned numOutputs, const std::string& name) {
-  return customOp(OperatorIdentifier(domain, opName, opVersion), opVersion, inputs, numOutputs,
-                  attributes, name);
-}
-
-std::vector<TensorId> Builder::customOp(const OperatorIdentifier& opid, int opsetVersion,
-                                        const std::vector<TensorId>& inputs, unsigned numOutputs,
-                                        const std::map<std::string, any>& attributes,
-                                        const std::string& debugContext) {
+// The node of a customOp call: checks the type and every attribute value first, so that a bad one
+// leaves the model unchanged, then emits the node and sets its attributes.
+std::vector<TensorId> addCustomNode(BuilderImpl& impl, const OperatorIdentifier& opid,
+                                    int opsetVersion, const std::map<std::string, any>& attributes,
+                                    const std::function<BuilderImpl::Emitted()>& emit) {
   if (opid.type.empty()) throw error("Builder::customOp: the op type must not be empty");
-  // Every value is checked before the node is added, so a bad one leaves the model unchanged.
   std::map<std::string, CustomOpAttribute> values;
   for (const auto& [attrName, value] : attributes) {
     values.emplace(attrName, customOpAttributeOf(attrName, value));
   }
-  impl_->requireOpset(opid.domain, opsetVersion);
-  auto e = impl_->emit(opid.type, opid.domain, inputs, numOutputs, debugContext);
+  impl.requireOpset(opid.domain, opsetVersion);
+  auto e = emit();
   for (const auto& [attrName, value] : values) {
     std::visit(
         [&, &n = attrName](const auto& v) {
@@ -202,6 +192,34 @@ std::vector<TensorId> Builder::customOp(const OperatorIdentifier& opid, int opse
         value);
   }
   return e.outputs;
+}
+
+}  // namespace
+
+std::vector<TensorId> Builder::customOp(const std::string& opName, int opVersion,
+                                        const std::string& domain,
+                                        const std::vector<TensorId>& inputs,
+                                        const std::map<std::string, any>& attributes,
+                                        unsigned numOutputs, const std::string& name) {
+  return customOp(OperatorIdentifier(domain, opName, opVersion), opVersion, inputs, numOutputs,
+                  attributes, name);
+}
+
+std::vector<TensorId> Builder::customOp(const OperatorIdentifier& opid, int opsetVersion,
+                                        const std::vector<TensorId>& inputs, unsigned numOutputs,
+                                        const std::map<std::string, any>& attributes,
+                                        const std::string& debugContext) {
+  return addCustomNode(*impl_, opid, opsetVersion, attributes, [&] {
+    return impl_->emit(opid.type, opid.domain, inputs, numOutputs, debugContext);
+  });
+}
+
+void Builder::customOp(const OperatorIdentifier& opid, int opsetVersion,
+                       const std::vector<TensorId>& inputs, const std::vector<TensorId>& outputs,
+                       const std::map<std::string, any>& attributes,
+                       const std::string& debugContext) {
+  addCustomNode(*impl_, opid, opsetVersion, attributes,
+                [&] { return impl_->emit(opid.type, opid.domain, inputs, outputs, debugContext); });
 }
 
 void Builder::pushNameScope(const std::string& name) {
