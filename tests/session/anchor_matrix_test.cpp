@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "xtrain/builder.hpp"
@@ -269,6 +270,50 @@ TEST(AnchorMatrixCase, EveryNCountsGlobalBatches) {
   const float* p = anchors.at(m.every)->dataAs<float>();
   EXPECT_EQ(std::vector<float>(p, p + 4), (std::vector<float>{5, 6, 7, 8}));
   EXPECT_EQ(anchors.at(m.every)->shape(), (Shape{2, 2}));
+}
+
+// An IStepIO written as for PopART: it overrides in, inComplete and out only (PopART's
+// outComplete does nothing by default) and is called through the interface with PopART's default
+// isBroadcast.
+class PopartStyleStepIO : public IStepIO {
+ public:
+  explicit PopartStyleStepIO(std::vector<float> input) : input_(std::move(input)) {}
+  ConstVoidData in(TensorId, int64_t numElements, bool, bool) override {
+    EXPECT_EQ(numElements, 1);
+    return ConstVoidData(&input_.at(next_++), TensorInfo(DataType::FLOAT, {}));
+  }
+  void inComplete(TensorId, int64_t, bool) override {}
+  MutableVoidData out(TensorId id, int64_t) override {
+    auto& v = outs[id];
+    v.push_back(std::nanf(""));
+    return MutableVoidData(&v.back(), TensorInfo(DataType::FLOAT, {}));
+  }
+  std::map<TensorId, std::vector<float>> outs;
+
+ private:
+  std::vector<float> input_;
+  size_t next_ = 0;
+};
+
+TEST(AnchorMatrixCase, APopartStyleStepIOFeedsTheSession) {
+  PopartStyleStepIO direct({1.0f});
+  IStepIO& io = direct;
+  EXPECT_EQ(*static_cast<const float*>(io.in("x", 1, false).data), 1.0f);  // isBroadcast = false
+  io.inComplete("x", 1);
+  io.outComplete("x");  // PopART's default: nothing to do
+
+  Layout l;
+  l.bps = 2;
+  l.L = 2;
+  const IdentityModel m = buildModel(false, {});
+  auto s = makeSession(m, l);
+  PopartStyleStepIO fed({1, 2, 3, 4});
+  // Each out() appends to a vector that may move: reserve so the pointers stay valid.
+  for (const auto& id : {m.all, m.every, m.final, m.sum}) fed.outs[id].reserve(8);
+  s->run(fed);
+  EXPECT_EQ(fed.outs[m.all], (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(fed.outs[m.final], (std::vector<float>{3, 4}));
+  EXPECT_EQ(fed.outs[m.sum], (std::vector<float>{4, 6}));
 }
 
 // SyntheticDataMode: the model sees zeros, or random values of the documented distribution
