@@ -201,6 +201,44 @@ class SGDTest(unittest.TestCase):
             popart.ConstSGD("0.1")
 
 
+class NesterovPerWeightTrainingTest(unittest.TestCase):
+    """A session whose weights differ in nesterov: after one step (whose gradients do not depend on
+    the rules yet) each weight is as in a session where every weight has its value, so each
+    follows its own rule. tests/session/sgd_rule_test.cpp checks several steps against the
+    formula."""
+
+    def train(self, opt):
+        import numpy as np
+        from python_testing import linear_model
+        s = popart.TrainingSession(linear_model(), popart.DataFlow(1, {}), "loss", opt,
+                                   popart.DeviceManager().createCpuDevice())
+        s.prepareDevice()
+        s.weightsFromHost()
+        rng = np.random.RandomState(5)
+        x = rng.rand(2, 4).astype(np.float32)
+        t = rng.rand(2, 3).astype(np.float32)
+        s.run(popart.PyStepIO({"x": x, "t": t}, {}))
+        s.weightsToHost()
+        w = {"w": np.zeros((4, 3), np.float32), "b": np.zeros(3, np.float32)}
+        s.readWeights(popart.PyWeightsIO(w))
+        return w
+
+    def test_each_weight_follows_its_own_rule(self):
+        import numpy as np
+
+        def sgd(nesterov):
+            return popart.SGD({"defaultLearningRate": (0.1, False), "defaultMomentum": (0.9, True),
+                               "nesterov": (1.0 if nesterov else 0.0, True)})
+        on, off = self.train(sgd(True)), self.train(sgd(False))
+        self.assertFalse(np.array_equal(on["w"], off["w"]))  # the two rules differ here
+        self.assertFalse(np.array_equal(on["b"], off["b"]))
+        mixed = sgd(False)
+        mixed.insertSpecific("w", {"nesterov": (1.0, True)})
+        got = self.train(mixed)
+        np.testing.assert_array_equal(got["w"], on["w"])
+        np.testing.assert_array_equal(got["b"], off["b"])
+
+
 class ClipNormSettingsTest(unittest.TestCase):
     def test_round_trip(self):
         c = popart.ClipNormSettings.clipWeights(["a", "b"], 3.0)
