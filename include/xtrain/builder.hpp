@@ -21,6 +21,7 @@
 //  - Not thread-safe: one thread builds one model.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -51,9 +52,17 @@ enum class InitType { NoInit = 0, Zero = 1 };
 
 // ConstVoidData (a tensor value given to the Builder) is defined in xtrain/voiddata.hpp.
 
-// An attribute value of a custom op (Builder::customOp).
+// An attribute value of a custom op node as the node holds it (xtrain/customop.hpp passes these
+// to the op's functions).
 using CustomOpAttribute = std::variant<int64_t, float, std::string, std::vector<int64_t>,
                                        std::vector<float>, std::vector<std::string>>;
+
+// PopART's popart::any: what Builder::customOp takes as an attribute value. Accepted contents, as
+// PopART's Builder accepts them: int32_t, uint32_t, int64_t, uint64_t and bool (an int attribute),
+// float, std::string, char* and const char* (a string), std::vector<int64_t>, std::vector<float>
+// and std::vector<std::string>. Anything else (a double among them: write 0.5f) is refused with an
+// xtrain::error naming the attribute.
+using any = std::any;
 
 // Common base of the opset objects: they emit nodes into their Builder's model.
 class XTRAIN_API DomainOpSet {
@@ -408,18 +417,24 @@ class XTRAIN_API Builder {
                                      const std::string& debugName = {});
   void addOutputTensor(const TensorId& id);
 
-  // A node of any domain (e.g. a custom op). Returns its outputs.
-  std::vector<TensorId> customOp(const std::string& domain, const std::string& opType,
-                                 int opsetVersion, const std::vector<TensorId>& inputs,
-                                 unsigned numOutputs,
-                                 const std::map<std::string, CustomOpAttribute>& attributes = {},
-                                 const std::string& debugContext = {});
+  // A node of any domain (a custom op), in PopART's Python order: a node of type opName in domain
+  // `domain`, whose model imports the domain at opset opVersion (the op must have been registered
+  // with a version <= opVersion, xtrain/customop.hpp). Returns its numOutputs outputs, named after
+  // `name` when given. Attributes as `any` says above.
+  std::vector<TensorId> customOp(const std::string& opName, int opVersion,
+                                 const std::string& domain, const std::vector<TensorId>& inputs,
+                                 const std::map<std::string, any>& attributes,
+                                 unsigned numOutputs = 1, const std::string& name = {});
   // PopART's C++ form: a node of opid's domain and type; the model imports the domain at
-  // opsetVersion.
+  // opsetVersion (opid.version is not written to the model, as in PopART).
   std::vector<TensorId> customOp(const OperatorIdentifier& opid, int opsetVersion,
                                  const std::vector<TensorId>& inputs, unsigned numOutputs,
-                                 const std::map<std::string, CustomOpAttribute>& attributes = {},
+                                 const std::map<std::string, any>& attributes = {},
                                  const std::string& debugContext = {});
+  // PopART's C++ form with the output ids given: each must be a new, non-empty id.
+  void customOp(const OperatorIdentifier& opid, int opsetVersion,
+                const std::vector<TensorId>& inputs, const std::vector<TensorId>& outputs,
+                const std::map<std::string, any>& attributes, const std::string& debugContext = {});
 
   // Name scopes: ids and node names created inside get "name/" prefixes (nested: "outer/inner/").
   void pushNameScope(const std::string& name);

@@ -12,7 +12,8 @@
 //     v <- mm * v + (1 - dm) * vs * (g + wd * w)
 //     nesterov: w <- w - (lr / vs) * (vs * (g + wd * w) + mm * v)   else: w <- w - (lr / vs) * v
 // lr learning rate, wd weight decay, dm dampening. With dm = 0 and vs = 1 this equals PyTorch's
-// SGD.
+// SGD. Nesterov is a hyperparameter of each weight like the others (PopART's OptimizerValue
+// nesterov, non-zero enables), fixed when the session is built.
 #pragma once
 
 #include <functional>
@@ -115,7 +116,8 @@ class XTRAIN_API SGD : public Optimizer {
       OptimizerValue defaultMomentum = OptimizerValue(0.0f, true),
       OptimizerValue defaultDampening = OptimizerValue(0.0f, true),
       OptimizerValue defaultVelocityScaling = OptimizerValue(1.0f, true),
-      OptimizerValue lossScaling = OptimizerValue(1.0f, true), bool nesterov = false,
+      OptimizerValue lossScaling = OptimizerValue(1.0f, true),
+      OptimizerValue nesterov = OptimizerValue(0.0f, true),
       const std::vector<ClipNormSettings>& clipNormSettings = {});
 
   // PopART's argument order: the clip groups right after the loss scaling (nesterov off).
@@ -124,7 +126,7 @@ class XTRAIN_API SGD : public Optimizer {
       OptimizerValue defaultVelocityScaling, OptimizerValue lossScaling,
       const std::vector<ClipNormSettings>& clipNormSettings)
       : SGD(defaultLearningRate, defaultWeightDecay, defaultMomentum, defaultDampening,
-            defaultVelocityScaling, lossScaling, false, clipNormSettings) {}
+            defaultVelocityScaling, lossScaling, OptimizerValue(0.0f, true), clipNormSettings) {}
 
   // PopART's map form: {"defaultLearningRate", {0.01, false}}, {"defaultMomentum", {0.9, true}},
   // ... Keys: defaultLearningRate, defaultWeightDecay, defaultMomentum, defaultDampening,
@@ -134,9 +136,13 @@ class XTRAIN_API SGD : public Optimizer {
                const std::vector<ClipNormSettings>& clipNormSettings = {});
 
   // Per-weight values overriding the defaults. Keys: learningRate, weightDecay, momentum,
-  // dampening, velocityScaling.
+  // dampening, velocityScaling, nesterov; a key not given takes the default.
   void insertSpecific(const TensorId& weight,
                       const std::map<std::string, std::pair<float, bool>>& params);
+  // PopART's positional form: every value of the weight.
+  void insertSpecific(const TensorId& weight, OptimizerValue learningRate,
+                      OptimizerValue weightDecay, OptimizerValue momentum, OptimizerValue dampening,
+                      OptimizerValue velocityScaling, OptimizerValue nesterov);
   bool hasSpecific(const TensorId& weight) const { return specific_.count(weight) != 0; }
 
   OptimizerType type() const override { return OptimizerType::SGD; }
@@ -151,11 +157,11 @@ class XTRAIN_API SGD : public Optimizer {
     OptimizerValue momentum;
     OptimizerValue dampening;
     OptimizerValue velocityScaling;
+    OptimizerValue nesterov;  // non-zero: Nesterov momentum
   };
   // The values in force for one weight (specific values, else the defaults).
   Values valuesFor(const TensorId& weight) const;
   const Values& defaults() const { return defaults_; }
-  bool nesterov() const { return nesterov_; }
   // True when any weight may have a non-zero momentum (then every weight keeps a velocity tensor).
   bool requiresVelocity() const;
 
@@ -165,7 +171,6 @@ class XTRAIN_API SGD : public Optimizer {
 
   Values defaults_;
   std::map<TensorId, Values> specific_;
-  bool nesterov_ = false;
 };
 
 // SGD whose every value is constant.

@@ -19,16 +19,20 @@
 namespace xtrain {
 
 // The interface the session pulls data through, one micro-batch per replica at a time.
-// Calls for one run happen on the calling thread, in micro-batch order.
+// Calls for one run happen on the calling thread, in micro-batch order. The defaults are PopART's
+// (isBroadcast false, outComplete doing nothing), so a PopART IStepIO's overrides fit; PopART's
+// assertNumElements(const popx::Executablex&) has no counterpart (the session checks the sizes).
 class XTRAIN_API IStepIO {
  public:
   virtual ~IStepIO() = default;
   // The next micro-batch of input `id` (numElements elements) for the next replica in turn.
-  virtual ConstVoidData in(TensorId id, int64_t numElements, bool prefetch, bool isBroadcast) = 0;
-  virtual void inComplete(TensorId id, int64_t numElements, bool isBroadcast) = 0;
+  virtual ConstVoidData in(TensorId id, int64_t numElements, bool prefetch,
+                           bool isBroadcast = false) = 0;
+  virtual void inComplete(TensorId id, int64_t numElements, bool isBroadcast = false) = 0;
   // Where to write the next value of anchor `id` (numElements elements).
   virtual MutableVoidData out(TensorId id, int64_t numElements) = 0;
-  virtual void outComplete(TensorId id) = 0;
+  // The value written to the last out() of `id` is complete.
+  virtual void outComplete(TensorId) {}
 };
 
 // Whole-step buffers given up front. The session reads and writes them directly (no per-micro-batch

@@ -354,12 +354,13 @@ void bindBuilder(py::module_& m) {
       [](PyBuilder& b, const std::string& opName, int opVersion, const std::string& domain,
          const std::vector<TensorId>& inputs, const py::dict& attributes, unsigned numOutputs,
          const std::string& name) {
-        std::map<std::string, CustomOpAttribute> attrs;
+        std::map<std::string, any> attrs;
         for (auto [k, v] : attributes) {
           const auto key = py::str(k).cast<std::string>();
-          attrs.emplace(key, customAttribute(key, v));
+          attrs.emplace(
+              key, std::visit([](auto x) { return any(std::move(x)); }, customAttribute(key, v)));
         }
-        return b.b().customOp(domain, opName, opVersion, inputs, numOutputs, attrs, name);
+        return b.b().customOp(opName, opVersion, domain, inputs, attrs, numOutputs, name);
       },
       py::arg("opName"), py::arg("opVersion"), py::arg("domain"), py::arg("inputs"),
       py::arg("attributes"), py::arg("numOutputs") = 1, py::arg("name") = "");

@@ -128,18 +128,15 @@ class OptimizerValueMap {
  public:
   OptimizerValueMap(const Optimizer& opt, std::string key)
       : opt_(opt.clone()), key_(std::move(key)) {}
-  // A fixed value for every weight (SGD's nesterov).
-  OptimizerValueMap(const Optimizer& opt, std::string key, OptimizerValue fixed)
-      : opt_(opt.clone()), key_(std::move(key)), fixed_(fixed) {}
 
   OptimizerValue getDefault() const {
-    if (fixed_) return *fixed_;
     if (const auto* sgd = dynamic_cast<const SGD*>(opt_.get())) {
       const SGD::Values& d = sgd->defaults();
       if (key_ == "learningRate") return d.learningRate;
       if (key_ == "weightDecay") return d.weightDecay;
       if (key_ == "momentum") return d.momentum;
       if (key_ == "dampening") return d.dampening;
+      if (key_ == "nesterov") return d.nesterov;
       return d.velocityScaling;
     }
     const auto& d = dynamic_cast<const KeyedOptimizer&>(*opt_).defaults();
@@ -147,12 +144,8 @@ class OptimizerValueMap {
     if (it == d.end()) throw py::key_error(key_);
     return it->second;
   }
-  OptimizerValue get(const TensorId& id) const {
-    if (fixed_) return *fixed_;
-    return opt_->valuesOf(id).at(key_);
-  }
+  OptimizerValue get(const TensorId& id) const { return opt_->valuesOf(id).at(key_); }
   bool hasSpecific(const TensorId& id) const {
-    if (fixed_) return false;
     if (const auto* sgd = dynamic_cast<const SGD*>(opt_.get())) return sgd->hasSpecific(id);
     return dynamic_cast<const KeyedOptimizer&>(*opt_).hasSpecific(id);
   }
@@ -161,7 +154,6 @@ class OptimizerValueMap {
  private:
   std::shared_ptr<const Optimizer> opt_;
   std::string key_;
-  std::optional<OptimizerValue> fixed_;
 };
 
 std::vector<ClipNormSettings> toClipNorms(py::handle v, const std::string& what) {
@@ -316,7 +308,9 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
                    toOptimizerValue(dm, "SGD(defaultDampening=...)"),
                    toOptimizerValue(vs, "SGD(defaultVelocityScaling=...)"),
                    toOptimizerValue(ls, "SGD(lossScaling=...)"),
-                   toBool(nesterov, "SGD(nesterov=...)"),
+                   py::isinstance<py::bool_>(nesterov)
+                       ? OptimizerValue(nesterov.cast<bool>() ? 1.0f : 0.0f, true)
+                       : toOptimizerValue(nesterov, "SGD(nesterov=...)"),
                    toClipNorms(clipNorms, "SGD(clip_norm_settings=...)"));
       }),
       py::arg("defaultLearningRate") = d.defaults().learningRate,
@@ -339,9 +333,7 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
   valueMapGetter(sgd, "momentums", "momentum");
   valueMapGetter(sgd, "dampenings", "dampening");
   valueMapGetter(sgd, "velocityScalings", "velocityScaling");
-  sgd.def("nesterov", [](const SGD& self) {
-    return OptimizerValueMap(self, "nesterov", OptimizerValue(self.nesterov() ? 1.0f : 0.0f, true));
-  });
+  valueMapGetter(sgd, "nesterov", "nesterov");
   sgd.def("requiresVelocity", &SGD::requiresVelocity);
 
   // PopART's ConstSGD: every value constant. The clip groups go through a local subclass, since

@@ -187,7 +187,7 @@ TEST(GraphcoreBuilder, MethodErrors) {
 TEST(GraphcoreBuilder, PopartStyleInitNodeImports) {
   auto b = Builder::create();
   b->aiGraphcoreOpset1();
-  const auto outs = b->customOp("ai.graphcore", "Init", 1, {}, 1,
+  const auto outs = b->customOp("Init", 1, "ai.graphcore", {},
                                 {{"shape", std::vector<int64_t>{2, 2}},
                                  {"data_type", static_cast<int64_t>(DataType::FLOAT16)},
                                  {"tensor_type", int64_t{0}},

@@ -582,7 +582,7 @@ TEST(OnnxImportErrors, CheckerRejectsDuplicateOutputs) {
 TEST(OnnxImportErrors, UnknownOpNamesTypeDomainOpsetAndNode) {
   auto builder = Builder::create();
   const TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {2}), "x");
-  const auto out = builder->customOp(ir::kGraphcoreDomain, "Frobnicate", 1, {x}, 1, {}, "frob");
+  const auto out = builder->customOp("Frobnicate", 1, ir::kGraphcoreDomain, {x}, {}, 1, "frob");
   builder->addOutputTensor(out[0]);
   // The missing op is named before ONNX's checker could complain about its untyped output.
   expectError([&] { importOnnxModel(builder->getModelProto()); },
@@ -598,14 +598,14 @@ TEST(OnnxImportErrors, OnnxOpXtrainLacks) {
   auto builder = Builder::create();
   builder->aiOnnxOpset13();
   const TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {3, 3}), "x");
-  builder->addOutputTensor(builder->customOp("", "Det", 13, {x}, 1, {}, "det")[0]);
+  builder->addOutputTensor(builder->customOp("Det", 13, "", {x}, {}, 1, "det")[0]);
   expectError([&] { importOnnxModel(builder->getModelProto()); },
               {"Det (ai.onnx opset 13)", "det"});
   // An op ONNX itself does not know is rejected by the checker, or without it by the registry.
   auto b2 = Builder::create();
   b2->aiOnnxOpset13();
   const TensorId x2 = b2->addInputTensor(TensorInfo("FLOAT", {3}), "x");
-  b2->customOp("", "NoSuchOp", 13, {x2}, 1, {}, "nope");
+  b2->customOp("NoSuchOp", 13, "", {x2}, {}, 1, "nope");
   b2->addOutputTensor(x2);
   // An op ONNX itself does not know is named as missing before the checker runs.
   expectError([&] { importOnnxModel(b2->getModelProto()); }, {"NoSuchOp (ai.onnx opset 13)"});

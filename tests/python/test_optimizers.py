@@ -81,6 +81,24 @@ class SGDTest(unittest.TestCase):
         self.assertFalse(lrs.hasSpecific("w1"))
         self.assertTrue(opt.learningRates().hasSpecific("w1"))
 
+    def test_nesterov_is_a_value_of_each_weight(self):
+        # PopART's SGD: nesterov is an OptimizerValueMap with a default and insertSpecific values.
+        opt = popart.SGD({"defaultMomentum": (0.9, True), "nesterov": (1.0, True)})
+        opt.insertSpecific("w0", {"nesterov": (0.0, True)})
+        opt.insertSpecific("w1", {"learningRate": (0.5, False)})
+        self.check(opt, "nesterov", (1.0, True))
+        self.check(opt, "nesterov", (0.0, True), "w0")
+        self.check(opt, "nesterov", (1.0, True), "w1")  # a key not given keeps the default
+        self.assertTrue(opt.nesterov().hasSpecific("w0"))
+        self.assertIn("nesterov", opt.specificKeys())
+        self.assertEqual(opt.valuesOf("w0")["nesterov"], popart.OptimizerValue(0.0, True))
+        # The keyword form takes a bool, a number or an OptimizerValue.
+        self.check(popart.SGD(nesterov=popart.OptimizerValue(1.0, False)), "nesterov", (1.0, False))
+        self.check(popart.SGD(nesterov=(1.0, True)), "nesterov", (1.0, True))
+        self.check(popart.SGD(nesterov=False), "nesterov", (0.0, True))
+        with self.assertRaisesRegex(ValueError, "'defaultNesterov'"):
+            popart.SGD({"defaultNesterov": (1.0, True)})
+
     def test_unknown_keys(self):
         with self.assertRaisesRegex(ValueError, r"'defaultLR'.*defaultLearningRate.*nesterov"):
             popart.SGD({"defaultLR": (0.1, False)})
@@ -145,8 +163,9 @@ class SGDTest(unittest.TestCase):
         self.check(opt, "learningRates", (0.05, False))
         self.check(opt, "weightDecays", (0.001, True))
         self.check(opt, "momentums", (0.9, True))
+        self.check(popart.SGD(nesterov=1), "nesterov", (1.0, True))  # an OptimizerValue, as in C++
         with self.assertRaisesRegex(TypeError, "nesterov"):
-            popart.SGD(nesterov=1)
+            popart.SGD(nesterov="yes")
         with self.assertRaisesRegex(TypeError, "defaultWeightDecay"):
             popart.SGD(defaultWeightDecay="x")
 
@@ -180,6 +199,44 @@ class SGDTest(unittest.TestCase):
         self.check(popart.ConstSGD(learning_rate=0.5), "weightDecays", (0.0, True))
         with self.assertRaisesRegex(TypeError, "learning_rate"):
             popart.ConstSGD("0.1")
+
+
+class NesterovPerWeightTrainingTest(unittest.TestCase):
+    """A session whose weights differ in nesterov: after one step (whose gradients do not depend on
+    the rules yet) each weight is as in a session where every weight has its value, so each
+    follows its own rule. tests/session/sgd_rule_test.cpp checks several steps against the
+    formula."""
+
+    def train(self, opt):
+        import numpy as np
+        from python_testing import linear_model
+        s = popart.TrainingSession(linear_model(), popart.DataFlow(1, {}), "loss", opt,
+                                   popart.DeviceManager().createCpuDevice())
+        s.prepareDevice()
+        s.weightsFromHost()
+        rng = np.random.RandomState(5)
+        x = rng.rand(2, 4).astype(np.float32)
+        t = rng.rand(2, 3).astype(np.float32)
+        s.run(popart.PyStepIO({"x": x, "t": t}, {}))
+        s.weightsToHost()
+        w = {"w": np.zeros((4, 3), np.float32), "b": np.zeros(3, np.float32)}
+        s.readWeights(popart.PyWeightsIO(w))
+        return w
+
+    def test_each_weight_follows_its_own_rule(self):
+        import numpy as np
+
+        def sgd(nesterov):
+            return popart.SGD({"defaultLearningRate": (0.1, False), "defaultMomentum": (0.9, True),
+                               "nesterov": (1.0 if nesterov else 0.0, True)})
+        on, off = self.train(sgd(True)), self.train(sgd(False))
+        self.assertFalse(np.array_equal(on["w"], off["w"]))  # the two rules differ here
+        self.assertFalse(np.array_equal(on["b"], off["b"]))
+        mixed = sgd(False)
+        mixed.insertSpecific("w", {"nesterov": (1.0, True)})
+        got = self.train(mixed)
+        np.testing.assert_array_equal(got["w"], on["w"])
+        np.testing.assert_array_equal(got["b"], off["b"])
 
 
 class ClipNormSettingsTest(unittest.TestCase):

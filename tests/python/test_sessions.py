@@ -160,6 +160,39 @@ class AnchorShapesTest(PrivatePool, unittest.TestCase):
         self.assertEqual(s.accumulationFactor, 2)
         self.assertEqual(s.expectedInputBufferShape("x"), [2, 2, 2, 2, 4])
 
+    def test_everyn_counts_global_batches(self):
+        # AnchorReturnTypeId.EveryN: every N-th global batch with all its accumulation steps. bps 2,
+        # af 2, 2 replicas, N 2, inputs 1..8 ([bps, af, replicas]): the second global batch,
+        # [[5, 6], [7, 8]] (not every second micro-batch, [[3, 4], [7, 8]]); through PyStepIO and
+        # PyStepIOCallback alike.
+        b = popart.Builder()
+        x = b.addInputTensor("FLOAT", [], "x")
+        y = b.aiOnnx.identity([x], "y")
+        w = b.addInitializedInputTensor(np.ones((), np.float32), "w")
+        loss = b.aiGraphcore.identityloss([b.aiOnnx.mul([x, w])])
+        opts = popart.SessionOptions()
+        opts.enableGradientAccumulation = True
+        opts.accumulationFactor = 2
+        opts.enableReplicatedGraphs = True
+        opts.replicatedGraphCount = 2
+        s = popart.TrainingSession(
+            b.getModelProto(), popart.DataFlow(2, {y: popart.AnchorReturnType("EVERYN", 2)}),
+            loss, sgd(), popart.DeviceManager().acquireAvailableDevice(2), userOptions=opts)
+        s.prepareDevice()
+        s.weightsFromHost()
+        data = np.arange(1, 9, dtype=np.float32).reshape(2, 2, 2)
+        anchors = s.initAnchorArrays()
+        s.run(popart.PyStepIO({x: data}, anchors))
+        np.testing.assert_array_equal(anchors[y], [[5, 6], [7, 8]])
+
+        feed = iter(data.reshape(-1))
+        buf = np.zeros((), np.float32)
+        got = []
+        s.run(popart.PyStepIOCallback(lambda tid, prefetch: np.array(next(feed), np.float32),
+                                      lambda tid: None, lambda tid: buf,
+                                      lambda tid: got.append(float(buf))))
+        self.assertEqual(got, [5.0, 6.0, 7.0, 8.0])
+
     def test_everyn_must_divide(self):
         with self.assertRaises(popart.popart_exception):
             self.make(3)

@@ -263,7 +263,7 @@ TEST(CustomOp, ShapeFunctionErrorsNameTheNode) {
   // The model imports the domain at an opset older than the op.
   auto builder = Builder::create();
   TensorId x = builder->addInputTensor(TensorInfo(DataType::FLOAT, {2}), "x");
-  TensorId y = builder->customOp(kDomain, "SinceTwo", 1, {x}, 1, {}, "old")[0];
+  TensorId y = builder->customOp("SinceTwo", 1, kDomain, {x}, {}, 1, "old")[0];
   builder->addOutputTensor(y);
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "1"}});
   expectError(
@@ -375,8 +375,8 @@ void trainOneStep(int64_t replicas) {
   TensorId x = builder->addInputTensor(TensorInfo(DataType::FLOAT, shape), "x");
   std::vector<float> wv(w0.data<float>(), w0.data<float>() + w0.nelms());
   TensorId w = builder->addInitializedInputTensor(ConstVoidData::fromVector<float>(shape, wv), "w");
-  TensorId y = builder->customOp(kDomain, "ScaledSoftsign", 1, {onnx.mul({x, w})}, 1,
-                                 {{"alpha", alpha}}, "softsign")[0];
+  TensorId y = builder->customOp("ScaledSoftsign", 1, kDomain, {onnx.mul({x, w})},
+                                 {{"alpha", alpha}}, 1, "softsign")[0];
   // The op's own shape function, through the ONNX schema its registration added.
   EXPECT_EQ(builder->getTensorShape(y), shape);
   TensorId loss = builder->aiGraphcoreOpset1().identityloss({y}, ReductionType::Sum);
@@ -505,7 +505,7 @@ TEST(CustomOp, ModelFileImportsAndRuns) {
   const Shape shape{2, 3};
   auto builder = Builder::create();
   TensorId x = builder->addInputTensor(TensorInfo(DataType::FLOAT, shape), "x");
-  TensorId s = builder->customOp(kDomain, "ScaledSoftsign", 1, {x}, 1, {{"alpha", 3.0f}})[0];
+  TensorId s = builder->customOp("ScaledSoftsign", 1, kDomain, {x}, {{"alpha", 3.0f}})[0];
   TensorId y = builder->customOp(OperatorIdentifier(kDomain, "AddAll"), 1, {x, s, x}, 1)[0];
   EXPECT_EQ(builder->getTensorShape(y), shape);
   builder->addOutputTensor(y);
@@ -537,7 +537,7 @@ TEST(CustomOp, BuilderInferenceReportsTheShapeFunctionsError) {
   registerOnce();
   auto builder = Builder::create();
   TensorId x = builder->addInputTensor(TensorInfo(DataType::INT32, {3}), "x");
-  TensorId y = builder->customOp(kDomain, "ScaledSoftsign", 1, {x}, 1, {}, "bad")[0];
+  TensorId y = builder->customOp("ScaledSoftsign", 1, kDomain, {x}, {}, 1, "bad")[0];
   expectError([&] { builder->getTensorShape(y); },
               {"ScaledSoftsign", "input 0 is INT32[3]; expected FLOAT or FLOAT16"});
 }
@@ -548,7 +548,7 @@ TEST(CustomOp, BuilderInferenceReportsTheShapeFunctionsError) {
 TEST(CustomOp, UnregisteredCustomOpIsAnUnsupportedOp) {
   auto builder = Builder::create();
   TensorId x = builder->addInputTensor(TensorInfo(DataType::FLOAT, {3}), "x");
-  TensorId y = builder->customOp("com.nobody", "Nope", 1, {x}, 1, {}, "nope")[0];
+  TensorId y = builder->customOp("Nope", 1, "com.nobody", {x}, {}, 1, "nope")[0];
   builder->addOutputTensor(y);
   ir::OnnxImportOptions options;
   options.runChecker = false;

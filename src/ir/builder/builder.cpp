@@ -1,6 +1,10 @@
 // xtrain::Builder: the public face of BuilderImpl.
 #include "xtrain/builder.hpp"
 
+#include <functional>
+#include <limits>
+#include <typeinfo>
+
 #include "common/output_file.hpp"
 #include "ir/builder/builder_impl.hpp"
 #include "ir/onnx/onnx_export.hpp"
@@ -116,42 +120,106 @@ void Builder::addOutputTensor(const TensorId& id) {
   impl_->addOutputTensor(id);
 }
 
-std::vector<TensorId> Builder::customOp(const std::string& domain, const std::string& opType,
-                                        int opsetVersion, const std::vector<TensorId>& inputs,
-                                        unsigned numOutputs,
-                                        const std::map<std::string, CustomOpAttribute>& attributes,
-                                        const std::string& debugContext) {
-  if (opType.empty()) throw error("Builder::customOp: the op type must not be empty");
-  impl_->requireOpset(domain, opsetVersion);
-  auto e = impl_->emit(opType, domain, inputs, numOutputs, debugContext);
-  for (const auto& [name, value] : attributes) {
+namespace {
+
+// One attribute value given to Builder::customOp as the node will hold it; the types PopART's
+// Builder accepts in its popart::any, each to the ONNX attribute kind PopART gives it.
+CustomOpAttribute customOpAttributeOf(const std::string& name, const std::any& v) {
+  const std::type_info& t = v.type();
+  if (t == typeid(int64_t)) return std::any_cast<int64_t>(v);
+  if (t == typeid(int32_t)) return int64_t{std::any_cast<int32_t>(v)};
+  if (t == typeid(uint32_t)) return int64_t{std::any_cast<uint32_t>(v)};
+  if (t == typeid(bool)) return int64_t{std::any_cast<bool>(v) ? 1 : 0};
+  if (t == typeid(uint64_t)) {
+    const uint64_t u = std::any_cast<uint64_t>(v);
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      throw error("Builder::customOp: attribute '{}' = {} does not fit an ONNX int (int64)", name,
+                  u);
+    }
+    return static_cast<int64_t>(u);
+  }
+  if (t == typeid(float)) return std::any_cast<float>(v);
+  if (t == typeid(std::string)) return std::any_cast<std::string>(v);
+  if (t == typeid(const char*) || t == typeid(char*)) {
+    const char* c = t == typeid(char*) ? std::any_cast<char*>(v) : std::any_cast<const char*>(v);
+    if (c == nullptr) throw error("Builder::customOp: attribute '{}' is a null string", name);
+    return std::string(c);
+  }
+  if (t == typeid(std::vector<int64_t>)) return std::any_cast<std::vector<int64_t>>(v);
+  if (t == typeid(std::vector<float>)) return std::any_cast<std::vector<float>>(v);
+  if (t == typeid(std::vector<std::string>)) return std::any_cast<std::vector<std::string>>(v);
+  if (!v.has_value()) throw error("Builder::customOp: attribute '{}' has no value", name);
+  const char* hint = t == typeid(double)                ? " (a double: write a float, e.g. 0.5f)"
+                     : t == typeid(std::vector<double>) ? " (write std::vector<float>)"
+                     : t == typeid(std::vector<int>)    ? " (write std::vector<int64_t>)"
+                                                        : "";
+  throw error(
+      "Builder::customOp: attribute '{}' holds a value of an unsupported type{} (expected "
+      "int32_t, uint32_t, int64_t, uint64_t, bool, float, std::string, const char*, or a "
+      "std::vector of int64_t, float or std::string)",
+      name, hint);
+}
+
+// The node of a customOp call: checks the type and every attribute value first, so that a bad one
+// leaves the model unchanged, then emits the node and sets its attributes.
+std::vector<TensorId> addCustomNode(BuilderImpl& impl, const OperatorIdentifier& opid,
+                                    int opsetVersion, const std::map<std::string, any>& attributes,
+                                    const std::function<BuilderImpl::Emitted()>& emit) {
+  if (opid.type.empty()) throw error("Builder::customOp: the op type must not be empty");
+  std::map<std::string, CustomOpAttribute> values;
+  for (const auto& [attrName, value] : attributes) {
+    values.emplace(attrName, customOpAttributeOf(attrName, value));
+  }
+  impl.requireOpset(opid.domain, opsetVersion);
+  auto e = emit();
+  for (const auto& [attrName, value] : values) {
     std::visit(
-        [&, &attrName = name](const auto& v) {
+        [&, &n = attrName](const auto& v) {
           using T = std::decay_t<decltype(v)>;
           if constexpr (std::is_same_v<T, int64_t>)
-            setIntAttr(*e.node, attrName, v);
+            setIntAttr(*e.node, n, v);
           else if constexpr (std::is_same_v<T, float>)
-            setFloatAttr(*e.node, attrName, v);
+            setFloatAttr(*e.node, n, v);
           else if constexpr (std::is_same_v<T, std::string>)
-            setStringAttr(*e.node, attrName, v);
+            setStringAttr(*e.node, n, v);
           else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
-            setIntsAttr(*e.node, attrName, v);
+            setIntsAttr(*e.node, n, v);
           else if constexpr (std::is_same_v<T, std::vector<float>>)
-            setFloatsAttr(*e.node, attrName, v);
+            setFloatsAttr(*e.node, n, v);
           else
-            setStringsAttr(*e.node, attrName, v);
+            setStringsAttr(*e.node, n, v);
         },
         value);
   }
   return e.outputs;
 }
 
+}  // namespace
+
+std::vector<TensorId> Builder::customOp(const std::string& opName, int opVersion,
+                                        const std::string& domain,
+                                        const std::vector<TensorId>& inputs,
+                                        const std::map<std::string, any>& attributes,
+                                        unsigned numOutputs, const std::string& name) {
+  return customOp(OperatorIdentifier(domain, opName, opVersion), opVersion, inputs, numOutputs,
+                  attributes, name);
+}
+
 std::vector<TensorId> Builder::customOp(const OperatorIdentifier& opid, int opsetVersion,
                                         const std::vector<TensorId>& inputs, unsigned numOutputs,
-                                        const std::map<std::string, CustomOpAttribute>& attributes,
+                                        const std::map<std::string, any>& attributes,
                                         const std::string& debugContext) {
-  return customOp(opid.domain, opid.type, opsetVersion, inputs, numOutputs, attributes,
-                  debugContext);
+  return addCustomNode(*impl_, opid, opsetVersion, attributes, [&] {
+    return impl_->emit(opid.type, opid.domain, inputs, numOutputs, debugContext);
+  });
+}
+
+void Builder::customOp(const OperatorIdentifier& opid, int opsetVersion,
+                       const std::vector<TensorId>& inputs, const std::vector<TensorId>& outputs,
+                       const std::map<std::string, any>& attributes,
+                       const std::string& debugContext) {
+  addCustomNode(*impl_, opid, opsetVersion, attributes,
+                [&] { return impl_->emit(opid.type, opid.domain, inputs, outputs, debugContext); });
 }
 
 void Builder::pushNameScope(const std::string& name) {

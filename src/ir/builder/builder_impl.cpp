@@ -213,6 +213,33 @@ BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::str
                                        const std::string& debugContext) {
   const std::string base =
       uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext), numOutputs);
+  std::vector<TensorId> outputs;
+  for (unsigned i = 0; i < numOutputs; ++i) outputs.push_back(base + ":" + std::to_string(i));
+  return emitNode(opType, domain, inputs, base, outputs);
+}
+
+BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::string& domain,
+                                       const std::vector<TensorId>& inputs,
+                                       const std::vector<TensorId>& outputs,
+                                       const std::string& debugContext) {
+  const std::string base =
+      uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext), 0);
+  std::set<TensorId> seen;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorId& out = outputs[i];
+    if (out.empty()) throw error("Builder: {} '{}': output {} has an empty id", opType, base, i);
+    if (hasTensor(out) || !seen.insert(out).second) {
+      throw error("Builder: {} '{}': output {} ('{}') is already a tensor of this model", opType,
+                  base, i, out);
+    }
+  }
+  return emitNode(opType, domain, inputs, base, outputs);
+}
+
+BuilderImpl::Emitted BuilderImpl::emitNode(const std::string& opType, const std::string& domain,
+                                           const std::vector<TensorId>& inputs,
+                                           const std::string& base,
+                                           const std::vector<TensorId>& outputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].empty() && !hasTensor(inputs[i])) {
       throw error(
@@ -226,12 +253,10 @@ BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::str
   if (!domain.empty() && domain != ir::kOnnxDomain) node->set_domain(domain);
   node->set_name(base);
   for (const auto& in : inputs) node->add_input(in);
-  Emitted e{node, {}};
-  for (unsigned i = 0; i < numOutputs; ++i) {
-    const TensorId out = base + ":" + std::to_string(i);
+  Emitted e{node, outputs};
+  for (const auto& out : outputs) {
     node->add_output(out);
     tensorIds_.insert(out);
-    e.outputs.push_back(out);
   }
   nodeNames_.insert(base);
   ++generation_;

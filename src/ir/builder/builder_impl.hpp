@@ -53,6 +53,11 @@ class BuilderImpl {
   Emitted emit(const std::string& opType, const std::string& domain,
                const std::vector<TensorId>& inputs, unsigned numOutputs,
                const std::string& debugContext);
+  // Same, with outputs named by the caller (PopART's customOp with output ids): each must be a new
+  // tensor id, non-empty, and appear once.
+  Emitted emit(const std::string& opType, const std::string& domain,
+               const std::vector<TensorId>& inputs, const std::vector<TensorId>& outputs,
+               const std::string& debugContext);
   // Emits a single-output node and returns its output.
   TensorId emit1(const std::string& opType, const std::vector<TensorId>& inputs,
                  const std::string& debugContext, const std::string& domain = "");
@@ -77,6 +82,10 @@ class BuilderImpl {
   void init();
   TensorId uniqueTensorId(const std::string& base);
   std::string uniqueNodeBase(const std::string& base, unsigned numOutputs);
+  // Appends the node named `base` once its output ids are chosen (both emit forms).
+  Emitted emitNode(const std::string& opType, const std::string& domain,
+                   const std::vector<TensorId>& inputs, const std::string& base,
+                   const std::vector<TensorId>& outputs);
   void runInference();
   std::string strictInferenceError();
   onnx::ModelProto modelForExport() const;

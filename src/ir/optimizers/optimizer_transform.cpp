@@ -153,7 +153,7 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
       u.state.push_back(std::move(st));
     }
     upd.numOutputs = 0;
-    upd.attrs = rule.attrs;
+    upd.attrs = updateAttrsOf(optimizer, rule, weight);
     // A sharded update reads a shard of the accumulator: the session zeroes the accumulator itself.
     upd.attrs.set(
         "zeroGrad",
@@ -187,7 +187,7 @@ OptimizerGraph applyOptimizer(Graph& graph, const Optimizer& optimizer,
 
 void checkOptimizerUpdate(const Optimizer& current, const Optimizer& next,
                           const std::vector<TensorId>& weights) {
-  checkRuleReplacement(current, next);
+  checkRuleReplacement(current, next, weights);
   if (current.lossScaling().isConst() && current.getLossScalingVal() != next.getLossScalingVal()) {
     throw error("updateOptimizerFromHost: loss scaling is constant ({}) and cannot change to {}",
                 current.getLossScalingVal(), next.getLossScalingVal());

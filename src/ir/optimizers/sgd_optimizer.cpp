@@ -14,9 +14,9 @@ const std::vector<std::string>& SGD::hyperParameterNames() {
 }
 
 SGD::SGD(OptimizerValue lr, OptimizerValue wd, OptimizerValue mm, OptimizerValue dm,
-         OptimizerValue vs, OptimizerValue ls, bool nesterov,
+         OptimizerValue vs, OptimizerValue ls, OptimizerValue nesterov,
          const std::vector<ClipNormSettings>& clipNormSettings)
-    : defaults_{lr, wd, mm, dm, vs}, nesterov_(nesterov) {
+    : defaults_{lr, wd, mm, dm, vs, nesterov} {
   lossScaling_ = ls;
   setClipNormSettings(clipNormSettings);
   validate();
@@ -30,8 +30,8 @@ SGD::SGD(const std::map<std::string, std::pair<float, bool>>& params,
     if (key == "lossScaling") {
       lossScaling_ = OptimizerValue(value);
     } else if (key == "nesterov") {
-      nesterov_ = value.first != 0.0f;
-    } else if (key.rfind("default", 0) == 0) {
+      defaults_.nesterov = OptimizerValue(value);
+    } else if (key.rfind("default", 0) == 0 && key != "defaultNesterov") {
       std::string k = key.substr(7);
       if (!k.empty()) k[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(k[0])));
       apply(defaults_, k, value);
@@ -55,11 +55,13 @@ void SGD::apply(Values& v, const std::string& key, std::pair<float, bool> value)
     v.dampening = ov;
   else if (key == "velocityScaling")
     v.velocityScaling = ov;
+  else if (key == "nesterov")
+    v.nesterov = ov;
   else
     throw error(
-        "SGD: unknown hyperparameter '{}' (expected learningRate, weightDecay, momentum, dampening "
-        "or "
-        "velocityScaling, with a 'default' prefix for the defaults)",
+        "SGD: unknown hyperparameter '{}' (expected learningRate, weightDecay, momentum, "
+        "dampening, velocityScaling or nesterov, with a 'default' prefix for the defaults but "
+        "nesterov)",
         key);
 }
 
@@ -71,9 +73,18 @@ void SGD::insertSpecific(const TensorId& weight,
   validate();
 }
 
+void SGD::insertSpecific(const TensorId& weight, OptimizerValue learningRate,
+                         OptimizerValue weightDecay, OptimizerValue momentum,
+                         OptimizerValue dampening, OptimizerValue velocityScaling,
+                         OptimizerValue nesterov) {
+  specific_[weight] =
+      Values{learningRate, weightDecay, momentum, dampening, velocityScaling, nesterov};
+  validate();
+}
+
 const std::vector<std::string>& SGD::specificKeys() const {
-  static const std::vector<std::string> keys = {"learningRate", "weightDecay", "momentum",
-                                                "dampening", "velocityScaling"};
+  static const std::vector<std::string> keys = {"learningRate", "weightDecay",     "momentum",
+                                                "dampening",    "velocityScaling", "nesterov"};
   return keys;
 }
 
@@ -83,7 +94,8 @@ OptimizerValues SGD::valuesOf(const TensorId& weight) const {
           {"weightDecay", v.weightDecay},
           {"momentum", v.momentum},
           {"dampening", v.dampening},
-          {"velocityScaling", v.velocityScaling}};
+          {"velocityScaling", v.velocityScaling},
+          {"nesterov", v.nesterov}};
 }
 
 SGD::Values SGD::valuesFor(const TensorId& weight) const {
@@ -117,6 +129,10 @@ void SGD::validate() const {
     }
     if (v.weightDecay.val() < 0) {
       throw error("SGD: weight decay {} for {} must be >= 0", v.weightDecay.val(), where);
+    }
+    if (!std::isfinite(v.nesterov.val())) {
+      throw error("SGD: nesterov {} for {} must be finite (0 off, anything else on)",
+                  v.nesterov.val(), where);
     }
   };
   check(defaults_, "the defaults");

@@ -28,7 +28,6 @@ UpdateRule updateRuleOf(const Optimizer& optimizer) {
     case OptimizerType::SGD: {
       const auto& sgd = static_cast<const SGD&>(optimizer);
       r.opType = "SGDUpdate";
-      r.attrs.set("nesterov", int64_t{sgd.nesterov() ? 1 : 0});
       if (sgd.requiresVelocity()) {
         r.slots.push_back({"velocity", "Accl", true});
         r.inputSlots.push_back(3);
@@ -68,6 +67,18 @@ UpdateRule updateRuleOf(const Optimizer& optimizer) {
     }
   }
   throw error("optimizer {} is not supported", optimizer.type_s());
+}
+
+Attributes updateAttrsOf(const Optimizer& optimizer, const UpdateRule& rule,
+                         const TensorId& weight) {
+  Attributes attrs = rule.attrs;
+  if (optimizer.type() == OptimizerType::SGD) {
+    // PopART builds each weight's update with or without Nesterov from its own value. With a
+    // momentum of 0 the kernel's Nesterov step equals the plain one (dampening is then 0).
+    const SGD::Values v = static_cast<const SGD&>(optimizer).valuesFor(weight);
+    attrs.set("nesterov", int64_t{v.nesterov.val() != 0.0f ? 1 : 0});
+  }
+  return attrs;
 }
 
 std::vector<float> hyperTensorOf(const Optimizer& optimizer, const TensorId& weight,
@@ -123,7 +134,8 @@ std::string describeOptimizer(const Optimizer& optimizer) {
   return optimizer.type_s();
 }
 
-void checkRuleReplacement(const Optimizer& current, const Optimizer& next) {
+void checkRuleReplacement(const Optimizer& current, const Optimizer& next,
+                          const std::vector<TensorId>& weights) {
   if (current.type() != next.type()) {
     throw error("updateOptimizerFromHost: the session was built with {}, cannot switch to {}",
                 current.type_s(), next.type_s());
@@ -142,8 +154,15 @@ void checkRuleReplacement(const Optimizer& current, const Optimizer& next) {
     case OptimizerType::SGD: {
       const auto& a = static_cast<const SGD&>(current);
       const auto& b = static_cast<const SGD&>(next);
-      if (a.nesterov() != b.nesterov()) {
-        throw error("updateOptimizerFromHost: nesterov is fixed when the session is built");
+      // Whether a weight's update is Nesterov's is fixed, even for a non-constant value.
+      for (const auto& w : weights) {
+        const bool was = a.valuesFor(w).nesterov.val() != 0.0f;
+        if (was != (b.valuesFor(w).nesterov.val() != 0.0f)) {
+          throw error(
+              "updateOptimizerFromHost: nesterov of weight '{}' is fixed when the session is "
+              "built (it is {})",
+              w, was ? "on" : "off");
+        }
       }
       if (b.requiresVelocity() && !a.requiresVelocity()) throw error(noState, "velocity");
       break;

@@ -34,6 +34,11 @@ struct UpdateRule {
 // The family's update op and state; throws xtrain::error for settings the transform cannot honour.
 UpdateRule updateRuleOf(const Optimizer& optimizer);
 
+// The attributes of one weight's update op: the rule's, and those a weight may have of its own
+// (SGD's nesterov, fixed when the session is built).
+Attributes updateAttrsOf(const Optimizer& optimizer, const UpdateRule& rule,
+                         const TensorId& weight);
+
 // The whole hyper tensor of one weight's update op, built by name in its family's layout
 // (common/optimizer_hyper.hpp): the given gradient scale, a clipping factor of 1, and the rule's
 // values for the weight.
@@ -45,8 +50,9 @@ std::vector<float> hyperTensorOf(const Optimizer& optimizer, const TensorId& wei
 std::string describeOptimizer(const Optimizer& optimizer);
 
 // Throws when `next` may not replace `current` in a built session: another family, mode,
-// weight-decay mode, nesterov, or state that the session did not create (momentum).
-void checkRuleReplacement(const Optimizer& current, const Optimizer& next);
+// weight-decay mode, a weight's nesterov, or state that the session did not create (momentum).
+void checkRuleReplacement(const Optimizer& current, const Optimizer& next,
+                          const std::vector<TensorId>& weights);
 
 }  // namespace xtrain::ir
 
