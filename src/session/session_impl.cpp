@@ -22,6 +22,7 @@
 #include "session/engine_options.hpp"
 #include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
+#include "session/option_checks.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
 
@@ -48,6 +49,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
       config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
   validateOptions();
+  checkSessionOptions(config_.options);
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
   checkReportOptions(config_.options.reportOptions);
 
@@ -167,8 +169,6 @@ void SessionImpl::validateOptions() const {
       }
     }
   }
-  if (o.enablePipelining) notYet("enablePipelining");
-  if (o.virtualGraphMode != VirtualGraphMode::Off) notYet("virtualGraphMode other than Off");
 
   const DeviceInfo& d = *config_.device;
   if (d.getType() == DeviceType::Cpu && localReplicas_ > 1) {
@@ -214,6 +214,10 @@ bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
 
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
+  const SessionOptions& options = config_.options;
+  if (options.compilationProgressLogger) {
+    options.compilationProgressLogger(0, options.compilationProgressTotal);
+  }
   DeviceInfo& d = *config_.device;
   if (d.getType() != DeviceType::OfflineIpu &&
       d.getConnectionType() != DeviceConnectionType::Never && !d.isAttached() && !d.attach()) {
@@ -228,6 +232,7 @@ void SessionImpl::prepareDevice() {
   lowering.bufferReuse = bufferReuseFromEnvironment();
   lowering.channelsLast = channelsLastFromEnvironment();
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
+  lowering.floatingPointChecks = options.enableFloatingPointChecks;
   lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
@@ -274,6 +279,10 @@ void SessionImpl::prepareDevice() {
                                                       globalReplicas_);
   applyOptimizerStateInitializers();
   prepared_ = true;
+  if (options.compilationProgressLogger) {
+    options.compilationProgressLogger(options.compilationProgressTotal,
+                                      options.compilationProgressTotal);
+  }
 }
 
 void SessionImpl::requirePrepared(const char* what) const {
