@@ -218,7 +218,7 @@ struct XTRAIN_API SessionOptions {
   std::string serializedPoprithmsAnnealGraphsDir;  // older name of the same
 
   // Reports and IR dumps.
-  std::string logDir;  // where the session writes its reports (memory report); "": nowhere
+  std::string logDir;  // where the session writes its memory report and .dot files; "": nowhere
   std::set<std::string> dotChecks;  // when to write .dot files of the IR
   int firstDotOp = 0;
   int finalDotOp = 10000;

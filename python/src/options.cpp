@@ -768,7 +768,7 @@ void bindSessionOptions(py::module_& m) {
   dictProperty(cls, dictClass, "engineOptions", &S::engineOptions,
                "Engine options: autoReport.*, trace.* (docs/session-options.md).");
   dictProperty(cls, dictClass, "reportOptions", &S::reportOptions,
-               "Options of the reports (docs/reports.md).");
+               "Options of the reports (reports.md).");
   dictProperty(cls, dictClass, "convolutionOptions", &S::convolutionOptions,
                "Poplar's convolution options.");
   dictProperty(cls, dictClass, "lstmOptions", &S::lstmOptions, "Poplar's LSTM options.");

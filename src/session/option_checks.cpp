@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string>
 
+#include "session/dot_writer.hpp"
 #include "session/option_table.hpp"
 #include "session/option_values.hpp"
 #include "xtrain/error.hpp"
@@ -46,6 +47,7 @@ void checkSessionOptions(const SessionOptions& options) {
     }
   }
   checkPartialsType(options.partialsTypeMatMuls);
+  checkDotOptions(options);
   if (options.compilationProgressTotal < 1) {
     throw error("SessionOptions.compilationProgressTotal = {} must be >= 1",
                 options.compilationProgressTotal);

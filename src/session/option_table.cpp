@@ -38,7 +38,7 @@ const char* const kHostStreams =
     "a simulated IPU shares the host's memory: inputs and anchors are copied straight from and to "
     "the StepIO, with no device stream to buffer, group or rearrange";
 const char* const kPipelined = "used only by pipelined models, and enablePipelining is refused";
-const char* const kDot = "used only with dotChecks, which is refused";
+const char* const kDot = "xtrain's graphs have no call subgraphs to draw apart";
 const char* const kEngineCache =
     "xtrain has no Poplar executable to cache: a session builds its kernels at creation (caching "
     "the lowered program is not implemented)";
@@ -193,10 +193,10 @@ std::vector<OptionEntry> makeTable() {
       member("enableVariablesCaching", &S::enableVariablesCaching, N, "true", kEngineCache),
       member("cachePath", &S::cachePath, N, "\"session_cache\"", kEngineCache),
       member("engineOptions", &S::engineOptions, H, "{}",
-             "autoReport.* (docs/reports.md) and trace.* (docs/trace.md); an unknown key is an "
+             "autoReport.* (reports.md) and trace.* (trace.md); an unknown key is an "
              "error"),
       member("reportOptions", &S::reportOptions, H, "{}",
-             "the options of getSummaryReport() and getReport() (docs/reports.md); an unknown key "
+             "the options of getSummaryReport() and getReport() (reports.md); an unknown key "
              "is an error"),
       member("convolutionOptions", &S::convolutionOptions, N, "{}",
              "options of Poplar's convolutions; xtrain's convolutions are oneDNN's"),
@@ -207,7 +207,7 @@ std::vector<OptionEntry> makeTable() {
       member("gclOptions", &S::gclOptions, N, "{}",
              "options of Graphcore's collectives library; xtrain's collectives are its comm layer"),
       member("instrumentWithHardwareCycleCounter", &S::instrumentWithHardwareCycleCounter, H,
-             "false", "getCycleCount() counts the simulated clock's cycles (docs/reports.md)"),
+             "false", "getCycleCount() counts the simulated clock's cycles (reports.md)"),
       {"hardwareInstrumentations", R,
        "per-IPU cycle counts (Inner) are not implemented; the count is of the whole program "
        "(Outer)",
@@ -282,12 +282,18 @@ std::vector<OptionEntry> makeTable() {
       member("serializedPoprithmsAnnealGraphsDir", &S::serializedPoprithmsAnnealGraphsDir, N,
              "\"\"", kPoplarSchedule),
       // Reports and IR dumps.
-      member("logDir", &S::logDir, H, "\"\"", "prepareDevice writes memory-report.txt there"),
-      member("dotChecks", &S::dotChecks, R, "{}",
-             "writing .dot files of the IR is not implemented"),
-      member("firstDotOp", &S::firstDotOp, N, "0", kDot),
-      member("finalDotOp", &S::finalDotOp, N, "10000", kDot),
-      member("dotOpNames", &S::dotOpNames, N, "false", kDot),
+      member("logDir", &S::logDir, H, "\"\"",
+             "prepareDevice writes memory-report.txt there, and the session its dotChecks files"),
+      member("dotChecks", &S::dotChecks, H, "{}",
+             "the IR graph as Graphviz files <logDir>/<check>.dot at the checks Fwd0 (imported), "
+             "Fwd1 (fused), Bwd0 (with the backward pass), PreAlias and Final (built), or All; an "
+             "unknown check, or an empty logDir, is an error"),
+      member("firstDotOp", &S::firstDotOp, H, "0",
+             "the .dot files hold ops [firstDotOp, finalDotOp) of the schedule"),
+      member("finalDotOp", &S::finalDotOp, H, "10000",
+             "the .dot files hold ops [firstDotOp, finalDotOp) of the schedule"),
+      member("dotOpNames", &S::dotOpNames, H, "false",
+             "the .dot files label each op with its name too"),
       member("separateCallOpPdfs", &S::separateCallOpPdfs, N, "true", kDot),
       member("exportPoplarComputationGraph", &S::exportPoplarComputationGraph, R, "false",
              "there is no Poplar graph to export (not implemented)"),

@@ -19,6 +19,7 @@
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "replication/instances.hpp"
+#include "session/dot_writer.hpp"
 #include "session/engine_options.hpp"
 #include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
@@ -58,6 +59,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
   groupedValues_ = std::move(imported.groupedValues);
+  writeDotCheck(*graph_, config_.options, "Fwd0");
   if (auto embedded = ir::readReplicationFactor(modelMetadata_);
       embedded && *embedded != globalReplicas_) {
     logging::session::warn(
@@ -95,7 +97,13 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
     if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
   }
-  if (config_.training) buildTrainingGraph();
+  writeDotCheck(*graph_, config_.options, "Fwd1");
+  if (config_.training) {
+    buildTrainingGraph();
+    writeDotCheck(*graph_, config_.options, "Bwd0");
+  }
+  writeDotCheck(*graph_, config_.options, "PreAlias");
+  writeDotCheck(*graph_, config_.options, "Final");
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
                          graph_->ops().size(), graph_->tensors().size(), localReplicas_,
                          accumulationFactor_);

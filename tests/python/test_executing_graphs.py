@@ -349,7 +349,7 @@ class ProfilingTest(Chapter):
         # chapter
         opts.reportOptions = {"showExecutionSteps": "true"}
         self.assertEqual(opts.reportOptions, {"showExecutionSteps": "true"})
-        # The reports themselves are docs/reports.md's; this test checks the summary below.
+        # The reports themselves are reports.md's; this test checks the summary below.
         opts.engineOptions = {}
         opts.reportOptions = {}
 

@@ -19,6 +19,7 @@
 
 #include "session/option_table.hpp"
 #include "testing/error_testing.hpp"
+#include "testing/scratch_dir.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/logging.hpp"
@@ -65,8 +66,8 @@ struct DocRow {
 
 // The rows of the "## Members" table of docs/session-options.md, by member name.
 std::map<std::string, DocRow> documentedMembers() {
-  std::istringstream doc(readFile(std::filesystem::path(XTRAIN_SOURCE_DIR) / "docs" /
-                                  "session-options.md"));
+  std::istringstream doc(
+      readFile(std::filesystem::path(XTRAIN_SOURCE_DIR) / "docs" / "session-options.md"));
   std::map<std::string, DocRow> rows;
   bool inMembers = false;
   for (std::string line; std::getline(doc, line);) {
@@ -84,7 +85,88 @@ std::map<std::string, DocRow> documentedMembers() {
 
 TEST(SessionOptionsTable, HasEveryMemberOfTheApiReference) {
   // class popart.SessionOptions of popart-python-api.txt: its 81 properties and enableExplicitIR.
-  const std::vector<std::string> reference = {"accumulateOuterFragmentSettings", "accumulationAndReplicationReductionType", "accumulationFactor", "accumulatorTensorLocationSettings", "activationTensorLocationSettings", "aliasZeroCopy", "autoRecomputation", "batchSerializationSettings", "cachePath", "compileEngine", "constantWeights", "createImplicitPipeliningFwdOnlyProgram", "customCodeletCompileFlags", "customCodelets", "decomposeGradSum", "delayVarUpdates", "disableGradAccumulationTensorStreams", "disableOptimizerStateTensorStreams", "dotChecks", "dotOpNames", "enableConstantFoldingOfMultipleConsumers", "enableDistributedReplicatedGraphs", "enableEfficientOverlapIOTopoCons", "enableEngineCaching", "enableExplicitMainLoops", "enableFloatingPointChecks", "enableFullyConnectedPass", "enableGradientAccumulation", "enableLoadAndOffloadRNGState", "enableMergeExchange", "enableNonStableSoftmax", "enableOutlining", "enableOutliningCopyCostPruning", "enablePipelining", "enableReplicatedGraphs", "enableStableNorm", "enableStochasticRounding", "enableSupportedDataTypeCasting", "enableVariablesCaching", "ensureFp32LossScaleTensor", "executionPhaseSettings", "explicitRecomputation", "exportPoplarComputationGraph", "exportPoplarVertexGraph", "finalDotOp", "firstDotOp", "globalReplicaOffset", "globalReplicationFactor", "groupHostSync", "instrumentWithHardwareCycleCounter", "kahnTieBreaker", "logDir", "meanAccumulationAndReplicationReductionStrategy", "mergeVarUpdate", "mergeVarUpdateMemThreshold", "numIOTiles", "optimizerStateTensorLocationSettings", "opxAliasChecking", "opxModifyChecking", "outlineSequenceBreakCost", "outlineThreshold", "partialsTypeMatMuls", "rearrangeAnchorsOnHost", "rearrangeStreamsOnHost", "replicatedGraphCount", "separateCallOpPdfs", "serializedPoprithmsAnnealGraphsDir", "serializedPoprithmsShiftGraphsDir", "stashAllTensorsInferencePipeline", "strictOpVersions", "subgraphCopyingStrategy", "swapLimitScheduler", "syntheticDataMode", "throwIfLog2ScaleTensorNotInRange", "timeLimitScheduler", "updatableNamedBuffers", "useHostCopyOps", "useLoopCandidateCreator", "virtualGraphMode", "virtualGraphSplitRatios", "weightTensorLocationSettings", "enableExplicitIR"};
+  const std::vector<std::string> reference = {"accumulateOuterFragmentSettings",
+                                              "accumulationAndReplicationReductionType",
+                                              "accumulationFactor",
+                                              "accumulatorTensorLocationSettings",
+                                              "activationTensorLocationSettings",
+                                              "aliasZeroCopy",
+                                              "autoRecomputation",
+                                              "batchSerializationSettings",
+                                              "cachePath",
+                                              "compileEngine",
+                                              "constantWeights",
+                                              "createImplicitPipeliningFwdOnlyProgram",
+                                              "customCodeletCompileFlags",
+                                              "customCodelets",
+                                              "decomposeGradSum",
+                                              "delayVarUpdates",
+                                              "disableGradAccumulationTensorStreams",
+                                              "disableOptimizerStateTensorStreams",
+                                              "dotChecks",
+                                              "dotOpNames",
+                                              "enableConstantFoldingOfMultipleConsumers",
+                                              "enableDistributedReplicatedGraphs",
+                                              "enableEfficientOverlapIOTopoCons",
+                                              "enableEngineCaching",
+                                              "enableExplicitMainLoops",
+                                              "enableFloatingPointChecks",
+                                              "enableFullyConnectedPass",
+                                              "enableGradientAccumulation",
+                                              "enableLoadAndOffloadRNGState",
+                                              "enableMergeExchange",
+                                              "enableNonStableSoftmax",
+                                              "enableOutlining",
+                                              "enableOutliningCopyCostPruning",
+                                              "enablePipelining",
+                                              "enableReplicatedGraphs",
+                                              "enableStableNorm",
+                                              "enableStochasticRounding",
+                                              "enableSupportedDataTypeCasting",
+                                              "enableVariablesCaching",
+                                              "ensureFp32LossScaleTensor",
+                                              "executionPhaseSettings",
+                                              "explicitRecomputation",
+                                              "exportPoplarComputationGraph",
+                                              "exportPoplarVertexGraph",
+                                              "finalDotOp",
+                                              "firstDotOp",
+                                              "globalReplicaOffset",
+                                              "globalReplicationFactor",
+                                              "groupHostSync",
+                                              "instrumentWithHardwareCycleCounter",
+                                              "kahnTieBreaker",
+                                              "logDir",
+                                              "meanAccumulationAndReplicationReductionStrategy",
+                                              "mergeVarUpdate",
+                                              "mergeVarUpdateMemThreshold",
+                                              "numIOTiles",
+                                              "optimizerStateTensorLocationSettings",
+                                              "opxAliasChecking",
+                                              "opxModifyChecking",
+                                              "outlineSequenceBreakCost",
+                                              "outlineThreshold",
+                                              "partialsTypeMatMuls",
+                                              "rearrangeAnchorsOnHost",
+                                              "rearrangeStreamsOnHost",
+                                              "replicatedGraphCount",
+                                              "separateCallOpPdfs",
+                                              "serializedPoprithmsAnnealGraphsDir",
+                                              "serializedPoprithmsShiftGraphsDir",
+                                              "stashAllTensorsInferencePipeline",
+                                              "strictOpVersions",
+                                              "subgraphCopyingStrategy",
+                                              "swapLimitScheduler",
+                                              "syntheticDataMode",
+                                              "throwIfLog2ScaleTensorNotInRange",
+                                              "timeLimitScheduler",
+                                              "updatableNamedBuffers",
+                                              "useHostCopyOps",
+                                              "useLoopCandidateCreator",
+                                              "virtualGraphMode",
+                                              "virtualGraphSplitRatios",
+                                              "weightTensorLocationSettings",
+                                              "enableExplicitIR"};
   std::set<std::string> table;
   for (const auto& e : sessionOptionTable()) {
     EXPECT_TRUE(table.insert(e.name).second) << e.name << " is in the table twice";
@@ -245,9 +327,8 @@ std::unique_ptr<TrainingSession> linearSession(const std::string& lossType,
   if (lossType != "FLOAT") loss = onnx.cast({loss}, lossType, "loss16");
   b->addOutputTensor(loss);
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "1"}});
-  return TrainingSession::createFromOnnxModel(b->getModelProto(),
-                                              DataFlow(1, std::vector<TensorId>{loss}), loss,
-                                              SGD(), device, {}, o);
+  return TrainingSession::createFromOnnxModel(
+      b->getModelProto(), DataFlow(1, std::vector<TensorId>{loss}), loss, SGD(), device, {}, o);
 }
 
 TEST(SessionOptionsEffect, EnsureFp32LossScaleTensor) {
@@ -283,8 +364,6 @@ TEST(SessionOptionsRefused, ANonDefaultValueOfARefusedMemberIsAnError) {
        {"SessionOptions.batchSerializationSettings = {factor: 4", "not implemented"}},
       {[](SessionOptions& o) { o.customCodelets = {"codelet.cpp"}; },
        {"SessionOptions.customCodelets = [\"codelet.cpp\"]", "Builder::customOp"}},
-      {[](SessionOptions& o) { o.dotChecks = {"Final"}; },
-       {"SessionOptions.dotChecks = [\"Final\"]", "not implemented"}},
       {[](SessionOptions& o) { o.hardwareInstrumentations = {Instrumentation::Inner}; },
        {"SessionOptions.hardwareInstrumentations = [Inner]", "per-IPU"}},
       {[](SessionOptions& o) { o.tensorLocationSettingsOverride["x"] = TensorLocation(); },
@@ -305,6 +384,71 @@ TEST(SessionOptionsRefused, ANonDefaultValueOfARefusedMemberIsAnError) {
   one.batchSerializationSettings.factor = 1;
   one.batchSerializationSettings.method = BatchSerializationMethod::Loop;
   logSession(m, one);
+}
+
+using DotChecks = ScratchDirTest;
+
+TEST_F(DotChecks, TheGraphIsWrittenAtEachCheckAsked) {
+  const LogModel m = buildLogModel();
+  SessionOptions o;
+  o.logDir = path("dots");
+  o.dotChecks = {"Fwd0", "Final"};
+  logSession(m, o);
+  EXPECT_EQ(readFile(o.logDir + "/Final.dot").find("logOfX\\n"), std::string::npos);
+  const std::string fwd0 = readFile(o.logDir + "/Fwd0.dot");
+  EXPECT_CONTAINS(fwd0, "digraph \"Fwd0\" {");
+  EXPECT_CONTAINS(fwd0, "[shape=box, label=\"0 Log\"]");
+  EXPECT_CONTAINS(fwd0, "[shape=box, label=\"1 Mul\"]");
+  EXPECT_CONTAINS(fwd0, "\"" + m.x + "\" -> op");
+  EXPECT_TRUE(std::filesystem::exists(o.logDir + "/Final.dot"));
+  EXPECT_FALSE(std::filesystem::exists(o.logDir + "/Fwd1.dot"));
+
+  // Ops [1, 2) of the schedule only; "All" writes every check.
+  o.logDir = path("range");
+  o.dotChecks = {"All"};
+  o.firstDotOp = 1;
+  o.finalDotOp = 2;
+  o.dotOpNames = true;
+  logSession(m, o);
+  const std::string final = readFile(o.logDir + "/Final.dot");
+  EXPECT_CONTAINS(final, "label=\"1 Mul\\ntwice\"");
+  EXPECT_EQ(final.find(" Log\""), std::string::npos) << final;
+  for (const char* check : {"Fwd0", "Fwd1", "PreAlias"}) {
+    EXPECT_TRUE(std::filesystem::exists(o.logDir + "/" + check + ".dot")) << check;
+  }
+  // Bwd0 is the training graph's.
+  EXPECT_FALSE(std::filesystem::exists(o.logDir + "/Bwd0.dot"));
+  SessionOptions t;
+  t.logDir = path("training");
+  t.dotChecks = {"Fwd1", "Bwd0"};
+  linearSession("FLOAT", t);
+  const std::string fwd1 = readFile(t.logDir + "/Fwd1.dot");
+  const std::string bwd0 = readFile(t.logDir + "/Bwd0.dot");
+  auto ops = [](const std::string& dot) {
+    size_t n = 0;
+    for (auto p = dot.find("shape=box"); p != std::string::npos; p = dot.find("shape=box", p + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(ops(fwd1), 2u) << fwd1;         // MatMul, ReduceMean
+  EXPECT_GT(ops(bwd0), ops(fwd1)) << bwd0;  // with the backward pass and the update
+  EXPECT_CONTAINS(bwd0, "MatMul");
+}
+
+TEST_F(DotChecks, BadChecksAreErrors) {
+  const LogModel m = buildLogModel();
+  SessionOptions o;
+  o.logDir = path("dots");
+  o.dotChecks = {"Fwd2"};
+  expectError([&] { logSession(m, o); }, {"dotChecks", "unknown check \"Fwd2\"", "Final"});
+  o.dotChecks = {"Final"};
+  o.logDir = "";
+  expectError([&] { logSession(m, o); }, {"dotChecks", "logDir is empty"});
+  const std::string file = path("a-file");
+  std::ofstream(file) << "x";
+  o.logDir = file + "/sub";
+  expectError([&] { logSession(m, o); }, {"cannot write", "Final.dot"});
 }
 
 // Debug lines of the session module go to a file of this test while it runs.
@@ -346,12 +490,14 @@ TEST_F(SessionOptionsLog, AMemberWithNoEffectIsLoggedOncePerSession) {
   runLog(*s, m, {1, 1, 1, 1, 1, 1});
   runLog(*s, m, {1, 1, 1, 1, 1, 1});
   const std::string text = logText();
-  EXPECT_EQ(count(text, "SessionOptions.outlineThreshold = 2.5 has no effect on a simulated IPU: "
-                        "outlining shares Poplar code"),
+  EXPECT_EQ(count(text,
+                  "SessionOptions.outlineThreshold = 2.5 has no effect on a simulated IPU: "
+                  "outlining shares Poplar code"),
             1u)
       << text;
-  EXPECT_EQ(count(text, "SessionOptions.kahnTieBreaker = \"fifo\" has no effect on a simulated "
-                        "IPU: it steers Poplar's scheduler"),
+  EXPECT_EQ(count(text,
+                  "SessionOptions.kahnTieBreaker = \"fifo\" has no effect on a simulated "
+                  "IPU: it steers Poplar's scheduler"),
             1u)
       << text;
   EXPECT_EQ(count(text, "SessionOptions.enableStableNorm = true has no effect"), 1u) << text;
