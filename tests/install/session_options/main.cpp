@@ -15,8 +15,8 @@ int main() {
     return ok;
   };
   bool ok = true;
-#define SET(member, value)         \
-  o.member = value;                \
+#define SET(member, value) \
+  o.member = value;        \
   ok = check(o.member == value, #member) && ok;
 
   SET(enableReplicatedGraphs, true)
