@@ -140,8 +140,7 @@ std::vector<OptionEntry> makeTable() {
              "folding gives the same values either way; xtrain folds every foldable op"),
       // Recomputation and explicit IR.
       member("autoRecomputation", &S::autoRecomputation, R, "None",
-             "recomputation is not implemented: the backward pass keeps every activation it "
-             "needs"),
+             "the backward pass keeps every activation it needs; recomputing them is not built"),
       member("explicitRecomputation", &S::explicitRecomputation, N, "false",
              "no op can be marked for recomputation (the Builder has no "
              "recomputeOutputInBackwardPass), so there is nothing to recompute"),
