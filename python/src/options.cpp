@@ -1,18 +1,25 @@
-// SessionOptions and its settings (TensorLocationSettings, TensorLocation,
-// AutomaticLossScalingSettings), their enums, and the replica groups (CommGroup, CommGroupType,
-// ReplicaGrouping, VariableSettings, VariableRetrievalMode), with the names, keyword arguments and
-// defaults of PopART's Python module (popart-python-api.txt; docs/python.md "## SessionOptions").
+// SessionOptions with every member of PopART's, its nested settings (TensorLocationSettings,
+// TensorLocation, AutomaticLossScalingSettings, BatchSerializationSettings, ExecutionPhaseSettings,
+// AccumulateOuterFragmentSettings, AutodiffSettings, ReplicatedCollectivesSettings,
+// ExperimentalSettings, DeveloperSettings), their enums, and the replica groups (CommGroup,
+// CommGroupType, ReplicaGrouping, VariableSettings, VariableRetrievalMode), with the names, keyword
+// arguments and defaults of PopART's Python module (popart-python-api.txt; docs/python.md "##
+// SessionOptions"; what each member does: docs/session-options.md).
 //
 // Every member of a settings struct is a read/write property whose setter checks the type of the
 // value and raises TypeError (or ValueError for a value out of range) naming the class, the member
 // and what was expected; pybind11's own message names only the argument types. No class here has a
 // __dict__, so setting an unknown attribute raises AttributeError naming it (as PopART does).
+#include <pybind11/eval.h>
+#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -22,6 +29,7 @@
 #include "xtrain/reductiontype.hpp"
 #include "xtrain/replicagrouping.hpp"
 #include "xtrain/sessionoptions.hpp"
+#include "xtrain/sessionoptions_settings.hpp"
 #include "xtrain/variablesettings.hpp"
 
 namespace py = pybind11;
@@ -29,10 +37,28 @@ namespace py = pybind11;
 namespace xtrain::python {
 namespace {
 
+// The containers a member can be: a vector or a set (from a list, tuple or set), a map (from a dict
+// with str keys).
 template <class T>
-struct IsStringVector : std::false_type {};
-template <>
-struct IsStringVector<std::vector<std::string>> : std::true_type {};
+struct Container {
+  static constexpr int kind = 0;
+};
+template <class E>
+struct Container<std::vector<E>> {
+  static constexpr int kind = 1;
+  using Element = E;
+};
+template <class E>
+struct Container<std::set<E>> {
+  static constexpr int kind = 2;
+  using Element = E;
+};
+template <class K, class V>
+struct Container<std::map<K, V>> {
+  static constexpr int kind = 3;
+  using Key = K;
+  using Value = V;
+};
 
 // `what` (e.g. "SessionOptions.replicatedGraphCount") is named in every error.
 template <class T>
@@ -63,19 +89,40 @@ T fromPython(py::handle v, const std::string& what) {
       throw py::type_error(what + ": expected str, got " + typeName(v));
     }
     return v.cast<std::string>();
-  } else if constexpr (IsStringVector<T>::value) {
-    if (!(py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))) {
-      throw py::type_error(what + ": expected a list of str, got " + typeName(v));
+  } else if constexpr (Container<T>::kind == 1 || Container<T>::kind == 2) {
+    using E = typename Container<T>::Element;
+    const bool isSet = py::isinstance<py::set>(v) || py::isinstance<py::frozenset>(v);
+    if (!(py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v) || isSet)) {
+      throw py::type_error(what + ": expected a list, got " + typeName(v));
     }
     T out;
     for (py::handle item : v) {
-      if (!py::isinstance<py::str>(item)) {
-        throw py::type_error(what + ": expected a list of str, got an item of type " +
-                             typeName(item));
+      E e = fromPython<E>(item, what + " item");
+      if constexpr (Container<T>::kind == 1) {
+        out.push_back(std::move(e));
+      } else {
+        out.insert(std::move(e));
       }
-      out.push_back(item.cast<std::string>());
     }
     return out;
+  } else if constexpr (Container<T>::kind == 3) {
+    if (!py::isinstance<py::dict>(v)) {
+      throw py::type_error(what + ": expected a dict, got " + typeName(v));
+    }
+    T out;
+    for (auto [key, value] : py::reinterpret_borrow<py::dict>(v)) {
+      auto k = fromPython<typename Container<T>::Key>(key, what + " key");
+      out[k] = fromPython<typename Container<T>::Value>(
+          value, what + "[" + std::string(py::str(key)) + "]");
+    }
+    return out;
+  } else if constexpr (std::is_same_v<T, std::function<void(int, int)>>) {
+    if (v.is_none()) return {};
+    if (!PyCallable_Check(v.ptr())) {
+      throw py::type_error(what + ": expected a callable (progress, total) or None, got " +
+                           typeName(v));
+    }
+    return v.cast<T>();
   } else {
     // A bound class or enum: only an instance of it (no implicit conversion from int or str).
     py::object type = py::type::of<T>();
@@ -279,6 +326,16 @@ void bindTensorLocations(py::module_& m) {
              "Whether to apply replicated tensor sharding (RTS) or not.");
     property(cls, "shardingDomain", &TensorLocation::shardingDomain,
              "The comm groups across which to shard the tensor.");
+    property(cls, "loadTileSet", &TensorLocation::loadTileSet,
+             "The tiles through which the tensor(s) are loaded onto the chip.");
+    property(cls, "storageTileSet", &TensorLocation::storageTileSet,
+             "The tiles on which the tensor(s) are stored.");
+    cls.def(
+        "__eq__", [](const TensorLocation& a, const TensorLocation& b) { return a == b; },
+        py::is_operator());
+    cls.def(
+        "__ne__", [](const TensorLocation& a, const TensorLocation& b) { return !(a == b); },
+        py::is_operator());
   }
   {
     py::class_<TensorLocationSettings> cls(m, "TensorLocationSettings");
@@ -317,13 +374,15 @@ void bindAutomaticLossScalingSettings(py::module_& m) {
   cls.def(py::init<>());
   cls.def(py::init([](bool enabled, std::optional<std::vector<std::string>> toTrackTensors,
                       float binEdgeLocation, float thresholdUpperCountProportion, int updatePeriod,
-                      int64_t growthInterval, float growthFactor, float backoffFactor) {
+                      GradientTensorTrackingMethod method, int64_t growthInterval,
+                      float growthFactor, float backoffFactor) {
             A a;
             a.enabled = enabled;
             a.toTrackTensors = toTrackTensors.value_or(std::vector<std::string>{});
             a.binEdgeLocation = binEdgeLocation;
             a.thresholdUpperCountProportion = thresholdUpperCountProportion;
             a.updatePeriod = updatePeriod;
+            a.gradientTensorTrackingMethod = method;
             a.growthInterval = growthInterval;
             a.growthFactor = growthFactor;
             a.backoffFactor = backoffFactor;
@@ -332,7 +391,8 @@ void bindAutomaticLossScalingSettings(py::module_& m) {
           py::arg("enabled") = d.enabled, py::arg("toTrackTensors") = py::none(),
           py::arg("binEdgeLocation") = d.binEdgeLocation,
           py::arg("thresholdUpperCountProportion") = d.thresholdUpperCountProportion,
-          py::arg("updatePeriod") = d.updatePeriod, py::kw_only(),
+          py::arg("updatePeriod") = d.updatePeriod,
+          py::arg("gradientTensorTrackingMethod") = d.gradientTensorTrackingMethod, py::kw_only(),
           py::arg("growthInterval") = d.growthInterval, py::arg("growthFactor") = d.growthFactor,
           py::arg("backoffFactor") = d.backoffFactor);
   property(cls, "enabled", &A::enabled);
@@ -341,6 +401,8 @@ void bindAutomaticLossScalingSettings(py::module_& m) {
   property(cls, "thresholdUpperCountProportion", &A::thresholdUpperCountProportion,
            "Accepted, no effect (xtrain's rule).");
   property(cls, "updatePeriod", &A::updatePeriod, "Accepted, no effect (xtrain's rule).");
+  property(cls, "gradientTensorTrackingMethod", &A::gradientTensorTrackingMethod,
+           "Accepted, no effect (xtrain's rule).");
   property(cls, "growthInterval", &A::growthInterval,
            "Finite steps in a row after which the scale grows (xtrain).");
   property(cls, "growthFactor", &A::growthFactor, "The scale's growth factor (xtrain).");
@@ -348,146 +410,244 @@ void bindAutomaticLossScalingSettings(py::module_& m) {
            "The factor applied to the scale after a non-finite step (xtrain).");
 }
 
-// PopART's SessionOptions members that xtrain's C++ SessionOptions does not have
-// (popart-python-api.txt, and the Poplar option dicts of the "Executing graphs" chapter): reading
-// or setting one raises AttributeError saying that it is not implemented, rather than only that the
-// attribute does not exist (docs/python.md, "## SessionOptions").
-const std::vector<std::string>& popartOnlyOptions() {
-  static const std::vector<std::string> names = {
-      "accumulateOuterFragmentSettings",
-      "aliasZeroCopy",
-      "autoRecomputation",
-      "autodiffSettings",
-      "batchSerializationSettings",
-      "cachePath",
-      "compileEngine",
-      "convolutionOptions",
-      "createHostTransferableTensorWithOffset",
-      "createImplicitPipeliningFwdOnlyProgram",
-      "customCodeletCompileFlags",
-      "customCodelets",
-      "decomposeGradSum",
-      "delayVarUpdates",
-      "disableGradAccumulationTensorStreams",
-      "disableOptimizerStateTensorStreams",
-      "dotChecks",
-      "dotOpNames",
-      "enableConstantFoldingOfMultipleConsumers",
-      "enableEfficientOverlapIOTopoCons",
-      "enableEngineCaching",
-      "enableExplicitIR",
-      "enableFloatingPointChecks",
-      "enableFullyConnectedPass",
-      "enableLoadAndOffloadRNGState",
-      "enableMergeExchange",
-      "enableNonStableSoftmax",
-      "enableOutliningCopyCostPruning",
-      "enableStableNorm",
-      "enableSupportedDataTypeCasting",
-      "enableVariablesCaching",
-      "engineOptions",
-      "ensureFp32LossScaleTensor",
-      "executionPhaseSettings",
-      "experimentalSettings",
-      "explicitRecomputation",
-      "exportPoplarComputationGraph",
-      "exportPoplarVertexGraph",
-      "finalDotOp",
-      "firstDotOp",
-      "gclOptions",
-      "groupHostSync",
-      "instrumentWithHardwareCycleCounter",
-      "kahnTieBreaker",
-      "lstmOptions",
-      "matmulOptions",
-      "mergeVarUpdate",
-      "mergeVarUpdateMemThreshold",
-      "numIOTiles",
-      "opxAliasChecking",
-      "opxModifyChecking",
-      "outlineSequenceBreakCost",
-      "outlineThreshold",
-      "partialsTypeMatMuls",
-      "rearrangeAnchorsOnHost",
-      "rearrangeStreamsOnHost",
-      "reportOptions",
-      "separateCallOpPdfs",
-      "serializedPoprithmsAnnealGraphsDir",
-      "serializedPoprithmsShiftGraphsDir",
-      "stashAllTensorsInferencePipeline",
-      "strictOpVersions",
-      "subgraphCopyingStrategy",
-      "swapLimitScheduler",
-      "tensorLocationSettingsOverride",
-      "throwIfLog2ScaleTensorNotInRange",
-      "timeLimitScheduler",
-      "updatableNamedBuffers",
-      "useLoopCandidateCreator",
-      "virtualGraphSplitRatios",
-  };
-  return names;
+// PopART's DictWrapper: a dict whose every change is written back to the member it came from, so
+// that `opts.engineOptions["autoReport.all"] = "true"` changes opts (pybind11 returns a copy of a
+// std::map). Defined once, in Python, on the module.
+const char* const kOptionsDictSource = R"(
+class _OptionsDict(dict):
+    """A dict of a SessionOptions member: changing it changes the member."""
+
+    def __init__(self, update, *args, **kwargs):
+        dict.__init__(self, *args, **kwargs)
+        self._update = update
+
+    def _changed(self):
+        self._update(dict(self))
+
+    def __setitem__(self, key, value):
+        dict.__setitem__(self, key, value)
+        self._changed()
+
+    def __delitem__(self, key):
+        dict.__delitem__(self, key)
+        self._changed()
+
+    def update(self, *args, **kwargs):
+        dict.update(self, *args, **kwargs)
+        self._changed()
+
+    def clear(self):
+        dict.clear(self)
+        self._changed()
+
+    def pop(self, *args):
+        value = dict.pop(self, *args)
+        self._changed()
+        return value
+
+    def popitem(self):
+        item = dict.popitem(self)
+        self._changed()
+        return item
+
+    def setdefault(self, key, default=None):
+        value = dict.setdefault(self, key, default)
+        self._changed()
+        return value
+)";
+
+// A read/write dict property for a std::map member (see kOptionsDictSource).
+template <class C, class T>
+void dictProperty(py::class_<C>& cls, py::object dictClass, const char* name, T C::*member,
+                  const char* doc) {
+  const std::string what = std::string(py::str(cls.attr("__name__"))) + "." + name;
+  py::cpp_function getter([member, dictClass, what](py::object self) -> py::object {
+    C& c = self.cast<C&>();
+    py::cpp_function update([self, member, what](py::handle value) {
+      self.cast<C&>().*member = fromPython<T>(value, what);
+    });
+    return dictClass(update, py::cast(c.*member));
+  });
+  py::cpp_function setter(
+      [member, what](C& self, py::handle value) { self.*member = fromPython<T>(value, what); });
+  cls.def_property(name, getter, setter, doc);
 }
 
-[[noreturn]] void notImplemented(const std::string& name) {
-  throw py::attribute_error("SessionOptions." + name +
-                            ": PopART's option is not implemented in xtrain (its SessionOptions "
-                            "has no such member; see docs/python.md)");
+void bindSettingsEnums(py::module_& m) {
+  enumeration<RecomputationType>(m, "RecomputationType",
+                                 "Which ops auto-recomputation recomputes in the backward pass.",
+                                 {{"NoRecompute", RecomputationType::None},
+                                  {"Standard", RecomputationType::Standard},
+                                  {"NormOnly", RecomputationType::NormOnly},
+                                  {"RecomputeAll", RecomputationType::RecomputeAll},
+                                  {"Pipeline", RecomputationType::Pipeline}});
+  enumeration<MergeVarUpdateType>(m, "MergeVarUpdateType", "Which VarUpdate ops are merged.",
+                                  {{"Off", MergeVarUpdateType::None},
+                                   {"All", MergeVarUpdateType::All},
+                                   {"AutoTight", MergeVarUpdateType::AutoTight},
+                                   {"AutoLoose", MergeVarUpdateType::AutoLoose}});
+  enumeration<SubgraphCopyingStrategy>(m, "SubgraphCopyingStrategy",
+                                       "How the inputs and outputs of subgraphs are copied.",
+                                       {{"OnEnterAndExit", SubgraphCopyingStrategy::OnEnterAndExit},
+                                        {"JustInTime", SubgraphCopyingStrategy::JustInTime}});
+  enumeration<Instrumentation>(
+      m, "Instrumentation", "What the cycle counter counts.",
+      {{"Outer", Instrumentation::Outer}, {"Inner", Instrumentation::Inner}});
+  enumeration<IrSerializationFormat>(m, "IrSerializationFormat", "A serialization format.",
+                                     {{"JSON", IrSerializationFormat::JSON}});
+  enumeration<GradientTensorTrackingMethod>(
+      m, "GradientTensorTrackingMethod", "Which gradients automatic loss scaling tracks.",
+      {{"ConvAndMatmulGradients", GradientTensorTrackingMethod::ConvAndMatmulGradients},
+       {"AllNonViewChangingGradientTensors",
+        GradientTensorTrackingMethod::AllNonViewChangingGradientTensors},
+       {"GradientsOfUserSpecifiedTensors",
+        GradientTensorTrackingMethod::GradientsOfUserSpecifiedTensors}});
+  enumeration<TileSet>(m, "TileSet", "A set of tiles.",
+                       {{"Compute", TileSet::Compute}, {"IO", TileSet::IO}});
+  enumeration<BatchSerializationBatchSchedule>(
+      m, "BatchSerializationBatchSchedule", "How batch-serialized subgraphs are scheduled.",
+      {{"Scheduler", BatchSerializationBatchSchedule::Scheduler},
+       {"Isomorphic", BatchSerializationBatchSchedule::Isomorphic},
+       {"OverlapOnIo", BatchSerializationBatchSchedule::OverlapOnIo},
+       {"OverlapOnCompute", BatchSerializationBatchSchedule::OverlapOnCompute}});
+  enumeration<BatchSerializationTransformContext>(
+      m, "BatchSerializationTransformContext", "When batch serialization is applied.",
+      {{"Fwd", BatchSerializationTransformContext::Fwd},
+       {"Bwd", BatchSerializationTransformContext::Bwd},
+       {"Forward", BatchSerializationTransformContext::Fwd},
+       {"Backward", BatchSerializationTransformContext::Bwd}});
+  enumeration<BatchSerializationMethod>(m, "BatchSerializationMethod",
+                                        "How batch serialization is applied.",
+                                        {{"UnrollDynamic", BatchSerializationMethod::UnrollDynamic},
+                                         {"UnrollStatic", BatchSerializationMethod::UnrollStatic},
+                                         {"Loop", BatchSerializationMethod::Loop}});
+  enumeration<ExecutionPhaseIOSchedule>(m, "ExecutionPhaseIOSchedule", "When tensors are loaded.",
+                                        {{"Preload", ExecutionPhaseIOSchedule::Preload},
+                                         {"OnDemand", ExecutionPhaseIOSchedule::OnDemand}});
+  enumeration<ExecutionPhaseSchedule>(
+      m, "ExecutionPhaseSchedule", "The order of the optimizer steps of one execution phase.",
+      {{"Interleaving", ExecutionPhaseSchedule::Interleaving},
+       {"Batch", ExecutionPhaseSchedule::Batch},
+       {"BatchClusteredIO", ExecutionPhaseSchedule::BatchClusteredIO}});
+  enumeration<AccumulateOuterFragmentSchedule>(
+      m, "AccumulateOuterFragmentSchedule", "How the accumulate outer fragment is scheduled.",
+      {{"Scheduler", AccumulateOuterFragmentSchedule::Scheduler},
+       {"Serial", AccumulateOuterFragmentSchedule::Serial},
+       {"OverlapCycleOptimized", AccumulateOuterFragmentSchedule::OverlapCycleOptimized},
+       {"OverlapMemoryOptimized", AccumulateOuterFragmentSchedule::OverlapMemoryOptimized}});
+  enumeration<AutodiffStitchStrategy>(
+      m, "AutodiffStitchStrategy", "How autodiff stitches subgraphs.",
+      {{"RecomputeMinimal", AutodiffStitchStrategy::RecomputeMinimal},
+       {"RecomputeAllNonInputs", AutodiffStitchStrategy::RecomputeAllNonInputs},
+       {"AddFwdOutputs", AutodiffStitchStrategy::AddFwdOutputs},
+       {"SafeAddFwdOutputs", AutodiffStitchStrategy::SafeAddFwdOutputs}});
 }
 
-bool isPopartOnly(const std::string& name) {
-  const auto& n = popartOnlyOptions();
-  return std::find(n.begin(), n.end(), name) != n.end();
+void bindSettingsStructs(py::module_& m) {
+  {
+    using B = BatchSerializationSettings;
+    const B d;
+    py::class_<B> cls(m, "BatchSerializationSettings", "Batch serialization settings.");
+    cls.def(py::init([](int factor, bool vg, bool phase, bool stage,
+                        BatchSerializationTransformContext context, BatchSerializationMethod method,
+                        BatchSerializationBatchSchedule schedule) {
+              return B{factor, vg, phase, stage, context, method, schedule};
+            }),
+            py::arg("factor") = d.factor,
+            py::arg("concatOnVirtualGraphChange") = d.concatOnVirtualGraphChange,
+            py::arg("concatOnExecutionPhaseChange") = d.concatOnExecutionPhaseChange,
+            py::arg("concatOnPipelineStageChange") = d.concatOnPipelineStageChange,
+            py::arg("transformContext") = d.transformContext, py::arg("method") = d.method,
+            py::arg("batchSchedule") = d.batchSchedule);
+    property(cls, "factor", &B::factor, "The number of compute batches to split operations into.");
+    property(cls, "concatOnVirtualGraphChange", &B::concatOnVirtualGraphChange);
+    property(cls, "concatOnExecutionPhaseChange", &B::concatOnExecutionPhaseChange);
+    property(cls, "concatOnPipelineStageChange", &B::concatOnPipelineStageChange);
+    property(cls, "transformContext", &B::transformContext);
+    property(cls, "method", &B::method);
+    property(cls, "batchSchedule", &B::batchSchedule);
+  }
+  {
+    using E = ExecutionPhaseSettings;
+    const E d;
+    py::class_<E> cls(m, "ExecutionPhaseSettings", "Execution phase settings.");
+    cls.def(py::init([](int phases, int stages, ExecutionPhaseIOSchedule weights,
+                        ExecutionPhaseIOSchedule activations, ExecutionPhaseIOSchedule state,
+                        ExecutionPhaseIOSchedule accumulators, ExecutionPhaseSchedule schedule) {
+              return E{phases, stages, weights, activations, state, accumulators, schedule};
+            }),
+            py::arg("phases") = d.phases, py::arg("stages") = d.stages,
+            py::arg("weightIOSchedule") = d.weightIOSchedule,
+            py::arg("activationIOSchedule") = d.activationIOSchedule,
+            py::arg("optimizerStateIOSchedule") = d.optimizerStateIOSchedule,
+            py::arg("accumulatorIOSchedule") = d.accumulatorIOSchedule,
+            py::arg("schedule") = d.schedule);
+    property(cls, "phases", &E::phases, "Number of ExecutionPhases for the whole model.");
+    property(cls, "stages", &E::stages, "Number of overlapping stages.");
+    property(cls, "weightIOSchedule", &E::weightIOSchedule);
+    property(cls, "activationIOSchedule", &E::activationIOSchedule);
+    property(cls, "optimizerStateIOSchedule", &E::optimizerStateIOSchedule);
+    property(cls, "accumulatorIOSchedule", &E::accumulatorIOSchedule);
+    property(cls, "schedule", &E::schedule);
+  }
+  {
+    using A = AccumulateOuterFragmentSettings;
+    py::class_<A> cls(m, "AccumulateOuterFragmentSettings",
+                      "Settings of the accumulate outer fragment.");
+    cls.def(py::init([](AccumulateOuterFragmentSchedule schedule, std::vector<int> excluded) {
+              return A{schedule, std::move(excluded)};
+            }),
+            py::arg("schedule") = A().schedule,
+            py::arg("excludedVirtualGraphs") = std::vector<int>{});
+    property(cls, "schedule", &A::schedule);
+    property(cls, "excludedVirtualGraphs", &A::excludedVirtualGraphs);
+  }
+  {
+    py::class_<AutodiffSettings> cls(m, "AutodiffSettings", "Autodiff settings.");
+    cls.def(py::init([](AutodiffStitchStrategy s) { return AutodiffSettings{s}; }),
+            py::arg("stitchStrategy") = AutodiffSettings().stitchStrategy);
+    property(cls, "stitchStrategy", &AutodiffSettings::stitchStrategy);
+  }
+  {
+    using R = ReplicatedCollectivesSettings;
+    py::class_<R> cls(m, "ReplicatedCollectivesSettings", "Merging of replicated collectives.");
+    cls.def(py::init([](bool prepare, bool allReduce, bool reduceScatter, bool allGather) {
+              return R{prepare, allReduce, reduceScatter, allGather};
+            }),
+            py::arg("prepareScheduleForMergingCollectives") = false,
+            py::arg("mergeAllReduceCollectives") = false,
+            py::arg("mergeReduceScatterCollectives") = false,
+            py::arg("mergeAllGatherCollectives") = false);
+    property(cls, "prepareScheduleForMergingCollectives", &R::prepareScheduleForMergingCollectives);
+    property(cls, "mergeAllReduceCollectives", &R::mergeAllReduceCollectives);
+    property(cls, "mergeReduceScatterCollectives", &R::mergeReduceScatterCollectives);
+    property(cls, "mergeAllGatherCollectives", &R::mergeAllGatherCollectives);
+  }
+  {
+    py::class_<ExperimentalSettings> cls(m, "ExperimentalSettings", "Experimental settings.");
+    cls.def(py::init<>());
+    property(cls, "customTransformApplierSettings",
+             &ExperimentalSettings::customTransformApplierSettings);
+    property(cls, "createHostTransferableTensorWithOffset",
+             &ExperimentalSettings::createHostTransferableTensorWithOffset);
+  }
+  {
+    py::class_<DeveloperSettings> cls(m, "DeveloperSettings", "Developer settings.");
+    cls.def(py::init<>());
+    property(cls, "timePartitionLoggerThresholdPercentage",
+             &DeveloperSettings::timePartitionLoggerThresholdPercentage);
+  }
 }
 
 void bindSessionOptions(py::module_& m) {
   using S = SessionOptions;
+  py::exec(kOptionsDictSource, m.attr("__dict__"));
+  py::object dictClass = m.attr("_OptionsDict");
   py::class_<S> cls(m, "SessionOptions",
-                    "PopART's session options that xtrain honours (docs/session-options.md).");
+                    "PopART's session options; what each does on a simulated IPU: "
+                    "docs/session-options.md.");
   cls.def(py::init<>());
-  // Only for the names above; every other attribute behaves as on any pybind11 class.
-  cls.def("__getattr__", [](py::handle /*self*/, const std::string& name) -> py::object {
-    if (isPopartOnly(name)) notImplemented(name);
-    throw py::attribute_error("'SessionOptions' object has no attribute '" + name + "'");
-  });
-  cls.def("__setattr__", [](py::handle self, py::str name, py::handle value) {
-    if (isPopartOnly(name.cast<std::string>())) notImplemented(name.cast<std::string>());
-    if (PyObject_GenericSetAttr(self.ptr(), name.ptr(), value.ptr()) != 0) {
-      throw py::error_already_set();
-    }
-  });
-  // PopART options whose False is what xtrain always does, so that False is accepted and read
-  // back and True, which xtrain cannot honour, is refused (docs/python.md, "## SessionOptions"):
-  // - constantWeights: xtrain never folds an inference session's weights into constants, so
-  //   weightsFromHost and writeWeights always reach it (PopART's programs set False for that);
-  // - enableExplicitMainLoops, useHostCopyOps: xtrain's main loop and host copies are implicit,
-  //   PopART's default (PopART's anchor tests run with both False and True).
-  struct FalseOnly {
-    const char* name;
-    const char* why;
-  };
-  static const FalseOnly falseOnly[] = {
-      {"constantWeights", "its sessions never fold weights into constants"},
-      {"enableExplicitMainLoops", "its main loops are implicit"},
-      {"useHostCopyOps", "its host copies are implicit"},
-  };
-  for (const auto& o : falseOnly) {
-    const std::string name = o.name;
-    const std::string why = o.why;
-    cls.def_property(
-        o.name, [](const S&) { return false; },
-        [name, why](S&, py::handle value) {
-          if (!isBool(value)) {
-            throw py::type_error("SessionOptions." + name + ": expected bool, got " +
-                                 typeName(value));
-          }
-          if (value.cast<bool>()) {
-            throw py::value_error("SessionOptions." + name +
-                                  " = True is not implemented in xtrain: " + why +
-                                  " (only False is accepted; see docs/python.md)");
-          }
-        },
-        "Always False, what xtrain does; setting True raises ValueError.");
-  }
+  // Replication and gradient accumulation.
   property(cls, "enableReplicatedGraphs", &S::enableReplicatedGraphs,
            "Enable replication of graphs. Default: False.");
   property(cls, "replicatedGraphCount", &S::replicatedGraphCount,
@@ -508,6 +668,7 @@ void bindSessionOptions(py::module_& m) {
   property(cls, "meanAccumulationAndReplicationReductionStrategy",
            &S::meanAccumulationAndReplicationReductionStrategy,
            "When to divide by the mean reduction factor. Default: Post.");
+  // Tensor locations.
   property(cls, "activationTensorLocationSettings", &S::activationTensorLocationSettings,
            "Tensor location settings for activation/gradient tensors.");
   property(cls, "weightTensorLocationSettings", &S::weightTensorLocationSettings,
@@ -516,36 +677,174 @@ void bindSessionOptions(py::module_& m) {
            "Tensor location for optimizer state tensors.");
   property(cls, "accumulatorTensorLocationSettings", &S::accumulatorTensorLocationSettings,
            "Tensor location for gradient accumulator tensors.");
+  dictProperty(cls, dictClass, "tensorLocationSettingsOverride", &S::tensorLocationSettingsOverride,
+               "Tensor locations of single tensors.");
+  // Inputs, numerics and the optimizer.
   property(cls, "syntheticDataMode", &S::syntheticDataMode,
            "Whether to use real or synthetic data for inputs. Default: Off.");
-  property(cls, "logDir", &S::logDir, "A directory for reports to be written into.");
   property(cls, "enableStochasticRounding", &S::enableStochasticRounding,
            "Enable stochastic rounding. Default: False.");
   property(cls, "automaticLossScalingSettings", &S::automaticLossScalingSettings,
            "Automatic loss scaling settings.");
-  property(cls, "enablePipelining", &S::enablePipelining,
-           "Enable pipelining of virtual graphs (refused by xtrain when set).");
+  // The members with a PopART docstring of one line each, in the order of the header.
+  struct Flag {
+    const char* name;
+    bool S::*member;
+  };
+  static const Flag flags[] = {
+      {"enableFloatingPointChecks", &S::enableFloatingPointChecks},
+      {"enableStableNorm", &S::enableStableNorm},
+      {"enableNonStableSoftmax", &S::enableNonStableSoftmax},
+      {"ensureFp32LossScaleTensor", &S::ensureFp32LossScaleTensor},
+      {"throwIfLog2ScaleTensorNotInRange", &S::throwIfLog2ScaleTensorNotInRange},
+      {"enableSupportedDataTypeCasting", &S::enableSupportedDataTypeCasting},
+      {"groupNormStridedChannelGrouping", &S::groupNormStridedChannelGrouping},
+      {"strictOpVersions", &S::strictOpVersions},
+      {"enableFullyConnectedPass", &S::enableFullyConnectedPass},
+      {"enableSerializedMatmuls", &S::enableSerializedMatmuls},
+      {"decomposeGradSum", &S::decomposeGradSum},
+      {"enableConstantFoldingOfMultipleConsumers", &S::enableConstantFoldingOfMultipleConsumers},
+      {"explicitRecomputation", &S::explicitRecomputation},
+      {"enableExplicitMainLoops", &S::enableExplicitMainLoops},
+      {"useHostCopyOps", &S::useHostCopyOps},
+      {"enablePipelining", &S::enablePipelining},
+      {"createImplicitPipeliningFwdOnlyProgram", &S::createImplicitPipeliningFwdOnlyProgram},
+      {"stashAllTensorsInferencePipeline", &S::stashAllTensorsInferencePipeline},
+      {"delayVarUpdates", &S::delayVarUpdates},
+      {"scheduleNonWeightUpdateGradientConsumersEarly",
+       &S::scheduleNonWeightUpdateGradientConsumersEarly},
+      {"compileEngine", &S::compileEngine},
+      {"constantWeights", &S::constantWeights},
+      {"enableEngineCaching", &S::enableEngineCaching},
+      {"enableVariablesCaching", &S::enableVariablesCaching},
+      {"instrumentWithHardwareCycleCounter", &S::instrumentWithHardwareCycleCounter},
+      {"enableLoadAndOffloadRNGState", &S::enableLoadAndOffloadRNGState},
+      {"opxAliasChecking", &S::opxAliasChecking},
+      {"opxModifyChecking", &S::opxModifyChecking},
+      {"enableInplaceAmbiguityChecking", &S::enableInplaceAmbiguityChecking},
+      {"disableGradAccumulationTensorStreams", &S::disableGradAccumulationTensorStreams},
+      {"disableOptimizerStateTensorStreams", &S::disableOptimizerStateTensorStreams},
+      {"rearrangeAnchorsOnHost", &S::rearrangeAnchorsOnHost},
+      {"rearrangeStreamsOnHost", &S::rearrangeStreamsOnHost},
+      {"enablePrefetchDatastreams", &S::enablePrefetchDatastreams},
+      {"groupHostSync", &S::groupHostSync},
+      {"enableMergeExchange", &S::enableMergeExchange},
+      {"enableEfficientOverlapIOTopoCons", &S::enableEfficientOverlapIOTopoCons},
+      {"enableOutlining", &S::enableOutlining},
+      {"enableOutliningCopyCostPruning", &S::enableOutliningCopyCostPruning},
+      {"aliasZeroCopy", &S::aliasZeroCopy},
+      {"useLoopCandidateCreator", &S::useLoopCandidateCreator},
+      {"dotOpNames", &S::dotOpNames},
+      {"separateCallOpPdfs", &S::separateCallOpPdfs},
+      {"exportPoplarComputationGraph", &S::exportPoplarComputationGraph},
+      {"exportPoplarVertexGraph", &S::exportPoplarVertexGraph},
+  };
+  for (const Flag& f : flags) property(cls, f.name, f.member, "See docs/session-options.md.");
+  property(cls, "partialsTypeMatMuls", &S::partialsTypeMatMuls,
+           "The partials type of matmuls: \"\", \"float\" or \"half\".");
+  property(cls, "autoRecomputation", &S::autoRecomputation,
+           "Recomputation of ops in the backward pass. Default: NoRecompute.");
+  cls.def("enableExplicitIR", &S::enableExplicitIR, py::arg("enable"),
+          "Sets useHostCopyOps, enableExplicitMainLoops and explicitRecomputation.");
+  // Model parallelism.
   property(cls, "virtualGraphMode", &S::virtualGraphMode,
            "How ops are placed on virtual graphs (only Off is supported).");
-  property(cls, "enableOutlining", &S::enableOutlining,
-           "Enable outlining (accepted, no effect on a simulated device). Default: True.");
+  property(cls, "virtualGraphSplitRatios", &S::virtualGraphSplitRatios,
+           "Split ratios of VirtualGraphMode.Auto.");
+  property(cls, "executionPhaseSettings", &S::executionPhaseSettings,
+           "Configuration settings for execution phases.");
+  property(cls, "accumulateOuterFragmentSettings", &S::accumulateOuterFragmentSettings,
+           "Configuration setting for operations in the accumulate outer fragment.");
+  property(cls, "batchSerializationSettings", &S::batchSerializationSettings,
+           "Configuration setting for batch serialization.");
+  // Variable updates.
+  property(cls, "mergeVarUpdate", &S::mergeVarUpdate, "Merging of VarUpdate ops. Default: Off.");
+  property(cls, "mergeVarUpdateMemThreshold", &S::mergeVarUpdateMemThreshold,
+           "The memory threshold of VarUpdate merging, in bytes.");
+  property(cls, "looseThresholdAtPeak", &S::looseThresholdAtPeak,
+           "The threshold of AutoLoose VarUpdate merging at peak liveness, in bytes.");
+  // The engine.
+  property(cls, "cachePath", &S::cachePath, "Folder to save the executable to.");
+  dictProperty(cls, dictClass, "engineOptions", &S::engineOptions,
+               "Engine options: autoReport.*, trace.* (docs/session-options.md).");
+  dictProperty(cls, dictClass, "reportOptions", &S::reportOptions,
+               "Options of the reports (reports.md).");
+  dictProperty(cls, dictClass, "convolutionOptions", &S::convolutionOptions,
+               "Poplar's convolution options.");
+  dictProperty(cls, dictClass, "lstmOptions", &S::lstmOptions, "Poplar's LSTM options.");
+  dictProperty(cls, dictClass, "matmulOptions", &S::matmulOptions, "Poplar's matmul options.");
+  dictProperty(cls, dictClass, "gclOptions", &S::gclOptions, "GCL's options.");
+  property(cls, "hardwareInstrumentations", &S::hardwareInstrumentations,
+           "What the cycle counter counts. Default: {Instrumentation.Outer}.");
+  property(cls, "customCodelets", &S::customCodelets, "Poplar codelet files (refused).");
+  property(cls, "customCodeletCompileFlags", &S::customCodeletCompileFlags,
+           "Compile flags for the custom codelets.");
+  property(cls, "compilationProgressLogger", &S::compilationProgressLogger,
+           "Called with (progress, total) as prepareDevice builds the session.");
+  property(cls, "compilationProgressTotal", &S::compilationProgressTotal,
+           "The total given to compilationProgressLogger. Default: 100.");
+  // Host transfers.
+  property(cls, "defaultBufferingDepth", &S::defaultBufferingDepth, "Default buffering depth.");
+  property(cls, "defaultPrefetchBufferingDepth", &S::defaultPrefetchBufferingDepth,
+           "Deprecated alias of defaultBufferingDepth.");
+  dictProperty(cls, dictClass, "bufferingDepthMap", &S::bufferingDepthMap,
+               "Buffering depth of single streams.");
+  dictProperty(cls, dictClass, "prefetchBufferingDepthMap", &S::prefetchBufferingDepthMap,
+               "Deprecated alias of bufferingDepthMap.");
+  property(cls, "numIOTiles", &S::numIOTiles, "Number of IPU tiles dedicated to IO.");
+  property(cls, "updatableNamedBuffers", &S::updatableNamedBuffers,
+           "Named buffers that buffersFromHost() updates.");
+  // Outlining and subgraphs.
+  property(cls, "outlineThreshold", &S::outlineThreshold, "The outlining threshold. Default: 1.0.");
+  property(cls, "outlineSequenceBreakCost", &S::outlineSequenceBreakCost,
+           "The penalty of breaking a sequence when outlining. Default: 10000.0.");
+  property(cls, "subgraphCopyingStrategy", &S::subgraphCopyingStrategy,
+           "How subgraph inputs and outputs are copied. Default: OnEnterAndExit.");
+  property(cls, "autodiffSettings", &S::autodiffSettings, "Autodiff settings.");
+  property(cls, "replicatedCollectivesSettings", &S::replicatedCollectivesSettings,
+           "Merging of replicated collectives.");
+  // The scheduler.
+  property(cls, "kahnTieBreaker", &S::kahnTieBreaker, "The scheduler's tie breaker.");
+  property(cls, "timeLimitScheduler", &S::timeLimitScheduler,
+           "The scheduler's time limit, in seconds.");
+  property(cls, "swapLimitScheduler", &S::swapLimitScheduler,
+           "The scheduler's limit of improving steps.");
+  property(cls, "transitiveClosureOptimizationThreshold",
+           &S::transitiveClosureOptimizationThreshold,
+           "The scheduler's transitive closure optimization threshold.");
+  property(cls, "serializedPoprithmsShiftGraphsDir", &S::serializedPoprithmsShiftGraphsDir,
+           "The directory to serialize Poprithms graphs to.");
+  property(cls, "serializedPoprithmsAnnealGraphsDir", &S::serializedPoprithmsAnnealGraphsDir,
+           "The directory to serialize Poprithms graphs to (older name).");
+  // Reports and IR dumps.
+  property(cls, "logDir", &S::logDir, "A directory for reports to be written into.");
+  property(cls, "dotChecks", &S::dotChecks, "When to write .dot files of the IR (refused).");
+  property(cls, "firstDotOp", &S::firstDotOp, "The first op written to .dot files.");
+  property(cls, "finalDotOp", &S::finalDotOp, "The op after the last written to .dot files.");
+  property(cls, "experimentalSettings", &S::experimentalSettings, "Experimental settings.");
+  property(cls, "developerSettings", &S::developerSettings, "Developer settings.");
   cls.def("getGlobalReplicationFactor", &S::getGlobalReplicationFactor,
           "globalReplicationFactor when distributed, else the local replication factor.");
   cls.def("getLocalReplicationFactor", &S::getLocalReplicationFactor,
           "replicatedGraphCount when replication is enabled, else 1.");
   cls.def("getAccumulationFactor", &S::getAccumulationFactor,
           "accumulationFactor when gradient accumulation is enabled, else 1.");
+  cls.def("autoRecomputationEnabled", &S::autoRecomputationEnabled);
+  cls.def("explicitPipeliningEnabled", &S::explicitPipeliningEnabled);
+  cls.def("implicitPipeliningEnabled", &S::implicitPipeliningEnabled);
 }
 
 }  // namespace
 
 void bindOptions(py::module_& m) {
   bindEnums(m);
+  bindSettingsEnums(m);
   bindReplicaGrouping(m);
   bindCommGroup(m);
   bindVariableSettings(m);
   bindTensorLocations(m);
   bindAutomaticLossScalingSettings(m);
+  bindSettingsStructs(m);
   bindSessionOptions(m);
 }
 

@@ -2,8 +2,60 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <utility>
 
 namespace xtrain::device {
+
+namespace {
+
+// The first element of `t` whose exponent bits are all ones (an inf or a nan), or -1; by bits, so
+// that it holds whatever the compiler's floating-point flags. `Bits` is the element's storage,
+// `exponent` the mask of its exponent bits.
+template <class Bits>
+int64_t firstNonFinite(const HostTensor& t, Bits exponent, Bits& found) {
+  const std::byte* p = t.raw();
+  for (int64_t i = 0; i < t.nelms(); ++i) {
+    Bits b;
+    std::memcpy(&b, p + static_cast<size_t>(i) * sizeof(Bits), sizeof(Bits));
+    if ((b & exponent) == exponent) {
+      found = b;
+      return i;
+    }
+  }
+  return -1;
+}
+
+// Where `t` holds an inf or a nan: the element and "inf" or "nan"; -1 when nowhere (or `t` is not
+// a floating-point tensor).
+std::pair<int64_t, const char*> nonFinite(const HostTensor& t) {
+  switch (t.dataType()) {
+    case DataType::FLOAT: {
+      uint32_t b = 0;
+      const int64_t i = firstNonFinite<uint32_t>(t, 0x7f800000u, b);
+      return {i, (b & 0x007fffffu) != 0 ? "nan" : "inf"};
+    }
+    case DataType::FLOAT16: {
+      uint16_t b = 0;
+      const int64_t i = firstNonFinite<uint16_t>(t, 0x7c00u, b);
+      return {i, (b & 0x03ffu) != 0 ? "nan" : "inf"};
+    }
+    case DataType::BFLOAT16: {
+      uint16_t b = 0;
+      const int64_t i = firstNonFinite<uint16_t>(t, 0x7f80u, b);
+      return {i, (b & 0x007fu) != 0 ? "nan" : "inf"};
+    }
+    case DataType::DOUBLE: {
+      uint64_t b = 0;
+      const int64_t i = firstNonFinite<uint64_t>(t, 0x7ff0000000000000ull, b);
+      return {i, (b & 0x000fffffffffffffull) != 0 ? "nan" : "inf"};
+    }
+    default: return {-1, ""};
+  }
+}
+
+}  // namespace
 
 void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
                   const std::function<void(size_t)>& afterInstruction) const {
@@ -29,8 +81,28 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
     if (profiling_) {
       seconds_[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
+    if (!checkedBufferNames_.empty()) checkFloatingPoint(instr, buffers);
     if (afterInstruction) afterInstruction(k);
   }
+}
+
+void Program::checkFloatingPoint(const Instruction& instr,
+                                 const std::vector<HostTensor>& buffers) const {
+  for (int o : instr.outputs) {
+    if (o < 0) continue;
+    const auto [element, what] = nonFinite(buffers[static_cast<size_t>(o)]);
+    if (element < 0) continue;
+    const auto b = static_cast<size_t>(o);
+    throw runtime_error(
+        "{}: floating-point check (SessionOptions.enableFloatingPointChecks): output '{}' holds "
+        "{} at element {}",
+        instr.description, b < checkedBufferNames_.size() ? checkedBufferNames_[b] : "?", what,
+        element);
+  }
+}
+
+void Program::setFloatingPointChecks(std::vector<std::string> bufferNames) {
+  checkedBufferNames_ = std::move(bufferNames);
 }
 
 void Program::setProfiling(bool on) {

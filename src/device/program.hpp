@@ -42,10 +42,19 @@ class Program {
   void setProfiling(bool on);
   const std::vector<double>& seconds() const { return seconds_; }
 
+  // Floating-point checks (SessionOptions::enableFloatingPointChecks): with `bufferNames` (the
+  // tensor of each buffer index) not empty, run() throws runtime_error after an instruction that
+  // wrote an inf or a nan into a FLOAT, FLOAT16, BFLOAT16 or DOUBLE output, naming the op, the
+  // tensor and the element. Empty: off, at no cost.
+  void setFloatingPointChecks(std::vector<std::string> bufferNames);
+
  private:
+  void checkFloatingPoint(const Instruction& instr, const std::vector<HostTensor>& buffers) const;
+
   std::vector<Instruction> instructions_;
   bool profiling_ = false;
   mutable std::vector<double> seconds_;
+  std::vector<std::string> checkedBufferNames_;
 };
 
 // SplitMix64 finaliser: a cheap, well-mixed hash for deriving seeds.

@@ -45,6 +45,9 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
   }
   const char* env = std::getenv("XTRAIN_PROFILE_OPS");
   if (env != nullptr && std::string(env) == "1") setProfiling(true);
+  if (options.floatingPointChecks) {
+    for (auto& p : programs_) p.setFloatingPointChecks(tensors_);
+  }
 }
 
 int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {

@@ -27,6 +27,9 @@ struct LoweringOptions {
   BufferReuse bufferReuse = BufferReuse::Off;
   bool channelsLast = false;
   std::set<TensorId> hostRead;
+  // SessionOptions::enableFloatingPointChecks: every program checks its ops' floating-point
+  // outputs for inf and nan (device::Program::setFloatingPointChecks).
+  bool floatingPointChecks = false;
 };
 
 class LoweredGraph {

@@ -21,9 +21,11 @@
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "replication/instances.hpp"
+#include "session/dot_writer.hpp"
 #include "session/engine_options.hpp"
 #include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
+#include "session/option_checks.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
 
@@ -56,6 +58,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
       config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
   validateOptions();
+  checkSessionOptions(config_.options);
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
   checkReportOptions(config_.options.reportOptions);
 
@@ -64,6 +67,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
   groupedValues_ = std::move(imported.groupedValues);
+  writeDotCheck(*graph_, config_.options, "Fwd0");
   if (auto embedded = ir::readReplicationFactor(modelMetadata_);
       embedded && *embedded != globalReplicas_) {
     logging::session::warn(
@@ -101,7 +105,13 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
     if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
   }
-  if (config_.training) buildTrainingGraph();
+  writeDotCheck(*graph_, config_.options, "Fwd1");
+  if (config_.training) {
+    buildTrainingGraph();
+    writeDotCheck(*graph_, config_.options, "Bwd0");
+  }
+  writeDotCheck(*graph_, config_.options, "PreAlias");
+  writeDotCheck(*graph_, config_.options, "Final");
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
                          graph_->ops().size(), graph_->tensors().size(), localReplicas_,
                          accumulationFactor_);
@@ -175,8 +185,6 @@ void SessionImpl::validateOptions() const {
       }
     }
   }
-  if (o.enablePipelining) notYet("enablePipelining");
-  if (o.virtualGraphMode != VirtualGraphMode::Off) notYet("virtualGraphMode other than Off");
 
   const DeviceInfo& d = *config_.device;
   if (d.getType() == DeviceType::Cpu && localReplicas_ > 1) {
@@ -222,6 +230,10 @@ bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
 
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
+  const SessionOptions& options = config_.options;
+  if (options.compilationProgressLogger) {
+    options.compilationProgressLogger(0, options.compilationProgressTotal);
+  }
   DeviceInfo& d = *config_.device;
   // Always: attached from the start (re-attached here if the caller detached it). OnDemand:
   // attached once the program is compiled and fits, below, so a failed compile never held the IPUs.
@@ -238,6 +250,7 @@ void SessionImpl::prepareDevice() {
   lowering.bufferReuse = bufferReuseFromEnvironment();
   lowering.channelsLast = channelsLastFromEnvironment();
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
+  lowering.floatingPointChecks = options.enableFloatingPointChecks;
   lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
@@ -294,6 +307,10 @@ void SessionImpl::prepareDevice() {
                                                       globalReplicas_);
   applyOptimizerStateInitializers();
   prepared_ = true;
+  if (options.compilationProgressLogger) {
+    options.compilationProgressLogger(options.compilationProgressTotal,
+                                      options.compilationProgressTotal);
+  }
 }
 
 void SessionImpl::requirePrepared(const char* what) const {

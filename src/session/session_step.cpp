@@ -69,6 +69,11 @@ void SessionImpl::forEachReplicaProgram(const std::function<void(int64_t)>& fn) 
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   requirePrepared("run");
+  if (!config_.options.compileEngine) {
+    throw error(
+        "run: the session was prepared with SessionOptions.compileEngine = false, which builds it "
+        "without an engine that can run; set compileEngine = true to run");
+  }
   const KernelThreadsScope kernelThreads(singleReplicaKernelThreads_);
   const auto runStart = std::chrono::steady_clock::now();
   const int64_t bps = config_.dataFlow.batchesPerStep();

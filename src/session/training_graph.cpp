@@ -122,12 +122,23 @@ TensorId SessionImpl::addLossScaling() {
           als.growthFactor, als.backoffFactor, als.growthInterval);
     }
     if (!als.toTrackTensors.empty() || als.updatePeriod != 1 || als.binEdgeLocation != 0.0625f ||
-        als.thresholdUpperCountProportion != 1e-7f) {
+        als.thresholdUpperCountProportion != 1e-7f ||
+        als.gradientTensorTrackingMethod !=
+            GradientTensorTrackingMethod::AllNonViewChangingGradientTensors) {
       logging::session::warn(
           "automaticLossScalingSettings: PopART's histogram settings (toTrackTensors, "
-          "binEdgeLocation, thresholdUpperCountProportion, updatePeriod) have no effect; xtrain "
-          "scales dynamically (growthInterval, growthFactor, backoffFactor)");
+          "binEdgeLocation, thresholdUpperCountProportion, updatePeriod, "
+          "gradientTensorTrackingMethod) have no effect; xtrain scales dynamically "
+          "(growthInterval, growthFactor, backoffFactor)");
     }
+  }
+  // With a FLOAT loss the scale is FLOAT already; a FLOAT scale for a FLOAT16 loss is not built.
+  if (config_.options.ensureFp32LossScaleTensor &&
+      g.tensor(config_.loss).info.dataType() != DataType::FLOAT) {
+    throw error(
+        "SessionOptions.ensureFp32LossScaleTensor = true is not supported yet (not implemented in "
+        "xtrain) for the {} loss '{}': the loss scale has the loss's type",
+        dataTypeName(g.tensor(config_.loss).info.dataType()), config_.loss);
   }
   if (g.tensor(config_.loss).info.dataType() == DataType::FLOAT16 && lossScaling_ > 65504.0f) {
     throw error(

@@ -5,7 +5,8 @@
 # training program) against the same package and runs it: it checks the op's gradient against finite
 # differences and that training lowers the loss. Last, the Python package: importable from
 # <prefix>/lib/python3/dist-packages, with every xtrain library it loads from the prefix (the
-# installed rpath), none from the build tree.
+# installed rpath), none from the build tree. And tests/install/session_options: a program that sets
+# every SessionOptions member docs/session-options.md lists, built against the installed headers.
 # Usage: install_test.sh <source dir> <build dir>
 set -euo pipefail
 src=$1
@@ -28,6 +29,18 @@ cmake -S "$src/examples/custom_op" -B "$work/custom_op" -DCMAKE_PREFIX_PATH="$wo
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/custom_op" -j2 >/dev/null
 timeout 300 "$work/custom_op/train"
+# Every member of the doc's table is set by the program (so the installed headers have them all).
+missing=$(sed -n '/^## Members/,/^## /p' "${src}"/docs/session-options.md |
+  sed -n 's/^| `\([A-Za-z0-9_]*\)` |.*/\1/p' |
+  while read -r name; do grep -q "\b$name\b" "${src}"/tests/install/session_options/main.cpp || echo "$name"; done)
+if [ -n "$missing" ]; then
+  echo "install test: tests/install/session_options/main.cpp does not set: $missing"
+  exit 1
+fi
+cmake -S "${src}"/tests/install/session_options -B "$work/session_options" \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/session_options" -j2 >/dev/null
+"$work/session_options/set_every_option"
 python_done=""
 if [ -d "$work/prefix/lib/python3/dist-packages/xtrain" ]; then
   # The extension and the libraries it loads come from the prefix, not the build tree: its
@@ -46,4 +59,4 @@ print(f"{len(loaded)} xtrain libraries loaded from the prefix")
 ' "$work/prefix") || { echo "install test: the installed Python package does not import from the prefix"; exit 1; }
   python_done=" and imported the Python package"
 fi
-echo "install test: built and ran examples/mlp_training (alone and under xrun) and examples/custom_op against the installed package$python_done"
+echo "install test: built and ran examples/mlp_training (alone and under xrun), examples/custom_op and tests/install/session_options against the installed package$python_done"

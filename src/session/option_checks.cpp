@@ -1,0 +1,63 @@
+#include "session/option_checks.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "session/dot_writer.hpp"
+#include "session/option_table.hpp"
+#include "session/option_values.hpp"
+#include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
+
+namespace xtrain::session {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "" and "float" are what the matmul kernels do (FLOAT accumulation); "half" would accumulate in
+// FLOAT16, which no kernel does.
+void checkPartialsType(const std::string& type) {
+  const std::string t = lower(type);
+  if (t.empty() || t == "float") return;
+  if (t == "half") {
+    throw error(
+        "SessionOptions.partialsTypeMatMuls = \"{}\" is not supported yet (not implemented in "
+        "xtrain): matmuls accumulate in FLOAT; use \"float\" or leave it empty",
+        type);
+  }
+  throw error(
+      "SessionOptions.partialsTypeMatMuls = \"{}\" is not a partials type: expected \"float\" or "
+      "\"half\" (or \"\" for none)",
+      type);
+}
+
+}  // namespace
+
+void checkSessionOptions(const SessionOptions& options) {
+  for (const OptionEntry& e : sessionOptionTable()) {
+    if (e.state == OptionState::Refused && !e.isDefault(options)) {
+      throw error("SessionOptions.{} = {} is not supported yet (not implemented in xtrain): {}",
+                  e.name, e.value(options), e.reason);
+    }
+  }
+  checkPartialsType(options.partialsTypeMatMuls);
+  checkDotOptions(options);
+  if (options.compilationProgressTotal < 1) {
+    throw error("SessionOptions.compilationProgressTotal = {} must be >= 1",
+                options.compilationProgressTotal);
+  }
+  for (const OptionEntry& e : sessionOptionTable()) {
+    if (e.state == OptionState::NoEffect && !e.isDefault(options)) {
+      logging::session::debug("SessionOptions.{} = {} has no effect on a simulated IPU: {}", e.name,
+                              e.value(options), e.reason);
+    }
+  }
+}
+
+}  // namespace xtrain::session
