@@ -49,7 +49,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   accumulationFactor_ = config_.options.getAccumulationFactor();
   validateOptions();
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
-  checkReportOptions(config_.options.reportOptions);
+  reportSettings_ = parseReportOptions(config_.options.reportOptions);
+  prepareAutoReportDirectory(engineSettings_);
 
   ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);
   graph_ = std::move(imported.graph);
@@ -274,6 +275,7 @@ void SessionImpl::prepareDevice() {
                                                       globalReplicas_);
   applyOptimizerStateInitializers();
   prepared_ = true;
+  startProfile();
 }
 
 void SessionImpl::requirePrepared(const char* what) const {
