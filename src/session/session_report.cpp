@@ -71,7 +71,10 @@ void writeFileAtomically(const std::string& path, const std::string& text) {
 
 void SessionImpl::startProfile() {
   lowered_->setProfiling(true);
-  cycleModel_ = std::make_unique<CycleModel>(config_.device->getTilesPerIPU());
+  // A CPU device has no tiles of its own: it is costed as a whole IPU.
+  const DeviceInfo& device = *config_.device;
+  cycleModel_ = std::make_unique<CycleModel>(
+      device.getType() == DeviceType::Cpu ? 0 : device.getTilesPerIPU());
   for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
     const auto phase = static_cast<ir::Phase>(ph);
     auto& cycles = instructionCycles_[static_cast<size_t>(ph)];
@@ -222,7 +225,15 @@ std::string SessionImpl::summaryReport() const {
   if (!lowered_ || !cycleModel_) return s;
   s += stepTimeReport();
   const SessionProfile& p = profile_;
-  if (p.runs == 0) return s + "execution profile: no run() since the profile was reset\n";
+  // The device's counter is not part of the profile: it is there after a reset too.
+  std::string cycles;
+  if (config_.options.instrumentWithHardwareCycleCounter) {
+    cycles = format(
+        "cycles (instrumentWithHardwareCycleCounter, simulated clock of {} GHz, {} tiles): last "
+        "run {}, all runs since the reset {}\n",
+        CycleModel::kClockHz / 1e9, cycleModel_->tiles(), p.lastRunCycles, p.totalCycles);
+  }
+  if (p.runs == 0) return s + "execution profile: no run() since the profile was reset\n" + cycles;
 
   std::vector<OpRow> rows = opRows(*graph_, *lowered_, instructionCycles_);
   double kernelSeconds = 0;

@@ -1,8 +1,9 @@
 """PopART's "Executing graphs" chapter (executing-graphs.txt), each section written out as a
 complete program the way a PopART user writes it: the model made with popart.Builder, a session, a
 training loop. `import xtrain as popart` is the only change from PopART code, and every fragment of
-the chapter appears as written (marked "# chapter" where it starts). Profiling reports (5.6) belong
-to a later issue: there the test checks the clear "not implemented" error (docs/python.md).
+the chapter appears as written (marked "# chapter" where it starts). Of the profiling section (5.6),
+the engine and report options are not bound yet: there the test checks the clear "not implemented"
+error (docs/python.md).
 """
 import json
 import os
