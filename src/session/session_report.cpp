@@ -251,8 +251,8 @@ std::string SessionImpl::summaryReport() const {
   };
   std::ostringstream os;
   os << "execution profile: " << p.runs << " run(s), " << p.batches << " batch(es), "
-     << p.microBatches << " micro-batch(es); " << msText(p.runSeconds) << " in run(), "
-     << msText(kernelSeconds) << " in replica 0's kernels\n";
+     << p.microBatches << " micro-batch(es); " << msText(p.runSeconds) << " in run(); "
+     << msText(kernelSeconds) << " in kernels (replica 0)\n";
   os << "  by phase:";
   for (const auto& [t, name] : sorted(byPhase)) {
     if (t > 0) os << "  " << name << " " << percentText(t, kernelSeconds);
