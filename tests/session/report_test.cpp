@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
+#include "session/json_writer.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
@@ -107,6 +109,36 @@ TEST(Report, CountsRunsPhasesCollectivesAndHostTransfers) {
   EXPECT_CONTAINS(text, "Memory report");
 }
 
+// Weights updated on shards: their gradients are reduce-scattered over the sharding domain.
+TEST(Report, ShardedGradientsAreReduceScattered) {
+  const MlpModel m = buildMlpModel();
+  SessionOptions o = replicated(2);
+  for (auto* settings :
+       {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings}) {
+    settings->location.replicatedTensorSharding = ReplicatedTensorSharding::On;
+    settings->minElementsForReplicatedTensorSharding = 1;
+  }
+  auto s = makeMlpSession(m, o, ConstSGD(0.1f, 0, 0.9f));
+  trainMlpSteps(*s, m, 2, 0, 1, 0, 2);
+  const json c = reportOf(*s)["execution"]["collectives"];
+  ASSERT_EQ(c.size(), 1u) << c;
+  EXPECT_EQ(c[0]["operation"], "reduce-scatter");
+  EXPECT_EQ(c[0]["what"], "gradients");
+  EXPECT_EQ(c[0]["groupSize"], 2);
+  EXPECT_EQ(c[0]["calls"], 2);
+  EXPECT_EQ(c[0]["bytes"].get<uint64_t>(), 2 * gradientBytes(*s));
+}
+
+TEST(Report, ReportsNeedAPreparedSession) {
+  const MlpModel m = buildMlpModel();
+  auto s = TrainingSession::createFromOnnxModel(
+      m.proto, DataFlow(1), m.loss, ConstSGD(0.1f),
+      DeviceManager::createDeviceManager().createIpuModelDevice({}));
+  expectError([&] { s->getReport(); }, {"getReport", "prepareDevice()"});
+  expectError([&] { s->getSerializedGraph(); }, {"getSerializedGraph", "prepareDevice()"});
+  EXPECT_CONTAINS(s->getSummaryReport(), "not computed yet (call prepareDevice())");
+}
+
 TEST(Report, ResetProfileZeroesTheExecutionCounters) {
   const MlpModel m = buildMlpModel();
   auto s = makeMlpSession(m, replicated(2), ConstSGD(0.1f));
@@ -189,6 +221,34 @@ TEST(Report, SerializedGraphListsTheLoweredOpsWithTheirFlops) {
   EXPECT_TRUE(sawMatMul) << g["programs"];
   EXPECT_EQ(phases, (std::set<std::string>{"Forward", "Backward", "Update"}));
   EXPECT_FALSE(g["tensors"].empty());
+}
+
+TEST(JsonWriter, EscapesStringsAndNestsContainers) {
+  session::JsonWriter w;
+  w.beginObject()
+      .field("name", std::string("a \"quoted\" \\ name\n\x01"))
+      .key("list")
+      .beginArray()
+      .value(int64_t{-3})
+      .value(uint64_t{18446744073709551615ull})
+      .value(0.5)
+      .value(std::numeric_limits<double>::infinity())
+      .value(true)
+      .beginObject()
+      .endObject()
+      .endArray()
+      .endObject();
+  const json j = json::parse(w.str());
+  EXPECT_EQ(j["name"], "a \"quoted\" \\ name\n\x01");
+  EXPECT_EQ(j["list"][0], -3);
+  EXPECT_EQ(j["list"][1].get<uint64_t>(), 18446744073709551615ull);
+  EXPECT_EQ(j["list"][2], 0.5);
+  EXPECT_TRUE(j["list"][3].is_null());
+  EXPECT_EQ(j["list"][4], true);
+  EXPECT_TRUE(j["list"][5].is_object());
+  session::JsonWriter open;
+  open.beginArray();
+  EXPECT_THROW(open.str(), internal_error);
 }
 
 class AutoReport : public ScratchDirTest {};
