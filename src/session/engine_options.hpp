@@ -1,6 +1,7 @@
 // SessionOptions::engineOptions and reportOptions, parsed and checked once at session creation.
-// The keys keep Poplar's names where Poplar has the option ("autoReport.*"); xtrain's own keys
-// ("trace.*") are documented in docs/session-options.md. An unknown key or a bad value throws
+// The keys keep Poplar's names where Poplar has the option ("autoReport.*", documented with
+// reportOptions' keys in docs/reports.md); xtrain's own keys ("trace.*") are documented in
+// docs/session-options.md. An unknown key or a bad value throws
 // xtrain::error naming the key, the value and what is expected, before anything is compiled.
 #pragma once
 
