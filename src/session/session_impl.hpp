@@ -200,10 +200,11 @@ class SessionImpl : private replication::LocalReplicas {
   void countPhaseCycles(ir::Phase phase);
   void countGradientReduction();
   void writeAutoReports() const;
-  // Per-op times and cycles at prepareDevice; the JSON's and the text's common parts.
+  // At prepareDevice: per-op timing on replica 0's programs, each instruction's simulated cycles,
+  // the collectives' records, and autoReport's serialized graph.
   void startProfile();
   // The programs replica r runs (its own copy on the pool's threads), and fn(r) for every replica,
-  // on their threads unless per-op profiling runs them in order.
+  // on their threads (on this one with a single replica).
   const LoweredGraph& programOf(int64_t replica) const;
   void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
   // FLOAT16 gradient accumulators: each replica's accumulator converted into its FLOAT `reduced`
