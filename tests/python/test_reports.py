@@ -1,6 +1,7 @@
 """The profiling surface from Python (docs/reports.md): getSummaryReport(resetProfile),
 getReport() as JSON, getSerializedGraph() as JSON bytes, getCycleCount() and its error."""
 import json
+import os
 import unittest
 
 import numpy as np
@@ -72,6 +73,27 @@ class ReportTest(PrivatePool, unittest.TestCase):
         self.assertEqual(counted[0].getCycleCount(), counted[1].getCycleCount(id=""))
         with self.assertRaisesRegex(popart.popart_exception, "unknown cycle counter id"):
             counted[0].getCycleCount("inner")
+
+    def test_auto_report(self):
+        opts = popart.SessionOptions()
+        directory = os.path.join(self.tmp, "reports")
+        try:
+            opts.engineOptions = {"autoReport.all": "true", "autoReport.directory": directory}
+            opts.reportOptions = {"showExecutionSteps": "true"}
+        except AttributeError:
+            self.skipTest("SessionOptions.engineOptions is not bound yet")
+        session = make_session(opts)
+        self.assertTrue(os.path.exists(os.path.join(directory, "serialized_graph.json")))
+        for runs in (1, 2):
+            train(session, 1)
+            with open(os.path.join(directory, "report.json")) as f:
+                self.assertEqual(json.load(f)["execution"]["runs"], runs)
+            with open(os.path.join(directory, "summary.txt")) as f:
+                self.assertIn("every op (showExecutionSteps)", f.read())
+        bad = popart.SessionOptions()
+        bad.engineOptions = {"autoReport.everything": "true"}
+        with self.assertRaisesRegex(popart.popart_exception, "autoReport.everything"):
+            make_session(bad)
 
 
 if __name__ == "__main__":
