@@ -146,6 +146,8 @@ def profile_summary(out, steps, top=10):
     for line in lines[1:]:
         if line.startswith("  by "):
             lines_out.append("  " + line.strip())
+        elif line.startswith("  ") and line.rstrip().endswith(":"):
+            continue  # the heading of the op list
         else:
             o = re.match(r"\s+([0-9.]+) ms\s+([0-9.]+)%\s+(.*)", line)
             if not o:

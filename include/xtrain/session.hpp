@@ -105,8 +105,22 @@ class XTRAIN_API Session {
   bool hasInfo(const TensorId& id) const;
   std::vector<TensorId> getTensorIds() const;
   std::vector<TensorId> getAllTensorIds() const { return getTensorIds(); }
-  // Memory per simulated IPU by tensor class, and what the session compiled.
+  // The text report (docs/reports.md): what the session compiled, memory per simulated IPU by
+  // tensor class, and the execution profile since it was last reset (per-op time by phase,
+  // collectives per communicator, host transfers, runs). resetProfile: the execution profile is
+  // zeroed after the report is made (memory and the steps run are not).
   std::string getSummaryReport(bool resetProfile = true) const;
+  // The same as getSummaryReport as a JSON document (schema "xtrain.report", docs/reports.md),
+  // without resetting the profile. After prepareDevice() (an error before).
+  std::string getReport() const;
+  // The lowered programs as JSON (schema "xtrain.serialized-graph"): each phase's instructions
+  // with their op, tensors, FLOPs and simulated cycles, and every tensor's type and shape. After
+  // prepareDevice().
+  std::string getSerializedGraph() const;
+  // The simulated clock's cycles of the last run() on replica 0 (0 before the first run): needs
+  // SessionOptions::instrumentWithHardwareCycleCounter (an error without it). id "" is the whole
+  // program, the only counter there is (another id is an error).
+  uint64_t getCycleCount(const std::string& id = "") const;
 
   void setRandomSeed(uint64_t seed);
   uint64_t getRandomSeed() const;

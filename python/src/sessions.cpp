@@ -601,14 +601,17 @@ void bindCommon(Cls& cls) {
            [](P&, const py::object&) {
              notImplemented("loadExecutable", "there is no executable to load (no Poplar)");
            })
-      .def("getCycleCount",
-           [](P&, const py::args&) {
-             notImplemented("getCycleCount", "a simulated IPU counts no cycles");
-           })
-      .def("getReport",
-           [](P&) { notImplemented("getReport", "no PopVision report; use getSummaryReport()"); })
-      .def("getSerializedGraph",
-           [](P&) { notImplemented("getSerializedGraph", "there is no Poplar graph"); })
+      .def(
+          "getCycleCount", [](P& s, const std::string& id) { return s.session->getCycleCount(id); },
+          py::arg("id") = "",
+          "The simulated clock's cycles of the last run() (needs "
+          "SessionOptions.instrumentWithHardwareCycleCounter).")
+      .def(
+          "getReport", [](P& s) { return s.session->getReport(); },
+          "The execution and memory report as a JSON string (docs/reports.md).")
+      .def(
+          "getSerializedGraph", [](P& s) { return py::bytes(s.session->getSerializedGraph()); },
+          "The lowered programs as JSON (bytes).")
       .def("getIr", [](P&) { notImplemented("getIr", "the IR is not part of the API"); })
       .def("connectStreamToCallback", [](P&, const py::args&) {
         notImplemented("connectStreamToCallback", "there are no Poplar streams");

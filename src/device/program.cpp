@@ -63,7 +63,8 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
   std::vector<HostTensor*> outs;
   for (size_t k = 0; k < instructions_.size(); ++k) {
     const Instruction& instr = instructions_[k];
-    const auto start = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto start =
+        profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     ins.clear();
     outs.clear();
     for (int i : instr.inputs) ins.push_back(i < 0 ? nullptr : &buffers[static_cast<size_t>(i)]);
@@ -79,11 +80,13 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
       throw runtime_error("{}: {}", instr.description, what);
     }
     if (profiling_) {
-      seconds_[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      seconds_[k] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     if (!checkedBufferNames_.empty()) checkFloatingPoint(instr, buffers);
     if (afterInstruction) afterInstruction(k);
   }
+  if (profiling_) ++runs_;
 }
 
 void Program::checkFloatingPoint(const Instruction& instr,
@@ -107,7 +110,12 @@ void Program::setFloatingPointChecks(std::vector<std::string> bufferNames) {
 
 void Program::setProfiling(bool on) {
   profiling_ = on;
+  resetProfile();
+}
+
+void Program::resetProfile() {
   seconds_.assign(instructions_.size(), 0.0);
+  runs_ = 0;
 }
 
 }  // namespace xtrain::device

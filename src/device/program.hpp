@@ -1,6 +1,6 @@
-// A Program: a straight-line list of kernel invocations over a table of buffers, built once and run many
-// times. The buffers are owned by whoever runs the program (one table per replica), so one Program can be run
-// by several replicas concurrently. Not thread-safe per buffer table.
+// A Program: a straight-line list of kernel invocations over a table of buffers, built once and run
+// many times. The buffers are owned by whoever runs the program (one table per replica), so one
+// Program can be run by several replicas concurrently. Not thread-safe per buffer table.
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -31,16 +31,20 @@ class Program {
   // Runs every instruction in order. `seed` identifies this execution (replica, step, micro-batch).
   // Not for two threads at once: kernels keep scratch buffers between calls (threads running
   // replicas each lower their own Program).
-  // A kernel's exception is rethrown with the op's description prefixed when it does not already name it.
-  // `afterInstruction(k)`, when set, is called after instruction k finished (e.g. to start reducing a
-  // gradient as soon as it is complete).
+  // A kernel's exception is rethrown with the op's description prefixed when it does not already
+  // name it. `afterInstruction(k)`, when set, is called after instruction k finished (e.g. to start
+  // reducing a gradient as soon as it is complete).
   void run(std::vector<HostTensor>& buffers, uint64_t seed,
            const std::function<void(size_t)>& afterInstruction = {}) const;
 
-  // Profiling: when on, run() adds each instruction's wall time to seconds() (one entry per instruction).
-  // Meant for one thread at a time (the session's report); off by default.
+  // Profiling: when on, run() adds each instruction's wall time to seconds() (one entry per
+  // instruction) and counts the runs that completed (runs()). Meant for one thread at a time (the
+  // thread running this copy of the program); off by default. setProfiling and resetProfile zero
+  // the counters.
   void setProfiling(bool on);
+  void resetProfile();
   const std::vector<double>& seconds() const { return seconds_; }
+  uint64_t runs() const { return runs_; }
 
   // Floating-point checks (SessionOptions::enableFloatingPointChecks): with `bufferNames` (the
   // tensor of each buffer index) not empty, run() throws runtime_error after an instruction that
@@ -55,6 +59,7 @@ class Program {
   bool profiling_ = false;
   mutable std::vector<double> seconds_;
   std::vector<std::string> checkedBufferNames_;
+  mutable uint64_t runs_ = 0;
 };
 
 // SplitMix64 finaliser: a cheap, well-mixed hash for deriving seeds.

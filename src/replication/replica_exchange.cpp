@@ -1,6 +1,7 @@
 #include "replication/replica_exchange.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -106,10 +107,21 @@ void ReplicaExchange::gradientReady(const TensorId& reduced) {
 }
 
 void ReplicaExchange::reduceGradients() {
+  lastReduction_ = {};
   if (layout_.global == 1) return;
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  auto start = Clock::now();
   for (const auto& g : plan_.grouped) reduceGrouped(g);
+  lastReduction_.grouped = since(start);
+  start = Clock::now();
   for (const auto& g : plan_.sharded) reduceSharded(g);
+  lastReduction_.sharded = since(start);
+  start = Clock::now();
   reducePlain();
+  lastReduction_.plain = since(start);
 }
 
 // Each local replica's thread takes one slice of every tensor (disjoint writes): the local sum goes

@@ -99,6 +99,14 @@ class ReplicaExchange {
   void gradientReady(const TensorId& reduced);
   // Every gradient of the plan reduced as described above.
   void reduceGradients();
+  // The seconds the last reduceGradients spent on each kind of gradient (for the session's
+  // profile: one communicator each).
+  struct ReductionSeconds {
+    double grouped = 0;
+    double sharded = 0;
+    double plain = 0;
+  };
+  const ReductionSeconds& lastReductionSeconds() const { return lastReduction_; }
   // The bucketed reduction of plain gradients across instances (null with one instance).
   const GradientReducer* reducer() const { return reducer_.get(); }
   // After the update: each sharded weight's updated shards gathered into every replica's weight.
@@ -152,6 +160,7 @@ class ReplicaExchange {
   GradientPlan plan_;
   std::vector<int64_t> others_;  // local replicas 1..L-1
   std::unique_ptr<GradientReducer> reducer_;
+  ReductionSeconds lastReduction_;
 };
 
 }  // namespace xtrain::replication

@@ -1,6 +1,11 @@
 #include "session/engine_options.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "xtrain/error.hpp"
@@ -8,11 +13,21 @@
 namespace xtrain::session {
 namespace {
 
-bool parseBool(const std::string& key, const std::string& value) {
+bool parseBool(const std::string& key, const std::string& value,
+               const char* member = "engineOptions") {
   if (value == "true") return true;
   if (value == "false") return false;
-  throw error("SessionOptions::engineOptions[\"{}\"] = \"{}\": expected \"true\" or \"false\"", key,
+  throw error("SessionOptions::{}[\"{}\"] = \"{}\": expected \"true\" or \"false\"", member, key,
               value);
+}
+
+// Poplar's autoReport options that have no counterpart here: refused by name rather than as
+// unknown, so that a ported program learns why.
+bool isUnsupportedAutoReportKey(const std::string& key) {
+  static const std::vector<std::string_view> kUnsupported = {
+      "autoReport.outputArchive", "autoReport.outputLoweredVars", "autoReport.outputDebugInfo",
+      "autoReport.executionProfileProgramRunCount", "autoReport.streamAtEachRun"};
+  return std::find(kUnsupported.begin(), kUnsupported.end(), key) != kUnsupported.end();
 }
 
 std::string joined(const std::vector<std::string_view>& keys) {
@@ -27,15 +42,39 @@ std::string joined(const std::vector<std::string_view>& keys) {
 }  // namespace
 
 EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engineOptions) {
-  static const std::vector<std::string_view> kKnown = {
-      "autoReport.all", "autoReport.outputExecutionProfile", "autoReport.directory", "trace.file",
-      "trace.steps"};
+  static const std::vector<std::string_view> kKnown = {"autoReport.all",
+                                                       "autoReport.outputExecutionProfile",
+                                                       "autoReport.outputGraphProfile",
+                                                       "autoReport.outputSerializedGraph",
+                                                       "autoReport.directory",
+                                                       "trace.file",
+                                                       "trace.steps"};
   EngineSettings s;
   for (const auto& [key, value] : engineOptions) {
-    if (key == "autoReport.all" || key == "autoReport.outputExecutionProfile") {
+    if (key == "autoReport.all") {
+      const bool on = parseBool(key, value);
+      s.autoReport = s.autoReport || on;
+      s.autoReportSerializedGraph = s.autoReportSerializedGraph || on;
+    } else if (key == "autoReport.outputExecutionProfile" ||
+               key == "autoReport.outputGraphProfile") {
       s.autoReport = s.autoReport || parseBool(key, value);
+    } else if (key == "autoReport.outputSerializedGraph") {
+      s.autoReportSerializedGraph = s.autoReportSerializedGraph || parseBool(key, value);
     } else if (key == "autoReport.directory") {
+      if (value.empty()) {
+        throw error(
+            "SessionOptions::engineOptions[\"autoReport.directory\"] is empty: expected a "
+            "directory path");
+      }
       s.autoReportDirectory = value;
+    } else if (isUnsupportedAutoReportKey(key)) {
+      throw error(
+          "SessionOptions::engineOptions[\"{}\"] is a Poplar option xtrain does not support (no "
+          "archive, lowered variables, debug information or streamed profiles are written); the "
+          "autoReport keys xtrain knows are autoReport.all, autoReport.outputExecutionProfile, "
+          "autoReport.outputGraphProfile, autoReport.outputSerializedGraph and "
+          "autoReport.directory",
+          key);
     } else if (key == "trace.file") {
       s.traceFile = value;
     } else if (key == "trace.steps") {
@@ -48,10 +87,43 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
   return s;
 }
 
-void checkReportOptions(const std::map<std::string, std::string>& reportOptions) {
+ReportSettings parseReportOptions(const std::map<std::string, std::string>& reportOptions) {
+  ReportSettings r;
   for (const auto& [key, value] : reportOptions) {
-    throw error("SessionOptions::reportOptions: unknown key \"{}\" (= \"{}\"); no keys are known yet",
-                key, value);
+    if (key == "showExecutionSteps") {
+      r.showExecutionSteps = parseBool(key, value, "reportOptions");
+    } else if (key == "showVarStorage") {
+      r.showVarStorage = parseBool(key, value, "reportOptions");
+    } else {
+      throw error(
+          "SessionOptions::reportOptions: unknown key \"{}\" (= \"{}\"); the known keys are "
+          "showExecutionSteps, showVarStorage",
+          key, value);
+    }
+  }
+  return r;
+}
+
+void prepareAutoReportDirectory(const EngineSettings& settings) {
+  if (!settings.autoReport && !settings.autoReportSerializedGraph) return;
+  const std::string dir = settings.autoReportDirectory.empty() ? "." : settings.autoReportDirectory;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw error(
+        "SessionOptions::engineOptions[\"autoReport.directory\"] = \"{}\": cannot create the "
+        "directory: {}",
+        dir, ec.message());
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw error("SessionOptions::engineOptions[\"autoReport.directory\"] = \"{}\": not a directory",
+                dir);
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw error(
+        "SessionOptions::engineOptions[\"autoReport.directory\"] = \"{}\": the directory cannot "
+        "be written",
+        dir);
   }
 }
 

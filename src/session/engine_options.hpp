@@ -1,6 +1,7 @@
 // SessionOptions::engineOptions and reportOptions, parsed and checked once at session creation.
-// The keys keep Poplar's names where Poplar has the option ("autoReport.*"); xtrain's own keys
-// ("trace.*") are documented in docs/session-options.md. An unknown key or a bad value throws
+// The keys keep Poplar's names where Poplar has the option ("autoReport.*", documented with
+// reportOptions' keys in docs/reports.md); xtrain's own keys ("trace.*") are documented in
+// docs/session-options.md. An unknown key or a bad value throws
 // xtrain::error naming the key, the value and what is expected, before anything is compiled.
 #pragma once
 
@@ -14,9 +15,12 @@
 namespace xtrain::session {
 
 struct EngineSettings {
-  // autoReport.all / autoReport.outputExecutionProfile: write the report at the end of each run().
+  // autoReport.all, autoReport.outputExecutionProfile or autoReport.outputGraphProfile: write the
+  // reports (report.json, summary.txt) at the end of each run() (docs/reports.md).
   bool autoReport = false;
-  // autoReport.directory: where the report goes ("." when autoReport is on and this is empty).
+  // autoReport.all or autoReport.outputSerializedGraph: also write serialized_graph.json.
+  bool autoReportSerializedGraph = false;
+  // autoReport.directory: where the reports go ("." when autoReport is on and this is empty).
   std::string autoReportDirectory;
   // trace.file: a Chrome-trace JSON file this process writes its timeline to; empty: no trace.
   std::string traceFile;
@@ -27,8 +31,21 @@ struct EngineSettings {
 
 EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engineOptions);
 
-// Checks reportOptions' keys and values (throws as above).
-void checkReportOptions(const std::map<std::string, std::string>& reportOptions);
+// SessionOptions::reportOptions: what the text report (getSummaryReport) shows besides its
+// defaults (Poplar's report option names).
+struct ReportSettings {
+  // showExecutionSteps: every instruction of the programs, not only the slowest 20.
+  bool showExecutionSteps = false;
+  // showVarStorage: every tensor on each IPU, not only the 5 largest.
+  bool showVarStorage = false;
+};
+
+// Parses reportOptions (throws as above).
+ReportSettings parseReportOptions(const std::map<std::string, std::string>& reportOptions);
+
+// Creates the autoReport directory when autoReport is on (a missing one is made) and checks that
+// it can be written: throws xtrain::error naming it otherwise, before anything is compiled.
+void prepareAutoReportDirectory(const EngineSettings& settings);
 
 }  // namespace xtrain::session
 

@@ -4,9 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <iomanip>
 #include <map>
-#include <sstream>
 
 #include "common/check.hpp"
 #include "session/kernel_spec.hpp"
@@ -35,6 +33,7 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
     instr.description = op.describe();
     instr.seedSalt = std::hash<std::string>{}(op.name + "#" + std::to_string(op.id));
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
+    ops_[static_cast<size_t>(op.phase)].push_back(opId);
   }
   plan_ = planBuffers(graph, tensors_, options.hostRead, options.bufferReuse, channelsLast_);
   if (plan_.plannedTensors > 0) {
@@ -43,8 +42,6 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
         "shape-only op outputs over their input",
         plan_.plannedTensors, plan_.plannedBytes, plan_.blockBytes, plan_.aliases);
   }
-  const char* env = std::getenv("XTRAIN_PROFILE_OPS");
-  if (env != nullptr && std::string(env) == "1") setProfiling(true);
   if (options.floatingPointChecks) {
     for (auto& p : programs_) p.setFloatingPointChecks(tensors_);
   }
@@ -67,51 +64,8 @@ void LoweredGraph::setProfiling(bool on) {
   for (auto& p : programs_) p.setProfiling(on);
 }
 
-std::string LoweredGraph::profileReport(size_t top) const {
-  if (!profiling_) return "";
-  std::vector<std::pair<double, std::string>> rows;
-  // Totals by phase and by op type (the description's first word), so that a model's step can be
-  // read at a glance: which phase, which kind of op.
-  std::map<std::string, double> byPhase;
-  std::map<std::string, double> byType;
-  double total = 0;
-  for (size_t ph = 0; ph < programs_.size(); ++ph) {
-    const auto& instrs = programs_[ph].instructions();
-    const std::string phase = ir::toString(static_cast<ir::Phase>(ph));
-    for (size_t k = 0; k < instrs.size(); ++k) {
-      const double t = programs_[ph].seconds()[k];
-      total += t;
-      byPhase[phase] += t;
-      const std::string& d = instrs[k].description;
-      byType[d.substr(0, d.find(' '))] += t;
-      rows.emplace_back(t, phase + "  " + d);
-    }
-  }
-  const auto share = [total](double t) { return total > 0 ? 100.0 * t / total : 0.0; };
-  const auto sorted = [](const std::map<std::string, double>& m) {
-    std::vector<std::pair<double, std::string>> v;
-    for (const auto& [name, t] : m) v.emplace_back(t, name);
-    std::sort(v.begin(), v.end(), std::greater<>());
-    return v;
-  };
-  std::sort(rows.begin(), rows.end(), std::greater<>());
-  std::ostringstream os;
-  os << "execution profile (XTRAIN_PROFILE_OPS): " << total * 1e3 << " ms in kernels\n"
-     << std::fixed;
-  os << "  by phase:";
-  for (const auto& [t, name] : sorted(byPhase)) {
-    if (t > 0) os << "  " << name << " " << std::setprecision(1) << share(t) << "%";
-  }
-  os << "\n  by op type:";
-  for (const auto& [t, name] : sorted(byType)) {
-    if (share(t) >= 0.1) os << "  " << name << " " << std::setprecision(1) << share(t) << "%";
-  }
-  os << "\n";
-  for (size_t i = 0; i < rows.size() && i < top; ++i) {
-    os << "  " << std::setprecision(3) << rows[i].first * 1e3 << " ms  " << std::setprecision(1)
-       << share(rows[i].first) << "%  " << rows[i].second << "\n";
-  }
-  return os.str();
+void LoweredGraph::resetProfile() {
+  for (auto& p : programs_) p.resetProfile();
 }
 
 int LoweredGraph::bufferIndex(const TensorId& id) const {

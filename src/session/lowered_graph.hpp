@@ -53,12 +53,13 @@ class LoweredGraph {
   const device::Program& program(ir::Phase phase) const {
     return programs_[static_cast<size_t>(phase)];
   }
-  // Turns per-instruction timing on or off for every phase (XTRAIN_PROFILE_OPS=1 turns it on).
+  // The op of each instruction of `phase`, in program order.
+  const std::vector<OpId>& ops(ir::Phase phase) const { return ops_[static_cast<size_t>(phase)]; }
+  // Turns per-instruction timing on or off for every phase (device::Program::setProfiling); the
+  // session's profile reads it (session/session_profile.hpp). resetProfile zeroes the counters.
   void setProfiling(bool on);
+  void resetProfile();
   bool profiling() const { return profiling_; }
-  // The slowest instructions by total time, one line each, for the summary report; "" when not
-  // profiling.
-  std::string profileReport(size_t top = 20) const;
 
   // Runs one phase's program on a buffer table.
   void run(ir::Phase phase, std::vector<HostTensor>& buffers, uint64_t seed,
@@ -78,6 +79,7 @@ class LoweredGraph {
   std::vector<TensorId> tensors_;
   std::set<TensorId> channelsLast_;
   std::array<device::Program, ir::kPhaseCount> programs_;
+  std::array<std::vector<OpId>, ir::kPhaseCount> ops_;
   BufferPlan plan_;
   bool profiling_ = false;
 };

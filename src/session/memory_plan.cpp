@@ -110,7 +110,7 @@ void SessionImpl::computeMemory() {
                 static_cast<uint64_t>(t->info.nbytes()));
     }
   }
-  memoryReport_ = model.report();
+  memoryModel_ = model;
   // SessionOptions::logDir: the report is also written there (before the check, so an overflow
   // leaves it).
   if (!config_.options.logDir.empty()) {
@@ -122,17 +122,6 @@ void SessionImpl::computeMemory() {
     file << summaryReport();
   }
   model.check();
-}
-
-std::string SessionImpl::summaryReport() const {
-  std::string s = format(
-      "xtrain {} session: {} ops, {} tensors; {} local replica(s), accumulation factor {}, "
-      "{} batch(es) per step; {} step(s) run\n",
-      config_.training ? "training" : "inference", graph_->ops().size(), graph_->tensors().size(),
-      localReplicas_, accumulationFactor_, config_.dataFlow.batchesPerStep(), stepCount_);
-  if (memoryReport_.empty()) return s + "memory: not computed yet (call prepareDevice())\n";
-  return s + memoryReport_ + stepTimeReport() +
-         (lowered_ ? lowered_->profileReport() : std::string());
 }
 
 }  // namespace xtrain::session

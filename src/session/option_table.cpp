@@ -192,10 +192,10 @@ std::vector<OptionEntry> makeTable() {
       member("enableVariablesCaching", &S::enableVariablesCaching, N, "true", kEngineCache),
       member("cachePath", &S::cachePath, N, "\"session_cache\"", kEngineCache),
       member("engineOptions", &S::engineOptions, H, "{}",
-             "autoReport.* (reports.md) and trace.* (trace.md); an unknown key is an "
+             "autoReport.* (docs/reports.md) and trace.* (trace.md); an unknown key is an "
              "error"),
       member("reportOptions", &S::reportOptions, H, "{}",
-             "the options of getSummaryReport() and getReport() (reports.md); an unknown key "
+             "the options of getSummaryReport() and getReport() (docs/reports.md); an unknown key "
              "is an error"),
       member("convolutionOptions", &S::convolutionOptions, N, "{}",
              "options of Poplar's convolutions; xtrain's convolutions are oneDNN's"),
@@ -206,7 +206,7 @@ std::vector<OptionEntry> makeTable() {
       member("gclOptions", &S::gclOptions, N, "{}",
              "options of Graphcore's collectives library; xtrain's collectives are its comm layer"),
       member("instrumentWithHardwareCycleCounter", &S::instrumentWithHardwareCycleCounter, H,
-             "false", "getCycleCount() counts the simulated clock's cycles (reports.md)"),
+             "false", "getCycleCount() counts the simulated clock's cycles (docs/reports.md)"),
       {"hardwareInstrumentations", R,
        "per-IPU cycle counts (Inner) are not implemented; the count is of the whole program "
        "(Outer)",

@@ -162,9 +162,8 @@ void ReplicaCollectives::meet(int64_t localReplica, const Signature& signature,
   std::unique_lock lock(mu_);
   if (localReplicas_ > 1 && !concurrent_) {
     throw error(
-        "{}: the session runs its {} local replicas one after another on one thread (per-op "
-        "profiling, XTRAIN_PROFILE_OPS, is on), so they cannot meet in a collective; turn "
-        "profiling off to run models with replicated collectives",
+        "{}: the {} local replicas run one after another on one thread, so they cannot meet in "
+        "a collective; run them on their own threads (ReplicaScope with concurrent true)",
         signature.what, localReplicas_);
   }
   if (!failure_.empty()) throwFailure(signature.what);
@@ -261,6 +260,7 @@ void ReplicaCollectives::allReduce(int64_t localReplica, const HostTensor& input
                       op,
                       what};
   const int64_t me = replicaOffset_ + localReplica;
+  const auto start = std::chrono::steady_clock::now();
   meet(localReplica, sig, input, [&](const Inputs& in) {
     std::vector<const void*> srcs;
     for (int64_t m : grouping.getReplicasAt(grouping.getGroupAt(me))) srcs.push_back(in.of(m));
@@ -268,6 +268,7 @@ void ReplicaCollectives::allReduce(int64_t localReplica, const HostTensor& input
     comm::reduceInto(input.dataType(), op, srcs.data(), srcs.size(), &dst, 1,
                      static_cast<size_t>(input.nelms()));
   });
+  record(localReplica, "all-reduce", input, grouping, what, start);
 }
 
 void ReplicaCollectives::reduceScatter(int64_t localReplica, const HostTensor& input,
@@ -280,6 +281,7 @@ void ReplicaCollectives::reduceScatter(int64_t localReplica, const HostTensor& i
            n, k);
   const Signature sig{kReduceScatter, input.dataType(), n, grouping.getStride(), k, op, what};
   const int64_t me = replicaOffset_ + localReplica;
+  const auto start = std::chrono::steady_clock::now();
   meet(localReplica, sig, input, [&](const Inputs& in) {
     const size_t esize = dataTypeSize(input.dataType());
     // Part i of the padded input: elements [i*s, i*s + count) exist, the rest is padding.
@@ -297,6 +299,7 @@ void ReplicaCollectives::reduceScatter(int64_t localReplica, const HostTensor& i
     std::memset(output.raw() + static_cast<size_t>(count) * esize, 0,
                 static_cast<size_t>(s - count) * esize);
   });
+  record(localReplica, "reduce-scatter", input, grouping, what, start);
 }
 
 void ReplicaCollectives::allGather(int64_t localReplica, const HostTensor& input,
@@ -307,6 +310,7 @@ void ReplicaCollectives::allGather(int64_t localReplica, const HostTensor& input
   const Signature sig{kAllGather, input.dataType(),        input.nelms(), grouping.getStride(),
                       k,          CollectiveOperator::Add, what};
   const int64_t me = replicaOffset_ + localReplica;
+  const auto start = std::chrono::steady_clock::now();
   meet(localReplica, sig, input, [&](const Inputs& in) {
     const size_t bytes = input.nbytes();
     const auto members = grouping.getReplicasAt(grouping.getGroupAt(me));
@@ -314,6 +318,20 @@ void ReplicaCollectives::allGather(int64_t localReplica, const HostTensor& input
       if (bytes > 0) std::memcpy(output.raw() + i * bytes, in.of(members[i]), bytes);
     }
   });
+  record(localReplica, "all-gather", input, grouping, what, start);
+}
+
+void ReplicaCollectives::record(int64_t localReplica, const char* operation,
+                                const HostTensor& input, const ReplicaGrouping& grouping,
+                                const std::string& what,
+                                std::chrono::steady_clock::time_point start) {
+  if (localReplica != 0 || profile_ == nullptr) return;
+  // The op's type (the description's first word), so that a model's ops share a row.
+  const CollectiveKey key{grouping.str(), grouping.getGroupSize(), operation,
+                          what.substr(0, what.find(' '))};
+  profile_->addCollective(
+      key, static_cast<uint64_t>(input.nbytes()),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace xtrain::session

@@ -26,8 +26,12 @@
 // exchange across instances is bounded by the communicator. After a failure the collectives fail
 // until every local replica has left its program run; the next run starts clean.
 //
-// When the session runs its local replicas one after another on one thread (per-op profiling), a
-// collective among local replicas cannot meet and throws a clear error instead of waiting.
+// When a caller runs several local replicas one after another on one thread (ReplicaScope with
+// concurrent false), a collective among local replicas cannot meet and throws a clear error
+// instead of waiting.
+//
+// Profile: local replica 0's collectives are counted in the session's profile (setProfile), by
+// grouping and operation: calls, input bytes, seconds from arrival to departure.
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -42,6 +46,7 @@
 #include <vector>
 
 #include "device/replica_context.hpp"
+#include "session/session_profile.hpp"
 
 namespace xtrain::comm {
 class Communicator;
@@ -72,6 +77,10 @@ class ReplicaCollectives final : public device::ReplicaCollectives {
   void allGather(int64_t localReplica, const HostTensor& input, HostTensor& output,
                  const ReplicaGrouping& grouping, const std::string& what) override;
 
+  // Where local replica 0 records its collectives (nullptr: nowhere). The profile must outlive
+  // this object or be unset first.
+  void setProfile(SessionProfile* profile) { profile_ = profile; }
+
   void replicaFailed(int64_t localReplica) override;
   void enter(int64_t localReplica, bool concurrent) override;
   void leave(int64_t localReplica) override;
@@ -96,6 +105,10 @@ class ReplicaCollectives final : public device::ReplicaCollectives {
   void meet(int64_t localReplica, const Signature& signature, const HostTensor& input,
             const std::function<void(const Inputs&)>& compute);
   bool spansInstances(const ReplicaGrouping& grouping) const;
+  // Adds local replica 0's call to the profile (from `start` to now).
+  void record(int64_t localReplica, const char* operation, const HostTensor& input,
+              const ReplicaGrouping& grouping, const std::string& what,
+              std::chrono::steady_clock::time_point start);
   void exchange(const Signature& signature);
   // Records the first failure of the current run and wakes every waiting replica. Needs mu_.
   void setFailure(std::string why);
@@ -125,6 +138,7 @@ class ReplicaCollectives final : public device::ReplicaCollectives {
   int64_t active_ = 0;   // local replicas inside a ReplicaScope
   int64_t entered_ = 0;  // scopes entered since the last reset
   bool concurrent_ = true;
+  SessionProfile* profile_ = nullptr;
 };
 
 }  // namespace xtrain::session

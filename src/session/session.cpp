@@ -53,8 +53,19 @@ std::vector<TensorId> Session::getTensorIds() const {
   for (const auto& [id, t] : impl_->graph().tensors()) ids.push_back(id);
   return ids;
 }
-std::string Session::getSummaryReport(bool) const {
-  return impl_->summaryReport();
+std::string Session::getSummaryReport(bool resetProfile) const {
+  std::string report = impl_->summaryReport();
+  if (resetProfile) impl_->resetProfile();
+  return report;
+}
+std::string Session::getReport() const {
+  return impl_->reportJson();
+}
+std::string Session::getSerializedGraph() const {
+  return impl_->serializedGraph();
+}
+uint64_t Session::getCycleCount(const std::string& id) const {
+  return impl_->cycleCount(id);
 }
 
 void Session::setRandomSeed(uint64_t seed) {

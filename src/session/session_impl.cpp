@@ -60,7 +60,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   validateOptions();
   checkSessionOptions(config_.options);
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
-  checkReportOptions(config_.options.reportOptions);
+  reportSettings_ = parseReportOptions(config_.options.reportOptions);
+  prepareAutoReportDirectory(engineSettings_);
 
   ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);
   graph_ = std::move(imported.graph);
@@ -311,6 +312,7 @@ void SessionImpl::prepareDevice() {
     options.compilationProgressLogger(options.compilationProgressTotal,
                                       options.compilationProgressTotal);
   }
+  startProfile();
 }
 
 void SessionImpl::requirePrepared(const char* what) const {

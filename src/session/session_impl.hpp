@@ -9,6 +9,7 @@
 #pragma once
 #pragma GCC visibility push(default)
 
+#include <array>
 #include <exception>
 #include <functional>
 #include <map>
@@ -20,16 +21,19 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "device/ipu/memory_model.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "replication/grouped_variable.hpp"
 #include "replication/replica_exchange.hpp"
 #include "replication/sharding.hpp"
 #include "session/checkpoint_coordinator.hpp"
+#include "session/cycle_model.hpp"
 #include "session/engine_options.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
+#include "session/session_profile.hpp"
 #include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -86,7 +90,15 @@ class SessionImpl : private replication::LocalReplicas {
   const SessionOptions& options() const { return config_.options; }
   const DataFlow& dataFlow() const { return config_.dataFlow; }
   std::shared_ptr<DeviceInfo> device() const { return config_.device; }
+  // The reports (session_report.cpp, docs/reports.md): the text summary (getSummaryReport), the
+  // same as JSON (getReport), the lowered programs as JSON (getSerializedGraph). resetProfile
+  // zeroes the execution profile (per-op times and the counters of session_profile.hpp).
   std::string summaryReport() const;
+  std::string reportJson() const;
+  std::string serializedGraph() const;
+  void resetProfile();
+  // The simulated clock's cycles of the last run() (instrumentWithHardwareCycleCounter; id "").
+  uint64_t cycleCount(const std::string& id) const;
   // Where run() spent its time: compute, the gradient reduction across replicas, the update.
   std::string stepTimeReport() const;
 
@@ -183,8 +195,19 @@ class SessionImpl : private replication::LocalReplicas {
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
   void update(int64_t batch);
+  // The profile's records (session_report.cpp): a run's end (and autoReport's files), a host
+  // transfer by local replica `replica`, a phase's run on replica 0 (simulated cycles), the last
+  // reduction's collectives.
+  void countRun(double seconds);
+  void countHostTransfer(TransferStats& stats, int64_t replica, size_t bytes);
+  void countPhaseCycles(ir::Phase phase);
+  void countGradientReduction();
+  void writeAutoReports() const;
+  // At prepareDevice: per-op timing on replica 0's programs, each instruction's simulated cycles,
+  // the collectives' records, and autoReport's serialized graph.
+  void startProfile();
   // The programs replica r runs (its own copy on the pool's threads), and fn(r) for every replica,
-  // on their threads unless per-op profiling runs them in order.
+  // on their threads (on this one with a single replica).
   const LoweredGraph& programOf(int64_t replica) const;
   void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
   // FLOAT16 gradient accumulators: each replica's accumulator converted into its FLOAT `reduced`
@@ -198,8 +221,17 @@ class SessionImpl : private replication::LocalReplicas {
   bool isHostVisible(const ir::Tensor& t) const;
 
   SessionConfig config_;
-  // SessionOptions::engineOptions, parsed (session/engine_options.hpp).
+  // SessionOptions::engineOptions and reportOptions, parsed (session/engine_options.hpp).
   EngineSettings engineSettings_;
+  ReportSettings reportSettings_;
+  // The execution profile since the last reset, the simulated clock, and each instruction's cycles
+  // by phase (replica 0's programs, in program order).
+  SessionProfile profile_;
+  std::unique_ptr<CycleModel> cycleModel_;
+  std::array<std::vector<uint64_t>, ir::kPhaseCount> instructionCycles_;
+  std::array<uint64_t, ir::kPhaseCount> phaseCycles_{};
+  // The memory charged to each IPU (computeMemory), for the reports.
+  std::optional<device::MemoryModel> memoryModel_;
   std::unique_ptr<ir::Graph> graph_;
   std::string modelBytes_;
   std::map<std::string, std::string> modelMetadata_;
@@ -243,7 +275,6 @@ class SessionImpl : private replication::LocalReplicas {
   ir::OptimizerTransformOptions optimizerOptions_;
   TensorId lossScalingSeed_;
   std::map<TensorId, TensorId> gradOfWeight_;
-  std::string memoryReport_;
   bool prepared_ = false;
   int64_t localReplicas_ = 1;
   int64_t globalReplicas_ = 1;

@@ -13,6 +13,10 @@ namespace xtrain::session {
 
 namespace {
 
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // The calling thread's kernel thread count set for a scope (0: left alone), then restored.
 class KernelThreadsScope {
  public:
@@ -51,16 +55,14 @@ void SessionImpl::reduceAcrossReplicas() {
 }
 
 const LoweredGraph& SessionImpl::programOf(int64_t replica) const {
-  return replica == 0 || !pool_ || lowered_->profiling()
-             ? *lowered_
-             : *replicaPrograms_[static_cast<size_t>(replica - 1)];
+  return replica == 0 || !pool_ ? *lowered_ : *replicaPrograms_[static_cast<size_t>(replica - 1)];
 }
 
-// Each replica on its own thread (or in order on this one: a single replica, or per-op profiling,
-// whose counters the threads would share). Host I/O stays on the caller's thread, in replica order,
-// so IStepIO callbacks see the calls in the same order whatever the threads do.
+// Each replica on its own thread (or on this one: a single replica). Host I/O stays on the
+// caller's thread, in replica order, so IStepIO callbacks see the calls in the same order whatever
+// the threads do.
 void SessionImpl::forEachReplicaProgram(const std::function<void(int64_t)>& fn) {
-  if (pool_ && !lowered_->profiling()) {
+  if (pool_) {
     pool_->run(fn);
   } else {
     for (int64_t r = 0; r < localReplicas_; ++r) fn(r);
@@ -84,6 +86,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas",
                           debugName, stepCount_, bps, af, localReplicas_);
   const StepIndices indices = stepIndices(io);
+  profile_.currentRunCycles = 0;
   for (int64_t b = 0; b < bps; ++b) {
     for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
     if (config_.training) update(b);
@@ -91,7 +94,10 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   io.finish();
   executionCounter_ += static_cast<uint64_t>(bps * af);
   ++stepCount_;
-  runSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+  runSeconds_ += seconds;
+  countRun(seconds);
 }
 
 SessionImpl::StepIndices SessionImpl::stepIndices(const StepBuffers& io) const {
@@ -107,18 +113,22 @@ SessionImpl::StepIndices SessionImpl::stepIndices(const StepBuffers& io) const {
 void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                                 int64_t microBatch) {
   const int64_t L = localReplicas_;
+  auto transferStart = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < L; ++r) {
     auto& buffers = replicas_[static_cast<size_t>(r)];
     for (size_t k = 0; k < indices.inputs.size(); ++k) {
-      io.readInput(k, iteration, r, buffers[static_cast<size_t>(indices.inputs[k])]);
+      HostTensor& dst = buffers[static_cast<size_t>(indices.inputs[k])];
+      io.readInput(k, iteration, r, dst);
+      countHostTransfer(profile_.inputs, r, dst.nbytes());
     }
   }
+  profile_.inputs.seconds += secondsSince(transferStart);
   forEachReplicaProgram([&](int64_t r) {
     auto& buffers = replicas_[static_cast<size_t>(r)];
     const LoweredGraph& program = programOf(r);
     // The model's replicated collectives meet this replica's group through the scope; the
     // replicas run concurrently only on the pool's threads.
-    const device::ReplicaScope collectiveScope(*collectives_, r, pool_ && !lowered_->profiling());
+    const device::ReplicaScope collectiveScope(*collectives_, r, pool_ != nullptr);
     // Each replica's stream depends on its global index, so replicas of different instances
     // differ.
     const uint64_t replica = static_cast<uint64_t>(replicaOffset_ + r);
@@ -126,7 +136,7 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
                           device::mixSeed(executionCounter_ + static_cast<uint64_t>(iteration));
     program.run(ir::Phase::Forward, buffers, seed);
     if (!config_.training) return;
-    if (!readyAfter_.empty() && !lowered_->profiling()) {
+    if (!readyAfter_.empty()) {
       program.run(ir::Phase::Backward, buffers, seed, [&](size_t k) {
         for (const auto& id : readyAfter_[k]) exchange_->gradientReady(id);
       });
@@ -139,19 +149,26 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
     }
     program.run(ir::Phase::Accumulate, buffers, seed);
   });
+  for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Accumulate}) {
+    if (config_.training || phase == ir::Phase::Forward) countPhaseCycles(phase);
+  }
+  transferStart = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < L; ++r) {
     auto& buffers = replicas_[static_cast<size_t>(r)];
     for (size_t k = 0; k < indices.anchors.size(); ++k) {
-      io.writeAnchor(k, iteration, r, buffers[static_cast<size_t>(indices.anchors[k])]);
+      const HostTensor& src = buffers[static_cast<size_t>(indices.anchors[k])];
+      io.writeAnchor(k, iteration, r, src);
+      countHostTransfer(profile_.anchors, r, src.nbytes());
     }
   }
+  profile_.anchors.seconds += secondsSince(transferStart);
 }
 
 void SessionImpl::update(int64_t batch) {
   const auto reduceStart = std::chrono::steady_clock::now();
   reduceAcrossReplicas();
-  reductionSeconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - reduceStart).count();
+  reductionSeconds_ += secondsSince(reduceStart);
+  countGradientReduction();
   const bool lossScaling = config_.options.automaticLossScalingSettings.enabled;
   if (lossScaling && !gradientsAreFinite()) {
     skipUpdate();
@@ -164,24 +181,27 @@ void SessionImpl::update(int64_t batch) {
   forEachReplicaProgram([&](int64_t r) {
     programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], updateSeed);
   });
+  countPhaseCycles(ir::Phase::Update);
   if (hasApplyPhase_) {
     completeLambNorms();
     forEachReplicaProgram([&](int64_t r) {
       programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], updateSeed);
     });
+    countPhaseCycles(ir::Phase::Apply);
   }
   exchange_->gatherShardedWeights();
   if (lossScaling) countFiniteStep();
 }
 
 std::string SessionImpl::stepTimeReport() const {
-  if (stepCount_ == 0) return "";
-  const double steps = static_cast<double>(stepCount_);
+  // Since the profile was last reset (getSummaryReport(true)).
+  if (profile_.runs == 0) return "";
+  const double steps = static_cast<double>(profile_.runs);
   char line[256];
   std::snprintf(line, sizeof line,
                 "run: %lld steps, %.3f ms per step; gradient reduction across %lld replicas (%lld "
                 "local): %.3f ms per step (%.1f%%)\n",
-                static_cast<long long>(stepCount_), runSeconds_ / steps * 1e3,
+                static_cast<long long>(profile_.runs), runSeconds_ / steps * 1e3,
                 static_cast<long long>(globalReplicas_), static_cast<long long>(localReplicas_),
                 reductionSeconds_ / steps * 1e3,
                 runSeconds_ > 0 ? 100.0 * reductionSeconds_ / runSeconds_ : 0.0);

@@ -182,21 +182,28 @@ TEST(ReplicatedCollectives, OperatorsWithoutGradientAreRefusedWhenDifferentiated
   EXPECT_NE(e.find("operator Max has no gradient"), std::string::npos) << e;
 }
 
-// Per-op profiling runs the local replicas one after another, where they cannot meet.
-TEST(ReplicatedCollectives, SequentialReplicasRefuseCollectives) {
-  ::setenv("XTRAIN_PROFILE_OPS", "1", 1);
-  const std::string e = errorOf([&] {
-    runInference(buildInferenceModel(3, {kAllReduce, Op::Add, kAll}), localReplicas(2),
-                 distinctInputs(2, 3));
-  });
-  ::unsetenv("XTRAIN_PROFILE_OPS");
-  EXPECT_NE(e.find("ReplicatedAllReduce"), std::string::npos) << e;
-  EXPECT_NE(e.find("one after another"), std::string::npos) << e;
-  // One replica has nobody to wait for.
-  ::setenv("XTRAIN_PROFILE_OPS", "1", 1);
-  EXPECT_NO_THROW(runInference(buildInferenceModel(3, {kAllReduce, Op::Add, kAll}),
-                               localReplicas(1), {arange(3)}));
-  ::unsetenv("XTRAIN_PROFILE_OPS");
+// Per-op timing (always on: the session's profile) keeps the local replicas on their threads, so
+// collectives meet; the report counts replica 0's collective ops by grouping (docs/reports.md).
+TEST(ReplicatedCollectives, ReportCountsTheModelsCollectiveOps) {
+  const InferenceModel m = buildInferenceModel(3, {kAllReduce, Op::Add, kAll});
+  const SessionOptions o = localReplicas(2);
+  auto s = InferenceSession::createFromOnnxModel(
+      m.proto, DataFlow(1, std::vector<TensorId>{m.y}),
+      DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "2"}}), {}, o);
+  s->prepareDevice();
+  s->weightsFromHost();
+  const auto in = distinctInputs(2, 3);
+  std::vector<float> x;
+  for (const auto& row : in) x.insert(x.end(), row.begin(), row.end());
+  NDArrayWrapper<float> xa(x.data(), s->expectedInputBufferShape(m.x));
+  auto anchors = s->initAnchorArrays();
+  StepIO io({{m.x, xa}}, {{m.y, *anchors.at(m.y)}});
+  for (int run = 0; run < 2; ++run) s->run(io);
+  const float* y = anchors.at(m.y)->dataAs<float>();
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(y[i], in[0][i] + in[1][i]);
+  const std::string report = s->getSummaryReport();
+  EXPECT_CONTAINS(report, "all-reduce of ReplicatedAllReduce over " + ReplicaGrouping(2).str() +
+                              " (2 replicas): 2 call(s), 24 B");
 }
 
 }  // namespace

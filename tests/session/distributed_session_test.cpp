@@ -8,8 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
+#include "testing/file_testing.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/dist.hpp"
@@ -54,9 +57,12 @@ Mlp buildMlp() {
 
 // A session of this instance's replicas on an IPU-model device (not the pool, so concurrent jobs
 // never compete for IPUs).
-std::unique_ptr<TrainingSession> makeSession(const Mlp& m) {
+// engineOptions: SessionOptions::engineOptions (e.g. autoReport).
+std::unique_ptr<TrainingSession> makeSession(
+    const Mlp& m, const std::map<std::string, std::string>& engineOptions = {}) {
   SessionOptions o;
   dist::configureSessionOptions(o);
+  o.engineOptions = engineOptions;
   o.accumulationAndReplicationReductionType = ReductionType::Mean;
   const int64_t ipus = dist::getNumLocalReplicas();
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice(
@@ -78,11 +84,14 @@ std::vector<float> readW1(TrainingSession& s) {
 }
 
 // Each instance trains its replicas' part of the same global batches (16 samples per step, replica
-// g of the job taking samples [4g, 4g+4)) and writes W1 to <XTRAIN_TEST_OUT>/<instance>.bin.
+// g of the job taking samples [4g, 4g+4)) and writes W1 to <XTRAIN_TEST_OUT>/<instance>.bin, and
+// its reports to <XTRAIN_TEST_OUT>/reports (autoReport: one set of files per instance).
 TEST(DistributedWorker, TrainOnTheGlobalBatch) {
   if (!startedByXrun()) GTEST_SKIP() << "an instance of DistributedSession.*, started by xrun";
   const Mlp m = buildMlp();
-  auto s = makeSession(m);
+  auto s = makeSession(m, {{"autoReport.all", "true"},
+                           {"autoReport.directory",
+                            (fs::path(std::getenv("XTRAIN_TEST_OUT")) / "reports").string()}});
   const int64_t L = dist::getNumLocalReplicas();
   const int64_t offset = dist::getReplicaIndexOffset();
   std::mt19937 rng(11);
@@ -156,6 +165,15 @@ TEST(DistributedSession, InstanceLayoutsTrainTheSameWeightsAndBroadcastWorks) {
     const CommandResult r = runUnderXrun(layout, out);
     ASSERT_EQ(r.exitCode, 0) << "xrun " << layout << ":\n" << r.output;
     for (int i = 0; i < instances; ++i) {
+      // Each instance's report: 4 runs, the gradients all-reduced over the job's 4 replicas.
+      const fs::path report =
+          out / "reports" / (instances == 1 ? "report.json" : format("report.{}.json", i));
+      const nlohmann::json e = nlohmann::json::parse(readFileBytes(report.string()))["execution"];
+      EXPECT_EQ(e["runs"], 4) << report;
+      ASSERT_EQ(e["collectives"].size(), 1u) << report;
+      EXPECT_EQ(e["collectives"][0]["groupSize"], 4) << report;
+      EXPECT_EQ(e["collectives"][0]["calls"], 4) << report;
+      EXPECT_EQ(e["collectives"][0]["bytes"], 4 * (30 + 5 + 15 + 3) * 4) << report;
       const auto w = readBin(out / (std::to_string(i) + ".bin"));
       if (first.empty()) first.push_back(w);
       for (size_t k = 0; k < w.size(); ++k) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
@@ -146,6 +147,21 @@ TEST(GroupedWeights, EachGroupSumsItsOwnMembers) {
   const auto v0 = expectedGroup(10.0f, {0, 1}, 3, 0.01f);
   const auto v1 = expectedGroup(20.0f, {2, 3}, 3, 0.01f);
   expectNear(read(*s, "v", {4, 3}), concat({v0, v0, v1, v1}), 1e-6f, "v (AllReplicas)");
+}
+
+// The report counts each grouped weight's reduction on its groups' communicator (docs/reports.md):
+// Consecutive(2) over 4 replicas is an all-reduce over groups of 2 of each replica's [3] gradient.
+TEST(GroupedWeights, TheReportCountsTheGroupsReduction) {
+  const Model m = sumModel(VariableSettings(CommGroup(CommGroupType::Consecutive, 2)), 2);
+  auto s = makeSession(m.proto, m.loss, replicated(4), ConstSGD(0.01f));
+  for (int i = 0; i < 3; ++i) step(*s, m, 4);
+  const nlohmann::json c = nlohmann::json::parse(s->getReport())["execution"]["collectives"];
+  ASSERT_EQ(c.size(), 1u) << c;
+  EXPECT_EQ(c[0]["communicator"], ReplicaGrouping(4, 1, 2).str());
+  EXPECT_EQ(c[0]["groupSize"], 2);
+  EXPECT_EQ(c[0]["operation"], "all-reduce");
+  EXPECT_EQ(c[0]["calls"], 3);
+  EXPECT_EQ(c[0]["bytes"], 3 * 3 * 4);
 }
 
 // Orthogonal(2) over 4 replicas: groups {0,2} and {1,3}. Mean divides by the group size (2), not

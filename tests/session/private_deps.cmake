@@ -5,3 +5,5 @@ set(_test_properties RESOURCE_LOCK xtrain_ipu_pool)
 # xrun runs them, ctest does not.
 set(_test_filter
   "-DistributedWorker.*:GroupedWorker.*:ShardedWorker.*:CheckpointWorker.*:PreemptionWorker.*")
+# report_test.cpp parses the session's JSON reports.
+target_link_libraries(test_session PRIVATE nlohmann_json::nlohmann_json)

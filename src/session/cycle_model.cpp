@@ -1,0 +1,85 @@
+#include "session/cycle_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace xtrain::session {
+namespace {
+
+int64_t elements(const ir::Graph& graph, const TensorId& id) {
+  return id.empty() ? 0 : graph.tensor(id).info.nelms();
+}
+
+uint64_t cyclesOf(double work, double perCycle) {
+  return static_cast<uint64_t>(std::ceil(work / perCycle));
+}
+
+// The length a MatMul-like op sums over: the first input's reduced dimension (its last, or the one
+// before when it is transposed), after MatMulT's view of it.
+int64_t contractedLength(const ir::Graph& graph, const ir::Op& op) {
+  Shape a = graph.tensor(op.inputs.at(0)).info.shape();
+  if (op.type == "MatMulT") a = op.attrs.getInts("viewA", a);
+  if (a.empty()) return 1;
+  const bool transposed = (op.type == "Gemm" || op.type == "MatMulT") &&
+                          op.attrs.getInt("transA", 0) != 0 && a.size() >= 2;
+  return transposed ? a[a.size() - 2] : a.back();
+}
+
+}  // namespace
+
+CycleModel::CycleModel(int tilesPerIpu)
+    : tiles_(tilesPerIpu > 0 ? tilesPerIpu : kDefaultTilesPerIpu) {}
+
+bool CycleModel::isDense(const std::string& type) {
+  return type == "MatMul" || type == "MatMulT" || type == "Gemm" || type == "Conv" ||
+         type == "ConvTranspose" || type == "ConvGradInput" || type == "ConvGradWeight";
+}
+
+double CycleModel::flops(const ir::Graph& graph, const ir::Op& op) {
+  int64_t largest = 0;
+  for (const auto& id : op.inputs) largest = std::max(largest, elements(graph, id));
+  for (const auto& id : op.outputs) largest = std::max(largest, elements(graph, id));
+  if (!isDense(op.type) || op.inputs.size() < 2 || !op.hasOutput(0)) {
+    return static_cast<double>(largest);
+  }
+  const double out = static_cast<double>(elements(graph, op.outputs[0]));
+  if (op.type == "MatMul" || op.type == "MatMulT" || op.type == "Gemm") {
+    return 2.0 * out * static_cast<double>(contractedLength(graph, op));
+  }
+  const double a = static_cast<double>(elements(graph, op.inputs[0]));
+  const double b = static_cast<double>(elements(graph, op.inputs[1]));
+  return 2.0 * std::sqrt(a * b * out);
+}
+
+uint64_t CycleModel::opCycles(const ir::Graph& graph, const ir::Op& op) const {
+  double bytes = 0;
+  bool half = false;
+  for (const auto* ids : {&op.inputs, &op.outputs}) {
+    for (const auto& id : *ids) {
+      if (id.empty()) continue;
+      const TensorInfo& info = graph.tensor(id).info;
+      bytes += static_cast<double>(info.nbytes());
+      half = half || info.dataType() == DataType::FLOAT16;
+    }
+  }
+  const double perTile = isDense(op.type)
+                             ? (half ? kDenseFlopsPerTileHalf : kDenseFlopsPerTileFloat)
+                             : (half ? kVectorFlopsPerTileHalf : kVectorFlopsPerTileFloat);
+  const uint64_t compute = cyclesOf(flops(graph, op), perTile * tiles_);
+  const uint64_t memory = cyclesOf(bytes, kTileBytesPerCycle * tiles_);
+  return kInstructionOverhead + std::max(compute, memory);
+}
+
+uint64_t CycleModel::collectiveCycles(const std::string& operation, uint64_t bytes,
+                                      int64_t groupSize) const {
+  if (groupSize <= 1) return 0;
+  const double k = static_cast<double>(groupSize);
+  const double factor = operation == "all-reduce" ? 2.0 * (k - 1) / k : (k - 1) / k;
+  return kCollectiveOverhead + cyclesOf(factor * static_cast<double>(bytes), kLinkBytesPerCycle);
+}
+
+uint64_t CycleModel::hostTransferCycles(uint64_t bytes) const {
+  return kHostOverhead + cyclesOf(static_cast<double>(bytes), kHostBytesPerCycle);
+}
+
+}  // namespace xtrain::session

@@ -1,0 +1,62 @@
+// The simulated IPU clock behind instrumentWithHardwareCycleCounter and getCycleCount(): a cost
+// model, not a measurement, so that the same program gives the same count on any machine and under
+// any load. The rates are a GC200 IPU's orders of magnitude (docs/reports.md has the table):
+//
+//   an instruction:  kInstructionOverhead + max(compute, memory) cycles, where
+//     compute = FLOPs / (tiles x FLOPs per tile and cycle): 32 (FLOAT) or 128 (FLOAT16) for the
+//               dense ops (MatMul, MatMulT, Gemm, Conv and its gradients), 2 (FLOAT) or 4
+//               (FLOAT16) for every other op, whose FLOPs are its largest tensor's elements;
+//     memory  = bytes of its inputs and outputs / (tiles x 8 bytes per tile and cycle);
+//   a collective over k replicas of n bytes: kCollectiveOverhead + f x n / kLinkBytesPerCycle, with
+//     f = 2 (k - 1) / k for an all-reduce, (k - 1) / k for a reduce-scatter or all-gather;
+//   a host transfer of n bytes: kHostOverhead + n / kHostBytesPerCycle.
+//
+// Dense ops' FLOPs: 2 x output elements x the contracted length (MatMul, MatMulT, Gemm: the first
+// input's reduced dimension), and for the convolutions 2 x sqrt(|input| x |weight| x |output|),
+// which is exact for a stride-1 'same' convolution and its two gradients and close otherwise.
+#pragma once
+#pragma GCC visibility push(default)
+
+#include <cstdint>
+#include <string>
+
+#include "ir/graph.hpp"
+
+namespace xtrain::session {
+
+class CycleModel {
+ public:
+  static constexpr double kClockHz = 1.33e9;
+  static constexpr int kDefaultTilesPerIpu = 1472;
+  static constexpr uint64_t kInstructionOverhead = 150;  // a sync and an exchange phase
+  static constexpr double kDenseFlopsPerTileFloat = 32;
+  static constexpr double kDenseFlopsPerTileHalf = 128;
+  static constexpr double kVectorFlopsPerTileFloat = 2;
+  static constexpr double kVectorFlopsPerTileHalf = 4;
+  static constexpr double kTileBytesPerCycle = 8;
+  static constexpr double kLinkBytesPerCycle = 48;  // 64 GB/s IPU-Link at 1.33 GHz
+  static constexpr uint64_t kCollectiveOverhead = 1000;
+  static constexpr double kHostBytesPerCycle = 12;  // 16 GB/s PCIe at 1.33 GHz
+  static constexpr uint64_t kHostOverhead = 500;
+
+  // tilesPerIpu <= 0 (a CPU device): kDefaultTilesPerIpu.
+  explicit CycleModel(int tilesPerIpu);
+
+  int tiles() const { return tiles_; }
+  // The cycles of one execution of `op` (its tensors' shapes and types from `graph`).
+  uint64_t opCycles(const ir::Graph& graph, const ir::Op& op) const;
+  // operation: "all-reduce", "reduce-scatter" or "all-gather"; groupSize <= 1 costs nothing.
+  uint64_t collectiveCycles(const std::string& operation, uint64_t bytes, int64_t groupSize) const;
+  uint64_t hostTransferCycles(uint64_t bytes) const;
+
+  // The FLOPs counted for `op` (for the report and tests).
+  static double flops(const ir::Graph& graph, const ir::Op& op);
+  static bool isDense(const std::string& type);
+
+ private:
+  int tiles_;
+};
+
+}  // namespace xtrain::session
+
+#pragma GCC visibility pop

@@ -1,0 +1,459 @@
+// The session's reports (docs/reports.md): the execution profile's records, the text summary
+// (getSummaryReport), the same as JSON (getReport), the lowered programs as JSON
+// (getSerializedGraph), autoReport's files and the simulated cycle counter (getCycleCount).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "session/json_writer.hpp"
+#include "session/session_impl.hpp"
+
+namespace xtrain::session {
+namespace {
+
+constexpr size_t kTopOps = 20;
+constexpr size_t kLargestTensors = 5;
+
+// One instruction of replica 0's programs with what the profile knows of it.
+struct OpRow {
+  ir::Phase phase;
+  size_t index;
+  const ir::Op* op;
+  const std::string* description;
+  double seconds;
+  uint64_t calls;
+  uint64_t cycles;
+};
+
+std::string bytesText(uint64_t bytes) {
+  char buf[64];
+  if (bytes >= (1ull << 20)) {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(bytes) / 1024);
+  } else {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  }
+  return buf;
+}
+
+std::string msText(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
+  return buf;
+}
+
+std::string percentText(double part, double total) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", total > 0 ? 100.0 * part / total : 0.0);
+  return buf;
+}
+
+// Writes `text` to `path` through a temporary beside it, so that a reader never sees half a file.
+void writeFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw error("autoReport: cannot write '{}'", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw error("autoReport: cannot write '{}': {}", path, ec.message());
+}
+
+}  // namespace
+
+void SessionImpl::startProfile() {
+  lowered_->setProfiling(true);
+  // A CPU device has no tiles of its own: it is costed as a whole IPU.
+  const DeviceInfo& device = *config_.device;
+  cycleModel_ = std::make_unique<CycleModel>(
+      device.getType() == DeviceType::Cpu ? 0 : device.getTilesPerIPU());
+  for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
+    const auto phase = static_cast<ir::Phase>(ph);
+    auto& cycles = instructionCycles_[static_cast<size_t>(ph)];
+    cycles.clear();
+    for (OpId id : lowered_->ops(phase)) {
+      cycles.push_back(cycleModel_->opCycles(*graph_, graph_->op(id)));
+    }
+    phaseCycles_[static_cast<size_t>(ph)] = 0;
+    for (uint64_t c : cycles) phaseCycles_[static_cast<size_t>(ph)] += c;
+  }
+  profile_ = SessionProfile{};
+  collectives_->setProfile(&profile_);
+  if (engineSettings_.autoReportSerializedGraph) {
+    const std::string dir =
+        engineSettings_.autoReportDirectory.empty() ? "." : engineSettings_.autoReportDirectory;
+    const std::string suffix =
+        instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "";
+    writeFileAtomically(dir + "/serialized_graph" + suffix + ".json", serializedGraph());
+  }
+}
+
+void SessionImpl::resetProfile() {
+  profile_.reset();
+  runSeconds_ = 0;
+  reductionSeconds_ = 0;
+  if (lowered_) lowered_->resetProfile();
+}
+
+void SessionImpl::countRun(double seconds) {
+  const uint64_t bps = static_cast<uint64_t>(config_.dataFlow.batchesPerStep());
+  ++profile_.runs;
+  profile_.batches += bps;
+  profile_.microBatches += bps * static_cast<uint64_t>(accumulationFactor_);
+  profile_.runSeconds += seconds;
+  profile_.lastRunCycles = profile_.currentRunCycles;
+  profile_.totalCycles += profile_.currentRunCycles;
+  if (engineSettings_.autoReport) writeAutoReports();
+}
+
+void SessionImpl::countHostTransfer(TransferStats& stats, int64_t replica, size_t bytes) {
+  ++stats.count;
+  stats.bytes += bytes;
+  if (replica == 0) profile_.currentRunCycles += cycleModel_->hostTransferCycles(bytes);
+}
+
+void SessionImpl::countPhaseCycles(ir::Phase phase) {
+  profile_.currentRunCycles += phaseCycles_[static_cast<size_t>(phase)];
+}
+
+// The last reduction's gradients by communicator: plain ones all-reduced over every replica,
+// grouped ones over their VariableSettings groups, sharded ones reduce-scattered over their
+// domain. Each kind's time is shared among its communicators by bytes.
+void SessionImpl::countGradientReduction() {
+  if (globalReplicas_ <= 1) return;
+  struct Part {
+    uint64_t bytes = 0;
+    int kind = 0;  // 0 plain, 1 grouped, 2 sharded
+  };
+  std::map<CollectiveKey, Part> parts;
+  std::array<uint64_t, 3> kindBytes{};
+  for (const auto& u : optimizerGraph_.updates) {
+    const uint64_t bytes = static_cast<uint64_t>(graph_->tensor(u.reduced).info.nbytes());
+    CollectiveKey key;
+    int kind = 0;
+    if (auto g = grouped_.find(u.weight); g != grouped_.end()) {
+      const ReplicaGrouping& grouping = g->second.grouping;
+      key = {grouping.str(), grouping.getGroupSize(), "all-reduce", "gradients"};
+      kind = 1;
+    } else if (auto s = shards_.find(u.weight); s != shards_.end()) {
+      key = {s->second.domain.str(), s->second.shardCount(), "reduce-scatter", "gradients"};
+      kind = 2;
+    } else {
+      key = {"replicas", globalReplicas_, "all-reduce", "gradients"};
+    }
+    if (key.groupSize <= 1) continue;
+    parts[key].bytes += bytes;
+    parts[key].kind = kind;
+    kindBytes[static_cast<size_t>(kind)] += bytes;
+  }
+  const auto& t = exchange_->lastReductionSeconds();
+  const std::array<double, 3> kindSeconds{t.plain, t.grouped, t.sharded};
+  for (const auto& [key, part] : parts) {
+    const size_t k = static_cast<size_t>(part.kind);
+    const double share =
+        kindBytes[k] > 0 ? static_cast<double>(part.bytes) / static_cast<double>(kindBytes[k]) : 0;
+    profile_.addCollective(key, part.bytes, kindSeconds[k] * share);
+    profile_.currentRunCycles +=
+        cycleModel_->collectiveCycles(key.operation, part.bytes, key.groupSize);
+  }
+}
+
+uint64_t SessionImpl::cycleCount(const std::string& id) const {
+  if (!config_.options.instrumentWithHardwareCycleCounter) {
+    throw error(
+        "getCycleCount: no cycle counter: set SessionOptions::instrumentWithHardwareCycleCounter "
+        "to true before creating the session");
+  }
+  if (!id.empty()) {
+    throw error(
+        "getCycleCount(\"{}\"): unknown cycle counter id; xtrain counts the whole program of each "
+        "run() (id \"\")",
+        id);
+  }
+  requirePrepared("getCycleCount");
+  return profile_.lastRunCycles;
+}
+
+void SessionImpl::writeAutoReports() const {
+  const std::string dir =
+      engineSettings_.autoReportDirectory.empty() ? "." : engineSettings_.autoReportDirectory;
+  // One set of files per instance when several share the directory.
+  const std::string suffix =
+      instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "";
+  writeFileAtomically(dir + "/report" + suffix + ".json", reportJson());
+  writeFileAtomically(dir + "/summary" + suffix + ".txt", summaryReport());
+}
+
+namespace {
+
+// Replica 0's instructions with their times, calls and cycles, in program order.
+std::vector<OpRow> opRows(const ir::Graph& graph, const LoweredGraph& lowered,
+                          const std::array<std::vector<uint64_t>, ir::kPhaseCount>& cycles) {
+  std::vector<OpRow> rows;
+  for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
+    const auto phase = static_cast<ir::Phase>(ph);
+    const device::Program& program = lowered.program(phase);
+    const auto& ops = lowered.ops(phase);
+    for (size_t k = 0; k < program.size(); ++k) {
+      rows.push_back({phase, k, &graph.op(ops[k]), &program.instructions()[k].description,
+                      k < program.seconds().size() ? program.seconds()[k] : 0.0, program.runs(),
+                      cycles[static_cast<size_t>(ph)][k]});
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string SessionImpl::summaryReport() const {
+  std::string s = format(
+      "xtrain {} session: {} ops, {} tensors; {} local replica(s), accumulation factor {}, "
+      "{} batch(es) per step; {} step(s) run\n",
+      config_.training ? "training" : "inference", graph_->ops().size(), graph_->tensors().size(),
+      localReplicas_, accumulationFactor_, config_.dataFlow.batchesPerStep(), stepCount_);
+  if (!memoryModel_) return s + "memory: not computed yet (call prepareDevice())\n";
+  s += memoryModel_->report(reportSettings_.showVarStorage ? std::numeric_limits<size_t>::max()
+                                                           : kLargestTensors);
+  if (!lowered_ || !cycleModel_) return s;
+  s += stepTimeReport();
+  const SessionProfile& p = profile_;
+  // The device's counter is not part of the profile: it is there after a reset too.
+  std::string cycles;
+  if (config_.options.instrumentWithHardwareCycleCounter) {
+    cycles = format(
+        "cycles (instrumentWithHardwareCycleCounter, simulated clock of {} GHz, {} tiles): last "
+        "run {}, all runs since the reset {}\n",
+        CycleModel::kClockHz / 1e9, cycleModel_->tiles(), p.lastRunCycles, p.totalCycles);
+  }
+  if (p.runs == 0) return s + "execution profile: no run() since the profile was reset\n" + cycles;
+
+  std::vector<OpRow> rows = opRows(*graph_, *lowered_, instructionCycles_);
+  double kernelSeconds = 0;
+  std::map<std::string, double> byPhase, byType;
+  for (const auto& r : rows) {
+    kernelSeconds += r.seconds;
+    byPhase[ir::toString(r.phase)] += r.seconds;
+    byType[r.op->type] += r.seconds;
+  }
+  const auto sorted = [](const std::map<std::string, double>& m) {
+    std::vector<std::pair<double, std::string>> v;
+    for (const auto& [name, t] : m) v.emplace_back(t, name);
+    std::sort(v.begin(), v.end(), std::greater<>());
+    return v;
+  };
+  std::ostringstream os;
+  os << "execution profile: " << p.runs << " run(s), " << p.batches << " batch(es), "
+     << p.microBatches << " micro-batch(es); " << msText(p.runSeconds) << " in run(); "
+     << msText(kernelSeconds) << " in kernels (replica 0)\n";
+  os << "  by phase:";
+  for (const auto& [t, name] : sorted(byPhase)) {
+    if (t > 0) os << "  " << name << " " << percentText(t, kernelSeconds);
+  }
+  os << "\n  by op type:";
+  for (const auto& [t, name] : sorted(byType)) {
+    if (kernelSeconds > 0 && t / kernelSeconds >= 0.001) {
+      os << "  " << name << " " << percentText(t, kernelSeconds);
+    }
+  }
+  os << "\n";
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const OpRow& a, const OpRow& b) { return a.seconds > b.seconds; });
+  const size_t shown = reportSettings_.showExecutionSteps ? rows.size() : kTopOps;
+  os << (reportSettings_.showExecutionSteps ? "  every op (showExecutionSteps), by time:\n"
+                                            : "  slowest ops:\n");
+  for (size_t i = 0; i < rows.size() && i < shown; ++i) {
+    const OpRow& r = rows[i];
+    os << "    " << msText(r.seconds) << "  " << percentText(r.seconds, kernelSeconds) << "  "
+       << ir::toString(r.phase) << "  " << *r.description << "  x" << r.calls << "\n";
+  }
+  if (p.collectives.empty()) {
+    os << "collectives: none\n";
+  } else {
+    os << "collectives (replica 0):\n";
+    for (const auto& [key, c] : p.collectives) {
+      os << "  " << key.operation << " of " << key.what << " over " << key.communicator << " ("
+         << key.groupSize << " replicas): " << c.calls << " call(s), " << bytesText(c.bytes) << ", "
+         << msText(c.seconds) << "\n";
+    }
+  }
+  os << "host transfers: inputs in " << p.inputs.count << " buffer(s), "
+     << bytesText(p.inputs.bytes) << ", " << msText(p.inputs.seconds) << "; anchors out "
+     << p.anchors.count << " buffer(s), " << bytesText(p.anchors.bytes) << ", "
+     << msText(p.anchors.seconds) << "\n";
+  if (config_.options.instrumentWithHardwareCycleCounter) {
+    os << "cycles (instrumentWithHardwareCycleCounter, simulated clock of "
+       << CycleModel::kClockHz / 1e9 << " GHz, " << cycleModel_->tiles() << " tiles): last run "
+       << p.lastRunCycles << ", all runs " << p.totalCycles << "\n";
+  }
+  return s + os.str();
+}
+
+std::string SessionImpl::reportJson() const {
+  requirePrepared("getReport");
+  JsonWriter w;
+  w.beginObject().field("schema", "xtrain.report").field("version", 1);
+  w.key("session")
+      .beginObject()
+      .field("kind", config_.training ? "training" : "inference")
+      .field("ops", static_cast<uint64_t>(graph_->ops().size()))
+      .field("tensors", static_cast<uint64_t>(graph_->tensors().size()))
+      .field("localReplicas", localReplicas_)
+      .field("globalReplicas", globalReplicas_)
+      .field("accumulationFactor", accumulationFactor_)
+      .field("batchesPerStep", config_.dataFlow.batchesPerStep())
+      .field("stepsRun", stepCount_)
+      .endObject();
+
+  w.key("memory").beginObject();
+  w.key("capacityBytesPerIpu");
+  if (memoryModel_->hasLimit()) {
+    w.value(memoryModel_->capacity());
+  } else {
+    w.null();
+  }
+  w.key("ipus").beginArray();
+  for (int ipu = 0; ipu < memoryModel_->numIpus(); ++ipu) {
+    w.beginObject().field("ipu", ipu).field("totalBytes", memoryModel_->used(ipu));
+    w.key("classes").beginObject();
+    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
+      const auto cls = static_cast<device::TensorClass>(c);
+      w.field(device::toString(cls), memoryModel_->used(ipu, cls));
+    }
+    w.endObject().endObject();
+  }
+  w.endArray().endObject();
+
+  const SessionProfile& p = profile_;
+  const std::vector<OpRow> rows = opRows(*graph_, *lowered_, instructionCycles_);
+  double kernelSeconds = 0;
+  for (const auto& r : rows) kernelSeconds += r.seconds;
+  w.key("execution")
+      .beginObject()
+      .field("runs", p.runs)
+      .field("batches", p.batches)
+      .field("microBatches", p.microBatches)
+      .field("runSeconds", p.runSeconds)
+      .field("kernelSeconds", kernelSeconds);
+  w.key("phases").beginObject();
+  for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
+    const auto phase = static_cast<ir::Phase>(ph);
+    const device::Program& program = lowered_->program(phase);
+    if (program.empty()) continue;
+    double seconds = 0;
+    for (double t : program.seconds()) seconds += t;
+    w.key(ir::toString(phase))
+        .beginObject()
+        .field("instructions", static_cast<uint64_t>(program.size()))
+        .field("runs", program.runs())
+        .field("seconds", seconds)
+        .field("cyclesPerRun", phaseCycles_[static_cast<size_t>(ph)])
+        .endObject();
+  }
+  w.endObject();
+  w.key("ops").beginArray();
+  for (const auto& r : rows) {
+    w.beginObject()
+        .field("phase", ir::toString(r.phase))
+        .field("index", static_cast<uint64_t>(r.index))
+        .field("type", r.op->type)
+        .field("name", r.op->name)
+        .field("description", *r.description)
+        .field("calls", r.calls)
+        .field("seconds", r.seconds)
+        .field("cyclesPerCall", r.cycles)
+        .endObject();
+  }
+  w.endArray();
+  w.key("collectives").beginArray();
+  for (const auto& [key, c] : p.collectives) {
+    w.beginObject()
+        .field("communicator", key.communicator)
+        .field("groupSize", key.groupSize)
+        .field("operation", key.operation)
+        .field("what", key.what)
+        .field("calls", c.calls)
+        .field("bytes", c.bytes)
+        .field("seconds", c.seconds)
+        .endObject();
+  }
+  w.endArray();
+  w.key("hostTransfers").beginObject();
+  for (const auto& [name, t] : {std::pair<const char*, const TransferStats*>{"inputs", &p.inputs},
+                                {"anchors", &p.anchors}}) {
+    w.key(name)
+        .beginObject()
+        .field("count", t->count)
+        .field("bytes", t->bytes)
+        .field("seconds", t->seconds)
+        .endObject();
+  }
+  w.endObject();
+  w.key("cycles");
+  if (config_.options.instrumentWithHardwareCycleCounter) {
+    w.beginObject()
+        .field("lastRun", p.lastRunCycles)
+        .field("total", p.totalCycles)
+        .field("clockHz", CycleModel::kClockHz)
+        .field("tilesPerIpu", cycleModel_->tiles())
+        .endObject();
+  } else {
+    w.null();
+  }
+  w.endObject().endObject();
+  return w.str();
+}
+
+std::string SessionImpl::serializedGraph() const {
+  requirePrepared("getSerializedGraph");
+  JsonWriter w;
+  w.beginObject().field("schema", "xtrain.serialized-graph").field("version", 1);
+  w.key("programs").beginArray();
+  for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
+    const auto phase = static_cast<ir::Phase>(ph);
+    const auto& ops = lowered_->ops(phase);
+    if (ops.empty()) continue;
+    w.beginObject().field("phase", ir::toString(phase)).key("instructions").beginArray();
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const ir::Op& op = graph_->op(ops[k]);
+      w.beginObject()
+          .field("index", static_cast<uint64_t>(k))
+          .field("type", op.type)
+          .field("domain", op.domain)
+          .field("name", op.name);
+      for (const auto& [field, ids] :
+           {std::pair<const char*, const std::vector<TensorId>*>{"inputs", &op.inputs},
+            {"outputs", &op.outputs}}) {
+        w.key(field).beginArray();
+        for (const auto& id : *ids) w.value(id);
+        w.endArray();
+      }
+      w.field("flops", CycleModel::flops(*graph_, op))
+          .field("cycles", instructionCycles_[static_cast<size_t>(ph)][k])
+          .endObject();
+    }
+    w.endArray().endObject();
+  }
+  w.endArray();
+  w.key("tensors").beginArray();
+  for (const auto& [id, t] : graph_->tensors()) {
+    w.beginObject()
+        .field("id", id)
+        .field("kind", ir::toString(t->kind))
+        .field("type", dataTypeName(t->info.dataType()));
+    w.key("shape").beginArray();
+    for (int64_t d : t->info.shape()) w.value(d);
+    w.endArray().endObject();
+  }
+  w.endArray().endObject();
+  return w.str();
+}
+
+}  // namespace xtrain::session
