@@ -3,6 +3,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::session {
@@ -39,19 +40,26 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
     } else if (key == "trace.file") {
       s.traceFile = value;
     } else if (key == "trace.steps") {
-      throw error("SessionOptions::engineOptions[\"trace.steps\"] is not implemented yet");
+      s.traceSteps =
+          timeline::parseStepRange(value, "SessionOptions::engineOptions[\"trace.steps\"]");
     } else {
       throw error("SessionOptions::engineOptions: unknown key \"{}\"; the known keys are {}", key,
                   joined(kKnown));
     }
+  }
+  if (s.traceSteps && s.traceFile.empty()) {
+    throw error(
+        "SessionOptions::engineOptions[\"trace.steps\"] needs \"trace.file\" (the file to trace "
+        "to)");
   }
   return s;
 }
 
 void checkReportOptions(const std::map<std::string, std::string>& reportOptions) {
   for (const auto& [key, value] : reportOptions) {
-    throw error("SessionOptions::reportOptions: unknown key \"{}\" (= \"{}\"); no keys are known yet",
-                key, value);
+    throw error(
+        "SessionOptions::reportOptions: unknown key \"{}\" (= \"{}\"); no keys are known yet", key,
+        value);
   }
 }
 

@@ -49,6 +49,11 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   accumulationFactor_ = config_.options.getAccumulationFactor();
   validateOptions();
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
+  if (!engineSettings_.traceFile.empty()) {
+    trace_ = std::make_unique<timeline::JobTrace>(
+        timeline::JobTraceRequest{engineSettings_.traceFile, engineSettings_.traceSteps,
+                                  "SessionOptions::engineOptions[\"trace.file\"]", false});
+  }
   checkReportOptions(config_.options.reportOptions);
 
   ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);

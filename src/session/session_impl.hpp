@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "common/timeline_job.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "replication/grouped_variable.hpp"
@@ -197,6 +198,9 @@ class SessionImpl : private replication::LocalReplicas {
   SessionConfig config_;
   // SessionOptions::engineOptions, parsed (session/engine_options.hpp).
   EngineSettings engineSettings_;
+  // engineOptions "trace.file": this session's timeline, written when the session is destroyed
+  // (after everything declared below it has finished).
+  std::unique_ptr<timeline::JobTrace> trace_;
   std::unique_ptr<ir::Graph> graph_;
   std::string modelBytes_;
   std::map<std::string, std::string> modelMetadata_;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xtrain::tools {
@@ -63,6 +64,9 @@ struct TrainOptions {
   std::string resume;           // "", "auto" or a checkpoint's path
   bool checkpointAsync = false;
   bool overwriteCheckpoints = false;  // write into a --checkpoint-dir that holds checkpoints
+  // The job's timeline (docs/trace.md): a Chrome-trace JSON file, only steps A..B when given.
+  std::string trace;
+  std::optional<std::pair<int64_t, int64_t>> traceSteps;
   std::string logLevel = "info";
   bool help = false;
 };
