@@ -5,3 +5,4 @@ set(_test_properties RESOURCE_LOCK xtrain_ipu_pool)
 # xrun runs them, ctest does not.
 set(_test_filter
   "-DistributedWorker.*:GroupedWorker.*:ShardedWorker.*:CheckpointWorker.*:PreemptionWorker.*")
+target_link_libraries(test_${_name} PRIVATE nlohmann_json::nlohmann_json)
