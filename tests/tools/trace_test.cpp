@@ -238,5 +238,23 @@ TEST_F(Trace, BadPathsAndStepsAreUsageErrors) {
   EXPECT_FALSE(fs::exists(path("t.json")));
 }
 
+// scripts/plot-trace draws a real trace to a PNG (skipped without Debian's python3-matplotlib).
+TEST_F(Trace, PlotTraceDrawsAPng) {
+  if (runCommand("/usr/bin/python3 -c 'import matplotlib'").exitCode != 0) {
+    GTEST_SKIP() << "no python3-matplotlib";
+  }
+  const std::string file = path("plot.json");
+  ASSERT_EQ(run({bin("xtrain"), "--steps", "3", "--trace", file}).exitCode, 0);
+  const std::string png = path("plot.png");
+  const std::string script = std::string(XTRAIN_SOURCE_DIR) + "/scripts/plot-trace";
+  const CommandResult r = runCommand(script + " " + file + " " + png + " --steps 2:3");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::ifstream in(png, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof magic);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  EXPECT_EQ(runCommand(script + " " + file + " " + png + " --steps 7:9").exitCode, 2);
+}
+
 }  // namespace
 }  // namespace xtrain::testing
