@@ -442,6 +442,8 @@ Span& Span::text(const char* key, std::string_view value) {
 void Span::begin(Category category, std::string_view name) {
   active_ = true;
   category_ = category;
+  numArgs_ = 0;
+  textKey_ = nullptr;
   copyName(name_, sizeof name_, name);
   startNs_ = detail::nowNs();
 }

@@ -133,15 +133,17 @@ class Span {
   void begin(Category category, std::string_view name);
   void end();
 
+  // Only active_ is set when nothing is recorded: an op's Span costs one load and a branch, not
+  // the clearing of these buffers. begin() sets the rest.
   bool active_ = false;
-  Category category_ = Category::Host;
-  int numArgs_ = 0;
-  int64_t startNs_ = 0;
-  const char* keys_[3] = {};
-  int64_t values_[3] = {};
-  const char* textKey_ = nullptr;
-  char name_[64] = {};
-  char text_[48] = {};
+  Category category_;
+  int numArgs_;
+  int64_t startNs_;
+  const char* keys_[3];
+  int64_t values_[3];
+  const char* textKey_;
+  char name_[64];
+  char text_[48];
 };
 
 // Step boundaries. A caller that numbers steps itself (xtrain counts from a resumed checkpoint's
