@@ -91,6 +91,20 @@ void copyName(char* out, size_t size, std::string_view text) {
   out[n] = '\0';
 }
 
+// Copies `text` into `out` (size bytes with the NUL); a longer text keeps its end, after "...":
+// what tells paths apart is their last part.
+void copyTail(char* out, size_t size, std::string_view text) {
+  if (text.size() < size) {
+    copyName(out, size, text);
+    return;
+  }
+  size_t from = text.size() - (size - 4);
+  while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) ++from;
+  std::memcpy(out, "...", 3);
+  std::memcpy(out + 3, text.data() + from, text.size() - from);
+  out[3 + text.size() - from] = '\0';
+}
+
 void updateRecording(State& s) {
   bool on = s.started.load();
   if (on && s.config.steps) {
@@ -434,7 +448,7 @@ void nameThisThreadOnce(std::string_view name) {
 Span& Span::text(const char* key, std::string_view value) {
   if (active_) {
     textKey_ = key;
-    copyName(text_, sizeof text_, value);
+    copyTail(text_, sizeof text_, value);
   }
   return *this;
 }

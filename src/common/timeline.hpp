@@ -107,7 +107,7 @@ void nameThisThreadOnce(std::string_view name);
 
 // One complete event from construction to destruction on the calling thread's track. `name` is
 // copied (at most 63 bytes); up to three integer arguments and one text argument (at most 47
-// bytes) with keys of static storage. Nothing is recorded unless recording() at construction.
+// bytes: a longer one keeps its end, after "...") with keys of static storage. Nothing is recorded unless recording() at construction.
 class Span {
  public:
   Span(Category category, std::string_view name) {

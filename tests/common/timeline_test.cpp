@@ -100,6 +100,17 @@ TEST_F(Timeline, WritesChromeTraceEventsWithArgsAndNames) {
   EXPECT_EQ(trace.at("otherData").at("droppedEvents"), 0);
 }
 
+TEST_F(Timeline, LongNamesKeepTheirStartAndLongTextsTheirEnd) {
+  timeline::start(config());
+  const std::string name(100, 'n');
+  const std::string path = "/a/very/long/directory/name/that/goes/on/and/on/ckpt-000123";
+  { timeline::Span(timeline::Category::Checkpoint, name + "x").text("path", path); }
+  timeline::write();
+  const json e = eventsOf(readJson(dir_ / "trace.json"), "X").at(0);
+  EXPECT_EQ(e.at("name"), name.substr(0, 63));
+  EXPECT_EQ(e.at("args").at("path"), "..." + path.substr(path.size() - 44));
+}
+
 TEST_F(Timeline, TheRingKeepsTheNewestEventsAndCountsTheDropped) {
   timeline::start(config(16));
   for (int i = 0; i < 100; ++i) {

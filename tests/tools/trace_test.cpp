@@ -256,5 +256,27 @@ TEST_F(Trace, PlotTraceDrawsAPng) {
   EXPECT_EQ(runCommand(script + " " + file + " " + png + " --steps 7:9").exitCode, 2);
 }
 
+// A resumed run numbers its steps as its progress lines do: on from the checkpoint's step. Its
+// asynchronous checkpoint saves are on the main track and the checkpoint writer's.
+TEST_F(Trace, AResumedRunCountsOnFromTheCheckpoint) {
+  const std::string checkpoints = path("ckpt");
+  ASSERT_EQ(run({bin("xtrain"), "--steps", "4", "--checkpoint-dir", checkpoints}).exitCode, 0);
+  const std::string file = path("resumed.json");
+  const ProcessResult r = run({bin("xtrain"), "--steps", "7", "--checkpoint-dir", checkpoints,
+                               "--resume", "auto", "--checkpoint-every", "1", "--checkpoint-async",
+                               "--trace", file, "--trace-steps", "6:7"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const json trace = readTrace(file);
+  EXPECT_EQ(stepsOf(trace), (std::map<int, std::vector<int>>{{1, {6, 7}}}));
+  std::map<std::string, std::set<int>> checkpointTracks;  // event name -> tids
+  for (const auto& e : complete(trace, "checkpoint")) {
+    checkpointTracks[e.at("name")].insert(e.at("tid").get<int>());
+    EXPECT_NE(e.at("args").at("path").get<std::string>().find("ckpt"), std::string::npos) << e;
+  }
+  EXPECT_EQ(checkpointTracks["save checkpoint"], std::set<int>{1000});
+  EXPECT_EQ(checkpointTracks["write checkpoint"], std::set<int>{1999});
+  EXPECT_EQ(namesOf(trace).threads.at(1).at(1999), "checkpoint writer");
+}
+
 }  // namespace
 }  // namespace xtrain::testing
