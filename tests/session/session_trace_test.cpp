@@ -6,11 +6,13 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "testing/error_testing.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
+#include "xtrain/dist.hpp"
 
 namespace xtrain::testing {
 namespace {
@@ -71,6 +73,41 @@ TEST_F(SessionTrace, BadTraceOptionsAreErrorsAtCreation) {
         makeMlpSession(m, withTrace({{"trace.steps", "1:2"}}), kSgd);
       },
       {"trace.steps", "needs \"trace.file\""});
+}
+
+// An instance of SessionTrace.XrunMergesTheInstancesParts (started by xrun): trains 3 steps with
+// engineOptions "trace.file" = <XTRAIN_TEST_OUT>/job.json.
+TEST(SessionTraceWorker, TrainsWithATraceFile) {
+  const char* out = std::getenv("XTRAIN_TEST_OUT");
+  if (std::getenv("XTRAIN_NUM_INSTANCES") == nullptr || out == nullptr) {
+    GTEST_SKIP() << "an instance of SessionTrace.XrunMergesTheInstancesParts, started by xrun";
+  }
+  const MlpModel m = buildMlpModel();
+  SessionOptions o;
+  dist::configureSessionOptions(o);
+  o.engineOptions = {{"trace.file", std::string(out) + "/job.json"}};
+  auto s = makeMlpSession(m, o, kSgd);
+  trainMlpSteps(*s, m, o.getGlobalReplicationFactor(), dist::getReplicaIndexOffset(), 1, 0, 3);
+}
+
+// A C++ program's distributed sessions under xrun: each writes its part, xrun merges them.
+TEST_F(SessionTrace, XrunMergesTheInstancesParts) {
+  const CommandResult r =
+      runTestsUnderXrun("-n 2 --num-replicas 4", "test_session", "SessionTraceWorker.*",
+                        "XTRAIN_TEST_OUT=" + dir_.string());
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::ifstream in(path("job.json"));
+  ASSERT_TRUE(in.good()) << r.output;
+  const json trace = json::parse(in);
+  std::map<int, std::vector<int>> steps;
+  std::map<int, std::set<int>> opTracks;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    if (e.at("cat") == "step") steps[e.at("pid")].push_back(e.at("args").at("step"));
+    if (e.at("cat") == "op") opTracks[e.at("pid")].insert(e.at("tid").get<int>());
+  }
+  EXPECT_EQ(steps, (std::map<int, std::vector<int>>{{1, {1, 2, 3}}, {2, {1, 2, 3}}}));
+  EXPECT_EQ(opTracks, (std::map<int, std::set<int>>{{1, {1, 2}}, {2, {3, 4}}}));
 }
 
 }  // namespace
