@@ -65,6 +65,7 @@ struct State {
   std::atomic<int> nextHostTrack{kFirstHostTrack + 1};
   std::atomic<int64_t> step{0};
   std::atomic<bool> stepEntered{false};
+  std::atomic<bool> callerNumbers{false};  // enterStep() was called: run()s do not count steps
   std::atomic<bool> handlerInstalled{false};
 };
 
@@ -341,6 +342,7 @@ void start(const Config& config) {
   s.numTracks.store(0);
   s.step.store(0);
   s.stepEntered.store(false);
+  s.callerNumbers.store(false);
   s.originSteadyNs = clockNs(CLOCK_MONOTONIC);
   s.originRealtimeNs = clockNs(CLOCK_REALTIME);
   tTrack = kMainTrack;
@@ -469,6 +471,7 @@ void Span::end() {
 
 void enterStep(int64_t step) {
   State& s = state();
+  s.callerNumbers.store(true);
   s.step.store(step);
   s.stepEntered.store(true);
   updateRecording(s);
@@ -476,23 +479,29 @@ void enterStep(int64_t step) {
 
 namespace {
 
-int64_t takeStep() {
+// The step a run() is: the one the caller entered (first run after enterStep()), or, when no
+// caller numbers steps, the next one. A further run() in a step the caller numbered (xtrain's
+// validation) is not a step of its own: nullopt.
+std::optional<int64_t> takeStep() {
   State& s = state();
-  if (!s.stepEntered.exchange(false)) {
-    s.step.fetch_add(1);
-    updateRecording(s);
-  }
+  if (s.stepEntered.exchange(false)) return s.step.load();
+  if (s.callerNumbers.load()) return std::nullopt;
+  s.step.fetch_add(1);
+  updateRecording(s);
   return s.step.load();
-}
-
-std::string stepName(int64_t step) {
-  return recording() ? "step " + std::to_string(step) : std::string();
 }
 
 }  // namespace
 
-StepSpan::StepSpan() : step_(takeStep()), span_(Category::Step, stepName(step_)) {
-  span_.arg("step", step_);
+StepSpan::StepSpan() : StepSpan(takeStep()) {}
+
+StepSpan::StepSpan(std::optional<int64_t> step)
+    : step_(step.value_or(state().step.load())),
+      span_(step ? Category::Step : Category::Host, !recording() ? std::string()
+                                                    : step
+                                                        ? "step " + std::to_string(*step)
+                                                        : "run in step " + std::to_string(step_)) {
+  if (step) span_.arg("step", step_);
 }
 
 Stats stats() {

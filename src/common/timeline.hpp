@@ -107,7 +107,8 @@ void nameThisThreadOnce(std::string_view name);
 
 // One complete event from construction to destruction on the calling thread's track. `name` is
 // copied (at most 63 bytes); up to three integer arguments and one text argument (at most 47
-// bytes: a longer one keeps its end, after "...") with keys of static storage. Nothing is recorded unless recording() at construction.
+// bytes: a longer one keeps its end, after "...") with keys of static storage. Nothing is recorded
+// unless recording() at construction.
 class Span {
  public:
   Span(Category category, std::string_view name) {
@@ -147,9 +148,11 @@ class Span {
 };
 
 // Step boundaries. A caller that numbers steps itself (xtrain counts from a resumed checkpoint's
-// step) calls enterStep(n) before the step's work (its data loading); a StepSpan (the session's
-// run()) then takes n, or else the step after the last one. Either updates recording() for the
-// steps window. Numbers are 1-based.
+// step) calls enterStep(n) before the step's work (its data loading); the first StepSpan (the
+// session's run()) after it is step n, and further ones until the next enterStep() are runs
+// within step n ("run in step n", category host: xtrain's validation). Without enterStep() each
+// StepSpan is the step after the last one. Both update recording() for the steps window. Numbers
+// are 1-based.
 void enterStep(int64_t step);
 class StepSpan {
  public:
@@ -157,6 +160,8 @@ class StepSpan {
   int64_t step() const { return step_; }
 
  private:
+  explicit StepSpan(std::optional<int64_t> step);
+
   int64_t step_;
   Span span_;
 };
