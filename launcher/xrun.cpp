@@ -15,6 +15,7 @@
 #include <map>
 #include <thread>
 
+#include "common/timeline_merge.hpp"
 #include "launcher/ipu_allocation.hpp"
 #include "launcher/local_engine.hpp"
 #include "launcher/output.hpp"
@@ -514,6 +515,23 @@ LocalJobSpec attemptSpec(const JobPlan& plan, const std::string& executable,
   return spec;
 }
 
+// Merges the trace parts the instances registered in `dir` (common/timeline_merge.hpp), saying
+// what it wrote and what was missing.
+void mergeTraces(const std::string& dir) noexcept {
+  try {
+    for (const auto& m : timeline::mergeRegisteredParts(dir)) {
+      for (const auto& problem : m.problems) {
+        printTo(2, format("xrun: trace {}: {}\n", m.path, problem));
+      }
+      if (m.written) {
+        printTo(2, format("xrun: wrote the job's trace {} ({} instance(s))\n", m.path, m.merged));
+      }
+    }
+  } catch (const std::exception& e) {
+    printTo(2, format("xrun: merging the instances' traces failed: {}\n", e.what()));
+  }
+}
+
 // One attempt: creates its rendezvous directory, runs it, and removes what it may have left (the
 // directory, shared-memory segments of killed instances).
 JobOutcome runAttempt(const JobPlan& plan, LocalJobSpec spec) {
@@ -522,6 +540,9 @@ JobOutcome runAttempt(const JobPlan& plan, LocalJobSpec spec) {
     throw runtime_error("cannot create the rendezvous directory {}: {}", dir, std::strerror(errno));
   }
   auto cleanUp = [&] {
+    // The instances' timelines (--trace, engineOptions "trace.file"): merged however the attempt
+    // ended, before their notes go with the directory.
+    if (!dir.empty()) mergeTraces(dir);
     if (!dir.empty()) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "comm/collective_trace.hpp"
+#include "common/timeline.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm {
@@ -146,12 +147,30 @@ class TraceScope {
   trace::Failure failure_ = trace::Failure::Other;
 };
 
+// "allReduce 'gradient bucket of w'": the collective and what it is for.
+std::string timelineName(const Collective& c) {
+  std::string name = toString(c.fingerprint.kind);
+  if (!c.debugName.empty()) name += " '" + c.debugName + "'";
+  return name;
+}
+
 }  // namespace
 
 void QueuedCommunicator::run(Collective c) {
   throwIfAborted();
   c.deadline = std::chrono::steady_clock::now() + c.timeout;
   TraceScope traced(*this, c);
+  // The job's timeline (docs/trace.md): the executor's thread is a track of its own.
+  if (timeline::recording()) timeline::nameThisThreadOnce("collectives: " + name());
+  timeline::Span span(timeline::Category::Collective,
+                      timeline::recording() ? timelineName(c) : std::string());
+  span.arg("bytes",
+           c.fingerprint.count == 0
+               ? 0
+               : static_cast<int64_t>(c.fingerprint.count * dataTypeSize(c.fingerprint.type)))
+      .arg("ranks", size())
+      .arg("seq", static_cast<int64_t>(c.fingerprint.seq))
+      .text("communicator", name());
   try {
     transport_->execute(*this, c);
     traced.finished();

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/timeline.hpp"
+
 namespace xtrain::device {
 
 namespace {
@@ -63,6 +65,7 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
   std::vector<HostTensor*> outs;
   for (size_t k = 0; k < instructions_.size(); ++k) {
     const Instruction& instr = instructions_[k];
+    const timeline::Span traced(timeline::Category::Op, instr.description);
     const auto start =
         profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     ins.clear();

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "comm/communicator.hpp"
+#include "common/timeline.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::replication {
@@ -56,6 +57,11 @@ GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
 }
 
 void GradientReducer::start(Bucket& b, const BufferOf& bufferOf) {
+  // Packing and issuing; the all-reduce itself is the communicator's (a collective event).
+  timeline::Span traced(timeline::Category::Bucket, "gradient bucket");
+  traced.arg("bucket", &b - buckets_.data())
+      .arg("bytes", static_cast<int64_t>(b.elements * sizeof(float)))
+      .arg("tensors", static_cast<int64_t>(b.members.size()));
   comm::AllReduceOptions o;
   if (!b.packed) {
     const Tensor& t = tensors_[b.members[0]];
@@ -89,6 +95,8 @@ void GradientReducer::finish(const BufferOf& bufferOf) {
     if (!b.work) start(b, bufferOf);
   }
   std::exception_ptr failure;
+  timeline::Span waiting(timeline::Category::Bucket, "wait for gradient buckets");
+  waiting.arg("buckets", static_cast<int64_t>(buckets_.size()));
   const auto waitStart = std::chrono::steady_clock::now();
   for (auto& b : buckets_) {
     try {

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "comm/communicator.hpp"
+#include "common/timeline.hpp"
 #include "xtrain/logging.hpp"
 
 #ifndef XTRAIN_VERSION
@@ -211,6 +212,8 @@ void CheckpointCoordinator::save(const std::string& path, const std::vector<Sour
   // whatever fails where.
   auto write = [comm, rank, instances, staging, final, a = std::move(attributes), started](
                    const std::vector<checkpoint::Dataset>& datasets, std::string failure) {
+    timeline::Span traced(timeline::Category::Checkpoint, "write checkpoint");
+    traced.arg("datasets", static_cast<int64_t>(datasets.size())).text("path", final);
     auto attempt = [&](const std::function<void()>& step) {
       if (!failure.empty()) return;
       try {
@@ -255,6 +258,7 @@ void CheckpointCoordinator::save(const std::string& path, const std::vector<Sour
     // asyncError_ is read only after the thread is joined (wait(), the destructor).
     asyncDatasets_ = std::move(mine);
     asyncSave_ = std::thread([this, write = std::move(write), failure]() {
+      const timeline::TrackScope track(timeline::kCheckpointWriterTrack, "checkpoint writer");
       try {
         write(asyncDatasets_, failure);
       } catch (...) {

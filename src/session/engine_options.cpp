@@ -8,6 +8,7 @@
 #include <system_error>
 #include <vector>
 
+#include "common/timeline.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::session {
@@ -78,11 +79,17 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
     } else if (key == "trace.file") {
       s.traceFile = value;
     } else if (key == "trace.steps") {
-      throw error("SessionOptions::engineOptions[\"trace.steps\"] is not implemented yet");
+      s.traceSteps =
+          timeline::parseStepRange(value, "SessionOptions::engineOptions[\"trace.steps\"]");
     } else {
       throw error("SessionOptions::engineOptions: unknown key \"{}\"; the known keys are {}", key,
                   joined(kKnown));
     }
+  }
+  if (s.traceSteps && s.traceFile.empty()) {
+    throw error(
+        "SessionOptions::engineOptions[\"trace.steps\"] needs \"trace.file\" (the file to trace "
+        "to)");
   }
   return s;
 }

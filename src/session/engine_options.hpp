@@ -22,10 +22,11 @@ struct EngineSettings {
   bool autoReportSerializedGraph = false;
   // autoReport.directory: where the reports go ("." when autoReport is on and this is empty).
   std::string autoReportDirectory;
-  // trace.file: a Chrome-trace JSON file this process writes its timeline to; empty: no trace.
+  // trace.file: a Chrome-trace JSON file this process writes its timeline to when the session is
+  // destroyed (docs/trace.md); empty: no trace.
   std::string traceFile;
-  // trace.steps "A:B": only steps A..B (1-based, inclusive) are traced; unset: every step (the
-  // trace keeps a bounded ring).
+  // trace.steps "A:B": only runs A..B (1-based, inclusive) are traced; unset: every run (the
+  // trace keeps a bounded ring). Needs trace.file.
   std::optional<std::pair<int64_t, int64_t>> traceSteps;
 };
 

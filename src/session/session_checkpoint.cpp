@@ -10,6 +10,7 @@
 #include <set>
 
 #include "checkpoint/checkpoint.hpp"
+#include "common/timeline.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "session/session_impl.hpp"
 #include "xtrain/logging.hpp"
@@ -53,6 +54,8 @@ std::vector<std::pair<TensorId, std::string>> SessionImpl::checkpointTensors() c
 void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOptions& options) {
   requirePrepared("saveCheckpoint");
   XT_CHECK(config_.training, "saveCheckpoint on an inference session");
+  timeline::Span traced(timeline::Category::Checkpoint, "save checkpoint");
+  traced.text("path", path);
   checkpoints_.wait();
   if (path.empty()) throw error("saveCheckpoint: the path is empty");
   // Every instance must see the checkpoint's directory before any collective starts.

@@ -62,6 +62,11 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
   reportSettings_ = parseReportOptions(config_.options.reportOptions);
   prepareAutoReportDirectory(engineSettings_);
+  if (!engineSettings_.traceFile.empty()) {
+    trace_ = std::make_unique<timeline::JobTrace>(
+        timeline::JobTraceRequest{engineSettings_.traceFile, engineSettings_.traceSteps,
+                                  "SessionOptions::engineOptions[\"trace.file\"]", false});
+  }
 
   ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);
   graph_ = std::move(imported.graph);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "common/timeline_job.hpp"
 #include "device/ipu/memory_model.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
@@ -223,6 +224,9 @@ class SessionImpl : private replication::LocalReplicas {
   SessionConfig config_;
   // SessionOptions::engineOptions and reportOptions, parsed (session/engine_options.hpp).
   EngineSettings engineSettings_;
+  // engineOptions "trace.file": this session's timeline, written when the session is destroyed
+  // (after everything declared below it has finished).
+  std::unique_ptr<timeline::JobTrace> trace_;
   ReportSettings reportSettings_;
   // The execution profile since the last reset, the simulated clock, and each instruction's cycles
   // by phase (replica 0's programs, in program order).

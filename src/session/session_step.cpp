@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/timeline.hpp"
 #include "device/kernels/kernel_threads.hpp"
 #include "device/program.hpp"
 #include "session/session_impl.hpp"
@@ -62,15 +63,24 @@ const LoweredGraph& SessionImpl::programOf(int64_t replica) const {
 // caller's thread, in replica order, so IStepIO callbacks see the calls in the same order whatever
 // the threads do.
 void SessionImpl::forEachReplicaProgram(const std::function<void(int64_t)>& fn) {
+  // In the timeline, a replica's work is on the replica's track whichever thread runs it.
+  auto onTrack = [&](int64_t r) {
+    const int64_t global = replicaOffset_ + r;
+    const timeline::TrackScope track(
+        timeline::replicaTrack(global),
+        timeline::started() ? "replica " + std::to_string(global) : std::string());
+    fn(r);
+  };
   if (pool_) {
-    pool_->run(fn);
+    pool_->run(onTrack);
   } else {
-    for (int64_t r = 0; r < localReplicas_; ++r) fn(r);
+    for (int64_t r = 0; r < localReplicas_; ++r) onTrack(r);
   }
 }
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   requirePrepared("run");
+  const timeline::StepSpan traced;  // a step boundary in the timeline
   if (!config_.options.compileEngine) {
     throw error(
         "run: the session was prepared with SessionOptions.compileEngine = false, which builds it "
@@ -166,7 +176,10 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
 
 void SessionImpl::update(int64_t batch) {
   const auto reduceStart = std::chrono::steady_clock::now();
-  reduceAcrossReplicas();
+  {
+    const timeline::Span traced(timeline::Category::Host, "reduce gradients across replicas");
+    reduceAcrossReplicas();
+  }
   reductionSeconds_ += secondsSince(reduceStart);
   countGradientReduction();
   const bool lossScaling = config_.options.automaticLossScalingSettings.enabled;
@@ -178,6 +191,7 @@ void SessionImpl::update(int64_t batch) {
   // The seed of stochastic rounding: the same on every replica, new for every update.
   const uint64_t updateSeed =
       device::mixSeed(seed_ ^ device::mixSeed(executionCounter_ + static_cast<uint64_t>(batch)));
+  const timeline::Span traced(timeline::Category::Host, "update");
   forEachReplicaProgram([&](int64_t r) {
     programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], updateSeed);
   });

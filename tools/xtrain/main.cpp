@@ -3,8 +3,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "checkpoint_dir.hpp"
+#include "common/timeline_job.hpp"
 #include "global_batch.hpp"
 #include "options.hpp"
 #include "trainer.hpp"
@@ -18,6 +20,8 @@ int main(int argc, char** argv) {
   // mid-run must leave its "resumed from" and "saved checkpoint" lines behind.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   tools::TrainOptions options;
+  // --trace: written when main returns, whatever the outcome, or by SIGINT's handler.
+  std::optional<timeline::JobTrace> trace;
   try {
     options = tools::parseOptions(std::vector<std::string>(argv + 1, argv + argc));
     if (options.help) {
@@ -33,6 +37,9 @@ int main(int argc, char** argv) {
     // --log-level sets the default; XTRAIN_LOG_LEVEL / XTRAIN_LOG_CONFIG, when set, win.
     logging::setDefaultLevel(logging::levelFromString(options.logLevel));
     logging::configureFromEnvironment();
+    if (!options.trace.empty()) {
+      trace.emplace(timeline::JobTraceRequest{options.trace, options.traceSteps, "--trace", true});
+    }
   } catch (const tools::UsageError& e) {
     std::cerr << "xtrain: " << e.what() << "\n";
     return 2;

@@ -4,7 +4,9 @@
 #include <limits>
 #include <set>
 
+#include "common/timeline.hpp"
 #include "optimizer_flags.hpp"
+#include "xtrain/error.hpp"
 
 namespace xtrain::tools {
 
@@ -62,6 +64,11 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
   --metrics FILE            write each step's figures to FILE, one JSON object a line (loss,
                             learning rate, samples/s, validation, ...; docs/metrics.md); a
                             --resume run appends, others replace the file
+  --trace FILE              record a timeline of the job (ops, gradient buckets, collectives,
+                            checkpoints, data loading, steps) to FILE, a Chrome-trace JSON file
+                            for https://ui.perfetto.dev or chrome://tracing; under xrun one file
+                            for the whole job (docs/trace.md)
+  --trace-steps A:B         trace only steps A..B (1-based, inclusive)
   --log-level LEVEL         trace, debug, info, warn, err, critical, off (info)
   -h, --help                this text
 
@@ -146,6 +153,15 @@ AnchorRequest parseAnchor(const std::string& text) {
   }
   if (a.tensor.empty()) throw UsageError("--anchor needs a tensor name, got '" + text + "'");
   return a;
+}
+
+// A:B, 1-based and inclusive.
+std::pair<int64_t, int64_t> traceSteps(const std::string& text) {
+  try {
+    return timeline::parseStepRange(text, "--trace-steps");
+  } catch (const error& e) {
+    throw UsageError(e.what());
+  }
 }
 
 }  // namespace
@@ -250,6 +266,10 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       o.overwriteCheckpoints = true;
     } else if (flag == "--metrics")
       o.metrics = path(flag, next());
+    else if (flag == "--trace")
+      o.trace = path(flag, next());
+    else if (flag == "--trace-steps")
+      o.traceSteps = traceSteps(next());
     else if (flag == "--log-level")
       o.logLevel = next();
     else
@@ -286,6 +306,9 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
   }
   if (o.resume == "auto" && o.checkpointDir.empty()) {
     throw UsageError("--resume auto needs --checkpoint-dir (where to look for checkpoints)");
+  }
+  if (o.traceSteps && o.trace.empty()) {
+    throw UsageError("--trace-steps needs --trace (the file to record the timeline to)");
   }
   std::set<std::string> seen;
   for (const auto& a : o.anchors) {

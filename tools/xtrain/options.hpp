@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xtrain::tools {
@@ -64,6 +65,9 @@ struct TrainOptions {
   bool checkpointAsync = false;
   bool overwriteCheckpoints = false;  // write into a --checkpoint-dir that holds checkpoints
   std::string metrics;  // --metrics: a JSON line per step (metrics_file.hpp); empty: none
+  // The job's timeline (docs/trace.md): a Chrome-trace JSON file, only steps A..B when given.
+  std::string trace;
+  std::optional<std::pair<int64_t, int64_t>> traceSteps;
   std::string logLevel = "info";
   bool help = false;
 };

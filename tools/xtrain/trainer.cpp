@@ -21,6 +21,7 @@
 #include "checkpoint/dataset_reader.hpp"
 #include "checkpoint_dir.hpp"
 #include "common/checked_math.hpp"
+#include "common/timeline.hpp"
 #include "data_source.hpp"
 #include "input_checks.hpp"
 #include "input_shapes.hpp"
@@ -324,6 +325,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   double validationSeconds = 0;
   auto validate = [&](int64_t step) {
     const auto t0 = std::chrono::steady_clock::now();
+    const timeline::Span traced(timeline::Category::Host, "validation");
     const std::optional<ValidationResult> r = validator->evaluate(step);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -443,7 +445,8 @@ int train(const TrainOptions& o, std::ostream& out) {
   auto lastPrint = start - std::chrono::seconds(2);
   double firstLoss = std::nan(""), lastLoss = std::nan("");
   for (int64_t step = firstStep; step < steps; ++step) {
-    killSelfIfAskedAt(step);  // tests only (test_hooks.hpp)
+    killSelfIfAskedAt(step);        // tests only (test_hooks.hpp)
+    timeline::enterStep(step + 1);  // the timeline numbers steps as this loop does
     const auto stepStart = clock::now();
     // Every instance draws the same global order, laid out [bps][af][G][mb], and keeps its own
     // replicas' part: the job trains on the samples a single instance with G replicas would.
@@ -454,9 +457,13 @@ int train(const TrainOptions& o, std::ostream& out) {
       const auto begin = global.begin() + (ba * G + replicaOffset) * mb;
       samples.insert(samples.end(), begin, begin + L * mb);
     }
-    for (const auto& [id, info] : inputs) {
-      source->fill(id, info, samples, inputArrays[id]->data());
-      if (!example) requireFiniteSamples(*inputArrays[id], id, o.data, samples);
+    {
+      timeline::Span loading(timeline::Category::Data, "load batch");
+      loading.arg("samples", static_cast<int64_t>(samples.size()));
+      for (const auto& [id, info] : inputs) {
+        source->fill(id, info, samples, inputArrays[id]->data());
+        if (!example) requireFiniteSamples(*inputArrays[id], id, o.data, samples);
+      }
     }
     // The schedule is a function of the step, so a resumed run continues it where the
     // checkpoint left off and sets the rates of an uninterrupted run.
