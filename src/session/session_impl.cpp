@@ -217,7 +217,8 @@ void SessionImpl::prepareDevice() {
   DeviceInfo& d = *config_.device;
   if (d.getType() != DeviceType::OfflineIpu &&
       d.getConnectionType() != DeviceConnectionType::Never && !d.isAttached() && !d.attach()) {
-    throw error("cannot attach to device {}: its IPUs are in use by another process", d.getId());
+    throw runtime_error("cannot attach to device {}: its IPUs are in use by another process",
+                        d.getId());
   }
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
