@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/check.hpp"
+#include "common/env_switch.hpp"
 #include "session/kernel_spec.hpp"
 #include "session/layout_plan.hpp"
 #include "xtrain/logging.hpp"
@@ -43,8 +44,7 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
         "shape-only op outputs over their input",
         plan_.plannedTensors, plan_.plannedBytes, plan_.blockBytes, plan_.aliases);
   }
-  const char* env = std::getenv("XTRAIN_PROFILE_OPS");
-  if (env != nullptr && std::string(env) == "1") setProfiling(true);
+  if (readBoolSwitch("XTRAIN_PROFILE_OPS", false)) setProfiling(true);
 }
 
 int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {
@@ -132,8 +132,7 @@ std::vector<HostTensor> LoweredGraph::makeBuffers() const {
     void* p = std::aligned_alloc(64, plan_.blockBytes);
     if (p == nullptr) throw error("out of host memory allocating {} bytes", plan_.blockBytes);
     block.reset(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
-    const char* poison = std::getenv("XTRAIN_BUFFER_POISON");
-    if (poison != nullptr && std::string(poison) == "1") {
+    if (readBoolSwitch("XTRAIN_BUFFER_POISON", false)) {
       std::memset(p, 0xff, plan_.blockBytes);  // NaN in every floating-point type
     } else {
       std::memset(p, 0, plan_.blockBytes);
