@@ -313,6 +313,17 @@ TEST(ErrorClasses, OverflowingIpuIsOutOfMemory) {
   expectThrownByItsTrigger("xtrain::OutOfMemoryException");
 }
 
+// A checkpoint save whose directory exists but takes no new files (/proc): an I/O fault while
+// running, not bad input.
+TEST(ErrorClasses, CheckpointSaveThatCannotWriteIsARuntimeError) {
+  const testing::MlpModel m = testing::buildMlpModel();
+  auto s = testing::makeMlpSession(m, SessionOptions(), ConstSGD(0.1f, 0, 0.9f));
+  const std::exception_ptr p = thrownBy([&] { s->saveCheckpoint("/proc/xtrain_errors_ckpt"); });
+  EXPECT_TRUE(exactly<runtime_error>(p)) << describe(p);
+  EXPECT_NE(describe(p).find("the previous checkpoint is intact"), std::string::npos)
+      << describe(p);
+}
+
 // The names in the first column of docs/errors.md's tables of exceptions (before "## The tools'
 // exit codes"): `xtrain::...` and `comm::...`.
 std::set<std::string> documentedClasses() {
