@@ -25,6 +25,7 @@
 #include "bench_args.hpp"
 #include "checkpoint_bench.hpp"
 #include "checkpoint_stall_bench.hpp"
+#include "common/env_switch.hpp"
 #include "device/kernels/sgemm.hpp"
 #include "optimizer_bench.hpp"
 #include "toolkit/example_models.hpp"
@@ -125,7 +126,7 @@ int benchMlp(const std::vector<std::string>& args) {
         std::cout << "  " << report.substr(at, report.find('\n', at) - at + 1);
       }
     }
-    if (std::getenv("XTRAIN_PROFILE_OPS") != nullptr) std::cout << report;
+    if (readBoolSwitch("XTRAIN_PROFILE_OPS", false)) std::cout << report;
   }
   return 0;
 }

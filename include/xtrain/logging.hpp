@@ -63,6 +63,12 @@ XTRAIN_API Level levelFromString(std::string_view text);
 XTRAIN_API Module moduleFromString(std::string_view text);
 
 XTRAIN_API void setLevel(Module module, Level level);
+// PopART's string form (`popart::logger::setLevel("popart", "DEBUG")`): `module` is a module name,
+// or "popart", "xtrain" or "all", which set every module (and the default level, as
+// setDefaultLevel); PopART's "python" and "none" are the default module alone. `level` is a name
+// levelFromString() takes ("TRACE", "DEBUG", ..., "OFF"). Throws xtrain::error naming a bad module
+// or level and listing the valid ones; nothing changes then.
+XTRAIN_API void setLevel(const std::string& module, const std::string& level);
 XTRAIN_API Level getLevel(Module module);
 // Whether a message of `level` from `module` would be printed.
 XTRAIN_API bool shouldLog(Module module, Level level);

@@ -162,7 +162,7 @@ void bindErrors(py::module_& m) {
       std::rethrow_exception(p);
     } catch (const recoverable_runtime_error& e) {
       py::object exc = classes->recoverable(e.what());
-      exc.attr("recoveryAction") = py::cast(e.recoveryAction());
+      exc.attr("recoveryAction") = py::cast(e.getRecoveryAction());
       PyErr_SetObject(classes->recoverable.ptr(), exc.ptr());
     } catch (const unrecoverable_runtime_error& e) {
       raise(classes->unrecoverable, e.what());

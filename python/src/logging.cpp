@@ -3,20 +3,22 @@
 //   xtrain.getLogger().setLevel("DEBUG")            # every module
 //   xtrain.getLogger("session").setLevel("OFF")     # one module
 //
-// getLogger(name="all") returns a Logger for "all" (every module), "popart"/"xtrain" (the default
-// module; "python" and "none" too) or one of xtrain::logging's module names; an unknown name raises
-// naming it and the valid ones. Levels are "TRACE", "DEBUG", "INFO", "WARN", "ERR", "CRITICAL",
-// "OFF" (case-insensitive, "WARNING" and "ERROR" accepted), or the LogLevel enum.
+// getLogger(name="all") returns a Logger for "all", "popart" or "xtrain" (each sets every module;
+// PopART's "python" and "none" are the default module alone) or one of xtrain::logging's module
+// names; an unknown name raises naming it and the valid ones. Levels are "TRACE", "DEBUG", "INFO",
+// "WARN", "ERR", "CRITICAL", "OFF" (case-insensitive, "WARNING" and "ERROR" accepted), or the
+// LogLevel enum.
 #include "xtrain/logging.hpp"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <optional>
+#include <cctype>
 #include <string>
 #include <variant>
 
 #include "bindings.hpp"
+#include "xtrain/error.hpp"
 
 namespace py = pybind11;
 
@@ -27,47 +29,47 @@ namespace {
 using logging::Level;
 using logging::Module;
 
+// getLogger(name): setLevel goes through logging::setLevel(name, level), so "all", "popart" and
+// "xtrain" set every module there as in C++ (executing-graphs.txt 5.7.1); reading a level or
+// logging a message uses the module itself ("all" and "popart" read the default module).
 class Logger {
  public:
-  explicit Logger(const std::string& name) : name_(name) {
-    // PopART's "python" (the Python module) and "none" (unidentified) have no module of their own
-    // in xtrain: their messages are the default module's.
-    if (name == "popart" || name == "python" || name == "none") {
-      module_ = Module::xtrain;
-    } else if (name != "all") {
-      module_ = logging::moduleFromString(name);
-    }
-  }
+  explicit Logger(const std::string& name) : name_(name), module_(moduleOf(name)) {}
   const std::string& name() const { return name_; }
 
   void setLevel(const std::variant<Level, std::string>& level) {
-    const Level l = toLevel(level);
-    if (module_) {
-      logging::setLevel(*module_, l);
-      return;
-    }
-    // "all": every module, and the level of modules configured later.
-    logging::setDefaultLevel(l);
-    for (Module m : logging::allModules) logging::setLevel(m, l);
+    logging::setLevel(name_, levelName(level));
   }
-  // "all" reports the default module's level.
-  std::string getLevel() const { return logging::toString(logging::getLevel(module())); }
+  std::string getLevel() const { return logging::toString(logging::getLevel(module_)); }
   bool isEnabledFor(const std::variant<Level, std::string>& level) const {
-    return logging::shouldLog(module(), toLevel(level));
+    return logging::shouldLog(module_, logging::levelFromString(levelName(level)));
   }
-  void log(Level level, const std::string& message) const {
-    logging::log(module(), level, message);
-  }
+  void log(Level level, const std::string& message) const { logging::log(module_, level, message); }
 
  private:
-  static Level toLevel(const std::variant<Level, std::string>& level) {
-    if (const auto* l = std::get_if<Level>(&level)) return *l;
-    return logging::levelFromString(std::get<std::string>(level));
+  // The module whose messages and level this logger has; throws (naming the valid names) on an
+  // unknown one, as getLogger("nosuchmodule") should.
+  static Module moduleOf(const std::string& name) {
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* whole : {"all", "popart", "python", "none"}) {
+      if (lower == whole) return Module::xtrain;
+    }
+    try {
+      return logging::moduleFromString(name);
+    } catch (const error&) {
+      std::string valid = "all, popart";
+      for (Module m : logging::allModules) valid += std::string(", ") + logging::toString(m);
+      throw error("unknown log module '{}' (valid modules: {}, python, none)", name, valid);
+    }
   }
-  Module module() const { return module_.value_or(Module::xtrain); }
+  static std::string levelName(const std::variant<Level, std::string>& level) {
+    if (const auto* l = std::get_if<Level>(&level)) return logging::toString(*l);
+    return std::get<std::string>(level);
+  }
 
   std::string name_;
-  std::optional<Module> module_;  // empty: "all"
+  Module module_;
 };
 
 }  // namespace
@@ -115,7 +117,7 @@ void bindLogging(py::module_& m) {
 
   m.def(
       "getLogger", [](const std::string& name) { return Logger(name); }, py::arg("name") = "all",
-      "The logger of a module: 'all' (every module), 'popart' or 'xtrain' (the default module), "
+      "The logger of a module: 'all', 'popart' or 'xtrain' (setLevel sets every module), "
       "'session', 'ir', 'devicex', ... (xtrain::logging's modules).");
   m.def(
       "setLogLevel",

@@ -12,6 +12,7 @@
 
 #include "checkpoint/hdf5_handle.hpp"
 #include "common/checked_math.hpp"
+#include "common/env_switch.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::checkpoint {
@@ -210,18 +211,8 @@ struct DatasetReader::Impl {
 };
 
 size_t DatasetReader::residentBytesFromEnvironment() {
-  const char* v = std::getenv("XTRAIN_DATA_RESIDENT_BYTES");
-  if (v == nullptr || *v == '\0') return size_t{256} << 20;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 10);
-  // strtoull would take "-8" as a huge count: only digits are a byte count.
-  if (*v < '0' || *v > '9' || *end != '\0') {
-    throw error(
-        "XTRAIN_DATA_RESIDENT_BYTES='{}' is not a byte count (digits only; 0 keeps no data "
-        "in memory)",
-        v);
-  }
-  return static_cast<size_t>(x);
+  // 0 keeps no data in memory.
+  return static_cast<size_t>(readByteCount("XTRAIN_DATA_RESIDENT_BYTES", size_t{256} << 20));
 }
 
 size_t DatasetReader::residentBytes() const {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/env_switch.hpp"
 #include "common/launch_environment.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -34,8 +35,7 @@ void copyName(char* out, size_t capacity, std::string_view name) {
 }
 
 std::unique_ptr<CollectiveTrace> openProcessTrace() {
-  const char* enabled = std::getenv("XTRAIN_COMM_TRACE");
-  if (enabled != nullptr && std::string(enabled) == "0") return nullptr;
+  if (!readBoolSwitch("XTRAIN_COMM_TRACE", true)) return nullptr;
   try {
     const LaunchEnvironment env = readLaunchEnvironment();
     if (!env.rendezvousDir || env.rendezvousDir->empty()) return nullptr;

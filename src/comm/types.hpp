@@ -76,32 +76,45 @@ inline size_t shardCount(size_t count, size_t groupSize) {
   return groupSize == 0 ? 0 : (count + groupSize - 1) / groupSize;
 }
 
+// The failures of a collective, each in the class of xtrain's runtime errors that PopART's
+// documentation gives such a fault (docs/errors.md, "Which fault is which class").
+
 // A collective did not complete in time. The message names the group, the operation, its sequence
-// number and the ranks that did not arrive where the backend can tell.
-class CommTimeoutError : public runtime_error {
+// number and the ranks that did not arrive where the backend can tell. An unknown_runtime_error: a
+// slow peer, a hung one and a dead host look alike from here.
+class CommTimeoutError : public unknown_runtime_error {
  public:
-  using runtime_error::runtime_error;
+  using unknown_runtime_error::unknown_runtime_error;
 };
 
 // Ranks of one group issued different collectives (operation, count, data type, operator, root or
-// sequence number). Raised on every rank; the message shows both sides.
+// sequence number). Raised on every rank; the message shows both sides. A plain runtime_error
+// (PopART's application error): the program is wrong, and a retry fails the same way.
 class CommMismatchError : public runtime_error {
  public:
   using runtime_error::runtime_error;
 };
 
 // A communicator failed earlier (timeout, mismatch) and cannot be used any more; the message
-// carries the first failure. Create a new communicator (or restart the job) to continue.
-class CommAbortedError : public runtime_error {
+// carries the first failure. Create a new communicator (or restart the job) to continue. An
+// unrecoverable_runtime_error: nothing done to this communicator makes it usable again.
+class CommAbortedError : public unrecoverable_runtime_error {
  public:
-  using runtime_error::runtime_error;
+  using unrecoverable_runtime_error::unrecoverable_runtime_error;
 };
 
 // A peer rank's process died (or its connection broke) during a collective. Raised on the surviving
-// ranks within seconds, naming the peer; the communicator is aborted.
-class CommPeerLostError : public runtime_error {
+// ranks within seconds, naming the peer; the communicator is aborted. A recoverable_runtime_error
+// whose action is PARTITION_RESET: restarting every instance of the job (xrun --max-restarts,
+// resuming from the last checkpoint) recovers. The message ends with "(recovery action:
+// PARTITION_RESET)".
+class CommPeerLostError : public recoverable_runtime_error {
  public:
-  using runtime_error::runtime_error;
+  explicit CommPeerLostError(const std::string& what)
+      : recoverable_runtime_error(RecoveryAction::PARTITION_RESET, what) {}
+  template <typename... Args>
+  explicit CommPeerLostError(std::string_view f, const Args&... args)
+      : recoverable_runtime_error(RecoveryAction::PARTITION_RESET, f, args...) {}
 };
 
 // "backend X does not support Y".

@@ -319,6 +319,33 @@ Module moduleFromString(std::string_view text) {
 void setLevel(Module module, Level level) {
   state().setLevel(module, level);
 }
+
+void setLevel(const std::string& module, const std::string& level) {
+  // Both names are checked before anything changes.
+  const Level l = levelFromString(level);
+  // The documented `setLevel("popart", "DEBUG")` sets every module (executing-graphs.txt 5.7.1).
+  if (equalsIgnoreCase(module, "all") || equalsIgnoreCase(module, "popart") ||
+      equalsIgnoreCase(module, kModuleNames[0])) {
+    setDefaultLevel(l);
+    for (Module m : allModules) state().setLevel(m, l);
+    return;
+  }
+  // PopART's "python" (its Python module) and "none" (unidentified) log as xtrain's default module.
+  if (equalsIgnoreCase(module, "python") || equalsIgnoreCase(module, "none")) {
+    state().setLevel(Module::xtrain, l);
+    return;
+  }
+  Module m;
+  try {
+    m = moduleFromString(module);
+  } catch (const error&) {
+    throw error(
+        "unknown log module '{}' (valid modules: all, popart, {}, python, none; all, popart and "
+        "xtrain set every module)",
+        module, joinNames(kModuleNames, [](const char* n) { return n; }));
+  }
+  state().setLevel(m, l);
+}
 Level getLevel(Module module) {
   return state().getLevel(module);
 }

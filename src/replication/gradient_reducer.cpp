@@ -7,20 +7,13 @@
 
 #include "comm/communicator.hpp"
 #include "common/timeline.hpp"
+#include "common/env_switch.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::replication {
 
 size_t GradientReducer::bucketBytesFromEnvironment() {
-  const char* v = std::getenv("XTRAIN_GRAD_BUCKET_BYTES");
-  if (v == nullptr || *v == '\0') return size_t{4} << 20;
-  // strtoull would take "-8" as a huge count: only digits are a byte count.
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 10);
-  if (*v < '0' || *v > '9' || *end != '\0' || x < 4) {
-    throw error("XTRAIN_GRAD_BUCKET_BYTES='{}' is not a byte count of at least 4", v);
-  }
-  return static_cast<size_t>(x);
+  return static_cast<size_t>(readByteCount("XTRAIN_GRAD_BUCKET_BYTES", size_t{4} << 20, 4));
 }
 
 GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,

@@ -231,12 +231,12 @@ void CheckpointCoordinator::save(const std::string& path, const std::vector<Sour
       });
     }
     if (!allAgree(comm, failure.empty())) {
-      throw error("saveCheckpoint '{}': {}; the previous checkpoint is intact", final,
-                  failure.empty() ? "another instance failed before writing" : failure);
+      throw runtime_error("saveCheckpoint '{}': {}; the previous checkpoint is intact", final,
+                          failure.empty() ? "another instance failed before writing" : failure);
     }
     attempt([&] { checkpoint::writePart(staging, rank, datasets); });
     if (!allAgree(comm, failure.empty())) {
-      throw error(
+      throw runtime_error(
           "saveCheckpoint '{}': writing the parts failed{}; the previous checkpoint is intact",
           final, failure.empty() ? " on another instance" : ": " + failure);
     }
@@ -247,8 +247,8 @@ void CheckpointCoordinator::save(const std::string& path, const std::vector<Sour
       });
     }
     if (!allAgree(comm, failure.empty())) {
-      throw error("saveCheckpoint '{}': completing the checkpoint failed{}", final,
-                  failure.empty() ? " on instance 0" : ": " + failure);
+      throw runtime_error("saveCheckpoint '{}': completing the checkpoint failed{}", final,
+                          failure.empty() ? " on instance 0" : ": " + failure);
     }
     logging::session::info(
         "checkpoint '{}' saved (step {}) in {:.3f} s", final, a.step,

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/check.hpp"
+#include "common/env_switch.hpp"
 #include "session/kernel_spec.hpp"
 #include "session/layout_plan.hpp"
 #include "xtrain/logging.hpp"
@@ -89,8 +90,7 @@ std::vector<HostTensor> LoweredGraph::makeBuffers() const {
     void* p = std::aligned_alloc(64, plan_.blockBytes);
     if (p == nullptr) throw error("out of host memory allocating {} bytes", plan_.blockBytes);
     block.reset(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
-    const char* poison = std::getenv("XTRAIN_BUFFER_POISON");
-    if (poison != nullptr && std::string(poison) == "1") {
+    if (readBoolSwitch("XTRAIN_BUFFER_POISON", false)) {
       std::memset(p, 0xff, plan_.blockBytes);  // NaN in every floating-point type
     } else {
       std::memset(p, 0, plan_.blockBytes);

@@ -15,6 +15,7 @@
 #include "common/check.hpp"
 #include "device/ipu/device_infos.hpp"
 #include "device/ipu/ipu_wait.hpp"
+#include "common/env_switch.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/fusion/fusion.hpp"
@@ -103,9 +104,9 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   if (config_.training) takeOptimizerStateInitializers();
   graphFingerprint_ = computeGraphFingerprint();
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
-  // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 turns it off to compare.
-  if (const char* fusion = std::getenv("XTRAIN_FUSION");
-      fusion == nullptr || std::string(fusion) != "0") {
+  // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
+  // compare.
+  if (readBoolSwitch("XTRAIN_FUSION", true)) {
     std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
     if (!config_.loss.empty()) keep.insert(config_.loss);
     const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);

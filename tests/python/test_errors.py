@@ -5,6 +5,11 @@ import unittest
 import xtrain as popart
 from xtrain import _xtrain
 
+from python_testing import PrivatePool, linear_model, sgd
+
+SYSTEM_ERRORS = (popart.poplar_recoverable_runtime_error, popart.poplar_unrecoverable_runtime_error,
+                 popart.poplar_unknown_runtime_error)
+
 
 class ErrorClassesTest(unittest.TestCase):
     def test_hierarchy(self):
@@ -74,6 +79,39 @@ class ErrorClassesTest(unittest.TestCase):
         self.assertIn("-3", str(ctx.exception))
 
 
+class RealTriggersTest(PrivatePool, unittest.TestCase):
+    """docs/errors.md's examples raised from Python by what really raises them, not by _throw_error."""
+
+    def test_busy_device_is_a_runtime_error(self):
+        dm = popart.DeviceManager()
+        held = dm.acquireDeviceById(0)
+        with self.assertRaises(popart.popart_runtime_error) as ctx:
+            dm.acquireDeviceById(0)
+        self.assertIs(type(ctx.exception), popart.popart_runtime_error)
+        self.assertNotIsInstance(ctx.exception, SYSTEM_ERRORS)
+        self.assertIn("is busy", str(ctx.exception))
+        held.detach()
+
+    def test_bad_argument_is_an_error(self):
+        with self.assertRaises(popart.popart_exception) as ctx:
+            popart.DeviceManager().acquireDeviceById(-3)
+        self.assertIs(type(ctx.exception), popart.popart_exception)
+
+    def test_overflowing_shape_is_a_size_overflow(self):
+        with self.assertRaises(popart.size_overflow_error) as ctx:
+            popart.TensorInfo("FLOAT", [2 ** 40, 2 ** 40])
+        self.assertIs(type(ctx.exception), popart.size_overflow_error)
+
+    def test_overflowing_ipu_is_out_of_memory(self):
+        dev = popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 1, "memoryPerTile": "64"})
+        s = popart.TrainingSession(
+            linear_model(), popart.DataFlow(1, {"loss": popart.AnchorReturnType("ALL")}), "loss",
+            sgd(), dev)
+        with self.assertRaises(popart.OutOfMemoryException) as ctx:
+            s.prepareDevice()
+        self.assertIs(type(ctx.exception), popart.OutOfMemoryException)
+
+
 class LoggingTest(unittest.TestCase):
     def tearDown(self):
         popart.getLogger().setLevel("OFF")
@@ -93,9 +131,31 @@ class LoggingTest(unittest.TestCase):
         self.assertEqual(popart.getLogger("comm").getLevel(), "TRACE")
         popart.getLogger("session").info("a message at OFF is dropped")
 
+    def test_default_module_sets_every_module(self):
+        # executing-graphs.txt 5.7.1: the default module's level is every module's.
+        modules = ["session", "ir", "devicex", "comm", "checkpoint"]
+        popart.getLogger("popart").setLevel("DEBUG")
+        for m in modules:
+            self.assertEqual(popart.getLogger(m).getLevel(), "DEBUG", m)
+        popart.setLogLevel("popart", "WARN")
+        for m in modules:
+            self.assertEqual(popart.getLogger(m).getLevel(), "WARN", m)
+        popart.getLogger("session").setLevel("OFF")
+        self.assertEqual(popart.getLogger("session").getLevel(), "OFF")
+        self.assertEqual(popart.getLogger("ir").getLevel(), "WARN")
+        # PopART's "python" module is the default module alone.
+        popart.getLogger("python").setLevel("TRACE")
+        self.assertEqual(popart.getLogger("popart").getLevel(), "TRACE")
+        self.assertEqual(popart.getLogger("ir").getLevel(), "WARN")
+
     def test_bad_names(self):
-        with self.assertRaisesRegex(popart.popart_exception, "nosuchmodule"):
+        with self.assertRaisesRegex(popart.popart_exception, "nosuchmodule.*all, popart, xtrain"):
             popart.getLogger("nosuchmodule")
+        with self.assertRaisesRegex(popart.popart_exception, "sessoin.*all, popart, xtrain"):
+            popart.setLogLevel("sessoin", "DEBUG")
+        with self.assertRaisesRegex(popart.popart_exception, "LOUD"):
+            popart.setLogLevel("popart", "LOUD")
+        self.assertEqual(popart.getLogger("ir").getLevel(), "OFF")
         with self.assertRaisesRegex(popart.popart_exception, "LOUD"):
             popart.getLogger().setLevel("LOUD")
         with self.assertRaises(TypeError):

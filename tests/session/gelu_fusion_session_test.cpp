@@ -1,16 +1,23 @@
 // Training a model with the tanh-GELU subgraph torch.onnx writes gives the same weights with the
 // fusion pass (src/ir/fusion, on by default) as without it (XTRAIN_FUSION=0), to 1e-5 relative.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <numbers>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "testing/error_testing.hpp"
 #include "testing/process_testing.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::testing {
 namespace {
@@ -77,6 +84,50 @@ TEST(GeluFusionTraining, FusedTrainsAsUnfused) {
   }
   EXPECT_EQ(differ, 0u);
   EXPECT_GT(changed, fused.size() / 2) << "training changed the weights";
+}
+
+// What the session logs (module session, level Info) while it is made with XTRAIN_FUSION=`fusion`:
+// "fusion: 1 GELU subgraphs -> Gelu" when the pass ran.
+std::string sessionLogWith(const char* fusion) {
+  const std::filesystem::path file =
+      std::filesystem::path(::testing::TempDir()) /
+      ("xtrain_fusion_switch_" + std::to_string(::getpid()) + ".log");
+  std::filesystem::remove(file);
+  {
+    ScopedEnv env("XTRAIN_FUSION", fusion);
+    ScopedEnv dest("XTRAIN_LOG_DEST", file.c_str());
+    logging::configureFromEnvironment();
+    logging::setLevel(logging::Module::session, logging::Level::Info);
+    const MlpModel m = buildGeluMlp();
+    auto s = makeMlpSession(m, SessionOptions(), ConstSGD(0.1f, 0, 0.9f));
+    logging::flush();
+  }
+  logging::configureFromEnvironment();  // back to the destination and levels of before
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(file);
+  return text.str();
+}
+
+TEST(GeluFusionSwitch, OnByDefaultAndOffByEverySpellingOfOff) {
+  for (const char* on : {static_cast<const char*>(nullptr), "1", "on", "true"}) {
+    EXPECT_NE(sessionLogWith(on).find("fusion: 1 GELU subgraphs -> Gelu"), std::string::npos)
+        << "XTRAIN_FUSION=" << (on ? on : "(unset)");
+  }
+  // "off" used to leave fusion on: only "0" was understood.
+  for (const char* off : {"0", "off", "false", "OFF"}) {
+    const std::string log = sessionLogWith(off);
+    EXPECT_NE(log.find("session built"), std::string::npos) << log;
+    EXPECT_EQ(log.find("fusion:"), std::string::npos) << "XTRAIN_FUSION=" << off << ": " << log;
+  }
+}
+
+TEST(GeluFusionSwitch, AnUnknownValueIsRefusedNamingIt) {
+  ScopedEnv env("XTRAIN_FUSION", "bogus");
+  const MlpModel m = buildGeluMlp();
+  expectError([&] { makeMlpSession(m, SessionOptions(), ConstSGD(0.1f, 0, 0.9f)); },
+              {"XTRAIN_FUSION='bogus'", "0, 1, false, true, off or on"});
 }
 
 }  // namespace

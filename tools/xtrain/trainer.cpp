@@ -22,6 +22,7 @@
 #include "checkpoint_dir.hpp"
 #include "common/checked_math.hpp"
 #include "common/timeline.hpp"
+#include "common/env_switch.hpp"
 #include "data_source.hpp"
 #include "input_checks.hpp"
 #include "input_shapes.hpp"
@@ -569,8 +570,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   progress << "\n" << std::defaultfloat;
   // XTRAIN_PROFILE_OPS=1: where the steps went (kernel time by phase, by op type, top ops), summed
   // over the steps this run trained.
-  if (const char* prof = std::getenv("XTRAIN_PROFILE_OPS");
-      prof != nullptr && std::string(prof) == "1") {
+  if (readBoolSwitch("XTRAIN_PROFILE_OPS", false)) {
     const std::string report = session->getSummaryReport();
     const size_t at = report.find("execution profile");
     if (at != std::string::npos) progress << "xtrain: " << report.substr(at);

@@ -258,12 +258,15 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int til
   }
 
   const std::string holders = describeBusy();
-  throw error("{}: no free device of {} IPUs among devices {}{}{}: {} (lock directory {})", what,
-              numIpus, describeIds(candidates),
-              config.allowedIpus ? " (XTRAIN_IPU_IDS=" + config.allowedText + ")" : std::string(),
-              waitedText(waitSeconds),
-              holders.empty() ? std::string("they were busy a moment ago; retry") : holders,
-              config.lockDir);
+  // A runtime_error (PopART: a device that cannot be attached is a runtime fault), not bad input:
+  // the same call succeeds once the holder lets go.
+  throw runtime_error(
+      "{}: no free device of {} IPUs among devices {}{}{}: {} (lock directory {})", what, numIpus,
+      describeIds(candidates),
+      config.allowedIpus ? " (XTRAIN_IPU_IDS=" + config.allowedText + ")" : std::string(),
+      waitedText(waitSeconds),
+      holders.empty() ? std::string("they were busy a moment ago; retry") : holders,
+      config.lockDir);
 }
 
 std::shared_ptr<DeviceInfo> DeviceManager::acquireById(int id, DeviceConnectionType connectionType,
@@ -295,10 +298,10 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireById(int id, DeviceConnectionT
     return nullptr;
   }
   const std::string holders = describeBusy();
-  throw error("{}: device {} (IPUs {}) is busy{}: {} (lock directory {})", what, id, d->ipus(),
-              waitedText(waitSeconds),
-              holders.empty() ? std::string("it was busy a moment ago; retry") : holders,
-              config.lockDir);
+  throw runtime_error("{}: device {} (IPUs {}) is busy{}: {} (lock directory {})", what, id,
+                      d->ipus(), waitedText(waitSeconds),
+                      holders.empty() ? std::string("it was busy a moment ago; retry") : holders,
+                      config.lockDir);
 }
 
 std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailableDevice(

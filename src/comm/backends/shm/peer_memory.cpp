@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "common/env_switch.hpp"
+
 namespace xtrain::comm::shm {
 
 namespace {
@@ -36,8 +38,7 @@ bool singleCopyWanted(int rank) {
     std::lock_guard lock(policyMutex());
     if (policy()) return policy()(rank);
   }
-  const char* env = std::getenv("XTRAIN_SHM_SINGLE_COPY");
-  return env != nullptr && std::strcmp(env, "1") == 0;
+  return readBoolSwitch("XTRAIN_SHM_SINGLE_COPY", false);
 }
 
 std::function<bool(int)> setSingleCopyPolicyForTesting(std::function<bool(int)> p) {
