@@ -192,7 +192,7 @@ std::vector<OptionEntry> makeTable() {
       member("enableVariablesCaching", &S::enableVariablesCaching, N, "true", kEngineCache),
       member("cachePath", &S::cachePath, N, "\"session_cache\"", kEngineCache),
       member("engineOptions", &S::engineOptions, H, "{}",
-             "autoReport.* (docs/reports.md) and trace.* (trace.md); an unknown key is an "
+             "autoReport.* (docs/reports.md) and trace.* (docs/trace.md); an unknown key is an "
              "error"),
       member("reportOptions", &S::reportOptions, H, "{}",
              "the options of getSummaryReport() and getReport() (docs/reports.md); an unknown key "
