@@ -295,6 +295,13 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
   sgd.def(
       py::init([](py::handle lr, py::handle wd, py::handle mm, py::handle dm, py::handle vs,
                   py::handle ls, py::handle nesterov, py::handle clipNorms) {
+        if (py::isinstance<py::dict>(lr)) {
+          // The dict form did not match because of a keyword the dict form does not take.
+          throw py::type_error(
+              "SGD: the dict form takes every hyperparameter inside the dict (e.g. {\"nesterov\": "
+              "(1.0, True)}) and then only clip_norm_settings, accumulatorAndMomentum, accumType, "
+              "accl1Type and debugContext as keywords");
+        }
         if (!(py::isinstance<OptimizerValue>(lr) || isReal(lr) || py::isinstance<py::tuple>(lr))) {
           throw py::type_error(
               "SGD: expected a dict {name: (float, bool)} or a learning rate (a float, a "

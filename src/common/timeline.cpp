@@ -364,7 +364,10 @@ const std::string& path() {
 void write() {
   State& s = state();
   std::lock_guard lock(s.mu);
-  if (!s.started.load()) return;
+  // Taking `started` here keeps SIGINT's handler (onInterrupt) from writing the same file at the
+  // same time: whichever of the two takes it writes, the other does nothing.
+  if (!s.started.exchange(false)) return;
+  detail::gRecording.store(false);
   if (!writeFile(s)) {
     throw runtime_error("cannot write the trace to '{}': {}", s.config.path, std::strerror(errno));
   }
@@ -375,7 +378,13 @@ void stop() {
   detail::gRecording.store(false);
   std::lock_guard lock(s.mu);
   s.started.store(false);
-  s.ring.reset();
+  // With SIGINT's handler installed, a signal taken on another thread may be writing the ring
+  // right now: leave it allocated (a process that installs the handler is ending anyway).
+  if (s.handlerInstalled.load()) {
+    (void)s.ring.release();
+  } else {
+    s.ring.reset();
+  }
   s.capacity = 0;
   s.head.store(0);
 }
@@ -475,6 +484,10 @@ void enterStep(int64_t step) {
   s.step.store(step);
   s.stepEntered.store(true);
   updateRecording(s);
+}
+
+int64_t lastStep() {
+  return state().step.load();
 }
 
 namespace {

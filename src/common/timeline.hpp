@@ -58,7 +58,8 @@ void start(const Config& config);
 bool started();
 const std::string& path();  // "" when not started
 // Writes the ring to path() (a temporary file renamed into place: a reader never sees half a
-// file). Throws xtrain::runtime_error naming the path when it cannot be written.
+// file) and ends the recording (a second write() does nothing; SIGINT's handler neither). Throws
+// xtrain::runtime_error naming the path when it cannot be written.
 void write();
 // Ends the trace (nothing more is recorded; the ring is freed). Does not write.
 void stop();
@@ -154,6 +155,8 @@ class Span {
 // StepSpan is the step after the last one. Both update recording() for the steps window. Numbers
 // are 1-based.
 void enterStep(int64_t step);
+// The number of the last step entered or counted (0 before the first).
+int64_t lastStep();
 class StepSpan {
  public:
   StepSpan();

@@ -43,6 +43,8 @@ JobTrace::JobTrace(const JobTraceRequest& request) {
       "instance " + std::to_string(env.instanceIndex) + " (host " + hostName() + ")";
   config.capacity = capacityFromEnvironment();
   config.steps = request.steps;
+  steps_ = request.steps;
+  what_ = request.what;
   file_ = launched ? partPath(request.path, env.instanceIndex) : request.path;
   checkTracePath(file_, request.what);
   if (launched && env.instanceIndex == 0 && env.rendezvousDir) {
@@ -64,13 +66,29 @@ JobTrace::JobTrace(const JobTraceRequest& request) {
                                : std::string());
 }
 
-JobTrace::~JobTrace() {
+void JobTrace::finish() {
+  if (finished_) return;
+  finished_ = true;
   try {
     write();
+  } catch (...) {
+    stop();
+    throw;
+  }
+  stop();
+  if (steps_ && lastStep() < steps_->first) {
+    logging::warn(
+        "{} {}: the job ended at step {}, before steps {}..{} began: the trace holds no step",
+        what_, file_, lastStep(), steps_->first, steps_->second);
+  }
+}
+
+JobTrace::~JobTrace() {
+  try {
+    finish();
   } catch (const std::exception& e) {
     logging::err("{}", e.what());
   }
-  stop();
 }
 
 }  // namespace xtrain::timeline

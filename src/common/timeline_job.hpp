@@ -26,7 +26,12 @@ class JobTrace {
   // written — an existing path must be a regular file, its directory must exist and be writable —
   // and starts the trace. Throws xtrain::error naming `what` and the path, before any work.
   explicit JobTrace(const JobTraceRequest& request);
-  // Writes the trace (a failure is logged, not thrown) and stops it.
+  // Writes the trace and stops it; throws xtrain::runtime_error naming the file when it cannot be
+  // written (xtrain then exits 1). Warns when a steps window was given and the job ended before it
+  // began (the trace then holds no step). After finish() the destructor does nothing.
+  void finish();
+  // finish() when it was not called (an exception unwinding, a session destroyed): a failure is
+  // logged, not thrown.
   ~JobTrace();
   JobTrace(const JobTrace&) = delete;
   JobTrace& operator=(const JobTrace&) = delete;
@@ -35,6 +40,9 @@ class JobTrace {
 
  private:
   std::string file_;
+  std::optional<std::pair<int64_t, int64_t>> steps_;
+  std::string what_;
+  bool finished_ = false;
 };
 
 }  // namespace xtrain::timeline

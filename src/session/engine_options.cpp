@@ -77,6 +77,11 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
           "autoReport.directory",
           key);
     } else if (key == "trace.file") {
+      if (value.empty()) {
+        throw error(
+            "SessionOptions::engineOptions[\"trace.file\"] is empty: expected the path of the "
+            "trace file to write (leave the key out for no trace)");
+      }
       s.traceFile = value;
     } else if (key == "trace.steps") {
       s.traceSteps =

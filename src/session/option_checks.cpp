@@ -40,6 +40,12 @@ void checkPartialsType(const std::string& type) {
 }  // namespace
 
 void checkSessionOptions(const SessionOptions& options) {
+  // Values no PopART program could mean, before the table's "not supported" (which would suggest
+  // the value is only not implemented).
+  if (options.batchSerializationSettings.factor < 0) {
+    throw error("SessionOptions.batchSerializationSettings.factor = {} must be >= 0",
+                options.batchSerializationSettings.factor);
+  }
   for (const OptionEntry& e : sessionOptionTable()) {
     if (e.state == OptionState::Refused && !e.isDefault(options)) {
       throw error("SessionOptions.{} = {} is not supported yet (not implemented in xtrain): {}",

@@ -238,6 +238,41 @@ TEST_F(Trace, BadPathsAndStepsAreUsageErrors) {
   EXPECT_FALSE(fs::exists(path("t.json")));
 }
 
+// An output that names an input or another output would replace it without a word (a trained
+// model overwritten by the trace, a data set by the metrics): refused before training, exit 2, the
+// file untouched. Also through a symbolic link and a "./" spelling.
+TEST_F(Trace, OutputsThatNameAnotherFileAreRefused) {
+  const std::string model = path("model.onnx");
+  const std::string data = path("data.h5");
+  for (const auto& f : {model, data}) std::ofstream(f) << "keep me";
+  fs::create_symlink(model, path("link.onnx"));
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--trace", model, "--save-model", model}, "--save-model " + model + " is the same file"},
+      {{"--trace", path("link.onnx"), "--save-model", model}, "is the same file as --trace"},
+      {{"--metrics", data, "--val-data", data},
+       "--metrics " + data + " is the same file as --val-data"},
+      {{"--trace", path("x.json"), "--metrics", dir_.string() + "/./x.json"}, "--trace"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {bin("xtrain"), "--steps", "2"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const ProcessResult r = run(argv);
+    EXPECT_EQ(r.exitCode, 2) << c.args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("step "), std::string::npos) << "trained before refusing: " << r.out;
+  }
+  for (const auto& f : {model, data}) {
+    std::ifstream in(f);
+    std::string text;
+    std::getline(in, text);
+    EXPECT_EQ(text, "keep me") << f;
+  }
+}
+
 // scripts/plot-trace draws a real trace to a PNG (skipped without Debian's python3-matplotlib).
 TEST_F(Trace, PlotTraceDrawsAPng) {
   if (runCommand("/usr/bin/python3 -c 'import matplotlib'").exitCode != 0) {

@@ -53,7 +53,18 @@ int main(int argc, char** argv) {
     dist::handlePreemption();
     tools::refuseToOverwriteCheckpoints(options);
     tools::refuseToStartAfreshOnRestart(options);
-    return tools::train(options, std::cout);
+    const int code = tools::train(options, std::cout);
+    // A trace that cannot be written fails a run that succeeded; a run that failed or was
+    // preempted keeps its exit code (the trace's failure is still printed).
+    if (trace && code != 0) {
+      try {
+        trace->finish();
+      } catch (const error& e) {
+        std::cerr << "xtrain: " << e.what() << "\n";
+      }
+    }
+    if (trace) trace->finish();
+    return code;
   } catch (const OutOfMemoryException& e) {
     std::cerr << "xtrain: " << e.what() << "\n" << e.getSummaryReport() << "\n";
     return 1;

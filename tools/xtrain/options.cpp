@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <charconv>
+#include <filesystem>
 #include <limits>
 #include <set>
 
@@ -166,6 +167,48 @@ std::pair<int64_t, int64_t> traceSteps(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// Every file xtrain writes must differ from every other it writes or reads: `--trace run.onnx
+// --save-model run.onnx` or `--metrics data.h5 --val-data data.h5` would replace a model or a data
+// set without a word. Paths are compared after resolving `.`, `..` and symbolic links (and by inode
+// when both exist, which also catches hard links).
+void checkPathsDistinct(const TrainOptions& o) {
+  namespace fs = std::filesystem;
+  struct Named {
+    const char* flag;
+    const std::string* path;
+  };
+  const std::vector<Named> outputs = {
+      {"--save-model", &o.saveModel}, {"--trace", &o.trace}, {"--metrics", &o.metrics}};
+  const std::vector<Named> inputs = {{"--model", &o.model},
+                                     {"--data", &o.data},
+                                     {"--val-data", &o.valData},
+                                     {"--checkpoint-dir", &o.checkpointDir},
+                                     {"--resume", &o.resume}};
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    if (fs::equivalent(a, b, ec) && !ec) return true;
+    const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+    const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+    return ca == cb;
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].path->empty()) continue;
+    const auto clash = [&](const Named& other) {
+      if (other.path->empty() || (other.path == &o.resume && *other.path == "auto")) return;
+      if (!same(*outputs[i].path, *other.path)) return;
+      throw UsageError(std::string(outputs[i].flag) + " " + *outputs[i].path +
+                       " is the same file as " + other.flag + " " + *other.path +
+                       ": xtrain would overwrite it; give the output a path of its own");
+    };
+    for (size_t j = i + 1; j < outputs.size(); ++j) clash(outputs[j]);
+    for (const auto& in : inputs) clash(in);
+  }
+}
+
+}  // namespace
+
 TrainOptions parseOptions(const std::vector<std::string>& args) {
   TrainOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -310,6 +353,7 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
   if (o.traceSteps && o.trace.empty()) {
     throw UsageError("--trace-steps needs --trace (the file to record the timeline to)");
   }
+  checkPathsDistinct(o);
   std::set<std::string> seen;
   for (const auto& a : o.anchors) {
     if (!seen.insert(a.tensor).second) throw UsageError("--anchor " + a.tensor + " is given twice");

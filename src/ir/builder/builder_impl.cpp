@@ -211,6 +211,13 @@ void BuilderImpl::checkArity(const char* method, const std::vector<TensorId>& ar
 BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::string& domain,
                                        const std::vector<TensorId>& inputs, unsigned numOutputs,
                                        const std::string& debugContext) {
+  // Each output is a named tensor made here: an absurd count (a custom op's numOutputs from user
+  // code) would run for minutes and exhaust memory before anything could check it.
+  constexpr unsigned kMaxOutputs = 1u << 16;
+  if (numOutputs > kMaxOutputs) {
+    throw error("op {} ({}): numOutputs {} is more than the {} outputs a node may have", opType,
+                domain.empty() ? "ai.onnx" : domain, numOutputs, kMaxOutputs);
+  }
   const std::string base =
       uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext), numOutputs);
   std::vector<TensorId> outputs;
