@@ -39,9 +39,17 @@ const char* const kHostStreams =
     "the StepIO, with no device stream to buffer, group or rearrange";
 const char* const kPipelined = "used only by pipelined models, and enablePipelining is refused";
 const char* const kDot = "xtrain's graphs have no call subgraphs to draw apart";
+// Measured, not assumed: the session module's debug lines "session created in" and "prepareDevice
+// in" (PhaseTimes) on bench/models/make_models.py's models; docs/performance.md, Session creation.
 const char* const kEngineCache =
-    "xtrain has no Poplar executable to cache: a session builds its kernels at creation (caching "
-    "the lowered program is not implemented)";
+    "not implemented, as not worth it: on the bench models (mlp, cnn, gpt, bert) session creation "
+    "and prepareDevice take 30-120 ms, of which what a cache could skip (building the graph, "
+    "fusion, autodiff, the memory check, the buffer plan) is 2.6-8.4 ms (6-28% of it, under one "
+    "training step); reading the weights, making the oneDNN kernels (oneDNN stores none on a CPU) "
+    "and filling the buffers are done either way (docs/performance.md, Session creation)";
+const char* const kEngineCacheUser =
+    "used only by enableEngineCaching, which has no effect: nothing is read from or written to "
+    "cachePath";
 const char* const kMergeVarUpdate =
     "merging VarUpdate ops changes Poplar's schedule and memory, not the result; xtrain's "
     "optimizer "
@@ -189,8 +197,8 @@ std::vector<OptionEntry> makeTable() {
              "xtrain never folds an inference session's weights into constants, so "
              "weightsFromHost and writeWeights always reach them (as PopART's false)"),
       member("enableEngineCaching", &S::enableEngineCaching, N, "false", kEngineCache),
-      member("enableVariablesCaching", &S::enableVariablesCaching, N, "true", kEngineCache),
-      member("cachePath", &S::cachePath, N, "\"session_cache\"", kEngineCache),
+      member("enableVariablesCaching", &S::enableVariablesCaching, N, "true", kEngineCacheUser),
+      member("cachePath", &S::cachePath, N, "\"session_cache\"", kEngineCacheUser),
       member("engineOptions", &S::engineOptions, H, "{}",
              "autoReport.* (docs/reports.md) and trace.* (docs/trace.md); an unknown key is an "
              "error"),

@@ -13,9 +13,9 @@
 
 #include "comm/communicator.hpp"
 #include "common/check.hpp"
+#include "common/env_switch.hpp"
 #include "device/ipu/device_infos.hpp"
 #include "device/ipu/ipu_wait.hpp"
-#include "common/env_switch.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/fusion/fusion.hpp"
@@ -27,6 +27,7 @@
 #include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
 #include "session/option_checks.hpp"
+#include "session/phase_times.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
 
@@ -52,6 +53,7 @@ std::string busyDevice(const DeviceInfo& d) {
 }  // namespace
 
 SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
+  PhaseTimes times;
   if (!config_.device) throw error("no device given: acquire one with DeviceManager first");
   localReplicas_ = config_.options.getLocalReplicationFactor();
   globalReplicas_ = config_.options.getGlobalReplicationFactor();
@@ -69,11 +71,13 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
                                   "SessionOptions::engineOptions[\"trace.file\"]", false});
   }
 
+  times.lap("options");
   ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);
   graph_ = std::move(imported.graph);
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
   groupedValues_ = std::move(imported.groupedValues);
+  times.lap("import");
   writeDotCheck(*graph_, config_.options, "Fwd0");
   if (auto embedded = ir::readReplicationFactor(modelMetadata_);
       embedded && *embedded != globalReplicas_) {
@@ -103,6 +107,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // the graph, before the training graph is added.
   if (config_.training) takeOptimizerStateInitializers();
   graphFingerprint_ = computeGraphFingerprint();
+  times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
   // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
   // compare.
@@ -112,16 +117,19 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
     if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
   }
+  times.lap("fusion");
   writeDotCheck(*graph_, config_.options, "Fwd1");
   if (config_.training) {
     buildTrainingGraph();
     writeDotCheck(*graph_, config_.options, "Bwd0");
   }
+  times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
                          graph_->ops().size(), graph_->tensors().size(), localReplicas_,
                          accumulationFactor_);
+  logging::session::debug("session created in {}", times.summary());
 }
 
 SessionImpl::~SessionImpl() = default;
@@ -237,6 +245,7 @@ bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
 
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
+  PhaseTimes times;
   const SessionOptions& options = config_.options;
   if (options.compilationProgressLogger) {
     options.compilationProgressLogger(0, options.compilationProgressTotal);
@@ -250,7 +259,9 @@ void SessionImpl::prepareDevice() {
   }
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
+  times.lap("attach");
   computeMemory();  // throws OutOfMemoryException when an IPU overflows
+  times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
   // the host reads keeps its own, plain buffer.
   LoweringOptions lowering;
@@ -259,6 +270,7 @@ void SessionImpl::prepareDevice() {
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
   lowering.floatingPointChecks = options.enableFloatingPointChecks;
   lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
+  times.lap("lowering (kernels, buffer plan)");
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
     throw error(
@@ -278,6 +290,7 @@ void SessionImpl::prepareDevice() {
     }
   }
   joinInstances();
+  times.lap("on-demand attach and join");
   replicas_.clear();
   for (int64_t r = 0; r < localReplicas_; ++r) replicas_.push_back(lowered_->makeBuffers());
   if (localReplicas_ > 1) {
@@ -306,6 +319,7 @@ void SessionImpl::prepareDevice() {
       hostWeights_[id] = tileGroups(*t->value, grouped->second.groups());
     }
   }
+  times.lap("buffers and weights");
   exchange_ = std::make_unique<replication::ReplicaExchange>(
       replication::ReplicaLayout{localReplicas_, globalReplicas_, replicaOffset_}, instances_,
       static_cast<replication::LocalReplicas&>(*this), gradientPlan(),
@@ -313,6 +327,8 @@ void SessionImpl::prepareDevice() {
   collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
                                                       globalReplicas_);
   applyOptimizerStateInitializers();
+  times.lap("exchange");
+  logging::session::debug("prepareDevice in {}", times.summary());
   prepared_ = true;
   if (options.compilationProgressLogger) {
     options.compilationProgressLogger(options.compilationProgressTotal,
