@@ -115,6 +115,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   writeDotCheck(*graph_, config_.options, "Fwd1");
   if (config_.training) {
     buildTrainingGraph();
+    applyRecomputation();
     writeDotCheck(*graph_, config_.options, "Bwd0");
   }
   writeDotCheck(*graph_, config_.options, "PreAlias");
