@@ -4,6 +4,7 @@
 // peak of live activations; the ops each mode recomputes; Pipeline is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -11,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.hpp"
 #include "testing/error_testing.hpp"
+#include "testing/op_testing.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -204,6 +207,37 @@ TEST(AutoRecomputation, PipelineIsRefused) {
   const CnnModel m = buildCnn();
   expectError([&] { makeSession(m, RecomputationType::Pipeline, 1, 1); },
               {"SessionOptions.autoRecomputation = Pipeline", "not implemented", "pipelining"});
+}
+
+// A clone runs where its first reader would, not as soon as its forward inputs allow: its memory is
+// live from there on only.
+TEST(AutoRecomputation, ACloneIsScheduledJustBeforeItsFirstReader) {
+  ir::Graph g;
+  const HostTensor v = randomTensor({4}, 3);
+  g.addTensor("x", v.info(), ir::TensorKind::Variable, std::make_shared<HostTensor>(v));
+  const TensorId a = addOp(g, "Relu", {"x"})[0];
+  ir::OpSpec spec;
+  spec.type = "Relu";
+  spec.inputs = {"x"};
+  spec.phase = ir::Phase::Backward;
+  ir::Op& clone = g.addOp(spec);  // made before the backward ops, so its id is smaller
+  const OpId cloneId = clone.id;
+  const TensorId a2 = clone.outputs[0];
+  auto backward = [&](const std::string& type, std::vector<TensorId> in) {
+    spec.type = type;
+    spec.inputs = std::move(in);
+    return g.addOp(spec).outputs[0];
+  };
+  const TensorId g1 = backward("Neg", {"x"});
+  const TensorId g2 = backward("Neg", {g1});
+  backward("Add", {g2, a2});
+  const auto position = [&](OpId id) {
+    const std::vector<OpId> order = g.schedule();
+    return std::find(order.begin(), order.end(), id) - order.begin();
+  };
+  EXPECT_EQ(position(cloneId), 1) << "an op of its own is ordered by its id";
+  g.op(cloneId).recomputes = g.tensor(a).producer;
+  EXPECT_EQ(position(cloneId), 3) << "after both Negs, just before the Add that reads it";
 }
 
 }  // namespace
