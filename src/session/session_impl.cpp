@@ -13,9 +13,9 @@
 
 #include "comm/communicator.hpp"
 #include "common/check.hpp"
+#include "common/env_switch.hpp"
 #include "device/ipu/device_infos.hpp"
 #include "device/ipu/ipu_wait.hpp"
-#include "common/env_switch.hpp"
 #include "device/program.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/fusion/fusion.hpp"
@@ -117,6 +117,10 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     buildTrainingGraph();
     applyRecomputation();
     writeDotCheck(*graph_, config_.options, "Bwd0");
+  } else if (config_.options.autoRecomputation != RecomputationType::None) {
+    logging::session::debug(
+        "SessionOptions.autoRecomputation has no effect in an inference session: there is no "
+        "backward pass to recompute for");
   }
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
