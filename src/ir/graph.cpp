@@ -1,6 +1,8 @@
 #include "ir/graph.hpp"
 
+#include <functional>
 #include <queue>
+#include <tuple>
 
 #include "common/check.hpp"
 #include "ir/op_registry.hpp"
@@ -200,10 +202,31 @@ void Graph::setupOp(Op& o) {
 }
 
 std::vector<OpId> Graph::schedule() const {
-  // Kahn's algorithm with a priority queue keyed by (phase, id): deterministic and phase-ordered.
+  // Kahn's algorithm with a priority queue keyed by (phase, order, id): deterministic and
+  // phase-ordered. The order is the op's id, except for a recomputation clone, whose order is the
+  // smallest of its readers' (clones of clones included): it is taken just when its first reader
+  // would be, were that reader ready, and not as soon as its forward inputs allow.
+  std::map<OpId, OpId> order;
+  const std::function<OpId(const Op&)> orderOf = [&](const Op& o) -> OpId {
+    if (o.recomputes < 0) return o.id;
+    if (auto it = order.find(o.id); it != order.end()) return it->second;
+    OpId first = o.id;
+    bool anyReader = false;
+    for (const auto& out : o.outputs) {
+      if (out.empty()) continue;
+      for (OpId c : tensor(out).consumers) {
+        const OpId k = orderOf(*ops_.at(c));
+        first = anyReader ? std::min(first, k) : k;
+        anyReader = true;
+      }
+    }
+    order[o.id] = first;
+    return first;
+  };
   std::map<OpId, int> pending;
-  using Key = std::pair<int, OpId>;
+  using Key = std::tuple<int, OpId, OpId>;
   std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
+  const auto keyOf = [&](const Op& o) { return Key{static_cast<int>(o.phase), orderOf(o), o.id}; };
   for (const auto& [id, o] : ops_) {
     int n = 0;
     for (const auto& in : o->inputs) {
@@ -211,16 +234,16 @@ std::vector<OpId> Graph::schedule() const {
       if (tensor(in).producer >= 0) ++n;
     }
     pending[id] = n;
-    if (n == 0) ready.push({static_cast<int>(o->phase), id});
+    if (n == 0) ready.push(keyOf(*o));
   }
   // In-place ops (optimizer updates) must run after every other reader of the tensors they modify.
   // Phases guarantee that: updates are in the Update phase, readers in earlier phases.
-  std::vector<OpId> order;
-  order.reserve(ops_.size());
+  std::vector<OpId> scheduled;
+  scheduled.reserve(ops_.size());
   while (!ready.empty()) {
-    auto [phase, id] = ready.top();
+    const OpId id = std::get<2>(ready.top());
     ready.pop();
-    order.push_back(id);
+    scheduled.push_back(id);
     const Op& o = *ops_.at(id);
     for (const auto& out : o.outputs) {
       if (out.empty()) continue;
@@ -230,16 +253,16 @@ std::vector<OpId> Graph::schedule() const {
         const Op& co = *ops_.at(c);
         // A consumer may read the same tensor more than once.
         for (const auto& in : co.inputs) {
-          if (in == out && --pending[c] == 0) ready.push({static_cast<int>(co.phase), c});
+          if (in == out && --pending[c] == 0) ready.push(keyOf(co));
         }
       }
     }
   }
-  if (order.size() != ops_.size()) {
+  if (scheduled.size() != ops_.size()) {
     throw error("the graph has a cycle: {} of {} ops could not be scheduled",
-                ops_.size() - order.size(), ops_.size());
+                ops_.size() - scheduled.size(), ops_.size());
   }
-  return order;
+  return scheduled;
 }
 
 TensorId Graph::uniqueId(const std::string& base) {

@@ -8,7 +8,8 @@
 //    OpDef::canonicalize moves a constant input into an attribute of the same name and marks the
 //    input absent (""), so kernels only read attributes.
 //  - addOp runs the op's shape inference at once; a failure throws xtrain::error naming the op.
-//  - Ops carry a Phase; schedule() orders by phase first, then topologically, then by insertion.
+//  - Ops carry a Phase; schedule() orders by phase first, then topologically, then by insertion
+//    (a recomputation clone takes the place of its first reader: see Op::recomputes).
 //  - Not thread-safe: one thread builds and transforms a graph.
 #pragma once
 #pragma GCC visibility push(default)
@@ -44,8 +45,8 @@ const char* toString(TensorKind kind);
 
 // When an op runs within a step: Forward and Backward once per micro-batch, Accumulate after each
 // micro-batch's backward, Update once per step after the last micro-batch.
-// Apply: the second half of an update that needs a reduction across replicas between its halves (Lamb's
-// norms over a sharded weight).
+// Apply: the second half of an update that needs a reduction across replicas between its halves
+// (Lamb's norms over a sharded weight).
 enum class Phase { Forward = 0, Backward = 1, Accumulate = 2, Update = 3, Apply = 4 };
 inline constexpr int kPhaseCount = 5;
 const char* toString(Phase phase);
@@ -70,6 +71,11 @@ struct Op {
   Attributes attrs;
   Phase phase = Phase::Forward;
   int opset = 0;  // ONNX opset version the op was imported with (0 for internal ops)
+  // A recomputation clone (ir/recompute): the id of the Forward op it recomputes in the Backward
+  // phase, else -1. The clone draws the original's random numbers (the lowering seeds it as the
+  // original), its outputs get the original's layouts, and schedule() runs it as late as it can:
+  // where its first reader would run, so that what it recomputes is live only from there on.
+  OpId recomputes = -1;
 
   bool hasInput(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
   bool hasOutput(size_t i) const { return i < outputs.size() && !outputs[i].empty(); }
@@ -120,7 +126,8 @@ class Graph {
   // Re-runs shape inference of one op (after an input's info changed).
   void setupOp(Op& op);
 
-  // Phase first, then producers before consumers, then insertion order. Throws on a cycle.
+  // Phase first, then producers before consumers, then insertion order, except that a
+  // recomputation clone is ordered as its earliest-ordered reader. Throws on a cycle.
   std::vector<OpId> schedule() const;
 
   // Graph inputs fed by the host (in ONNX order) and outputs (in ONNX order).

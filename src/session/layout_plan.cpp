@@ -72,6 +72,16 @@ std::set<TensorId> channelsLastTensors(const ir::Graph& graph, const std::set<Te
   }
   Groups groups(ids.size());
   for (const auto& [opId, op] : graph.ops()) {
+    // A recomputation clone's outputs share the original's layouts: the same kernel on the same
+    // layouts computes the same bits.
+    if (op->recomputes >= 0) {
+      const ir::Op& original = graph.op(op->recomputes);
+      for (size_t i = 0; i < op->outputs.size() && i < original.outputs.size(); ++i) {
+        if (op->hasOutput(i) && original.hasOutput(i)) {
+          groups.join(index.at(op->outputs[i]), index.at(original.outputs[i]));
+        }
+      }
+    }
     if (layoutAgnosticElementwise(graph, *op)) {
       const size_t out = index.at(op->outputs[0]);
       for (const TensorId& in : op->inputs) groups.join(index.at(in), out);

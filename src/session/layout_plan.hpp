@@ -15,6 +15,7 @@
 //    BatchNormalization, BatchNormGrad), or is an elementwise op (Relu, ReluGrad, Add, Sum) whose
 //    inputs and output all have its shape; the tensors of one such elementwise op share a layout,
 //    so they are chosen together, all or none.
+// A recomputation clone's outputs (ir::Op::recomputes) are chosen together with its original's.
 // Everything else is plain, so kernels that know nothing of layouts never see a channels-last
 // buffer; conversions happen inside the layout-aware kernels, at the edges of the region.
 #pragma once

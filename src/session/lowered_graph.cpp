@@ -32,7 +32,10 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
     }
     instr.kernel = device::KernelRegistry::instance().create(spec);
     instr.description = op.describe();
-    instr.seedSalt = std::hash<std::string>{}(op.name + "#" + std::to_string(op.id));
+    // A recomputation clone draws its original's random numbers (a Dropout mask recomputed in the
+    // backward pass is the forward pass's).
+    const ir::Op& seeded = op.recomputes >= 0 ? graph.op(op.recomputes) : op;
+    instr.seedSalt = std::hash<std::string>{}(seeded.name + "#" + std::to_string(seeded.id));
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
     ops_[static_cast<size_t>(op.phase)].push_back(opId);
   }

@@ -53,6 +53,12 @@ void checkSessionOptions(const SessionOptions& options) {
     }
   }
   checkPartialsType(options.partialsTypeMatMuls);
+  if (options.autoRecomputation == RecomputationType::Pipeline) {
+    throw error(
+        "SessionOptions.autoRecomputation = Pipeline is not supported yet (not implemented in "
+        "xtrain): it recomputes pipeline stages and pipelining is refused; use Standard, "
+        "NormOnly or RecomputeAll");
+  }
   checkDotOptions(options);
   if (options.compilationProgressTotal < 1) {
     throw error("SessionOptions.compilationProgressTotal = {} must be >= 1",

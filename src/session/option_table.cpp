@@ -147,8 +147,11 @@ std::vector<OptionEntry> makeTable() {
              &S::enableConstantFoldingOfMultipleConsumers, N, "true",
              "folding gives the same values either way; xtrain folds every foldable op"),
       // Recomputation and explicit IR.
-      member("autoRecomputation", &S::autoRecomputation, R, "None",
-             "the backward pass keeps every activation it needs; recomputing them is not built"),
+      member("autoRecomputation", &S::autoRecomputation, H, "None",
+             "training sessions recompute forward ops in the backward pass instead of keeping "
+             "their outputs: Standard everything but checkpoints chosen as PopART does, NormOnly "
+             "the norms and a non-linearity after one, RecomputeAll every forward op; Pipeline is "
+             "an error (pipelining is refused)"),
       member("explicitRecomputation", &S::explicitRecomputation, N, "false",
              "no op can be marked for recomputation (the Builder has no "
              "recomputeOutputInBackwardPass), so there is nothing to recompute"),

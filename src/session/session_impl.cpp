@@ -121,7 +121,12 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   writeDotCheck(*graph_, config_.options, "Fwd1");
   if (config_.training) {
     buildTrainingGraph();
+    applyRecomputation();
     writeDotCheck(*graph_, config_.options, "Bwd0");
+  } else if (config_.options.autoRecomputation != RecomputationType::None) {
+    logging::session::debug(
+        "SessionOptions.autoRecomputation has no effect in an inference session: there is no "
+        "backward pass to recompute for");
   }
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");

@@ -174,6 +174,8 @@ class SessionImpl : private replication::LocalReplicas {
   // none); the optimizer's updates, their kinds (plain, grouped, sharded) and the clip groups.
   TensorId addLossScaling();
   void addOptimizer();
+  // SessionOptions::autoRecomputation on the training graph (ir/recompute/recompute.hpp).
+  void applyRecomputation();
   void computeMemory();
   void requirePrepared(const char* what) const;
   HostTensor& replicaBuffer(int64_t replica, const TensorId& id);

@@ -5,6 +5,7 @@
 
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/optimizers/update_rules.hpp"
+#include "ir/recompute/recompute.hpp"
 #include "replication/sharding.hpp"
 #include "session/session_impl.hpp"
 #include "xtrain/logging.hpp"
@@ -100,6 +101,22 @@ void SessionImpl::buildTrainingGraph() {
     copy.name = "running-stat/" + var;
     g.addOp(std::move(copy));
   }
+}
+
+// The anchors and the loss are read by the host: the ops that make them are not recomputed.
+void SessionImpl::applyRecomputation() {
+  const RecomputationType mode = config_.options.autoRecomputation;
+  if (mode == RecomputationType::None) return;
+  std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
+  keep.insert(config_.loss);
+  const ir::RecomputeReport r = ir::recompute(*graph_, mode, config_.loss, keep);
+  logging::session::info(
+      "autoRecomputation {}: {} forward ops chosen, {} recomputed in the backward pass",
+      mode == RecomputationType::Standard       ? "Standard"
+      : mode == RecomputationType::NormOnly     ? "NormOnly"
+      : mode == RecomputationType::RecomputeAll ? "RecomputeAll"
+                                                : "?",
+      r.candidates, r.cloned);
 }
 
 TensorId SessionImpl::addLossScaling() {

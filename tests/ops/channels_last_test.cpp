@@ -173,3 +173,36 @@ TEST(ChannelsLast, HostReadTensorsAndTheirElementwiseGroupStayPlain) {
 
 }  // namespace
 }  // namespace xtrain::testing
+
+namespace xtrain::testing {
+namespace {
+
+// A recomputation clone's output shares its original's layout: the original Conv's output is read
+// by a Sigmoid (plain), so the clone's, read only by a Relu that could run channels-last, is plain
+// too (the same convolution on the same layouts computes the same bits).
+TEST(ChannelsLast, ARecomputationCloneTakesItsOriginalsLayout) {
+  ir::Graph g;
+  const HostTensor x = randomTensor({1, 2, 4, 4}, 1);
+  const HostTensor w = randomTensor({2, 2, 3, 3}, 2);
+  g.addTensor("x", x.info(), ir::TensorKind::Variable, std::make_shared<HostTensor>(x));
+  g.addTensor("w", w.info(), ir::TensorKind::Variable, std::make_shared<HostTensor>(w));
+  const Attributes pads = attrs({{"pads", Shape{1, 1, 1, 1}}});
+  const TensorId y = addOp(g, "Conv", {"x", "w"}, pads)[0];
+  addOp(g, "Sigmoid", {y});
+  ir::OpSpec spec;
+  spec.type = "Conv";
+  spec.inputs = {"x", "w"};
+  spec.attrs = pads;
+  spec.phase = ir::Phase::Backward;
+  ir::Op& clone = g.addOp(spec);
+  const TensorId y2 = clone.outputs[0];
+  addOp(g, "Relu", {y2});
+  EXPECT_EQ(session::channelsLastTensors(g, {}).count(y2), 1u) << "not a clone: channels-last";
+  g.op(clone.id).recomputes = g.tensor(y).producer;
+  const std::set<TensorId> cl = session::channelsLastTensors(g, {});
+  EXPECT_EQ(cl.count(y), 0u);
+  EXPECT_EQ(cl.count(y2), 0u);
+}
+
+}  // namespace
+}  // namespace xtrain::testing

@@ -274,9 +274,9 @@ class InSessionTest(unittest.TestCase):
 
     def test_refused_member(self):
         opts = popart.SessionOptions()
-        opts.autoRecomputation = popart.RecomputationType.Standard
+        opts.autoRecomputation = popart.RecomputationType.Pipeline
         with self.assertRaisesRegex(popart.popart_exception,
-                                    "autoRecomputation = Standard .*not implemented"):
+                                    "autoRecomputation = Pipeline .*not implemented"):
             session(opts)
 
     def test_compilation_progress_logger(self):

@@ -358,9 +358,8 @@ TEST(SessionOptionsRefused, ANonDefaultValueOfARefusedMemberIsAnError) {
     std::vector<std::string> parts;
   };
   const std::vector<Case> cases = {
-      {[](SessionOptions& o) { o.autoRecomputation = RecomputationType::Standard; },
-       {"SessionOptions.autoRecomputation = Standard", "not implemented",
-        "recomputing them is not built"}},
+      {[](SessionOptions& o) { o.autoRecomputation = RecomputationType::Pipeline; },
+       {"SessionOptions.autoRecomputation = Pipeline", "not implemented", "pipelining"}},
       {[](SessionOptions& o) { o.batchSerializationSettings.factor = 4; },
        {"SessionOptions.batchSerializationSettings = {factor: 4", "not implemented"}},
       {[](SessionOptions& o) { o.customCodelets = {"codelet.cpp"}; },
