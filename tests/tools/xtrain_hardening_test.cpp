@@ -121,6 +121,13 @@ TEST_F(XtrainHardening, OutputPathsAreCheckedBeforeTheFirstStep) {
                  {"--save-model", "directory"});
 }
 
+// A bad environment switch read when data files are opened is refused at start on its own, not
+// under the flag of whichever file is opened first (the built-in example opens none).
+TEST_F(XtrainHardening, ABadResidentBytesSwitchIsRefusedOnItsOwn) {
+  expectBadInput(runCommand("XTRAIN_DATA_RESIDENT_BYTES=1ZiB ./xtrain --steps 1"),
+                 {"xtrain: XTRAIN_DATA_RESIDENT_BYTES='1ZiB'", "byte count"});
+}
+
 TEST_F(XtrainHardening, EmptyPathsAreBadUsage) {
   expectBadInput(run("--steps 2 --save-model ''"), {"--save-model needs a path"});
   expectBadInput(run("--steps 2 --checkpoint-dir ''"), {"--checkpoint-dir needs a path"});

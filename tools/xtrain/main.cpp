@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "checkpoint/dataset_reader.hpp"
 #include "checkpoint_dir.hpp"
 #include "common/timeline_job.hpp"
 #include "global_batch.hpp"
@@ -37,6 +38,9 @@ int main(int argc, char** argv) {
     // --log-level sets the default; XTRAIN_LOG_LEVEL / XTRAIN_LOG_CONFIG, when set, win.
     logging::setDefaultLevel(logging::levelFromString(options.logLevel));
     logging::configureFromEnvironment();
+    // Environment switches read later, when a data file is opened, would be reported under that
+    // file's flag: a bad value is refused here, on its own.
+    (void)checkpoint::DatasetReader::residentBytesFromEnvironment();
     if (!options.trace.empty()) {
       trace.emplace(timeline::JobTraceRequest{options.trace, options.traceSteps, "--trace", true});
     }
