@@ -127,10 +127,17 @@ void addTrackLocked(State& s, int id, std::string_view name) {
   s.numTracks.store(n + 1);
 }
 
+// A new host thread's track id; past the range, the threads share its last id (drawn as one
+// track) rather than run into the checkpoint writer's.
+int newHostTrack(State& s) {
+  const int id = s.nextHostTrack.fetch_add(1);
+  return id < kCheckpointWriterTrack ? id : kCheckpointWriterTrack - 1;
+}
+
 int currentTrack() {
   if (tTrack == 0) {
     State& s = state();
-    tTrack = s.nextHostTrack.fetch_add(1);
+    tTrack = newHostTrack(s);
     char name[32];
     std::snprintf(name, sizeof name, "host thread %d", tTrack - kFirstHostTrack);
     std::lock_guard lock(s.mu);
@@ -339,7 +346,8 @@ void start(const Config& config) {
   s.ring = std::make_unique<Slot[]>(config.capacity);
   s.capacity = config.capacity;
   s.head.store(0);
-  s.numTracks.store(0);
+  // The track names stay: ids are the process's (threads keep theirs across traces), and a thread
+  // that named its track before this trace started (a communicator's executor) is not asked again.
   s.step.store(0);
   s.stepEntered.store(false);
   s.callerNumbers.store(false);
@@ -452,7 +460,7 @@ TrackScope::~TrackScope() {
 void nameThisThreadOnce(std::string_view name) {
   if (tTrack != 0) return;
   State& s = state();
-  tTrack = s.nextHostTrack.fetch_add(1);
+  tTrack = newHostTrack(s);
   nameTrack(tTrack, name);
 }
 

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -186,6 +188,50 @@ TEST_F(Timeline, WritingToAMissingDirectoryIsARuntimeError) {
   c.path = (dir_ / "missing" / "trace.json").string();
   timeline::start(c);
   expectError([] { timeline::write(); }, {"missing/trace.json"});
+}
+
+// A thread names its track once (a communicator's executor lives across traces): a second trace
+// of the process still shows the name.
+TEST_F(Timeline, ATracksNameSurvivesIntoTheNextTrace) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int phase = 0;  // 1: name and record in trace 1; 2: record in trace 2; 3: done
+  std::thread worker([&] {
+    for (int want : {1, 2}) {
+      std::unique_lock lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return phase == want; }));
+      timeline::nameThisThreadOnce("comm executor");
+      { timeline::Span span(timeline::Category::Collective, "allReduce"); }
+      phase = want == 1 ? 10 : 3;
+      cv.notify_all();
+    }
+  });
+  auto runPhase = [&](int want, int done) {
+    std::unique_lock lock(mu);
+    phase = want;
+    cv.notify_all();
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return phase == done; }));
+  };
+  timeline::start(config());
+  runPhase(1, 10);
+  timeline::write();
+  timeline::stop();
+  timeline::start(config());
+  runPhase(2, 3);
+  timeline::write();
+  worker.join();
+  const json trace = readJson(dir_ / "trace.json");
+  int tid = -1;
+  for (const auto& e : eventsOf(trace, "X")) {
+    if (e.at("name") == "allReduce") tid = e.at("tid");
+  }
+  ASSERT_NE(tid, -1) << trace.dump();
+  bool named = false;
+  for (const auto& e : eventsOf(trace, "M")) {
+    named = named || (e.at("name") == "thread_name" && e.at("tid") == tid &&
+                      e.at("args").at("name") == "comm executor");
+  }
+  EXPECT_TRUE(named) << trace.dump();
 }
 
 TEST(TimelineSteps, ParsesAColonBAndRefusesTheRest) {
