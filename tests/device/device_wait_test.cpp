@@ -17,6 +17,7 @@
 
 #include "device/ipu/ipu_wait.hpp"
 #include "testing/error_testing.hpp"
+#include "testing/private_ipu_pool.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
@@ -31,42 +32,20 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A private pool of 8 IPUs, no XTRAIN_WAIT_FOR_IPU, the manager's attach timeout 0, devicex logging
-// at info; all restored afterwards.
-class DeviceWait : public ::testing::Test {
+// A private pool of 8 IPUs (testing/private_ipu_pool.hpp), devicex logging at info; restored
+// afterwards.
+class DeviceWait : public testing::PrivateIpuPoolTest {
  protected:
   void SetUp() override {
-    for (const char* name :
-         {"XTRAIN_NUM_IPUS", "XTRAIN_IPU_LOCK_DIR", "XTRAIN_IPU_IDS", "XTRAIN_WAIT_FOR_IPU"}) {
-      const char* v = std::getenv(name);
-      saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
-    }
-    char tmpl[] = "/tmp/xtrain-device-wait-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    lockDir_ = tmpl;
-    ::setenv("XTRAIN_IPU_LOCK_DIR", lockDir_.c_str(), 1);
-    ::setenv("XTRAIN_NUM_IPUS", "8", 1);
-    ::unsetenv("XTRAIN_IPU_IDS");
-    ::unsetenv("XTRAIN_WAIT_FOR_IPU");
+    PrivateIpuPoolTest::SetUp();
     savedLevel_ = logging::getLevel(logging::Module::devicex);
     logging::setLevel(logging::Module::devicex, logging::Level::Info);
   }
   void TearDown() override {
     if (releaser_.joinable()) releaser_.join();
-    dm().setOnDemandAttachTimeout(0);
     logging::setLevel(logging::Module::devicex, savedLevel_);
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-    std::error_code ec;
-    std::filesystem::remove_all(lockDir_, ec);
+    PrivateIpuPoolTest::TearDown();
   }
-
-  DeviceManager& dm() { return DeviceManager::createDeviceManager(); }
 
   // Detaches `holder` from another thread after ~200 ms and records when (released_, releasedAt_).
   void releaseSoon(std::shared_ptr<DeviceInfo> holder) {
@@ -81,8 +60,6 @@ class DeviceWait : public ::testing::Test {
   }
 
   const std::string me_ = "held by process " + std::to_string(::getpid());
-  std::string lockDir_;
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
   logging::Level savedLevel_ = logging::Level::Off;
   std::thread releaser_;
   std::atomic<bool> released_{false};

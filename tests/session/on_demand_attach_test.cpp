@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "testing/error_testing.hpp"
+#include "testing/private_ipu_pool.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
@@ -41,42 +42,15 @@ std::unique_ptr<InferenceSession> sessionOn(std::shared_ptr<DeviceInfo> device, 
   return InferenceSession::createFromOnnxModel(linearModel(cols), DataFlow(1), std::move(device));
 }
 
-// A private pool of 8 IPUs; the manager's attach timeout and XTRAIN_WAIT_FOR_IPU restored after.
-class OnDemandAttach : public ::testing::Test {
+// A private pool of 8 IPUs (testing/private_ipu_pool.hpp).
+class OnDemandAttach : public PrivateIpuPoolTest {
  protected:
-  void SetUp() override {
-    for (const char* name :
-         {"XTRAIN_NUM_IPUS", "XTRAIN_IPU_LOCK_DIR", "XTRAIN_IPU_IDS", "XTRAIN_WAIT_FOR_IPU"}) {
-      const char* v = std::getenv(name);
-      saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
-    }
-    char tmpl[] = "/tmp/xtrain-on-demand-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    lockDir_ = tmpl;
-    ::setenv("XTRAIN_IPU_LOCK_DIR", lockDir_.c_str(), 1);
-    ::setenv("XTRAIN_NUM_IPUS", "8", 1);
-    ::unsetenv("XTRAIN_IPU_IDS");
-    ::unsetenv("XTRAIN_WAIT_FOR_IPU");
-  }
   void TearDown() override {
     if (releaser_.joinable()) releaser_.join();
-    dm().setOnDemandAttachTimeout(0);
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-    std::error_code ec;
-    std::filesystem::remove_all(lockDir_, ec);
+    PrivateIpuPoolTest::TearDown();
   }
 
-  DeviceManager& dm() { return DeviceManager::createDeviceManager(); }
-
   const std::string me_ = "held by process " + std::to_string(::getpid());
-  std::string lockDir_;
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
   std::thread releaser_;
 };
 
