@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "testing/scratch_dir.hpp"
+#include "testing/session_log.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/optimizer.hpp"
@@ -19,26 +20,8 @@
 namespace xtrain::testing {
 namespace {
 
-class EngineCaching : public ScratchDirTest {
+class EngineCaching : public SessionLogTest {
  protected:
-  void SetUp() override {
-    ScratchDirTest::SetUp();
-    ::setenv("XTRAIN_LOG_DEST", path("log").c_str(), 1);
-    logging::configureFromEnvironment();
-    logging::setLevel(logging::Module::session, logging::Level::Debug);
-  }
-  void TearDown() override {
-    ::unsetenv("XTRAIN_LOG_DEST");
-    logging::configureFromEnvironment();
-    ScratchDirTest::TearDown();
-  }
-  std::string logText() {
-    logging::flush();
-    std::ifstream in(path("log"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
   // The weights and velocities after 3 steps of a session with `options`.
   static std::vector<float> train(const MlpModel& m, const SessionOptions& options) {
     auto s = makeMlpSession(

@@ -20,6 +20,7 @@
 #include "session/option_table.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/scratch_dir.hpp"
+#include "testing/session_log.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/logging.hpp"
@@ -452,31 +453,13 @@ TEST_F(DotChecks, BadChecksAreErrors) {
 }
 
 // Debug lines of the session module go to a file of this test while it runs.
-class SessionOptionsLog : public ::testing::Test {
+class SessionOptionsLog : public SessionLogTest {
  protected:
-  void SetUp() override {
-    log_ = std::filesystem::temp_directory_path() /
-           ("xtrain_session_options_" + std::to_string(::getpid()) + ".log");
-    std::filesystem::remove(log_);
-    ::setenv("XTRAIN_LOG_DEST", log_.c_str(), 1);
-    logging::configureFromEnvironment();
-    logging::setLevel(logging::Module::session, logging::Level::Debug);
-  }
-  void TearDown() override {
-    ::unsetenv("XTRAIN_LOG_DEST");
-    logging::configureFromEnvironment();
-    std::filesystem::remove(log_);
-  }
-  std::string logText() {
-    logging::flush();
-    return readFile(log_);
-  }
   static size_t count(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
     return n;
   }
-  std::filesystem::path log_;
 };
 
 TEST_F(SessionOptionsLog, AMemberWithNoEffectIsLoggedOncePerSession) {

@@ -12,6 +12,7 @@
 
 #include "session/phase_times.hpp"
 #include "testing/scratch_dir.hpp"
+#include "testing/session_log.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/optimizer.hpp"
@@ -31,26 +32,8 @@ TEST(PhaseTimes, SummaryNamesEachPhaseInOrderWithTheTotal) {
 }
 
 // The session module's lines go to a file of this test while it runs.
-class SessionPhaseLog : public ScratchDirTest {
+class SessionPhaseLog : public SessionLogTest {
  protected:
-  void SetUp() override {
-    ScratchDirTest::SetUp();
-    ::setenv("XTRAIN_LOG_DEST", path("log").c_str(), 1);
-    logging::configureFromEnvironment();
-    logging::setLevel(logging::Module::session, logging::Level::Debug);
-  }
-  void TearDown() override {
-    ::unsetenv("XTRAIN_LOG_DEST");
-    logging::configureFromEnvironment();
-    ScratchDirTest::TearDown();
-  }
-  std::string logText() {
-    logging::flush();
-    std::ifstream in(path("log"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
 };
 
 // The line starting with `prefix`, or "" when there is none.
