@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     const int code = tools::train(options, std::cout);
     // A trace that cannot be written fails a run that succeeded; a run that failed or was
     // preempted keeps its exit code (the trace's failure is still printed).
+    if (trace && code == 0) trace->finish();
     if (trace && code != 0) {
       try {
         trace->finish();
@@ -67,7 +68,6 @@ int main(int argc, char** argv) {
         std::cerr << "xtrain: " << e.what() << "\n";
       }
     }
-    if (trace) trace->finish();
     return code;
   } catch (const OutOfMemoryException& e) {
     std::cerr << "xtrain: " << e.what() << "\n" << e.getSummaryReport() << "\n";
