@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <utility>
 
 #include "xtrain/error.hpp"
 #include "xtrain/format.hpp"
@@ -125,14 +124,10 @@ void checkSchedulerAndOutlining(const SessionOptions& o) {
 
 void checkOptionRanges(const SessionOptions& o, const DeviceInfo& device) {
   checkReplication(o);
-  for (const auto& [kind, settings] :
-       {std::pair<const char*, const TensorLocationSettings*>{"activationTensorLocationSettings",
-                                                              &o.activationTensorLocationSettings},
-        {"weightTensorLocationSettings", &o.weightTensorLocationSettings},
-        {"optimizerStateTensorLocationSettings", &o.optimizerStateTensorLocationSettings},
-        {"accumulatorTensorLocationSettings", &o.accumulatorTensorLocationSettings}}) {
-    checkLocation(kind, *settings);
-  }
+  checkLocation("activationTensorLocationSettings", o.activationTensorLocationSettings);
+  checkLocation("weightTensorLocationSettings", o.weightTensorLocationSettings);
+  checkLocation("optimizerStateTensorLocationSettings", o.optimizerStateTensorLocationSettings);
+  checkLocation("accumulatorTensorLocationSettings", o.accumulatorTensorLocationSettings);
   checkLossScaling(o.automaticLossScalingSettings);
   checkModelParallelism(o);
   checkSchedulerAndOutlining(o);
