@@ -99,7 +99,7 @@ class DetachedDeviceTest(PrivatePool, unittest.TestCase):
         holder = dm.acquireDeviceById(1)
         with self.assertRaisesRegex(
                 popart.popart_runtime_error,
-                r"run: device 1 \(DeviceConnectionType.OnDemand\) was detached and could not be "
+                r"run: device 1 \(DeviceConnectionType::OnDemand\) was detached and could not be "
                 r"attached again: IPU 1 is held by process %d" % os.getpid()):
             step(s)
         self.assertFalse(device.isAttached)
