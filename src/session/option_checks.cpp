@@ -40,12 +40,8 @@ void checkPartialsType(const std::string& type) {
 }  // namespace
 
 void checkSessionOptions(const SessionOptions& options) {
-  // Values no PopART program could mean, before the table's "not supported" (which would suggest
-  // the value is only not implemented).
-  if (options.batchSerializationSettings.factor < 0) {
-    throw error("SessionOptions.batchSerializationSettings.factor = {} must be >= 0",
-                options.batchSerializationSettings.factor);
-  }
+  // Values no PopART program could mean (a negative factor, ...) were refused before, by
+  // checkOptionRanges, so the table's "not supported" is never said of them.
   for (const OptionEntry& e : sessionOptionTable()) {
     if (e.state == OptionState::Refused && !e.isDefault(options)) {
       throw error("SessionOptions.{} = {} is not supported yet (not implemented in xtrain): {}",
@@ -60,10 +56,6 @@ void checkSessionOptions(const SessionOptions& options) {
         "NormOnly or RecomputeAll");
   }
   checkDotOptions(options);
-  if (options.compilationProgressTotal < 1) {
-    throw error("SessionOptions.compilationProgressTotal = {} must be >= 1",
-                options.compilationProgressTotal);
-  }
   for (const OptionEntry& e : sessionOptionTable()) {
     if (e.state == OptionState::NoEffect && !e.isDefault(options)) {
       logging::session::debug("SessionOptions.{} = {} has no effect on a simulated IPU: {}", e.name,

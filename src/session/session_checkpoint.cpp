@@ -52,7 +52,7 @@ std::vector<std::pair<TensorId, std::string>> SessionImpl::checkpointTensors() c
 }
 
 void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOptions& options) {
-  requirePrepared("saveCheckpoint");
+  requireAttached("saveCheckpoint");
   XT_CHECK(config_.training, "saveCheckpoint on an inference session");
   timeline::Span traced(timeline::Category::Checkpoint, "save checkpoint");
   traced.text("path", path);
@@ -98,7 +98,7 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
 }
 
 std::optional<CheckpointInfo> SessionImpl::loadLatestCheckpoint(const std::string& directory) {
-  requirePrepared("loadLatestCheckpoint");
+  requireAttached("loadLatestCheckpoint");
   XT_CHECK(config_.training, "loadLatestCheckpoint on an inference session");
   auto found = checkpoints_.loadLatest(directory, checkCheckpoint());
   if (!found) return std::nullopt;
@@ -110,7 +110,7 @@ void SessionImpl::waitForCheckpoint() {
 }
 
 CheckpointInfo SessionImpl::loadCheckpoint(const std::string& path) {
-  requirePrepared("loadCheckpoint");
+  requireAttached("loadCheckpoint");
   XT_CHECK(config_.training, "loadCheckpoint on an inference session");
   return installCheckpoint(path, checkpoints_.load(path, checkCheckpoint()));
 }

@@ -27,6 +27,7 @@
 #include "session/layout_plan.hpp"
 #include "session/model_io.hpp"
 #include "session/option_checks.hpp"
+#include "session/option_ranges.hpp"
 #include "session/phase_times.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
@@ -60,6 +61,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   replicaOffset_ =
       config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
+  checkOptionRanges(config_.options, *config_.device);
   validateOptions();
   checkSessionOptions(config_.options);
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
@@ -144,23 +146,10 @@ void SessionImpl::validateOptions() const {
   auto notYet = [](const std::string& what) {
     throw error("SessionOptions: {} is not supported yet", what);
   };
-  if (o.enableReplicatedGraphs && o.replicatedGraphCount < 1) {
-    throw error(
-        "SessionOptions: replicatedGraphCount must be >= 1 when replication is enabled, got {}",
-        o.replicatedGraphCount);
-  }
+  // The members' own ranges were checked (checkOptionRanges); here, how they fit together.
   if (o.enableDistributedReplicatedGraphs) {
     const int64_t g = o.globalReplicationFactor;
     const int64_t l = o.getLocalReplicationFactor();
-    if (g < 1) {
-      throw error("SessionOptions: globalReplicationFactor must be >= 1, got {}", g);
-    }
-    if (o.globalReplicaOffset < 0 || o.globalReplicaOffset >= g) {
-      throw error(
-          "SessionOptions: globalReplicaOffset {} is out of range [0, {}) (globalReplicationFactor "
-          "{})",
-          o.globalReplicaOffset, g, g);
-    }
     if (l > g) {
       throw error("SessionOptions: {} local replicas exceed globalReplicationFactor {}", l, g);
     }
@@ -171,9 +160,6 @@ void SessionImpl::validateOptions() const {
           "{} and globalReplicaOffset {} must be multiples of the {} local replicas",
           g, o.globalReplicaOffset, l);
     }
-  }
-  if (o.enableGradientAccumulation && o.accumulationFactor < 1) {
-    throw error("SessionOptions: accumulationFactor must be >= 1, got {}", o.accumulationFactor);
   }
   if (!o.enableGradientAccumulation && o.accumulationFactor > 1) {
     throw error(

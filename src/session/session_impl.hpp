@@ -178,6 +178,9 @@ class SessionImpl : private replication::LocalReplicas {
   void applyRecomputation();
   void computeMemory();
   void requirePrepared(const char* what) const;
+  // requirePrepared, and the device still attached (or, OnDemand, attached again): a call that
+  // touches the replicas' buffers on a detached device throws runtime_error (session_attach.cpp).
+  void requireAttached(const char* what);
   HostTensor& replicaBuffer(int64_t replica, const TensorId& id);
   // replication::LocalReplicas
   HostTensor& buffer(int64_t localReplica, const TensorId& id) override {

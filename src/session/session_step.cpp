@@ -79,7 +79,7 @@ void SessionImpl::forEachReplicaProgram(const std::function<void(int64_t)>& fn) 
 }
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
-  requirePrepared("run");
+  requireAttached("run");
   const timeline::StepSpan traced;  // a step boundary in the timeline
   if (!config_.options.compileEngine) {
     throw error(

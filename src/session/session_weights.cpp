@@ -17,7 +17,7 @@ using replication::groupBytes;
 using replication::ShardPlan;
 
 void SessionImpl::weightsFromHost() {
-  requirePrepared("weightsFromHost");
+  requireAttached("weightsFromHost");
   for (int64_t r = 0; r < localReplicas_; ++r) {
     for (const auto& [id, value] : hostWeights_) {
       HostTensor& b = replicaBuffer(r, id);
@@ -37,7 +37,7 @@ void SessionImpl::weightsFromHost() {
 }
 
 void SessionImpl::weightsToHost() {
-  requirePrepared("weightsToHost");
+  requireAttached("weightsToHost");
   for (auto& [id, value] : hostWeights_) {
     const HostTensor& whole = wholeHostValue(id);
     if (&whole != &value) std::memcpy(value.raw(), whole.raw(), value.nbytes());
@@ -57,7 +57,7 @@ HostTensor& SessionImpl::wholeHostValue(const TensorId& id) {
 }
 
 void SessionImpl::broadcastWeights(int rootRank) {
-  requirePrepared("broadcastWeights");
+  requireAttached("broadcastWeights");
   const int instances = exchange_->instanceCount();
   if (rootRank < 0 || rootRank >= instances) {
     throw error(
@@ -113,7 +113,7 @@ void SessionImpl::writeWeights(const WeightsIO& weights) {
 }
 
 void SessionImpl::modelToHost(const std::string& path, bool withOptimizerState) {
-  requirePrepared("modelToHost");
+  requireAttached("modelToHost");
   if (withOptimizerState && !config_.training) {
     throw error("modelToHost: an inference session has no optimizer state to write");
   }
@@ -219,6 +219,8 @@ void SessionImpl::resetHostWeights(const std::string& model, bool ignoreMissing)
 
 void SessionImpl::updateOptimizerFromHost(const Optimizer& next) {
   XT_CHECK(config_.training, "updateOptimizerFromHost on an inference session");
+  // Before prepareDevice the values only go into the graph; after it, to the device too.
+  if (prepared_) requireAttached("updateOptimizerFromHost");
   std::vector<TensorId> weights;
   for (const auto& u : optimizerGraph_.updates) weights.push_back(u.weight);
   ir::checkOptimizerUpdate(*config_.optimizer, next, weights);

@@ -131,13 +131,7 @@ TensorId SessionImpl::addLossScaling() {
           "({}) is constant: create it with lossScaling {{{}, false}}",
           opt.getLossScalingVal(), opt.getLossScalingVal());
     }
-    if (!(als.growthFactor >= 1.0f) || !(als.backoffFactor > 0.0f && als.backoffFactor < 1.0f) ||
-        als.growthInterval < 1) {
-      throw error(
-          "automaticLossScalingSettings: growthFactor {} must be >= 1, backoffFactor {} in (0, 1) "
-          "and growthInterval {} >= 1",
-          als.growthFactor, als.backoffFactor, als.growthInterval);
-    }
+    // growthFactor, backoffFactor and growthInterval are in range (checkOptionRanges).
     if (!als.toTrackTensors.empty() || als.updatePeriod != 1 || als.binEdgeLocation != 0.0625f ||
         als.thresholdUpperCountProportion != 1e-7f ||
         als.gradientTensorTrackingMethod !=

@@ -210,7 +210,9 @@ TEST(AutomaticLossScaling, BadSettingsAreRefused) {
   EXPECT_CONTAINS(errorOf([&] { makeSession(half, adamWithScaling(65536.0f), SessionOptions()); }),
                   "largest value is 65504");
   o.automaticLossScalingSettings.backoffFactor = 2.0f;
-  EXPECT_CONTAINS(errorOf([&] { makeSession(m, adamWithScaling(8.0f), o); }), "backoffFactor 2");
+  EXPECT_CONTAINS(errorOf([&] { makeSession(m, adamWithScaling(8.0f), o); }),
+                  "SessionOptions.automaticLossScalingSettings.backoffFactor = 2 is out of range: "
+                  "expected a factor in (0, 1)");
 }
 
 // loss = sum(W * x) * c with x = c = 1e-4: the gradient 1e-8 is below FLOAT16's smallest subnormal.
