@@ -128,8 +128,16 @@ void writePart(const std::string& stagingDir, int instance, const std::vector<Da
 // move). Throws CheckpointError when a part is missing or two parts hold the same path. An empty
 // attributes.creationTime is filled in with the current UTC time.
 void writeIndex(const std::string& stagingDir, const Attributes& attributes, int parts);
-// Stage 3: makes the staged checkpoint the complete `finalDir` and points <parent>/latest at it.
+// Stage 3: makes the staged checkpoint the complete `finalDir` and points <parent>/latest at it,
+// unless checkLatestIsReplaceable(parent) refuses (then the checkpoint is complete and `latest` is
+// left as it was, with a warning).
 void commit(const std::string& stagingDir, const std::string& finalDir);
+// Throws CheckpointError, naming the file, unless a save into `checkpointDir` may replace its
+// `latest`: it is absent, or it is what commit() writes there, a regular file holding one name on
+// one line that is a checkpoint's name (ckpt-<step>) or names a checkpoint xtrain wrote in the
+// directory (one with a seal). A user's own file named `latest` beside a checkpoint saved as
+// DIR/run1 is never replaced.
+void checkLatestIsReplaceable(const std::string& checkpointDir);
 
 // Reads and verifies a checkpoint (its directory or its checkpoint.h5): format name, version (a
 // newer version is refused, naming both), every dataset's presence, shape and crc32. Throws

@@ -126,6 +126,8 @@ void commit(const std::string& stagingDir, const std::string& finalDir) {
   //    latestComplete() fall back to the newest complete checkpoint when `latest` is stale, and
   //    prune() removes a leftover copy).
   tidyUp(finalDir, [&] {
+    // Checked before the save too (a file that appeared since is left alone all the same).
+    checkLatestIsReplaceable(parent);
     replaceFileDurably((fs::path(parent) / layout::kLatestFile).string(),
                        baseName(finalDir) + "\n");
   });

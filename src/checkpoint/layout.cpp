@@ -1,5 +1,6 @@
 #include "checkpoint/layout.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace xtrain::checkpoint::layout {
@@ -50,6 +51,17 @@ std::optional<int64_t> checkpointStep(const std::string& name) {
   constexpr std::string_view prefix = "ckpt-";
   if (!name.starts_with(prefix)) return std::nullopt;
   return wholeNumber(std::string_view(name).substr(prefix.size()));
+}
+
+bool isReservedName(const std::string& name) {
+  if (name == kLatestFile || name.starts_with(std::string(kLatestFile) + kStagingMarker)) {
+    return true;
+  }
+  size_t end = name.size();
+  for (const char* marker : {kStagingMarker, kRetiredMarker, kKeptMarker}) {
+    end = std::min(end, name.find(marker));
+  }
+  return checkpointStep(name.substr(0, end)).has_value();
 }
 
 }  // namespace xtrain::checkpoint::layout

@@ -42,6 +42,13 @@ std::optional<int> partIndex(const std::string& name);
 // The step of a checkpoint directory name "ckpt-<digits>", or nullopt for anything else (staging
 // and retired directories included).
 std::optional<int64_t> checkpointStep(const std::string& name);
+// Whether `name`, an entry of a checkpoint directory, is one that xtrain's checkpoint code creates,
+// replaces, renames or removes there: `latest` and its temporary copies ("latest.tmp-..."), a
+// checkpoint "ckpt-<digits>" and its staging, retired and set-aside copies
+// ("ckpt-<digits>.tmp-...",
+// ".old-...", ".kept-..."). A file of the user's under such a name is at risk; under any other name
+// it is left alone.
+bool isReservedName(const std::string& name);
 
 }  // namespace xtrain::checkpoint::layout
 

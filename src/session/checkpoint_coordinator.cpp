@@ -135,11 +135,19 @@ void CheckpointCoordinator::checkDirectory(const std::string& path) {
         "saveCheckpoint: the directory '{}' of checkpoint '{}' does not exist{}",
         final.parent_path().string(), path,
         comm ? " on this instance (checkpoints need a file system every instance shares)" : "");
+  } else if (!comm || comm->rank() == 0) {
+    // The instance that commits: `latest` beside the checkpoint must be xtrain's to replace.
+    try {
+      checkpoint::checkLatestIsReplaceable(final.parent_path().string());
+    } catch (const checkpoint::CheckpointError& e) {
+      failure = format("saveCheckpoint '{}': {}", path, e.what());
+    }
   }
   if (!allAgree(comm, failure.empty())) {
-    throw error("{}", failure.empty() ? format("saveCheckpoint: another instance cannot see the "
-                                               "directory of '{}' (checkpoints need a file system "
-                                               "every instance shares)",
+    throw error("{}", failure.empty() ? format("saveCheckpoint: another instance cannot save '{}' "
+                                               "(it cannot see the directory, which checkpoints "
+                                               "need on a file system every instance shares, or "
+                                               "refused the directory's `latest`: see its log)",
                                                path)
                                       : failure);
   }

@@ -397,6 +397,56 @@ class WeightsTest(unittest.TestCase):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_save_checkpoint_never_replaces_a_users_latest(self):
+        # saveCheckpoint(DIR/run1) points DIR/latest at run1: it once replaced a file of the
+        # user's called `latest` without a word. Only a `latest` xtrain wrote may move.
+        tmp = tempfile.mkdtemp(prefix="xtrain-test-latest-")
+        try:
+            s = popart.TrainingSession(
+                linear_model(), popart.DataFlow(1, {"loss": popart.AnchorReturnType("ALL")}),
+                "loss", sgd(), popart.DeviceManager().createCpuDevice())
+            s.prepareDevice()
+            s.weightsFromHost()
+            s.run(popart.PyStepIO({"x": np.ones((2, 4), np.float32),
+                                   "t": np.zeros((2, 3), np.float32)}, s.initAnchorArrays()))
+            latest = os.path.join(tmp, "latest")
+            run1 = os.path.join(tmp, "run1")
+            # Notes, a single word that names no checkpoint, a link, a directory: all the user's.
+            for users in ("my notes on\nthe runs\n", "v2\n"):
+                with open(latest, "w") as f:
+                    f.write(users)
+                with self.assertRaisesRegex(popart.popart_exception,
+                                            "latest' is not a `latest` pointer xtrain wrote"):
+                    s.saveCheckpoint(run1)
+                with open(latest) as f:
+                    self.assertEqual(f.read(), users)
+                self.assertFalse(os.path.exists(run1))
+            os.remove(latest)
+            os.symlink("notes.txt", latest)
+            with self.assertRaisesRegex(popart.popart_exception, "it is a symbolic link"):
+                s.saveCheckpoint(run1)
+            self.assertTrue(os.path.islink(latest))
+            os.remove(latest)
+            os.mkdir(latest)
+            with self.assertRaisesRegex(popart.popart_exception, "not a regular file"):
+                s.saveCheckpoint(run1)
+            os.rmdir(latest)
+            # Without one, xtrain writes its own, and moves it on later saves.
+            s.saveCheckpoint(run1)
+            with open(latest) as f:
+                self.assertEqual(f.read(), "run1\n")
+            s.saveCheckpoint(os.path.join(tmp, "run2"))
+            with open(latest) as f:
+                self.assertEqual(f.read(), "run2\n")
+            # A pointer at a checkpoint that was removed since is still xtrain's (ckpt-<step>).
+            with open(latest, "w") as f:
+                f.write("ckpt-00000007\n")
+            s.saveCheckpoint(os.path.join(tmp, "ckpt-00000001"))
+            with open(latest) as f:
+                self.assertEqual(f.read(), "ckpt-00000001\n")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
 
 class CallbackTest(unittest.TestCase):
     def session(self, bps=3):

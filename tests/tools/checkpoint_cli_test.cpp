@@ -369,6 +369,10 @@ TEST_F(CheckpointCli, ResumeAutoSkipsADamagedCheckpointUnderXrun) {
 
 // Two plain xtrain runs (no launcher, so no job id) saving into one directory at the same time
 // used to share the staging directory "ckpt-N.tmp-job": one failed, or committed the other's parts.
+// Then, with --overwrite-checkpoints, both ran to the end, interleaving their checkpoints. The
+// directory's lock now lets one write at a time whatever the flags: each run either completes or
+// is refused before its first step (when the first ended before the second started, both
+// complete), and every checkpoint left is whole.
 TEST_F(CheckpointCli, TwoPlainRunsSavingIntoOneDirectory) {
   const fs::path d = dir_ / "d";
   fs::create_directories(d);
@@ -379,9 +383,18 @@ TEST_F(CheckpointCli, TwoPlainRunsSavingIntoOneDirectory) {
   };
   const CommandResult r = runCommand(job("a", 1) + " & " + job("b", 2) + " & wait");
   ASSERT_EQ(r.exitCode, 0) << r.output;
+  int completed = 0;
   for (const std::string name : {"a", "b"}) {
-    EXPECT_EQ(bytesOf(path(name + ".rc")), "0\n") << bytesOf(path(name + ".log"));
+    const std::string log = bytesOf(path(name + ".log"));
+    if (bytesOf(path(name + ".rc")) == "0\n") {
+      ++completed;
+      continue;
+    }
+    EXPECT_EQ(bytesOf(path(name + ".rc")), "2\n") << log;
+    EXPECT_TRUE(has(log, "is in use by another xtrain job")) << log;
+    EXPECT_FALSE(std::regex_search(log, std::regex("(^|\n)step +[0-9]"))) << log;
   }
+  EXPECT_GE(completed, 1);
   const auto listed = checkpoint::list(d.string());
   EXPECT_EQ(listed.size(), 40u);
   for (const auto& l : listed) {
@@ -390,6 +403,41 @@ TEST_F(CheckpointCli, TwoPlainRunsSavingIntoOneDirectory) {
   for (const auto& e : fs::directory_iterator(d)) {
     EXPECT_FALSE(has(e.path().filename().string(), ".tmp-")) << e.path();
   }
+}
+
+// --overwrite-checkpoints once also lifted the lock of a running job: a second job wrote and pruned
+// checkpoints beside it and both exited 0. The flag replaces what a finished job left; a job that
+// holds the lock is running, and the second is refused, naming the directory and the holder.
+TEST_F(CheckpointCli, OverwriteCheckpointsNeverSharesADirectoryWithARunningJob) {
+  const std::string d = path("d"), out = path("a.log"), pidFile = path("a.pid");
+  const std::string overwrite = " --overwrite-checkpoints --checkpoint-dir " + d;
+  ASSERT_EQ(runCommand("./xtrain --steps 100000000" + overwrite + " > " + out +
+                       " 2>&1 & echo $! > " + pidFile)
+                .exitCode,
+            0);
+  const pid_t a = static_cast<pid_t>(std::stol(bytesOf(pidFile)));
+  // Job A holds the lock from before its first step on.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!has(bytesOf(out), "step ") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const CommandResult b = runCommand("./xtrain --steps 2 --seed 5" + overwrite);
+  const CommandResult resumed = runCommand("./xtrain --steps 2 --resume auto" + overwrite);
+  ::kill(a, SIGKILL);
+  ASSERT_TRUE(has(bytesOf(out), "step ")) << "job A never trained: " << bytesOf(out);
+  for (const CommandResult* r : {&b, &resumed}) {
+    EXPECT_EQ(r->exitCode, 2) << r->output;
+    EXPECT_TRUE(has(r->output, "--checkpoint-dir '" + d + "' is in use by another xtrain job"))
+        << r->output;
+    EXPECT_TRUE(has(r->output, "process " + std::to_string(a))) << r->output;
+    EXPECT_FALSE(std::regex_search(r->output, std::regex("(^|\n)step +[0-9]"))) << r->output;
+  }
+  // Once A is gone, the kernel has released its lock: the flag replaces what A left.
+  for (int attempt = 0; attempt < 200 && ::kill(a, 0) == 0; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const CommandResult after = runCommand("./xtrain --steps 2 --seed 5" + overwrite);
+  EXPECT_EQ(after.exitCode, 0) << after.output;
 }
 
 }  // namespace

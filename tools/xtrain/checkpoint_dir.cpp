@@ -120,7 +120,7 @@ CheckpointDirectoryLock::~CheckpointDirectoryLock() {
 CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions& o, int64_t instance) {
   CheckpointDirectoryLock lock;
   if (o.checkpointDir.empty() || instance != 0) return lock;
-  const std::string path = (std::filesystem::path(o.checkpointDir) / ".xtrain-lock").string();
+  const std::string path = (std::filesystem::path(o.checkpointDir) / kCheckpointLockFile).string();
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw error("--checkpoint-dir '{}': cannot create its lock file '{}': {}", o.checkpointDir,
@@ -131,13 +131,17 @@ CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions& o, int64_t i
     char buf[32] = {};
     const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
     ::close(fd);
-    if (o.overwriteCheckpoints) return lock;
+    // Whatever the flags: --overwrite-checkpoints replaces what a finished or dead job left (its
+    // lock went with it), never the checkpoints of a job still writing them.
     const std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
     throw error(
         "--checkpoint-dir '{}' is in use by another xtrain job (process {} holds {}): two jobs "
-        "writing checkpoints into one directory would replace and prune each other's; use another "
-        "directory, wait for that job, or give --overwrite-checkpoints to share it anyway",
-        o.checkpointDir, holder, path);
+        "writing checkpoints into one directory would replace and prune each other's{}; use "
+        "another directory, or wait for that job to end",
+        o.checkpointDir, holder, path,
+        o.overwriteCheckpoints ? " (--overwrite-checkpoints replaces a finished job's checkpoints, "
+                                 "not a running one's)"
+                               : "");
   }
   const std::string pid = std::to_string(::getpid());
   if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {

@@ -35,6 +35,9 @@ JobRestart jobRestart();
 // before its first one, and the restart starts afresh, saying so.
 void refuseToStartAfreshOnRestart(const TrainOptions& options);
 
+// The lock file's name in a --checkpoint-dir (CheckpointDirectoryLock).
+inline constexpr const char* kCheckpointLockFile = ".xtrain-lock";
+
 // Held by one job writing checkpoints into a --checkpoint-dir, for as long as it trains: an
 // exclusive flock(2) on <dir>/.xtrain-lock, released by the kernel when the process ends however it
 // ends. A second job (fresh or resumed) would otherwise commit and prune beside the first; the
@@ -54,8 +57,9 @@ class CheckpointDirectoryLock {
 };
 
 // On instance 0, with --checkpoint-dir: takes the directory's lock, or throws xtrain::error (exit
-// 2) naming the process that holds it. With --overwrite-checkpoints a held lock is not an error
-// (the user said the directory may be shared). Elsewhere: holds nothing.
+// 2) naming the directory and the process that holds it, with --overwrite-checkpoints too: that
+// flag lets a fresh run replace the checkpoints of a job that ended, and a held lock means the job
+// is still running. Elsewhere: holds nothing.
 CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions& options, int64_t instance);
 
 }  // namespace xtrain::tools

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "checkpoint/checkpoint.hpp"
 #include "common/output_file.hpp"
 
 namespace xtrain::tools {
@@ -26,6 +27,12 @@ void checkCheckpointDirectory(const std::string& dir) {
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     throw error("--checkpoint-dir '{}' is not writable: {}", dir, std::strerror(errno));
+  }
+  // Every save would refuse it: said before the first step rather than at the first checkpoint.
+  try {
+    checkpoint::checkLatestIsReplaceable(dir);
+  } catch (const checkpoint::CheckpointError& e) {
+    throw error("--checkpoint-dir '{}': {}", dir, e.what());
   }
 }
 

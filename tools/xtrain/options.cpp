@@ -1,12 +1,12 @@
 #include "options.hpp"
 
 #include <charconv>
-#include <filesystem>
 #include <limits>
 #include <set>
 
 #include "common/timeline.hpp"
 #include "optimizer_flags.hpp"
+#include "output_paths.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::tools {
@@ -61,7 +61,8 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
                             that verifies (damaged ones are skipped), or a fresh start when there
                             is none
   --overwrite-checkpoints   start afresh in a --checkpoint-dir that already holds checkpoints,
-                            replacing and pruning them (without it or --resume, xtrain refuses)
+                            replacing and pruning them (without it or --resume, xtrain refuses);
+                            never while another job is still writing there
   --metrics FILE            write each step's figures to FILE, one JSON object a line (loss,
                             learning rate, samples/s, validation, ...; docs/metrics.md); a
                             --resume run appends, others replace the file
@@ -162,48 +163,6 @@ std::pair<int64_t, int64_t> traceSteps(const std::string& text) {
     return timeline::parseStepRange(text, "--trace-steps");
   } catch (const error& e) {
     throw UsageError(e.what());
-  }
-}
-
-}  // namespace
-
-namespace {
-
-// Every file xtrain writes must differ from every other it writes or reads: `--trace run.onnx
-// --save-model run.onnx` or `--metrics data.h5 --val-data data.h5` would replace a model or a data
-// set without a word. Paths are compared after resolving `.`, `..` and symbolic links (and by inode
-// when both exist, which also catches hard links).
-void checkPathsDistinct(const TrainOptions& o) {
-  namespace fs = std::filesystem;
-  struct Named {
-    const char* flag;
-    const std::string* path;
-  };
-  const std::vector<Named> outputs = {
-      {"--save-model", &o.saveModel}, {"--trace", &o.trace}, {"--metrics", &o.metrics}};
-  const std::vector<Named> inputs = {{"--model", &o.model},
-                                     {"--data", &o.data},
-                                     {"--val-data", &o.valData},
-                                     {"--checkpoint-dir", &o.checkpointDir},
-                                     {"--resume", &o.resume}};
-  const auto same = [](const std::string& a, const std::string& b) {
-    std::error_code ec;
-    if (fs::equivalent(a, b, ec) && !ec) return true;
-    const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
-    const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
-    return ca == cb;
-  };
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].path->empty()) continue;
-    const auto clash = [&](const Named& other) {
-      if (other.path->empty() || (other.path == &o.resume && *other.path == "auto")) return;
-      if (!same(*outputs[i].path, *other.path)) return;
-      throw UsageError(std::string(outputs[i].flag) + " " + *outputs[i].path +
-                       " is the same file as " + other.flag + " " + *other.path +
-                       ": xtrain would overwrite it; give the output a path of its own");
-    };
-    for (size_t j = i + 1; j < outputs.size(); ++j) clash(outputs[j]);
-    for (const auto& in : inputs) clash(in);
   }
 }
 
@@ -353,7 +312,7 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
   if (o.traceSteps && o.trace.empty()) {
     throw UsageError("--trace-steps needs --trace (the file to record the timeline to)");
   }
-  checkPathsDistinct(o);
+  checkOutputsSpareInputs(o);
   std::set<std::string> seen;
   for (const auto& a : o.anchors) {
     if (!seen.insert(a.tensor).second) throw UsageError("--anchor " + a.tensor + " is given twice");
