@@ -118,7 +118,9 @@ std::optional<std::vector<EnumMember>> enumMembers(hid_t type) {
   if (!base.valid() || H5Tget_class(base.get()) != H5T_INTEGER) return std::nullopt;
   const size_t size = H5Tget_size(base.get());
   const int count = H5Tget_nmembers(type);
-  if (size == 0 || size > 8 || count < 0) return std::nullopt;
+  // H5Tget_member_value copies the enum's own size: in a damaged file it can differ from the
+  // base's, and must fit the 8 bytes below.
+  if (size == 0 || size > 8 || H5Tget_size(type) != size || count < 0) return std::nullopt;
   const bool isSigned = H5Tget_sign(base.get()) == H5T_SGN_2;
   // H5Tget_member_value gives the value in the base type's layout: converted to a native long long
   // so either byte order and sign reads right.

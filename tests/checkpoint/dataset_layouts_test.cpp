@@ -4,6 +4,8 @@
 // chunk indexes are still refused by name, h5py's bool is read as BOOL, and a value the asked-for
 // type cannot hold is refused with its stored value instead of clamped.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -12,6 +14,7 @@
 
 #include "checkpoint/dataset_reader.hpp"
 #include "testing/error_testing.hpp"
+#include "testing/file_testing.hpp"
 #include "testing/h5py_files.hpp"
 #include "testing/scratch_dir.hpp"
 
@@ -19,6 +22,8 @@ namespace xtrain::checkpoint {
 namespace {
 
 using xtrain::testing::errorOf;
+using xtrain::testing::readFileBytes;
+using xtrain::testing::writeFileBytes;
 
 class H5pyLayouts : public xtrain::testing::ScratchDirTest {
  protected:
@@ -216,6 +221,55 @@ TEST_F(H5pyLayouts, ValuesThatDoNotFitAreRefusedWithTheirStoredValue) {
                       r.readSamples("neg", {0, 1}, DataType::UINT32, u32.data());
                     }),
                     "sample 1 holds -1");
+  }
+}
+
+// Reads every dataset of `file` whole, as its own type, refusals caught: what xtrain does with it.
+void readEveryDataset(const std::string& file) {
+  DatasetReader r(file);
+  for (const auto& name : r.datasetNames()) {
+    try {
+      const TensorInfo info = r.info(name);
+      std::vector<int64_t> samples(static_cast<size_t>(info.shape()[0]));
+      for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<int64_t>(i);
+      std::vector<unsigned char> out(static_cast<size_t>(info.nbytes()));
+      r.readSamples(name, samples, info.dataType(), out.data());
+    } catch (const error&) {
+    }
+  }
+}
+
+// Chunk indexes and enum types were never read before (every chunked file was refused): a flipped
+// byte of their metadata must give a refusal, not a fault. A flip in bool.h5's enum type once made
+// naming its members write past a buffer (tools/fuzz/regressions/data/flip-h5py-bool-at-860.h5).
+TEST_F(H5pyLayouts, NoByteFlipOfAChunkedOrBoolFileEndsTheProcess) {
+  for (const auto& [name, stride] : {std::pair{"bool.h5", 5}, std::pair{"chunked.h5", 13}}) {
+    const std::string pristine = readFileBytes(path(name));
+    const std::string file = path("flipped.h5");
+    std::string first;
+    int crashes = 0;
+    for (size_t at = 0; at < pristine.size(); at += static_cast<size_t>(stride)) {
+      std::string bytes = pristine;
+      bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
+      writeFileBytes(file, bytes);
+      const pid_t child = ::fork();
+      ASSERT_GE(child, 0);
+      if (child == 0) {
+        ::alarm(20);  // a hang is a defect too: SIGALRM counts as a crash
+        try {
+          readEveryDataset(file);
+        } catch (const std::exception&) {
+        }
+        ::_exit(0);
+      }
+      int status = 0;
+      ASSERT_EQ(::waitpid(child, &status, 0), child);
+      if (WIFSIGNALED(status) && crashes++ == 0) {
+        first = std::string(name) + " offset " + std::to_string(at) + ": signal " +
+                std::to_string(WTERMSIG(status));
+      }
+    }
+    EXPECT_EQ(crashes, 0) << "first: " << first;
   }
 }
 
