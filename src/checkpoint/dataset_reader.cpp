@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "checkpoint/dataset_header.hpp"
 #include "checkpoint/dataset_storage.hpp"
 #include "checkpoint/dataset_values.hpp"
 #include "checkpoint/h5_types.hpp"
@@ -200,6 +201,10 @@ TensorInfo DatasetReader::info(const std::string& name) const {
     throw error("data file '{}' {} '{}' (its datasets: {})", path_,
                 whyNotADataset(impl_->file.get(), name), name, datasetNames());
   }
+  const std::string where = "dataset '" + name + "' in '" + path_ + "'";
+  if (impl_->storageChecked.count(name) == 0) {
+    checkEnumTypeBeforeOpening(impl_->file.get(), path_, name, where);
+  }
   H5Handle ds(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.valid()) throw error("cannot open dataset '{}' in '{}' (damaged file?)", name, path_);
   H5Handle space(H5Dget_space(ds.get()), H5Sclose);
@@ -212,7 +217,6 @@ TensorInfo DatasetReader::info(const std::string& name) const {
   if (rank < 1) {
     throw error("dataset '{}' in '{}' is a scalar; expected [samples, ...]", name, path_);
   }
-  const std::string where = "dataset '" + name + "' in '" + path_ + "'";
   std::vector<hsize_t> dims(static_cast<size_t>(rank)), maxDims(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims.data(), maxDims.data());
   for (size_t i = 0; i < dims.size(); ++i) {

@@ -14,7 +14,7 @@ x[i, f] = 1000 + 5 i + f, and `y`, int64 [100] with y[i] = i % 7, in one storage
   latest.h5       libver="latest": x in chunks (16, 5) (fixed-array index), y unlimited
                   (extensible-array index), x2 = x with maxshape=(None, None) (v2 B-tree
                   index), x1 = x as one chunk (single-chunk index), xz = x in gzip chunks,
-                  xi = x in chunks allocated early (implicit index)
+                  xi = x in chunks allocated early (implicit index), m = a bool [100]
   partial.h5      x of shape (100, 5), maxshape=(None, 5), chunks (16, 5), fillvalue -1.5, only rows
                   0..39 written: the chunks of rows 48..99 are never allocated
   bool.h5         m = numpy bool [12] (h5py's enum FALSE=0/TRUE=1) contiguous, mz = the same in
@@ -105,6 +105,7 @@ def main(out):
         xi = h5py.h5d.create(f.id, b"xi", h5py.h5t.IEEE_F32LE, h5py.h5s.create_simple((100, 5)),
                              dcpl=dcpl)
         xi.write(h5py.h5s.ALL, h5py.h5s.ALL, x)
+        f["m"] = np.arange(100) % 3 == 0  # h5py's bool in a version-2 object header
     with h5py.File(os.path.join(out, "partial.h5"), "w") as f:
         d = f.create_dataset("x", shape=(100, 5), maxshape=(None, 5), chunks=(16, 5),
                              dtype="f4", fillvalue=-1.5)
