@@ -172,6 +172,12 @@ TEST_F(H5pyLayouts, H5pyBoolIsReadAsBool) {
     EXPECT_EQ(asInt[2], 0);
     EXPECT_EQ(asFloat[1], 1.0f);
   }
+  // In a libver='latest' file (a version-2 object header).
+  DatasetReader latest(path("latest.h5"));
+  ASSERT_EQ(latest.info("m"), TensorInfo(DataType::BOOL, {100}));
+  std::vector<int64_t> fromLatest(3);
+  latest.readSamples("m", {99, 3, 4}, DataType::INT64, fromLatest.data());
+  EXPECT_EQ(fromLatest, (std::vector<int64_t>{1, 1, 0}));
   // A byte h5py never writes for a bool is damage, named with its sample.
   std::vector<uint8_t> out(12);
   r.readSamples("odd", {0, 1, 4}, DataType::BOOL, out.data());
