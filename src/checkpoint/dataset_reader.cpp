@@ -10,6 +10,10 @@
 #include <set>
 #include <utility>
 
+#include "checkpoint/dataset_header.hpp"
+#include "checkpoint/dataset_storage.hpp"
+#include "checkpoint/dataset_values.hpp"
+#include "checkpoint/h5_types.hpp"
 #include "checkpoint/hdf5_handle.hpp"
 #include "common/checked_math.hpp"
 #include "common/env_switch.hpp"
@@ -18,23 +22,6 @@
 namespace xtrain::checkpoint {
 
 namespace {
-
-hid_t memoryType(DataType type) {
-  switch (type) {
-    case DataType::FLOAT: return H5T_NATIVE_FLOAT;
-    case DataType::DOUBLE: return H5T_NATIVE_DOUBLE;
-    case DataType::INT32: return H5T_NATIVE_INT32;
-    case DataType::INT64: return H5T_NATIVE_INT64;
-    case DataType::INT16: return H5T_NATIVE_INT16;
-    case DataType::INT8: return H5T_NATIVE_INT8;
-    case DataType::UINT8: return H5T_NATIVE_UINT8;
-    case DataType::UINT16: return H5T_NATIVE_UINT16;
-    case DataType::UINT32: return H5T_NATIVE_UINT32;
-    case DataType::UINT64: return H5T_NATIVE_UINT64;
-    case DataType::BOOL: return H5T_NATIVE_UINT8;
-    default: throw error("HDF5 data of type {} is not supported", dataTypeName(type));
-  }
-}
 
 // Only the standard IEEE and two's-complement layouts (either byte order) are read: HDF5 can
 // describe other bit layouts, and a damaged file's type can claim one, which its conversion code is
@@ -55,9 +42,35 @@ bool isStandardLayout(hid_t type, H5T_class_t cls, size_t size) {
          mantissaSize == 10 && H5Tget_ebias(type) == 15;
 }
 
+const char* className(H5T_class_t cls) {
+  switch (cls) {
+    case H5T_INTEGER: return "an integer";
+    case H5T_FLOAT: return "a floating-point number";
+    case H5T_TIME: return "a time";
+    case H5T_STRING: return "a string";
+    case H5T_BITFIELD: return "a bit field";
+    case H5T_OPAQUE: return "opaque bytes";
+    case H5T_COMPOUND: return "a compound (struct)";
+    case H5T_REFERENCE: return "a reference";
+    case H5T_ENUM: return "an enum";
+    case H5T_VLEN: return "a variable-length sequence";
+    case H5T_ARRAY: return "an array";
+    default: return "of no known HDF5 class";
+  }
+}
+
 DataType fileType(hid_t type, const std::string& where) {
   const H5T_class_t cls = H5Tget_class(type);
   const size_t size = H5Tget_size(type);
+  if (cls == H5T_ENUM) {
+    // numpy bool, as h5py writes it: masks are commonly stored so. isBoolEnum has checked the
+    // 1-byte integer base, whose bit layout is then the standard one.
+    if (isBoolEnum(type)) return DataType::BOOL;
+    throw error(
+        "{}: element type is an enum ({}), not a number type xtrain reads: the only enum read is "
+        "h5py's bool (a 1-byte integer base, members FALSE=0 and TRUE=1)",
+        where, describeEnum(type));
+  }
   std::optional<DataType> result;
   if (cls == H5T_FLOAT) {
     if (size == 4) result = DataType::FLOAT;
@@ -74,8 +87,10 @@ DataType fileType(hid_t type, const std::string& where) {
     }
   }
   if (!result) {
-    throw error("{}: element type (HDF5 class {}, {} bytes) is not a number type xtrain reads",
-                where, static_cast<int>(cls), size);
+    throw error(
+        "{}: element type ({}, {} bytes; HDF5 class {}) is not a number type xtrain reads: "
+        "expected integers of 1, 2, 4 or 8 bytes, floats of 2, 4 or 8 bytes, or h5py's bool",
+        where, className(cls), size, static_cast<int>(cls));
   }
   if (!isStandardLayout(type, cls, size)) {
     throw error(
@@ -109,89 +124,6 @@ std::string whyNotADataset(hid_t file, const std::string& name) {
            std::string(targetFile) + "', which cannot be opened, for";
   }
   return "has an object that is not a dataset (a group?) named";
-}
-
-// Every allocated chunk lies inside the file; without filters (compression), each holds exactly
-// a chunk's worth of bytes, which HDF5 copies out whatever the chunk index records.
-void checkChunks(hid_t ds, hid_t plist, int64_t rank, size_t fileElementSize, hsize_t fileSize,
-                 const std::string& where) {
-  std::vector<hsize_t> chunkDims(static_cast<size_t>(std::max<int64_t>(rank, 1)));
-  if (H5Pget_chunk(plist, static_cast<int>(chunkDims.size()), chunkDims.data()) != rank) {
-    throw error("{}: its chunk shape cannot be read: the file is damaged", where);
-  }
-  const bool unfiltered = H5Pget_nfilters(plist) == 0;
-  hsize_t chunkBytes = fileElementSize;
-  for (hsize_t d : chunkDims) {
-    if (__builtin_mul_overflow(chunkBytes, d, &chunkBytes)) {
-      throw error("{}: its chunk shape overflows: the file is damaged", where);
-    }
-  }
-  hsize_t chunks = 0;
-  if (H5Dget_num_chunks(ds, H5S_ALL, &chunks) < 0) {
-    throw error("{}: its chunk index cannot be read: the file is damaged", where);
-  }
-  for (hsize_t i = 0; i < chunks; ++i) {
-    haddr_t address = 0;
-    hsize_t size = 0;
-    if (H5Dget_chunk_info(ds, H5S_ALL, i, nullptr, nullptr, &address, &size) < 0 ||
-        address > fileSize || size > fileSize - address) {
-      throw error("{}: chunk {} of {} lies outside the file ({} bytes): the file is damaged", where,
-                  i, chunks, fileSize);
-    }
-    if (unfiltered && size != chunkBytes) {
-      throw error("{}: chunk {} of {} holds {} bytes, not a chunk's {}: the file is damaged", where,
-                  i, chunks, size, chunkBytes);
-    }
-  }
-}
-
-// The bytes a dataset's storage occupies in its file must lie inside the file: HDF5 reads
-// whatever addresses a damaged file's layout message names. Contiguous data and every chunk are
-// checked; compact data lives in the object header, which HDF5 has already read.
-void checkStorageInsideFile(hid_t ds, const TensorInfo& full, size_t fileElementSize,
-                            const std::string& where) {
-  H5Handle file(H5Iget_file_id(ds), H5Fclose);
-  hsize_t fileSize = 0;
-  if (!file.valid() || H5Fget_filesize(file.get(), &fileSize) < 0) {
-    throw error("{}: cannot read the size of its file", where);
-  }
-  H5Handle plist(H5Dget_create_plist(ds), H5Pclose);
-  const H5D_layout_t layout = plist.valid() ? H5Pget_layout(plist.get()) : H5D_LAYOUT_ERROR;
-  const auto bytes = static_cast<hsize_t>(checkedMul(where + ": the size in bytes", full.nelms(),
-                                                     static_cast<int64_t>(fileElementSize)));
-  auto outside = [&](haddr_t address, hsize_t size) {
-    return address > fileSize || size > fileSize - address;
-  };
-  // HDF5 copies a whole dataset's worth of bytes out of contiguous or compact storage whatever
-  // size the layout message records: a recorded size that does not match the dataset is damage.
-  auto requireStorageSize = [&](const char* kind) {
-    const hsize_t stored = H5Dget_storage_size(ds);
-    if (stored != bytes) {
-      throw error(
-          "{}: its {} storage holds {} bytes, but {} values of {} bytes need {}: the file is "
-          "damaged",
-          where, kind, stored, full.nelms(), fileElementSize, bytes);
-    }
-  };
-  if (layout == H5D_CONTIGUOUS) {
-    const haddr_t address = H5Dget_offset(ds);
-    if (address == HADDR_UNDEF) return;  // never written: HDF5 returns the fill value
-    requireStorageSize("contiguous");
-    if (outside(address, bytes)) {
-      throw error(
-          "{}: its {} bytes of data at offset {} lie beyond the end of the file ({} bytes): the "
-          "file is truncated or damaged",
-          where, bytes, address, fileSize);
-    }
-  } else if (layout == H5D_COMPACT) {
-    requireStorageSize("compact");
-  } else if (layout == H5D_CHUNKED) {
-    checkChunks(ds, plist.get(), full.rank(), fileElementSize, fileSize, where);
-  } else {
-    throw error(
-        "{}: its storage layout ({}) is not one xtrain reads (contiguous, chunked or compact)",
-        where, static_cast<int>(layout));
-  }
 }
 
 }  // namespace
@@ -269,6 +201,10 @@ TensorInfo DatasetReader::info(const std::string& name) const {
     throw error("data file '{}' {} '{}' (its datasets: {})", path_,
                 whyNotADataset(impl_->file.get(), name), name, datasetNames());
   }
+  const std::string where = "dataset '" + name + "' in '" + path_ + "'";
+  if (impl_->storageChecked.count(name) == 0) {
+    checkEnumTypeBeforeOpening(impl_->file.get(), path_, name, where);
+  }
   H5Handle ds(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.valid()) throw error("cannot open dataset '{}' in '{}' (damaged file?)", name, path_);
   H5Handle space(H5Dget_space(ds.get()), H5Sclose);
@@ -281,7 +217,6 @@ TensorInfo DatasetReader::info(const std::string& name) const {
   if (rank < 1) {
     throw error("dataset '{}' in '{}' is a scalar; expected [samples, ...]", name, path_);
   }
-  const std::string where = "dataset '" + name + "' in '" + path_ + "'";
   std::vector<hsize_t> dims(static_cast<size_t>(rank)), maxDims(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims.data(), maxDims.data());
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -338,7 +273,7 @@ void DatasetReader::readFromFile(const std::string& name, const TensorInfo& full
   const int64_t numSamples = full.shape()[0];
   const int64_t sampleElements = numSamples == 0 ? 0 : full.nelms() / numSamples;
   const size_t sampleBytes = static_cast<size_t>(sampleElements) * dataTypeSize(type);
-  const hid_t memType = memoryType(type);
+  memoryTypeOf(type);  // throws for a type the reader does not convert to
   if (samples.empty()) return;
 
   // The distinct indices in file order, read run by run (consecutive indices in one read) into a
@@ -364,6 +299,7 @@ void DatasetReader::readFromFile(const std::string& name, const TensorInfo& full
   H5Handle ds(H5Dopen2(impl_->file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!ds.valid()) throw error("cannot open dataset '{}' in '{}'", name, path_);
   H5Handle fileSpace(H5Dget_space(ds.get()), H5Sclose);
+  SampleRunReader values(ds.get(), full, type, "dataset '" + name + "' in '" + path_ + "'");
   std::vector<hsize_t> start(full.shape().size(), 0);
   std::vector<hsize_t> count(full.shape().begin(), full.shape().end());
   for (size_t i = 0; i < sorted.size();) {
@@ -377,12 +313,8 @@ void DatasetReader::readFromFile(const std::string& name, const TensorInfo& full
                         nullptr);
     H5Handle memSpace(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
                       H5Sclose);
-    if (H5Dread(ds.get(), memType, memSpace.get(), fileSpace.get(), H5P_DEFAULT,
-                rows + i * sampleBytes) < 0) {
-      throw error(
-          "reading samples {}..{} of dataset '{}' in '{}' failed (corrupt or truncated file?)",
-          sorted[i], sorted[i] + static_cast<int64_t>(run) - 1, name, path_);
-    }
+    values.read(memSpace.get(), fileSpace.get(), sorted[i], static_cast<int64_t>(run),
+                rows + i * sampleBytes);
     i += run;
   }
   if (inFileOrder) return;
@@ -410,7 +342,7 @@ DatasetWriter::~DatasetWriter() = default;
 void DatasetWriter::write(const std::string& name, const TensorInfo& info, const void* data) {
   std::vector<hsize_t> dims(info.shape().begin(), info.shape().end());
   H5Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
-  const hid_t type = memoryType(info.dataType());
+  const hid_t type = memoryTypeOf(info.dataType());
   H5Handle ds(H5Dcreate2(impl_->file.get(), name.c_str(), type, space.get(), H5P_DEFAULT,
                          H5P_DEFAULT, H5P_DEFAULT),
               H5Dclose);

@@ -29,11 +29,16 @@ class DatasetReader {
   // Names of the datasets at the file's root.
   std::vector<std::string> datasetNames() const;
   bool has(const std::string& name) const;
-  // Element type and full shape ([samples] + sample shape). Throws naming the dataset when missing
-  // or of a type xtrain cannot read.
+  // Element type and full shape ([samples] + sample shape). Throws naming the dataset when missing,
+  // of a type xtrain cannot read, or stored where its file cannot hold it (dataset_storage.hpp).
+  // Integers, IEEE floats (2, 4, 8 bytes) and h5py's bool enum (as BOOL) are read, in any storage
+  // layout h5py writes: contiguous, compact, chunked, compressed, unlimited, partly written.
   TensorInfo info(const std::string& name) const;
   // Copies the given samples (in this order) of dataset `name` into dst, converted to `type`
   // (FLOAT, INT32 or INT64 ...): dst holds samples.size() * sampleElements elements of `type`.
+  // A stored value `type` cannot hold (a uint64 above INT64's maximum read as INT64, a double
+  // beyond FLOAT's range read as FLOAT), or a byte other than 0 or 1 in a bool dataset, is refused
+  // (xtrain::error naming the sample and the value as stored), never clamped.
   void readSamples(const std::string& name, const std::vector<int64_t>& samples, DataType type,
                    void* dst) const;
   // Bytes of datasets kept in memory so far.

@@ -1,10 +1,15 @@
 #include "checkpoint/h5_types.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "xtrain/format.hpp"
 
 namespace xtrain::checkpoint {
 
@@ -93,6 +98,89 @@ std::optional<DataType> dataTypeOfHdf5(hid_t type) {
     if (H5Tequal(type, hdf5TypeOf(candidate).get()) > 0) return candidate;
   }
   return std::nullopt;
+}
+
+namespace {
+
+struct EnumMember {
+  std::string name;
+  uint64_t bits = 0;  // the value, as a 64-bit integer of the base's sign
+  bool isSigned = false;
+  std::string value() const {
+    return isSigned ? std::to_string(static_cast<int64_t>(bits)) : std::to_string(bits);
+  }
+};
+
+// The members of an enum whose base is an integer of at most 8 bytes, values as the base's sign
+// reads them; nullopt when the type cannot be read as such.
+std::optional<std::vector<EnumMember>> enumMembers(hid_t type) {
+  const H5Handle base = ownType(H5Tget_super(type));
+  if (!base.valid() || H5Tget_class(base.get()) != H5T_INTEGER) return std::nullopt;
+  const size_t size = H5Tget_size(base.get());
+  const int count = H5Tget_nmembers(type);
+  // H5Tget_member_value copies the enum's own size: in a damaged file it can differ from the
+  // base's, and must fit the 8 bytes below.
+  if (size == 0 || size > 8 || H5Tget_size(type) != size || count < 0) return std::nullopt;
+  const bool isSigned = H5Tget_sign(base.get()) == H5T_SGN_2;
+  // H5Tget_member_value gives the value in the base type's layout: converted to a native long long
+  // so either byte order and sign reads right.
+  const H5Handle native = ownType(H5Tcopy(isSigned ? H5T_NATIVE_LLONG : H5T_NATIVE_ULLONG));
+  std::vector<EnumMember> members;
+  for (int i = 0; i < count; ++i) {
+    char* name = H5Tget_member_name(type, static_cast<unsigned>(i));
+    if (name == nullptr) return std::nullopt;
+    EnumMember m{name, 0, isSigned};
+    H5free_memory(name);
+    std::array<unsigned char, 8> raw{};
+    if (H5Tget_member_value(type, static_cast<unsigned>(i), raw.data()) < 0 ||
+        H5Tconvert(base.get(), native.get(), 1, raw.data(), nullptr, H5P_DEFAULT) < 0) {
+      return std::nullopt;
+    }
+    std::memcpy(&m.bits, raw.data(), sizeof(m.bits));
+    members.push_back(std::move(m));
+  }
+  return members;
+}
+
+}  // namespace
+
+bool isBoolEnum(hid_t type) {
+  if (H5Tget_class(type) != H5T_ENUM || H5Tget_size(type) != 1) return false;
+  const auto members = enumMembers(type);
+  if (!members || members->size() != 2) return false;
+  bool hasFalse = false, hasTrue = false;
+  for (const EnumMember& m : *members) {
+    hasFalse = hasFalse || (m.name == "FALSE" && m.bits == 0);
+    hasTrue = hasTrue || (m.name == "TRUE" && m.bits == 1);
+  }
+  return hasFalse && hasTrue;
+}
+
+std::string describeEnum(hid_t type) {
+  const H5Handle base = ownType(H5Tget_super(type));
+  std::string text;
+  if (base.valid() && H5Tget_class(base.get()) == H5T_INTEGER) {
+    text = std::to_string(H5Tget_size(base.get())) + "-byte " +
+           (H5Tget_sign(base.get()) == H5T_SGN_2 ? "signed" : "unsigned") + " integer base";
+  } else {
+    text = "a base that is not an integer";
+  }
+  auto members = enumMembers(type);
+  if (!members) return text + "; members unreadable";
+  // By value (HDF5 keeps them by name).
+  std::sort(members->begin(), members->end(), [](const EnumMember& a, const EnumMember& b) {
+    return a.isSigned ? static_cast<int64_t>(a.bits) < static_cast<int64_t>(b.bits)
+                      : a.bits < b.bits;
+  });
+  text += ";";
+  for (size_t i = 0; i < members->size(); ++i) {
+    if (i == 8) {
+      text += format(" ... ({} members)", members->size());
+      break;
+    }
+    text += format("{} {}={}", i == 0 ? "" : ",", (*members)[i].name, (*members)[i].value());
+  }
+  return text;
 }
 
 }  // namespace xtrain::checkpoint

@@ -4,6 +4,7 @@
 #pragma GCC visibility push(default)
 
 #include <optional>
+#include <string>
 
 #include "checkpoint/hdf5_handle.hpp"
 #include "xtrain/datatype.hpp"
@@ -16,6 +17,12 @@ namespace xtrain::checkpoint {
 H5Handle hdf5TypeOf(DataType type);
 // The DataType whose hdf5TypeOf equals `type` exactly, or nullopt (a file not written by xtrain).
 std::optional<DataType> dataTypeOfHdf5(hid_t type);
+
+// Whether the enum `type` is a boolean as h5py writes numpy bool: a 1-byte integer base (either
+// sign, either byte order) and exactly the members FALSE = 0 and TRUE = 1.
+bool isBoolEnum(hid_t type);
+// An enum's base and members for messages: "1-byte signed integer base; RED=0, GREEN=1".
+std::string describeEnum(hid_t type);
 
 }  // namespace xtrain::checkpoint
 

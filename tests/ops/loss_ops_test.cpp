@@ -410,6 +410,18 @@ TEST(GraphcoreLosses, NllMeanCountsOnlyNonIgnoredAndAllIgnoredIsZero) {
                        refNll(p, y8, 0, kNoIgnore, false), 1e-5, 1e-6));
 }
 
+// A uint64 label is compared and printed as stored: 2^63 + 5 was cast to a negative int64 and
+// reported so, and 2^64 - 1 was taken for the ignore index -1.
+TEST(GraphcoreLosses, NllComparesAndNamesUint64LabelsAsStored) {
+  auto p = randomTensor({2, 4}, 28, 0.1f, 1.0f);
+  auto y = HostTensor::fromVector<uint64_t>({2}, {1, (uint64_t{1} << 63) + 5});
+  expectError([&] { runForward(graphcore("Nll", nllAttrs(1)), {p, y}); },
+              {"Nll", "label 9223372036854775813", "[0, 4)"});
+  auto yMax = HostTensor::fromVector<uint64_t>({2}, {1, ~uint64_t{0}});
+  expectError([&] { runForward(graphcore("Nll", nllAttrs(1, -1)), {p, yMax}); },
+              {"Nll", "label 18446744073709551615", "not the ignore index -1"});
+}
+
 TEST(GraphcoreLosses, NllErrorsNameTheOp) {
   auto p = randomTensor({3, 4}, 26, 0.1f, 1.0f);
   auto y = HostTensor::fromVector<int32_t>({3}, {0, 4, 1});

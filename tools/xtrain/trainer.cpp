@@ -26,6 +26,7 @@
 #include "data_source.hpp"
 #include "input_checks.hpp"
 #include "input_shapes.hpp"
+#include "loss_blame.hpp"
 #include "ir/onnx/model_file.hpp"
 #include "ir/onnx/onnx_import.hpp"
 #include "metrics_file.hpp"
@@ -95,6 +96,28 @@ class SampleOrder {
   int64_t seen_ = 0;
   std::vector<int64_t> order_;
 };
+
+// The samples steps [0, steps) of a run took (every instance's), each once, in index order: the
+// order replayed from `start`, where the run began. Only for the message of a failed run.
+std::vector<int64_t> samplesOfSteps(int64_t numSamples, uint64_t seed,
+                                    const std::vector<int64_t>& start, int64_t steps,
+                                    int64_t samplesPerStep) {
+  SampleOrder replay(numSamples, seed);
+  replay.seek(start);
+  std::vector<bool> taken(static_cast<size_t>(numSamples));
+  int64_t distinct = 0;
+  for (int64_t s = 0; s < steps && distinct < numSamples; ++s) {
+    for (int64_t i : replay.next(samplesPerStep)) {
+      if (!taken[static_cast<size_t>(i)]) ++distinct;
+      taken[static_cast<size_t>(i)] = true;
+    }
+  }
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < numSamples; ++i) {
+    if (taken[static_cast<size_t>(i)]) out.push_back(i);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -445,6 +468,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   const auto start = clock::now();
   auto lastPrint = start - std::chrono::seconds(2);
   double firstLoss = std::nan(""), lastLoss = std::nan("");
+  const std::vector<int64_t> startPosition = order.position();
   for (int64_t step = firstStep; step < steps; ++step) {
     killSelfIfAskedAt(step);        // tests only (test_hooks.hpp)
     timeline::enterStep(step + 1);  // the timeline numbers steps as this loop does
@@ -489,7 +513,23 @@ int train(const TrainOptions& o, std::ostream& out) {
     }
     const double meanLoss = sum / static_cast<double>(lossArray.nelms());
     if (!std::isfinite(meanLoss)) {
-      throw runtime_error("the loss became {} at step {} (try a smaller --lr)", meanLoss, step + 1);
+      // The data is inspected only now: this step's samples, then those of the earlier steps.
+      std::optional<OverflowingValue> culprit;
+      bool inThisStep = false;
+      if (!example) {
+        std::vector<int64_t> current(global);
+        std::sort(current.begin(), current.end());
+        current.erase(std::unique(current.begin(), current.end()), current.end());
+        culprit = findOverflowingValue(*source, inputs, current);
+        inThisStep = culprit.has_value();
+        if (!culprit) {
+          culprit = findOverflowingValue(
+              *source, inputs,
+              samplesOfSteps(source->numSamples(), o.seed, startPosition, step - firstStep,
+                             samplesPerStep));
+        }
+      }
+      throwNonFiniteLoss(meanLoss, step + 1, culprit, inThisStep, o.data);
     }
     if (step == firstStep) firstLoss = meanLoss;
     lastLoss = meanLoss;

@@ -5,6 +5,7 @@
 // subtracted first, so large scores do not overflow. Canonical forms: src/ir/ops/loss_ops.cpp.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "device/kernel.hpp"
@@ -51,15 +52,17 @@ struct LabelRule {
     ignore = v;
   }
   // The label at flat position i of the labels tensor, or -1 when it is the ignore index. Throws
-  // xtrain::runtime_error naming the op and the label when it is out of range.
-  int64_t check(int64_t label, int64_t i) const {
-    if (hasIgnore && label == ignore) return -1;
-    if (label < 0 || label >= classes) {
+  // xtrain::runtime_error naming the op and the label when it is out of range. Compared and printed
+  // in its own type L: a uint64 label of 2^63 + 5 is that number, not a negative int64.
+  template <typename L>
+  int64_t check(L label, int64_t i) const {
+    if (hasIgnore && std::cmp_equal(label, ignore)) return -1;
+    if (std::cmp_less(label, 0) || std::cmp_greater_equal(label, classes)) {
       throw xtrain::runtime_error(
           "{}: label {} at position {} of the labels is out of range [0, {}){}", description, label,
           i, classes, hasIgnore ? format(" and is not the ignore index {}", ignore) : "");
     }
-    return label;
+    return static_cast<int64_t>(label);
   }
 };
 
@@ -168,7 +171,7 @@ class SoftmaxCrossEntropyKernel final : public Kernel {
       }
       for (int64_t k = 0; k < g.s; ++k) {
         const int64_t i = n * g.s + k;
-        const int64_t label = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
+        const int64_t label = cfg_.rule.check(labels[i], i);
         if (label < 0) {
           if (none) loss[i] = 0.0f;
           continue;
@@ -244,7 +247,7 @@ class SoftmaxCrossEntropyGradKernel final : public Kernel {
     float* coef = coef_.data();
     double weightSum = 0;
     for (int64_t i = 0; i < g.n * g.s; ++i) {
-      lab[i] = cfg_.rule.check(static_cast<int64_t>(labels[i]), i);
+      lab[i] = cfg_.rule.check(labels[i], i);
       if (lab[i] >= 0) weightSum += weights != nullptr ? weights[lab[i]] : 1.0f;
     }
     float scalarCoef = none ? 0.0f : dLoss[0];
@@ -372,7 +375,7 @@ double nllWeightSum(const SceConfig& cfg, const L* target, const float* weight) 
   double sum = 0;
   const int64_t count = cfg.geo.n * cfg.geo.s;
   for (int64_t i = 0; i < count; ++i) {
-    const int64_t t = cfg.rule.check(static_cast<int64_t>(target[i]), i);
+    const int64_t t = cfg.rule.check(target[i], i);
     if (t >= 0) sum += weight != nullptr ? weight[t] : 1.0f;
   }
   return sum;
@@ -392,7 +395,7 @@ std::unique_ptr<Kernel> makeOnnxNll(const SceConfig& cfg) {
       const float* xn = x + n * g.c * g.s;
       for (int64_t k = 0; k < g.s; ++k) {
         const int64_t i = n * g.s + k;
-        const int64_t t = cfg.rule.check(static_cast<int64_t>(target[i]), i);
+        const int64_t t = cfg.rule.check(target[i], i);
         float l = 0.0f;
         if (t >= 0) {
           const float w = weight != nullptr ? weight[t] : 1.0f;
@@ -433,7 +436,7 @@ std::unique_ptr<Kernel> makeOnnxNllGrad(const SceConfig& cfg) {
       float* dxn = dx + n * g.c * g.s;
       for (int64_t k = 0; k < g.s; ++k) {
         const int64_t i = n * g.s + k;
-        const int64_t t = cfg.rule.check(static_cast<int64_t>(target[i]), i);
+        const int64_t t = cfg.rule.check(target[i], i);
         if (t < 0) continue;
         const float w = weight != nullptr ? weight[t] : 1.0f;
         dxn[t * g.s + k] = -w * (none ? dLoss[i] : scalarCoef);
@@ -497,7 +500,7 @@ std::unique_ptr<Kernel> makeNll(const NllConfig& cfg) {
     double total = 0;
     int64_t count = 0;
     for (int64_t r = 0; r < cfg.rows; ++r) {
-      const int64_t label = cfg.rule.check(static_cast<int64_t>(labels[r]), r);
+      const int64_t label = cfg.rule.check(labels[r], r);
       float l = 0.0f;
       if (label >= 0) {
         const float v = p[r * c + label];
@@ -532,12 +535,12 @@ std::unique_ptr<Kernel> makeNllGrad(const NllConfig& cfg) {
     if (cfg.reduction == ReductionType::Mean) {
       int64_t count = 0;
       for (int64_t r = 0; r < cfg.rows; ++r) {
-        count += cfg.rule.check(static_cast<int64_t>(labels[r]), r) >= 0 ? 1 : 0;
+        count += cfg.rule.check(labels[r], r) >= 0 ? 1 : 0;
       }
       scalarCoef = count > 0 ? dLoss[0] / static_cast<float>(count) : 0.0f;
     }
     for (int64_t r = 0; r < cfg.rows; ++r) {
-      const int64_t label = cfg.rule.check(static_cast<int64_t>(labels[r]), r);
+      const int64_t label = cfg.rule.check(labels[r], r);
       if (label < 0) continue;
       const float coef = none ? dLoss[r] : scalarCoef;
       const int64_t at = r * c + label;
