@@ -5,6 +5,7 @@
 #include <string>
 
 #include "session/dot_writer.hpp"
+#include "session/option_strings.hpp"
 #include "session/option_table.hpp"
 #include "session/option_values.hpp"
 #include "xtrain/error.hpp"
@@ -40,6 +41,7 @@ void checkPartialsType(const std::string& type) {
 }  // namespace
 
 void checkSessionOptions(const SessionOptions& options) {
+  refuseNulBytes(options);
   // Values no PopART program could mean, before the table's "not supported" (which would suggest
   // the value is only not implemented).
   if (options.batchSerializationSettings.factor < 0) {
