@@ -119,34 +119,35 @@ uint64_t statusBytes(const std::string& field) {
   return 0;
 }
 
+// The child of the test below: a short trace with XTRAIN_TRACE_EVENTS at its maximum, under an
+// address-space limit of 1 GiB above what the process already maps (not under a sanitizer, which
+// maps terabytes of shadow). 0 when it was written and the peak resident memory grew by less than
+// 64 MiB; else a code saying what went wrong.
+int traceTheLargestRing(timeline::Config c) {
+  ScopedEnv max("XTRAIN_TRACE_EVENTS", "16777216");
+  c.capacity = timeline::capacityFromEnvironment();
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  const rlim_t limit = statusBytes("VmSize") + (rlim_t{1} << 30);
+  const rlimit as{limit, limit};
+  if (::setrlimit(RLIMIT_AS, &as) != 0) return 4;
+#endif
+  const uint64_t peakBefore = statusBytes("VmHWM");
+  try {
+    timeline::start(c);
+    for (int i = 0; i < 20000; ++i) timeline::Span span(timeline::Category::Op, "op");
+    timeline::write();
+  } catch (...) {
+    return 5;  // std::bad_alloc from an up-front allocation
+  }
+  if (timeline::stats().capacity != timeline::kMaxCapacity) return 6;
+  return statusBytes("VmHWM") - peakBefore < (uint64_t{64} << 20) ? 0 : 7;
+}
+
 // XTRAIN_TRACE_EVENTS at its maximum (16777216 events, 3.3 GB of slots) used to be allocated and
-// cleared when the trace started. Now a short trace costs what its events fill: the child (a
-// fork) runs under an address-space limit of 1 GiB above what it already maps (not under a
-// sanitizer, which maps terabytes of shadow) and its peak resident memory grows by little.
+// cleared when the trace started. Now a short trace costs what its events fill (in a fork).
 TEST_F(TimelineWriter, TheLargestRingIsABoundNotAnUpFrontAllocation) {
   GTEST_FLAG_SET(death_test_style, "fast");
-  EXPECT_EXIT(
-      {
-        ScopedEnv max("XTRAIN_TRACE_EVENTS", "16777216");
-        timeline::Config c = config(timeline::capacityFromEnvironment());
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-        const rlim_t limit = statusBytes("VmSize") + (rlim_t{1} << 30);
-        const rlimit as{limit, limit};
-        if (::setrlimit(RLIMIT_AS, &as) != 0) std::_Exit(4);
-#endif
-        const uint64_t peakBefore = statusBytes("VmHWM");
-        try {
-          timeline::start(c);
-          for (int i = 0; i < 20000; ++i) timeline::Span span(timeline::Category::Op, "op");
-          timeline::write();
-        } catch (...) {
-          std::_Exit(5);  // std::bad_alloc from the up-front allocation
-        }
-        if (timeline::stats().capacity != timeline::kMaxCapacity) std::_Exit(6);
-        const uint64_t grown = statusBytes("VmHWM") - peakBefore;
-        std::_Exit(grown < (uint64_t{64} << 20) ? 0 : 7);
-      },
-      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(std::_Exit(traceTheLargestRing(config())), ::testing::ExitedWithCode(0), "");
   EXPECT_EQ(eventNames(dir_ / "trace.json").size(), 20000u);
 }
 
