@@ -172,7 +172,7 @@ void replaceOwnFile(const std::string& path, std::string_view bytes, std::string
       return;
     }
   } else if (errno != ENOENT) {
-    throw error("{}: cannot examine '{}': {}", what, path, reason(errno));
+    throw error("{}: cannot write '{}': {}", what, path, reason(errno));
   }
   replaceRegular(path, bytes, what, nullptr);
 }
