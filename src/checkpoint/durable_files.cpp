@@ -43,8 +43,9 @@ void replaceFileDurably(const std::string& path, const std::string& content) {
   // names this host and process, so prune() can remove the leftover of a writer that was killed.
   const std::string tmp = stagingDirectory(path, thisProcessAsStagingOwner());
   {
+    // O_EXCL: a fresh file, never one (or a hard link) planted under the name beforehand.
     FileDescriptor fd(
-        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0) throw CheckpointError("cannot create '{}': {}", tmp, systemReason());
     size_t done = 0;
     while (done < content.size()) {

@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "comm/store.hpp"
+#include "common/temporary_file.hpp"
 
 namespace xtrain::comm {
 
@@ -120,15 +120,14 @@ std::optional<std::string> FileStore::read(const std::string& key) {
 }
 
 void FileStore::write(const std::string& key, const std::string& value) {
-  static std::atomic<uint64_t> counter{0};
   const auto target = pathOf(key);
-  auto tmp = target;
-  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  // A fresh file of this process only, under a name nobody can foresee (SiblingTemporary: O_EXCL,
+  // never through a planted link), mode 0600.
+  SiblingTemporary tmp(target.string());
   {
-    // A fresh file of this process only (O_EXCL), mode 0600, never through a planted link.
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd = tmp.create(0600);
     if (fd < 0) {
-      throw runtime_error("FileStore: cannot create {}: {}", tmp.string(), std::strerror(errno));
+      throw runtime_error("FileStore: cannot create {}: {}", tmp.path(), std::strerror(errno));
     }
     size_t done = 0;
     while (done < value.size()) {
@@ -137,15 +136,16 @@ void FileStore::write(const std::string& key, const std::string& value) {
       if (n < 0) {
         const int e = errno;
         ::close(fd);
-        throw runtime_error("FileStore: cannot write {}: {}", tmp.string(), std::strerror(e));
+        throw runtime_error("FileStore: cannot write {}: {}", tmp.path(), std::strerror(e));
       }
       done += static_cast<size_t>(n);
     }
     ::close(fd);
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, target, ec);
-  if (ec) throw runtime_error("FileStore: cannot rename {}: {}", tmp.string(), ec.message());
+  const std::string tmpPath = tmp.path();
+  if (!tmp.publish()) {
+    throw runtime_error("FileStore: cannot rename {}: {}", tmpPath, std::strerror(errno));
+  }
 }
 
 bool FileStore::has(const std::string& key) {

@@ -4,12 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "common/file_descriptor.hpp"
+#include "common/temporary_file.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
@@ -21,23 +21,6 @@ namespace {
 std::string reason(int err) {
   return std::strerror(err);
 }
-
-// Removes a temporary file on scope exit unless it was renamed into place.
-class TemporaryFile {
- public:
-  explicit TemporaryFile(std::string path) : path_(std::move(path)) {}
-  TemporaryFile(const TemporaryFile&) = delete;
-  TemporaryFile& operator=(const TemporaryFile&) = delete;
-  ~TemporaryFile() {
-    if (!kept_) ::unlink(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  void keep() { kept_ = true; }
-
- private:
-  std::string path_;
-  bool kept_ = false;
-};
 
 // The path a write to `path` lands on: symbolic links followed (relative targets taken from the
 // link's directory), at most 40 of them as the kernel allows. The result may not exist yet.
@@ -120,19 +103,15 @@ void writeThrough(const std::string& path, std::string_view bytes, std::string_v
   writeAll(fd.get(), bytes, path, what);
 }
 
-std::string temporaryName(const std::string& target) {
-  static std::atomic<unsigned> counter{0};
-  const fs::path p(target);
-  const std::string name = format(".{}.tmp.{}.{}", p.filename().string(), ::getpid(), counter++);
-  return (p.parent_path() / name).string();
-}
-
+// Writes `bytes` to a fresh temporary beside `target` (SiblingTemporary: never through something
+// planted under its name), fsyncs it and renames it over `target`; `mode` (an existing file's
+// permission bits) is given to the new file.
 void replaceRegular(const std::string& target, std::string_view bytes, std::string_view what,
                     const struct stat* existing) {
   checkDirectoryWritable(target, what);
-  TemporaryFile tmp(temporaryName(target));
+  SiblingTemporary tmp(target);
   {
-    FileDescriptor fd(::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    FileDescriptor fd(tmp.create());
     if (fd.get() < 0) {
       throw error("{}: cannot write '{}': cannot create '{}': {}", what, target, tmp.path(),
                   reason(errno));
@@ -143,11 +122,11 @@ void replaceRegular(const std::string& target, std::string_view bytes, std::stri
       throw error("{}: cannot write '{}': fsync failed: {}", what, tmp.path(), reason(errno));
     }
   }
-  if (::rename(tmp.path().c_str(), target.c_str()) != 0) {
-    throw error("{}: cannot write '{}': renaming '{}' into place failed: {}", what, target,
-                tmp.path(), reason(errno));
+  const std::string tmpPath = tmp.path();
+  if (!tmp.publish()) {
+    throw error("{}: cannot write '{}': renaming '{}' into place failed: {}", what, target, tmpPath,
+                reason(errno));
   }
-  tmp.keep();
   // The rename is durable once the directory is synced; a failure here loses nothing written.
   FileDescriptor dir(::open(directoryOf(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() >= 0) ::fsync(dir.get());
@@ -179,6 +158,23 @@ void writeOutputFile(const std::string& path, std::string_view bytes, std::strin
     case Kind::Regular: replaceRegular(target, bytes, what, &st); break;
     case Kind::WriteThrough: writeThrough(target, bytes, what); break;
   }
+}
+
+void replaceOwnFile(const std::string& path, std::string_view bytes, std::string_view what) {
+  requireName(path, what);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      throw error("{}: cannot write '{}': it is a directory, expected a file path", what, path);
+    }
+    if (S_ISREG(st.st_mode)) {
+      replaceRegular(path, bytes, what, &st);
+      return;
+    }
+  } else if (errno != ENOENT) {
+    throw error("{}: cannot write '{}': {}", what, path, reason(errno));
+  }
+  replaceRegular(path, bytes, what, nullptr);
 }
 
 }  // namespace xtrain

@@ -15,14 +15,23 @@ namespace xtrain {
 void checkOutputPath(const std::string& path, std::string_view what);
 
 // Writes `bytes` to `path`:
-//  - a regular file or a new name: written to a temporary file in the same directory, fsynced and
-//    renamed over the path, so a crash leaves the old or the new content, never a mix; an existing
+//  - a regular file or a new name: written to a temporary file in the same directory
+//    (SiblingTemporary: an unforeseeable name, created O_EXCL|O_NOFOLLOW), fsynced and renamed over
+//    the path, so a crash leaves the old or the new content, never a mix; an existing
 //    file keeps its permission bits;
 //  - a symbolic link: followed to its final target, which is written as above; the link stays;
 //  - a character device or a FIFO (/dev/null, /dev/stdout, a pipe): written through, never
 //    replaced; a FIFO that no process reads is refused instead of blocking;
 //  - a directory, block device or socket: refused.
 void writeOutputFile(const std::string& path, std::string_view bytes, std::string_view what);
+
+// Writes `bytes` to `path`, a file whose name xtrain chose in a directory (autoReport's
+// report.json, logDir's memory-report.txt and .dot files, the trace's note for xrun): whatever is
+// at the name is replaced by a new regular file as above, never followed or written through (a
+// symbolic link or FIFO planted under the name in a shared directory is replaced, its target left
+// alone); an existing regular file keeps its permission bits. A directory is refused. Throws
+// xtrain::error naming `what` and the path.
+void replaceOwnFile(const std::string& path, std::string_view bytes, std::string_view what);
 
 }  // namespace xtrain
 

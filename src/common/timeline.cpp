@@ -12,7 +12,9 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 
+#include "common/temporary_file.hpp"
 #include "common/timeline_json.hpp"
 #include "xtrain/error.hpp"
 
@@ -43,6 +45,38 @@ using detail::Slot;
 
 constexpr int kMaxTracks = 256;
 
+// The ring's slots, in chunks allocated the first time the ring reaches them: XTRAIN_TRACE_EVENTS
+// at its maximum (16777216 events of 200 bytes, 3.3 GB) is a bound, not an up-front allocation,
+// and a short trace costs the chunks its events fill. Chunks are reached in order before the ring
+// first wraps, so the slots below the highest one used are all allocated.
+class RingChunks {
+ public:
+  static constexpr size_t kChunkSlots = 4096;  // about 800 KB
+
+  explicit RingChunks(size_t capacity)
+      : capacity_(capacity),
+        numChunks_((capacity + kChunkSlots - 1) / kChunkSlots),
+        chunks_(std::make_unique<std::unique_ptr<Slot[]>[]>(numChunks_)) {}
+
+  // Slot `i` (< capacity), its chunk allocated on first use; nullptr when that allocation fails.
+  Slot* forWriting(size_t i) {
+    std::unique_ptr<Slot[]>& chunk = chunks_[i / kChunkSlots];
+    if (!chunk) {
+      const size_t first = i / kChunkSlots * kChunkSlots;
+      chunk.reset(new (std::nothrow) Slot[std::min(kChunkSlots, capacity_ - first)]);
+      if (!chunk) return nullptr;
+    }
+    return &chunk[i % kChunkSlots];
+  }
+  // Slot `i`, already written (async-signal-safe).
+  const Slot& at(size_t i) const { return chunks_[i / kChunkSlots][i % kChunkSlots]; }
+
+ private:
+  size_t capacity_;
+  size_t numChunks_;
+  std::unique_ptr<std::unique_ptr<Slot[]>[]> chunks_;
+};
+
 struct Track {
   int id = 0;
   char name[48] = {};
@@ -54,9 +88,13 @@ struct State {
   std::mutex mu;  // guards the ring, the tracks and the config
   std::atomic<bool> started{false};
   Config config;
-  std::string tmpPath;
-  std::unique_ptr<Slot[]> ring;
-  size_t capacity = 0;
+  // The trace's temporary, its unforeseeable name drawn by start(): SIGINT's handler creates,
+  // fills and renames it without allocating.
+  std::unique_ptr<SiblingTemporary> tmp;
+  std::unique_ptr<RingChunks> ring;
+  // The ring's size: config.capacity, less when memory for a chunk ran out (then the chunks
+  // allocated). 0 when not started.
+  std::atomic<size_t> capacity{0};
   std::atomic<uint64_t> head{0};  // events ever recorded; the next slot is head % capacity
   int64_t originSteadyNs = 0;
   int64_t originRealtimeNs = 0;
@@ -152,9 +190,10 @@ void writeJson(const State& s, JsonOut& out) {
   out.str("{\"otherData\":{\"xtrainOriginRealtimeNs\":");
   out.integer(s.originRealtimeNs);
   const uint64_t head = s.head.load();
-  const uint64_t dropped = head > s.capacity ? head - s.capacity : 0;
+  const size_t capacity = s.capacity.load();
+  const uint64_t dropped = head > capacity ? head - capacity : 0;
   out.str(",\"ringEvents\":");
-  out.integer(static_cast<int64_t>(s.capacity));
+  out.integer(static_cast<int64_t>(capacity));
   out.str(",\"droppedEvents\":");
   out.integer(static_cast<int64_t>(dropped));
   out.str("},\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
@@ -187,7 +226,7 @@ void writeJson(const State& s, JsonOut& out) {
   char labels[96];
   JsonOut label(labels, sizeof labels);
   label.str("ring of ");
-  label.integer(static_cast<int64_t>(s.capacity));
+  label.integer(static_cast<int64_t>(capacity));
   label.str(" events, ");
   label.integer(static_cast<int64_t>(dropped));
   label.str(" oldest dropped");
@@ -199,9 +238,9 @@ void writeJson(const State& s, JsonOut& out) {
   }
   // Oldest first; ts 0 is this process's start (xrun's merge aligns the instances by
   // xtrainOriginRealtimeNs).
-  const uint64_t count = std::min<uint64_t>(head, s.capacity);
+  const uint64_t count = std::min<uint64_t>(head, capacity);
   for (uint64_t k = head - count; k < head; ++k) {
-    const Slot& e = s.ring[k % s.capacity];
+    const Slot& e = s.ring->at(k % capacity);
     separate();
     out.str("{\"ph\":\"X\",\"pid\":");
     out.integer(pid);
@@ -234,10 +273,11 @@ void writeJson(const State& s, JsonOut& out) {
   out.str("\n]}\n");
 }
 
-// Writes the trace to the temporary path and renames it over the path; false with errno set on
-// a failure. Async-signal-safe.
+// Writes the trace to a new temporary file (never to what another user may have planted beside the
+// path: SiblingTemporary) and renames it over the path; false with errno set on a failure.
+// Async-signal-safe: the temporary's name was drawn by start().
 bool writeFile(const State& s) {
-  const int fd = ::open(s.tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = s.tmp->create(0644);
   if (fd < 0) return false;
   char buffer[8192];
   JsonOut out(fd, buffer, sizeof buffer);
@@ -246,17 +286,11 @@ bool writeFile(const State& s) {
   const int err = errno;
   ::close(fd);
   if (!ok) {
-    ::unlink(s.tmpPath.c_str());
+    s.tmp->discard();
     errno = err;
     return false;
   }
-  if (::rename(s.tmpPath.c_str(), s.config.path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(s.tmpPath.c_str());
-    errno = e;
-    return false;
-  }
-  return true;
+  return s.tmp->publish();
 }
 
 void onInterrupt(int sig) {
@@ -342,9 +376,9 @@ void start(const Config& config) {
                 config.steps->second);
   }
   s.config = config;
-  s.tmpPath = config.path + ".tmp";
-  s.ring = std::make_unique<Slot[]>(config.capacity);
-  s.capacity = config.capacity;
+  s.tmp = std::make_unique<SiblingTemporary>(config.path);
+  s.ring = std::make_unique<RingChunks>(config.capacity);
+  s.capacity.store(config.capacity);
   s.head.store(0);
   // The track names stay: ids are the process's (threads keep theirs across traces), and a thread
   // that named its track before this trace started (a communicator's executor) is not asked again.
@@ -390,10 +424,12 @@ void stop() {
   // right now: leave it allocated (a process that installs the handler is ending anyway).
   if (s.handlerInstalled.load()) {
     (void)s.ring.release();
+    (void)s.tmp.release();
   } else {
     s.ring.reset();
+    s.tmp.reset();
   }
-  s.capacity = 0;
+  s.capacity.store(0);
   s.head.store(0);
 }
 
@@ -422,9 +458,19 @@ void record(Category category, const char* name, int64_t startNs, int64_t endNs,
   State& s = state();
   const int track = currentTrack();
   std::lock_guard lock(s.mu);
-  if (!s.started.load() || s.capacity == 0) return;
+  const size_t capacity = s.capacity.load();
+  if (!s.started.load() || capacity == 0) return;
   const uint64_t k = s.head.load(std::memory_order_relaxed);
-  Slot& e = s.ring[k % s.capacity];
+  Slot* slot = s.ring->forWriting(k % capacity);
+  if (slot == nullptr) {
+    // No memory for the next chunk: the ring keeps the chunks it has, all filled once (the ring
+    // has not wrapped yet), and drops its oldest events from now on. Nothing at all to keep: the
+    // event is lost.
+    if (k == 0) return;
+    s.capacity.store(static_cast<size_t>(k));
+    slot = s.ring->forWriting(0);
+  }
+  Slot& e = *slot;
   e.startNs = startNs - s.originSteadyNs;
   e.durNs = endNs - startNs;
   e.track = track;
@@ -529,9 +575,9 @@ Stats stats() {
   State& s = state();
   std::lock_guard lock(s.mu);
   Stats st;
-  st.capacity = s.capacity;
+  st.capacity = s.capacity.load();
   st.recorded = s.head.load();
-  st.dropped = st.recorded > s.capacity ? st.recorded - s.capacity : 0;
+  st.dropped = st.recorded > st.capacity ? st.recorded - st.capacity : 0;
   return st;
 }
 

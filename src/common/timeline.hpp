@@ -4,8 +4,9 @@
 // (and counted) when it is full, and write() turns the ring into a trace-event JSON file.
 //
 // Cost: with no trace started (the default), a Span is one relaxed atomic load and a branch. With
-// a trace, a Span reads the steady clock twice and copies its name and arguments into a
-// preallocated slot under a mutex (no allocation).
+// a trace, a Span reads the steady clock twice and copies its name and arguments into a slot of
+// the ring under a mutex. The ring grows by chunks of 4096 events as it first fills (one
+// allocation per chunk, none once it wraps): its size is a bound, not what a short trace costs.
 //
 // Tracks: the process is the instance (pid = instance + 1: Perfetto reserves pid 0 for the
 // kernel's idle task); the thread is the replica running the work (tid = global replica + 1) or a
@@ -51,15 +52,18 @@ struct Config {
   std::optional<std::pair<int64_t, int64_t>> steps;
 };
 
-// Starts this process's trace: allocates the ring, takes the clocks' origin (ts 0), names the
+// Starts this process's trace: prepares the ring (its first chunk comes with the first event) and
+// draws the name of the temporary write() will use, takes the clocks' origin (ts 0), names the
 // process and the calling thread's track (kMainTrack, "host: main"). Throws xtrain::error when a
 // trace is already started (one per process) or the config is invalid.
 void start(const Config& config);
 bool started();
 const std::string& path();  // "" when not started
 // Writes the ring to path() (a temporary file renamed into place: a reader never sees half a
-// file) and ends the recording (a second write() does nothing; SIGINT's handler neither). Throws
-// xtrain::runtime_error naming the path when it cannot be written.
+// file; the temporary has an unforeseeable name and is created O_EXCL|O_NOFOLLOW, so nothing
+// planted beside the path is written through: common/temporary_file.hpp) and ends the recording (a
+// second write() does nothing; SIGINT's handler neither). Throws xtrain::runtime_error naming the
+// path when it cannot be written.
 void write();
 // Ends the trace (nothing more is recorded; the ring is freed). Does not write.
 void stop();
@@ -69,7 +73,9 @@ void stop();
 std::pair<int64_t, int64_t> parseStepRange(const std::string& text, std::string_view what);
 
 // SIGINT, while a trace is started: write() from the signal handler with async-signal-safe calls
-// only (open, write, rename: the ring and paths are preallocated), then the default action (the
+// only (open, write, rename, unlink: the ring's chunks and the temporary's name are allocated
+// before the signal, the name drawn by start(), so the handler allocates nothing and still never
+// uses a name another user could foresee), then the default action (the
 // process ends as Ctrl-C would end it). Events being recorded by other threads at that moment may
 // come out torn (odd names or times), never as invalid JSON.
 void writeOnInterrupt();

@@ -130,12 +130,11 @@ void registerPart(const std::string& rendezvousDir, int instance, const std::str
   const fs::path absolute = fs::absolute(path, ec);
   const std::string note =
       (fs::path(rendezvousDir) / (kNotePrefix + std::to_string(instance))).string();
-  std::ofstream out(note, std::ios::trunc);
-  out << (ec ? path : absolute.string()) << "\n";
-  out.close();
-  if (!out) {
-    throw runtime_error("cannot leave the trace's note {} for xrun: {}", note,
-                        std::strerror(errno));
+  try {
+    replaceOwnFile(note, (ec ? path : absolute.string()) + "\n", "the trace's note for xrun");
+  } catch (const error& e) {
+    throw runtime_error("{}",
+                        e.what());  // a fault while running, as a trace that cannot be written
   }
 }
 

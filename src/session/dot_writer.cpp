@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <sstream>
 
+#include "common/output_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
@@ -56,8 +57,7 @@ void writeDotCheck(const ir::Graph& graph, const SessionOptions& options,
   std::error_code ec;
   std::filesystem::create_directories(options.logDir, ec);
   const std::string path = options.logDir + "/" + check + ".dot";
-  std::ofstream out(path);
-  if (!out) throw error("SessionOptions.dotChecks: cannot write '{}'", path);
+  std::ostringstream out;
   const std::vector<OpId> schedule = graph.schedule();
   const auto n = static_cast<int64_t>(schedule.size());
   const int64_t first = std::max<int64_t>(0, options.firstDotOp);
@@ -86,7 +86,8 @@ void writeDotCheck(const ir::Graph& graph, const SessionOptions& options,
         << " [label=" << dotString(id + "\n" + graph.tensor(id).info.toString()) << "];\n";
   }
   out << "}\n";
-  if (!out) throw error("SessionOptions.dotChecks: cannot write '{}'", path);
+  // logDir may be shared: its fixed names are replaced, never written through (replaceOwnFile).
+  replaceOwnFile(path, out.str(), "SessionOptions.dotChecks");
   logging::session::debug("dotChecks: wrote {} ({} of {} ops)", path,
                           std::max<int64_t>(0, last - first), n);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/timeline.hpp"
+#include "session/option_strings.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::session {
@@ -50,6 +51,7 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
                                                        "autoReport.directory",
                                                        "trace.file",
                                                        "trace.steps"};
+  refuseNulBytes(engineOptions, "engineOptions");  // a path cut at a NUL would be another file
   EngineSettings s;
   for (const auto& [key, value] : engineOptions) {
     if (key == "autoReport.all") {
@@ -100,6 +102,7 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
 }
 
 ReportSettings parseReportOptions(const std::map<std::string, std::string>& reportOptions) {
+  refuseNulBytes(reportOptions, "reportOptions");
   ReportSettings r;
   for (const auto& [key, value] : reportOptions) {
     if (key == "showExecutionSteps") {

@@ -4,9 +4,9 @@
 // at the schedule's peak (a real IPU compiler reuses activation memory the same way). With
 // XTRAIN_BUFFER_REUSE=0, every activation live at the peak.
 #include <filesystem>
-#include <fstream>
 #include <set>
 
+#include "common/output_file.hpp"
 #include "device/ipu/memory_model.hpp"
 #include "session/buffer_plan.hpp"
 #include "session/session_impl.hpp"
@@ -117,9 +117,8 @@ void SessionImpl::computeMemory() {
     std::error_code ec;
     std::filesystem::create_directories(config_.options.logDir, ec);
     const std::string path = config_.options.logDir + "/memory-report.txt";
-    std::ofstream file(path);
-    if (!file) throw error("SessionOptions::logDir: cannot write '{}'", path);
-    file << summaryReport();
+    // logDir may be shared: its fixed names are replaced, never written through.
+    replaceOwnFile(path, summaryReport(), "SessionOptions::logDir");
   }
   model.check();
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "session/dot_writer.hpp"
+#include "session/option_strings.hpp"
 #include "session/option_table.hpp"
 #include "session/option_values.hpp"
 #include "xtrain/error.hpp"
@@ -40,6 +41,7 @@ void checkPartialsType(const std::string& type) {
 }  // namespace
 
 void checkSessionOptions(const SessionOptions& options) {
+  refuseNulBytes(options);
   // Values no PopART program could mean (a negative factor, ...) were refused before, by
   // checkOptionRanges, so the table's "not supported" is never said of them.
   for (const OptionEntry& e : sessionOptionTable()) {

@@ -3,12 +3,11 @@
 // (getSerializedGraph), autoReport's files and the simulated cycle counter (getCycleCount).
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
 
+#include "common/output_file.hpp"
 #include "session/json_writer.hpp"
 #include "session/session_impl.hpp"
 
@@ -54,17 +53,10 @@ std::string percentText(double part, double total) {
 }
 
 // Writes `text` to `path` through a temporary beside it, so that a reader never sees half a file.
-void writeFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw error("autoReport: cannot write '{}'", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw error("autoReport: cannot write '{}': {}", path, ec.message());
+// The names are xtrain's own in the autoReport directory, which may be shared: replaceOwnFile
+// never writes through a link or a temporary another user planted there.
+void writeReportFile(const std::string& path, const std::string& text) {
+  replaceOwnFile(path, text, "autoReport");
 }
 
 }  // namespace
@@ -92,7 +84,7 @@ void SessionImpl::startProfile() {
         engineSettings_.autoReportDirectory.empty() ? "." : engineSettings_.autoReportDirectory;
     const std::string suffix =
         instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "";
-    writeFileAtomically(dir + "/serialized_graph" + suffix + ".json", serializedGraph());
+    writeReportFile(dir + "/serialized_graph" + suffix + ".json", serializedGraph());
   }
 }
 
@@ -188,8 +180,8 @@ void SessionImpl::writeAutoReports() const {
   // One set of files per instance when several share the directory.
   const std::string suffix =
       instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "";
-  writeFileAtomically(dir + "/report" + suffix + ".json", reportJson());
-  writeFileAtomically(dir + "/summary" + suffix + ".txt", summaryReport());
+  writeReportFile(dir + "/report" + suffix + ".json", reportJson());
+  writeReportFile(dir + "/summary" + suffix + ".txt", summaryReport());
 }
 
 namespace {

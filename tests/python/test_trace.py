@@ -46,6 +46,15 @@ class TraceTest(PrivatePool, unittest.TestCase):
             with self.assertRaisesRegex(popart.popart_exception, culprit):
                 make_session(opts)
 
+    def test_a_nul_byte_in_the_path_is_refused(self):
+        # It would cut the path where the C library reads it: "t\0.json" wrote "t".
+        cut = os.path.join(self.tmp, "t")
+        opts = popart.SessionOptions()
+        opts.engineOptions = {"trace.file": cut + "\0.json"}
+        with self.assertRaisesRegex(popart.popart_exception, r'trace\.file.*NUL byte'):
+            make_session(opts)
+        self.assertFalse(os.path.exists(cut))
+
 
 if __name__ == "__main__":
     unittest.main()

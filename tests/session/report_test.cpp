@@ -13,6 +13,7 @@
 #include "session/json_writer.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/file_testing.hpp"
+#include "testing/planted_files.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/session.hpp"
@@ -269,6 +270,42 @@ TEST_F(AutoReport, WritesTheReportsAtTheEndOfEachRun) {
                     format("execution profile: {} run(s)", run));
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/report.json.tmp"));
+}
+
+// The report directory may be shared: FILE.tmp planted beside each report (a link to a victim
+// file, a file, a FIFO; another user's trap, issue 27) is neither written through nor used, and
+// no temporary is left behind. Names the session chose in logDir (memory-report.txt, Fwd0.dot)
+// planted as links to the victim are replaced, not followed.
+TEST_F(AutoReport, NothingPlantedBesideTheReportsIsWrittenThrough) {
+  const MlpModel m = buildMlpModel();
+  const std::string dir = path("reports");
+  std::filesystem::create_directories(dir);
+  PlantedTemporaries planted(path("victim"));
+  planted.plantBeside(dir + "/report.json", PlantKind::SymlinkToVictim);
+  planted.plantBeside(dir + "/summary.txt", PlantKind::Fifo);
+  planted.plantBeside(dir + "/serialized_graph.json", PlantKind::RegularFile);
+  for (const char* name : {"memory-report.txt", "Fwd0.dot"}) {
+    std::filesystem::create_symlink(path("victim"), dir + "/" + name);
+  }
+  SessionOptions o;
+  o.engineOptions = {{"autoReport.all", "true"}, {"autoReport.directory", dir}};
+  o.logDir = dir;
+  o.dotChecks = {"Fwd0"};
+  auto s = makeMlpSession(m, o, ConstSGD(0.1f));
+  trainMlpSteps(*s, m, 1, 0, 1, 1, 1);
+  planted.expectUntouched();
+  EXPECT_EQ(json::parse(readFileBytes(dir + "/report.json"))["execution"]["runs"], 1);
+  EXPECT_CONTAINS(readFileBytes(dir + "/summary.txt"), "execution profile: 1 run(s)");
+  EXPECT_NO_THROW(json::parse(readFileBytes(dir + "/serialized_graph.json")));
+  EXPECT_CONTAINS(readFileBytes(dir + "/Fwd0.dot"), "digraph");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir + "/memory-report.txt"));
+  std::set<std::string> expected;
+  for (const auto& p : planted.names()) {
+    if (p != "victim") expected.insert(p);
+  }
+  expected.insert(
+      {"report.json", "summary.txt", "serialized_graph.json", "memory-report.txt", "Fwd0.dot"});
+  EXPECT_EQ(namesIn(dir), expected);
 }
 
 TEST_F(AutoReport, BadKeysValuesAndDirectoriesAreRefusedAtCreation) {

@@ -75,6 +75,38 @@ TEST_F(SessionTrace, BadTraceOptionsAreErrorsAtCreation) {
       {"trace.steps", "needs \"trace.file\""});
 }
 
+// A NUL byte in a text option would cut a path where the C library reads it ("t\0.json" wrote
+// "t"): refused at creation, naming the option and showing the NUL; nothing is written.
+TEST_F(SessionTrace, ANulByteInATextOptionIsRefusedNamingTheOption) {
+  const MlpModel m = buildMlpModel();
+  const std::string cut = path("t");
+  const std::string withNul = cut + std::string("\0.json", 6);
+  expectError(
+      [&] {
+        makeMlpSession(m, withTrace({{"trace.file", withNul}}), kSgd);
+      },
+      {"engineOptions[\"trace.file\"]", "t\\0.json", "NUL byte"});
+  expectError(
+      [&] {
+        makeMlpSession(
+            m, withTrace({{"autoReport.all", "true"}, {"autoReport.directory", withNul}}), kSgd);
+      },
+      {"engineOptions[\"autoReport.directory\"]", "NUL byte"});
+  expectError(
+      [&] {
+        makeMlpSession(m, withTrace({{std::string("trace.file\0x", 12), path("t.json")}}), kSgd);
+      },
+      {"engineOptions", "key \"trace.file\\0x\"", "NUL byte"});
+  SessionOptions o = withTrace({});
+  o.reportOptions = {{"showVarStorage", std::string("true\0", 5)}};
+  expectError([&] { makeMlpSession(m, o, kSgd); }, {"reportOptions[\"showVarStorage\"]", "NUL"});
+  o = withTrace({});
+  o.logDir = withNul;
+  expectError([&] { makeMlpSession(m, o, kSgd); }, {"SessionOptions::logDir", "NUL byte"});
+  EXPECT_FALSE(std::filesystem::exists(cut));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
 // An instance of SessionTrace.XrunMergesTheInstancesParts (started by xrun): trains 3 steps with
 // engineOptions "trace.file" = <XTRAIN_TEST_OUT>/job.json.
 TEST(SessionTraceWorker, TrainsWithATraceFile) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/planted_files.hpp"
 #include "testing/process_testing.hpp"
 #include "testing/scratch_dir.hpp"
 
@@ -164,12 +165,19 @@ TEST_F(Trace, TheRingBoundsTheFile) {
   EXPECT_LT(fs::file_size(file), 300u * 400u);
 }
 
-// Ctrl-C after the first step: the file is there and valid, alone and merged by xrun.
+// Ctrl-C after the first step: the file is there and valid, alone and merged by xrun. FILE.tmp
+// planted beside each file the run writes, as a link to a victim file (another user's trap in a
+// shared directory, issue 27), is neither written through nor used.
 TEST_F(Trace, AnInterruptedRunLeavesValidJson) {
   const std::vector<std::string> training = {"--steps", "3000", "--micro-batch-size", "1024"};
   for (const bool underXrun : {false, true}) {
     SCOPED_TRACE(underXrun ? "xrun -n 2" : "xtrain alone");
     const std::string file = path(underXrun ? "xrun.json" : "alone.json");
+    PlantedTemporaries planted(file + ".victim");
+    planted.plantBeside(file, PlantKind::SymlinkToVictim);
+    if (underXrun) {
+      planted.plantBeside({file + ".instance-0", file + ".instance-1"}, PlantKind::SymlinkToVictim);
+    }
     std::vector<std::string> argv;
     if (underXrun) argv = {bin("xrun"), "-n", "2"};
     argv.push_back(bin("xtrain"));
@@ -195,6 +203,7 @@ TEST_F(Trace, AnInterruptedRunLeavesValidJson) {
     ASSERT_TRUE(steps.count(1)) << r.err;
     EXPECT_GE(steps.at(1).size(), 1u);
     EXPECT_LT(steps.at(1).size(), 3000u);
+    planted.expectUntouched();
   }
 }
 

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "checkpoint/dataset_reader.hpp"
+#include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 
@@ -217,6 +218,57 @@ TEST_F(XtrainMetrics, APathThatCannotBeWrittenIsRefusedBeforeTraining) {
     refused(path("ro/m.jsonl"), "not writable");
     ::chmod(path("ro").c_str(), 0700);
   }
+}
+
+// How many times `needle` occurs in `text`.
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A full disk (here a file size limit, RLIMIT_FSIZE, with SIGXFSZ ignored, so that the write that
+// crosses it is cut short and the next one fails with EFBIG, as on a full disk) never leaves half a
+// line: the part written is cut back, one warning says so, and training goes on to exit 0. The
+// limits are chosen inside the first line (any line is longer than 100 bytes: its keys alone are)
+// and in the middle of the second (from an unlimited run's lines).
+TEST_F(XtrainMetrics, AFullDiskLeavesNoTornLine) {
+  const std::string metrics = path("m.jsonl");
+  const std::string command =
+      "./xtrain --steps 4 --micro-batch-size 8 --seed 3 --metrics " + metrics;
+  CommandResult r = runCommand(command);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const auto full = linesOf(metrics);
+  ASSERT_EQ(full.size(), 4u);
+  ASSERT_GT(full[0].size() + 1, 100u);
+  const size_t secondLine = full[0].size() + 1 + full[1].size() / 2;
+  for (const auto& [limit, wholeLines] : {std::pair<size_t, size_t>{100, 0}, {secondLine, 1}}) {
+    SCOPED_TRACE("file size limit " + std::to_string(limit));
+    r = runCommand("trap '' XFSZ; exec prlimit --fsize=" + std::to_string(limit) + " " + command);
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    EXPECT_EQ(occurrences(r.output, "--metrics:"), 1u) << r.output;
+    EXPECT_NE(r.output.find("the part of the line written was removed"), std::string::npos)
+        << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("step +4/4")))
+        << "training stopped: " << r.output;
+    const std::string bytes = readFileBytes(metrics);
+    EXPECT_TRUE(bytes.empty() || bytes.back() == '\n') << "a torn last line: " << bytes;
+    EXPECT_EQ(metricsOf(metrics).size(), wholeLines) << bytes;
+  }
+}
+
+// A resumed run appends: a torn line an earlier writer left at the end (killed in the middle of
+// it) is removed first, with a warning, instead of swallowing the resumed run's first line.
+TEST_F(XtrainMetrics, ResumingCutsATornLastLineBeforeAppending) {
+  const std::string metrics = path("m.jsonl");
+  const std::string common = "./xtrain --micro-batch-size 8 --metrics " + metrics;
+  CommandResult r = runCommand(common + " --steps 2 --checkpoint-dir " + path("ckpt"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  std::ofstream(metrics, std::ios::app) << "{\"step\":3,\"epoch\":0.0";
+  r = runCommand(common + " --steps 4 --checkpoint-dir " + path("ckpt") + " --resume auto");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("ended in a torn line"), std::string::npos) << r.output;
+  EXPECT_EQ(stepsOf(metricsOf(metrics)), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
 // plot-metrics refuses what it cannot draw: exit code 2, naming the file and, for a bad line, its

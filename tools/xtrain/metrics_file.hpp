@@ -2,7 +2,8 @@
 // plotting (scripts/plot-metrics) or any other tool. docs/metrics.md lists the fields.
 //
 // Instance 0 alone writes. Each line reaches the file in one write(2) as its step ends, so a job
-// that is killed leaves every finished step's line behind, and `tail -f` follows the training.
+// that is killed leaves every finished step's line behind, and `tail -f` follows the training;
+// a line is written whole or not at all (a full disk leaves no half line).
 #pragma once
 
 #include <cstdint>
@@ -45,14 +46,18 @@ class MetricsFile {
   MetricsFile(const MetricsFile&) = delete;
   MetricsFile& operator=(const MetricsFile&) = delete;
 
-  // Appends metricsLine(m) and a newline. A failed write (a full disk) is logged once as a warning
-  // and the later steps are not written: the figures are not worth the training.
+  // Appends metricsLine(m) and a newline, whole or not at all: a write that fails part way (a
+  // full disk, a file size limit) is cut back to where the line began, so the file never ends in
+  // half a line. A failed write is logged once as a warning and the later steps are not written:
+  // the figures are not worth the training. A resumed run's first write() first removes a torn
+  // last line an earlier writer left (killed mid-line), with a warning.
   void write(const StepMetrics& m);
 
  private:
   std::string path_;
   FileDescriptor fd_;
-  bool truncatePending_;
+  bool append_;
+  bool firstWrite_ = true;
   bool failed_ = false;
 };
 
