@@ -55,10 +55,15 @@ std::string describeDurationRange(DurationRange range) {
   const double maxSeconds = maxSecondsOf(range);
   const std::string days =
       maxSeconds == static_cast<double>(kMaxDuration.count()) ? " (30 days)" : "";
+  // Whole seconds as digits (fmt would write 2592000.0 as 2.592e+06).
+  const auto wholeSeconds = static_cast<int64_t>(maxSeconds);
+  const std::string maxText = static_cast<double>(wholeSeconds) == maxSeconds
+                                  ? std::to_string(wholeSeconds)
+                                  : format("{}", maxSeconds);
   return format(
       "a duration {} and at most {} s{}: a decimal number of seconds, or with a unit ms, s, m or h "
       "(e.g. 300, 0.5, 200ms, 5m)",
-      range.zeroAllowed ? "of 0 or more" : "of more than 0", maxSeconds, days);
+      range.zeroAllowed ? "of 0 or more" : "of more than 0", maxText, days);
 }
 
 std::string listWords(std::initializer_list<std::string_view> words) {
