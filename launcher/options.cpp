@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/env_value.hpp"
+
 namespace xtrain::launcher {
 
 const char* toString(Engine engine) {
@@ -41,25 +43,19 @@ int parseInt(const std::string& option, const std::string& text, int minimum) {
   return value;
 }
 
-double parseSeconds(const std::string& option, const std::string& text) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value <= 0) {
-    throw UsageError("{} expects a positive number of seconds (e.g. 30 or 0.5), got '{}'", option,
-                     text);
+// A duration flag, read as every duration of xtrain's is (common/env_value.hpp: 30, 0.5, 200ms,
+// 5m; at most 30 days, so that no deadline overflows the clock).
+double parseSeconds(const std::string& option, const std::string& text, DurationRange range = {}) {
+  try {
+    return parseDurationSeconds(text, option, range);
+  } catch (const error& e) {
+    throw UsageError(e.what());
   }
-  return value;
 }
 
 // Like parseSeconds, but 0 is allowed.
 double parseDelay(const std::string& option, const std::string& text) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) {
-    throw UsageError("{} expects a number of seconds, 0 or more (e.g. 10 or 0.5), got '{}'", option,
-                     text);
-  }
-  return value;
+  return parseSeconds(option, text, DurationRange{true});
 }
 
 std::vector<std::string> splitComma(const std::string& text) {
@@ -166,13 +162,13 @@ const std::map<std::string, OptionSpec>& optionTable() {
     t["--timeout"] = {true, [](Options& o, const std::string& n, const std::string& v) {
                         o.timeoutSeconds = parseSeconds(n, v);
                       }};
-    t["--grace-period"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                             o.gracePeriodSeconds = parseSeconds(n, v);
-                             if (o.gracePeriodSeconds > kMaxGracePeriodSeconds) {
-                               throw UsageError("{} must be at most {} seconds, got {}", n,
-                                                kMaxGracePeriodSeconds, v);
-                             }
-                           }};
+    t["--grace-period"] = {
+        true, [](Options& o, const std::string& n, const std::string& v) {
+          o.gracePeriodSeconds = parseSeconds(
+              n, v,
+              DurationRange{false, std::chrono::milliseconds(
+                                       static_cast<int64_t>(kMaxGracePeriodSeconds * 1000))});
+        }};
     t["--max-restarts"] = {true, [](Options& o, const std::string& n, const std::string& v) {
                              o.maxRestarts = parseInt(n, v, 0);
                            }};
@@ -427,7 +423,8 @@ Output:
       --print-topology         print the layout before starting
       --dry-run                print the layout and the exact commands; start nothing
 
-Ending:
+Ending (SECONDS: a number of seconds such as 30 or 0.5, or with a unit: 200ms, 5m,
+2h; at most 30 days):
       --timeout SECONDS        end the whole job after that long (exit code 124)
       --grace-period SECONDS   time the instances get to end after SIGTERM to xrun or
                                a preempted instance, before SIGKILL (default 30; at

@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "common/env_value.hpp"
+#include "device/ipu/ipu_pool.hpp"
 #include "launcher/options.hpp"
 
 namespace xtrain::launcher {
@@ -42,15 +44,12 @@ std::string divisorsOf(int value) {
 
 int poolSizeFromEnvironment(const char* value) {
   if (value == nullptr || *value == '\0') return kDefaultPoolSize;
-  std::string text(value);
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (end != text.c_str() + text.size() || v <= 0 || v > (1 << 20)) {
-    throw UsageError(
-        "XTRAIN_NUM_IPUS must be a positive whole number of simulated IPUs per host, got '{}'",
-        text);
+  // The library's bound and syntax (src/device/ipu/ipu_pool.cpp reads it the same way).
+  try {
+    return static_cast<int>(parseWholeNumber(value, "XTRAIN_NUM_IPUS", 1, device::kMaxPoolSize));
+  } catch (const error& e) {
+    throw UsageError(e.what());
   }
-  return static_cast<int>(v);
 }
 
 std::string formatIpuIds(int first, int count) {

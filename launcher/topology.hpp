@@ -53,8 +53,8 @@ Topology planTopology(const TopologyRequest& request);
 // dropped.
 Topology topologyOfSlots(const Topology& full, const std::vector<int>& slots);
 
-// XTRAIN_NUM_IPUS: nullptr/empty -> kDefaultPoolSize; otherwise a positive integer, else
-// UsageError.
+// XTRAIN_NUM_IPUS: nullptr/empty -> kDefaultPoolSize; otherwise a whole number from 1 to
+// device::kMaxPoolSize (common/env_value.hpp), else UsageError.
 int poolSizeFromEnvironment(const char* value);
 
 // "4" for one IPU, "4-7" for a range.

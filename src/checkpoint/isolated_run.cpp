@@ -9,6 +9,8 @@
 #include <cstring>
 #include <thread>
 
+#include "common/env_value.hpp"
+
 namespace xtrain::checkpoint {
 
 namespace {
@@ -68,15 +70,8 @@ IsolatedOutcome runIsolated(const std::function<void()>& work, std::chrono::mill
 }
 
 std::chrono::milliseconds unsealedIndexTimeLimit() {
-  const char* text = std::getenv("XTRAIN_UNSEALED_INDEX_TIMEOUT");
-  if (text != nullptr) {
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    if (end != text && *end == '\0' && seconds > 0 && seconds < 86400) {
-      return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    }
-  }
-  return std::chrono::seconds(5);
+  // A bad value used to be taken silently as the default; it is refused like any other.
+  return readEnvDuration("XTRAIN_UNSEALED_INDEX_TIMEOUT").value_or(std::chrono::seconds(5));
 }
 
 }  // namespace xtrain::checkpoint

@@ -23,8 +23,9 @@ struct IsolatedOutcome {
 // _exit, running no atexit handlers (MPI's among them) of the caller's.
 IsolatedOutcome runIsolated(const std::function<void()>& work, std::chrono::milliseconds limit);
 
-// The limit for probing an unsealed index: XTRAIN_UNSEALED_INDEX_TIMEOUT (seconds) when set to a
-// positive number, else 5 s (a small index parses in milliseconds; the limit only ends loops).
+// The limit for probing an unsealed index: XTRAIN_UNSEALED_INDEX_TIMEOUT (a duration,
+// common/env_value.hpp) when set, else 5 s (a small index parses in milliseconds; the limit only
+// ends loops). Throws xtrain::error for a bad value.
 std::chrono::milliseconds unsealedIndexTimeLimit();
 
 }  // namespace xtrain::checkpoint

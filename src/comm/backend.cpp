@@ -13,6 +13,7 @@
 #include "comm/backends/shm/shm.hpp"
 #include "comm/collective_trace.hpp"
 #include "comm/host.hpp"
+#include "common/env_value.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm {
@@ -91,16 +92,15 @@ std::vector<std::string> backendNames() {
 
 std::string resolveBackend(std::string_view requested) {
   std::string name(requested);
-  std::string source = "requested";
-  if (name.empty()) {
-    const char* env = std::getenv("XTRAIN_COMM_BACKEND");
-    name = (env != nullptr && *env != '\0') ? env : "auto";
-    source = "XTRAIN_COMM_BACKEND";
-  }
+  const bool fromEnvironment = name.empty();
+  if (fromEnvironment) name = readEnvString("XTRAIN_COMM_BACKEND").value_or("auto");
   if (name == "auto") return name;
   const auto names = backendNames();
   if (std::find(names.begin(), names.end(), name) == names.end()) {
-    throw error("unknown comm backend '{}' ({}); known backends: auto, {}", name, source,
+    if (fromEnvironment) {
+      throwBadValue("XTRAIN_COMM_BACKEND", name, format("a comm backend: auto, {}", joined(names)));
+    }
+    throw error("unknown comm backend '{}' (requested); known backends: auto, {}", name,
                 joined(names));
   }
   return name;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/env_value.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::comm {
@@ -69,9 +70,9 @@ bool equalInConstantTime(std::string_view a, std::string_view b) {
 }
 
 std::optional<std::string> jobSecretFromEnvironment() {
-  const char* value = std::getenv(kJobSecretVariable);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  const std::string secret(value);
+  const auto value = readEnvString(kJobSecretVariable);
+  if (!value) return std::nullopt;
+  const std::string& secret = *value;
   bool hex = secret.size() >= 32;
   for (char c : secret) hex = hex && isHexDigit(c);
   if (!hex) {

@@ -64,8 +64,8 @@ struct BarrierOptions {
 };
 
 // The default collective timeout: XTRAIN_COMM_TIMEOUT (seconds, e.g. "300" or "0.5", or with a
-// unit: "200ms", "30s", "5m"), else 300 s. Read at each call. Throws xtrain::error on a malformed
-// or non-positive value.
+// unit: "200ms", "30s", "5m"; at most 30 days, common/env_value.hpp), else 300 s. Read at each
+// call. Throws xtrain::error on a malformed, non-positive or too long value.
 Milliseconds defaultTimeout();
 // Parses a duration as XTRAIN_COMM_TIMEOUT does; `what` names the source in error messages.
 Milliseconds parseDuration(std::string_view text, std::string_view what);

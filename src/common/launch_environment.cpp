@@ -2,32 +2,28 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 
+#include "common/env_value.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain {
 
 namespace {
 
+// The value of `name`, or nullptr when it is unset or empty (env_value.hpp's rule).
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return (v != nullptr && *v != '\0') ? v : nullptr;
 }
 
-// A non-negative decimal integer from `name`, or nullopt when unset.
+// A non-negative whole number from `name`, or nullopt when unset or empty; read by the one reader
+// (env_value.hpp), so "XTRAIN_NUM_INSTANCES= 4" and "0x4" are refused like everywhere else.
 std::optional<int> intFromEnv(const char* name) {
-  const char* v = env(name);
-  if (v == nullptr) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || errno != 0 || x < 0 || x > INT_MAX) {
-    throw error("environment variable {}='{}' is not a non-negative integer", name, v);
-  }
-  return static_cast<int>(x);
+  const auto v = readEnvWholeNumber(name, 0, INT_MAX);
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
 }
 
 int required(const char* name, const char* because) {

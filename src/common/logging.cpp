@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "common/env_value.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::logging {
@@ -158,8 +159,7 @@ std::array<std::optional<Level>, kNumModules> readConfigFile(const std::string& 
 }
 
 std::string getEnv(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
+  return readEnvString(name).value_or(std::string());
 }
 
 // Process-wide state. Never destroyed, so that logging from other static destructors stays valid; C
@@ -227,8 +227,10 @@ class State {
       Level level;
       try {
         level = levelFromString(all);
-      } catch (const error& e) {
-        throw error("{}: {}", kEnvLevel, e.what());
+      } catch (const error&) {
+        throwBadValue(kEnvLevel, all,
+                      format("a log level: {} (any case)",
+                             joinNames(kLevelNames, [](const LevelName& r) { return r.name; })));
       }
       envLevels.fill(level);
     }

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <new>
 
+#include "common/env_value.hpp"
 #include "common/temporary_file.hpp"
 #include "common/timeline_json.hpp"
 #include "xtrain/error.hpp"
@@ -323,16 +324,9 @@ const char* toString(Category c) {
 }
 
 size_t capacityFromEnvironment() {
-  const char* v = std::getenv("XTRAIN_TRACE_EVENTS");
-  if (v == nullptr || *v == '\0') return kDefaultCapacity;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (*v < '0' || *v > '9' || *end != '\0' || errno == ERANGE || n < 16 || n > kMaxCapacity) {
-    throw error("XTRAIN_TRACE_EVENTS='{}': expected the trace ring's size in events, 16 .. {}", v,
-                kMaxCapacity);
-  }
-  return static_cast<size_t>(n);
+  return static_cast<size_t>(
+      readEnvWholeNumber("XTRAIN_TRACE_EVENTS", 16, static_cast<int64_t>(kMaxCapacity))
+          .value_or(static_cast<int64_t>(kDefaultCapacity)));
 }
 
 std::pair<int64_t, int64_t> parseStepRange(const std::string& text, std::string_view what) {

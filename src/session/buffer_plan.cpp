@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "common/env_value.hpp"
 #include "ir/op_registry.hpp"
 #include "xtrain/error.hpp"
 
@@ -62,13 +63,10 @@ int64_t bestFit(const Group& g, const std::vector<const Group*>& placed) {
 }  // namespace
 
 BufferReuse bufferReuseFromEnvironment() {
-  const char* env = std::getenv("XTRAIN_BUFFER_REUSE");
-  if (env == nullptr) return BufferReuse::Full;
-  const std::string v = env;
-  if (v == "1" || v.empty()) return BufferReuse::Full;
+  const std::string v = readEnvChoice("XTRAIN_BUFFER_REUSE", {"0", "1", "alias"}).value_or("1");
   if (v == "0") return BufferReuse::Off;
   if (v == "alias") return BufferReuse::AliasOnly;
-  throw error("XTRAIN_BUFFER_REUSE='{}': expected 0, 1 or alias", v);
+  return BufferReuse::Full;
 }
 
 BufferPlan planBuffers(const ir::Graph& graph, const std::vector<TensorId>& tensors,

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "comm/communicator.hpp"
+#include "common/env_value.hpp"
 #include "common/timeline.hpp"
 #include "xtrain/logging.hpp"
 
@@ -53,15 +54,7 @@ std::vector<int> assignOwners(const std::vector<size_t>& bytes, int instances) {
 // How long an instance waits for the others at a checkpoint's agreement points: they may be busy
 // with slow file work (XTRAIN_CHECKPOINT_TIMEOUT seconds, default 3600).
 comm::Milliseconds agreementTimeout() {
-  if (const char* s = std::getenv("XTRAIN_CHECKPOINT_TIMEOUT"); s != nullptr && *s != '\0') {
-    char* end = nullptr;
-    const double seconds = std::strtod(s, &end);
-    if (end != s && *end == '\0' && seconds > 0) {
-      return comm::Milliseconds(static_cast<int64_t>(seconds * 1000));
-    }
-    throw error("XTRAIN_CHECKPOINT_TIMEOUT must be a positive number of seconds, got '{}'", s);
-  }
-  return std::chrono::hours(1);
+  return readEnvDuration("XTRAIN_CHECKPOINT_TIMEOUT").value_or(std::chrono::hours(1));
 }
 
 // One all-reduce of `values` with `op` (bounded by agreementTimeout()).

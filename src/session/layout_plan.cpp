@@ -6,15 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "common/env_value.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::session {
 
 bool channelsLastFromEnvironment() {
-  const char* env = std::getenv("XTRAIN_LAYOUT");
-  if (env == nullptr || *env == '\0' || std::string(env) == "channels_last") return true;
-  if (std::string(env) == "plain") return false;
-  throw error("XTRAIN_LAYOUT is '{}'; expected plain or channels_last", env);
+  return readEnvChoice("XTRAIN_LAYOUT", {"plain", "channels_last"}).value_or("channels_last") !=
+         "plain";
 }
 
 bool layoutAwareSlot(const ir::Op& op, size_t slot, bool output) {

@@ -91,7 +91,9 @@ TEST_F(DatasetReaderDamage, ShuffledAndRepeatedSamplesLandInBatchOrder) {
   for (size_t i = 0; i < ordered.size(); ++i) {
     EXPECT_EQ(direct[i * 4], 1000.0f + static_cast<float>(4 * ordered[i]));
   }
-  EXPECT_CONTAINS(errorOf([&] { r.readSamples("x", {3, 16, 1}, DataType::FLOAT, out.data()); }),
+  EXPECT_CONTAINS(errorOf([&] {
+                    r.readSamples("x", {3, 16, 1}, DataType::FLOAT, out.data());
+                  }),
                   "sample 16 is out of range for dataset 'x'");
   EXPECT_CONTAINS(errorOf([&] { r.readSamples("x", {-1}, DataType::FLOAT, out.data()); }),
                   "sample -1 is out of range");
@@ -119,7 +121,9 @@ TEST_F(DatasetReaderDamage, ResidentDatasetsGiveWhatTheFileGives) {
   kept.readSamples("x", batch, DataType::DOUBLE, asDouble.data());
   EXPECT_EQ(kept.residentBytes(), 256u);
   EXPECT_EQ(asDouble[0], want[0]);
-  EXPECT_CONTAINS(errorOf([&] { kept.readSamples("x", {1, 16}, DataType::FLOAT, got.data()); }),
+  EXPECT_CONTAINS(errorOf([&] {
+                    kept.readSamples("x", {1, 16}, DataType::FLOAT, got.data());
+                  }),
                   "sample 16 is out of range for dataset 'x'");
   EXPECT_CONTAINS(errorOf([&] { kept.readSamples("x", {-3}, DataType::FLOAT, got.data()); }),
                   "sample -3 is out of range");
@@ -135,7 +139,7 @@ TEST(DatasetReaderBudget, EnvironmentGivesAByteCount) {
   for (const char* bad : {"-8", "1G", "lots", " 5"}) {
     ::setenv("XTRAIN_DATA_RESIDENT_BYTES", bad, 1);
     EXPECT_CONTAINS(errorOf([] { DatasetReader::residentBytesFromEnvironment(); }),
-                    "XTRAIN_DATA_RESIDENT_BYTES='" + std::string(bad) + "' is not a byte count");
+                    "XTRAIN_DATA_RESIDENT_BYTES='" + std::string(bad) + "': expected a byte count");
   }
   ::unsetenv("XTRAIN_DATA_RESIDENT_BYTES");
 }

@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "checkpoint/inspection.hpp"
+#include "checkpoint/isolated_run.hpp"
 #include "testing/file_testing.hpp"
+#include "testing/process_testing.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 
@@ -77,6 +79,25 @@ TEST_F(UnsealedIndex, XckptVerifyCallsThemDamaged) {
                                                kShortLimit + " ./xckpt verify " + ckpt);
     EXPECT_EQ(r.exitCode, 1) << input.filename() << ": " << r.output;
     EXPECT_NE(r.output.find("damaged"), std::string::npos) << r.output;
+  }
+}
+
+// A bad limit used to be taken silently as 5 s; it is refused as every duration is
+// (common/env_value.hpp), and 30 days at most, so that the deadline does not overflow.
+TEST(UnsealedIndexLimit, ReadLikeEveryDuration) {
+  xtrain::testing::ScopedEnv env("XTRAIN_UNSEALED_INDEX_TIMEOUT", "250ms");
+  EXPECT_EQ(unsealedIndexTimeLimit(), std::chrono::milliseconds(250));
+  for (const char* bad : {"soon", "-1", "0", "inf", "1e16", " 5", "2592001"}) {
+    xtrain::testing::ScopedEnv badEnv("XTRAIN_UNSEALED_INDEX_TIMEOUT", bad);
+    try {
+      unsealedIndexTimeLimit();
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const xtrain::error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("XTRAIN_UNSEALED_INDEX_TIMEOUT='") + bad +
+                                           "': expected a duration"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // hanging.
 #include <atomic>
 #include <cstdlib>
+#include <thread>
 
 #include "comm_test_util.hpp"
 #include "testing/process_testing.hpp"
@@ -215,6 +216,38 @@ TEST(TimeoutSetting, DurationParsing) {
   }
   ScopedEnv unset("XTRAIN_COMM_TIMEOUT", nullptr);
   EXPECT_EQ(defaultTimeout(), Milliseconds(300000));
+}
+
+// XTRAIN_COMM_TIMEOUT=1e10 (1e13 ms) overflowed the clock's nanoseconds once added to now: every
+// collective "timed out after -9223372036854775808 ms" at once (issue 27). What does not fit is
+// refused naming the variable, the value and the range; the longest that fits waits as asked.
+TEST(TimeoutSetting, TooLongIsRefusedNotExpired) {
+  for (const char* bad : {"1e10", "10000000000", "inf", "2592001", "1e16"}) {
+    ScopedEnv env("XTRAIN_COMM_TIMEOUT", bad);
+    try {
+      defaultTimeout();
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const error& e) {
+      EXPECT_TRUE(contains(e.what(), std::string("XTRAIN_COMM_TIMEOUT='") + bad + "': expected"))
+          << e.what();
+      EXPECT_TRUE(contains(e.what(), "at most 2592000 s (30 days)")) << e.what();
+    }
+  }
+}
+
+TEST_P(Timeout, TheLongestTimeoutDoesNotExpireAtOnce) {
+  ScopedEnv env("XTRAIN_COMM_TIMEOUT", "2592000");
+  EXPECT_EQ(defaultTimeout(), Milliseconds(2592000000));
+  auto store = std::make_shared<InMemoryStore>("longest", Milliseconds(5000));
+  const auto errors = runThreads(2, [&](int r) {
+    CommConfig config{store, r, 2, "world", std::nullopt};
+    auto comm = createCommunicator(config, GetParam());
+    // Rank 1 comes late: rank 0's barrier waits for it instead of failing at once.
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    comm->barrierSync();
+  });
+  EXPECT_TRUE(errors[0].empty()) << errors[0];
+  EXPECT_TRUE(errors[1].empty()) << errors[1];
 }
 
 TEST_P(Timeout, MissingRankAtCreation) {

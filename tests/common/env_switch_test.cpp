@@ -59,7 +59,7 @@ TEST(ByteCount, RefusesSignsSpacesFractionsAndOtherUnits) {
   for (const char* bad :
        {"", "-8", "+8", " 5", "5 ", "1.5MiB", "1G", "12kb", "4 MiB", "MiB", "lots", "0x10"}) {
     testing::expectError([&] { parseByteCount(bad, "XTRAIN_X"); },
-                         {std::string("XTRAIN_X='") + bad + "' is not a byte count"});
+                         {std::string("XTRAIN_X='") + bad + "': expected a byte count"});
   }
 }
 
@@ -92,7 +92,7 @@ TEST(ByteCount, FromTheEnvironment) {
   }
   ScopedEnv env(kVar, "2 MiB");
   testing::expectError([] { readByteCount(kVar, 77); },
-                       {std::string(kVar) + "='2 MiB' is not a byte count"});
+                       {std::string(kVar) + "='2 MiB': expected a byte count"});
 }
 
 }  // namespace

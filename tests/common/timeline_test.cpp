@@ -256,9 +256,12 @@ TEST(TimelineCapacity, ComesFromTheEnvironmentWithinBounds) {
     ScopedEnv set("XTRAIN_TRACE_EVENTS", "500");
     EXPECT_EQ(timeline::capacityFromEnvironment(), 500u);
   }
-  for (const char* bad : {"15", "-5", "1e6", "99999999999999999999999", "100000000"}) {
+  for (const char* bad : {"15", "-5", "1e6", "99999999999999999999999", "100000000", " 500", "500 ",
+                          "+500", "0x100"}) {
     ScopedEnv set("XTRAIN_TRACE_EVENTS", bad);
-    expectError([] { timeline::capacityFromEnvironment(); }, {"XTRAIN_TRACE_EVENTS"});
+    expectError(
+        [] { timeline::capacityFromEnvironment(); },
+        {std::string("XTRAIN_TRACE_EVENTS='") + bad + "': expected a whole number from 16"});
   }
 }
 

@@ -425,17 +425,49 @@ TEST_F(DevicePool, IpuIdsRestrictAcquireAvailable) {
 
   ::setenv("XTRAIN_IPU_IDS", "1-2", 1);  // not an aligned pair
   EXPECT_CONTAINS(errorOf([&] { dm().acquireAvailableDevice(2); }), "aligned");
-  ::setenv("XTRAIN_IPU_IDS", " 0-3 ,6", 1);
+  ::setenv("XTRAIN_IPU_IDS", "0-3,6", 1);
   EXPECT_EQ(dm().acquireAvailableDevice(4)->getId(), 12);
-  for (const char* bad : {"8", "a", "1,,2", "3-1", "2,2"}) {
-    ::setenv("XTRAIN_IPU_IDS", bad, 1);
-    EXPECT_CONTAINS(errorOf([&] { dm().acquireAvailableDevice(); }), "XTRAIN_IPU_IDS");
+}
+
+// Every bad list is refused naming the list and the entry at fault (XTRAIN_IPU_IDS=-1 used to be
+// blamed on '', the text before its dash), with one syntax: no spaces, signs or hexadecimal.
+TEST_F(DevicePool, BadIpuIdsNameTheEntry) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"-1", "the entry '-1' is not a range A-B of IPU ids of the pool"},
+      {"4,-1", "the entry '-1' is not a range"},
+      {"8", "the entry '8' is not an IPU id of the pool"},
+      {"1-9", "the entry '1-9' is not a range"},
+      {"a", "the entry 'a' is not an IPU id"},
+      {"+1", "the entry '+1' is not an IPU id"},
+      {"0x1", "the entry '0x1' is not an IPU id"},
+      {" 1", "the entry ' 1' is not an IPU id"},
+      {"1 ", "the entry '1 ' is not an IPU id"},
+      {"1-", "the entry '1-' is not a range"},
+      {"1--2", "the entry '1--2' is not a range"},
+      {"99999999999", "the entry '99999999999' is not an IPU id"},
+      {"1,,2", "entry 2 is empty"},
+      {",1", "entry 1 is empty"},
+      {"1,", "entry 2 is empty"},
+      {"3-1", "the range '3-1' ends before it starts"},
+      {"2,2", "IPU 2 is named twice (by the entries '2' and '2')"},
+      {"0-3,2", "IPU 2 is named twice (by the entries '0-3' and '2')"},
+  };
+  for (const auto& [bad, why] : cases) {
+    ::setenv("XTRAIN_IPU_IDS", bad.c_str(), 1);
+    const std::string e = errorOf([&] { dm().acquireAvailableDevice(); });
+    EXPECT_CONTAINS(e, "XTRAIN_IPU_IDS='" + bad + "': expected a comma-separated list of IPU ids");
+    EXPECT_CONTAINS(e, "0..7 (XTRAIN_NUM_IPUS=8)");
+    EXPECT_CONTAINS(e, why);
   }
 }
 
 TEST_F(DevicePool, BadEnvironmentIsNamed) {
-  ::setenv("XTRAIN_NUM_IPUS", "lots", 1);
-  EXPECT_CONTAINS(errorOf([&] { dm().acquireAvailableDevice(); }), "XTRAIN_NUM_IPUS");
+  for (const char* bad : {"lots", " 8", "8 ", "0x8", "+8", "0", "65537", "8.0"}) {
+    ::setenv("XTRAIN_NUM_IPUS", bad, 1);
+    EXPECT_CONTAINS(
+        errorOf([&] { dm().acquireAvailableDevice(); }),
+        std::string("XTRAIN_NUM_IPUS='") + bad + "': expected a whole number from 1 to 65536");
+  }
   ::setenv("XTRAIN_NUM_IPUS", "8", 1);
   ::setenv("XTRAIN_IPU_LOCK_DIR", (lockDir_ + "/nested/dir").c_str(), 1);
   EXPECT_TRUE(dm().acquireAvailableDevice());  // created on demand

@@ -68,20 +68,25 @@ class DeviceWait : public testing::PrivateIpuPoolTest {
 
 TEST_F(DeviceWait, WaitForIpuValues) {
   EXPECT_EQ(device::waitForIpuSeconds(), 0.0);  // unset
-  for (const auto& [text, seconds] : std::vector<std::pair<std::string, double>>{
-           {"", 0}, {"0", 0}, {"30", 30}, {" 2 ", 2}, {"0.5", 0.5}, {"2592000", 2592000}}) {
+  for (const auto& [text, seconds] :
+       std::vector<std::pair<std::string, double>>{{"", 0},
+                                                   {"0", 0},
+                                                   {"30", 30},
+                                                   {"2s", 2},
+                                                   {"500ms", 0.5},
+                                                   {"0.5", 0.5},
+                                                   {"2592000", 2592000}}) {
     ::setenv("XTRAIN_WAIT_FOR_IPU", text.c_str(), 1);
     EXPECT_EQ(device::waitForIpuSeconds(), seconds) << "'" << text << "'";
   }
-  for (const char* bad : {"-1", "abc", "1s", "1e3", "inf", "nan", "1.2.3", ".", "0x10"}) {
+  // One syntax with every other duration (common/env_value.hpp): no space, sign or exponent.
+  for (const char* bad :
+       {"-1", "abc", "1e3", "inf", "nan", "1.2.3", ".", "0x10", " 2 ", "2592001", "1e10"}) {
     ::setenv("XTRAIN_WAIT_FOR_IPU", bad, 1);
     const std::string e = errorOf([] { device::waitForIpuSeconds(); });
-    EXPECT_CONTAINS(e,
-                    std::string("XTRAIN_WAIT_FOR_IPU='") + bad + "' is not a non-negative number");
-    EXPECT_CONTAINS(e, "expected how many seconds");
+    EXPECT_CONTAINS(e, std::string("XTRAIN_WAIT_FOR_IPU='") + bad +
+                           "': expected a duration of 0 or more and at most 2592000 s (30 days)");
   }
-  ::setenv("XTRAIN_WAIT_FOR_IPU", "2592001", 1);
-  EXPECT_CONTAINS(errorOf([] { device::waitForIpuSeconds(); }), "is too long");
   // The acquisitions read it at each call, before taking anything: a free device does not hide a
   // bad value.
   ::setenv("XTRAIN_WAIT_FOR_IPU", "soon", 1);

@@ -128,6 +128,20 @@ TEST(XrunTopology, PoolSizeFromEnvironment) {
   EXPECT_EQ(poolSizeFromEnvironment("8"), 8);
   EXPECT_THROW(poolSizeFromEnvironment("eight"), UsageError);
   EXPECT_THROW(poolSizeFromEnvironment("0"), UsageError);
+  // xrun reads it as the library does: the same syntax and bound (it used to take " 8" and up to
+  // 2^20 IPUs the library then refused).
+  EXPECT_EQ(poolSizeFromEnvironment("65536"), 65536);
+  for (const char* bad : {" 8", "8 ", "+8", "0x8", "65537", "1048576"}) {
+    try {
+      poolSizeFromEnvironment(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("XTRAIN_NUM_IPUS='") + bad +
+                                           "': expected a whole number from 1 to 65536"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 
   TopologyRequest r;
   r.numInstances = 4;

@@ -444,7 +444,7 @@ TEST_F(XrunShrink, XtrainRefusesAGlobalBatchItCannotKeep) {
   r = xtrain::testing::runCommand("env XTRAIN_ORIGINAL_NUM_INSTANCES=four XTRAIN_NUM_INSTANCES=2 " +
                                   xtrain + " 2>&1");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_NE(r.output.find("XTRAIN_ORIGINAL_NUM_INSTANCES='four' is not an instance count"),
+  EXPECT_NE(r.output.find("XTRAIN_ORIGINAL_NUM_INSTANCES='four': expected a whole number from 1"),
             std::string::npos)
       << r.output;
 }
@@ -471,7 +471,7 @@ TEST_F(XrunShrink, BadInputIsAUsageError) {
       {{"-n", "4", "--max-restarts", "1", "--grow-after", "10"},
        "--grow-after applies to a job that shrinks; give --min-instances M too"},
       {{"-n", "4", "--max-restarts", "1", "--min-instances", "2", "--grow-after", "0"},
-       "--grow-after expects a positive number of seconds (e.g. 30 or 0.5), got '0'"},
+       "--grow-after='0': expected a duration of more than 0 and at most 2592000 s (30 days)"},
       {{"-n", "2", "-x", "XTRAIN_ORIGINAL_NUM_INSTANCES=4"},
        "-x XTRAIN_ORIGINAL_NUM_INSTANCES: xrun sets XTRAIN_ORIGINAL_NUM_INSTANCES"},
   };

@@ -14,6 +14,7 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/layout.hpp"
+#include "common/env_value.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::tools {
@@ -37,7 +38,8 @@ void refuseToOverwriteCheckpoints(const TrainOptions& o) {
 
 namespace {
 
-// A restart count from the environment: 0 when unset, empty, negative or not a whole number.
+// Slurm's restart count: 0 when unset, empty, negative or not a whole number (Slurm's variable;
+// xrun's XTRAIN_RESTART_COUNT is read strictly, as every XTRAIN_* variable is).
 int64_t countFrom(const char* name) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return 0;
@@ -51,8 +53,12 @@ int64_t countFrom(const char* name) {
 }  // namespace
 
 JobRestart jobRestart() {
-  for (const char* name : {"XTRAIN_RESTART_COUNT", "SLURM_RESTART_COUNT"}) {
-    if (const int64_t k = countFrom(name); k > 0) return JobRestart{k, name};
+  if (const int64_t k = readEnvWholeNumber("XTRAIN_RESTART_COUNT", 0, INT32_MAX).value_or(0);
+      k > 0) {
+    return JobRestart{k, "XTRAIN_RESTART_COUNT"};
+  }
+  if (const int64_t k = countFrom("SLURM_RESTART_COUNT"); k > 0) {
+    return JobRestart{k, "SLURM_RESTART_COUNT"};
   }
   return JobRestart{};
 }

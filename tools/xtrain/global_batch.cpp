@@ -6,6 +6,8 @@
 #include <limits>
 #include <optional>
 
+#include "common/env_value.hpp"
+#include "xtrain/error.hpp"
 #include "xtrain/format.hpp"
 
 namespace xtrain::tools {
@@ -13,19 +15,16 @@ namespace xtrain::tools {
 namespace {
 
 std::optional<std::string> variable(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
+  return readEnvString(name);
 }
 
+// An instance count, refused (exit 2) as every variable is (common/env_value.hpp).
 int64_t count(const char* name, const std::string& text) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < 1) {
-    throw UsageError(
-        format("{}='{}' is not an instance count: expected a whole number >= 1", name, text));
+  try {
+    return parseWholeNumber(text, name, 1, INT32_MAX);
+  } catch (const error& e) {
+    throw UsageError(e.what());
   }
-  return v;
 }
 
 }  // namespace
@@ -34,12 +33,12 @@ std::string keepGlobalBatch(TrainOptions& o) {
   const auto original = variable("XTRAIN_ORIGINAL_NUM_INSTANCES");
   const auto current = variable("XTRAIN_NUM_INSTANCES");
   if (!original || !current) return {};
-  const std::string keep = variable("XTRAIN_KEEP_GLOBAL_BATCH").value_or("accumulation");
-  if (keep != "accumulation" && keep != "micro-batch" && keep != "no") {
-    throw UsageError(
-        format("XTRAIN_KEEP_GLOBAL_BATCH='{}' is not a way to keep the global batch: expected "
-               "accumulation, micro-batch or no (xrun's --keep-global-batch)",
-               keep));
+  std::string keep;
+  try {
+    keep = readEnvChoice("XTRAIN_KEEP_GLOBAL_BATCH", {"accumulation", "micro-batch", "no"})
+               .value_or("accumulation");
+  } catch (const error& e) {
+    throw UsageError(format("{} (xrun's --keep-global-batch)", e.what()));
   }
   const int64_t n0 = count("XTRAIN_ORIGINAL_NUM_INSTANCES", *original);
   const int64_t n = count("XTRAIN_NUM_INSTANCES", *current);

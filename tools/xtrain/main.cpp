@@ -7,6 +7,8 @@
 
 #include "checkpoint/dataset_reader.hpp"
 #include "checkpoint_dir.hpp"
+#include "comm/types.hpp"
+#include "common/env_value.hpp"
 #include "common/timeline_job.hpp"
 #include "global_batch.hpp"
 #include "options.hpp"
@@ -31,8 +33,8 @@ int main(int argc, char** argv) {
     }
     // A job xrun shrank (--min-instances) keeps its global batch (global_batch.hpp).
     const std::string shrunk = tools::keepGlobalBatch(options);
-    const char* index = std::getenv("XTRAIN_INSTANCE_INDEX");
-    if (!shrunk.empty() && (index == nullptr || std::strcmp(index, "0") == 0)) {
+    const auto index = readEnvWholeNumber("XTRAIN_INSTANCE_INDEX", 0, INT32_MAX);
+    if (!shrunk.empty() && index.value_or(0) == 0) {
       std::cout << shrunk << "\n";
     }
     // --log-level sets the default; XTRAIN_LOG_LEVEL / XTRAIN_LOG_CONFIG, when set, win.
@@ -41,6 +43,10 @@ int main(int argc, char** argv) {
     // Environment switches read later, when a data file is opened, would be reported under that
     // file's flag: a bad value is refused here, on its own.
     (void)checkpoint::DatasetReader::residentBytesFromEnvironment();
+    // Likewise the durations first read at a collective or a checkpoint's agreement, maybe hours
+    // in.
+    (void)comm::defaultTimeout();
+    (void)readEnvDuration("XTRAIN_CHECKPOINT_TIMEOUT");
     if (!options.trace.empty()) {
       trace.emplace(timeline::JobTraceRequest{options.trace, options.traceSteps, "--trace", true});
     }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/env_value.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::tools {
@@ -16,15 +17,7 @@ namespace xtrain::tools {
 namespace {
 
 std::optional<int64_t> stepOf(const char* variable) {
-  const char* text = std::getenv(variable);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  int64_t step = -1;
-  const char* end = text + std::strlen(text);
-  auto [ptr, ec] = std::from_chars(text, end, step);
-  if (ec != std::errc() || ptr != end || step < 0) {
-    throw error("{}='{}' is not a whole number >= 0", variable, text);
-  }
-  return step;
+  return readEnvWholeNumber(variable, 0, INT64_MAX);
 }
 
 }  // namespace
@@ -32,7 +25,10 @@ std::optional<int64_t> stepOf(const char* variable) {
 void killSelfIfAskedAt(int64_t step) {
   static const std::optional<int64_t> killAt = stepOf("XTRAIN_TEST_KILL_AT_STEP");
   static const std::optional<int64_t> stopAt = stepOf("XTRAIN_TEST_STOP_AT_STEP");
-  static const std::optional<int64_t> delayMs = stepOf("XTRAIN_TEST_STEP_DELAY_MS");
+  // Milliseconds, at most kMaxDuration: sleep_for adds it to now() in nanoseconds.
+  static const std::optional<int64_t> delayMs = readEnvWholeNumber(
+      "XTRAIN_TEST_STEP_DELAY_MS", 0,
+      std::chrono::duration_cast<std::chrono::milliseconds>(kMaxDuration).count());
   if (delayMs) std::this_thread::sleep_for(std::chrono::milliseconds(*delayMs));
   if (killAt && *killAt == step) ::raise(SIGKILL);
   if (stopAt && *stopAt == step) ::raise(SIGSTOP);

@@ -8,32 +8,26 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
+#include "common/env_value.hpp"
 #include "device/ipu/ipu_options.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::device {
 namespace {
 
-std::string envOrEmpty(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-int parseIpuId(std::string_view text, int poolSize, std::string_view what) {
-  const std::string_view t = trimWhitespace(text);
-  if (t == "0") {
-    return 0;
-  }
-  const int id = parsePositiveInt(t, what);
-  if (id >= poolSize) {
-    throw error("{}: IPU {} is out of range; the pool has IPUs 0..{} (XTRAIN_NUM_IPUS={})", what,
-                id, poolSize - 1, poolSize);
-  }
+// One id of an XTRAIN_IPU_IDS entry: decimal digits naming an IPU of the pool, else nullopt.
+std::optional<int> ipuIdOf(std::string_view text, int poolSize) {
+  int id = -1;
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(text.data(), last, id);
+  const bool digitsOnly = !text.empty() && text.front() >= '0' && text.front() <= '9';
+  if (!digitsOnly || ec != std::errc() || end != last || id >= poolSize) return std::nullopt;
   return id;
 }
 
@@ -152,57 +146,60 @@ std::optional<PoolDevice> poolDeviceById(int poolSize, int id) {
 }
 
 std::vector<int> parseIpuIdList(std::string_view text, int poolSize, std::string_view what) {
-  std::vector<int> ids;
+  // Every refusal names the list, the entry at fault and what would do (`XTRAIN_IPU_IDS=-1` used to
+  // be blamed on '', the empty text before its dash).
+  const auto bad = [&](const std::string& why) {
+    throwBadValue(what, text,
+                  format("a comma-separated list of IPU ids and ranges A-B of the pool's IPUs "
+                         "0..{} (XTRAIN_NUM_IPUS={}), e.g. 4,5 or 4-7; {}",
+                         poolSize - 1, poolSize, why));
+  };
+  std::vector<std::pair<int, std::string_view>> ids;  // (id, the entry that named it)
   std::string_view rest = text;
-  while (true) {
+  for (int index = 1;; ++index) {
     const size_t comma = rest.find(',');
-    const std::string_view item = trimWhitespace(rest.substr(0, comma));
-    if (item.empty()) {
-      throw error("{}: '{}' has an empty item; expected IPU ids like 4,5 or 4-7", what, text);
+    const std::string_view entry = rest.substr(0, comma);
+    if (entry.empty()) bad(format("entry {} is empty", index));
+    const size_t dash = entry.find('-');
+    const auto lo = ipuIdOf(entry.substr(0, dash), poolSize);
+    const auto hi = dash == std::string_view::npos ? lo : ipuIdOf(entry.substr(dash + 1), poolSize);
+    if (!lo || !hi) {
+      bad(format("the entry '{}' is not {}", entry,
+                 dash == std::string_view::npos ? "an IPU id of the pool"
+                                                : "a range A-B of IPU ids of the pool"));
     }
-    const size_t dash = item.find('-');
-    if (dash == std::string_view::npos) {
-      ids.push_back(parseIpuId(item, poolSize, what));
-    } else {
-      const int lo = parseIpuId(item.substr(0, dash), poolSize, what);
-      const int hi = parseIpuId(item.substr(dash + 1), poolSize, what);
-      if (hi < lo) {
-        throw error("{}: range '{}' is empty (its end is before its start)", what, item);
-      }
-      for (int i = lo; i <= hi; ++i) {
-        ids.push_back(i);
-      }
-    }
-    if (comma == std::string_view::npos) {
-      break;
-    }
+    if (*hi < *lo) bad(format("the range '{}' ends before it starts", entry));
+    for (int i = *lo; i <= *hi; ++i) ids.emplace_back(i, entry);
+    if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
-  std::sort(ids.begin(), ids.end());
-  if (auto dup = std::adjacent_find(ids.begin(), ids.end()); dup != ids.end()) {
-    throw error("{}: IPU {} is listed twice in '{}'", what, *dup, text);
+  std::stable_sort(ids.begin(), ids.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto dup = std::adjacent_find(
+      ids.begin(), ids.end(), [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (dup != ids.end()) {
+    bad(format("IPU {} is named twice (by the entries '{}' and '{}')", dup->first, dup->second,
+               std::next(dup)->second));
   }
-  return ids;
+  std::vector<int> out;
+  out.reserve(ids.size());
+  for (const auto& [id, entry] : ids) out.push_back(id);
+  return out;
 }
 
 PoolConfig readPoolConfig() {
   PoolConfig config;
-  if (const std::string n = envOrEmpty("XTRAIN_NUM_IPUS"); !n.empty()) {
-    config.numIpus = parsePositiveInt(n, "XTRAIN_NUM_IPUS");
-    if (config.numIpus > kMaxPoolSize) {
-      throw error("XTRAIN_NUM_IPUS: {} is more IPUs than the simulator supports ({})",
-                  config.numIpus, kMaxPoolSize);
-    }
-  }
-  if (std::string dir = envOrEmpty("XTRAIN_IPU_LOCK_DIR"); !dir.empty()) {
-    config.lockDir = std::move(dir);
+  config.numIpus = static_cast<int>(
+      readEnvWholeNumber("XTRAIN_NUM_IPUS", 1, kMaxPoolSize).value_or(kDefaultPoolSize));
+  if (auto dir = readEnvString("XTRAIN_IPU_LOCK_DIR")) {
+    config.lockDir = std::move(*dir);
     config.lockDirIsDefault = false;
   } else {
     config.lockDir = "/tmp/xtrain-ipus-" + std::to_string(::getuid());
   }
-  if (std::string ids = envOrEmpty("XTRAIN_IPU_IDS"); !trimWhitespace(ids).empty()) {
-    config.allowedIpus = parseIpuIdList(ids, config.numIpus, "XTRAIN_IPU_IDS");
-    config.allowedText = std::move(ids);
+  if (auto ids = readEnvString("XTRAIN_IPU_IDS")) {
+    config.allowedIpus = parseIpuIdList(*ids, config.numIpus, "XTRAIN_IPU_IDS");
+    config.allowedText = std::move(*ids);
   }
   return config;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "common/env_value.hpp"
 #include "device/ipu/ipu_options.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
@@ -14,28 +15,10 @@
 namespace xtrain::device {
 
 double waitForIpuSeconds() {
-  const char* raw = std::getenv("XTRAIN_WAIT_FOR_IPU");
-  if (raw == nullptr) return 0;
-  const std::string text(trimWhitespace(raw));
-  if (text.empty()) return 0;
-  const auto bad = [&](const char* why) {
-    return error(
-        "XTRAIN_WAIT_FOR_IPU='{}' {}; expected how many seconds to wait for busy IPUs: a "
-        "non-negative number such as 30 or 0.5, at most {} (30 days)",
-        raw, why, DeviceInfo::kMaxAttachWaitSeconds);
-  };
-  // strtod accepts a sign, "inf", "nan" and hexadecimal: only plain decimals are seconds here.
-  if (text.find_first_not_of("0123456789.") != std::string::npos) {
-    throw bad("is not a non-negative number");
-  }
-  char* end = nullptr;
-  errno = 0;
-  const double seconds = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || errno != 0 || !std::isfinite(seconds)) {
-    throw bad("is not a non-negative number");
-  }
-  if (seconds > DeviceInfo::kMaxAttachWaitSeconds) throw bad("is too long");
-  return seconds;
+  const auto wait =
+      readEnvDuration("XTRAIN_WAIT_FOR_IPU",
+                      DurationRange{true, std::chrono::seconds(DeviceInfo::kMaxAttachWaitSeconds)});
+  return wait ? std::chrono::duration<double>(*wait).count() : 0.0;
 }
 
 bool retryUntil(double seconds, const WaitSubject& subject, const std::function<bool()>& attempt) {

@@ -15,9 +15,9 @@ namespace xtrain::device {
 
 inline constexpr std::chrono::milliseconds kPollInterval{50};
 
-// Seconds from XTRAIN_WAIT_FOR_IPU: 0 when it is unset or empty. A value that is not a
-// non-negative number of seconds (at most DeviceInfo::kMaxAttachWaitSeconds) throws xtrain::error
-// naming the variable. Read at each call.
+// Seconds from XTRAIN_WAIT_FOR_IPU: 0 when it is unset or empty. A value that is not a duration
+// of 0 to DeviceInfo::kMaxAttachWaitSeconds (common/env_value.hpp: 30, 0.5, 200ms, 5m) throws
+// xtrain::error naming the variable. Read at each call.
 double waitForIpuSeconds();
 
 // What a wait is for, for its log lines: "acquireDeviceById: device 9 (IPUs [2,3])".

@@ -19,6 +19,7 @@
 #include "comm/backends/gloo/transport.hpp"
 #include "comm/job_secret.hpp"
 #include "comm/queued_communicator.hpp"
+#include "common/env_value.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::gloo {
@@ -35,8 +36,7 @@ std::string hostName() {
 }
 
 std::string envOr(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::string(v) : std::string();
+  return readEnvString(name).value_or(std::string());
 }
 
 // xtrain's store as gloo's rendezvous store (gloo connects its pairs through it).

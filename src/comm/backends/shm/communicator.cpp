@@ -34,6 +34,8 @@
 #include "comm/host.hpp"
 #include "comm/queued_communicator.hpp"
 #include "comm/reduce.hpp"
+#include "common/env_switch.hpp"
+#include "common/env_value.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::shm {
@@ -57,19 +59,16 @@ constexpr size_t kScratchBytes = size_t{256} << 10;
 // XTRAIN_SHM_SLOT_BYTES: bytes per rank per round (rank 0's value is used by the whole group);
 // by default 4 MiB when each of the group's `size` ranks can have a core, else 1 MiB.
 size_t slotBytesFromEnvironment(int size) {
-  const char* env = std::getenv("XTRAIN_SHM_SLOT_BYTES");
-  if (env == nullptr || *env == '\0') {
+  const auto text = readEnvString("XTRAIN_SHM_SLOT_BYTES");
+  if (!text) {
     return static_cast<unsigned>(size) <= std::max(1u, std::thread::hardware_concurrency())
                ? kSlotBytesOneCoreEach
                : kSlotBytesOversubscribed;
   }
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(env, &end, 10);
-  if (end == env || *end != '\0' || v < 4096 || v > (size_t{1} << 30) || v % 64 != 0) {
-    throw error(
-        "XTRAIN_SHM_SLOT_BYTES='{}' is not valid: expected a byte count between 4096 and 2^30, a "
-        "multiple of 64",
-        env);
+  const uint64_t v = parseByteCount(*text, "XTRAIN_SHM_SLOT_BYTES", 4096, uint64_t{1} << 30);
+  if (v % 64 != 0) {
+    throwBadValue("XTRAIN_SHM_SLOT_BYTES", *text,
+                  "a byte count from 4096 to 1073741824 that is a multiple of 64");
   }
   return static_cast<size_t>(v);
 }
