@@ -3,6 +3,7 @@
 // its base type's, which one flipped byte of an h5py bool dataset makes; h5dump faults the same
 // way. Internal to src/checkpoint (DatasetReader).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <string>
 
@@ -18,3 +19,5 @@ void checkEnumTypeBeforeOpening(hid_t file, const std::string& path, const std::
                                 const std::string& where);
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

@@ -2,6 +2,7 @@
 // whatever addresses and sizes a damaged file's layout message or chunk index records. Internal to
 // src/checkpoint (DatasetReader).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstddef>
 #include <string>
@@ -25,3 +26,5 @@ void checkStorageInsideFile(hid_t ds, const TensorInfo& full, size_t fileElement
 inline constexpr unsigned long long kChunksCheckedOneByOne = 2048;
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

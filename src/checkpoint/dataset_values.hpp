@@ -3,6 +3,7 @@
 // not fit (a uint64 label of 2^63 + 5 read as INT64 became 2^63 - 1, which the loss then reported
 // as out of range). Internal to src/checkpoint (DatasetReader).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -49,3 +50,5 @@ class SampleRunReader {
 };
 
 }  // namespace xtrain::checkpoint
+
+#pragma GCC visibility pop

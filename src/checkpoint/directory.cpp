@@ -194,7 +194,7 @@ void checkLatestIsReplaceable(const std::string& checkpointDir) {
   const bool plainName =
       oneLine && name != "." && name != ".." && std::none_of(name.begin(), name.end(), [](char c) {
         const auto u = static_cast<unsigned char>(c);
-        return u <= ' ' || u == 0x7f || c == '/';
+        return u < ' ' || u == 0x7f || c == '/';  // a space is a legal name byte
       });
   if (!plainName) refuse("it does not hold one checkpoint name on a line of its own");
   // A checkpoint's name (its directory may be gone: pruned by hand), or a checkpoint xtrain
