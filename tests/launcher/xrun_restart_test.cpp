@@ -242,10 +242,8 @@ TEST_F(XrunRestartTraining, InstancesKilledBeforeTheCheckpointDirectoryExistsRes
   EXPECT_NE(r.out.find("restart 1 of the job: no checkpoint in " + ckpt), std::string::npos)
       << r.out;
   EXPECT_EQ(attempts(), 2);
-  for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(seen(0, i)["ckptseen"], "unset");
-    EXPECT_EQ(seen(1, i)["ckptseen"], "0");
-  }
+  // (Attempt 0's records may be cut short: xrun stops an instance once the other is dead.)
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(seen(1, i)["ckptseen"], "0");
   expectBitIdentical("whole", "started");
   expectNothingLeft();
 }
