@@ -60,12 +60,12 @@ std::string makeJobSecret() {
 
 namespace {
 // XTRAIN_RENDEZVOUS_DIR only when the job has one, the shrinking variables only with
-// --min-instances (see JobInfo).
+// --min-instances, XTRAIN_CHECKPOINT_DIR_SEEN only on restarts where xrun can tell (see JobInfo).
 EnvList withoutEmptyRendezvous(EnvList vars) {
   std::erase_if(vars, [](const auto& v) {
     return v.second.empty() &&
            (v.first == "XTRAIN_RENDEZVOUS_DIR" || v.first == "XTRAIN_ORIGINAL_NUM_INSTANCES" ||
-            v.first == "XTRAIN_KEEP_GLOBAL_BATCH");
+            v.first == "XTRAIN_KEEP_GLOBAL_BATCH" || v.first == "XTRAIN_CHECKPOINT_DIR_SEEN");
   });
   return vars;
 }
@@ -88,6 +88,7 @@ EnvList commonEnvironment(const Topology& t, const JobInfo& job) {
       {"XTRAIN_MAX_RESTARTS", std::to_string(job.maxRestarts)},
       {"XTRAIN_ORIGINAL_NUM_INSTANCES", originalCount(job)},
       {"XTRAIN_KEEP_GLOBAL_BATCH", job.keepGlobalBatch},
+      {"XTRAIN_CHECKPOINT_DIR_SEEN", job.checkpointDirSeen},
       {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
       {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
@@ -113,6 +114,7 @@ EnvList instanceEnvironment(const Topology& t, int instance, const JobInfo& job)
       {"XTRAIN_MAX_RESTARTS", std::to_string(job.maxRestarts)},
       {"XTRAIN_ORIGINAL_NUM_INSTANCES", originalCount(job)},
       {"XTRAIN_KEEP_GLOBAL_BATCH", job.keepGlobalBatch},
+      {"XTRAIN_CHECKPOINT_DIR_SEEN", job.checkpointDirSeen},
       {"POPDIST_NUM_TOTAL_REPLICAS", std::to_string(t.numTotalReplicas)},
       {"POPDIST_NUM_IPUS_PER_REPLICA", std::to_string(t.ipusPerReplica)},
       {"POPDIST_NUM_LOCAL_REPLICAS", std::to_string(t.numLocalReplicas)},
@@ -131,6 +133,7 @@ const std::vector<std::string>& contractVariableNames() {
     job.rendezvousDir = "/";  // so that the optional variables are listed
     job.originalNumInstances = 1;
     job.keepGlobalBatch.assign(1, 'x');
+    job.checkpointDirSeen.assign(1, '1');  // (not = "1": GCC 12 warns, -Wrestrict)
     for (const auto& [name, value] : instanceEnvironment(t, 0, job)) out.push_back(name);
     out.push_back(kJobSecretVariable);  // set apart from the others: never on a command line
     return out;

@@ -31,11 +31,21 @@ struct JobInfo {
   // --keep-global-batch (XTRAIN_KEEP_GLOBAL_BATCH).
   int originalNumInstances = 0;
   std::string keepGlobalBatch = {};
+  // XTRAIN_CHECKPOINT_DIR_SEEN, on restarts only (else empty: not set): "1" when an instance of an
+  // earlier attempt reported that it found its checkpoint directory (the file
+  // kCheckpointDirSeenFile in the attempt's rendezvous directory), "0" when none did; empty also
+  // when xrun cannot tell (an earlier attempt had no rendezvous directory on this host) and none
+  // did.
+  std::string checkpointDirSeen = {};
   // XTRAIN_JOB_SECRET: 64 random hex digits, in the instances' environment only (never on a
   // command line or in --dry-run's output); the comm layer authenticates the job's TCP
   // connections with it.
   std::string secret = {};
 };
+
+// The file an instance creates in XTRAIN_RENDEZVOUS_DIR once it has found its checkpoint directory
+// (xtrain: tools/xtrain/checkpoint_dir.hpp; docs/launcher-environment.md, "Restarts").
+inline constexpr const char* kCheckpointDirSeenFile = "checkpoint-dir-seen";
 
 // The variable that carries JobInfo::secret.
 inline constexpr const char* kJobSecretVariable = "XTRAIN_JOB_SECRET";

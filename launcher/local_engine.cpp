@@ -80,8 +80,18 @@ void debugLog(const std::string& text) noexcept {
 int gSignalPipe[2] = {-1, -1};
 constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
 
+// The first signal that asks the job to end (SignalHandlers::endRequested): written by the handler
+// itself, not read from the pipe later, so that it is set before any code can decide to start
+// instances after the signal came.
+volatile sig_atomic_t gEndSignal = 0;
+
+bool endsTheJob(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2;
+}
+
 extern "C" void onSignal(int sig) {
   int saved = errno;
+  if (gEndSignal == 0 && endsTheJob(sig)) gEndSignal = sig;
   unsigned char byte = static_cast<unsigned char>(sig);
   [[maybe_unused]] ssize_t n = ::write(gSignalPipe[1], &byte, 1);
   errno = saved;
@@ -97,6 +107,7 @@ class SignalScope {
     if (::pipe2(gSignalPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
       throw runtime_error("xrun: cannot create a pipe: {}", std::strerror(errno));
     }
+    gEndSignal = 0;
     struct sigaction sa {};
     sa.sa_handler = onSignal;
     sigemptyset(&sa.sa_mask);
@@ -184,7 +195,8 @@ ExecArrays makeExecArrays(const std::vector<std::string>& argv,
 }
 
 // Preempted: an instance exited with kPreemptedExitCode while nothing else was stopping the job.
-enum class StopReason { None, Failure, Finished, Timeout, Signal, Preempted };
+// NotStarted: a signal that ends the job came before the instances were started.
+enum class StopReason { None, Failure, Finished, Timeout, Signal, Preempted, NotStarted };
 
 class Supervisor {
  public:
@@ -250,6 +262,7 @@ class Supervisor {
   int stopSignal_ = 0;          // Signal: which one xrun received
   int warnedWith_ = 0;          // the first SIGUSR1/SIGUSR2 xrun forwarded, if any
   bool growRequested_ = false;  // SIGUSR1 sent for --grow-after (not a warning xrun received)
+  int notStartedBy_ = 0;        // the signal that ended the job before startAll started anything
   int firstFailure_ = -1;
   int startExitCode_ = 1;  // when an instance could not be started
   int runningAtFailure_ = 0;
@@ -360,6 +373,13 @@ void Supervisor::startAll() {
   for (const auto& env : spec_.envPerInstance) exec.push_back(makeExecArrays(spec_.argv, env));
 
   BlockSignals block;
+  // With the signals blocked, no handler runs until every instance is started: a signal that came
+  // before is seen here and nothing starts; one that comes after is forwarded to the instances.
+  if (gEndSignal != 0) {
+    notStartedBy_ = gEndSignal;
+    ::close(devNull);
+    return;
+  }
   for (size_t i = 0; i < instances_.size(); ++i) {
     try {
       startOne(instances_[i], exec[i], devNull);
@@ -542,8 +562,8 @@ void Supervisor::beginStop(StopReason reason, int termSignal) {
   killDeadline_ = now + grace;
   hardDeadline_ = killDeadline_ + std::chrono::seconds(3);
   static const char* const reasons[] = {
-      "none",   "an instance failed",       "every instance ended", "timeout",
-      "signal", "an instance was preempted"};
+      "none",   "an instance failed",        "every instance ended", "timeout",
+      "signal", "an instance was preempted", "nothing was started"};
   debugLog(format("stopping the job ({}); sending {} to every process group, SIGKILL in {} s",
                   reasons[static_cast<int>(reason)],
                   termSignal == 0 ? "nothing" : signalName(termSignal), seconds));
@@ -654,6 +674,13 @@ void Supervisor::handleSignals() {
                      : std::string()));
         stopSignal_ = sig;
         beginStop(StopReason::Signal, sig);
+      } else if (sig == SIGTERM && stopReason_ == StopReason::Preempted && !killed_) {
+        // The instances are already stopping at a checkpoint for a preemption request (one exited
+        // 75): this is the same request. Killing them now would lose the checkpoint they write.
+        message(format(
+            "received SIGTERM while the instances stop at a checkpoint; they keep the rest of "
+            "--grace-period {} s",
+            spec_.preemptionGraceSeconds));
       } else if (!killed_) {
         // Already stopping (a signal, a failure or the timeout): the user wants it over now.
         message("received " + signalName(sig) + " while stopping the job; killing every instance");
@@ -752,6 +779,12 @@ JobOutcome Supervisor::run() {
     for (auto& inst : instances_) {
       if (inst.pid <= 0) inst.reaped = inst.groupGone = true;
     }
+  }
+
+  if (notStartedBy_ != 0) {
+    for (auto& inst : instances_) inst.reaped = inst.groupGone = true;
+    stopReason_ = StopReason::NotStarted;
+    return finish();
   }
 
   std::optional<Clock::time_point> timeoutAt;
@@ -1004,6 +1037,11 @@ JobOutcome Supervisor::finish() {
       }
       return outcome;
     }
+    case StopReason::NotStarted:
+      outcome.end = JobEnd::NotStarted;
+      outcome.endSignal = notStartedBy_;
+      outcome.exitCode = exitCodeForSignalBeforeStart(notStartedBy_);
+      return outcome;
     case StopReason::Finished:
     case StopReason::None: return outcome;
   }
@@ -1024,6 +1062,14 @@ int runLocalJob(const LocalJobSpec& spec) {
 SignalHandlers::SignalHandlers() : scope_(std::make_unique<SignalScope>()) {}
 
 SignalHandlers::~SignalHandlers() = default;
+
+int SignalHandlers::endRequested() const {
+  return gEndSignal;
+}
+
+int exitCodeForSignalBeforeStart(int sig) {
+  return sig == SIGTERM || sig == SIGUSR1 || sig == SIGUSR2 ? kPreemptedExitCode : 128 + sig;
+}
 
 int SignalHandlers::waitForSignal(double seconds) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(

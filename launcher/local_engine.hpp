@@ -22,8 +22,11 @@
 //  - timeoutSeconds ends the job the same way and returns 124. SIGINT, SIGTERM and SIGHUP received
 //  by xrun are
 //    forwarded to every instance's process group and end the job (128 + signal; one received while
-//    already stopping kills at once); SIGUSR1 and SIGUSR2 are forwarded to every instance's main
-//    process only. SIGQUIT prints the hang report and the job goes on.
+//    already stopping kills at once, but for SIGTERM while the instances stop at a checkpoint after
+//    one exited kPreemptedExitCode: the same request, they keep the grace period); SIGUSR1 and
+//    SIGUSR2 are forwarded to every instance's main process only. SIGQUIT prints the hang report
+//    and the job goes on. One of these (not SIGQUIT) received before the instances are started
+//    starts none of them (JobEnd::NotStarted).
 //  - Preemption: SIGTERM to xrun is forwarded the same way but leaves the instances
 //    preemptionGraceSeconds to end; an instance exiting with kPreemptedExitCode (75: it saved its
 //    state after SIGUSR1 or SIGTERM) sends nothing to the others and leaves them that long to end
@@ -107,6 +110,8 @@ enum class JobEnd {
   Signal,          // xrun received SIGINT, SIGTERM or SIGHUP
   Preempted,       // a preemption request (SIGTERM to xrun, an instance exiting with
                    // kPreemptedExitCode) ended the job
+  NotStarted,      // xrun had received a signal that ends the job (SIGINT, SIGTERM, SIGHUP,
+                   // SIGUSR1, SIGUSR2) before the instances were started: none was
 };
 
 struct JobOutcome {
@@ -127,6 +132,8 @@ struct JobOutcome {
   std::vector<int> didNotArrive;
   // The attempt was asked to stop so that the job could grow (LocalJobSpec::growAfterSeconds).
   bool growRequested = false;
+  // NotStarted: the signal xrun had received.
+  int endSignal = 0;
 };
 
 // Runs the job (the instances, or in engine mode the engine); returns how it ended, after the
@@ -152,9 +159,22 @@ class SignalHandlers {
   // returns the first, or 0 when none came. One signal per call: call again for the next.
   int waitForSignal(double seconds);
 
+  // The first SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2 received since the handlers were
+  // installed, at any time (during an attempt too, where runJob consumes it), else 0. Set by the
+  // signal handler itself, so a decision to start another attempt that reads it cannot miss a
+  // signal that came before; runJob reads it again with the signals blocked just before it starts
+  // the instances, and starts none when it is set (JobEnd::NotStarted).
+  int endRequested() const;
+
  private:
   std::unique_ptr<SignalScope> scope_;
 };
+
+// xrun's exit code when a signal ends the job before an attempt starts (between attempts, or
+// before the first): kPreemptedExitCode for SIGTERM (a preemption request) and SIGUSR1/SIGUSR2
+// (Slurm's warning before preemption), so that a job script requeues the job and it continues from
+// its checkpoints; 128 + signal for SIGINT and SIGHUP (the user ends it).
+int exitCodeForSignalBeforeStart(int sig);
 
 // "SIGKILL" etc. for the common signals, "signal N" otherwise.
 std::string signalName(int sig);

@@ -214,6 +214,7 @@ const std::map<std::string, OptionSpec>& optionTable() {
                                                 n, v);
                              }
                              o.commBackend = v;
+                             o.commBackendGiven = true;
                            }};
     auto help = OptionSpec{
         false, [](Options& o, const std::string&, const std::string&) { o.help = true; }};
@@ -409,6 +410,7 @@ Layout:
       --mpi-global-args "..."  extra mpirun (or srun) arguments
       --mpi-local-args "..."   extra arguments per mpirun app context
       --comm-backend B         auto|shm|gloo|mpi, passed as XTRAIN_COMM_BACKEND
+                               (default: xrun's XTRAIN_COMM_BACKEND, else auto)
   -x VAR[=VALUE]               pass VAR (xrun's value, or VALUE) to every instance
 
 Output:

@@ -82,7 +82,10 @@ struct Options {
   std::optional<double> growAfterSeconds;
 
   std::vector<EnvAssignment> env;  // -x, in command-line order
+  // --comm-backend; when not given, makePlan takes XTRAIN_COMM_BACKEND from xrun's environment
+  // (docs/launcher-environment.md), else "auto".
   std::string commBackend = "auto";
+  bool commBackendGiven = false;
 
   bool help = false;
   bool version = false;

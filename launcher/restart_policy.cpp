@@ -151,6 +151,7 @@ bool isRestartable(const JobOutcome& outcome, std::string& why) {
     case JobEnd::Timeout: why = "the job reached --timeout"; return false;
     case JobEnd::Signal: why = "xrun received a signal that ends the job"; return false;
     case JobEnd::Preempted: why = "the job was preempted (run it again to continue)"; return false;
+    case JobEnd::NotStarted: why = "xrun received a signal that ends the job"; return false;
     case JobEnd::InstanceFailed: break;
   }
   if (outcome.forwardedSignal != 0) {

@@ -205,6 +205,28 @@ Engine resolveEngine(const Options& options, const std::vector<std::string>& hos
   return Engine::Local;
 }
 
+void chooseCommBackend(JobPlan& plan, const EnvLookup& lookup) {
+  const std::optional<std::string> env = lookup("XTRAIN_COMM_BACKEND");
+  const bool set = env && !env->empty();
+  if (plan.options.commBackendGiven) {
+    if (set && *env != plan.options.commBackend) {
+      plan.commBackendNote =
+          format("--comm-backend {} overrides XTRAIN_COMM_BACKEND={} of xrun's environment",
+                 plan.options.commBackend, *env);
+    }
+  } else if (set) {
+    if (*env != "auto" && *env != "shm" && *env != "gloo" && *env != "mpi") {
+      throw UsageError(
+          "XTRAIN_COMM_BACKEND='{}' in xrun's environment is not a backend xrun knows: it must be "
+          "one of auto, shm, gloo, mpi (it is the default of --comm-backend); correct or unset it, "
+          "or give --comm-backend",
+          *env);
+    }
+    plan.options.commBackend = *env;
+  }
+  plan.job.commBackend = plan.options.commBackend;
+}
+
 JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiProbe& probe) {
   JobPlan plan;
   plan.options = options;
@@ -244,7 +266,7 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiP
   std::string tmp = lookup("TMPDIR").value_or("/tmp");
   if (tmp.empty()) tmp = "/tmp";
   plan.job.rendezvousDir = tmp + "/xrun-" + plan.job.jobId;
-  plan.job.commBackend = options.commBackend;
+  chooseCommBackend(plan, lookup);
   if (plan.engine == Engine::Mpirun && !allHere) plan.job.rendezvousDir.clear();
   if (plan.engine == Engine::Srun) chooseSrunRendezvous(plan, lookup, probe);
   if (plan.engine == Engine::Mpirun && !allHere) {
@@ -532,9 +554,15 @@ void mergeTraces(const std::string& dir) noexcept {
   }
 }
 
+// What xrun learns from an attempt's rendezvous directory for the next ones.
+struct AttemptNotes {
+  // An instance created kCheckpointDirSeenFile: it found its checkpoint directory.
+  bool checkpointDirSeen = false;
+};
+
 // One attempt: creates its rendezvous directory, runs it, and removes what it may have left (the
-// directory, shared-memory segments of killed instances).
-JobOutcome runAttempt(const JobPlan& plan, LocalJobSpec spec) {
+// directory, shared-memory segments of killed instances), after reading the instances' notes.
+JobOutcome runAttempt(const JobPlan& plan, LocalJobSpec spec, AttemptNotes* notes = nullptr) {
   const std::string& dir = plan.job.rendezvousDir;
   if (!dir.empty() && ::mkdir(dir.c_str(), 0700) != 0) {
     throw runtime_error("cannot create the rendezvous directory {}: {}", dir, std::strerror(errno));
@@ -543,6 +571,11 @@ JobOutcome runAttempt(const JobPlan& plan, LocalJobSpec spec) {
     // The instances' timelines (--trace, engineOptions "trace.file"): merged however the attempt
     // ended, before their notes go with the directory.
     if (!dir.empty()) mergeTraces(dir);
+    if (!dir.empty() && notes != nullptr) {
+      std::error_code ec;
+      notes->checkpointDirSeen =
+          std::filesystem::exists(std::filesystem::path(dir) / kCheckpointDirSeenFile, ec);
+    }
     if (!dir.empty()) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
@@ -568,6 +601,37 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// "SIGTERM (a preemption request)": how xrun names a signal that ends the job.
+std::string describeEndSignal(int sig) {
+  if (sig == SIGTERM) return "SIGTERM (a preemption request)";
+  if (sig == SIGUSR1 || sig == SIGUSR2) {
+    return signalName(sig) + " (Slurm's warning before preemption)";
+  }
+  return signalName(sig);
+}
+
+// "; exit code 75, as at a preemption: ..." (SIGTERM, SIGUSR1, SIGUSR2), or "; exit code 130".
+std::string describeEndCode(int sig) {
+  const int code = exitCodeForSignalBeforeStart(sig);
+  if (code == kPreemptedExitCode) {
+    return format("; exit code {}, as at a preemption: run it again to continue", code);
+  }
+  return format("; exit code {}", code);
+}
+
+// A signal that ends the job came before `attempt` could start (runJob started nothing): says so
+// and returns xrun's exit code.
+int endedBeforeStart(int sig, const std::string& attempt) {
+  printTo(2, format("xrun: received {} before {} started; nothing was started{}\n",
+                    describeEndSignal(sig), attempt, describeEndCode(sig)));
+  return exitCodeForSignalBeforeStart(sig);
+}
+
+std::string nameAttempt(int attempt) {
+  return attempt == 0 ? std::string("the instances")
+                      : format("the attempt with XTRAIN_RESTART_COUNT={}", attempt);
+}
+
 // "instance 1 was killed by signal 9 (SIGKILL)", or the engine's words.
 std::string describeFailure(const JobOutcome& outcome, bool engineMode) {
   if (!engineMode) return format("instance {} {}", outcome.instance.value_or(-1), outcome.what);
@@ -583,6 +647,7 @@ int runPlan(JobPlan plan) {
   const Options& o = plan.options;
   if (o.printTopology || o.dryRun) printTo(1, describeTopology(plan.topology));
   if (!plan.rendezvousNote.empty()) printTo(2, "xrun: srun engine: " + plan.rendezvousNote + "\n");
+  if (!plan.commBackendNote.empty()) printTo(2, "xrun: " + plan.commBackendNote + "\n");
   if (o.dryRun) {
     printTo(1, format("xrun: dry run, engine {}; nothing was started. The commands:\n",
                       toString(plan.engine)));
@@ -615,7 +680,12 @@ int runPlan(JobPlan plan) {
   // Checked on this host before anything starts, whatever the engine.
   const std::string executable = resolveProgram(o.program, path);
 
-  if (o.maxRestarts == 0) return runAttempt(plan, attemptSpec(plan, executable, xrunPath)).exitCode;
+  if (o.maxRestarts == 0) {
+    const JobOutcome outcome = runAttempt(plan, attemptSpec(plan, executable, xrunPath));
+    if (outcome.end == JobEnd::NotStarted)
+      return endedBeforeStart(outcome.endSignal, "the instances");
+    return outcome.exitCode;
+  }
 
   // With restarts: xrun's signal handlers stay for every attempt and the pauses between them.
   SignalHandlers signals;
@@ -645,9 +715,17 @@ int runPlan(JobPlan plan) {
     }
   };
   std::vector<int> allSlots = slots;
+  // Whether an earlier attempt found its checkpoint directory (XTRAIN_CHECKPOINT_DIR_SEEN), and
+  // whether xrun could tell for every one (each had a rendezvous directory on this host).
+  bool checkpointDirSeen = false;
+  bool checkpointDirKnown = true;
   for (int attempt = 0;; ++attempt) {
     plan.job.restartCount = attempt;
     plan.job.rendezvousDir = attemptRendezvousDir(firstDir, attempt);
+    plan.job.checkpointDirSeen = attempt == 0         ? std::string()
+                                 : checkpointDirSeen  ? std::string("1")
+                                 : checkpointDirKnown ? std::string("0")
+                                                      : std::string();
     LocalJobSpec spec = attemptSpec(plan, executable, xrunPath);
     if (o.timeoutSeconds) {
       spec.timeoutSeconds = *o.timeoutSeconds - secondsSince(jobStart);
@@ -663,9 +741,30 @@ int runPlan(JobPlan plan) {
           *o.growAfterSeconds, slots.size(), full.numInstances, listSlots(slots),
           full.numInstances);
     }
-    const JobOutcome outcome = runAttempt(plan, std::move(spec));
+    // Every decision below to start another attempt first reads signals.endRequested(): a signal
+    // that ends the job, received at any time (consumed by runJob or not), starts nothing more.
+    // runJob reads it once more with the signals blocked, just before it starts the instances.
+    if (const int sig = signals.endRequested(); sig != 0) {
+      return endedBeforeStart(sig, nameAttempt(attempt));
+    }
+    AttemptNotes notes;
+    const JobOutcome outcome = runAttempt(plan, std::move(spec), &notes);
+    checkpointDirSeen = checkpointDirSeen || notes.checkpointDirSeen;
+    checkpointDirKnown = checkpointDirKnown && !plan.job.rendezvousDir.empty();
+    if (outcome.end == JobEnd::NotStarted) {
+      return endedBeforeStart(outcome.endSignal, nameAttempt(attempt));
+    }
     if (outcome.growRequested && outcome.end == JobEnd::Preempted &&
         outcome.exitCode == kPreemptedExitCode) {
+      if (const int sig = signals.endRequested(); sig != 0) {
+        // The instances stopped at a checkpoint for the grow request and for this signal alike:
+        // the job ends preempted, as it would have without --grow-after.
+        printTo(2, format("xrun: growing back: every instance stopped at a checkpoint, but xrun "
+                          "received {}; the job ends without starting all {} again; exit code "
+                          "{}: run it again to continue\n",
+                          describeEndSignal(sig), full.numInstances, kPreemptedExitCode));
+        return kPreemptedExitCode;
+      }
       // Not a failure: the restart budget is not charged.
       useSlots(allSlots);
       printTo(2, format("xrun: growing back: every instance stopped at a checkpoint; starting all "
@@ -685,6 +784,12 @@ int runPlan(JobPlan plan) {
     if (!isRestartable(outcome, why)) {
       printTo(2, format("xrun: not restarting: {}: {}\n", failure, why));
       return outcome.exitCode;
+    }
+    // A signal that came while the failed attempt was stopping (runJob kills at once then).
+    if (const int sig = signals.endRequested(); sig != 0) {
+      printTo(2, format("xrun: not restarting: {}: xrun received {} while the attempt ended{}\n",
+                        failure, describeEndSignal(sig), describeEndCode(sig)));
+      return exitCodeForSignalBeforeStart(sig);
     }
     const double now = secondsSince(jobStart);
     const std::optional<int> k = budget.onFailure(now);
@@ -746,14 +851,14 @@ int runPlan(JobPlan plan) {
                       o.restartWindowSeconds ? format(" ({} restart(s){})", *k, window) : ""));
     double delay = o.restartDelaySeconds;
     if (o.timeoutSeconds) delay = std::min(delay, std::max(0.0, *o.timeoutSeconds - now));
-    // A signal now ends the job: SIGINT, SIGTERM, SIGHUP with 128 + signal; SIGUSR1/SIGUSR2
-    // (Slurm's warning before preemption: the allocation is about to go) with the failure's code.
+    // A signal now ends the job: SIGTERM (a preemption request) and SIGUSR1/SIGUSR2 (Slurm's
+    // warning before preemption: the allocation is about to go) with 75, so that the scheduler
+    // requeues the job and it continues where this restart would have; SIGINT, SIGHUP with
+    // 128 + signal.
     if (const int sig = signals.waitForSignal(delay); sig != 0) {
-      const bool warning = sig == SIGUSR1 || sig == SIGUSR2;
-      printTo(2, format("xrun: received {}{} before restart {}; the job ends without it{}\n",
-                        signalName(sig), warning ? " (Slurm's warning before preemption)" : "", *k,
-                        warning ? format(", with exit code {}", outcome.exitCode) : ""));
-      return warning ? outcome.exitCode : 128 + sig;
+      printTo(2, format("xrun: received {} before restart {}; the job ends without it{}\n",
+                        describeEndSignal(sig), *k, describeEndCode(sig)));
+      return exitCodeForSignalBeforeStart(sig);
     }
     if (o.timeoutSeconds && secondsSince(jobStart) >= *o.timeoutSeconds) {
       printTo(2, format("xrun: the job reached --timeout {} s before restart {} could start\n",

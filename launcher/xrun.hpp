@@ -32,6 +32,9 @@ struct JobPlan {
   // none added), and the line xrun prints on stderr saying how the instances meet.
   std::string srunMpi;
   std::string rendezvousNote;
+  // Set when --comm-backend and a different XTRAIN_COMM_BACKEND in xrun's environment were both
+  // given: the line xrun prints on stderr saying that the option wins.
+  std::string commBackendNote;
   // mpirun with other hosts: Open MPI's TCP keepalive for its daemons' connections (mpirun
   // --mca oob_tcp_keepalive_*), unless the user set any of them, so that mpirun notices a host it
   // lost (a cut link, a dead machine) in seconds (kMpirunKeepalive), not after Open MPI's default
@@ -54,6 +57,13 @@ std::vector<std::string> parseSrunMpiList(const std::string& output);
 // (SLURM_JOB_ID), else local. An explicit --engine local with remote hosts is a UsageError.
 Engine resolveEngine(const Options& options, const std::vector<std::string>& hosts,
                      const EnvLookup& lookup);
+
+// The instances' XTRAIN_COMM_BACKEND: --comm-backend when given, else XTRAIN_COMM_BACKEND of xrun's
+// environment (unset or empty: "auto"). Sets plan.job.commBackend, plan.options.commBackend and,
+// when the option overrides a different value of the environment, plan.commBackendNote. Throws
+// UsageError naming the variable when its value is not a backend xrun knows and no option is
+// given.
+void chooseCommBackend(JobPlan& plan, const EnvLookup& lookup);
 
 // Reads the hostfile, the pool size (-x XTRAIN_NUM_IPUS=..., else xrun's XTRAIN_NUM_IPUS), plans
 // the topology, resolves -x and the engine, and names the job (id, rendezvous directory under

@@ -192,7 +192,8 @@ TEST(XrunEnvironment, ContractPerInstanceMatchesPopDist) {
   // a line).
   EXPECT_EQ(e.count("XTRAIN_ORIGINAL_NUM_INSTANCES"), 0u);
   EXPECT_EQ(e.count("XTRAIN_JOB_SECRET"), 0u);
-  EXPECT_EQ(e.size() + 3, contractVariableNames().size());
+  EXPECT_EQ(e.count("XTRAIN_CHECKPOINT_DIR_SEEN"), 0u);  // restarts only
+  EXPECT_EQ(e.size() + 4, contractVariableNames().size());
   // Section 7: instance index = offset / L, instances = total / L.
   EXPECT_EQ(
       std::stoi(e["POPDIST_REPLICA_INDEX_OFFSET"]) / std::stoi(e["POPDIST_NUM_LOCAL_REPLICAS"]), 1);
@@ -207,6 +208,11 @@ TEST(XrunEnvironment, ContractPerInstanceMatchesPopDist) {
   auto shrinking = asMap(instanceEnvironment(t, 1, job));
   EXPECT_EQ(shrinking["XTRAIN_ORIGINAL_NUM_INSTANCES"], "4");
   EXPECT_EQ(shrinking["XTRAIN_KEEP_GLOBAL_BATCH"], "accumulation");
+  job.restartCount = 1;
+  job.checkpointDirSeen = "0";
+  shrinking = asMap(instanceEnvironment(t, 1, job));
+  EXPECT_EQ(shrinking["XTRAIN_CHECKPOINT_DIR_SEEN"], "0");
+  EXPECT_EQ(asMap(commonEnvironment(t, job))["XTRAIN_CHECKPOINT_DIR_SEEN"], "0");
   // Every contract variable now but XTRAIN_JOB_SECRET (passed apart).
   EXPECT_EQ(shrinking.size() + 1, contractVariableNames().size());
 }

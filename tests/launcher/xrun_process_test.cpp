@@ -128,6 +128,45 @@ TEST_F(XrunProcess, JobIdsDifferAndUserVariablesPass) {
   EXPECT_EQ(ea["XTRAIN_IPU_IDS"], "0-3");
 }
 
+// XTRAIN_COMM_BACKEND exported to xrun is --comm-backend's default (issue 27, item 9): the
+// instances get it, not "auto"; the option, when given too, wins and xrun says so; a value xrun
+// does not know is refused naming the variable.
+TEST_F(XrunProcess, ExportedCommBackendReachesTheInstances) {
+  const auto cmd = sh("echo XTRAIN_COMM_BACKEND=$XTRAIN_COMM_BACKEND");
+  auto r = runXrun(join({"-n", "2"}, cmd), 30, {"XTRAIN_COMM_BACKEND=gloo"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto env = parseEnvLines(r.out);
+  ASSERT_EQ(env.size(), 2u) << r.out;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(env[i]["XTRAIN_COMM_BACKEND"], "gloo") << i;
+  EXPECT_EQ(r.err.find("overrides"), std::string::npos) << r.err;
+
+  r = runXrun(join({"-n", "1", "--comm-backend", "shm"}, cmd), 30, {"XTRAIN_COMM_BACKEND=gloo"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(parseEnvLines(r.out)[0]["XTRAIN_COMM_BACKEND"], "shm");
+  EXPECT_NE(r.err.find("xrun: --comm-backend shm overrides XTRAIN_COMM_BACKEND=gloo of xrun's "
+                       "environment"),
+            std::string::npos)
+      << r.err;
+
+  // Empty is unset: auto.
+  r = runXrun(join({"-n", "1"}, cmd), 30, {"XTRAIN_COMM_BACKEND="});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(parseEnvLines(r.out)[0]["XTRAIN_COMM_BACKEND"], "auto");
+
+  r = runXrun(join({"-n", "1"}, cmd), 30, {"XTRAIN_COMM_BACKEND=nccl"});
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("XTRAIN_COMM_BACKEND='nccl' in xrun's environment is not a backend xrun "
+                       "knows: it must be one of auto, shm, gloo, mpi"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("XTRAIN_COMM_BACKEND="), std::string::npos) << "nothing was started";
+
+  // --dry-run shows it on the instances' command lines.
+  r = runXrun({"-n", "1", "--dry-run", "true"}, 30, {"XTRAIN_COMM_BACKEND=mpi"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("XTRAIN_COMM_BACKEND=mpi"), std::string::npos) << r.out;
+}
+
 TEST_F(XrunProcess, PrintTopologyAndDryRun) {
   auto r = runXrun(join({"-n", "2", "--num-replicas", "4", "--print-topology"}, sh("echo ran")));
   ASSERT_EQ(r.exitCode, 0) << r.err;

@@ -95,8 +95,9 @@ class XrunRestart : public ::testing::Test {
 
 // xtrain under `xrun -n 2 --max-restarts 2` through a wrapper that records what each instance sees
 // and, on the first attempt, makes instance 1 kill itself as it is about to train step KILL_AT
-// (xtrain's test hook). With DAMAGE set, instance 0 of the second attempt first truncates the
-// newest checkpoint (ckpt-00000010) while instance 1 waits for it.
+// (xtrain's test hook), or, with KILL_ON_START set, every instance kill itself before xtrain
+// starts. With DAMAGE set, instance 0 of the second attempt first truncates the newest checkpoint
+// (ckpt-00000010) while instance 1 waits for it; with REMOVE set, it removes that directory.
 class XrunRestartTraining : public XrunRestart {
  protected:
   void SetUp() override {
@@ -106,15 +107,20 @@ class XrunRestartTraining : public XrunRestart {
     w << "#!/bin/sh\n"
       << "D=" << dir_ << "; R=$XTRAIN_RESTART_COUNT; I=$XTRAIN_INSTANCE_INDEX\n"
       << "echo $$ > $D/pid-$R-$I\n"
-      << "printf 'count=%s\\nmax=%s\\njob=%s\\ndir=%s\\nipus=%s\\n' \"$R\" "
+      << "printf 'count=%s\\nmax=%s\\njob=%s\\ndir=%s\\nipus=%s\\nckptseen=%s\\n' \"$R\" "
          "\"$XTRAIN_MAX_RESTARTS\" \"$XTRAIN_JOB_ID\" \"$XTRAIN_RENDEZVOUS_DIR\" "
-         "\"$XTRAIN_IPU_IDS\" > $D/env-$R-$I\n"
+         "\"$XTRAIN_IPU_IDS\" \"${XTRAIN_CHECKPOINT_DIR_SEEN-unset}\" > $D/env-$R-$I\n"
+      << "if [ \"$R\" = 0 ] && [ -n \"$KILL_ON_START\" ]; then kill -9 $$; fi\n"
       << "if [ \"$I\" = 1 ] && [ \"$R\" = 0 ] && [ -n \"$KILL_AT\" ]; then\n"
       << "  export XTRAIN_TEST_KILL_AT_STEP=$KILL_AT\n"
       << "fi\n"
-      << "if [ \"$R\" = 1 ] && [ -n \"$DAMAGE\" ]; then\n"
+      << "if [ \"$R\" = 1 ] && [ -n \"$DAMAGE$REMOVE\" ]; then\n"
       << "  if [ \"$I\" = 0 ]; then\n"
-      << "    truncate -s 100 \"$DAMAGE/ckpt-00000010/checkpoint.h5\" && touch $D/damaged\n"
+      << "    if [ -n \"$DAMAGE\" ]; then\n"
+      << "      truncate -s 100 \"$DAMAGE/ckpt-00000010/checkpoint.h5\" && touch $D/damaged\n"
+      << "    else\n"
+      << "      rm -rf \"$REMOVE\" && touch $D/damaged\n"
+      << "    fi\n"
       << "  else\n"
       << "    n=0; while [ ! -e $D/damaged ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done\n"
       << "  fi\n"
@@ -197,6 +203,84 @@ TEST_F(XrunRestartTraining, KilledInstanceRestartsAndEndsBitIdenticalToAnUninter
     EXPECT_EQ(seen(0, i)["ipus"], seen(1, i)["ipus"]);
   }
   expectBitIdentical("whole", "restarted");
+  expectNothingLeft();
+}
+
+// Instances killed while starting, before any created --checkpoint-dir (issue 27, item 7): the
+// restart trains from scratch, as the first attempt would have, because xrun tells it that no
+// earlier attempt found the directory (XTRAIN_CHECKPOINT_DIR_SEEN=0); the job ends 0 with the
+// weights of an uninterrupted run.
+TEST_F(XrunRestartTraining, InstancesKilledBeforeTheCheckpointDirectoryExistsRestartAfresh) {
+  ASSERT_EQ(train("whole", "").exitCode, 0);
+  clearRecords();
+  const std::string ckpt = dir_ + "/started";
+  const ProcessResult r = xrun({"-n",
+                                "2",
+                                "--max-restarts",
+                                "1",
+                                "-x",
+                                "KILL_ON_START=1",
+                                wrapper_,
+                                "--steps",
+                                "20",
+                                "--lr",
+                                "0.05",
+                                "--momentum",
+                                "0.9",
+                                "--checkpoint-dir",
+                                ckpt,
+                                "--checkpoint-every",
+                                "5",
+                                "--resume",
+                                "auto",
+                                "--save-model",
+                                ckpt + ".onnx"},
+                               120);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("xrun: restart 1 of 1: instance "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("are gone"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("restart 1 of the job: no checkpoint in " + ckpt), std::string::npos)
+      << r.out;
+  EXPECT_EQ(attempts(), 2);
+  // (Attempt 0's records may be cut short: xrun stops an instance once the other is dead.)
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(seen(1, i)["ckptseen"], "0");
+  expectBitIdentical("whole", "started");
+  expectNothingLeft();
+}
+
+// The other side: checkpoints the job wrote, then the directory removed before the restart, are
+// still a refusal (exit 2, not restarted): xrun says an earlier attempt had the directory.
+TEST_F(XrunRestartTraining, ACheckpointDirectoryTheJobHadAndLostIsStillRefused) {
+  const std::string ckpt = dir_ + "/lost";
+  const ProcessResult r = xrun({"-n",
+                                "2",
+                                "--max-restarts",
+                                "2",
+                                "-x",
+                                "KILL_AT=12",
+                                "-x",
+                                "REMOVE=" + ckpt,
+                                wrapper_,
+                                "--steps",
+                                "20",
+                                "--lr",
+                                "0.05",
+                                "--momentum",
+                                "0.9",
+                                "--checkpoint-dir",
+                                ckpt,
+                                "--checkpoint-every",
+                                "5",
+                                "--resume",
+                                "auto"},
+                               120);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("does not exist, though an earlier attempt of the job creates it"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Refusing to train from scratch"), std::string::npos) << r.err;
+  EXPECT_EQ(seen(1, 0)["ckptseen"], "1");
+  EXPECT_EQ(attempts(), 2);
   expectNothingLeft();
 }
 
@@ -353,9 +437,11 @@ TEST_F(XrunRestart, DelayIsWaitedAndASignalDuringItEndsTheJob) {
   EXPECT_NE(r.err.find("XTRAIN_RESTART_COUNT=1 in 1 s"), std::string::npos) << r.err;
   clearRecords();
 
-  // A signal while xrun waits to restart ends the job at once, nothing restarted: SIGTERM with
-  // 128 + 15; SIGUSR1 (Slurm's warning before preemption) with the failure's code.
-  for (const auto& [sig, code] : {std::pair{SIGTERM, 143}, std::pair{SIGUSR1, 3}}) {
+  // A signal while xrun waits to restart ends the job at once, nothing restarted: SIGTERM (a
+  // preemption request) and SIGUSR1 (Slurm's warning before preemption) with 75, so that the
+  // scheduler requeues the job; SIGINT with 128 + 2.
+  for (const auto& [sig, code] :
+       {std::pair{SIGTERM, 75}, std::pair{SIGUSR1, 75}, std::pair{SIGINT, 130}}) {
     SCOPED_TRACE(sig);
     clearRecords();
     Child job(join({xrunPath(), "-n", "1", "--max-restarts", "1", "--restart-delay", "30"},

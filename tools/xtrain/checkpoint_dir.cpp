@@ -70,9 +70,41 @@ std::string JobRestart::describe() const {
          (id != nullptr && *id != '\0' ? std::string(" ") + id : std::string());
 }
 
+namespace {
+
+// xrun's word (XTRAIN_CHECKPOINT_DIR_SEEN=0) that no earlier attempt of this run of xrun found its
+// checkpoint directory, in a job that Slurm did not requeue (an earlier run of the batch job may
+// have written checkpoints, which xrun cannot know of). Any other value, or none (xrun could not
+// tell: instances on other hosts), is no such word.
+bool noEarlierAttemptSawTheDirectory() {
+  const std::optional<std::string> seen = readEnvString("XTRAIN_CHECKPOINT_DIR_SEEN");
+  return seen == "0" && countFrom("SLURM_RESTART_COUNT") == 0;
+}
+
+// The file of the rendezvous directory that says an attempt found its checkpoint directory
+// (docs/launcher-environment.md, "Restarts"; xrun reads it as launcher/restart_policy.hpp says).
+constexpr const char* kCheckpointDirSeenFile = "checkpoint-dir-seen";
+
+}  // namespace
+
+void tellXrunTheCheckpointDirectoryExists(const TrainOptions& o) {
+  const std::optional<std::string> rendezvous = readEnvString("XTRAIN_RENDEZVOUS_DIR");
+  if (o.checkpointDir.empty() || !rendezvous || rendezvous->empty()) return;
+  const std::string path = (std::filesystem::path(*rendezvous) / kCheckpointDirSeenFile).string();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    // Without it a later restart could take a vanished directory for one never made.
+    throw runtime_error("cannot tell xrun that --checkpoint-dir '{}' exists: cannot create {}: {}",
+                        o.checkpointDir, path, std::strerror(errno));
+  }
+  ::close(fd);
+}
+
 void refuseToStartAfreshOnRestart(const TrainOptions& o) {
   const JobRestart restart = jobRestart();
   if (restart.count == 0 || o.resume != "auto" || o.checkpointDir.empty()) return;
+  // Every earlier attempt failed while starting: the job never had checkpoints to lose.
+  if (restart.variable == "XTRAIN_RESTART_COUNT" && noEarlierAttemptSawTheDirectory()) return;
   const bool slurm = restart.variable == "SLURM_RESTART_COUNT";
   // What the user can do: a new xrun has no restart pending; a requeued batch job keeps its count,
   // so there an empty directory is the way to train afresh on purpose.

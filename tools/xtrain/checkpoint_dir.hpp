@@ -27,16 +27,27 @@ struct JobRestart {
 JobRestart jobRestart();
 
 // A restart of a job (jobRestart().count > 0) with --resume auto must continue from a checkpoint,
-// not train from scratch: the first attempt created --checkpoint-dir before its first step, so a
+// not train from scratch: an earlier attempt created --checkpoint-dir before its first step, so a
 // missing directory, or one whose `latest` names a checkpoint while none is left, means the
 // checkpoints are gone (deleted, or on a file system this host does not see). Throws xtrain::error
 // (exit 2, which xrun does not restart) naming the directory and the variable that said it was a
 // restart. An existing directory without any checkpoint is left alone: the earlier attempt failed
 // before its first one, and the restart starts afresh, saying so.
+// Except when xrun says that no earlier attempt of the job got as far as finding its checkpoint
+// directory (XTRAIN_CHECKPOINT_DIR_SEEN=0, and not a requeued Slurm job): they all failed while
+// starting, no checkpoint of the job can exist, and the restart starts as the first attempt did.
 void refuseToStartAfreshOnRestart(const TrainOptions& options);
 
 // The lock file's name in a --checkpoint-dir (CheckpointDirectoryLock).
 inline constexpr const char* kCheckpointLockFile = ".xtrain-lock";
+
+// Under xrun (XTRAIN_RENDEZVOUS_DIR set) with --checkpoint-dir: tells xrun that this attempt found
+// its checkpoint directory in place, by creating the file `checkpoint-dir-seen` in the rendezvous
+// directory (docs/launcher-environment.md, "Restarts"), so that later attempts get
+// XTRAIN_CHECKPOINT_DIR_SEEN=1. Call once the directory exists, before the first step (before any
+// checkpoint of the attempt can be written). Throws xtrain::runtime_error when the file cannot be
+// made. Elsewhere: does nothing.
+void tellXrunTheCheckpointDirectoryExists(const TrainOptions& options);
 
 // Held by one job writing checkpoints into a --checkpoint-dir, for as long as it trains: an
 // exclusive flock(2) on <dir>/.xtrain-lock, released by the kernel when the process ends however it

@@ -246,6 +246,8 @@ int train(const TrainOptions& o, std::ostream& out) {
   }
   // Held until training ends: no other job writes checkpoints into the directory meanwhile.
   const CheckpointDirectoryLock checkpointLock = lockCheckpointDirectory(o, instance);
+  // Before the first step, so before any checkpoint: xrun's later attempts know the job had it.
+  tellXrunTheCheckpointDirectoryExists(o);
 
   SessionOptions options;
   if (launched) {
