@@ -7,26 +7,12 @@
 
 #include <algorithm>
 
+#include "boundary.hpp"
 #include "targets.hpp"
 
 namespace xfuzz {
 
 namespace {
-
-const std::string& hugeString() {
-  static const std::string s(100000, 'x');
-  return s;
-}
-
-// Where numeric parsing and size arithmetic break: 0, -1, 2^31-1, 2^31, 2^32, 2^62, 2^63-1, 2^63,
-// 2^64, NaN, infinities, a denormal, and things that are not numbers at all.
-const std::vector<std::string>& boundaryValues() {
-  static const std::vector<std::string> v{
-      "0", "-1", "1", "2147483647", "2147483648", "4294967296", "4611686018427387904",
-      "9223372036854775807", "9223372036854775808", "18446744073709551616", "nan", "inf", "-inf",
-      "1e-45", "", hugeString(), "abc", "--"};
-  return v;
-}
 
 // For flags that set how much work is done (steps, repetitions, threads, bytes): the boundary set
 // without the large values a tool may rightly accept and then work on for hours. 2^64 stays: it

@@ -109,6 +109,9 @@ CaseMaker caseMakerFor(std::string_view target) {
   if (target == "data") return makeDataCase;
   if (target == "checkpoint") return makeCheckpointCase;
   if (target == "cli") return makeCliCase;
+  if (target == "plot") return makePlotCase;
+  if (target == "env") return makeEnvCase;
+  if (target == "python") return makePythonCase;
   return nullptr;
 }
 

@@ -2,9 +2,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 
 #include "options.hpp"
 #include "pristine.hpp"
@@ -18,6 +20,50 @@ xfuzz::fs::path selfDir() {
   return ec ? xfuzz::fs::current_path() : exe.parent_path();
 }
 
+// Drops from `targets` those whose programs are not there: with --target all, with a note; a
+// target named on the command line must be runnable (false: bad usage).
+bool usableTargets(const xfuzz::ToolRunner& tools, const xfuzz::Options& o, std::vector<std::string>& targets) {
+  using namespace xfuzz;
+  const bool all = o.targets == allTargets();
+  auto missing = [&](const std::string& t) -> std::string {
+    if (t == "plot" && (access((tools.scriptsDir / "plot-trace").c_str(), X_OK) != 0 ||
+                        access((tools.scriptsDir / "plot-metrics").c_str(), X_OK) != 0))
+      return "no plot-trace and plot-metrics in " + tools.scriptsDir.string() + " (--scripts-dir)";
+    if (t == "python" && !fs::exists(tools.pythonDir / "xtrain" / "__init__.py"))
+      return "no xtrain package in " + tools.pythonDir.string() + " (--python-dir; built with the target xtrain_python)";
+    if (t == "python" && access(o.python.c_str(), X_OK) != 0) return "no interpreter " + o.python + " (--python)";
+    return "";
+  };
+  std::vector<std::string> kept;
+  for (const auto& t : targets) {
+    const std::string why = missing(t);
+    if (why.empty()) {
+      kept.push_back(t);
+    } else if (all) {
+      std::cout << "xfuzz: skipping the " << t << " target: " << why << "\n";
+    } else {
+      std::cerr << "xfuzz: --target " << t << ": " << why << "\n";
+      return false;
+    }
+  }
+  targets = kept;
+  return true;
+}
+
+// The python target's program with a valid call must train a step: otherwise every case would
+// only test the harness's own set-up code.
+void checkPythonProgram(const xfuzz::ToolRunner& tools, const xfuzz::Pristine& pristine, const xfuzz::fs::path& dir) {
+  using namespace xfuzz;
+  ScratchDir scratch(dir);
+  writeFile(dir / "check.py", pythonProgram("run(session())", "0"));
+  const fs::path log = dir / ".xfuzz-check.log";
+  const RunResult r = tools.run({pristine.python, "check.py"}, dir, log, {}, std::chrono::seconds(60));
+  const std::string out = tailOfFile(log, 20);
+  if (r.ending != RunResult::Ending::Exited || r.exitCode != 0 || out.find("xfuzz-python: returned") == std::string::npos)
+    throw std::runtime_error("the python target's program does not train with a valid call (" + r.describe() +
+                             "):\n" + out);
+}
+
 int run(const xfuzz::Options& o) {
   using namespace xfuzz;
   using Clock = std::chrono::steady_clock;
@@ -25,6 +71,8 @@ int run(const xfuzz::Options& o) {
 
   ToolRunner tools;
   tools.binDir = o.binDir.empty() ? selfDir() : fs::absolute(o.binDir);
+  tools.scriptsDir = o.scriptsDir.empty() ? fs::path(XFUZZ_SCRIPTS_DIR) : fs::absolute(o.scriptsDir);
+  tools.pythonDir = o.pythonDir.empty() ? tools.binDir.parent_path() / "python" : fs::absolute(o.pythonDir);
   tools.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeoutSeconds * 1000));
   tools.addressSpaceMb = o.memoryLimitMb;
 
@@ -37,9 +85,18 @@ int run(const xfuzz::Options& o) {
   const fs::path workParent = !o.workDir.empty() ? fs::path(o.workDir) : fs::path(tmp && *tmp ? tmp : "/tmp");
   // The work root is removed on every way out (RAII); failing cases were moved out of it before.
   ScratchDir workRoot(makeUniqueDir(fs::absolute(workParent), "xfuzz"));
+  // matplotlib's font cache, made by the first plot case and read by the others (named .xfuzz* so
+  // the work root's snapshots skip it).
+  tools.mplConfigDir = workRoot.path() / ".xfuzz-matplotlib";
+  fs::create_directories(tools.mplConfigDir);
+  std::vector<std::string> targets = o.targets;
+  if (!usableTargets(tools, o, targets)) return 2;
   Pristine pristine;
   try {
     pristine = makePristine(tools, workRoot.path() / "pristine");
+    pristine.python = o.python;
+    if (std::find(targets.begin(), targets.end(), "python") != targets.end())
+      checkPythonProgram(tools, pristine, workRoot.path() / ".xfuzz-python-check");
   } catch (const std::exception& e) {
     std::cerr << "xfuzz: " << e.what() << "\n";
     return 1;
@@ -63,7 +120,7 @@ int run(const xfuzz::Options& o) {
   const uint64_t last = o.onlyCase ? *o.onlyCase + 1 : o.cases;
   // Case-major order: under a time limit every target still gets its share of cases.
   for (uint64_t k = first; k < last && !outOfTime; ++k) {
-    for (const auto& target : o.targets) {
+    for (const auto& target : targets) {
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       if (stopRequested() || (o.timeLimitSeconds > 0 && elapsed >= o.timeLimitSeconds)) {
         outOfTime = true;
@@ -82,7 +139,7 @@ int run(const xfuzz::Options& o) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << "xfuzz: " << ran << " cases (targets:";
-  for (const auto& t : o.targets) std::cout << " " << t;
+  for (const auto& t : targets) std::cout << " " << t;
   std::cout << "; seed " << o.seed << ") in " << seconds << " s" << (outOfTime ? ", stopped by --time-limit" : "")
             << ": " << failed << " failed" << (failed ? ", kept in " + cfg.keepDir.string() : "") << "\n";
   return failed ? 1 : 0;

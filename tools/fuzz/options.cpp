@@ -11,15 +11,21 @@ namespace xfuzz {
 
 const char* const kUsage = R"(usage: xfuzz [options]
 
-Seeded, reproducible fuzzing of the xtrain tools: mutated models, data sets and checkpoints, and
-command lines with boundary values. Every tool run must end with exit 0, 1 or 2 (no signal, no
-timeout), leave its input files as they were and write nothing outside its scratch directory.
+Seeded, reproducible fuzzing of the xtrain tools: mutated models, data sets, checkpoints, traces
+and metrics files, command lines and XTRAIN_* variables with boundary values, and calls of the
+Python package with hostile arguments. Every tool run must end with exit 0, 1 or 2 (no signal, no
+timeout), leave its input files as they were and write nothing outside its scratch directory; the
+plot scripts exit 0 or 2 without a traceback; a Python call returns or raises.
 
-  --target T            model, data, checkpoint, cli or all (all)
+  --target T            model, data, checkpoint, cli, plot, env, python or all (all); a comma
+                        list names several
   --seed S              seed of the run (1)
   --cases N             cases per target (100)
   --case K              run only case K (0-based) of the seed: reproduces a reported failure
-  --bin-dir DIR         where xtrain, xckpt and xbench are (the directory of xfuzz itself)
+  --bin-dir DIR         where xtrain, xckpt, xbench and xrun are (the directory of xfuzz itself)
+  --scripts-dir DIR     where plot-trace and plot-metrics are (the source tree's scripts/)
+  --python-dir DIR      the directory holding the built xtrain package (BINDIR/../python)
+  --python PATH         the interpreter of the python target (/usr/bin/python3)
   --time-limit SECONDS  start no case after this long (no limit)
   --timeout SECONDS     per tool run; on expiry its process group is killed (10)
   --memory-limit MB     address-space limit of each tool run (4096)
@@ -70,6 +76,9 @@ Options parseOptions(int argc, char** argv) {
     else if (a == "--cases") o.cases = parseCount(a, value());
     else if (a == "--case") o.onlyCase = parseCount(a, value());
     else if (a == "--bin-dir") o.binDir = value();
+    else if (a == "--scripts-dir") o.scriptsDir = value();
+    else if (a == "--python-dir") o.pythonDir = value();
+    else if (a == "--python") o.python = value();
     else if (a == "--time-limit") o.timeLimitSeconds = parseSeconds(a, value());
     else if (a == "--timeout") o.timeoutSeconds = parseSeconds(a, value());
     else if (a == "--memory-limit") o.memoryLimitMb = static_cast<long long>(parseCount(a, value()));
@@ -80,11 +89,19 @@ Options parseOptions(int argc, char** argv) {
   }
   if (target == "all") {
     o.targets = allTargets();
-  } else if (caseMakerFor(target)) {
-    o.targets = {target};
   } else {
-    throw std::invalid_argument("--target must be model, data, checkpoint, cli or all, got '" + target + "'");
+    for (size_t start = 0; start <= target.size();) {
+      size_t end = target.find(',', start);
+      if (end == std::string::npos) end = target.size();
+      const std::string t = target.substr(start, end - start);
+      if (!caseMakerFor(t))
+        throw std::invalid_argument("--target must be model, data, checkpoint, cli, plot, env, python or all, got '" +
+                                    target + "'");
+      o.targets.push_back(t);
+      start = end + 1;
+    }
   }
+  if (o.python.empty()) throw std::invalid_argument("--python needs the path of an interpreter");
   if (o.timeoutSeconds <= 0) throw std::invalid_argument("--timeout must be positive");
   if (o.timeoutSeconds > 3600) throw std::invalid_argument("--timeout is at most 3600 seconds");
   return o;

@@ -14,6 +14,9 @@ struct Options {
   uint64_t cases = 100;               // per target
   std::optional<uint64_t> onlyCase;   // --case K
   std::string binDir;                 // "" = the directory of the xfuzz binary
+  std::string scriptsDir;             // "" = the source tree's scripts/ (plot target)
+  std::string pythonDir;              // "" = BINDIR/../python, the build's package (python target)
+  std::string python = "/usr/bin/python3";
   double timeLimitSeconds = 0;        // 0 = none
   double timeoutSeconds = 10;         // per tool run
   long long memoryLimitMb = 4096;

@@ -85,7 +85,7 @@ bool canMakeDeviceNodes(const fs::path& dir) {
 
 Pristine makePristine(const ToolRunner& tools, const fs::path& dir) {
   fs::create_directories(dir);
-  Pristine p{dir, kLoss, kMicroBatch, canMakeDeviceNodes(dir), fs::exists(tools.binDir / "xbench")};
+  Pristine p{dir, tools.binDir, kLoss, kMicroBatch, canMakeDeviceNodes(dir), fs::exists(tools.binDir / "xbench"), ""};
   runOrThrow(tools, {"xtrain", "--micro-batch-size", kMicroBatch, "--steps", "1", "--save-model", "model.onnx"},
              dir, "model");
   writeDataSet(tools, dir);
@@ -98,10 +98,16 @@ Pristine makePristine(const ToolRunner& tools, const fs::path& dir) {
              dir, "checkpoint");
   for (const char* f : {"ckpts/latest", "ckpts/ckpt-00000001/checkpoint.h5", "ckpts/ckpt-00000002/part-0.h5"})
     if (!fs::exists(dir / f)) throw std::runtime_error(std::string("the pristine checkpoint has no ") + f);
+  // The plot target's inputs: a trace and a metrics file as xtrain writes them.
+  runOrThrow(tools, {"xtrain", "--micro-batch-size", kMicroBatch, "--steps", "3", "--trace", "trace.json",
+                     "--metrics", "metrics.jsonl"},
+             dir, "trace and metrics");
   // Drop what the runs left besides the inputs (logs, temp dirs), so cases copy only inputs.
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (name != "model.onnx" && name != "data.h5" && name != "ckpts") fs::remove_all(e.path());
+    if (name != "model.onnx" && name != "data.h5" && name != "ckpts" && name != "trace.json" &&
+        name != "metrics.jsonl")
+      fs::remove_all(e.path());
   }
   return p;
 }

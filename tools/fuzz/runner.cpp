@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -18,9 +20,23 @@ bool brokenByRebuild(const RunResult& r, const fs::path& logPath) {
 
 }  // namespace
 
+fs::path ToolRunner::location(const std::string& tool) const {
+  if (tool.find('/') != std::string::npos) return tool;
+  if (tool.rfind("plot-", 0) == 0) return scriptsDir / tool;
+  return binDir / tool;
+}
+
+std::string reproduceLine(const ToolRunner& tools, const Command& cmd) {
+  std::string line;
+  for (const auto& [k, v] : cmd.env) line += k + "=" + shellLine({v}) + " ";
+  std::vector<std::string> args = cmd.args;
+  args[0] = tools.location(args[0]).string();
+  return line + shellLine(args);
+}
+
 std::string ToolRunner::resolve(const std::string& tool, Clock::time_point deadline) const {
   if (tool.find('/') != std::string::npos) return tool;
-  const fs::path p = binDir / tool;
+  const fs::path p = location(tool);
   // Another engineer's rebuild may replace the binary under us: wait for it rather than fail.
   bool said = false;
   while (access(p.c_str(), X_OK) != 0 && Clock::now() < deadline && !stopRequested()) {
@@ -31,8 +47,9 @@ std::string ToolRunner::resolve(const std::string& tool, Clock::time_point deadl
   return p.string();
 }
 
-RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& workDir,
-                          const fs::path& logPath) const {
+RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& workDir, const fs::path& logPath,
+                          const std::map<std::string, std::string>& env,
+                          std::chrono::milliseconds timeoutAtLeast) const {
   RunSpec spec;
   spec.argv = args;
   // All waiting for a tool that is being rebuilt shares one bound of two minutes.
@@ -49,11 +66,20 @@ RunResult ToolRunner::run(const std::vector<std::string>& args, const fs::path& 
   // suite running beside it needs, nor wait for one.
   const fs::path ipus = workDir / ".xfuzz-ipus";
   // One OpenMP thread: four engineers share two cores, and the cases are about input, not speed.
+  // Python (the plot scripts, the python target): the build's package, no bytecode files written
+  // next to it, matplotlib's font cache made once per run rather than once per case, one BLAS
+  // thread.
   spec.env = {{"TMPDIR", tmp.string()},
               {"HOME", home.string()},
               {"XTRAIN_IPU_LOCK_DIR", ipus.string()},
-              {"OMP_NUM_THREADS", "1"}};
-  spec.timeout = timeout;
+              {"OMP_NUM_THREADS", "1"},
+              {"OPENBLAS_NUM_THREADS", "1"},
+              {"PYTHONPATH", pythonDir.string()},
+              {"PYTHONDONTWRITEBYTECODE", "1"},
+              {"MPLBACKEND", "Agg"}};
+  if (!mplConfigDir.empty()) spec.env["MPLCONFIGDIR"] = mplConfigDir.string();
+  for (const auto& [k, v] : env) spec.env[k] = v;
+  spec.timeout = std::max(timeout, timeoutAtLeast);
   spec.addressSpaceMb = addressSpaceMb;
   RunResult r = runProcess(spec);
   // The binaries may be rebuilt under us (another engineer's build): a binary replaced between the
@@ -80,14 +106,70 @@ struct CommandVerdict {
 
 // The checks of one finished command: how it ended, what it did to its inputs, and whether it
 // wrote anywhere but its case directory.
-CommandVerdict judge(const RunResult& r, const Command& cmd, const Snapshot& caseBefore, const Snapshot& caseAfter,
-                     const Snapshot& rootBefore, const Snapshot& rootAfter, const Snapshot& pristineBefore,
-                     const Snapshot& pristineAfter) {
+std::string codesText(const std::vector<int>& codes) {
+  std::string s;
+  for (size_t i = 0; i < codes.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == codes.size() ? " or " : ", ") + std::to_string(codes[i]);
+  return s;
+}
+
+// The problems of the "timed out after N ms|s" claims in output: a negative time, or one longer than
+// the whole run took (give or take a second of start-up).
+std::vector<std::string> impossibleTimeouts(const std::string& output, std::chrono::milliseconds elapsed) {
+  std::vector<std::string> problems;
+  const std::string phrase = "timed out after ";
+  for (size_t at = output.find(phrase); at != std::string::npos; at = output.find(phrase, at + 1)) {
+    size_t i = at + phrase.size();
+    const bool negative = i < output.size() && output[i] == '-';
+    if (negative) ++i;
+    const size_t digits = i;
+    double value = 0;
+    while (i < output.size() && (std::isdigit(static_cast<unsigned char>(output[i])) || output[i] == '.')) {
+      if (output[i] != '.') value = value * 10 + (output[i] - '0');
+      ++i;
+    }
+    if (i == digits) continue;
+    const std::string claim = output.substr(at, std::min<size_t>(i - at + 3, 80));
+    const bool ms = output.compare(i, 3, " ms") == 0;
+    const bool s = !ms && output.compare(i, 2, " s") == 0;
+    if (negative) {
+      problems.push_back("its output says '" + claim + "': a negative time-out");
+    } else if ((ms || s) && output.find('.', digits) >= i) {  // whole numbers only
+      const double claimedMs = ms ? value : value * 1000;
+      if (claimedMs > static_cast<double>(elapsed.count()) + 1000)
+        problems.push_back("its output says '" + claim + "' but the run took " + std::to_string(elapsed.count()) +
+                           " ms: a time-out that expired at once");
+    }
+    if (problems.size() >= 3) break;
+  }
+  return problems;
+}
+
+CommandVerdict judge(const RunResult& r, const Command& cmd, const fs::path& log, const Snapshot& caseBefore,
+                     const Snapshot& caseAfter, const Snapshot& rootBefore, const Snapshot& rootAfter,
+                     const Snapshot& pristineBefore, const Snapshot& pristineAfter) {
   CommandVerdict v{r, {}};
+  const bool allowed = r.ending == RunResult::Ending::Exited &&
+                       std::find(cmd.allowedExits.begin(), cmd.allowedExits.end(), r.exitCode) !=
+                           cmd.allowedExits.end();
   if (r.ending == RunResult::Ending::NotStarted)
     v.problems.push_back("harness: " + r.error);
-  else if (!(r.ending == RunResult::Ending::Exited && r.exitCode >= 0 && r.exitCode <= 2))
-    v.problems.push_back(r.describe() + " (only exit 0, 1 or 2 is acceptable)");
+  else if (!allowed)
+    v.problems.push_back(r.describe() + " (only exit " + codesText(cmd.allowedExits) + " is acceptable)");
+  if (r.ending == RunResult::Ending::Exited &&
+      (!cmd.forbiddenOutput.empty() || !cmd.requiredOutput.empty() || cmd.checkTimeouts)) {
+    std::string output;
+    try {
+      output = readFile(log);
+    } catch (const std::exception&) {
+    }
+    for (const auto& f : cmd.forbiddenOutput)
+      if (output.find(f) != std::string::npos) v.problems.push_back("its output has '" + f + "'");
+    if (cmd.checkTimeouts)
+      for (auto& p : impossibleTimeouts(output, r.elapsed)) v.problems.push_back(std::move(p));
+    if (!cmd.requiredOutput.empty() && output.find(cmd.requiredOutput) == std::string::npos)
+      v.problems.push_back("its output lacks '" + cmd.requiredOutput + "' (it did not run to its end)");
+  }
 
   auto inputAllowed = [&](const std::string& path) {
     for (const auto& m : cmd.mayChange)
@@ -117,7 +199,7 @@ bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pris
 
   struct Failure {
     size_t index;
-    std::vector<std::string> args;
+    Command command;
     CommandVerdict verdict;
   };
   std::vector<Failure> failures;
@@ -128,15 +210,17 @@ bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pris
     const Snapshot rootBefore = snapshot(cfg.workRoot, 0);
     const Snapshot pristineBefore = snapshot(pristine.dir);
     const fs::path log = dir.path() / (".xfuzz-out-" + std::to_string(i) + ".log");
-    RunResult r = tools.run(cmd.args, dir.path(), log);
+    RunResult r = tools.run(cmd.args, dir.path(), log, cmd.env, cmd.timeoutAtLeast);
     if (r.ending == RunResult::Ending::Interrupted) return true;  // not the tool's fault; main stops
-    CommandVerdict v = judge(r, cmd, caseBefore, snapshot(dir.path()), rootBefore, snapshot(cfg.workRoot, 0),
+    CommandVerdict v = judge(r, cmd, log, caseBefore, snapshot(dir.path()), rootBefore, snapshot(cfg.workRoot, 0),
                              pristineBefore, snapshot(pristine.dir));
     if (cfg.verbose) {
-      std::cout << name << " [" << i << "] " << r.describe() << " " << r.elapsed.count() << " ms: "
+      std::string env;
+      for (const auto& [k, val] : cmd.env) env += k + "=" + shellLine({val}) + " ";
+      std::cout << name << " [" << i << "] " << r.describe() << " " << r.elapsed.count() << " ms: " << env
                 << shellLine(cmd.args) << "\n";
     }
-    if (!v.problems.empty()) failures.push_back({i, cmd.args, std::move(v)});
+    if (!v.problems.empty()) failures.push_back({i, cmd, std::move(v)});
   }
   if (failures.empty()) return true;
 
@@ -148,7 +232,7 @@ bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pris
     report += "FAIL target=" + cfg.target + " seed=" + std::to_string(cfg.seed) +
               " case=" + std::to_string(caseNumber) + " command " + std::to_string(f.index) + "\n";
     if (!c.mutation.empty()) report += "  mutation: " + c.mutation + "\n";
-    report += "  command:  cd " + kept.string() + " && " + tools.binDir.string() + "/" + shellLine(f.args) + "\n";
+    report += "  command:  cd " + kept.string() + " && " + reproduceLine(tools, f.command) + "\n";
     for (const auto& p : f.verdict.problems) report += "  problem:  " + p + "\n";
     const std::string tail = tailOfFile(dir.path() / (".xfuzz-out-" + std::to_string(f.index) + ".log"), 6);
     if (!tail.empty()) {
@@ -172,7 +256,7 @@ bool runCase(const ToolRunner& tools, const RunConfig& cfg, const Pristine& pris
   writeFile(dir.path() / "FAILURE.txt", report);
   std::string script = "#!/bin/sh\n# xfuzz " + cfg.target + " seed " + std::to_string(cfg.seed) + " case " +
                        std::to_string(caseNumber) + "\n# mutation: " + c.mutation + "\ncd \"$(dirname \"$0\")\"\n";
-  for (const auto& cmd : c.commands) script += tools.binDir.string() + "/" + shellLine(cmd.args) + "\n";
+  for (const auto& cmd : c.commands) script += reproduceLine(tools, cmd) + "\n";
   writeFile(dir.path() / "commands.sh", script);
   dir.keepAs(kept);
   return false;
