@@ -289,15 +289,18 @@ TEST_P(ZooPyTorchRunningVariance, EndsWherePyTorchsBuffersDo) {
   const auto onnxReference = readReference(zooDir(c.model.name) + "/running_sgd.h5", &shapes);
   const auto reference = pytorchRunningStatistics(model, onnxReference);
   ASSERT_FALSE(reference.empty()) << model << " has no BatchNormalization";
-  // Not what ONNX's convention gives: the test can tell the two apart.
+  // Not what ONNX's convention gives: by the comparison's measure, the two are several tolerances
+  // apart (the zoo's feature maps are large, M >= 128, so f - 1 is small but not rounding).
   double apart = 0;
   for (const auto& [name, want] : reference) {
     const auto& onnx = onnxReference.at(name);
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::abs(v));
     for (size_t i = 0; i < want.size(); ++i) {
-      apart = std::max(apart, std::abs(want[i] - onnx[i]) / (std::abs(onnx[i]) + 1e-3));
+      apart = std::max(apart, std::abs(want[i] - onnx[i]) / (std::abs(want[i]) + 0.1 * scale));
     }
   }
-  EXPECT_GT(apart, 100 * kTolerance);
+  EXPECT_GT(apart, 4 * kTolerance);
   // opset 13 with the explicit choice, opset 17 through auto (the producer is pytorch).
   const std::string trained =
       train(c, std::string(" --batchnorm-running-var ") + (c.opset == 13 ? "pytorch" : "auto"));
