@@ -324,9 +324,9 @@ TEST(OnnxImport, BatchNormRunningVarianceNames) {
     EXPECT_EQ(ir::parseBatchNormRunningVariance(ir::batchNormRunningVarianceName(v), "opt"), v);
   }
   for (const char* bad : {"", "ONNX", "torch", "pytorch "}) {
-    expectError([&] { ir::parseBatchNormRunningVariance(bad, "--the-option"); },
-                {"--the-option", std::string("\"") + bad + "\"", "\"onnx\"", "\"pytorch\"",
-                 "\"auto\""});
+    expectError(
+        [&] { ir::parseBatchNormRunningVariance(bad, "--the-option"); },
+        {"--the-option", std::string("\"") + bad + "\"", "\"onnx\"", "\"pytorch\"", "\"auto\""});
   }
 }
 

@@ -385,7 +385,8 @@ Attributes unbiasedTraining(float momentum = 0.9f) {
 // times M / (M - 1) (M = N*S values per channel), the rest is ONNX's: Y and running_mean as
 // before, saved_var (opset < 14) the population variance.
 TEST(BatchNorm, UnbiasedRunningVarianceMatchesPyTorchFormula) {
-  for (const Shape& shape : {Shape{2, 3, 2, 2}, Shape{5, 3}, Shape{2, 2, 1, 1, 3}, Shape{1, 2, 2}}) {
+  for (const Shape& shape :
+       {Shape{2, 3, 2, 2}, Shape{5, 3}, Shape{2, 2, 1, 1, 3}, Shape{1, 2, 2}}) {
     SCOPED_TRACE(::testing::Message() << "X " << shapeToString(shape));
     auto in = bnInputs(shape, 110);
     auto out = runForward(batchNorm(unbiasedTraining(0.8f), 3, 15), in.all());
@@ -420,9 +421,9 @@ TEST(BatchNorm, UnbiasedRunningVarianceLeavesInferenceAlone) {
   Attributes a;
   a.set("running_variance", std::string("unbiased"));
   auto out = runForward(batchNorm(a, 1, 15), in.all());
-  EXPECT_TRUE(allClose(
-      out[0], refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, 1e-5f, 0.9f).y, 1e-5,
-      1e-5));
+  EXPECT_TRUE(allClose(out[0],
+                       refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, 1e-5f, 0.9f).y,
+                       1e-5, 1e-5));
 }
 
 // One value per channel: the unbiased variance is 0/0. PyTorch refuses to train such a batch

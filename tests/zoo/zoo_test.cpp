@@ -283,8 +283,8 @@ std::map<std::string, std::vector<double>> pytorchRunningStatistics(
 
 TEST_P(ZooPyTorchRunningVariance, EndsWherePyTorchsBuffersDo) {
   const ZooCase& c = GetParam();
-  const std::string model = zooDir(c.model.name) + "/" + c.model.name + "_op" +
-                            std::to_string(c.opset) + ".onnx";
+  const std::string model =
+      zooDir(c.model.name) + "/" + c.model.name + "_op" + std::to_string(c.opset) + ".onnx";
   std::map<std::string, Shape> shapes;
   const auto onnxReference = readReference(zooDir(c.model.name) + "/running_sgd.h5", &shapes);
   const auto reference = pytorchRunningStatistics(model, onnxReference);

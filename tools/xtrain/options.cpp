@@ -300,8 +300,7 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       if (v != "onnx" && v != "pytorch" && v != "auto") {
         throw UsageError("--batchnorm-running-var must be onnx, pytorch or auto, got '" + v + "'");
       }
-    }
-    else if (flag == "--anchor")
+    } else if (flag == "--anchor")
       o.anchors.push_back(parseAnchor(next()));
     else if (flag == "--save-model")
       o.saveModel = path(flag, next());

@@ -341,8 +341,7 @@ double runningVarianceFactor(const KernelSpec& spec, const ChannelGeometry& g, b
   const std::string estimator = spec.attrs.getString("running_variance", "population");
   if (estimator == "population" || !training) return 1.0;
   if (estimator != "unbiased") {
-    spec.fail("running_variance is \"{}\"; expected \"population\" or \"unbiased\"",
-              estimator);
+    spec.fail("running_variance is \"{}\"; expected \"population\" or \"unbiased\"", estimator);
   }
   const int64_t m = g.perChannel();
   if (m < 2) {
@@ -690,8 +689,8 @@ struct GradCoeffs {
 
 // Training: dX = scale*inv*(dY - mean(dY) - xhat*mean(dY*xhat)) + dMeanTotal/M +
 // dVarTotal*2*(x-mean)/M, where M = N*S, dMeanTotal = (1-momentum)*dRunningMean + dSavedMean and
-// dVarTotal = (1-momentum)*factor*dRunningVar + dSavedVar (factor: runningVarianceFactor). Inference: dX = dY*scale*inv. Both: dScale = sum(dY*xhat), dB =
-// sum(dY).
+// dVarTotal = (1-momentum)*factor*dRunningVar + dSavedVar (factor: runningVarianceFactor).
+// Inference: dX = dY*scale*inv. Both: dScale = sum(dY*xhat), dB = sum(dY).
 class BatchNormGradKernel final : public Kernel {
  public:
   explicit BatchNormGradKernel(const KernelSpec& spec)

@@ -369,10 +369,10 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
     spec.numOutputs = node.output_size();
     spec.attrs = convertAttributes(node, label);
     if (spec.type == "BatchNormalization" && domain == kOnnxDomain) {
-      spec.attrs.set("running_variance",
-                     std::string(runningVariance == BatchNormRunningVariance::PyTorch
-                                     ? "unbiased"
-                                     : "population"));
+      spec.attrs.set(
+          "running_variance",
+          std::string(runningVariance == BatchNormRunningVariance::PyTorch ? "unbiased"
+                                                                           : "population"));
     }
     spec.name = node.name();
     spec.phase = Phase::Forward;
