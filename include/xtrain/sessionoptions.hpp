@@ -122,6 +122,11 @@ struct XTRAIN_API SessionOptions {
   bool enableSerializedMatmuls = true;   // the serialization attributes of matmuls
   bool decomposeGradSum = false;         // sums of partial gradients as a tree of additions
   bool enableConstantFoldingOfMultipleConsumers = true;
+  // xtrain's own, not PopART's: the running variance BatchNormalization keeps in training
+  // (docs/onnx-import.md): "onnx" (the population variance, as the ONNX operator defines it),
+  // "pytorch" (the unbiased variance, as PyTorch keeps it) or "auto" (PyTorch's when the model's
+  // producer_name is "pytorch", else ONNX's). Anything else is an error at session creation.
+  std::string batchNormRunningVariance = "onnx";
 
   // Recomputation and explicit IR.
   RecomputationType autoRecomputation = RecomputationType::None;

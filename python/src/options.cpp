@@ -742,6 +742,10 @@ void bindSessionOptions(py::module_& m) {
   for (const Flag& f : flags) property(cls, f.name, f.member, "See docs/session-options.md.");
   property(cls, "partialsTypeMatMuls", &S::partialsTypeMatMuls,
            "The partials type of matmuls: \"\", \"float\" or \"half\".");
+  property(cls, "batchNormRunningVariance", &S::batchNormRunningVariance,
+           "xtrain's own: the running variance of BatchNormalization in training, \"onnx\" "
+           "(population, the default), \"pytorch\" (unbiased) or \"auto\" (PyTorch's when the "
+           "model's producer is pytorch).");
   property(cls, "autoRecomputation", &S::autoRecomputation,
            "Recomputation of ops in the backward pass. Default: NoRecompute.");
   cls.def("enableExplicitIR", &S::enableExplicitIR, py::arg("enable"),

@@ -4,16 +4,27 @@
 #include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_import.hpp"
 #include "session/kernel_spec.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::session {
 
 ImportedModel importModel(const std::string& model,
-                          const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas) {
+                          const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas,
+                          const std::string& batchNormRunningVariance) {
   ir::OnnxImportOptions options;
   options.inputShapeInfo = inputShapes;
   options.replicationFactor = replicas;
   options.evaluateConstants = evaluateConstantOp;
+  options.batchNormRunningVariance = ir::parseBatchNormRunningVariance(
+      batchNormRunningVariance, "SessionOptions.batchNormRunningVariance");
   ir::OnnxModel m = ir::importOnnxModel(model, options);
+  if (options.batchNormRunningVariance == ir::BatchNormRunningVariance::Auto &&
+      m.batchNormRunningVariance == ir::BatchNormRunningVariance::PyTorch) {
+    logging::session::info(
+        "BatchNormalization keeps PyTorch's unbiased running variance: the model's producer is "
+        "'{}' (SessionOptions.batchNormRunningVariance = \"auto\")",
+        m.producerName);
+  }
   return ImportedModel{std::move(m.graph), std::move(m.bytes), std::move(m.metadata),
                        std::move(m.groupedValues)};
 }

@@ -22,8 +22,11 @@ struct ImportedModel {
 
 // `model` is a file path when such a file exists, else serialized ModelProto bytes. `replicas`: the
 // global replication factor, which decides the group count of grouped weights.
+// `batchNormRunningVariance`: SessionOptions::batchNormRunningVariance ("onnx", "pytorch" or
+// "auto"; anything else is an xtrain::error naming the option).
 ImportedModel importModel(const std::string& model,
-                          const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas);
+                          const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas,
+                          const std::string& batchNormRunningVariance = "onnx");
 // Every initializer of a model (path or bytes), by name.
 std::map<TensorId, HostTensor> readInitializers(const std::string& model);
 // Writes `modelBytes` to `path` with the given initializers replaced, and `extra` initializers

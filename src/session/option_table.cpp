@@ -146,6 +146,11 @@ std::vector<OptionEntry> makeTable() {
       member("enableConstantFoldingOfMultipleConsumers",
              &S::enableConstantFoldingOfMultipleConsumers, N, "true",
              "folding gives the same values either way; xtrain folds every foldable op"),
+      member("batchNormRunningVariance", &S::batchNormRunningVariance, H, "\"onnx\"",
+             "xtrain's own, not PopART's: the running variance BatchNormalization keeps in "
+             "training, \"onnx\" (population, as ONNX defines it), \"pytorch\" (unbiased, as "
+             "PyTorch keeps it) or \"auto\" (PyTorch's for a model whose producer is pytorch); "
+             "any other value is an error (docs/onnx-import.md)"),
       // Recomputation and explicit IR.
       member("autoRecomputation", &S::autoRecomputation, H, "None",
              "training sessions recompute forward ops in the backward pass instead of keeping "

@@ -74,7 +74,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   }
 
   times.lap("options");
-  ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_);
+  ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_,
+                                       config_.options.batchNormRunningVariance);
   graph_ = std::move(imported.graph);
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);

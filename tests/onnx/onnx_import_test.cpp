@@ -266,6 +266,90 @@ TEST_P(OnnxImportOpset, RecordsOpset) {
 
 INSTANTIATE_TEST_SUITE_P(Supported, OnnxImportOpset, ::testing::Range(11, 18));
 
+// BatchNormalization's running variance (OnnxImportOptions::batchNormRunningVariance): each
+// BatchNormalization of the graph carries the choice as its running_variance attribute.
+std::vector<std::string> runningVariances(const ir::OnnxModel& model) {
+  std::vector<std::string> out;
+  for (const auto& [id, op] : model.graph->ops()) {
+    if (op->type == "BatchNormalization") out.push_back(op->attrs.getString("running_variance"));
+  }
+  return out;
+}
+
+std::string builderBatchNormModel() {
+  auto builder = Builder::create();
+  auto onnx = builder->aiOnnxOpset15();
+  const TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {4, 2, 3}), "x");
+  std::vector<TensorId> args{x};
+  for (const char* name : {"scale", "b", "mean", "var"}) {
+    args.push_back(builder->addInitializedInputTensor(
+        ConstVoidData::fromVector<float>({2}, {1.0f, 1.0f}), name));
+  }
+  builder->addOutputTensor(onnx.batchnormalization(args, 3)[0]);
+  return builder->getModelProto();
+}
+
+TEST(OnnxImport, BatchNormRunningVarianceFollowsTheOption) {
+  XT_REQUIRE_OPS({kOnnx, "BatchNormalization"});
+  using V = ir::BatchNormRunningVariance;
+  const std::string built = builderBatchNormModel();  // producer_name "xtrain"
+  // PyTorch's export of a small ResNet (producer_name "pytorch"): six BatchNormalizations.
+  const std::string torch = std::string(XTRAIN_TEST_DATA_DIR) + "/zoo/resnet/resnet_op17.onnx";
+  auto import = [](const std::string& model, V v) {
+    OnnxImportOptions options;
+    options.evaluateConstants = session::evaluateConstantOp;  // the exporter's shape arithmetic
+    options.batchNormRunningVariance = v;
+    return importOnnxModel(model, options);
+  };
+  const std::vector<std::string> population{"population"}, unbiased{"unbiased"};
+  EXPECT_EQ(runningVariances(importOnnxModel(built)), population);  // the default: ONNX's
+  EXPECT_EQ(runningVariances(import(built, V::Onnx)), population);
+  EXPECT_EQ(runningVariances(import(built, V::PyTorch)), unbiased);
+  EXPECT_EQ(runningVariances(import(built, V::Auto)), population);
+  EXPECT_EQ(import(built, V::Auto).batchNormRunningVariance, V::Onnx);
+
+  const ir::OnnxModel torchDefault = import(torch, V::Onnx);
+  EXPECT_EQ(torchDefault.producerName, "pytorch");
+  const auto onnxTorch = runningVariances(torchDefault);
+  ASSERT_EQ(onnxTorch.size(), 6u);
+  EXPECT_EQ(onnxTorch, std::vector<std::string>(6, "population"));
+  const ir::OnnxModel torchAuto = import(torch, V::Auto);
+  EXPECT_EQ(torchAuto.batchNormRunningVariance, V::PyTorch);
+  EXPECT_EQ(runningVariances(torchAuto), std::vector<std::string>(6, "unbiased"));
+}
+
+TEST(OnnxImport, BatchNormRunningVarianceNames) {
+  using V = ir::BatchNormRunningVariance;
+  for (V v : {V::Onnx, V::PyTorch, V::Auto}) {
+    EXPECT_EQ(ir::parseBatchNormRunningVariance(ir::batchNormRunningVarianceName(v), "opt"), v);
+  }
+  for (const char* bad : {"", "ONNX", "torch", "pytorch "}) {
+    expectError(
+        [&] { ir::parseBatchNormRunningVariance(bad, "--the-option"); },
+        {"--the-option", std::string("\"") + bad + "\"", "\"onnx\"", "\"pytorch\"", "\"auto\""});
+  }
+}
+
+// One value per channel: PyTorch's unbiased variance is undefined, and PyTorch refuses to train
+// such a batch; so does the import, naming the node.
+TEST(OnnxImportErrors, UnbiasedBatchNormWithOneValuePerChannel) {
+  XT_REQUIRE_OPS({kOnnx, "BatchNormalization"});
+  auto builder = Builder::create();
+  auto onnx = builder->aiOnnxOpset15();
+  const TensorId x = builder->addInputTensor(TensorInfo("FLOAT", {1, 2}), "x");
+  std::vector<TensorId> args{x};
+  for (const char* name : {"scale", "b", "mean", "var"}) {
+    args.push_back(builder->addInitializedInputTensor(
+        ConstVoidData::fromVector<float>({2}, {1.0f, 1.0f}), name));
+  }
+  builder->addOutputTensor(onnx.batchnormalization(args, 3, 1e-5f, 0.9f, "bn")[0]);
+  OnnxImportOptions options;
+  options.batchNormRunningVariance = ir::BatchNormRunningVariance::PyTorch;
+  expectError([&] { importOnnxModel(builder->getModelProto(), options); },
+              {"BatchNormalization", "bn", "one value per channel", "FLOAT[1,2]"});
+  EXPECT_NO_THROW(importOnnxModel(builder->getModelProto()));  // ONNX's: a variance of 0
+}
+
 TEST(OnnxImport, ImportsFromFilePath) {
   XT_REQUIRE_OPS({kOnnx, "Add"});
   TempDir dir;

@@ -233,10 +233,11 @@ struct BatchNormRef {
   HostTensor y, runMean, runVar, mean, var;
 };
 
-// X [N, C, S...]; training computes the batch statistics (population variance).
+// X [N, C, S...]; training computes the batch statistics (population variance). `unbiased`:
+// running_var takes PyTorch's unbiased batch variance, sum((x - mean)^2) / (N*S - 1).
 BatchNormRef refBatchNorm(const HostTensor& x, const HostTensor& scale, const HostTensor& bias,
                           const HostTensor& inMean, const HostTensor& inVar, bool training,
-                          float eps, float momentum) {
+                          float eps, float momentum, bool unbiased = false) {
   const Shape& sh = x.shape();
   const int64_t n = sh[0], c = sh[1];
   int64_t s = 1;
@@ -246,7 +247,7 @@ BatchNormRef refBatchNorm(const HostTensor& x, const HostTensor& scale, const Ho
                  HostTensor(stat)};
   auto at = [&](int64_t i, int64_t ch, int64_t k) { return (i * c + ch) * s + k; };
   for (int64_t ch = 0; ch < c; ++ch) {
-    double mean = inMean.span<float>()[ch], var = inVar.span<float>()[ch];
+    double mean = inMean.span<float>()[ch], var = inVar.span<float>()[ch], sumSq = 0;
     if (training) {
       mean = 0;
       for (int64_t i = 0; i < n; ++i)
@@ -258,6 +259,7 @@ BatchNormRef refBatchNorm(const HostTensor& x, const HostTensor& scale, const Ho
           const double d = x.span<float>()[at(i, ch, k)] - mean;
           var += d * d;
         }
+      sumSq = var;
       var /= static_cast<double>(n * s);
     }
     for (int64_t i = 0; i < n; ++i)
@@ -269,8 +271,9 @@ BatchNormRef refBatchNorm(const HostTensor& x, const HostTensor& scale, const Ho
       }
     r.runMean.span<float>()[ch] =
         static_cast<float>(momentum * inMean.span<float>()[ch] + (1 - momentum) * mean);
+    const double runningBatchVar = unbiased ? sumSq / static_cast<double>(n * s - 1) : var;
     r.runVar.span<float>()[ch] =
-        static_cast<float>(momentum * inVar.span<float>()[ch] + (1 - momentum) * var);
+        static_cast<float>(momentum * inVar.span<float>()[ch] + (1 - momentum) * runningBatchVar);
     r.mean.span<float>()[ch] = static_cast<float>(mean);
     r.var.span<float>()[ch] = static_cast<float>(var);
   }
@@ -370,6 +373,93 @@ TEST(BatchNorm, ChannelsSplitOverThreadsMatchReference) {
   GradCheckOptions o;
   o.wrt = {1, 2};
   expectGradientsMatch(batchNorm(training(), 1, 15), in.all(), o);
+}
+
+Attributes unbiasedTraining(float momentum = 0.9f) {
+  Attributes a = training(momentum);
+  a.set("running_variance", std::string("unbiased"));
+  return a;
+}
+
+// PyTorch's convention (running_variance = "unbiased"): running_var takes the batch variance
+// times M / (M - 1) (M = N*S values per channel), the rest is ONNX's: Y and running_mean as
+// before, saved_var (opset < 14) the population variance.
+TEST(BatchNorm, UnbiasedRunningVarianceMatchesPyTorchFormula) {
+  for (const Shape& shape :
+       {Shape{2, 3, 2, 2}, Shape{5, 3}, Shape{2, 2, 1, 1, 3}, Shape{1, 2, 2}}) {
+    SCOPED_TRACE(::testing::Message() << "X " << shapeToString(shape));
+    auto in = bnInputs(shape, 110);
+    auto out = runForward(batchNorm(unbiasedTraining(0.8f), 3, 15), in.all());
+    auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-5f, 0.8f, true);
+    auto onnx = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-5f, 0.8f);
+    EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
+    EXPECT_TRUE(allClose(out[1], ref.runMean, 1e-5, 1e-6));
+    EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+    // The two conventions differ by M / (M - 1) in the batch's share: not by rounding.
+    EXPECT_FALSE(allClose(out[2], onnx.runVar, 1e-3, 1e-4));
+  }
+  auto in = bnInputs({3, 2, 4}, 120);
+  Attributes a = attrs({{"epsilon", 1e-3f}, {"running_variance", std::string("unbiased")}});
+  auto out = runForward(batchNorm(a, 5, 12), in.all());
+  auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-3f, 0.9f, true);
+  EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+  EXPECT_TRUE(allClose(out[4], ref.var, 1e-5, 1e-6));  // saved_var: the population variance
+}
+
+// Large enough for the channels to be split over threads; X far from zero (shifted statistics).
+TEST(BatchNorm, UnbiasedRunningVarianceOverThreadsMatchesReference) {
+  auto in = bnInputs({4, 8, 32, 32}, 130);
+  for (float& v : in.x.span<float>()) v += 50.0f;
+  auto out = runForward(batchNorm(unbiasedTraining(0.8f), 3, 15), in.all());
+  auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-5f, 0.8f, true);
+  EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+}
+
+// Inference mode has no running statistics to update: the convention changes nothing.
+TEST(BatchNorm, UnbiasedRunningVarianceLeavesInferenceAlone) {
+  auto in = bnInputs({1, 3}, 140);
+  Attributes a;
+  a.set("running_variance", std::string("unbiased"));
+  auto out = runForward(batchNorm(a, 1, 15), in.all());
+  EXPECT_TRUE(allClose(out[0],
+                       refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, false, 1e-5f, 0.9f).y,
+                       1e-5, 1e-5));
+}
+
+// One value per channel: the unbiased variance is 0/0. PyTorch refuses to train such a batch
+// ("Expected more than 1 value per channel when training"); so does xtrain, naming the op and X.
+// ONNX's population variance is 0 there, and stays allowed.
+TEST(BatchNorm, UnbiasedRunningVarianceRefusesOneValuePerChannel) {
+  for (const Shape& shape : {Shape{1, 3}, Shape{1, 2, 1, 1}}) {
+    auto in = bnInputs(shape, 150);
+    expectError([&] { runForward(batchNorm(unbiasedTraining(), 3, 15), in.all()); },
+                {"BatchNormalization", "one value per channel", shapeToString(shape),
+                 "Expected more than 1 value per channel"});
+    auto out = runForward(batchNorm(training(0.8f), 3, 15), in.all());
+    auto ref = refBatchNorm(in.x, in.scale, in.bias, in.mean, in.var, true, 1e-5f, 0.8f);
+    EXPECT_TRUE(allClose(out[2], ref.runVar, 1e-5, 1e-6));
+  }
+}
+
+TEST(BatchNorm, UnknownRunningVarianceNamesTheValue) {
+  auto in = bnInputs({2, 3}, 160);
+  Attributes a = training();
+  a.set("running_variance", std::string("bessel"));
+  expectError([&] { runForward(batchNorm(a, 3, 15), in.all()); },
+              {"BatchNormalization", "running_variance", "bessel", "population", "unbiased"});
+}
+
+// The convention changes what running_var holds, not how Y is computed: the gradients of X, scale
+// and B are the same; a gradient arriving at running_var reaches X through M / (M - 1) times the
+// batch variance (finite differences of the unbiased forward check the factor).
+TEST(BatchNorm, UnbiasedRunningVarianceGradientsMatchFiniteDifferences) {
+  auto in = bnInputs({2, 3, 2, 2}, 170);
+  GradCheckOptions o;
+  o.wrt = {0, 1, 2};
+  expectGradientsMatch(batchNorm(unbiasedTraining(), 1, 15), in.all(), o);
+  expectGradientsMatch(batchNorm(unbiasedTraining(0.7f), 3, 15), in.all(), o);
+  auto in2 = bnInputs({3, 2}, 175);
+  expectGradientsMatch(batchNorm(unbiasedTraining(0.5f), 3, 14), in2.all(), o);
 }
 
 TEST(BatchNorm, InferenceGradientsMatchFiniteDifferences) {

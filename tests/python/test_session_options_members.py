@@ -62,6 +62,7 @@ MEMBERS = {
     "enableSerializedMatmuls": (True, False, 0),
     "decomposeGradSum": (False, True, 1),
     "enableConstantFoldingOfMultipleConsumers": (True, False, 0),
+    "batchNormRunningVariance": ("onnx", "pytorch", 1),
     "autoRecomputation": (
         popart.RecomputationType.NoRecompute, popart.RecomputationType.Standard, "Standard"),
     "explicitRecomputation": (False, True, 1),

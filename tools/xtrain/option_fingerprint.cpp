@@ -52,6 +52,7 @@ OptionFingerprint optionFingerprint(const TrainOptions& o) {
       {"--epochs", valueText(o.epochs)},
       {"--reduction", o.reduction},
       {"--seed", std::to_string(o.seed)},
+      {"--batchnorm-running-var", o.batchNormRunningVariance},
       {"--model", o.model.empty() ? "(built-in example)" : "(a model file)"},
       // Checkpoints and the saved model are collectives: whether they happen must agree.
       {"--checkpoint-dir", o.checkpointDir.empty() ? "(none)" : "(given)"},

@@ -46,6 +46,12 @@ Trains an ONNX model on an HDF5 data set on a simulated IPU; with no --model, tr
   --steps N | --epochs N    how long to train (default: 100 steps for the example, 1 epoch otherwise)
   --reduction sum|mean      how gradients are reduced over micro-batches and replicas (mean)
   --seed S                  seed of the sample order and of random ops (0)
+  --batchnorm-running-var onnx|pytorch|auto
+                            the running variance BatchNormalization keeps: onnx, the batch's
+                            population variance as ONNX defines it (the default); pytorch, the
+                            unbiased one as PyTorch keeps it (needs more than one value per
+                            channel); auto, pytorch's for a model whose producer is pytorch
+                            (torch.onnx.export), else onnx's (docs/onnx-import.md)
   --anchor NAME[:ALL|FINAL|SUM|EVERYN:k]   also fetch a tensor each step (repeatable)
   --save-model OUT.onnx     write the trained model
   --val-data V.h5           a held-out data set laid out like --data (the built-in example: x
@@ -247,7 +253,13 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
       o.reduction = next();
     else if (flag == "--seed")
       o.seed = parseNumber<uint64_t>(flag, next());
-    else if (flag == "--anchor")
+    else if (flag == "--batchnorm-running-var") {
+      o.batchNormRunningVariance = next();
+      const auto& v = o.batchNormRunningVariance;
+      if (v != "onnx" && v != "pytorch" && v != "auto") {
+        throw UsageError("--batchnorm-running-var must be onnx, pytorch or auto, got '" + v + "'");
+      }
+    } else if (flag == "--anchor")
       o.anchors.push_back(parseAnchor(next()));
     else if (flag == "--save-model")
       o.saveModel = path(flag, next());

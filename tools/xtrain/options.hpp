@@ -51,6 +51,8 @@ struct TrainOptions {
   std::optional<int64_t> epochs;
   std::string reduction = "mean";
   uint64_t seed = 0;
+  // SessionOptions::batchNormRunningVariance: "onnx", "pytorch" or "auto".
+  std::string batchNormRunningVariance = "onnx";
   std::vector<AnchorRequest> anchors;
   std::string saveModel;
   // Validation (validation.hpp): a held-out data set laid out like --data, evaluated every

@@ -262,6 +262,7 @@ int train(const TrainOptions& o, std::ostream& out) {
   }
   options.accumulationAndReplicationReductionType =
       o.reduction == "mean" ? ReductionType::Mean : ReductionType::Sum;
+  options.batchNormRunningVariance = o.batchNormRunningVariance;
 
   std::map<TensorId, AnchorReturnType> anchors{{loss, AnchorReturnType("ALL")}};
   for (const auto& a : o.anchors) {

@@ -4,6 +4,7 @@
 // src/ir/ops/norm_ops.cpp.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "device/kernel.hpp"
@@ -332,6 +333,23 @@ bool batchNormTraining(const KernelSpec& spec) {
   return present > 1;
 }
 
+// What running_var gets of the batch's population variance: 1 (ONNX, running_variance =
+// "population"), or M / (M - 1) with M values per channel (PyTorch's unbiased estimator,
+// "unbiased"; the IR refuses M = 1 in training, this repeats the check for a kernel built
+// directly).
+double runningVarianceFactor(const KernelSpec& spec, const ChannelGeometry& g, bool training) {
+  const std::string estimator = spec.attrs.getString("running_variance", "population");
+  if (estimator == "population" || !training) return 1.0;
+  if (estimator != "unbiased") {
+    spec.fail("running_variance is \"{}\"; expected \"population\" or \"unbiased\"", estimator);
+  }
+  const int64_t m = g.perChannel();
+  if (m < 2) {
+    spec.fail("the unbiased running variance needs more than one value per channel, got {}", m);
+  }
+  return static_cast<double>(m) / static_cast<double>(m - 1);
+}
+
 // What BatchNormalization and its gradient share: the geometry of X, the attributes, and each
 // channel's statistics (the batch's in training, else the running ones).
 struct BatchNormConfig {
@@ -339,11 +357,17 @@ struct BatchNormConfig {
   float eps;
   float momentum;
   bool training = false;
+  double runningVarFactor = 1.0;  // runningVarianceFactor, set with `training`
 
   BatchNormConfig(const KernelSpec& spec, const TensorInfo& x)
       : geo(channelGeometry(spec, x)),
         eps(spec.attrs.getFloat("epsilon")),
         momentum(spec.attrs.getFloat("momentum")) {}
+
+  void setTraining(const KernelSpec& spec, bool on) {
+    training = on;
+    runningVarFactor = runningVarianceFactor(spec, geo, on);
+  }
 
   void stats(const float* x, const float* inMean, const float* inVar, int64_t c, double& mean,
              double& var) const {
@@ -534,7 +558,7 @@ class BatchNormKernel final : public Kernel {
       : cfg_(spec, spec.inputs.at(0)),
         xLayout_(spec.inputLayout(0)),
         yLayout_(spec.outputLayout(0)) {
-    cfg_.training = batchNormTraining(spec);
+    cfg_.setTraining(spec, batchNormTraining(spec));
   }
 
   void run(const KernelIO& io) override {
@@ -569,7 +593,8 @@ class BatchNormKernel final : public Kernel {
       if (io.hasOut(1))
         io.out(1).data<float>()[c] = static_cast<float>(m * inMean[c] + (1 - m) * mean);
       if (io.hasOut(2))
-        io.out(2).data<float>()[c] = static_cast<float>(m * inVar[c] + (1 - m) * var);
+        io.out(2).data<float>()[c] =
+            static_cast<float>(m * inVar[c] + (1 - m) * cfg_.runningVarFactor * var);
       if (io.hasOut(3)) io.out(3).data<float>()[c] = f.mu;
       if (io.hasOut(4)) io.out(4).data<float>()[c] = static_cast<float>(var);
     }
@@ -663,9 +688,9 @@ struct GradCoeffs {
 };
 
 // Training: dX = scale*inv*(dY - mean(dY) - xhat*mean(dY*xhat)) + dMeanTotal/M +
-// dVarTotal*2*(x-mean)/M, where M = N*S and dMeanTotal = (1-momentum)*dRunningMean + dSavedMean
-// (likewise for the variance). Inference: dX = dY*scale*inv. Both: dScale = sum(dY*xhat), dB =
-// sum(dY).
+// dVarTotal*2*(x-mean)/M, where M = N*S, dMeanTotal = (1-momentum)*dRunningMean + dSavedMean and
+// dVarTotal = (1-momentum)*factor*dRunningVar + dSavedVar (factor: runningVarianceFactor).
+// Inference: dX = dY*scale*inv. Both: dScale = sum(dY*xhat), dB = sum(dY).
 class BatchNormGradKernel final : public Kernel {
  public:
   explicit BatchNormGradKernel(const KernelSpec& spec)
@@ -673,7 +698,7 @@ class BatchNormGradKernel final : public Kernel {
         dyLayout_(spec.inputLayout(0)),
         xLayout_(spec.inputLayout(1)),
         dxLayout_(spec.outputLayout(0)) {
-    cfg_.training = spec.attrs.getInt("training_mode") != 0;
+    cfg_.setTraining(spec, spec.attrs.getInt("training_mode") != 0);
   }
 
   void run(const KernelIO& io) override {
@@ -720,7 +745,7 @@ class BatchNormGradKernel final : public Kernel {
     const double keep = 1.0 - cfg_.momentum;
     double dMeanTotal = 0, dVarTotal = 0;
     if (io.hasIn(5)) dMeanTotal += keep * io.in(5).data<float>()[c];
-    if (io.hasIn(6)) dVarTotal += keep * io.in(6).data<float>()[c];
+    if (io.hasIn(6)) dVarTotal += keep * cfg_.runningVarFactor * io.in(6).data<float>()[c];
     if (io.hasIn(7)) dMeanTotal += io.in(7).data<float>()[c];
     if (io.hasIn(8)) dVarTotal += io.in(8).data<float>()[c];
     g.k1 = static_cast<float>(s.sumDy / m);

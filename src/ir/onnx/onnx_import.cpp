@@ -267,7 +267,18 @@ void checkOpsAreKnown(const onnx::GraphProto& g, const std::map<std::string, int
               gaps.size() == 1 ? "" : "s", list);
 }
 
+// The producer torch.onnx.export names in every model it writes.
+constexpr const char* kPyTorchProducer = "pytorch";
+
+BatchNormRunningVariance resolveRunningVariance(BatchNormRunningVariance choice,
+                                                const onnx::ModelProto& model) {
+  if (choice != BatchNormRunningVariance::Auto) return choice;
+  return model.producer_name() == kPyTorchProducer ? BatchNormRunningVariance::PyTorch
+                                                   : BatchNormRunningVariance::Onnx;
+}
+
 void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOptions& options,
+                BatchNormRunningVariance runningVariance,
                 std::map<TensorId, HostTensor>& groupedValues) {
   const onnx::GraphProto& g = model.graph();
   const auto opsets = onnxutil::opsetImports(model);
@@ -357,6 +368,12 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
     spec.outputs.assign(node.output().begin(), node.output().end());
     spec.numOutputs = node.output_size();
     spec.attrs = convertAttributes(node, label);
+    if (spec.type == "BatchNormalization" && domain == kOnnxDomain) {
+      spec.attrs.set(
+          "running_variance",
+          std::string(runningVariance == BatchNormRunningVariance::PyTorch ? "unbiased"
+                                                                           : "population"));
+    }
     spec.name = node.name();
     spec.phase = Phase::Forward;
     auto v = opsets.find(domain);
@@ -467,6 +484,28 @@ void checkOnnxModel(const std::string& modelPathOrBytes) {
   }
 }
 
+BatchNormRunningVariance parseBatchNormRunningVariance(const std::string& text,
+                                                       const std::string& what) {
+  for (auto v : {BatchNormRunningVariance::Onnx, BatchNormRunningVariance::PyTorch,
+                 BatchNormRunningVariance::Auto}) {
+    if (text == batchNormRunningVarianceName(v)) return v;
+  }
+  throw error(
+      "{} = \"{}\" is not a BatchNormalization running-variance convention: expected \"onnx\" "
+      "(the population variance, as ONNX defines it), \"pytorch\" (the unbiased variance, as "
+      "PyTorch keeps it) or \"auto\" (PyTorch's when the model's producer is pytorch)",
+      what, text);
+}
+
+const char* batchNormRunningVarianceName(BatchNormRunningVariance v) {
+  switch (v) {
+    case BatchNormRunningVariance::Onnx: return "onnx";
+    case BatchNormRunningVariance::PyTorch: return "pytorch";
+    case BatchNormRunningVariance::Auto: return "auto";
+  }
+  return "?";
+}
+
 OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportOptions& options) {
   onnxutil::ModelSource src = onnxutil::loadModelSource(modelPathOrBytes);
   const onnx::ModelProto model = onnxutil::parseModel(src);
@@ -488,7 +527,9 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
         options.replicationFactor > 0
             ? options.replicationFactor
             : readReplicationFactor(onnxutil::metadataProps(model)).value_or(0));
-    buildGraph(*out.graph, model, options, out.groupedValues);
+    out.producerName = model.producer_name();
+    out.batchNormRunningVariance = resolveRunningVariance(options.batchNormRunningVariance, model);
+    buildGraph(*out.graph, model, options, out.batchNormRunningVariance, out.groupedValues);
   } catch (const internal_error&) {
     throw;
   } catch (const error& e) {

@@ -34,6 +34,22 @@ inline constexpr int kMinOnnxOpset = 7;
 inline constexpr int kMaxOnnxOpset = 17;
 inline constexpr int kGraphcoreOpset = 1;
 
+// The running variance that a BatchNormalization in training mode keeps (docs/onnx-import.md):
+//  - Onnx: the batch's population variance, as the ONNX operator defines it (the default);
+//  - PyTorch: the unbiased variance (times M / (M - 1), M values per channel), as PyTorch's
+//    BatchNorm keeps it; training with one value per channel is then an error, as in PyTorch;
+//  - Auto: PyTorch's when the model's producer_name is "pytorch" (what torch.onnx.export
+//    writes), else ONNX's.
+// The normalisation itself uses the population variance under every choice. The import sets the
+// choice on each BatchNormalization as its running_variance attribute (ir/ops/norm_ops.cpp).
+enum class BatchNormRunningVariance { Onnx, PyTorch, Auto };
+
+// "onnx", "pytorch" or "auto"; anything else throws xtrain::error naming `what` (the option the
+// text came from) and the value.
+BatchNormRunningVariance parseBatchNormRunningVariance(const std::string& text,
+                                                       const std::string& what);
+const char* batchNormRunningVarianceName(BatchNormRunningVariance v);
+
 struct OnnxImportOptions {
   // Type and shape of stream inputs, overriding the model's (needed when the model's dims are
   // symbolic).
@@ -49,6 +65,8 @@ struct OnnxImportOptions {
   // Evaluates ops on constant inputs for constant folding (the session passes its kernels'); empty:
   // only Shape and Size are folded.
   ConstantEvaluator evaluateConstants;
+  // BatchNormalization's running variance (see BatchNormRunningVariance).
+  BatchNormRunningVariance batchNormRunningVariance = BatchNormRunningVariance::Onnx;
 };
 
 struct OnnxModel {
@@ -63,6 +81,10 @@ struct OnnxModel {
   // The initial values of grouped weights, [groups] + shape (see
   // OnnxImportOptions::replicationFactor).
   std::map<TensorId, HostTensor> groupedValues;
+  // The model's producer_name ("pytorch", "xtrain", ...; empty when it gives none).
+  std::string producerName;
+  // OnnxImportOptions::batchNormRunningVariance resolved for this model: Onnx or PyTorch.
+  BatchNormRunningVariance batchNormRunningVariance = BatchNormRunningVariance::Onnx;
 };
 
 // modelPathOrBytes: a file path if such a file exists, else serialized ModelProto bytes.

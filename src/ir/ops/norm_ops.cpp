@@ -1,6 +1,7 @@
 // Normalisation ops: LayerNormalization and BatchNormalization (ai.onnx), and their gradients
 // LayerNormGrad and BatchNormGrad (ai.xtrain).
 #include <algorithm>
+#include <string>
 
 #include "ir/op_registry.hpp"
 #include "ir/ops/norm_grad.hpp"
@@ -116,6 +117,19 @@ bool batchNormTraining(const Op& op) {
   return present > 1;
 }
 
+// BatchNormalization's running_variance attribute (see the op below): absent means ONNX's
+// "population"; any other value than the two is an error naming it.
+std::string runningVarianceOf(const Op& op) {
+  std::string v = op.attrs.getString("running_variance", "population");
+  if (v != "population" && v != "unbiased") {
+    throw error(
+        "{}: running_variance is \"{}\"; expected \"population\" (ONNX's running variance) or "
+        "\"unbiased\" (PyTorch's)",
+        op.describe(), v);
+  }
+  return v;
+}
+
 // BatchNormalization (ai.onnx opsets 9-15; X is N x C x D1..Dk with k >= 0).
 // Canonical form: inputs X, scale, B, input_mean, input_var (all but X FLOAT [C]); attributes
 // epsilon (default 1e-5) and momentum (default 0.9) always set; training_mode (int) set for opset
@@ -126,7 +140,13 @@ bool batchNormTraining(const Op& op) {
 //   running_mean = momentum * input_mean + (1 - momentum) * batch_mean
 //   running_var  = momentum * input_var  + (1 - momentum) * batch_var
 // where batch_var is the population variance (divides by N*D1*..*Dk, not N*D1*..*Dk - 1), the same
-// variance that normalises Y. Inference mode normalises with input_mean/input_var and has only Y.
+// variance that normalises Y. xtrain's own attribute running_variance (string, canonicalised to
+// "population" when absent) chooses that estimator for running_var: "population" is ONNX's,
+// "unbiased" is PyTorch's (batch_var * M / (M - 1), M = N*D1*..*Dk values per channel; Y is still
+// normalised with the population variance, as in PyTorch). The ONNX import sets it
+// (OnnxImportOptions::batchNormRunningVariance); no ONNX file carries it. "unbiased" needs M > 1 in
+// training, as PyTorch does ("Expected more than 1 value per channel when training"): M = 1 is an
+// error at shape inference. Inference mode normalises with input_mean/input_var and has only Y.
 // Gradients flow to X, scale and B through BatchNormGrad (both modes; in training mode gradients
 // arriving at running_mean/running_var/saved_* reach X through the batch statistics). input_mean
 // and input_var get no gradient: they are statistics, not trainable.
@@ -148,6 +168,7 @@ XT_REGISTER_OP([] {
     }
     op.attrs.erase("spatial");
     op.attrs.erase("is_test");
+    op.attrs.set("running_variance", runningVarianceOf(op));
   };
   d.infer = [](const ShapeContext& ctx) {
     const Op& op = ctx.op();
@@ -182,6 +203,14 @@ XT_REGISTER_OP([] {
       ctx.fail("training mode needs a non-empty batch to compute statistics, X is {}",
                x.toString());
     }
+    if (training && c > 0 && x.nelms() / c == 1 && runningVarianceOf(op) == "unbiased") {
+      ctx.fail(
+          "X is {}: one value per channel, whose unbiased variance (running_variance = "
+          "\"unbiased\", PyTorch's convention) is undefined; PyTorch refuses such a batch in "
+          "training too (\"Expected more than 1 value per channel when training\"). Give each "
+          "channel more than one value (a larger batch), or use ONNX's population variance",
+          x.toString());
+    }
     const TensorInfo stat(x.dataType(), {c});
     return std::vector<TensorInfo>{x, stat, stat, stat, stat};
   };
@@ -192,6 +221,7 @@ XT_REGISTER_OP([] {
     a.set("epsilon", g.attrs().getFloat("epsilon"));
     a.set("momentum", g.attrs().getFloat("momentum"));
     a.set("training_mode", int64_t{training ? 1 : 0});
+    a.set("running_variance", runningVarianceOf(op));
     std::vector<TensorId> ins = {g.gradOutOrZeros(0), g.input(0), g.input(1)};
     if (training) {
       ins.insert(ins.end(), {TensorId(), TensorId()});
@@ -208,7 +238,9 @@ XT_REGISTER_OP([] {
 }());
 
 // BatchNormGrad (ai.xtrain): inputs dY, X, scale, mean?, var?, dRunningMean?, dRunningVar?,
-// dSavedMean?, dSavedVar?; attributes epsilon, momentum, training_mode. In training mode the batch
+// dSavedMean?, dSavedVar?; attributes epsilon, momentum, training_mode, running_variance (the
+// forward's: with "unbiased", dRunningVar reaches the batch variance times M / (M - 1)). In
+// training mode the batch
 // statistics are recomputed from X and mean/var are absent; in inference mode mean/var are the
 // forward's input_mean and input_var. Outputs dX (X's info), dScale [C], dB [C].
 XT_REGISTER_OP([] {
