@@ -1,6 +1,7 @@
 #include "checkpoint/dataset_storage.hpp"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "common/checked_math.hpp"
@@ -15,15 +16,43 @@ struct ChunkShape {
   bool filtered = false;
 };
 
-ChunkShape chunkShapeOf(hid_t plist, int64_t rank, size_t fileElementSize,
+std::string joined(const std::vector<hsize_t>& dims, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) out += ", ";
+    out += dims[i] == H5S_UNLIMITED ? std::string("unlimited") : std::to_string(dims[i]);
+  }
+  return out;
+}
+
+// HDF5 writes no chunk dimension larger than a fixed dimension of its dataset (H5Dcreate refuses
+// one) and does not check that when it reads: a chunk shape damaged into [5, 16711684] for a
+// [64, 4] dataset makes H5Dread copy far past its buffers (a SIGSEGV inside libhdf5, h5dump's
+// too). (A chunk dimension of 0 or a chunk of 4 GiB HDF5 refuses itself, when the dataset opens.)
+ChunkShape chunkShapeOf(hid_t ds, hid_t plist, int64_t rank, size_t fileElementSize,
                         const std::string& where) {
-  std::vector<hsize_t> chunkDims(static_cast<size_t>(std::max<int64_t>(rank, 1)));
-  if (H5Pget_chunk(plist, static_cast<int>(chunkDims.size()), chunkDims.data()) != rank) {
+  const auto dimCount = static_cast<size_t>(std::max<int64_t>(rank, 1));
+  std::vector<hsize_t> chunkDims(dimCount);
+  if (H5Pget_chunk(plist, static_cast<int>(dimCount), chunkDims.data()) != rank) {
     throw error("{}: its chunk shape cannot be read: the file is damaged", where);
   }
+  std::vector<hsize_t> dims(dimCount);
+  std::vector<hsize_t> maxDims(dimCount);
+  H5Handle space(H5Dget_space(ds), H5Sclose);
+  if (!space.valid() ||
+      H5Sget_simple_extent_dims(space.get(), dims.data(), maxDims.data()) != rank) {
+    throw error("{}: its shape cannot be read: the file is damaged", where);
+  }
+  const auto count = static_cast<size_t>(rank);
   ChunkShape shape{fileElementSize, H5Pget_nfilters(plist) != 0};
-  for (hsize_t d : chunkDims) {
-    if (__builtin_mul_overflow(shape.bytes, d, &shape.bytes)) {
+  for (size_t i = 0; i < count; ++i) {
+    if (chunkDims[i] == 0 || (maxDims[i] != H5S_UNLIMITED && chunkDims[i] > maxDims[i])) {
+      throw error(
+          "{}: its chunk shape [{}] does not fit its shape [{}] (at most [{}]): the file is "
+          "damaged",
+          where, joined(chunkDims, count), joined(dims, count), joined(maxDims, count));
+    }
+    if (__builtin_mul_overflow(shape.bytes, chunkDims[i], &shape.bytes)) {
       throw error("{}: its chunk shape overflows: the file is damaged", where);
     }
   }
@@ -99,7 +128,7 @@ void checkChunkTotals(hid_t ds, hsize_t chunks, const ChunkShape& shape, hsize_t
 // H5Dchunk_iter. Small indexes are checked chunk by chunk, large ones by their totals.
 void checkChunks(hid_t ds, hid_t plist, int64_t rank, size_t fileElementSize, hsize_t fileSize,
                  const std::string& where) {
-  const ChunkShape shape = chunkShapeOf(plist, rank, fileElementSize, where);
+  const ChunkShape shape = chunkShapeOf(ds, plist, rank, fileElementSize, where);
   requireDecodableFilters(plist, where);
   // The dataset's own dataspace (all of it selected), not H5S_ALL: 1.10.8 takes only a real
   // dataspace id there and fails on H5S_ALL ("invalid dataspace identifier"), which once refused

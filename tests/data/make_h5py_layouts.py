@@ -39,6 +39,13 @@ get_chunk_info, so they are the fields HDF5 reads):
                     one by one (src/checkpoint/dataset_storage.hpp)
   many-short.h5     many.h5 with chunk 1500 recorded as 4 bytes
   many-far.h5       many.h5 with chunk 1500 recorded at 2^40
+
+Damaged copies with one dimension of x's chunk shape (in its layout message) overwritten, shapes
+HDF5 never writes and once read past its buffers (a SIGSEGV inside H5Dread):
+
+  chunkshape-wide.h5  train-gzip.h5 with x's chunk (5, 4) made (5, 16711684): a one-byte flip
+  chunkshape-zero.h5  train-gzip.h5 with x's chunk made (0, 4)
+  chunkshape-huge.h5  unlimited.h5 with x's chunk dimension 0 made 2^30: 20 GiB chunks
 """
 import struct
 import os
@@ -73,6 +80,20 @@ def damage(src, dst, name, chunk, field, value):
         struct.pack_into("<Q", data, at, value)
     else:
         struct.pack_into("<I", data, size_at, value)
+    open(dst, "wb").write(bytes(data))
+
+
+def damage_chunk_shape(src, dst, name, dim, value):
+    """Copies src to dst with dimension `dim` of dataset `name`'s chunk shape made `value`."""
+    with h5py.File(src, "r") as f:
+        d = f[name]
+        fields = list(d.chunks) + [d.dtype.itemsize]
+    data = bytearray(open(src, "rb").read())
+    # A version 3 layout message stores the chunk shape, then the element size, 4 bytes each.
+    shape = struct.pack("<%dI" % len(fields), *fields)
+    at = data.find(shape)
+    assert at > 0 and data.find(shape, at + 1) < 0, "the chunk shape is not unique"
+    struct.pack_into("<I", data, at + 4 * dim, value)
     open(dst, "wb").write(bytes(data))
 
 
@@ -141,6 +162,11 @@ def main(out):
     with h5py.File(os.path.join(out, "train-gzip.h5"), "w") as f:
         f.create_dataset("x", data=tx, chunks=(5, 4), compression="gzip", shuffle=True)
         f.create_dataset("y", data=ty, chunks=(5,), compression="gzip", shuffle=True)
+    train_gzip = os.path.join(out, "train-gzip.h5")
+    damage_chunk_shape(train_gzip, os.path.join(out, "chunkshape-wide.h5"), "x", 1, 16711684)
+    damage_chunk_shape(train_gzip, os.path.join(out, "chunkshape-zero.h5"), "x", 0, 0)
+    damage_chunk_shape(os.path.join(out, "unlimited.h5"), os.path.join(out, "chunkshape-huge.h5"),
+                       "x", 0, 1 << 30)
     with h5py.File(os.path.join(out, "train-huge.h5"), "w") as f:
         hx = tx.copy()
         hx[37, 2] = 3e38
