@@ -49,6 +49,7 @@ int main() {
   SET(throwIfLog2ScaleTensorNotInRange, false)
   SET(enableSupportedDataTypeCasting, false)
   SET(groupNormStridedChannelGrouping, true)
+  SET(batchNormRunningVariance, std::string("pytorch"))
   SET(strictOpVersions, false)
   SET(enableFullyConnectedPass, false)
   SET(enableSerializedMatmuls, false)
