@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "checkpoint/dataset_reader.hpp"
+#include "dataset_testing.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/file_testing.hpp"
 #include "testing/h5py_files.hpp"
@@ -21,6 +22,8 @@
 namespace xtrain::checkpoint {
 namespace {
 
+using testing::readEveryDataset;
+using testing::statusOfChild;
 using xtrain::testing::errorOf;
 using xtrain::testing::readFileBytes;
 using xtrain::testing::writeFileBytes;
@@ -118,7 +121,8 @@ TEST_F(H5pyLayouts, DamagedChunkShapesAreRefusedByName) {
     DatasetReader r(path("chunkshape-wide.h5"));
     const std::string msg = errorOf([&] { r.info("x"); });
     EXPECT_CONTAINS(msg, "dataset 'x'");
-    EXPECT_CONTAINS(msg, "its chunk shape [5, 16711684] does not fit its shape [64, 4] (at most [64, 4])");
+    EXPECT_CONTAINS(
+        msg, "its chunk shape [5, 16711684] does not fit its shape [64, 4] (at most [64, 4])");
     EXPECT_CONTAINS(msg, "the file is damaged");
   }
   // HDF5 refuses these two itself when the dataset opens.
@@ -251,21 +255,6 @@ TEST_F(H5pyLayouts, ValuesThatDoNotFitAreRefusedWithTheirStoredValue) {
   }
 }
 
-// Reads every dataset of `file` whole, as its own type, refusals caught: what xtrain does with it.
-void readEveryDataset(const std::string& file) {
-  DatasetReader r(file);
-  for (const auto& name : r.datasetNames()) {
-    try {
-      const TensorInfo info = r.info(name);
-      std::vector<int64_t> samples(static_cast<size_t>(info.shape()[0]));
-      for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<int64_t>(i);
-      std::vector<unsigned char> out(static_cast<size_t>(info.nbytes()));
-      r.readSamples(name, samples, info.dataType(), out.data());
-    } catch (const error&) {
-    }
-  }
-}
-
 // One flipped byte in the size of an h5py bool's enum type, or in its base's, made HDF5 1.10.8
 // fault inside H5Dopen (h5dump faults too): the raw header is checked before HDF5 decodes it.
 TEST_F(H5pyLayouts, AnEnumWhoseSizeIsNotItsBasesIsRefusedBeforeHdf5DecodesIt) {
@@ -280,22 +269,17 @@ TEST_F(H5pyLayouts, AnEnumWhoseSizeIsNotItsBasesIsRefusedBeforeHdf5DecodesIt) {
     std::string bytes = pristine;
     bytes[field] = static_cast<char>(bytes[field] ^ 0x5a);
     writeFileBytes(file, bytes);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      ::alarm(20);
+    const int status = statusOfChild([&] {
       DatasetReader r(file);
       for (const auto& name : r.datasetNames()) {
         try {
           r.info(name);
         } catch (const error& e) {
-          if (std::string(e.what()).find("enum of") != std::string::npos) ::_exit(0);
+          if (std::string(e.what()).find("enum of") != std::string::npos) return 0;
         }
       }
-      ::_exit(3);  // nothing refused as a damaged enum
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
+      return 3;  // nothing refused as a damaged enum
+    });
     ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 0) << "no dataset was refused for its enum's size";
   }
@@ -318,18 +302,10 @@ TEST_F(H5pyLayouts, NoByteFlipOfAChunkedFileEndsTheProcess) {
       std::string bytes = pristine;
       bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
       writeFileBytes(file, bytes);
-      const pid_t child = ::fork();
-      ASSERT_GE(child, 0);
-      if (child == 0) {
-        ::alarm(20);  // a hang is a defect too: SIGALRM counts as a crash
-        try {
-          readEveryDataset(file);
-        } catch (const std::exception&) {
-        }
-        ::_exit(0);
-      }
-      int status = 0;
-      ASSERT_EQ(::waitpid(child, &status, 0), child);
+      const int status = statusOfChild([&] {
+        readEveryDataset(file);
+        return 0;
+      });
       if (WIFSIGNALED(status) && crashes++ == 0) {
         first = std::string(name) + " offset " + std::to_string(at) + ": signal " +
                 std::to_string(WTERMSIG(status));

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "dataset_testing.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
@@ -19,6 +20,8 @@
 namespace xtrain::checkpoint {
 namespace {
 
+using testing::readEveryDataset;
+using testing::statusOfChild;
 using xtrain::testing::errorOf;
 using xtrain::testing::readFileBytes;
 using xtrain::testing::writeFileBytes;
@@ -177,18 +180,13 @@ TEST_F(DatasetReaderDamage, NoSingleByteFlipEndsTheProcess) {
     std::string bytes = pristine;
     bytes[at] = static_cast<char>(bytes[at] ^ 0x5a);
     writeFileBytes(file, bytes);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      ::alarm(20);  // a hang is a defect too: SIGALRM ends the child and counts as a crash
+    const int status = statusOfChild([&] {
       try {
         readAll(file);
       } catch (const std::exception&) {
       }
-      ::_exit(0);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
+      return 0;
+    });
     if (WIFSIGNALED(status)) {
       if (crashes++ == 0) {
         // Kept for a look: the flipped file that ended the reader.
@@ -209,31 +207,9 @@ TEST_F(DatasetReaderDamage, FuzzerFoundDataFilesAreRefusedNotAFault) {
     if (entry.path().extension() != ".h5") continue;
     ++files;
     SCOPED_TRACE(entry.path().filename().string());
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      ::alarm(20);
-      int refused = 0;
-      try {
-        DatasetReader r(entry.path().string());
-        for (const auto& name : r.datasetNames()) {
-          try {
-            const TensorInfo info = r.info(name);
-            std::vector<int64_t> samples(static_cast<size_t>(info.shape()[0]));
-            for (size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<int64_t>(i);
-            std::vector<unsigned char> out(static_cast<size_t>(info.nbytes()));
-            r.readSamples(name, samples, info.dataType(), out.data());
-          } catch (const error&) {
-            ++refused;
-          }
-        }
-      } catch (const error&) {
-        ++refused;
-      }
-      ::_exit(refused > 0 ? 0 : 3);  // each file is damaged: something must be refused
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    // Each file is damaged: something in it must be refused.
+    const int status =
+        statusOfChild([&] { return readEveryDataset(entry.path().string()) > 0 ? 0 : 3; });
     EXPECT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
     EXPECT_EQ(WEXITSTATUS(status), 0) << "nothing in the damaged file was refused";
   }

@@ -18,6 +18,7 @@
 #include "testing/error_testing.hpp"
 #include "testing/process_testing.hpp"
 #include "testing/scratch_dir.hpp"
+#include "timeline_testing.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::testing {
@@ -40,20 +41,9 @@ std::vector<json> eventsOf(const json& trace, const std::string& ph) {
   return out;
 }
 
-class Timeline : public ScratchDirTest {
+class Timeline : public TimelineTest {
  protected:
-  void TearDown() override {
-    timeline::stop();
-    ScratchDirTest::TearDown();
-  }
-  timeline::Config config(size_t capacity = 1024) const {
-    timeline::Config c;
-    c.path = (dir_ / "trace.json").string();
-    c.instance = 2;
-    c.processName = "instance 2 (host test)";
-    c.capacity = capacity;
-    return c;
-  }
+  Timeline() : TimelineTest(2) {}
 };
 
 TEST_F(Timeline, RecordsNothingWhenNotStarted) {

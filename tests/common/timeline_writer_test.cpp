@@ -16,6 +16,7 @@
 #include "testing/planted_files.hpp"
 #include "testing/process_testing.hpp"
 #include "testing/scratch_dir.hpp"
+#include "timeline_testing.hpp"
 
 namespace xtrain::testing {
 namespace {
@@ -34,20 +35,7 @@ std::vector<std::string> eventNames(const fs::path& path) {
   return names;
 }
 
-class TimelineWriter : public ScratchDirTest, public ::testing::WithParamInterface<PlantKind> {
- protected:
-  void TearDown() override {
-    timeline::stop();
-    ScratchDirTest::TearDown();
-  }
-  timeline::Config config(size_t capacity = 1024) const {
-    timeline::Config c;
-    c.path = path("trace.json");
-    c.processName = "instance 0 (host test)";
-    c.capacity = capacity;
-    return c;
-  }
-};
+class TimelineWriter : public TimelineTest, public ::testing::WithParamInterface<PlantKind> {};
 
 TEST_P(TimelineWriter, NothingPlantedBesideThePathIsWrittenThrough) {
   PlantedTemporaries planted(path("victim"));

@@ -114,6 +114,25 @@ std::map<std::string, std::string> recordedEnvironment(const std::string& dir, i
   return out;
 }
 
+std::vector<std::string> resumableTraining(const std::string& program,
+                                           const std::string& checkpointDir) {
+  return {program,
+          "--steps",
+          "20",
+          "--lr",
+          "0.05",
+          "--momentum",
+          "0.9",
+          "--checkpoint-dir",
+          checkpointDir,
+          "--checkpoint-every",
+          "5",
+          "--resume",
+          "auto",
+          "--save-model",
+          checkpointDir + ".onnx"};
+}
+
 std::set<std::string> recordedJobIds(const std::string& dir) {
   std::set<std::string> ids;
   std::error_code ec;

@@ -133,30 +133,17 @@ class XrunRestartTraining : public XrunRestart {
   // Trains 20 steps with a checkpoint every 5 into dir_/name, the model saved as dir_/name.onnx.
   ProcessResult train(const std::string& name, const std::string& killAt, bool damage = false) {
     const std::string ckpt = dir_ + "/" + name;
-    return xrun({"-n",
-                 "2",
-                 "--max-restarts",
-                 "2",
-                 "-x",
-                 "KILL_AT=" + killAt,
-                 "-x",
-                 "DAMAGE=" + (damage ? ckpt : std::string()),
-                 wrapper_,
-                 "--steps",
-                 "20",
-                 "--lr",
-                 "0.05",
-                 "--momentum",
-                 "0.9",
-                 "--checkpoint-dir",
-                 ckpt,
-                 "--checkpoint-every",
-                 "5",
-                 "--resume",
-                 "auto",
-                 "--save-model",
-                 ckpt + ".onnx"},
-                120);
+    std::vector<std::string> args{"-n",
+                                  "2",
+                                  "--max-restarts",
+                                  "2",
+                                  "-x",
+                                  "KILL_AT=" + killAt,
+                                  "-x",
+                                  "DAMAGE=" + (damage ? ckpt : std::string())};
+    const std::vector<std::string> training = resumableTraining(wrapper_, ckpt);
+    args.insert(args.end(), training.begin(), training.end());
+    return xrun(args, 120);
   }
 
   // The final checkpoints (xckpt diff: every dataset equal) and the saved models are bit-identical.
@@ -214,28 +201,10 @@ TEST_F(XrunRestartTraining, InstancesKilledBeforeTheCheckpointDirectoryExistsRes
   ASSERT_EQ(train("whole", "").exitCode, 0);
   clearRecords();
   const std::string ckpt = dir_ + "/started";
-  const ProcessResult r = xrun({"-n",
-                                "2",
-                                "--max-restarts",
-                                "1",
-                                "-x",
-                                "KILL_ON_START=1",
-                                wrapper_,
-                                "--steps",
-                                "20",
-                                "--lr",
-                                "0.05",
-                                "--momentum",
-                                "0.9",
-                                "--checkpoint-dir",
-                                ckpt,
-                                "--checkpoint-every",
-                                "5",
-                                "--resume",
-                                "auto",
-                                "--save-model",
-                                ckpt + ".onnx"},
-                               120);
+  std::vector<std::string> args{"-n", "2", "--max-restarts", "1", "-x", "KILL_ON_START=1"};
+  const std::vector<std::string> training = resumableTraining(wrapper_, ckpt);
+  args.insert(args.end(), training.begin(), training.end());
+  const ProcessResult r = xrun(args, 120);
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.err.find("xrun: restart 1 of 1: instance "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("are gone"), std::string::npos) << r.err;

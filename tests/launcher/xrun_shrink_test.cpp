@@ -227,21 +227,7 @@ class XrunShrink : public ::testing::Test {
 
   // 20 steps, a checkpoint every 5, into dir_/name (the model saved as dir_/name.onnx).
   std::vector<std::string> training(const std::string& name) const {
-    return {wrapper_,
-            "--steps",
-            "20",
-            "--lr",
-            "0.05",
-            "--momentum",
-            "0.9",
-            "--checkpoint-dir",
-            dir_ + "/" + name,
-            "--checkpoint-every",
-            "5",
-            "--resume",
-            "auto",
-            "--save-model",
-            dir_ + "/" + name + ".onnx"};
+    return resumableTraining(wrapper_, dir_ + "/" + name);
   }
 
   std::map<std::string, std::string> seen(int restart, int i) const {

@@ -7,21 +7,11 @@ write that did not finish is skipped, with a note; a malformed line anywhere els
 million steps are drawn within the test's time-out (the running mean was quadratic before).
 """
 import os
-import shutil
-import subprocess
-import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "plot-metrics"))
-PYTHON = "/usr/bin/python3"
+from plot_testing import PlotScriptTest, have_plotting
 
 GOOD = '{"step":%d,"epoch":0.5,"loss":2.0,"lr":0.01,"samples_per_s":100,"wall_time":1.5}'
-
-
-def have_plotting():
-    return subprocess.run([PYTHON, "-c", "import matplotlib, numpy"],
-                          capture_output=True).returncode == 0
 
 
 def lines(*texts):
@@ -29,45 +19,19 @@ def lines(*texts):
 
 
 @unittest.skipUnless(have_plotting(), "no matplotlib/numpy for /usr/bin/python3")
-class PlotMetrics(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="plot-metrics-test-")
-        self.out = os.path.join(self.tmp, "out.png")
+class PlotMetrics(PlotScriptTest):
+    SCRIPT = "plot-metrics"
 
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def write(self, name, content):
-        path = os.path.join(self.tmp, name)
-        with open(path, "wb") as f:
-            f.write(content.encode() if isinstance(content, str) else content)
-        return path
-
-    def run_script(self, *args, timeout=60):
-        return subprocess.run([SCRIPT] + list(args), capture_output=True, text=True,
-                              errors="replace", timeout=timeout)
+    def arguments(self, path, out, extra):
+        return [path, "-o", out] + list(extra)
 
     def drawn(self, path):
         r = self.run_script(path, "-o", self.out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("Traceback", r.stderr)
-        with open(self.out, "rb") as f:
-            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertPicture(self.out)
         os.unlink(self.out)
         return r
-
-    def refused(self, path, *needles, out=None):
-        out = out or self.out
-        r = self.run_script(path, "-o", out)
-        err = r.stderr.splitlines()
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertNotIn("Traceback", r.stderr)
-        self.assertEqual(len(err), 1, r.stderr)
-        self.assertTrue(err[0].startswith("plot-metrics: "), r.stderr)
-        for needle in needles:
-            self.assertIn(needle, err[0])
-        if out == self.out:
-            self.assertFalse(os.path.exists(out), "wrote a picture of bad input")
 
     def test_a_torn_last_line_is_skipped_with_a_note(self):
         whole = lines(GOOD % 1, GOOD % 2)

@@ -6,20 +6,10 @@ trace of 2 million events is drawn well within the test's time-out (it took over
 every event was an artist of its own).
 """
 import os
-import shutil
 import stat
-import subprocess
-import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.normpath(os.path.join(HERE, "..", "..", "scripts", "plot-trace"))
-PYTHON = "/usr/bin/python3"
-
-
-def have_plotting():
-    return subprocess.run([PYTHON, "-c", "import matplotlib, numpy"],
-                          capture_output=True).returncode == 0
+from plot_testing import PlotScriptTest, have_plotting
 
 
 def metadata(pid=1, tid=1000):
@@ -44,44 +34,17 @@ def op(**fields):
 
 
 @unittest.skipUnless(have_plotting(), "no matplotlib/numpy for /usr/bin/python3")
-class PlotTrace(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="plot-trace-test-")
-        self.out = os.path.join(self.tmp, "out.png")
+class PlotTrace(PlotScriptTest):
+    SCRIPT = "plot-trace"
 
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def write(self, name, content):
-        path = os.path.join(self.tmp, name)
-        with open(path, "wb") as f:
-            f.write(content.encode() if isinstance(content, str) else content)
-        return path
-
-    def run_script(self, *args, timeout=60):
-        return subprocess.run([SCRIPT] + list(args), capture_output=True, text=True,
-                              errors="replace", timeout=timeout)
-
-    def refused(self, path, *needles, out=None, extra=()):
-        out = out or self.out
-        r = self.run_script(path, out, *extra)
-        lines = r.stderr.splitlines()
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertNotIn("Traceback", r.stderr)
-        self.assertEqual(len(lines), 1, r.stderr)
-        self.assertTrue(lines[0].startswith("plot-trace: "), r.stderr)
-        for needle in needles:
-            self.assertIn(needle, lines[0])
-        if out == self.out:
-            self.assertFalse(os.path.exists(out), "wrote a picture of bad input")
-        return lines[0]
+    def arguments(self, path, out, extra):
+        return [path, out] + list(extra)
 
     def test_a_real_shape_of_trace_is_drawn(self):
         path = self.write("ok.json", trace(GOOD, op(), op(ts="20", tid="3"), op(cat='"bucket"')))
         r = self.run_script(path, self.out, "--steps", "1:1")
         self.assertEqual(r.returncode, 0, r.stderr)
-        with open(self.out, "rb") as f:
-            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertPicture(self.out)
         self.assertIn("4 events, 3 tracks", r.stdout)
 
     def test_names_that_matplotlib_would_parse_are_drawn_as_they_are(self):

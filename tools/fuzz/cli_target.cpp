@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "boundary.hpp"
+#include "pristine.hpp"
 #include "targets.hpp"
 
 namespace xfuzz {
@@ -253,9 +254,7 @@ Command xbenchCommand(const Pristine& p, Rng& rng) {
 }  // namespace
 
 Case makeCliCase(const Pristine& p, const fs::path& caseDir, Rng& rng) {
-  fs::copy_file(p.dir / "model.onnx", caseDir / "model.onnx");
-  fs::copy_file(p.dir / "data.h5", caseDir / "data.h5");
-  copyTree(p.dir / "ckpts", caseDir / "ckpts");
+  copyPristineInputs(p, caseDir);
   makeNodes(p, caseDir);
   Case c;
   // The draw is the same with or without xbench, so a seed gives the same xtrain and xckpt cases.

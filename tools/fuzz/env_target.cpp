@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "boundary.hpp"
+#include "pristine.hpp"
 #include "targets.hpp"
 
 namespace xfuzz {
@@ -157,9 +158,7 @@ Command toolCommand(const Pristine& p, Rng& rng) {
 }  // namespace
 
 Case makeEnvCase(const Pristine& p, const fs::path& caseDir, Rng& rng) {
-  fs::copy_file(p.dir / "model.onnx", caseDir / "model.onnx");
-  fs::copy_file(p.dir / "data.h5", caseDir / "data.h5");
-  copyTree(p.dir / "ckpts", caseDir / "ckpts");
+  copyPristineInputs(p, caseDir);
   const Variable& var = rng.pick(variables());
   const std::string value = drawValue(var, rng);
   Command c = toolCommand(p, rng);

@@ -112,4 +112,10 @@ Pristine makePristine(const ToolRunner& tools, const fs::path& dir) {
   return p;
 }
 
+void copyPristineInputs(const Pristine& p, const fs::path& caseDir) {
+  fs::copy_file(p.dir / "model.onnx", caseDir / "model.onnx");
+  fs::copy_file(p.dir / "data.h5", caseDir / "data.h5");
+  copyTree(p.dir / "ckpts", caseDir / "ckpts");
+}
+
 }  // namespace xfuzz

@@ -14,4 +14,8 @@ struct ToolRunner;  // runner.hpp
 // Throws std::runtime_error saying which step failed and what the tool printed.
 Pristine makePristine(const ToolRunner& tools, const fs::path& dir);
 
+// Copies the pristine model, data set and checkpoint directory into a case's directory, for the
+// targets that run the tools on undamaged inputs (cli, env).
+void copyPristineInputs(const Pristine& p, const fs::path& caseDir);
+
 }  // namespace xfuzz
