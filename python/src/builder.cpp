@@ -242,14 +242,8 @@ CustomOpAttribute customAttribute(const std::string& name, py::handle v) {
                        " is not an int, a float, a str or a list of one of them");
 }
 
-}  // namespace
-
-void bindBuilder(py::module_& m) {
-  m.attr("defaultAiOnnxOpset") = kDefaultAiOnnxOpset;
-  m.attr("defaultAiGraphcoreOpset") = 1;
-
-  bindOpBuilders(m);
-
+// The context managers that Builder.nameScope and the attribute scopes return.
+void bindContextManagers(py::module_& m) {
   py::class_<NameContextManager>(m, "NameContextManager")
       .def("__enter__",
            [](py::object self) {
@@ -273,14 +267,10 @@ void bindBuilder(py::module_& m) {
         if (!stack.empty()) stack.pop_back();
         return false;
       });
+}
 
-  py::class_<PyBuilder> c(m, "Builder",
-                          "Builds an ONNX model: Builder(), Builder(\"model.onnx\") or "
-                          "Builder(modelProtoBytes).");
-  c.def(py::init(&makeBuilder), py::arg("modelProtoOrFilename") = py::none(),
-        py::arg("opsets") = py::none(), py::arg("builderCore") = py::none());
-
-  // Op builders (kept alive with their Builder).
+// Op builders (kept alive with their Builder).
+void bindOpsetProperties(py::class_<PyBuilder>& c) {
   c.def_property_readonly("aiOnnx", py::cpp_function(&defaultOnnxOpset, py::keep_alive<0, 1>()));
   for (int v = kMinAiOnnxOpset; v <= kMaxAiOnnxOpset; ++v) {
     c.def_property_readonly(
@@ -294,8 +284,10 @@ void bindBuilder(py::module_& m) {
                                           py::keep_alive<0, 1>());
   c.def_property_readonly("aiGraphcore", graphcore);
   c.def_property_readonly("aiGraphcoreOpset1", graphcore);
+}
 
-  // Inputs, initializers, outputs.
+// Inputs, initializers, outputs and custom ops.
+void bindInputsAndOutputs(py::class_<PyBuilder>& c) {
   c.def(
       "addInputTensor",
       [](PyBuilder& b, const TensorInfo& tensorInfo, const std::string& debugContext) {
@@ -377,8 +369,10 @@ void bindBuilder(py::module_& m) {
         return aiOnnx.attr("reshape")(py::make_tuple(args[0], newShape), debugContext);
       },
       py::arg("aiOnnx"), py::arg("args"), py::arg("shape"), py::arg("debugContext") = "");
+}
 
-  // The model and its tensors.
+// The model and its tensors.
+void bindModelQueries(py::class_<PyBuilder>& c) {
   c.def("getModelProto", [](PyBuilder& b) { return py::bytes(b.b().getModelProto()); });
   c.def(
       "saveModelProto",
@@ -428,8 +422,10 @@ void bindBuilder(py::module_& m) {
         b.b().setMetadata(key, value);
       },
       py::arg("key"), py::arg("value"));
+}
 
-  // Name scopes.
+// Name scopes.
+void bindNameScopes(py::class_<PyBuilder>& c) {
   c.def(
       "nameScope",
       [](PyBuilder& b, const std::string& name) {
@@ -441,9 +437,11 @@ void bindBuilder(py::module_& m) {
       "getNameScope",
       [](PyBuilder& b, const std::string& name) { return b.b().getNameScope(name); },
       py::arg("name") = "");
+}
 
-  // Annotations without effect (docs/python.md "## Builder"): context managers, per-node setters
-  // and their getters.
+// Annotations without effect (docs/python.md "## Builder"): context managers, per-node setters
+// and their getters.
+void bindAttributeScopes(py::class_<PyBuilder>& c) {
   struct ScopedAttr {
     const char* method;     // virtualGraph
     const char* attribute;  // the key of the stacks and the node map
@@ -506,6 +504,10 @@ void bindBuilder(py::module_& m) {
         return attributeScope(b, "commGroup", py::make_tuple(type, groupSize));
       },
       py::arg("type") = 0, py::arg("groupSize") = 0, py::keep_alive<0, 1>());
+}
+
+// Per-node settings recorded on the outputs they name (docs/python.md "## Builder").
+void bindNodeSettings(py::class_<PyBuilder>& c) {
   c.def(
       "recomputeOutputInBackwardPass",
       [](PyBuilder& b, const py::object& nodeOutputNames, const py::object& value) {
@@ -591,8 +593,10 @@ void bindBuilder(py::module_& m) {
                     "Builder.excludePatterns");
       },
       py::arg("nodeOutputName"), py::arg("patternNames"));
+}
 
-  // Not implemented: subgraphs.
+// Not implemented: subgraphs.
+void bindSubgraphs(py::class_<PyBuilder>& c) {
   c.def("createSubgraphBuilder", [](PyBuilder&) -> py::object {
     notImplemented("Builder.createSubgraphBuilder (subgraphs, call, loop, if)");
   });
@@ -602,6 +606,28 @@ void bindBuilder(py::module_& m) {
         notImplemented("Builder.addInputTensorFromParentGraph (subgraphs)");
       },
       py::arg("tensorId"));
+}
+
+}  // namespace
+
+void bindBuilder(py::module_& m) {
+  m.attr("defaultAiOnnxOpset") = kDefaultAiOnnxOpset;
+  m.attr("defaultAiGraphcoreOpset") = 1;
+
+  bindOpBuilders(m);
+  bindContextManagers(m);
+  py::class_<PyBuilder> c(m, "Builder",
+                          "Builds an ONNX model: Builder(), Builder(\"model.onnx\") or "
+                          "Builder(modelProtoBytes).");
+  c.def(py::init(&makeBuilder), py::arg("modelProtoOrFilename") = py::none(),
+        py::arg("opsets") = py::none(), py::arg("builderCore") = py::none());
+  bindOpsetProperties(c);
+  bindInputsAndOutputs(c);
+  bindModelQueries(c);
+  bindNameScopes(c);
+  bindAttributeScopes(c);
+  bindNodeSettings(c);
+  bindSubgraphs(c);
 }
 
 }  // namespace xtrain::python

@@ -127,7 +127,11 @@ void bindAiOnnx11(py::module_& m) {
         return o.constant(arrayData(value, "constant: value", keep), d);
       },
       py::arg("value"), py::arg("debugContext"));
+}
 
+// Opsets 12 to 17: what each adds to or changes in the one before.
+void bindAiOnnxLaterOpsets(py::module_& m) {
+  using O = AiOnnxOpset11;
   py::class_<AiOnnxOpset12, AiOnnxOpset11>(m, "AiOnnxOpset12", "The ai.onnx opset 12 op builder.")
       .def("softmaxcrossentropyloss", &AiOnnxOpset12::softmaxcrossentropyloss, py::arg("args"),
            py::arg("num_outputs") = 1, py::arg("ignore_index") = py::none(),
@@ -308,6 +312,7 @@ void bindOpBuilders(py::module_& m) {
         .value("Zero", InitType::Zero);
   }
   bindAiOnnx11(m);
+  bindAiOnnxLaterOpsets(m);
   bindAiGraphcore(m);
 }
 

@@ -472,8 +472,9 @@ py::dict anchorArrays(const Session& s) {
   throw error("{} is not implemented in xtrain: {}", what, why);
 }
 
+// Running, weights and the model: what a session does.
 template <typename S, typename Cls>
-void bindCommon(Cls& cls) {
+void bindRunAndWeights(Cls& cls) {
   using P = PySession<S>;
   cls.def(
          "prepareDevice",
@@ -535,10 +536,16 @@ void bindCommon(Cls& cls) {
       .def(
           "broadcastWeights",
           [](P& s, int rootRank) { callReleased(s, [&](S& x) { x.broadcastWeights(rootRank); }); },
-          py::arg("rootRank") = 0)
-      .def(
-          "getInfo", [](P& s, const TensorId& id) { return s.session->getInfo(id); },
-          py::arg("TensorId"))
+          py::arg("rootRank") = 0);
+}
+
+// What a session knows of its tensors.
+template <typename S, typename Cls>
+void bindTensorQueries(Cls& cls) {
+  using P = PySession<S>;
+  cls.def(
+         "getInfo", [](P& s, const TensorId& id) { return s.session->getInfo(id); },
+         py::arg("TensorId"))
       .def(
           "hasInfo", [](P& s, const TensorId& id) { return s.session->hasInfo(id); },
           py::arg("TensorId"))
@@ -547,15 +554,20 @@ void bindCommon(Cls& cls) {
              const auto ids = s.session->getTensorIds();
              return std::set<TensorId>(ids.begin(), ids.end());
            })
-      .def("getAllTensorIds",
-           [](P& s) {
-             const auto ids = s.session->getAllTensorIds();
-             return std::set<TensorId>(ids.begin(), ids.end());
-           })
-      .def(
-          "getSummaryReport",
-          [](P& s, bool resetProfile) { return s.session->getSummaryReport(resetProfile); },
-          py::arg("resetProfile") = true)
+      .def("getAllTensorIds", [](P& s) {
+        const auto ids = s.session->getAllTensorIds();
+        return std::set<TensorId>(ids.begin(), ids.end());
+      });
+}
+
+// Reports, random state, buffer shapes, and what needs Poplar (refused).
+template <typename S, typename Cls>
+void bindReportsAndState(Cls& cls) {
+  using P = PySession<S>;
+  cls.def(
+         "getSummaryReport",
+         [](P& s, bool resetProfile) { return s.session->getSummaryReport(resetProfile); },
+         py::arg("resetProfile") = true)
       .def(
           "setRandomSeed", [](P& s, uint64_t seed) { s.session->setRandomSeed(seed); },
           py::arg("seedValue"))
@@ -618,9 +630,16 @@ void bindCommon(Cls& cls) {
       });
 }
 
-}  // namespace
+// Everything TrainingSession and InferenceSession share.
+template <typename S, typename Cls>
+void bindCommon(Cls& cls) {
+  bindRunAndWeights<S>(cls);
+  bindTensorQueries<S>(cls);
+  bindReportsAndState<S>(cls);
+}
 
-void bindSessions(py::module_& m) {
+// The buffers and records that run(), readWeights() and loadCheckpoint() take or give.
+void bindStepIO(py::module_& m) {
   py::class_<PyStepIO>(m, "PyStepIO",
                        "Whole-step input and anchor buffers: dicts of tensor id -> NumPy array.")
       .def(py::init<const py::dict&, const py::dict&>(), py::arg("inputs"), py::arg("outputs"))
@@ -656,7 +675,9 @@ void bindSessions(py::module_& m) {
       .def_readonly("steps", &TrainingSession::StepTimes::steps)
       .def_readonly("runSeconds", &TrainingSession::StepTimes::runSeconds)
       .def_readonly("reductionSeconds", &TrainingSession::StepTimes::reductionSeconds);
+}
 
+void bindTrainingSession(py::module_& m) {
   using PT = PySession<TrainingSession>;
   py::class_<PT> training(m, "TrainingSession", "Session for training (PopART's TrainingSession).");
   training.def(
@@ -719,7 +740,9 @@ void bindSessions(py::module_& m) {
           py::arg("directory"))
       .def("waitForCheckpoint",
            [](PT& s) { callReleased(s, [](TrainingSession& x) { x.waitForCheckpoint(); }); });
+}
 
+void bindInferenceSession(py::module_& m) {
   using PI = PySession<InferenceSession>;
   py::class_<PI> inference(m, "InferenceSession",
                            "Session for inference (PopART's InferenceSession).");
@@ -743,6 +766,14 @@ void bindSessions(py::module_& m) {
                 py::arg("inputShapeInfo") = InputShapeInfo(), py::arg("patterns") = py::none(),
                 py::arg("userOptions") = SessionOptions(), py::arg("name") = "inference");
   bindCommon<InferenceSession>(inference);
+}
+
+}  // namespace
+
+void bindSessions(py::module_& m) {
+  bindStepIO(m);
+  bindTrainingSession(m);
+  bindInferenceSession(m);
 }
 
 }  // namespace xtrain::python
