@@ -55,14 +55,7 @@ class RnnBackward final : public RnnKernelBase {
     float* dp = lstm_ ? io.out(6).data<float>() : nullptr;
     if (dp) std::fill(dp, dp + c.dirs * 3 * H, 0.0f);
 
-    dG_.resize(static_cast<size_t>(rows * GH));
-    if (c.cell == Cell::Gru && c.lbr) dGR_.resize(static_cast<size_t>(rows * GH));
-    dH_.resize(static_cast<size_t>(B * H));
-    dHnext_.resize(static_cast<size_t>(B * H));
-    dC_.resize(static_cast<size_t>(B * H));
-    dq_.resize(static_cast<size_t>(B * H));
-    zeros_.assign(static_cast<size_t>(B * H), 0.0f);
-    tmp_.resize(static_cast<size_t>(16 * H));
+    resizeScratch();
     if (rows == 0 || c.input == 0) std::fill(dx, dx + rows * c.input, 0.0f);
 
     for (int64_t d = 0; d < c.dirs; ++d) {
@@ -139,17 +132,35 @@ class RnnBackward final : public RnnKernelBase {
       }
       weightGrads(d, x, w, h0, saved, dx, dw, dr, db);
     }
-    if (c.layout == 1) {
-      for (int64_t b = 0; b < B; ++b) {
-        for (int64_t t = 0; t < c.seq; ++t) {
-          std::memcpy(dxOut + (b * c.seq + t) * c.input, dx + (t * B + b) * c.input,
-                      static_cast<size_t>(c.input) * sizeof(float));
-        }
+    if (c.layout == 1) toBatchMajor(dx, dxOut);
+  }
+
+ private:
+  // The scratch of one run, sized for this run's configuration (kept between runs).
+  void resizeScratch() {
+    const Config& c = c_;
+    const int64_t H = c.hidden, GH = c.gh(), B = c.batch, rows = c.seq * B;
+    dG_.resize(static_cast<size_t>(rows * GH));
+    if (c.cell == Cell::Gru && c.lbr) dGR_.resize(static_cast<size_t>(rows * GH));
+    dH_.resize(static_cast<size_t>(B * H));
+    dHnext_.resize(static_cast<size_t>(B * H));
+    dC_.resize(static_cast<size_t>(B * H));
+    dq_.resize(static_cast<size_t>(B * H));
+    zeros_.assign(static_cast<size_t>(B * H), 0.0f);
+    tmp_.resize(static_cast<size_t>(16 * H));
+  }
+
+  // dX computed time-major ([seq, batch, input]) into the [batch, seq, input] output of layout 1.
+  void toBatchMajor(const float* dx, float* dxOut) const {
+    const Config& c = c_;
+    for (int64_t b = 0; b < c.batch; ++b) {
+      for (int64_t t = 0; t < c.seq; ++t) {
+        std::memcpy(dxOut + (b * c.seq + t) * c.input, dx + (t * c.batch + b) * c.input,
+                    static_cast<size_t>(c.input) * sizeof(float));
       }
     }
   }
 
- private:
   // dX += dG.W_d, dW_d = dG^T.X, dR_d = sum_t dG_t^T.h_{t-1}, dB_d = column sums.
   void weightGrads(int64_t d, const float* x, const float* w, const float* h0, float* saved,
                    float* dx, float* dw, float* dr, float* db) {

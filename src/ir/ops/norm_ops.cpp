@@ -109,7 +109,7 @@ XT_REGISTER_OP(normGradDef("LayerNormGrad", [](const ShapeContext& ctx) {
 // sets it for opset >= 14), else (opset < 14) whether the op has more than one output, as ONNX
 // opset 9 defines it. canonicalize cannot apply the opset < 14 rule itself because it runs before
 // the outputs are known, so the same rule is repeated in the kernel
-// (device/kernels/norm_kernels.cpp).
+// (device/kernels/batch_norm_kernels.cpp).
 bool batchNormTraining(const Op& op) {
   if (op.attrs.has("training_mode")) return op.attrs.getInt("training_mode") != 0;
   int present = 0;
