@@ -29,6 +29,7 @@
 #include "xtrain/reductiontype.hpp"
 #include "xtrain/replicagrouping.hpp"
 #include "xtrain/sessionoptions.hpp"
+#include "xtrain/sessionoptions_members.hpp"
 #include "xtrain/sessionoptions_settings.hpp"
 #include "xtrain/variablesettings.hpp"
 
@@ -639,6 +640,9 @@ void bindSettingsStructs(py::module_& m) {
   }
 }
 
+// Every member and method of the list next to the struct
+// (include/xtrain/sessionoptions_members.hpp), in its order: the std::map members as write-back
+// dicts (kOptionsDictSource), the others as type-checked properties.
 void bindSessionOptions(py::module_& m) {
   using S = SessionOptions;
   py::exec(kOptionsDictSource, m.attr("__dict__"));
@@ -647,186 +651,16 @@ void bindSessionOptions(py::module_& m) {
                     "PopART's session options; what each does on a simulated IPU: "
                     "docs/session-options.md.");
   cls.def(py::init<>());
-  // Replication and gradient accumulation.
-  property(cls, "enableReplicatedGraphs", &S::enableReplicatedGraphs,
-           "Enable replication of graphs. Default: False.");
-  property(cls, "replicatedGraphCount", &S::replicatedGraphCount,
-           "The number of model replications of this instance.");
-  property(cls, "enableDistributedReplicatedGraphs", &S::enableDistributedReplicatedGraphs,
-           "Enable training with replicated graphs across multiple instances. Default: False.");
-  property(cls, "globalReplicationFactor", &S::globalReplicationFactor,
-           "The total number of replicas in a multi-instance session.");
-  property(cls, "globalReplicaOffset", &S::globalReplicaOffset,
-           "The first replica index that this instance is running.");
-  property(cls, "enableGradientAccumulation", &S::enableGradientAccumulation,
-           "Enable gradient accumulation. Default: False.");
-  property(cls, "accumulationFactor", &S::accumulationFactor,
-           "The number of micro-batches to accumulate before applying the varUpdate.");
-  property(cls, "accumulationAndReplicationReductionType",
-           &S::accumulationAndReplicationReductionType,
-           "How gradients are reduced over accumulation and replication. Default: Sum.");
-  property(cls, "meanAccumulationAndReplicationReductionStrategy",
-           &S::meanAccumulationAndReplicationReductionStrategy,
-           "When to divide by the mean reduction factor. Default: Post.");
-  // Tensor locations.
-  property(cls, "activationTensorLocationSettings", &S::activationTensorLocationSettings,
-           "Tensor location settings for activation/gradient tensors.");
-  property(cls, "weightTensorLocationSettings", &S::weightTensorLocationSettings,
-           "Tensor location for weight tensors.");
-  property(cls, "optimizerStateTensorLocationSettings", &S::optimizerStateTensorLocationSettings,
-           "Tensor location for optimizer state tensors.");
-  property(cls, "accumulatorTensorLocationSettings", &S::accumulatorTensorLocationSettings,
-           "Tensor location for gradient accumulator tensors.");
-  dictProperty(cls, dictClass, "tensorLocationSettingsOverride", &S::tensorLocationSettingsOverride,
-               "Tensor locations of single tensors.");
-  // Inputs, numerics and the optimizer.
-  property(cls, "syntheticDataMode", &S::syntheticDataMode,
-           "Whether to use real or synthetic data for inputs. Default: Off.");
-  property(cls, "enableStochasticRounding", &S::enableStochasticRounding,
-           "Enable stochastic rounding. Default: False.");
-  property(cls, "automaticLossScalingSettings", &S::automaticLossScalingSettings,
-           "Automatic loss scaling settings.");
-  // The members with a PopART docstring of one line each, in the order of the header.
-  struct Flag {
-    const char* name;
-    bool S::*member;
-  };
-  static const Flag flags[] = {
-      {"enableFloatingPointChecks", &S::enableFloatingPointChecks},
-      {"enableStableNorm", &S::enableStableNorm},
-      {"enableNonStableSoftmax", &S::enableNonStableSoftmax},
-      {"ensureFp32LossScaleTensor", &S::ensureFp32LossScaleTensor},
-      {"throwIfLog2ScaleTensorNotInRange", &S::throwIfLog2ScaleTensorNotInRange},
-      {"enableSupportedDataTypeCasting", &S::enableSupportedDataTypeCasting},
-      {"groupNormStridedChannelGrouping", &S::groupNormStridedChannelGrouping},
-      {"strictOpVersions", &S::strictOpVersions},
-      {"enableFullyConnectedPass", &S::enableFullyConnectedPass},
-      {"enableSerializedMatmuls", &S::enableSerializedMatmuls},
-      {"decomposeGradSum", &S::decomposeGradSum},
-      {"enableConstantFoldingOfMultipleConsumers", &S::enableConstantFoldingOfMultipleConsumers},
-      {"explicitRecomputation", &S::explicitRecomputation},
-      {"enableExplicitMainLoops", &S::enableExplicitMainLoops},
-      {"useHostCopyOps", &S::useHostCopyOps},
-      {"enablePipelining", &S::enablePipelining},
-      {"createImplicitPipeliningFwdOnlyProgram", &S::createImplicitPipeliningFwdOnlyProgram},
-      {"stashAllTensorsInferencePipeline", &S::stashAllTensorsInferencePipeline},
-      {"delayVarUpdates", &S::delayVarUpdates},
-      {"scheduleNonWeightUpdateGradientConsumersEarly",
-       &S::scheduleNonWeightUpdateGradientConsumersEarly},
-      {"compileEngine", &S::compileEngine},
-      {"constantWeights", &S::constantWeights},
-      {"enableEngineCaching", &S::enableEngineCaching},
-      {"enableVariablesCaching", &S::enableVariablesCaching},
-      {"instrumentWithHardwareCycleCounter", &S::instrumentWithHardwareCycleCounter},
-      {"enableLoadAndOffloadRNGState", &S::enableLoadAndOffloadRNGState},
-      {"opxAliasChecking", &S::opxAliasChecking},
-      {"opxModifyChecking", &S::opxModifyChecking},
-      {"enableInplaceAmbiguityChecking", &S::enableInplaceAmbiguityChecking},
-      {"disableGradAccumulationTensorStreams", &S::disableGradAccumulationTensorStreams},
-      {"disableOptimizerStateTensorStreams", &S::disableOptimizerStateTensorStreams},
-      {"rearrangeAnchorsOnHost", &S::rearrangeAnchorsOnHost},
-      {"rearrangeStreamsOnHost", &S::rearrangeStreamsOnHost},
-      {"enablePrefetchDatastreams", &S::enablePrefetchDatastreams},
-      {"groupHostSync", &S::groupHostSync},
-      {"enableMergeExchange", &S::enableMergeExchange},
-      {"enableEfficientOverlapIOTopoCons", &S::enableEfficientOverlapIOTopoCons},
-      {"enableOutlining", &S::enableOutlining},
-      {"enableOutliningCopyCostPruning", &S::enableOutliningCopyCostPruning},
-      {"aliasZeroCopy", &S::aliasZeroCopy},
-      {"useLoopCandidateCreator", &S::useLoopCandidateCreator},
-      {"dotOpNames", &S::dotOpNames},
-      {"separateCallOpPdfs", &S::separateCallOpPdfs},
-      {"exportPoplarComputationGraph", &S::exportPoplarComputationGraph},
-      {"exportPoplarVertexGraph", &S::exportPoplarVertexGraph},
-  };
-  for (const Flag& f : flags) property(cls, f.name, f.member, "See docs/session-options.md.");
-  property(cls, "partialsTypeMatMuls", &S::partialsTypeMatMuls,
-           "The partials type of matmuls: \"\", \"float\" or \"half\".");
-  property(cls, "batchNormRunningVariance", &S::batchNormRunningVariance,
-           "xtrain's own: the running variance of BatchNormalization in training, \"onnx\" "
-           "(population, the default), \"pytorch\" (unbiased) or \"auto\" (PyTorch's when the "
-           "model's producer is pytorch).");
-  property(cls, "autoRecomputation", &S::autoRecomputation,
-           "Recomputation of ops in the backward pass. Default: NoRecompute.");
-  cls.def("enableExplicitIR", &S::enableExplicitIR, py::arg("enable"),
-          "Sets useHostCopyOps, enableExplicitMainLoops and explicitRecomputation.");
-  // Model parallelism.
-  property(cls, "virtualGraphMode", &S::virtualGraphMode,
-           "How ops are placed on virtual graphs (only Off is supported).");
-  property(cls, "virtualGraphSplitRatios", &S::virtualGraphSplitRatios,
-           "Split ratios of VirtualGraphMode.Auto.");
-  property(cls, "executionPhaseSettings", &S::executionPhaseSettings,
-           "Configuration settings for execution phases.");
-  property(cls, "accumulateOuterFragmentSettings", &S::accumulateOuterFragmentSettings,
-           "Configuration setting for operations in the accumulate outer fragment.");
-  property(cls, "batchSerializationSettings", &S::batchSerializationSettings,
-           "Configuration setting for batch serialization.");
-  // Variable updates.
-  property(cls, "mergeVarUpdate", &S::mergeVarUpdate, "Merging of VarUpdate ops. Default: Off.");
-  property(cls, "mergeVarUpdateMemThreshold", &S::mergeVarUpdateMemThreshold,
-           "The memory threshold of VarUpdate merging, in bytes.");
-  property(cls, "looseThresholdAtPeak", &S::looseThresholdAtPeak,
-           "The threshold of AutoLoose VarUpdate merging at peak liveness, in bytes.");
-  // The engine.
-  property(cls, "cachePath", &S::cachePath, "Folder to save the executable to.");
-  dictProperty(cls, dictClass, "engineOptions", &S::engineOptions,
-               "Engine options: autoReport.*, trace.* (docs/session-options.md).");
-  dictProperty(cls, dictClass, "reportOptions", &S::reportOptions,
-               "Options of the reports (reports.md).");
-  dictProperty(cls, dictClass, "convolutionOptions", &S::convolutionOptions,
-               "Poplar's convolution options.");
-  dictProperty(cls, dictClass, "lstmOptions", &S::lstmOptions, "Poplar's LSTM options.");
-  dictProperty(cls, dictClass, "matmulOptions", &S::matmulOptions, "Poplar's matmul options.");
-  dictProperty(cls, dictClass, "gclOptions", &S::gclOptions, "GCL's options.");
-  property(cls, "hardwareInstrumentations", &S::hardwareInstrumentations,
-           "What the cycle counter counts. Default: {Instrumentation.Outer}.");
-  property(cls, "customCodelets", &S::customCodelets, "Poplar codelet files (refused).");
-  property(cls, "customCodeletCompileFlags", &S::customCodeletCompileFlags,
-           "Compile flags for the custom codelets.");
-  property(cls, "compilationProgressLogger", &S::compilationProgressLogger,
-           "Called with (progress, total) as prepareDevice builds the session.");
-  property(cls, "compilationProgressTotal", &S::compilationProgressTotal,
-           "The total given to compilationProgressLogger. Default: 100.");
-  // Host transfers.
-  property(cls, "defaultBufferingDepth", &S::defaultBufferingDepth, "Default buffering depth.");
-  property(cls, "defaultPrefetchBufferingDepth", &S::defaultPrefetchBufferingDepth,
-           "Deprecated alias of defaultBufferingDepth.");
-  dictProperty(cls, dictClass, "bufferingDepthMap", &S::bufferingDepthMap,
-               "Buffering depth of single streams.");
-  dictProperty(cls, dictClass, "prefetchBufferingDepthMap", &S::prefetchBufferingDepthMap,
-               "Deprecated alias of bufferingDepthMap.");
-  property(cls, "numIOTiles", &S::numIOTiles, "Number of IPU tiles dedicated to IO.");
-  property(cls, "updatableNamedBuffers", &S::updatableNamedBuffers,
-           "Named buffers that buffersFromHost() updates.");
-  // Outlining and subgraphs.
-  property(cls, "outlineThreshold", &S::outlineThreshold, "The outlining threshold. Default: 1.0.");
-  property(cls, "outlineSequenceBreakCost", &S::outlineSequenceBreakCost,
-           "The penalty of breaking a sequence when outlining. Default: 10000.0.");
-  property(cls, "subgraphCopyingStrategy", &S::subgraphCopyingStrategy,
-           "How subgraph inputs and outputs are copied. Default: OnEnterAndExit.");
-  property(cls, "autodiffSettings", &S::autodiffSettings, "Autodiff settings.");
-  property(cls, "replicatedCollectivesSettings", &S::replicatedCollectivesSettings,
-           "Merging of replicated collectives.");
-  // The scheduler.
-  property(cls, "kahnTieBreaker", &S::kahnTieBreaker, "The scheduler's tie breaker.");
-  property(cls, "timeLimitScheduler", &S::timeLimitScheduler,
-           "The scheduler's time limit, in seconds.");
-  property(cls, "swapLimitScheduler", &S::swapLimitScheduler,
-           "The scheduler's limit of improving steps.");
-  property(cls, "transitiveClosureOptimizationThreshold",
-           &S::transitiveClosureOptimizationThreshold,
-           "The scheduler's transitive closure optimization threshold.");
-  property(cls, "serializedPoprithmsShiftGraphsDir", &S::serializedPoprithmsShiftGraphsDir,
-           "The directory to serialize Poprithms graphs to.");
-  property(cls, "serializedPoprithmsAnnealGraphsDir", &S::serializedPoprithmsAnnealGraphsDir,
-           "The directory to serialize Poprithms graphs to (older name).");
-  // Reports and IR dumps.
-  property(cls, "logDir", &S::logDir, "A directory for reports to be written into.");
-  property(cls, "dotChecks", &S::dotChecks, "When to write .dot files of the IR (refused).");
-  property(cls, "firstDotOp", &S::firstDotOp, "The first op written to .dot files.");
-  property(cls, "finalDotOp", &S::finalDotOp, "The op after the last written to .dot files.");
-  property(cls, "experimentalSettings", &S::experimentalSettings, "Experimental settings.");
-  property(cls, "developerSettings", &S::developerSettings, "Developer settings.");
+  forEachSessionOptionMember([&cls, &dictClass](const auto& member) {
+    using M = std::decay_t<decltype(member)>;
+    if constexpr (std::is_same_v<M, SessionOptionMethod>) {
+      cls.def(member.name, member.method, py::arg(member.argName), member.doc);
+    } else if constexpr (Container<typename M::Type>::kind == 3) {
+      dictProperty(cls, dictClass, member.name, member.member, member.doc);
+    } else {
+      property(cls, member.name, member.member, member.doc);
+    }
+  });
   cls.def("getGlobalReplicationFactor", &S::getGlobalReplicationFactor,
           "globalReplicationFactor when distributed, else the local replication factor.");
   cls.def("getLocalReplicationFactor", &S::getLocalReplicationFactor,

@@ -1,6 +1,7 @@
-// The table of every SessionOptions member: its name (PopART's), what xtrain does with it on a
-// simulated IPU, and why. One place that the session's option checks, the debug lines of options
-// with no effect and the test that keeps docs/session-options.md complete all read.
+// The table of every SessionOptions member, made from the list next to the struct
+// (include/xtrain/sessionoptions_members.hpp): its name (PopART's), what xtrain does with it on a
+// simulated IPU and why, type-erased so that the session's option checks and the debug lines of
+// options with no effect can loop over it.
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -9,14 +10,11 @@
 #include <vector>
 
 #include "xtrain/sessionoptions.hpp"
+#include "xtrain/sessionoptions_members.hpp"
 
 namespace xtrain::session {
 
-enum class OptionState {
-  Honoured,  // takes effect (some values may still be refused; the reason says which)
-  NoEffect,  // accepted; a value other than the default is logged once per session at debug level
-  Refused,   // a value other than the default is an error at session creation (not implemented)
-};
+using OptionState = SessionOptionState;
 
 // "honoured", "accepted, no effect", "refused when set": the words of the doc's state column.
 const char* toString(OptionState state);
@@ -26,6 +24,7 @@ struct OptionEntry {
   OptionState state;
   std::string reason;       // why, in a phrase (for the doc, the debug line and the refusal)
   std::string defaultText;  // the default as the doc shows it
+  std::string range;        // the values session creation accepts, "" when any of the type
   // Whether the options hold the default (for a Refused member: nothing to refuse).
   std::function<bool(const SessionOptions&)> isDefault;
   // The member's value, for the debug line and the refusal.

@@ -1,6 +1,7 @@
-"""Every member of SessionOptions (docs/session-options.md lists them): it exists with PopART's
-default, a value of its type round trips, a value of the wrong type raises TypeError naming it; the
-dict members write back when changed in place (PopART's DictWrapper); enableExplicitIR sets its
+"""Every member of SessionOptions, as the list next to the struct describes it (through
+docs/session-options.md, generated from it): it is a property with the documented default, a value
+of its type round trips, values of the wrong type raise TypeError naming it; settings are changed in
+place; the dict members write back when changed in place (PopART's DictWrapper); enableExplicitIR sets its
 three members; a session refuses a refused member, honours compilationProgressLogger and
 enableFloatingPointChecks.
 """
@@ -16,157 +17,123 @@ DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "session-optio
 
 
 def documented_members():
-    """The member names of the '## Members' table of docs/session-options.md."""
-    names, in_members = [], False
+    """{name: (default text, state)} of the members table of docs/session-options.md, which is
+    generated from include/xtrain/sessionoptions_members.hpp, the list the bindings are made from
+    (tests/session/session_options_doc_test.cpp fails when the doc is stale)."""
+    rows, in_members = {}, False
     with open(DOC) as f:
         for line in f:
             if line.startswith("## "):
                 in_members = line.strip() == "## Members"
-            m = re.match(r"\| `(\w+)` \|", line)
+            m = re.match(r"\| `(\w+)` \| (.*?) \| (.*?) \|", line)
             if in_members and m:
-                names.append(m.group(1))
-    return names
+                rows[m.group(1)] = (m.group(2), m.group(3))
+    return rows
 
 
-def location():
-    return popart.TensorLocation(popart.TensorStorage.OnChip)
+# The Python names of the enum values whose C++ name PopART's Python module does not use
+# (include/xtrain/sessionoptions_settings.hpp): the doc shows the C++ name.
+CPP_ENUM_NAMES = {("RecomputationType", "NoRecompute"): "None",
+                  ("MergeVarUpdateType", "Off"): "None"}
 
 
-# name -> (PopART's default, another valid value, a value of the wrong type). Settings objects and
-# the callable are checked by the tests below them.
-MEMBERS = {
-    "enableReplicatedGraphs": (False, True, 1),
-    "replicatedGraphCount": (1, 2, "2"),
-    "enableDistributedReplicatedGraphs": (False, True, 1),
-    "globalReplicationFactor": (1, 4, 4.0),
-    "globalReplicaOffset": (0, 2, None),
-    "enableGradientAccumulation": (False, True, 0),
-    "accumulationFactor": (1, 4, 4.5),
-    "accumulationAndReplicationReductionType": (
-        popart.ReductionType.Sum, popart.ReductionType.Mean, "Mean"),
-    "meanAccumulationAndReplicationReductionStrategy": (
-        popart.MeanReductionStrategy.Post, popart.MeanReductionStrategy.Running, 0),
-    "tensorLocationSettingsOverride": ({}, {"w": location()}, ["w"]),
-    "syntheticDataMode": (popart.SyntheticDataMode.Off, popart.SyntheticDataMode.Zeros, 1),
-    "enableStochasticRounding": (False, True, "no"),
-    "enableFloatingPointChecks": (False, True, 1),
-    "enableStableNorm": (False, True, 1),
-    "enableNonStableSoftmax": (False, True, 1),
-    "partialsTypeMatMuls": ("", "half", 16),
-    "ensureFp32LossScaleTensor": (False, True, 1),
-    "throwIfLog2ScaleTensorNotInRange": (True, False, 0),
-    "enableSupportedDataTypeCasting": (True, False, 0),
-    "groupNormStridedChannelGrouping": (False, True, 1),
-    "strictOpVersions": (True, False, 0),
-    "enableFullyConnectedPass": (True, False, 0),
-    "enableSerializedMatmuls": (True, False, 0),
-    "decomposeGradSum": (False, True, 1),
-    "enableConstantFoldingOfMultipleConsumers": (True, False, 0),
-    "batchNormRunningVariance": ("onnx", "pytorch", 1),
-    "autoRecomputation": (
-        popart.RecomputationType.NoRecompute, popart.RecomputationType.Standard, "Standard"),
-    "explicitRecomputation": (False, True, 1),
-    "enableExplicitMainLoops": (False, True, 1),
-    "useHostCopyOps": (False, True, 1),
-    "virtualGraphMode": (popart.VirtualGraphMode.Off, popart.VirtualGraphMode.Auto, 2),
-    "virtualGraphSplitRatios": ([], [0.5, 0.5], 0.5),
-    "enablePipelining": (False, True, 1),
-    "createImplicitPipeliningFwdOnlyProgram": (False, True, 1),
-    "stashAllTensorsInferencePipeline": (False, True, 1),
-    "mergeVarUpdate": (popart.MergeVarUpdateType.Off, popart.MergeVarUpdateType.All, "All"),
-    "mergeVarUpdateMemThreshold": (1000000, 500, 1.5),
-    "looseThresholdAtPeak": (8000, 100, "100"),
-    "delayVarUpdates": (True, False, 0),
-    "scheduleNonWeightUpdateGradientConsumersEarly": (False, True, 1),
-    "compileEngine": (True, False, 0),
-    "constantWeights": (True, False, 0),
-    "enableEngineCaching": (False, True, 1),
-    "enableVariablesCaching": (True, False, 0),
-    "cachePath": ("session_cache", "/tmp/cache", 1),
-    "engineOptions": ({}, {"autoReport.all": "true"}, {"autoReport.all": True}),
-    "reportOptions": ({}, {"showExecutionSteps": "true"}, [1]),
-    "convolutionOptions": ({}, {"partialsType": "half"}, {1: "x"}),
-    "lstmOptions": ({}, {"availableMemoryProportion": "0.2"}, "x"),
-    "matmulOptions": ({}, {"partialsType": "float"}, None),
-    "gclOptions": ({}, {"useSynclessCollectives": "true"}, 3),
-    "instrumentWithHardwareCycleCounter": (False, True, 1),
-    "hardwareInstrumentations": (
-        {popart.Instrumentation.Outer}, {popart.Instrumentation.Inner}, {"Inner"}),
-    "customCodelets": ([], ["codelet.cpp"], "codelet.cpp"),
-    "customCodeletCompileFlags": ("", "-g", ["-g"]),
-    "enableLoadAndOffloadRNGState": (False, True, 1),
-    "opxAliasChecking": (False, True, 1),
-    "opxModifyChecking": (False, True, 1),
-    "enableInplaceAmbiguityChecking": (False, True, 1),
-    "compilationProgressTotal": (100, 10, 10.0),
-    "disableGradAccumulationTensorStreams": (False, True, 1),
-    "disableOptimizerStateTensorStreams": (False, True, 1),
-    "rearrangeAnchorsOnHost": (True, False, 0),
-    "rearrangeStreamsOnHost": (False, True, 1),
-    "enablePrefetchDatastreams": (True, False, 0),
-    "defaultBufferingDepth": (1, 3, "3"),
-    "defaultPrefetchBufferingDepth": (1, 2, 2.0),
-    "bufferingDepthMap": ({}, {"x": 2}, {"x": "2"}),
-    "prefetchBufferingDepthMap": ({}, {"x": 3}, {"x": 3.0}),
-    "groupHostSync": (False, True, 1),
-    "enableMergeExchange": (True, False, 0),
-    "enableEfficientOverlapIOTopoCons": (False, True, 1),
-    "numIOTiles": (0, 32, "32"),
-    "updatableNamedBuffers": ([], ["w"], "w"),
-    "enableOutlining": (True, False, 0),
-    "enableOutliningCopyCostPruning": (True, False, 0),
-    "outlineThreshold": (1.0, 2.5, "2.5"),
-    "outlineSequenceBreakCost": (10000.0, 5.0, None),
-    "subgraphCopyingStrategy": (
-        popart.SubgraphCopyingStrategy.OnEnterAndExit, popart.SubgraphCopyingStrategy.JustInTime,
-        1),
-    "aliasZeroCopy": (False, True, 1),
-    "useLoopCandidateCreator": (False, True, 1),
-    "kahnTieBreaker": ("greedy", "fifo", 1),
-    "timeLimitScheduler": (1e9, 10.0, "10"),
-    "swapLimitScheduler": (1000000000, 100, 1e2),
-    "transitiveClosureOptimizationThreshold": (100000, 10, -1.0),
-    "serializedPoprithmsShiftGraphsDir": ("", "/tmp/shift", 1),
-    "serializedPoprithmsAnnealGraphsDir": ("", "/tmp/anneal", 1),
-    "logDir": ("", "/tmp/reports", 1),
-    "dotChecks": (set(), {"Final"}, "Final"),
-    "firstDotOp": (0, 5, "5"),
-    "finalDotOp": (10000, 50, "50"),
-    "dotOpNames": (False, True, 1),
-    "separateCallOpPdfs": (True, False, 0),
-    "exportPoplarComputationGraph": (False, True, 1),
-    "exportPoplarVertexGraph": (False, True, 1),
+def is_enum(value):
+    return hasattr(type(value), "__members__") and hasattr(value, "name")
+
+
+def enum_text(value):
+    return CPP_ENUM_NAMES.get((type(value).__name__, value.name), value.name)
+
+
+def default_matches(value, text):
+    """Whether a Python default is the doc's default text (as the C++ list writes it)."""
+    if isinstance(value, bool):
+        return text == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        return float(text) == value
+    if isinstance(value, str):
+        return text == '"' + value + '"'
+    if is_enum(value):
+        return text == enum_text(value)
+    if isinstance(value, (list, dict, set)):
+        items = sorted(enum_text(v) for v in value)
+        brackets = "[]" if isinstance(value, list) else "{}"
+        return text == brackets[0] + ", ".join(items) + brackets[1]
+    if value is None:  # the callable compilationProgressLogger
+        return text == "unset"
+    return False
+
+
+def is_settings(value):
+    """A bound settings class (TensorLocationSettings, ...), changed in place."""
+    return (type(value).__module__.startswith("xtrain") and not is_enum(value)
+            and not isinstance(value, (dict, list, set)))
+
+
+def scalar_samples(default):
+    """(another valid value, values of the wrong type) for a scalar of the type of `default`."""
+    if isinstance(default, bool):
+        return not default, [int(default), "yes", None]
+    if isinstance(default, int):
+        return default + 1, [str(default), float(default), None, True]
+    if isinstance(default, float):
+        return default + 0.5, [str(default), None]
+    if isinstance(default, str):
+        return default + "x", [1, None, [default]]
+    if is_enum(default):
+        other = next(v for v in type(default).__members__.values() if v != default)
+        return other, [int(default), default.name, None]
+    return None
+
+
+# The containers start empty, so their element type is given here: name -> (another valid value,
+# a value of the wrong type). A container member the list gains needs a line here (the test says).
+CONTAINERS = {
+    "tensorLocationSettingsOverride": ({"w": popart.TensorLocation(popart.TensorStorage.OnChip)},
+                                       ["w"]),
+    "virtualGraphSplitRatios": ([0.5, 0.5], 0.5),
+    "engineOptions": ({"autoReport.all": "true"}, {"autoReport.all": True}),
+    "reportOptions": ({"showExecutionSteps": "true"}, [1]),
+    "convolutionOptions": ({"partialsType": "half"}, {1: "x"}),
+    "lstmOptions": ({"availableMemoryProportion": "0.2"}, "x"),
+    "matmulOptions": ({"partialsType": "float"}, None),
+    "gclOptions": ({"useSynclessCollectives": "true"}, 3),
+    "hardwareInstrumentations": ({popart.Instrumentation.Inner}, {"Inner"}),
+    "customCodelets": (["codelet.cpp"], "codelet.cpp"),
+    "bufferingDepthMap": ({"x": 2}, {"x": "2"}),
+    "prefetchBufferingDepthMap": ({"x": 3}, {"x": 3.0}),
+    "updatableNamedBuffers": (["w"], "w"),
+    "dotChecks": ({"Final"}, "Final"),
 }
 
-# Settings objects: name -> (class, a field, its default, another value).
-SETTINGS = {
-    "activationTensorLocationSettings": (popart.TensorLocationSettings, "minElementsForOffChip",
-                                         2, 4),
-    "weightTensorLocationSettings": (popart.TensorLocationSettings,
-                                     "minElementsForReplicatedTensorSharding", 8192, 16),
-    "optimizerStateTensorLocationSettings": (popart.TensorLocationSettings,
-                                             "minElementsForOffChip", 2, 8),
-    "accumulatorTensorLocationSettings": (popart.TensorLocationSettings, "minElementsForOffChip",
-                                          2, 9),
-    "automaticLossScalingSettings": (popart.AutomaticLossScalingSettings, "enabled", False, True),
-    "executionPhaseSettings": (popart.ExecutionPhaseSettings, "phases", 0, 4),
-    "accumulateOuterFragmentSettings": (
-        popart.AccumulateOuterFragmentSettings, "schedule",
-        popart.AccumulateOuterFragmentSchedule.Serial,
-        popart.AccumulateOuterFragmentSchedule.OverlapMemoryOptimized),
-    "batchSerializationSettings": (popart.BatchSerializationSettings, "factor", 0, 4),
-    "autodiffSettings": (popart.AutodiffSettings, "stitchStrategy",
-                         popart.AutodiffStitchStrategy.RecomputeAllNonInputs,
-                         popart.AutodiffStitchStrategy.AddFwdOutputs),
-    "replicatedCollectivesSettings": (popart.ReplicatedCollectivesSettings,
-                                      "mergeAllReduceCollectives", False, True),
-    "experimentalSettings": (popart.ExperimentalSettings,
-                             "createHostTransferableTensorWithOffset", False, True),
-    "developerSettings": (popart.DeveloperSettings, "timePartitionLoggerThresholdPercentage",
-                          1.0, 5.0),
+# PopART's defaults of fields of the settings classes (the classes, not SessionOptions' members).
+SETTINGS_DEFAULTS = {
+    "TensorLocationSettings": {"minElementsForOffChip": 2,
+                               "minElementsForReplicatedTensorSharding": 8192},
+    "AutomaticLossScalingSettings": {"enabled": False},
+    "ExecutionPhaseSettings": {"phases": 0, "stages": 2},
+    "AccumulateOuterFragmentSettings": {
+        "schedule": popart.AccumulateOuterFragmentSchedule.Serial},
+    "BatchSerializationSettings": {"factor": 0},
+    "AutodiffSettings": {"stitchStrategy": popart.AutodiffStitchStrategy.RecomputeAllNonInputs},
+    "ReplicatedCollectivesSettings": {"mergeAllReduceCollectives": False},
+    "ExperimentalSettings": {"createHostTransferableTensorWithOffset": False},
+    "DeveloperSettings": {"timePartitionLoggerThresholdPercentage": 1.0},
 }
 
-OTHER = {"enableExplicitIR", "compilationProgressLogger"}
+
+def settings_field(settings):
+    """A field of a settings object of a scalar type, with another value of it."""
+    for field in sorted(SETTINGS_DEFAULTS[type(settings).__name__]):
+        samples = scalar_samples(getattr(settings, field))
+        if samples:
+            return field, samples[0]
+    raise AssertionError(type(settings).__name__ + " has no scalar field to change")
+
+
+def data_members():
+    """The documented members that are data (enableExplicitIR is a method)."""
+    return {name: row for name, row in documented_members().items() if row[0] != "(method)"}
 
 
 def add_model():
@@ -186,37 +153,64 @@ def session(opts):
 
 class MembersTest(unittest.TestCase):
 
-    def test_the_test_covers_every_documented_member(self):
+    def test_the_bindings_have_every_documented_member(self):
         documented = set(documented_members())
         self.assertGreater(len(documented), 100)
-        covered = set(MEMBERS) | set(SETTINGS) | OTHER
-        self.assertEqual(documented - covered, set(), "documented members this test lacks")
-        self.assertEqual(covered - documented, set(), "members the doc lacks")
+        bound = {name for name in dir(popart.SessionOptions) if not name.startswith("_")}
+        properties = {name for name in bound
+                      if isinstance(getattr(popart.SessionOptions, name), property)}
+        self.assertEqual(documented - bound, set(), "documented members Python lacks")
+        self.assertEqual(properties - documented, set(), "properties the doc lacks")
+        self.assertEqual(set(CONTAINERS) - documented, set(), "CONTAINERS names no member")
 
-    def test_defaults_round_trip_and_types(self):
-        for name, (default, other, wrong) in MEMBERS.items():
+    def test_defaults_are_the_documented_ones(self):
+        for name, (default_text, _) in data_members().items():
+            value = getattr(popart.SessionOptions(), name)
+            if is_settings(value):
+                continue  # test_settings_are_changed_in_place
             with self.subTest(name=name):
+                self.assertTrue(default_matches(value, default_text),
+                                "%r is not the documented %s" % (value, default_text))
+
+    def test_round_trip_and_types(self):
+        for name in data_members():
+            default = getattr(popart.SessionOptions(), name)
+            if is_settings(default) or name == "compilationProgressLogger":
+                continue  # tested below
+            with self.subTest(name=name):
+                if isinstance(default, (list, dict, set)):
+                    self.assertIn(name, CONTAINERS, "a container member needs a CONTAINERS line")
+                    other, wrongs = CONTAINERS[name][0], [CONTAINERS[name][1]]
+                else:
+                    other, wrongs = scalar_samples(default)
                 opts = popart.SessionOptions()
-                self.assertEqual(getattr(opts, name), default)
                 setattr(opts, name, other)
                 self.assertEqual(getattr(opts, name), other)
-                with self.assertRaisesRegex(TypeError, "SessionOptions." + name):
-                    setattr(opts, name, wrong)
-                self.assertEqual(getattr(opts, name), other)
+                for wrong in wrongs:
+                    with self.assertRaisesRegex(TypeError, "SessionOptions." + name):
+                        setattr(opts, name, wrong)
+                    self.assertEqual(getattr(opts, name), other)
 
     def test_settings_are_changed_in_place(self):
-        for name, (cls, field, default, other) in SETTINGS.items():
+        settings = 0
+        for name in data_members():
+            if not is_settings(getattr(popart.SessionOptions(), name)):
+                continue
+            settings += 1
             with self.subTest(name=name):
                 opts = popart.SessionOptions()
-                self.assertIsInstance(getattr(opts, name), cls)
-                self.assertEqual(getattr(getattr(opts, name), field), default)
+                cls = type(getattr(opts, name))
+                for field, default in SETTINGS_DEFAULTS[cls.__name__].items():
+                    self.assertEqual(getattr(getattr(opts, name), field), default, field)
+                field, other = settings_field(getattr(opts, name))
+                default = getattr(getattr(opts, name), field)
                 setattr(getattr(opts, name), field, other)
                 self.assertEqual(getattr(getattr(opts, name), field), other)
-                fresh = cls()
-                setattr(opts, name, fresh)
+                setattr(opts, name, cls())
                 self.assertEqual(getattr(getattr(opts, name), field), default)
                 with self.assertRaisesRegex(TypeError, "SessionOptions." + name):
                     setattr(opts, name, 1)
+        self.assertEqual(settings, 12)
 
     def test_settings_constructors_take_popart_keywords(self):
         b = popart.BatchSerializationSettings(

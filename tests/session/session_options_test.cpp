@@ -1,7 +1,7 @@
-// SessionOptions: every member of PopART's API reference is in xtrain's option table, the table and
-// docs/session-options.md agree member by member, refused members and bad values are errors at
-// session creation naming the member, members with no effect are logged once at debug level, and
-// the members that take effect do: enableFloatingPointChecks, compileEngine,
+// SessionOptions: every member of PopART's API reference is in xtrain's option table (its tables
+// in docs/session-options.md: session_options_doc_test.cpp), refused members and bad values are
+// errors at session creation naming the member, members with no effect are logged once at debug
+// level, and the members that take effect do: enableFloatingPointChecks, compileEngine,
 // compilationProgressLogger, partialsTypeMatMuls, ensureFp32LossScaleTensor, enableExplicitIR.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -38,50 +37,6 @@ std::string readFile(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(' ');
-  const auto e = s.find_last_not_of(' ');
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-// The cells of a markdown table row "| a | b | c |".
-std::vector<std::string> cells(const std::string& row) {
-  std::vector<std::string> out;
-  std::string cell;
-  for (size_t i = 1; i < row.size(); ++i) {
-    if (row[i] == '|') {
-      out.push_back(trim(cell));
-      cell.clear();
-    } else {
-      cell += row[i];
-    }
-  }
-  return out;
-}
-
-struct DocRow {
-  std::string defaultText, state, reason;
-};
-
-// The rows of the "## Members" table of docs/session-options.md, by member name.
-std::map<std::string, DocRow> documentedMembers() {
-  std::istringstream doc(
-      readFile(std::filesystem::path(XTRAIN_SOURCE_DIR) / "docs" / "session-options.md"));
-  std::map<std::string, DocRow> rows;
-  bool inMembers = false;
-  for (std::string line; std::getline(doc, line);) {
-    if (line.rfind("## ", 0) == 0) inMembers = line == "## Members";
-    if (!inMembers || line.rfind("| `", 0) != 0) continue;
-    const auto c = cells(line);
-    EXPECT_EQ(c.size(), 4u) << "a row of four cells (member, default, state, reason): " << line;
-    if (c.size() != 4) continue;
-    const std::string name = c[0].substr(1, c[0].size() - 2);
-    EXPECT_FALSE(rows.count(name)) << name << " is listed twice";
-    rows[name] = {c[1], c[2], c[3]};
-  }
-  return rows;
 }
 
 TEST(SessionOptionsTable, HasEveryMemberOfTheApiReference) {
@@ -175,24 +130,6 @@ TEST(SessionOptionsTable, HasEveryMemberOfTheApiReference) {
   }
   EXPECT_EQ(reference.size(), 82u);
   for (const auto& name : reference) EXPECT_TRUE(table.count(name)) << name;
-}
-
-TEST(SessionOptionsTable, TheDocListsEveryMemberWithItsDefaultAndState) {
-  const auto doc = documentedMembers();
-  ASSERT_FALSE(doc.empty()) << "no '## Members' table in docs/session-options.md";
-  for (const auto& e : sessionOptionTable()) {
-    auto it = doc.find(e.name);
-    if (it == doc.end()) {
-      ADD_FAILURE() << e.name << " is not in docs/session-options.md";
-      continue;
-    }
-    EXPECT_EQ(it->second.defaultText, e.defaultText) << e.name;
-    EXPECT_EQ(it->second.state, session::toString(e.state)) << e.name;
-    EXPECT_EQ(it->second.reason, e.reason) << e.name;
-  }
-  std::set<std::string> table;
-  for (const auto& e : sessionOptionTable()) table.insert(e.name);
-  for (const auto& [name, row] : doc) EXPECT_TRUE(table.count(name)) << name << " is not a member";
 }
 
 TEST(SessionOptionsTable, DefaultOptionsHoldEveryDefault) {
