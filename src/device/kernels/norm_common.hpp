@@ -2,6 +2,7 @@
 // the FLOAT check of their factories and 1 / sqrt(var + eps) rounded once. Internal to
 // src/device/kernels.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cmath>
 #include <memory>
@@ -34,3 +35,5 @@ KernelFactory floatKernel(std::vector<size_t> floats) {
 }
 
 }  // namespace xtrain::device::norm
+
+#pragma GCC visibility pop
