@@ -39,7 +39,7 @@ struct RendezvousFailure {
   bool earlier = false;  // it had failed before the call; else it failed while the caller waited
 };
 
-// One wait's bound, messages and step.
+// One wait's bound, messages and step (twice and timedOut are required).
 struct RendezvousWait {
   Milliseconds timeout{0};
   // The failure's message when `party` arrives twice at one barrier.
