@@ -1,8 +1,9 @@
 // How a kernel running on one replica reaches the other replicas: the replicated collectives
 // (ReplicatedAllReduce, ...; src/device/kernels/collective_kernels.cpp) call the ReplicaCollectives
-// of the replica their thread is running. The session implements the interface (it knows the
-// replicas, their threads and the communicator of the instances: src/session/replica_collectives.*)
-// and sets the context around each replica's program runs; the device only knows this header.
+// of the replica their thread is running. The replication layer implements the interface (the
+// replicas' rendezvous and the communicator of the instances:
+// src/replication/replica_collectives.*), the session sets the context around each replica's
+// program runs; the device only knows this header.
 #pragma once
 #pragma GCC visibility push(default)
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "comm/communicator.hpp"
+#include "comm/reduce.hpp"
 
 namespace xtrain::replication {
 
@@ -44,19 +45,48 @@ void scale(float* x, int64_t begin, int64_t end, float factor) {
   for (int64_t i = begin; i < end; ++i) x[i] *= factor;
 }
 
-// Elements [begin, end) of x[0] plus the same of x[1..], then scaled and copied back to x[1..]:
-// one block of reducePlain's one-instance pass, on buffers looked up once per tensor.
-void sumScaleAndCopyBack(const std::vector<float*>& x, int64_t begin, int64_t end, float factor) {
-  float* acc = x[0];
-  for (size_t r = 1; r < x.size(); ++r) {
-    const float* y = x[r];
-    for (int64_t i = begin; i < end; ++i) acc[i] += y[i];
+// The sum of the same elements of several replicas' FLOAT buffers x[0], x[1], ... (in that order,
+// per element) by the shared reduction kernel (comm/reduce.hpp), which adds in the same order as a
+// scalar loop would: the same bits.
+class ReplicaSum {
+ public:
+  explicit ReplicaSum(size_t replicas) : x_(replicas), from_(replicas), to_(replicas) {}
+
+  // The buffers of the replicas, x[0] first.
+  std::vector<float*>& buffers() { return x_; }
+  // Elements [begin, end) of the sum written to the first `dsts` buffers (x[0] among them: a
+  // destination may be a source).
+  void into(size_t dsts, int64_t begin, int64_t end) {
+    for (size_t r = 0; r < x_.size(); ++r) from_[r] = x_[r] + begin;
+    for (size_t r = 0; r < dsts; ++r) to_[r] = x_[r] + begin;
+    comm::reduceInto(DataType::FLOAT, CollectiveOperator::Add, from_.data(), x_.size(), to_.data(),
+                     dsts, static_cast<size_t>(end - begin));
   }
-  scale(acc, begin, end, factor);
-  for (size_t r = 1; r < x.size(); ++r) {
-    std::memcpy(x[r] + begin, acc + begin, static_cast<size_t>(end - begin) * sizeof(float));
+
+  // Elements [begin, end) of every buffer become the sum scaled by `factor`: reducePlain's
+  // one-instance pass. Without a scale the kernel writes the sum to every replica at once; with
+  // one, a block at a time (sum into x[0], scale, copy back), so the copies read it from the cache.
+  void scaledIntoAll(int64_t begin, int64_t end, float factor) {
+    if (factor == 1.0f) {
+      into(x_.size(), begin, end);
+      return;
+    }
+    constexpr int64_t kBlock = 2048;
+    for (int64_t b = begin; b < end; b += kBlock) {
+      const int64_t e = std::min(end, b + kBlock);
+      into(1, b, e);
+      scale(x_[0], b, e, factor);
+      for (size_t r = 1; r < x_.size(); ++r) {
+        std::memcpy(x_[r] + b, x_[0] + b, static_cast<size_t>(e - b) * sizeof(float));
+      }
+    }
   }
-}
+
+ private:
+  std::vector<float*> x_;
+  std::vector<const void*> from_;
+  std::vector<void*> to_;
+};
 
 }  // namespace
 
@@ -83,11 +113,11 @@ float ReplicaExchange::meanScale(int64_t replicas) const {
 
 void ReplicaExchange::addReplicas(const TensorId& id, int64_t to, const std::vector<int64_t>& from,
                                   int64_t begin, int64_t end) {
-  float* acc = floats(to, id);
-  for (int64_t r : from) {
-    const float* x = floats(r, id);
-    for (int64_t i = begin; i < end; ++i) acc[i] += x[i];
-  }
+  if (from.empty()) return;
+  ReplicaSum sum(from.size() + 1);
+  sum.buffers()[0] = floats(to, id);
+  for (size_t k = 0; k < from.size(); ++k) sum.buffers()[k + 1] = floats(from[k], id);
+  sum.into(1, begin, end);
 }
 
 void ReplicaExchange::copyReplicas(const TensorId& id, int64_t from, const std::vector<int64_t>& to,
@@ -134,18 +164,14 @@ void ReplicaExchange::reducePlain() {
   };
   const float factor = meanScale(layout_.global);
   if (L > 1 && !reducer_) {
-    // One instance: sum, scale and copy back in one pass, a block at a time, so the copies read the
-    // sum from the cache (2L passes over memory instead of 2L + 1, and no second sweep).
-    constexpr int64_t kBlock = 2048;
+    // One instance: sum, scale and copy back in one pass over each thread's slice (2L passes over
+    // memory instead of 2L + 1, and no second sweep).
     replicas_.forEach([&](int64_t t) {
-      std::vector<float*> x(static_cast<size_t>(L));
+      ReplicaSum sum(static_cast<size_t>(L));
       for (const TensorId& id : plan_.plain) {
-        // Buffers looked up once per tensor, not per block (a lookup hashes the tensor's name).
-        for (int64_t r = 0; r < L; ++r) x[static_cast<size_t>(r)] = floats(r, id);
+        for (int64_t r = 0; r < L; ++r) sum.buffers()[static_cast<size_t>(r)] = floats(r, id);
         const auto [begin, end] = sliceOf(buffer(0, id).nelms(), t);
-        for (int64_t b = begin; b < end; b += kBlock) {
-          sumScaleAndCopyBack(x, b, std::min(end, b + kBlock), factor);
-        }
+        sum.scaledIntoAll(begin, end, factor);
       }
     });
     return;

@@ -316,8 +316,8 @@ void SessionImpl::prepareDevice() {
       replication::ReplicaLayout{localReplicas_, globalReplicas_, replicaOffset_}, instances_,
       static_cast<replication::LocalReplicas&>(*this), gradientPlan(),
       replication::GradientReducer::bucketBytesFromEnvironment());
-  collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
-                                                      globalReplicas_);
+  collectives_ = std::make_unique<replication::ReplicaCollectives>(instances_, localReplicas_,
+                                                                   replicaOffset_, globalReplicas_);
   applyOptimizerStateInitializers();
   times.lap("exchange");
   logging::session::debug("prepareDevice in {}", times.summary());

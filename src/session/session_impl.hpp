@@ -26,13 +26,13 @@
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "replication/grouped_variable.hpp"
+#include "replication/replica_collectives.hpp"
 #include "replication/replica_exchange.hpp"
 #include "replication/sharding.hpp"
 #include "session/checkpoint_coordinator.hpp"
 #include "session/cycle_model.hpp"
 #include "session/engine_options.hpp"
 #include "session/lowered_graph.hpp"
-#include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
 #include "session/session_profile.hpp"
 #include "xtrain/checkpoint.hpp"
@@ -300,7 +300,7 @@ class SessionImpl : private replication::LocalReplicas {
   // 0 leaves the caller's setting (OpenMP's default: every core, or OMP_NUM_THREADS).
   int singleReplicaKernelThreads_ = 0;
   // How the model's replicated collective ops meet the other replicas (set by prepareDevice).
-  std::unique_ptr<ReplicaCollectives> collectives_;
+  std::unique_ptr<replication::ReplicaCollectives> collectives_;
   int64_t accumulationFactor_ = 1;
   uint64_t seed_ = 0;
   uint64_t executionCounter_ = 0;

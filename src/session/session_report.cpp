@@ -78,7 +78,9 @@ void SessionImpl::startProfile() {
     for (uint64_t c : cycles) phaseCycles_[static_cast<size_t>(ph)] += c;
   }
   profile_ = SessionProfile{};
-  collectives_->setProfile(&profile_);
+  collectives_->setRecorder([this](const replication::CollectiveRecord& c) {
+    profile_.addCollective({c.communicator, c.groupSize, c.operation, c.what}, c.bytes, c.seconds);
+  });
   if (engineSettings_.autoReportSerializedGraph) {
     const std::string dir =
         engineSettings_.autoReportDirectory.empty() ? "." : engineSettings_.autoReportDirectory;

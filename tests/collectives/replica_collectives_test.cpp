@@ -1,7 +1,7 @@
-// The session's rendezvous of local replicas (session/replica_collectives.hpp) on its own: bounded
+// The rendezvous of local replicas (replication/replica_collectives.hpp) on its own: bounded
 // waits, failures, mismatches and recovery; and lowered graphs run by hand on replica threads, for
 // the groups whose size comes from the graph's replication factor (CommGroup All).
-#include "session/replica_collectives.hpp"
+#include "replication/replica_collectives.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@ namespace xtrain::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using session::ReplicaCollectives;
+using replication::ReplicaCollectives;
 
 HostTensor vec(std::vector<float> v) {
   const auto n = static_cast<int64_t>(v.size());

@@ -56,7 +56,7 @@ class InprocTransport : public Transport {
 
   // Waits until every member of this (new) group exists; `what` describes the join for messages.
   void join(Milliseconds timeout, const std::string& what) {
-    group_->arrive(rank_, timeout, [&] { return what; });
+    group_->wait(rank_, timeout, [&] { return what; });
   }
 
   void execute(QueuedCommunicator& comm, const Collective& c) override;
@@ -100,23 +100,21 @@ void InprocTransport::execute(QueuedCommunicator& comm, const Collective& t) {
     rsTarget = scratch.data();
   }
 
-  // A rank that failed (mismatch, timeout) aborted the group before throwing, so no rank rewrites
-  // its slot while a peer may still be reading it to report that failure.
-  group_->throwIfAborted();
-  group_->slots()[static_cast<size_t>(rank_)] = Slot{f, src, t.output.data};
-  group_->arrive(rank_, t.timeout, what);
+  // A rank that failed (mismatch, timeout) aborted the group before throwing, and a failed group
+  // refuses arrivals before it takes their slots: no rank rewrites its slot while a peer may still
+  // be reading it to report that failure.
+  group_->arrive(rank_, Slot{f, src, t.output.data}, t.timeout, what);
   checkFingerprints(comm);
   compute(t, rsTarget);
-  group_->arrive(rank_, t.timeout, [&] { return what() + " (departure)"; });
+  group_->wait(rank_, t.timeout, [&] { return what() + " (departure)"; });
   if (inPlace && f.kind == OpKind::ReduceScatter && !scratch.empty()) {
     std::memcpy(t.output.data, scratch.data(), scratch.size());
   }
 }
 
 void InprocTransport::checkFingerprints(QueuedCommunicator& comm) {
-  const auto& slots = group_->slots();
   if (auto msg = comm.disagreement(
-          [&](int p) -> const Fingerprint& { return slots[static_cast<size_t>(p)].fingerprint; })) {
+          [&](int p) -> const Fingerprint& { return group_->slot(p).fingerprint; })) {
     group_->abort(Group::Failure::Mismatch, *msg);
     comm.fail(FailureKind::Mismatch, *msg);
   }
@@ -124,8 +122,8 @@ void InprocTransport::checkFingerprints(QueuedCommunicator& comm) {
 
 void InprocTransport::compute(const Collective& t, void* rsTarget) {
   const Fingerprint& f = t.fingerprint;
-  const auto& slots = group_->slots();
-  const size_t k = slots.size();
+  const auto slots = [this](size_t p) -> const Slot& { return group_->slot(static_cast<int>(p)); };
+  const size_t k = static_cast<size_t>(group_->size());
   const size_t r = static_cast<size_t>(rank_);
   const size_t n = f.count;
   switch (f.kind) {
@@ -144,9 +142,9 @@ void InprocTransport::compute(const Collective& t, void* rsTarget) {
       std::vector<void*> dsts(k);
       bool outOfPlace = true;
       for (size_t p = 0; p < k; ++p) {
-        srcs[p] = bytePtr(slots[p].src, begin * es);
-        dsts[p] = bytePtr(slots[p].dst, begin * es);
-        outOfPlace = outOfPlace && slots[p].src != slots[p].dst;
+        srcs[p] = bytePtr(slots(p).src, begin * es);
+        dsts[p] = bytePtr(slots(p).dst, begin * es);
+        outOfPlace = outOfPlace && slots(p).src != slots(p).dst;
       }
       reduceInto(f.type, f.op, srcs.data(), k, dsts.data(), k, len,
                  outOfPlace && n * es >= kStreamingBytes);
@@ -162,7 +160,7 @@ void InprocTransport::compute(const Collective& t, void* rsTarget) {
           std::memmove(rsTarget, bytePtr(t.input.data, begin * es), valid * es);
         } else {
           std::vector<const void*> srcs(k);
-          for (size_t p = 0; p < k; ++p) srcs[p] = bytePtr(slots[p].src, begin * es);
+          for (size_t p = 0; p < k; ++p) srcs[p] = bytePtr(slots(p).src, begin * es);
           reduceInto(f.type, f.op, srcs.data(), k, &rsTarget, 1, valid);
         }
       }
@@ -175,13 +173,13 @@ void InprocTransport::compute(const Collective& t, void* rsTarget) {
       for (size_t p = 0; p < k; ++p) {
         const size_t begin = p * s;
         const size_t valid = begin < n ? std::min(s, n - begin) : 0;
-        if (valid > 0) std::memcpy(bytePtr(t.output.data, begin * es), slots[p].src, valid * es);
+        if (valid > 0) std::memcpy(bytePtr(t.output.data, begin * es), slots(p).src, valid * es);
       }
       return;
     }
     case OpKind::Broadcast: {
       const size_t es = dataTypeSize(f.type);
-      const void* from = slots[static_cast<size_t>(f.root)].src;
+      const void* from = slots(static_cast<size_t>(f.root)).src;
       if (n > 0 && from != t.output.data) std::memcpy(t.output.data, from, n * es);
       return;
     }

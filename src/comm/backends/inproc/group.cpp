@@ -1,86 +1,56 @@
 #include "comm/backends/inproc/group.hpp"
 
-#include <algorithm>
-#include <chrono>
-
 #include "comm/queued_communicator.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::inproc {
 
-Group::Group(std::string name, int size)
-    : name_(std::move(name)),
-      size_(size),
-      slots_(static_cast<size_t>(size)),
-      here_(static_cast<size_t>(size), 0) {}
+Group::Group(std::string name, int size) : name_(std::move(name)), size_(size), rendezvous_(size) {}
 
-void Group::throwAbortedLocked(bool whileWaiting) const {
-  if (!whileWaiting) {
-    throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
-                           failureMessage_);
-  }
-  switch (failure_) {
-    case Failure::Timeout: throw CommTimeoutError(failureMessage_);
-    case Failure::Mismatch: throw CommMismatchError(failureMessage_);
-    default: throw CommAbortedError(failureMessage_);
-  }
+RendezvousWait Group::waitFor(Milliseconds timeout,
+                              const std::function<std::string()>& what) const {
+  RendezvousWait w;
+  w.timeout = timeout;
+  w.twice = [this, &what](int rank) {
+    return format("{}: rank {} of group '{}' arrived twice (two threads use the same rank?)",
+                  what(), rank, name_);
+  };
+  w.timedOut = [this, &what, timeout](const std::vector<int>& missing) {
+    std::string msg = timeoutMessage(what(), name_, size_, timeout, missing);
+    logging::comm::err("{}", msg);
+    return msg;
+  };
+  return w;
 }
 
-void Group::arrive(int rank, Milliseconds timeout, const std::function<std::string()>& what) {
-  std::unique_lock lock(mu_);
-  if (failure_ != Failure::None) throwAbortedLocked(false);
-  auto& here = here_[static_cast<size_t>(rank)];
-  if (here) {
-    const std::string msg = format(
-        "{}: rank {} of group '{}' arrived twice (two threads use the same "
-        "rank?)",
-        what(), rank, name_);
-    failure_ = Failure::Other;
-    failureMessage_ = msg;
-    cv_.notify_all();
-    throw CommAbortedError(msg);
+void Group::raise(const RendezvousFailure& f) const {
+  if (f.earlier) {
+    throw CommAbortedError("group '{}' cannot be used after an earlier failure: {}", name_,
+                           f.message);
   }
-  here = 1;
-  if (++arrived_ == size_) {
-    arrived_ = 0;
-    ++generation_;
-    std::fill(here_.begin(), here_.end(), 0);
-    cv_.notify_all();
-    return;
+  switch (f.kind) {
+    case Failure::Timeout: throw CommTimeoutError(f.message);
+    case Failure::Mismatch: throw CommMismatchError(f.message);
+    case Failure::Other: break;
   }
-  const uint64_t generation = generation_;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (generation_ == generation && failure_ == Failure::None) {
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_ == generation &&
-        failure_ == Failure::None) {
-      std::vector<int> missing;
-      for (int r = 0; r < size_; ++r) {
-        if (!here_[static_cast<size_t>(r)]) missing.push_back(r);
-      }
-      const std::string msg = timeoutMessage(what(), name_, size_, timeout, missing);
-      failure_ = Failure::Timeout;
-      failureMessage_ = msg;
-      cv_.notify_all();
-      logging::comm::err("{}", msg);
-      throw CommTimeoutError(msg);
-    }
-  }
-  if (generation_ == generation) throwAbortedLocked(true);
+  throw CommAbortedError(f.message);
+}
+
+void Group::arrive(int rank, const Slot& slot, Milliseconds timeout,
+                   const std::function<std::string()>& what) {
+  if (auto failed = rendezvous_.arrive(rank, slot, waitFor(timeout, what))) raise(*failed);
+}
+
+void Group::wait(int rank, Milliseconds timeout, const std::function<std::string()>& what) {
+  if (auto failed = rendezvous_.wait(rank, waitFor(timeout, what))) raise(*failed);
 }
 
 void Group::abort(Failure kind, const std::string& message) {
-  {
-    std::lock_guard lock(mu_);
-    if (failure_ != Failure::None) return;
-    failure_ = kind;
-    failureMessage_ = message;
-  }
-  cv_.notify_all();
+  rendezvous_.abort(kind, message);
 }
 
 void Group::throwIfAborted() const {
-  std::lock_guard lock(mu_);
-  if (failure_ != Failure::None) throwAbortedLocked(false);
+  if (auto failed = rendezvous_.failure()) raise(*failed);
 }
 
 std::shared_ptr<Group> Group::joinSplit(const std::string& key, int size,

@@ -1,25 +1,23 @@
-// The state the threads (ranks) of one inproc group share: a timed barrier and one slot per rank
-// through which the ranks see each other's buffers.
+// The state the threads (ranks) of one inproc group share: their rendezvous (comm/rendezvous.hpp),
+// with one slot per rank through which the ranks see each other's buffers.
 #pragma once
 #pragma GCC visibility push(default)
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "comm/fingerprint.hpp"
+#include "comm/rendezvous.hpp"
 #include "comm/types.hpp"
 
 namespace xtrain::comm::inproc {
 
-// What rank r publishes for the current collective. Written by rank r before the arrival barrier,
-// read by every rank between the arrival and the departure barrier (the barrier's mutex orders the
-// accesses).
+// What rank r publishes for the current collective, at its arrival; read by every rank between
+// the arrival and the departure barrier.
 struct Slot {
   Fingerprint fingerprint;
   const void* src = nullptr;
@@ -32,15 +30,18 @@ class Group {
 
   const std::string& name() const { return name_; }
   int size() const { return size_; }
-  std::vector<Slot>& slots() { return slots_; }
+  // Rank r's slot of the current collective.
+  const Slot& slot(int rank) const { return rendezvous_.slot(rank); }
 
-  // Waits until all ranks called arrive() (a generation barrier). On timeout, aborts the group with
-  // a CommTimeoutError message "<what()>: ... ranks [..] did not arrive" and throws it. If the
-  // group is aborted while waiting, throws the abort's error; if it was aborted before, throws
-  // CommAbortedError.
-  void arrive(int rank, Milliseconds timeout, const std::function<std::string()>& what);
+  // Publishes `slot` as rank's and waits until all ranks arrived (publish: false, a plain barrier,
+  // e.g. the departure). On timeout, fails the group with a CommTimeoutError message
+  // "<what()>: ... ranks [..] did not arrive" and throws it. If the group fails while waiting,
+  // throws that failure's error; if it failed before, throws CommAbortedError.
+  void arrive(int rank, const Slot& slot, Milliseconds timeout,
+              const std::function<std::string()>& what);
+  void wait(int rank, Milliseconds timeout, const std::function<std::string()>& what);
 
-  enum class Failure { None, Timeout, Mismatch, Other };
+  using Failure = RendezvousFailure::Kind;
   // Marks the group failed (the first failure wins) and wakes every waiting rank.
   void abort(Failure kind, const std::string& message);
   // Throws CommAbortedError if the group was aborted.
@@ -54,20 +55,14 @@ class Group {
   bool attach();
 
  private:
-  [[noreturn]] void throwAbortedLocked(bool whileWaiting) const;
+  RendezvousWait waitFor(Milliseconds timeout, const std::function<std::string()>& what) const;
+  [[noreturn]] void raise(const RendezvousFailure& failure) const;
 
   const std::string name_;
   const int size_;
-  std::vector<Slot> slots_;
+  Rendezvous<Slot> rendezvous_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int arrived_ = 0;
-  uint64_t generation_ = 0;
-  std::vector<char> here_;
-  Failure failure_ = Failure::None;
-  std::string failureMessage_;
-
+  std::mutex mu_;  // splits_, attached_
   struct PendingSplit {
     std::shared_ptr<Group> group;
     int joined = 0;

@@ -1,13 +1,14 @@
-// The session's ReplicaCollectives (device/replica_context.hpp): how the replicated collective ops
-// of a model meet the other replicas of their group.
+// ReplicaCollectives (device/replica_context.hpp): how the replicated collective ops of a model
+// meet the other replicas of their group.
 //
-// Local replicas are threads of this instance (ReplicaPool). At each collective every local replica
-// arrives at one rendezvous (a mutex, a condition variable and a round counter), leaving a pointer
-// to its input; the last to arrive completes the round, and each replica then computes its own
-// output from its group's inputs, in the group's order (so every member computes the same bits),
-// and waits until all have done so before returning (its input must stay untouched while others
-// read it). Replicas of every group take part in every round: they run the same program, so they
-// reach the same collectives in the same order.
+// Local replicas are threads of this instance (the session's ReplicaPool). They meet at the comm
+// layer's Rendezvous (comm/rendezvous.hpp), the one the inproc backend's ranks meet at: at each
+// collective every local replica arrives, publishing its signature and a pointer to its input; the
+// last to arrive completes the round, and each replica then computes its own output from its
+// group's inputs with the shared reduction kernel (comm/reduce.hpp), in the group's order (so every
+// member computes the same bits), and waits until all have done so before returning (its input
+// must stay untouched while others read it). Replicas of every group take part in every round:
+// they run the same program, so they reach the same collectives in the same order.
 //
 // Across instances (when a group has members in more than one instance), the last local replica to
 // arrive all-gathers every instance's local inputs over the instances' communicator, so that each
@@ -30,14 +31,14 @@
 // concurrent false), a collective among local replicas cannot meet and throws a clear error
 // instead of waiting.
 //
-// Profile: local replica 0's collectives are counted in the session's profile (setProfile), by
-// grouping and operation: calls, input bytes, seconds from arrival to departure.
+// Profile: local replica 0's collectives go to the recorder (setRecorder), by grouping and
+// operation: calls, input bytes, seconds from arrival to departure.
 #pragma once
 #pragma GCC visibility push(default)
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -45,14 +46,24 @@
 #include <string>
 #include <vector>
 
+#include "comm/rendezvous.hpp"
 #include "device/replica_context.hpp"
-#include "session/session_profile.hpp"
 
 namespace xtrain::comm {
 class Communicator;
 }
 
-namespace xtrain::session {
+namespace xtrain::replication {
+
+// One collective of local replica 0, for the session's profile.
+struct CollectiveRecord {
+  std::string communicator;  // the grouping (ReplicaGrouping::str())
+  int64_t groupSize = 0;
+  const char* operation = "";  // "all-reduce", "reduce-scatter", "all-gather"
+  std::string what;            // the op's type: the first word of its description
+  uint64_t bytes = 0;          // input bytes
+  double seconds = 0;          // from arrival to departure
+};
 
 class ReplicaCollectives final : public device::ReplicaCollectives {
  public:
@@ -77,9 +88,9 @@ class ReplicaCollectives final : public device::ReplicaCollectives {
   void allGather(int64_t localReplica, const HostTensor& input, HostTensor& output,
                  const ReplicaGrouping& grouping, const std::string& what) override;
 
-  // Where local replica 0 records its collectives (nullptr: nowhere). The profile must outlive
-  // this object or be unset first.
-  void setProfile(SessionProfile* profile) { profile_ = profile; }
+  // Where local replica 0 records its collectives (empty: nowhere); called on replica 0's thread.
+  using Recorder = std::function<void(const CollectiveRecord&)>;
+  void setRecorder(Recorder recorder) { recorder_ = std::move(recorder); }
 
   void replicaFailed(int64_t localReplica) override;
   void enter(int64_t localReplica, bool concurrent) override;
@@ -98,23 +109,27 @@ class ReplicaCollectives final : public device::ReplicaCollectives {
     bool operator==(const Signature&) const = default;
     std::string str() const;
   };
+  // What a local replica publishes at the rendezvous.
+  struct Slot {
+    Signature signature;
+    const std::byte* input = nullptr;
+  };
   // The inputs of a round: every global replica's when they were exchanged, else the local ones'.
   class Inputs;
 
   // One round: arrive, (exchange), compute(inputs) this replica's output, depart.
   void meet(int64_t localReplica, const Signature& signature, const HostTensor& input,
             const std::function<void(const Inputs&)>& compute);
+  comm::RendezvousWait arrival(const Signature& signature);
+  comm::RendezvousWait departure() const;
+  [[noreturn]] static void raise(const std::string& what, const comm::RendezvousFailure& failure);
   bool spansInstances(const ReplicaGrouping& grouping) const;
-  // Adds local replica 0's call to the profile (from `start` to now).
+  // Adds local replica 0's call to the recorder (from `start` to now).
   void record(int64_t localReplica, const char* operation, const HostTensor& input,
               const ReplicaGrouping& grouping, const std::string& what,
               std::chrono::steady_clock::time_point start);
   void exchange(const Signature& signature);
-  // Records the first failure of the current run and wakes every waiting replica. Needs mu_.
-  void setFailure(std::string why);
-  [[noreturn]] void throwFailure(const std::string& what) const;
-  void reset();
-  std::string missingReplicas() const;
+  std::string missingReplicas(const std::vector<int>& missing) const;
 
   std::shared_ptr<comm::Communicator> instances_;
   const int64_t localReplicas_;
@@ -122,25 +137,19 @@ class ReplicaCollectives final : public device::ReplicaCollectives {
   const int64_t globalReplicas_;
   const std::chrono::milliseconds timeout_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  enum class Stage { Arriving, Exchanging, Ready };
-  Stage stage_ = Stage::Arriving;
-  uint64_t round_ = 0;
-  int64_t arrived_ = 0;
-  int64_t departed_ = 0;
-  Signature signature_;
-  std::vector<const std::byte*> local_;  // per local replica: its input this round, or nullptr
+  comm::Rendezvous<Slot> rendezvous_;
+  // Written by a round's last local replica to arrive, read by all after the arrival.
   bool exchanged_ = false;
   std::vector<std::byte> send_;      // [L x n] local inputs, for the exchange
   std::vector<std::byte> gathered_;  // [G x n] every replica's input after the exchange
-  std::string failure_;
+
+  std::mutex mu_;        // the program runs' bookkeeping below
   int64_t active_ = 0;   // local replicas inside a ReplicaScope
   int64_t entered_ = 0;  // scopes entered since the last reset
   bool concurrent_ = true;
-  SessionProfile* profile_ = nullptr;
+  Recorder recorder_;
 };
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication
 
 #pragma GCC visibility pop

@@ -1,4 +1,4 @@
-#include "session/replica_collectives.hpp"
+#include "replication/replica_collectives.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "common/check.hpp"
 #include "replication/grouped_variable.hpp"
 
-namespace xtrain::session {
+namespace xtrain::replication {
 
 namespace {
 
@@ -22,6 +22,8 @@ const char* kindName(int kind) {
   }
   return "?";
 }
+
+using Failure = comm::RendezvousFailure::Kind;
 
 std::string replicaList(const std::vector<int64_t>& replicas) {
   std::string out;
@@ -39,7 +41,7 @@ class ReplicaCollectives::Inputs {
     if (c_.exchanged_) return c_.gathered_.data() + static_cast<size_t>(globalReplica) * bytes_;
     const int64_t local = globalReplica - c_.replicaOffset_;
     XT_CHECK(local >= 0 && local < c_.localReplicas_, "replica {} is not local", globalReplica);
-    return c_.local_[static_cast<size_t>(local)];
+    return c_.rendezvous_.slot(static_cast<int>(local)).input;
   }
 
  private:
@@ -65,7 +67,7 @@ ReplicaCollectives::ReplicaCollectives(std::shared_ptr<comm::Communicator> insta
       timeout_(timeout      ? *timeout
                : instances_ ? instances_->timeout()
                             : comm::defaultTimeout()),
-      local_(static_cast<size_t>(localReplicas), nullptr) {
+      rendezvous_(static_cast<int>(localReplicas)) {
   XT_CHECK(localReplicas >= 1 && globalReplicas % localReplicas == 0, "{} local of {} replicas",
            localReplicas, globalReplicas);
   XT_CHECK(instances_ || globalReplicas == localReplicas,
@@ -89,47 +91,33 @@ void ReplicaCollectives::leave(int64_t) {
   --active_;
   // Concurrent replicas all enter once per program run (the pool runs every one, even after a
   // failure); sequential ones may stop at the first failure, but never meet anyway.
-  if (active_ == 0 && (entered_ >= localReplicas_ || !concurrent_)) reset();
-}
-
-void ReplicaCollectives::reset() {
-  stage_ = Stage::Arriving;
-  arrived_ = 0;
-  departed_ = 0;
-  ++round_;
-  std::fill(local_.begin(), local_.end(), nullptr);
-  exchanged_ = false;
-  failure_.clear();
-  entered_ = 0;
+  if (active_ == 0 && (entered_ >= localReplicas_ || !concurrent_)) {
+    rendezvous_.reset();
+    exchanged_ = false;
+    entered_ = 0;
+  }
 }
 
 void ReplicaCollectives::replicaFailed(int64_t localReplica) {
-  std::lock_guard lock(mu_);
-  setFailure(format(
-      "local replica {} (global replica {}) stopped with an error, so its group cannot complete "
-      "this collective (that replica's error is the cause)",
-      localReplica, replicaOffset_ + localReplica));
+  rendezvous_.abort(
+      Failure::Other,
+      format("local replica {} (global replica {}) stopped with an error, so its group cannot "
+             "complete this collective (that replica's error is the cause)",
+             localReplica, replicaOffset_ + localReplica));
 }
 
-void ReplicaCollectives::setFailure(std::string why) {
-  if (failure_.empty()) failure_ = std::move(why);
-  cv_.notify_all();
+void ReplicaCollectives::raise(const std::string& what, const comm::RendezvousFailure& failure) {
+  throw error("{}: {}", what, failure.message);
 }
 
-void ReplicaCollectives::throwFailure(const std::string& what) const {
-  throw error("{}: {}", what, failure_);
-}
-
-std::string ReplicaCollectives::missingReplicas() const {
-  std::vector<int64_t> missing, global;
-  for (int64_t r = 0; r < localReplicas_; ++r) {
-    if (local_[static_cast<size_t>(r)] == nullptr) {
-      missing.push_back(r);
-      global.push_back(replicaOffset_ + r);
-    }
+std::string ReplicaCollectives::missingReplicas(const std::vector<int>& missing) const {
+  std::vector<int64_t> local, global;
+  for (int r : missing) {
+    local.push_back(r);
+    global.push_back(replicaOffset_ + r);
   }
   return format("local replica{} {} (global {})", missing.size() == 1 ? "" : "s",
-                replicaList(missing), replicaList(global));
+                replicaList(local), replicaList(global));
 }
 
 bool ReplicaCollectives::spansInstances(const ReplicaGrouping& grouping) const {
@@ -142,8 +130,8 @@ void ReplicaCollectives::exchange(const Signature& signature) {
   gathered_.resize(bytes * static_cast<size_t>(globalReplicas_));
   for (int64_t r = 0; r < localReplicas_; ++r) {
     if (bytes > 0)
-      std::memcpy(send_.data() + bytes * static_cast<size_t>(r), local_[static_cast<size_t>(r)],
-                  bytes);
+      std::memcpy(send_.data() + bytes * static_cast<size_t>(r),
+                  rendezvous_.slot(static_cast<int>(r)).input, bytes);
   }
   comm::AllGatherOptions o;
   o.debugName = signature.what;
@@ -154,98 +142,79 @@ void ReplicaCollectives::exchange(const Signature& signature) {
       o);
 }
 
+comm::RendezvousWait ReplicaCollectives::arrival(const Signature& signature) {
+  comm::RendezvousWait w;
+  w.timeout = timeout_;
+  w.twice = [](int r) { return format("local replica {} arrived twice in one round", r); };
+  w.timedOut = [this](const std::vector<int>& missing) {
+    return format(
+        "{} did not reach this collective within {} ms. Every replica runs the same program, so "
+        "a missing replica has stopped or is stuck elsewhere (XTRAIN_COMM_TIMEOUT sets the limit)",
+        missingReplicas(missing), timeout_.count());
+  };
+  w.last = [this, &signature] {
+    exchanged_ = false;
+    if (!spansInstances(ReplicaGrouping(globalReplicas_, signature.stride, signature.groupSize))) {
+      return;
+    }
+    try {
+      exchange(signature);
+    } catch (const std::exception& e) {
+      rendezvous_.abort(Failure::Other,
+                        format("the exchange with the other instances failed: {}", e.what()));
+      throw;
+    }
+    exchanged_ = true;
+  };
+  return w;
+}
+
+comm::RendezvousWait ReplicaCollectives::departure() const {
+  comm::RendezvousWait w;
+  w.timeout = timeout_;
+  w.twice = [](int r) { return format("local replica {} arrived twice in one round", r); };
+  w.timedOut = [this](const std::vector<int>&) {
+    return format("the local replicas did not all finish this collective within {} ms",
+                  timeout_.count());
+  };
+  return w;
+}
+
 void ReplicaCollectives::meet(int64_t localReplica, const Signature& signature,
                               const HostTensor& input,
                               const std::function<void(const Inputs&)>& compute) {
   XT_CHECK(localReplica >= 0 && localReplica < localReplicas_, "local replica {} of {}",
            localReplica, localReplicas_);
-  std::unique_lock lock(mu_);
-  if (localReplicas_ > 1 && !concurrent_) {
-    throw error(
-        "{}: the {} local replicas run one after another on one thread, so they cannot meet in "
-        "a collective; run them on their own threads (ReplicaScope with concurrent true)",
-        signature.what, localReplicas_);
+  {
+    std::lock_guard lock(mu_);
+    if (localReplicas_ > 1 && !concurrent_) {
+      throw error(
+          "{}: the {} local replicas run one after another on one thread, so they cannot meet "
+          "in a collective; run them on their own threads (ReplicaScope with concurrent true)",
+          signature.what, localReplicas_);
+    }
   }
-  if (!failure_.empty()) throwFailure(signature.what);
-  if (local_[static_cast<size_t>(localReplica)] != nullptr) {
-    setFailure(format("local replica {} arrived twice in one round", localReplica));
-    throwFailure(signature.what);
-  }
-  if (arrived_ == 0) {
-    signature_ = signature;
-  } else if (!(signature == signature_)) {
-    setFailure(format(
+  const auto mismatch = [](int r, const Slot& mine,
+                           const Slot& first) -> std::optional<std::string> {
+    if (mine.signature == first.signature) return std::nullopt;
+    return format(
         "the local replicas issued different collectives: replica {} issued {}, another issued {}",
-        localReplica, signature.str(), signature_.str()));
-    throwFailure(signature.what);
+        r, mine.signature.str(), first.signature.str());
+  };
+  const int me = static_cast<int>(localReplica);
+  if (auto failed =
+          rendezvous_.arrive(me, Slot{signature, input.raw()}, arrival(signature), mismatch)) {
+    raise(signature.what, *failed);
   }
-  local_[static_cast<size_t>(localReplica)] = input.raw();
-  const uint64_t round = round_;
-  if (++arrived_ == localReplicas_) {
-    exchanged_ = false;
-    if (spansInstances(ReplicaGrouping(globalReplicas_, signature.stride, signature.groupSize))) {
-      // The peers wait for the exchange without their own deadline: it is bounded by the
-      // communicator's timeout and ends in Ready or a failure.
-      stage_ = Stage::Exchanging;
-      lock.unlock();
-      try {
-        exchange(signature);
-      } catch (const std::exception& e) {
-        lock.lock();
-        setFailure(format("the exchange with the other instances failed: {}", e.what()));
-        throw;
-      }
-      lock.lock();
-      exchanged_ = true;
-    }
-    stage_ = Stage::Ready;
-    cv_.notify_all();
-  } else {
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    for (;;) {
-      if (!failure_.empty()) throwFailure(signature.what);
-      if (round_ == round && stage_ == Stage::Ready) break;
-      if (stage_ == Stage::Exchanging) {
-        cv_.wait(lock);
-      } else if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
-                 stage_ == Stage::Arriving && failure_.empty()) {
-        setFailure(format(
-            "{} did not reach this collective within {} ms. Every replica runs the same program, "
-            "so a missing replica has stopped or is stuck elsewhere (XTRAIN_COMM_TIMEOUT sets the "
-            "limit)",
-            missingReplicas(), timeout_.count()));
-        throwFailure(signature.what);
-      }
-    }
-  }
-  lock.unlock();
   try {
     compute(Inputs(*this, static_cast<size_t>(signature.count) * dataTypeSize(signature.type)));
   } catch (const std::exception& e) {
-    lock.lock();
-    setFailure(format("local replica {} failed to compute its result: {}", localReplica, e.what()));
+    rendezvous_.abort(Failure::Other, format("local replica {} failed to compute its result: {}",
+                                             localReplica, e.what()));
     throw;
   }
-  lock.lock();
-  if (++departed_ == localReplicas_) {
-    stage_ = Stage::Arriving;
-    arrived_ = 0;
-    departed_ = 0;
-    ++round_;
-    std::fill(local_.begin(), local_.end(), nullptr);
-    cv_.notify_all();
-    return;
-  }
-  // Wait until every member has read this replica's input before it may change.
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  while (round_ == round && failure_.empty()) {
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && round_ == round &&
-        failure_.empty()) {
-      setFailure(format("the local replicas did not all finish this collective within {} ms",
-                        timeout_.count()));
-    }
-  }
-  if (round_ == round) throwFailure(signature.what);
+  // Every member has read this replica's input before it may change.
+  if (auto failed = rendezvous_.wait(me, departure())) raise(signature.what, *failed);
 }
 
 void ReplicaCollectives::allReduce(int64_t localReplica, const HostTensor& input,
@@ -325,13 +294,12 @@ void ReplicaCollectives::record(int64_t localReplica, const char* operation,
                                 const HostTensor& input, const ReplicaGrouping& grouping,
                                 const std::string& what,
                                 std::chrono::steady_clock::time_point start) {
-  if (localReplica != 0 || profile_ == nullptr) return;
+  if (localReplica != 0 || !recorder_) return;
   // The op's type (the description's first word), so that a model's ops share a row.
-  const CollectiveKey key{grouping.str(), grouping.getGroupSize(), operation,
-                          what.substr(0, what.find(' '))};
-  profile_->addCollective(
-      key, static_cast<uint64_t>(input.nbytes()),
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  recorder_(CollectiveRecord{
+      grouping.str(), grouping.getGroupSize(), operation, what.substr(0, what.find(' ')),
+      static_cast<uint64_t>(input.nbytes()),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
 }
 
-}  // namespace xtrain::session
+}  // namespace xtrain::replication
