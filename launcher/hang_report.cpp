@@ -257,20 +257,16 @@ bool hasAnyCollective(const std::vector<InstanceTrace>& traces) {
                      [](const InstanceTrace& t) { return !t.collectives.empty(); });
 }
 
-std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
-  // The group to look at: that of the unfinished collective that started first (the longest wait).
-  const TracedCollective* focus = nullptr;
-  for (const auto& t : traces) {
-    if (t.collectives.empty() || !unfinished(t.collectives.back())) continue;
-    const TracedCollective& c = t.collectives.back();
-    if (focus == nullptr || c.startNs < focus->startNs) focus = &c;
-  }
-  if (focus == nullptr) {
-    if (!hasAnyCollective(traces)) return "no instance has recorded a collective";
-    return "no instance is inside a collective: each finished the last one it entered (the job is "
-           "busy or waiting elsewhere)";
-  }
-  const std::string group = focus->group;
+namespace {
+
+// Who of a group's members reached its furthest collective in time.
+struct Attendance {
+  std::vector<int> missing;  // ascending
+  std::vector<std::pair<int, const TracedCollective*>> present;
+  std::map<int, int64_t> late;  // missing instance -> how long after the first it entered
+};
+
+Attendance attendance(const std::vector<InstanceTrace>& traces, const std::string& group) {
   const int n = static_cast<int>(traces.size());
   // Members: every instance when the group spans the job with ranks = instance indexes (the
   // world), else the instances that recorded a collective of it.
@@ -283,15 +279,14 @@ std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
   for (const auto& t : traces) {
     if (const TracedCollective* c = latestIn(t, group)) latest = std::max(latest, position(*c));
   }
-  std::vector<int> missing;
-  std::vector<std::pair<int, const TracedCollective*>> present;
+  Attendance a;
   for (const auto& t : traces) {
     const TracedCollective* c = latestIn(t, group);
     if (c == nullptr && !world) continue;
     if (c == nullptr || position(*c) < latest) {
-      missing.push_back(t.instance);
+      a.missing.push_back(t.instance);
     } else {
-      present.emplace_back(t.instance, c);
+      a.present.emplace_back(t.instance, c);
     }
   }
   // An instance that entered only at the end of the others' wait, or after one of them had given
@@ -299,86 +294,95 @@ std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
   // while ending the job. "The end": the last tenth of the wait (the clock is coarse).
   std::optional<int64_t> gaveUp;
   int64_t firstStart = 0;
-  for (const auto& [i, c] : present) {
+  for (const auto& [i, c] : a.present) {
     if (c->state == trace::State::Failed && c->failure == trace::Failure::Timeout) {
       gaveUp = gaveUp ? std::min(*gaveUp, c->endNs) : c->endNs;
     }
     firstStart = firstStart == 0 ? c->startNs : std::min(firstStart, c->startNs);
   }
-  std::map<int, int64_t> late;  // instance -> how long after the first it entered
   if (gaveUp) {
     const int64_t threshold = *gaveUp - (*gaveUp - firstStart) / 10;
-    std::erase_if(present, [&](const auto& p) {
+    std::erase_if(a.present, [&](const auto& p) {
       if (p.second->startNs < threshold) return false;
-      missing.push_back(p.first);
-      late[p.first] = p.second->startNs - firstStart;
+      a.missing.push_back(p.first);
+      a.late[p.first] = p.second->startNs - firstStart;
       return true;
     });
-    std::sort(missing.begin(), missing.end());
+    std::sort(a.missing.begin(), a.missing.end());
   }
-  // A mismatch: the members at `latest` called different collectives (or sizes).
+  return a;
+}
+
+// A mismatch: the members present called different collectives (or sizes). Nullopt when they
+// agree.
+std::optional<std::string> mismatchVerdict(const Attendance& a, const std::string& group) {
   auto signature = [](const TracedCollective* c) { return c->op + "/" + std::to_string(c->bytes); };
   std::map<std::string, std::vector<int>> bySignature;
-  for (const auto& [i, c] : present) bySignature[signature(c)].push_back(i);
-  if (bySignature.size() > 1) {
-    // The majority (ties: the lowest instance's) is "right"; the rest are named.
-    const std::vector<int>* major = nullptr;
-    for (const auto& [sig, ids] : bySignature) {
-      if (major == nullptr || ids.size() > major->size() ||
-          (ids.size() == major->size() && ids.front() < major->front())) {
-        major = &ids;
-      }
+  for (const auto& [i, c] : a.present) bySignature[signature(c)].push_back(i);
+  if (bySignature.size() <= 1) return std::nullopt;
+  // The majority (ties: the lowest instance's) is "right"; the rest are named.
+  const std::vector<int>* major = nullptr;
+  for (const auto& [sig, ids] : bySignature) {
+    if (major == nullptr || ids.size() > major->size() ||
+        (ids.size() == major->size() && ids.front() < major->front())) {
+      major = &ids;
     }
-    const TracedCollective* ref = nullptr;
-    std::vector<std::string> parts;
-    for (const auto& [i, c] : present) {
-      if (i == major->front()) ref = c;
-    }
-    const bool sameOp = std::all_of(present.begin(), present.end(),
-                                    [&](const auto& p) { return p.second->op == ref->op; });
-    auto what = [&](const TracedCollective* c) {
-      return sameOp ? format("{} #{} of {}", c->op, c->seq, bytesText(c->bytes))
-                    : format("{} #{}", c->op, c->seq);
-    };
-    for (const auto& [i, c] : present) {
-      if (signature(c) == signature(ref)) continue;
-      parts.push_back(format("instance {} is in {}", i, what(c)));
-    }
-    const std::string others =
-        missing.empty() && major->size() > 1 ? "the others" : instanceList(*major);
-    std::string text;
-    for (size_t k = 0; k < parts.size(); ++k) text += (k ? ", " : "") + parts[k];
-    text = format("{} on group {} while {} {} in {} (mismatch)", text, group, others,
-                  major->size() == 1 ? "is" : "are", what(ref));
-    if (!missing.empty()) text += format("; {} entered neither", instanceList(missing));
-    return text;
   }
-  if (!missing.empty()) {
-    const TracedCollective* ref = present.front().second;
-    int64_t waited = 0;
-    for (const auto& [i, c] : present) {
-      waited = std::max(waited, (c->endNs != 0 ? c->endNs : now) - c->startNs);
-    }
-    std::string text = format("{} never entered {} (the others waited {})", instanceList(missing),
-                              name(*ref), seconds(waited));
-    for (int i : missing) {
-      if (late.count(i)) {
-        text +=
-            format("; instance {}: it entered {} only as the others gave up, {} after the first", i,
-                   name(*ref), seconds(late[i]));
-        if (stopped(traces[static_cast<size_t>(i)])) text += " (it is stopped)";
-        continue;
-      }
-      text +=
-          format("; instance {}: {}", i, whereInstead(traces[static_cast<size_t>(i)], group, now));
-    }
-    return text;
+  const TracedCollective* ref = nullptr;
+  std::vector<std::string> parts;
+  for (const auto& [i, c] : a.present) {
+    if (i == major->front()) ref = c;
   }
-  // Everyone is in the same collective.
-  const TracedCollective* ref = present.front().second;
+  const bool sameOp = std::all_of(a.present.begin(), a.present.end(),
+                                  [&](const auto& p) { return p.second->op == ref->op; });
+  auto what = [&](const TracedCollective* c) {
+    return sameOp ? format("{} #{} of {}", c->op, c->seq, bytesText(c->bytes))
+                  : format("{} #{}", c->op, c->seq);
+  };
+  for (const auto& [i, c] : a.present) {
+    if (signature(c) == signature(ref)) continue;
+    parts.push_back(format("instance {} is in {}", i, what(c)));
+  }
+  const std::string others =
+      a.missing.empty() && major->size() > 1 ? "the others" : instanceList(*major);
+  std::string text;
+  for (size_t k = 0; k < parts.size(); ++k) text += (k ? ", " : "") + parts[k];
+  text = format("{} on group {} while {} {} in {} (mismatch)", text, group, others,
+                major->size() == 1 ? "is" : "are", what(ref));
+  if (!a.missing.empty()) text += format("; {} entered neither", instanceList(a.missing));
+  return text;
+}
+
+// Some members never entered the collective the others are in.
+std::string missingVerdict(const Attendance& a, const std::vector<InstanceTrace>& traces,
+                           const std::string& group, int64_t now) {
+  const TracedCollective* ref = a.present.front().second;
+  int64_t waited = 0;
+  for (const auto& [i, c] : a.present) {
+    waited = std::max(waited, (c->endNs != 0 ? c->endNs : now) - c->startNs);
+  }
+  std::string text = format("{} never entered {} (the others waited {})", instanceList(a.missing),
+                            name(*ref), seconds(waited));
+  for (int i : a.missing) {
+    if (a.late.count(i)) {
+      text += format("; instance {}: it entered {} only as the others gave up, {} after the first",
+                     i, name(*ref), seconds(a.late.at(i)));
+      if (stopped(traces[static_cast<size_t>(i)])) text += " (it is stopped)";
+      continue;
+    }
+    text +=
+        format("; instance {}: {}", i, whereInstead(traces[static_cast<size_t>(i)], group, now));
+  }
+  return text;
+}
+
+// Everyone is in the same collective.
+std::string allInsideVerdict(const Attendance& a, const std::vector<InstanceTrace>& traces,
+                             int64_t now) {
+  const TracedCollective* ref = a.present.front().second;
   std::vector<int> done, notDone, stoppedInside;
   int64_t longest = 0;
-  for (const auto& [i, c] : present) {
+  for (const auto& [i, c] : a.present) {
     (c->state == trace::State::Finished ? done : notDone).push_back(i);
     if (c->state != trace::State::Finished) {
       longest = std::max(longest, (c->endNs != 0 ? c->endNs : now) - c->startNs);
@@ -398,6 +402,28 @@ std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
   }
   return text + format("every instance entered {}; {} finished it, {} did not (for {})", name(*ref),
                        instanceList(done), instanceList(notDone), seconds(longest));
+}
+
+}  // namespace
+
+std::string hangVerdict(const std::vector<InstanceTrace>& traces, int64_t now) {
+  // The group to look at: that of the unfinished collective that started first (the longest wait).
+  const TracedCollective* focus = nullptr;
+  for (const auto& t : traces) {
+    if (t.collectives.empty() || !unfinished(t.collectives.back())) continue;
+    const TracedCollective& c = t.collectives.back();
+    if (focus == nullptr || c.startNs < focus->startNs) focus = &c;
+  }
+  if (focus == nullptr) {
+    if (!hasAnyCollective(traces)) return "no instance has recorded a collective";
+    return "no instance is inside a collective: each finished the last one it entered (the job is "
+           "busy or waiting elsewhere)";
+  }
+  const std::string group = focus->group;
+  const Attendance a = attendance(traces, group);
+  if (auto mismatch = mismatchVerdict(a, group)) return *mismatch;
+  if (!a.missing.empty()) return missingVerdict(a, traces, group, now);
+  return allInsideVerdict(a, traces, now);
 }
 
 std::vector<std::string> hangReport(const std::vector<InstanceTrace>& traces, int64_t nowNs,

@@ -3,30 +3,25 @@
 //
 // Contract:
 //  - Each instance is fork/exec'd in its own process group (pgid = its pid), stdin from /dev/null,
-//  stdout and
-//    stderr into pipes that xrun reads in one poll() loop and prints line by line
-//    (launcher/output.hpp).
-//  - xrun becomes a child subreaper (PR_SET_CHILD_SUBREAPER): orphaned grandchildren are reparented
-//  to it and
-//    reaped at once, so "this process group is empty" (kill(-pgid, 0) == ESRCH) is exact and
-//    prompt.
+//    stdout and stderr into pipes that xrun reads in one poll() loop and prints line by line
+//    (launcher/output_router.hpp).
+//  - xrun becomes a child subreaper (PR_SET_CHILD_SUBREAPER): orphaned grandchildren are
+//    reparented to it and reaped at once, so "this process group is empty" (kill(-pgid, 0) ==
+//    ESRCH) is exact and prompt.
 //  - Children get PR_SET_PDEATHSIG(SIGKILL); a watchdog process (its own process group, ignoring
-//  the usual
-//    signals) knows every instance's process group and kills them, and removes `cleanupDir`, if
-//    xrun dies without saying the job ended cleanly. So no process of the job outlives xrun, even
-//    after a SIGKILL.
+//    the usual signals) knows every instance's process group and kills them, and removes
+//    `cleanupDir`, if xrun dies without saying the job ended cleanly. So no process of the job
+//    outlives xrun, even after a SIGKILL.
 //  - The first instance to exit non-zero or die by a signal is the root cause: xrun sends SIGTERM
-//  to every
-//    process group, SIGKILL to those still alive after the grace period, and returns that
+//    to every process group, SIGKILL to those still alive after the grace period, and returns that
 //    instance's exit code (128 + signal for a signal) after printing one root-cause line on stderr.
 //  - timeoutSeconds ends the job the same way and returns 124. SIGINT, SIGTERM and SIGHUP received
-//  by xrun are
-//    forwarded to every instance's process group and end the job (128 + signal; one received while
-//    already stopping kills at once, but for SIGTERM while the instances stop at a checkpoint after
-//    one exited kPreemptedExitCode: the same request, they keep the grace period); SIGUSR1 and
-//    SIGUSR2 are forwarded to every instance's main process only. SIGQUIT prints the hang report
-//    and the job goes on. One of these (not SIGQUIT) received before the instances are started
-//    starts none of them (JobEnd::NotStarted).
+//    by xrun are forwarded to every instance's process group and end the job (128 + signal; one
+//    received while already stopping kills at once, but for SIGTERM while the instances stop at a
+//    checkpoint after one exited kPreemptedExitCode: the same request, they keep the grace
+//    period); SIGUSR1 and SIGUSR2 are forwarded to every instance's main process only. SIGQUIT
+//    prints the hang report and the job goes on. One of these (not SIGQUIT) received before the
+//    instances are started starts none of them (JobEnd::NotStarted).
 //  - Preemption: SIGTERM to xrun is forwarded the same way but leaves the instances
 //    preemptionGraceSeconds to end; an instance exiting with kPreemptedExitCode (75: it saved its
 //    state after SIGUSR1 or SIGTERM) sends nothing to the others and leaves them that long to end
@@ -46,20 +41,23 @@
 // 124 for the timeout, 128 + signal for a signal xrun received.
 // Not thread-safe: it installs process-wide signal handlers for its duration. One job per process
 // at a time.
+//
+// The parts: local_engine.cpp is the lifecycle loop (start, reap, poll, the stop policy: when to
+// signal whom, the grace periods); launcher/child_process.hpp starts one process,
+// launcher/job_signals.hpp turns signals into bytes on a pipe, launcher/output_router.hpp routes
+// every line, launcher/failure_witness.hpp keeps what the lines say about a failure, and
+// launcher/job_verdict.hpp turns what the loop saw into the JobOutcome and the root-cause line.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "launcher/exit_status.hpp"
+#include "launcher/job_signals.hpp"
 #include "launcher/output.hpp"
 
 namespace xtrain::launcher {
-
-inline constexpr int kTimeoutExitCode = 124;
-// An instance that stopped for a preemption request, having saved its state (xtrain::dist).
-inline constexpr int kPreemptedExitCode = 75;
 
 struct EngineMode {
   EngineTag tag = EngineTag::Mpirun;
@@ -143,46 +141,7 @@ JobOutcome runJob(const LocalJobSpec& spec);
 // runJob(spec).exitCode: xrun's exit code.
 int runLocalJob(const LocalJobSpec& spec);
 
-class SignalScope;
-
-// xrun's handlers for SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 (and SIGCHLD), held across the
-// attempts of a job with restarts, so a signal that arrives between two attempts is not lost (nor
-// kills xrun): runJob uses these while they live, and waitForStop sees what came in between.
-class SignalHandlers {
- public:
-  SignalHandlers();
-  ~SignalHandlers();
-  SignalHandlers(const SignalHandlers&) = delete;
-  SignalHandlers& operator=(const SignalHandlers&) = delete;
-
-  // Waits up to `seconds` (0: only looks) for SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2 and
-  // returns the first, or 0 when none came. One signal per call: call again for the next.
-  int waitForSignal(double seconds);
-
-  // The first SIGINT, SIGTERM, SIGHUP, SIGUSR1 or SIGUSR2 received since the handlers were
-  // installed, at any time (during an attempt too, where runJob consumes it), else 0. Set by the
-  // signal handler itself, so a decision to start another attempt that reads it cannot miss a
-  // signal that came before; runJob reads it again with the signals blocked just before it starts
-  // the instances, and starts none when it is set (JobEnd::NotStarted).
-  int endRequested() const;
-
- private:
-  std::unique_ptr<SignalScope> scope_;
-};
-
-// xrun's exit code when a signal ends the job before an attempt starts (between attempts, or
-// before the first): kPreemptedExitCode for SIGTERM (a preemption request) and SIGUSR1/SIGUSR2
-// (Slurm's warning before preemption), so that a job script requeues the job and it continues from
-// its checkpoints; 128 + signal for SIGINT and SIGHUP (the user ends it).
-int exitCodeForSignalBeforeStart(int sig);
-
-// "SIGKILL" etc. for the common signals, "signal N" otherwise.
-std::string signalName(int sig);
-
-// Human text for a waitpid status: "exited with code 3", "was killed by signal 9 (SIGKILL)".
-std::string describeStatus(int status);
-
-// The shell convention: exit code, or 128 + signal.
-int exitCodeOf(int status);
+// The job's instances: engine mode spec.engine->numInstances, else one per spec.envPerInstance.
+int numInstancesOf(const LocalJobSpec& spec);
 
 }  // namespace xtrain::launcher

@@ -1,4 +1,5 @@
-// xrun's driver: command line -> plan -> dry run, or a job on an engine.
+// xrun's driver: command line -> plan -> dry run, or a job on an engine (launcher/job_runner.hpp
+// runs the plan).
 #pragma once
 
 #include <functional>
@@ -83,6 +84,9 @@ std::vector<std::string> plannedCommands(const JobPlan& plan);
 
 // The mpirun or srun command, word by word (what --dry-run prints for those engines).
 std::vector<std::string> engineCommand(const JobPlan& plan);
+
+// The program and its arguments, as the instances run it (argv).
+std::vector<std::string> programWords(const Options& options);
 
 // The whole program: returns the exit code. Prints on file descriptors 1 and 2.
 int xrunMain(int argc, char** argv);
