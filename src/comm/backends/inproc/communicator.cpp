@@ -39,7 +39,7 @@ size_t sliceBegin(size_t n, size_t k, size_t r) {
 // All-reduces of at least this many bytes write the outputs with non-temporal stores when every
 // rank reduces out of place: an output line is then written without being read first (no
 // read-for-ownership), which at 64 MB more than doubled the bandwidth of 2 threads
-// (docs/performance.md, "Session 8 re-measurement"). In place, the lines were just read, so
+// (docs/performance-history.md, "Session 8 re-measurement"). In place, the lines were just read, so
 // ordinary stores hit the cache; below the bound the outputs stay cached for their next reader.
 constexpr size_t kStreamingBytes = size_t{8} << 20;
 
