@@ -2,8 +2,8 @@
 // rows and the fingerprint of the options its instances must agree on are all made. A flag is
 // written once, as a row: its names, the field it sets and how its value is read
 // (common/flag_values.hpp), its help, its default, and whether the instances of a job must agree on
-// it. (Each tool used to write a flag four times, a field, a help line, a branch of an if-chain
-// and an entry of the agreement list, with its own number parsers; docs/cli.md.)
+// it. (xtrain used to write a flag four times, a field, a help line, a branch of an if-chain and
+// an entry of the agreement list, and each tool had its own number parsers.)
 //
 // Every refusal throws FlagError in the tool's own words: Syntax holds those of the command line
 // (an unknown flag, a missing value), the value parsers hold those of the values. Words are
