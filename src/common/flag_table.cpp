@@ -80,15 +80,21 @@ std::pair<std::string, std::optional<std::string>> splitArgument(const std::stri
 
 }  // namespace
 
-size_t scan(const std::vector<std::string>& args, const Syntax& syntax,
-            const std::vector<const RowShape*>& rows,
-            const std::function<void(size_t, const Given&)>& apply) {
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
+std::vector<std::string> scan(const std::vector<std::string>& args, const Syntax& syntax,
+                              const std::vector<const RowShape*>& rows,
+                              const std::function<void(size_t, const Given&)>& apply) {
+  std::vector<std::string> others;
+  for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (syntax.programFollows) {
-      if (arg == "--") return i + 1;
-      if (arg.empty() || arg[0] != '-' || arg == "-") return i;
+    const bool positional = arg.empty() || arg[0] != '-' || arg == "-";
+    if (syntax.programFollows && (arg == "--" || positional)) {
+      others.assign(args.begin() + static_cast<std::ptrdiff_t>(arg == "--" ? i + 1 : i),
+                    args.end());
+      return others;
+    }
+    if (syntax.positionalsAnywhere && positional) {
+      others.push_back(arg);
+      continue;
     }
     auto [name, inlineValue] = splitArgument(arg, syntax);
     const auto row = findRow(name, rows);
@@ -114,7 +120,7 @@ size_t scan(const std::vector<std::string>& args, const Syntax& syntax,
     }
     apply(*row, given);
   }
-  return i;
+  return others;
 }
 
 std::string usageRows(const std::vector<const RowShape*>& rows, const UsageLayout& layout) {

@@ -54,6 +54,9 @@ struct Syntax {
   // program's (xrun PROGRAM ARGS...): FlagTable::parse leaves them in `rest`. Otherwise such an
   // argument is an unknown flag.
   bool programFollows = false;
+  // Arguments that do not start with '-', and "-" itself, are positional wherever they stand
+  // (xckpt export-onnx A B C --flag): FlagTable::parse leaves them in `rest`, in order.
+  bool positionalsAnywhere = false;
 };
 
 // How usage rows are laid out: the flags at `indent` (plus `longOnlyIndent` for a row without a
@@ -92,11 +95,11 @@ struct RowShape {
   std::optional<std::string> defaultText;
 };
 
-// Scans `args`, calling apply(row, given) for every flag in order; returns the index of the first
-// argument of the program (args.size() when there is none).
-size_t scan(const std::vector<std::string>& args, const Syntax& syntax,
-            const std::vector<const RowShape*>& rows,
-            const std::function<void(size_t, const Given&)>& apply);
+// Scans `args`, calling apply(row, given) for every flag in order; returns the arguments that are
+// not flags (the program and its arguments, or the positional ones).
+std::vector<std::string> scan(const std::vector<std::string>& args, const Syntax& syntax,
+                              const std::vector<const RowShape*>& rows,
+                              const std::function<void(size_t, const Given&)>& apply);
 
 std::string usageRows(const std::vector<const RowShape*>& rows, const UsageLayout& layout);
 
@@ -224,8 +227,8 @@ class FlagTable {
     return Row(&e);
   }
 
-  // Options with every default, then every flag of `args` applied in order. With
-  // Syntax::programFollows, the program and its arguments go to `rest`.
+  // Options with every default, then every flag of `args` applied in order. The arguments that
+  // are not flags (Syntax::programFollows, Syntax::positionalsAnywhere) go to `rest`.
   Options parse(const std::vector<std::string>& args,
                 std::vector<std::string>* rest = nullptr) const {
     Options o{};
@@ -235,9 +238,9 @@ class FlagTable {
         e->set(o, Given{name, *e->shape.defaultText, name});
       }
     }
-    const size_t end = detail::scan(args, syntax_, shapes(),
-                                    [&](size_t row, const Given& g) { entries_[row]->set(o, g); });
-    if (rest != nullptr) rest->assign(args.begin() + static_cast<std::ptrdiff_t>(end), args.end());
+    std::vector<std::string> others = detail::scan(
+        args, syntax_, shapes(), [&](size_t row, const Given& g) { entries_[row]->set(o, g); });
+    if (rest != nullptr) *rest = std::move(others);
     return o;
   }
 

@@ -104,6 +104,18 @@ TEST(FlagTable, ProgramArgumentsFollowTheFlags) {
   EXPECT_EQ(rest, std::vector<std::string>{"-n"});
 }
 
+TEST(FlagTable, PositionalArgumentsMayStandAnywhere) {
+  FlagTable<Opts> t(Syntax{.unknown = "cmd: unknown option '{arg}'",
+                           .inlineValues = false,
+                           .positionalsAnywhere = true});
+  t.toggle("--fast", &Opts::fast);
+  std::vector<std::string> rest;
+  EXPECT_TRUE(t.parse({"a", "--fast", "-", "", "b"}, &rest).fast);
+  EXPECT_EQ(rest, (std::vector<std::string>{"a", "-", "", "b"}));
+  EXPECT_EQ(refusal(t, {"a", "--fast=1"}), "cmd: unknown option '--fast=1'");
+  EXPECT_EQ(refusal(t, {"--"}), "cmd: unknown option '--'");
+}
+
 TEST(FlagTable, FingerprintListsTheFlagsThatMustAgree) {
   const auto t = makeTable();
   const Fingerprint f = t.fingerprint(t.parse({"--rate", "0.25", "--path", "/x"}));
