@@ -17,7 +17,6 @@
 #pragma GCC visibility push(default)
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,8 +50,8 @@ struct Syntax {
   bool inlineValues = true;                            // --flag=value as well as --flag value
   bool shortInline = false;  // -n4, -xVAR=1: a two-character flag followed by its value
   // The first argument that does not start with '-' (or the one after "--") and the rest are the
-  // program's (xrun PROGRAM ARGS...): FlagTable::parse leaves them in `rest`. Otherwise such an
-  // argument is an unknown flag.
+  // program's (xrun PROGRAM ARGS...): FlagTable::parse leaves them in `rest`. Without this or
+  // positionalsAnywhere, such an argument is an unknown flag.
   bool programFollows = false;
   // Arguments that do not start with '-', and "-" itself, are positional wherever they stand
   // (xckpt export-onnx A B C --flag): FlagTable::parse leaves them in `rest`, in order.
@@ -159,6 +158,10 @@ class FlagTable {
     }
     // The instances of a job must agree on this flag's value (of the field it sets)...
     Row& agree() {
+      if (!row_->fieldText) {
+        throw internal_error("flag {} sets no single value to agree on: describe it in agree()",
+                             row_->shape.names.front());
+      }
       row_->agreement = row_->fieldText;
       return *this;
     }

@@ -123,6 +123,9 @@ TEST(FlagTable, FingerprintListsTheFlagsThatMustAgree) {
       {"--count", "7"}, {"--rate", "0.25"}, {"--path", "(given)"}, {"--fast", "off"}};
   EXPECT_EQ(f, expected);
   EXPECT_EQ(t.fingerprint(t.parse({}))[1].second, "-");
+  // A repeatable flag has no single value: what the instances compare must be described.
+  FlagTable<Opts> bad(Syntax{});
+  EXPECT_THROW(bad.value("--size", "S", &Opts::sizes, integer<int>(0, 9)).agree(), internal_error);
 }
 
 TEST(FlagTable, UsageRowsAlignTheHelp) {
