@@ -1,11 +1,9 @@
 #include "bench_args.hpp"
 
-#include <cctype>
-#include <cerrno>
-#include <cstdlib>
 #include <iostream>
 #include <limits>
 
+#include "common/flag_values.hpp"
 #include "xtrain/error.hpp"
 
 namespace xbench {
@@ -27,41 +25,26 @@ size_t sizeFlag(const std::vector<std::string>& args, std::initializer_list<cons
                 size_t fallback) {
   const std::string v = stringFlag(args, names, "");
   if (v.empty()) return fallback;
-  auto bad = [&] {
-    return xtrain::error("{} expects a count like 4096, 64K or 256M, got '{}'", *names.begin(), v);
-  };
-  // Digits, then at most one of K, M, G: nothing else ("nan", "-1", "1e3", "12abc" are refused).
-  size_t digits = 0;
-  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
-  if (digits == 0) throw bad();
-  const std::string suffix = v.substr(digits);
-  size_t scale = 1;
-  if (suffix == "K" || suffix == "k") {
-    scale = size_t{1} << 10;
-  } else if (suffix == "M" || suffix == "m") {
-    scale = size_t{1} << 20;
-  } else if (suffix == "G" || suffix == "g") {
-    scale = size_t{1} << 30;
-  } else if (!suffix.empty()) {
-    throw bad();
-  }
-  errno = 0;
-  const unsigned long long x = std::strtoull(v.c_str(), nullptr, 10);
-  size_t result = 0;
-  if (errno == ERANGE || __builtin_mul_overflow(static_cast<size_t>(x), scale, &result)) {
-    throw xtrain::error("{} {} is too large", *names.begin(), v);
-  }
-  return result;
+  return xtrain::flags::scaledCount(std::numeric_limits<size_t>::max())(*names.begin(), v);
 }
 
 int intCountFlag(const std::vector<std::string>& args, std::initializer_list<const char*> names,
                  int fallback) {
-  const size_t v = sizeFlag(args, names, static_cast<size_t>(fallback));
-  if (v > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    throw xtrain::error("{} must be at most {}, got {}", *names.begin(),
-                        std::numeric_limits<int>::max(), v);
+  const std::string v = stringFlag(args, names, "");
+  if (v.empty()) return fallback;
+  return static_cast<int>(xtrain::flags::scaledCount(
+      static_cast<uint64_t>(std::numeric_limits<int>::max()))(*names.begin(), v));
+}
+
+int64_t intFlag(const std::vector<std::string>& args, const std::string& name, int64_t fallback,
+                int64_t min, int64_t max) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != name) continue;
+    const std::string range = "{flag} must be between {min} and {max}, got {value}";
+    return xtrain::flags::integer<int64_t>(
+        min, max, {.belowMinimum = range, .aboveMaximum = range})(name, args[i + 1]);
   }
-  return static_cast<int>(v);
+  return fallback;
 }
 
 namespace {

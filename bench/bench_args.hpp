@@ -12,13 +12,18 @@ namespace xbench {
 // The value after the first of `names` in args, or `fallback`.
 std::string stringFlag(const std::vector<std::string>& args,
                        std::initializer_list<const char*> names, const std::string& fallback);
-// A non-negative count with an optional K, M or G suffix (powers of 1024); throws xtrain::error
-// naming the flag on a malformed value.
+// A non-negative count with an optional K, M or G suffix (powers of 1024; flags::scaledCount);
+// throws flags::FlagError (an xtrain::error) naming the flag on a malformed value.
 size_t sizeFlag(const std::vector<std::string>& args, std::initializer_list<const char*> names,
                 size_t fallback);
 // sizeFlag for a count the benchmark keeps in an int (iterations, threads): at most INT_MAX.
 int intCountFlag(const std::vector<std::string>& args, std::initializer_list<const char*> names,
                  int fallback);
+// The integer after `name`, else `fallback`; it must lie in [min, max]: "abc", "12abc", "nan" and
+// out-of-range values are refused naming the flag (exit code 2), so no benchmark runs on a value
+// it did not understand.
+int64_t intFlag(const std::vector<std::string>& args, const std::string& name, int64_t fallback,
+                int64_t min, int64_t max);
 
 // Checks a subcommand's command line (args[0] is the subcommand) before it runs, so a typo never
 // runs a benchmark with defaults: --help/-h prints `usage` to stdout and gives 0; an argument that

@@ -13,7 +13,6 @@
 //
 // `xbench SUBCOMMAND --help` prints its usage (exit 0); an unknown option exits 2 naming it.
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -37,29 +36,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The integer after `name`, else `fallback`; it must lie in [min, max]: "abc", "12abc", "nan" and
-// out-of-range values are refused naming the flag (exit code 2), so no benchmark runs on a value
-// it did not understand.
-int64_t intFlag(const std::vector<std::string>& args, const std::string& name, int64_t fallback,
-                int64_t min, int64_t max) {
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] != name) continue;
-    const std::string& text = args[i + 1];
-    int64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-      throw xtrain::error("{} expects an integer, got '{}'", name, text);
-    }
-    if (value < min || value > max) {
-      throw xtrain::error("{} must be between {} and {}, got {}", name, min, max, value);
-    }
-    return value;
-  }
-  return fallback;
-}
-
 int benchMlp(const std::vector<std::string>& args) {
   using namespace xtrain;
+  using xbench::intFlag;
   const int64_t steps = intFlag(args, "--steps", 40, 1, 1000000000);
   const int64_t warmup = intFlag(args, "--warmup", 5, 0, 1000000000);
   const int64_t batch = intFlag(args, "--batch", 64, 1, 1 << 20);
@@ -132,6 +111,7 @@ int benchMlp(const std::vector<std::string>& args) {
 }
 
 int benchMatmul(const std::vector<std::string>& args) {
+  using xbench::intFlag;
   const int64_t n = intFlag(args, "--size", 1024, 1, 32768);
   const int64_t reps = intFlag(args, "--reps", 20, 1, 1000000000);
   std::vector<float> a(static_cast<size_t>(n * n)), b(a.size()), c(a.size()), d(a.size());

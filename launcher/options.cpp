@@ -1,13 +1,10 @@
 #include "launcher/options.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
-#include <functional>
-#include <map>
-#include <sstream>
+#include <limits>
 
 #include "common/env_value.hpp"
+#include "common/flag_table.hpp"
+#include "common/flag_values.hpp"
 
 namespace xtrain::launcher {
 
@@ -31,32 +28,6 @@ const char* toString(KeepGlobalBatch keep) {
 }
 
 namespace {
-
-int parseInt(const std::string& option, const std::string& text, int minimum) {
-  int value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) {
-    throw UsageError("{} expects a whole number, got '{}'", option, text);
-  }
-  if (value < minimum) throw UsageError("{} must be at least {}, got {}", option, minimum, value);
-  return value;
-}
-
-// A duration flag, read as every duration of xtrain's is (common/env_value.hpp: 30, 0.5, 200ms,
-// 5m; at most 30 days, so that no deadline overflows the clock).
-double parseSeconds(const std::string& option, const std::string& text, DurationRange range = {}) {
-  try {
-    return parseDurationSeconds(text, option, range);
-  } catch (const error& e) {
-    throw UsageError(e.what());
-  }
-}
-
-// Like parseSeconds, but 0 is allowed.
-double parseDelay(const std::string& option, const std::string& text) {
-  return parseSeconds(option, text, DurationRange{true});
-}
 
 std::vector<std::string> splitComma(const std::string& text) {
   std::vector<std::string> out;
@@ -83,220 +54,196 @@ bool validEnvName(const std::string& name) {
   return true;
 }
 
-struct OptionSpec {
-  bool takesValue;
-  std::function<void(Options&, const std::string& name, const std::string& value)> apply;
-};
+using flags::Given;
+using O = Options;
 
-const std::map<std::string, OptionSpec>& optionTable() {
-  static const std::map<std::string, OptionSpec> table = [] {
-    std::map<std::string, OptionSpec> t;
-    auto numInstances =
-        OptionSpec{true, [](Options& o, const std::string& n, const std::string& v) {
-                     o.numInstances = parseInt(n, v, 1);
-                   }};
-    t["-n"] = numInstances;
-    t["--num-instances"] = numInstances;
-    t["--num-replicas"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                             o.numReplicas = parseInt(n, v, 1);
-                           }};
-    t["--ipus-per-replica"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                                 o.ipusPerReplica = parseInt(n, v, 1);
-                               }};
-    auto host = OptionSpec{true, [](Options& o, const std::string& n, const std::string& v) {
-                             auto hosts = splitComma(v);
-                             if (hosts.empty())
-                               throw UsageError("{} expects host names, e.g. {} h1,h2", n, n);
-                             o.hosts.insert(o.hosts.end(), hosts.begin(), hosts.end());
-                           }};
-    t["-H"] = host;
-    t["--host"] = host;
-    t["--hostfile"] = {
-        true, [](Options& o, const std::string&, const std::string& v) { o.hostfile = v; }};
-    t["--engine"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                       if (v == "auto")
-                         o.engine = Engine::Auto;
-                       else if (v == "local")
-                         o.engine = Engine::Local;
-                       else if (v == "mpirun")
-                         o.engine = Engine::Mpirun;
-                       else if (v == "srun")
-                         o.engine = Engine::Srun;
-                       else
-                         throw UsageError("{} must be one of auto, local, mpirun, srun; got '{}'",
-                                          n, v);
-                     }};
-    t["--mpi-global-args"] = {true, [](Options& o, const std::string&, const std::string& v) {
-                                auto w = splitShellWords(v);
-                                o.mpiGlobalArgs.insert(o.mpiGlobalArgs.end(), w.begin(), w.end());
-                              }};
-    t["--mpi-local-args"] = {true, [](Options& o, const std::string&, const std::string& v) {
-                               auto w = splitShellWords(v);
-                               o.mpiLocalArgs.insert(o.mpiLocalArgs.end(), w.begin(), w.end());
-                             }};
-    t["--only-output-from-instance"] = {true,
-                                        [](Options& o, const std::string& n, const std::string& v) {
-                                          o.onlyOutputFromInstance = parseInt(n, v, 0);
-                                        }};
-    t["--output-dir"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                           if (v.empty()) throw UsageError("{} expects a directory", n);
-                           o.outputDir = v;
-                         }};
-    t["--tag-output"] = {
-        false, [](Options& o, const std::string&, const std::string&) { o.tagOutput = true; }};
-    t["--no-tag-output"] = {
-        false, [](Options& o, const std::string&, const std::string&) { o.tagOutput = false; }};
-    t["--tag-format"] = {
-        true, [](Options& o, const std::string& n, const std::string& v) {
-          if (v == "xrun")
-            o.tagFormat = TagFormat::Xrun;
-          else if (v == "mpi")
-            o.tagFormat = TagFormat::Mpi;
-          else
-            throw UsageError("{} must be 'xrun' ([i] ) or 'mpi' ([1,i]<stdout>:); got '{}'", n, v);
-        }};
-    t["--print-topology"] = {
-        false, [](Options& o, const std::string&, const std::string&) { o.printTopology = true; }};
-    t["--dry-run"] = {false,
-                      [](Options& o, const std::string&, const std::string&) { o.dryRun = true; }};
-    t["--timeout"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                        o.timeoutSeconds = parseSeconds(n, v);
-                      }};
-    t["--grace-period"] = {
-        true, [](Options& o, const std::string& n, const std::string& v) {
-          o.gracePeriodSeconds = parseSeconds(
-              n, v,
-              DurationRange{false, std::chrono::milliseconds(
-                                       static_cast<int64_t>(kMaxGracePeriodSeconds * 1000))});
-        }};
-    t["--max-restarts"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                             o.maxRestarts = parseInt(n, v, 0);
-                           }};
-    t["--restart-delay"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                              o.restartDelaySeconds = parseDelay(n, v);
-                            }};
-    t["--restart-window"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                               o.restartWindowSeconds = parseSeconds(n, v);
-                             }};
-    t["--min-instances"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                              o.minInstances = parseInt(n, v, 1);
-                            }};
-    t["--grow-after"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                           o.growAfterSeconds = parseSeconds(n, v);
-                         }};
-    t["--keep-global-batch"] = {
-        true, [](Options& o, const std::string& n, const std::string& v) {
-          if (v == "accumulation")
-            o.keepGlobalBatch = KeepGlobalBatch::Accumulation;
-          else if (v == "micro-batch")
-            o.keepGlobalBatch = KeepGlobalBatch::MicroBatch;
-          else if (v == "no")
-            o.keepGlobalBatch = KeepGlobalBatch::No;
-          else
-            throw UsageError("{} must be one of accumulation, micro-batch, no; got '{}'", n, v);
-        }};
-    t["-x"] = {
-        true, [](Options& o, const std::string& n, const std::string& v) {
-          auto eq = v.find('=');
-          EnvAssignment a;
-          a.name = v.substr(0, eq);
-          if (eq != std::string::npos) a.value = v.substr(eq + 1);
-          if (!validEnvName(a.name)) {
-            throw UsageError(
-                "{} expects VAR or VAR=VALUE with VAR made of letters, digits and '_'; got '{}'", n,
-                v);
-          }
-          o.env.push_back(a);
-        }};
-    t["--comm-backend"] = {true, [](Options& o, const std::string& n, const std::string& v) {
-                             if (v != "auto" && v != "shm" && v != "gloo" && v != "mpi") {
-                               throw UsageError("{} must be one of auto, shm, gloo, mpi; got '{}'",
-                                                n, v);
-                             }
-                             o.commBackend = v;
-                             o.commBackendGiven = true;
-                           }};
-    auto help = OptionSpec{
-        false, [](Options& o, const std::string&, const std::string&) { o.help = true; }};
-    t["-h"] = help;
-    t["--help"] = help;
-    t["--version"] = {false,
-                      [](Options& o, const std::string&, const std::string&) { o.version = true; }};
+// Counts: "-n expects a whole number, got 'x'", "-n must be at least 1, got 0".
+flags::Parser<int> count(int minimum) {
+  return flags::integer<int>(minimum, std::numeric_limits<int>::max(),
+                             {.notInteger = "{flag} expects a whole number, got '{text}'",
+                              .belowMinimum = "{flag} must be at least {min}, got {value}",
+                              .aboveMaximum = "{flag} expects a whole number, got '{text}'"});
+}
+
+// Words: "--engine must be one of auto, local, mpirun, srun; got 'x'".
+constexpr const char* kOneOf = "{flag} must be one of {choices}; got '{text}'";
+
+void addLayoutFlags(flags::FlagTable<O>& t) {
+  t.value("-n", "N", &O::numInstances, count(1))
+      .alias("--num-instances")
+      .section("Layout:\n")
+      .help("instances to start (default 1)");
+  t.value("--num-replicas", "R", &O::numReplicas, count(1))
+      .help("replicas in total (default N; a multiple of N)");
+  t.value("--ipus-per-replica", "K", &O::ipusPerReplica, count(1))
+      .help("simulated IPUs per replica (default 1; a power of two)");
+  t.custom("-H", "h1,h2",
+           [](O& o, const Given& g) {
+             auto hosts = splitComma(g.text);
+             if (hosts.empty()) {
+               throw UsageError("{} expects host names, e.g. {} h1,h2", g.flag, g.flag);
+             }
+             o.hosts.insert(o.hosts.end(), hosts.begin(), hosts.end());
+           })
+      .alias("--host")
+      .help("hosts (engine mpirun); --hostfile F reads one per line");
+  t.value("--hostfile", "F", &O::hostfile, flags::text());  // in -H's help
+  t.value("--engine", "E", &O::engine,
+          flags::choice<Engine>({{"auto", Engine::Auto},
+                                 {"local", Engine::Local},
+                                 {"mpirun", Engine::Mpirun},
+                                 {"srun", Engine::Srun}},
+                                kOneOf))
+      .help(
+          "auto|local|mpirun|srun (default auto: mpirun with hosts,\n"
+          "srun inside Slurm, else local); with srun the instances\n"
+          "meet in a job directory on one node here, else over PMIx\n"
+          "(xrun adds --mpi=pmix) and xrun says which");
+  t.custom("--mpi-global-args", "\"...\"", [](O& o, const Given& g) {
+     auto w = splitShellWords(g.text);
+     o.mpiGlobalArgs.insert(o.mpiGlobalArgs.end(), w.begin(), w.end());
+   }).help("extra mpirun (or srun) arguments");
+  t.custom("--mpi-local-args", "\"...\"", [](O& o, const Given& g) {
+     auto w = splitShellWords(g.text);
+     o.mpiLocalArgs.insert(o.mpiLocalArgs.end(), w.begin(), w.end());
+   }).help("extra arguments per mpirun app context");
+  t.custom("--comm-backend", "B",
+           [](O& o, const Given& g) {
+             o.commBackend = flags::word({"auto", "shm", "gloo", "mpi"}, kOneOf)(g.flag, g.text);
+             o.commBackendGiven = true;
+           })
+      .help(
+          "auto|shm|gloo|mpi, passed as XTRAIN_COMM_BACKEND\n"
+          "(default: xrun's XTRAIN_COMM_BACKEND, else auto)");
+  t.custom("-x", "VAR[=VALUE]", [](O& o, const Given& g) {
+     auto eq = g.text.find('=');
+     EnvAssignment a;
+     a.name = g.text.substr(0, eq);
+     if (eq != std::string::npos) a.value = g.text.substr(eq + 1);
+     if (!validEnvName(a.name)) {
+       throw UsageError(
+           "{} expects VAR or VAR=VALUE with VAR made of letters, digits and '_'; got "
+           "'{}'",
+           g.flag, g.text);
+     }
+     o.env.push_back(a);
+   }).help("pass VAR (xrun's value, or VALUE) to every instance");
+}
+
+void addOutputFlags(flags::FlagTable<O>& t) {
+  t.toggle("--tag-output", &O::tagOutput)
+      .section("\nOutput:\n")
+      .help(
+          "prefix each line with its instance, \"[i] \" (default;\n"
+          "mpirun's \"[1,i]<stdout>:\" and srun's \"i: \" with those engines)");
+  t.custom("--no-tag-output", "", [](O& o, const Given&) {
+     o.tagOutput = false;
+   }).help("print lines untagged");
+  t.value("--tag-format", "F", &O::tagFormat,
+          flags::choice<TagFormat>(
+              {{"xrun", TagFormat::Xrun}, {"mpi", TagFormat::Mpi}},
+              "{flag} must be 'xrun' ([i] ) or 'mpi' ([1,i]<stdout>:); got '{text}'"))
+      .help("xrun (\"[i] \") or mpi (\"[1,i]<stdout>:\")");
+  t.value("--only-output-from-instance", "I", &O::onlyOutputFromInstance, count(0))
+      .help(
+          "print only instance I's output (and every instance's\n"
+          "stderr lines that look like errors)");
+  t.value("--output-dir", "DIR", &O::outputDir, flags::nonEmpty("{flag} expects a directory"))
+      .help("also write DIR/instance-<i>.out and .err");
+  t.toggle("--print-topology", &O::printTopology).help("print the layout before starting");
+  t.toggle("--dry-run", &O::dryRun).help("print the layout and the exact commands; start nothing");
+}
+
+void addEndingFlags(flags::FlagTable<O>& t) {
+  t.value("--timeout", "SECONDS", &O::timeoutSeconds, flags::duration())
+      .section(
+          "\nEnding (SECONDS: a number of seconds such as 30 or 0.5, or with a unit: 200ms, 5m,\n"
+          "2h; at most 30 days):\n")
+      .help("end the whole job after that long (exit code 124)");
+  const DurationRange grace{
+      false, std::chrono::milliseconds(static_cast<int64_t>(kMaxGracePeriodSeconds * 1000))};
+  t.value("--grace-period", "SECONDS", &O::gracePeriodSeconds, flags::duration(grace))
+      .help(
+          "time the instances get to end after SIGTERM to xrun or\n"
+          "a preempted instance, before SIGKILL (default 30; at\n"
+          "most 5 of it after a failure or the timeout)");
+}
+
+void addRestartFlags(flags::FlagTable<O>& t) {
+  t.value("--max-restarts", "N", &O::maxRestarts, count(0))
+      .section("\nRestarts:\n")
+      .help(
+          "when an instance fails, end the attempt, then start\n"
+          "every instance again, up to N times (default 0); the\n"
+          "instances see XTRAIN_RESTART_COUNT (0, 1, ...)");
+  t.value("--restart-delay", "SECONDS", &O::restartDelaySeconds,
+          flags::duration(DurationRange{true}))
+      .help("wait that long before each restart (default 0)");
+  t.value("--restart-window", "SECONDS", &O::restartWindowSeconds, flags::duration())
+      .help(
+          "count only the failures of the last SECONDS against N\n"
+          "(default: every failure of the job counts)");
+  t.value("--min-instances", "M", &O::minInstances, count(1))
+      .help(
+          "shrink: an instance slot that was the first to fail, or\n"
+          "hung, in 2 attempts in a row is dropped at the next\n"
+          "restart (a lost host at once), and the job goes on with\n"
+          "fewer instances, down to M");
+  t.value("--keep-global-batch", "K", &O::keepGlobalBatch,
+          flags::choice<KeepGlobalBatch>({{"accumulation", KeepGlobalBatch::Accumulation},
+                                          {"micro-batch", KeepGlobalBatch::MicroBatch},
+                                          {"no", KeepGlobalBatch::No}},
+                                         kOneOf))
+      .help(
+          "accumulation|micro-batch|no (default accumulation): how\n"
+          "a shrunk xtrain keeps the global batch (it raises\n"
+          "--accumulation-factor or --micro-batch-size); with\n"
+          "accumulation or micro-batch the instance count stays a\n"
+          "divisor of -n");
+  t.value("--grow-after", "SECONDS", &O::growAfterSeconds, flags::duration())
+      .help(
+          "grow back: after SECONDS on fewer instances, ask them\n"
+          "to stop at a checkpoint (SIGUSR1, as a preemption) and\n"
+          "start every slot again (the program must handle it,\n"
+          "as xtrain does)");
+  t.toggle("-h", &O::help).alias("--help").section("\n").help("this text");
+  t.toggle("--version", &O::version).help("xrun's version");
+}
+
+// xrun's flags, one row each: the parser and the usage rows are made from it. The defaults are
+// Options' own (tests and the planner build Options directly).
+const flags::FlagTable<Options>& xrunFlags() {
+  static const flags::FlagTable<Options> table = [] {
+    flags::FlagTable<O> t(
+        flags::Syntax{.unknown = "unknown option '{arg}'{hint}; see xrun --help (the program and "
+                                 "its own options go after the xrun options, or after '--')",
+                      .needsValue = "option {flag} needs a value",
+                      .takesNoValue = "option {flag} takes no value, got '{arg}'",
+                      .shortInline = true,
+                      .programFollows = true},
+        flags::UsageLayout{.indent = 2, .longOnlyIndent = 4, .column = 31, .width = 85});
+    addLayoutFlags(t);
+    addOutputFlags(t);
+    addEndingFlags(t);
+    addRestartFlags(t);
     return t;
   }();
   return table;
 }
 
-// Long names close to `name`, for "did you mean".
-std::string suggestion(const std::string& name) {
-  std::string best;
-  size_t bestScore = 0;
-  for (const auto& [candidate, spec] : optionTable()) {
-    if (candidate.size() < 3) continue;
-    // Longest common prefix after the dashes, a cheap and predictable measure.
-    size_t i = 0;
-    while (i < name.size() && i < candidate.size() && name[i] == candidate[i]) ++i;
-    if (i > bestScore && i >= 4) {
-      bestScore = i;
-      best = candidate;
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 Options parseOptions(const std::vector<std::string>& args) {
+  std::vector<std::string> program;
   Options o;
-  const auto& table = optionTable();
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // the program
-
-    std::string name = arg;
-    std::optional<std::string> inlineValue;
-    if (arg.rfind("--", 0) == 0) {
-      auto eq = arg.find('=');
-      if (eq != std::string::npos) {
-        name = arg.substr(0, eq);
-        inlineValue = arg.substr(eq + 1);
-      }
-    } else if (arg.size() > 2) {
-      // -n4, -xVAR=1, -Hh1
-      name = arg.substr(0, 2);
-      inlineValue = arg.substr(2);
-    }
-    auto it = table.find(name);
-    if (it == table.end()) {
-      std::string hint = suggestion(name);
-      throw UsageError(
-          "unknown option '{}'{}; see xrun --help (the program and its own options go after the "
-          "xrun options, or after '--')",
-          arg, hint.empty() ? std::string() : " (did you mean " + hint + "?)");
-    }
-    const OptionSpec& spec = it->second;
-    std::string value;
-    if (spec.takesValue) {
-      if (inlineValue) {
-        value = *inlineValue;
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        throw UsageError("option {} needs a value", name);
-      }
-    } else if (inlineValue) {
-      throw UsageError("option {} takes no value, got '{}'", name, arg);
-    }
-    spec.apply(o, name, value);
+  try {
+    o = xrunFlags().parse(args, &program);
+  } catch (const flags::FlagError& e) {
+    throw UsageError(std::string(e.what()));
   }
-  if (i < args.size()) {
-    o.program = args[i];
-    o.programArgs.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+  if (!program.empty()) {
+    o.program = program.front();
+    o.programArgs.assign(program.begin() + 1, program.end());
   }
   if (o.program.empty() && !o.help && !o.version) {
     throw UsageError(
@@ -398,64 +345,8 @@ Starts PROGRAM as a job of instances, gives each its replicas and simulated IPUs
 (environment: docs/launcher-environment.md), shows their output tagged with the
 instance, and ends the whole job when an instance fails.
 
-Layout:
-  -n, --num-instances N        instances to start (default 1)
-      --num-replicas R         replicas in total (default N; a multiple of N)
-      --ipus-per-replica K     simulated IPUs per replica (default 1; a power of two)
-  -H, --host h1,h2             hosts (engine mpirun); --hostfile F reads one per line
-      --engine E               auto|local|mpirun|srun (default auto: mpirun with hosts,
-                               srun inside Slurm, else local); with srun the instances
-                               meet in a job directory on one node here, else over PMIx
-                               (xrun adds --mpi=pmix) and xrun says which
-      --mpi-global-args "..."  extra mpirun (or srun) arguments
-      --mpi-local-args "..."   extra arguments per mpirun app context
-      --comm-backend B         auto|shm|gloo|mpi, passed as XTRAIN_COMM_BACKEND
-                               (default: xrun's XTRAIN_COMM_BACKEND, else auto)
-  -x VAR[=VALUE]               pass VAR (xrun's value, or VALUE) to every instance
-
-Output:
-      --tag-output             prefix each line with its instance, "[i] " (default;
-                               mpirun's "[1,i]<stdout>:" and srun's "i: " with those engines)
-      --no-tag-output          print lines untagged
-      --tag-format F           xrun ("[i] ") or mpi ("[1,i]<stdout>:")
-      --only-output-from-instance I
-                               print only instance I's output (and every instance's
-                               stderr lines that look like errors)
-      --output-dir DIR         also write DIR/instance-<i>.out and .err
-      --print-topology         print the layout before starting
-      --dry-run                print the layout and the exact commands; start nothing
-
-Ending (SECONDS: a number of seconds such as 30 or 0.5, or with a unit: 200ms, 5m,
-2h; at most 30 days):
-      --timeout SECONDS        end the whole job after that long (exit code 124)
-      --grace-period SECONDS   time the instances get to end after SIGTERM to xrun or
-                               a preempted instance, before SIGKILL (default 30; at
-                               most 5 of it after a failure or the timeout)
-
-Restarts:
-      --max-restarts N         when an instance fails, end the attempt, then start
-                               every instance again, up to N times (default 0); the
-                               instances see XTRAIN_RESTART_COUNT (0, 1, ...)
-      --restart-delay SECONDS  wait that long before each restart (default 0)
-      --restart-window SECONDS count only the failures of the last SECONDS against N
-                               (default: every failure of the job counts)
-      --min-instances M        shrink: an instance slot that was the first to fail, or
-                               hung, in 2 attempts in a row is dropped at the next
-                               restart (a lost host at once), and the job goes on with
-                               fewer instances, down to M
-      --keep-global-batch K    accumulation|micro-batch|no (default accumulation): how
-                               a shrunk xtrain keeps the global batch (it raises
-                               --accumulation-factor or --micro-batch-size); with
-                               accumulation or micro-batch the instance count stays a
-                               divisor of -n
-      --grow-after SECONDS     grow back: after SECONDS on fewer instances, ask them
-                               to stop at a checkpoint (SIGUSR1, as a preemption) and
-                               start every slot again (the program must handle it,
-                               as xtrain does)
-
-  -h, --help                   this text
-      --version                xrun's version
-
+)" + xrunFlags().usage() +
+         R"(
 When an instance exits non-zero or dies by a signal, xrun stops the others and
 exits with that instance's code (128+signal for a signal), unless --max-restarts
 allows a restart: then the exit code is the last attempt's. SIGINT, SIGTERM and

@@ -46,9 +46,9 @@ xtrain options each reference corresponds to (PopART semantics, docs/optimizers.
   Both: --reduction mean, no loss scaling, no gradient accumulation, --micro-batch-size BATCH (one
   replica) or BATCH/4 (2 instances x 2 replicas), --steps STEPS.
 
-xtrain shuffles the samples (tools/xtrain/trainer.cpp, SampleOrder); zoo_test.cpp writes a copy of
-data.h5 with the samples permuted so that xtrain's order feeds each step and replica exactly the
-samples listed above.
+xtrain shuffles the samples (tools/xtrain/sample_order.cpp, SampleOrder); zoo_test.cpp writes a
+copy of data.h5 with the samples permuted so that xtrain's order feeds each step and replica exactly
+the samples listed above.
 
 No Dropout anywhere (a training-mode export would make it random).
 """

@@ -92,9 +92,9 @@ std::string zooDir(const std::string& model) {
   return std::string(XTRAIN_TEST_DATA_DIR) + "/zoo/" + model;
 }
 
-// The order in which xtrain (tools/xtrain/trainer.cpp, SampleOrder) hands out the samples of its
-// first epoch with --seed 0. Must follow SampleOrder: if that changes, every case here fails with
-// wrong weights (each step would see other samples than PyTorch's).
+// The order in which xtrain (tools/xtrain/sample_order.cpp, SampleOrder) hands out the samples of
+// its first epoch with --seed 0. Must follow SampleOrder: if that changes, every case here fails
+// with wrong weights (each step would see other samples than PyTorch's).
 std::vector<int64_t> xtrainFirstEpochOrder(int64_t samples) {
   std::vector<int64_t> order(static_cast<size_t>(samples));
   std::iota(order.begin(), order.end(), 0);

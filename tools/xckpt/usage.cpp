@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "common/flag_table.hpp"
 
 namespace xtrain::tools::xckpt {
 
@@ -24,16 +25,22 @@ See docs/xckpt.md.
 
 Args positional(const Args& args, size_t count, const char* command,
                 const std::vector<std::string>& flags, std::vector<std::string>* given) {
+  // The command's switches: a table of their own, which records the ones given in order.
+  xtrain::flags::FlagTable<std::vector<std::string>> table(
+      xtrain::flags::Syntax{.unknown = std::string(command) + ": unknown option '{arg}'",
+                            .inlineValues = false,
+                            .positionalsAnywhere = true});
+  for (const auto& f : flags) {
+    table.custom(f, "", [](std::vector<std::string>& seen, const xtrain::flags::Given& g) {
+      seen.push_back(g.flag);
+    });
+  }
   Args out;
-  for (const auto& a : args) {
-    if (a.size() > 1 && a[0] == '-') {
-      bool known = false;
-      for (const auto& f : flags) known = known || a == f;
-      if (!known) throw UsageError(std::string(command) + ": unknown option '" + a + "'");
-      if (given != nullptr) given->push_back(a);
-    } else {
-      out.push_back(a);
-    }
+  try {
+    const std::vector<std::string> seen = table.parse(args, &out);
+    if (given != nullptr) given->insert(given->end(), seen.begin(), seen.end());
+  } catch (const xtrain::flags::FlagError& e) {
+    throw UsageError(e.what());
   }
   if (out.size() != count) {
     throw UsageError(std::string(command) + " takes " + std::to_string(count) + " argument" +

@@ -1,7 +1,5 @@
 #include "option_fingerprint.hpp"
 
-#include <optional>
-
 #include "comm/world.hpp"
 #include "common/launch_environment.hpp"
 #include "xtrain/error.hpp"
@@ -9,17 +7,6 @@
 
 namespace xtrain::tools {
 namespace {
-
-const std::string kUnset = "-";
-
-template <typename T>
-std::string valueText(const std::optional<T>& v) {
-  return v ? format("{}", *v) : kUnset;
-}
-
-std::string switchText(bool on) {
-  return on ? "on" : "off";
-}
 
 // Key of instance `i`'s fingerprint in the job's store (which prefixes the job id).
 std::string storeKey(int i) {
@@ -29,41 +16,7 @@ std::string storeKey(int i) {
 }  // namespace
 
 OptionFingerprint optionFingerprint(const TrainOptions& o) {
-  return {
-      {"--optimizer", o.optimizer},
-      {"--lr", valueText(o.lr)},
-      {"--momentum", valueText(o.momentum)},
-      {"--weight-decay", valueText(o.weightDecay)},
-      {"--dampening", valueText(o.dampening)},
-      {"--beta1", valueText(o.beta1)},
-      {"--beta2", valueText(o.beta2)},
-      {"--eps", valueText(o.eps)},
-      {"--max-weight-norm", valueText(o.maxWeightNorm)},
-      {"--alpha", valueText(o.alpha)},
-      {"--loss-scaling", valueText(o.lossScaling)},
-      {"--clip-norm", valueText(o.clipNorm)},
-      {"--nesterov", switchText(o.nesterov)},
-      {"--lr-schedule", o.lrSchedule},
-      {"--warmup-steps", std::to_string(o.warmupSteps)},
-      {"--micro-batch-size", std::to_string(o.microBatchSize)},
-      {"--batches-per-step", std::to_string(o.batchesPerStep)},
-      {"--accumulation-factor", std::to_string(o.accumulationFactor)},
-      {"--steps", valueText(o.steps)},
-      {"--epochs", valueText(o.epochs)},
-      {"--reduction", o.reduction},
-      {"--seed", std::to_string(o.seed)},
-      {"--batchnorm-running-var", o.batchNormRunningVariance},
-      {"--model", o.model.empty() ? "(built-in example)" : "(a model file)"},
-      // Checkpoints and the saved model are collectives: whether they happen must agree.
-      {"--checkpoint-dir", o.checkpointDir.empty() ? "(none)" : "(given)"},
-      {"--checkpoint-every", std::to_string(o.checkpointEvery)},
-      {"--checkpoint-async", switchText(o.checkpointAsync)},
-      {"--resume", o.resume.empty() || o.resume == "auto" ? o.resume : "(a checkpoint path)"},
-      {"--save-model", o.saveModel.empty() ? "(none)" : "(given)"},
-      // Validation is collective too: the instances combine their shares of it.
-      {"--val-data", o.valData.empty() ? "(none)" : "(given)"},
-      {"--val-every", std::to_string(o.valEvery)},
-  };
+  return trainFlags().fingerprint(o);
 }
 
 std::string encodeFingerprint(const OptionFingerprint& f) {

@@ -1,11 +1,12 @@
 // The training options every instance of a job must share, and their check at start-up.
 //
-// Instances started with different --lr or --micro-batch-size (a per-instance environment, a wrapper
-// script) would otherwise train together and exit 0 with a model no single setting describes; a
-// different --steps or checkpoint setting would leave one instance waiting in a collective the
-// others never issue. Paths (--model, --data, --checkpoint-dir, --save-model) may differ between
-// hosts and are left out; --log-level and --anchor change no collective and are left out too, and
-// --replicas is checked against the launcher's layout instead.
+// Instances started with different --lr or --micro-batch-size (a per-instance environment, a
+// wrapper script) would otherwise train together and exit 0 with a model no single setting
+// describes; a different --steps or checkpoint setting would leave one instance waiting in a
+// collective the others never issue. Which flags take part is a column of xtrain's flag table
+// (train_flags.cpp): paths (--model, --data, --checkpoint-dir, --save-model) may differ between
+// hosts, so only whether they are given takes part; --log-level and --anchor change no collective
+// and are left out, and --replicas is checked against the launcher's layout instead.
 #pragma once
 
 #include <string>
@@ -16,8 +17,8 @@
 
 namespace xtrain::tools {
 
-// (flag, value) for each training-relevant option, in a fixed order; "-" for an unset value.
-using OptionFingerprint = std::vector<std::pair<std::string, std::string>>;
+// (flag, value) for each training-relevant option, in the table's order; "-" for an unset value.
+using OptionFingerprint = flags::Fingerprint;
 OptionFingerprint optionFingerprint(const TrainOptions& o);
 
 // One "flag=value" line per option, and back. decode throws xtrain::error on a malformed text.

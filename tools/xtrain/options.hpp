@@ -1,5 +1,6 @@
-// Command line of `xtrain`. parseOptions throws UsageError (exit code 2) for anything it cannot
-// accept.
+// Command line of `xtrain`. parseOptions throws UsageError or flags::FlagError (exit code 2) for
+// anything it cannot accept. Each flag's name, reader, help, default and whether the instances must
+// agree on it are one row of trainFlags() (train_flags.cpp); the defaults below are the table's.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "common/flag_table.hpp"
 
 namespace xtrain::tools {
 
@@ -27,7 +30,7 @@ struct TrainOptions {
   std::string loss;
   // The optimizer and its hyperparameters (optimizer_flags.hpp). parseOptions fills every value
   // that applies to the chosen optimizer (given, else its default) and leaves the others empty.
-  std::string optimizer = "sgd";
+  std::string optimizer;
   std::optional<float> lr;
   std::optional<float> momentum;
   std::optional<float> weightDecay;
@@ -41,18 +44,18 @@ struct TrainOptions {
   std::optional<float> clipNorm;  // empty: no clipping
   bool nesterov = false;
   // Learning-rate schedule over the runs of the training (optimizer_flags.hpp).
-  std::string lrSchedule = "constant";
-  int64_t warmupSteps = 0;
-  int64_t microBatchSize = 32;
-  int64_t batchesPerStep = 1;
-  int64_t accumulationFactor = 1;
-  int64_t replicas = 1;
+  std::string lrSchedule;
+  int64_t warmupSteps{};
+  int64_t microBatchSize{};
+  int64_t batchesPerStep{};
+  int64_t accumulationFactor{};
+  int64_t replicas{};
   std::optional<int64_t> steps;
   std::optional<int64_t> epochs;
-  std::string reduction = "mean";
-  uint64_t seed = 0;
+  std::string reduction;
+  uint64_t seed{};
   // SessionOptions::batchNormRunningVariance: "onnx", "pytorch" or "auto".
-  std::string batchNormRunningVariance = "onnx";
+  std::string batchNormRunningVariance;
   std::vector<AnchorRequest> anchors;
   std::string saveModel;
   // Validation (validation.hpp): a held-out data set laid out like --data, evaluated every
@@ -70,10 +73,15 @@ struct TrainOptions {
   // The job's timeline (docs/trace.md): a Chrome-trace JSON file, only steps A..B when given.
   std::string trace;
   std::optional<std::pair<int64_t, int64_t>> traceSteps;
-  std::string logLevel = "info";
+  std::string logLevel;
   bool help = false;
 };
 
+// The table of xtrain's flags: parseOptions reads the command line with it, and the instances of a
+// job compare its fingerprint (option_fingerprint.hpp).
+const flags::FlagTable<TrainOptions>& trainFlags();
+
+// The table's parse, then the checks that take several flags together.
 TrainOptions parseOptions(const std::vector<std::string>& args);
 const char* usageText();
 
