@@ -54,18 +54,18 @@ std::vector<TensorId> Session::getTensorIds() const {
   return ids;
 }
 std::string Session::getSummaryReport(bool resetProfile) const {
-  std::string report = impl_->summaryReport();
-  if (resetProfile) impl_->resetProfile();
+  std::string report = impl_->profiler().summaryReport(impl_->figures());
+  if (resetProfile) impl_->profiler().resetProfile();
   return report;
 }
 std::string Session::getReport() const {
-  return impl_->reportJson();
+  return impl_->profiler().reportJson(impl_->figures());
 }
 std::string Session::getSerializedGraph() const {
-  return impl_->serializedGraph();
+  return impl_->profiler().serializedGraph();
 }
 uint64_t Session::getCycleCount(const std::string& id) const {
-  return impl_->cycleCount(id);
+  return impl_->profiler().cycleCount(id);
 }
 
 void Session::setRandomSeed(uint64_t seed) {
@@ -167,7 +167,7 @@ std::vector<float> TrainingSession::getGlobalGradientNorms() const {
   return impl_->clipNorms();
 }
 TrainingSession::StepTimes TrainingSession::getStepTimes() const {
-  return {impl_->stepCount(), impl_->runSeconds(), impl_->reductionSeconds()};
+  return {impl_->stepCount(), impl_->profiler().runSeconds(), impl_->profiler().reductionSeconds()};
 }
 
 void TrainingSession::updateOptimizerFromHost(const Optimizer* optimizer) {

@@ -25,6 +25,7 @@
 #include "session/dot_writer.hpp"
 #include "session/engine_options.hpp"
 #include "session/layout_plan.hpp"
+#include "session/memory_plan.hpp"
 #include "session/model_io.hpp"
 #include "session/option_checks.hpp"
 #include "session/option_ranges.hpp"
@@ -65,7 +66,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   validateOptions();
   checkSessionOptions(config_.options);
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
-  reportSettings_ = parseReportOptions(config_.options.reportOptions);
+  profiler_ = SessionProfiler(config_.options, engineSettings_);
   prepareAutoReportDirectory(engineSettings_);
   if (!engineSettings_.traceFile.empty()) {
     trace_ = std::make_unique<timeline::JobTrace>(
@@ -252,7 +253,9 @@ void SessionImpl::prepareDevice() {
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   times.lap("attach");
-  computeMemory();  // throws OutOfMemoryException when an IPU overflows
+  // Throws OutOfMemoryException when an IPU overflows.
+  profiler_.recordMemory(
+      chargeMemory(*graph_, d, localReplicas_, shards_, config_.dataFlow.anchors()), figures());
   times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
   // the host reads keeps its own, plain buffer.
@@ -326,7 +329,24 @@ void SessionImpl::prepareDevice() {
     options.compilationProgressLogger(options.compilationProgressTotal,
                                       options.compilationProgressTotal);
   }
-  startProfile();
+  collectives_->setProfile(&profiler_.profile());
+  // One set of report files per instance when several share the directory.
+  profiler_.start(
+      *graph_, *lowered_, d, *exchange_, gradientPlan(),
+      instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "");
+}
+
+SessionFigures SessionImpl::figures() const {
+  SessionFigures f;
+  f.training = config_.training;
+  f.ops = graph_->ops().size();
+  f.tensors = graph_->tensors().size();
+  f.localReplicas = localReplicas_;
+  f.globalReplicas = globalReplicas_;
+  f.accumulationFactor = accumulationFactor_;
+  f.batchesPerStep = config_.dataFlow.batchesPerStep();
+  f.stepsRun = stepCount_;
+  return f;
 }
 
 void SessionImpl::requirePrepared(const char* what) const {

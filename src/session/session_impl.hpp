@@ -22,19 +22,17 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "common/timeline_job.hpp"
-#include "device/ipu/memory_model.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "replication/grouped_variable.hpp"
 #include "replication/replica_exchange.hpp"
 #include "replication/sharding.hpp"
 #include "session/checkpoint_coordinator.hpp"
-#include "session/cycle_model.hpp"
 #include "session/engine_options.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
-#include "session/session_profile.hpp"
+#include "session/session_profiler.hpp"
 #include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -91,17 +89,11 @@ class SessionImpl : private replication::LocalReplicas {
   const SessionOptions& options() const { return config_.options; }
   const DataFlow& dataFlow() const { return config_.dataFlow; }
   std::shared_ptr<DeviceInfo> device() const { return config_.device; }
-  // The reports (session_report.cpp, docs/reports.md): the text summary (getSummaryReport), the
-  // same as JSON (getReport), the lowered programs as JSON (getSerializedGraph). resetProfile
-  // zeroes the execution profile (per-op times and the counters of session_profile.hpp).
-  std::string summaryReport() const;
-  std::string reportJson() const;
-  std::string serializedGraph() const;
-  void resetProfile();
-  // The simulated clock's cycles of the last run() (instrumentWithHardwareCycleCounter; id "").
-  uint64_t cycleCount(const std::string& id) const;
-  // Where run() spent its time: compute, the gradient reduction across replicas, the update.
-  std::string stepTimeReport() const;
+  // What the session measured, and its reports (getSummaryReport, getReport, ...).
+  SessionProfiler& profiler() { return profiler_; }
+  const SessionProfiler& profiler() const { return profiler_; }
+  // The session as its reports describe it, now.
+  SessionFigures figures() const;
 
   Shape inputBufferShape(const TensorId& id) const;
   Shape anchorBufferShape(const TensorId& id) const;
@@ -120,8 +112,6 @@ class SessionImpl : private replication::LocalReplicas {
   float lossScaling() const { return lossScaling_; }
   int64_t skippedSteps() const { return skippedSteps_; }
   const std::vector<float>& clipNorms() const { return clipNorms_; }
-  double runSeconds() const { return runSeconds_; }
-  double reductionSeconds() const { return reductionSeconds_; }
 
  private:
   void validateOptions() const;
@@ -176,7 +166,6 @@ class SessionImpl : private replication::LocalReplicas {
   void addOptimizer();
   // SessionOptions::autoRecomputation on the training graph (ir/recompute/recompute.hpp).
   void applyRecomputation();
-  void computeMemory();
   void requirePrepared(const char* what) const;
   // requirePrepared, and the device still attached (or, OnDemand, attached again): a call that
   // touches the replicas' buffers on a detached device throws runtime_error (session_attach.cpp).
@@ -201,17 +190,6 @@ class SessionImpl : private replication::LocalReplicas {
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
   void update(int64_t batch);
-  // The profile's records (session_report.cpp): a run's end (and autoReport's files), a host
-  // transfer by local replica `replica`, a phase's run on replica 0 (simulated cycles), the last
-  // reduction's collectives.
-  void countRun(double seconds);
-  void countHostTransfer(TransferStats& stats, int64_t replica, size_t bytes);
-  void countPhaseCycles(ir::Phase phase);
-  void countGradientReduction();
-  void writeAutoReports() const;
-  // At prepareDevice: per-op timing on replica 0's programs, each instruction's simulated cycles,
-  // the collectives' records, and autoReport's serialized graph.
-  void startProfile();
   // The programs replica r runs (its own copy on the pool's threads), and fn(r) for every replica,
   // on their threads (on this one with a single replica).
   const LoweredGraph& programOf(int64_t replica) const;
@@ -232,15 +210,8 @@ class SessionImpl : private replication::LocalReplicas {
   // engineOptions "trace.file": this session's timeline, written when the session is destroyed
   // (after everything declared below it has finished).
   std::unique_ptr<timeline::JobTrace> trace_;
-  ReportSettings reportSettings_;
-  // The execution profile since the last reset, the simulated clock, and each instruction's cycles
-  // by phase (replica 0's programs, in program order).
-  SessionProfile profile_;
-  std::unique_ptr<CycleModel> cycleModel_;
-  std::array<std::vector<uint64_t>, ir::kPhaseCount> instructionCycles_;
-  std::array<uint64_t, ir::kPhaseCount> phaseCycles_{};
-  // The memory charged to each IPU (computeMemory), for the reports.
-  std::optional<device::MemoryModel> memoryModel_;
+  // The profile, the simulated clock, the memory model and the reports.
+  SessionProfiler profiler_;
   std::unique_ptr<ir::Graph> graph_;
   std::string modelBytes_;
   std::map<std::string, std::string> modelMetadata_;
@@ -305,10 +276,6 @@ class SessionImpl : private replication::LocalReplicas {
   uint64_t seed_ = 0;
   uint64_t executionCounter_ = 0;
   int64_t stepCount_ = 0;
-  // Seconds spent in run() in total and in the cross-replica gradient reduction
-  // (reduceAcrossReplicas).
-  double runSeconds_ = 0;
-  double reductionSeconds_ = 0;
 };
 
 }  // namespace xtrain::session

@@ -1,7 +1,6 @@
 // What run() does: one step of micro-batches on every replica, the reduction across the replicas
 // and the update.
 #include <chrono>
-#include <cstdio>
 
 #include "common/timeline.hpp"
 #include "device/kernels/kernel_threads.hpp"
@@ -96,7 +95,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas",
                           debugName, stepCount_, bps, af, localReplicas_);
   const StepIndices indices = stepIndices(io);
-  profile_.currentRunCycles = 0;
+  profiler_.startRun();
   for (int64_t b = 0; b < bps; ++b) {
     for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
     if (config_.training) update(b);
@@ -104,10 +103,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   io.finish();
   executionCounter_ += static_cast<uint64_t>(bps * af);
   ++stepCount_;
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
-  runSeconds_ += seconds;
-  countRun(seconds);
+  profiler_.countRun(secondsSince(runStart), figures());
 }
 
 SessionImpl::StepIndices SessionImpl::stepIndices(const StepBuffers& io) const {
@@ -129,10 +125,10 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
     for (size_t k = 0; k < indices.inputs.size(); ++k) {
       HostTensor& dst = buffers[static_cast<size_t>(indices.inputs[k])];
       io.readInput(k, iteration, r, dst);
-      countHostTransfer(profile_.inputs, r, dst.nbytes());
+      profiler_.countTransfer(SessionProfiler::Transfer::Inputs, r, dst.nbytes());
     }
   }
-  profile_.inputs.seconds += secondsSince(transferStart);
+  profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
   forEachReplicaProgram([&](int64_t r) {
     auto& buffers = replicas_[static_cast<size_t>(r)];
     const LoweredGraph& program = programOf(r);
@@ -160,7 +156,7 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
     program.run(ir::Phase::Accumulate, buffers, seed);
   });
   for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Accumulate}) {
-    if (config_.training || phase == ir::Phase::Forward) countPhaseCycles(phase);
+    if (config_.training || phase == ir::Phase::Forward) profiler_.countPhase(phase);
   }
   transferStart = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < L; ++r) {
@@ -168,10 +164,10 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
     for (size_t k = 0; k < indices.anchors.size(); ++k) {
       const HostTensor& src = buffers[static_cast<size_t>(indices.anchors[k])];
       io.writeAnchor(k, iteration, r, src);
-      countHostTransfer(profile_.anchors, r, src.nbytes());
+      profiler_.countTransfer(SessionProfiler::Transfer::Anchors, r, src.nbytes());
     }
   }
-  profile_.anchors.seconds += secondsSince(transferStart);
+  profiler_.addTransferSeconds(SessionProfiler::Transfer::Anchors, secondsSince(transferStart));
 }
 
 void SessionImpl::update(int64_t batch) {
@@ -180,8 +176,7 @@ void SessionImpl::update(int64_t batch) {
     const timeline::Span traced(timeline::Category::Host, "reduce gradients across replicas");
     reduceAcrossReplicas();
   }
-  reductionSeconds_ += secondsSince(reduceStart);
-  countGradientReduction();
+  profiler_.countReduction(secondsSince(reduceStart), exchange_->lastReductionSeconds());
   const bool lossScaling = config_.options.automaticLossScalingSettings.enabled;
   if (lossScaling && !gradientsAreFinite()) {
     skipUpdate();
@@ -195,44 +190,16 @@ void SessionImpl::update(int64_t batch) {
   forEachReplicaProgram([&](int64_t r) {
     programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], updateSeed);
   });
-  countPhaseCycles(ir::Phase::Update);
+  profiler_.countPhase(ir::Phase::Update);
   if (hasApplyPhase_) {
     completeLambNorms();
     forEachReplicaProgram([&](int64_t r) {
       programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], updateSeed);
     });
-    countPhaseCycles(ir::Phase::Apply);
+    profiler_.countPhase(ir::Phase::Apply);
   }
   exchange_->gatherShardedWeights();
   if (lossScaling) countFiniteStep();
-}
-
-std::string SessionImpl::stepTimeReport() const {
-  // Since the profile was last reset (getSummaryReport(true)).
-  if (profile_.runs == 0) return "";
-  const double steps = static_cast<double>(profile_.runs);
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "run: %lld steps, %.3f ms per step; gradient reduction across %lld replicas (%lld "
-                "local): %.3f ms per step (%.1f%%)\n",
-                static_cast<long long>(profile_.runs), runSeconds_ / steps * 1e3,
-                static_cast<long long>(globalReplicas_), static_cast<long long>(localReplicas_),
-                reductionSeconds_ / steps * 1e3,
-                runSeconds_ > 0 ? 100.0 * reductionSeconds_ / runSeconds_ : 0.0);
-  std::string report = line;
-  if (const auto* reducer = exchange_ ? exchange_->reducer() : nullptr;
-      reducer != nullptr && reducer->overlap().steps > 0) {
-    // Whether the buckets' all-reduces overlap the backward pass, and what is left exposed.
-    const auto& o = reducer->overlap();
-    const double n = static_cast<double>(o.steps);
-    std::snprintf(line, sizeof line,
-                  "gradient buckets across instances: %zu, %.1f per step started during the "
-                  "backward pass; waiting for them after it: %.3f ms per step\n",
-                  reducer->numBuckets(), static_cast<double>(o.earlyBuckets) / n,
-                  o.waitSeconds / n * 1e3);
-    report += line;
-  }
-  return report;
 }
 
 }  // namespace xtrain::session
