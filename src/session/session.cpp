@@ -158,13 +158,13 @@ void TrainingSession::waitForCheckpoint() {
 }
 
 float TrainingSession::getLossScaling() const {
-  return impl_->lossScaling();
+  return impl_->updateControl().lossScaling();
 }
 int64_t TrainingSession::getSkippedSteps() const {
-  return impl_->skippedSteps();
+  return impl_->updateControl().skippedSteps();
 }
 std::vector<float> TrainingSession::getGlobalGradientNorms() const {
-  return impl_->clipNorms();
+  return impl_->updateControl().clipNorms();
 }
 TrainingSession::StepTimes TrainingSession::getStepTimes() const {
   return {impl_->stepCount(), impl_->profiler().runSeconds(), impl_->profiler().reductionSeconds()};

@@ -88,11 +88,7 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   }
   // The factor in force; with automatic loss scaling also where its rule stands, so a resumed job
   // scales exactly as an uninterrupted one.
-  a.hyperparameters["lossScaling"] = lossScaling_;
-  if (config_.options.automaticLossScalingSettings.enabled) {
-    a.hyperparameters["lossScalingGoodSteps"] = static_cast<double>(goodSteps_);
-    a.hyperparameters["lossScalingSkippedSteps"] = static_cast<double>(skippedSteps_);
-  }
+  updateControl_.saveState(a.hyperparameters);
   a.graphFingerprint = graphFingerprint_;
   checkpoints_.save(path, sources, std::move(owned), std::move(a), options.asynchronous, start);
 }
@@ -191,17 +187,7 @@ CheckpointInfo SessionImpl::installCheckpoint(const std::string& path, checkpoin
       hostWeights_.at(id).fillZero();
     }
   }
-  if (config_.options.automaticLossScalingSettings.enabled) {
-    const auto& h = c.attributes.hyperparameters;
-    auto value = [&](const char* key, double fallback) {
-      auto it = h.find(key);
-      return it == h.end() ? fallback : it->second;
-    };
-    lossScaling_ = static_cast<float>(value("lossScaling", lossScaling_));
-    goodSteps_ = static_cast<int64_t>(value("lossScalingGoodSteps", 0));
-    skippedSteps_ = static_cast<int64_t>(value("lossScalingSkippedSteps", 0));
-    writeHyperValues();
-  }
+  updateControl_.restoreState(c.attributes.hyperparameters);
   const HostTensor& rng = c.datasets.at(kRngPath);
   setRngState(std::vector<uint32_t>(rng.data<uint32_t>(), rng.data<uint32_t>() + 4));
   stepCount_ = c.attributes.step;

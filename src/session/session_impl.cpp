@@ -322,6 +322,7 @@ void SessionImpl::prepareDevice() {
   collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
                                                       globalReplicas_);
   applyOptimizerStateInitializers();
+  updateControl_.attach(*this, *exchange_, hostWeights_);
   times.lap("exchange");
   logging::session::debug("prepareDevice in {}", times.summary());
   prepared_ = true;

@@ -32,7 +32,9 @@
 #include "session/lowered_graph.hpp"
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
+#include "session/session_config.hpp"
 #include "session/session_profiler.hpp"
+#include "session/update_control.hpp"
 #include "xtrain/checkpoint.hpp"
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -47,18 +49,6 @@ class Communicator;
 namespace xtrain::session {
 
 class StepBuffers;
-
-struct SessionConfig {
-  std::string model;  // ONNX path or bytes
-  DataFlow dataFlow;
-  std::shared_ptr<DeviceInfo> device;
-  std::map<TensorId, TensorInfo> inputShapes;
-  SessionOptions options;
-  // Training only:
-  bool training = false;
-  TensorId loss;
-  std::unique_ptr<Optimizer> optimizer;
-};
 
 // The replication layer (src/replication) sees the session as its local replicas: a buffer per
 // (replica, tensor) and the replicas' threads.
@@ -109,9 +99,8 @@ class SessionImpl : private replication::LocalReplicas {
   int64_t accumulationFactor() const { return accumulationFactor_; }
   // Steps run so far.
   int64_t stepCount() const { return stepCount_; }
-  float lossScaling() const { return lossScaling_; }
-  int64_t skippedSteps() const { return skippedSteps_; }
-  const std::vector<float>& clipNorms() const { return clipNorms_; }
+  // Loss scaling, clipping, hyperparameter values.
+  const UpdateControl& updateControl() const { return updateControl_; }
 
  private:
   void validateOptions() const;
@@ -124,22 +113,6 @@ class SessionImpl : private replication::LocalReplicas {
   // The host view of weight or state `id` made whole from the replicas (and the other instances):
   // sharded state gathered, grouped tensors assembled, others from replica 0.
   HostTensor& wholeHostValue(const TensorId& id);
-  // Gradient clipping (docs/optimizers.md section 5): for each clip group, the global norm of its
-  // weights' reduced, unscaled gradients (summed over shards for sharded weights), and the factor
-  // maxNorm / max(maxNorm, norm) written into each weight's hyper tensor on every local replica.
-  void clipGradients();
-  // Automatic loss scaling (loss_scaling.cpp): whether every reduced gradient element (every
-  // replica, shard and instance) is finite; skipping a step's update (accumulators cleared, the
-  // scale backed off); counting a finite step (the scale grows after growthInterval of them).
-  bool gradientsAreFinite();
-  void skipUpdate();
-  void countFiniteStep();
-  // Writes every weight's hyper tensor and the loss scaling seed from the optimizer and
-  // lossScaling_.
-  void writeHyperValues();
-  // Lamb on shards: sums each sharded Lamb weight's partial norms over its shard group and writes
-  // the totals into every local replica's lambNorms, for the Apply phase.
-  void completeLambNorms();
   // Training: the model's initializers that hold optimizer state under PopART's names (Accl___W,
   // Accum___W of a weight W, unused by any op) leave the graph; prepareDevice starts the state from
   // them.
@@ -160,9 +133,8 @@ class SessionImpl : private replication::LocalReplicas {
   CheckpointInfo installCheckpoint(const std::string& path, checkpoint::Contents c);
   void checkLoss() const;
   void buildTrainingGraph();
-  // buildTrainingGraph's parts: loss scaling's checks and the backward pass's seed tensor (empty:
-  // none); the optimizer's updates, their kinds (plain, grouped, sharded) and the clip groups.
-  TensorId addLossScaling();
+  // buildTrainingGraph's part after the backward pass: the optimizer's updates, their kinds (plain,
+  // grouped, sharded), and what the update control follows of them.
   void addOptimizer();
   // SessionOptions::autoRecomputation on the training graph (ir/recompute/recompute.hpp).
   void applyRecomputation();
@@ -229,21 +201,8 @@ class SessionImpl : private replication::LocalReplicas {
   std::map<TensorId, TensorId> shardedState_;
   // The updates whose weights are neither grouped nor sharded (reduced over all replicas).
   std::vector<const ir::WeightUpdate*> plainUpdates_;
-  // The optimizer's clip groups, resolved to the updates of their weights.
-  struct ClipGroup {
-    float maxNorm = 0;
-    std::vector<const ir::WeightUpdate*> updates;
-  };
-  std::vector<ClipGroup> clipGroups_;
-  // Per clip group: the global norm the latest clipping computed (first local replica).
-  std::vector<float> clipNorms_;
-  bool hasApplyPhase_ = false;
-  // The loss scaling factor in force (automatic loss scaling changes it), the finite steps in a row
-  // since it last changed, the updates skipped, and its ceiling (2^15 with FLOAT16).
-  float lossScaling_ = 1.0f;
-  int64_t goodSteps_ = 0;
-  int64_t skippedSteps_ = 0;
-  float maxLossScaling_ = 0.0f;  // some update finishes in the Apply phase (Lamb on shards)
+  // Loss scaling, clipping, hyperparameter values and Lamb's norms (reads config_).
+  UpdateControl updateControl_{config_};
   std::string graphFingerprint_;
   std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
   // Saves and loads checkpoints with the other instances (over a split of instances_, so an
@@ -253,7 +212,6 @@ class SessionImpl : private replication::LocalReplicas {
   std::set<TensorId> broadcastInputs_;
   ir::OptimizerGraph optimizerGraph_;
   ir::OptimizerTransformOptions optimizerOptions_;
-  TensorId lossScalingSeed_;
   std::map<TensorId, TensorId> gradOfWeight_;
   bool prepared_ = false;
   int64_t localReplicas_ = 1;

@@ -178,11 +178,11 @@ void SessionImpl::update(int64_t batch) {
   }
   profiler_.countReduction(secondsSince(reduceStart), exchange_->lastReductionSeconds());
   const bool lossScaling = config_.options.automaticLossScalingSettings.enabled;
-  if (lossScaling && !gradientsAreFinite()) {
-    skipUpdate();
+  if (lossScaling && !updateControl_.gradientsAreFinite()) {
+    updateControl_.skipUpdate(stepCount_);
     return;
   }
-  clipGradients();
+  updateControl_.clipGradients();
   // The seed of stochastic rounding: the same on every replica, new for every update.
   const uint64_t updateSeed =
       device::mixSeed(seed_ ^ device::mixSeed(executionCounter_ + static_cast<uint64_t>(batch)));
@@ -191,15 +191,15 @@ void SessionImpl::update(int64_t batch) {
     programOf(r).run(ir::Phase::Update, replicas_[static_cast<size_t>(r)], updateSeed);
   });
   profiler_.countPhase(ir::Phase::Update);
-  if (hasApplyPhase_) {
-    completeLambNorms();
+  if (updateControl_.hasApplyPhase()) {
+    updateControl_.completeLambNorms();
     forEachReplicaProgram([&](int64_t r) {
       programOf(r).run(ir::Phase::Apply, replicas_[static_cast<size_t>(r)], updateSeed);
     });
     profiler_.countPhase(ir::Phase::Apply);
   }
   exchange_->gatherShardedWeights();
-  if (lossScaling) countFiniteStep();
+  if (lossScaling) updateControl_.countFiniteStep();
 }
 
 }  // namespace xtrain::session

@@ -224,38 +224,9 @@ void SessionImpl::updateOptimizerFromHost(const Optimizer& next) {
   std::vector<TensorId> weights;
   for (const auto& u : optimizerGraph_.updates) weights.push_back(u.weight);
   ir::checkOptimizerUpdate(*config_.optimizer, next, weights);
-  // With automatic loss scaling the scale is the session's: a new optimizer (a learning-rate
-  // schedule, say) keeps it and its run of finite steps, unless it gives another lossScaling value.
-  const bool restart = !config_.options.automaticLossScalingSettings.enabled ||
-                       next.getLossScalingVal() != config_.optimizer->getLossScalingVal();
+  const float previousLossScaling = config_.optimizer->getLossScalingVal();
   config_.optimizer = next.clone();
-  if (restart) {
-    lossScaling_ = next.getLossScalingVal();
-    goodSteps_ = 0;
-  }
-  writeHyperValues();
-}
-
-void SessionImpl::writeHyperValues() {
-  const Optimizer& opt = *config_.optimizer;
-  for (const auto& u : optimizerGraph_.updates) {
-    const auto hv = ir::hyperValues(opt, u.weight, optimizerOptions_, lossScaling_);
-    HostTensor value = HostTensor::fromVector<float>({static_cast<int64_t>(hv.size())}, hv);
-    if (prepared_) {
-      hostWeights_.at(u.hyper) = value;
-      for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, u.hyper) = value;
-    }
-    graph_->tensor(u.hyper).value = std::make_shared<HostTensor>(value);
-  }
-  if (!lossScalingSeed_.empty()) {
-    HostTensor ls(graph_->tensor(lossScalingSeed_).info);
-    ls.fill(lossScaling_);
-    if (prepared_) {
-      hostWeights_.at(lossScalingSeed_) = ls;
-      for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, lossScalingSeed_) = ls;
-    }
-    graph_->tensor(lossScalingSeed_).value = std::make_shared<HostTensor>(ls);
-  }
+  updateControl_.optimizerChanged(previousLossScaling);
 }
 
 }  // namespace xtrain::session

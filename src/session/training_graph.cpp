@@ -1,8 +1,6 @@
-// The training graph: the loss checked, the backward pass, loss scaling's seed, the optimizer's
-// updates (plain, grouped or sharded) and clip groups, and BatchNorm's running statistics.
-#include <algorithm>
-#include <limits>
-
+// The training graph: the loss checked, the backward pass (its loss scaling seed from the
+// UpdateControl), the optimizer's updates (plain, grouped or sharded), and BatchNorm's running
+// statistics.
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "ir/recompute/recompute.hpp"
@@ -73,7 +71,7 @@ void SessionImpl::buildTrainingGraph() {
     if (!isStat) weights.push_back(id);
   }
   ir::AutodiffOptions ad;
-  ad.seed = addLossScaling();
+  ad.seed = updateControl_.addLossScaling(g);
   gradOfWeight_ = ir::autodiff(g, config_.loss, weights, ad);
   if (gradOfWeight_.empty()) {
     throw error(
@@ -88,9 +86,6 @@ void SessionImpl::buildTrainingGraph() {
     }
   }
   addOptimizer();
-  for (const auto& u : optimizerGraph_.updates) {
-    if (g.tensor(u.weight).info.dataType() == DataType::FLOAT16) maxLossScaling_ = 32768.0f;
-  }
   for (const auto& [var, src] : statUpdates) {
     ir::OpSpec copy;
     copy.type = "CopyVarUpdate";
@@ -119,58 +114,6 @@ void SessionImpl::applyRecomputation() {
       r.candidates, r.cloned);
 }
 
-TensorId SessionImpl::addLossScaling() {
-  ir::Graph& g = *graph_;
-  const Optimizer& opt = *config_.optimizer;
-  const auto& als = config_.options.automaticLossScalingSettings;
-  lossScaling_ = opt.getLossScalingVal();
-  if (als.enabled) {
-    if (opt.lossScaling().isConst()) {
-      throw error(
-          "automatic loss scaling changes the loss scaling factor, but the optimizer's lossScaling "
-          "({}) is constant: create it with lossScaling {{{}, false}}",
-          opt.getLossScalingVal(), opt.getLossScalingVal());
-    }
-    // growthFactor, backoffFactor and growthInterval are in range (checkOptionRanges).
-    if (!als.toTrackTensors.empty() || als.updatePeriod != 1 || als.binEdgeLocation != 0.0625f ||
-        als.thresholdUpperCountProportion != 1e-7f ||
-        als.gradientTensorTrackingMethod !=
-            GradientTensorTrackingMethod::AllNonViewChangingGradientTensors) {
-      logging::session::warn(
-          "automaticLossScalingSettings: PopART's histogram settings (toTrackTensors, "
-          "binEdgeLocation, thresholdUpperCountProportion, updatePeriod, "
-          "gradientTensorTrackingMethod) have no effect; xtrain scales dynamically "
-          "(growthInterval, growthFactor, backoffFactor)");
-    }
-  }
-  // With a FLOAT loss the scale is FLOAT already; a FLOAT scale for a FLOAT16 loss is not built.
-  if (config_.options.ensureFp32LossScaleTensor &&
-      g.tensor(config_.loss).info.dataType() != DataType::FLOAT) {
-    throw error(
-        "SessionOptions.ensureFp32LossScaleTensor = true is not supported yet (not implemented in "
-        "xtrain) for the {} loss '{}': the loss scale has the loss's type",
-        dataTypeName(g.tensor(config_.loss).info.dataType()), config_.loss);
-  }
-  if (g.tensor(config_.loss).info.dataType() == DataType::FLOAT16 && lossScaling_ > 65504.0f) {
-    throw error(
-        "the loss '{}' is FLOAT16, whose largest value is 65504, but the loss scaling is {}: the "
-        "scaled loss gradient would be inf (use at most 32768)",
-        config_.loss, lossScaling_);
-  }
-  if (als.enabled || !opt.lossScaling().isConst() || opt.getLossScalingVal() != 1.0f) {
-    // The seed of the backward pass, in the loss's type (FLOAT16 for a FLOAT16 loss).
-    HostTensor ls(g.tensor(config_.loss).info);
-    ls.fill(lossScaling_);
-    lossScalingSeed_ = g.uniqueId("lossScaling");
-    g.addTensor(lossScalingSeed_, ls.info(), ir::TensorKind::OptimizerState,
-                std::make_shared<HostTensor>(std::move(ls)));
-  }
-  maxLossScaling_ = g.tensor(config_.loss).info.dataType() == DataType::FLOAT16
-                        ? 32768.0f
-                        : std::numeric_limits<float>::max();
-  return lossScalingSeed_;
-}
-
 void SessionImpl::addOptimizer() {
   ir::Graph& g = *graph_;
   const Optimizer& opt = *config_.optimizer;
@@ -194,19 +137,8 @@ void SessionImpl::addOptimizer() {
     }
     // Grouped weights reduce over their groups, sharded ones by a reduce-scatter; the rest here.
     if (!grouped_.count(u.weight) && !shards_.count(u.weight)) plainUpdates_.push_back(&u);
-    hasApplyPhase_ = hasApplyPhase_ || !u.lambNorms.empty();
   }
-  for (const auto& clip : opt.getClipNormSettings()) {
-    ClipGroup group{clip.getMaxNorm(), {}};
-    for (const auto& u : optimizerGraph_.updates) {
-      const auto& ids = clip.getWeightIds();
-      if (clip.getMode() == ClipNormSettings::Mode::ClipAllWeights ||
-          std::find(ids.begin(), ids.end(), u.weight) != ids.end()) {
-        group.updates.push_back(&u);
-      }
-    }
-    clipGroups_.push_back(std::move(group));
-  }
+  updateControl_.setUpdates(g, optimizerGraph_, optimizerOptions_, grouped_, shards_);
 }
 
 }  // namespace xtrain::session
