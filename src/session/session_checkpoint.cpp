@@ -1,13 +1,9 @@
 // TrainingSession checkpoints: which datasets a session's state becomes
-// (docs/checkpoint-format.md) and the checks before anything is loaded. How the instances of a job
-// share the writing and agree is the CheckpointCoordinator's (checkpoint_coordinator.hpp).
-//
-// The datasets are the complete host views (weightsToHost makes them whole on every instance:
-// grouped weights with their [groups] dimension, sharded state gathered and unpadded), so a
-// checkpoint does not depend on the layout that wrote it, and loading into another layout is
-// weightsFromHost of the same views.
+// (docs/checkpoint-format.md) and the checks before anything is loaded. The weights' and optimizer
+// state's datasets are HostState's (host_transfers.cpp); the random state, the data position, the
+// step and the loss scaling are the session's. How the instances of a job share the writing and
+// agree is the CheckpointCoordinator's (checkpoint_coordinator.hpp).
 #include <chrono>
-#include <set>
 
 #include "checkpoint/checkpoint.hpp"
 #include "common/timeline.hpp"
@@ -37,20 +33,6 @@ std::string SessionImpl::computeGraphFingerprint() const {
   return checkpoint::graphFingerprint(f.value);
 }
 
-std::vector<std::pair<TensorId, std::string>> SessionImpl::checkpointTensors() const {
-  std::vector<std::pair<TensorId, std::string>> out;
-  for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
-    out.emplace_back(id, "/weights/" + checkpoint::encodeName(id));
-  }
-  for (const auto& u : optimizerGraph_.updates) {
-    const std::string prefix = "/optimizer/" + checkpoint::encodeName(u.weight) + "/";
-    for (const auto& state : ir::stateWithAccumulator(u)) {
-      out.emplace_back(state.id, prefix + state.slot);
-    }
-  }
-  return out;
-}
-
 void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOptions& options) {
   requireAttached("saveCheckpoint");
   XT_CHECK(config_.training, "saveCheckpoint on an inference session");
@@ -64,8 +46,8 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   // The complete host views (a collective for grouped weights and sharded state, in the same order
   // on every instance), else replica 0's buffers.
   std::vector<CheckpointCoordinator::Source> sources;
-  for (const auto& [id, dataset] : checkpointTensors()) {
-    sources.push_back({dataset, &wholeHostValue(id)});
+  for (const auto& [id, dataset] : HostState::checkpointTensors(*graph_, optimizerGraph_)) {
+    sources.push_back({dataset, &hostState_.whole(id, *exchange_, *this)});
   }
   std::vector<checkpoint::Dataset> owned;
   const auto rng = rngState();
@@ -120,36 +102,8 @@ CheckpointCoordinator::Check SessionImpl::checkCheckpoint() const {
 void SessionImpl::checkCheckpointContents(const std::string& path,
                                           const checkpoint::Contents& c) const {
   const auto& a = c.attributes;
-  std::set<std::string> expected;
-  for (const auto& [id, dataset] : checkpointTensors()) {
-    expected.insert(dataset);
-    const HostTensor& host = hostWeights_.at(id);
-    auto it = c.datasets.find(dataset);
-    const bool isAccumulator =
-        dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12;
-    if (it == c.datasets.end()) {
-      if (isAccumulator)
-        continue;  // zero between steps; a checkpoint without accumulation has none
-      throw error("checkpoint '{}' has no {} (this session's '{}', {}){}", path, dataset, id,
-                  host.info().toString(),
-                  dataset.rfind("/optimizer/", 0) == 0
-                      ? ": was it written with another optimizer (e.g. without momentum)?"
-                      : "");
-    }
-    if (it->second.info() != host.info()) {
-      throw error("checkpoint '{}': {} is {} but this session's '{}' is {}", path, dataset,
-                  it->second.info().toString(), id, host.info().toString());
-    }
-  }
-  for (const auto& [dataset, value] : c.datasets) {
-    if (dataset.rfind("/state/", 0) == 0 || expected.count(dataset)) continue;
-    if (dataset.size() > 12 && dataset.rfind("/accumulator") == dataset.size() - 12) continue;
-    throw error("checkpoint '{}' has {} ({}), which this session does not have{}", path, dataset,
-                value.info().toString(),
-                dataset.rfind("/optimizer/", 0) == 0
-                    ? " (was it written with another optimizer, e.g. with momentum?)"
-                    : "");
-  }
+  hostState_.checkCheckpointTensors(path, c,
+                                    HostState::checkpointTensors(*graph_, optimizerGraph_));
   // The same slots can mean other things under another mode (Adam's v is AdaMax's infinity
   // norm; RMSProp's v1 a mean where AdaGrad's is a sum).
   if (const std::string mine = ir::describeOptimizer(*config_.optimizer);
@@ -179,14 +133,7 @@ void SessionImpl::checkCheckpointContents(const std::string& path,
 }
 
 CheckpointInfo SessionImpl::installCheckpoint(const std::string& path, checkpoint::Contents c) {
-  for (const auto& [id, dataset] : checkpointTensors()) {
-    auto it = c.datasets.find(dataset);
-    if (it != c.datasets.end()) {
-      hostWeights_.at(id) = std::move(it->second);
-    } else {
-      hostWeights_.at(id).fillZero();
-    }
-  }
+  hostState_.installCheckpointTensors(c, HostState::checkpointTensors(*graph_, optimizerGraph_));
   updateControl_.restoreState(c.attributes.hyperparameters);
   const HostTensor& rng = c.datasets.at(kRngPath);
   setRngState(std::vector<uint32_t>(rng.data<uint32_t>(), rng.data<uint32_t>() + 4));

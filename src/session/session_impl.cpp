@@ -35,11 +35,6 @@
 
 namespace xtrain::session {
 
-using replication::copyShardOut;
-using replication::groupBytes;
-using replication::ShardPlan;
-using replication::tileGroups;
-
 namespace {
 
 const char* kindOfFault(const ir::Tensor& t) {
@@ -80,7 +75,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   graph_ = std::move(imported.graph);
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
-  groupedValues_ = std::move(imported.groupedValues);
+  hostState_ = HostState(std::move(imported.groupedValues));
   times.lap("import");
   writeDotCheck(*graph_, config_.options, "Fwd0");
   if (auto embedded = ir::readReplicationFactor(modelMetadata_);
@@ -90,7 +85,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
         "weights take their group count from the session's replicas",
         *embedded, globalReplicas_);
   }
-  collectVariableSettings();
+  hostState_.collectVariableSettings(*graph_, modelMetadata_,
+                                     {localReplicas_, globalReplicas_, replicaOffset_});
   for (const auto& id : graph_->inputs()) {
     if (ir::readReplicatedStreamMode(modelMetadata_, id) == ReplicatedStreamMode::Broadcast) {
       broadcastInputs_.insert(id);
@@ -109,7 +105,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   }
   // The fingerprint is of the model itself: after optimizer state carried as initializers has left
   // the graph, before the training graph is added.
-  if (config_.training) takeOptimizerStateInitializers();
+  if (config_.training) hostState_.takeOptimizerStateInitializers(*graph_);
   graphFingerprint_ = computeGraphFingerprint();
   times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
@@ -205,37 +201,6 @@ void SessionImpl::validateOptions() const {
   }
 }
 
-void SessionImpl::collectVariableSettings() {
-  for (const auto& id : ir::tensorsWithVariableSettings(modelMetadata_)) {
-    const auto settings = ir::readVariableSettings(modelMetadata_, id);
-    if (!settings) continue;
-    if (!graph_->hasTensor(id)) {
-      throw error(
-          "the model metadata gives VariableSettings for '{}', which is not a tensor of the model",
-          id);
-    }
-    // Validates the groups against the replicas (a clear error when they do not divide them) and
-    // refuses the unsupported retrieval mode AllReduceReplicas.
-    settings->verify(globalReplicas_);
-    variableSettings_.emplace(id, *settings);
-    if (settings->getGroupCount(globalReplicas_) == 1) continue;
-    const ir::Tensor& t = graph_->tensor(id);
-    if (t.kind != ir::TensorKind::Variable || !groupedValues_.count(id)) {
-      throw error(
-          "'{}' has VariableSettings {} but is a {} tensor, not a weight: only weights can be "
-          "grouped",
-          id, settings->str(), ir::toString(t.kind));
-    }
-    grouped_.emplace(id, replication::GroupedVariable(*settings, globalReplicas_, localReplicas_,
-                                                      t.info.shape()));
-  }
-}
-
-bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
-  return t.kind == ir::TensorKind::Variable || t.kind == ir::TensorKind::OptimizerState ||
-         t.kind == ir::TensorKind::Accumulator;
-}
-
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
   PhaseTimes times;
@@ -255,7 +220,8 @@ void SessionImpl::prepareDevice() {
   times.lap("attach");
   // Throws OutOfMemoryException when an IPU overflows.
   profiler_.recordMemory(
-      chargeMemory(*graph_, d, localReplicas_, shards_, config_.dataFlow.anchors()), figures());
+      chargeMemory(*graph_, d, localReplicas_, hostState_.shards(), config_.dataFlow.anchors()),
+      figures());
   times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
   // the host reads keeps its own, plain buffer.
@@ -296,24 +262,7 @@ void SessionImpl::prepareDevice() {
     }
     pool_ = std::make_unique<ReplicaPool>(localReplicas_, instancesOnHost_);
   }
-  for (const auto& [id, t] : graph_->tensors()) {
-    if (!isHostVisible(*t) || !t->value) continue;
-    auto grouped = grouped_.find(id);
-    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      // The host view of sharded state is whole: the weight's shape in the state's type (initially
-      // zeros).
-      HostTensor whole(
-          TensorInfo(t->info.dataType(), graph_->tensor(sharded->second).info.shape()));
-      whole.fillZero();
-      hostWeights_[id] = std::move(whole);
-    } else if (grouped == grouped_.end()) {
-      hostWeights_[id] = *t->value;
-    } else if (auto initial = groupedValues_.find(id); initial != groupedValues_.end()) {
-      hostWeights_[id] = initial->second;
-    } else {
-      hostWeights_[id] = tileGroups(*t->value, grouped->second.groups());
-    }
-  }
+  hostState_.createViews(*graph_);
   times.lap("buffers and weights");
   exchange_ = std::make_unique<replication::ReplicaExchange>(
       replication::ReplicaLayout{localReplicas_, globalReplicas_, replicaOffset_}, instances_,
@@ -321,8 +270,9 @@ void SessionImpl::prepareDevice() {
       replication::GradientReducer::bucketBytesFromEnvironment());
   collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
                                                       globalReplicas_);
-  applyOptimizerStateInitializers();
-  updateControl_.attach(*this, *exchange_, hostWeights_);
+  hostState_.applyOptimizerStateInitializers(optimizerGraph_, modelMetadata_,
+                                             config_.optimizer.get());
+  updateControl_.attach(*this, *exchange_, hostState_.views());
   times.lap("exchange");
   logging::session::debug("prepareDevice in {}", times.summary());
   prepared_ = true;
@@ -421,9 +371,9 @@ replication::GradientPlan SessionImpl::gradientPlan() const {
   plan.mean = optimizerGraph_.replicaReductionIsMean;
   for (const ir::WeightUpdate* u : plainUpdates_) plan.plain.push_back(u->reduced);
   for (const auto& u : optimizerGraph_.updates) {
-    if (auto it = grouped_.find(u.weight); it != grouped_.end()) {
+    if (auto it = hostState_.grouped().find(u.weight); it != hostState_.grouped().end()) {
       plan.grouped.push_back({u.weight, u.reduced, it->second});
-    } else if (auto s = shards_.find(u.weight); s != shards_.end()) {
+    } else if (auto s = hostState_.shards().find(u.weight); s != hostState_.shards().end()) {
       plan.sharded.push_back(
           {u.weight, u.reduced, u.gradShard, u.weightShard, u.accumulator, s->second});
     }

@@ -29,6 +29,7 @@
 #include "replication/sharding.hpp"
 #include "session/checkpoint_coordinator.hpp"
 #include "session/engine_options.hpp"
+#include "session/host_state.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/replica_collectives.hpp"
 #include "session/replica_pool.hpp"
@@ -104,25 +105,9 @@ class SessionImpl : private replication::LocalReplicas {
 
  private:
   void validateOptions() const;
-  // Records the weights whose VariableSettings give them more than one group (grouped_), after
-  // checking every weight's settings against the replicas.
-  void collectVariableSettings();
-  // After the optimizer is in the graph: a grouped weight's optimizer state and accumulator follow
-  // it.
-  void groupOptimizerState();
-  // The host view of weight or state `id` made whole from the replicas (and the other instances):
-  // sharded state gathered, grouped tensors assembled, others from replica 0.
-  HostTensor& wholeHostValue(const TensorId& id);
-  // Training: the model's initializers that hold optimizer state under PopART's names (Accl___W,
-  // Accum___W of a weight W, unused by any op) leave the graph; prepareDevice starts the state from
-  // them.
-  void takeOptimizerStateInitializers();
-  void applyOptimizerStateInitializers();
   // A hash of the model's operations and weights (names, types, per-replica shapes): what a
   // checkpoint must have been written for.
   std::string computeGraphFingerprint() const;
-  // The host-visible tensors a checkpoint holds, with their dataset paths.
-  std::vector<std::pair<TensorId, std::string>> checkpointTensors() const;
   // Throws naming the first way a checkpoint's contents do not fit this session (a missing or
   // differently shaped tensor, another optimizer mode, another model, no random state).
   void checkCheckpointContents(const std::string& path, const checkpoint::Contents& c) const;
@@ -173,8 +158,6 @@ class SessionImpl : private replication::LocalReplicas {
   void joinInstances();
   // What the exchange reduces: the updates' gradients by kind.
   replication::GradientPlan gradientPlan() const;
-  // Persistent tensors the host keeps a copy of (weights and optimizer state), by id.
-  bool isHostVisible(const ir::Tensor& t) const;
 
   SessionConfig config_;
   // SessionOptions::engineOptions and reportOptions, parsed (session/engine_options.hpp).
@@ -189,22 +172,13 @@ class SessionImpl : private replication::LocalReplicas {
   std::map<std::string, std::string> modelMetadata_;
   std::unique_ptr<LoweredGraph> lowered_;
   std::vector<std::vector<HostTensor>> replicas_;
-  // Host views of weights and optimizer state ([groups] + shape for grouped ones).
-  std::map<TensorId, HostTensor> hostWeights_;
-  // Grouped weights and their optimizer state, and the weights' initial values ([groups] + shape).
-  std::map<TensorId, replication::GroupedVariable> grouped_;
-  std::map<TensorId, HostTensor> groupedValues_;
-  // Every weight's VariableSettings from the model metadata.
-  std::map<TensorId, VariableSettings> variableSettings_;
-  // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
-  std::map<TensorId, replication::ShardPlan> shards_;
-  std::map<TensorId, TensorId> shardedState_;
+  // Host views, grouped and sharded bookkeeping, state initializers, checkpoint tensors.
+  HostState hostState_;
   // The updates whose weights are neither grouped nor sharded (reduced over all replicas).
   std::vector<const ir::WeightUpdate*> plainUpdates_;
   // Loss scaling, clipping, hyperparameter values and Lamb's norms (reads config_).
   UpdateControl updateControl_{config_};
   std::string graphFingerprint_;
-  std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
   // Saves and loads checkpoints with the other instances (over a split of instances_, so an
   // asynchronous save's collectives never interleave with training's).
   CheckpointCoordinator checkpoints_;

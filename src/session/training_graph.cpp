@@ -10,17 +10,6 @@
 
 namespace xtrain::session {
 
-void SessionImpl::groupOptimizerState() {
-  for (const auto& u : optimizerGraph_.updates) {
-    auto it = grouped_.find(u.weight);
-    if (it == grouped_.end()) continue;
-    for (const auto& state : ir::stateWithAccumulator(u)) {
-      // Adam's step count is a scalar, the same on every replica: it is not grouped.
-      if (state.perElement) grouped_.emplace(state.id, it->second);
-    }
-  }
-}
-
 // The loss is checked before anything else names it (the DataFlow anchors it too), so a misspelt
 // loss is reported as the loss. Training minimises one number: a loss of several elements (logits,
 // a per-sample loss without reduction) would be trained on the sum of its elements, silently.
@@ -122,23 +111,25 @@ void SessionImpl::addOptimizer() {
   optimizerOptions_.reduction = config_.options.accumulationAndReplicationReductionType;
   optimizerOptions_.strategy = config_.options.meanAccumulationAndReplicationReductionStrategy;
   optimizerOptions_.stochasticRounding = config_.options.enableStochasticRounding;
-  for (const auto& [id, v] : grouped_) {
+  for (const auto& [id, v] : hostState_.grouped()) {
     optimizerOptions_.replicasOfWeight[id] = v.grouping.getGroupSize();
   }
   std::vector<std::pair<TensorId, int64_t>> trained;
   for (const auto& [w, grad] : gradOfWeight_) trained.emplace_back(w, g.tensor(w).info.nelms());
-  shards_ = replication::planSharding(config_.options, trained, variableSettings_, globalReplicas_);
-  for (const auto& [id, plan] : shards_) optimizerOptions_.shardElements[id] = plan.shard;
-  optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
-  groupOptimizerState();
-  for (const auto& u : optimizerGraph_.updates) {
-    for (const auto& state : u.state) {
-      if (u.shardElements > 0 && state.perElement) shardedState_[state.id] = u.weight;
-    }
-    // Grouped weights reduce over their groups, sharded ones by a reduce-scatter; the rest here.
-    if (!grouped_.count(u.weight) && !shards_.count(u.weight)) plainUpdates_.push_back(&u);
+  hostState_.planSharding(config_.options, trained, globalReplicas_);
+  for (const auto& [id, plan] : hostState_.shards()) {
+    optimizerOptions_.shardElements[id] = plan.shard;
   }
-  updateControl_.setUpdates(g, optimizerGraph_, optimizerOptions_, grouped_, shards_);
+  optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
+  hostState_.followUpdates(optimizerGraph_);
+  for (const auto& u : optimizerGraph_.updates) {
+    // Grouped weights reduce over their groups, sharded ones by a reduce-scatter; the rest here.
+    if (!hostState_.grouped().count(u.weight) && !hostState_.shards().count(u.weight)) {
+      plainUpdates_.push_back(&u);
+    }
+  }
+  updateControl_.setUpdates(g, optimizerGraph_, optimizerOptions_, hostState_.grouped(),
+                            hostState_.shards());
 }
 
 }  // namespace xtrain::session
