@@ -89,6 +89,23 @@ void HostState::followUpdates(const ir::OptimizerGraph& updates) {
   }
 }
 
+replication::GradientPlan HostState::gradientPlan(const ir::OptimizerGraph& updates) const {
+  replication::GradientPlan plan;
+  plan.mean = updates.replicaReductionIsMean;
+  for (const auto& u : updates.updates) {
+    if (!grouped_.count(u.weight) && !shards_.count(u.weight)) plan.plain.push_back(u.reduced);
+  }
+  for (const auto& u : updates.updates) {
+    if (auto it = grouped_.find(u.weight); it != grouped_.end()) {
+      plan.grouped.push_back({u.weight, u.reduced, it->second});
+    } else if (auto s = shards_.find(u.weight); s != shards_.end()) {
+      plan.sharded.push_back(
+          {u.weight, u.reduced, u.gradShard, u.weightShard, u.accumulator, s->second});
+    }
+  }
+  return plan;
+}
+
 void HostState::createViews(const ir::Graph& graph) {
   for (const auto& [id, t] : graph.tensors()) {
     if (!isHostVisible(*t) || !t->value) continue;

@@ -101,6 +101,10 @@ class HostState {
   void installCheckpointTensors(checkpoint::Contents& contents,
                                 const std::vector<std::pair<TensorId, std::string>>& tensors);
 
+  // What the exchange reduces after each batch: the updates' gradients by their weights' kinds
+  // (plain ones over all replicas, in update order; grouped ones over their groups; sharded ones
+  // by a reduce-scatter over their domain).
+  replication::GradientPlan gradientPlan(const ir::OptimizerGraph& updates) const;
   // The bookkeeping, for the training graph, the gradient reduction and the memory accounting.
   const std::map<TensorId, replication::GroupedVariable>& grouped() const { return grouped_; }
   const std::map<TensorId, replication::ShardPlan>& shards() const { return shards_; }

@@ -83,7 +83,7 @@ void Session::setRNGState(const std::vector<uint32_t>& state) {
 
 std::map<TensorId, std::unique_ptr<OwnedArray>> Session::initAnchorArrays() const {
   std::map<TensorId, std::unique_ptr<OwnedArray>> arrays;
-  for (const auto& id : impl_->dataFlow().anchors()) {
+  for (const auto& id : impl_->config().dataFlow.anchors()) {
     const TensorInfo info(impl_->graph().tensor(id).info.dataType(), impl_->anchorBufferShape(id));
     arrays.emplace(id, std::make_unique<OwnedArray>(info));
   }
@@ -98,10 +98,10 @@ Shape Session::expectedAnchorBufferShape(const TensorId& id) const {
 }
 
 const SessionOptions& Session::getSessionOptions() const {
-  return impl_->options();
+  return impl_->config().options;
 }
 std::shared_ptr<DeviceInfo> Session::getDevice() const {
-  return impl_->device();
+  return impl_->config().device;
 }
 
 namespace {

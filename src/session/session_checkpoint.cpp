@@ -47,7 +47,7 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   // on every instance), else replica 0's buffers.
   std::vector<CheckpointCoordinator::Source> sources;
   for (const auto& [id, dataset] : HostState::checkpointTensors(*graph_, optimizerGraph_)) {
-    sources.push_back({dataset, &hostState_.whole(id, *exchange_, *this)});
+    sources.push_back({dataset, &hostState_.whole(id, runtime_->exchange(), *runtime_)});
   }
   std::vector<checkpoint::Dataset> owned;
   const auto rng = rngState();
@@ -63,7 +63,7 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
   a.step = stepCount_;
   a.epoch = options.epoch;
   a.samplesSeen = options.samplesSeen;
-  a.globalReplicationFactor = globalReplicas_;
+  a.globalReplicationFactor = layout_.global;
   a.optimizerType = ir::describeOptimizer(*config_.optimizer);
   for (const auto& [key, value] : config_.optimizer->valuesOf("")) {
     a.hyperparameters[key] = value.val();  // the defaults
@@ -95,41 +95,36 @@ CheckpointInfo SessionImpl::loadCheckpoint(const std::string& path) {
 
 CheckpointCoordinator::Check SessionImpl::checkCheckpoint() const {
   return [this](const std::string& path, const checkpoint::Contents& c) {
-    checkCheckpointContents(path, c);
+    const auto& a = c.attributes;
+    hostState_.checkCheckpointTensors(path, c,
+                                      HostState::checkpointTensors(*graph_, optimizerGraph_));
+    // The same slots can mean other things under another mode (Adam's v is AdaMax's infinity
+    // norm; RMSProp's v1 a mean where AdaGrad's is a sum).
+    if (const std::string mine = ir::describeOptimizer(*config_.optimizer);
+        !a.optimizerType.empty() && a.optimizerType != mine) {
+      throw error(
+          "checkpoint '{}' was written by optimizer {}, but this session's is {}: its state would "
+          "mean something else",
+          path, a.optimizerType, mine);
+    }
+    // Tensors first (their messages say more), then the operations.
+    if (a.graphFingerprint != graphFingerprint_) {
+      throw error(
+          "checkpoint '{}' was written for another model (graph fingerprint {}, this model's {}): "
+          "its operations or weights differ",
+          path, a.graphFingerprint, graphFingerprint_);
+    }
+    auto rng = c.datasets.find(kRngPath);
+    if (rng == c.datasets.end() || rng->second.info() != TensorInfo(DataType::UINT32, {4})) {
+      throw error("checkpoint '{}' has no valid {} (UINT32[4])", path, kRngPath);
+    }
+    if (auto d = c.datasets.find(kDataPath);
+        d != c.datasets.end() &&
+        (d->second.dataType() != DataType::INT64 || d->second.shape().size() != 1)) {
+      throw error("checkpoint '{}': {} is {}, expected a 1-D INT64 tensor", path, kDataPath,
+                  d->second.info().toString());
+    }
   };
-}
-
-void SessionImpl::checkCheckpointContents(const std::string& path,
-                                          const checkpoint::Contents& c) const {
-  const auto& a = c.attributes;
-  hostState_.checkCheckpointTensors(path, c,
-                                    HostState::checkpointTensors(*graph_, optimizerGraph_));
-  // The same slots can mean other things under another mode (Adam's v is AdaMax's infinity
-  // norm; RMSProp's v1 a mean where AdaGrad's is a sum).
-  if (const std::string mine = ir::describeOptimizer(*config_.optimizer);
-      !a.optimizerType.empty() && a.optimizerType != mine) {
-    throw error(
-        "checkpoint '{}' was written by optimizer {}, but this session's is {}: its state would "
-        "mean something else",
-        path, a.optimizerType, mine);
-  }
-  // Tensors first (their messages say more), then the operations.
-  if (a.graphFingerprint != graphFingerprint_) {
-    throw error(
-        "checkpoint '{}' was written for another model (graph fingerprint {}, this model's {}): "
-        "its operations or weights differ",
-        path, a.graphFingerprint, graphFingerprint_);
-  }
-  auto rng = c.datasets.find(kRngPath);
-  if (rng == c.datasets.end() || rng->second.info() != TensorInfo(DataType::UINT32, {4})) {
-    throw error("checkpoint '{}' has no valid {} (UINT32[4])", path, kRngPath);
-  }
-  if (auto d = c.datasets.find(kDataPath);
-      d != c.datasets.end() &&
-      (d->second.dataType() != DataType::INT64 || d->second.shape().size() != 1)) {
-    throw error("checkpoint '{}': {} is {}, expected a 1-D INT64 tensor", path, kDataPath,
-                d->second.info().toString());
-  }
 }
 
 CheckpointInfo SessionImpl::installCheckpoint(const std::string& path, checkpoint::Contents c) {

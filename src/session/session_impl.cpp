@@ -1,14 +1,6 @@
 #include "session/session_impl.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <limits>
-#include <random>
 #include <set>
 
 #include "comm/communicator.hpp"
@@ -17,11 +9,8 @@
 #include "device/ipu/device_infos.hpp"
 #include "device/ipu/ipu_wait.hpp"
 #include "device/program.hpp"
-#include "ir/autodiff/autodiff.hpp"
 #include "ir/fusion/fusion.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
-#include "ir/optimizers/update_rules.hpp"
-#include "replication/instances.hpp"
 #include "session/dot_writer.hpp"
 #include "session/engine_options.hpp"
 #include "session/layout_plan.hpp"
@@ -52,9 +41,9 @@ std::string busyDevice(const DeviceInfo& d) {
 SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   PhaseTimes times;
   if (!config_.device) throw error("no device given: acquire one with DeviceManager first");
-  localReplicas_ = config_.options.getLocalReplicationFactor();
-  globalReplicas_ = config_.options.getGlobalReplicationFactor();
-  replicaOffset_ =
+  layout_.local = config_.options.getLocalReplicationFactor();
+  layout_.global = config_.options.getGlobalReplicationFactor();
+  layout_.offset =
       config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
   checkOptionRanges(config_.options, *config_.device);
@@ -70,7 +59,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   }
 
   times.lap("options");
-  ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_,
+  ImportedModel imported = importModel(config_.model, config_.inputShapes, layout_.global,
                                        config_.options.batchNormRunningVariance);
   graph_ = std::move(imported.graph);
   modelBytes_ = std::move(imported.bytes);
@@ -79,14 +68,13 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   times.lap("import");
   writeDotCheck(*graph_, config_.options, "Fwd0");
   if (auto embedded = ir::readReplicationFactor(modelMetadata_);
-      embedded && *embedded != globalReplicas_) {
+      embedded && *embedded != layout_.global) {
     logging::session::warn(
         "the model was built for {} replicas (__replicationFactor) but the session has {}; grouped "
         "weights take their group count from the session's replicas",
-        *embedded, globalReplicas_);
+        *embedded, layout_.global);
   }
-  hostState_.collectVariableSettings(*graph_, modelMetadata_,
-                                     {localReplicas_, globalReplicas_, replicaOffset_});
+  hostState_.collectVariableSettings(*graph_, modelMetadata_, layout_);
   for (const auto& id : graph_->inputs()) {
     if (ir::readReplicatedStreamMode(modelMetadata_, id) == ReplicatedStreamMode::Broadcast) {
       broadcastInputs_.insert(id);
@@ -132,7 +120,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
   logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
-                         graph_->ops().size(), graph_->tensors().size(), localReplicas_,
+                         graph_->ops().size(), graph_->tensors().size(), layout_.local,
                          accumulationFactor_);
   logging::session::debug("session created in {}", times.summary());
 }
@@ -191,13 +179,13 @@ void SessionImpl::validateOptions() const {
   }
 
   const DeviceInfo& d = *config_.device;
-  if (d.getType() == DeviceType::Cpu && localReplicas_ > 1) {
+  if (d.getType() == DeviceType::Cpu && layout_.local > 1) {
     throw error("a CPU device cannot run {} replicas; use an IPU model or pool device with {} IPUs",
-                localReplicas_, localReplicas_);
+                layout_.local, layout_.local);
   }
-  if (d.getType() != DeviceType::Cpu && d.getNumIpus() % localReplicas_ != 0) {
+  if (d.getType() != DeviceType::Cpu && d.getNumIpus() % layout_.local != 0) {
     throw error("the device has {} IPUs, which cannot be split among {} local replicas",
-                d.getNumIpus(), localReplicas_);
+                d.getNumIpus(), layout_.local);
   }
 }
 
@@ -220,7 +208,7 @@ void SessionImpl::prepareDevice() {
   times.lap("attach");
   // Throws OutOfMemoryException when an IPU overflows.
   profiler_.recordMemory(
-      chargeMemory(*graph_, d, localReplicas_, hostState_.shards(), config_.dataFlow.anchors()),
+      chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors()),
       figures());
   times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
@@ -230,7 +218,9 @@ void SessionImpl::prepareDevice() {
   lowering.channelsLast = channelsLastFromEnvironment();
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
   lowering.floatingPointChecks = options.enableFloatingPointChecks;
-  lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
+  if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
+  ReplicaRuntime& runtime = *runtime_;
+  runtime.lower(*graph_, lowering);
   times.lap("lowering (kernels, buffer plan)");
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
@@ -250,29 +240,27 @@ void SessionImpl::prepareDevice() {
           std::max(static_cast<double>(d.getOnDemandAttachTimeout()), device::waitForIpuSeconds()));
     }
   }
-  joinInstances();
-  times.lap("on-demand attach and join");
-  replicas_.clear();
-  for (int64_t r = 0; r < localReplicas_; ++r) replicas_.push_back(lowered_->makeBuffers());
-  if (localReplicas_ > 1) {
-    // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
-    // programs (replica 0 runs lowered_).
-    for (int64_t r = 1; r < localReplicas_; ++r) {
-      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_, lowering));
-    }
-    pool_ = std::make_unique<ReplicaPool>(localReplicas_, instancesOnHost_);
+  if (runtime.joinInstances(options.enableDistributedReplicatedGraphs)) {
+    const int numInstances = runtime.instances()->size();
+    std::vector<int> everyone(static_cast<size_t>(numInstances));
+    for (int i = 0; i < numInstances; ++i) everyone[static_cast<size_t>(i)] = i;
+    checkpoints_.setCommunicator(runtime.instances()->split(everyone, "checkpoint"));
   }
+  times.lap("on-demand attach and join");
+  runtime.build();
   hostState_.createViews(*graph_);
   times.lap("buffers and weights");
-  exchange_ = std::make_unique<replication::ReplicaExchange>(
-      replication::ReplicaLayout{localReplicas_, globalReplicas_, replicaOffset_}, instances_,
-      static_cast<replication::LocalReplicas&>(*this), gradientPlan(),
-      replication::GradientReducer::bucketBytesFromEnvironment());
-  collectives_ = std::make_unique<ReplicaCollectives>(instances_, localReplicas_, replicaOffset_,
-                                                      globalReplicas_);
+  const replication::GradientPlan gradients = hostState_.gradientPlan(optimizerGraph_);
+  std::vector<std::pair<TensorId, TensorId>> halfAccumulators;
+  for (const auto& u : optimizerGraph_.updates) {
+    if (!u.accumulator.empty() && u.accumulator != u.reduced) {
+      halfAccumulators.emplace_back(u.accumulator, u.reduced);
+    }
+  }
+  runtime.connect(gradients, std::move(halfAccumulators), accumulationFactor_);
   hostState_.applyOptimizerStateInitializers(optimizerGraph_, modelMetadata_,
                                              config_.optimizer.get());
-  updateControl_.attach(*this, *exchange_, hostState_.views());
+  updateControl_.attach(runtime, runtime.exchange(), hostState_.views());
   times.lap("exchange");
   logging::session::debug("prepareDevice in {}", times.summary());
   prepared_ = true;
@@ -280,11 +268,12 @@ void SessionImpl::prepareDevice() {
     options.compilationProgressLogger(options.compilationProgressTotal,
                                       options.compilationProgressTotal);
   }
-  collectives_->setProfile(&profiler_.profile());
+  runtime.collectives().setProfile(&profiler_.profile());
   // One set of report files per instance when several share the directory.
-  profiler_.start(
-      *graph_, *lowered_, d, *exchange_, gradientPlan(),
-      instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "");
+  profiler_.start(*graph_, runtime.lowered(), d, runtime.exchange(), gradients,
+                  runtime.instances()
+                      ? format(".{}", layout_.offset / std::max<int64_t>(1, layout_.local))
+                      : "");
 }
 
 SessionFigures SessionImpl::figures() const {
@@ -292,8 +281,8 @@ SessionFigures SessionImpl::figures() const {
   f.training = config_.training;
   f.ops = graph_->ops().size();
   f.tensors = graph_->tensors().size();
-  f.localReplicas = localReplicas_;
-  f.globalReplicas = globalReplicas_;
+  f.localReplicas = layout_.local;
+  f.globalReplicas = layout_.global;
   f.accumulationFactor = accumulationFactor_;
   f.batchesPerStep = config_.dataFlow.batchesPerStep();
   f.stepsRun = stepCount_;
@@ -304,10 +293,6 @@ void SessionImpl::requirePrepared(const char* what) const {
   if (!prepared_) throw error("{}: call prepareDevice() first", what);
 }
 
-HostTensor& SessionImpl::replicaBuffer(int64_t replica, const TensorId& id) {
-  return replicas_[static_cast<size_t>(replica)][static_cast<size_t>(lowered_->bufferIndex(id))];
-}
-
 Shape SessionImpl::inputBufferShape(const TensorId& id) const {
   const ir::Tensor& t = graph_->tensor(id);
   if (t.kind != ir::TensorKind::Stream) {
@@ -316,7 +301,7 @@ Shape SessionImpl::inputBufferShape(const TensorId& id) const {
   if (broadcastInputs_.count(id)) {
     return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_}, t.info.shape());
   }
-  return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_, localReplicas_},
+  return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_, layout_.local},
                     t.info.shape());
 }
 
@@ -326,67 +311,13 @@ Shape SessionImpl::anchorBufferShape(const TensorId& id) const {
   const int64_t bps = config_.dataFlow.batchesPerStep();
   switch (art.id()) {
     case AnchorReturnTypeId::All:
-      return withPrefix({bps, accumulationFactor_, localReplicas_}, shape);
+      return withPrefix({bps, accumulationFactor_, layout_.local}, shape);
     case AnchorReturnTypeId::EveryN:
-      return withPrefix({bps / art.rp(), accumulationFactor_, localReplicas_}, shape);
+      return withPrefix({bps / art.rp(), accumulationFactor_, layout_.local}, shape);
     case AnchorReturnTypeId::Final:
-    case AnchorReturnTypeId::Sum: return withPrefix({localReplicas_}, shape);
+    case AnchorReturnTypeId::Sum: return withPrefix({layout_.local}, shape);
   }
   return shape;
-}
-
-void SessionImpl::joinInstances() {
-  if (!config_.options.enableDistributedReplicatedGraphs || globalReplicas_ == localReplicas_)
-    return;
-  if (instances_) return;
-  instances_ = replication::joinInstances({localReplicas_, globalReplicas_, replicaOffset_});
-  // Instances started together on one host (xrun -n N) would each start a full team of kernel
-  // threads on the same cores: a single replica gets its share unless OMP_NUM_THREADS says
-  // otherwise (the replica pool shares the cores out anyway).
-  instancesOnHost_ = replication::instancesOnThisHost(instances_.get());
-  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
-  if (localReplicas_ == 1 && instancesOnHost_ > 1 && (ompThreads == nullptr || *ompThreads == 0)) {
-    singleReplicaKernelThreads_ = kernelThreadsPerReplica(instancesOnHost_);
-  }
-  const int numInstances = instances_->size();
-  std::vector<int> everyone(static_cast<size_t>(numInstances));
-  for (int i = 0; i < numInstances; ++i) everyone[static_cast<size_t>(i)] = i;
-  checkpoints_.setCommunicator(instances_->split(everyone, "checkpoint"));
-  // With one local replica and no accumulation, a weight's gradient is final once the backward
-  // pass wrote it for the last time: its bucket's all-reduce can start there, overlapping the rest
-  // of the backward pass. (Local replicas must be summed first, and accumulators are final only
-  // after the last micro-batch, so those reduce after the backward pass.)
-  if (localReplicas_ == 1 && accumulationFactor_ == 1) {
-    readyAfter_.assign(lowered_->program(ir::Phase::Backward).size(), {});
-    for (const ir::WeightUpdate* plain : plainUpdates_) {
-      const ir::WeightUpdate& u = *plain;
-      const int64_t k = lowered_->lastWriter(ir::Phase::Backward, u.reduced);
-      if (k >= 0) readyAfter_[static_cast<size_t>(k)].push_back(u.reduced);
-    }
-  }
-}
-
-replication::GradientPlan SessionImpl::gradientPlan() const {
-  replication::GradientPlan plan;
-  plan.mean = optimizerGraph_.replicaReductionIsMean;
-  for (const ir::WeightUpdate* u : plainUpdates_) plan.plain.push_back(u->reduced);
-  for (const auto& u : optimizerGraph_.updates) {
-    if (auto it = hostState_.grouped().find(u.weight); it != hostState_.grouped().end()) {
-      plan.grouped.push_back({u.weight, u.reduced, it->second});
-    } else if (auto s = hostState_.shards().find(u.weight); s != hostState_.shards().end()) {
-      plan.sharded.push_back(
-          {u.weight, u.reduced, u.gradShard, u.weightShard, u.accumulator, s->second});
-    }
-  }
-  return plan;
-}
-
-void SessionImpl::forEach(const std::function<void(int64_t)>& fn) {
-  if (pool_) {
-    pool_->run(fn);
-  } else {
-    for (int64_t r = 0; r < localReplicas_; ++r) fn(r);
-  }
 }
 
 void SessionImpl::setRandomSeed(uint64_t seed) {

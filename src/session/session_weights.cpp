@@ -10,18 +10,17 @@
 namespace xtrain::session {
 
 void SessionImpl::weightsFromHost() {
-  requireAttached("weightsFromHost");
-  hostState_.toReplicas(*this, exchange_->layout());
+  ReplicaRuntime& runtime = requireAttached("weightsFromHost");
+  hostState_.toReplicas(runtime, runtime.layout());
 }
 
 void SessionImpl::weightsToHost() {
-  requireAttached("weightsToHost");
-  hostState_.fromReplicas(*exchange_, *this);
+  ReplicaRuntime& runtime = requireAttached("weightsToHost");
+  hostState_.fromReplicas(runtime.exchange(), runtime);
 }
 
 void SessionImpl::broadcastWeights(int rootRank) {
-  requireAttached("broadcastWeights");
-  hostState_.broadcast(*exchange_, rootRank);
+  hostState_.broadcast(requireAttached("broadcastWeights").exchange(), rootRank);
 }
 
 void SessionImpl::readWeights(const WeightsIO& weights) {
@@ -49,7 +48,7 @@ void SessionImpl::modelToHost(const std::string& path, bool withOptimizerState) 
     metadata[ir::kOptimizerStateOfKey] = ir::describeOptimizer(*config_.optimizer);
   }
   // Every instance holds the complete values; one file is written.
-  if (instances_ && instances_->rank() != 0) return;
+  if (const auto& instances = runtime_->instances(); instances && instances->rank() != 0) return;
   writeModelWithWeights(modelBytes_, values, path, extra, metadata);
 }
 

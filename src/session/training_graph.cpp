@@ -61,20 +61,20 @@ void SessionImpl::buildTrainingGraph() {
   }
   ir::AutodiffOptions ad;
   ad.seed = updateControl_.addLossScaling(g);
-  gradOfWeight_ = ir::autodiff(g, config_.loss, weights, ad);
-  if (gradOfWeight_.empty()) {
+  const std::map<TensorId, TensorId> gradOfWeight = ir::autodiff(g, config_.loss, weights, ad);
+  if (gradOfWeight.empty()) {
     throw error(
         "no trainable weight reaches the loss '{}': it does not depend on any of the model's {} "
         "weights, so training would change nothing (is it the right tensor?)",
         config_.loss, weights.size());
   }
   for (const auto& w : weights) {
-    if (!gradOfWeight_.count(w)) {
+    if (!gradOfWeight.count(w)) {
       logging::session::warn("weight '{}' does not affect the loss '{}' and will not be trained", w,
                              config_.loss);
     }
   }
-  addOptimizer();
+  addOptimizer(gradOfWeight);
   for (const auto& [var, src] : statUpdates) {
     ir::OpSpec copy;
     copy.type = "CopyVarUpdate";
@@ -103,7 +103,7 @@ void SessionImpl::applyRecomputation() {
       r.candidates, r.cloned);
 }
 
-void SessionImpl::addOptimizer() {
+void SessionImpl::addOptimizer(const std::map<TensorId, TensorId>& gradOfWeight) {
   ir::Graph& g = *graph_;
   const Optimizer& opt = *config_.optimizer;
   optimizerOptions_.accumulationFactor = accumulationFactor_;
@@ -115,19 +115,13 @@ void SessionImpl::addOptimizer() {
     optimizerOptions_.replicasOfWeight[id] = v.grouping.getGroupSize();
   }
   std::vector<std::pair<TensorId, int64_t>> trained;
-  for (const auto& [w, grad] : gradOfWeight_) trained.emplace_back(w, g.tensor(w).info.nelms());
-  hostState_.planSharding(config_.options, trained, globalReplicas_);
+  for (const auto& [w, grad] : gradOfWeight) trained.emplace_back(w, g.tensor(w).info.nelms());
+  hostState_.planSharding(config_.options, trained, layout_.global);
   for (const auto& [id, plan] : hostState_.shards()) {
     optimizerOptions_.shardElements[id] = plan.shard;
   }
-  optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight_, optimizerOptions_);
+  optimizerGraph_ = ir::applyOptimizer(g, opt, gradOfWeight, optimizerOptions_);
   hostState_.followUpdates(optimizerGraph_);
-  for (const auto& u : optimizerGraph_.updates) {
-    // Grouped weights reduce over their groups, sharded ones by a reduce-scatter; the rest here.
-    if (!hostState_.grouped().count(u.weight) && !hostState_.shards().count(u.weight)) {
-      plainUpdates_.push_back(&u);
-    }
-  }
   updateControl_.setUpdates(g, optimizerGraph_, optimizerOptions_, hostState_.grouped(),
                             hostState_.shards());
 }
