@@ -69,16 +69,16 @@ uint64_t Session::getCycleCount(const std::string& id) const {
 }
 
 void Session::setRandomSeed(uint64_t seed) {
-  impl_->setRandomSeed(seed);
+  impl_->random().setSeed(seed);
 }
 uint64_t Session::getRandomSeed() const {
-  return impl_->randomSeed();
+  return impl_->random().seed();
 }
 std::vector<uint32_t> Session::getRNGState() const {
-  return impl_->rngState();
+  return impl_->random().words();
 }
 void Session::setRNGState(const std::vector<uint32_t>& state) {
-  impl_->setRngState(state);
+  impl_->random().setWords(state);
 }
 
 std::map<TensorId, std::unique_ptr<OwnedArray>> Session::initAnchorArrays() const {

@@ -20,19 +20,6 @@ constexpr const char* kDataPath = "/state/data";
 
 }  // namespace
 
-std::string SessionImpl::computeGraphFingerprint() const {
-  checkpoint::Fnv1a64 f;
-  for (const auto& [id, op] : graph_->ops()) {
-    f.add(op->domain + ":" + op->type);
-    for (const auto& in : op->inputs) f.add("<" + in);
-    for (const auto& out : op->outputs) f.add(">" + out);
-  }
-  for (const auto& id : graph_->tensorsOfKind(ir::TensorKind::Variable)) {
-    f.add(id + " " + graph_->tensor(id).info.toString());
-  }
-  return checkpoint::graphFingerprint(f.value);
-}
-
 void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOptions& options) {
   requireAttached("saveCheckpoint");
   XT_CHECK(config_.training, "saveCheckpoint on an inference session");
@@ -50,7 +37,7 @@ void SessionImpl::saveCheckpoint(const std::string& path, const CheckpointOption
     sources.push_back({dataset, &hostState_.whole(id, runtime_->exchange(), *runtime_)});
   }
   std::vector<checkpoint::Dataset> owned;
-  const auto rng = rngState();
+  const auto rng = random_.words();
   owned.push_back(
       {kRngPath, HostTensor::fromVector<uint32_t>({static_cast<int64_t>(rng.size())}, rng)});
   if (!options.dataPosition.empty()) {
@@ -131,7 +118,7 @@ CheckpointInfo SessionImpl::installCheckpoint(const std::string& path, checkpoin
   hostState_.installCheckpointTensors(c, HostState::checkpointTensors(*graph_, optimizerGraph_));
   updateControl_.restoreState(c.attributes.hyperparameters);
   const HostTensor& rng = c.datasets.at(kRngPath);
-  setRngState(std::vector<uint32_t>(rng.data<uint32_t>(), rng.data<uint32_t>() + 4));
+  random_.setWords(std::vector<uint32_t>(rng.data<uint32_t>(), rng.data<uint32_t>() + 4));
   stepCount_ = c.attributes.step;
   weightsFromHost();
 

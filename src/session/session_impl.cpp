@@ -20,6 +20,7 @@
 #include "session/option_ranges.hpp"
 #include "session/phase_times.hpp"
 #include "session/step_buffers.hpp"
+#include "session/training_graph.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::session {
@@ -36,6 +37,70 @@ std::string busyDevice(const DeviceInfo& d) {
   return holders.empty() ? std::string("its IPUs are in use by another process") : holders;
 }
 
+// How SessionOptions fit together, the session's kind and the device (the members' own ranges are
+// checkOptionRanges').
+void checkOptionsFit(const SessionConfig& config, int64_t localReplicas) {
+  const SessionOptions& o = config.options;
+  auto notYet = [](const std::string& what) {
+    throw error("SessionOptions: {} is not supported yet", what);
+  };
+  // The members' own ranges were checked (checkOptionRanges); here, how they fit together.
+  if (o.enableDistributedReplicatedGraphs) {
+    const int64_t g = o.globalReplicationFactor;
+    const int64_t l = o.getLocalReplicationFactor();
+    if (l > g) {
+      throw error("SessionOptions: {} local replicas exceed globalReplicationFactor {}", l, g);
+    }
+    if (g % l != 0 || o.globalReplicaOffset % l != 0) {
+      throw error(
+          "SessionOptions: every instance must have the same number of replicas: "
+          "globalReplicationFactor "
+          "{} and globalReplicaOffset {} must be multiples of the {} local replicas",
+          g, o.globalReplicaOffset, l);
+    }
+  }
+  if (!o.enableGradientAccumulation && o.accumulationFactor > 1) {
+    throw error(
+        "SessionOptions: accumulationFactor is {} but enableGradientAccumulation is false; enable "
+        "it or "
+        "set the factor to 1",
+        o.accumulationFactor);
+  }
+  if (o.getAccumulationFactor() > 1 && !config.training) {
+    throw error("SessionOptions: gradient accumulation needs a TrainingSession");
+  }
+  for (const auto* s :
+       {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
+        &o.accumulatorTensorLocationSettings, &o.activationTensorLocationSettings}) {
+    if (s->location.storage == TensorStorage::OffChip) notYet("OffChip tensor storage");
+  }
+  if (o.activationTensorLocationSettings.location.replicatedTensorSharding ==
+      ReplicatedTensorSharding::On) {
+    throw error(
+        "SessionOptions: activations cannot be sharded across replicas (each replica computes "
+        "its own); replicated tensor sharding applies to weights, optimizer state and "
+        "accumulators");
+  }
+  if (!config.training) {
+    for (const auto* s : {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
+                          &o.accumulatorTensorLocationSettings}) {
+      if (s->location.replicatedTensorSharding == ReplicatedTensorSharding::On) {
+        notYet("replicated tensor sharding in an inference session (it shards training updates)");
+      }
+    }
+  }
+
+  const DeviceInfo& d = *config.device;
+  if (d.getType() == DeviceType::Cpu && localReplicas > 1) {
+    throw error("a CPU device cannot run {} replicas; use an IPU model or pool device with {} IPUs",
+                localReplicas, localReplicas);
+  }
+  if (d.getType() != DeviceType::Cpu && d.getNumIpus() % localReplicas != 0) {
+    throw error("the device has {} IPUs, which cannot be split among {} local replicas",
+                d.getNumIpus(), localReplicas);
+  }
+}
+
 }  // namespace
 
 SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
@@ -47,7 +112,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
       config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
   accumulationFactor_ = config_.options.getAccumulationFactor();
   checkOptionRanges(config_.options, *config_.device);
-  validateOptions();
+  checkOptionsFit(config_, layout_.local);
   checkSessionOptions(config_.options);
   engineSettings_ = parseEngineOptions(config_.options.engineOptions);
   profiler_ = SessionProfiler(config_.options, engineSettings_);
@@ -81,7 +146,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     }
   }
 
-  if (config_.training) checkLoss();
+  if (config_.training) checkLoss(*graph_, config_.loss);
   for (const auto& id : config_.dataFlow.anchors()) {
     if (!graph_->hasTensor(id)) {
       throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
@@ -94,7 +159,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // The fingerprint is of the model itself: after optimizer state carried as initializers has left
   // the graph, before the training graph is added.
   if (config_.training) hostState_.takeOptimizerStateInitializers(*graph_);
-  graphFingerprint_ = computeGraphFingerprint();
+  graphFingerprint_ = graphFingerprint(*graph_);
   times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
   // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
@@ -108,8 +173,13 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   times.lap("fusion");
   writeDotCheck(*graph_, config_.options, "Fwd1");
   if (config_.training) {
-    buildTrainingGraph();
-    applyRecomputation();
+    TrainingGraph training = buildTrainingGraph(*graph_, config_, layout_, accumulationFactor_,
+                                                hostState_, updateControl_);
+    optimizerGraph_ = std::move(training.updates);
+    optimizerOptions_ = std::move(training.options);
+    updateControl_.setUpdates(*graph_, optimizerGraph_, optimizerOptions_, hostState_.grouped(),
+                              hostState_.shards());
+    applyRecomputation(*graph_, config_);
     writeDotCheck(*graph_, config_.options, "Bwd0");
   } else if (config_.options.autoRecomputation != RecomputationType::None) {
     logging::session::debug(
@@ -126,68 +196,6 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
 }
 
 SessionImpl::~SessionImpl() = default;
-
-void SessionImpl::validateOptions() const {
-  const SessionOptions& o = config_.options;
-  auto notYet = [](const std::string& what) {
-    throw error("SessionOptions: {} is not supported yet", what);
-  };
-  // The members' own ranges were checked (checkOptionRanges); here, how they fit together.
-  if (o.enableDistributedReplicatedGraphs) {
-    const int64_t g = o.globalReplicationFactor;
-    const int64_t l = o.getLocalReplicationFactor();
-    if (l > g) {
-      throw error("SessionOptions: {} local replicas exceed globalReplicationFactor {}", l, g);
-    }
-    if (g % l != 0 || o.globalReplicaOffset % l != 0) {
-      throw error(
-          "SessionOptions: every instance must have the same number of replicas: "
-          "globalReplicationFactor "
-          "{} and globalReplicaOffset {} must be multiples of the {} local replicas",
-          g, o.globalReplicaOffset, l);
-    }
-  }
-  if (!o.enableGradientAccumulation && o.accumulationFactor > 1) {
-    throw error(
-        "SessionOptions: accumulationFactor is {} but enableGradientAccumulation is false; enable "
-        "it or "
-        "set the factor to 1",
-        o.accumulationFactor);
-  }
-  if (o.getAccumulationFactor() > 1 && !config_.training) {
-    throw error("SessionOptions: gradient accumulation needs a TrainingSession");
-  }
-  for (const auto* s :
-       {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
-        &o.accumulatorTensorLocationSettings, &o.activationTensorLocationSettings}) {
-    if (s->location.storage == TensorStorage::OffChip) notYet("OffChip tensor storage");
-  }
-  if (o.activationTensorLocationSettings.location.replicatedTensorSharding ==
-      ReplicatedTensorSharding::On) {
-    throw error(
-        "SessionOptions: activations cannot be sharded across replicas (each replica computes "
-        "its own); replicated tensor sharding applies to weights, optimizer state and "
-        "accumulators");
-  }
-  if (!config_.training) {
-    for (const auto* s : {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
-                          &o.accumulatorTensorLocationSettings}) {
-      if (s->location.replicatedTensorSharding == ReplicatedTensorSharding::On) {
-        notYet("replicated tensor sharding in an inference session (it shards training updates)");
-      }
-    }
-  }
-
-  const DeviceInfo& d = *config_.device;
-  if (d.getType() == DeviceType::Cpu && layout_.local > 1) {
-    throw error("a CPU device cannot run {} replicas; use an IPU model or pool device with {} IPUs",
-                layout_.local, layout_.local);
-  }
-  if (d.getType() != DeviceType::Cpu && d.getNumIpus() % layout_.local != 0) {
-    throw error("the device has {} IPUs, which cannot be split among {} local replicas",
-                d.getNumIpus(), layout_.local);
-  }
-}
 
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
@@ -318,25 +326,6 @@ Shape SessionImpl::anchorBufferShape(const TensorId& id) const {
     case AnchorReturnTypeId::Sum: return withPrefix({layout_.local}, shape);
   }
   return shape;
-}
-
-void SessionImpl::setRandomSeed(uint64_t seed) {
-  seed_ = seed;
-  executionCounter_ = 0;
-}
-
-std::vector<uint32_t> SessionImpl::rngState() const {
-  return {static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
-          static_cast<uint32_t>(executionCounter_), static_cast<uint32_t>(executionCounter_ >> 32)};
-}
-
-void SessionImpl::setRngState(const std::vector<uint32_t>& state) {
-  if (state.size() != 4) {
-    throw error("setRNGState: expected a state of 4 words (as getRNGState returns), got {}",
-                state.size());
-  }
-  seed_ = static_cast<uint64_t>(state[0]) | (static_cast<uint64_t>(state[1]) << 32);
-  executionCounter_ = static_cast<uint64_t>(state[2]) | (static_cast<uint64_t>(state[3]) << 32);
 }
 
 }  // namespace xtrain::session

@@ -33,6 +33,7 @@
 #include "session/checkpoint_coordinator.hpp"
 #include "session/engine_options.hpp"
 #include "session/host_state.hpp"
+#include "session/random_state.hpp"
 #include "session/replica_runtime.hpp"
 #include "session/session_config.hpp"
 #include "session/session_profiler.hpp"
@@ -74,10 +75,8 @@ class SessionImpl {
   Shape inputBufferShape(const TensorId& id) const;
   Shape anchorBufferShape(const TensorId& id) const;
 
-  void setRandomSeed(uint64_t seed);
-  uint64_t randomSeed() const { return seed_; }
-  std::vector<uint32_t> rngState() const;
-  void setRngState(const std::vector<uint32_t>& state);
+  // The random stream's seed and position (set/getRandomSeed, set/getRNGState).
+  RandomState& random() { return random_; }
   // Steps run so far.
   int64_t stepCount() const { return stepCount_; }
 
@@ -89,16 +88,6 @@ class SessionImpl {
   const UpdateControl& updateControl() const { return updateControl_; }
 
  private:
-  void validateOptions() const;
-  // The training graph (training_graph.cpp): the loss checked, the backward pass, the optimizer's
-  // updates, recomputation.
-  void checkLoss() const;
-  void buildTrainingGraph();
-  void addOptimizer(const std::map<TensorId, TensorId>& gradOfWeight);
-  void applyRecomputation();
-  // A hash of the model's operations and weights (names, types, per-replica shapes): what a
-  // checkpoint must have been written for.
-  std::string computeGraphFingerprint() const;
   // Throws naming the first way a checkpoint's contents do not fit this session (a missing or
   // differently shaped tensor, another optimizer mode, another model, no random state).
   CheckpointCoordinator::Check checkCheckpoint() const;
@@ -153,8 +142,7 @@ class SessionImpl {
   // goes.
   CheckpointCoordinator checkpoints_;
   bool prepared_ = false;
-  uint64_t seed_ = 0;
-  uint64_t executionCounter_ = 0;
+  RandomState random_;
   int64_t stepCount_ = 0;
 };
 

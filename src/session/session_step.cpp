@@ -4,7 +4,6 @@
 
 #include "common/timeline.hpp"
 #include "device/kernels/kernel_threads.hpp"
-#include "device/program.hpp"
 #include "session/session_impl.hpp"
 #include "session/step_buffers.hpp"
 #include "xtrain/logging.hpp"
@@ -49,7 +48,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   const int64_t bps = config_.dataFlow.batchesPerStep();
   const int64_t af = accumulationFactor_;
   StepBuffers io(*graph_, config_.dataFlow, config_.options.syntheticDataMode, bps, af,
-                 layout_.local, stepio, seed_ ^ static_cast<uint64_t>(stepCount_),
+                 layout_.local, stepio, random_.seed() ^ static_cast<uint64_t>(stepCount_),
                  broadcastInputs_);
   logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas",
                           debugName, stepCount_, bps, af, layout_.local);
@@ -67,7 +66,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
     if (config_.training) update(b);
   }
   io.finish();
-  executionCounter_ += static_cast<uint64_t>(bps * af);
+  random_.advance(static_cast<uint64_t>(bps * af));
   ++stepCount_;
   profiler_.countRun(secondsSince(runStart), figures());
 }
@@ -85,14 +84,9 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
     }
   }
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
-  // Each replica's stream depends on its global index, so replicas of different instances
-  // differ.
   runtime_->runMicroBatch(
-      config_.training, indices.accumulationIndex, microBatch, [&](int64_t globalReplica) {
-        const uint64_t replica = static_cast<uint64_t>(globalReplica);
-        return device::mixSeed(seed_ + 0x9e3779b97f4a7c15ull * replica) ^
-               device::mixSeed(executionCounter_ + static_cast<uint64_t>(iteration));
-      });
+      config_.training, indices.accumulationIndex, microBatch,
+      [&](int64_t globalReplica) { return random_.microBatchSeed(globalReplica, iteration); });
   for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Accumulate}) {
     if (config_.training || phase == ir::Phase::Forward) profiler_.countPhase(phase);
   }
@@ -122,8 +116,7 @@ void SessionImpl::update(int64_t batch) {
   }
   updateControl_.clipGradients();
   // The seed of stochastic rounding: the same on every replica, new for every update.
-  const uint64_t updateSeed =
-      device::mixSeed(seed_ ^ device::mixSeed(executionCounter_ + static_cast<uint64_t>(batch)));
+  const uint64_t updateSeed = random_.updateSeed(batch);
   const timeline::Span traced(timeline::Category::Host, "update");
   runtime_->runPhase(ir::Phase::Update, updateSeed);
   profiler_.countPhase(ir::Phase::Update);
