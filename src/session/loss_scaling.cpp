@@ -2,8 +2,9 @@
 // gradients are not all finite and back the scale off; grow it after a run of finite steps.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
-#include "session/session_impl.hpp"
+#include "session/update_control.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::session {
@@ -18,16 +19,15 @@ bool allFinite(const HostTensor& t) {
 
 }  // namespace
 
-bool SessionImpl::gradientsAreFinite() {
+bool UpdateControl::gradientsAreFinite() {
   bool finite = true;
-  for (const auto& u : optimizerGraph_.updates) {
-    if (u.shardElements > 0 || grouped_.count(u.weight)) {
+  for (const auto& u : updates_->updates) {
+    if (u.shardElements > 0 || grouped_->count(u.weight)) {
       // Each replica holds its own shard, or its group's gradient.
       const TensorId& id = u.shardElements > 0 ? u.gradShard : u.reduced;
-      for (int64_t r = 0; r < localReplicas_ && finite; ++r)
-        finite = allFinite(replicaBuffer(r, id));
+      for (int64_t r = 0; r < localReplicas() && finite; ++r) finite = allFinite(buffer(r, id));
     } else {
-      finite = allFinite(replicaBuffer(0, u.reduced));  // the same on every replica
+      finite = allFinite(buffer(0, u.reduced));  // the same on every replica
     }
     if (!finite) break;
   }
@@ -35,25 +35,26 @@ bool SessionImpl::gradientsAreFinite() {
   return exchange_->trueOnAllInstances(finite, "lossScalingFinite");
 }
 
-void SessionImpl::skipUpdate() {
-  for (const auto& u : optimizerGraph_.updates) {
+void UpdateControl::skipUpdate(int64_t step) {
+  for (const auto& u : updates_->updates) {
     if (u.accumulator.empty()) continue;
-    for (int64_t r = 0; r < localReplicas_; ++r) replicaBuffer(r, u.accumulator).fillZero();
+    for (int64_t r = 0; r < localReplicas(); ++r) buffer(r, u.accumulator).fillZero();
   }
   const float before = lossScaling_;
-  lossScaling_ = std::max(lossScaling_ * config_.options.automaticLossScalingSettings.backoffFactor,
-                          std::numeric_limits<float>::min());
+  lossScaling_ =
+      std::max(lossScaling_ * config_->options.automaticLossScalingSettings.backoffFactor,
+               std::numeric_limits<float>::min());
   goodSteps_ = 0;
   ++skippedSteps_;
   logging::session::info(
       "step {}: a gradient is inf or nan; the update is skipped and the loss scaling goes from {} "
       "to {}",
-      stepCount_, before, lossScaling_);
+      step, before, lossScaling_);
   writeHyperValues();
 }
 
-void SessionImpl::countFiniteStep() {
-  const auto& als = config_.options.automaticLossScalingSettings;
+void UpdateControl::countFiniteStep() {
+  const auto& als = config_->options.automaticLossScalingSettings;
   if (++goodSteps_ < als.growthInterval) return;
   goodSteps_ = 0;
   const float grown = std::min(lossScaling_ * als.growthFactor, maxLossScaling_);

@@ -1,15 +1,10 @@
-// The session's memory accounting: what each replica keeps on its simulated IPU, charged to the
-// device's memory model by tensor class. Activations are charged as the session allocates them: the
-// buffer plan's block (session/buffer_plan.hpp) plus, of the activations kept out of it, those live
-// at the schedule's peak (a real IPU compiler reuses activation memory the same way). With
-// XTRAIN_BUFFER_REUSE=0, every activation live at the peak.
-#include <filesystem>
+// chargeMemory (memory_plan.hpp): the activations at the schedule's peak, and each tensor by class.
+#include "session/memory_plan.hpp"
+
+#include <algorithm>
 #include <set>
 
-#include "common/output_file.hpp"
-#include "device/ipu/memory_model.hpp"
 #include "session/buffer_plan.hpp"
-#include "session/session_impl.hpp"
 
 namespace xtrain::session {
 
@@ -68,28 +63,29 @@ std::vector<const ir::Tensor*> peakActivations(const ir::Graph& graph) {
 
 }  // namespace
 
-void SessionImpl::computeMemory() {
-  device::MemoryModel model = device::MemoryModel::forDevice(*config_.device);
+device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& device,
+                                 int64_t localReplicas,
+                                 const std::map<TensorId, replication::ShardPlan>& shards,
+                                 const std::vector<TensorId>& anchors) {
+  device::MemoryModel model = device::MemoryModel::forDevice(device);
   const int ipusPerReplica =
-      std::max(1, model.numIpus() / static_cast<int>(std::max<int64_t>(1, localReplicas_)));
-  std::vector<const ir::Tensor*> peak = peakActivations(*graph_);
+      std::max(1, model.numIpus() / static_cast<int>(std::max<int64_t>(1, localReplicas)));
+  std::vector<const ir::Tensor*> peak = peakActivations(graph);
   std::vector<TensorId> ids;
-  for (const auto& [id, t] : graph_->tensors()) ids.push_back(id);
-  const auto& anchors = config_.dataFlow.anchors();
-  const BufferPlan plan =
-      planBuffers(*graph_, ids, std::set<TensorId>(anchors.begin(), anchors.end()),
-                  bufferReuseFromEnvironment());
+  for (const auto& [id, t] : graph.tensors()) ids.push_back(id);
+  const BufferPlan plan = planBuffers(
+      graph, ids, std::set<TensorId>(anchors.begin(), anchors.end()), bufferReuseFromEnvironment());
   std::set<TensorId> planned;
   for (size_t b = 0; b < ids.size(); ++b) {
     if (plan.shared(b)) planned.insert(ids[b]);
   }
   std::erase_if(peak, [&](const ir::Tensor* t) { return planned.count(t->id) != 0; });
-  for (int64_t r = 0; r < localReplicas_; ++r) {
+  for (int64_t r = 0; r < localReplicas; ++r) {
     const int ipu = static_cast<int>(r) * ipusPerReplica;
     if (ipu >= model.numIpus()) break;
-    for (const auto& [id, t] : graph_->tensors()) {
-      auto shard = shards_.find(id);
-      if (shard != shards_.end() && shard->second.weightStored) {
+    for (const auto& [id, t] : graph.tensors()) {
+      auto shard = shards.find(id);
+      if (shard != shards.end() && shard->second.weightStored) {
         // A weight kept as a shard: its shard resides, the whole weight is gathered into a
         // temporary before use (charged with the activations).
         model.add(ipu, device::TensorClass::Weights, id + " (shard)",
@@ -110,17 +106,7 @@ void SessionImpl::computeMemory() {
                 static_cast<uint64_t>(t->info.nbytes()));
     }
   }
-  memoryModel_ = model;
-  // SessionOptions::logDir: the report is also written there (before the check, so an overflow
-  // leaves it).
-  if (!config_.options.logDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(config_.options.logDir, ec);
-    const std::string path = config_.options.logDir + "/memory-report.txt";
-    // logDir may be shared: its fixed names are replaced, never written through.
-    replaceOwnFile(path, summaryReport(), "SessionOptions::logDir");
-  }
-  model.check();
+  return model;
 }
 
 }  // namespace xtrain::session

@@ -54,36 +54,36 @@ std::vector<TensorId> Session::getTensorIds() const {
   return ids;
 }
 std::string Session::getSummaryReport(bool resetProfile) const {
-  std::string report = impl_->summaryReport();
-  if (resetProfile) impl_->resetProfile();
+  std::string report = impl_->profiler().summaryReport(impl_->figures());
+  if (resetProfile) impl_->profiler().resetProfile();
   return report;
 }
 std::string Session::getReport() const {
-  return impl_->reportJson();
+  return impl_->profiler().reportJson(impl_->figures());
 }
 std::string Session::getSerializedGraph() const {
-  return impl_->serializedGraph();
+  return impl_->profiler().serializedGraph();
 }
 uint64_t Session::getCycleCount(const std::string& id) const {
-  return impl_->cycleCount(id);
+  return impl_->profiler().cycleCount(id);
 }
 
 void Session::setRandomSeed(uint64_t seed) {
-  impl_->setRandomSeed(seed);
+  impl_->random().setSeed(seed);
 }
 uint64_t Session::getRandomSeed() const {
-  return impl_->randomSeed();
+  return impl_->random().seed();
 }
 std::vector<uint32_t> Session::getRNGState() const {
-  return impl_->rngState();
+  return impl_->random().words();
 }
 void Session::setRNGState(const std::vector<uint32_t>& state) {
-  impl_->setRngState(state);
+  impl_->random().setWords(state);
 }
 
 std::map<TensorId, std::unique_ptr<OwnedArray>> Session::initAnchorArrays() const {
   std::map<TensorId, std::unique_ptr<OwnedArray>> arrays;
-  for (const auto& id : impl_->dataFlow().anchors()) {
+  for (const auto& id : impl_->config().dataFlow.anchors()) {
     const TensorInfo info(impl_->graph().tensor(id).info.dataType(), impl_->anchorBufferShape(id));
     arrays.emplace(id, std::make_unique<OwnedArray>(info));
   }
@@ -98,10 +98,10 @@ Shape Session::expectedAnchorBufferShape(const TensorId& id) const {
 }
 
 const SessionOptions& Session::getSessionOptions() const {
-  return impl_->options();
+  return impl_->config().options;
 }
 std::shared_ptr<DeviceInfo> Session::getDevice() const {
-  return impl_->device();
+  return impl_->config().device;
 }
 
 namespace {
@@ -158,16 +158,16 @@ void TrainingSession::waitForCheckpoint() {
 }
 
 float TrainingSession::getLossScaling() const {
-  return impl_->lossScaling();
+  return impl_->updateControl().lossScaling();
 }
 int64_t TrainingSession::getSkippedSteps() const {
-  return impl_->skippedSteps();
+  return impl_->updateControl().skippedSteps();
 }
 std::vector<float> TrainingSession::getGlobalGradientNorms() const {
-  return impl_->clipNorms();
+  return impl_->updateControl().clipNorms();
 }
 TrainingSession::StepTimes TrainingSession::getStepTimes() const {
-  return {impl_->stepCount(), impl_->runSeconds(), impl_->reductionSeconds()};
+  return {impl_->stepCount(), impl_->profiler().runSeconds(), impl_->profiler().reductionSeconds()};
 }
 
 void TrainingSession::updateOptimizerFromHost(const Optimizer* optimizer) {

@@ -20,14 +20,14 @@
 
 namespace xtrain::session {
 
-void SessionImpl::requireAttached(const char* what) {
+ReplicaRuntime& SessionImpl::requireAttached(const char* what) {
   requirePrepared(what);
   DeviceInfo& d = *config_.device;
-  if (d.isAttached()) return;
+  if (d.isAttached()) return *runtime_;
   if (d.getConnectionType() == DeviceConnectionType::OnDemand) {
     logging::devicex::debug("{}: device {} was detached; attaching it again on demand", what,
                             d.getId());
-    if (d.tryAttachUntilTimeout()) return;
+    if (d.tryAttachUntilTimeout()) return *runtime_;
     const std::string holders = device::whoHolds(d);
     throw runtime_error(
         "{}: device {} (DeviceConnectionType::OnDemand) was detached and could not be attached "

@@ -1,14 +1,6 @@
 #include "session/session_impl.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <limits>
-#include <random>
 #include <set>
 
 #include "comm/communicator.hpp"
@@ -17,27 +9,21 @@
 #include "device/ipu/device_infos.hpp"
 #include "device/ipu/ipu_wait.hpp"
 #include "device/program.hpp"
-#include "ir/autodiff/autodiff.hpp"
 #include "ir/fusion/fusion.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
-#include "ir/optimizers/update_rules.hpp"
-#include "replication/instances.hpp"
 #include "session/dot_writer.hpp"
 #include "session/engine_options.hpp"
 #include "session/layout_plan.hpp"
+#include "session/memory_plan.hpp"
 #include "session/model_io.hpp"
 #include "session/option_checks.hpp"
 #include "session/option_ranges.hpp"
 #include "session/phase_times.hpp"
 #include "session/step_buffers.hpp"
+#include "session/training_graph.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::session {
-
-using replication::copyShardOut;
-using replication::groupBytes;
-using replication::ShardPlan;
-using replication::tileGroups;
 
 namespace {
 
@@ -51,99 +37,10 @@ std::string busyDevice(const DeviceInfo& d) {
   return holders.empty() ? std::string("its IPUs are in use by another process") : holders;
 }
 
-}  // namespace
-
-SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
-  PhaseTimes times;
-  if (!config_.device) throw error("no device given: acquire one with DeviceManager first");
-  localReplicas_ = config_.options.getLocalReplicationFactor();
-  globalReplicas_ = config_.options.getGlobalReplicationFactor();
-  replicaOffset_ =
-      config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
-  accumulationFactor_ = config_.options.getAccumulationFactor();
-  checkOptionRanges(config_.options, *config_.device);
-  validateOptions();
-  checkSessionOptions(config_.options);
-  engineSettings_ = parseEngineOptions(config_.options.engineOptions);
-  reportSettings_ = parseReportOptions(config_.options.reportOptions);
-  prepareAutoReportDirectory(engineSettings_);
-  if (!engineSettings_.traceFile.empty()) {
-    trace_ = std::make_unique<timeline::JobTrace>(
-        timeline::JobTraceRequest{engineSettings_.traceFile, engineSettings_.traceSteps,
-                                  "SessionOptions::engineOptions[\"trace.file\"]", false});
-  }
-
-  times.lap("options");
-  ImportedModel imported = importModel(config_.model, config_.inputShapes, globalReplicas_,
-                                       config_.options.batchNormRunningVariance);
-  graph_ = std::move(imported.graph);
-  modelBytes_ = std::move(imported.bytes);
-  modelMetadata_ = std::move(imported.metadata);
-  groupedValues_ = std::move(imported.groupedValues);
-  times.lap("import");
-  writeDotCheck(*graph_, config_.options, "Fwd0");
-  if (auto embedded = ir::readReplicationFactor(modelMetadata_);
-      embedded && *embedded != globalReplicas_) {
-    logging::session::warn(
-        "the model was built for {} replicas (__replicationFactor) but the session has {}; grouped "
-        "weights take their group count from the session's replicas",
-        *embedded, globalReplicas_);
-  }
-  collectVariableSettings();
-  for (const auto& id : graph_->inputs()) {
-    if (ir::readReplicatedStreamMode(modelMetadata_, id) == ReplicatedStreamMode::Broadcast) {
-      broadcastInputs_.insert(id);
-    }
-  }
-
-  if (config_.training) checkLoss();
-  for (const auto& id : config_.dataFlow.anchors()) {
-    if (!graph_->hasTensor(id)) {
-      throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
-                  id);
-    }
-  }
-  for (const auto& [opId, op] : graph_->ops()) {
-    if (op->type == "Dropout") op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
-  }
-  // The fingerprint is of the model itself: after optimizer state carried as initializers has left
-  // the graph, before the training graph is added.
-  if (config_.training) takeOptimizerStateInitializers();
-  graphFingerprint_ = computeGraphFingerprint();
-  times.lap("checks");
-  // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
-  // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
-  // compare.
-  if (readBoolSwitch("XTRAIN_FUSION", true)) {
-    std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
-    if (!config_.loss.empty()) keep.insert(config_.loss);
-    const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
-    if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
-  }
-  times.lap("fusion");
-  writeDotCheck(*graph_, config_.options, "Fwd1");
-  if (config_.training) {
-    buildTrainingGraph();
-    applyRecomputation();
-    writeDotCheck(*graph_, config_.options, "Bwd0");
-  } else if (config_.options.autoRecomputation != RecomputationType::None) {
-    logging::session::debug(
-        "SessionOptions.autoRecomputation has no effect in an inference session: there is no "
-        "backward pass to recompute for");
-  }
-  times.lap("training graph");
-  writeDotCheck(*graph_, config_.options, "PreAlias");
-  writeDotCheck(*graph_, config_.options, "Final");
-  logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
-                         graph_->ops().size(), graph_->tensors().size(), localReplicas_,
-                         accumulationFactor_);
-  logging::session::debug("session created in {}", times.summary());
-}
-
-SessionImpl::~SessionImpl() = default;
-
-void SessionImpl::validateOptions() const {
-  const SessionOptions& o = config_.options;
+// How SessionOptions fit together, the session's kind and the device (the members' own ranges are
+// checkOptionRanges').
+void checkOptionsFit(const SessionConfig& config, int64_t localReplicas) {
+  const SessionOptions& o = config.options;
   auto notYet = [](const std::string& what) {
     throw error("SessionOptions: {} is not supported yet", what);
   };
@@ -169,7 +66,7 @@ void SessionImpl::validateOptions() const {
         "set the factor to 1",
         o.accumulationFactor);
   }
-  if (o.getAccumulationFactor() > 1 && !config_.training) {
+  if (o.getAccumulationFactor() > 1 && !config.training) {
     throw error("SessionOptions: gradient accumulation needs a TrainingSession");
   }
   for (const auto* s :
@@ -184,7 +81,7 @@ void SessionImpl::validateOptions() const {
         "its own); replicated tensor sharding applies to weights, optimizer state and "
         "accumulators");
   }
-  if (!config_.training) {
+  if (!config.training) {
     for (const auto* s : {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
                           &o.accumulatorTensorLocationSettings}) {
       if (s->location.replicatedTensorSharding == ReplicatedTensorSharding::On) {
@@ -193,47 +90,112 @@ void SessionImpl::validateOptions() const {
     }
   }
 
-  const DeviceInfo& d = *config_.device;
-  if (d.getType() == DeviceType::Cpu && localReplicas_ > 1) {
+  const DeviceInfo& d = *config.device;
+  if (d.getType() == DeviceType::Cpu && localReplicas > 1) {
     throw error("a CPU device cannot run {} replicas; use an IPU model or pool device with {} IPUs",
-                localReplicas_, localReplicas_);
+                localReplicas, localReplicas);
   }
-  if (d.getType() != DeviceType::Cpu && d.getNumIpus() % localReplicas_ != 0) {
+  if (d.getType() != DeviceType::Cpu && d.getNumIpus() % localReplicas != 0) {
     throw error("the device has {} IPUs, which cannot be split among {} local replicas",
-                d.getNumIpus(), localReplicas_);
+                d.getNumIpus(), localReplicas);
   }
 }
 
-void SessionImpl::collectVariableSettings() {
-  for (const auto& id : ir::tensorsWithVariableSettings(modelMetadata_)) {
-    const auto settings = ir::readVariableSettings(modelMetadata_, id);
-    if (!settings) continue;
+}  // namespace
+
+SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
+  PhaseTimes times;
+  if (!config_.device) throw error("no device given: acquire one with DeviceManager first");
+  layout_.local = config_.options.getLocalReplicationFactor();
+  layout_.global = config_.options.getGlobalReplicationFactor();
+  layout_.offset =
+      config_.options.enableDistributedReplicatedGraphs ? config_.options.globalReplicaOffset : 0;
+  accumulationFactor_ = config_.options.getAccumulationFactor();
+  checkOptionRanges(config_.options, *config_.device);
+  checkOptionsFit(config_, layout_.local);
+  checkSessionOptions(config_.options);
+  engineSettings_ = parseEngineOptions(config_.options.engineOptions);
+  profiler_ = SessionProfiler(config_.options, engineSettings_);
+  prepareAutoReportDirectory(engineSettings_);
+  if (!engineSettings_.traceFile.empty()) {
+    trace_ = std::make_unique<timeline::JobTrace>(
+        timeline::JobTraceRequest{engineSettings_.traceFile, engineSettings_.traceSteps,
+                                  "SessionOptions::engineOptions[\"trace.file\"]", false});
+  }
+
+  times.lap("options");
+  ImportedModel imported = importModel(config_.model, config_.inputShapes, layout_.global,
+                                       config_.options.batchNormRunningVariance);
+  graph_ = std::move(imported.graph);
+  modelBytes_ = std::move(imported.bytes);
+  modelMetadata_ = std::move(imported.metadata);
+  hostState_ = HostState(std::move(imported.groupedValues));
+  times.lap("import");
+  writeDotCheck(*graph_, config_.options, "Fwd0");
+  if (auto embedded = ir::readReplicationFactor(modelMetadata_);
+      embedded && *embedded != layout_.global) {
+    logging::session::warn(
+        "the model was built for {} replicas (__replicationFactor) but the session has {}; grouped "
+        "weights take their group count from the session's replicas",
+        *embedded, layout_.global);
+  }
+  hostState_.collectVariableSettings(*graph_, modelMetadata_, layout_);
+  for (const auto& id : graph_->inputs()) {
+    if (ir::readReplicatedStreamMode(modelMetadata_, id) == ReplicatedStreamMode::Broadcast) {
+      broadcastInputs_.insert(id);
+    }
+  }
+
+  if (config_.training) checkLoss(*graph_, config_.loss);
+  for (const auto& id : config_.dataFlow.anchors()) {
     if (!graph_->hasTensor(id)) {
-      throw error(
-          "the model metadata gives VariableSettings for '{}', which is not a tensor of the model",
-          id);
+      throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
+                  id);
     }
-    // Validates the groups against the replicas (a clear error when they do not divide them) and
-    // refuses the unsupported retrieval mode AllReduceReplicas.
-    settings->verify(globalReplicas_);
-    variableSettings_.emplace(id, *settings);
-    if (settings->getGroupCount(globalReplicas_) == 1) continue;
-    const ir::Tensor& t = graph_->tensor(id);
-    if (t.kind != ir::TensorKind::Variable || !groupedValues_.count(id)) {
-      throw error(
-          "'{}' has VariableSettings {} but is a {} tensor, not a weight: only weights can be "
-          "grouped",
-          id, settings->str(), ir::toString(t.kind));
-    }
-    grouped_.emplace(id, replication::GroupedVariable(*settings, globalReplicas_, localReplicas_,
-                                                      t.info.shape()));
   }
+  for (const auto& [opId, op] : graph_->ops()) {
+    if (op->type == "Dropout") op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
+  }
+  // The fingerprint is of the model itself: after optimizer state carried as initializers has left
+  // the graph, before the training graph is added.
+  if (config_.training) hostState_.takeOptimizerStateInitializers(*graph_);
+  graphFingerprint_ = graphFingerprint(*graph_);
+  times.lap("checks");
+  // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
+  // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
+  // compare.
+  if (readBoolSwitch("XTRAIN_FUSION", true)) {
+    std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
+    if (!config_.loss.empty()) keep.insert(config_.loss);
+    const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
+    if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
+  }
+  times.lap("fusion");
+  writeDotCheck(*graph_, config_.options, "Fwd1");
+  if (config_.training) {
+    TrainingGraph training = buildTrainingGraph(*graph_, config_, layout_, accumulationFactor_,
+                                                hostState_, updateControl_);
+    optimizerGraph_ = std::move(training.updates);
+    optimizerOptions_ = std::move(training.options);
+    updateControl_.setUpdates(*graph_, optimizerGraph_, optimizerOptions_, hostState_.grouped(),
+                              hostState_.shards());
+    applyRecomputation(*graph_, config_);
+    writeDotCheck(*graph_, config_.options, "Bwd0");
+  } else if (config_.options.autoRecomputation != RecomputationType::None) {
+    logging::session::debug(
+        "SessionOptions.autoRecomputation has no effect in an inference session: there is no "
+        "backward pass to recompute for");
+  }
+  times.lap("training graph");
+  writeDotCheck(*graph_, config_.options, "PreAlias");
+  writeDotCheck(*graph_, config_.options, "Final");
+  logging::session::info("session built: {} ops, {} tensors, {} local replicas, af {}",
+                         graph_->ops().size(), graph_->tensors().size(), layout_.local,
+                         accumulationFactor_);
+  logging::session::debug("session created in {}", times.summary());
 }
 
-bool SessionImpl::isHostVisible(const ir::Tensor& t) const {
-  return t.kind == ir::TensorKind::Variable || t.kind == ir::TensorKind::OptimizerState ||
-         t.kind == ir::TensorKind::Accumulator;
-}
+SessionImpl::~SessionImpl() = default;
 
 void SessionImpl::prepareDevice() {
   if (prepared_) return;
@@ -252,7 +214,10 @@ void SessionImpl::prepareDevice() {
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   times.lap("attach");
-  computeMemory();  // throws OutOfMemoryException when an IPU overflows
+  // Throws OutOfMemoryException when an IPU overflows.
+  profiler_.recordMemory(
+      chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors()),
+      figures());
   times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
   // the host reads keeps its own, plain buffer.
@@ -261,7 +226,9 @@ void SessionImpl::prepareDevice() {
   lowering.channelsLast = channelsLastFromEnvironment();
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
   lowering.floatingPointChecks = options.enableFloatingPointChecks;
-  lowered_ = std::make_unique<LoweredGraph>(*graph_, lowering);
+  if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
+  ReplicaRuntime& runtime = *runtime_;
+  runtime.lower(*graph_, lowering);
   times.lap("lowering (kernels, buffer plan)");
   if (d.getType() == DeviceType::OfflineIpu ||
       d.getConnectionType() == DeviceConnectionType::Never) {
@@ -281,44 +248,27 @@ void SessionImpl::prepareDevice() {
           std::max(static_cast<double>(d.getOnDemandAttachTimeout()), device::waitForIpuSeconds()));
     }
   }
-  joinInstances();
+  if (runtime.joinInstances(options.enableDistributedReplicatedGraphs)) {
+    const int numInstances = runtime.instances()->size();
+    std::vector<int> everyone(static_cast<size_t>(numInstances));
+    for (int i = 0; i < numInstances; ++i) everyone[static_cast<size_t>(i)] = i;
+    checkpoints_.setCommunicator(runtime.instances()->split(everyone, "checkpoint"));
+  }
   times.lap("on-demand attach and join");
-  replicas_.clear();
-  for (int64_t r = 0; r < localReplicas_; ++r) replicas_.push_back(lowered_->makeBuffers());
-  if (localReplicas_ > 1) {
-    // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
-    // programs (replica 0 runs lowered_).
-    for (int64_t r = 1; r < localReplicas_; ++r) {
-      replicaPrograms_.push_back(std::make_unique<LoweredGraph>(*graph_, lowering));
-    }
-    pool_ = std::make_unique<ReplicaPool>(localReplicas_, instancesOnHost_);
-  }
-  for (const auto& [id, t] : graph_->tensors()) {
-    if (!isHostVisible(*t) || !t->value) continue;
-    auto grouped = grouped_.find(id);
-    if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      // The host view of sharded state is whole: the weight's shape in the state's type (initially
-      // zeros).
-      HostTensor whole(
-          TensorInfo(t->info.dataType(), graph_->tensor(sharded->second).info.shape()));
-      whole.fillZero();
-      hostWeights_[id] = std::move(whole);
-    } else if (grouped == grouped_.end()) {
-      hostWeights_[id] = *t->value;
-    } else if (auto initial = groupedValues_.find(id); initial != groupedValues_.end()) {
-      hostWeights_[id] = initial->second;
-    } else {
-      hostWeights_[id] = tileGroups(*t->value, grouped->second.groups());
-    }
-  }
+  runtime.build();
+  hostState_.createViews(*graph_);
   times.lap("buffers and weights");
-  exchange_ = std::make_unique<replication::ReplicaExchange>(
-      replication::ReplicaLayout{localReplicas_, globalReplicas_, replicaOffset_}, instances_,
-      static_cast<replication::LocalReplicas&>(*this), gradientPlan(),
-      replication::GradientReducer::bucketBytesFromEnvironment());
-  collectives_ = std::make_unique<replication::ReplicaCollectives>(instances_, localReplicas_,
-                                                                   replicaOffset_, globalReplicas_);
-  applyOptimizerStateInitializers();
+  const replication::GradientPlan gradients = hostState_.gradientPlan(optimizerGraph_);
+  std::vector<std::pair<TensorId, TensorId>> halfAccumulators;
+  for (const auto& u : optimizerGraph_.updates) {
+    if (!u.accumulator.empty() && u.accumulator != u.reduced) {
+      halfAccumulators.emplace_back(u.accumulator, u.reduced);
+    }
+  }
+  runtime.connect(gradients, std::move(halfAccumulators), accumulationFactor_);
+  hostState_.applyOptimizerStateInitializers(optimizerGraph_, modelMetadata_,
+                                             config_.optimizer.get());
+  updateControl_.attach(runtime, runtime.exchange(), hostState_.views());
   times.lap("exchange");
   logging::session::debug("prepareDevice in {}", times.summary());
   prepared_ = true;
@@ -326,15 +276,32 @@ void SessionImpl::prepareDevice() {
     options.compilationProgressLogger(options.compilationProgressTotal,
                                       options.compilationProgressTotal);
   }
-  startProfile();
+  runtime.collectives().setRecorder([this](const replication::CollectiveRecord& c) {
+    profiler_.profile().addCollective({c.communicator, c.groupSize, c.operation, c.what}, c.bytes,
+                                      c.seconds);
+  });
+  // One set of report files per instance when several share the directory.
+  profiler_.start(*graph_, runtime.lowered(), d, runtime.exchange(), gradients,
+                  runtime.instances()
+                      ? format(".{}", layout_.offset / std::max<int64_t>(1, layout_.local))
+                      : "");
+}
+
+SessionFigures SessionImpl::figures() const {
+  SessionFigures f;
+  f.training = config_.training;
+  f.ops = graph_->ops().size();
+  f.tensors = graph_->tensors().size();
+  f.localReplicas = layout_.local;
+  f.globalReplicas = layout_.global;
+  f.accumulationFactor = accumulationFactor_;
+  f.batchesPerStep = config_.dataFlow.batchesPerStep();
+  f.stepsRun = stepCount_;
+  return f;
 }
 
 void SessionImpl::requirePrepared(const char* what) const {
   if (!prepared_) throw error("{}: call prepareDevice() first", what);
-}
-
-HostTensor& SessionImpl::replicaBuffer(int64_t replica, const TensorId& id) {
-  return replicas_[static_cast<size_t>(replica)][static_cast<size_t>(lowered_->bufferIndex(id))];
 }
 
 Shape SessionImpl::inputBufferShape(const TensorId& id) const {
@@ -345,7 +312,7 @@ Shape SessionImpl::inputBufferShape(const TensorId& id) const {
   if (broadcastInputs_.count(id)) {
     return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_}, t.info.shape());
   }
-  return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_, localReplicas_},
+  return withPrefix({config_.dataFlow.batchesPerStep(), accumulationFactor_, layout_.local},
                     t.info.shape());
 }
 
@@ -355,86 +322,13 @@ Shape SessionImpl::anchorBufferShape(const TensorId& id) const {
   const int64_t bps = config_.dataFlow.batchesPerStep();
   switch (art.id()) {
     case AnchorReturnTypeId::All:
-      return withPrefix({bps, accumulationFactor_, localReplicas_}, shape);
+      return withPrefix({bps, accumulationFactor_, layout_.local}, shape);
     case AnchorReturnTypeId::EveryN:
-      return withPrefix({bps / art.rp(), accumulationFactor_, localReplicas_}, shape);
+      return withPrefix({bps / art.rp(), accumulationFactor_, layout_.local}, shape);
     case AnchorReturnTypeId::Final:
-    case AnchorReturnTypeId::Sum: return withPrefix({localReplicas_}, shape);
+    case AnchorReturnTypeId::Sum: return withPrefix({layout_.local}, shape);
   }
   return shape;
-}
-
-void SessionImpl::joinInstances() {
-  if (!config_.options.enableDistributedReplicatedGraphs || globalReplicas_ == localReplicas_)
-    return;
-  if (instances_) return;
-  instances_ = replication::joinInstances({localReplicas_, globalReplicas_, replicaOffset_});
-  // Instances started together on one host (xrun -n N) would each start a full team of kernel
-  // threads on the same cores: a single replica gets its share unless OMP_NUM_THREADS says
-  // otherwise (the replica pool shares the cores out anyway).
-  instancesOnHost_ = replication::instancesOnThisHost(instances_.get());
-  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
-  if (localReplicas_ == 1 && instancesOnHost_ > 1 && (ompThreads == nullptr || *ompThreads == 0)) {
-    singleReplicaKernelThreads_ = kernelThreadsPerReplica(instancesOnHost_);
-  }
-  const int numInstances = instances_->size();
-  std::vector<int> everyone(static_cast<size_t>(numInstances));
-  for (int i = 0; i < numInstances; ++i) everyone[static_cast<size_t>(i)] = i;
-  checkpoints_.setCommunicator(instances_->split(everyone, "checkpoint"));
-  // With one local replica and no accumulation, a weight's gradient is final once the backward
-  // pass wrote it for the last time: its bucket's all-reduce can start there, overlapping the rest
-  // of the backward pass. (Local replicas must be summed first, and accumulators are final only
-  // after the last micro-batch, so those reduce after the backward pass.)
-  if (localReplicas_ == 1 && accumulationFactor_ == 1) {
-    readyAfter_.assign(lowered_->program(ir::Phase::Backward).size(), {});
-    for (const ir::WeightUpdate* plain : plainUpdates_) {
-      const ir::WeightUpdate& u = *plain;
-      const int64_t k = lowered_->lastWriter(ir::Phase::Backward, u.reduced);
-      if (k >= 0) readyAfter_[static_cast<size_t>(k)].push_back(u.reduced);
-    }
-  }
-}
-
-replication::GradientPlan SessionImpl::gradientPlan() const {
-  replication::GradientPlan plan;
-  plan.mean = optimizerGraph_.replicaReductionIsMean;
-  for (const ir::WeightUpdate* u : plainUpdates_) plan.plain.push_back(u->reduced);
-  for (const auto& u : optimizerGraph_.updates) {
-    if (auto it = grouped_.find(u.weight); it != grouped_.end()) {
-      plan.grouped.push_back({u.weight, u.reduced, it->second});
-    } else if (auto s = shards_.find(u.weight); s != shards_.end()) {
-      plan.sharded.push_back(
-          {u.weight, u.reduced, u.gradShard, u.weightShard, u.accumulator, s->second});
-    }
-  }
-  return plan;
-}
-
-void SessionImpl::forEach(const std::function<void(int64_t)>& fn) {
-  if (pool_) {
-    pool_->run(fn);
-  } else {
-    for (int64_t r = 0; r < localReplicas_; ++r) fn(r);
-  }
-}
-
-void SessionImpl::setRandomSeed(uint64_t seed) {
-  seed_ = seed;
-  executionCounter_ = 0;
-}
-
-std::vector<uint32_t> SessionImpl::rngState() const {
-  return {static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
-          static_cast<uint32_t>(executionCounter_), static_cast<uint32_t>(executionCounter_ >> 32)};
-}
-
-void SessionImpl::setRngState(const std::vector<uint32_t>& state) {
-  if (state.size() != 4) {
-    throw error("setRNGState: expected a state of 4 words (as getRNGState returns), got {}",
-                state.size());
-  }
-  seed_ = static_cast<uint64_t>(state[0]) | (static_cast<uint64_t>(state[1]) << 32);
-  executionCounter_ = static_cast<uint64_t>(state[2]) | (static_cast<uint64_t>(state[3]) << 32);
 }
 
 }  // namespace xtrain::session

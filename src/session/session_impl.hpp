@@ -1,70 +1,51 @@
-// SessionImpl: what Session, TrainingSession and InferenceSession do. The one place that sees the
-// IR, the device and the host buffers together.
+// SessionImpl: what Session, TrainingSession and InferenceSession do. It keeps the configuration,
+// the graph (imported, checked, made a training graph) and the order of things: what prepareDevice
+// builds in which order, what run() does in a step, which checks come before each call, and the
+// session's own state (the random seed, the steps run). The rest is four parts it owns:
 //
-// Replicas: L local replicas each own a buffer table (weights, optimizer state, activations) built
-// from one LoweredGraph, and run on their own threads (ReplicaPool). Micro-batches go to all
-// replicas at once; after each step's micro-batches the gradients (or accumulators) are reduced
-// hierarchically (across the local replicas, then, with distributed replicated graphs, across the
-// instances through the comm layer), then every replica applies the same update.
+//   SessionProfiler  what the session measures and reports (profile, cycles, memory, reports);
+//   UpdateControl    loss scaling, gradient clipping, hyperparameter values, Lamb's norms;
+//   HostState        the host views of weights and optimizer state, grouped and sharded
+//                    bookkeeping, what a checkpoint holds of them;
+//   ReplicaRuntime   the local replicas: buffer tables, programs, threads, the exchange and
+//                    collectives with the other replicas and instances (from prepareDevice on).
+//
+// Replicas: L local replicas each own a buffer table built from one LoweredGraph and run on their
+// own threads. Micro-batches go to all replicas at once; after each batch's micro-batches the
+// gradients (or accumulators) are reduced hierarchically (across the local replicas, then, with
+// distributed replicated graphs, across the instances through the comm layer), then every replica
+// applies the same update.
 #pragma once
 #pragma GCC visibility push(default)
 
-#include <array>
-#include <exception>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
 #include "common/timeline_job.hpp"
-#include "device/ipu/memory_model.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
-#include "replication/grouped_variable.hpp"
-#include "replication/replica_collectives.hpp"
-#include "replication/replica_exchange.hpp"
-#include "replication/sharding.hpp"
+#include "replication/replica_layout.hpp"
 #include "session/checkpoint_coordinator.hpp"
-#include "session/cycle_model.hpp"
 #include "session/engine_options.hpp"
-#include "session/lowered_graph.hpp"
-#include "session/replica_pool.hpp"
-#include "session/session_profile.hpp"
+#include "session/host_state.hpp"
+#include "session/random_state.hpp"
+#include "session/replica_runtime.hpp"
+#include "session/session_config.hpp"
+#include "session/session_profiler.hpp"
+#include "session/update_control.hpp"
 #include "xtrain/checkpoint.hpp"
-#include "xtrain/dataflow.hpp"
-#include "xtrain/devicemanager.hpp"
-#include "xtrain/optimizer.hpp"
-#include "xtrain/sessionoptions.hpp"
 #include "xtrain/stepio.hpp"
-
-namespace xtrain::comm {
-class Communicator;
-}
 
 namespace xtrain::session {
 
 class StepBuffers;
 
-struct SessionConfig {
-  std::string model;  // ONNX path or bytes
-  DataFlow dataFlow;
-  std::shared_ptr<DeviceInfo> device;
-  std::map<TensorId, TensorInfo> inputShapes;
-  SessionOptions options;
-  // Training only:
-  bool training = false;
-  TensorId loss;
-  std::unique_ptr<Optimizer> optimizer;
-};
-
-// The replication layer (src/replication) sees the session as its local replicas: a buffer per
-// (replica, tensor) and the replicas' threads.
-class SessionImpl : private replication::LocalReplicas {
+class SessionImpl {
  public:
   explicit SessionImpl(SessionConfig config);
   ~SessionImpl();
@@ -87,228 +68,82 @@ class SessionImpl : private replication::LocalReplicas {
   std::optional<CheckpointInfo> loadLatestCheckpoint(const std::string& directory);
   void waitForCheckpoint();
 
+  const SessionConfig& config() const { return config_; }
   const ir::Graph& graph() const { return *graph_; }
-  const SessionOptions& options() const { return config_.options; }
-  const DataFlow& dataFlow() const { return config_.dataFlow; }
-  std::shared_ptr<DeviceInfo> device() const { return config_.device; }
-  // The reports (session_report.cpp, docs/reports.md): the text summary (getSummaryReport), the
-  // same as JSON (getReport), the lowered programs as JSON (getSerializedGraph). resetProfile
-  // zeroes the execution profile (per-op times and the counters of session_profile.hpp).
-  std::string summaryReport() const;
-  std::string reportJson() const;
-  std::string serializedGraph() const;
-  void resetProfile();
-  // The simulated clock's cycles of the last run() (instrumentWithHardwareCycleCounter; id "").
-  uint64_t cycleCount(const std::string& id) const;
-  // Where run() spent its time: compute, the gradient reduction across replicas, the update.
-  std::string stepTimeReport() const;
-
+  // The host buffers run() expects of an input and fills for an anchor (batches, micro-batches,
+  // replicas).
   Shape inputBufferShape(const TensorId& id) const;
   Shape anchorBufferShape(const TensorId& id) const;
 
-  void setRandomSeed(uint64_t seed);
-  uint64_t randomSeed() const { return seed_; }
-  std::vector<uint32_t> rngState() const;
-  void setRngState(const std::vector<uint32_t>& state);
-
-  int64_t localReplicas() const { return localReplicas_; }
-  int64_t globalReplicas() const { return globalReplicas_; }
-  int64_t replicaOffset() const { return replicaOffset_; }
-  int64_t accumulationFactor() const { return accumulationFactor_; }
+  // The random stream's seed and position (set/getRandomSeed, set/getRNGState).
+  RandomState& random() { return random_; }
   // Steps run so far.
   int64_t stepCount() const { return stepCount_; }
-  float lossScaling() const { return lossScaling_; }
-  int64_t skippedSteps() const { return skippedSteps_; }
-  const std::vector<float>& clipNorms() const { return clipNorms_; }
-  double runSeconds() const { return runSeconds_; }
-  double reductionSeconds() const { return reductionSeconds_; }
+
+  // What the session measured, and its reports (getSummaryReport, getReport, ...).
+  SessionProfiler& profiler() { return profiler_; }
+  // The session as its reports describe it, now.
+  SessionFigures figures() const;
+  // Loss scaling, clipping, hyperparameter values.
+  const UpdateControl& updateControl() const { return updateControl_; }
 
  private:
-  void validateOptions() const;
-  // Records the weights whose VariableSettings give them more than one group (grouped_), after
-  // checking every weight's settings against the replicas.
-  void collectVariableSettings();
-  // After the optimizer is in the graph: a grouped weight's optimizer state and accumulator follow
-  // it.
-  void groupOptimizerState();
-  // The host view of weight or state `id` made whole from the replicas (and the other instances):
-  // sharded state gathered, grouped tensors assembled, others from replica 0.
-  HostTensor& wholeHostValue(const TensorId& id);
-  // Gradient clipping (docs/optimizers.md section 5): for each clip group, the global norm of its
-  // weights' reduced, unscaled gradients (summed over shards for sharded weights), and the factor
-  // maxNorm / max(maxNorm, norm) written into each weight's hyper tensor on every local replica.
-  void clipGradients();
-  // Automatic loss scaling (loss_scaling.cpp): whether every reduced gradient element (every
-  // replica, shard and instance) is finite; skipping a step's update (accumulators cleared, the
-  // scale backed off); counting a finite step (the scale grows after growthInterval of them).
-  bool gradientsAreFinite();
-  void skipUpdate();
-  void countFiniteStep();
-  // Writes every weight's hyper tensor and the loss scaling seed from the optimizer and
-  // lossScaling_.
-  void writeHyperValues();
-  // Lamb on shards: sums each sharded Lamb weight's partial norms over its shard group and writes
-  // the totals into every local replica's lambNorms, for the Apply phase.
-  void completeLambNorms();
-  // Training: the model's initializers that hold optimizer state under PopART's names (Accl___W,
-  // Accum___W of a weight W, unused by any op) leave the graph; prepareDevice starts the state from
-  // them.
-  void takeOptimizerStateInitializers();
-  void applyOptimizerStateInitializers();
-  // A hash of the model's operations and weights (names, types, per-replica shapes): what a
-  // checkpoint must have been written for.
-  std::string computeGraphFingerprint() const;
-  // The host-visible tensors a checkpoint holds, with their dataset paths.
-  std::vector<std::pair<TensorId, std::string>> checkpointTensors() const;
   // Throws naming the first way a checkpoint's contents do not fit this session (a missing or
   // differently shaped tensor, another optimizer mode, another model, no random state).
-  void checkCheckpointContents(const std::string& path, const checkpoint::Contents& c) const;
-  // checkCheckpointContents for the coordinator.
   CheckpointCoordinator::Check checkCheckpoint() const;
   // Makes a checkpoint every instance agreed to load the session's state (weights, optimizer
   // state, loss scaling, random state, step) and returns what the caller learns of it.
   CheckpointInfo installCheckpoint(const std::string& path, checkpoint::Contents c);
-  void checkLoss() const;
-  void buildTrainingGraph();
-  // buildTrainingGraph's parts: loss scaling's checks and the backward pass's seed tensor (empty:
-  // none); the optimizer's updates, their kinds (plain, grouped, sharded) and the clip groups.
-  TensorId addLossScaling();
-  void addOptimizer();
-  // SessionOptions::autoRecomputation on the training graph (ir/recompute/recompute.hpp).
-  void applyRecomputation();
-  void computeMemory();
   void requirePrepared(const char* what) const;
   // requirePrepared, and the device still attached (or, OnDemand, attached again): a call that
   // touches the replicas' buffers on a detached device throws runtime_error (session_attach.cpp).
-  void requireAttached(const char* what);
-  HostTensor& replicaBuffer(int64_t replica, const TensorId& id);
-  // replication::LocalReplicas
-  HostTensor& buffer(int64_t localReplica, const TensorId& id) override {
-    return replicaBuffer(localReplica, id);
-  }
-  void forEach(const std::function<void(int64_t)>& fn) override;
-  // FLOAT16 accumulators taken, then every gradient reduced across the replicas (exchange_).
-  void reduceAcrossReplicas();
-  // run()'s parts (session_step.cpp): the buffer indices of the step's inputs, anchors and
-  // accumulation counter; one micro-batch on every replica (inputs in, Forward, Backward and
-  // Accumulate, anchors out); after a batch's micro-batches, the reduction and the update.
+  // Returns the replicas.
+  ReplicaRuntime& requireAttached(const char* what);
+  // run()'s parts (session_step.cpp): one micro-batch on every replica (inputs in, Forward,
+  // Backward and Accumulate, anchors out); after a batch's micro-batches, the reduction and the
+  // update.
   struct StepIndices {
     std::vector<int> inputs;
     std::vector<int> anchors;
     int accumulationIndex = -1;
   };
-  StepIndices stepIndices(const StepBuffers& io) const;
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
   void update(int64_t batch);
-  // The profile's records (session_report.cpp): a run's end (and autoReport's files), a host
-  // transfer by local replica `replica`, a phase's run on replica 0 (simulated cycles), the last
-  // reduction's collectives.
-  void countRun(double seconds);
-  void countHostTransfer(TransferStats& stats, int64_t replica, size_t bytes);
-  void countPhaseCycles(ir::Phase phase);
-  void countGradientReduction();
-  void writeAutoReports() const;
-  // At prepareDevice: per-op timing on replica 0's programs, each instruction's simulated cycles,
-  // the collectives' records, and autoReport's serialized graph.
-  void startProfile();
-  // The programs replica r runs (its own copy on the pool's threads), and fn(r) for every replica,
-  // on their threads (on this one with a single replica).
-  const LoweredGraph& programOf(int64_t replica) const;
-  void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
-  // FLOAT16 gradient accumulators: each replica's accumulator converted into its FLOAT `reduced`
-  // tensor and cleared, before the reduction.
-  void takeHalfAccumulators();
-  // The communicator of the instances (one rank per instance) when replication is distributed.
-  void joinInstances();
-  // What the exchange reduces: the updates' gradients by kind.
-  replication::GradientPlan gradientPlan() const;
-  // Persistent tensors the host keeps a copy of (weights and optimizer state), by id.
-  bool isHostVisible(const ir::Tensor& t) const;
 
   SessionConfig config_;
-  // SessionOptions::engineOptions and reportOptions, parsed (session/engine_options.hpp).
+  // SessionOptions::engineOptions, parsed (session/engine_options.hpp).
   EngineSettings engineSettings_;
   // engineOptions "trace.file": this session's timeline, written when the session is destroyed
   // (after everything declared below it has finished).
   std::unique_ptr<timeline::JobTrace> trace_;
-  ReportSettings reportSettings_;
-  // The execution profile since the last reset, the simulated clock, and each instruction's cycles
-  // by phase (replica 0's programs, in program order).
-  SessionProfile profile_;
-  std::unique_ptr<CycleModel> cycleModel_;
-  std::array<std::vector<uint64_t>, ir::kPhaseCount> instructionCycles_;
-  std::array<uint64_t, ir::kPhaseCount> phaseCycles_{};
-  // The memory charged to each IPU (computeMemory), for the reports.
-  std::optional<device::MemoryModel> memoryModel_;
+  // The profile, the simulated clock, the memory model and the reports.
+  SessionProfiler profiler_;
+  replication::ReplicaLayout layout_;
+  int64_t accumulationFactor_ = 1;
   std::unique_ptr<ir::Graph> graph_;
   std::string modelBytes_;
   std::map<std::string, std::string> modelMetadata_;
-  std::unique_ptr<LoweredGraph> lowered_;
-  std::vector<std::vector<HostTensor>> replicas_;
-  // Host views of weights and optimizer state ([groups] + shape for grouped ones).
-  std::map<TensorId, HostTensor> hostWeights_;
-  // Grouped weights and their optimizer state, and the weights' initial values ([groups] + shape).
-  std::map<TensorId, replication::GroupedVariable> grouped_;
-  std::map<TensorId, HostTensor> groupedValues_;
-  // Every weight's VariableSettings from the model metadata.
-  std::map<TensorId, VariableSettings> variableSettings_;
-  // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
-  std::map<TensorId, replication::ShardPlan> shards_;
-  std::map<TensorId, TensorId> shardedState_;
-  // The updates whose weights are neither grouped nor sharded (reduced over all replicas).
-  std::vector<const ir::WeightUpdate*> plainUpdates_;
-  // The optimizer's clip groups, resolved to the updates of their weights.
-  struct ClipGroup {
-    float maxNorm = 0;
-    std::vector<const ir::WeightUpdate*> updates;
-  };
-  std::vector<ClipGroup> clipGroups_;
-  // Per clip group: the global norm the latest clipping computed (first local replica).
-  std::vector<float> clipNorms_;
-  bool hasApplyPhase_ = false;
-  // The loss scaling factor in force (automatic loss scaling changes it), the finite steps in a row
-  // since it last changed, the updates skipped, and its ceiling (2^15 with FLOAT16).
-  float lossScaling_ = 1.0f;
-  int64_t goodSteps_ = 0;
-  int64_t skippedSteps_ = 0;
-  float maxLossScaling_ = 0.0f;  // some update finishes in the Apply phase (Lamb on shards)
-  std::string graphFingerprint_;
-  std::map<TensorId, HostTensor> stateInitializers_;  // by initializer name
-  // Saves and loads checkpoints with the other instances (over a split of instances_, so an
-  // asynchronous save's collectives never interleave with training's).
-  CheckpointCoordinator checkpoints_;
   // Inputs fed with ReplicatedStreamMode::Broadcast.
   std::set<TensorId> broadcastInputs_;
+  std::string graphFingerprint_;
+  // The optimizer's updates in the graph, and the options they were made with.
   ir::OptimizerGraph optimizerGraph_;
   ir::OptimizerTransformOptions optimizerOptions_;
-  TensorId lossScalingSeed_;
-  std::map<TensorId, TensorId> gradOfWeight_;
+  // Host views, grouped and sharded bookkeeping, state initializers, checkpoint tensors.
+  HostState hostState_;
+  // Loss scaling, clipping, hyperparameter values and Lamb's norms (reads config_).
+  UpdateControl updateControl_{config_};
+  // The local replicas; made by prepareDevice (kept if it fails after joining the instances).
+  std::unique_ptr<ReplicaRuntime> runtime_;
+  // Saves and loads checkpoints with the other instances (over a split of the instances'
+  // communicator, so an asynchronous save's collectives never interleave with training's).
+  // Declared after the runtime: an asynchronous save is joined before the instances' communicator
+  // goes.
+  CheckpointCoordinator checkpoints_;
   bool prepared_ = false;
-  int64_t localReplicas_ = 1;
-  int64_t globalReplicas_ = 1;
-  int64_t replicaOffset_ = 0;
-  std::shared_ptr<comm::Communicator> instances_;
-  std::unique_ptr<replication::ReplicaExchange> exchange_;
-  // Per Backward instruction: the reduced tensors complete after it (empty: no overlap).
-  std::vector<std::vector<TensorId>> readyAfter_;
-  std::vector<std::unique_ptr<LoweredGraph>> replicaPrograms_;  // replicas 1..L-1 (threads)
-  std::unique_ptr<ReplicaPool> pool_;  // one thread per local replica when there are several
-  // The job's instances on this host, this one included (they share its cores).
-  int64_t instancesOnHost_ = 1;
-  // Kernel threads of a single local replica, which computes on the caller's thread during run():
-  // 0 leaves the caller's setting (OpenMP's default: every core, or OMP_NUM_THREADS).
-  int singleReplicaKernelThreads_ = 0;
-  // How the model's replicated collective ops meet the other replicas (set by prepareDevice).
-  std::unique_ptr<replication::ReplicaCollectives> collectives_;
-  int64_t accumulationFactor_ = 1;
-  uint64_t seed_ = 0;
-  uint64_t executionCounter_ = 0;
+  RandomState random_;
   int64_t stepCount_ = 0;
-  // Seconds spent in run() in total and in the cross-replica gradient reduction
-  // (reduceAcrossReplicas).
-  double runSeconds_ = 0;
-  double reductionSeconds_ = 0;
 };
 
 }  // namespace xtrain::session

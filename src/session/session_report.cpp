@@ -1,15 +1,13 @@
-// The session's reports (docs/reports.md): the execution profile's records, the text summary
-// (getSummaryReport), the same as JSON (getReport), the lowered programs as JSON
-// (getSerializedGraph), autoReport's files and the simulated cycle counter (getCycleCount).
+// SessionProfiler's report writers (docs/reports.md): the text summary (getSummaryReport), the
+// same as JSON (getReport) and the lowered programs as JSON (getSerializedGraph).
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <map>
 #include <sstream>
 
-#include "common/output_file.hpp"
 #include "session/json_writer.hpp"
-#include "session/session_impl.hpp"
+#include "session/session_profiler.hpp"
 
 namespace xtrain::session {
 namespace {
@@ -52,139 +50,7 @@ std::string percentText(double part, double total) {
   return buf;
 }
 
-// Writes `text` to `path` through a temporary beside it, so that a reader never sees half a file.
-// The names are xtrain's own in the autoReport directory, which may be shared: replaceOwnFile
-// never writes through a link or a temporary another user planted there.
-void writeReportFile(const std::string& path, const std::string& text) {
-  replaceOwnFile(path, text, "autoReport");
-}
-
 }  // namespace
-
-void SessionImpl::startProfile() {
-  lowered_->setProfiling(true);
-  // A CPU device has no tiles of its own: it is costed as a whole IPU.
-  const DeviceInfo& device = *config_.device;
-  cycleModel_ = std::make_unique<CycleModel>(
-      device.getType() == DeviceType::Cpu ? 0 : device.getTilesPerIPU());
-  for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
-    const auto phase = static_cast<ir::Phase>(ph);
-    auto& cycles = instructionCycles_[static_cast<size_t>(ph)];
-    cycles.clear();
-    for (OpId id : lowered_->ops(phase)) {
-      cycles.push_back(cycleModel_->opCycles(*graph_, graph_->op(id)));
-    }
-    phaseCycles_[static_cast<size_t>(ph)] = 0;
-    for (uint64_t c : cycles) phaseCycles_[static_cast<size_t>(ph)] += c;
-  }
-  profile_ = SessionProfile{};
-  collectives_->setRecorder([this](const replication::CollectiveRecord& c) {
-    profile_.addCollective({c.communicator, c.groupSize, c.operation, c.what}, c.bytes, c.seconds);
-  });
-  if (engineSettings_.autoReportSerializedGraph) {
-    const std::string dir =
-        engineSettings_.autoReportDirectory.empty() ? "." : engineSettings_.autoReportDirectory;
-    const std::string suffix =
-        instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "";
-    writeReportFile(dir + "/serialized_graph" + suffix + ".json", serializedGraph());
-  }
-}
-
-void SessionImpl::resetProfile() {
-  profile_.reset();
-  runSeconds_ = 0;
-  reductionSeconds_ = 0;
-  if (lowered_) lowered_->resetProfile();
-}
-
-void SessionImpl::countRun(double seconds) {
-  const uint64_t bps = static_cast<uint64_t>(config_.dataFlow.batchesPerStep());
-  ++profile_.runs;
-  profile_.batches += bps;
-  profile_.microBatches += bps * static_cast<uint64_t>(accumulationFactor_);
-  profile_.runSeconds += seconds;
-  profile_.lastRunCycles = profile_.currentRunCycles;
-  profile_.totalCycles += profile_.currentRunCycles;
-  if (engineSettings_.autoReport) writeAutoReports();
-}
-
-void SessionImpl::countHostTransfer(TransferStats& stats, int64_t replica, size_t bytes) {
-  ++stats.count;
-  stats.bytes += bytes;
-  if (replica == 0) profile_.currentRunCycles += cycleModel_->hostTransferCycles(bytes);
-}
-
-void SessionImpl::countPhaseCycles(ir::Phase phase) {
-  profile_.currentRunCycles += phaseCycles_[static_cast<size_t>(phase)];
-}
-
-// The last reduction's gradients by communicator: plain ones all-reduced over every replica,
-// grouped ones over their VariableSettings groups, sharded ones reduce-scattered over their
-// domain. Each kind's time is shared among its communicators by bytes.
-void SessionImpl::countGradientReduction() {
-  if (globalReplicas_ <= 1) return;
-  struct Part {
-    uint64_t bytes = 0;
-    int kind = 0;  // 0 plain, 1 grouped, 2 sharded
-  };
-  std::map<CollectiveKey, Part> parts;
-  std::array<uint64_t, 3> kindBytes{};
-  for (const auto& u : optimizerGraph_.updates) {
-    const uint64_t bytes = static_cast<uint64_t>(graph_->tensor(u.reduced).info.nbytes());
-    CollectiveKey key;
-    int kind = 0;
-    if (auto g = grouped_.find(u.weight); g != grouped_.end()) {
-      const ReplicaGrouping& grouping = g->second.grouping;
-      key = {grouping.str(), grouping.getGroupSize(), "all-reduce", "gradients"};
-      kind = 1;
-    } else if (auto s = shards_.find(u.weight); s != shards_.end()) {
-      key = {s->second.domain.str(), s->second.shardCount(), "reduce-scatter", "gradients"};
-      kind = 2;
-    } else {
-      key = {"replicas", globalReplicas_, "all-reduce", "gradients"};
-    }
-    if (key.groupSize <= 1) continue;
-    parts[key].bytes += bytes;
-    parts[key].kind = kind;
-    kindBytes[static_cast<size_t>(kind)] += bytes;
-  }
-  const auto& t = exchange_->lastReductionSeconds();
-  const std::array<double, 3> kindSeconds{t.plain, t.grouped, t.sharded};
-  for (const auto& [key, part] : parts) {
-    const size_t k = static_cast<size_t>(part.kind);
-    const double share =
-        kindBytes[k] > 0 ? static_cast<double>(part.bytes) / static_cast<double>(kindBytes[k]) : 0;
-    profile_.addCollective(key, part.bytes, kindSeconds[k] * share);
-    profile_.currentRunCycles +=
-        cycleModel_->collectiveCycles(key.operation, part.bytes, key.groupSize);
-  }
-}
-
-uint64_t SessionImpl::cycleCount(const std::string& id) const {
-  if (!config_.options.instrumentWithHardwareCycleCounter) {
-    throw error(
-        "getCycleCount: no cycle counter: set SessionOptions::instrumentWithHardwareCycleCounter "
-        "to true before creating the session");
-  }
-  if (!id.empty()) {
-    throw error(
-        "getCycleCount(\"{}\"): unknown cycle counter id; xtrain counts the whole program of each "
-        "run() (id \"\")",
-        id);
-  }
-  requirePrepared("getCycleCount");
-  return profile_.lastRunCycles;
-}
-
-void SessionImpl::writeAutoReports() const {
-  const std::string dir =
-      engineSettings_.autoReportDirectory.empty() ? "." : engineSettings_.autoReportDirectory;
-  // One set of files per instance when several share the directory.
-  const std::string suffix =
-      instances_ ? format(".{}", replicaOffset_ / std::max<int64_t>(1, localReplicas_)) : "";
-  writeReportFile(dir + "/report" + suffix + ".json", reportJson());
-  writeReportFile(dir + "/summary" + suffix + ".txt", summaryReport());
-}
 
 namespace {
 
@@ -207,21 +73,21 @@ std::vector<OpRow> opRows(const ir::Graph& graph, const LoweredGraph& lowered,
 
 }  // namespace
 
-std::string SessionImpl::summaryReport() const {
+std::string SessionProfiler::summaryReport(const SessionFigures& figures) const {
   std::string s = format(
       "xtrain {} session: {} ops, {} tensors; {} local replica(s), accumulation factor {}, "
       "{} batch(es) per step; {} step(s) run\n",
-      config_.training ? "training" : "inference", graph_->ops().size(), graph_->tensors().size(),
-      localReplicas_, accumulationFactor_, config_.dataFlow.batchesPerStep(), stepCount_);
+      figures.training ? "training" : "inference", figures.ops, figures.tensors,
+      figures.localReplicas, figures.accumulationFactor, figures.batchesPerStep, figures.stepsRun);
   if (!memoryModel_) return s + "memory: not computed yet (call prepareDevice())\n";
   s += memoryModel_->report(reportSettings_.showVarStorage ? std::numeric_limits<size_t>::max()
                                                            : kLargestTensors);
-  if (!lowered_ || !cycleModel_) return s;
-  s += stepTimeReport();
+  if (!program_ || !cycleModel_) return s;
+  s += stepTimeReport(figures);
   const SessionProfile& p = profile_;
   // The device's counter is not part of the profile: it is there after a reset too.
   std::string cycles;
-  if (config_.options.instrumentWithHardwareCycleCounter) {
+  if (cycleCounter_) {
     cycles = format(
         "cycles (instrumentWithHardwareCycleCounter, simulated clock of {} GHz, {} tiles): last "
         "run {}, all runs since the reset {}\n",
@@ -229,7 +95,7 @@ std::string SessionImpl::summaryReport() const {
   }
   if (p.runs == 0) return s + "execution profile: no run() since the profile was reset\n" + cycles;
 
-  std::vector<OpRow> rows = opRows(*graph_, *lowered_, instructionCycles_);
+  std::vector<OpRow> rows = opRows(*graph_, *program_, instructionCycles_);
   double kernelSeconds = 0;
   std::map<std::string, double> byPhase, byType;
   for (const auto& r : rows) {
@@ -282,7 +148,7 @@ std::string SessionImpl::summaryReport() const {
      << bytesText(p.inputs.bytes) << ", " << msText(p.inputs.seconds) << "; anchors out "
      << p.anchors.count << " buffer(s), " << bytesText(p.anchors.bytes) << ", "
      << msText(p.anchors.seconds) << "\n";
-  if (config_.options.instrumentWithHardwareCycleCounter) {
+  if (cycleCounter_) {
     os << "cycles (instrumentWithHardwareCycleCounter, simulated clock of "
        << CycleModel::kClockHz / 1e9 << " GHz, " << cycleModel_->tiles() << " tiles): last run "
        << p.lastRunCycles << ", all runs " << p.totalCycles << "\n";
@@ -290,20 +156,20 @@ std::string SessionImpl::summaryReport() const {
   return s + os.str();
 }
 
-std::string SessionImpl::reportJson() const {
-  requirePrepared("getReport");
+std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
+  requireStarted("getReport");
   JsonWriter w;
   w.beginObject().field("schema", "xtrain.report").field("version", 1);
   w.key("session")
       .beginObject()
-      .field("kind", config_.training ? "training" : "inference")
-      .field("ops", static_cast<uint64_t>(graph_->ops().size()))
-      .field("tensors", static_cast<uint64_t>(graph_->tensors().size()))
-      .field("localReplicas", localReplicas_)
-      .field("globalReplicas", globalReplicas_)
-      .field("accumulationFactor", accumulationFactor_)
-      .field("batchesPerStep", config_.dataFlow.batchesPerStep())
-      .field("stepsRun", stepCount_)
+      .field("kind", figures.training ? "training" : "inference")
+      .field("ops", figures.ops)
+      .field("tensors", figures.tensors)
+      .field("localReplicas", figures.localReplicas)
+      .field("globalReplicas", figures.globalReplicas)
+      .field("accumulationFactor", figures.accumulationFactor)
+      .field("batchesPerStep", figures.batchesPerStep)
+      .field("stepsRun", figures.stepsRun)
       .endObject();
 
   w.key("memory").beginObject();
@@ -326,7 +192,7 @@ std::string SessionImpl::reportJson() const {
   w.endArray().endObject();
 
   const SessionProfile& p = profile_;
-  const std::vector<OpRow> rows = opRows(*graph_, *lowered_, instructionCycles_);
+  const std::vector<OpRow> rows = opRows(*graph_, *program_, instructionCycles_);
   double kernelSeconds = 0;
   for (const auto& r : rows) kernelSeconds += r.seconds;
   w.key("execution")
@@ -339,7 +205,7 @@ std::string SessionImpl::reportJson() const {
   w.key("phases").beginObject();
   for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
     const auto phase = static_cast<ir::Phase>(ph);
-    const device::Program& program = lowered_->program(phase);
+    const device::Program& program = program_->program(phase);
     if (program.empty()) continue;
     double seconds = 0;
     for (double t : program.seconds()) seconds += t;
@@ -391,7 +257,7 @@ std::string SessionImpl::reportJson() const {
   }
   w.endObject();
   w.key("cycles");
-  if (config_.options.instrumentWithHardwareCycleCounter) {
+  if (cycleCounter_) {
     w.beginObject()
         .field("lastRun", p.lastRunCycles)
         .field("total", p.totalCycles)
@@ -405,14 +271,14 @@ std::string SessionImpl::reportJson() const {
   return w.str();
 }
 
-std::string SessionImpl::serializedGraph() const {
-  requirePrepared("getSerializedGraph");
+std::string SessionProfiler::serializedGraph() const {
+  requireStarted("getSerializedGraph");
   JsonWriter w;
   w.beginObject().field("schema", "xtrain.serialized-graph").field("version", 1);
   w.key("programs").beginArray();
   for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
     const auto phase = static_cast<ir::Phase>(ph);
-    const auto& ops = lowered_->ops(phase);
+    const auto& ops = program_->ops(phase);
     if (ops.empty()) continue;
     w.beginObject().field("phase", ir::toString(phase)).key("instructions").beginArray();
     for (size_t k = 0; k < ops.size(); ++k) {

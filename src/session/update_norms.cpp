@@ -4,15 +4,15 @@
 #include <cmath>
 
 #include "common/optimizer_hyper.hpp"
-#include "session/session_impl.hpp"
+#include "session/update_control.hpp"
 
 namespace xtrain::session {
 
-void SessionImpl::clipGradients() {
+void UpdateControl::clipGradients() {
   if (clipGroups_.empty()) return;
-  const int64_t L = localReplicas_;
+  const int64_t L = localReplicas();
   auto gradScale = [&](const ir::WeightUpdate& u) {
-    const HyperView<CommonHyper> hyper(replicaBuffer(0, u.hyper).span<float>());
+    const HyperView<CommonHyper> hyper(buffer(0, u.hyper).span<float>());
     return static_cast<double>(hyper[CommonHyper::GradScale]);
   };
   auto sumOfSquares = [](const HostTensor& t) {
@@ -26,7 +26,7 @@ void SessionImpl::clipGradients() {
   for (const auto& group : clipGroups_) {
     for (const ir::WeightUpdate* u : group.updates) {
       if (u->shardElements > 0) {
-        plans.push_back(&shards_.at(u->weight));
+        plans.push_back(&shards_->at(u->weight));
         sharded.push_back(u);
       }
     }
@@ -35,7 +35,7 @@ void SessionImpl::clipGradients() {
   const std::vector<double> shardSums =
       exchange_->sumOverShards(plans, 1, [&](size_t k, int64_t local, double* out) {
         const double gs = gradScale(*sharded[k]);
-        *out = gs * gs * sumOfSquares(replicaBuffer(local, sharded[k]->gradShard));
+        *out = gs * gs * sumOfSquares(buffer(local, sharded[k]->gradShard));
       });
   size_t next = 0;
   clipNorms_.clear();
@@ -47,12 +47,12 @@ void SessionImpl::clipGradients() {
       if (u->shardElements > 0) {
         for (double& s : sumSq) s += shardSums[next];  // already unscaled
         ++next;
-      } else if (grouped_.count(u->weight)) {
+      } else if (grouped_->count(u->weight)) {
         for (int64_t r = 0; r < L; ++r) {
-          sumSq[static_cast<size_t>(r)] += gs2 * sumOfSquares(replicaBuffer(r, u->reduced));
+          sumSq[static_cast<size_t>(r)] += gs2 * sumOfSquares(buffer(r, u->reduced));
         }
       } else {
-        const double s = gs2 * sumOfSquares(replicaBuffer(0, u->reduced));
+        const double s = gs2 * sumOfSquares(buffer(0, u->reduced));
         for (double& x : sumSq) x += s;
       }
     }
@@ -62,30 +62,30 @@ void SessionImpl::clipGradients() {
       const float factor =
           static_cast<float>(group.maxNorm / std::max(static_cast<double>(group.maxNorm), norm));
       for (const ir::WeightUpdate* u : group.updates) {
-        const HyperView<CommonHyper, float> hyper(replicaBuffer(r, u->hyper).span<float>());
+        const HyperView<CommonHyper, float> hyper(buffer(r, u->hyper).span<float>());
         hyper[CommonHyper::ClipFactor] = factor;
       }
     }
   }
 }
 
-void SessionImpl::completeLambNorms() {
+void UpdateControl::completeLambNorms() {
   std::vector<const replication::ShardPlan*> plans;
   std::vector<const ir::WeightUpdate*> lamb;
-  for (const auto& u : optimizerGraph_.updates) {
+  for (const auto& u : updates_->updates) {
     if (u.lambNorms.empty()) continue;
-    plans.push_back(&shards_.at(u.weight));
+    plans.push_back(&shards_->at(u.weight));
     lamb.push_back(&u);
   }
   const std::vector<double> sums =
       exchange_->sumOverShards(plans, 2, [&](size_t k, int64_t local, double* out) {
-        const float* partial = replicaBuffer(local, lamb[k]->lambNorms).data<float>();
+        const float* partial = buffer(local, lamb[k]->lambNorms).data<float>();
         out[0] = partial[0];
         out[1] = partial[1];
       });
   for (size_t k = 0; k < lamb.size(); ++k) {
-    for (int64_t r = 0; r < localReplicas_; ++r) {
-      float* norms = replicaBuffer(r, lamb[k]->lambNorms).data<float>();
+    for (int64_t r = 0; r < localReplicas(); ++r) {
+      float* norms = buffer(r, lamb[k]->lambNorms).data<float>();
       norms[0] = static_cast<float>(sums[2 * k]);
       norms[1] = static_cast<float>(sums[2 * k + 1]);
     }

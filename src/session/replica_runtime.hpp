@@ -1,0 +1,132 @@
+// ReplicaRuntime: this instance's L local replicas as they run. Each replica owns a buffer table
+// (weights, optimizer state, activations) made from one LoweredGraph and runs the programs on its
+// own thread (ReplicaPool; on the caller's thread with a single replica). Replica 0 runs the
+// lowered programs themselves (the profiled ones); each other replica a copy of its own, since
+// kernels keep scratch state between calls. The runtime is the session's one implementation of
+// replication::LocalReplicas, and owns the ways replicas meet: the ReplicaExchange (gradients,
+// shards, broadcasts and agreements across replicas and instances), the ReplicaCollectives of the
+// model's replicated collective ops, and the instances' communicator.
+//
+// Contract: prepareDevice builds it in four steps, in this order: lower (replica 0's programs),
+// joinInstances (blocks until every instance joined), build (every replica's buffers, the other
+// programs, the threads), connect (the exchange and the collectives). Then run() drives it one
+// micro-batch at a time (runMicroBatch), reduces the gradients after a batch's micro-batches
+// (reduceGradients) and runs the update phases (runPhase). Calls come from one thread (the
+// session's); the work of each replica runs on the replica's thread, and a failure on any replica
+// is rethrown on the caller's thread after all finished (ReplicaPool's contract).
+//
+// A replica over several devices and pipeline stages (model parallelism, not built yet) goes here:
+// Replica becomes a list of parts, one per (device, stage), each with its own buffer table, its
+// copy of its stage's programs and its own thread. buffer(r, id) then finds the part that holds
+// tensor id (by the graph's placement), runMicroBatch runs a replica's parts in stage order (or
+// pipelined, passing activations between neighbouring parts), and the exchange reduces each
+// part's gradients with the same part of the other replicas. The session above (and HostState,
+// UpdateControl, SessionProfiler) keep seeing replicas through buffer(r, id) and forEach, so they
+// do not change.
+#pragma once
+#pragma GCC visibility push(default)
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.hpp"
+#include "replication/replica_collectives.hpp"
+#include "replication/replica_exchange.hpp"
+#include "replication/replica_layout.hpp"
+#include "session/lowered_graph.hpp"
+#include "session/replica_pool.hpp"
+
+namespace xtrain::comm {
+class Communicator;
+}
+
+namespace xtrain::session {
+
+class ReplicaRuntime final : public replication::LocalReplicas {
+ public:
+  explicit ReplicaRuntime(replication::ReplicaLayout layout) : layout_(layout) {}
+  ~ReplicaRuntime();
+  ReplicaRuntime(const ReplicaRuntime&) = delete;
+  ReplicaRuntime& operator=(const ReplicaRuntime&) = delete;
+
+  const replication::ReplicaLayout& layout() const { return layout_; }
+
+  // prepareDevice's steps (see above). lower: replica 0's programs for `graph` (which must outlive
+  // the runtime). joinInstances: with distributed replication over several instances, the
+  // instances' communicator, once; returns whether this call joined them. connect: the exchange
+  // reduces `plan` (FLOAT16 accumulators converted into their FLOAT reduced tensors first:
+  // `halfAccumulators` as (accumulator, reduced)); with one local replica, no accumulation and
+  // several instances, each plain gradient's bucket may start as soon as the backward pass wrote
+  // it for the last time.
+  void lower(const ir::Graph& graph, const LoweringOptions& options);
+  bool joinInstances(bool distributed);
+  void build();
+  void connect(replication::GradientPlan plan,
+               std::vector<std::pair<TensorId, TensorId>> halfAccumulators,
+               int64_t accumulationFactor);
+
+  // replication::LocalReplicas: replica r's buffer of tensor `id`, and fn(r) for every local
+  // replica (on their threads when there are several).
+  HostTensor& buffer(int64_t localReplica, const TensorId& id) override;
+  void forEach(const std::function<void(int64_t)>& fn) override;
+  // Replica r's buffer table (host I/O by buffer index).
+  std::vector<HostTensor>& buffers(int64_t localReplica) {
+    return replicas_[static_cast<size_t>(localReplica)].buffers;
+  }
+  // Replica 0's programs: the buffer indices of every replica, and what the profiler times.
+  LoweredGraph& lowered() { return *lowered_; }
+  const LoweredGraph& lowered() const { return *lowered_; }
+  replication::ReplicaExchange& exchange() { return *exchange_; }
+  replication::ReplicaCollectives& collectives() { return *collectives_; }
+  // The instances' communicator (null with one instance).
+  const std::shared_ptr<comm::Communicator>& instances() const { return instances_; }
+  // Kernel threads of a single local replica, which computes on the caller's thread during run():
+  // 0 leaves the caller's setting (OpenMP's default: every core, or OMP_NUM_THREADS).
+  int singleReplicaKernelThreads() const { return singleReplicaKernelThreads_; }
+
+  // One micro-batch on every replica, each on its thread: Forward, and when training Backward
+  // (telling the exchange which gradients are final as it goes) and Accumulate, after the
+  // micro-batch index is written into buffer accumulationIndex (-1: none). seedOf(global replica)
+  // is each replica's random seed.
+  void runMicroBatch(bool training, int accumulationIndex, int64_t microBatch,
+                     const std::function<uint64_t(int64_t)>& seedOf);
+  // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
+  void reduceGradients();
+  // One phase (Update, Apply) on every replica with the same seed.
+  void runPhase(ir::Phase phase, uint64_t seed);
+
+ private:
+  // A replica's part on its device: its buffer table and the programs it runs.
+  struct Replica {
+    std::vector<HostTensor> buffers;
+    const LoweredGraph* program = nullptr;
+    std::unique_ptr<LoweredGraph> ownProgram;  // replicas 1..L-1 with their own threads
+  };
+  // fn(r) for every replica, on their threads, each on the replica's timeline track.
+  void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
+  void takeHalfAccumulators();
+
+  const replication::ReplicaLayout layout_;
+  const ir::Graph* graph_ = nullptr;
+  LoweringOptions loweringOptions_;
+  std::unique_ptr<LoweredGraph> lowered_;
+  std::vector<Replica> replicas_;
+  std::unique_ptr<ReplicaPool> pool_;  // one thread per local replica when there are several
+  std::shared_ptr<comm::Communicator> instances_;
+  // The job's instances on this host, this one included (they share its cores).
+  int64_t instancesOnHost_ = 1;
+  int singleReplicaKernelThreads_ = 0;
+  std::unique_ptr<replication::ReplicaExchange> exchange_;
+  // How the model's replicated collective ops meet the other replicas.
+  std::unique_ptr<replication::ReplicaCollectives> collectives_;
+  std::vector<std::pair<TensorId, TensorId>> halfAccumulators_;
+  // Per Backward instruction: the reduced tensors complete after it (empty: no overlap).
+  std::vector<std::vector<TensorId>> readyAfter_;
+};
+
+}  // namespace xtrain::session
+
+#pragma GCC visibility pop

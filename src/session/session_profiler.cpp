@@ -1,0 +1,206 @@
+// SessionProfiler's records: the simulated clock set up at prepareDevice, what each run() counts,
+// the memory model and autoReport's files. The reports themselves are in session_report.cpp.
+#include "session/session_profiler.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/output_file.hpp"
+#include "xtrain/error.hpp"
+
+namespace xtrain::session {
+
+namespace {
+
+// Writes `text` to `path` through a temporary beside it, so that a reader never sees half a file.
+// The names are xtrain's own in the autoReport directory, which may be shared: replaceOwnFile
+// never writes through a link or a temporary another user planted there.
+void writeReportFile(const std::string& path, const std::string& text) {
+  replaceOwnFile(path, text, "autoReport");
+}
+
+}  // namespace
+
+SessionProfiler::SessionProfiler(const SessionOptions& options, const EngineSettings& engine)
+    : reportSettings_(parseReportOptions(options.reportOptions)),
+      autoReport_(engine.autoReport),
+      autoReportSerializedGraph_(engine.autoReportSerializedGraph),
+      autoReportDirectory_(engine.autoReportDirectory.empty() ? "." : engine.autoReportDirectory),
+      logDir_(options.logDir),
+      cycleCounter_(options.instrumentWithHardwareCycleCounter) {}
+
+void SessionProfiler::recordMemory(const device::MemoryModel& model,
+                                   const SessionFigures& figures) {
+  memoryModel_ = model;
+  // SessionOptions::logDir: the report is also written there (before the check, so an overflow
+  // leaves it).
+  if (!logDir_.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(logDir_, ec);
+    const std::string path = logDir_ + "/memory-report.txt";
+    // logDir may be shared: its fixed names are replaced, never written through.
+    replaceOwnFile(path, summaryReport(figures), "SessionOptions::logDir");
+  }
+  model.check();
+}
+
+void SessionProfiler::start(const ir::Graph& graph, LoweredGraph& replica0,
+                            const DeviceInfo& device, const replication::ReplicaExchange& exchange,
+                            const replication::GradientPlan& gradients, std::string reportSuffix) {
+  graph_ = &graph;
+  program_ = &replica0;
+  exchange_ = &exchange;
+  reportSuffix_ = std::move(reportSuffix);
+  program_->setProfiling(true);
+  // A CPU device has no tiles of its own: it is costed as a whole IPU.
+  cycleModel_ = std::make_unique<CycleModel>(
+      device.getType() == DeviceType::Cpu ? 0 : device.getTilesPerIPU());
+  for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
+    const auto phase = static_cast<ir::Phase>(ph);
+    auto& cycles = instructionCycles_[static_cast<size_t>(ph)];
+    cycles.clear();
+    for (OpId id : program_->ops(phase))
+      cycles.push_back(cycleModel_->opCycles(graph, graph.op(id)));
+    phaseCycles_[static_cast<size_t>(ph)] = 0;
+    for (uint64_t c : cycles) phaseCycles_[static_cast<size_t>(ph)] += c;
+  }
+  planGradientParts(graph, gradients, exchange.layout().global);
+  profile_ = SessionProfile{};
+  if (autoReportSerializedGraph_) {
+    writeReportFile(autoReportDirectory_ + "/serialized_graph" + reportSuffix_ + ".json",
+                    serializedGraph());
+  }
+}
+
+// The reduction's gradients by communicator: plain ones all-reduced over every replica, grouped
+// ones over their VariableSettings groups, sharded ones reduce-scattered over their domain.
+void SessionProfiler::planGradientParts(const ir::Graph& graph,
+                                        const replication::GradientPlan& gradients,
+                                        int64_t globalReplicas) {
+  gradientParts_.clear();
+  gradientKindBytes_ = {};
+  if (globalReplicas <= 1) return;
+  auto add = [&](const CollectiveKey& key, const TensorId& reduced, size_t kind) {
+    if (key.groupSize <= 1) return;
+    const uint64_t bytes = static_cast<uint64_t>(graph.tensor(reduced).info.nbytes());
+    gradientParts_[key].bytes += bytes;
+    gradientParts_[key].kind = kind;
+    gradientKindBytes_[kind] += bytes;
+  };
+  for (const TensorId& reduced : gradients.plain) {
+    add({"replicas", globalReplicas, "all-reduce", "gradients"}, reduced, 0);
+  }
+  for (const auto& g : gradients.grouped) {
+    const ReplicaGrouping& grouping = g.variable.grouping;
+    add({grouping.str(), grouping.getGroupSize(), "all-reduce", "gradients"}, g.reduced, 1);
+  }
+  for (const auto& s : gradients.sharded) {
+    add({s.plan.domain.str(), s.plan.shardCount(), "reduce-scatter", "gradients"}, s.reduced, 2);
+  }
+}
+
+void SessionProfiler::resetProfile() {
+  profile_.reset();
+  reductionSeconds_ = 0;
+  if (program_) program_->resetProfile();
+}
+
+void SessionProfiler::countTransfer(Transfer direction, int64_t replica, size_t bytes) {
+  TransferStats& s = stats(direction);
+  ++s.count;
+  s.bytes += bytes;
+  if (replica == 0) profile_.currentRunCycles += cycleModel_->hostTransferCycles(bytes);
+}
+
+void SessionProfiler::addTransferSeconds(Transfer direction, double seconds) {
+  stats(direction).seconds += seconds;
+}
+
+void SessionProfiler::countPhase(ir::Phase phase) {
+  profile_.currentRunCycles += phaseCycles_[static_cast<size_t>(phase)];
+}
+
+// Each kind's time is shared among its communicators by bytes.
+void SessionProfiler::countReduction(double seconds,
+                                     const replication::ReplicaExchange::ReductionSeconds& kinds) {
+  reductionSeconds_ += seconds;
+  const std::array<double, 3> kindSeconds{kinds.plain, kinds.grouped, kinds.sharded};
+  for (const auto& [key, part] : gradientParts_) {
+    const uint64_t kindBytes = gradientKindBytes_[part.kind];
+    const double share =
+        kindBytes > 0 ? static_cast<double>(part.bytes) / static_cast<double>(kindBytes) : 0;
+    profile_.addCollective(key, part.bytes, kindSeconds[part.kind] * share);
+    profile_.currentRunCycles +=
+        cycleModel_->collectiveCycles(key.operation, part.bytes, key.groupSize);
+  }
+}
+
+void SessionProfiler::countRun(double seconds, const SessionFigures& figures) {
+  const uint64_t bps = static_cast<uint64_t>(figures.batchesPerStep);
+  ++profile_.runs;
+  profile_.batches += bps;
+  profile_.microBatches += bps * static_cast<uint64_t>(figures.accumulationFactor);
+  profile_.runSeconds += seconds;
+  profile_.lastRunCycles = profile_.currentRunCycles;
+  profile_.totalCycles += profile_.currentRunCycles;
+  if (autoReport_) writeAutoReports(figures);
+}
+
+void SessionProfiler::requireStarted(const char* what) const {
+  if (program_ == nullptr) throw error("{}: call prepareDevice() first", what);
+}
+
+uint64_t SessionProfiler::cycleCount(const std::string& id) const {
+  if (!cycleCounter_) {
+    throw error(
+        "getCycleCount: no cycle counter: set SessionOptions::instrumentWithHardwareCycleCounter "
+        "to true before creating the session");
+  }
+  if (!id.empty()) {
+    throw error(
+        "getCycleCount(\"{}\"): unknown cycle counter id; xtrain counts the whole program of each "
+        "run() (id \"\")",
+        id);
+  }
+  requireStarted("getCycleCount");
+  return profile_.lastRunCycles;
+}
+
+void SessionProfiler::writeAutoReports(const SessionFigures& figures) const {
+  // One set of files per instance when several share the directory.
+  writeReportFile(autoReportDirectory_ + "/report" + reportSuffix_ + ".json", reportJson(figures));
+  writeReportFile(autoReportDirectory_ + "/summary" + reportSuffix_ + ".txt",
+                  summaryReport(figures));
+}
+
+std::string SessionProfiler::stepTimeReport(const SessionFigures& figures) const {
+  // Since the profile was last reset (getSummaryReport(true)).
+  if (profile_.runs == 0) return "";
+  const double steps = static_cast<double>(profile_.runs);
+  const double runSeconds = profile_.runSeconds;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "run: %lld steps, %.3f ms per step; gradient reduction across %lld replicas (%lld "
+                "local): %.3f ms per step (%.1f%%)\n",
+                static_cast<long long>(profile_.runs), runSeconds / steps * 1e3,
+                static_cast<long long>(figures.globalReplicas),
+                static_cast<long long>(figures.localReplicas), reductionSeconds_ / steps * 1e3,
+                runSeconds > 0 ? 100.0 * reductionSeconds_ / runSeconds : 0.0);
+  std::string report = line;
+  if (const auto* reducer = exchange_ ? exchange_->reducer() : nullptr;
+      reducer != nullptr && reducer->overlap().steps > 0) {
+    // Whether the buckets' all-reduces overlap the backward pass, and what is left exposed.
+    const auto& o = reducer->overlap();
+    const double n = static_cast<double>(o.steps);
+    std::snprintf(line, sizeof line,
+                  "gradient buckets across instances: %zu, %.1f per step started during the "
+                  "backward pass; waiting for them after it: %.3f ms per step\n",
+                  reducer->numBuckets(), static_cast<double>(o.earlyBuckets) / n,
+                  o.waitSeconds / n * 1e3);
+    report += line;
+  }
+  return report;
+}
+
+}  // namespace xtrain::session

@@ -1,0 +1,122 @@
+// UpdateControl: what decides and shapes a training session's update after the gradients are
+// reduced (docs/optimizers.md sections 3.1, 5 and 6): the loss scaling factor (automatic loss
+// scaling skips a step whose gradients are not all finite and backs the scale off, and grows it
+// after a run of finite steps), gradient clipping's global norms, the hyperparameter values each
+// weight's update reads, and Lamb's norms of sharded weights.
+//
+// Contract: built with the training graph (addLossScaling, then setUpdates), attached to the
+// replicas at prepareDevice. Before attach the hyperparameter values go into the graph only (they
+// become the replicas' initial values); after it, also into the host views and every local
+// replica's buffers. The decisions that involve the other replicas or instances (finite
+// gradients, norms over shards) go through the exchange, so every instance decides alike. Runs on
+// the session's thread, between the replicas' program runs.
+#pragma once
+#pragma GCC visibility push(default)
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.hpp"
+#include "ir/optimizers/optimizer_transform.hpp"
+#include "replication/grouped_variable.hpp"
+#include "replication/replica_exchange.hpp"
+#include "replication/sharding.hpp"
+#include "session/session_config.hpp"
+
+namespace xtrain::session {
+
+class UpdateControl {
+ public:
+  // `config` (its optimizer and automatic loss scaling settings) must outlive the control; the
+  // session replaces config.optimizer before calling setOptimizer.
+  explicit UpdateControl(const SessionConfig& config) : config_(&config) {}
+
+  // Building the training graph: loss scaling's checks and the backward pass's seed tensor (the
+  // returned id; empty: none), in the loss's type.
+  TensorId addLossScaling(ir::Graph& graph);
+  // The optimizer's updates (kept by the caller, as are the maps): their clip groups, whether
+  // some finish in the Apply phase, and the scale's ceiling (2^15 with a FLOAT16 weight). grouped
+  // and shards are the grouped and sharded weights (by weight).
+  void setUpdates(ir::Graph& graph, const ir::OptimizerGraph& updates,
+                  const ir::OptimizerTransformOptions& options,
+                  const std::map<TensorId, replication::GroupedVariable>& grouped,
+                  const std::map<TensorId, replication::ShardPlan>& shards);
+  // prepareDevice: the replicas' buffers, the exchange and the host views (by id) the values go to
+  // from now on; all must outlive the control.
+  void attach(replication::LocalReplicas& replicas, replication::ReplicaExchange& exchange,
+              std::map<TensorId, HostTensor>& hostViews);
+
+  // Automatic loss scaling: whether every reduced gradient element (every replica, shard and
+  // instance) is finite; skipping step `step`'s update (accumulators cleared, the scale backed
+  // off); counting a finite step (the scale grows after growthInterval of them).
+  bool gradientsAreFinite();
+  void skipUpdate(int64_t step);
+  void countFiniteStep();
+  // Gradient clipping: for each clip group, the global norm of its weights' reduced, unscaled
+  // gradients (summed over shards for sharded weights), and the factor maxNorm / max(maxNorm,
+  // norm) written into each weight's hyper tensor on every local replica.
+  void clipGradients();
+  // Lamb on shards: sums each sharded Lamb weight's partial norms over its shard group and writes
+  // the totals into every local replica's lambNorms, for the Apply phase.
+  void completeLambNorms();
+  bool hasApplyPhase() const { return hasApplyPhase_; }
+
+  // config.optimizer was replaced (updateOptimizerFromHost): with automatic loss scaling the
+  // scale stays the session's unless `previousLossScaling` differs from the new optimizer's; the
+  // hyperparameter values are written again.
+  void optimizerChanged(float previousLossScaling);
+
+  // Checkpoints: the factor in force and, with automatic loss scaling, where its rule stands (so
+  // a resumed job scales exactly as an uninterrupted one), as hyperparameters; restored from them
+  // (with automatic loss scaling only).
+  void saveState(std::map<std::string, double>& hyperparameters) const;
+  void restoreState(const std::map<std::string, double>& hyperparameters);
+
+  float lossScaling() const { return lossScaling_; }
+  int64_t skippedSteps() const { return skippedSteps_; }
+  // Per clip group: the global norm the latest clipping computed (first local replica).
+  const std::vector<float>& clipNorms() const { return clipNorms_; }
+
+ private:
+  // Every weight's hyper tensor and the loss scaling seed from the optimizer and lossScaling_.
+  void writeHyperValues();
+  // `value` as tensor `id`'s value in the graph and, once attached, its host view and every local
+  // replica's buffer.
+  void writeEverywhere(const TensorId& id, const HostTensor& value);
+  HostTensor& buffer(int64_t replica, const TensorId& id) { return replicas_->buffer(replica, id); }
+  int64_t localReplicas() const { return exchange_->layout().local; }
+
+  const SessionConfig* config_;
+  // The optimizer's clip groups, resolved to the updates of their weights.
+  struct ClipGroup {
+    float maxNorm = 0;
+    std::vector<const ir::WeightUpdate*> updates;
+  };
+  std::vector<ClipGroup> clipGroups_;
+  std::vector<float> clipNorms_;
+  // Set by setUpdates.
+  ir::Graph* graph_ = nullptr;
+  const ir::OptimizerGraph* updates_ = nullptr;
+  const ir::OptimizerTransformOptions* options_ = nullptr;
+  const std::map<TensorId, replication::GroupedVariable>* grouped_ = nullptr;
+  const std::map<TensorId, replication::ShardPlan>* shards_ = nullptr;
+  // Some update finishes in the Apply phase (Lamb on shards).
+  bool hasApplyPhase_ = false;
+  // Set by attach.
+  replication::LocalReplicas* replicas_ = nullptr;
+  replication::ReplicaExchange* exchange_ = nullptr;
+  std::map<TensorId, HostTensor>* hostViews_ = nullptr;
+  // The loss scaling factor in force (automatic loss scaling changes it), the finite steps in a row
+  // since it last changed, the updates skipped, and its ceiling (2^15 with FLOAT16).
+  float lossScaling_ = 1.0f;
+  int64_t goodSteps_ = 0;
+  int64_t skippedSteps_ = 0;
+  float maxLossScaling_ = 0.0f;
+  TensorId lossScalingSeed_;
+};
+
+}  // namespace xtrain::session
+
+#pragma GCC visibility pop
