@@ -13,8 +13,8 @@ namespace xtrain::comm::shm {
 
 // Whether this process wants single-copy reads for the groups it creates or joins from now on:
 // only with XTRAIN_SHM_SINGLE_COPY=1 (or when a test policy says so for that rank), because on the
-// project's machine they did not beat the slots (docs/performance-history.md, "Session 9"). A group uses
-// them only if every rank wants them and every rank could read every peer (probe below).
+// project's machine they did not beat the slots (docs/performance-history.md, "Session 9"). A group
+// uses them only if every rank wants them and every rank could read every peer (probe below).
 bool singleCopyWanted(int rank);
 
 // Test hook: decides singleCopyWanted per rank instead of the environment (empty: the
