@@ -115,22 +115,19 @@ std::map<std::string, std::string> recordedEnvironment(const std::string& dir, i
 }
 
 std::vector<std::string> resumableTraining(const std::string& program,
-                                           const std::string& checkpointDir) {
-  return {program,
-          "--steps",
-          "20",
-          "--lr",
-          "0.05",
-          "--momentum",
-          "0.9",
-          "--checkpoint-dir",
-          checkpointDir,
-          "--checkpoint-every",
-          "5",
-          "--resume",
-          "auto",
-          "--save-model",
-          checkpointDir + ".onnx"};
+                                           const std::string& checkpointDir, bool saveModel) {
+  std::vector<std::string> args{program,       "--steps",
+                                "20",          "--lr",
+                                "0.05",        "--momentum",
+                                "0.9",         "--checkpoint-dir",
+                                checkpointDir, "--checkpoint-every",
+                                "5",           "--resume",
+                                "auto"};
+  if (saveModel) {
+    args.push_back("--save-model");
+    args.push_back(checkpointDir + ".onnx");
+  }
+  return args;
 }
 
 std::set<std::string> recordedJobIds(const std::string& dir) {

@@ -52,9 +52,9 @@ std::map<std::string, std::string> recordedEnvironment(const std::string& dir, i
 
 // The training the restart and shrink tests run under xrun: `program` (a wrapper of xtrain) for
 // 20 steps of SGD with momentum, a checkpoint every 5 into `checkpointDir` resumed with
-// `--resume auto`, the model saved as `checkpointDir`.onnx.
+// `--resume auto`, the model saved as `checkpointDir`.onnx unless `saveModel` is false.
 std::vector<std::string> resumableTraining(const std::string& program,
-                                           const std::string& checkpointDir);
+                                           const std::string& checkpointDir, bool saveModel = true);
 
 // Nothing of a job is left: no process recorded in `dir`'s "pid*" files, nothing in its TMPDIR
 // `tmp` (the rendezvous directories), no shared-memory segment of a job recorded in `dir`.

@@ -221,28 +221,11 @@ TEST_F(XrunRestartTraining, InstancesKilledBeforeTheCheckpointDirectoryExistsRes
 // still a refusal (exit 2, not restarted): xrun says an earlier attempt had the directory.
 TEST_F(XrunRestartTraining, ACheckpointDirectoryTheJobHadAndLostIsStillRefused) {
   const std::string ckpt = dir_ + "/lost";
-  const ProcessResult r = xrun({"-n",
-                                "2",
-                                "--max-restarts",
-                                "2",
-                                "-x",
-                                "KILL_AT=12",
-                                "-x",
-                                "REMOVE=" + ckpt,
-                                wrapper_,
-                                "--steps",
-                                "20",
-                                "--lr",
-                                "0.05",
-                                "--momentum",
-                                "0.9",
-                                "--checkpoint-dir",
-                                ckpt,
-                                "--checkpoint-every",
-                                "5",
-                                "--resume",
-                                "auto"},
-                               120);
+  std::vector<std::string> args{"-n",         "2",  "--max-restarts", "2", "-x",
+                                "KILL_AT=12", "-x", "REMOVE=" + ckpt};
+  const std::vector<std::string> training = resumableTraining(wrapper_, ckpt, false);
+  args.insert(args.end(), training.begin(), training.end());
+  const ProcessResult r = xrun(args, 120);
   EXPECT_EQ(r.exitCode, 2) << r.err;
   EXPECT_NE(r.err.find("does not exist, though an earlier attempt of the job creates it"),
             std::string::npos)
