@@ -23,7 +23,7 @@ std::shared_ptr<Store> createJobStore(std::optional<Milliseconds> timeout) {
 std::shared_ptr<Communicator> createWorldCommunicator(const WorldOptions& options) {
   const LaunchEnvironment env = readLaunchEnvironment();
   CommConfig config;
-  config.store = createJobStore(options.timeout);
+  config.store = options.store ? options.store : createJobStore(options.timeout);
   config.rank = env.instanceIndex;
   config.size = env.numInstances;
   config.name = options.name;

@@ -15,6 +15,7 @@ struct WorldOptions {
   std::string backend;                  // "" reads XTRAIN_COMM_BACKEND (default "auto")
   std::optional<Milliseconds> timeout;  // unset: XTRAIN_COMM_TIMEOUT, else 300 s
   std::string name = "world";
+  std::shared_ptr<Store> store;  // null: createJobStore(timeout)
 };
 
 // The rendezvous store of this job: a FileStore in XTRAIN_RENDEZVOUS_DIR (set by xrun), else, for
@@ -22,8 +23,9 @@ struct WorldOptions {
 // store. Throws xtrain::error when several processes have no way to meet.
 std::shared_ptr<Store> createJobStore(std::optional<Milliseconds> timeout = std::nullopt);
 
-// This instance's rank in the world (its instance index), over createJobStore(). Called by every
-// instance of the job; waits (bounded) until all arrived.
+// This instance's rank in the world (its instance index), over options.store or createJobStore().
+// Called by every instance of the job; waits (bounded) until all arrived. Programs meet the job
+// through comm::Job (comm/job.hpp), which calls this once.
 std::shared_ptr<Communicator> createWorldCommunicator(const WorldOptions& options = {});
 
 }  // namespace xtrain::comm

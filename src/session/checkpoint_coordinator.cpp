@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "common/env_value.hpp"
 #include "common/timeline.hpp"
@@ -57,29 +58,23 @@ comm::Milliseconds agreementTimeout() {
   return readEnvDuration("XTRAIN_CHECKPOINT_TIMEOUT").value_or(std::chrono::hours(1));
 }
 
-// One all-reduce of `values` with `op` (bounded by agreementTimeout()).
-void reduceInt64s(comm::Communicator* comm, std::vector<int64_t>& values, CollectiveOperator op) {
-  if (comm == nullptr) return;
-  comm::AllReduceOptions o;
-  o.op = op;
+// The agreements of a checkpoint, named "checkpoint/agree" in traces (bounded by
+// agreementTimeout()).
+comm::AgreementOptions checkpointAgreement() {
+  comm::AgreementOptions o;
   o.timeout = agreementTimeout();
   o.debugName = "checkpoint/agree";
-  comm->allReduceSync(comm::BufferView{values.data(), values.size(), DataType::INT64}, o);
+  return o;
 }
 
 // True on every instance when `ok` is true on every instance.
 bool allAgree(comm::Communicator* comm, bool ok) {
-  std::vector<int64_t> flag{ok ? 1 : 0};
-  reduceInt64s(comm, flag, CollectiveOperator::Min);
-  return flag[0] == 1;
+  return comm::allTrue(comm, ok, checkpointAgreement());
 }
 
-// True on every instance when every instance has the same value: max(v) == -max(-v), in one
-// all-reduce.
-bool sameEverywhere(comm::Communicator* comm, int64_t value) {
-  std::vector<int64_t> both{value, -value};
-  reduceInt64s(comm, both, CollectiveOperator::Max);
-  return both[0] == -both[1];
+// True on every instance when every instance has the same value.
+bool sameOnEveryInstance(comm::Communicator* comm, int64_t value) {
+  return comm::sameEverywhere(comm, value, checkpointAgreement());
 }
 
 // Instance 0's host, pid and a fresh random nonce, known to every instance (one all-reduce to which
@@ -89,8 +84,8 @@ checkpoint::StagingOwner agreedStagingOwner(comm::Communicator* comm) {
   const bool first = comm == nullptr || comm->rank() == 0;
   const checkpoint::StagingOwner mine =
       first ? checkpoint::thisProcessAsStagingOwner() : checkpoint::StagingOwner{};
-  std::vector<int64_t> v{mine.host, mine.pid, mine.nonce};
-  reduceInt64s(comm, v, CollectiveOperator::Add);
+  const std::vector<int64_t> v =
+      comm::sumOf(comm, {mine.host, mine.pid, mine.nonce}, checkpointAgreement());
   return {static_cast<uint32_t>(v[0]), v[1], static_cast<uint32_t>(v[2])};
 }
 
@@ -313,7 +308,7 @@ checkpoint::Contents CheckpointCoordinator::agreeOnContents(const std::string& p
   checkpoint::Fnv1a64 identity;
   identity.add(std::to_string(c.attributes.step) + c.attributes.creationTime +
                c.attributes.graphFingerprint);
-  if (!sameEverywhere(comm, static_cast<int64_t>(identity.value >> 1))) {
+  if (!sameOnEveryInstance(comm, static_cast<int64_t>(identity.value >> 1))) {
     throw error(
         "loadCheckpoint '{}': the instances read different checkpoints under this path (step "
         "{} here); checkpoints need a file system every instance shares. Nothing was loaded",
@@ -341,7 +336,7 @@ std::optional<std::pair<std::string, checkpoint::Contents>> CheckpointCoordinato
   // they resume from the same checkpoint, or all start afresh.
   checkpoint::Fnv1a64 names;
   for (const auto& c : candidates) names.add(fs::path(c.path).filename().string());
-  if (!sameEverywhere(comm, static_cast<int64_t>(names.value >> 1))) {
+  if (!sameOnEveryInstance(comm, static_cast<int64_t>(names.value >> 1))) {
     throw error(
         "loadLatestCheckpoint '{}': the instances see different checkpoints ({} here); "
         "checkpoints need a file system every instance shares",

@@ -7,44 +7,52 @@
 #include <cstring>
 #include <mutex>
 
-#include "comm/communicator.hpp"
-#include "comm/world.hpp"
+#include "comm/job.hpp"
 #include "common/launch_environment.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::dist {
+namespace {
+
+// Read once per process, by the job object (its constructor throws on a malformed environment and
+// is retried at the next call).
+const LaunchEnvironment& launch() {
+  return comm::Job::current().launch();
+}
+
+}  // namespace
 
 bool isPopdistEnvSet() {
-  return readLaunchEnvironment().launcher != "none";
+  return launch().launcher != "none";
 }
 bool isDistributed() {
-  return readLaunchEnvironment().isDistributed();
+  return launch().isDistributed();
 }
 int64_t getNumInstances() {
-  return readLaunchEnvironment().numInstances;
+  return launch().numInstances;
 }
 int64_t getInstanceIndex() {
-  return readLaunchEnvironment().instanceIndex;
+  return launch().instanceIndex;
 }
 int64_t getLocalInstanceIndex() {
-  return readLaunchEnvironment().localInstanceIndex;
+  return launch().localInstanceIndex;
 }
 int64_t getNumLocalReplicas() {
-  return readLaunchEnvironment().numLocalReplicas;
+  return launch().numLocalReplicas;
 }
 int64_t getNumTotalReplicas() {
-  return readLaunchEnvironment().numTotalReplicas;
+  return launch().numTotalReplicas;
 }
 int64_t getReplicaIndexOffset() {
-  return readLaunchEnvironment().replicaIndexOffset;
+  return launch().replicaIndexOffset;
 }
 int64_t getNumIpusPerReplica() {
-  return readLaunchEnvironment().ipusPerReplica;
+  return launch().ipusPerReplica;
 }
 
 void configureSessionOptions(SessionOptions& options) {
-  const LaunchEnvironment e = readLaunchEnvironment();
+  const LaunchEnvironment& e = launch();
   options.enableReplicatedGraphs = e.numLocalReplicas > 1;
   options.replicatedGraphCount = e.numLocalReplicas;
   options.enableDistributedReplicatedGraphs = e.numInstances > 1;
@@ -53,7 +61,7 @@ void configureSessionOptions(SessionOptions& options) {
 }
 
 std::shared_ptr<DeviceInfo> getDevice(int64_t ipusPerReplica) {
-  const LaunchEnvironment e = readLaunchEnvironment();
+  const LaunchEnvironment& e = launch();
   const int64_t k = ipusPerReplica > 0 ? ipusPerReplica : e.ipusPerReplica;
   const int64_t n = k * e.numLocalReplicas;
   if (n < 1 || (n & (n - 1)) != 0) {
@@ -88,19 +96,6 @@ void requireHandlers(const char* call) {
   }
 }
 
-// The instances' communicator for the agreement, joined at the first preemptionAgreed(). A
-// function-local static: created after the session's communicators (and the MPI runtime) and so
-// destroyed before them at exit.
-struct Agreement {
-  std::mutex mutex;
-  std::shared_ptr<comm::Communicator> communicator;
-};
-
-Agreement& agreement() {
-  static Agreement a;
-  return a;
-}
-
 }  // namespace
 
 void handlePreemption() {
@@ -131,21 +126,10 @@ int preemptionSignal() {
 
 bool preemptionAgreed() {
   requireHandlers("preemptionAgreed");
-  const LaunchEnvironment env = readLaunchEnvironment();
-  if (env.numInstances <= 1) return gPreemptionSignal.load() != 0;
-  Agreement& a = agreement();
-  std::lock_guard<std::mutex> lock(a.mutex);
-  if (!a.communicator) {
-    comm::WorldOptions options;
-    options.name = "preemption";
-    a.communicator = comm::createWorldCommunicator(options);
-  }
-  // The highest signal number any instance received: SIGTERM (15) over SIGUSR1 (10).
-  int32_t value = gPreemptionSignal.load();
-  comm::AllReduceOptions reduce;
-  reduce.op = CollectiveOperator::Max;
-  reduce.debugName = "preemption agreement";
-  a.communicator->allReduceSync(comm::viewOf(&value, 1, DataType::INT32), reduce);
+  // The highest signal number any instance received: SIGTERM (15) over SIGUSR1 (10). On the job's
+  // world, which every instance reaches at the same point of its program.
+  const auto value = static_cast<int>(
+      comm::Job::current().maxOf(gPreemptionSignal.load(), "preemption agreement"));
   if (value == 0) return false;
   int none = 0;
   if (gPreemptionSignal.compare_exchange_strong(none, value)) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "comm/job.hpp"
 #include "common/timeline.hpp"
 #include "device/program.hpp"
 #include "device/replica_context.hpp"
@@ -26,7 +27,7 @@ bool ReplicaRuntime::joinInstances(bool distributed) {
   // Instances started together on one host (xrun -n N) would each start a full team of kernel
   // threads on the same cores: a single replica gets its share unless OMP_NUM_THREADS says
   // otherwise (the replica pool shares the cores out anyway).
-  instancesOnHost_ = replication::instancesOnThisHost(instances_.get());
+  instancesOnHost_ = comm::Job::current().instancesOnThisHost();
   const char* ompThreads = std::getenv("OMP_NUM_THREADS");
   if (layout_.local == 1 && instancesOnHost_ > 1 && (ompThreads == nullptr || *ompThreads == 0)) {
     singleReplicaKernelThreads_ = kernelThreadsPerReplica(instancesOnHost_);

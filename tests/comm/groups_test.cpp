@@ -110,35 +110,37 @@ using SplitParam = std::tuple<std::string, int, CommGroupType, int>;
 
 class SplitTest : public ::testing::TestWithParam<SplitParam> {};
 
-// World sizes {1,2,3,4,8} x group types x group sizes {1,2,4}, where the group size divides the world
-// (the invalid layouts are tested as errors elsewhere).
+// World sizes {1,2,3,4,8} x group types x group sizes {1,2,4}, where the group size divides the
+// world (the invalid layouts are tested as errors elsewhere).
 std::vector<SplitParam> validSplits() {
   std::vector<SplitParam> params;
   for (const auto& backend : threadBackends())
-  for (int world : {1, 2, 3, 4, 8}) {
-    for (auto type : {CommGroupType::All, CommGroupType::Consecutive, CommGroupType::Orthogonal,
-                      CommGroupType::Ungrouped}) {
-      for (int k : {1, 2, 4}) {
-        const bool sized = type == CommGroupType::Consecutive || type == CommGroupType::Orthogonal;
-        if (!sized || world % k == 0) params.emplace_back(backend, world, type, k);
+    for (int world : {1, 2, 3, 4, 8}) {
+      for (auto type : {CommGroupType::All, CommGroupType::Consecutive, CommGroupType::Orthogonal,
+                        CommGroupType::Ungrouped}) {
+        for (int k : {1, 2, 4}) {
+          const bool sized =
+              type == CommGroupType::Consecutive || type == CommGroupType::Orthogonal;
+          if (!sized || world % k == 0) params.emplace_back(backend, world, type, k);
+        }
       }
     }
-  }
   return params;
 }
 
 TEST_P(SplitTest, AllReduceStaysInsideEachGroup) {
   const auto [backend, world, type, k] = GetParam();
-  checkGroupAllReduce(backend, world, Grouping::fromCommGroup({type, static_cast<unsigned>(k)}, world));
+  checkGroupAllReduce(backend, world,
+                      Grouping::fromCommGroup({type, static_cast<unsigned>(k)}, world));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, SplitTest,
-    ::testing::ValuesIn(validSplits()),
-    [](const ::testing::TestParamInfo<SplitParam>& info) {
-      return std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) + "_" +
-             toString(std::get<2>(info.param)) + "_k" + std::to_string(std::get<3>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(All, SplitTest, ::testing::ValuesIn(validSplits()),
+                         [](const ::testing::TestParamInfo<SplitParam>& info) {
+                           return std::get<0>(info.param) + "_n" +
+                                  std::to_string(std::get<1>(info.param)) + "_" +
+                                  toString(std::get<2>(info.param)) + "_k" +
+                                  std::to_string(std::get<3>(info.param));
+                         });
 
 class Split : public ::testing::TestWithParam<std::string> {};
 INSTANTIATE_TEST_SUITE_P(All, Split, ::testing::ValuesIn(threadBackends()),
@@ -224,8 +226,8 @@ TEST_P(Split, BadArgumentsAreRejected) {
 // Members that disagree on the member list never meet: a bounded wait naming the ranks that did not
 // come.
 TEST_P(Split, DisagreeingMembersTimeOut) {
-  const auto errors = runWorldCollectErrors(GetParam(),
-      2,
+  const auto errors = runWorldCollectErrors(
+      GetParam(), 2,
       [&](Communicator& world) {
         if (world.rank() == 0) {
           (void)world.split({0, 1}, "pair");

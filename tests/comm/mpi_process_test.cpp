@@ -111,6 +111,12 @@ TEST(MpiProcess, GroupsStoreAndFaults) {
   expectSuccess(2, "Groups.*:Store.*:Faults.*");
 }
 
+// The per-process job object (comm/job.hpp) on the environment mpirun exports, its store over MPI.
+TEST(MpiProcess, JobWorld) {
+  SKIP_WITHOUT_MPI();
+  expectSuccess(3, "JobWorld.*");
+}
+
 TEST(MpiProcess, EightRanks) {
   SKIP_WITHOUT_MPI();
   expectSuccess(8, "Collectives.AsynchronousWorkCompletesInOrder:Groups.*:Store.*", 60s);
@@ -327,8 +333,9 @@ TEST_P(XrunMpirunNoHang, AnXtrainInstanceStoppedMidTrainingEndsTheJob) {
        "XTRAIN_COMM_TIMEOUT=3", "-x", marker, xtrain, "--steps", "10000000"},
       {"TMPDIR=" + dir_, "XTRAIN_IPU_LOCK_DIR=" + dir_ + "/ipus", "ASAN_OPTIONS=detect_leaks=0"});
   // Two progress lines (a second apart): instance 0 is past its first steps, so every group exists
-  // (xtrain joins 'preemption' after step 1); a stop inside a group's creation fails there
-  // instead, with other words (tests/launcher/hang_report_test.cpp covers that case).
+  // (xtrain joins the world and its session's split before step 1); a stop inside a group's
+  // creation fails there instead, with other words (tests/launcher/hang_report_test.cpp covers
+  // that case).
   const bool training = xrun.waitForStdout(
       [](const std::string& out) {
         const auto first = out.find("<stdout>:step ");

@@ -164,6 +164,11 @@ TEST_P(Process, GroupsAndFaults) {
   expectSuccess(4, "Groups.*:Faults.*");
 }
 
+// The per-process job object (comm/job.hpp) across real processes, and alone.
+TEST_P(Process, JobWorldOf1To3) {
+  for (int n : {1, 2, 3}) expectSuccess(n, "JobWorld.*");
+}
+
 TEST_P(Process, EightRanks) {
   expectSuccess(8, "Collectives.AsynchronousWorkCompletesInOrder:Groups.*");
 }

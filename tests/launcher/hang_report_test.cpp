@@ -97,34 +97,36 @@ TEST(HangVerdict, NamesTheInstanceThatNeverEntered) {
 }
 
 TEST(HangVerdict, NamesTheInstanceThatNeverJoinedAGroup) {
-  // Instances 0, 1, 3 are creating group 'preemption' (its members' rendezvous); 2 never came.
+  // Instances 0, 1, 3 are creating group 'world/replicas-0' (a session's split); 2 never came.
   auto traces = worldJob(4, 5);
   const int64_t start = 5 * kSecond;
   for (int i : {0, 1, 3}) {
-    traces[i].collectives.push_back(
-        collective(5, trace::kCreateOp, 0, trace::State::Entered, start, 0, "preemption", i, 4, 0));
+    traces[i].collectives.push_back(collective(5, trace::kCreateOp, 0, trace::State::Entered, start,
+                                               0, "world/replicas-0", i, 4, 0));
   }
   const std::string v = hangVerdict(traces, start + 30 * kSecond);
-  EXPECT_EQ(v.rfind("instance 2 never entered the creation of group preemption (the others waited "
-                    "30 s)",
-                    0),
-            0u)
+  EXPECT_EQ(
+      v.rfind("instance 2 never entered the creation of group world/replicas-0 (the others waited "
+              "30 s)",
+              0),
+      0u)
       << v;
   // Instance 2 is still creating it while the others are in its first collective: behind, not a
   // mismatch.
-  traces[2].collectives.push_back(
-      collective(5, trace::kCreateOp, 0, trace::State::Entered, start, 0, "preemption", 2, 4, 0));
+  traces[2].collectives.push_back(collective(5, trace::kCreateOp, 0, trace::State::Entered, start,
+                                             0, "world/replicas-0", 2, 4, 0));
   for (int i : {0, 1, 3}) {
     traces[i].collectives.back().state = trace::State::Finished;
     traces[i].collectives.back().endNs = start + 1000;
     traces[i].collectives.push_back(collective(6, "allReduce", 0, trace::State::Entered,
-                                               start + kSecond, 0, "preemption", i, 4));
+                                               start + kSecond, 0, "world/replicas-0", i, 4));
   }
   const std::string behind = hangVerdict(traces, start + 31 * kSecond);
-  EXPECT_EQ(behind.rfind("instance 2 never entered allReduce #0 on group preemption", 0), 0u)
+  EXPECT_EQ(behind.rfind("instance 2 never entered allReduce #0 on group world/replicas-0", 0), 0u)
       << behind;
-  EXPECT_NE(behind.find("instance 2: its last collective is the creation of group preemption"),
-            std::string::npos)
+  EXPECT_NE(
+      behind.find("instance 2: its last collective is the creation of group world/replicas-0"),
+      std::string::npos)
       << behind;
 }
 
@@ -450,10 +452,10 @@ TEST_F(HangReportJob, NamesAnXtrainInstanceStoppedMidTraining) {
   ASSERT_NE(verdict, std::string::npos) << r.err;
   const std::string line = r.err.substr(verdict, r.err.find('\n', verdict) - verdict);
   EXPECT_NE(line.find("instance 1 "), std::string::npos) << line;
-  // Where the others wait: the gradients' all-reduce, or the agreement on preemption that xtrain
-  // makes after every step (its own group).
-  EXPECT_TRUE(line.find("on group replicas-0") != std::string::npos ||
-              line.find("on group preemption") != std::string::npos)
+  // Where the others wait: the gradients' all-reduce (on the session's split of the world), or the
+  // agreement on preemption that xtrain makes on the world itself after every step.
+  EXPECT_TRUE(line.find("on group world/replicas-0 ") != std::string::npos ||
+              line.find("on group world ") != std::string::npos)
       << line;
   EXPECT_NE(line.find("stopped"), std::string::npos) << line;
   EXPECT_NE(r.err.find("xrun:   instance 1 (pid " + std::to_string(stopped) + ", stopped)"),

@@ -154,6 +154,29 @@ std::vector<float> readBin(const fs::path& path) {
   return w;
 }
 
+// Replication options that place this process where the launcher did not (here: instance 1 of 2 in
+// a process started alone) are an error naming both, at once, rather than a wait for instances that
+// will never come.
+TEST(DistributedSession, OptionsThatDisagreeWithTheLaunchAreAnError) {
+  if (startedByXrun()) GTEST_SKIP() << "a case for a process started alone";
+  const Mlp m = buildMlp();
+  SessionOptions o;
+  o.enableDistributedReplicatedGraphs = true;
+  o.globalReplicationFactor = 2;
+  o.globalReplicaOffset = 1;
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "1"}});
+  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, ConstSGD(0.1f),
+                                                device, {}, o);
+  try {
+    s->prepareDevice();
+    FAIL() << "prepareDevice accepted options for instance 1 of 2 in a process started alone";
+  } catch (const error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("place this process as instance 1 of 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("launched as instance 0 of 1"), std::string::npos) << what;
+  }
+}
+
 TEST(DistributedSession, InstanceLayoutsTrainTheSameWeightsAndBroadcastWorks) {
   const fs::path dir =
       fs::path(::testing::TempDir()) / ("xtrain_dist_session_" + std::to_string(::getpid()));

@@ -1,19 +1,10 @@
 #include "option_fingerprint.hpp"
 
-#include "comm/world.hpp"
-#include "common/launch_environment.hpp"
+#include "comm/job.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/format.hpp"
 
 namespace xtrain::tools {
-namespace {
-
-// Key of instance `i`'s fingerprint in the job's store (which prefixes the job id).
-std::string storeKey(int i) {
-  return "xtrain/options/" + std::to_string(i);
-}
-
-}  // namespace
 
 OptionFingerprint optionFingerprint(const TrainOptions& o) {
   return trainFlags().fingerprint(o);
@@ -61,18 +52,15 @@ std::string describeDifferences(const OptionFingerprint& first, const OptionFing
 }
 
 void checkOptionsAgreeAcrossInstances(const TrainOptions& o) {
-  const LaunchEnvironment env = readLaunchEnvironment();
-  if (env.numInstances <= 1) return;
-  const auto store = comm::createJobStore();
-  const OptionFingerprint mine = optionFingerprint(o);
-  store->set(storeKey(env.instanceIndex), encodeFingerprint(mine));
-  const OptionFingerprint first =
-      env.instanceIndex == 0 ? mine : decodeFingerprint(store->get(storeKey(0)));
+  comm::Job& job = comm::Job::current();
+  if (job.instances() <= 1) return;
+  const std::vector<std::string> all =
+      job.gatherStrings(encodeFingerprint(optionFingerprint(o)), "option fingerprints");
+  const OptionFingerprint first = decodeFingerprint(all[0]);
   // Every instance checks all of them in order, so every instance reports the same difference.
-  for (int i = 1; i < env.numInstances; ++i) {
-    const OptionFingerprint other =
-        i == env.instanceIndex ? mine : decodeFingerprint(store->get(storeKey(i)));
-    const std::string differences = describeDifferences(first, other, i);
+  for (int i = 1; i < job.instances(); ++i) {
+    const std::string differences =
+        describeDifferences(first, decodeFingerprint(all[static_cast<size_t>(i)]), i);
     if (!differences.empty()) {
       throw error(
           "the instances of this job were started with different training options: {} (every "

@@ -30,10 +30,10 @@ OptionFingerprint decodeFingerprint(const std::string& text);
 std::string describeDifferences(const OptionFingerprint& first, const OptionFingerprint& other,
                                 int otherIndex);
 
-// Under a launcher with several instances: every instance publishes its fingerprint in the job's
-// rendezvous store and compares every instance's with instance 0's, so all of them stop with the
+// Under a launcher with several instances: the instances gather their fingerprints over the job's
+// world (comm/job.hpp) and each compares every one with instance 0's, so all of them stop with the
 // same xtrain::error (exit 2) naming the first instance that differs, the option and both values.
-// Bounded by the store's timeout (XTRAIN_COMM_TIMEOUT). A single process returns at once.
+// Bounded by the communication timeout (XTRAIN_COMM_TIMEOUT). A single process returns at once.
 void checkOptionsAgreeAcrossInstances(const TrainOptions& o);
 
 }  // namespace xtrain::tools

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <sstream>
 
-#include "comm/store.hpp"
-#include "comm/world.hpp"
+#include "comm/job.hpp"
 #include "input_checks.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/format.hpp"
 
 namespace xtrain::tools {
 
@@ -47,10 +47,6 @@ std::vector<int64_t> asIndices(OwnedArray& a) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(elementAsDouble(a, i));
   }
   return out;
-}
-
-std::string storeKey(int64_t index, int64_t instance) {
-  return "xtrain/validation/" + std::to_string(index) + "/" + std::to_string(instance);
 }
 
 std::string encode(const ValidationResult& r) {
@@ -150,7 +146,6 @@ Validator::Validator(ValidationSetup setup, std::unique_ptr<DataSource> data,
     }
     weights_.push_back(id);
   }
-  if (setup_.instances > 1) store_ = comm::createJobStore();
 }
 
 Validator::~Validator() = default;
@@ -232,13 +227,13 @@ ValidationResult Validator::evaluateShare() {
 
 std::optional<ValidationResult> Validator::evaluate(int64_t index) {
   ValidationResult total = evaluateShare();
-  if (store_) {
-    if (setup_.instance != 0) {
-      store_->set(storeKey(index, setup_.instance), encode(total));
-      return std::nullopt;
-    }
+  if (setup_.instances > 1) {
+    // Every instance sends its sums; instance 0 adds them in instance order.
+    const std::vector<std::string> all =
+        comm::Job::current().gatherStrings(encode(total), format("validation {}", index));
+    if (setup_.instance != 0) return std::nullopt;
     for (int64_t i = 1; i < setup_.instances; ++i) {
-      const ValidationResult other = decode(store_->get(storeKey(index, i)), i);
+      const ValidationResult other = decode(all.at(static_cast<size_t>(i)), i);
       total.samples += other.samples;
       total.loss += other.loss;
       total.correct += other.correct;

@@ -6,8 +6,8 @@
 // weights (and other state such as BatchNormalization's running statistics) are copied into it
 // through weightsToHost / readWeights / writeWeights / weightsFromHost, so training is untouched.
 // Under a launcher every instance evaluates its share of the validation micro-batches (every
-// instance holds the same weights after a step) and the instances combine their sums through the
-// job's rendezvous store; instance 0 prints the result.
+// instance holds the same weights after a step) and the instances gather their sums over the job's
+// world (comm/job.hpp); instance 0 prints the result.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +21,6 @@
 #include "classification_head.hpp"
 #include "data_source.hpp"
 #include "xtrain/session.hpp"
-
-namespace xtrain::comm {
-class Store;
-}
 
 namespace xtrain::tools {
 
@@ -72,7 +68,6 @@ class Validator {
   std::unique_ptr<DataSource> data_;
   std::vector<std::unique_ptr<Part>> parts_;  // one per batch size of this instance's share
   std::vector<TensorId> weights_;             // copied from training before each evaluation
-  std::shared_ptr<comm::Store> store_;
 };
 
 }  // namespace xtrain::tools

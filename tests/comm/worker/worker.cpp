@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <thread>
 
+#include "comm/agreement.hpp"
 #include "comm/backends/mpi/mpi.hpp"
+#include "comm/job.hpp"
 #include "comm/world.hpp"
 #include "comm_test_util.hpp"
 #include "common/launch_environment.hpp"
@@ -367,6 +369,48 @@ TEST(Groups, SplitsLikeCommGroups) {
 }
 
 // ---- the bootstrap store
+
+// comm::Job over what the launcher exported: one world, the agreements over it, named splits.
+TEST(JobWorld, AgreementsAndSplits) {
+  Job& job = Job::current();
+  EXPECT_EQ(&job, &Job::current());
+  const int n = job.instances(), me = job.instance();
+  EXPECT_EQ(job.instancesOnThisHost(), n);  // the test's instances all run here
+  if (n == 1) {
+    EXPECT_EQ(job.world(), nullptr);
+    EXPECT_EQ(job.split("a"), nullptr);
+  } else {
+    ASSERT_NE(job.world(), nullptr);
+    EXPECT_EQ(job.world()->size(), n);
+    EXPECT_EQ(job.world()->rank(), me);
+    EXPECT_EQ(job.world()->name(), "world");
+  }
+  EXPECT_TRUE(job.allTrue(true, "all true"));
+  EXPECT_FALSE(job.allTrue(me != n - 1, "the last is false"));
+  EXPECT_TRUE(job.sameEverywhere(INT64_MIN, "same extreme"));
+  EXPECT_TRUE(job.sameEverywhere(INT64_MAX, "same extreme"));
+  EXPECT_EQ(job.sameEverywhere(me, "rank"), n == 1);
+  EXPECT_EQ(job.maxOf(7 * me - 3, "max"), 7 * (n - 1) - 3);
+  // Strings of different lengths (rank 0's empty), with a zero byte inside.
+  auto text = [](int r) {
+    return r == 0 ? std::string() : std::string(static_cast<size_t>(3 * r), 'a' + r) + '\0' + "z";
+  };
+  const std::vector<std::string> all = job.gatherStrings(text(me), "strings");
+  ASSERT_EQ(all.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) EXPECT_EQ(all[static_cast<size_t>(r)], text(r)) << "rank " << r;
+  EXPECT_EQ(job.gatherStrings("", "empty"), std::vector<std::string>(static_cast<size_t>(n)));
+  EXPECT_EQ(sumOf(job.world(), {me, 1}), (std::vector<int64_t>{n * (n - 1) / 2, n}));
+  if (n == 1) return;
+  // Two splits, each an independent group of every instance.
+  auto a = job.split("a");
+  auto b = job.split("b");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->name(), "world/a");
+  EXPECT_EQ(b->size(), n);
+  EXPECT_EQ(b->rank(), me);
+  EXPECT_EQ(maxOf(b.get(), me, {}), n - 1);
+  EXPECT_EQ(maxOf(a.get(), -me, {}), 0);
+}
 
 TEST(Store, SetGetAddWaitCheck) {
   const auto info = launch();
