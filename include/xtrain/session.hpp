@@ -20,6 +20,7 @@
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/ndarraywrapper.hpp"
 #include "xtrain/optimizer.hpp"
+#include "xtrain/patterns.hpp"
 #include "xtrain/sessionoptions.hpp"
 #include "xtrain/stepio.hpp"
 
@@ -147,7 +148,8 @@ class XTRAIN_API InferenceSession : public Session {
  public:
   static std::unique_ptr<InferenceSession> createFromOnnxModel(
       const std::string& model, const DataFlow& dataFlow, std::shared_ptr<DeviceInfo> deviceInfo,
-      const InputShapeInfo& inputShapeInfo = {}, const SessionOptions& userOptions = {});
+      const InputShapeInfo& inputShapeInfo = {}, const SessionOptions& userOptions = {},
+      const Patterns& patterns = Patterns());
 
  private:
   using Session::Session;
@@ -158,7 +160,8 @@ class XTRAIN_API TrainingSession : public Session {
   static std::unique_ptr<TrainingSession> createFromOnnxModel(
       const std::string& model, const DataFlow& dataFlow, const TensorId& loss,
       const Optimizer& optimizer, std::shared_ptr<DeviceInfo> deviceInfo,
-      const InputShapeInfo& inputShapeInfo = {}, const SessionOptions& userOptions = {});
+      const InputShapeInfo& inputShapeInfo = {}, const SessionOptions& userOptions = {},
+      const Patterns& patterns = Patterns());
 
   // Replaces non-constant hyperparameters on the device (e.g. a learning-rate schedule). Changing a
   // constant value or the optimizer's type throws xtrain::error naming it.

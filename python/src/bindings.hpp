@@ -17,6 +17,7 @@ void bindOptions(pybind11::module_& m);     // SessionOptions and its settings, 
                                             // ReplicaGrouping, VariableSettings (options.cpp)
 void bindOptimizers(pybind11::module_& m);  // SGD, ConstSGD, Adam, Adaptive, ClipNormSettings
                                             // (optimizers.cpp)
+void bindPatterns(pybind11::module_& m);    // PatternsLevel, Patterns (patterns.cpp)
 void bindBuilder(pybind11::module_& m);     // Builder and its op builders (builder.cpp)
 void bindDevices(pybind11::module_& m);     // DeviceManager, DeviceInfo (devices.cpp)
 void bindSessions(pybind11::module_& m);    // TrainingSession, InferenceSession, PyStepIO,

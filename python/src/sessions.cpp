@@ -335,9 +335,11 @@ std::string modelArg(const py::object& fnModel) {
                        typeName(fnModel));
 }
 
-void checkPatterns(const py::object& patterns) {
-  // Accepted with no effect: xtrain has no pattern passes to switch (docs/python.md).
-  (void)patterns;
+// The session's pattern set: PopART's default for None.
+Patterns patternsArg(const py::object& patterns) {
+  if (patterns.is_none()) return Patterns();
+  if (py::isinstance<Patterns>(patterns)) return patterns.cast<Patterns>();
+  throw py::type_error("patterns: expected a popart.Patterns or None, got " + typeName(patterns));
 }
 
 template <typename S>
@@ -686,14 +688,15 @@ void bindTrainingSession(py::module_& m) {
                   const InputShapeInfo& inputShapeInfo, const py::object& patterns,
                   const SessionOptions& userOptions, const std::string& name) {
         if (!deviceInfo) throw py::type_error("TrainingSession: deviceInfo must be a DeviceInfo");
-        checkPatterns(patterns);
+        const Patterns patternSet = patternsArg(patterns);
         const std::string model = modelArg(fnModel);
         auto s = std::make_unique<PT>();
         s->dataFlow = dataFlow;
         s->name = name;
         py::gil_scoped_release release;
-        s->session = TrainingSession::createFromOnnxModel(
-            model, dataFlow, loss, optimizer, std::move(deviceInfo), inputShapeInfo, userOptions);
+        s->session = TrainingSession::createFromOnnxModel(model, dataFlow, loss, optimizer,
+                                                          std::move(deviceInfo), inputShapeInfo,
+                                                          userOptions, patternSet);
         return s;
       }),
       py::arg("fnModel"), py::arg("dataFlow"), py::arg("loss"), py::arg("optimizer"),
@@ -752,14 +755,15 @@ void bindInferenceSession(py::module_& m) {
                             const SessionOptions& userOptions, const std::string& name) {
                   if (!deviceInfo)
                     throw py::type_error("InferenceSession: deviceInfo must be a DeviceInfo");
-                  checkPatterns(patterns);
+                  const Patterns patternSet = patternsArg(patterns);
                   const std::string model = modelArg(fnModel);
                   auto s = std::make_unique<PI>();
                   s->dataFlow = dataFlow;
                   s->name = name;
                   py::gil_scoped_release release;
                   s->session = InferenceSession::createFromOnnxModel(
-                      model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions);
+                      model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions,
+                      patternSet);
                   return s;
                 }),
                 py::arg("fnModel"), py::arg("dataFlow"), py::arg("deviceInfo"),

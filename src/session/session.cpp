@@ -106,6 +106,12 @@ std::shared_ptr<DeviceInfo> Session::getDevice() const {
 
 namespace {
 
+// PopART refuses a pattern set without a mandatory pattern while its runtime asserts are on; the
+// set has no other effect here (xtrain/patterns.hpp).
+void checkPatterns(const Patterns& patterns) {
+  if (patterns.getRuntimeAssertsOn()) patterns.ensureAllMandatoryPreAliasPatternsAreEnabled();
+}
+
 // What every session is made of; training adds its loss and optimizer.
 session::SessionConfig sessionConfig(const std::string& model, const DataFlow& dataFlow,
                                      std::shared_ptr<DeviceInfo> deviceInfo,
@@ -124,7 +130,9 @@ session::SessionConfig sessionConfig(const std::string& model, const DataFlow& d
 
 std::unique_ptr<InferenceSession> InferenceSession::createFromOnnxModel(
     const std::string& model, const DataFlow& dataFlow, std::shared_ptr<DeviceInfo> deviceInfo,
-    const InputShapeInfo& inputShapeInfo, const SessionOptions& userOptions) {
+    const InputShapeInfo& inputShapeInfo, const SessionOptions& userOptions,
+    const Patterns& patterns) {
+  checkPatterns(patterns);
   session::SessionConfig config =
       sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions);
   auto impl = std::make_unique<session::SessionImpl>(std::move(config));
@@ -134,7 +142,9 @@ std::unique_ptr<InferenceSession> InferenceSession::createFromOnnxModel(
 std::unique_ptr<TrainingSession> TrainingSession::createFromOnnxModel(
     const std::string& model, const DataFlow& dataFlow, const TensorId& loss,
     const Optimizer& optimizer, std::shared_ptr<DeviceInfo> deviceInfo,
-    const InputShapeInfo& inputShapeInfo, const SessionOptions& userOptions) {
+    const InputShapeInfo& inputShapeInfo, const SessionOptions& userOptions,
+    const Patterns& patterns) {
+  checkPatterns(patterns);
   session::SessionConfig config =
       sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions);
   config.training = true;
