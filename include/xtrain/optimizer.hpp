@@ -286,7 +286,10 @@ class XTRAIN_API Adam : public KeyedOptimizer {
 //   a) * x^2 momentum (mm != 0 or non-constant): v3 <- mm * v3 + x; x <- v3 Decay: w <- w - lr * (x
 //   + wd * w);   L2Regularization: w <- w - lr * x
 // a is alpha. State: Accl1___<w> (v1), Accl2___<w> (v2: CenteredRMSProp, AdaDelta), Accl3___<w>
-// (v3).
+// (v3). rmspropTFVariant (RMSProp and CenteredRMSProp only), TensorFlow's RMSProp as PopART has it:
+// eps inside the square root, x = g / sqrt(v1 + eps) (centered: g / sqrt(v1 - v2^2 + eps)), v1
+// starting at 1 instead of 0, and with momentum the learning rate inside it: v3 <- mm * v3 + lr *
+// x; Decay: w <- w * (1 - wd) - v3; L2Regularization: w <- w - v3.
 enum class AdaptiveMode { AdaGrad = 0, RMSProp, CenteredRMSProp, AdaDelta };
 
 class XTRAIN_API Adaptive : public KeyedOptimizer {
@@ -318,6 +321,7 @@ class XTRAIN_API Adaptive : public KeyedOptimizer {
   DataType getAccl1Type() const { return accl1Type_; }
   DataType getAccl2Type() const { return accl2Type_; }
   DataType getAccl3Type() const { return accl3Type_; }
+  bool getRmspropTFVariant() const { return rmspropTFVariant_; }
   // True when some weight may have a non-zero momentum (then every weight keeps Accl3).
   bool requiresMomentum() const;
 
@@ -328,6 +332,7 @@ class XTRAIN_API Adaptive : public KeyedOptimizer {
   DataType accl1Type_;
   DataType accl2Type_;
   DataType accl3Type_;
+  bool rmspropTFVariant_ = false;
 };
 
 XTRAIN_API const char* toString(AdamMode mode);

@@ -111,10 +111,13 @@ void HostState::createViews(const ir::Graph& graph) {
     if (!isHostVisible(*t) || !t->value) continue;
     auto grouped = grouped_.find(id);
     if (auto sharded = shardedState_.find(id); sharded != shardedState_.end()) {
-      // The host view of sharded state is whole: the weight's shape in the state's type (initially
-      // zeros).
+      // The host view of sharded state is whole: the weight's shape in the state's type, every
+      // element at the state's uniform initial value (0; 1 for TensorFlow's RMSProp).
       HostTensor whole(TensorInfo(t->info.dataType(), graph.tensor(sharded->second).info.shape()));
       whole.fillZero();
+      if (t->value->nelms() > 0 && t->value->getAsDouble(0) != 0.0) {
+        whole.fill(t->value->getAsDouble(0));
+      }
       views_[id] = std::move(whole);
     } else if (grouped == grouped_.end()) {
       views_[id] = *t->value;

@@ -352,8 +352,9 @@ class AdaptiveTest(unittest.TestCase):
     def test_errors(self):
         with self.assertRaisesRegex(ValueError, r"'defaultBeta1'.*defaultAlpha"):
             popart.Adaptive({"defaultBeta1": (0.9, True)})
-        with self.assertRaisesRegex(Exception, "rmspropTFVariant is not supported"):
-            popart.Adaptive({}, rmsprop_tf_variant=True)
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "rmspropTFVariant parameter is only valid with the RMSProp"):
+            popart.Adaptive({}, mode=popart.AdaptiveMode.AdaGrad, rmsprop_tf_variant=True)
         with self.assertRaisesRegex(TypeError, "rmsprop_tf_variant"):
             popart.Adaptive({}, rmsprop_tf_variant="yes")
         with self.assertRaisesRegex(ValueError, r"'beta1'.*alpha"):

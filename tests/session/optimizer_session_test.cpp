@@ -232,11 +232,11 @@ TEST(OptimizerValues, BadValuesAreRefused) {
                   }),
                   "scaledOptimizerState");
   EXPECT_CONTAINS(errorOf([] {
-                    Adaptive(M{}, AdaptiveMode::RMSProp, WeightDecayMode::Decay,
+                    Adaptive(M{}, AdaptiveMode::AdaGrad, WeightDecayMode::Decay,
                              DataType::UNDEFINED, DataType::FLOAT, DataType::FLOAT, DataType::FLOAT,
                              true);
                   }),
-                  "rmspropTFVariant");
+                  "rmspropTFVariant parameter is only valid with the RMSProp");
   expectMentions(errorOf([] {
                    Adam(M{}, AdamMode::Adam, WeightDecayMode::Decay, DataType::UNDEFINED,
                         DataType::INT32, DataType::FLOAT);

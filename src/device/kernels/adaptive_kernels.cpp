@@ -25,6 +25,7 @@ AdaptiveKind adaptiveKind(const KernelSpec& spec) {
 
 struct AdaptiveConstants {
   float gs, l2wd, a, oneMinusA, mm, eps, decay, lr;
+  bool tfVariant;  // RMSProp's eps inside the square root (TensorFlow's)
 };
 
 // The accumulators and the update of n elements (the rule in include/xtrain/optimizer.hpp).
@@ -39,17 +40,25 @@ void adaptiveElements(int64_t n, float* w, const float* g, float* v1, float* v2,
       x = gi / (std::sqrt(v1[i]) + c.eps);
     } else if constexpr (Kind == AdaptiveKind::RMSProp) {
       v1[i] = c.a * v1[i] + c.oneMinusA * gi * gi;
-      x = gi / (std::sqrt(v1[i]) + c.eps);
+      x = c.tfVariant ? gi / std::sqrt(v1[i] + c.eps) : gi / (std::sqrt(v1[i]) + c.eps);
     } else if constexpr (Kind == AdaptiveKind::CenteredRMSProp) {
       v1[i] = c.a * v1[i] + c.oneMinusA * gi * gi;
       v2[i] = c.a * v2[i] + c.oneMinusA * gi;
-      x = gi / (std::sqrt(v1[i] - v2[i] * v2[i]) + c.eps);
+      const float meanSquare = v1[i] - v2[i] * v2[i];
+      x = c.tfVariant ? gi / std::sqrt(meanSquare + c.eps) : gi / (std::sqrt(meanSquare) + c.eps);
     } else {
       v1[i] = c.a * v1[i] + c.oneMinusA * gi * gi;
       x = gi * std::sqrt(v2[i] + c.eps) / std::sqrt(v1[i] + c.eps);
       v2[i] = c.a * v2[i] + c.oneMinusA * x * x;
     }
     if constexpr (Momentum) {
+      if (c.tfVariant) {
+        // TensorFlow's momentum holds lr * x, and the decay is not scaled by lr (PopART's
+        // ScaledVarUpdate with the learning rate in the updater).
+        v3[i] = c.mm * v3[i] + c.lr * x;
+        w[i] = w[i] * (1.0f - c.decay) - v3[i];
+        continue;
+      }
       v3[i] = c.mm * v3[i] + x;
       x = v3[i];
     }
@@ -65,6 +74,7 @@ XT_REGISTER_KERNEL(
       const bool l2 = spec.attrs.getString("weightDecayMode") == "l2";
       const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
       const bool momentum = spec.hasInput(5);
+      const bool tfVariant = spec.attrs.getInt("tfVariant", 0) != 0;
       return makeKernel([=](const KernelIO& io) {
         float* w = io.in(0).data<float>();
         float* g = io.in(1).data<float>();
@@ -82,7 +92,7 @@ XT_REGISTER_KERNEL(
         const float decay = l2 ? 0.0f : wd;
         const float l2wd = l2 ? wd : 0.0f;
         const int64_t n = io.in(0).nelms();
-        const AdaptiveConstants c{gs, l2wd, a, oneMinusA, mm, eps, decay, lr};
+        const AdaptiveConstants c{gs, l2wd, a, oneMinusA, mm, eps, decay, lr, tfVariant};
         // One loop per (mode, momentum) pair, so that each is a straight,
         // vectorizable loop.
         auto run = [&](auto mode) {

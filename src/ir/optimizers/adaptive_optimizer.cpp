@@ -28,11 +28,14 @@ Adaptive::Adaptive(OptimizerValue lr, OptimizerValue wd, OptimizerValue alpha, O
     : mode_(adaptiveMode),
       accl1Type_(checkStateType(accl1Type, "accl1Type")),
       accl2Type_(checkStateType(accl2Type, "accl2Type")),
-      accl3Type_(checkStateType(accl3Type, "accl3Type")) {
-  if (rmspropTFVariant) {
+      accl3Type_(checkStateType(accl3Type, "accl3Type")),
+      rmspropTFVariant_(rmspropTFVariant) {
+  if (rmspropTFVariant && adaptiveMode != AdaptiveMode::RMSProp &&
+      adaptiveMode != AdaptiveMode::CenteredRMSProp) {
+    // PopART's words.
     throw error(
-        "Adaptive: rmspropTFVariant is not supported (xtrain implements PopART's default RMSProp, "
-        "epsilon outside the square root)");
+        "The rmspropTFVariant parameter is only valid with the RMSProp and CenteredRMSProp "
+        "optimizers.");
   }
   defaults_ = {
       {"learningRate", lr}, {"weightDecay", wd}, {"alpha", alpha}, {"momentum", mm}, {"eps", eps}};

@@ -112,7 +112,8 @@ XT_REGISTER_OP(inPlaceOp("LambApply", 4, 4, {0}, [](const ShapeContext& ctx) {
 
 // AdaptiveUpdate(weight, grad, hyper[7] = {gradScale, clip, lr, wd, alpha, mm, eps}, v1, [v2],
 // [v3]); attributes mode (AdaGrad, RMSProp, CenteredRMSProp, AdaDelta), weightDecayMode (decay,
-// l2). v2 is required by CenteredRMSProp and AdaDelta; v3 (momentum) is optional in every mode.
+// l2), tfVariant (0 or 1: eps inside the square root; RMSProp and CenteredRMSProp only). v2 is
+// required by CenteredRMSProp and AdaDelta; v3 (momentum) is optional in every mode.
 // Modifies weight, grad, v1, v2, v3.
 XT_REGISTER_OP(inPlaceOp("AdaptiveUpdate", 4, 6, {0, 1, 3, 4, 5}, [](const ShapeContext& ctx) {
   requireSameShape(ctx, 0, 1);
@@ -129,6 +130,12 @@ XT_REGISTER_OP(inPlaceOp("AdaptiveUpdate", 4, 6, {0, 1, 3, 4, 5}, [](const Shape
   }
   if (ctx.hasInput(4)) requireSameShape(ctx, 0, 4);
   if (ctx.hasInput(5)) requireSameShape(ctx, 0, 5);
+  if (const int64_t tf = ctx.attrs().getInt("tfVariant", 0); tf != 0) {
+    if (tf != 1) ctx.fail("tfVariant must be 0 or 1, got {}", tf);
+    if (mode != "RMSProp" && mode != "CenteredRMSProp") {
+      ctx.fail("tfVariant is for RMSProp and CenteredRMSProp only, not {}", mode);
+    }
+  }
 }));
 
 // AccumulateGrad(accumulator, grad, index); attribute mode "sum" (acc += g) or "running"

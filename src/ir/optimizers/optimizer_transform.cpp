@@ -8,9 +8,11 @@ namespace xtrain::ir {
 namespace {
 
 TensorId addState(Graph& graph, const std::string& prefix, const TensorId& weight,
-                  const TensorInfo& info, TensorKind kind) {
+                  const TensorInfo& info, TensorKind kind, float initialValue = 0.0f) {
   TensorId id = graph.uniqueId(stateInitializerName(prefix, weight));
-  graph.addTensor(id, info, kind, std::make_shared<HostTensor>(info));
+  auto value = std::make_shared<HostTensor>(info);
+  if (initialValue != 0.0f) value->fill(initialValue);
+  graph.addTensor(id, info, kind, std::move(value));
   return id;
 }
 
@@ -148,7 +150,8 @@ void addUpdate(Graph& graph, WeightUpdate& u, const TensorInfo& info, const Upda
                                     ? TensorInfo(stateType(slot.type, info), stateInfo.shape())
                                     : TensorInfo(DataType::FLOAT, {});
     StateTensor st{slot.slot,
-                   addState(graph, slot.prefix, weight, slotInfo, TensorKind::OptimizerState),
+                   addState(graph, slot.prefix, weight, slotInfo, TensorKind::OptimizerState,
+                            slot.initialValue),
                    stateInitializerName(slot.prefix, weight), slot.perElement};
     if (upd.inputs.size() <= rule.inputSlots[k]) upd.inputs.resize(rule.inputSlots[k] + 1);
     upd.inputs[rule.inputSlots[k]] = st.id;

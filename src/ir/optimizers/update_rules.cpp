@@ -53,7 +53,10 @@ UpdateRule updateRuleOf(const Optimizer& optimizer) {
       r.attrs.set("mode", std::string(toString(ad.getMode())));
       r.attrs.set("weightDecayMode", decayAttr(ad.getWeightDecayMode()));
       r.accumType = ad.getAccumType();
-      r.slots.push_back({"v1", "Accl1", true, ad.getAccl1Type()});
+      // TensorFlow's RMSProp starts its mean square at 1 (PopART's rmspropTFVariant).
+      r.slots.push_back(
+          {"v1", "Accl1", true, ad.getAccl1Type(), ad.getRmspropTFVariant() ? 1.0f : 0.0f});
+      if (ad.getRmspropTFVariant()) r.attrs.set("tfVariant", int64_t{1});
       r.inputSlots.push_back(3);
       if (ad.getMode() == AdaptiveMode::CenteredRMSProp || ad.getMode() == AdaptiveMode::AdaDelta) {
         r.slots.push_back({"v2", "Accl2", true, ad.getAccl2Type()});
@@ -128,7 +131,9 @@ std::string describeOptimizer(const Optimizer& optimizer) {
     }
     case OptimizerType::Adaptive: {
       const auto& a = static_cast<const Adaptive&>(optimizer);
-      return format("Adaptive({}, {})", toString(a.getMode()), toString(a.getWeightDecayMode()));
+      // The TF variant's state starts and is used differently: it is part of the mode.
+      return format("Adaptive({}{}, {})", toString(a.getMode()),
+                    a.getRmspropTFVariant() ? " TF variant" : "", toString(a.getWeightDecayMode()));
     }
   }
   return optimizer.type_s();

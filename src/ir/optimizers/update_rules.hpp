@@ -17,6 +17,7 @@ struct StateSlotSpec {
   std::string prefix;  // PopART's tensor prefix: Accl, Accl1, Accl2, Accl3, Step
   bool perElement = true;
   DataType type = DataType::UNDEFINED;  // FLOAT, FLOAT16, or UNDEFINED: the weight's type
+  float initialValue = 0.0f;            // every element's value before the first update
 };
 
 struct UpdateRule {
