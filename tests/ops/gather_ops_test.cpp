@@ -57,6 +57,29 @@ TEST(GatherOp, EmbeddingLookupWithNegativeIndices) {
   EXPECT_TRUE(allClose(out[0], gatherRef(table, ids, 0), 0, 0));
 }
 
+// UINT32 indices (PopART's gathers take them), values beyond INT32's range included, for the gather
+// and its gradient.
+TEST(GatherOp, Uint32IndicesGatherAndScatterBack) {
+  auto table = iota({5, 3});
+  auto ids = HostTensor::fromVector<uint32_t>({3}, {4, 0, 4});
+  auto out = runForward([](ir::Graph& g, auto in) { return addOp(g, "Gather", in); }, {table, ids});
+  EXPECT_TRUE(
+      allClose(out[0], gatherRef(table, HostTensor::fromVector<int64_t>({3}, {4, 0, 4}), 0), 0, 0));
+  Attributes a = axisAttr(0);
+  a.set("shape", Shape{5, 3});
+  auto dy = iota({3, 3});
+  auto grad = runForward(
+      [&](ir::Graph& g, auto in) { return addOp(g, "GatherGrad", in, a, 1, ir::kXtrainDomain); },
+      {dy, ids});
+  // Rows 4 and 0 receive dy's rows; row 4 twice (rows 0 and 2 of dy added).
+  EXPECT_EQ(grad[0].toVector<float>(),
+            (std::vector<float>{3, 4, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 8, 10}));
+  // 2^31 read as unsigned is out of range, not negative.
+  EXPECT_THROW(runForward([](ir::Graph& g, auto in) { return addOp(g, "Gather", in); },
+                          {table, HostTensor::fromVector<uint32_t>({1}, {2147483648u})}),
+               runtime_error);
+}
+
 TEST(GatherOp, EveryAxisBothIndexTypesAndScalarIndex) {
   auto data = iota({3, 4, 5});
   auto i64 = HostTensor::fromVector<int64_t>({3}, {1, -1, 0});
@@ -165,7 +188,7 @@ TEST(GatherOp, BuildErrors) {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "Gather", in); },
                    {iota({5, 3}), HostTensor::fromVector<float>({1}, {0})});
       },
-      {"Gather", "indices", "INT32 or INT64"});
+      {"Gather", "indices", "INT32, INT64 or UINT32"});
   expectError(
       [] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "Gather", in); },

@@ -43,17 +43,21 @@ inline std::vector<int64_t> stridesOf(const Shape& shape) {
   return s;
 }
 
-// Reads element i of an integer index tensor (INT32 or INT64) without per-element dispatch: the
-// caller converts the whole tensor once with readIndexTensor.
+// An index tensor as int64_t, converted once per run (no per-element dispatch): INT64, INT32 or
+// UINT32, the index types the ops' shape checks admit (ir/ops/indexing.hpp).
 inline void readIndexTensor(const HostTensor& t, std::vector<int64_t>& out) {
   const auto n = static_cast<size_t>(t.nelms());
   out.resize(n);
-  if (t.dataType() == DataType::INT64) {
-    const int64_t* p = t.data<int64_t>();
-    for (size_t i = 0; i < n; ++i) out[i] = p[i];
-  } else {
-    const int32_t* p = t.data<int32_t>();
-    for (size_t i = 0; i < n; ++i) out[i] = p[i];
+  auto copy = [&](const auto* p) {
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<int64_t>(p[i]);
+  };
+  switch (t.dataType()) {
+    case DataType::INT64: copy(t.data<int64_t>()); break;
+    case DataType::INT32: copy(t.data<int32_t>()); break;
+    case DataType::UINT32: copy(t.data<uint32_t>()); break;
+    default:
+      throw internal_error("readIndexTensor: indices of type {} (INT64, INT32 or UINT32 expected)",
+                           dataTypeName(t.dataType()));
   }
 }
 

@@ -1,8 +1,10 @@
-// Kernels of Gather (any element type, INT32/INT64 indices) and GatherGrad (FLOAT scatter-add).
-// Both view data as [outer, axisDim, inner] and the output/gradient as [outer, numIndices, inner].
+// Kernels of Gather (any element type, INT32/INT64/UINT32 indices) and GatherGrad (FLOAT
+// scatter-add). Both view data as [outer, axisDim, inner] and the output/gradient as [outer,
+// numIndices, inner].
 #include <cstring>
 
 #include "device/kernel.hpp"
+#include "device/kernels/copy_util.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -20,8 +22,9 @@ GatherLayout gatherLayout(const KernelSpec& spec, const Shape& data, int64_t axi
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank)
     spec.fail("axis {} is out of range for data of shape {}", axis, shapeToString(data));
-  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64) {
-    spec.fail("indices {} must be INT32 or INT64", indices.toString());
+  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64 &&
+      indices.dataType() != DataType::UINT32) {
+    spec.fail("indices {} must be INT32, INT64 or UINT32", indices.toString());
   }
   GatherLayout l;
   for (int64_t k = 0; k < rank; ++k) {
@@ -38,19 +41,16 @@ GatherLayout gatherLayout(const KernelSpec& spec, const Shape& data, int64_t axi
 // out of range is a runtime error naming the op, the index and its position.
 void readIndices(const std::string& description, const HostTensor& indices, int64_t axisDim,
                  std::vector<int64_t>& out) {
-  const int64_t n = indices.nelms();
-  const bool is64 = indices.dataType() == DataType::INT64;
-  const int64_t* p64 = is64 ? indices.data<int64_t>() : nullptr;
-  const int32_t* p32 = is64 ? nullptr : indices.data<int32_t>();
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t v = is64 ? p64[j] : p32[j];
+  copyutil::readIndexTensor(indices, out);
+  for (size_t j = 0; j < out.size(); ++j) {
+    const int64_t v = out[j];
     const int64_t k = v < 0 ? v + axisDim : v;
     if (k < 0 || k >= axisDim) {
       throw runtime_error(
           "{}: index {} (element {} of the indices) is out of range for an axis of size {}",
           description, v, j, axisDim);
     }
-    out[static_cast<size_t>(j)] = k;
+    out[j] = k;
   }
 }
 

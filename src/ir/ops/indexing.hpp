@@ -10,9 +10,11 @@
 
 namespace xtrain::ir {
 
+// ONNX's index types, and UINT32, which PopART's gathers take as well.
 inline void checkIndices(const ShapeContext& ctx, const TensorInfo& indices) {
-  if (indices.dataType() != DataType::INT32 && indices.dataType() != DataType::INT64) {
-    ctx.fail("indices {} must be INT32 or INT64", indices.toString());
+  const DataType t = indices.dataType();
+  if (t != DataType::INT32 && t != DataType::INT64 && t != DataType::UINT32) {
+    ctx.fail("indices {} must be INT32, INT64 or UINT32", indices.toString());
   }
 }
 
