@@ -21,6 +21,7 @@
 #include "xtrain/ndarraywrapper.hpp"
 #include "xtrain/optimizer.hpp"
 #include "xtrain/patterns.hpp"
+#include "xtrain/tensornames.hpp"
 #include "xtrain/sessionoptions.hpp"
 #include "xtrain/stepio.hpp"
 

@@ -13,15 +13,16 @@ void bindLogging(pybind11::module_& m);  // getLogger, logging levels (logging.c
 void bindTensors(pybind11::module_& m);  // DataType, TensorInfo (tensors.cpp)
 void bindDataFlow(
     pybind11::module_& m);  // AnchorReturnType, DataFlow, InputShapeInfo (dataflow.cpp)
-void bindOptions(pybind11::module_& m);     // SessionOptions and its settings, CommGroup,
-                                            // ReplicaGrouping, VariableSettings (options.cpp)
-void bindOptimizers(pybind11::module_& m);  // SGD, ConstSGD, Adam, Adaptive, ClipNormSettings
-                                            // (optimizers.cpp)
-void bindPatterns(pybind11::module_& m);    // PatternsLevel, Patterns (patterns.cpp)
-void bindBuilder(pybind11::module_& m);     // Builder and its op builders (builder.cpp)
-void bindDevices(pybind11::module_& m);     // DeviceManager, DeviceInfo (devices.cpp)
-void bindSessions(pybind11::module_& m);    // TrainingSession, InferenceSession, PyStepIO,
-                                            // PyWeightsIO (sessions.cpp)
-void bindDist(pybind11::module_& m);        // the submodule xtrain.dist (dist.cpp)
+void bindOptions(pybind11::module_& m);      // SessionOptions and its settings, CommGroup,
+                                             // ReplicaGrouping, VariableSettings (options.cpp)
+void bindOptimizers(pybind11::module_& m);   // SGD, ConstSGD, Adam, Adaptive, ClipNormSettings
+                                             // (optimizers.cpp)
+void bindTensorNames(pybind11::module_& m);  // reservedGradientPrefix() etc. (tensornames.cpp)
+void bindPatterns(pybind11::module_& m);     // PatternsLevel, Patterns (patterns.cpp)
+void bindBuilder(pybind11::module_& m);      // Builder and its op builders (builder.cpp)
+void bindDevices(pybind11::module_& m);      // DeviceManager, DeviceInfo (devices.cpp)
+void bindSessions(pybind11::module_& m);     // TrainingSession, InferenceSession, PyStepIO,
+                                             // PyWeightsIO (sessions.cpp)
+void bindDist(pybind11::module_& m);         // the submodule xtrain.dist (dist.cpp)
 
 }  // namespace xtrain::python

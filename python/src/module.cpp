@@ -12,6 +12,7 @@ PYBIND11_MODULE(_xtrain, m) {
   bindDataFlow(m);
   bindOptions(m);
   bindOptimizers(m);
+  bindTensorNames(m);
   bindPatterns(m);
   bindBuilder(m);
   bindDevices(m);

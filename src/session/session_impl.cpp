@@ -22,6 +22,7 @@
 #include "session/step_buffers.hpp"
 #include "session/training_graph.hpp"
 #include "xtrain/logging.hpp"
+#include "xtrain/tensornames.hpp"
 
 namespace xtrain::session {
 
@@ -147,10 +148,24 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   }
 
   if (config_.training) checkLoss(*graph_, config_.loss);
+  const std::vector<TensorId> gradientTargets = gradientAnchorTargets(config_.dataFlow);
   for (const auto& id : config_.dataFlow.anchors()) {
+    if (id.rfind(reservedGradientPrefix(), 0) == 0) continue;  // checked below
     if (!graph_->hasTensor(id)) {
       throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
                   id);
+    }
+  }
+  for (const auto& t : gradientTargets) {
+    if (!config_.training) {
+      throw error(
+          "anchor '{}{}' is a gradient, which only a TrainingSession computes (this is an "
+          "InferenceSession)",
+          reservedGradientPrefix(), t);
+    }
+    if (!graph_->hasTensor(t)) {
+      throw error("anchor '{}{}' is the gradient of '{}', which is not a tensor of the model",
+                  reservedGradientPrefix(), t, t);
     }
   }
   for (const auto& [opId, op] : graph_->ops()) {
@@ -166,6 +181,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // compare.
   if (readBoolSwitch("XTRAIN_FUSION", true)) {
     std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
+    keep.insert(gradientTargets.begin(), gradientTargets.end());  // their gradients are anchored
     if (!config_.loss.empty()) keep.insert(config_.loss);
     const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
     if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);

@@ -9,6 +9,7 @@
 #include "ir/recompute/recompute.hpp"
 #include "replication/sharding.hpp"
 #include "xtrain/logging.hpp"
+#include "xtrain/tensornames.hpp"
 
 namespace xtrain::session {
 
@@ -93,6 +94,42 @@ TrainingGraph addOptimizer(ir::Graph& g, const SessionConfig& config, int64_t gl
 
 }  // namespace
 
+std::vector<TensorId> gradientAnchorTargets(const DataFlow& dataFlow) {
+  const std::string prefix = reservedGradientPrefix();
+  std::vector<TensorId> targets;
+  for (const auto& id : dataFlow.anchors()) {
+    if (id.rfind(prefix, 0) == 0) targets.push_back(id.substr(prefix.size()));
+  }
+  return targets;
+}
+
+namespace {
+
+// Gradient___<t> for every anchored target t: a copy of d(loss)/dt as autodiff made it (per
+// micro-batch and replica, before accumulation and reduction, scaled by the loss scaling, as
+// PopART's), in the backward pass.
+void addGradientAnchors(ir::Graph& g, const TensorId& loss, const std::vector<TensorId>& targets,
+                        const std::map<TensorId, TensorId>& gradOf) {
+  for (const auto& t : targets) {
+    const auto it = gradOf.find(t);
+    if (it == gradOf.end()) {
+      throw error(
+          "anchor '{}{}': '{}' has no gradient: it does not influence the loss '{}', or is not "
+          "floating point",
+          reservedGradientPrefix(), t, t, loss);
+    }
+    ir::OpSpec copy;
+    copy.type = "Identity";
+    copy.inputs = {it->second};
+    copy.outputs = {reservedGradientPrefix() + t};
+    copy.phase = ir::Phase::Backward;
+    copy.name = "gradient-anchor/" + t;
+    g.addOp(std::move(copy));
+  }
+}
+
+}  // namespace
+
 TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
                                  const replication::ReplicaLayout& layout,
                                  int64_t accumulationFactor, HostState& host,
@@ -106,8 +143,19 @@ TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
   }
   ir::AutodiffOptions ad;
   ad.seed = updates.addLossScaling(g);
-  const std::map<TensorId, TensorId> gradOfWeight = ir::autodiff(g, config.loss, weights, ad);
-  if (gradOfWeight.empty()) {
+  // The weights' gradients, and those the DataFlow anchors (Gradient___<t>).
+  const std::vector<TensorId> anchored = gradientAnchorTargets(config.dataFlow);
+  std::vector<TensorId> wrt = weights;
+  wrt.insert(wrt.end(), anchored.begin(), anchored.end());
+  const std::map<TensorId, TensorId> gradOf = ir::autodiff(g, config.loss, wrt, ad);
+  addGradientAnchors(g, config.loss, anchored, gradOf);
+  std::map<TensorId, TensorId> gradOfWeight;
+  for (const auto& w : weights) {
+    if (auto it = gradOf.find(w); it != gradOf.end()) gradOfWeight.emplace(w, it->second);
+  }
+  // Without weights to train, a session that anchors gradients still computes them (PopART's
+  // operator tests train that way); otherwise training would change nothing.
+  if (gradOfWeight.empty() && anchored.empty()) {
     throw error(
         "no trainable weight reaches the loss '{}': it does not depend on any of the model's {} "
         "weights, so training would change nothing (is it the right tensor?)",

@@ -26,11 +26,15 @@ struct TrainingGraph {
 // Throws unless `loss` is a scalar FLOAT or FLOAT16 tensor of `graph`: training minimises one
 // number, and a loss of several elements would be trained on their sum, silently.
 void checkLoss(const ir::Graph& graph, const TensorId& loss);
+// The tensors whose gradients the DataFlow anchors (Gradient___<t>, PopART's
+// reservedGradientPrefix): t for each, in the DataFlow's order.
+std::vector<TensorId> gradientAnchorTargets(const DataFlow& dataFlow);
 // Adds the backward pass from config.loss (its seed from updates.addLossScaling), the optimizer's
-// updates of every weight that reaches the loss (the others are warned about), and the copies that
-// update BatchNorm's running statistics. `host` records the sharded weights and the state that
-// follows grouped and sharded ones. The caller hands the result to UpdateControl::setUpdates once
-// it has its final address.
+// updates of every weight that reaches the loss (the others are warned about), the anchored
+// gradients (Gradient___<t>, a copy of d(loss)/dt; a target without one is an error), and the
+// copies that update BatchNorm's running statistics. `host` records the sharded weights and the
+// state that follows grouped and sharded ones. The caller hands the result to
+// UpdateControl::setUpdates once it has its final address.
 TrainingGraph buildTrainingGraph(ir::Graph& graph, const SessionConfig& config,
                                  const replication::ReplicaLayout& layout,
                                  int64_t accumulationFactor, HostState& host,
