@@ -161,7 +161,8 @@ TensorId BuilderImpl::addInitializer(const ConstVoidData& value, const std::stri
   TensorId id = uniqueTensorId(scopePrefix() + (debugName.empty() ? "init" : debugName));
   onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
   t->set_name(id);
-  ir::onnxutil::setTensorProto(*t, value.data, value.info);
+  // In the typed field, as PopART's Builder: programs read initializers back from float_data.
+  ir::onnxutil::setTensorProto(*t, value.data, value.info, ir::onnxutil::TensorDataField::Typed);
   tensorIds_.insert(id);
   ++generation_;
   return id;

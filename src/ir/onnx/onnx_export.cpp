@@ -32,7 +32,7 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
       throw error("cannot update initializer '{}': the model holds {}, the new value is {}", id,
                   have.toString(), value.info().toString());
     }
-    onnxutil::setTensorProto(t, value.raw(), value.info());
+    onnxutil::setTensorProto(t, value.raw(), value.info(), onnxutil::dataFieldOf(t));
   }
 
   std::set<std::string> used;

@@ -267,7 +267,12 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
   return value;
 }
 
-void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& info) {
+TensorDataField dataFieldOf(const onnx::TensorProto& t) {
+  return t.has_raw_data() ? TensorDataField::Raw : TensorDataField::Typed;
+}
+
+void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& info,
+                    TensorDataField field) {
   if (info.dataType() == DataType::STRING || info.dataType() == DataType::UNDEFINED) {
     throw error("cannot store a {} tensor in an ONNX initializer", dataTypeName(info.dataType()));
   }
@@ -287,7 +292,20 @@ void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& in
   if (bytes != 0 && data == nullptr) {
     throw error("no data given for a {} tensor ({} bytes expected)", info.toString(), bytes);
   }
-  t.set_raw_data(bytes == 0 ? std::string() : std::string(static_cast<const char*>(data), bytes));
+  t.clear_raw_data();
+  const auto n = static_cast<int>(info.nelms());
+  if (field == TensorDataField::Typed && info.dataType() == DataType::FLOAT) {
+    t.mutable_float_data()->Resize(n, 0.0f);
+    if (bytes != 0) std::memcpy(t.mutable_float_data()->mutable_data(), data, bytes);
+  } else if (field == TensorDataField::Typed && info.dataType() == DataType::INT32) {
+    t.mutable_int32_data()->Resize(n, 0);
+    if (bytes != 0) std::memcpy(t.mutable_int32_data()->mutable_data(), data, bytes);
+  } else if (field == TensorDataField::Typed && info.dataType() == DataType::INT64) {
+    t.mutable_int64_data()->Resize(n, 0);
+    if (bytes != 0) std::memcpy(t.mutable_int64_data()->mutable_data(), data, bytes);
+  } else {
+    t.set_raw_data(bytes == 0 ? std::string() : std::string(static_cast<const char*>(data), bytes));
+  }
 }
 
 void setMetadataProp(onnx::ModelProto& model, const std::string& key, const std::string& value) {

@@ -48,9 +48,18 @@ TensorInfo tensorProtoInfo(const onnx::TensorProto& t, const std::string& what);
 // The value of a TensorProto (raw_data or the typed fields). Throws xtrain::error naming `what` for
 // external data, strings, segments and element counts that do not match the shape.
 HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what);
-// Sets t's type, dims and data (as raw_data) from data laid out as info says; other data fields are
-// cleared.
-void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& info);
+// Where setTensorProto puts the values: raw_data, or the element type's typed field for FLOAT
+// (float_data), INT32 (int32_data) and INT64 (int64_data) — as PopART's Builder writes
+// initializers, which PopART programs read back field by field — and raw_data for other types.
+enum class TensorDataField { Raw, Typed };
+
+// Sets t's type, dims and data from data laid out as info says; other data fields are cleared.
+void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& info,
+                    TensorDataField field = TensorDataField::Raw);
+
+// The field an existing tensor's values are in (Typed when it has no raw_data): an updated
+// initializer keeps its field.
+TensorDataField dataFieldOf(const onnx::TensorProto& t);
 
 // Sets (or replaces) a metadata_props entry.
 void setMetadataProp(onnx::ModelProto& model, const std::string& key, const std::string& value);
