@@ -106,7 +106,8 @@ int SignalHandlers::waitForSignal(double seconds) {
   for (;;) {
     unsigned char sig = 0;
     while (::read(scope_.readFd(), &sig, 1) == 1) {
-      if (sig != SIGCHLD) return sig;
+      // SIGQUIT asks for a hang report, which has nothing to report between attempts.
+      if (sig != SIGCHLD && sig != SIGQUIT) return sig;
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return 0;

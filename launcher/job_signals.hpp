@@ -4,9 +4,8 @@
 //
 // Contract:
 //  - The handled signals are SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGQUIT;
-//  SIGPIPE
-//    is ignored while handlers are installed (a reader that went away is a failed write, not
-//    death).
+//    SIGPIPE is ignored while handlers are installed (a reader that went away is a failed write,
+//    not death).
 //  - The handler writes the signal number into the pipe and, for the first of SIGINT, SIGTERM,
 //    SIGHUP, SIGUSR1, SIGUSR2, records it itself (endSignalReceived), so that no decision to start
 //    instances made after the signal came can miss it.

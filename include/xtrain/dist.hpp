@@ -12,10 +12,11 @@
 
 namespace xtrain::dist {
 
-// Every query reads the environment (docs/launcher-environment.md) at each call: xrun's XTRAIN_*
-// and POPDIST_* variables, else OMPI_COMM_WORLD_*, PMIX/PMI or SLURM_* with one replica per
-// instance, else a single instance of one replica. Malformed values throw xtrain::error naming the
-// variable.
+// The queries answer from the environment (docs/launcher-environment.md) as the process found it
+// at the first of them (it is read once per process, by the job every instance meets through):
+// xrun's XTRAIN_* and POPDIST_* variables, else OMPI_COMM_WORLD_*, PMIX/PMI or SLURM_* with one
+// replica per instance, else a single instance of one replica. Malformed values throw xtrain::error
+// naming the variable (at every call until the environment is fixed).
 
 // True when a launcher started this process (xrun, mpirun, srun).
 XTRAIN_API bool isPopdistEnvSet();

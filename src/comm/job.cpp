@@ -33,9 +33,23 @@ Communicator* Job::world() {
   if (instances() == 1) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   if (world_) return world_.get();
+  // A failed join is not tried again: the store still holds the keys of the first attempt, under
+  // the same group name, which a second one would meet instead of the other instances.
+  if (worldFailure_) std::rethrow_exception(worldFailure_);
+  try {
+    joinWorldLocked();
+  } catch (...) {
+    worldFailure_ = std::current_exception();
+    throw;
+  }
+  return world_.get();
+}
+
+void Job::joinWorldLocked() {
   if (!store_) store_ = createJobStore();
   WorldOptions options;
   options.store = store_;
+  options.launch = launch_;
   std::shared_ptr<Communicator> world = createWorldCommunicator(options);
   // Part of joining: the first collective on the world on every instance, whoever asks first.
   // A hash stands for the host's identity: a collision would only merge two hosts' counts (more
@@ -48,7 +62,6 @@ Communicator* Job::world() {
                        BufferView{hosts.data(), hosts.size(), DataType::INT64}, o);
   instancesOnThisHost_ = static_cast<int>(std::count(hosts.begin(), hosts.end(), host));
   world_ = std::move(world);
-  return world_.get();
 }
 
 std::shared_ptr<Communicator> Job::split(const std::string& name) {

@@ -13,6 +13,9 @@
 //    agreements return this instance's own value, instancesOnThisHost() is 1.
 //  - world() joins the world at its first call in each instance (bounded by the communication
 //    timeout, XTRAIN_COMM_TIMEOUT) and, in the same step, learns which instances share this host.
+//    A join that failed is not tried again: later calls throw the same error.
+//  - The launch environment is read once: a program that changes XTRAIN_* or POPDIST_* variables
+//    after its first use of the job (or of xtrain::dist) is not seen to.
 //    The world and the agreements over it are collectives: every instance makes the same calls in
 //    the same order, from one thread of its choosing (the program's main thread in xtrain's tools).
 //    Conversations on other threads take a split.
@@ -23,6 +26,7 @@
 #pragma GCC visibility push(default)
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,11 +72,13 @@ class Job {
 
  private:
   explicit Job(LaunchEnvironment launch);
+  void joinWorldLocked();  // with mutex_ held
 
   const LaunchEnvironment launch_;
   std::mutex mutex_;  // guards the lazily created members below
   std::shared_ptr<Store> store_;
   std::shared_ptr<Communicator> world_;
+  std::exception_ptr worldFailure_;  // the first join's error
   int instancesOnThisHost_ = 1;
 };
 

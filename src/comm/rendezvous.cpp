@@ -62,9 +62,21 @@ std::optional<RendezvousFailure> ThreadBarrier::wait(int party, const Rendezvous
         completing_ = false;
         failLocked(RendezvousFailure::Kind::Other, e.what());
         throw;
+      } catch (...) {
+        // Not a std::exception: the others must not wait for a step that will never end.
+        lock.lock();
+        completing_ = false;
+        failLocked(RendezvousFailure::Kind::Other,
+                   "the last party's step threw a non-standard exception");
+        throw;
       }
       lock.lock();
       completing_ = false;
+      // Aborted while the step ran: the waiting parties return the failure, and so does this one.
+      if (kind_) {
+        cv_.notify_all();
+        return failureLocked(false);
+      }
     }
     arrived_ = 0;
     ++generation_;

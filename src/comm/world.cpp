@@ -21,7 +21,7 @@ std::shared_ptr<Store> createJobStore(std::optional<Milliseconds> timeout) {
 }
 
 std::shared_ptr<Communicator> createWorldCommunicator(const WorldOptions& options) {
-  const LaunchEnvironment env = readLaunchEnvironment();
+  const LaunchEnvironment env = options.launch ? *options.launch : readLaunchEnvironment();
   CommConfig config;
   config.store = options.store ? options.store : createJobStore(options.timeout);
   config.rank = env.instanceIndex;

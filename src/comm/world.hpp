@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comm/backend.hpp"
+#include "common/launch_environment.hpp"
 
 namespace xtrain::comm {
 
@@ -16,6 +17,9 @@ struct WorldOptions {
   std::optional<Milliseconds> timeout;  // unset: XTRAIN_COMM_TIMEOUT, else 300 s
   std::string name = "world";
   std::shared_ptr<Store> store;  // null: createJobStore(timeout)
+  // Where this instance stands (rank, size, launcher, job id); unset: readLaunchEnvironment(). The
+  // job object passes the environment it read once, so the world agrees with it.
+  std::optional<LaunchEnvironment> launch;
 };
 
 // The rendezvous store of this job: a FileStore in XTRAIN_RENDEZVOUS_DIR (set by xrun), else, for

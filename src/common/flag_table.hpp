@@ -5,7 +5,8 @@
 // it. (xtrain used to write a flag four times, a field, a help line, a branch of an if-chain and
 // an entry of the agreement list, and each tool had its own number parsers.)
 //
-// Every refusal throws FlagError in the tool's own words: Syntax holds those of the command line
+// Every refusal of the table throws FlagError in the tool's own words (a tool's custom setter may
+// throw the tool's own usage error instead): Syntax holds those of the command line
 // (an unknown flag, a missing value), the value parsers hold those of the values. Words are
 // patterns with placeholders, {flag}, {arg}, {text}, ..., filled by fillPlaceholders.
 //

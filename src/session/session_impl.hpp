@@ -134,7 +134,7 @@ class SessionImpl {
   HostState hostState_;
   // Loss scaling, clipping, hyperparameter values and Lamb's norms (reads config_).
   UpdateControl updateControl_{config_};
-  // The local replicas; made by prepareDevice (kept if it fails after joining the instances).
+  // The local replicas; made by prepareDevice (kept whichever of its steps fails).
   std::unique_ptr<ReplicaRuntime> runtime_;
   // Saves and loads checkpoints with the other instances (over a split of the instances'
   // communicator, so an asynchronous save's collectives never interleave with training's).

@@ -69,7 +69,8 @@ class SessionProfiler {
   // Zeroes the execution profile: the counters, the times, the per-op times (not the device's
   // cycle counter, which getCycleCount reads).
   void resetProfile();
-  // Where replica 0's collectives are recorded (ReplicaCollectives::setProfile).
+  // Where replica 0's collectives are recorded (ReplicaCollectives::setRecorder, set by
+  // SessionImpl::prepareDevice).
   SessionProfile& profile() { return profile_; }
 
   // The records of one run(): its start, `bytes` moved for local replica `replica`, the seconds of

@@ -30,7 +30,7 @@ namespace xtrain::session {
 class UpdateControl {
  public:
   // `config` (its optimizer and automatic loss scaling settings) must outlive the control; the
-  // session replaces config.optimizer before calling setOptimizer.
+  // session replaces config.optimizer before calling optimizerChanged.
   explicit UpdateControl(const SessionConfig& config) : config_(&config) {}
 
   // Building the training graph: loss scaling's checks and the backward pass's seed tensor (the

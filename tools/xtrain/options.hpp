@@ -1,6 +1,8 @@
 // Command line of `xtrain`. parseOptions throws UsageError or flags::FlagError (exit code 2) for
 // anything it cannot accept. Each flag's name, reader, help, default and whether the instances must
-// agree on it are one row of trainFlags() (train_flags.cpp); the defaults below are the table's.
+// agree on it are one row of trainFlags() (train_flags.cpp), defaults included: a TrainOptions is
+// made by parseOptions, not default-constructed (its members' own initialisers are not the
+// defaults).
 #pragma once
 
 #include <cstdint>

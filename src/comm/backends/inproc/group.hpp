@@ -33,8 +33,8 @@ class Group {
   // Rank r's slot of the current collective.
   const Slot& slot(int rank) const { return rendezvous_.slot(rank); }
 
-  // Publishes `slot` as rank's and waits until all ranks arrived (publish: false, a plain barrier,
-  // e.g. the departure). On timeout, fails the group with a CommTimeoutError message
+  // Publishes `slot` as rank's and waits until all ranks arrived (the departure is a plain barrier:
+  // wait()). On timeout, fails the group with a CommTimeoutError message
   // "<what()>: ... ranks [..] did not arrive" and throws it. If the group fails while waiting,
   // throws that failure's error; if it failed before, throws CommAbortedError.
   void arrive(int rank, const Slot& slot, Milliseconds timeout,
