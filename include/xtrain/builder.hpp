@@ -226,20 +226,30 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                   const std::string& debugContext = {});
   TensorId argmin(const std::vector<TensorId>& args, int64_t axis = 0, int64_t keepdims = 1,
                   const std::string& debugContext = {});
-  // axes empty: all axes (as reducesum). Attributes up to opset 17 (ONNX makes them inputs at 18).
-  TensorId reducel1(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
-                    int64_t keepdims = 1, const std::string& debugContext = {});
-  TensorId reducel2(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
-                    int64_t keepdims = 1, const std::string& debugContext = {});
-  TensorId reducelogsumexp(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
+  // As PopART's: axes absent (nullopt): all axes; axes given but empty: none (the result is the
+  // elementwise op a reduction of one element is: Abs, Identity or Mul, as ONNX's attribute form
+  // has no way to say "no axes"). axes are an attribute up to opset 17 (an input from 18). Write
+  // std::vector<int64_t>{1, 2}: a braced list does not convert to the optional (as in PopART).
+  TensorId reducel1(const std::vector<TensorId>& args,
+                    std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                    const std::string& debugContext = {});
+  TensorId reducel2(const std::vector<TensorId>& args,
+                    std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                    const std::string& debugContext = {});
+  TensorId reducelogsumexp(const std::vector<TensorId>& args,
+                           std::optional<std::vector<int64_t>> axes = std::nullopt,
                            int64_t keepdims = 1, const std::string& debugContext = {});
-  TensorId reducemax(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
-                     int64_t keepdims = 1, const std::string& debugContext = {});
-  TensorId reducemin(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
-                     int64_t keepdims = 1, const std::string& debugContext = {});
-  TensorId reduceprod(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
-                      int64_t keepdims = 1, const std::string& debugContext = {});
-  TensorId reducesumsquare(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
+  TensorId reducemax(const std::vector<TensorId>& args,
+                     std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                     const std::string& debugContext = {});
+  TensorId reducemin(const std::vector<TensorId>& args,
+                     std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                     const std::string& debugContext = {});
+  TensorId reduceprod(const std::vector<TensorId>& args,
+                      std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                      const std::string& debugContext = {});
+  TensorId reducesumsquare(const std::vector<TensorId>& args,
+                           std::optional<std::vector<int64_t>> axes = std::nullopt,
                            int64_t keepdims = 1, const std::string& debugContext = {});
   // args = {x, axis} (axis a scalar INT32/INT64 tensor).
   TensorId cumsum(const std::vector<TensorId>& args, int64_t exclusive = 0, int64_t reverse = 0,
@@ -301,7 +311,8 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                                  const std::string& debugContext = {});
 
   // Recurrent: args = {X, W, R[, B[, sequence_lens[, initial_h[, initial_c[, P]]]]]} (LSTM has
-  // initial_c and P); num_outputs: how many of {Y, Y_h[, Y_c]} to return.
+  // initial_c and P); num_outputs: how many of {Y, Y_h[, Y_c]} to return. hidden_size absent:
+  // R's last dimension when its shape is known (so that getTensorShape works on the outputs).
   std::vector<TensorId> gru(const std::vector<TensorId>& args, unsigned num_outputs,
                             const std::vector<float>& activation_alpha = {},
                             const std::vector<float>& activation_beta = {},

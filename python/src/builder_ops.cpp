@@ -84,6 +84,8 @@ void bindAiOnnx11(py::module_& m) {
       "reducesum",
       [](O& o, const Ids& args, const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
          const std::string& d) {
+        // axes [] (not None): no axis, as in PopART; a sum or mean of one element is itself.
+        if (axes && axes->empty()) return o.identity(args, d);
         return o.reducesum(args, axes.value_or(std::vector<int64_t>{}), keepdims, d);
       },
       py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1,
@@ -92,6 +94,8 @@ void bindAiOnnx11(py::module_& m) {
       "reducemean",
       [](O& o, const Ids& args, const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
          const std::string& d) {
+        // axes [] (not None): no axis, as in PopART; a sum or mean of one element is itself.
+        if (axes && axes->empty()) return o.identity(args, d);
         return o.reducemean(args, axes.value_or(std::vector<int64_t>{}), keepdims, d);
       },
       py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1,

@@ -17,7 +17,6 @@ namespace xtrain::python {
 namespace {
 
 using Ids = std::vector<TensorId>;
-using Axes = std::optional<std::vector<int64_t>>;
 using Floats = std::vector<float>;
 using Strings = std::vector<std::string>;
 
@@ -91,14 +90,10 @@ void bindAiOnnx11More(py::class_<AiOnnxOpset11>& c) {
         py::arg("debugContext") = "");
   c.def("argmin", &O::argmin, py::arg("args"), py::arg("axis") = 0, py::arg("keepdims") = 1,
         py::arg("debugContext") = "");
-#define XTRAIN_REDUCE(name)                                                                 \
-  c.def(                                                                                    \
-      #name,                                                                                \
-      [](O& o, const Ids& args, const Axes& axes, int64_t keepdims, const std::string& d) { \
-        return o.name(args, axes.value_or(std::vector<int64_t>{}), keepdims, d);            \
-      },                                                                                    \
-      py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1,               \
-      py::arg("debugContext") = "")
+  // axes None: all axes; [] none (PopART's distinction).
+#define XTRAIN_REDUCE(name)                                                                      \
+  c.def(#name, &O::name, py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1, \
+        py::arg("debugContext") = "")
   XTRAIN_REDUCE(reducel1);
   XTRAIN_REDUCE(reducel2);
   XTRAIN_REDUCE(reducelogsumexp);
@@ -126,6 +121,26 @@ void bindAiOnnx11More(py::class_<AiOnnxOpset11>& c) {
       py::arg("args"), py::arg("value"), py::arg("debugContext") = "");
   c.def("pad", &O::pad, py::arg("args"), py::arg("mode") = "constant",
         py::arg("debugContext") = "");
+  // Pad-2's form (pads and value attributes), which PopART's tests call at their default opset
+  // 10: pads and value become the inputs of Pad-11.
+  c.def(
+      "pad",
+      [](O& o, const Ids& args, const std::vector<int64_t>& pads, const std::string& mode,
+         float value, const std::string& d) {
+        if (args.size() != 1) {
+          throw py::value_error("pad(args, pads, ...): takes 1 input tensor, got " +
+                                std::to_string(args.size()));
+        }
+        const float v[1] = {value};
+        const TensorId p = o.constant(
+            ConstVoidData::fromVector<int64_t>({static_cast<int64_t>(pads.size())}, pads),
+            d.empty() ? "pads" : d + "/pads");
+        const TensorId cv = o.constant(ConstVoidData(v, TensorInfo(DataType::FLOAT, {})),
+                                       d.empty() ? "value" : d + "/value");
+        return o.pad({args[0], p, cv}, mode, d);
+      },
+      py::arg("args"), py::arg("pads"), py::arg("mode") = "constant", py::arg("value") = 0.0f,
+      py::arg("debugContext") = "");
   c.def("resize", &O::resize, py::arg("args"),
         py::arg("coordinate_transformation_mode") = "half_pixel", py::arg("cubic_coeff_a") = -0.75f,
         py::arg("exclude_outside") = 0, py::arg("extrapolation_value") = 0.0f,

@@ -130,22 +130,41 @@ TensorId AiOnnxOpset11::argmin(const std::vector<TensorId>& args, int64_t axis, 
                      dc)[0];
 }
 
-// Reductions other than ReduceSum keep axes an attribute up to opset 17 (an input from 18).
-#define XT_REDUCE(method, type)                                                                 \
-  TensorId AiOnnxOpset11::method(const std::vector<TensorId>& args,                             \
-                                 const std::vector<int64_t>& axes, int64_t keepdims,            \
-                                 const std::string& dc) {                                       \
-    return impl_->node(#method, type, args, 1, 1, 1,                                            \
-                       {{"axes", BuilderImpl::nonEmpty(axes)}, {"keepdims", keepdims}}, dc)[0]; \
+namespace {
+
+// Reductions other than ReduceSum keep axes an attribute up to opset 17 (an input from 18). An
+// empty axes list reduces nothing: a reduction of one element is the elementwise `identity` op
+// (Abs, Identity, or Mul of x by itself).
+TensorId reduceOp(BuilderImpl& impl, const char* method, const std::string& type,
+                  const std::string& identity, const std::vector<TensorId>& args,
+                  const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
+                  const std::string& dc) {
+  if (axes && axes->empty()) {
+    BuilderImpl::checkArity(method, args, 1, 1);
+    const std::vector<TensorId> in =
+        identity == "Mul" ? std::vector<TensorId>{args[0], args[0]} : args;
+    return impl.node(method, identity, in, in.size(), in.size(), 1, {}, dc)[0];
+  }
+  return impl.node(method, type, args, 1, 1, 1,
+                   {{"axes", BuilderImpl::ifSet(axes)}, {"keepdims", keepdims}}, dc)[0];
+}
+
+}  // namespace
+
+#define XT_REDUCE(method, type, identity)                                                    \
+  TensorId AiOnnxOpset11::method(const std::vector<TensorId>& args,                          \
+                                 std::optional<std::vector<int64_t>> axes, int64_t keepdims, \
+                                 const std::string& dc) {                                    \
+    return reduceOp(*impl_, #method, type, identity, args, axes, keepdims, dc);              \
   }
 
-XT_REDUCE(reducel1, "ReduceL1")
-XT_REDUCE(reducel2, "ReduceL2")
-XT_REDUCE(reducelogsumexp, "ReduceLogSumExp")
-XT_REDUCE(reducemax, "ReduceMax")
-XT_REDUCE(reducemin, "ReduceMin")
-XT_REDUCE(reduceprod, "ReduceProd")
-XT_REDUCE(reducesumsquare, "ReduceSumSquare")
+XT_REDUCE(reducel1, "ReduceL1", "Abs")
+XT_REDUCE(reducel2, "ReduceL2", "Abs")
+XT_REDUCE(reducelogsumexp, "ReduceLogSumExp", "Identity")
+XT_REDUCE(reducemax, "ReduceMax", "Identity")
+XT_REDUCE(reducemin, "ReduceMin", "Identity")
+XT_REDUCE(reduceprod, "ReduceProd", "Identity")
+XT_REDUCE(reducesumsquare, "ReduceSumSquare", "Mul")
 
 #undef XT_REDUCE
 
@@ -313,6 +332,15 @@ std::vector<TensorId> recurrent(BuilderImpl& impl, const char* method, const cha
                                 std::optional<BuilderImpl::NodeAttr> extra, const std::string& dc) {
   checkOutputCount(method, num_outputs, maxOutputs);
   checkChoice(method, "direction", direction, {"forward", "reverse", "bidirectional"});
+  if (!hidden_size && args.size() >= 3 && impl.hasTensor(args[2])) {
+    // ONNX's shape inference takes the hidden size from the attribute only: give it R's
+    // [num_directions, gates * hidden, hidden] last dimension when that is known.
+    try {
+      const Shape r = impl.tensorInfo(args[2]).shape();
+      if (r.size() == 3) hidden_size = r[2];
+    } catch (const error&) {
+    }
+  }
   std::vector<BuilderImpl::NodeAttr> attrs = {
       {"activation_alpha", BuilderImpl::nonEmpty(activation_alpha)},
       {"activation_beta", BuilderImpl::nonEmpty(activation_beta)},
