@@ -210,9 +210,12 @@ class ReduceTest(OpTest):
                 with self.subTest(method=method, opset=opset):
                     out = infer(opset, {"x": x}, lambda o, b, i: [
                         getattr(o, method)([i], axes=[1, -1], keepdims=0),
-                        getattr(o, method)([i])])
+                        getattr(o, method)([i]),
+                        getattr(o, method)([i], axes=[], keepdims=0)])
                     np.testing.assert_allclose(out[0], ref(x, (1, 2), False), rtol=1e-5)
                     np.testing.assert_allclose(out[1], ref(x, None, True), rtol=1e-5)
+                    # axes=[] (not None) reduces nothing, as in PopART.
+                    np.testing.assert_allclose(out[2], ref(x, (), False), rtol=1e-5)
             self.grad_check(13, x, lambda o, b, w: getattr(o, method)([w], axes=[1]),
                             lambda w: ref(w, 1, True))
 
@@ -366,6 +369,21 @@ class ShapeOpsTest(OpTest):
         out = infer(13, {"x": x}, lambda o, b, i: o.pad(
             [i, o.constant(pads), o.constant(np.array(9, np.float32))]))
         np.testing.assert_allclose(out, np.pad(x, ((1, 0), (0, 2)), constant_values=9))
+        # Pad-2's keywords (PopART's tests at their default opset 10), written as Pad-11's inputs.
+        out = infer(13, {"x": x}, lambda o, b, i: [
+            o.pad([i], pads=[1, 0, 0, 2], mode="constant", value=-1.0),
+            o.pad([i], [0, 1, 0, 1], "edge")])
+        np.testing.assert_allclose(out[0], np.pad(x, ((1, 0), (0, 2)), constant_values=-1))
+        np.testing.assert_allclose(out[1], np.pad(x, ((0, 0), (1, 1)), mode="edge"))
+
+    def test_reducesum_reducemean_no_axes(self):
+        x = rand(2, 3)
+        out = infer(13, {"x": x}, lambda o, b, i: [o.reducesum([i], axes=[]),
+                                                   o.reducemean([i], axes=[], keepdims=0),
+                                                   o.reducesum([i], keepdims=0)])
+        np.testing.assert_allclose(out[0], x)
+        np.testing.assert_allclose(out[1], x)
+        np.testing.assert_allclose(out[2], x.sum(), rtol=1e-6)
 
     def test_trilu(self):
         x = rand(3, 4)
