@@ -178,6 +178,166 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
   // A Constant node holding a copy of value.
   TensorId constant(const ConstVoidData& value, const std::string& debugContext = {});
 
+  // ---- More ai.onnx ops, as PopART's AiOnnxOpset11 has them (PopART's names, argument order and
+  // defaults; ONNX's attribute names). Where ONNX has an input (Clip's min/max, Pad's pads and
+  // constant_value, TopK's K, OneHot's depth and values, Resize's roi/scales/sizes, CumSum's axis,
+  // Tile's repeats, Expand's shape), it is one of args. C++ reserves and/or/not/xor: the logical
+  // ops are logical_and, logical_or, logical_not and logical_xor, as in PopART.
+  //
+  // Elementwise unary.
+  TensorId ceil(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId floor(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId cos(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId sin(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId erf(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId reciprocal(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId sign(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId softplus(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId softsign(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId logical_not(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId elu(const std::vector<TensorId>& args, float alpha = 1.0f,
+               const std::string& debugContext = {});
+  TensorId leakyrelu(const std::vector<TensorId>& args, float alpha = 0.01f,
+                     const std::string& debugContext = {});
+  TensorId selu(const std::vector<TensorId>& args, float alpha = 1.67326f, float gamma = 1.0507f,
+                const std::string& debugContext = {});
+  TensorId hardsigmoid(const std::vector<TensorId>& args, float alpha = 0.2f, float beta = 0.5f,
+                       const std::string& debugContext = {});
+  // args = {input[, min[, max]]} (scalar tensors; absent or "": no bound).
+  TensorId clip(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // Elementwise binary (numpy broadcasting); max and min take one or more inputs.
+  TensorId logical_and(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId logical_or(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId logical_xor(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId equal(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId greater(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId less(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId max(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId min(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId prelu(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // fmod 0: the sign of the divisor (integers only); 1: C's fmod.
+  TensorId mod(const std::vector<TensorId>& args, int64_t fmod = 0,
+               const std::string& debugContext = {});
+  // args = {condition, X, Y}.
+  TensorId where(const std::vector<TensorId>& args, const std::string& debugContext = {});
+
+  // Indices and reductions. argmax/argmin output INT64.
+  TensorId argmax(const std::vector<TensorId>& args, int64_t axis = 0, int64_t keepdims = 1,
+                  const std::string& debugContext = {});
+  TensorId argmin(const std::vector<TensorId>& args, int64_t axis = 0, int64_t keepdims = 1,
+                  const std::string& debugContext = {});
+  // As PopART's: axes absent (nullopt): all axes; axes given but empty: none (the result is the
+  // elementwise op a reduction of one element is: Abs, Identity or Mul, as ONNX's attribute form
+  // has no way to say "no axes"). axes are an attribute up to opset 17 (an input from 18). Write
+  // std::vector<int64_t>{1, 2}: a braced list does not convert to the optional (as in PopART).
+  TensorId reducel1(const std::vector<TensorId>& args,
+                    std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                    const std::string& debugContext = {});
+  TensorId reducel2(const std::vector<TensorId>& args,
+                    std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                    const std::string& debugContext = {});
+  TensorId reducelogsumexp(const std::vector<TensorId>& args,
+                           std::optional<std::vector<int64_t>> axes = std::nullopt,
+                           int64_t keepdims = 1, const std::string& debugContext = {});
+  TensorId reducemax(const std::vector<TensorId>& args,
+                     std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                     const std::string& debugContext = {});
+  TensorId reducemin(const std::vector<TensorId>& args,
+                     std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                     const std::string& debugContext = {});
+  TensorId reduceprod(const std::vector<TensorId>& args,
+                      std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
+                      const std::string& debugContext = {});
+  TensorId reducesumsquare(const std::vector<TensorId>& args,
+                           std::optional<std::vector<int64_t>> axes = std::nullopt,
+                           int64_t keepdims = 1, const std::string& debugContext = {});
+  // args = {x, axis} (axis a scalar INT32/INT64 tensor).
+  TensorId cumsum(const std::vector<TensorId>& args, int64_t exclusive = 0, int64_t reverse = 0,
+                  const std::string& debugContext = {});
+  // args = {X, K} (K an INT64 [1]); returns {Values, Indices}.
+  std::vector<TensorId> topk(const std::vector<TensorId>& args, int64_t axis = -1,
+                             int64_t largest = 1, int64_t sorted = 1,
+                             const std::string& debugContext = {});
+  // args = {indices, depth, values}.
+  TensorId onehot(const std::vector<TensorId>& args, int64_t axis = -1,
+                  const std::string& debugContext = {});
+
+  // Gather and scatter. args: {data, indices} for the gathers, {data, indices, updates} for the
+  // scatters. scatter is ONNX's Scatter-11, deprecated: this writes the same ScatterElements node.
+  TensorId gatherelements(const std::vector<TensorId>& args, int64_t axis = 0,
+                          const std::string& debugContext = {});
+  TensorId gathernd(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId scatter(const std::vector<TensorId>& args, int64_t axis = 0,
+                   const std::string& debugContext = {});
+  TensorId scatterelements(const std::vector<TensorId>& args, int64_t axis = 0,
+                           const std::string& debugContext = {});
+  TensorId scatternd(const std::vector<TensorId>& args, const std::string& debugContext = {});
+
+  // Shapes. shape and size output INT64; expand: args = {input, shape}; tile: args = {input,
+  // repeats}; range: args = {start, limit, delta} (scalars).
+  TensorId shape(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId size(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId expand(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId tile(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId range(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // args = {shape} (INT64 [rank]); value: a one-element tensor giving the fill value and type.
+  TensorId constantofshape(const std::vector<TensorId>& args, const ConstVoidData& value,
+                           const std::string& debugContext = {});
+  // args = {data, pads[, constant_value]}; mode "constant", "reflect" or "edge".
+  TensorId pad(const std::vector<TensorId>& args, const std::string& mode = "constant",
+               const std::string& debugContext = {});
+  // args = {X, roi, scales[, sizes]} (an absent input: "").
+  TensorId resize(const std::vector<TensorId>& args,
+                  const std::string& coordinate_transformation_mode = "half_pixel",
+                  float cubic_coeff_a = -0.75f, int64_t exclude_outside = 0,
+                  float extrapolation_value = 0.0f, const std::string& mode = "nearest",
+                  const std::string& nearest_mode = "round_prefer_floor",
+                  const std::string& debugContext = {});
+  // args = {X, scales}. ONNX deprecated Upsample at opset 10: this writes the equivalent Resize
+  // node (asymmetric coordinates, nearest: floor).
+  TensorId upsample(const std::vector<TensorId>& args, const std::string& mode = "nearest",
+                    const std::string& debugContext = {});
+
+  // Convolution, normalisation. instancenormalization: args = {input, scale, B}.
+  TensorId convtranspose(const std::vector<TensorId>& args,
+                         const std::vector<int64_t>& dilations = {}, int64_t group = 1,
+                         const std::vector<int64_t>& kernel_shape = {},
+                         const std::vector<int64_t>& output_padding = {},
+                         const std::vector<int64_t>& output_shape = {},
+                         const std::vector<int64_t>& pads = {},
+                         const std::vector<int64_t>& strides = {},
+                         const std::string& debugContext = {});
+  TensorId instancenormalization(const std::vector<TensorId>& args, float epsilon = 1e-05f,
+                                 const std::string& debugContext = {});
+
+  // Recurrent: args = {X, W, R[, B[, sequence_lens[, initial_h[, initial_c[, P]]]]]} (LSTM has
+  // initial_c and P); num_outputs: how many of {Y, Y_h[, Y_c]} to return. hidden_size absent:
+  // R's last dimension when its shape is known (so that getTensorShape works on the outputs).
+  std::vector<TensorId> gru(const std::vector<TensorId>& args, unsigned num_outputs,
+                            const std::vector<float>& activation_alpha = {},
+                            const std::vector<float>& activation_beta = {},
+                            const std::vector<std::string>& activations = {},
+                            std::optional<float> clip = std::nullopt,
+                            const std::string& direction = "forward",
+                            std::optional<int64_t> hidden_size = std::nullopt,
+                            int64_t linear_before_reset = 0, const std::string& debugContext = {});
+  std::vector<TensorId> lstm(const std::vector<TensorId>& args, unsigned num_outputs,
+                             const std::vector<float>& activation_alpha = {},
+                             const std::vector<float>& activation_beta = {},
+                             const std::vector<std::string>& activations = {},
+                             std::optional<float> clip = std::nullopt,
+                             const std::string& direction = "forward",
+                             std::optional<int64_t> hidden_size = std::nullopt,
+                             int64_t input_forget = 0, const std::string& debugContext = {});
+  std::vector<TensorId> rnn(const std::vector<TensorId>& args, unsigned num_outputs,
+                            const std::vector<float>& activation_alpha = {},
+                            const std::vector<float>& activation_beta = {},
+                            const std::vector<std::string>& activations = {},
+                            std::optional<float> clip = std::nullopt,
+                            const std::string& direction = "forward",
+                            std::optional<int64_t> hidden_size = std::nullopt,
+                            const std::string& debugContext = {});
+
  protected:
   AiOnnxOpset11(BuilderImpl* impl, int version) : DomainOpSet(impl, version) {}
 };
@@ -192,6 +352,20 @@ class XTRAIN_API AiOnnxOpset12 : public AiOnnxOpset11 {
                                                 std::optional<int64_t> ignore_index = std::nullopt,
                                                 const std::string& reduction = "mean",
                                                 const std::string& debugContext = {});
+
+  // Ops new in ai.onnx opset 12.
+  TensorId celu(const std::vector<TensorId>& args, float alpha = 1.0f,
+                const std::string& debugContext = {});
+  // args: the operands; equation as numpy.einsum's.
+  TensorId einsum(const std::vector<TensorId>& args, const std::string& equation,
+                  const std::string& debugContext = {});
+  TensorId greaterorequal(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId lessorequal(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // args = {input, target[, weight]}; reduction "none", "sum" or "mean".
+  TensorId negativeloglikelihoodloss(const std::vector<TensorId>& args,
+                                     std::optional<int64_t> ignore_index = std::nullopt,
+                                     const std::string& reduction = "mean",
+                                     const std::string& debugContext = {});
 
  protected:
   AiOnnxOpset12(BuilderImpl* impl, int version) : AiOnnxOpset11(impl, version) {}
@@ -208,6 +382,10 @@ class XTRAIN_API AiOnnxOpset13 : public AiOnnxOpset12 {
 class XTRAIN_API AiOnnxOpset14 : public AiOnnxOpset13 {
  public:
   explicit AiOnnxOpset14(BuilderImpl* impl) : AiOnnxOpset14(impl, 14) {}
+  // Ops new in ai.onnx opset 14. trilu: args = {input[, k]}.
+  TensorId hardswish(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId trilu(const std::vector<TensorId>& args, int64_t upper = 1,
+                 const std::string& debugContext = {});
 
  protected:
   AiOnnxOpset14(BuilderImpl* impl, int version) : AiOnnxOpset13(impl, version) {}
@@ -216,6 +394,12 @@ class XTRAIN_API AiOnnxOpset14 : public AiOnnxOpset13 {
 class XTRAIN_API AiOnnxOpset15 : public AiOnnxOpset14 {
  public:
   explicit AiOnnxOpset15(BuilderImpl* impl) : AiOnnxOpset15(impl, 15) {}
+  // args = {input, target_type}: input cast to target_type's element type.
+  TensorId castlike(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // Shape 15 takes the dimensions [start, end) (negative: from the back); shape(args) keeps all.
+  using AiOnnxOpset11::shape;
+  TensorId shape(const std::vector<TensorId>& args, int64_t start,
+                 std::optional<int64_t> end = std::nullopt, const std::string& debugContext = {});
 
  protected:
   AiOnnxOpset15(BuilderImpl* impl, int version) : AiOnnxOpset14(impl, version) {}

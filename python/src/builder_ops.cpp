@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "builder_ops_more.hpp"
 #include "builder_support.hpp"
 #include "numpy_types.hpp"
 #include "xtrain/builder.hpp"
@@ -83,6 +84,8 @@ void bindAiOnnx11(py::module_& m) {
       "reducesum",
       [](O& o, const Ids& args, const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
          const std::string& d) {
+        // axes [] (not None): no axis, as in PopART; a sum or mean of one element is itself.
+        if (axes && axes->empty()) return o.identity(args, d);
         return o.reducesum(args, axes.value_or(std::vector<int64_t>{}), keepdims, d);
       },
       py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1,
@@ -91,6 +94,8 @@ void bindAiOnnx11(py::module_& m) {
       "reducemean",
       [](O& o, const Ids& args, const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
          const std::string& d) {
+        // axes [] (not None): no axis, as in PopART; a sum or mean of one element is itself.
+        if (axes && axes->empty()) return o.identity(args, d);
         return o.reducemean(args, axes.value_or(std::vector<int64_t>{}), keepdims, d);
       },
       py::arg("args"), py::arg("axes") = py::none(), py::arg("keepdims") = 1,
@@ -127,22 +132,29 @@ void bindAiOnnx11(py::module_& m) {
         return o.constant(arrayData(value, "constant: value", keep), d);
       },
       py::arg("value"), py::arg("debugContext"));
+  bindAiOnnx11More(c);
 }
 
 // Opsets 12 to 17: what each adds to or changes in the one before.
 void bindAiOnnxLaterOpsets(py::module_& m) {
   using O = AiOnnxOpset11;
-  py::class_<AiOnnxOpset12, AiOnnxOpset11>(m, "AiOnnxOpset12", "The ai.onnx opset 12 op builder.")
-      .def("softmaxcrossentropyloss", &AiOnnxOpset12::softmaxcrossentropyloss, py::arg("args"),
-           py::arg("num_outputs") = 1, py::arg("ignore_index") = py::none(),
-           py::arg("reduction") = "mean", py::arg("debugContext") = "");
+  py::class_<AiOnnxOpset12, AiOnnxOpset11> c12(m, "AiOnnxOpset12",
+                                               "The ai.onnx opset 12 op builder.");
+  c12.def("softmaxcrossentropyloss", &AiOnnxOpset12::softmaxcrossentropyloss, py::arg("args"),
+          py::arg("num_outputs") = 1, py::arg("ignore_index") = py::none(),
+          py::arg("reduction") = "mean", py::arg("debugContext") = "");
+  bindAiOnnx12More(c12);
   py::class_<AiOnnxOpset13, AiOnnxOpset12>(m, "AiOnnxOpset13", "The ai.onnx opset 13 op builder.")
       .def("softmax", &O::softmax, py::arg("args"), py::arg("axis") = -1,
            py::arg("debugContext") = "")
       .def("logsoftmax", &O::logsoftmax, py::arg("args"), py::arg("axis") = -1,
            py::arg("debugContext") = "");
-  py::class_<AiOnnxOpset14, AiOnnxOpset13>(m, "AiOnnxOpset14", "The ai.onnx opset 14 op builder.");
-  py::class_<AiOnnxOpset15, AiOnnxOpset14>(m, "AiOnnxOpset15", "The ai.onnx opset 15 op builder.");
+  py::class_<AiOnnxOpset14, AiOnnxOpset13> c14(m, "AiOnnxOpset14",
+                                               "The ai.onnx opset 14 op builder.");
+  bindAiOnnx14More(c14);
+  py::class_<AiOnnxOpset15, AiOnnxOpset14> c15(m, "AiOnnxOpset15",
+                                               "The ai.onnx opset 15 op builder.");
+  bindAiOnnx15More(c15);
   py::class_<AiOnnxOpset16, AiOnnxOpset15>(m, "AiOnnxOpset16", "The ai.onnx opset 16 op builder.");
   py::class_<AiOnnxOpset17, AiOnnxOpset16>(m, "AiOnnxOpset17", "The ai.onnx opset 17 op builder.")
       .def("layernormalization", &AiOnnxOpset17::layernormalization, py::arg("args"),

@@ -34,7 +34,8 @@ inline ConstVoidData arrayData(const pybind11::object& value, const std::string&
   const DataType t = dataTypeFromNumpy(arr.dtype(), what);
   keep = py::module_::import("numpy").attr("ascontiguousarray")(arr);
   const auto c = py::reinterpret_borrow<py::array>(keep);
-  Shape shape(c.shape(), c.shape() + c.ndim());
+  // The shape of the array given: ascontiguousarray turns a 0-d array (a scalar) into shape [1].
+  Shape shape(arr.shape(), arr.shape() + arr.ndim());
   return ConstVoidData(c.data(), TensorInfo(t, shape));
 }
 

@@ -4,6 +4,8 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cstdint>
+#include <type_traits>
+#include <variant>
 
 #include "ir/graph.hpp"
 
@@ -61,6 +63,12 @@ void setStringsAttr(onnx::NodeProto& node, const std::string& name,
                     const std::vector<std::string>& v) {
   auto* a = newAttr(node, name, onnx::AttributeProto::STRINGS);
   for (const auto& x : v) a->add_strings(x);
+}
+
+void setTensorAttr(onnx::NodeProto& node, const std::string& name, const void* data,
+                   const TensorInfo& info) {
+  ir::onnxutil::setTensorProto(*newAttr(node, name, onnx::AttributeProto::TENSOR)->mutable_t(),
+                               data, info);
 }
 
 BuilderImpl::BuilderImpl() {
@@ -194,6 +202,33 @@ void BuilderImpl::setReplicaShape(const TensorId& id, const Shape& shape) {
 
 void BuilderImpl::setGraphName(const std::string& name) {
   model_.mutable_graph()->set_name(name);
+}
+
+std::vector<TensorId> BuilderImpl::node(const char* method, const std::string& type,
+                                        const std::vector<TensorId>& args, size_t minArgs,
+                                        size_t maxArgs, unsigned numOutputs,
+                                        const std::vector<NodeAttr>& attrs,
+                                        const std::string& debugContext,
+                                        const std::string& domain) {
+  checkArity(method, args, minArgs, maxArgs);
+  Emitted e = emit(type, domain, args, numOutputs, debugContext);
+  for (const NodeAttr& a : attrs) {
+    if (!a.value) continue;
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, int64_t>) setIntAttr(*e.node, a.name, v);
+          if constexpr (std::is_same_v<T, float>) setFloatAttr(*e.node, a.name, v);
+          if constexpr (std::is_same_v<T, std::string>) setStringAttr(*e.node, a.name, v);
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>) setIntsAttr(*e.node, a.name, v);
+          if constexpr (std::is_same_v<T, std::vector<float>>) setFloatsAttr(*e.node, a.name, v);
+          if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            setStringsAttr(*e.node, a.name, v);
+          }
+        },
+        *a.value);
+  }
+  return e.outputs;
 }
 
 void BuilderImpl::checkArity(const char* method, const std::vector<TensorId>& args, size_t min,

@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ir/graph.hpp"
@@ -61,6 +63,28 @@ class BuilderImpl {
   // Emits a single-output node and returns its output.
   TensorId emit1(const std::string& opType, const std::vector<TensorId>& inputs,
                  const std::string& debugContext, const std::string& domain = "");
+  // The generic op emitter behind most opset methods: checks that args.size() is in [minArgs,
+  // maxArgs] (as checkArity), emits a node of `type` with numOutputs outputs and writes the
+  // attributes whose value is present, in the order given.
+  using AttrValue = std::variant<int64_t, float, std::string, std::vector<int64_t>,
+                                 std::vector<float>, std::vector<std::string>>;
+  struct NodeAttr {
+    std::string name;
+    std::optional<AttrValue> value;  // nullopt: leave the attribute out (ONNX's default)
+  };
+  std::vector<TensorId> node(const char* method, const std::string& type,
+                             const std::vector<TensorId>& args, size_t minArgs, size_t maxArgs,
+                             unsigned numOutputs, const std::vector<NodeAttr>& attrs,
+                             const std::string& debugContext, const std::string& domain = "");
+  // An optional attribute value: absent when v is empty (or nullopt).
+  template <typename T>
+  static std::optional<AttrValue> nonEmpty(const std::vector<T>& v) {
+    return v.empty() ? std::nullopt : std::optional<AttrValue>(v);
+  }
+  template <typename T>
+  static std::optional<AttrValue> ifSet(const std::optional<T>& v) {
+    return v ? std::optional<AttrValue>(*v) : std::nullopt;
+  }
   // A Constant node holding a copy of data (laid out as info says).
   TensorId constant(const void* data, const TensorInfo& info, const std::string& debugContext);
   TensorId constantInt64(const std::vector<int64_t>& values, const std::string& debugContext);
@@ -111,6 +135,9 @@ void setIntsAttr(onnx::NodeProto& node, const std::string& name, const std::vect
 void setFloatsAttr(onnx::NodeProto& node, const std::string& name, const std::vector<float>& v);
 void setStringsAttr(onnx::NodeProto& node, const std::string& name,
                     const std::vector<std::string>& v);
+// A TENSOR attribute holding a copy of data (laid out as info says).
+void setTensorAttr(onnx::NodeProto& node, const std::string& name, const void* data,
+                   const TensorInfo& info);
 
 }  // namespace xtrain
 
