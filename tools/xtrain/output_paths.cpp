@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "checkpoint/layout.hpp"
-#include "checkpoint_dir.hpp"
 
 namespace xtrain::tools {
 
@@ -119,7 +118,7 @@ void checkResumed(const Output& out, const std::string& resume) {
 void checkCheckpointDirectory(const Output& out, const std::string& dir) {
   const fs::path root = landingPath(dir);
   const auto reserved = [](const std::string& name) {
-    return checkpoint::layout::isReservedName(name) || name == kCheckpointLockFile;
+    return checkpoint::layout::isReservedName(name);
   };
   if (const auto rel = below(out.lands, root)) {
     if (*rel == ".") refuse(out, "is the same file as --checkpoint-dir " + dir);
