@@ -19,7 +19,9 @@
 //   2. after all parts are written, one instance: writeIndex(staging, attributes, parts)
 //   3. the same instance: commit(staging, final): fsync, rename staging -> final, then replace
 //      `latest` (write latest.tmp-<pid>-<n>, fsync, rename).
-// A staging directory is "<final>.tmp-<tag>"; list() ignores those, and prune() removes stale ones.
+// A staging directory is "<final>.tmp-<tag>"; listing ignores those, and pruning removes stale
+// ones. What a directory of checkpoints holds beside them (`latest`, the lock), which is the
+// newest, and pruning are CheckpointDirectory's (checkpoint_directory.hpp).
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -129,15 +131,9 @@ void writePart(const std::string& stagingDir, int instance, const std::vector<Da
 // attributes.creationTime is filled in with the current UTC time.
 void writeIndex(const std::string& stagingDir, const Attributes& attributes, int parts);
 // Stage 3: makes the staged checkpoint the complete `finalDir` and points <parent>/latest at it,
-// unless checkLatestIsReplaceable(parent) refuses (then the checkpoint is complete and `latest` is
-// left as it was, with a warning).
+// unless CheckpointDirectory(parent).checkLatestIsReplaceable() refuses (then the checkpoint is
+// complete and `latest` is left as it was, with a warning).
 void commit(const std::string& stagingDir, const std::string& finalDir);
-// Throws CheckpointError, naming the file, unless a save into `checkpointDir` may replace its
-// `latest`: it is absent, or it is what commit() writes there, a regular file holding one name on
-// one line that is a checkpoint's name (ckpt-<step>) or names a checkpoint xtrain wrote in the
-// directory (one with a seal). A user's own file named `latest` beside a checkpoint saved as
-// DIR/run1 is never replaced.
-void checkLatestIsReplaceable(const std::string& checkpointDir);
 
 // Reads and verifies a checkpoint (its directory or its checkpoint.h5): format name, version (a
 // newer version is refused, naming both), every dataset's presence, shape and crc32. Throws
@@ -159,32 +155,6 @@ struct DatasetInfo {
 // parts present, each dataset mapped to its part with the same shape, type and checksum attribute)
 // but without reading data or computing checksums (xckpt show). Throws CheckpointError.
 std::vector<DatasetInfo> listDatasets(const std::string& path);
-
-struct Listed {
-  std::string path;  // the checkpoint's directory
-  int64_t step = 0;
-  std::string creationTime;
-  uint64_t bytes = 0;     // on disk, parts included
-  bool complete = false;  // its index and every part are present and its attributes readable
-  std::string problem;    // the first problem found when not complete
-};
-// The checkpoints of a checkpoint directory, oldest first (staging directories excluded).
-std::vector<Listed> list(const std::string& checkpointDir);
-// The newest complete checkpoint of the directory (following `latest` when it names a complete one,
-// else the highest complete step), or nullopt when there is none.
-std::optional<std::string> latestComplete(const std::string& checkpointDir);
-// The checkpoints of the directory in the order a resume tries them: the one `latest` names first,
-// then the others newest first (incomplete and damaged ones included: the caller reads each and
-// says why it skips it).
-std::vector<Listed> resumeOrder(const std::string& checkpointDir);
-// Removes all but the newest `keep` complete checkpoints, and staging directories left by killed
-// jobs (not the one named by `activeStaging`, nor one whose tag names a process alive on this
-// host), and temporary copies of `latest` left by killed processes of this host. Only removes what
-// xtrain wrote: a checkpoint without a seal (format version 1, or not written by xtrain) is kept
-// with a warning, and a leftover holding files xtrain does not write is kept too. Never removes the
-// checkpoint `latest` names, nor incomplete checkpoints (kept for inspection). `keep` < 1 throws
-// CheckpointError. Call it from one instance only (the one that commits).
-void prune(const std::string& checkpointDir, int keep, const std::string& activeStaging = "");
 
 // Whether checkpoints may be written on a background thread while other threads use HDF5 (the HDF5
 // library is a thread-safe build). Sessions write synchronously when it is not.

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "checkpoint/durable_files.hpp"
 #include "checkpoint/layout.hpp"
 #include "checkpoint/seal.hpp"
@@ -122,14 +123,14 @@ void commit(const std::string& stagingDir, const std::string& finalDir) {
   fsyncPath(parent);
 
   // 3. `latest` names it (atomically replaced), then the replaced copy goes. The checkpoint is
-  //    complete from here on: a failure now is a warning, not a failed save (list() and
-  //    latestComplete() fall back to the newest complete checkpoint when `latest` is stale, and
-  //    prune() removes a leftover copy).
+  //    complete from here on: a failure now is a warning, not a failed save (listing and
+  //    CheckpointDirectory::newestComplete() fall back to the newest complete checkpoint when
+  //    `latest` is stale, and pruning removes a leftover copy).
   tidyUp(finalDir, [&] {
     // Checked before the save too (a file that appeared since is left alone all the same).
-    checkLatestIsReplaceable(parent);
-    replaceFileDurably((fs::path(parent) / layout::kLatestFile).string(),
-                       baseName(finalDir) + "\n");
+    const CheckpointDirectory directory(parent);
+    directory.checkLatestIsReplaceable();
+    directory.pointLatestAt(baseName(finalDir));
   });
   // Also when `latest` could not be written: the replaced copy must not be left behind.
   if (!retired.empty()) {

@@ -54,7 +54,8 @@ std::optional<int64_t> checkpointStep(const std::string& name) {
 }
 
 bool isReservedName(const std::string& name) {
-  if (name == kLatestFile || name.starts_with(std::string(kLatestFile) + kStagingMarker)) {
+  if (name == kLatestFile || name == kLockFile ||
+      name.starts_with(std::string(kLatestFile) + kStagingMarker)) {
     return true;
   }
   size_t end = name.size();

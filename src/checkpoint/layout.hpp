@@ -11,6 +11,8 @@ namespace xtrain::checkpoint::layout {
 
 inline constexpr const char* kIndexFile = "checkpoint.h5";
 inline constexpr const char* kLatestFile = "latest";
+// Locked by the job writing into the directory (CheckpointDirectory::lock), holding its pid.
+inline constexpr const char* kLockFile = ".xtrain-lock";
 // Written by writeIndex beside the index (seal.hpp): the index's size and CRC-32, and the mark of a
 // directory xtrain committed.
 inline constexpr const char* kSealFile = "seal";
@@ -43,11 +45,10 @@ std::optional<int> partIndex(const std::string& name);
 // and retired directories included).
 std::optional<int64_t> checkpointStep(const std::string& name);
 // Whether `name`, an entry of a checkpoint directory, is one that xtrain's checkpoint code creates,
-// replaces, renames or removes there: `latest` and its temporary copies ("latest.tmp-..."), a
-// checkpoint "ckpt-<digits>" and its staging, retired and set-aside copies
-// ("ckpt-<digits>.tmp-...",
-// ".old-...", ".kept-..."). A file of the user's under such a name is at risk; under any other name
-// it is left alone.
+// replaces, renames or removes there: `latest` and its temporary copies ("latest.tmp-..."), the
+// lock file, a checkpoint "ckpt-<digits>" and its staging, retired and set-aside copies
+// ("ckpt-<digits>.tmp-...", ".old-...", ".kept-..."). A file of the user's under such a name is at
+// risk; under any other name it is left alone.
 bool isReservedName(const std::string& name);
 
 }  // namespace xtrain::checkpoint::layout

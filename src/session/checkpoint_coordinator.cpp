@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "checkpoint/checkpoint_directory.hpp"
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "common/env_value.hpp"
@@ -126,7 +127,7 @@ void CheckpointCoordinator::checkDirectory(const std::string& path) {
   } else if (!comm || comm->rank() == 0) {
     // The instance that commits: `latest` beside the checkpoint must be xtrain's to replace.
     try {
-      checkpoint::checkLatestIsReplaceable(final.parent_path().string());
+      checkpoint::CheckpointDirectory(final.parent_path().string()).checkLatestIsReplaceable();
     } catch (const checkpoint::CheckpointError& e) {
       failure = format("saveCheckpoint '{}': {}", path, e.what());
     }
@@ -324,7 +325,7 @@ std::optional<std::pair<std::string, checkpoint::Contents>> CheckpointCoordinato
   std::vector<checkpoint::Listed> candidates;
   std::string failure;
   try {
-    candidates = checkpoint::resumeOrder(directory);
+    candidates = checkpoint::CheckpointDirectory(directory).resumeOrder();
   } catch (const std::exception& e) {
     failure = e.what();
   }

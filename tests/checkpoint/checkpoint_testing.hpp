@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "checkpoint/seal.hpp"
 
 namespace xtrain::checkpoint::testing {

@@ -158,10 +158,10 @@ TEST_F(CheckpointCorruption, NegativeOrHugeStepIsDamage) {
   ASSERT_TRUE(rewriteRootInt64(dir_, "step", -7));
   EXPECT_TRUE(anyProblemHas(verify(dir_), {"checkpoint.h5", "damaged", "'step' is -7"}));
   expectCheckpointError([&] { readAttributes(dir_); }, {"'step' is -7"});
-  const auto listed = list(root_.string());
+  const auto listed = checkpoint::CheckpointDirectory(root_.string()).list();
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_FALSE(listed[0].complete);
-  EXPECT_EQ(latestComplete(root_.string()), std::nullopt);
+  EXPECT_EQ(checkpoint::CheckpointDirectory(root_.string()).newestComplete(), std::nullopt);
   ASSERT_TRUE(rewriteRootInt64(dir_, "step", 1'000'000'000'000'000));
   EXPECT_TRUE(anyProblemHas(verify(dir_), {"'step' is 1000000000000000"}));
   ASSERT_TRUE(rewriteRootInt64(dir_, "instances", 0));
@@ -179,7 +179,7 @@ TEST_F(CheckpointCorruption, FormatVersion1WithoutSealStillReads) {
   fs::remove(fs::path(old) / "seal");
   EXPECT_TRUE(verify(old).empty());
   EXPECT_EQ(read(old).attributes.formatVersion, 1);
-  EXPECT_EQ(latestComplete(root_.string()), old);
+  EXPECT_EQ(checkpoint::CheckpointDirectory(root_.string()).newestComplete(), old);
 }
 
 }  // namespace

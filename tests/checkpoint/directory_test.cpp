@@ -1,8 +1,11 @@
-// A checkpoint directory: list, latestComplete and prune, with staging directories of unfinished
-// saves and checkpoints that are incomplete.
+// A checkpoint directory (CheckpointDirectory): list, newestComplete, prune and the lock, with
+// staging directories of unfinished saves and checkpoints that are incomplete.
 #include <sys/wait.h>
 
+#include <optional>
+
 #include "checkpoint/durable_files.hpp"
+#include "checkpoint/layout.hpp"
 #include "checkpoint_testing.hpp"
 
 namespace xtrain::checkpoint::testing {
@@ -10,6 +13,9 @@ namespace {
 
 class CheckpointDirectory : public CheckpointTest {
  protected:
+  checkpoint::CheckpointDirectory dir() const {
+    return checkpoint::CheckpointDirectory(root_.string());
+  }
   std::string latestFile() const {
     std::string s = readFile(root_ / "latest");
     while (!s.empty() && (s.back() == '\n')) s.pop_back();
@@ -29,7 +35,7 @@ TEST_F(CheckpointDirectory, ListIsOrderedAndIgnoresStagingAndForeignEntries) {
   stage(30, "killed");
   fs::create_directories(root_ / "notes");
   writeFile(root_ / "ckpt-00000040", "a file, not a directory");
-  const auto listed = list(root_.string());
+  const auto listed = dir().list();
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].step, 3);
   EXPECT_EQ(listed[1].step, 20);
@@ -39,40 +45,41 @@ TEST_F(CheckpointDirectory, ListIsOrderedAndIgnoresStagingAndForeignEntries) {
     EXPECT_EQ(l.creationTime, "2024-05-01T12:00:00Z");
     EXPECT_GT(l.bytes, 12u * 4u);
   }
-  EXPECT_TRUE(list((root_ / "does-not-exist").string()).empty());
+  EXPECT_TRUE(checkpoint::CheckpointDirectory((root_ / "does-not-exist").string()).list().empty());
 }
 
 TEST_F(CheckpointDirectory, IncompleteCheckpointsAreListedAsSuch) {
   const std::string a = save(root_, 1, sampleParts(1));
   const std::string b = save(root_, 2, sampleParts(2));
   fs::remove(fs::path(b) / "part-1.h5");
-  const auto listed = list(root_.string());
+  const auto listed = dir().list();
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_TRUE(listed[0].complete);
   EXPECT_FALSE(listed[1].complete);
   EXPECT_EQ(listed[1].step, 2);  // from the name when the checkpoint cannot vouch for itself
   // latest names the incomplete one: the newest complete one is chosen instead.
   EXPECT_EQ(latestFile(), "ckpt-00000002");
-  EXPECT_EQ(latestComplete(root_.string()), a);
+  EXPECT_EQ(dir().newestComplete(), a);
 }
 
 TEST_F(CheckpointDirectory, LatestNamesTheNewestCommit) {
-  EXPECT_EQ(latestComplete(root_.string()), std::nullopt);
-  EXPECT_EQ(latestComplete((root_ / "nothing-here").string()), std::nullopt);
+  EXPECT_EQ(dir().newestComplete(), std::nullopt);
+  EXPECT_EQ(checkpoint::CheckpointDirectory((root_ / "nothing-here").string()).newestComplete(),
+            std::nullopt);
   save(root_, 1, sampleParts(1));
   const std::string two = save(root_, 2, sampleParts(2));
   EXPECT_EQ(latestFile(), "ckpt-00000002");
-  EXPECT_EQ(latestComplete(root_.string()), two);
+  EXPECT_EQ(dir().newestComplete(), two);
   stage(3, "running");
-  EXPECT_EQ(latestComplete(root_.string()), two);
+  EXPECT_EQ(dir().newestComplete(), two);
   // latest is followed even when a higher step exists (e.g. the job was rolled back and saved
   // an earlier step last).
   const std::string one = save(root_, 1, sampleParts(3));
   EXPECT_EQ(latestFile(), "ckpt-00000001");
-  EXPECT_EQ(latestComplete(root_.string()), one);
+  EXPECT_EQ(dir().newestComplete(), one);
   // Without latest: the highest complete step.
   fs::remove(root_ / "latest");
-  EXPECT_EQ(latestComplete(root_.string()), two);
+  EXPECT_EQ(dir().newestComplete(), two);
 }
 
 TEST_F(CheckpointDirectory, PruneKeepsTheNewestAndRemovesLeftovers) {
@@ -80,24 +87,24 @@ TEST_F(CheckpointDirectory, PruneKeepsTheNewestAndRemovesLeftovers) {
   const std::string killed = stage(6, "killed");
   const std::string active = stage(7, "active");
   fs::create_directories(root_ / "ckpt-00000002.old-99");  // a replacement interrupted midway
-  prune(root_.string(), 2, active);
+  dir().prune(2, active);
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(root_)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"ckpt-00000004", "ckpt-00000005",
                                              "ckpt-00000007.tmp-active", "latest"}));
-  EXPECT_EQ(latestComplete(root_.string()), (root_ / "ckpt-00000005").string());
+  EXPECT_EQ(dir().newestComplete(), (root_ / "ckpt-00000005").string());
   // Without an active staging directory it goes too.
-  prune(root_.string(), 2);
+  dir().prune(2);
   EXPECT_FALSE(fs::exists(active));
   EXPECT_TRUE(fs::exists(root_ / "ckpt-00000004"));
-  expectCheckpointError([&] { prune(root_.string(), 0); }, {"keep"});
+  expectCheckpointError([&] { dir().prune(0); }, {"keep"});
 }
 
 TEST_F(CheckpointDirectory, PruneKeepsTheCheckpointLatestNames) {
   for (int step = 1; step <= 3; ++step) save(root_, step, sampleParts(0));
   save(root_, 1, sampleParts(1));  // latest -> ckpt-00000001
-  prune(root_.string(), 1);
+  dir().prune(1);
   EXPECT_TRUE(fs::exists(root_ / "ckpt-00000001"));
   EXPECT_TRUE(fs::exists(root_ / "ckpt-00000003"));
   EXPECT_FALSE(fs::exists(root_ / "ckpt-00000002"));
@@ -108,7 +115,7 @@ TEST_F(CheckpointDirectory, PruneLeavesIncompleteCheckpointsAlone) {
   const std::string two = save(root_, 2, sampleParts(0));
   save(root_, 3, sampleParts(0));
   fs::remove(fs::path(two) / "part-0.h5");
-  prune(root_.string(), 1);
+  dir().prune(1);
   EXPECT_TRUE(fs::exists(two));  // kept for inspection: it is not a complete checkpoint
   EXPECT_FALSE(fs::exists(root_ / "ckpt-00000001"));
 }
@@ -121,7 +128,7 @@ TEST_F(CheckpointDirectory, PruneKeepsCheckpointsWithoutASeal) {
   save(root_, 1, sampleParts(0), old);
   fs::remove(root_ / "ckpt-00000001" / "seal");
   for (int step = 2; step <= 4; ++step) save(root_, step, sampleParts(0));
-  prune(root_.string(), 1);
+  dir().prune(1);
   EXPECT_TRUE(fs::exists(root_ / "ckpt-00000001" / "checkpoint.h5"))
       << "not written by this xtrain";
   EXPECT_FALSE(fs::exists(root_ / "ckpt-00000002"));
@@ -130,7 +137,7 @@ TEST_F(CheckpointDirectory, PruneKeepsCheckpointsWithoutASeal) {
   // Still resumable: it is a complete checkpoint.
   fs::remove_all(root_ / "ckpt-00000004");
   fs::remove(root_ / "latest");
-  EXPECT_EQ(latestComplete(root_.string()), (root_ / "ckpt-00000001").string());
+  EXPECT_EQ(dir().newestComplete(), (root_ / "ckpt-00000001").string());
 }
 
 // Directories that merely look like leftovers of a save ("ckpt-*.tmp-*", "ckpt-*.old-*") but hold
@@ -142,7 +149,7 @@ TEST_F(CheckpointDirectory, PruneKeepsUserDirectoriesThatLookLikeLeftovers) {
   writeFile(root_ / "ckpt-00000001.old-backup" / "README", "keep me");
   fs::create_directories(root_ / "ckpt-notes.tmp-x");
   const std::string killed = stage(2, "killed");
-  prune(root_.string(), 1);
+  dir().prune(1);
   EXPECT_TRUE(fs::exists(root_ / "ckpt-00000001.tmp-mine" / "notes"));
   EXPECT_EQ(readFile(root_ / "ckpt-00000001.old-backup" / "README"), "keep me");
   EXPECT_TRUE(fs::exists(root_ / "ckpt-notes.tmp-x"));
@@ -159,9 +166,9 @@ TEST_F(CheckpointDirectory, CommitSetsAsideWhatXtrainDidNotWrite) {
   const std::string kept = one + ".kept-" + std::to_string(::getpid());
   EXPECT_EQ(readFile(fs::path(kept) / "notes.txt"), "mine");
   // Not listed, not pruned.
-  EXPECT_EQ(list(root_.string()).size(), 1u);
+  EXPECT_EQ(dir().list().size(), 1u);
   save(root_, 2, sampleParts(0));
-  prune(root_.string(), 1);
+  dir().prune(1);
   EXPECT_TRUE(fs::exists(kept));
   // A sealed checkpoint of the same step is replaced as before (nothing else set aside).
   save(root_, 2, sampleParts(1));
@@ -200,7 +207,7 @@ TEST_F(CheckpointDirectory, StagingNamesAreUniqueAndPruneSparesLiveJobs) {
   writePart(liveDir, 0, sampleParts(0)[0]);
   writePart(deadDir, 0, sampleParts(0)[0]);
   save(root_, 1, sampleParts(0));
-  prune(root_.string(), 1);
+  dir().prune(1);
   EXPECT_TRUE(fs::exists(liveDir));
   EXPECT_FALSE(fs::exists(deadDir));
 }
@@ -210,9 +217,44 @@ TEST_F(CheckpointDirectory, ResumeOrderStartsWithLatestThenNewestFirst) {
   for (int step = 1; step <= 3; ++step) save(root_, step, sampleParts(0));
   save(root_, 2, sampleParts(1));  // latest -> ckpt-00000002
   std::vector<std::string> names;
-  for (const auto& l : resumeOrder(root_.string())) names.push_back(baseName(l.path));
+  for (const auto& l : dir().resumeOrder()) names.push_back(baseName(l.path));
   EXPECT_EQ(names, (std::vector<std::string>{"ckpt-00000002", "ckpt-00000003", "ckpt-00000001"}));
-  EXPECT_TRUE(resumeOrder((root_ / "none").string()).empty());
+  EXPECT_TRUE(checkpoint::CheckpointDirectory((root_ / "none").string()).resumeOrder().empty());
+}
+
+// Names and `latest` as every user of a checkpoint directory sees them.
+TEST_F(CheckpointDirectory, NamesLatestAndStagingCount) {
+  EXPECT_EQ(dir().checkpointPath(7), (root_ / "ckpt-00000007").string());
+  EXPECT_EQ(dir().latestName(), "");
+  dir().pointLatestAt("ckpt-00000007");
+  EXPECT_EQ(readFile(root_ / "latest"), "ckpt-00000007\n");
+  EXPECT_EQ(dir().latestName(), "ckpt-00000007");
+  dir().checkLatestIsReplaceable();
+  EXPECT_EQ(dir().stagingCount(), 0u);
+  stage(8, "killed");
+  EXPECT_EQ(dir().stagingCount(), 1u);
+  EXPECT_TRUE(layout::isReservedName(".xtrain-lock"));
+}
+
+// One job per directory: a second lock is refused, naming the holder, until the first is released.
+TEST_F(CheckpointDirectory, LockIsExclusiveAndReleasedWithItsHolder) {
+  std::optional<checkpoint::CheckpointDirectory::Lock> held = dir().lock();
+  EXPECT_EQ(readFile(root_ / ".xtrain-lock"), std::to_string(::getpid()));
+  try {
+    (void)dir().lock();
+    FAIL() << "a second lock of the directory was granted";
+  } catch (const DirectoryInUse& e) {
+    EXPECT_EQ(e.holder(), std::to_string(::getpid()));
+    EXPECT_EQ(e.lockFile(), (root_ / ".xtrain-lock").string());
+  }
+  checkpoint::CheckpointDirectory::Lock moved = std::move(*held);
+  held.reset();  // a moved-from lock holds nothing
+  EXPECT_THROW((void)dir().lock(), DirectoryInUse);
+  moved = checkpoint::CheckpointDirectory::Lock();
+  EXPECT_NO_THROW((void)dir().lock());
+  expectCheckpointError(
+      [&] { (void)checkpoint::CheckpointDirectory((root_ / "none").string()).lock(); },
+      {"cannot create its lock file", "none"});
 }
 
 }  // namespace

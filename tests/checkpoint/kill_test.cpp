@@ -1,5 +1,6 @@
 // A save killed with SIGKILL at a random moment never leaves the directory without a loadable
-// checkpoint: latestComplete() always names one that read() accepts, holding the data of its step.
+// checkpoint: CheckpointDirectory::newestComplete() always names one that read() accepts, holding
+// the data of its step.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -29,7 +30,7 @@ std::vector<std::vector<Dataset>> stepParts(int64_t step) {
       for (size_t i = 0; i < parts.size(); ++i) writePart(staging, static_cast<int>(i), parts[i]);
       writeIndex(staging, sampleAttributes(step), 2);
       commit(staging, final);
-      prune(dir.string(), 2, "");
+      checkpoint::CheckpointDirectory(dir.string()).prune(2, "");
     }
   } catch (...) {
     ::_exit(3);
@@ -72,7 +73,7 @@ TEST_F(CheckpointKilledSave, LatestCompleteAlwaysLoads) {
     for (const auto& e : fs::directory_iterator(root_)) {
       if (e.path().filename().string().find(".tmp-") != std::string::npos) ++interrupted;
     }
-    const auto latest = latestComplete(root_.string());
+    const auto latest = checkpoint::CheckpointDirectory(root_.string()).newestComplete();
     ASSERT_TRUE(latest.has_value()) << "round " << round;
     Contents c;
     ASSERT_NO_THROW(c = read(*latest)) << "round " << round << ": " << *latest;
@@ -82,12 +83,14 @@ TEST_F(CheckpointKilledSave, LatestCompleteAlwaysLoads) {
     for (const auto& part : parts) {
       for (const auto& d : part) EXPECT_TRUE(sameBytes(c.datasets.at(d.path), d.value)) << d.path;
     }
-    for (const auto& l : list(root_.string())) next = std::max(next, l.step + 1);
+    for (const auto& l : checkpoint::CheckpointDirectory(root_.string()).list()) {
+      next = std::max(next, l.step + 1);
+    }
   }
   RecordProperty("interrupted_saves", interrupted);
   EXPECT_GT(interrupted, 0) << "no kill landed inside a save; the test proved nothing";
   // The leftovers go with the next prune.
-  prune(root_.string(), 2);
+  checkpoint::CheckpointDirectory(root_.string()).prune(2);
   for (const auto& e : fs::directory_iterator(root_)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
     EXPECT_EQ(e.path().filename().string().find(".old-"), std::string::npos) << e.path();

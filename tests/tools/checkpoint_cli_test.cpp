@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
 
@@ -117,7 +118,7 @@ TEST_F(CheckpointCli, ResumeAfterXrunWasStoppedWithSigterm) {
     FAIL() << "xrun did not end within 15 s of SIGTERM";
   }
   ASSERT_TRUE(checkpointed) << "no checkpoint within 60 s";
-  const auto latest = checkpoint::latestComplete(d);
+  const auto latest = checkpoint::CheckpointDirectory(d).newestComplete();
   ASSERT_TRUE(latest.has_value());
   const int64_t step = checkpoint::readAttributes(*latest).step;
   ASSERT_GT(step, 0);
@@ -395,7 +396,7 @@ TEST_F(CheckpointCli, TwoPlainRunsSavingIntoOneDirectory) {
     EXPECT_FALSE(std::regex_search(log, std::regex("(^|\n)step +[0-9]"))) << log;
   }
   EXPECT_GE(completed, 1);
-  const auto listed = checkpoint::list(d.string());
+  const auto listed = checkpoint::CheckpointDirectory(d.string()).list();
   EXPECT_EQ(listed.size(), 40u);
   for (const auto& l : listed) {
     EXPECT_TRUE(checkpoint::verify(l.path).empty()) << l.path;

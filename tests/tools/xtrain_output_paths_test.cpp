@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "testing/file_testing.hpp"
 #include "testing/scratch_dir.hpp"
 #include "testing/training_testing.hpp"
@@ -127,7 +128,7 @@ TEST_F(XtrainOutputPaths, OtherNamesInTheCheckpointDirectoryAreTheUsers) {
   EXPECT_TRUE(fs::is_regular_file(ck_ + "/metrics.jsonl"));
   EXPECT_TRUE(fs::is_regular_file(ck_ + "/trace.json"));
   EXPECT_TRUE(fs::is_regular_file(ck_ + "/model.onnx"));
-  for (const auto& l : checkpoint::list(ck_)) {
+  for (const auto& l : checkpoint::CheckpointDirectory(ck_).list()) {
     EXPECT_TRUE(checkpoint::verify(l.path).empty()) << l.path;
   }
   EXPECT_EQ(readFileBytes(ck_ + "/latest"), "ckpt-00000003\n");

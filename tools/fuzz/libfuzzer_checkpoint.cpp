@@ -1,6 +1,7 @@
 // libFuzzer entry point of the HDF5 readers: the training-data reader (DatasetReader) and the
-// checkpoint reader (read, verify, listDatasets, readAttributes, list, latestComplete). They read
-// from paths, so each input is written to files of a private temporary directory first.
+// checkpoint reader (read, verify, listDatasets, readAttributes, CheckpointDirectory's list and
+// newestComplete). They read from paths, so each input is written to files of a private temporary
+// directory first.
 //
 // The first byte chooses what the rest is:
 //   0: a data set file          -> DatasetReader: names, info, reads of its first samples
@@ -10,9 +11,9 @@
 // A reader may refuse any input with an exception; it may not crash, hang or trip ASan/UBSan.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "checkpoint/dataset_reader.hpp"
 
 namespace fs = std::filesystem;
@@ -84,8 +86,8 @@ void readCheckpoint(const fs::path& dir) {
   attempt([&] { (void)ck::listDatasets(ckpt); });
   attempt([&] { (void)ck::readAttributes(ckpt); });
   attempt([&] { (void)ck::read(ckpt); });
-  attempt([&] { (void)ck::list(dir.string()); });
-  attempt([&] { (void)ck::latestComplete(dir.string()); });
+  attempt([&] { (void)ck::CheckpointDirectory(dir.string()).list(); });
+  attempt([&] { (void)ck::CheckpointDirectory(dir.string()).newestComplete(); });
 }
 
 }  // namespace

@@ -1,10 +1,9 @@
 // xckpt ls and xckpt show: what is in a checkpoint directory, and in one checkpoint.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
-#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "commands.hpp"
 #include "text.hpp"
 
@@ -14,23 +13,6 @@ namespace fs = std::filesystem;
 namespace ckpt = xtrain::checkpoint;
 
 namespace {
-
-std::string latestName(const std::string& dir) {
-  std::ifstream in(fs::path(dir) / "latest");
-  std::string name;
-  in >> name;
-  return name;
-}
-
-// Directories of saves that did not finish (or are running): list() leaves them out.
-size_t stagingCount(const std::string& dir) {
-  size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_directory() && e.path().filename().string().find(".tmp-") != std::string::npos) ++n;
-  }
-  return n;
-}
 
 std::string hyperparameterText(const std::map<std::string, double>& h) {
   std::string text;
@@ -48,8 +30,9 @@ std::string hyperparameterText(const std::map<std::string, double>& h) {
 int ls(const Args& args, std::ostream& out) {
   const std::string dir = positional(args, 1, "ls")[0];
   if (!fs::is_directory(dir)) throw error("'{}' is not a directory", dir);
-  const auto listed = ckpt::list(dir);
-  const std::string latest = latestName(dir);
+  const ckpt::CheckpointDirectory directory(dir);
+  const auto listed = directory.list();
+  const std::string latest = directory.latestName();
   out << "checkpoints in " << dir << ": " << listed.size() << "\n";
   if (!listed.empty()) {
     out << padded("STEP", 10) << padded("CREATED (UTC)", 22) << padded("SIZE", 12)
@@ -72,7 +55,7 @@ int ls(const Args& args, std::ostream& out) {
   if (!latest.empty() && !latestFound) {
     out << "latest names '" << latest << "', which is not a checkpoint here\n";
   }
-  if (const size_t staging = stagingCount(dir); staging > 0) {
+  if (const size_t staging = directory.stagingCount(); staging > 0) {
     out << staging << " staging director" << (staging == 1 ? "y" : "ies")
         << " (saves in progress or interrupted; removed by pruning)\n";
   }

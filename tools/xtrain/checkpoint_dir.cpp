@@ -1,18 +1,15 @@
 #include "checkpoint_dir.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
-#include <utility>
 
-#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "checkpoint/layout.hpp"
 #include "common/env_value.hpp"
 #include "xtrain/error.hpp"
@@ -24,11 +21,11 @@ void refuseToOverwriteCheckpoints(const TrainOptions& o) {
   // Nothing to overwrite where there is no directory; checkOutputs reports a file given as one.
   std::error_code ec;
   if (!std::filesystem::is_directory(o.checkpointDir, ec)) return;
-  const auto listed = checkpoint::list(o.checkpointDir);
+  const checkpoint::CheckpointDirectory dir(o.checkpointDir);
+  const auto listed = dir.list();
   if (listed.empty()) return;
   // The one a resume would start from; else the highest step found (incomplete or damaged).
-  const std::string newest =
-      checkpoint::latestComplete(o.checkpointDir).value_or(listed.back().path);
+  const std::string newest = dir.newestComplete().value_or(listed.back().path);
   throw error(
       "--checkpoint-dir '{}' already holds {} checkpoint(s), the newest '{}'; a fresh run would "
       "replace and prune them. Continue that run with --resume auto, write to a new directory, or "
@@ -125,12 +122,12 @@ void refuseToStartAfreshOnRestart(const TrainOptions& o) {
         slurm ? "run" : "attempt", remedy);
   }
   if (!fs::is_directory(status)) return;  // checkOutputs reports a file given as the directory
+  const checkpoint::CheckpointDirectory dir(o.checkpointDir);
+  const std::string latest = dir.latestName();
+  if (latest.empty()) return;
+  if (!dir.list().empty()) return;  // loadLatestCheckpoint picks one
   const std::string latestPath =
       (fs::path(o.checkpointDir) / checkpoint::layout::kLatestFile).string();
-  std::ifstream latestFile(latestPath);
-  std::string latest;
-  if (!(latestFile >> latest)) return;
-  if (!checkpoint::list(o.checkpointDir).empty()) return;  // loadLatestCheckpoint picks one
   throw error(
       "{} ({}={}) with --resume auto: --checkpoint-dir '{}' holds no checkpoint, yet its '{}' "
       "names '{}': the checkpoints were removed. Refusing to train from scratch: restore them, or "
@@ -139,54 +136,25 @@ void refuseToStartAfreshOnRestart(const TrainOptions& o) {
       slurm ? "submit a new job" : "start a new job");
 }
 
-CheckpointDirectoryLock::CheckpointDirectoryLock(CheckpointDirectoryLock&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)) {}
-
-CheckpointDirectoryLock& CheckpointDirectoryLock::operator=(
-    CheckpointDirectoryLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-CheckpointDirectoryLock::~CheckpointDirectoryLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the flock
-}
-
-CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions& o, int64_t instance) {
-  CheckpointDirectoryLock lock;
-  if (o.checkpointDir.empty() || instance != 0) return lock;
-  const std::string path = (std::filesystem::path(o.checkpointDir) / kCheckpointLockFile).string();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw error("--checkpoint-dir '{}': cannot create its lock file '{}': {}", o.checkpointDir,
-                path, std::strerror(errno));
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    // The holder wrote its pid there when it took the lock.
-    char buf[32] = {};
-    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-    ::close(fd);
+checkpoint::CheckpointDirectory::Lock lockCheckpointDirectory(const TrainOptions& o,
+                                                              int64_t instance) {
+  if (o.checkpointDir.empty() || instance != 0) return {};
+  try {
+    return checkpoint::CheckpointDirectory(o.checkpointDir).lock();
+  } catch (const checkpoint::DirectoryInUse& e) {
     // Whatever the flags: --overwrite-checkpoints replaces what a finished or dead job left (its
     // lock went with it), never the checkpoints of a job still writing them.
-    const std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
     throw error(
         "--checkpoint-dir '{}' is in use by another xtrain job (process {} holds {}): two jobs "
         "writing checkpoints into one directory would replace and prune each other's{}; use "
         "another directory, or wait for that job to end",
-        o.checkpointDir, holder, path,
+        o.checkpointDir, e.holder(), e.lockFile(),
         o.overwriteCheckpoints ? " (--overwrite-checkpoints replaces a finished job's checkpoints, "
                                  "not a running one's)"
                                : "");
+  } catch (const checkpoint::CheckpointError& e) {
+    throw error("--checkpoint-dir '{}': {}", o.checkpointDir, e.what());
   }
-  const std::string pid = std::to_string(::getpid());
-  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-    // The pid only improves another job's message; the lock holds without it.
-  }
-  lock.fd_ = fd;
-  return lock;
 }
 
 }  // namespace xtrain::tools

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "checkpoint/checkpoint_directory.hpp"
 #include "options.hpp"
 
 namespace xtrain::tools {
@@ -38,9 +39,6 @@ JobRestart jobRestart();
 // starting, no checkpoint of the job can exist, and the restart starts as the first attempt did.
 void refuseToStartAfreshOnRestart(const TrainOptions& options);
 
-// The lock file's name in a --checkpoint-dir (CheckpointDirectoryLock).
-inline constexpr const char* kCheckpointLockFile = ".xtrain-lock";
-
 // Under xrun (XTRAIN_RENDEZVOUS_DIR set) with --checkpoint-dir: tells xrun that this attempt found
 // its checkpoint directory in place, by creating the file `checkpoint-dir-seen` in the rendezvous
 // directory (docs/launcher-environment.md, "Restarts"), so that later attempts get
@@ -49,28 +47,11 @@ inline constexpr const char* kCheckpointLockFile = ".xtrain-lock";
 // made. Elsewhere: does nothing.
 void tellXrunTheCheckpointDirectoryExists(const TrainOptions& options);
 
-// Held by one job writing checkpoints into a --checkpoint-dir, for as long as it trains: an
-// exclusive flock(2) on <dir>/.xtrain-lock, released by the kernel when the process ends however it
-// ends. A second job (fresh or resumed) would otherwise commit and prune beside the first; the
-// refusal above cannot see a job that started at the same instant into an empty directory.
-class CheckpointDirectoryLock {
- public:
-  CheckpointDirectoryLock() = default;
-  CheckpointDirectoryLock(const CheckpointDirectoryLock&) = delete;
-  CheckpointDirectoryLock& operator=(const CheckpointDirectoryLock&) = delete;
-  CheckpointDirectoryLock(CheckpointDirectoryLock&& other) noexcept;
-  CheckpointDirectoryLock& operator=(CheckpointDirectoryLock&& other) noexcept;
-  ~CheckpointDirectoryLock();
-
- private:
-  friend CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions&, int64_t);
-  int fd_ = -1;
-};
-
 // On instance 0, with --checkpoint-dir: takes the directory's lock, or throws xtrain::error (exit
 // 2) naming the directory and the process that holds it, with --overwrite-checkpoints too: that
 // flag lets a fresh run replace the checkpoints of a job that ended, and a held lock means the job
 // is still running. Elsewhere: holds nothing.
-CheckpointDirectoryLock lockCheckpointDirectory(const TrainOptions& options, int64_t instance);
+checkpoint::CheckpointDirectory::Lock lockCheckpointDirectory(const TrainOptions& options,
+                                                              int64_t instance);
 
 }  // namespace xtrain::tools

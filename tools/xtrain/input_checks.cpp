@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_directory.hpp"
 #include "common/output_file.hpp"
 
 namespace xtrain::tools {
@@ -30,7 +30,7 @@ void checkCheckpointDirectory(const std::string& dir) {
   }
   // Every save would refuse it: said before the first step rather than at the first checkpoint.
   try {
-    checkpoint::checkLatestIsReplaceable(dir);
+    checkpoint::CheckpointDirectory(dir).checkLatestIsReplaceable();
   } catch (const checkpoint::CheckpointError& e) {
     throw error("--checkpoint-dir '{}': {}", dir, e.what());
   }

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "checkpoint/layout.hpp"
-#include "checkpoint_dir.hpp"
 
 namespace xtrain::tools {
 
@@ -118,9 +117,7 @@ void checkResumed(const Output& out, const std::string& resume) {
 // checkpoints, `latest` and the lock are xtrain's; other files there are the user's.
 void checkCheckpointDirectory(const Output& out, const std::string& dir) {
   const fs::path root = landingPath(dir);
-  const auto reserved = [](const std::string& name) {
-    return checkpoint::layout::isReservedName(name) || name == kCheckpointLockFile;
-  };
+  const auto reserved = &checkpoint::layout::isReservedName;
   if (const auto rel = below(out.lands, root)) {
     if (*rel == ".") refuse(out, "is the same file as --checkpoint-dir " + dir);
     const std::string name = rel->begin()->string();

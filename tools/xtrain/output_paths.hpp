@@ -11,10 +11,9 @@ namespace xtrain::tools {
 // Throws UsageError (exit 2), naming both flags and the path, when an output
 //  - is the same file as another output, or as --model, --data, --val-data;
 //  - is, or lies inside, the --checkpoint-dir or the --resume checkpoint;
-//  - lies inside --checkpoint-dir under a name xtrain keeps there (`latest`, `ckpt-<step>` and
-//  their
-//    temporary copies: checkpoint::layout::isReservedName, and the lock file). Other names there
-//    (`--metrics ck/metrics.jsonl`) are the user's, and allowed.
+//  - lies inside --checkpoint-dir under a name xtrain keeps there (`latest`, the lock file,
+//    `ckpt-<step>` and their temporary copies: checkpoint::layout::isReservedName). Other names
+//    there (`--metrics ck/metrics.jsonl`) are the user's, and allowed.
 // Paths are compared after resolving `.`, `..` and symbolic links (a dangling one too: writing
 // follows it), and an existing output also by device and inode, which catches a hard link to a
 // model, a data set or a file of a checkpoint. Called before anything is read or written.

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <iomanip>
 
-#include "checkpoint/checkpoint.hpp"
 #include "common/checked_math.hpp"
 #include "common/env_switch.hpp"
 #include "input_checks.hpp"
@@ -73,7 +72,8 @@ TrainingJob::TrainingJob(const TrainOptions& options, std::ostream& out)
     : o_(options),
       out_(out),
       layout_(jobLayout(options)),
-      progress_(layout_.instance == 0 ? out : silent_) {
+      progress_(layout_.instance == 0 ? out : silent_),
+      checkpointDir_(options.checkpointDir) {
   in_ = loadTrainingInputs(o_, progress_);
   // The validation set is checked before anything is compiled or written.
   if (!o_.valData.empty()) valSource_ = openValidationData(o_.valData, in_.inputs);
@@ -201,7 +201,7 @@ void TrainingJob::resume() {
     // The one a resume takes unless it does not verify (instance 0 prints).
     std::string newest;
     if (layout_.instance == 0) {
-      const auto order = checkpoint::resumeOrder(o_.checkpointDir);
+      const auto order = checkpointDir_.resumeOrder();
       if (!order.empty()) newest = order.front().path;
     }
     // Collective: every instance resumes from the same checkpoint, or all start afresh.

@@ -87,7 +87,8 @@ class TrainingJob {
   std::unique_ptr<DataSource> valSource_;  // until the validator takes it
   int64_t samplesPerStep_ = 0;
   std::unique_ptr<MetricsFile> metrics_;
-  CheckpointDirectoryLock checkpointLock_;  // held until training ends
+  const checkpoint::CheckpointDirectory checkpointDir_;   // o_.checkpointDir (unused when empty)
+  checkpoint::CheckpointDirectory::Lock checkpointLock_;  // held until training ends
   std::unique_ptr<Optimizer> optimizer_;
   std::shared_ptr<DeviceInfo> device_;
   std::unique_ptr<TrainingSession> session_;

@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
-#include "checkpoint/checkpoint.hpp"
 #include "common/timeline.hpp"
 #include "input_checks.hpp"
 #include "loss_blame.hpp"
@@ -197,8 +195,7 @@ void TrainingJob::writeMetrics(int64_t step, double loss, float lr, double stepS
 }
 
 void TrainingJob::saveCheckpoint(int64_t step) {
-  const std::string path =
-      (std::filesystem::path(o_.checkpointDir) / checkpoint::checkpointName(step)).string();
+  const std::string path = checkpointDir_.checkpointPath(step);
   CheckpointOptions co;
   co.epoch = order_->epoch();
   co.samplesSeen = order_->samplesSeen();
@@ -219,7 +216,7 @@ void TrainingJob::saveCheckpoint(int64_t step) {
 void TrainingJob::prune() {
   if (layout_.instance != 0 || o_.keepLast <= 0) return;
   try {
-    checkpoint::prune(o_.checkpointDir, static_cast<int>(o_.keepLast));
+    checkpointDir_.prune(static_cast<int>(o_.keepLast));
   } catch (const std::exception& e) {
     logging::checkpoint::warn("--keep-last: could not remove old checkpoints: {}", e.what());
   }
@@ -239,9 +236,8 @@ int TrainingJob::stopForPreemption(int64_t done) {
     if (!written) saveCheckpoint(done);
     session_->waitForCheckpoint();
     prune();
-    outcome = format(
-        "run the same command with --resume auto to continue from {}",
-        (std::filesystem::path(o_.checkpointDir) / checkpoint::checkpointName(done)).string());
+    outcome = format("run the same command with --resume auto to continue from {}",
+                     checkpointDir_.checkpointPath(done));
   } else {
     outcome = format(
         "no --checkpoint-dir, so the {} steps trained are lost (with --checkpoint-dir DIR and "

@@ -1,16 +1,12 @@
-// A checkpoint directory as a whole: listing, choosing the one to resume from, pruning.
-#include <sys/stat.h>
+// CheckpointDirectory as a whole: listing, choosing the one to resume from, pruning. (`latest` is
+// latest_pointer.cpp's, the lock directory_lock.cpp's.)
+#include "checkpoint/checkpoint_directory.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <set>
 
-#include "checkpoint/checkpoint.hpp"
 #include "checkpoint/durable_files.hpp"
 #include "checkpoint/inspection.hpp"
 #include "checkpoint/layout.hpp"
@@ -23,14 +19,6 @@ namespace xtrain::checkpoint {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The checkpoint name `latest` holds, or "" when it is absent or unreadable.
-std::string latestName(const std::string& checkpointDir) {
-  std::ifstream in(fs::path(checkpointDir) / layout::kLatestFile);
-  std::string name;
-  if (!(in >> name)) return "";
-  return name;
-}
 
 bool isStaging(const std::string& name) {
   return name.find(layout::kStagingMarker) != std::string::npos;
@@ -110,14 +98,18 @@ void removeStaleLatestCopies(const std::string& checkpointDir) {
 
 }  // namespace
 
-std::vector<Listed> list(const std::string& checkpointDir) {
+std::string CheckpointDirectory::checkpointPath(int64_t step) const {
+  return (fs::path(path_) / checkpointName(step)).string();
+}
+
+std::vector<Listed> CheckpointDirectory::list() const {
   std::error_code ec;
-  if (!fs::exists(checkpointDir, ec)) return {};
-  if (!fs::is_directory(checkpointDir, ec)) {
-    throw CheckpointError("checkpoint directory '{}' is not a directory", checkpointDir);
+  if (!fs::exists(path_, ec)) return {};
+  if (!fs::is_directory(path_, ec)) {
+    throw CheckpointError("checkpoint directory '{}' is not a directory", path_);
   }
   std::vector<Listed> out;
-  for (const auto& entry : fs::directory_iterator(checkpointDir, ec)) {
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
     const std::string name = entry.path().filename().string();
     const auto step = layout::checkpointStep(name);
     if (!step || !entry.is_directory()) continue;  // staging, retired and foreign entries
@@ -135,16 +127,16 @@ std::vector<Listed> list(const std::string& checkpointDir) {
     }
     out.push_back(std::move(l));
   }
-  if (ec) throw CheckpointError("cannot list '{}': {}", checkpointDir, ec.message());
+  if (ec) throw CheckpointError("cannot list '{}': {}", path_, ec.message());
   std::sort(out.begin(), out.end(), [](const Listed& a, const Listed& b) {
     return a.step != b.step ? a.step < b.step : a.path < b.path;
   });
   return out;
 }
 
-std::optional<std::string> latestComplete(const std::string& checkpointDir) {
-  const std::vector<Listed> all = list(checkpointDir);
-  const std::string latest = latestName(checkpointDir);
+std::optional<std::string> CheckpointDirectory::newestComplete() const {
+  const std::vector<Listed> all = list();
+  const std::string latest = latestName();
   const Listed* best = nullptr;
   for (const auto& l : all) {
     if (!l.complete) continue;
@@ -155,56 +147,26 @@ std::optional<std::string> latestComplete(const std::string& checkpointDir) {
   return best->path;
 }
 
-std::vector<Listed> resumeOrder(const std::string& checkpointDir) {
-  std::vector<Listed> all = list(checkpointDir);
+std::vector<Listed> CheckpointDirectory::resumeOrder() const {
+  std::vector<Listed> all = list();
   std::reverse(all.begin(), all.end());  // newest first
-  const std::string latest = latestName(checkpointDir);
+  const std::string latest = latestName();
   const auto named = std::find_if(all.begin(), all.end(),
                                   [&](const Listed& l) { return baseName(l.path) == latest; });
   if (named != all.end()) std::rotate(all.begin(), named, named + 1);
   return all;
 }
 
-void checkLatestIsReplaceable(const std::string& checkpointDir) {
-  const std::string file = (fs::path(checkpointDir) / layout::kLatestFile).string();
-  struct stat st {};
-  if (::lstat(file.c_str(), &st) != 0) {
-    if (errno == ENOENT) return;
-    throw CheckpointError("cannot examine '{}': {}", file, std::strerror(errno));
+size_t CheckpointDirectory::stagingCount() const {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
+    if (entry.is_directory() && isStaging(entry.path().filename().string())) ++n;
   }
-  const auto refuse = [&](const std::string& why) {
-    throw CheckpointError(
-        "'{}' is not a `latest` pointer xtrain wrote ({}): saving a checkpoint into '{}' would "
-        "replace it. Move it away (or remove it, if it is xtrain's and damaged), or save "
-        "checkpoints into a directory of their own",
-        file, why, checkpointDir);
-  };
-  if (S_ISLNK(st.st_mode)) refuse("it is a symbolic link");
-  if (!S_ISREG(st.st_mode)) refuse("it is not a regular file");
-  // One name of at most 255 bytes and its newline, as commit() writes it.
-  constexpr off_t kMaxBytes = 256;
-  if (st.st_size > kMaxBytes) {
-    refuse(format("it holds {} bytes, more than one checkpoint name", st.st_size));
-  }
-  std::ifstream in(file, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) refuse("it cannot be read");
-  const bool oneLine = text.size() > 1 && text.back() == '\n';
-  const std::string name = oneLine ? text.substr(0, text.size() - 1) : text;
-  const bool plainName =
-      oneLine && name != "." && name != ".." && std::none_of(name.begin(), name.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u < ' ' || u == 0x7f || c == '/';  // a space is a legal name byte
-      });
-  if (!plainName) refuse("it does not hold one checkpoint name on a line of its own");
-  // A checkpoint's name (its directory may be gone: pruned by hand), or a checkpoint xtrain
-  // committed under a name of the caller's choosing (saveCheckpoint(DIR/run1)).
-  if (layout::checkpointStep(name) || isSealed((fs::path(checkpointDir) / name).string())) return;
-  refuse(format("it names '{}', which is neither ckpt-<step> nor a checkpoint xtrain wrote there",
-                name));
+  return n;
 }
 
-void prune(const std::string& checkpointDir, int keep, const std::string& activeStaging) {
+void CheckpointDirectory::prune(int keep, const std::string& activeStaging) const {
   if (keep < 1) {
     throw CheckpointError(
         "prune: keep must be at least 1 (got {}); removing every checkpoint is "
@@ -212,22 +174,22 @@ void prune(const std::string& checkpointDir, int keep, const std::string& active
         keep);
   }
   std::error_code ec;
-  if (!fs::is_directory(checkpointDir, ec)) return;
+  if (!fs::is_directory(path_, ec)) return;
   // Leftovers of killed saves and replacements (collected first: removing while iterating a
   // directory is unspecified).
   std::vector<fs::path> leftovers;
-  for (const auto& entry : fs::directory_iterator(checkpointDir, ec)) {
+  for (const auto& entry : fs::directory_iterator(path_, ec)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory() || !(isStaging(name) || isRetired(name))) continue;
     if (!activeStaging.empty() && samePath(entry.path(), activeStaging)) continue;
     if (isRemovableLeftover(entry.path())) leftovers.push_back(entry.path());
   }
   for (const auto& dir : leftovers) retireAndRemove(dir);
-  removeStaleLatestCopies(checkpointDir);
+  removeStaleLatestCopies(path_);
   // Complete checkpoints beyond the newest `keep`; the one `latest` names always stays.
-  const std::string latest = latestName(checkpointDir);
+  const std::string latest = latestName();
   std::vector<Listed> complete;
-  for (auto& l : list(checkpointDir)) {
+  for (auto& l : list()) {
     if (l.complete) complete.push_back(std::move(l));
   }
   const size_t remove =
@@ -244,7 +206,7 @@ void prune(const std::string& checkpointDir, int keep, const std::string& active
     }
     retireAndRemove(complete[i].path);
   }
-  fsyncPath(checkpointDir);
+  fsyncPath(path_);
 }
 
 }  // namespace xtrain::checkpoint
