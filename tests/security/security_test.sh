@@ -111,8 +111,15 @@ done
 echo "XTRAIN_JOB_SECRET: in the instances' environment, unreadable to others, on no command line"
 
 # 2. Every TCP port of the job: a stranger connects and sends junk.
-ports=$(for p in $pids; do ss -tanpH 2>/dev/null | grep "pid=$p," | awk '{print $4}'; done |
-  sed 's/.*://' | sort -u | tr '\n' ' ')
+# (grep finding nothing for one instance must not end the script silently under set -e and
+# pipefail: on a busy machine ss can miss a process's sockets once, so it is asked again.)
+ports=""
+for attempt in 1 2 3 4 5; do
+  ports=$(for p in $pids; do ss -tanpH 2>/dev/null | grep "pid=$p," | awk '{print $4}' || true; done |
+    sed 's/.*://' | sort -u | tr '\n' ' ')
+  [ -n "$ports" ] && break
+  sleep 1
+done
 [ -n "$ports" ] || fail "the job's instances have no TCP socket (is the gloo backend in use?)"
 listening=$(for p in $pids; do ss -tlnpH 2>/dev/null | grep "pid=$p," || true; done)
 [ -z "$listening" ] || echo "note: the job listens on: $listening"
