@@ -2,10 +2,12 @@
 ALL (every micro-batch), FINAL (the last), SUM (their sum) and EVERYN(N) (every N-th batch with all its
 micro-batches, docs/replication-semantics.md section 6), for scalar and vector tensors, one or many
 batches per step, replicas, and training with gradient accumulation (where the anchored value is the
-forward value of its micro-batch, before that batch's weight update).
+forward value of its micro-batch, before that batch's weight update). Every case runs with and
+without PopART's explicit main loops and host copy ops switched on (no effect in xtrain).
 
 Anchor buffer shapes alone: test_sessions.py (AnchorShapesTest); bad AnchorReturnType arguments:
 test_tensors.py (AnchorReturnTypeTest)."""
+import itertools
 import unittest
 
 import numpy as np
@@ -22,8 +24,12 @@ def art(kind, period):
         popart.AnchorReturnType(kind, period)
 
 
-def options(replicas=1, accumulation=1):
+def options(replicas=1, accumulation=1, explicit=False):
+    """explicit: PopART's explicit main loops and host copy ops, accepted by xtrain with no
+    effect on the results (docs/session-options.md): every case runs both ways."""
     opts = popart.SessionOptions()
+    opts.enableExplicitMainLoops = explicit
+    opts.useHostCopyOps = explicit
     if replicas > 1:
         opts.enableReplicatedGraphs = True
         opts.replicatedGraphCount = replicas
@@ -52,7 +58,7 @@ def reference(kind, period, seen):
 class InferenceAnchorsTest(PrivatePool, unittest.TestCase):
     """y = identity(x): each anchor of y is a selection or the sum of the inputs fed."""
 
-    def step(self, shape, bps, replicas, anchor):
+    def step(self, shape, bps, replicas, anchor, explicit):
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", shape), "x")
         y = b.aiOnnx.identity([x], "y")
@@ -63,18 +69,18 @@ class InferenceAnchorsTest(PrivatePool, unittest.TestCase):
         with popart.DeviceManager().createIpuModelDevice({"numIPUs": replicas}) as device:
             session = popart.InferenceSession(
                 fnModel=b.getModelProto(), dataFlow=popart.DataFlow(bps, {y: anchor}),
-                deviceInfo=device, userOptions=options(replicas))
+                deviceInfo=device, userOptions=options(replicas, explicit=explicit))
             session.prepareDevice()
             anchors = session.initAnchorArrays()
             session.run(popart.PyStepIO({x: squeeze_prefix(seen, 3)}, anchors))
         return anchors[y], seen
 
     def check(self, shape, bps, replicas=1):
-        for kind, period in KINDS:
+        for (kind, period), explicit in itertools.product(KINDS, (False, True)):
             if period is not None and bps % period:
                 continue  # a period must divide the batches per step
-            with self.subTest(kind=kind, period=period):
-                got, seen = self.step(shape, bps, replicas, art(kind, period))
+            with self.subTest(kind=kind, period=period, explicit=explicit):
+                got, seen = self.step(shape, bps, replicas, art(kind, period), explicit)
                 want = reference(kind, period, seen)
                 self.assertEqual(got.shape, want.shape)
                 np.testing.assert_array_equal(got, want)
@@ -140,7 +146,7 @@ class TrainingAnchorsTest(PrivatePool, unittest.TestCase):
             w = w - self.LR * grad
         return seen, w
 
-    def step(self, bps, accumulation, replicas, kind, period):
+    def step(self, bps, accumulation, replicas, kind, period, explicit):
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [self.WIDTH]), "x")
         w0 = np.array([0.25, -0.5, 1.0], np.float32)
@@ -157,7 +163,7 @@ class TrainingAnchorsTest(PrivatePool, unittest.TestCase):
                 fnModel=b.getModelProto(),
                 dataFlow=popart.DataFlow(bps, {y: art(kind, period)}), loss=loss,
                 optimizer=popart.ConstSGD(self.LR), deviceInfo=device,
-                userOptions=options(replicas, accumulation))
+                userOptions=options(replicas, accumulation, explicit))
             session.prepareDevice()
             session.weightsFromHost()
             anchors = session.initAnchorArrays()
@@ -169,11 +175,12 @@ class TrainingAnchorsTest(PrivatePool, unittest.TestCase):
         return anchors[y], reference(kind, period, seen), trained[w], w_after
 
     def check(self, bps, accumulation, replicas=1):
-        for kind, period in KINDS:
+        for (kind, period), explicit in itertools.product(KINDS, (False, True)):
             if period is not None and bps % period:
                 continue
-            with self.subTest(kind=kind, period=period):
-                got, want, w_got, w_want = self.step(bps, accumulation, replicas, kind, period)
+            with self.subTest(kind=kind, period=period, explicit=explicit):
+                got, want, w_got, w_want = self.step(bps, accumulation, replicas, kind, period,
+                                                     explicit)
                 self.assertEqual(got.shape, want.shape)
                 np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
                 np.testing.assert_allclose(w_got, w_want, rtol=1e-6, atol=1e-6)
@@ -189,7 +196,7 @@ class TrainingAnchorsTest(PrivatePool, unittest.TestCase):
 
     def test_batches_with_accumulation(self):
         # EVERYN(2) keeps batch 2 with both its micro-batches (PopART's own integration test
-        # expects every second micro-batch instead: docs/python.md, "Programs we did not write").
+        # expects every second micro-batch instead: docs/python.md, "PopART's own tests").
         self.check(2, 2)
 
     def test_three_batches_with_accumulation(self):
