@@ -21,7 +21,7 @@ from python_testing import BIN_DIR, HERE, PrivatePool, initializers, linear_mode
 
 class TrainingExampleTest(PrivatePool, unittest.TestCase):
     def test_executing_graphs_training_example(self):
-        # executing-graphs.txt, written out, with `import xtrain as popart`.
+        # The training loop executing-graphs.txt describes (our code, from its description).
         o = "loss"
         df = popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")})
         device = popart.DeviceManager().createCpuDevice()
@@ -34,12 +34,10 @@ class TrainingExampleTest(PrivatePool, unittest.TestCase):
         data_x = rng.rand(2, 4).astype(np.float32)
         data_t = rng.rand(2, 3).astype(np.float32)
         stepio = popart.PyStepIO({"x": data_x, "t": data_t}, anchors)
-        learningRate = [0.05, 0.05, 0.02, 0.02, 0.01]
         losses = []
-        for step in range(5):
-            stepLr = learningRate[step]
+        for rate in (0.05, 0.05, 0.02, 0.02, 0.01):
             session.updateOptimizerFromHost(
-                popart.SGD({"defaultLearningRate": (stepLr, False)}))
+                popart.SGD({"defaultLearningRate": (rate, False)}))
             session.run(stepio)
             losses.append(float(anchors[o]))
         self.assertLess(losses[-1], losses[0])
