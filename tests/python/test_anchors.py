@@ -1,9 +1,10 @@
-"""What each AnchorReturnType hands back, value by value, checked against a NumPy model of one step:
-ALL (every micro-batch), FINAL (the last), SUM (their sum) and EVERYN(N) (every N-th batch with all its
-micro-batches, docs/replication-semantics.md section 6), for scalar and vector tensors, one or many
-batches per step, replicas, and training with gradient accumulation (where the anchored value is the
-forward value of its micro-batch, before that batch's weight update). Every case runs with and
-without PopART's explicit main loops and host copy ops switched on (no effect in xtrain).
+"""What each AnchorReturnType hands back, value by value, checked against a NumPy model of one
+step: ALL (every micro-batch), FINAL (the last), SUM (their sum) and EVERYN(N) (every N-th batch
+with all its micro-batches, docs/replication-semantics.md section 6), for scalar and vector
+tensors, one or many batches per step, replicas, and training with gradient accumulation (where
+the anchored value is the forward value of its micro-batch, before that batch's weight update).
+Every case runs with and without PopART's explicit main loops and host copy ops switched on (no
+effect in xtrain).
 
 Anchor buffer shapes alone: test_sessions.py (AnchorShapesTest); bad AnchorReturnType arguments:
 test_tensors.py (AnchorReturnTypeTest)."""
@@ -46,7 +47,7 @@ def squeeze_prefix(values, prefix_rank):
 
 
 def reference(kind, period, seen):
-    """The anchor of a step whose per-micro-batch values are seen[batch, micro-batch, replica, ...]."""
+    """The anchor of a step whose per-micro-batch values are seen[batch, micro, replica, ...]."""
     if kind == "ALL":
         return squeeze_prefix(seen, 3)
     if kind == "EVERYN":

@@ -201,8 +201,9 @@ class SelectingDeviceTest(Chapter):
         with open("onnx.pb", "wb") as f:
             f.write(proto)
         device = popart.DeviceManager().createCpuDevice()
-        s = popart.InferenceSession("onnx.pb", deviceInfo=device,
-                                    dataFlow=popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")}))
+        s = popart.InferenceSession(
+            "onnx.pb", deviceInfo=device,
+            dataFlow=popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")}))
         s.prepareDevice()
         out = s.initAnchorArrays()
         s.run(popart.PyStepIO({"a": np.ones(1, np.float32), "b": np.ones(1, np.float32)}, out))
