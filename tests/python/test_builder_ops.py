@@ -108,7 +108,8 @@ class ElementwiseTest(OpTest):
         x = away_from(rand(2, 5), [-2, -1, 0, 1, 2])
         erf = np.vectorize(math.erf)
         cases = [
-            ("ceil", np.ceil, {}), ("floor", np.floor, {}), ("cos", np.cos, {}),
+            ("abs", np.abs, {}), ("ceil", np.ceil, {}), ("floor", np.floor, {}),
+            ("cos", np.cos, {}),
             ("sin", np.sin, {}), ("erf", erf, {}), ("reciprocal", lambda v: 1 / v, {}),
             ("sign", np.sign, {}), ("softplus", lambda v: np.log1p(np.exp(v)), {}),
             ("softsign", lambda v: v / (1 + np.abs(v)), {}),

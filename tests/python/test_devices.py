@@ -68,6 +68,17 @@ class DeviceTest(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "numIPUs"):
             popart.DeviceManager().createIpuModelDevice({"numIPUs": 1.5})
 
+    def test_compile_ipu_code_is_a_checked_no_op(self):
+        # PopART's IPU Model compiles IPU code when asked; xtrain's simulation has none to
+        # compile, so the option is accepted either way, but must be a boolean.
+        dm = popart.DeviceManager()
+        for flag in (True, False):
+            d = dm.createIpuModelDevice({"compileIPUCode": flag, "numIPUs": 2, "tilesPerIPU": 16})
+            self.assertEqual((d.numIpus, d.tilesPerIPU), (2, 16))
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    r"compileIPUCode: 'maybe' is not a boolean"):
+            dm.createIpuModelDevice({"compileIPUCode": "maybe"})
+
     def test_offline_device(self):
         d = popart.DeviceManager().createOfflineIPUDevice({"numIPUs": 1})
         self.assertEqual(d.type, popart.DeviceType.OfflineIpu)

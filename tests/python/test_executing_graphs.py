@@ -1,9 +1,8 @@
-"""PopART's "Executing graphs" chapter (executing-graphs.txt), each section written out as a
-complete program the way a PopART user writes it: the model made with popart.Builder, a session, a
-training loop. `import xtrain as popart` is the only change from PopART code, and every fragment of
-the chapter appears as written (marked "# chapter" where it starts). Of the profiling section (5.6),
-the engine and report options are not bound yet: there the test checks the clear "not implemented"
-error (docs/python.md).
+"""The API PopART's "Executing graphs" chapter (executing-graphs.txt) describes, one test per
+section, each a complete program the way a PopART user writes one: the model made with
+popart.Builder, a session, a training loop, through `import xtrain as popart`. The programs are
+ours, written from what the chapter says each call does (no text of the chapter is copied here);
+docs/python.md, "The 'Executing graphs' chapter".
 """
 import json
 import os
@@ -96,39 +95,33 @@ class InputOutputBuffersTest(Chapter):
             deviceInfo=popart.DeviceManager().createCpuDevice())
         session.prepareDevice()
 
-        # chapter
-        # Create buffers to receive results from the execution
-        anchors = session.initAnchorArrays()
-        # Generate some random input data
-        data_a = np.random.rand(1).astype(np.float32)
-        data_b = np.random.rand(1).astype(np.float32)
-        stepio = popart.PyStepIO({'a': data_a, 'b': data_b}, anchors)
-        session.run(stepio)
+        results = session.initAnchorArrays()  # zeroed host buffers, one per anchor
+        rng = np.random.RandomState(12)
+        left = rng.uniform(-1, 1, 1).astype(np.float32)
+        right = rng.uniform(-1, 1, 1).astype(np.float32)
+        session.run(popart.PyStepIO({"a": left, "b": right}, results))
 
-        self.assertEqual(list(anchors), [o])
-        self.assertEqual(anchors[o].dtype, np.float32)
-        np.testing.assert_array_equal(anchors[o], data_a + data_b)
+        self.assertEqual(list(results), [o])
+        self.assertEqual(results[o].dtype, np.float32)
+        np.testing.assert_array_equal(results[o], left + right)
 
     def test_weights_and_learning_rate_between_steps(self):
         proto, x, label, loss, weights = classifier_model()
-        learningRate = [0.5, 0.0, 0.25]
+        rates = [0.5, 0.0, 0.25]
         session = popart.TrainingSession(
             fnModel=proto, dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL")}),
-            loss=loss, optimizer=popart.SGD(learningRate[0]),
+            loss=loss, optimizer=popart.SGD(rates[0]),
             deviceInfo=popart.DeviceManager().createCpuDevice())
         session.prepareDevice()
-        # chapter
-        session.weightsFromHost()
+        session.weightsFromHost()  # the initial weights to the device
 
         anchors = session.initAnchorArrays()
         data, labels = classifier_data()
         stepio = popart.PyStepIO({x: data, label: labels}, anchors)
         seen = [read_weights(session, weights)]
-        for step in range(len(learningRate)):
-            # chapter
-            # Update learning rate parameter between training steps
-            stepLr = learningRate[step]
-            session.updateOptimizerFromHost(popart.SGD(stepLr))
+        for rate in rates:
+            # A new learning rate for the next step (SGD(number): not a constant, so it can change).
+            session.updateOptimizerFromHost(popart.SGD(rate))
 
             session.run(stepio)
             seen.append(read_weights(session, weights))
@@ -141,7 +134,6 @@ class RetrievingResultsTest(Chapter):
 
     def test_dataflow_and_return_types(self):
         proto, o = add_model()
-        # chapter
         df = popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")})
         self.assertEqual(df.batchesPerStep(), 1)
         self.assertTrue(df.isAnchored(o))
@@ -184,7 +176,6 @@ class SessionOptionsTest(Chapter):
 
     def test_stochastic_rounding(self):
         proto, x, label, loss, weights = classifier_model()
-        # chapter
         opts = popart.SessionOptions()
         opts.enableStochasticRounding = True
 
@@ -209,29 +200,24 @@ class SelectingDeviceTest(Chapter):
         proto, o = add_model()
         with open("onnx.pb", "wb") as f:
             f.write(proto)
-        # chapter
-        df = popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")})
         device = popart.DeviceManager().createCpuDevice()
-        s = popart.InferenceSession("onnx.pb", deviceInfo=device, dataFlow=df)
-
+        s = popart.InferenceSession(
+            "onnx.pb", deviceInfo=device,
+            dataFlow=popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")}))
         s.prepareDevice()
-        anchors = s.initAnchorArrays()
-        s.run(popart.PyStepIO({"a": np.ones(1, np.float32), "b": np.ones(1, np.float32)}, anchors))
-        self.assertEqual(anchors[o].tolist(), [2.0])
+        out = s.initAnchorArrays()
+        s.run(popart.PyStepIO({"a": np.ones(1, np.float32), "b": np.ones(1, np.float32)}, out))
+        self.assertEqual(out[o].tolist(), [2.0])
         self.assertEqual(device.type, popart.DeviceType.Cpu)
 
     def test_acquire(self):
         devices = popart.DeviceManager().enumerateDevices()
         self.assertEqual(len(devices), 8)  # the private pool's 8 single IPUs
-        # chapter
-        # Acquire a two-IPU pair
-        dev = popart.DeviceManager().acquireAvailableDevice(2)
+        dev = popart.DeviceManager().acquireAvailableDevice(2)  # any free pair
         self.assertEqual((dev.numIpus, dev.isAttached), (2, True))
         dev.detach()
 
-        # chapter
-        # Acquire IPU configuration 5
-        dev = popart.DeviceManager().acquireDeviceById(5)
+        dev = popart.DeviceManager().acquireDeviceById(5)  # one device by its id
         self.assertEqual((dev.id, dev.numIpus, dev.isAttached), (5, 1, True))
         dev.detach()
 
@@ -240,10 +226,8 @@ class SelectingDeviceTest(Chapter):
 
     def test_on_demand(self):
         proto, o = add_model()
-        # chapter
-        # Acquire four IPUs on demand
-        connectionType = popart.DeviceConnectionType.OnDemand
-        dev = popart.DeviceManager().acquireAvailableDevice(4, connectionType=connectionType)
+        dev = popart.DeviceManager().acquireAvailableDevice(
+            4, connectionType=popart.DeviceConnectionType.OnDemand)
 
         self.assertEqual(dev.numIpus, 4)
         self.assertFalse(dev.isAttached)  # deferred until PopART needs it
@@ -264,15 +248,11 @@ class ExecutingTest(Chapter):
             fnModel=proto, dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL"),
                                                         "Softmax:0": popart.AnchorReturnType("ALL")}),
             deviceInfo=popart.DeviceManager().createCpuDevice())
-        # chapter
         session.prepareDevice()
-
         session.weightsFromHost()
         anchors = session.initAnchorArrays()
         data, labels = classifier_data()
-        stepio = popart.PyStepIO({x: data, label: labels}, anchors)
-        # chapter
-        session.run(stepio)
+        session.run(popart.PyStepIO({x: data, label: labels}, anchors))
 
         probs = anchors["Softmax:0"]
         expected = -np.mean(np.log(probs[np.arange(4), labels]))
@@ -307,7 +287,6 @@ class SavingLoadingTest(Chapter):
         for _ in range(3):
             session.run(popart.PyStepIO({x: data, label: labels}, anchors))
         trained = read_weights(session, weights)
-        # chapter
         session.modelToHost("trained_model.onnx")
 
         saved = {i.name: numpy_helper.to_array(i)
@@ -318,7 +297,6 @@ class SavingLoadingTest(Chapter):
         # An earlier run's parameters loaded into a new session of the untrained model.
         os.replace("trained_model.onnx", "test.onnx")
         session = training_session(proto, loss)
-        # chapter
         session.resetHostWeights("test.onnx")
         session.weightsFromHost()
 
@@ -345,11 +323,9 @@ class ProfilingTest(Chapter):
 
     def test_reports(self):
         proto, o = add_model()
-        # chapter
         opts = popart.SessionOptions()
         opts.engineOptions = {"autoReport.all": "true"}
         self.assertEqual(opts.engineOptions, {"autoReport.all": "true"})
-        # chapter
         opts.reportOptions = {"showExecutionSteps": "true"}
         self.assertEqual(opts.reportOptions, {"showExecutionSteps": "true"})
         # The reports themselves are reports.md's; this test checks the summary below.
@@ -378,10 +354,8 @@ class LoggingTest(unittest.TestCase):
         import sys
         import numpy as np
         import xtrain as popart
-        # Set all modules to DEBUG level
-        popart.getLogger().setLevel("DEBUG")
-        # Turn off logging for the session module
-        popart.getLogger("session").setLevel("OFF")
+        popart.getLogger().setLevel("DEBUG")        # every module
+        popart.getLogger("session").setLevel("OFF")  # but the session's
         for module in ["popart", "session", "ir", "devicex", "transform", "pattern", "builder",
                        "op", "opx", "ces", "python", "none"]:
             popart.getLogger(module)

@@ -260,6 +260,20 @@ class MembersTest(unittest.TestCase):
         self.assertFalse(opts.useHostCopyOps or opts.enableExplicitMainLoops
                          or opts.explicitRecomputation)
 
+    def test_popart_only_switches_take_both_values(self):
+        # PopART programs switch these off (or constantWeights, on by default, off for
+        # weights written after compiling); xtrain accepts either value and ignores them
+        # (docs/session-options.md), but only as booleans.
+        opts = popart.SessionOptions()
+        for name, default in (("constantWeights", True), ("enableExplicitMainLoops", False),
+                              ("useHostCopyOps", False)):
+            self.assertIs(getattr(opts, name), default, name)
+            for value in (not default, default):
+                setattr(opts, name, value)
+                self.assertIs(getattr(opts, name), value, name)
+            with self.assertRaisesRegex(TypeError, name + r": expected bool, got str"):
+                setattr(opts, name, "no")
+
     def test_unknown_member(self):
         with self.assertRaisesRegex(AttributeError, "enableRecomputation"):
             popart.SessionOptions().enableRecomputation = True

@@ -1,7 +1,8 @@
 """TrainingSession and InferenceSession with PyStepIO, PyStepIOCallback and PyWeightsIO: the
 training example of executing-graphs.txt (the model from onnx.helper, since the Builder is bound
 elsewhere), equivalence with the C++ API (bit-identical weights to build/bin/xtrain), anchor shapes
-per the API reference's rules, bad inputs, the GIL and Ctrl-C."""
+per the API reference's rules, bad inputs, callbacks (their results and the order they are called
+in), the GIL and Ctrl-C."""
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from python_testing import BIN_DIR, HERE, PrivatePool, initializers, linear_mode
 
 class TrainingExampleTest(PrivatePool, unittest.TestCase):
     def test_executing_graphs_training_example(self):
-        # executing-graphs.txt, written out, with `import xtrain as popart`.
+        # The training loop executing-graphs.txt describes (our code, from its description).
         o = "loss"
         df = popart.DataFlow(1, {o: popart.AnchorReturnType("ALL")})
         device = popart.DeviceManager().createCpuDevice()
@@ -33,12 +34,10 @@ class TrainingExampleTest(PrivatePool, unittest.TestCase):
         data_x = rng.rand(2, 4).astype(np.float32)
         data_t = rng.rand(2, 3).astype(np.float32)
         stepio = popart.PyStepIO({"x": data_x, "t": data_t}, anchors)
-        learningRate = [0.05, 0.05, 0.02, 0.02, 0.01]
         losses = []
-        for step in range(5):
-            stepLr = learningRate[step]
+        for rate in (0.05, 0.05, 0.02, 0.02, 0.01):
             session.updateOptimizerFromHost(
-                popart.SGD({"defaultLearningRate": (stepLr, False)}))
+                popart.SGD({"defaultLearningRate": (rate, False)}))
             session.run(stepio)
             losses.append(float(anchors[o]))
         self.assertLess(losses[-1], losses[0])
@@ -493,6 +492,72 @@ class CallbackTest(unittest.TestCase):
         self.assertEqual(out["loss"].tobytes(), a["loss"].tobytes())
         self.assertEqual(out["y"].tobytes(), a["y"].tobytes())
         self.assertEqual(calls.count(("inComplete", "x")), 3)
+
+    def test_inference_with_two_outputs(self):
+        # Two anchored results of the same two inputs, filled through the callbacks into
+        # buffers the caller owns, and a run given a name for its logs.
+        n = 1000
+        b = popart.Builder()
+        p = b.addInputTensor(popart.TensorInfo("FLOAT", [n]), "p")
+        q = b.addInputTensor(popart.TensorInfo("FLOAT", [n]), "q")
+        total = b.aiOnnx.add([p, q])
+        product = b.aiOnnx.mul([p, q])
+        s = popart.InferenceSession(
+            b.getModelProto(), popart.DataFlow(1, {total: popart.AnchorReturnType("ALL"),
+                                                   product: popart.AnchorReturnType("ALL")}),
+            popart.DeviceManager().createCpuDevice())
+        s.prepareDevice()
+        rng = np.random.RandomState(8)
+        data = {p: rng.uniform(-2, 2, n).astype(np.float32),
+                q: rng.uniform(-2, 2, n).astype(np.float32)}
+        out = {total: np.zeros(n, np.float32), product: np.zeros(n, np.float32)}
+        done, fed = {}, []
+
+        def input_callback(tid, prefetch):
+            fed.append((tid, prefetch))
+            return data[tid]
+
+        def output_complete_callback(tid):
+            done[tid] = out[tid].copy()  # the buffer is full when this is called
+
+        s.run(popart.PyStepIOCallback(input_callback, lambda tid: None, lambda tid: out[tid],
+                                      output_complete_callback), "two outputs")
+        self.assertEqual(sorted(fed), [(p, False), (q, False)])  # xtrain never prefetches
+        self.assertEqual(set(done), {total, product})
+        np.testing.assert_array_equal(done[total], data[p] + data[q])
+        np.testing.assert_array_equal(done[product], data[p] * data[q])
+
+    def test_order_of_calls(self):
+        # Per micro-batch: in, inComplete, then out and outComplete of the values it made.
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("INT32", [2]), "x")
+        y = b.aiOnnx.identity([x])
+        s = popart.InferenceSession(
+            b.getModelProto(), popart.DataFlow(3, {y: popart.AnchorReturnType("ALL")}),
+            popart.DeviceManager().createCpuDevice())
+        s.prepareDevice()
+        events, buf = [], np.zeros(2, np.int32)
+
+        def input_callback(tid, prefetch):
+            events.append("in")
+            return np.array([len(events), -len(events)], np.int32)
+
+        def output_complete_callback(tid):
+            events.append("outComplete %d" % buf[0])
+
+        s.run(popart.PyStepIOCallback(input_callback, lambda tid: events.append("inComplete"),
+                                      lambda tid: events.append("out") or buf,
+                                      output_complete_callback))
+        self.assertEqual(events, ["in", "inComplete", "out", "outComplete 1",
+                                  "in", "inComplete", "out", "outComplete 5",
+                                  "in", "inComplete", "out", "outComplete 9"])
+
+    def test_input_callback_must_return_an_array(self):
+        s = self.session(1)
+        io = popart.PyStepIOCallback(lambda tid, prefetch: None, lambda t: None,
+                                     lambda t: np.zeros((2, 3), np.float32), lambda t: None)
+        with self.assertRaisesRegex(TypeError, r"PyStepIOCallback input '(x|t)'"):
+            s.run(io)
 
     def test_callback_error_propagates(self):
         s = self.session()
