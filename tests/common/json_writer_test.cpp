@@ -1,7 +1,7 @@
-// json::Writer (src/common/json_writer.hpp) against the code it replaced: the session's report
-// writer (printf "%.9g", src/session/json_writer.cpp), `xtrain --metrics` (std::to_chars of the
-// value's own type, tools/xtrain/metrics_file.cpp) and the timeline's JsonOut
-// (src/common/timeline_json.cpp). Each old formatter is copied here as the reference.
+// json::Writer (src/common/json_writer.hpp) against the code it replaced, each old formatter
+// copied here as the reference: the session's report writer (session::JsonWriter: printf "%.9g"),
+// `xtrain --metrics` (std::to_chars of the value's own type) and the timeline's JsonOut (traces).
+// All three were deleted when json_writer.hpp took their place (issue 28).
 #include "common/json_writer.hpp"
 
 #include <fcntl.h>
