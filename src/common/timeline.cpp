@@ -15,8 +15,8 @@
 #include <new>
 
 #include "common/env_value.hpp"
+#include "common/json_writer.hpp"
 #include "common/temporary_file.hpp"
-#include "common/timeline_json.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::timeline {
@@ -185,52 +185,51 @@ int currentTrack() {
   return tTrack;
 }
 
+// The text of a fixed-size field: up to its first NUL or its end.
+std::string_view fieldText(const char* field, size_t size) {
+  size_t n = 0;
+  while (n < size && field[n] != '\0') ++n;
+  return {field, n};
+}
+
 // The whole trace as JSON into `out`: async-signal-safe (no allocation, no locks taken here).
-void writeJson(const State& s, JsonOut& out) {
+// One event a line: xrun's merge (timeline_merge.cpp) reads the parts line by line.
+void writeJson(const State& s, json::Sink& out) {
   const int pid = s.config.instance + 1;
-  out.str("{\"otherData\":{\"xtrainOriginRealtimeNs\":");
-  out.integer(s.originRealtimeNs);
   const uint64_t head = s.head.load();
   const size_t capacity = s.capacity.load();
   const uint64_t dropped = head > capacity ? head - capacity : 0;
-  out.str(",\"ringEvents\":");
-  out.integer(static_cast<int64_t>(capacity));
-  out.str(",\"droppedEvents\":");
-  out.integer(static_cast<int64_t>(dropped));
-  out.str("},\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-  bool first = true;
-  auto separate = [&] {
-    if (!first) out.str(",\n");
-    first = false;
-  };
+  json::Writer w(out);
+  w.beginObject()
+      .key("otherData")
+      .beginObject()
+      .field("xtrainOriginRealtimeNs", s.originRealtimeNs)
+      .field("ringEvents", static_cast<int64_t>(capacity))
+      .field("droppedEvents", static_cast<int64_t>(dropped))
+      .endObject()
+      .field("displayTimeUnit", "ms")
+      .key("traceEvents")
+      .beginArray(json::Writer::Layout::LinePerMember);
   auto metadata = [&](const char* name, int tid, const char* key, const char* text, int64_t value) {
-    separate();
-    out.str("{\"ph\":\"M\",\"pid\":");
-    out.integer(pid);
-    out.str(",\"tid\":");
-    out.integer(tid);
-    out.str(",\"ts\":0,\"name\":\"");
-    out.str(name);
-    out.str("\",\"args\":{\"");
-    out.str(key);
-    out.str("\":");
+    w.beginObject().field("ph", "M").field("pid", pid).field("tid", tid).field("ts", 0);
+    w.field("name", name).key("args").beginObject().key(key);
     if (text != nullptr) {
-      out.quoted(text);
+      w.value(text);
     } else {
-      out.integer(value);
+      w.value(value);
     }
-    out.str("}}");
+    w.endObject().endObject();
   };
   metadata("process_name", 0, "name", s.config.processName.c_str(), 0);
   metadata("process_sort_index", 0, "sort_index", nullptr, s.config.instance);
-  // snprintf is not async-signal-safe: the label is built by hand.
+  // snprintf is not async-signal-safe: the label is built with the JSON formatters.
   char labels[96];
-  JsonOut label(labels, sizeof labels);
-  label.str("ring of ");
-  label.integer(static_cast<int64_t>(capacity));
-  label.str(" events, ");
-  label.integer(static_cast<int64_t>(dropped));
-  label.str(" oldest dropped");
+  json::Sink label(labels, sizeof labels);
+  label.append("ring of ");
+  json::writeInteger(label, static_cast<int64_t>(capacity));
+  label.append(" events, ");
+  json::writeInteger(label, static_cast<int64_t>(dropped));
+  label.append(" oldest dropped");
   metadata("process_labels", 0, "labels", label.c_str(), 0);
   const int tracks = std::min(s.numTracks.load(), kMaxTracks);
   for (int i = 0; i < tracks; ++i) {
@@ -242,36 +241,17 @@ void writeJson(const State& s, JsonOut& out) {
   const uint64_t count = std::min<uint64_t>(head, capacity);
   for (uint64_t k = head - count; k < head; ++k) {
     const Slot& e = s.ring->at(k % capacity);
-    separate();
-    out.str("{\"ph\":\"X\",\"pid\":");
-    out.integer(pid);
-    out.str(",\"tid\":");
-    out.integer(e.track);
-    out.str(",\"ts\":");
-    out.micros(e.startNs);
-    out.str(",\"dur\":");
-    out.micros(std::max<int64_t>(0, e.durNs));
-    out.str(",\"cat\":\"");
-    out.str(toString(e.category));
-    out.str("\",\"name\":");
-    out.quoted(e.name, sizeof e.name);
-    out.str(",\"args\":{");
+    w.beginObject().field("ph", "X").field("pid", pid).field("tid", e.track);
+    w.key("ts").micros(e.startNs).key("dur").micros(std::max<int64_t>(0, e.durNs));
+    w.field("cat", toString(e.category)).field("name", fieldText(e.name, sizeof e.name));
+    w.key("args").beginObject();
     const int n = std::clamp(e.numArgs, 0, 3);
-    for (int a = 0; a < n; ++a) {
-      if (a > 0) out.put(',');
-      out.quoted(e.keys[a] != nullptr ? e.keys[a] : "arg");
-      out.put(':');
-      out.integer(e.values[a]);
-    }
-    if (e.textKey != nullptr) {
-      if (n > 0) out.put(',');
-      out.quoted(e.textKey);
-      out.put(':');
-      out.quoted(e.text, sizeof e.text);
-    }
-    out.str("}}");
+    for (int a = 0; a < n; ++a) w.field(e.keys[a] != nullptr ? e.keys[a] : "arg", e.values[a]);
+    if (e.textKey != nullptr) w.field(e.textKey, fieldText(e.text, sizeof e.text));
+    w.endObject().endObject();
   }
-  out.str("\n]}\n");
+  w.endArray().endObject();
+  out.put('\n');
 }
 
 // Writes the trace to a new temporary file (never to what another user may have planted beside the
@@ -281,7 +261,7 @@ bool writeFile(const State& s) {
   const int fd = s.tmp->create(0644);
   if (fd < 0) return false;
   char buffer[8192];
-  JsonOut out(fd, buffer, sizeof buffer);
+  json::Sink out(fd, buffer, sizeof buffer);
   writeJson(s, out);
   const bool ok = out.finish();
   const int err = errno;

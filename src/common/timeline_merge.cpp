@@ -10,8 +10,8 @@
 #include <optional>
 #include <sstream>
 
+#include "common/json_writer.hpp"
 #include "common/output_file.hpp"
-#include "common/timeline_json.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::timeline {
@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kNotePrefix = "timeline-";
+// How a part begins (timeline.cpp, writeJson), and the merged trace too.
 constexpr std::string_view kHeader = "{\"otherData\":{\"xtrainOriginRealtimeNs\":";
 
 // One part as the timeline wrote it (timeline.cpp, writeJson): a header line with the clock's
@@ -113,10 +114,10 @@ std::string shifted(const std::string& event, int64_t shiftNs) {
   }
   int64_t ns = whole * 1000 + frac;
   if (negative) ns = -ns;
-  char buffer[32];
-  JsonOut out(buffer, sizeof buffer);
-  out.micros(ns + shiftNs);
-  return event.substr(0, begin) + out.c_str() + event.substr(i);
+  std::string text = event.substr(0, begin);
+  json::Sink out(text);
+  json::writeMicros(out, ns + shiftNs);
+  return text + event.substr(i);
 }
 
 }  // namespace
@@ -158,19 +159,24 @@ MergeOutcome mergeParts(const std::string& path,
     origin = std::min(origin, part.originNs);
     dropped += part.dropped;
   }
-  std::string text = std::string(kHeader) + std::to_string(origin) +
-                     ",\"instances\":" + std::to_string(read.size()) +
-                     ",\"droppedEvents\":" + std::to_string(dropped) +
-                     "},\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  bool first = true;
+  std::string text;
+  json::Sink out(text);
+  json::Writer w(out);
+  w.beginObject()
+      .key("otherData")
+      .beginObject()
+      .field("xtrainOriginRealtimeNs", origin)
+      .field("instances", static_cast<uint64_t>(read.size()))
+      .field("droppedEvents", dropped)
+      .endObject()
+      .field("displayTimeUnit", "ms")
+      .key("traceEvents")
+      .beginArray(json::Writer::Layout::LinePerMember);
   for (const auto& [file, part] : read) {
-    for (const auto& event : part.events) {
-      if (!first) text += ",\n";
-      first = false;
-      text += shifted(event, part.originNs - origin);
-    }
+    for (const auto& event : part.events) w.raw(shifted(event, part.originNs - origin));
   }
-  text += "\n]}\n";
+  w.endArray().endObject();
+  out.put('\n');
   try {
     writeOutputFile(path, text, "the merged trace");
   } catch (const std::exception& e) {

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "session/json_writer.hpp"
+#include "common/json_writer.hpp"
 #include "session/session_profiler.hpp"
 
 namespace xtrain::session {
@@ -158,7 +158,7 @@ std::string SessionProfiler::summaryReport(const SessionFigures& figures) const 
 
 std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
   requireStarted("getReport");
-  JsonWriter w;
+  json::StringWriter w;
   w.beginObject().field("schema", "xtrain.report").field("version", 1);
   w.key("session")
       .beginObject()
@@ -273,7 +273,7 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
 
 std::string SessionProfiler::serializedGraph() const {
   requireStarted("getSerializedGraph");
-  JsonWriter w;
+  json::StringWriter w;
   w.beginObject().field("schema", "xtrain.serialized-graph").field("version", 1);
   w.key("programs").beginArray();
   for (int ph = 0; ph < ir::kPhaseCount; ++ph) {

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/timeline_json.hpp"
+#include "common/json_writer.hpp"
 #include "common/timeline_merge.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/process_testing.hpp"
@@ -257,12 +257,12 @@ TEST(TimelineCapacity, ComesFromTheEnvironmentWithinBounds) {
 
 TEST(TimelineJson, MicrosecondsAndIntegers) {
   char buffer[64];
-  timeline::JsonOut out(buffer, sizeof buffer);
-  out.micros(1234567);
+  xtrain::json::Sink out(buffer, sizeof buffer);
+  xtrain::json::writeMicros(out, 1234567);
   out.put(' ');
-  out.micros(-5);
+  xtrain::json::writeMicros(out, -5);
   out.put(' ');
-  out.integer(INT64_MIN);
+  xtrain::json::writeInteger(out, INT64_MIN);
   EXPECT_STREQ(out.c_str(), "1234.567 -0.005 -9223372036854775808");
 }
 

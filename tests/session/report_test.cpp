@@ -5,12 +5,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
-#include "session/json_writer.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/file_testing.hpp"
 #include "testing/planted_files.hpp"
@@ -222,34 +220,6 @@ TEST(Report, SerializedGraphListsTheLoweredOpsWithTheirFlops) {
   EXPECT_TRUE(sawMatMul) << g["programs"];
   EXPECT_EQ(phases, (std::set<std::string>{"Forward", "Backward", "Update"}));
   EXPECT_FALSE(g["tensors"].empty());
-}
-
-TEST(JsonWriter, EscapesStringsAndNestsContainers) {
-  session::JsonWriter w;
-  w.beginObject()
-      .field("name", std::string("a \"quoted\" \\ name\n\x01"))
-      .key("list")
-      .beginArray()
-      .value(int64_t{-3})
-      .value(uint64_t{18446744073709551615ull})
-      .value(0.5)
-      .value(std::numeric_limits<double>::infinity())
-      .value(true)
-      .beginObject()
-      .endObject()
-      .endArray()
-      .endObject();
-  const json j = json::parse(w.str());
-  EXPECT_EQ(j["name"], "a \"quoted\" \\ name\n\x01");
-  EXPECT_EQ(j["list"][0], -3);
-  EXPECT_EQ(j["list"][1].get<uint64_t>(), 18446744073709551615ull);
-  EXPECT_EQ(j["list"][2], 0.5);
-  EXPECT_TRUE(j["list"][3].is_null());
-  EXPECT_EQ(j["list"][4], true);
-  EXPECT_TRUE(j["list"][5].is_object());
-  session::JsonWriter open;
-  open.beginArray();
-  EXPECT_THROW(open.str(), internal_error);
 }
 
 class AutoReport : public ScratchDirTest {};

@@ -5,68 +5,37 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
-#include <cmath>
 #include <cstring>
 
+#include "common/json_writer.hpp"
 #include "common/output_file.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::tools {
 
-namespace {
-
-// The shortest text that reads back as the same value (std::to_chars), so a float such as the
-// learning rate 0.01 is written 0.01, not 0.009999999776482582.
-template <typename T>
-void appendNumber(std::string& out, T v) {
-  if (!std::isfinite(v)) {
-    out += "null";
-    return;
-  }
-  char text[64];
-  const auto r = std::to_chars(text, text + sizeof text, v);
-  out.append(text, r.ptr);
-}
-
-class JsonObject {
- public:
-  template <typename T>
-  void add(const char* key, T value) {
-    out_ += out_.empty() ? "{\"" : ",\"";
-    out_ += key;
-    out_ += "\":";
-    appendNumber(out_, value);
-  }
-  template <typename T>
-  void addIfSet(const char* key, const std::optional<T>& value) {
-    if (value) add(key, *value);
-  }
-  std::string text() && { return std::move(out_) + "}"; }
-
- private:
-  std::string out_;
-};
-
-}  // namespace
-
+// Numbers in json::Reals::Shortest: the shortest text that reads back as the same value of its
+// own type, so a float such as the learning rate 0.01 is written 0.01, not 0.009999999776482582.
 std::string metricsLine(const StepMetrics& m) {
-  JsonObject o;
-  o.add("step", m.step);
-  o.add("epoch", m.epoch);
-  o.add("loss", m.loss);
-  o.add("lr", m.learningRate);
-  o.add("step_time_s", m.stepSeconds);
-  o.add("samples_per_s", m.samplesPerSecond);
-  o.add("reduction_share", m.reductionShare);
-  o.add("loss_scale", m.lossScale);
-  o.addIfSet("grad_norm", m.gradientNorm);
-  o.addIfSet("val_loss", m.validationLoss);
-  o.addIfSet("val_accuracy", m.validationAccuracy);
-  o.addIfSet("val_samples", m.validationSamples);
-  o.add("wall_time", m.wallTime);
-  return std::move(o).text();
+  std::string line;
+  json::Sink out(line);
+  json::Writer o(out, json::Reals::Shortest);
+  o.beginObject();
+  o.field("step", m.step);
+  o.field("epoch", m.epoch);
+  o.field("loss", m.loss);
+  o.field("lr", m.learningRate);
+  o.field("step_time_s", m.stepSeconds);
+  o.field("samples_per_s", m.samplesPerSecond);
+  o.field("reduction_share", m.reductionShare);
+  o.field("loss_scale", m.lossScale);
+  if (m.gradientNorm) o.field("grad_norm", *m.gradientNorm);
+  if (m.validationLoss) o.field("val_loss", *m.validationLoss);
+  if (m.validationAccuracy) o.field("val_accuracy", *m.validationAccuracy);
+  if (m.validationSamples) o.field("val_samples", *m.validationSamples);
+  o.field("wall_time", m.wallTime);
+  o.endObject();
+  return line;
 }
 
 namespace {
