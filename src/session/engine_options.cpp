@@ -32,6 +32,19 @@ bool isUnsupportedAutoReportKey(const std::string& key) {
   return std::find(kUnsupported.begin(), kUnsupported.end(), key) != kUnsupported.end();
 }
 
+// Poplar's options that tune how Poplar compiles or instruments a program and cannot change what it
+// computes: accepted with no effect, each for the reason given (docs/session-options.md).
+bool isAcceptedPoplarKey(const std::string& key) {
+  static const std::vector<std::string_view> kNoEffect = {
+      "debug.retainDebugInformation",  // op names and debug contexts are always kept
+      "opt.enableInlining",            // there is no Poplar code to inline or to outline
+      "debug.instrument",              // the cycle model instruments every program
+      "debug.instrumentCompute",
+      "debug.instrumentExternalExchange",
+      "debug.instrumentControlFlow"};
+  return std::find(kNoEffect.begin(), kNoEffect.end(), key) != kNoEffect.end();
+}
+
 std::string joined(const std::vector<std::string_view>& keys) {
   std::string out;
   for (const auto& k : keys) {
@@ -44,6 +57,8 @@ std::string joined(const std::vector<std::string_view>& keys) {
 }  // namespace
 
 EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engineOptions) {
+  // Also known: isAcceptedPoplarKey's and target.deterministicWorkers (every kernel is
+  // deterministic already), accepted with no effect.
   static const std::vector<std::string_view> kKnown = {"autoReport.all",
                                                        "autoReport.outputExecutionProfile",
                                                        "autoReport.outputGraphProfile",
@@ -78,6 +93,15 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
           "autoReport.outputGraphProfile, autoReport.outputSerializedGraph and "
           "autoReport.directory",
           key);
+    } else if (key == "target.deterministicWorkers") {
+      if (value != "true" && value != "false" && value != "portable") {
+        throw error(
+            "SessionOptions::engineOptions[\"{}\"] = \"{}\": expected \"true\", \"false\" or "
+            "\"portable\"",
+            key, value);
+      }
+    } else if (isAcceptedPoplarKey(key)) {
+      parseBool(key, value);  // accepted with no effect, but a typo in the value is still an error
     } else if (key == "trace.file") {
       if (value.empty()) {
         throw error(
@@ -89,8 +113,11 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
       s.traceSteps =
           timeline::parseStepRange(value, "SessionOptions::engineOptions[\"trace.steps\"]");
     } else {
-      throw error("SessionOptions::engineOptions: unknown key \"{}\"; the known keys are {}", key,
-                  joined(kKnown));
+      throw error(
+          "SessionOptions::engineOptions: unknown key \"{}\"; the known keys are {} (and Poplar's "
+          "debug.retainDebugInformation, opt.enableInlining, target.deterministicWorkers and "
+          "debug.instrument*, accepted with no effect)",
+          key, joined(kKnown));
     }
   }
   if (s.traceSteps && s.traceFile.empty()) {

@@ -175,6 +175,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // the graph, before the training graph is added.
   if (config_.training) hostState_.takeOptimizerStateInitializers(*graph_);
   graphFingerprint_ = graphFingerprint(*graph_);
+  // After the fingerprint: a model is the same model whichever of its inputs a session reads.
+  removeUnusedInputs(gradientTargets);
   times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
   // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
@@ -212,6 +214,22 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
 }
 
 SessionImpl::~SessionImpl() = default;
+
+void SessionImpl::removeUnusedInputs(const std::vector<TensorId>& gradientTargets) {
+  std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
+  keep.insert(gradientTargets.begin(), gradientTargets.end());
+  keep.insert(graph_->outputs().begin(), graph_->outputs().end());
+  const std::vector<TensorId> inputs = graph_->inputs();
+  for (const auto& id : inputs) {
+    const ir::Tensor& t = graph_->tensor(id);
+    if (t.kind != ir::TensorKind::Stream || !t.consumers.empty() || keep.count(id) != 0) continue;
+    logging::session::info("model input '{}' is not used by any op: removed (no buffer needed)",
+                           id);
+    graph_->removeTensor(id);
+    broadcastInputs_.erase(id);
+    unusedInputs_.insert(id);
+  }
+}
 
 void SessionImpl::prepareDevice() {
   if (prepared_) return;

@@ -107,6 +107,9 @@ class SessionImpl {
     std::vector<int> anchors;
     int accumulationIndex = -1;
   };
+  // Removes the model's Stream inputs that no op reads and that are neither anchored nor graph
+  // outputs (into unusedInputs_).
+  void removeUnusedInputs(const std::vector<TensorId>& gradientTargets);
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
   void update(int64_t batch);
@@ -126,6 +129,9 @@ class SessionImpl {
   std::map<std::string, std::string> modelMetadata_;
   // Inputs fed with ReplicatedStreamMode::Broadcast.
   std::set<TensorId> broadcastInputs_;
+  // Model inputs no op reads and nothing anchors, removed from the graph as PopART prunes them: a
+  // run needs no buffer for them and ignores one that is given (with a warning).
+  std::set<TensorId> unusedInputs_;
   std::string graphFingerprint_;
   // The optimizer's updates in the graph, and the options they were made with.
   ir::OptimizerGraph optimizerGraph_;

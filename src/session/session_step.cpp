@@ -49,7 +49,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   const int64_t af = accumulationFactor_;
   StepBuffers io(*graph_, config_.dataFlow, config_.options.syntheticDataMode, bps, af,
                  layout_.local, stepio, random_.seed() ^ static_cast<uint64_t>(stepCount_),
-                 broadcastInputs_);
+                 broadcastInputs_, unusedInputs_);
   logging::session::debug("run '{}': step {}, {} batches x {} micro-batches x {} replicas",
                           debugName, stepCount_, bps, af, layout_.local);
   // The buffer indices of the step's inputs, anchors and accumulation counter.

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/check.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::session {
 
@@ -64,7 +65,8 @@ void addInto(unsigned char* dst, const HostTensor& src) {
 
 StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow,
                          SyntheticDataMode synthetic, int64_t bps, int64_t af, int64_t replicas,
-                         IStepIO& stepio, uint64_t seed, const std::set<TensorId>& broadcast)
+                         IStepIO& stepio, uint64_t seed, const std::set<TensorId>& broadcast,
+                         const std::set<TensorId>& unused)
     : dataFlow_(dataFlow),
       synthetic_(synthetic),
       bps_(bps),
@@ -99,10 +101,14 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow,
   }
   if (whole_ != nullptr) {
     for (const auto& [id, arr] : whole_->inputs()) {
-      if (std::find(inputIds_.begin(), inputIds_.end(), id) == inputIds_.end()) {
-        throw error("run: the StepIO has a buffer for '{}', which is not an input of the model",
-                    id);
+      if (std::find(inputIds_.begin(), inputIds_.end(), id) != inputIds_.end()) continue;
+      if (unused.count(id) != 0) {
+        logging::session::warn(
+            "run: the StepIO has a buffer for '{}', a model input that no op uses: ignored", id);
+        continue;
       }
+      throw error("run: the StepIO has a buffer for '{}', which is not an input of the model",
+                  id);
     }
   }
   for (const auto& id : dataFlow.anchors()) {

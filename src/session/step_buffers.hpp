@@ -28,10 +28,12 @@ void checkHostBuffer(const char* what, const TensorId& id, const TensorInfo& exp
 class StepBuffers {
  public:
   // `broadcast`: inputs fed with ReplicatedStreamMode::Broadcast (one micro-batch for all replicas,
-  // no replica dimension in their buffers).
+  // no replica dimension in their buffers). `unused`: model inputs the session removed because no
+  // op reads them; a buffer given for one is ignored with a warning (as PopART does), a buffer for
+  // any other name that is not an input is an error.
   StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow, SyntheticDataMode synthetic,
               int64_t bps, int64_t af, int64_t replicas, IStepIO& stepio, uint64_t seed,
-              const std::set<TensorId>& broadcast = {});
+              const std::set<TensorId>& broadcast = {}, const std::set<TensorId>& unused = {});
 
   const std::vector<TensorId>& inputIds() const { return inputIds_; }
   const std::vector<TensorId>& anchorIds() const { return anchorIds_; }

@@ -176,3 +176,57 @@ class RegroupedBuffersTest(PrivatePool, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UnusedInputsTest(PrivatePool, unittest.TestCase):
+    """A model input no op reads is removed from the session, as PopART prunes it: a run needs no
+    buffer for it and ignores one that is given; a buffer for a name that is no input at all is
+    still an error."""
+
+    def session(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+        unused = b.addInputTensor(popart.TensorInfo("INT32", [2]), "unused")
+        y = b.aiOnnx.relu([x], "y")
+        session = popart.InferenceSession(
+            fnModel=b.getModelProto(),
+            dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+        session.prepareDevice()
+        return session, x, unused, y
+
+    def test_unused_input_needs_no_buffer(self):
+        session, x, _, y = self.session()
+        anchors = session.initAnchorArrays()
+        values = np.array([-1.0, 0.5, 2.0], np.float32)
+        session.run(popart.PyStepIO({x: values}, anchors))
+        np.testing.assert_array_equal(anchors[y], np.maximum(values, 0))
+
+    def test_buffer_for_unused_input_is_ignored(self):
+        session, x, unused, y = self.session()
+        anchors = session.initAnchorArrays()
+        values = np.array([3.0, -2.0, 1.0], np.float32)
+        # Even of a wrong shape: nothing reads it.
+        session.run(popart.PyStepIO({x: values, unused: np.zeros([5], np.int32)}, anchors))
+        np.testing.assert_array_equal(anchors[y], np.maximum(values, 0))
+
+    def test_buffer_for_a_name_that_is_no_input_is_refused(self):
+        session, x, _, _ = self.session()
+        anchors = session.initAnchorArrays()
+        with self.assertRaisesRegex(popart.popart_exception, "'nothing'.*not an input"):
+            session.run(popart.PyStepIO({x: np.zeros([3], np.float32),
+                                         "nothing": np.zeros([3], np.float32)}, anchors))
+
+    def test_anchored_input_is_kept(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+        session = popart.InferenceSession(
+            fnModel=b.getModelProto(),
+            dataFlow=popart.DataFlow(1, {x: popart.AnchorReturnType("ALL")}),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+        session.prepareDevice()
+        anchors = session.initAnchorArrays()
+        with self.assertRaisesRegex(popart.popart_exception, "no buffer for input 'x'"):
+            session.run(popart.PyStepIO({}, anchors))
+        session.run(popart.PyStepIO({x: np.array([4.0, 5.0], np.float32)}, anchors))
+        np.testing.assert_array_equal(anchors[x], [4.0, 5.0])

@@ -325,6 +325,22 @@ TEST_F(AutoReport, BadKeysValuesAndDirectoriesAreRefusedAtCreation) {
         make({}, {{"showVarStorage", "1"}});
       },
       {"reportOptions", "showVarStorage", "expected \"true\" or \"false\""});
+  // Poplar's compilation and instrumentation keys are accepted with no effect; their values are
+  // still checked.
+  EXPECT_NO_THROW(make({{"debug.retainDebugInformation", "true"},
+                        {"opt.enableInlining", "false"},
+                        {"target.deterministicWorkers", "portable"},
+                        {"debug.instrumentCompute", "true"}}));
+  expectError(
+      [&] {
+        make({{"debug.retainDebugInformation", "yes"}});
+      },
+      {"debug.retainDebugInformation", "\"yes\"", "expected \"true\" or \"false\""});
+  expectError(
+      [&] {
+        make({{"target.deterministicWorkers", "always"}});
+      },
+      {"target.deterministicWorkers", "\"portable\""});
   // Turned off: no directory is needed or made.
   EXPECT_NO_THROW(make({{"autoReport.all", "false"}, {"autoReport.directory", path("none")}}));
   EXPECT_FALSE(std::filesystem::exists(path("none")));
