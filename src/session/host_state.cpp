@@ -38,7 +38,12 @@ void HostState::collectVariableSettings(const ir::Graph& graph,
     // refuses the unsupported retrieval mode AllReduceReplicas.
     settings->verify(layout.global);
     variableSettings_.emplace(id, *settings);
-    if (settings->getGroupCount(layout.global) == 1) continue;
+    if (settings->getGroupCount(layout.global) == 1) {
+      if (settings->getRetrievalMode() == VariableRetrievalMode::AllReplicas && layout.global > 1) {
+        allReplicasRetrieval_.emplace(id, layout.global);
+      }
+      continue;
+    }
     const ir::Tensor& t = graph.tensor(id);
     if (t.kind != ir::TensorKind::Variable || !groupedValues_.count(id)) {
       throw error(

@@ -119,6 +119,10 @@ class HostState {
   std::map<TensorId, HostTensor> groupedValues_;
   // Every weight's VariableSettings from the model metadata.
   std::map<TensorId, VariableSettings> variableSettings_;
+  // Ungrouped weights (one group) retrieved with VariableRetrievalMode::AllReplicas: the number of
+  // replicas; readWeights and writeWeights take [replicas] + shape for them, every replica's copy
+  // being the same weight.
+  std::map<TensorId, int64_t> allReplicasRetrieval_;
   // Weights updated on shards, and their sharded optimizer state (by state id: the weight's id).
   std::map<TensorId, replication::ShardPlan> shards_;
   std::map<TensorId, TensorId> shardedState_;

@@ -90,6 +90,12 @@ void HostState::readWeights(const WeightsIO& weights) const {
       std::memcpy(buf.data, out.raw(), out.nbytes());
       continue;
     }
+    if (auto all = allReplicasRetrieval_.find(id); all != allReplicasRetrieval_.end()) {
+      const HostTensor out = replication::tileGroups(it->second, all->second);
+      checkHostBuffer("readWeights", id, out.info(), buf.info);
+      std::memcpy(buf.data, out.raw(), out.nbytes());
+      continue;
+    }
     checkHostBuffer("readWeights", id, it->second.info(), buf.info);
     std::memcpy(buf.data, it->second.raw(), it->second.nbytes());
   }
@@ -106,6 +112,15 @@ void HostState::writeWeights(const WeightsIO& weights) {
       checkHostBuffer("writeWeights", id, given.info(), buf.info);
       std::memcpy(given.raw(), buf.data, given.nbytes());
       it->second = fromRetrieval(grouped->second, given);
+      continue;
+    }
+    if (auto all = allReplicasRetrieval_.find(id); all != allReplicasRetrieval_.end()) {
+      // One copy per replica, of one weight: the first replica's (the group's representative, as
+      // PopART writes it) is the value.
+      Shape copies{all->second};
+      copies.insert(copies.end(), it->second.shape().begin(), it->second.shape().end());
+      checkHostBuffer("writeWeights", id, TensorInfo(it->second.dataType(), copies), buf.info);
+      std::memcpy(it->second.raw(), buf.data, it->second.nbytes());
       continue;
     }
     checkHostBuffer("writeWeights", id, it->second.info(), buf.info);

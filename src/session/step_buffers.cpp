@@ -107,8 +107,7 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow,
             "run: the StepIO has a buffer for '{}', a model input that no op uses: ignored", id);
         continue;
       }
-      throw error("run: the StepIO has a buffer for '{}', which is not an input of the model",
-                  id);
+      throw error("run: the StepIO has a buffer for '{}', which is not an input of the model", id);
     }
   }
   for (const auto& id : dataFlow.anchors()) {

@@ -177,6 +177,32 @@ class GroupedWeightsTest(PrivatePool, unittest.TestCase):
     def test_orthogonal_groups(self):
         self.check(popart.CommGroupType.Orthogonal, [[0, 2], [1, 3]])
 
+    def test_one_group_retrieved_from_all_replicas(self):
+        # CommGroupType.All: one weight for every replica; AllReplicas still returns one copy per
+        # replica, and writing takes the first replica's copy.
+        every = popart.VariableSettings(popart.CommGroup(popart.CommGroupType.All, 0),
+                                        popart.VariableRetrievalMode.AllReplicas)
+        self.assertEqual(every.getGroupCount(self.REPLICAS), 1)
+        self.assertEqual(every.numReplicasReturningVariable(self.REPLICAS), self.REPLICAS)
+        initial = np.array([1, -2, 3], np.float32)
+        session, x, w, y = self.session(every, initial)
+        session.weightsToHost()
+        read = {w: np.zeros((self.REPLICAS, 3), np.float32)}
+        session.readWeights(popart.PyWeightsIO(read))
+        np.testing.assert_array_equal(read[w], [initial] * self.REPLICAS)
+        self.per_replica(session, x, y)  # one step: every replica's gradient, summed
+        session.weightsToHost()
+        session.readWeights(popart.PyWeightsIO(read))
+        trained = initial - 0.25 * self.REPLICAS * np.sign(initial) / 3
+        np.testing.assert_allclose(read[w], [trained] * self.REPLICAS, rtol=1e-6)
+        new = np.arange(self.REPLICAS * 3, dtype=np.float32).reshape(self.REPLICAS, 3)
+        session.writeWeights(popart.PyWeightsIO({w: new}))
+        session.weightsFromHost()
+        np.testing.assert_array_equal(self.per_replica(session, x, y), [new[0]] * self.REPLICAS)
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    r"'w' is FLOAT\[3\].*expected FLOAT\[4,3\]"):
+            session.readWeights(popart.PyWeightsIO({w: np.zeros(3, np.float32)}))
+
 
 if __name__ == "__main__":
     unittest.main()
