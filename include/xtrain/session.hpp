@@ -21,9 +21,9 @@
 #include "xtrain/ndarraywrapper.hpp"
 #include "xtrain/optimizer.hpp"
 #include "xtrain/patterns.hpp"
-#include "xtrain/tensornames.hpp"
 #include "xtrain/sessionoptions.hpp"
 #include "xtrain/stepio.hpp"
+#include "xtrain/tensornames.hpp"
 
 namespace xtrain {
 
@@ -89,13 +89,15 @@ class XTRAIN_API Session {
   // replica of every instance (a broadcast across the instances with distributed replication).
   // Collective: every instance calls it. rootRank must be in [0, number of instances).
   void broadcastWeights(int rootRank = 0);
-  // Writes the ONNX model with the device's current weights. With several instances it is
-  // collective (every instance calls it; it fetches grouped and sharded weights from all of them)
-  // and the first instance writes the file.
+  // Writes the ONNX model with the device's current weights, and for a training session its
+  // optimizer state as initializers with PopART's names (Accl___<w> velocity, Accum___<w>
+  // accumulator, Adam's Accl1___/Accl2___/Step___, ...), as PopART's modelToHost does. A model
+  // holding such initializers initialises a training session's optimizer state from them. With
+  // several instances it is collective (every instance calls it; it fetches grouped and sharded
+  // weights from all of them) and the first instance writes the file.
   void modelToHost(const std::string& path);
-  // Same; with withOptimizerState (training sessions) the optimizer state is added as initializers
-  // with PopART's names (Accl___<w> velocity, Accum___<w> accumulator). A model holding such
-  // initializers initialises a training session's optimizer state from them.
+  // Same; withOptimizerState = false leaves the optimizer state out (weights only: an inference
+  // model), true asks for it (an error for an inference session).
   void modelToHost(const std::string& path, bool withOptimizerState);
   // Loads initializer values from an ONNX model (path or bytes) into the host weights; call
   // weightsFromHost after. A weight missing from the model is an error unless

@@ -155,13 +155,14 @@ std::map<TensorId, HostTensor> HostState::modelValues(const ir::Graph& graph,
     values.emplace(id, views_.at(id));
   }
   // State initializers the model came with are always brought up to date; others are added when
-  // asked for.
+  // asked for, except the gradient accumulator: it is zero between steps, and PopART does not
+  // write it either.
   for (const auto& u : updates.updates) {
     for (const auto& state : ir::stateWithAccumulator(u)) {
       const std::string& name = state.initializerName;
       if (stateInitializers_.count(name)) {
         values.emplace(name, views_.at(state.id));
-      } else if (withOptimizerState) {
+      } else if (withOptimizerState && state.id != u.accumulator) {
         extra.emplace(name, views_.at(state.id));
       }
     }

@@ -33,7 +33,7 @@ void Session::run(IStepIO& stepio, const std::string& debugName) {
   impl_->run(stepio, debugName);
 }
 void Session::modelToHost(const std::string& path) {
-  impl_->modelToHost(path, false);
+  impl_->modelToHost(path, impl_->config().training);  // PopART writes a training state too
 }
 void Session::modelToHost(const std::string& path, bool withOptimizerState) {
   impl_->modelToHost(path, withOptimizerState);

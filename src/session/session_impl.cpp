@@ -61,14 +61,17 @@ void checkOptionsFit(const SessionConfig& config, int64_t localReplicas) {
     }
   }
   if (!o.enableGradientAccumulation && o.accumulationFactor > 1) {
+    // Each message starts with PopART's sentence, which PopART programs compare.
     throw error(
-        "SessionOptions: accumulationFactor is {} but enableGradientAccumulation is false; enable "
-        "it or "
-        "set the factor to 1",
+        "enableGradientAccumulation is false, but accumulationFactor > 1. SessionOptions: "
+        "accumulationFactor is {}; enable gradient accumulation or set the factor to 1",
         o.accumulationFactor);
   }
   if (o.getAccumulationFactor() > 1 && !config.training) {
-    throw error("SessionOptions: gradient accumulation needs a TrainingSession");
+    throw error(
+        "Gradient Accumulation only available when training. SessionOptions: "
+        "enableGradientAccumulation with accumulationFactor {} needs a TrainingSession",
+        o.getAccumulationFactor());
   }
   for (const auto* s :
        {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,

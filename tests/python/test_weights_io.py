@@ -4,9 +4,11 @@ out and written into an inference session of the same model, and grouped weights
 (VariableSettings over a CommGroup) take buffers of [groups] + shape or [replicas] + shape, each
 replica computing with its own group's value (docs/replication.md, docs/replication-semantics.md
 section 4). The float16 variant of the weight transfer: test_float16.py."""
+import os
 import unittest
 
 import numpy as np
+import onnx
 
 import xtrain as popart
 from python_testing import PrivatePool
@@ -202,6 +204,58 @@ class GroupedWeightsTest(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(popart.popart_exception,
                                     r"'w' is FLOAT\[3\].*expected FLOAT\[4,3\]"):
             session.readWeights(popart.PyWeightsIO({w: np.zeros(3, np.float32)}))
+
+
+class ModelToHostStateTest(PrivatePool, unittest.TestCase):
+    """A training session's modelToHost writes its optimizer state as PopART does: Adam's
+    Accl1___/Accl2___/Step___ initializers in their typed fields (float_data), no gradient
+    accumulator (zero between steps); a new session starts from that state."""
+
+    def session(self, model, loss, af=2):
+        opts = popart.SessionOptions()
+        opts.enableGradientAccumulation = True
+        opts.accumulationFactor = af
+        session = popart.TrainingSession(
+            fnModel=model, dataFlow=popart.DataFlow(1, {}), loss=loss,
+            optimizer=popart.Adam({"defaultLearningRate": (0.1, False)}),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({}), userOptions=opts)
+        session.prepareDevice()
+        session.weightsFromHost()
+        return session
+
+    def test_adam_state_round_trip(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+        w = b.addInitializedInputTensor(np.array([1.0, -2.0, 0.5], np.float32), "w")
+        y = b.aiOnnx.mul([x, w], "y")
+        loss = b.aiGraphcore.l1loss([y], 1.0)
+        model = b.getModelProto()
+
+        first = self.session(model, loss)
+        data = {x: np.arange(6, dtype=np.float32).reshape(2, 3) + 1}
+        first.run(popart.PyStepIO(data, first.initAnchorArrays()))
+        path = os.path.join(self.tmp, "trained.onnx")
+        first.modelToHost(path)
+        saved = {t.name: t for t in onnx.load(path).graph.initializer}
+        self.assertEqual(sorted(saved), ["Accl1___w", "Accl2___w", "Step___w", "w"])
+        for name in ("Accl1___w", "Accl2___w"):
+            self.assertEqual(len(saved[name].float_data), 3, name)
+            self.assertEqual(saved[name].raw_data, b"", name)
+            self.assertTrue(np.any(np.asarray(saved[name].float_data) != 0), name)
+        self.assertEqual(list(saved["Step___w"].float_data), [1.0])
+
+        # The next step from the saved state equals the first session's next step.
+        second = self.session(path, loss)
+        for s in (first, second):
+            s.run(popart.PyStepIO(data, s.initAnchorArrays()))
+            s.weightsToHost()
+        got = [np.zeros(3, np.float32) for _ in range(2)]
+        first.readWeights(popart.PyWeightsIO({w: got[0]}))
+        second.readWeights(popart.PyWeightsIO({w: got[1]}))
+        np.testing.assert_array_equal(got[0], got[1])
+
+        first.modelToHost(path, False)
+        self.assertEqual([t.name for t in onnx.load(path).graph.initializer], ["w"])
 
 
 if __name__ == "__main__":

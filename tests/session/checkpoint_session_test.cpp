@@ -165,6 +165,11 @@ TEST_F(CheckpointTest, OnnxWithOptimizerStateContinuesTraining) {
   first->modelToHost(withState, true);
   const auto inits = session::readInitializers(withState);
   ASSERT_TRUE(inits.count("Accl___W1")) << "velocity written as PopART's initializer";
+  // PopART's modelToHost writes a training session's state by default; false leaves it out.
+  first->modelToHost(path("default.onnx"));
+  EXPECT_EQ(session::readInitializers(path("default.onnx")).count("Accl___W1"), 1u);
+  first->modelToHost(path("weights-only.onnx"), false);
+  EXPECT_EQ(session::readInitializers(path("weights-only.onnx")).count("Accl___W1"), 0u);
 
   MlpModel exported = m;
   exported.proto = withState;

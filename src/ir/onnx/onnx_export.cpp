@@ -44,7 +44,8 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
     }
     onnx::TensorProto* t = g->add_initializer();
     t->set_name(id);
-    onnxutil::setTensorProto(*t, value.raw(), value.info());
+    // In the typed field, as PopART adds its optimizer state (programs read float_data back).
+    onnxutil::setTensorProto(*t, value.raw(), value.info(), onnxutil::TensorDataField::Typed);
     if (model.ir_version() < 4) {
       // Before IR version 4 every initializer must also be a graph input.
       onnx::ValueInfoProto* in = g->add_input();
