@@ -41,7 +41,9 @@
 
 namespace xtrain {
 
-enum class DeviceType { Cpu, IpuModel, Ipu, OfflineIpu };
+// Sim: PopART's IPU simulator device; in xtrain every device is simulated, and a Sim device is an
+// IPU model of PopART's Sim defaults (4 tiles per IPU).
+enum class DeviceType { Cpu, IpuModel, Ipu, OfflineIpu, Sim };
 
 // Always: attach when acquired (acquisition fails if the device is busy).
 // OnDemand: pick a device that is free now; a session attaches it after compiling (prepareDevice,
@@ -158,6 +160,12 @@ class XTRAIN_API DeviceManager {
   std::shared_ptr<DeviceInfo> createIpuModelDevice(
       const std::map<std::string, std::string>& options = {});
 
+  // PopART's simulator device (type Sim): same options as createIpuModelDevice, but tilesPerIPU
+  // defaults to 4 as PopART's does. It runs as an IPU model does (xtrain's devices are all
+  // simulated). Attached.
+  std::shared_ptr<DeviceInfo> createSimDevice(
+      const std::map<std::string, std::string>& options = {});
+
   // An offline IPU device (type OfflineIpu): same options as createIpuModelDevice. Compiles and
   // checks memory; attach() throws.
   std::shared_ptr<DeviceInfo> createOfflineIPUDevice(
@@ -166,10 +174,10 @@ class XTRAIN_API DeviceManager {
   // The pool's devices of numIpus IPUs (a power of two; 0, an xtrain extension: every size), by id,
   // none attached, each with the connection type asked for (attach() or a session takes one;
   // isAvailable() and toString() say whether it is free now). tilesPerIPU 0 means the whole IPU;
-  // 1..1472 lists devices with that many tiles per IPU. deviceType must be Ipu (the pool holds
-  // nothing else: CPU, IPU-model and offline devices are made by the create* calls); another type,
-  // a numIpus that is negative, not a power of two or more than the pool, or a bad tilesPerIPU
-  // throws xtrain::error.
+  // 1..1472 lists devices with that many tiles per IPU. The pool holds IPUs only: for another
+  // deviceType the list is empty, as PopART's is (CPU, IPU-model, simulator and offline devices
+  // are made by the create* calls). A numIpus that is negative, not a power of two or more than the
+  // pool, or a bad tilesPerIPU throws xtrain::error.
   std::vector<std::shared_ptr<DeviceInfo>> enumerateDevices(
       SyncPattern pattern = SyncPattern::Full, int numIpus = 1,
       DeviceType deviceType = DeviceType::Ipu,

@@ -74,8 +74,13 @@ class XTRAIN_API Session {
   Session& operator=(const Session&) = delete;
 
   // Compiles the programs and checks memory: throws OutOfMemoryException when an IPU overflows.
+  // With loadEngine (PopART's default) the engine is also loaded, as loadEngineAndConnectStreams
+  // does. Logs "Graph compiled" and "Engine loaded" (info), as PopART does.
   void prepareDevice(bool loadEngine = true);
-  void loadEngineAndConnectStreams() {}
+  // Loads the compiled engine onto the device (throws xtrain::error before prepareDevice: there is
+  // no compiled engine). weightsFromHost and run load it themselves when it is not loaded. On a
+  // simulated device loading moves nothing: what it marks is the order of PopART's calls.
+  void loadEngineAndConnectStreams();
   void weightsFromHost();
   void weightsToHost();
   // Copies host weights (and optimizer state, e.g. "Accl___w") into / out of user buffers. Each

@@ -47,7 +47,8 @@ void bindDevices(py::module_& m) {
       .value("IpuModel", DeviceType::IpuModel)
       .value("Cpu", DeviceType::Cpu)
       .value("Ipu", DeviceType::Ipu)
-      .value("OfflineIpu", DeviceType::OfflineIpu);
+      .value("OfflineIpu", DeviceType::OfflineIpu)
+      .value("Sim", DeviceType::Sim);
   py::enum_<DeviceConnectionType>(m, "DeviceConnectionType")
       .value("Always", DeviceConnectionType::Always)
       .value("OnDemand", DeviceConnectionType::OnDemand)
@@ -120,7 +121,8 @@ void bindDevices(py::module_& m) {
   using CreateFromOptions = decltype(&DeviceManager::createIpuModelDevice);
   const std::pair<const char*, CreateFromOptions> createFromOptions[] = {
       {"createIpuModelDevice", &DeviceManager::createIpuModelDevice},
-      {"createOfflineIPUDevice", &DeviceManager::createOfflineIPUDevice}};
+      {"createOfflineIPUDevice", &DeviceManager::createOfflineIPUDevice},
+      {"createSimDevice", &DeviceManager::createSimDevice}};
   for (const auto& [name, fn] : createFromOptions) {
     dm.def(
         name,
@@ -150,12 +152,6 @@ void bindDevices(py::module_& m) {
             self.setOnDemandAttachTimeout(static_cast<unsigned>(attachTimeout));
           },
           py::arg("attachTimeout"))
-      .def("createSimDevice",
-           [](DeviceManager&, const py::dict&) {
-             throw error(
-                 "createSimDevice is not implemented: xtrain has no IPU simulator device (use "
-                 "createIpuModelDevice)");
-           })
       .def("createOfflineIpuFromSystemString", [](DeviceManager&, const std::string&, int) {
         throw error(
             "createOfflineIpuFromSystemString is not implemented (use createOfflineIPUDevice "

@@ -11,8 +11,12 @@ OwnedArray::OwnedArray(const TensorInfo& info)
 Session::Session(std::unique_ptr<session::SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-void Session::prepareDevice(bool) {
+void Session::prepareDevice(bool loadEngine) {
   impl_->prepareDevice();
+  if (loadEngine) impl_->loadEngine();
+}
+void Session::loadEngineAndConnectStreams() {
+  impl_->loadEngine();
 }
 void Session::weightsFromHost() {
   impl_->weightsFromHost();

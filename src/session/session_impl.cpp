@@ -308,6 +308,8 @@ void SessionImpl::prepareDevice() {
   updateControl_.attach(runtime, runtime.exchange(), hostState_.views());
   times.lap("exchange");
   logging::session::debug("prepareDevice in {}", times.summary());
+  logging::session::info("Graph compiled: {} ops on {} local replicas", graph_->ops().size(),
+                         layout_.local);
   prepared_ = true;
   if (options.compilationProgressLogger) {
     options.compilationProgressLogger(options.compilationProgressTotal,
@@ -335,6 +337,17 @@ SessionFigures SessionImpl::figures() const {
   f.batchesPerStep = config_.dataFlow.batchesPerStep();
   f.stepsRun = stepCount_;
   return f;
+}
+
+void SessionImpl::loadEngine() {
+  if (!prepared_) {
+    throw error(
+        "loadEngineAndConnectStreams: there is no compiled engine to load; call prepareDevice() "
+        "first");
+  }
+  if (engineLoaded_) return;
+  engineLoaded_ = true;
+  logging::session::info("Engine loaded");
 }
 
 void SessionImpl::requirePrepared(const char* what) const {

@@ -53,6 +53,8 @@ class SessionImpl {
   SessionImpl& operator=(const SessionImpl&) = delete;
 
   void prepareDevice();
+  // Session::loadEngineAndConnectStreams: marks the engine loaded (logged once).
+  void loadEngine();
   void weightsFromHost();
   void weightsToHost();
   void broadcastWeights(int rootRank);
@@ -148,6 +150,7 @@ class SessionImpl {
   // goes.
   CheckpointCoordinator checkpoints_;
   bool prepared_ = false;
+  bool engineLoaded_ = false;
   RandomState random_;
   int64_t stepCount_ = 0;
 };

@@ -37,6 +37,7 @@ class KernelThreadsScope {
 
 void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   ReplicaRuntime& runtime = requireAttached("run");
+  loadEngine();
   const timeline::StepSpan traced;  // a step boundary in the timeline
   if (!config_.options.compileEngine) {
     throw error(

@@ -11,6 +11,7 @@ namespace xtrain::session {
 
 void SessionImpl::weightsFromHost() {
   ReplicaRuntime& runtime = requireAttached("weightsFromHost");
+  loadEngine();
   hostState_.toReplicas(runtime, runtime.layout());
 }
 

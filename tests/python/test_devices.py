@@ -227,12 +227,14 @@ class DeviceTest(PrivatePool, unittest.TestCase):
                                    tilesPerIPU=64)
         self.assertEqual([(d.id, d.tilesPerIPU) for d in lazy], [(12, 64), (13, 64)])
         self.assertEqual({d.connectionType for d in lazy}, {popart.DeviceConnectionType.OnDemand})
-        with self.assertRaisesRegex(popart.popart_exception, "not implemented"):
-            dm.enumerateDevices(deviceType=popart.DeviceType.Cpu)
+        # As PopART's: the pool lists IPUs only.
+        self.assertEqual(dm.enumerateDevices(deviceType=popart.DeviceType.Cpu), [])
         with self.assertRaisesRegex(popart.popart_exception, "tilesPerIPU"):
             dm.enumerateDevices(tilesPerIPU=5000)
-        with self.assertRaisesRegex(popart.popart_exception, "not implemented"):
-            dm.createSimDevice({})
+        sim = dm.createSimDevice({})
+        self.assertEqual((sim.type, sim.numIpus, sim.tilesPerIPU), (popart.DeviceType.Sim, 1, 4))
+        sim = dm.createSimDevice({"numIPUs": 2, "tilesPerIPU": 8})
+        self.assertEqual((sim.numIpus, sim.tilesPerIPU), (2, 8))
 
     def test_bad_arguments(self):
         dm = popart.DeviceManager()

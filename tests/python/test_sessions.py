@@ -723,5 +723,51 @@ class GilTest(unittest.TestCase):
             self.assertEqual(out.split(), ["interrupted", "done"], mode)
 
 
+class EngineLoadingTest(PrivatePool, unittest.TestCase):
+    """PopART's order of calls: loadEngineAndConnectStreams needs a compiled engine; prepareDevice
+    loads it unless loadEngine=False, and run loads it when it is not loaded; the log says when
+    the graph is compiled and when the engine is loaded."""
+
+    def session(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+        y = b.aiOnnx.neg([x], "y")
+        return popart.InferenceSession(
+            fnModel=b.getModelProto(),
+            dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({})), x, y
+
+    def test_load_before_compile_is_refused(self):
+        session, _, _ = self.session()
+        with self.assertRaisesRegex(popart.popart_exception, "no compiled engine.*prepareDevice"):
+            session.loadEngineAndConnectStreams()
+
+    def test_run_loads_an_engine_left_unloaded(self):
+        script = textwrap.dedent("""
+            import numpy as np, xtrain as popart
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+            y = b.aiOnnx.neg([x], "y")
+            s = popart.InferenceSession(
+                fnModel=b.getModelProto(),
+                dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}),
+                deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+            popart.getLogger().setLevel("INFO")
+            s.prepareDevice(False)
+            print("--- compiled", flush=True)
+            a = s.initAnchorArrays()
+            s.run(popart.PyStepIO({x: np.array([1.0, -2.0], np.float32)}, a))
+            print("--- ran", a[y].tolist(), flush=True)
+            s.loadEngineAndConnectStreams()
+            """)
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--- ran [-1.0, 2.0]", r.stdout)
+        log = r.stderr
+        self.assertEqual(log.count("Graph compiled"), 1, log)
+        self.assertEqual(log.count("Engine loaded"), 1, log)  # by run, once
+
+
 if __name__ == "__main__":
     unittest.main()

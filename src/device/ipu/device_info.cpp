@@ -15,6 +15,7 @@ const char* toString(DeviceType type) {
     case DeviceType::IpuModel: return "IpuModel";
     case DeviceType::Ipu: return "Ipu";
     case DeviceType::OfflineIpu: return "OfflineIpu";
+    case DeviceType::Sim: return "Sim";
   }
   return "Unknown";
 }

@@ -9,6 +9,7 @@
 #include "device/ipu/ipu_pool.hpp"
 #include "device/ipu/ipu_wait.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain {
 namespace {
@@ -56,8 +57,10 @@ void checkNumIpus(const char* what, int numIpus, const PoolConfig& config) {
     throw error("{}: numIpus must be a power of two (1, 2, 4, ...), got {}", what, numIpus);
   }
   if (numIpus > config.numIpus) {
-    throw error("{}: asked for {} IPUs but the pool has {} (XTRAIN_NUM_IPUS)", what, numIpus,
-                config.numIpus);
+    throw error(
+        "Failed to acquire device with {} IPUs. Ensure that there are sufficient IPUs available. "
+        "{}: asked for {} IPUs but the pool has {} (XTRAIN_NUM_IPUS)",
+        numIpus, what, numIpus, config.numIpus);
   }
 }
 
@@ -132,6 +135,16 @@ std::shared_ptr<DeviceInfo> DeviceManager::createIpuModelDevice(
   return dev;
 }
 
+std::shared_ptr<DeviceInfo> DeviceManager::createSimDevice(
+    const std::map<std::string, std::string>& options) {
+  std::map<std::string, std::string> withDefaults = options;
+  withDefaults.emplace("tilesPerIPU", "4");  // PopART's Sim default
+  auto dev = makeLocal(DeviceType::Sim, DeviceConnectionType::Always,
+                       device::parseIpuDeviceOptions(withDefaults, "createSimDevice"));
+  dev->attach();
+  return dev;
+}
+
 std::shared_ptr<DeviceInfo> DeviceManager::createOfflineIPUDevice(
     const std::map<std::string, std::string>& options) {
   return makeLocal(DeviceType::OfflineIpu, DeviceConnectionType::Never,
@@ -142,11 +155,12 @@ std::vector<std::shared_ptr<DeviceInfo>> DeviceManager::enumerateDevices(
     SyncPattern /*pattern*/, int numIpus, DeviceType deviceType,
     DeviceConnectionType connectionType, int tilesPerIPU) {
   if (deviceType != DeviceType::Ipu) {
-    throw error(
-        "enumerateDevices: deviceType {} is not implemented: the pool holds only DeviceType::Ipu "
-        "devices (use createCpuDevice, createIpuModelDevice or createOfflineIPUDevice for the "
-        "others)",
+    // As Poplar lists no model or simulator devices, PopART's list is empty for these types.
+    logging::devicex::debug(
+        "enumerateDevices: the pool holds only DeviceType::Ipu devices; none of type {} (use "
+        "createCpuDevice, createIpuModelDevice, createSimDevice or createOfflineIPUDevice)",
         xtrain::toString(deviceType));
+    return {};
   }
   const PoolConfig config = device::readPoolConfig();
   if (numIpus != 0) {
@@ -261,8 +275,9 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailable(int numIpus, int til
   // A runtime_error (PopART: a device that cannot be attached is a runtime fault), not bad input:
   // the same call succeeds once the holder lets go.
   throw runtime_error(
-      "{}: no free device of {} IPUs among devices {}{}{}: {} (lock directory {})", what, numIpus,
-      describeIds(candidates),
+      "Failed to acquire device with {} IPUs. Ensure that there are sufficient IPUs available. "
+      "{}: no free device of {} IPUs among devices {}{}{}: {} (lock directory {})",
+      numIpus, what, numIpus, describeIds(candidates),
       config.allowedIpus ? " (XTRAIN_IPU_IDS=" + config.allowedText + ")" : std::string(),
       waitedText(waitSeconds),
       holders.empty() ? std::string("they were busy a moment ago; retry") : holders,
@@ -276,9 +291,10 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireById(int id, DeviceConnectionT
   const auto d = device::poolDeviceById(config.numIpus, id);
   if (!d) {
     throw error(
-        "{}: {} is not a device id; a pool of {} IPUs (XTRAIN_NUM_IPUS) has ids 0..{} "
-        "(0..{} are the single IPUs, then pairs, fours, ...)",
-        what, id, config.numIpus, device::numPoolDeviceIds(config.numIpus) - 1, config.numIpus - 1);
+        "No such device set id: '{}'. {}: {} is not a device id; a pool of {} IPUs "
+        "(XTRAIN_NUM_IPUS) has ids 0..{} (0..{} are the single IPUs, then pairs, fours, ...)",
+        id, what, id, config.numIpus, device::numPoolDeviceIds(config.numIpus) - 1,
+        config.numIpus - 1);
   }
   auto dev = withTimeout(makePoolDevice(config, *d, 0, connectionType));
   if (connectionType == DeviceConnectionType::Never) {
@@ -298,10 +314,11 @@ std::shared_ptr<DeviceInfo> DeviceManager::acquireById(int id, DeviceConnectionT
     return nullptr;
   }
   const std::string holders = describeBusy();
-  throw runtime_error("{}: device {} (IPUs {}) is busy{}: {} (lock directory {})", what, id,
-                      d->ipus(), waitedText(waitSeconds),
-                      holders.empty() ? std::string("it was busy a moment ago; retry") : holders,
-                      config.lockDir);
+  throw runtime_error(
+      "Failed to acquire device with id '{}'. {}: device {} (IPUs {}) is busy{}: {} "
+      "(lock directory {})",
+      id, what, id, d->ipus(), waitedText(waitSeconds),
+      holders.empty() ? std::string("it was busy a moment ago; retry") : holders, config.lockDir);
 }
 
 std::shared_ptr<DeviceInfo> DeviceManager::acquireAvailableDevice(
