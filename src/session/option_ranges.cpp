@@ -114,7 +114,7 @@ void checkSchedulerAndOutlining(const SessionOptions& o) {
   atLeast("looseThresholdAtPeak", o.looseThresholdAtPeak, 0);
   real("timeLimitScheduler", o.timeLimitScheduler, o.timeLimitScheduler >= 0,
        ">= 0 (seconds; inf for no limit)");
-  atLeast("swapLimitScheduler", o.swapLimitScheduler, 0);
+  // swapLimitScheduler: any value (PopART hands it to its scheduler, where <= 0 means no swaps).
   const double p = o.developerSettings.timePartitionLoggerThresholdPercentage;
   real("developerSettings.timePartitionLoggerThresholdPercentage", p, p >= 0 && p <= 100,
        "a percentage in [0, 100]");

@@ -94,7 +94,6 @@ class SignedMembersTest(unittest.TestCase):
              "-1", ">= 0"),
             (lambda o: setattr(o, "looseThresholdAtPeak", -1), "looseThresholdAtPeak", "-1",
              ">= 0"),
-            (lambda o: setattr(o, "swapLimitScheduler", -1), "swapLimitScheduler", "-1", ">= 0"),
             (lambda o: setattr(o, "timeLimitScheduler", -1.0), "timeLimitScheduler", "-1",
              ">= 0"),
             (lambda o: setattr(o, "outlineThreshold", math.nan), "outlineThreshold", "nan",

@@ -144,7 +144,6 @@ TEST(OptionRanges, SchedulerOutliningAndVarUpdates) {
       {[](auto& o) { o.looseThresholdAtPeak = -8000; }, "looseThresholdAtPeak", "-8000", ">= 0"},
       {[](auto& o) { o.timeLimitScheduler = -1.0; }, "timeLimitScheduler", "-1", ">= 0"},
       {[](auto& o) { o.timeLimitScheduler = std::nan(""); }, "timeLimitScheduler", "nan", ">= 0"},
-      {[](auto& o) { o.swapLimitScheduler = -1; }, "swapLimitScheduler", "-1", ">= 0"},
       {[](auto& o) { o.developerSettings.timePartitionLoggerThresholdPercentage = 101.0; },
        "developerSettings.timePartitionLoggerThresholdPercentage", "101",
        "a percentage in [0, 100]"},
@@ -199,7 +198,7 @@ TEST(OptionRanges, TheEndsOfEachRangeAreAccepted) {
   o.mergeVarUpdateMemThreshold = 0;
   o.looseThresholdAtPeak = 0;
   o.timeLimitScheduler = std::numeric_limits<double>::infinity();
-  o.swapLimitScheduler = 0;
+  o.swapLimitScheduler = -1;  // PopART's programs use it: no swaps
   o.developerSettings.timePartitionLoggerThresholdPercentage = 100.0;
   o.defaultBufferingDepth = 1;
   o.bufferingDepthMap = {{"x", 1}};
