@@ -179,6 +179,10 @@ class XTRAIN_API TrainingSession : public Session {
   float getLossScaling() const;
   // Steps whose update automatic loss scaling skipped (a gradient was inf or nan).
   int64_t getSkippedSteps() const;
+  // The weights the optimizer updates: those the loss depends on (xtrain extension). Empty when no
+  // weight reaches the loss: as PopART's, such a session runs (the model in training mode, with
+  // any anchored gradients) but trains nothing, with a warning.
+  std::vector<TensorId> getTrainedWeightIds() const;
   // Gradient clipping (the optimizer's ClipNormSettings): the global norm of each clip group's
   // reduced, unscaled gradients as the latest clipped update computed it (on the first local
   // replica), in the settings' order. Empty before the first update and without clipping; an

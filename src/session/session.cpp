@@ -177,6 +177,11 @@ float TrainingSession::getLossScaling() const {
 int64_t TrainingSession::getSkippedSteps() const {
   return impl_->updateControl().skippedSteps();
 }
+std::vector<TensorId> TrainingSession::getTrainedWeightIds() const {
+  std::vector<TensorId> out;
+  for (const auto& u : impl_->optimizerGraph().updates) out.push_back(u.weight);
+  return out;
+}
 std::vector<float> TrainingSession::getGlobalGradientNorms() const {
   return impl_->updateControl().clipNorms();
 }

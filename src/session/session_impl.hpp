@@ -71,6 +71,7 @@ class SessionImpl {
   void waitForCheckpoint();
 
   const SessionConfig& config() const { return config_; }
+  const ir::OptimizerGraph& optimizerGraph() const { return optimizerGraph_; }
   const ir::Graph& graph() const { return *graph_; }
   // The host buffers run() expects of an input and fills for an anchor (batches, micro-batches,
   // replicas).

@@ -153,12 +153,13 @@ TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
   for (const auto& w : weights) {
     if (auto it = gradOf.find(w); it != gradOf.end()) gradOfWeight.emplace(w, it->second);
   }
-  // Without weights to train, a session that anchors gradients still computes them (PopART's
-  // operator tests train that way); otherwise training would change nothing.
-  if (gradOfWeight.empty() && anchored.empty()) {
-    throw error(
+  // Without weights to train the session still runs the model in training mode (dropout, batch
+  // statistics) and computes anchored gradients, as PopART's does (its operator tests train so);
+  // the warning says what a wrong loss tensor would look like. xtrain's trainer refuses it.
+  if (gradOfWeight.empty()) {
+    logging::session::warn(
         "no trainable weight reaches the loss '{}': it does not depend on any of the model's {} "
-        "weights, so training would change nothing (is it the right tensor?)",
+        "weights, so training changes no weight (is it the right tensor?)",
         config.loss, weights.size());
   }
   for (const auto& w : weights) {

@@ -138,6 +138,12 @@ void TrainingJob::buildSession() {
   }
   session_ = TrainingSession::createFromOnnxModel(in_.model, flow, in_.loss, *optimizer_, device_,
                                                   in_.shapes, options);
+  if (session_->getTrainedWeightIds().empty()) {
+    throw error(
+        "no trainable weight reaches the loss '{}': it does not depend on any of the model's "
+        "weights, so training would change nothing (is it the right tensor?)",
+        in_.loss);
+  }
   session_->prepareDevice();
   session_->setRandomSeed(o_.seed);
   session_->weightsFromHost();
