@@ -69,6 +69,20 @@ OptimizerValue toOptimizerValue(py::handle v, const std::string& what) {
                        std::string(py::repr(v)));
 }
 
+// A flag hyperparameter (SGD's nesterov): what toOptimizerValue takes, or a bool, or a
+// (bool, bool) tuple as PopART programs write it; true is 1.
+OptimizerValue toFlagValue(py::handle v, const std::string& what) {
+  if (isBool(v)) return OptimizerValue(PyObject_IsTrue(v.ptr()) == 1 ? 1.0f : 0.0f, true);
+  if (py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v)) {
+    py::sequence s = py::reinterpret_borrow<py::sequence>(v);
+    if (s.size() == 2 && isBool(s[0]) && isBool(s[1])) {
+      return OptimizerValue(PyObject_IsTrue(s[0].ptr()) == 1 ? 1.0f : 0.0f,
+                            PyObject_IsTrue(s[1].ptr()) == 1);
+    }
+  }
+  return toOptimizerValue(v, what);
+}
+
 // PopART's dict of (value, isConst) tuples, with its keys checked against `accepted`.
 ValueMap toValueMap(py::handle d, const std::string& what,
                     const std::vector<std::string>& accepted) {
@@ -85,7 +99,9 @@ ValueMap toValueMap(py::handle d, const std::string& what,
       throw py::value_error(what + ": unknown hyperparameter '" + key +
                             "' (accepted: " + joined(accepted) + ")");
     }
-    const OptimizerValue ov = toOptimizerValue(v, what + "['" + key + "']");
+    // nesterov is a flag: PopART programs give it as (bool, bool) too.
+    const OptimizerValue ov = key == "nesterov" ? toFlagValue(v, what + "['nesterov']")
+                                                : toOptimizerValue(v, what + "['" + key + "']");
     out[key] = {ov.val(), ov.isConst()};
   }
   return out;
@@ -315,9 +331,7 @@ void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
                    toOptimizerValue(dm, "SGD(defaultDampening=...)"),
                    toOptimizerValue(vs, "SGD(defaultVelocityScaling=...)"),
                    toOptimizerValue(ls, "SGD(lossScaling=...)"),
-                   py::isinstance<py::bool_>(nesterov)
-                       ? OptimizerValue(nesterov.cast<bool>() ? 1.0f : 0.0f, true)
-                       : toOptimizerValue(nesterov, "SGD(nesterov=...)"),
+                   toFlagValue(nesterov, "SGD(nesterov=...)"),
                    toClipNorms(clipNorms, "SGD(clip_norm_settings=...)"));
       }),
       py::arg("defaultLearningRate") = d.defaults().learningRate,

@@ -92,6 +92,13 @@ class SGDTest(unittest.TestCase):
         self.assertTrue(opt.nesterov().hasSpecific("w0"))
         self.assertIn("nesterov", opt.specificKeys())
         self.assertEqual(opt.valuesOf("w0")["nesterov"], popart.OptimizerValue(0.0, True))
+        # PopART's programs also write the flag as (bool, bool).
+        opt = popart.SGD({"defaultMomentum": (0.9, True), "nesterov": (True, True)})
+        opt.insertSpecific("w0", {"nesterov": (False, True)})
+        self.check(opt, "nesterov", (1.0, True))
+        self.check(opt, "nesterov", (0.0, True), "w0")
+        with self.assertRaisesRegex(TypeError, r"\['learningRate'\].*\(True, True\)"):
+            opt.insertSpecific("w1", {"learningRate": (True, True)})  # only the flag is a bool
         # The keyword form takes a bool, a number or an OptimizerValue.
         self.check(popart.SGD(nesterov=popart.OptimizerValue(1.0, False)), "nesterov", (1.0, False))
         self.check(popart.SGD(nesterov=(1.0, True)), "nesterov", (1.0, True))
