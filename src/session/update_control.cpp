@@ -54,7 +54,10 @@ TensorId UpdateControl::addLossScaling(ir::Graph& g) {
     HostTensor ls(g.tensor(config.loss).info);
     ls.fill(lossScaling_);
     lossScalingSeed_ = g.uniqueId("lossScaling");
-    g.addTensor(lossScalingSeed_, ls.info(), ir::TensorKind::OptimizerState,
+    // The info is copied before the value is moved: the arguments' order of evaluation is
+    // unspecified, and a moved-from HostTensor's info is empty.
+    const TensorInfo info = ls.info();
+    g.addTensor(lossScalingSeed_, info, ir::TensorKind::OptimizerState,
                 std::make_shared<HostTensor>(std::move(ls)));
   }
   maxLossScaling_ = g.tensor(config.loss).info.dataType() == DataType::FLOAT16

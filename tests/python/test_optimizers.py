@@ -246,6 +246,38 @@ class NesterovPerWeightTrainingTest(unittest.TestCase):
         np.testing.assert_array_equal(got["b"], off["b"])
 
 
+class OneElementLossScalingTest(unittest.TestCase):
+    """Loss scaling with a loss of one element that is not a scalar (ReduceSum keeps its dims:
+    [1, 1]): the seed takes the loss's shape, and training equals that with the scalar loss.
+    (The seed tensor was once registered with a moved-from, empty shape.)"""
+
+    def step(self, keepdims):
+        import numpy as np
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]), "x")
+        w = b.addInitializedInputTensor(np.arange(12, dtype=np.float32).reshape(3, 4) / 10, "w")
+        loss = b.aiOnnx.reducesum([b.aiOnnx.matmul([x, w])], keepdims=keepdims)
+        self.assertEqual(b.getTensorShape(loss), [1, 1] if keepdims else [])
+        opt = popart.SGD({"defaultLearningRate": (0.1, False), "lossScaling": (200.0, False)})
+        s = popart.TrainingSession(b.getModelProto(), popart.DataFlow(1, {}), loss, opt,
+                                   popart.DeviceManager().createCpuDevice())
+        s.prepareDevice()
+        s.weightsFromHost()
+        s.run(popart.PyStepIO({x: np.ones((2, 3), np.float32)}, {}))
+        s.weightsToHost()
+        got = {w: np.zeros((3, 4), np.float32)}
+        s.readWeights(popart.PyWeightsIO(got))
+        return got[w]
+
+    def test_kept_dims_train_as_the_scalar(self):
+        import numpy as np
+        kept = self.step(1)
+        np.testing.assert_array_equal(kept, self.step(0))
+        # d sum(x @ w) / dw = 2 everywhere (two rows of ones), lr 0.1
+        np.testing.assert_allclose(kept, np.arange(12, dtype=np.float32).reshape(3, 4) / 10 - 0.2,
+                                   rtol=1e-6)
+
+
 class ClipNormSettingsTest(unittest.TestCase):
     def test_round_trip(self):
         c = popart.ClipNormSettings.clipWeights(["a", "b"], 3.0)
