@@ -411,7 +411,10 @@ void checkStepIO(Session& s, PyStepIO& io) {
       throw error("PyStepIO {} '{}' is not a tensor of the model", what, id);
     }
     const TensorInfo info = s.getInfo(id);
-    if (e.view.dataType() != info.dataType()) {
+    // An INT32 input may be fed INT64 data (NumPy's default integer): the run converts it.
+    const bool int64ForInt32 =
+        input && e.view.dataType() == DataType::INT64 && info.dataType() == DataType::INT32;
+    if (e.view.dataType() != info.dataType() && !int64ForInt32) {
       auto expected = tryNumpyDtypeOf(info.dataType());
       throw error("PyStepIO {} '{}': expected dtype {} ({}), got {}", what, id,
                   expected ? dtypeName(*expected) : std::string("-"), dataTypeName(info.dataType()),

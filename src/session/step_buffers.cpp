@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <mutex>
 #include <random>
+#include <string_view>
 
 #include "common/check.hpp"
 #include "xtrain/logging.hpp"
@@ -28,6 +31,48 @@ void checkHostBuffer(const char* what, const TensorId& id, const TensorInfo& exp
 
 namespace {
 
+// PopART feeds an INT32 input from INT64 host data (NumPy's default integer), converting each
+// element; any other difference of type is an error.
+bool convertsTo(DataType given, DataType tensor) {
+  return given == tensor || (given == DataType::INT64 && tensor == DataType::INT32);
+}
+
+// Copies n elements of host data of type `given` into a micro-batch of the tensor's type.
+void copyInput(void* dst, const void* src, int64_t n, DataType given, const TensorInfo& tensor,
+               const TensorId& id) {
+  if (given == tensor.dataType() || given == DataType::UNDEFINED) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * dataTypeSize(tensor.dataType()));
+    return;
+  }
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    logging::session::warn(
+        "run: input '{}' is given as INT64 for an INT32 tensor: each element is converted (as "
+        "PopART does; warned once)",
+        id);
+  });
+  auto* out = static_cast<int32_t*>(dst);
+  const auto* in = static_cast<const int64_t*>(src);
+  for (int64_t i = 0; i < n; ++i) {
+    if (in[i] < std::numeric_limits<int32_t>::min() ||
+        in[i] > std::numeric_limits<int32_t>::max()) {
+      throw error("run: input '{}' element {} is {}, which INT32 (the tensor's type) cannot hold",
+                  id, i, in[i]);
+    }
+    out[i] = static_cast<int32_t>(in[i]);
+  }
+}
+
+// The type of the data an IStepIO callback gave (the tensor's when the callback says none):
+// checked as checkHostBuffer does, INT64 accepted for INT32.
+DataType checkCallbackInput(const TensorId& id, const TensorInfo& tensor, const TensorInfo& given) {
+  if (!given.isSet()) return tensor.dataType();
+  const bool int64 = given.dataType() == DataType::INT64 && tensor.dataType() == DataType::INT32;
+  checkHostBuffer("run (IStepIO::in)", id, tensor,
+                  int64 ? TensorInfo(DataType::INT32, given.shape()) : given);
+  return given.dataType();
+}
+
 TensorInfo arrayInfo(IArray& a) {
   return TensorInfo(a.dataType(), a.shape());
 }
@@ -35,7 +80,8 @@ TensorInfo arrayInfo(IArray& a) {
 void checkStepBuffer(const char* role, const TensorId& id, const TensorInfo& tensor,
                      const Shape& expectedShape, const TensorInfo& given, const std::string& how) {
   const TensorInfo expected(tensor.dataType(), expectedShape);
-  if (given.dataType() != tensor.dataType()) {
+  if (std::string_view(role) == "input" ? !convertsTo(given.dataType(), tensor.dataType())
+                                        : given.dataType() != tensor.dataType()) {
     throw error("run: {} '{}' buffer holds {} but the tensor is {}", role, id,
                 dataTypeName(given.dataType()), dataTypeName(tensor.dataType()));
   }
@@ -96,6 +142,7 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow,
                           ? "[batchesPerStep, accumulationFactor] (broadcast to the replicas)"
                           : inputHow);
       in.data = static_cast<unsigned char*>(it->second.data());
+      in.dataType = it->second.dataType();
     }
     inputs_.push_back(std::move(in));
   }
@@ -169,7 +216,9 @@ void StepBuffers::readInput(size_t k, int64_t iteration, int64_t replica, HostTe
   }
   if (in.data != nullptr) {
     const int64_t slot = in.broadcast ? iteration : iteration * replicas_ + replica;
-    std::memcpy(dst.raw(), in.data + static_cast<size_t>(slot) * bytes, bytes);
+    const int64_t n = dst.nelms();
+    copyInput(dst.raw(), in.data + static_cast<size_t>(slot * n) * dataTypeSize(in.dataType), n,
+              in.dataType, in.info, inputIds_[k]);
     return;
   }
   const TensorId& id = inputIds_[k];
@@ -178,9 +227,9 @@ void StepBuffers::readInput(size_t k, int64_t iteration, int64_t replica, HostTe
     if (replica == 0) {
       ConstVoidData d = stepio_.in(id, in.info.nelms(), false, true);
       if (d.data == nullptr) throw error("run: the IStepIO returned no data for input '{}'", id);
-      if (d.info.isSet()) checkHostBuffer("run (IStepIO::in)", id, in.info, d.info);
+      const DataType given = checkCallbackInput(id, in.info, d.info);
       in.current = HostTensor(in.info);
-      std::memcpy(in.current.raw(), d.data, bytes);
+      copyInput(in.current.raw(), d.data, in.info.nelms(), given, in.info, id);
       stepio_.inComplete(id, in.info.nelms(), true);
     }
     std::memcpy(dst.raw(), in.current.raw(), bytes);
@@ -188,8 +237,8 @@ void StepBuffers::readInput(size_t k, int64_t iteration, int64_t replica, HostTe
   }
   ConstVoidData d = stepio_.in(id, in.info.nelms(), false, false);
   if (d.data == nullptr) throw error("run: the IStepIO returned no data for input '{}'", id);
-  if (d.info.isSet()) checkHostBuffer("run (IStepIO::in)", id, in.info, d.info);
-  std::memcpy(dst.raw(), d.data, bytes);
+  const DataType given = checkCallbackInput(id, in.info, d.info);
+  copyInput(dst.raw(), d.data, in.info.nelms(), given, in.info, id);
   stepio_.inComplete(id, in.info.nelms(), false);
 }
 

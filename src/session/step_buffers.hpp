@@ -48,10 +48,11 @@ class StepBuffers {
  private:
   struct Input {
     TensorInfo info;
-    unsigned char* data = nullptr;  // whole-step buffer (StepIO), or nullptr
-    std::vector<bool> filled;       // synthetic data already written, per replica
-    bool broadcast = false;         // one micro-batch for all replicas
-    HostTensor current;             // broadcast through callbacks: this iteration's micro-batch
+    unsigned char* data = nullptr;            // whole-step buffer (StepIO), or nullptr
+    DataType dataType = DataType::UNDEFINED;  // of `data`: the tensor's, or INT64 for INT32
+    std::vector<bool> filled;                 // synthetic data already written, per replica
+    bool broadcast = false;                   // one micro-batch for all replicas
+    HostTensor current;  // broadcast through callbacks: this iteration's micro-batch
   };
   struct Anchor {
     TensorInfo info;

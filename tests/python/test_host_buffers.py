@@ -230,3 +230,38 @@ class UnusedInputsTest(PrivatePool, unittest.TestCase):
             session.run(popart.PyStepIO({}, anchors))
         session.run(popart.PyStepIO({x: np.array([4.0, 5.0], np.float32)}, anchors))
         np.testing.assert_array_equal(anchors[x], [4.0, 5.0])
+
+
+class Int64InputsTest(PrivatePool, unittest.TestCase):
+    """An INT32 input may be fed INT64 data (NumPy's default integer), as PopART converts it on
+    the host; a value INT32 cannot hold is an error naming the input; other types still must
+    match."""
+
+    def test_int64_data_for_an_int32_input(self):
+        session, x, y = identity_session([4], "INT32", bps=2)
+        anchors = session.initAnchorArrays()
+        values = np.array([[1, -2, 3, 2**31 - 1], [-(2**31), 0, 7, 8]], np.int64)
+        session.run(popart.PyStepIO({x: values}, anchors))
+        np.testing.assert_array_equal(anchors[y], values.astype(np.int32))
+        self.assertEqual(anchors[y].dtype, np.int32)
+
+    def test_int64_data_through_callbacks(self):
+        session, x, y = identity_session([3], "INT32")
+        anchors = session.initAnchorArrays()
+        data = np.array([5, -6, 7], np.int64)
+        io = popart.PyStepIOCallback(lambda i, prefetch: data, lambda i: None,
+                                     lambda i: anchors[i], lambda i: None)
+        session.run(io)
+        np.testing.assert_array_equal(anchors[y], [5, -6, 7])
+
+    def test_values_int32_cannot_hold_are_refused(self):
+        session, x, _ = identity_session([2], "INT32")
+        with self.assertRaisesRegex(popart.popart_exception, r"'x' element 1 is 4294967296"):
+            session.run(popart.PyStepIO({x: np.array([1, 2**32], np.int64)},
+                                        session.initAnchorArrays()))
+
+    def test_other_types_must_match(self):
+        session, x, _ = identity_session([2], "INT32")
+        with self.assertRaisesRegex(popart.popart_exception, "'x'.*int32"):
+            session.run(popart.PyStepIO({x: np.array([1.0, 2.0], np.float32)},
+                                        session.initAnchorArrays()))
