@@ -48,24 +48,18 @@ AnchorReturnType makeArt(const std::string& name, std::optional<int> returnPerio
                          const py::object& tileSet, const py::object& exchangeStrategy) {
   checkDefaultOnly(tileSet, "AnchorReturnType", "tileSet", "Compute");
   checkDefaultOnly(exchangeStrategy, "AnchorReturnType", "exchangeStrategy", "JustInTime");
+  // PopART's exceptions (popart_exception) with PopART's messages, which its programs compare.
   const std::string u = upper(name);  // PopART's names are case-insensitive
   if (u != "ALL" && u != "FINAL" && u != "SUM" && u != "EVERYN") {
-    throw py::value_error("AnchorReturnType: unknown anchorReturnTypeString '" + name +
-                          "' (expected \"ALL\", \"FINAL\", \"SUM\" or \"EVERYN\")");
+    throw error("Invalid anchor return type ID supplied: {}", name);
   }
   if (u == "EVERYN") {
-    if (!returnPeriod) {
-      throw py::value_error("AnchorReturnType: \"EVERYN\" needs a returnPeriod");
-    }
-    if (*returnPeriod <= 0) {
-      throw py::value_error("AnchorReturnType: the returnPeriod of \"EVERYN\" must be > 0, got " +
-                            std::to_string(*returnPeriod));
-    }
+    if (!returnPeriod) throw error("Must specify return period with option 'EVERYN'");
+    if (*returnPeriod <= 0) throw error("Anchor return period must be greater than zero");
     return AnchorReturnType(u, *returnPeriod);
   }
   if (returnPeriod) {
-    throw py::value_error("AnchorReturnType: a returnPeriod is given for \"" + name +
-                          "\" (only \"EVERYN\" takes one)");
+    throw error("A return period should not be supplied for this anchor return type");
   }
   return AnchorReturnType(u);
 }

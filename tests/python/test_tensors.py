@@ -104,13 +104,14 @@ class AnchorReturnTypeTest(unittest.TestCase):
             popart.InputSettings(Named("IO"))
 
     def test_bad(self):
-        with self.assertRaisesRegex(ValueError, "'BOTH'"):
+        # PopART's exception class and messages.
+        with self.assertRaisesRegex(popart.popart_exception, "^Invalid .* supplied: BOTH$"):
             popart.AnchorReturnType("BOTH")
-        with self.assertRaisesRegex(ValueError, "needs a returnPeriod"):
+        with self.assertRaisesRegex(popart.popart_exception, "Must specify return period"):
             popart.AnchorReturnType("EVERYN")
-        with self.assertRaisesRegex(ValueError, "must be > 0"):
+        with self.assertRaisesRegex(popart.popart_exception, "must be greater than zero"):
             popart.AnchorReturnType("EVERYN", 0)
-        with self.assertRaisesRegex(ValueError, "only \"EVERYN\" takes one"):
+        with self.assertRaisesRegex(popart.popart_exception, "should not be supplied"):
             popart.AnchorReturnType("ALL", 2)
 
 
