@@ -121,9 +121,11 @@ py::array outputArray(const py::handle& value, const TensorId& id, const char* w
   }
   auto a = py::reinterpret_borrow<py::array>(value);
   if (!isCContiguous(a)) {
-    throw py::value_error(std::string(what) + " '" + id +
-                          "': the array must be C-contiguous (the session writes into it); use "
-                          "numpy.ascontiguousarray or initAnchorArrays()");
+    // PopART's exception, with the words its programs look for ("it is not c-contiguous").
+    throw error(
+        "{} '{}': the session writes into the array, but it is not c-contiguous; use "
+        "numpy.ascontiguousarray or initAnchorArrays()",
+        what, id);
   }
   if (!a.writeable()) {
     throw py::value_error(std::string(what) + " '" + id +
@@ -294,8 +296,10 @@ class PyWeightsIO {
       }
       auto a = py::reinterpret_borrow<py::array>(item.second);
       if (!isCContiguous(a)) {
-        throw py::value_error("PyWeightsIO '" + id +
-                              "': the array must be C-contiguous (use numpy.ascontiguousarray)");
+        throw error(
+            "PyWeightsIO '{}': the session reads and writes the array in place, but it is not "
+            "c-contiguous; use numpy.ascontiguousarray",
+            id);
       }
       const DataType t = dataTypeOfArray(a, id, "PyWeightsIO");
       arrays_.emplace(id, a);

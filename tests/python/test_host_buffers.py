@@ -5,7 +5,7 @@
 - PyStepIO and PyStepIOCallback take inputs of any layout and read them in logical order (PyStepIO
   copies a non-contiguous input once, when it is made; a C-contiguous one is used in place);
 - an output buffer the session writes into must be C-contiguous: any other layout is refused with
-  an error naming the tensor and the fix;
+  PopART's exception, naming the tensor and the fix;
 - buffers that hold the expected elements in row-major order with dimensions merged or split (the
   replicas folded into the batch) are accepted; other shapes of the same size are refused.
 
@@ -128,15 +128,31 @@ class OutputBuffersTest(PrivatePool, unittest.TestCase):
         for name, array in layouts(np.zeros((4, 3), np.int32)).items():
             with self.subTest(name):
                 with self.assertRaisesRegex(
-                        ValueError, r"PyStepIO output '%s': the array must be C-contiguous.*"
-                                    r"ascontiguousarray" % re.escape(y)):
+                        popart.popart_exception,
+                        r"PyStepIO output '%s': .*it is not c-contiguous.*ascontiguousarray"
+                        % re.escape(y)):
                     popart.PyStepIO({x: feed}, {y: array})
                 io = popart.PyStepIOCallback(lambda tid, prefetch: feed, lambda tid: None,
                                              lambda tid: array, lambda tid: None)
                 with self.assertRaisesRegex(
-                        ValueError, r"PyStepIOCallback output '%s': the array must be "
-                                    r"C-contiguous" % re.escape(y)):
+                        popart.popart_exception,
+                        r"PyStepIOCallback output '%s': .*it is not c-contiguous" % re.escape(y)):
                     session.run(io)
+
+
+class WeightsBufferLayoutTest(PrivatePool, unittest.TestCase):
+    def test_non_contiguous_weight_buffers_are_refused(self):
+        b = popart.Builder()
+        w = b.addInitializedInputTensor(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+        y = b.aiOnnx.neg([w], "y")
+        session = popart.InferenceSession(
+            fnModel=b.getModelProto(),
+            dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+        session.prepareDevice()
+        out = np.zeros((3, 2), np.float32).T
+        with self.assertRaisesRegex(popart.popart_exception, "'w'.*it is not c-contiguous"):
+            session.readWeights(popart.PyWeightsIO({w: out}))
 
 
 class RegroupedBuffersTest(PrivatePool, unittest.TestCase):
