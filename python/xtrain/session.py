@@ -234,7 +234,8 @@ class Session:
         arrays = {}
         for t, data in tensors.items():
             want, shape = self._session._hostInfo(t)
-            data = np.ascontiguousarray(data)
+            # order="C", not ascontiguousarray: that one turns a 0-d array into shape (1,).
+            data = np.asarray(data, order="C")
             if data.dtype != want or list(data.shape) != list(shape):
                 raise ValueError("Session.write_variable_data: '%s' expects %s %s, got %s %s"
                                  % (t, want, tuple(shape), data.dtype, data.shape))

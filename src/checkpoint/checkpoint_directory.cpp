@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 #include "checkpoint/durable_files.hpp"
 #include "checkpoint/inspection.hpp"
@@ -81,6 +83,63 @@ bool isRemovableLeftover(const fs::path& dir) {
   return !(isStaging(name) && owner && owner->pid != ::getpid() && ownerAlive(*owner));
 }
 
+// The checkpoint name a staging or retired directory belongs to ("ckpt-<step>"), or "".
+std::string finalNameOf(const std::string& name) {
+  const auto marker =
+      std::min(name.find(layout::kStagingMarker), name.find(layout::kRetiredMarker));
+  if (marker == std::string::npos) return "";
+  const std::string base = name.substr(0, marker);
+  return layout::checkpointStep(base) ? base : "";
+}
+
+// A replacement of a checkpoint is two renames where the file system cannot exchange directories
+// (NFS): the old copy to "ckpt-N.old-<pid>", then the staged one to "ckpt-N". A crash between them
+// leaves no "ckpt-N" while `latest` may name it, and both copies look like leftovers. This finds,
+// for each missing checkpoint, the complete and sealed copy to take its place: the staged (newer)
+// one when it is complete, else the retired one. By final name ("ckpt-N").
+std::map<std::string, fs::path> orphanedCopies(const std::string& checkpointDir,
+                                               const std::string& activeStaging) {
+  std::map<std::string, std::vector<fs::path>> candidates;  // final name -> staged, then retired
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(checkpointDir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string final = finalNameOf(name);
+    if (final.empty() || !entry.is_directory(ec)) continue;
+    if (!activeStaging.empty() && samePath(entry.path(), activeStaging)) continue;
+    if (fs::exists(fs::path(checkpointDir) / final, ec)) continue;
+    if (!isRemovableLeftover(entry.path())) continue;  // e.g. a live job's staging directory
+    auto& list = candidates[final];
+    list.insert(isStaging(name) ? list.begin() : list.end(), entry.path());
+  }
+  std::map<std::string, fs::path> out;
+  for (const auto& [final, dirs] : candidates) {
+    for (const auto& dir : dirs) {
+      if (isSealed(dir.string()) && inspect(dir.string(), Depth::Parts).problems.empty()) {
+        out.emplace(final, dir);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Puts each orphaned copy back in its checkpoint's place (prune, before removing leftovers).
+void restoreOrphanedCopies(const std::string& checkpointDir, const std::string& activeStaging) {
+  for (const auto& [final, dir] : orphanedCopies(checkpointDir, activeStaging)) {
+    const fs::path target = fs::path(checkpointDir) / final;
+    std::error_code ec;
+    fs::rename(dir, target, ec);
+    if (ec) {
+      throw CheckpointError("prune: cannot put '{}' back as '{}': {}", dir.string(),
+                            target.string(), ec.message());
+    }
+    logging::checkpoint::warn(
+        "prune: '{}' was missing (a replacement was interrupted); the complete copy '{}' is put "
+        "back in its place",
+        target.string(), dir.filename().string());
+  }
+}
+
 // "latest.tmp-<host>-<pid>-<nonce>" files (replaceFileDurably) whose writer, a process of this
 // host, is gone: it was killed between writing and renaming. A live writer's is left alone.
 void removeStaleLatestCopies(const std::string& checkpointDir) {
@@ -149,10 +208,29 @@ std::optional<std::string> CheckpointDirectory::newestComplete() const {
 
 std::vector<Listed> CheckpointDirectory::resumeOrder() const {
   std::vector<Listed> all = list();
+  // A checkpoint an interrupted replacement left out of its place is read where it is (prune puts
+  // it back; a resume only reads), under its checkpoint's name for `latest`.
+  std::error_code ec;
+  if (fs::is_directory(path_, ec)) {
+    for (const auto& [final, dir] : orphanedCopies(path_, "")) {
+      const Inspection inspection = inspect(dir.string(), Depth::Parts);
+      Listed l;
+      l.path = dir.string();
+      l.step = inspection.attributes.step;
+      l.bytes = bytesUnder(l.path);
+      l.complete = true;
+      l.creationTime = inspection.attributes.creationTime;
+      all.push_back(std::move(l));
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Listed& a, const Listed& b) { return a.step < b.step; });
+  }
   std::reverse(all.begin(), all.end());  // newest first
   const std::string latest = latestName();
-  const auto named = std::find_if(all.begin(), all.end(),
-                                  [&](const Listed& l) { return baseName(l.path) == latest; });
+  const auto named = std::find_if(all.begin(), all.end(), [&](const Listed& l) {
+    const std::string name = baseName(l.path);
+    return name == latest || finalNameOf(name) == latest;
+  });
   if (named != all.end()) std::rotate(all.begin(), named, named + 1);
   return all;
 }
@@ -175,6 +253,7 @@ void CheckpointDirectory::prune(int keep, const std::string& activeStaging) cons
   }
   std::error_code ec;
   if (!fs::is_directory(path_, ec)) return;
+  restoreOrphanedCopies(path_, activeStaging);
   // Leftovers of killed saves and replacements (collected first: removing while iterating a
   // directory is unspecified).
   std::vector<fs::path> leftovers;

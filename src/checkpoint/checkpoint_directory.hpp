@@ -78,7 +78,8 @@ class CheckpointDirectory {
   std::optional<std::string> newestComplete() const;
   // The checkpoints in the order a resume tries them: the one `latest` names first, then the
   // others newest first (incomplete and damaged ones included: the caller reads each and says why
-  // it skips it).
+  // it skips it). A complete checkpoint that an interrupted replacement left under its staging or
+  // retired name, with its own name missing, is a candidate where it is (prune() puts it back).
   std::vector<Listed> resumeOrder() const;
   // Staging directories (saves in progress, or killed midway), which list() leaves out.
   size_t stagingCount() const;
@@ -86,8 +87,9 @@ class CheckpointDirectory {
   // jobs (not the one named by `activeStaging`, nor one whose tag names a process alive on this
   // host), and temporary copies of `latest` left by killed processes of this host. Only removes
   // what xtrain wrote: a checkpoint without a seal (format version 1, or not written by xtrain) is
-  // kept with a warning, and a leftover holding files xtrain does not write is kept too. `keep` <
-  // 1 throws.
+  // kept with a warning, and a leftover holding files xtrain does not write is kept too. First it
+  // puts back a complete checkpoint an interrupted replacement left under its staging or retired
+  // name (see resumeOrder). `keep` < 1 throws.
   void prune(int keep, const std::string& activeStaging = "") const;
 
   // An exclusive flock(2) on <path>/.xtrain-lock, released by the kernel when the process ends

@@ -101,6 +101,41 @@ TEST_F(CheckpointDirectory, PruneKeepsTheNewestAndRemovesLeftovers) {
   expectCheckpointError([&] { dir().prune(0); }, {"keep"});
 }
 
+// A replacement cut between its two renames (where directories cannot be exchanged, as on NFS):
+// "ckpt-N" is missing, its old copy is "ckpt-N.old-<pid>" and the new one still staged. prune puts
+// the complete staged copy back in place rather than deleting both; with only the old copy
+// complete, that one.
+TEST_F(CheckpointDirectory, PruneRestoresACheckpointAnInterruptedReplacementLeftOut) {
+  const fs::path other = root_ / "elsewhere";
+  for (bool stagedComplete : {true, false}) {
+    SCOPED_TRACE(stagedComplete ? "staged copy complete" : "staged copy incomplete");
+    fs::remove_all(root_);
+    fs::create_directories(other);
+    save(root_, 4, sampleParts(4));
+    const std::string five = save(root_, 5, sampleParts(5));
+    fs::rename(five, root_ / "ckpt-00000005.old-99");
+    const fs::path staged = root_ / "ckpt-00000005.tmp-otherhost-1-abc";
+    fs::rename(save(other, 5, sampleParts(50)), staged);
+    if (!stagedComplete) fs::remove(staged / "part-1.h5");
+    ASSERT_EQ(latestFile(), "ckpt-00000005");
+    // Before prune, a resume reads the copy where it is.
+    const auto order = dir().resumeOrder();
+    ASSERT_FALSE(order.empty());
+    EXPECT_EQ(fs::path(order.front().path).filename(),
+              stagedComplete ? staged.filename() : fs::path("ckpt-00000005.old-99"));
+    EXPECT_EQ(order.front().step, 5);
+    dir().prune(1);
+    ASSERT_TRUE(fs::exists(five)) << "the checkpoint latest names was deleted";
+    EXPECT_FALSE(fs::exists(root_ / "ckpt-00000005.old-99"));
+    EXPECT_FALSE(fs::exists(root_ / "ckpt-00000004"));  // pruned as usual: keep 1
+    EXPECT_EQ(dir().newestComplete(), five);
+    // Which copy: the weights of the staged save (50) or of the old one (5).
+    const Contents c = read(five);
+    const float w = c.datasets.at("/weights/W1").data<float>()[0];
+    EXPECT_EQ(w, floatTensor({4, 3}, stagedComplete ? 50.0f : 5.0f).data<float>()[0]);
+  }
+}
+
 TEST_F(CheckpointDirectory, PruneKeepsTheCheckpointLatestNames) {
   for (int step = 1; step <= 3; ++step) save(root_, step, sampleParts(0));
   save(root_, 1, sampleParts(1));  // latest -> ckpt-00000001

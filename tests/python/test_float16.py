@@ -163,7 +163,7 @@ class Float16TrainingTest(PrivatePool, unittest.TestCase):
         xv2 = rng.uniform(-1, 2, (3, 4)).astype(np.float16)
         with popart.DeviceManager().createIpuModelDevice({}) as device:
             inference = popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=flow,
-                                                deviceInfo=device)
+                                                deviceInfo=device, userOptions=opts)
             inference.prepareDevice()
             inference.writeWeights(weights_io)
             inference.weightsFromHost()

@@ -190,8 +190,6 @@ class RegroupedBuffersTest(PrivatePool, unittest.TestCase):
                         session.run(popart.PyStepIO({x: data.reshape(bad)}, anchors))
 
 
-if __name__ == "__main__":
-    unittest.main()
 
 
 class UnusedInputsTest(PrivatePool, unittest.TestCase):
@@ -281,3 +279,7 @@ class Int64InputsTest(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(popart.popart_exception, "'x'.*int32"):
             session.run(popart.PyStepIO({x: np.array([1.0, 2.0], np.float32)},
                                         session.initAnchorArrays()))
+
+
+if __name__ == "__main__":
+    unittest.main()

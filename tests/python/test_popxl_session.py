@@ -91,6 +91,22 @@ class SessionTest(PrivatePool, unittest.TestCase):
             with self.assertRaises(TypeError):
                 s.get_tensors_data([1])
 
+    def test_scalar_weight_data(self):
+        # A 0-d weight keeps shape (): written from a 0-d array or a Python float.
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+        s0 = b.addInitializedInputTensor(np.array(1.5, np.float32), "s")
+        y = b.aiOnnx.mul([x, s0], "y")
+        session = popart.InferenceSession(
+            b.getModelProto(), popart.DataFlow(1, {y: popart.AnchorReturnType("ALL")}),
+            popart.DeviceManager().createCpuDevice())
+        with popart.Session(session) as s:
+            self.assertEqual(s.get_tensor_data(s0).shape, ())
+            s.write_variable_data(s0, np.array(-2.0, np.float32))
+            self.assertEqual(float(s.get_tensor_data(s0)), -2.0)
+            out = s.run({x: np.array([1.0, 3.0], np.float32)})
+            np.testing.assert_array_equal(out[y], [-2.0, -6.0])
+
     def test_bad_inputs(self):
         with popart.Session(training_session()) as s:
             x = np.zeros((2, 4), np.float32)

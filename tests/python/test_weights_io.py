@@ -244,15 +244,27 @@ class ModelToHostStateTest(PrivatePool, unittest.TestCase):
             self.assertTrue(np.any(np.asarray(saved[name].float_data) != 0), name)
         self.assertEqual(list(saved["Step___w"].float_data), [1.0])
 
-        # The next step from the saved state equals the first session's next step.
+        # The next step from the saved state equals the first session's next step. Its data
+        # differ from the first step's, so the moments matter: a session that ignored the saved
+        # state (a fresh Adam at the trained weights, whose first step is lr * sign(g)) differs.
+        trained = np.zeros(3, np.float32)
+        first.weightsToHost()
+        first.readWeights(popart.PyWeightsIO({w: trained}))
+        b2 = popart.Builder()
+        x2 = b2.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+        w2 = b2.addInitializedInputTensor(trained, "w")
+        loss2 = b2.aiGraphcore.l1loss([b2.aiOnnx.mul([x2, w2], "y")], 1.0)
         second = self.session(path, loss)
-        for s in (first, second):
-            s.run(popart.PyStepIO(data, s.initAnchorArrays()))
+        fresh = self.session(b2.getModelProto(), loss2)
+        data2 = {x: np.array([[0.5, -3.0, 7.0], [2.0, 0.25, -1.0]], np.float32)}
+        got = []
+        for s, feed in ((first, data2), (second, data2), (fresh, {x2: data2[x]})):
+            s.run(popart.PyStepIO(feed, s.initAnchorArrays()))
             s.weightsToHost()
-        got = [np.zeros(3, np.float32) for _ in range(2)]
-        first.readWeights(popart.PyWeightsIO({w: got[0]}))
-        second.readWeights(popart.PyWeightsIO({w: got[1]}))
+            got.append(np.zeros(3, np.float32))
+            s.readWeights(popart.PyWeightsIO({w if s is not fresh else w2: got[-1]}))
         np.testing.assert_array_equal(got[0], got[1])
+        self.assertFalse(np.allclose(got[0], got[2]), "the saved state made no difference")
 
         first.modelToHost(path, False)
         self.assertEqual([t.name for t in onnx.load(path).graph.initializer], ["w"])
