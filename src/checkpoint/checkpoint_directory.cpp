@@ -89,7 +89,8 @@ std::string finalNameOf(const std::string& name) {
       std::min(name.find(layout::kStagingMarker), name.find(layout::kRetiredMarker));
   if (marker == std::string::npos) return "";
   const std::string base = name.substr(0, marker);
-  return layout::checkpointStep(base) ? base : "";
+  const auto step = layout::checkpointStep(base);
+  return step && base == checkpointName(*step) ? base : "";
 }
 
 // A replacement of a checkpoint is two renames where the file system cannot exchange directories
@@ -171,7 +172,11 @@ std::vector<Listed> CheckpointDirectory::list() const {
   for (const auto& entry : fs::directory_iterator(path_, ec)) {
     const std::string name = entry.path().filename().string();
     const auto step = layout::checkpointStep(name);
-    if (!step || !entry.is_directory()) continue;  // staging, retired and foreign entries
+    // Staging, retired and foreign entries are skipped, and so is a name that is not the canonical
+    // one of its step ("ckpt-10", say a user's copy): xtrain never wrote it, so never prunes it.
+    // (is_directory with an error code: a symlink loop is skipped, not thrown.)
+    std::error_code typeEc;
+    if (!step || name != checkpointName(*step) || !entry.is_directory(typeEc)) continue;
     Listed l;
     l.path = entry.path().string();
     l.step = *step;
@@ -239,7 +244,8 @@ size_t CheckpointDirectory::stagingCount() const {
   size_t n = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(path_, ec)) {
-    if (entry.is_directory() && isStaging(entry.path().filename().string())) ++n;
+    std::error_code typeEc;
+    if (entry.is_directory(typeEc) && isStaging(entry.path().filename().string())) ++n;
   }
   return n;
 }
@@ -259,7 +265,8 @@ void CheckpointDirectory::prune(int keep, const std::string& activeStaging) cons
   std::vector<fs::path> leftovers;
   for (const auto& entry : fs::directory_iterator(path_, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || !(isStaging(name) || isRetired(name))) continue;
+    std::error_code typeEc;
+    if (!entry.is_directory(typeEc) || !(isStaging(name) || isRetired(name))) continue;
     if (!activeStaging.empty() && samePath(entry.path(), activeStaging)) continue;
     if (isRemovableLeftover(entry.path())) leftovers.push_back(entry.path());
   }

@@ -43,6 +43,17 @@ CheckpointDirectory::Lock CheckpointDirectory::lock() const {
     throw CheckpointError("cannot create its lock file '{}': {}", path, std::strerror(errno));
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK) {
+      // Not held by another job: the file system cannot lock (NFS without a lock manager gives
+      // ENOLCK; some FUSE and Lustre mounts EOPNOTSUPP). Saying "in use" would send the user
+      // looking for a job that does not exist.
+      ::close(fd);
+      throw CheckpointError(
+          "cannot lock '{}': {} (the file system does not support file locks; use a directory "
+          "on a file system that does)",
+          path, std::strerror(err));
+    }
     // The holder wrote its pid there when it took the lock.
     char buf[32] = {};
     const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);

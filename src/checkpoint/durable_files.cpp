@@ -42,11 +42,20 @@ void replaceFileDurably(const std::string& path, const std::string& content) {
   // `latest`, and with one shared name one would rename the other's file away from under it. It
   // names this host and process, so prune() can remove the leftover of a writer that was killed.
   const std::string tmp = stagingDirectory(path, thisProcessAsStagingOwner());
+  // Removes the temporary file this call created when writing, syncing or renaming it fails.
+  struct RemoveUnlessRenamed {
+    const std::string& file;
+    bool created = false;
+    ~RemoveUnlessRenamed() {
+      if (created) ::unlink(file.c_str());
+    }
+  } cleanup{tmp};
   {
     // O_EXCL: a fresh file, never one (or a hard link) planted under the name beforehand.
     FileDescriptor fd(
         ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0) throw CheckpointError("cannot create '{}': {}", tmp, systemReason());
+    cleanup.created = true;
     size_t done = 0;
     while (done < content.size()) {
       const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
@@ -59,6 +68,7 @@ void replaceFileDurably(const std::string& path, const std::string& content) {
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     throw CheckpointError("cannot rename '{}' to '{}': {}", tmp, path, systemReason());
   }
+  cleanup.created = false;  // it is `path` now
   fsyncPath(parentDirectory(path));
 }
 

@@ -136,6 +136,24 @@ TEST_F(CheckpointDirectory, PruneRestoresACheckpointAnInterruptedReplacementLeft
   }
 }
 
+// Only canonical names are checkpoints xtrain wrote: "ckpt-10" (a user's copy, say) is neither
+// listed nor pruned; a symlink loop under a checkpoint name is skipped, not thrown.
+TEST_F(CheckpointDirectory, NonCanonicalNamesAndSymlinkLoopsAreLeftAlone) {
+  save(root_, 1, sampleParts(1));
+  save(root_, 2, sampleParts(2));
+  fs::create_directories(root_ / "copies");
+  save(root_ / "copies", 10, sampleParts(10));
+  fs::rename(root_ / "copies" / "ckpt-00000010", root_ / "ckpt-10");
+  fs::create_symlink(root_ / "ckpt-00000009", root_ / "ckpt-00000009");  // a loop
+  const auto listed = dir().list();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[1].step, 2);
+  dir().prune(1);
+  EXPECT_TRUE(fs::exists(root_ / "ckpt-10"));
+  EXPECT_TRUE(fs::is_symlink(root_ / "ckpt-00000009"));
+  EXPECT_FALSE(fs::exists(root_ / "ckpt-00000001"));
+}
+
 TEST_F(CheckpointDirectory, PruneKeepsTheCheckpointLatestNames) {
   for (int step = 1; step <= 3; ++step) save(root_, step, sampleParts(0));
   save(root_, 1, sampleParts(1));  // latest -> ckpt-00000001
