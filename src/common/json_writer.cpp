@@ -92,10 +92,18 @@ bool Sink::finish() {
   return !failed_;
 }
 
-void writeInteger(Sink& out, int64_t value) { writeWhole(out, value); }
-void writeInteger(Sink& out, uint64_t value) { writeWhole(out, value); }
-void writeReal(Sink& out, double value, Reals format) { writeFinite(out, value, format); }
-void writeReal(Sink& out, float value, Reals format) { writeFinite(out, value, format); }
+void writeInteger(Sink& out, int64_t value) {
+  writeWhole(out, value);
+}
+void writeInteger(Sink& out, uint64_t value) {
+  writeWhole(out, value);
+}
+void writeReal(Sink& out, double value, Reals format) {
+  writeFinite(out, value, format);
+}
+void writeReal(Sink& out, float value, Reals format) {
+  writeFinite(out, value, format);
+}
 
 void writeMicros(Sink& out, int64_t ns) {
   if (ns < 0) {
@@ -154,7 +162,11 @@ void Writer::separate() {
     afterKey_ = false;
     return;
   }
-  if (depth_ == 0) return;
+  if (depth_ == 0) {
+    if (hasRoot_) misused_ = true;  // "{}{}" or "1 2": one document holds one value
+    hasRoot_ = true;
+    return;
+  }
   const uint64_t bit = uint64_t{1} << (depth_ - 1);
   // A value in an object must follow its key (key() separates instead).
   if ((isObject_ & bit) != 0) misused_ = true;
@@ -192,10 +204,18 @@ Writer& Writer::close(char bracket) {
   return *this;
 }
 
-Writer& Writer::beginObject() { return open('{', false); }
-Writer& Writer::endObject() { return close('}'); }
-Writer& Writer::beginArray(Layout layout) { return open('[', layout == Layout::LinePerMember); }
-Writer& Writer::endArray() { return close(']'); }
+Writer& Writer::beginObject() {
+  return open('{', false);
+}
+Writer& Writer::endObject() {
+  return close('}');
+}
+Writer& Writer::beginArray(Layout layout) {
+  return open('[', layout == Layout::LinePerMember);
+}
+Writer& Writer::endArray() {
+  return close(']');
+}
 
 Writer& Writer::key(std::string_view name) {
   const uint64_t bit = depth_ > 0 ? uint64_t{1} << (depth_ - 1) : 0;

@@ -108,7 +108,7 @@ class Writer {
  public:
   // How an array lays out its members.
   enum class Layout {
-    Compact,        // [1,2]
+    Compact,  // [1,2]
     // "[\n1,\n2\n]" (empty: "[\n\n]"): one member a line (a trace's events, read line by line)
     LinePerMember,
   };
@@ -166,6 +166,7 @@ class Writer {
   uint64_t isObject_ = 0;
   bool afterKey_ = false;
   bool misused_ = false;
+  bool hasRoot_ = false;  // a top-level value was begun: a second one is misuse (not JSON)
 };
 
 namespace detail {

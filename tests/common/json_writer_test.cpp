@@ -5,9 +5,8 @@
 #include "common/json_writer.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cerrno>
@@ -195,13 +194,47 @@ std::string micros(int64_t ns) {
 // the edges of %g's switch to exponents, NaNs and infinities, and the random bit patterns `more`.
 std::vector<double> edgeDoubles(size_t more) {
   using L = std::numeric_limits<double>;
-  std::vector<double> v = {0.0, -0.0, 1.0, -1.0, 0.1, 0.5, 1.0 / 3, 2.0 / 3, 1e-5, 1e-4, 9.99999999e-5,
-                           123456789.0, 1234567890.0, 999999999.0, 999999999.5, 1e9, 1e21, 1e22,
-                           1e300, -1e300, 9007199254740992.0, 9007199254740993.0, 18446744073709551615.0,
-                           -9223372036854775808.0, L::min(), -L::min(), L::denorm_min(),
-                           -L::denorm_min(), 2.2250738585072009e-308, L::max(), -L::max(),
-                           L::lowest(), L::epsilon(), L::infinity(), -L::infinity(), L::quiet_NaN(),
-                           -L::quiet_NaN(), L::signaling_NaN(), 0.01f, 1e-3f, 3.4028235e38f};
+  std::vector<double> v = {0.0,
+                           -0.0,
+                           1.0,
+                           -1.0,
+                           0.1,
+                           0.5,
+                           1.0 / 3,
+                           2.0 / 3,
+                           1e-5,
+                           1e-4,
+                           9.99999999e-5,
+                           123456789.0,
+                           1234567890.0,
+                           999999999.0,
+                           999999999.5,
+                           1e9,
+                           1e21,
+                           1e22,
+                           1e300,
+                           -1e300,
+                           9007199254740992.0,
+                           9007199254740993.0,
+                           18446744073709551615.0,
+                           -9223372036854775808.0,
+                           L::min(),
+                           -L::min(),
+                           L::denorm_min(),
+                           -L::denorm_min(),
+                           2.2250738585072009e-308,
+                           L::max(),
+                           -L::max(),
+                           L::lowest(),
+                           L::epsilon(),
+                           L::infinity(),
+                           -L::infinity(),
+                           L::quiet_NaN(),
+                           -L::quiet_NaN(),
+                           L::signaling_NaN(),
+                           0.01f,
+                           1e-3f,
+                           3.4028235e38f};
   std::mt19937_64 rng(28);
   for (size_t i = 0; i < more; ++i) v.push_back(std::bit_cast<double>(rng()));
   // Short decimals and integers, as losses and times are.
@@ -214,10 +247,10 @@ std::vector<double> edgeDoubles(size_t more) {
 
 std::vector<float> edgeFloats(size_t more) {
   using L = std::numeric_limits<float>;
-  std::vector<float> v = {0.0f,     -0.0f,         1.0f,      0.01f,         0.1f,
-                          1e-3f,    3.0e-4f,       128.0f,    65504.0f,      L::min(),
-                          -L::min(), L::denorm_min(), L::max(), L::lowest(), L::infinity(),
-                          -L::infinity(), L::quiet_NaN(), 16777216.0f, 16777217.0f, 1e20f};
+  std::vector<float> v = {0.0f,           -0.0f,           1.0f,        0.01f,       0.1f,
+                          1e-3f,          3.0e-4f,         128.0f,      65504.0f,    L::min(),
+                          -L::min(),      L::denorm_min(), L::max(),    L::lowest(), L::infinity(),
+                          -L::infinity(), L::quiet_NaN(),  16777216.0f, 16777217.0f, 1e20f};
   std::mt19937 rng(28);
   for (size_t i = 0; i < more; ++i) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
   return v;
@@ -281,10 +314,9 @@ TEST(JsonNumbers, ReadBackAsJson) {
 }
 
 TEST(JsonNumbers, IntegersAndMicrosecondsAsTheTraceWroteThem) {
-  std::vector<int64_t> values = {0,        1,          -1,        9,         10,
-                                 -10,      999,        -999,      1000,      -1000,
-                                 1234567,  -5,         INT64_MAX, INT64_MIN, INT64_MIN + 1,
-                                 INT64_MAX - 999};
+  std::vector<int64_t> values = {
+      0,    1,     -1,      9,  10,        -10,       999,           -999,
+      1000, -1000, 1234567, -5, INT64_MAX, INT64_MIN, INT64_MIN + 1, INT64_MAX - 999};
   std::mt19937_64 rng(9);
   for (int i = 0; i < 100000; ++i) {
     values.push_back(static_cast<int64_t>(rng()) >> (rng() % 64));
@@ -309,17 +341,18 @@ std::vector<std::string> testStrings() {
                                 "plain",
                                 "a \"quoted\" \\ name\n\x01",
                                 "tab\there\r\n",
-                                "\x7f" " del",
+                                "\x7f"
+                                " del",
                                 "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",  // é € 😀
                                 "\xff",
-                                "caf\xc3",                   // cut sequence
-                                "\xc0\xaf",                  // overlong '/'
-                                "\xe0\x80\xaf",              // overlong
-                                "\xed\xa0\x80",              // a surrogate
-                                "\xf4\x90\x80\x80",          // past U+10FFFF
-                                "\x80\xbf continuation",     // stray continuation bytes
-                                "\xf0\x9f\x98",              // 4-byte sequence cut
-                                "x\xe2\x82y",                // a sequence broken by ASCII
+                                "caf\xc3",                // cut sequence
+                                "\xc0\xaf",               // overlong '/'
+                                "\xe0\x80\xaf",           // overlong
+                                "\xed\xa0\x80",           // a surrogate
+                                "\xf4\x90\x80\x80",       // past U+10FFFF
+                                "\x80\xbf continuation",  // stray continuation bytes
+                                "\xf0\x9f\x98",           // 4-byte sequence cut
+                                "x\xe2\x82y",             // a sequence broken by ASCII
                                 std::string("nul\0inside", 10)};
   for (int c = 0; c < 256; ++c) {
     v.push_back(std::string(1, static_cast<char>(c)));
@@ -329,8 +362,9 @@ std::vector<std::string> testStrings() {
     framed += '>';
     v.push_back(framed);
   }
-  const std::string alphabet = std::string("aZ \"\\/\n\r\t\b\f\x01\x1f\x7f", 14) +
-                               "\x80\xbf\xc0\xc2\xc3\xa9\xdf\xe0\xe2\xed\xa0\xef\xf0\xf4\x8f\x90\xf5\xff";
+  const std::string alphabet =
+      std::string("aZ \"\\/\n\r\t\b\f\x01\x1f\x7f", 14) +
+      "\x80\xbf\xc0\xc2\xc3\xa9\xdf\xe0\xe2\xed\xa0\xef\xf0\xf4\x8f\x90\xf5\xff";
   std::mt19937 rng(5);
   for (int i = 0; i < 50000; ++i) {
     std::string s(rng() % 12, ' ');
@@ -369,8 +403,8 @@ TEST(JsonStrings, TraceTextIsQuotedAsTheTraceQuotedIt) {
   for (const std::string& s : testStrings()) {
     if (s.find_first_of(std::string("\n\r\t\0", 4)) != std::string::npos) continue;
     ++compared;
-    ASSERT_EQ(newQuoted(s), oldTraceQuoted(s)) << json(s).dump(-1, ' ', false,
-                                                            json::error_handler_t::replace);
+    ASSERT_EQ(newQuoted(s), oldTraceQuoted(s))
+        << json(s).dump(-1, ' ', false, json::error_handler_t::replace);
   }
   EXPECT_GT(compared, 10000);
   EXPECT_EQ(newQuoted("a\nb\rc\td"), "\"a\\nb\\rc\\td\"");
@@ -451,6 +485,8 @@ TEST(JsonWriter, MisuseIsAnInternalErrorOfTheDocument) {
   misused([](Writer& w) { w.beginArray().endObject(); });
   misused([](Writer& w) { w.beginArray().key("k").value(1).endArray(); });
   misused([](Writer& w) { w.beginObject().value(1).endObject(); });
+  misused([](Writer& w) { w.beginObject().endObject().beginObject().endObject(); });  // {}{}
+  misused([](Writer& w) { w.value(int64_t{1}).value(int64_t{2}); });
   misused([](Writer& w) {
     for (int i = 0; i <= Writer::kMaxDepth; ++i) w.beginArray();
     for (int i = 0; i <= Writer::kMaxDepth; ++i) w.endArray();
@@ -474,7 +510,8 @@ TEST(JsonSink, FileDescriptorThroughASmallBuffer) {
   ::close(fds[1]);
   std::string text;
   char chunk[64];
-  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;) text.append(chunk, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;)
+    text.append(chunk, static_cast<size_t>(n));
   ::close(fds[0]);
   EXPECT_EQ(text, "{\"name\":\"caf\xc3\xa9\",\"n\":-12}");
 }
