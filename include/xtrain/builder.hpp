@@ -338,6 +338,25 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                             std::optional<int64_t> hidden_size = std::nullopt,
                             const std::string& debugContext = {});
 
+  // Random numbers (opsets_reduce_random.cpp): dtype an ONNX element type number, FLOAT (1) or
+  // FLOAT16 (10); the Like forms take the shape, and the dtype when absent, from args[0]. Each
+  // draw comes from the session's seed (Session::setRandomSeed); a seed attribute is refused when
+  // the model is loaded, as PopART refuses it.
+  TensorId randomnormal(const std::vector<int64_t>& shape, int64_t dtype = 1, float mean = 0.0f,
+                        float scale = 1.0f, std::optional<float> seed = std::nullopt,
+                        const std::string& debugContext = {});
+  TensorId randomuniform(const std::vector<int64_t>& shape, int64_t dtype = 1, float high = 1.0f,
+                         float low = 0.0f, std::optional<float> seed = std::nullopt,
+                         const std::string& debugContext = {});
+  TensorId randomnormallike(const std::vector<TensorId>& args,
+                            std::optional<int64_t> dtype = std::nullopt, float mean = 0.0f,
+                            float scale = 1.0f, std::optional<float> seed = std::nullopt,
+                            const std::string& debugContext = {});
+  TensorId randomuniformlike(const std::vector<TensorId>& args,
+                             std::optional<int64_t> dtype = std::nullopt, float high = 1.0f,
+                             float low = 0.0f, std::optional<float> seed = std::nullopt,
+                             const std::string& debugContext = {});
+
  protected:
   AiOnnxOpset11(BuilderImpl* impl, int version) : DomainOpSet(impl, version) {}
 };
@@ -512,6 +531,20 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
   std::vector<TensorId> groupnormalization(const std::vector<TensorId>& args, int64_t num_groups,
                                            float epsilon = 1e-5f,
                                            const std::string& debugContext = {});
+
+  // Reductions, sorting, buckets, shaped dropout (opsets_reduce_random.cpp; semantics in
+  // docs/operators.md). reducemedian returns {values, indices (INT32)}; axes absent: all axes,
+  // empty: none. sort returns {values, indices (INT32)}. bucketize: args = {input, boundaries}.
+  std::vector<TensorId> reducemedian(const std::vector<TensorId>& args,
+                                     const std::optional<std::vector<int64_t>>& axes = std::nullopt,
+                                     int64_t keepdims = 1, const std::string& debugContext = {});
+  std::vector<TensorId> sort(const std::vector<TensorId>& args, int64_t axis = -1,
+                             int64_t descending = 0, int64_t stable = 0,
+                             const std::string& debugContext = {});
+  TensorId bucketize(const std::vector<TensorId>& args, int64_t right = 0,
+                     const std::string& debugContext = {});
+  TensorId shapeddropout(const std::vector<TensorId>& args, const std::vector<int64_t>& shape,
+                         float ratio = 0.5f, const std::string& debugContext = {});
 
   // Replicated collectives: each replica's op meets those of the other replicas of its group
   // (k replicas: group sizes over the session's replicas as in replicagrouping.hpp; CommGroup All

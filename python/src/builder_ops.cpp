@@ -326,6 +326,7 @@ void bindOpBuilders(py::module_& m) {
   bindAiOnnx11(m);
   bindAiOnnxLaterOpsets(m);
   bindAiGraphcore(m);
+  bindReduceRandomOps(m);
 }
 
 }  // namespace xtrain::python

@@ -43,5 +43,8 @@ inline ConstVoidData arrayData(const pybind11::object& value, const std::string&
 // (ReductionType, CollectiveOperator, InitType): builder_ops.cpp. Called by bindBuilder before it
 // binds the Builder, whose properties return them.
 void bindOpBuilders(pybind11::module_& m);
+// The random ops, reducemedian, sort, bucketize and shapeddropout, added to the classes
+// bindOpBuilders binds (builder_ops_reduce_random.cpp).
+void bindReduceRandomOps(pybind11::module_& m);
 
 }  // namespace xtrain::python

@@ -12,9 +12,9 @@ namespace {
 
 // Ops whose results are not a function of their inputs: folding would fix one draw for good.
 bool isRandom(const Op& op) {
-  static constexpr std::array<std::string_view, 7> kRandom = {
+  static constexpr std::array<std::string_view, 8> kRandom = {
       "Dropout",           "RandomNormal", "RandomNormalLike", "RandomUniform",
-      "RandomUniformLike", "Multinomial",  "Bernoulli"};
+      "RandomUniformLike", "Multinomial",  "Bernoulli",        "ShapedDropout"};
   return std::find(kRandom.begin(), kRandom.end(), op.type) != kRandom.end();
 }
 

@@ -172,7 +172,10 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     }
   }
   for (const auto& [opId, op] : graph_->ops()) {
-    if (op->type == "Dropout") op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
+    // Dropout and ShapedDropout drop only when training, as PopART's do.
+    if (op->type == "Dropout" || op->type == "ShapedDropout") {
+      op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
+    }
   }
   // The fingerprint is of the model itself: after optimizer state carried as initializers has left
   // the graph, before the training graph is added.

@@ -12,6 +12,9 @@
 
 namespace xtrain::ir::onnxutil {
 
+// ReduceMedian, Sort, Bucketize, ShapedDropout (graphcore_schemas_sort.cpp).
+void registerSortAndRandomSchemas();
+
 namespace {
 
 constexpr int64_t kNoReduction = static_cast<int64_t>(ReductionType::NoReduction);
@@ -386,6 +389,7 @@ void registerUtilityOps() {
 void registerAll() {
   registerCollectives();
   registerUtilityOps();
+  registerSortAndRandomSchemas();
   {
     onnx::OpSchema s = lossSchema("IdentityLoss");
     s.SetDoc("The loss is its input, reduced as `reduction` says.")
