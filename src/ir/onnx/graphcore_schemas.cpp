@@ -440,6 +440,8 @@ void registerAll() {
 
 }  // namespace
 
+void registerCallSchema();  // call_schema.cpp
+
 void registerGraphcoreSchemas() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -451,6 +453,7 @@ void registerGraphcoreSchemas() {
     // those.
     if (onnx::OpSchemaRegistry::Schema("IdentityLoss", 1, kGraphcoreDomain) == nullptr) {
       registerAll();
+      registerCallSchema();
     }
   });
 }
