@@ -46,6 +46,7 @@
 namespace xtrain {
 
 class BuilderImpl;
+class Builder;
 
 // How AiGraphcoreOpset1::init initialises its tensor (PopART's InitType); pass its int value.
 enum class InitType { NoInit = 0, Zero = 1 };
@@ -356,6 +357,25 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                              std::optional<int64_t> dtype = std::nullopt, float high = 1.0f,
                              float low = 0.0f, std::optional<float> seed = std::nullopt,
                              const std::string& debugContext = {});
+  // Control flow (docs/onnx-import.md, "Control flow"): the subgraphs are Builders made by
+  // createSubgraphBuilder, embedded as the node's graph attributes as they are at the call.
+  // If: args = {condition}; both branches have num_outputs outputs.
+  std::vector<TensorId> logical_if(const std::vector<TensorId>& args, unsigned num_outputs,
+                                   Builder& else_branch, Builder& then_branch,
+                                   const std::string& debugContext = {});
+  // Loop: args = {M, cond, loop-carried values...}; the body's inputs are {iteration number,
+  // condition, loop-carried values...}, its outputs {condition, loop-carried values..., scan
+  // outputs...}.
+  std::vector<TensorId> loop(const std::vector<TensorId>& args, unsigned num_outputs, Builder& body,
+                             const std::string& debugContext = {});
+  // Scan (opset 9 form): args = {state values..., scan inputs...} (the last num_scan_inputs).
+  std::vector<TensorId> scan(const std::vector<TensorId>& args, unsigned num_outputs, Builder& body,
+                             int64_t num_scan_inputs,
+                             const std::vector<int64_t>& scan_input_axes = {},
+                             const std::vector<int64_t>& scan_input_directions = {},
+                             const std::vector<int64_t>& scan_output_axes = {},
+                             const std::vector<int64_t>& scan_output_directions = {},
+                             const std::string& debugContext = {});
 
  protected:
   AiOnnxOpset11(BuilderImpl* impl, int version) : DomainOpSet(impl, version) {}
@@ -471,6 +491,10 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
                   ReductionType reduction = ReductionType::Mean,
                   const std::string& debugContext = {});
   TensorId gelu(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // Calls the subgraph `callee` (a Builder from createSubgraphBuilder) on args; its num_outputs
+  // outputs are the callee's.
+  std::vector<TensorId> call(const std::vector<TensorId>& args, unsigned num_outputs,
+                             Builder& callee, const std::string& debugContext = {});
 
   // Pass-throughs: detach stops the gradient, nop passes it on.
   TensorId detach(const std::vector<TensorId>& args, const std::string& debugContext = {});
@@ -659,6 +683,17 @@ class XTRAIN_API Builder {
   NameScope nameScope(const std::string& name) { return NameScope(*this, name); }
   std::string getNameScope(const std::string& name = {}) const;
 
+  // Subgraphs (for call, logical_if, loop and scan): a child Builder, owned by this one, whose
+  // model is the subgraph. Its ids never clash with those of its family, and its ops may read the
+  // tensors of its parents.
+  Builder& createSubgraphBuilder();
+  // An input of a subgraph whose type comes from what the op gives it; refused in a main graph.
+  TensorId addUntypedInputTensor(const std::string& debugContext = {});
+  // An input of a subgraph named as tensorId, a tensor of a parent Builder's graph.
+  void addInputTensorFromParentGraph(const TensorId& tensorId);
+  // The parent of a subgraph Builder, nullptr for a main graph's.
+  Builder* getParent() const;
+
   // The replication factor the model is meant for (model metadata __replicationFactor).
   void embedReplicationFactor(int replicationFactor);
   void setGraphName(const std::string& name);
@@ -689,6 +724,7 @@ class XTRAIN_API Builder {
   void saveModelProto(const std::string& path);
 
  private:
+  friend class BuilderImpl;  // reaches a subgraph Builder's model (builder_subgraphs.cpp)
   Builder();
   std::unique_ptr<BuilderImpl> impl_;
 };

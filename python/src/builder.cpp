@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "builder_subgraph.hpp"
 #include "builder_support.hpp"
 #include "numpy_types.hpp"
 
@@ -31,6 +32,10 @@ constexpr int kMaxAiOnnxOpset = 17;
 // ai.onnx version) and the annotations accepted without effect.
 struct PyBuilder {
   std::unique_ptr<Builder> core;
+  // A subgraph Builder (createSubgraphBuilder): owned by its parent's C++ Builder, which `parent`
+  // (the parent's Python object) keeps alive.
+  Builder* child = nullptr;
+  py::object parent;
   int onnxVersion = 0;  // 0: not chosen yet
   // Attribute context managers (virtualGraph(1), pipelineStage(0), ...): name -> stack of values.
   std::map<std::string, std::vector<py::object>> scopes;
@@ -38,10 +43,10 @@ struct PyBuilder {
   // name -> tensor id -> value.
   std::map<std::string, std::map<TensorId, py::object>> nodeAttrs;
 
-  Builder& b() { return *core; }
+  Builder& b() { return child != nullptr ? *child : *core; }
 
   void checkTensor(const TensorId& id, const std::string& what) const {
-    if (!core->hasTensor(id)) {
+    if (!(child != nullptr ? *child : *core).hasTensor(id)) {
       throw py::key_error(what + ": '" + id + "' is not a tensor of this model");
     }
   }
@@ -595,20 +600,41 @@ void bindNodeSettings(py::class_<PyBuilder>& c) {
       py::arg("nodeOutputName"), py::arg("patternNames"));
 }
 
-// Not implemented: subgraphs.
+// Subgraphs: child Builders for call, logical_if, loop and scan (builder_ops_subgraph.cpp binds
+// those ops).
 void bindSubgraphs(py::class_<PyBuilder>& c) {
-  c.def("createSubgraphBuilder", [](PyBuilder&) -> py::object {
-    notImplemented("Builder.createSubgraphBuilder (subgraphs, call, loop, if)");
+  c.def("createSubgraphBuilder", [](py::object self) {
+    PyBuilder& b = self.cast<PyBuilder&>();
+    auto child = std::make_unique<PyBuilder>();
+    child->child = &b.b().createSubgraphBuilder();
+    child->parent = self;
+    child->onnxVersion = b.onnxVersion;
+    return child;
   });
   c.def(
       "addInputTensorFromParentGraph",
-      [](PyBuilder&, const std::string&) -> py::object {
-        notImplemented("Builder.addInputTensorFromParentGraph (subgraphs)");
+      [](PyBuilder& b, const std::string& tensorId) {
+        b.b().addInputTensorFromParentGraph(tensorId);
       },
       py::arg("tensorId"));
+  c.def(
+      "addUntypedInputTensor",
+      [](PyBuilder& b, const std::string& debugContext) {
+        return b.b().addUntypedInputTensor(debugContext);
+      },
+      py::arg("debugContext") = "");
 }
 
 }  // namespace
+
+Builder& coreBuilderOf(py::handle builder, const std::string& what) {
+  try {
+    return builder.cast<PyBuilder&>().b();
+  } catch (const py::cast_error&) {
+    throw py::type_error(what + ": " + reprOf(py::type::of(builder)) +
+                         " is not a Builder (expected one from Builder.createSubgraphBuilder())");
+  }
+}
 
 void bindBuilder(py::module_& m) {
   m.attr("defaultAiOnnxOpset") = kDefaultAiOnnxOpset;
@@ -628,6 +654,7 @@ void bindBuilder(py::module_& m) {
   bindAttributeScopes(c);
   bindNodeSettings(c);
   bindSubgraphs(c);
+  bindSubgraphOps(m);
 }
 
 }  // namespace xtrain::python

@@ -502,9 +502,6 @@ class AnnotationTest(unittest.TestCase):
             b.getPartialsType(x)
 
     def test_not_implemented(self):
-        b = popart.Builder()
-        with self.assertRaisesRegex(NotImplementedError, "createSubgraphBuilder"):
-            b.createSubgraphBuilder()
         with self.assertRaisesRegex(NotImplementedError, "builderCore"):
             popart.Builder(builderCore=object())
 

@@ -131,7 +131,7 @@ std::string BuilderImpl::scopePrefix() const {
 TensorId BuilderImpl::uniqueTensorId(const std::string& base) {
   for (int k = 0;; ++k) {
     std::string id = k == 0 ? base : base + "_" + std::to_string(k);
-    if (!tensorIds_.count(id)) return id;
+    if (!idTaken(id)) return id;
   }
 }
 
@@ -141,7 +141,7 @@ std::string BuilderImpl::uniqueNodeBase(const std::string& base, unsigned numOut
     if (nodeNames_.count(name)) continue;
     bool free = true;
     for (unsigned i = 0; i < numOutputs && free; ++i) {
-      free = !tensorIds_.count(name + ":" + std::to_string(i));
+      free = !idTaken(name + ":" + std::to_string(i));
     }
     if (free) return name;
   }
@@ -177,11 +177,14 @@ TensorId BuilderImpl::addInitializer(const ConstVoidData& value, const std::stri
 }
 
 void BuilderImpl::addOutputTensor(const TensorId& id) {
-  if (!hasTensor(id)) {
+  if (!visible(id)) {
     throw error("Builder::addOutputTensor: '{}' is not a tensor of this model", id);
   }
+  // A subgraph may return one tensor twice (a Loop's carried value and its scan output).
   for (const auto& out : model_.graph().output()) {
-    if (out.name() == id) throw error("Builder::addOutputTensor: '{}' is already an output", id);
+    if (out.name() == id && parent_ == nullptr) {
+      throw error("Builder::addOutputTensor: '{}' is already an output", id);
+    }
   }
   model_.mutable_graph()->add_output()->set_name(id);
   ++generation_;
@@ -284,7 +287,7 @@ BuilderImpl::Emitted BuilderImpl::emitNode(const std::string& opType, const std:
                                            const std::string& base,
                                            const std::vector<TensorId>& outputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].empty() && !hasTensor(inputs[i])) {
+    if (!inputs[i].empty() && !visible(inputs[i])) {
       throw error(
           "Builder: {} '{}': input {} ('{}') is not a tensor of this model (create it with "
           "addInputTensor, addInitializedInputTensor or an op)",
@@ -357,6 +360,7 @@ onnx::ModelProto BuilderImpl::modelForInference() const {
   *g->mutable_input() = src.input();
   *g->mutable_output() = src.output();
   *g->mutable_value_info() = src.value_info();
+  if (parent_ != nullptr) addOuterTypes(*g);
   std::set<std::string> declared;
   for (const auto& in : src.input()) declared.insert(in.name());
   for (const auto& init : src.initializer()) {
@@ -433,6 +437,7 @@ TensorInfo BuilderImpl::tensorInfo(const TensorId& id) {
   const bool typed = it != inferred_.end() && it->second.has_tensor_type() &&
                      it->second.tensor_type().elem_type() != 0;
   if (!typed || !it->second.tensor_type().has_shape()) {
+    if (auto info = irInfo(id)) return *info;
     std::string producer;
     for (const auto& node : model_.graph().node()) {
       for (const auto& out : node.output()) {
@@ -523,7 +528,12 @@ std::string BuilderImpl::modelProto() {
   for (auto& out : *m.mutable_graph()->mutable_output()) {
     if (out.has_type()) continue;
     auto it = inferred_.find(out.name());
-    if (it != inferred_.end()) *out.mutable_type() = it->second;
+    // Typed only with a shape: the checker requires the shape of a typed value.
+    if (it != inferred_.end() && it->second.tensor_type().has_shape()) {
+      *out.mutable_type() = it->second;
+    } else if (auto info = irInfo(out.name())) {
+      *out.mutable_type() = tensorType(*info);
+    }
   }
   return ir::onnxutil::serializeModel(m, "the Builder's model");
 }

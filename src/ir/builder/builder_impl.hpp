@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -102,7 +103,40 @@ class BuilderImpl {
 
   std::string modelProto();
 
+  // Subgraphs (builder_subgraphs.cpp). The children are owned here; parent_ is set on a child.
+  static BuilderImpl& of(Builder& b) { return *b.impl_; }
+  BuilderImpl* parent() const { return parent_; }
+  Builder* parentBuilder() const { return parentBuilder_; }
+  Builder& addChild(std::unique_ptr<Builder> child, BuilderImpl* childImpl, Builder* self);
+  // True when id is a tensor of this graph or of a parent's.
+  bool visible(const TensorId& id) const;
+  TensorId addUntypedInput(const std::string& debugName);
+  void addInputFromParent(const TensorId& id);
+  // The graph to embed as a node's attribute (outputs typed where inference knows them); its
+  // model's opsets are recorded in this Builder's model.
+  onnx::GraphProto subgraphOf(BuilderImpl& child, const char* method);
+
  private:
+  // True when id is taken anywhere in the family of Builders (this one, its parents, their
+  // children).
+  bool idTaken(const std::string& id) const;
+  bool takenBelow(const std::string& id) const;
+  // For a child: the types of the parents' tensors its nodes read, as graph inputs, so that shape
+  // inference of the subgraph alone knows them.
+  void addOuterTypes(onnx::GraphProto& g) const;
+
+  // The type and shape the IR gives a tensor of a main graph where ONNX shape inference does not
+  // know it (the outputs of Call, Scan and Loop, whose subgraphs ONNX infers partly or, for Scan,
+  // with ONNX's shapes rather than PopART's); nullopt when the model does not import yet.
+  std::optional<TensorInfo> irInfo(const TensorId& id);
+  uint64_t irGeneration_ = 0;
+  std::map<TensorId, TensorInfo> irInfos_;
+
+  BuilderImpl* parent_ = nullptr;
+  Builder* parentBuilder_ = nullptr;
+  std::vector<std::unique_ptr<Builder>> children_;
+  std::vector<BuilderImpl*> childImpls_;
+
   void init();
   TensorId uniqueTensorId(const std::string& base);
   std::string uniqueNodeBase(const std::string& base, unsigned numOutputs);

@@ -444,6 +444,8 @@ void registerAll() {
 
 }  // namespace
 
+void registerCallSchema();  // call_schema.cpp
+
 void registerGraphcoreSchemas() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -455,6 +457,7 @@ void registerGraphcoreSchemas() {
     // those.
     if (onnx::OpSchemaRegistry::Schema("IdentityLoss", 1, kGraphcoreDomain) == nullptr) {
       registerAll();
+      registerCallSchema();
     }
   });
 }

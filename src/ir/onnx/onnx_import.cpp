@@ -3,9 +3,11 @@
 #include <onnx/checker.h>
 
 #include <cstring>
+#include <functional>
 #include <set>
 #include <unordered_map>
 
+#include "ir/onnx/node_import.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "ir/op_registry.hpp"
@@ -127,46 +129,6 @@ Attributes convertAttributes(const onnx::NodeProto& node, const std::string& lab
   return attrs;
 }
 
-void addConstant(Graph& graph, const onnx::NodeProto& node, const std::string& label) {
-  if (node.output_size() != 1 || node.output(0).empty()) {
-    throw error("{}: a Constant node must have exactly one output, it has {}", label,
-                node.output_size());
-  }
-  if (node.attribute_size() != 1) {
-    throw error(
-        "{}: a Constant node must have exactly one attribute (value, value_float, ...), it has {}",
-        label, node.attribute_size());
-  }
-  const auto& a = node.attribute(0);
-  const std::string what = label + " attribute '" + a.name() + "'";
-  HostTensor value;
-  if (a.name() == "value") {
-    value = onnxutil::tensorFromProto(a.t(), what);
-  } else if (a.name() == "value_float") {
-    value = HostTensor::scalar(a.f());
-  } else if (a.name() == "value_floats") {
-    value = HostTensor::fromVector<float>({a.floats_size()},
-                                          std::vector<float>(a.floats().begin(), a.floats().end()));
-  } else if (a.name() == "value_int") {
-    value = HostTensor::fromVector<int64_t>({}, {static_cast<int64_t>(a.i())});
-  } else if (a.name() == "value_ints") {
-    value = HostTensor::fromVector<int64_t>({a.ints_size()},
-                                            std::vector<int64_t>(a.ints().begin(), a.ints().end()));
-  } else {
-    throw error(
-        "{}: Constant attribute '{}' is not supported (supported: value, value_float, "
-        "value_floats, value_int, value_ints)",
-        label, a.name());
-  }
-  const TensorInfo info = value.info();
-  if (graph.hasTensor(node.output(0))) {
-    throw error("{}: output '{}' is already defined elsewhere (each tensor has one producer)",
-                label, node.output(0));
-  }
-  graph.addTensor(node.output(0), info, TensorKind::Const,
-                  std::make_shared<HostTensor>(std::move(value)));
-}
-
 TensorInfo streamInfo(const onnx::ValueInfoProto& vi, const OnnxImportOptions& options) {
   const auto given = options.inputShapeInfo.find(vi.name());
   const bool hasGiven = given != options.inputShapeInfo.end();
@@ -240,17 +202,28 @@ void checkOpsAreKnown(const onnx::GraphProto& g, const std::map<std::string, int
     std::vector<std::string> nodes;
   };
   std::map<std::pair<std::string, std::string>, Gap> gaps;  // (domain, type)
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto& node = g.node(i);
-    const std::string domain = canonicalDomain(node.domain());
-    if (domain == kOnnxDomain && node.op_type() == "Constant") continue;
-    if (OpRegistry::instance().find(domain, node.op_type()) != nullptr) continue;
-    Gap& gap = gaps[{domain, node.op_type()}];
-    auto v = opsets.find(domain);
-    gap.opset = v == opsets.end() ? 0 : v->second;
-    gap.nodes.push_back(node.name().empty() ? xtrain::format("#{}", i)
-                                            : xtrain::format("'{}'", node.name()));
-  }
+  // The nodes of the graph and of its subgraphs (If branches, Loop and Scan bodies, Call callees).
+  std::function<void(const onnx::GraphProto&, const std::string&)> visit =
+      [&](const onnx::GraphProto& graph, const std::string& where) {
+        for (int i = 0; i < graph.node_size(); ++i) {
+          const onnx::NodeProto& node = graph.node(i);
+          const std::string domain = canonicalDomain(node.domain());
+          if (domain == kOnnxDomain && node.op_type() == "Constant") continue;
+          if (onnximport::isControlFlow(node)) {
+            for (const onnx::GraphProto* body : onnximport::subgraphsOf(node)) {
+              visit(*body, where + (body->name().empty() ? node.op_type() : body->name()) + "/");
+            }
+            continue;
+          }
+          if (OpRegistry::instance().find(domain, node.op_type()) != nullptr) continue;
+          Gap& gap = gaps[{domain, node.op_type()}];
+          auto v = opsets.find(domain);
+          gap.opset = v == opsets.end() ? 0 : v->second;
+          gap.nodes.push_back(node.name().empty() ? xtrain::format("{}#{}", where, i)
+                                                  : xtrain::format("'{}{}'", where, node.name()));
+        }
+      };
+  visit(g, "");
   if (gaps.empty()) return;
   constexpr size_t kNodesShown = 4;
   std::string list;
@@ -341,6 +314,8 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
     }
   }
 
+  onnximport::NodeImporter importer{graph, opsets, options, runningVariance, graphOutputs, {}, 0};
+  for (const auto& [name, index] : producerIndex) importer.reserved.insert(name);
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& node = g.node(i);
     const std::string label = nodeLabel(node, i);
@@ -357,32 +332,19 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
       throw error("{}: input '{}' is not a graph input, an initializer or the output of any node",
                   label, in);
     }
+    const std::vector<TensorId> inputs(node.input().begin(), node.input().end());
+    const std::vector<TensorId> outputs(node.output().begin(), node.output().end());
     if (node.op_type() == "Constant" && domain == kOnnxDomain) {
-      addConstant(graph, node, label);
-      continue;
+      if (node.output_size() != 1 || node.output(0).empty()) {
+        throw error("{}: a Constant node must have exactly one output, it has {}", label,
+                    node.output_size());
+      }
+      onnximport::addConstantNode(graph, node, label, node.output(0));
+    } else if (onnximport::isControlFlow(node)) {
+      onnximport::importControlFlow(importer, node, label, inputs, outputs, onnximport::Scope{});
+    } else {
+      onnximport::addNodeOp(importer, node, label, inputs, outputs, node.name());
     }
-    OpSpec spec;
-    spec.type = node.op_type();
-    spec.domain = domain;
-    spec.inputs.assign(node.input().begin(), node.input().end());
-    spec.outputs.assign(node.output().begin(), node.output().end());
-    spec.numOutputs = node.output_size();
-    spec.attrs = convertAttributes(node, label);
-    if (spec.type == "BatchNormalization" && domain == kOnnxDomain) {
-      spec.attrs.set(
-          "running_variance",
-          std::string(runningVariance == BatchNormRunningVariance::PyTorch ? "unbiased"
-                                                                           : "population"));
-    }
-    spec.name = node.name();
-    spec.phase = Phase::Forward;
-    auto v = opsets.find(domain);
-    spec.opset = v == opsets.end() ? 0 : v->second;
-    if (domain == kOnnxDomain && spec.opset == 0) {
-      throw error("{}: the model imports no ai.onnx opset (opset_import is missing it)", label);
-    }
-    const OpId added = graph.addOp(std::move(spec)).id;
-    foldIfConstant(graph, added, options.evaluateConstants, graphOutputs);
   }
 
   for (const auto& out : g.output()) {
@@ -418,6 +380,78 @@ void runChecks(const onnx::ModelProto& model, bool runChecker) {
 }
 
 }  // namespace
+
+namespace onnximport {
+
+void addConstantNode(Graph& graph, const onnx::NodeProto& node, const std::string& label,
+                     const TensorId& output) {
+  if (node.output_size() != 1 || node.output(0).empty()) {
+    throw error("{}: a Constant node must have exactly one output, it has {}", label,
+                node.output_size());
+  }
+  if (node.attribute_size() != 1) {
+    throw error(
+        "{}: a Constant node must have exactly one attribute (value, value_float, ...), it has {}",
+        label, node.attribute_size());
+  }
+  const auto& a = node.attribute(0);
+  const std::string what = label + " attribute '" + a.name() + "'";
+  HostTensor value;
+  if (a.name() == "value") {
+    value = onnxutil::tensorFromProto(a.t(), what);
+  } else if (a.name() == "value_float") {
+    value = HostTensor::scalar(a.f());
+  } else if (a.name() == "value_floats") {
+    value = HostTensor::fromVector<float>({a.floats_size()},
+                                          std::vector<float>(a.floats().begin(), a.floats().end()));
+  } else if (a.name() == "value_int") {
+    value = HostTensor::fromVector<int64_t>({}, {static_cast<int64_t>(a.i())});
+  } else if (a.name() == "value_ints") {
+    value = HostTensor::fromVector<int64_t>({a.ints_size()},
+                                            std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+  } else {
+    throw error(
+        "{}: Constant attribute '{}' is not supported (supported: value, value_float, "
+        "value_floats, value_int, value_ints)",
+        label, a.name());
+  }
+  const TensorInfo info = value.info();
+  if (graph.hasTensor(output)) {
+    throw error("{}: output '{}' is already defined elsewhere (each tensor has one producer)",
+                label, node.output(0));
+  }
+  graph.addTensor(output, info, TensorKind::Const, std::make_shared<HostTensor>(std::move(value)));
+}
+
+void addNodeOp(NodeImporter& imp, const onnx::NodeProto& node, const std::string& label,
+               std::vector<TensorId> inputs, std::vector<TensorId> outputs,
+               const std::string& name) {
+  const std::string domain = canonicalDomain(node.domain());
+  OpSpec spec;
+  spec.type = node.op_type();
+  spec.domain = domain;
+  spec.numOutputs = static_cast<int>(outputs.size());
+  spec.inputs = std::move(inputs);
+  spec.outputs = std::move(outputs);
+  spec.attrs = convertAttributes(node, label);
+  if (spec.type == "BatchNormalization" && domain == kOnnxDomain) {
+    spec.attrs.set(
+        "running_variance",
+        std::string(imp.runningVariance == BatchNormRunningVariance::PyTorch ? "unbiased"
+                                                                             : "population"));
+  }
+  spec.name = name;
+  spec.phase = Phase::Forward;
+  auto v = imp.opsets.find(domain);
+  spec.opset = v == imp.opsets.end() ? 0 : v->second;
+  if (domain == kOnnxDomain && spec.opset == 0) {
+    throw error("{}: the model imports no ai.onnx opset (opset_import is missing it)", label);
+  }
+  const OpId added = imp.graph.addOp(std::move(spec)).id;
+  foldIfConstant(imp.graph, added, imp.options.evaluateConstants, imp.keep);
+}
+
+}  // namespace onnximport
 
 std::vector<DeclaredInput> declaredInputs(const std::string& modelPathOrBytes) {
   const onnxutil::ModelSource src = onnxutil::loadModelSource(modelPathOrBytes);
