@@ -248,7 +248,7 @@ class BadInputsTest(unittest.TestCase):
             popart.PyStepIO({1: self.x}, {})
         with self.assertRaisesRegex(TypeError, "anchor|output 'loss'.*NumPy array"):
             popart.PyStepIO({}, {"loss": [0.0, 0.0]})
-        with self.assertRaisesRegex(ValueError, "'loss'.*C-contiguous"):
+        with self.assertRaisesRegex(popart.popart_exception, "'loss'.*not c-contiguous"):
             popart.PyStepIO({}, {"loss": np.zeros((2, 2), np.float32)[:, 0]})
         ro = np.zeros(2, np.float32)
         ro.setflags(write=False)
