@@ -312,29 +312,25 @@ void bindTensorLocations(py::module_& m) {
     py::class_<TensorLocation> cls(m, "TensorLocation",
                                    "The memory characteristics of one or more tensors.");
     cls.def(py::init<>());
+    static constexpr auto make = [](TensorStorage storage, TileSet load, TileSet store,
+                                    ReplicatedTensorSharding rts, const CommGroup& domain) {
+      TensorLocation l;
+      l.storage = storage;
+      l.loadTileSet = load;
+      l.storageTileSet = store;
+      l.replicatedTensorSharding = rts;
+      l.shardingDomain = domain;
+      return l;
+    };
     cls.def(
         py::init([](TensorStorage storage, ReplicatedTensorSharding rts, const CommGroup& domain) {
-          TensorLocation l;
-          l.storage = storage;
-          l.replicatedTensorSharding = rts;
-          l.shardingDomain = domain;
-          return l;
+          return make(storage, TileSet::Compute, TileSet::Compute, rts, domain);
         }),
         py::arg("storage"), py::arg("replicatedTensorSharding") = ReplicatedTensorSharding::Off,
         py::arg("shardingDomain") = CommGroup());
     // PopART's form with the tile sets, which come before the sharding (all keywords optional
     // after storageTileSet, as in PopART's overloads).
-    cls.def(py::init([](TensorStorage storage, TileSet load, TileSet store,
-                        ReplicatedTensorSharding rts, const CommGroup& domain) {
-              TensorLocation l;
-              l.storage = storage;
-              l.loadTileSet = load;
-              l.storageTileSet = store;
-              l.replicatedTensorSharding = rts;
-              l.shardingDomain = domain;
-              return l;
-            }),
-            py::arg("storage"), py::arg("loadTileSet"), py::arg("storageTileSet"),
+    cls.def(py::init(make), py::arg("storage"), py::arg("loadTileSet"), py::arg("storageTileSet"),
             py::arg("replicatedTensorSharding") = ReplicatedTensorSharding::Off,
             py::arg("shardingDomain") = CommGroup());
     property(cls, "storage", &TensorLocation::storage, "The memory location of the tensor(s).");

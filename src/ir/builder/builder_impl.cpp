@@ -31,15 +31,6 @@ onnx::AttributeProto* newAttr(onnx::NodeProto& node, const std::string& name,
   return a;
 }
 
-onnx::TypeProto tensorType(const TensorInfo& info) {
-  onnx::TypeProto t;
-  auto* tt = t.mutable_tensor_type();
-  tt->set_elem_type(dataTypeToOnnx(info.dataType()));
-  auto* shape = tt->mutable_shape();
-  for (int64_t d : info.shape()) shape->add_dim()->set_dim_value(d);
-  return t;
-}
-
 }  // namespace
 
 void setIntAttr(onnx::NodeProto& node, const std::string& name, int64_t v) {
@@ -152,7 +143,7 @@ TensorId BuilderImpl::addInputTensor(const TensorInfo& info, const std::string& 
   TensorId id = uniqueTensorId(scopePrefix() + (debugName.empty() ? "input" : debugName));
   onnx::ValueInfoProto* in = model_.mutable_graph()->add_input();
   in->set_name(id);
-  *in->mutable_type() = tensorType(info);
+  *in->mutable_type() = ir::onnxutil::tensorTypeProto(info);
   tensorIds_.insert(id);
   ++generation_;
   return id;
@@ -400,7 +391,8 @@ void BuilderImpl::runInference() {
   const auto& g = m.graph();
   for (const auto& init : g.initializer()) {
     try {
-      inferred_[init.name()] = tensorType(ir::onnxutil::tensorProtoInfo(init, init.name()));
+      inferred_[init.name()] =
+          ir::onnxutil::tensorTypeProto(ir::onnxutil::tensorProtoInfo(init, init.name()));
     } catch (const error&) {
     }
   }
@@ -532,7 +524,7 @@ std::string BuilderImpl::modelProto() {
     if (it != inferred_.end() && it->second.tensor_type().has_shape()) {
       *out.mutable_type() = it->second;
     } else if (auto info = irInfo(out.name())) {
-      *out.mutable_type() = tensorType(*info);
+      *out.mutable_type() = ir::onnxutil::tensorTypeProto(*info);
     }
   }
   return ir::onnxutil::serializeModel(m, "the Builder's model");

@@ -17,15 +17,6 @@ void setGraphAttr(onnx::NodeProto& node, const std::string& name, onnx::GraphPro
   *a->mutable_g() = std::move(graph);
 }
 
-onnx::TypeProto typeOf(const TensorInfo& info) {
-  onnx::TypeProto t;
-  auto* tt = t.mutable_tensor_type();
-  tt->set_elem_type(dataTypeToOnnx(info.dataType()));
-  auto* shape = tt->mutable_shape();
-  for (int64_t d : info.shape()) shape->add_dim()->set_dim_value(d);
-  return t;
-}
-
 }  // namespace
 
 Builder& BuilderImpl::addChild(std::unique_ptr<Builder> child, BuilderImpl* childImpl,
@@ -86,7 +77,7 @@ void BuilderImpl::addInputFromParent(const TensorId& id) {
     if (!p->hasTensor(id)) continue;
     try {
       const TensorInfo info = p->tensorInfo(id);
-      *in->mutable_type() = typeOf(info);
+      *in->mutable_type() = ir::onnxutil::tensorTypeProto(info);
     } catch (const error&) {
       // Its type is not known yet: the op that uses the subgraph gives it.
     }
@@ -111,7 +102,7 @@ void BuilderImpl::addOuterTypes(onnx::GraphProto& g) const {
           const TensorInfo info = p->tensorInfo(name);
           onnx::ValueInfoProto* vi = g.add_input();
           vi->set_name(name);
-          *vi->mutable_type() = typeOf(info);
+          *vi->mutable_type() = ir::onnxutil::tensorTypeProto(info);
           added.insert(name);
         } catch (const error&) {
         }

@@ -5,6 +5,7 @@
 #include <onnx/defs/shape_inference.h>
 
 #include "ir/graph.hpp"
+#include "ir/onnx/graphcore_schema_parts.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 
 namespace xtrain::ir::onnxutil {
@@ -30,13 +31,9 @@ void callInference(onnx::InferenceContext& ctx) {
 }  // namespace
 
 void registerCallSchema() {
-  onnx::OpSchema s;
-  s.SetName("Call")
-      .SetDomain(kGraphcoreDomain)
-      .SinceVersion(1)
-      .SetLocation(__FILE__, __LINE__)
-      .SetDoc("Runs the graph `callee` on the inputs; its outputs are the op's.")
-      .Attr("callee", "the called graph", onnx::AttributeProto::GRAPH, true)
+  onnx::OpSchema s =
+      graphcoreSchema("Call", "Runs the graph `callee` on the inputs; its outputs are the op's.");
+  s.Attr("callee", "the called graph", onnx::AttributeProto::GRAPH, true)
       .Input(0, "inputs", "the callee's inputs, in order", "T", onnx::OpSchema::Variadic, false, 0)
       .Output(0, "outputs", "the callee's outputs, in order", "T", onnx::OpSchema::Variadic, false,
               0)

@@ -7,13 +7,21 @@
 #include <mutex>
 
 #include "ir/graph.hpp"
+#include "ir/onnx/graphcore_schema_parts.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "xtrain/reductiontype.hpp"
 
 namespace xtrain::ir::onnxutil {
 
-// ReduceMedian, Sort, Bucketize, ShapedDropout (graphcore_schemas_sort.cpp).
-void registerSortAndRandomSchemas();
+onnx::OpSchema graphcoreSchema(const char* name, const char* doc) {
+  onnx::OpSchema s;
+  s.SetName(name)
+      .SetDomain(kGraphcoreDomain)
+      .SinceVersion(1)
+      .SetLocation(__FILE__, __LINE__)
+      .SetDoc(doc);
+  return s;
+}
 
 namespace {
 
@@ -35,13 +43,9 @@ void lossInference(onnx::InferenceContext& ctx, size_t shapeInput) {
 }
 
 onnx::OpSchema lossSchema(const char* name) {
-  onnx::OpSchema s;
-  s.SetName(name)
-      .SetDomain(kGraphcoreDomain)
-      .SinceVersion(1)
-      .SetLocation(__FILE__, __LINE__)
-      .Attr("reduction", "ReductionType: 0 Sum, 1 Mean, 2 NoReduction", onnx::AttributeProto::INT,
-            true);
+  onnx::OpSchema s = graphcoreSchema(name, "");
+  s.Attr("reduction", "ReductionType: 0 Sum, 1 Mean, 2 NoReduction", onnx::AttributeProto::INT,
+         true);
   return s;
 }
 
@@ -77,15 +81,10 @@ void collectiveInference(onnx::InferenceContext& ctx, F elements) {
 }
 
 onnx::OpSchema collectiveSchema(const char* name, bool reduces, const char* doc) {
-  onnx::OpSchema s;
-  s.SetName(name)
-      .SetDomain(kGraphcoreDomain)
-      .SinceVersion(1)
-      .SetLocation(__FILE__, __LINE__)
-      .SetDoc(doc)
-      .Attr("commGroupType",
-            "CommGroupType: 0 All (default), 1 Consecutive, 2 Orthogonal, 3 Ungrouped",
-            onnx::AttributeProto::INT, false)
+  onnx::OpSchema s = graphcoreSchema(name, doc);
+  s.Attr("commGroupType",
+         "CommGroupType: 0 All (default), 1 Consecutive, 2 Orthogonal, 3 Ungrouped",
+         onnx::AttributeProto::INT, false)
       .Attr("commGroupSize", "replicas per group for Consecutive and Orthogonal",
             onnx::AttributeProto::INT, false)
       .Attr("replicaGroupingStride", "ReplicaGrouping stride (instead of a CommGroup)",
@@ -134,16 +133,6 @@ void registerCollectives() {
 }
 
 const std::vector<std::string> kOffsetTypes = {"tensor(uint32)", "tensor(int32)", "tensor(int64)"};
-
-onnx::OpSchema graphcoreSchema(const char* name, const char* doc) {
-  onnx::OpSchema s;
-  s.SetName(name)
-      .SetDomain(kGraphcoreDomain)
-      .SinceVersion(1)
-      .SetLocation(__FILE__, __LINE__)
-      .SetDoc(doc);
-  return s;
-}
 
 // Output 0: input 0's type and the numpy broadcast of inputs 0 and 1 when both shapes are known.
 void broadcastInference(onnx::InferenceContext& ctx) {
@@ -443,8 +432,6 @@ void registerAll() {
 }
 
 }  // namespace
-
-void registerCallSchema();  // call_schema.cpp
 
 void registerGraphcoreSchemas() {
   static std::once_flag once;

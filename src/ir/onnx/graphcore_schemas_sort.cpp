@@ -6,6 +6,7 @@
 #include <onnx/defs/shape_inference.h>
 
 #include "ir/graph.hpp"
+#include "ir/onnx/graphcore_schema_parts.hpp"
 
 namespace xtrain::ir::onnxutil {
 
@@ -13,16 +14,6 @@ namespace {
 
 const std::vector<std::string> kSortTypes = {"tensor(float)", "tensor(float16)", "tensor(int32)",
                                              "tensor(int64)", "tensor(uint32)"};
-
-onnx::OpSchema schema(const char* name, const char* doc) {
-  onnx::OpSchema s;
-  s.SetName(name)
-      .SetDomain(kGraphcoreDomain)
-      .SinceVersion(1)
-      .SetLocation(__FILE__, __LINE__)
-      .SetDoc(doc);
-  return s;
-}
 
 void setInt32Output(onnx::InferenceContext& ctx, size_t i) {
   ctx.getOutputType(i)->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
@@ -60,8 +51,8 @@ void medianInference(onnx::InferenceContext& ctx) {
 
 void registerMedianAndSort() {
   {
-    onnx::OpSchema s =
-        schema("ReduceMedian", "The lower median over `axes` and its index in the reduced set.");
+    onnx::OpSchema s = graphcoreSchema(
+        "ReduceMedian", "The lower median over `axes` and its index in the reduced set.");
     // `axes` (INTS; absent: all axes) is left undeclared: the checker refuses an empty list for a
     // declared INTS attribute, and PopART's empty list (no axes) differs from an absent one.
     s.AllowUncheckedAttributes()
@@ -76,7 +67,7 @@ void registerMedianAndSort() {
     onnx::RegisterSchema(std::move(s));
   }
   {
-    onnx::OpSchema s = schema("Sort", "X sorted along `axis`, with the values' indices.");
+    onnx::OpSchema s = graphcoreSchema("Sort", "X sorted along `axis`, with the values' indices.");
     s.Attr("axis", "the sorted axis", onnx::AttributeProto::INT, static_cast<int64_t>(-1))
         .Attr("descending", "1: largest first", onnx::AttributeProto::INT, static_cast<int64_t>(0))
         .Attr("stable", "1: equal values keep their order", onnx::AttributeProto::INT,
@@ -93,7 +84,8 @@ void registerMedianAndSort() {
     onnx::RegisterSchema(std::move(s));
   }
   {
-    onnx::OpSchema s = schema("Bucketize", "The bucket of each element among 1-D boundaries.");
+    onnx::OpSchema s =
+        graphcoreSchema("Bucketize", "The bucket of each element among 1-D boundaries.");
     s.Attr("right", "1: buckets closed on the left", onnx::AttributeProto::INT,
            static_cast<int64_t>(0))
         .Input(0, "input", "values", "T")
@@ -111,7 +103,7 @@ void registerMedianAndSort() {
 }
 
 void registerShapedDropout() {
-  onnx::OpSchema s = schema(
+  onnx::OpSchema s = graphcoreSchema(
       "ShapedDropout", "Dropout with a mask of `shape` broadcast over the data, when training.");
   s.Attr("shape", "the mask's shape", onnx::AttributeProto::INTS, true)
       .Attr("ratio", "probability of dropping", onnx::AttributeProto::FLOAT, 0.5f)

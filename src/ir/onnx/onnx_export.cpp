@@ -50,10 +50,7 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
       // Before IR version 4 every initializer must also be a graph input.
       onnx::ValueInfoProto* in = g->add_input();
       in->set_name(id);
-      auto* tt = in->mutable_type()->mutable_tensor_type();
-      tt->set_elem_type(dataTypeToOnnx(value.dataType()));
-      auto* shape = tt->mutable_shape();
-      for (int64_t d : value.shape()) shape->add_dim()->set_dim_value(d);
+      *in->mutable_type() = onnxutil::tensorTypeProto(value.info());
     }
     used.insert(id);
   }

@@ -147,6 +147,15 @@ int onnxOpsetOf(const onnx::ModelProto& model) {
   return it == imports.end() ? 0 : it->second;
 }
 
+onnx::TypeProto tensorTypeProto(const TensorInfo& info) {
+  onnx::TypeProto t;
+  auto* tt = t.mutable_tensor_type();
+  tt->set_elem_type(dataTypeToOnnx(info.dataType()));
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : info.shape()) shape->add_dim()->set_dim_value(d);
+  return t;
+}
+
 TensorInfo tensorProtoInfo(const onnx::TensorProto& t, const std::string& what) {
   DataType type;
   try {

@@ -43,6 +43,8 @@ std::string canonicalDomain(const std::string& domain);
 // Opset versions by canonical domain.
 std::map<std::string, int> opsetImports(const onnx::ModelProto& model);
 
+// The tensor TypeProto (element type and fixed dims) of a value of `info`.
+onnx::TypeProto tensorTypeProto(const TensorInfo& info);
 // The element type and shape of an initializer / tensor attribute. `what` names it in errors.
 TensorInfo tensorProtoInfo(const onnx::TensorProto& t, const std::string& what);
 // The value of a TensorProto (raw_data or the typed fields). Throws xtrain::error naming `what` for

@@ -1,0 +1,16 @@
+// The parts of registerGraphcoreSchemas (graphcore_schemas.cpp) that live in files of their own,
+// and the start of every ai.graphcore schema they make. Includes ONNX's headers: include only from
+// src/ir/onnx/.
+#pragma once
+
+#include <onnx/defs/schema.h>
+
+namespace xtrain::ir::onnxutil {
+
+// A schema named `name` in ai.graphcore, version 1, with its doc string.
+onnx::OpSchema graphcoreSchema(const char* name, const char* doc);
+
+void registerSortAndRandomSchemas();  // graphcore_schemas_sort.cpp
+void registerCallSchema();            // call_schema.cpp
+
+}  // namespace xtrain::ir::onnxutil
