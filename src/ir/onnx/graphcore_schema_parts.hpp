@@ -5,6 +5,8 @@
 
 #include <onnx/defs/schema.h>
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::ir::onnxutil {
 
 // A schema named `name` in ai.graphcore, version 1, with its doc string.
@@ -14,3 +16,5 @@ void registerSortAndRandomSchemas();  // graphcore_schemas_sort.cpp
 void registerCallSchema();            // call_schema.cpp
 
 }  // namespace xtrain::ir::onnxutil
+
+#pragma GCC visibility pop

@@ -16,6 +16,8 @@
 #include "ir/onnx/onnx_import.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 
+#pragma GCC visibility push(default)
+
 namespace xtrain::ir::onnximport {
 
 struct NodeImporter {
@@ -62,3 +64,5 @@ void importControlFlow(NodeImporter& imp, const onnx::NodeProto& node, const std
                        const Scope& scope);
 
 }  // namespace xtrain::ir::onnximport
+
+#pragma GCC visibility pop
