@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,26 +31,33 @@ struct XTRAIN_API CommGroup {
   bool operator==(const CommGroup&) const = default;
 };
 
-// Automatic loss scaling (docs/optimizers.md section 6.2). xtrain's rule is dynamic loss scaling:
-// after each step's gradient reduction, when any gradient element of any replica is inf or nan, the
-// step is skipped (weights and optimizer state unchanged, accumulators cleared) and the scale S is
-// multiplied by backoffFactor; after growthInterval finite steps in a row it is multiplied by
-// growthFactor, up to 2^15 when the model has FLOAT16 weights or loss, else the largest float. S
-// starts at the optimizer's lossScaling, which must be non-constant. PopART's histogram settings
-// (toTrackTensors, binEdgeLocation, thresholdUpperCountProportion, updatePeriod) are accepted so
-// PopART code compiles, and have no effect (a warning says so).
+// Automatic loss scaling (docs/optimizers.md section 6.2). The default method is PopART's: every
+// updatePeriod steps a 2-bin histogram of |gradient| of the tracked FLOAT16 gradients (bin edge at
+// binEdgeLocation x 65504), summed over the step's micro-batches and all replicas, halves the loss
+// scale when upper / (upper + lower) > thresholdUpperCountProportion and doubles it otherwise;
+// steps are never skipped. Which gradients: gradientTensorTrackingMethod, and toTrackTensors (the
+// forward tensors whose gradients GradientsOfUserSpecifiedTensors tracks; unset otherwise). The
+// scale is the optimizer's lossScaling (non-constant) times the factor lossScaleUpdateFactor; the
+// anchorable tensor finalLossScale is their product.
+// method = GradScaler is xtrain's extension, dynamic loss scaling (PyTorch's GradScaler): a step
+// with an inf or nan gradient is skipped and the scale multiplied by backoffFactor; after
+// growthInterval finite steps in a row it is multiplied by growthFactor (up to 2^15 with FLOAT16
+// weights or loss). The histogram fields have no effect under it.
+enum class AutomaticLossScalingMethod { Histogram = 0, GradScaler };
+
 struct XTRAIN_API AutomaticLossScalingSettings {
   bool enabled = false;
-  std::vector<std::string> toTrackTensors;
-  float binEdgeLocation = 0.0625f;
+  std::optional<std::vector<std::string>> toTrackTensors;
+  float binEdgeLocation = 0.125f;
   float thresholdUpperCountProportion = 1e-7f;
   int updatePeriod = 1;
-  // xtrain's dynamic rule.
+  GradientTensorTrackingMethod gradientTensorTrackingMethod =
+      GradientTensorTrackingMethod::AllNonViewChangingGradientTensors;
+  // xtrain: which rule (above); the three fields below are GradScaler's.
+  AutomaticLossScalingMethod method = AutomaticLossScalingMethod::Histogram;
   int64_t growthInterval = 2000;
   float growthFactor = 2.0f;
   float backoffFactor = 0.5f;
-  GradientTensorTrackingMethod gradientTensorTrackingMethod =
-      GradientTensorTrackingMethod::AllNonViewChangingGradientTensors;
   bool operator==(const AutomaticLossScalingSettings&) const = default;
 };
 

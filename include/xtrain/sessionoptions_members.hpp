@@ -172,12 +172,16 @@ inline constexpr auto kMembers = std::tuple{
         "Enable stochastic rounding. Default: False."},
     SessionOptionMember{
         "automaticLossScalingSettings", &S::automaticLossScalingSettings, H, "enabled false",
-        "binEdgeLocation and thresholdUpperCountProportion: proportions in [0, 1]; updatePeriod, "
-        "growthInterval and growthFactor: >= 1; backoffFactor: in (0, 1)",
-        "xtrain's dynamic rule (docs/optimizers.md section 6.2): a step with an inf or nan "
-        "gradient is skipped and the scale backs off; PopART's histogram fields "
-        "(toTrackTensors, binEdgeLocation, thresholdUpperCountProportion, updatePeriod, "
-        "gradientTensorTrackingMethod) have no effect and a warning says so",
+        "updatePeriod, growthInterval and growthFactor: >= 1; backoffFactor: in (0, 1); with "
+        "automatic loss scaling on, binEdgeLocation and thresholdUpperCountProportion in [0, 1] "
+        "(PopART's messages, at session creation)",
+        "PopART's histogram rule (docs/optimizers.md section 6.2): every updatePeriod steps the "
+        "2-bin histogram of the tracked FLOAT16 gradients (gradientTensorTrackingMethod, "
+        "toTrackTensors; bin edge binEdgeLocation x 65504), summed over micro-batches and "
+        "replicas, halves lossScaleUpdateFactor when the upper proportion exceeds "
+        "thresholdUpperCountProportion, else doubles it; finalLossScale anchorable. xtrain's "
+        "`method = GradScaler` instead skips a step with an inf or nan gradient and backs off "
+        "(growthInterval, growthFactor, backoffFactor)",
         "Automatic loss scaling settings."},
     SessionOptionMember{
         "enableFloatingPointChecks", &S::enableFloatingPointChecks, H, "false", "",

@@ -381,20 +381,22 @@ void bindTensorLocations(py::module_& m) {
 void bindAutomaticLossScalingSettings(py::module_& m) {
   using A = AutomaticLossScalingSettings;
   py::class_<A> cls(m, "AutomaticLossScalingSettings",
-                    "Automatic loss scaling: xtrain's dynamic rule (docs/optimizers.md 6.2).");
+                    "Automatic loss scaling: PopART's histogram rule, or xtrain's GradScaler "
+                    "method (docs/optimizers.md 6.2).");
   const A d;
   cls.def(py::init<>());
   cls.def(py::init([](bool enabled, std::optional<std::vector<std::string>> toTrackTensors,
                       float binEdgeLocation, float thresholdUpperCountProportion, int updatePeriod,
-                      GradientTensorTrackingMethod method, int64_t growthInterval,
-                      float growthFactor, float backoffFactor) {
+                      GradientTensorTrackingMethod tracking, AutomaticLossScalingMethod method,
+                      int64_t growthInterval, float growthFactor, float backoffFactor) {
             A a;
             a.enabled = enabled;
-            a.toTrackTensors = toTrackTensors.value_or(std::vector<std::string>{});
+            a.toTrackTensors = std::move(toTrackTensors);
             a.binEdgeLocation = binEdgeLocation;
             a.thresholdUpperCountProportion = thresholdUpperCountProportion;
             a.updatePeriod = updatePeriod;
-            a.gradientTensorTrackingMethod = method;
+            a.gradientTensorTrackingMethod = tracking;
+            a.method = method;
             a.growthInterval = growthInterval;
             a.growthFactor = growthFactor;
             a.backoffFactor = backoffFactor;
@@ -405,21 +407,39 @@ void bindAutomaticLossScalingSettings(py::module_& m) {
           py::arg("thresholdUpperCountProportion") = d.thresholdUpperCountProportion,
           py::arg("updatePeriod") = d.updatePeriod,
           py::arg("gradientTensorTrackingMethod") = d.gradientTensorTrackingMethod, py::kw_only(),
-          py::arg("growthInterval") = d.growthInterval, py::arg("growthFactor") = d.growthFactor,
-          py::arg("backoffFactor") = d.backoffFactor);
+          py::arg("method") = d.method, py::arg("growthInterval") = d.growthInterval,
+          py::arg("growthFactor") = d.growthFactor, py::arg("backoffFactor") = d.backoffFactor);
   property(cls, "enabled", &A::enabled);
-  property(cls, "toTrackTensors", &A::toTrackTensors, "Accepted, no effect (xtrain's rule).");
-  property(cls, "binEdgeLocation", &A::binEdgeLocation, "Accepted, no effect (xtrain's rule).");
+  // PopART's optional list: None (unset) or a list of tensor names.
+  cls.def_property(
+      "toTrackTensors",
+      [](const A& self) -> py::object {
+        if (!self.toTrackTensors) return py::none();
+        return py::cast(*self.toTrackTensors);
+      },
+      [](A& self, py::handle value) {
+        if (value.is_none()) {
+          self.toTrackTensors.reset();
+        } else {
+          self.toTrackTensors = fromPython<std::vector<std::string>>(
+              value, "AutomaticLossScalingSettings.toTrackTensors");
+        }
+      },
+      "The forward tensors whose gradients GradientsOfUserSpecifiedTensors tracks, or None.");
+  property(cls, "binEdgeLocation", &A::binEdgeLocation,
+           "The histogram's bin edge as a proportion of FLOAT16's maximum, in [0, 1].");
   property(cls, "thresholdUpperCountProportion", &A::thresholdUpperCountProportion,
-           "Accepted, no effect (xtrain's rule).");
-  property(cls, "updatePeriod", &A::updatePeriod, "Accepted, no effect (xtrain's rule).");
+           "The upper bin's proportion above which the scale halves, in [0, 1].");
+  property(cls, "updatePeriod", &A::updatePeriod, "Steps between two updates of the scale.");
   property(cls, "gradientTensorTrackingMethod", &A::gradientTensorTrackingMethod,
-           "Accepted, no effect (xtrain's rule).");
+           "Which gradients the histograms count.");
+  property(cls, "method", &A::method,
+           "xtrain: Histogram (PopART's rule, the default) or GradScaler.");
   property(cls, "growthInterval", &A::growthInterval,
-           "Finite steps in a row after which the scale grows (xtrain).");
-  property(cls, "growthFactor", &A::growthFactor, "The scale's growth factor (xtrain).");
+           "GradScaler: finite steps in a row after which the scale grows.");
+  property(cls, "growthFactor", &A::growthFactor, "GradScaler: the scale's growth factor.");
   property(cls, "backoffFactor", &A::backoffFactor,
-           "The factor applied to the scale after a non-finite step (xtrain).");
+           "GradScaler: the factor applied to the scale after a non-finite step.");
 }
 
 // PopART's DictWrapper: a dict whose every change is written back to the member it came from, so
@@ -514,6 +534,10 @@ void bindSettingsEnums(py::module_& m) {
         GradientTensorTrackingMethod::AllNonViewChangingGradientTensors},
        {"GradientsOfUserSpecifiedTensors",
         GradientTensorTrackingMethod::GradientsOfUserSpecifiedTensors}});
+  enumeration<AutomaticLossScalingMethod>(m, "AutomaticLossScalingMethod",
+                                          "xtrain: which automatic loss scaling rule.",
+                                          {{"Histogram", AutomaticLossScalingMethod::Histogram},
+                                           {"GradScaler", AutomaticLossScalingMethod::GradScaler}});
   enumeration<TileSet>(m, "TileSet", "A set of tiles.",
                        {{"Compute", TileSet::Compute}, {"IO", TileSet::IO}});
   enumeration<BatchSerializationBatchSchedule>(

@@ -462,4 +462,9 @@ bool ReplicaExchange::trueOnAllInstances(bool value, const char* what) {
   return notTrue == 0.0f;
 }
 
+void ReplicaExchange::sumOnAllInstances(std::vector<float>& values, const char* what) {
+  if (!instances_ || values.empty()) return;
+  instances_->allReduceSync(viewOf(values), named<comm::AllReduceOptions>(what));
+}
+
 }  // namespace xtrain::replication

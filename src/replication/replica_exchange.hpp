@@ -136,6 +136,8 @@ class ReplicaExchange {
       const std::function<void(size_t item, int64_t local, double* out)>& partial);
   // True on every instance when `value` is true on every instance (`what` names the exchange).
   bool trueOnAllInstances(bool value, const char* what);
+  // `values` summed element-wise over the instances (FLOAT; unchanged with one instance).
+  void sumOnAllInstances(std::vector<float>& values, const char* what);
 
  private:
   HostTensor& buffer(int64_t local, const TensorId& id) { return replicas_.buffer(local, id); }

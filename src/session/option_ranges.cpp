@@ -35,14 +35,10 @@ void checkLocation(const std::string& kind, const TensorLocationSettings& s) {
 
 void checkLossScaling(const AutomaticLossScalingSettings& a) {
   const std::string m = "automaticLossScalingSettings.";
-  // PopART's histogram fields: proportions of a range and of the elements, in [0, 1].
-  real(m + "binEdgeLocation", a.binEdgeLocation, a.binEdgeLocation >= 0 && a.binEdgeLocation <= 1,
-       "a proportion in [0, 1]");
-  real(m + "thresholdUpperCountProportion", a.thresholdUpperCountProportion,
-       a.thresholdUpperCountProportion >= 0 && a.thresholdUpperCountProportion <= 1,
-       "a proportion in [0, 1]");
+  // binEdgeLocation and thresholdUpperCountProportion are checked where PopART checks them, with
+  // its messages, when automatic loss scaling builds its histograms (session/update_control.cpp).
   atLeast(m + "updatePeriod", a.updatePeriod, 1);
-  // xtrain's dynamic rule (docs/optimizers.md 6.2).
+  // xtrain's GradScaler method (docs/optimizers.md 6.2).
   atLeast(m + "growthInterval", a.growthInterval, 1);
   real(m + "growthFactor", a.growthFactor, a.growthFactor >= 1, ">= 1");
   real(m + "backoffFactor", a.backoffFactor, a.backoffFactor > 0 && a.backoffFactor < 1,

@@ -167,8 +167,23 @@ std::string showValue(const TensorLocationSettings& v) {
 }
 
 std::string showValue(const AutomaticLossScalingSettings& v) {
-  return format("{{enabled: {}, growthInterval: {}, growthFactor: {}, backoffFactor: {}}}",
-                showValue(v.enabled), v.growthInterval, v.growthFactor, v.backoffFactor);
+  if (v.method == AutomaticLossScalingMethod::GradScaler) {
+    return format(
+        "{{enabled: {}, method: GradScaler, growthInterval: {}, growthFactor: {}, backoffFactor: "
+        "{}}}",
+        showValue(v.enabled), v.growthInterval, v.growthFactor, v.backoffFactor);
+  }
+  std::string tracked = "unset";
+  if (v.toTrackTensors) {
+    tracked = "[";
+    for (const auto& id : *v.toTrackTensors) tracked += (tracked.size() > 1 ? ", " : "") + id;
+    tracked += "]";
+  }
+  return format(
+      "{{enabled: {}, binEdgeLocation: {}, thresholdUpperCountProportion: {}, updatePeriod: {}, "
+      "gradientTensorTrackingMethod: {}, toTrackTensors: {}}}",
+      showValue(v.enabled), v.binEdgeLocation, v.thresholdUpperCountProportion, v.updatePeriod,
+      enumName(v.gradientTensorTrackingMethod), tracked);
 }
 
 }  // namespace xtrain::session

@@ -151,9 +151,11 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   }
 
   if (config_.training) checkLoss(*graph_, config_.loss);
+  if (!config_.training) checkLossScalingInInference(config_.options);
   const std::vector<TensorId> gradientTargets = gradientAnchorTargets(config_.dataFlow);
   for (const auto& id : config_.dataFlow.anchors()) {
     if (id.rfind(reservedGradientPrefix(), 0) == 0) continue;  // checked below
+    if (isLossScalingTensor(config_.options, id)) continue;    // added with the training graph
     if (!graph_->hasTensor(id)) {
       throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
                   id);
@@ -265,6 +267,7 @@ void SessionImpl::prepareDevice() {
   lowering.bufferReuse = bufferReuseFromEnvironment();
   lowering.channelsLast = channelsLastFromEnvironment();
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
+  for (const auto& id : updateControl_.trackedGradients()) lowering.hostRead.insert(id);
   lowering.floatingPointChecks = options.enableFloatingPointChecks;
   if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
   ReplicaRuntime& runtime = *runtime_;

@@ -88,6 +88,7 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
   runtime_->runMicroBatch(
       config_.training, indices.accumulationIndex, microBatch,
       [&](int64_t globalReplica) { return random_.microBatchSeed(globalReplica, iteration); });
+  if (config_.training) updateControl_.countGradients();  // before the anchors (its accumulator)
   for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Accumulate}) {
     if (config_.training || phase == ir::Phase::Forward) profiler_.countPhase(phase);
   }
@@ -110,7 +111,9 @@ void SessionImpl::update(int64_t batch) {
     runtime_->reduceGradients();
   }
   profiler_.countReduction(secondsSince(reduceStart), runtime_->exchange().lastReductionSeconds());
-  const bool lossScaling = config_.options.automaticLossScalingSettings.enabled;
+  // xtrain's GradScaler method skips a step with an inf or nan gradient.
+  const bool lossScaling =
+      config_.options.automaticLossScalingSettings.enabled && !updateControl_.histogramMethod();
   if (lossScaling && !updateControl_.gradientsAreFinite()) {
     updateControl_.skipUpdate(stepCount_);
     return;
@@ -128,6 +131,7 @@ void SessionImpl::update(int64_t batch) {
   }
   runtime_->exchange().gatherShardedWeights();
   if (lossScaling) updateControl_.countFiniteStep();
+  updateControl_.updateLossScale();  // PopART's histogram method, after the step's update
 }
 
 }  // namespace xtrain::session

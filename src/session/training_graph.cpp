@@ -143,11 +143,17 @@ TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
   }
   ir::AutodiffOptions ad;
   ad.seed = updates.addLossScaling(g);
-  // The weights' gradients, and those the DataFlow anchors (Gradient___<t>).
+  // The weights' gradients, those the DataFlow anchors (Gradient___<t>) and those automatic loss
+  // scaling tracks by name; the contributions it chooses from.
   const std::vector<TensorId> anchored = gradientAnchorTargets(config.dataFlow);
+  const std::vector<TensorId> tracked = updates.trackedTargets(g);
   std::vector<TensorId> wrt = weights;
   wrt.insert(wrt.end(), anchored.begin(), anchored.end());
+  wrt.insert(wrt.end(), tracked.begin(), tracked.end());
+  std::vector<ir::GradientContribution> contributions;
+  if (updates.histogramMethod()) ad.contributions = &contributions;
   const std::map<TensorId, TensorId> gradOf = ir::autodiff(g, config.loss, wrt, ad);
+  updates.trackGradients(g, contributions, gradOf, accumulationFactor);
   addGradientAnchors(g, config.loss, anchored, gradOf);
   std::map<TensorId, TensorId> gradOfWeight;
   for (const auto& w : weights) {

@@ -16,53 +16,43 @@ TensorId UpdateControl::addLossScaling(ir::Graph& g) {
   const Optimizer& opt = *config.optimizer;
   const auto& als = config.options.automaticLossScalingSettings;
   lossScaling_ = opt.getLossScalingVal();
-  if (als.enabled) {
-    if (opt.lossScaling().isConst()) {
-      throw error(
-          "automatic loss scaling changes the loss scaling factor, but the optimizer's lossScaling "
-          "({}) is constant: create it with lossScaling {{{}, false}}",
-          opt.getLossScalingVal(), opt.getLossScalingVal());
-    }
-    // growthFactor, backoffFactor and growthInterval are in range (checkOptionRanges).
-    if (!als.toTrackTensors.empty() || als.updatePeriod != 1 || als.binEdgeLocation != 0.0625f ||
-        als.thresholdUpperCountProportion != 1e-7f ||
-        als.gradientTensorTrackingMethod !=
-            GradientTensorTrackingMethod::AllNonViewChangingGradientTensors) {
-      logging::session::warn(
-          "automaticLossScalingSettings: PopART's histogram settings (toTrackTensors, "
-          "binEdgeLocation, thresholdUpperCountProportion, updatePeriod, "
-          "gradientTensorTrackingMethod) have no effect; xtrain scales dynamically "
-          "(growthInterval, growthFactor, backoffFactor)");
-    }
+  optimizerLossScaling_ = lossScaling_;
+  histogram_ = als.enabled && als.method == AutomaticLossScalingMethod::Histogram;
+  const TensorInfo lossInfo = g.tensor(config.loss).info;
+  halfLoss_ = lossInfo.dataType() == DataType::FLOAT16;
+  if (histogram_) {
+    addHistogramTensors(g, lossInfo);
+  } else if (als.enabled && opt.lossScaling().isConst()) {
+    // GradScaler (growthFactor, backoffFactor and growthInterval are in range: checkOptionRanges).
+    throw error(
+        "automatic loss scaling changes the loss scaling factor, but the optimizer's lossScaling "
+        "({}) is constant: create it with lossScaling {{{}, false}}",
+        opt.getLossScalingVal(), opt.getLossScalingVal());
   }
   // With a FLOAT loss the scale is FLOAT already; a FLOAT scale for a FLOAT16 loss is not built.
-  if (config.options.ensureFp32LossScaleTensor &&
-      g.tensor(config.loss).info.dataType() != DataType::FLOAT) {
+  if (config.options.ensureFp32LossScaleTensor && lossInfo.dataType() != DataType::FLOAT) {
     throw error(
         "SessionOptions.ensureFp32LossScaleTensor = true is not supported yet (not implemented in "
         "xtrain) for the {} loss '{}': the loss scale has the loss's type",
-        dataTypeName(g.tensor(config.loss).info.dataType()), config.loss);
+        dataTypeName(lossInfo.dataType()), config.loss);
   }
-  if (g.tensor(config.loss).info.dataType() == DataType::FLOAT16 && lossScaling_ > 65504.0f) {
+  if (halfLoss_ && lossScaling_ > 65504.0f) {
     throw error(
         "the loss '{}' is FLOAT16, whose largest value is 65504, but the loss scaling is {}: the "
         "scaled loss gradient would be inf (use at most 32768)",
         config.loss, lossScaling_);
   }
   if (als.enabled || !opt.lossScaling().isConst() || opt.getLossScalingVal() != 1.0f) {
-    // The seed of the backward pass, in the loss's type (FLOAT16 for a FLOAT16 loss).
-    HostTensor ls(g.tensor(config.loss).info);
+    // The seed of the backward pass, in the loss's type (FLOAT16 for a FLOAT16 loss): PopART's
+    // lossScaling_<type>, or with the histogram method finalLossScale in the loss's type.
+    HostTensor ls(lossInfo);
     ls.fill(lossScaling_);
-    lossScalingSeed_ = g.uniqueId("lossScaling");
-    // The info is copied before the value is moved: the arguments' order of evaluation is
-    // unspecified, and a moved-from HostTensor's info is empty.
-    const TensorInfo info = ls.info();
-    g.addTensor(lossScalingSeed_, info, ir::TensorKind::OptimizerState,
+    const std::string type = dataTypeName(lossInfo.dataType());
+    lossScalingSeed_ = g.uniqueId(histogram_ ? "finalLossScale_" + type : "lossScaling_" + type);
+    g.addTensor(lossScalingSeed_, lossInfo, ir::TensorKind::OptimizerState,
                 std::make_shared<HostTensor>(std::move(ls)));
   }
-  maxLossScaling_ = g.tensor(config.loss).info.dataType() == DataType::FLOAT16
-                        ? 32768.0f
-                        : std::numeric_limits<float>::max();
+  maxLossScaling_ = halfLoss_ ? 32768.0f : std::numeric_limits<float>::max();
   return lossScalingSeed_;
 }
 
@@ -104,6 +94,13 @@ void UpdateControl::optimizerChanged(float previousLossScaling) {
   // With automatic loss scaling the scale is the session's: a new optimizer (a learning-rate
   // schedule, say) keeps it and its run of finite steps, unless it gives another lossScaling value.
   const Optimizer& next = *config_->optimizer;
+  if (histogram_) {
+    // PopART's: the factor is the session's state; the optimizer's value is replaced.
+    optimizerLossScaling_ = next.getLossScalingVal();
+    lossScaling_ = optimizerLossScaling_ * updateFactor_;
+    writeHyperValues();
+    return;
+  }
   const bool restart = !config_->options.automaticLossScalingSettings.enabled ||
                        next.getLossScalingVal() != previousLossScaling;
   if (restart) {
@@ -125,6 +122,7 @@ void UpdateControl::writeHyperValues() {
     ls.fill(lossScaling_);
     writeEverywhere(lossScalingSeed_, ls);
   }
+  if (histogram_) writeHistogramTensors();
 }
 
 void UpdateControl::writeEverywhere(const TensorId& id, const HostTensor& value) {
@@ -137,7 +135,12 @@ void UpdateControl::writeEverywhere(const TensorId& id, const HostTensor& value)
 
 void UpdateControl::saveState(std::map<std::string, double>& hyperparameters) const {
   hyperparameters["lossScaling"] = lossScaling_;
-  if (config_->options.automaticLossScalingSettings.enabled) {
+  const auto& als = config_->options.automaticLossScalingSettings;
+  if (histogram_) {
+    hyperparameters["lossScaleUpdateFactor"] = updateFactor_;
+    hyperparameters["lossScalingHistogramCounter"] = static_cast<double>(histogramCounter_);
+    hyperparameters["lossScalingUpdateCounter"] = static_cast<double>(updateCounter_);
+  } else if (als.enabled) {
     hyperparameters["lossScalingGoodSteps"] = static_cast<double>(goodSteps_);
     hyperparameters["lossScalingSkippedSteps"] = static_cast<double>(skippedSteps_);
   }
@@ -149,9 +152,16 @@ void UpdateControl::restoreState(const std::map<std::string, double>& hyperparam
     auto it = hyperparameters.find(key);
     return it == hyperparameters.end() ? fallback : it->second;
   };
-  lossScaling_ = static_cast<float>(value("lossScaling", lossScaling_));
-  goodSteps_ = static_cast<int64_t>(value("lossScalingGoodSteps", 0));
-  skippedSteps_ = static_cast<int64_t>(value("lossScalingSkippedSteps", 0));
+  if (histogram_) {
+    updateFactor_ = static_cast<float>(value("lossScaleUpdateFactor", 1.0));
+    histogramCounter_ = static_cast<int64_t>(value("lossScalingHistogramCounter", -1));
+    updateCounter_ = static_cast<int64_t>(value("lossScalingUpdateCounter", -1));
+    lossScaling_ = optimizerLossScaling_ * updateFactor_;
+  } else {
+    lossScaling_ = static_cast<float>(value("lossScaling", lossScaling_));
+    goodSteps_ = static_cast<int64_t>(value("lossScalingGoodSteps", 0));
+    skippedSteps_ = static_cast<int64_t>(value("lossScalingSkippedSteps", 0));
+  }
   writeHyperValues();
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/autodiff/autodiff.hpp"
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "replication/grouped_variable.hpp"
@@ -48,9 +49,31 @@ class UpdateControl {
   void attach(replication::LocalReplicas& replicas, replication::ReplicaExchange& exchange,
               std::map<TensorId, HostTensor>& hostViews);
 
-  // Automatic loss scaling: whether every reduced gradient element (every replica, shard and
-  // instance) is finite; skipping step `step`'s update (accumulators cleared, the scale backed
-  // off); counting a finite step (the scale grows after growthInterval of them).
+  // Automatic loss scaling, PopART's histogram method (histogram_loss_scaling.cpp).
+  bool histogramMethod() const { return histogram_; }
+  // Before autodiff: the forward tensors whose gradients are tracked by name (toTrackTensors with
+  // GradientsOfUserSpecifiedTensors), so that autodiff computes them; PopART's errors for
+  // inconsistent settings or unknown names.
+  std::vector<TensorId> trackedTargets(const ir::Graph& graph) const;
+  // After autodiff: chooses the gradients whose histograms are counted (PopART's rules of
+  // gradientTensorTrackingMethod on the contributions autodiff made; or the gradients of the
+  // named targets), and adds the statistics accumulator with gradient accumulation. Throws
+  // PopART's error when no FLOAT16 gradient is tracked.
+  void trackGradients(ir::Graph& graph, const std::vector<ir::GradientContribution>& contributions,
+                      const std::map<TensorId, TensorId>& gradOf, int64_t accumulationFactor);
+  // The tracked gradients: the host reads them after each micro-batch (they keep own buffers).
+  const std::vector<TensorId>& trackedGradients() const { return tracked_; }
+  // After each micro-batch: every local replica's counts of |g| below and at or above the bin
+  // edge, added to its statistics (and to Accum___autoLossScaleStats with accumulation).
+  void countGradients();
+  // After each step's update: every updatePeriod steps, the statistics summed over the replicas
+  // halve or double lossScaleUpdateFactor; the statistics restart.
+  void updateLossScale();
+
+  // Automatic loss scaling, xtrain's GradScaler method: whether every reduced gradient element
+  // (every replica, shard and instance) is finite; skipping step `step`'s update (accumulators
+  // cleared, the scale backed off); counting a finite step (the scale grows after growthInterval
+  // of them).
   bool gradientsAreFinite();
   void skipUpdate(int64_t step);
   void countFiniteStep();
@@ -74,6 +97,8 @@ class UpdateControl {
   void saveState(std::map<std::string, double>& hyperparameters) const;
   void restoreState(const std::map<std::string, double>& hyperparameters);
 
+  // The loss scale in force (with the histogram method, the optimizer's times the factor: what
+  // finalLossScale holds).
   float lossScaling() const { return lossScaling_; }
   int64_t skippedSteps() const { return skippedSteps_; }
   // Per clip group: the global norm the latest clipping computed (first local replica).
@@ -115,7 +140,33 @@ class UpdateControl {
   int64_t skippedSteps_ = 0;
   float maxLossScaling_ = 0.0f;
   TensorId lossScalingSeed_;
+  // The histogram method: on; the factor (lossScaleUpdateFactor) and the optimizer's lossScaling;
+  // PopART's counters of the histograms (micro-batches, modulo af x updatePeriod) and of the
+  // updates (steps, modulo updatePeriod), both from -1; the tracked gradients, the bin edge
+  // (FLOAT16), each local replica's statistics {lower, upper}; the statistics accumulator (with
+  // gradient accumulation, else empty); whether the loss is FLOAT16 (finalLossScale <= 2^15).
+  bool histogram_ = false;
+  float updateFactor_ = 1.0f;
+  float optimizerLossScaling_ = 1.0f;
+  int64_t histogramCounter_ = -1;
+  int64_t updateCounter_ = -1;
+  int64_t accumulationFactor_ = 1;
+  std::vector<TensorId> tracked_;
+  float binEdge_ = 0.0f;
+  std::vector<float> statistics_;
+  TensorId statisticsAccumulator_;
+  bool halfLoss_ = false;
+  // The histogram method's tensors: the scale in force, the factor, the optimizer's value.
+  void addHistogramTensors(ir::Graph& graph, const TensorInfo& lossInfo);
+  void writeHistogramTensors();
 };
+
+// Whether `id` names a tensor automatic loss scaling adds for these options (finalLossScale,
+// lossScaleUpdateFactor, Accum___autoLossScaleStats, lossScaling_<type>): anchors may name it
+// before the training graph exists.
+bool isLossScalingTensor(const SessionOptions& options, const TensorId& id);
+// PopART's error for automatic loss scaling in an inference session.
+void checkLossScalingInInference(const SessionOptions& options);
 
 }  // namespace xtrain::session
 

@@ -74,11 +74,6 @@ class SignedMembersTest(unittest.TestCase):
     def test_loss_scaling_and_other_settings(self):
         als = "automaticLossScalingSettings"
         self.check([
-            (lambda o: setattr(o.automaticLossScalingSettings, "thresholdUpperCountProportion",
-                               -0.1), als + r"\.thresholdUpperCountProportion", r"-0\.1",
-             r"a proportion in \[0, 1\]"),
-            (lambda o: setattr(o.automaticLossScalingSettings, "binEdgeLocation", math.nan),
-             als + r"\.binEdgeLocation", "nan", r"a proportion in \[0, 1\]"),
             (lambda o: setattr(o.automaticLossScalingSettings, "updatePeriod", -1),
              als + r"\.updatePeriod", "-1", ">= 1"),
             (lambda o: setattr(o.automaticLossScalingSettings, "growthInterval", 0),

@@ -175,9 +175,11 @@ class SessionOptionsTest(unittest.TestCase):
 
     def test_automatic_loss_scaling_settings(self):
         als = popart.SessionOptions().automaticLossScalingSettings
-        expected = {"enabled": False, "toTrackTensors": [], "binEdgeLocation": 0.0625,
+        # PopART's defaults (toTrackTensors unset: None), and xtrain's GradScaler fields.
+        expected = {"enabled": False, "toTrackTensors": None, "binEdgeLocation": 0.125,
                     "thresholdUpperCountProportion": 1e-7, "updatePeriod": 1,
-                    "growthInterval": 2000, "growthFactor": 2.0, "backoffFactor": 0.5}
+                    "growthInterval": 2000, "growthFactor": 2.0, "backoffFactor": 0.5,
+                    "method": popart.AutomaticLossScalingMethod.Histogram}
         for name, value in expected.items():
             with self.subTest(member=name):
                 self.assertAlmostEqual(getattr(als, name), value, places=12) \
@@ -202,7 +204,11 @@ class SessionOptionsTest(unittest.TestCase):
         self.assertEqual(als.binEdgeLocation, 0.25)
         self.assertEqual(als.updatePeriod, 3)
         self.assertEqual(als.growthFactor, 4.0)
-        self.assertEqual(popart.AutomaticLossScalingSettings(True).toTrackTensors, [])
+        self.assertIsNone(popart.AutomaticLossScalingSettings(True).toTrackTensors)
+        als.toTrackTensors = None
+        self.assertIsNone(als.toTrackTensors)
+        als = popart.AutomaticLossScalingSettings(
+            True, method=popart.AutomaticLossScalingMethod.GradScaler, binEdgeLocation=0.25)
         opts.automaticLossScalingSettings = als
         self.assertEqual(opts.automaticLossScalingSettings.binEdgeLocation, 0.25)
 

@@ -112,6 +112,7 @@ TEST(AutomaticLossScaling, AnInjectedInfSkipsExactlyThatStep) {
   const Model m = linearModel(ref, 4, DataType::FLOAT);
   SessionOptions o = replicated(2);
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   auto poisoned = makeSession(m, adamWithScaling(1024.0f), o);
   auto clean = makeSession(m, adamWithScaling(1024.0f), o);
   for (int k = 1; k <= 6; ++k) {
@@ -140,6 +141,7 @@ TEST_F(AutomaticLossScalingCheckpoint, ResumeFromACheckpointIsExact) {
   const Model m = linearModel(ref, 8, DataType::FLOAT);
   SessionOptions o;
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   o.automaticLossScalingSettings.growthInterval = 3;
   const float inf = std::numeric_limits<float>::infinity();
   auto poison = [&](int k) { return k == 2 ? inf : 0.0f; };
@@ -164,6 +166,7 @@ TEST(AutomaticLossScaling, TheScaleGrowsAfterARunOfFiniteSteps) {
   const Model m = linearModel(ref, 8, DataType::FLOAT);
   SessionOptions o;
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   o.automaticLossScalingSettings.growthInterval = 3;
   auto s = makeSession(m, adamWithScaling(8.0f), o);
   for (int k = 1; k <= 7; ++k) stepFloat(*s, m, ref, k);
@@ -181,6 +184,7 @@ TEST(AutomaticLossScaling, UpdateOptimizerFromHostKeepsTheScale) {
   const Model m = linearModel(ref, 8, DataType::FLOAT);
   SessionOptions o;
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   o.automaticLossScalingSettings.growthInterval = 2;
   auto opt = [](float lr, float ls) {
     return Adam({{"defaultLearningRate", {lr, false}}, {"lossScaling", {ls, false}}},
@@ -203,6 +207,7 @@ TEST(AutomaticLossScaling, BadSettingsAreRefused) {
   const Model m = linearModel(ref, 8, DataType::FLOAT);
   SessionOptions o;
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   const Adam constant({{"lossScaling", {128.0f, true}}}, AdamMode::Adam);
   EXPECT_CONTAINS(errorOf([&] { makeSession(m, constant, o); }), "lossScaling (128) is constant");
   // A FLOAT16 loss cannot hold a scale above 65504.
@@ -259,6 +264,7 @@ TEST(Float16, GradientsThatUnderflowTrainWithAutomaticLossScaling) {
 
   SessionOptions o;
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   const SGD scaled({{"defaultLearningRate", {lr, true}}, {"lossScaling", {32768.0f, false}}});
   // Each step moves W by lr * 1e-8 (within FLOAT16's rounding of the scaled gradient).
   for (float w : trainTiny(m, scaled, o, 5))
@@ -355,6 +361,7 @@ TEST(Float16, AnMlpTrainsEndToEnd) {
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
   SessionOptions o;
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   const Adam adam({{"defaultLearningRate", {0.01f, true}}, {"lossScaling", {1024.0f, false}}},
                   AdamMode::Adam, WeightDecayMode::Decay);
   auto s = TrainingSession::createFromOnnxModel(b->getModelProto(),
@@ -420,6 +427,7 @@ TEST(Float16, ACnnTrainsEndToEnd) {
   auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "2"}});
   SessionOptions o = replicated(2);
   o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::GradScaler;
   const Adam adam({{"defaultLearningRate", {0.02f, true}}, {"lossScaling", {256.0f, false}}},
                   AdamMode::Adam, WeightDecayMode::Decay);
   auto s = TrainingSession::createFromOnnxModel(b->getModelProto(),

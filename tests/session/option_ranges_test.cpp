@@ -91,15 +91,11 @@ TEST(OptionRanges, TensorLocationSettings) {
   expectRefused(cases);
 }
 
+// binEdgeLocation and thresholdUpperCountProportion are checked, with PopART's messages, when
+// automatic loss scaling is on (tests/session/histogram_loss_scaling_test.cpp).
 TEST(OptionRanges, AutomaticLossScalingSettings) {
   const std::string als = "automaticLossScalingSettings.";
   expectRefused({
-      {[](auto& o) { o.automaticLossScalingSettings.binEdgeLocation = -0.5f; },
-       als + "binEdgeLocation", "-0.5", "a proportion in [0, 1]"},
-      {[](auto& o) { o.automaticLossScalingSettings.binEdgeLocation = kNan; },
-       als + "binEdgeLocation", "nan", "a proportion in [0, 1]"},
-      {[](auto& o) { o.automaticLossScalingSettings.thresholdUpperCountProportion = 2.0f; },
-       als + "thresholdUpperCountProportion", "2", "a proportion in [0, 1]"},
       {[](auto& o) { o.automaticLossScalingSettings.updatePeriod = 0; }, als + "updatePeriod", "0",
        ">= 1"},
       {[](auto& o) { o.automaticLossScalingSettings.growthInterval = -1; }, als + "growthInterval",

@@ -10,7 +10,8 @@ namespace xtrain::ir {
 namespace {
 
 // Adds up the contributions to one gradient (a single contribution is returned as it is).
-TensorId sumContributions(Graph& graph, const TensorId& of, const std::vector<TensorId>& parts) {
+TensorId sumContributions(Graph& graph, const TensorId& of, const std::vector<TensorId>& parts,
+                          std::vector<GradientContribution>* record) {
   XT_CHECK(!parts.empty(), "no gradient contributions for {}", of);
   if (parts.size() == 1) return parts[0];
   OpSpec spec;
@@ -18,7 +19,9 @@ TensorId sumContributions(Graph& graph, const TensorId& of, const std::vector<Te
   spec.inputs = parts;
   spec.phase = Phase::Backward;
   spec.outputs = {graph.uniqueId(of + "__grad_sum")};
-  return graph.addOp(std::move(spec)).outputs[0];
+  TensorId sum = graph.addOp(std::move(spec)).outputs[0];
+  if (record != nullptr) record->push_back({-1, 0, sum});
+  return sum;
 }
 
 }  // namespace
@@ -98,7 +101,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
     for (size_t i = 0; i < op.outputs.size(); ++i) {
       auto c = contributions.find(op.outputs[i]);
       if (op.outputs[i].empty() || c == contributions.end()) continue;
-      gradOuts[i] = sumContributions(graph, op.outputs[i], c->second);
+      gradOuts[i] = sumContributions(graph, op.outputs[i], c->second, options.contributions);
       anyOutput = true;
     }
     if (!anyOutput) continue;
@@ -122,6 +125,9 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
       XT_CHECK(gi == xi, "{}: gradient of input {} ('{}') is {} but the input is {}", op.describe(),
                i, op.inputs[i], gi.toString(), xi.toString());
       contributions[op.inputs[i]].push_back(gradIns[i]);
+      if (options.contributions != nullptr) {
+        options.contributions->push_back({op.id, i, gradIns[i]});
+      }
     }
   }
 
@@ -129,7 +135,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
   for (const auto& w : wrt) {
     auto c = contributions.find(w);
     if (c == contributions.end()) continue;
-    result[w] = sumContributions(graph, w, c->second);
+    result[w] = sumContributions(graph, w, c->second, options.contributions);
   }
   return result;
 }

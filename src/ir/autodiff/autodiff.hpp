@@ -16,8 +16,20 @@
 
 namespace xtrain::ir {
 
+// One gradient contribution autodiff made: the gradient of input `input` of forward op
+// `forwardOp` (the output of the ops its OpDef::grad emitted), or, with forwardOp -1, the Sum of
+// several contributions to the gradient of one tensor. Automatic loss scaling chooses the
+// gradients it tracks from these (session/update_control.hpp).
+struct GradientContribution {
+  OpId forwardOp = -1;
+  size_t input = 0;
+  TensorId gradient;
+};
+
 struct AutodiffOptions {
   TensorId seed;  // empty: ones
+  // When set, every contribution is appended, in the order autodiff made them.
+  std::vector<GradientContribution>* contributions = nullptr;
 };
 
 std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
