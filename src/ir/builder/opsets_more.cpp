@@ -241,7 +241,8 @@ TensorId AiOnnxOpset11::resize(const std::vector<TensorId>& args,
               {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "pytorch"});
   // Resize 11 needs X, roi and scales; 13 makes roi and scales optional. PopART's way of giving
   // sizes at 11, resize([X, roi, "", sizes]), is written as ONNX-11 says: scales an empty tensor.
-  std::vector<TensorId> inputs = args;
+  BuilderImpl::checkArity("resize", args, version_ >= 13 ? 1 : 3, 4);
+  std::vector<TensorId> inputs = impl_->resizeInputs(args, 2, dc);
   if (version_ < 13) {
     for (size_t i = 1; i < std::min<size_t>(inputs.size(), 3); ++i) {
       if (inputs[i].empty()) {
@@ -343,21 +344,16 @@ std::vector<TensorId> recurrent(BuilderImpl& impl, const char* method, const cha
                                 std::optional<BuilderImpl::NodeAttr> extra, const std::string& dc) {
   checkOutputCount(method, num_outputs, maxOutputs);
   checkChoice(method, "direction", direction, {"forward", "reverse", "bidirectional"});
-  if (!hidden_size && args.size() >= 3 && impl.hasTensor(args[2])) {
-    // ONNX's shape inference takes the hidden size from the attribute only: give it R's
-    // [num_directions, gates * hidden, hidden] last dimension when that is known.
-    try {
-      const Shape r = impl.tensorInfo(args[2]).shape();
-      if (r.size() == 3) hidden_size = r[2];
-    } catch (const error&) {
-    }
-  }
+  // As PopART's Builder: direction only when not "forward", hidden_size only when given (ONNX's
+  // shape inference, which needs it, gets R's last dimension from BuilderImpl's inference model),
+  // so that addNodeAttribute can set them.
+  using Opt = std::optional<BuilderImpl::AttrValue>;
   std::vector<BuilderImpl::NodeAttr> attrs = {
       {"activation_alpha", BuilderImpl::nonEmpty(activation_alpha)},
       {"activation_beta", BuilderImpl::nonEmpty(activation_beta)},
       {"activations", BuilderImpl::nonEmpty(activations)},
       {"clip", BuilderImpl::ifSet(clip)},
-      {"direction", direction},
+      {"direction", direction == "forward" ? Opt() : Opt(direction)},
       {"hidden_size", BuilderImpl::ifSet(hidden_size)}};
   if (extra) attrs.push_back(*extra);
   return impl.node(method, type, args, 3, maxArgs, num_outputs, attrs, dc);
