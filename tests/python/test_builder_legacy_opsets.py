@@ -224,6 +224,24 @@ class ResizeTest(unittest.TestCase):
         y = infer(11, [x], lambda o, b, i: o.resize([i, o.constant(roi), "", o.constant(sizes)]))
         self.assertEqual(y.shape, (5, 3))
 
+    def test_popart_input_types(self):
+        # FLOAT16 scales and INT32 sizes (ONNX has FLOAT and INT64 only) are taken, as PopART does.
+        x = rand(1, 1, 2, 2)
+        s16 = np.array([1, 1, 2, 3], dtype=np.float16)
+        y = infer(10, [x], lambda o, b, i: o.resize([i, o.constant(s16)]))
+        np.testing.assert_allclose(y, x.repeat(2, axis=2).repeat(3, axis=3))
+        roi = np.array([], dtype=np.float32)
+        sizes = np.array([1, 1, 3, 5], dtype=np.int32)
+        y = infer(11, [x], lambda o, b, i: o.resize(
+            [i, o.constant(roi, False), "", o.constant(sizes, False)]))
+        self.assertEqual(y.shape, (1, 1, 3, 5))
+        b = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+        i = b.addInputTensor("FLOAT", [1, 1, 2, 2])
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "^Resize op has inputs for `sizes` and `scales`. Only one"):
+            b.aiOnnx.resize([i, b.aiOnnx.constant(roi), b.aiOnnx.constant(s16),
+                             b.aiOnnx.constant(sizes.astype(np.int64))])
+
     def test_cubic_gradient_matches_torch(self):
         x = rand(1, 1, 3, 4)
         g = rand(1, 1, 6, 2)

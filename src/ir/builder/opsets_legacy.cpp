@@ -57,15 +57,19 @@ std::vector<TensorId> BuilderImpl::resizeInputs(const std::vector<TensorId>& arg
         "the input list ( resize([X, roi, '', sizes]) ). If the proto is not generated from the "
         "PopART Builder, please confirm that only one of the two tensors shall have data.");
   }
-  if (scalesIndex < inputs.size() && !inputs[scalesIndex].empty()) {
-    const onnx::TensorProto* t = constantValue(inputs[scalesIndex]);
-    if (t != nullptr && t->data_type() == onnx::TensorProto::FLOAT16) {
-      const HostTensor scales =
-          ir::onnxutil::tensorFromProto(*t, inputs[scalesIndex]).castTo(DataType::FLOAT);
-      inputs[scalesIndex] =
-          constant(scales.data<float>(), scales.info(), (dc.empty() ? "resize" : dc) + "/scales");
-    }
-  }
+  // A constant of `from` at input i becomes one of `to`.
+  auto convert = [&](size_t i, int from, DataType to, const char* name) {
+    if (i >= inputs.size() || inputs[i].empty()) return;
+    const onnx::TensorProto* t = constantValue(inputs[i]);
+    if (t == nullptr || t->data_type() != from) return;
+    const HostTensor v = ir::onnxutil::tensorFromProto(*t, inputs[i]).castTo(to);
+    inputs[i] = constant(v.raw(), v.info(), (dc.empty() ? "resize" : dc) + "/" + name);
+  };
+  convert(scalesIndex, onnx::TensorProto::FLOAT16, DataType::FLOAT, "scales");
+  // ONNX takes INT64 sizes only, and reads an empty sizes input as sizes of rank 0 (PopART: sizes
+  // absent); INT32 sizes become INT64, an empty constant is left out.
+  convert(scalesIndex + 1, onnx::TensorProto::INT32, DataType::INT64, "sizes");
+  if (inputs.size() == scalesIndex + 2 && nelms(inputs, scalesIndex + 1) == 0) inputs.pop_back();
   return inputs;
 }
 
