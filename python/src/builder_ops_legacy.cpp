@@ -172,6 +172,13 @@ void bindOpset6(py::module_& m) {
 }  // namespace
 
 void bindLegacyOpBuilders(py::module_& m) {
+  // str(builder.aiOnnx) is PopART's Python class name, "AiOnnx9" (its tests compare it).
+  py::object base = m.attr("AiOnnxOpset11");
+  py::setattr(
+      base, "__str__",
+      py::cpp_function(
+          [](const AiOnnxOpset11& o) { return "AiOnnx" + std::to_string(o.getOpsetVersion()); },
+          py::name("__str__"), py::is_method(base)));
   bindOpset10(m);
   bindOpset9(m);
   bindOpsets8And7(m);

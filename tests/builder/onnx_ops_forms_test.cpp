@@ -352,7 +352,11 @@ TEST(BuilderOnnxOps, BadArityAndAttributes) {
         o.resize({x, x, x}, "half_pixel", -0.75f, 0, 0, "nearest", "nearest");
       },
       {"nearest_mode 'nearest'"});
-  expectError([&] { o.lstm({x, x, x}, 4); }, {"lstm has 1 to 3 outputs, asked for 4"});
+  expectError(
+      [&] {
+        o.lstm({x, x, x}, 4);
+      },
+      {"lstm has an invalid number of outputs: 4 (it has 1 to 3)"});
   expectError(
       [&] {
         o.gru({x, x, x}, 1, {}, {}, {}, std::nullopt, "up");

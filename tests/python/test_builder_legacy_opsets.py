@@ -163,7 +163,7 @@ class NodeAttributeTest(unittest.TestCase):
                 call()
             self.assertEqual(e.exception.args[0], message)
         with self.assertRaisesRegex(popart.popart_exception,
-                                    "Could not find a node with outputs Conv:0, nope. Must "):
+                                    "Could not find a node with outputs Conv:0 ,nope. Must "):
             b.addNodeAttribute("x", 1, {"nope", self.o})
 
     def test_attributes_change_the_op(self):

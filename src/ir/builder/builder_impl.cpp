@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "ir/graph.hpp"
+#include "ir/onnx/onnx_import.hpp"
 
 namespace xtrain {
 
@@ -167,7 +168,8 @@ TensorId BuilderImpl::addInitializer(const ConstVoidData& value, const std::stri
     throw error("Builder::addInitializedInputTensor: the ConstVoidData for {} has no data",
                 value.info.toString());
   }
-  TensorId id = uniqueTensorId(scopePrefix() + (debugName.empty() ? "init" : debugName));
+  // PopART's default name.
+  TensorId id = uniqueTensorId(scopePrefix() + (debugName.empty() ? "init_input" : debugName));
   onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
   t->set_name(id);
   // In the typed field, as PopART's Builder: programs read initializers back from float_data.
@@ -573,12 +575,38 @@ bool BuilderImpl::isInitializer(const TensorId& id) const {
 std::string BuilderImpl::modelProto() {
   onnx::ModelProto m = modelForExport();
   runInference();
+  bool untyped = false;
   for (auto& out : *m.mutable_graph()->mutable_output()) {
     if (out.has_type()) continue;
     auto it = inferred_.find(out.name());
-    if (it != inferred_.end()) *out.mutable_type() = it->second;
+    if (it != inferred_.end()) {
+      *out.mutable_type() = it->second;
+    } else {
+      untyped = true;
+    }
   }
+  if (untyped) typeOutputsFromIr(m);
   return ir::onnxutil::serializeModel(m, "the Builder's model");
+}
+
+// ONNX's shape inference does not type every output PopART's Builder can make
+// (BatchNormalization-9's running statistics, Expand-8, ...), and ONNX's checker refuses an untyped
+// graph output: type the rest from xtrain's own shape inference (the IR an import builds), when the
+// model imports.
+void BuilderImpl::typeOutputsFromIr(onnx::ModelProto& m) const {
+  ir::OnnxImportOptions options;
+  options.runChecker = false;
+  std::optional<ir::OnnxModel> imported;
+  try {
+    imported = ir::importOnnxModel(ir::onnxutil::serializeModel(m, "the Builder's model"), options);
+  } catch (const error&) {
+    return;  // the session's import reports what is wrong
+  }
+  for (auto& out : *m.mutable_graph()->mutable_output()) {
+    if (out.has_type() || !imported->graph->hasTensor(out.name())) continue;
+    const TensorInfo& info = imported->graph->tensor(out.name()).info;
+    if (info.isSet()) *out.mutable_type() = tensorType(info);
+  }
 }
 
 }  // namespace xtrain

@@ -128,6 +128,7 @@ class BuilderImpl {
   onnx::ModelProto modelForExport() const;
   onnx::ModelProto modelForInference() const;
   void addRecurrentHiddenSizes(onnx::GraphProto& g) const;
+  void typeOutputsFromIr(onnx::ModelProto& m) const;
 
   onnx::ModelProto model_;
   std::set<std::string> tensorIds_;

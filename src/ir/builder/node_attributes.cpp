@@ -16,7 +16,8 @@ onnx::NodeProto& BuilderImpl::nodeByOutputs(const std::set<TensorId>& outputs) {
     if (found == outputs.size()) return node;
   }
   std::string names;
-  for (const auto& id : outputs) names += (names.empty() ? "" : ", ") + id;
+  // PopART's separator (" ,"), as its message has it.
+  for (const auto& id : outputs) names += (names.empty() ? "" : " ,") + id;
   throw error("Could not find a node with outputs {}. Must specify all outputs of a node", names);
 }
 

@@ -22,8 +22,8 @@ void checkChoice(const char* method, const char* attr, const std::string& value,
 
 void checkOutputCount(const char* method, int version, unsigned n, unsigned max) {
   if (n < 1 || n > max) {
-    throw error("Builder: {} (opset {}) has 1 to {} outputs, asked for {}", method, version, max,
-                n);
+    throw error("Builder: {} (opset {}) has an invalid number of outputs: {} (it has 1 to {})",
+                method, version, n, max);
   }
 }
 
@@ -84,6 +84,18 @@ TensorId AiOnnxOpset10::clip(const std::vector<TensorId>& args, float max, float
 TensorId AiOnnxOpset10::pad(const std::vector<TensorId>& args, const std::vector<int64_t>& pads,
                             const std::string& mode, float value, const std::string& dc) {
   checkChoice("pad", "mode", mode, {"constant", "reflect", "edge"});
+  BuilderImpl::checkArity("pad", args, 1, 1);
+  size_t rank = 0;
+  try {
+    rank = impl_->tensorInfo(args[0]).shape().size();
+  } catch (const error&) {
+    rank = pads.size() / 2;  // unknown shape: the import checks it
+  }
+  if (pads.size() != 2 * rank) {
+    // PopART's words.
+    throw error("Padding vector (length {}) doesn't contain 2 entries per input dimension {}",
+                pads.size(), rank);
+  }
   return impl_->node("pad", "Pad", args, 1, 1, 1,
                      {{"mode", mode}, {"pads", pads}, {"value", value}}, dc)[0];
 }

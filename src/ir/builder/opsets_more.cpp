@@ -26,7 +26,9 @@ void checkChoice(const char* method, const char* attr, const std::string& value,
 
 void checkOutputCount(const char* method, unsigned n, unsigned max) {
   if (n < 1 || n > max) {
-    throw error("Builder: {} has 1 to {} outputs, asked for {}", method, max, n);
+    // "has an invalid number of outputs": PopART's words, which its tests look for.
+    throw error("Builder: {} has an invalid number of outputs: {} (it has 1 to {})", method, n,
+                max);
   }
 }
 
