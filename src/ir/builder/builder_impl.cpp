@@ -579,11 +579,9 @@ std::string BuilderImpl::modelProto() {
   for (auto& out : *m.mutable_graph()->mutable_output()) {
     if (out.has_type()) continue;
     auto it = inferred_.find(out.name());
-    if (it != inferred_.end()) {
-      *out.mutable_type() = it->second;
-    } else {
-      untyped = true;
-    }
+    if (it != inferred_.end()) *out.mutable_type() = it->second;
+    // ONNX's checker needs a shape too (a partial inference gives the element type only).
+    if (it == inferred_.end() || !it->second.tensor_type().has_shape()) untyped = true;
   }
   if (untyped) typeOutputsFromIr(m);
   return ir::onnxutil::serializeModel(m, "the Builder's model");
@@ -603,7 +601,7 @@ void BuilderImpl::typeOutputsFromIr(onnx::ModelProto& m) const {
     return;  // the session's import reports what is wrong
   }
   for (auto& out : *m.mutable_graph()->mutable_output()) {
-    if (out.has_type() || !imported->graph->hasTensor(out.name())) continue;
+    if (out.type().tensor_type().has_shape() || !imported->graph->hasTensor(out.name())) continue;
     const TensorInfo& info = imported->graph->tensor(out.name()).info;
     if (info.isSet()) *out.mutable_type() = tensorType(info);
   }
