@@ -713,6 +713,12 @@ class XTRAIN_API Builder {
                            const std::set<TensorId>& nodeOutputNames);
   std::vector<std::string> getAllNodeAttributeNames(const std::set<TensorId>& nodeOutputNames);
 
+  // Moves the data of the initializers `ids` (in that order) to `filename` (ONNX's external data;
+  // the model refers to it by that name, which an import resolves against the working directory,
+  // as PopART does). Throws if one is not an initializer or is already external, or if the file's
+  // directory does not exist.
+  void saveInitializersExternally(const std::vector<TensorId>& ids, const std::string& filename);
+
  private:
   Builder();
   std::unique_ptr<BuilderImpl> impl_;

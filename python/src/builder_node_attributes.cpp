@@ -96,6 +96,14 @@ void bindNodeAttributes(py::object cls, const std::function<Builder&(py::handle)
   XTRAIN_NODE_QUERY(getBoolNodeAttribute);
   XTRAIN_NODE_QUERY(removeNodeAttribute);
 #undef XTRAIN_NODE_QUERY
+  method(
+      "saveInitializersExternally",
+      py::cpp_function(
+          [core](py::handle self, const std::vector<TensorId>& ids, const std::string& filename) {
+            core(self).saveInitializersExternally(ids, filename);
+          },
+          py::name("saveInitializersExternally"), py::is_method(cls), py::arg("ids"),
+          py::arg("filename")));
   method("getAllNodeAttributeNames",
          py::cpp_function(
              [core](py::handle self, const py::object& nodeOutputNames) {

@@ -179,6 +179,43 @@ class NodeAttributeTest(unittest.TestCase):
                                    F.avg_pool2d(torch.tensor(x), 3, 1, 1).numpy(), rtol=1e-5)
 
 
+class ExternalDataTest(unittest.TestCase):
+    """Builder.saveInitializersExternally: the data in a file of its own, read back on import."""
+
+    def test_save_and_load(self):
+        import os
+        import tempfile
+        d1 = np.array([1.5, -2.0, 4.0], dtype=np.float32)
+        d2 = np.array([3, 5], dtype=np.float16)
+        b = popart.Builder()
+        w1 = b.addInitializedInputTensor(d1)
+        w2 = b.addInitializedInputTensor(np.array([0.5, 0.25, 2.0], dtype=np.float32))
+        w3 = b.addInitializedInputTensor(d2)
+        o = b.aiOnnx.mul([w1, w2])
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "tensors.bin")
+            b.saveInitializersExternally([w1, w3], data)
+            with open(data, "rb") as f:
+                raw = f.read()
+            self.assertEqual(raw, d1.tobytes() + d2.tobytes())
+            with self.assertRaisesRegex(popart.popart_exception,
+                                        "already has an external data_location"):
+                b.saveInitializersExternally([w1], data)
+            with self.assertRaisesRegex(popart.popart_exception, "'nope' is not an initializer"):
+                b.saveInitializersExternally(["nope"], data)
+            with self.assertRaisesRegex(popart.popart_exception,
+                                        "parent directory does not exist"):
+                b.saveInitializersExternally([w2], os.path.join(tmp, "no", "t.bin"))
+            model = os.path.join(tmp, "model.onnx")
+            b.saveModelProto(model)
+            b2 = popart.Builder(model)
+            (y,) = run(b2, [o], {})
+            np.testing.assert_allclose(y, d1 * np.array([0.5, 0.25, 2.0], dtype=np.float32))
+            os.remove(data)
+            with self.assertRaisesRegex(RuntimeError, "doesn't exist or is not accessible"):
+                popart.Builder(model)
+
+
 class ResizeTest(unittest.TestCase):
     """Resize's modes against F.interpolate (PopART's own mode "pytorch" is PyTorch's nearest)."""
 

@@ -91,6 +91,7 @@ BuilderImpl::BuilderImpl(onnx::ModelProto model) : model_(std::move(model)) {
     }
     if (!node.name().empty()) nodeNames_.insert(node.name());
   }
+  checkExternalData();
   init();
 }
 

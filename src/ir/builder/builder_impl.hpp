@@ -113,6 +113,10 @@ class BuilderImpl {
   // with values are refused with PopART's message.
   std::vector<TensorId> resizeInputs(const std::vector<TensorId>& args, size_t scalesIndex,
                                      const std::string& debugContext);
+  // Builder::saveInitializersExternally; checkExternalData: a loaded model's external data files
+  // exist (external_data.cpp).
+  void saveInitializersExternally(const std::vector<TensorId>& ids, const std::string& filename);
+  void checkExternalData() const;
 
  private:
   void init();
