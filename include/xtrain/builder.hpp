@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -603,6 +604,12 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
 };
 
 class Builder;
+// ai.onnx opsets 6 to 10: xtrain/builder_opsets_legacy.hpp (included at the end of this file).
+class AiOnnxOpset6;
+class AiOnnxOpset7;
+class AiOnnxOpset8;
+class AiOnnxOpset9;
+class AiOnnxOpset10;
 
 // Pushes a name scope for its lifetime (Builder::nameScope).
 class [[nodiscard]] XTRAIN_API NameScope {
@@ -627,6 +634,11 @@ class XTRAIN_API Builder {
   Builder& operator=(const Builder&) = delete;
 
   // Opsets. Asking for one records it in the model's opset_import.
+  AiOnnxOpset6 aiOnnxOpset6();
+  AiOnnxOpset7 aiOnnxOpset7();
+  AiOnnxOpset8 aiOnnxOpset8();
+  AiOnnxOpset9 aiOnnxOpset9();
+  AiOnnxOpset10 aiOnnxOpset10();
   AiOnnxOpset11 aiOnnxOpset11();
   AiOnnxOpset12 aiOnnxOpset12();
   AiOnnxOpset13 aiOnnxOpset13();
@@ -723,6 +735,58 @@ class XTRAIN_API Builder {
   // Writes getModelProto() to path; throws xtrain::error when the file cannot be written.
   void saveModelProto(const std::string& path);
 
+  // PopART's node attribute API: the attributes of the node whose outputs are exactly
+  // nodeOutputNames (all of them, in any order; else xtrain::error "Could not find a node with
+  // outputs ..."). addNodeAttribute throws if the node has the attribute already; the getters
+  // throw if it has not, or has another type; removeNodeAttribute throws if it has not.
+  // The node's own attributes (Conv's strides, ...) are among them: removing or adding one
+  // changes the op.
+  void addNodeAttribute(const std::string& attributeName, int64_t attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName, int attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName, bool attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName, float attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName, const std::string& attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName, const char* attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName,
+                        const std::vector<int64_t>& attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName, const std::vector<float>& attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  void addNodeAttribute(const std::string& attributeName,
+                        const std::vector<std::string>& attributeValue,
+                        const std::set<TensorId>& nodeOutputNames);
+  bool nodeHasAttribute(const std::string& attributeName,
+                        const std::set<TensorId>& nodeOutputNames);
+  int64_t getInt64NodeAttribute(const std::string& attributeName,
+                                const std::set<TensorId>& nodeOutputNames);
+  std::vector<int64_t> getInt64VectorNodeAttribute(const std::string& attributeName,
+                                                   const std::set<TensorId>& nodeOutputNames);
+  float getFloatNodeAttribute(const std::string& attributeName,
+                              const std::set<TensorId>& nodeOutputNames);
+  std::vector<float> getFloatVectorNodeAttribute(const std::string& attributeName,
+                                                 const std::set<TensorId>& nodeOutputNames);
+  std::string getStringNodeAttribute(const std::string& attributeName,
+                                     const std::set<TensorId>& nodeOutputNames);
+  std::vector<std::string> getStringVectorNodeAttribute(const std::string& attributeName,
+                                                        const std::set<TensorId>& nodeOutputNames);
+  bool getBoolNodeAttribute(const std::string& attributeName,
+                            const std::set<TensorId>& nodeOutputNames);
+  void removeNodeAttribute(const std::string& attributeName,
+                           const std::set<TensorId>& nodeOutputNames);
+  std::vector<std::string> getAllNodeAttributeNames(const std::set<TensorId>& nodeOutputNames);
+
+  // Moves the data of the initializers `ids` (in that order) to `filename` (ONNX's external data;
+  // the model refers to it by that name, which an import resolves against the working directory,
+  // as PopART does). Throws if one is not an initializer or is already external, or if the file's
+  // directory does not exist.
+  void saveInitializersExternally(const std::vector<TensorId>& ids, const std::string& filename);
+
  private:
   friend class BuilderImpl;  // reaches a subgraph Builder's model (builder_subgraphs.cpp)
   Builder();
@@ -730,3 +794,5 @@ class XTRAIN_API Builder {
 };
 
 }  // namespace xtrain
+
+#include "xtrain/builder_opsets_legacy.hpp"  // IWYU pragma: export

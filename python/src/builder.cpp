@@ -24,8 +24,8 @@ namespace xtrain::python {
 
 namespace {
 
-constexpr int kDefaultAiOnnxOpset = 13;  // the C++ Builder's default
-constexpr int kMinAiOnnxOpset = 11;
+constexpr int kDefaultAiOnnxOpset = 10;  // PopART's defaultAiOnnxOpset
+constexpr int kMinAiOnnxOpset = 6;
 constexpr int kMaxAiOnnxOpset = 17;
 
 // The Python-side Builder: the C++ Builder plus the state PopART's Python Builder keeps (the chosen
@@ -137,12 +137,21 @@ py::object onnxOpset(PyBuilder& b, int version) {
                           std::to_string(kMaxAiOnnxOpset) + ")");
   }
   if (b.onnxVersion != 0 && b.onnxVersion != version) {
-    throw py::value_error("Builder: invalid opset 'aiOnnxOpset" + std::to_string(version) +
-                          "' selected: the opset for domain ai.onnx is already " +
-                          std::to_string(b.onnxVersion));
+    // PopART's class and words (its tests compare them).
+    PyErr_SetString(
+        PyExc_RuntimeError,
+        ("Invalid opset 'aiOnnxOpset" + std::to_string(version) +
+         "' selected. Opset for domain ai.onnx already defined as " + std::to_string(b.onnxVersion))
+            .c_str());
+    throw py::error_already_set();
   }
   py::object ops;
   switch (version) {
+    case 6: ops = py::cast(b.b().aiOnnxOpset6()); break;
+    case 7: ops = py::cast(b.b().aiOnnxOpset7()); break;
+    case 8: ops = py::cast(b.b().aiOnnxOpset8()); break;
+    case 9: ops = py::cast(b.b().aiOnnxOpset9()); break;
+    case 10: ops = py::cast(b.b().aiOnnxOpset10()); break;
     case 11: ops = py::cast(b.b().aiOnnxOpset11()); break;
     case 12: ops = py::cast(b.b().aiOnnxOpset12()); break;
     case 13: ops = py::cast(b.b().aiOnnxOpset13()); break;
@@ -156,7 +165,7 @@ py::object onnxOpset(PyBuilder& b, int version) {
 }
 
 // Builder.aiOnnx: the chosen version; else, for a model given to the constructor, its version;
-// else xtrain's default (13).
+// else PopART's default (10).
 py::object defaultOnnxOpset(PyBuilder& b) {
   if (b.onnxVersion != 0) return onnxOpset(b, b.onnxVersion);
   try {
@@ -202,6 +211,8 @@ std::unique_ptr<PyBuilder> makeBuilder(const py::object& modelProtoOrFilename,
       const int version = v.cast<int>();
       if (domain == "ai.onnx") {
         onnxOpset(*b, version);
+      } else if (domain == "ai.onnx.ml") {
+        // PopART's tests name it; xtrain has no ai.onnx.ml op, so nothing records it.
       } else if (domain == "ai.graphcore") {
         if (version != 1) {
           throw py::value_error("Builder: ai.graphcore opset " + std::to_string(version) +
@@ -209,7 +220,7 @@ std::unique_ptr<PyBuilder> makeBuilder(const py::object& modelProtoOrFilename,
         }
       } else {
         throw py::value_error("Builder: unknown opset domain '" + domain +
-                              "' (expected \"ai.onnx\" or \"ai.graphcore\")");
+                              "' (expected \"ai.onnx\", \"ai.onnx.ml\" or \"ai.graphcore\")");
       }
     }
   }
@@ -641,6 +652,7 @@ void bindBuilder(py::module_& m) {
   m.attr("defaultAiGraphcoreOpset") = 1;
 
   bindOpBuilders(m);
+  bindLegacyOpBuilders(m);
   bindContextManagers(m);
   py::class_<PyBuilder> c(m, "Builder",
                           "Builds an ONNX model: Builder(), Builder(\"model.onnx\") or "
@@ -655,6 +667,7 @@ void bindBuilder(py::module_& m) {
   bindNodeSettings(c);
   bindSubgraphs(c);
   bindSubgraphOps(m);
+  bindNodeAttributes(c, [](py::handle h) -> Builder& { return h.cast<PyBuilder&>().b(); });
 }
 
 }  // namespace xtrain::python

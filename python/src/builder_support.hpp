@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <functional>
 #include <string>
 
 #include "numpy_types.hpp"
@@ -46,5 +47,11 @@ void bindOpBuilders(pybind11::module_& m);
 // The random ops, reducemedian, sort, bucketize and shapeddropout, added to the classes
 // bindOpBuilders binds (builder_ops_reduce_random.cpp).
 void bindReduceRandomOps(pybind11::module_& m);
+// popart.AiOnnxOpset6..10 (builder_ops_legacy.cpp), after bindOpBuilders.
+void bindLegacyOpBuilders(pybind11::module_& m);
+// Builder's node attribute methods (builder_node_attributes.cpp) on the class `cls`, whose
+// instances `core` turns into the C++ Builder.
+void bindNodeAttributes(pybind11::object cls,
+                        const std::function<Builder&(pybind11::handle)>& core);
 
 }  // namespace xtrain::python

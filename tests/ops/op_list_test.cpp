@@ -40,7 +40,7 @@ std::string operatorsPage() {
   std::ostringstream os;
   os << "# Supported operators\n\n"
      << "Generated from the op registry by `scripts/update-op-list`; `tests/ops/op_list_test.cpp` "
-        "fails when\nthis page is stale. ONNX models may use ai.onnx opsets 7 to 17 and "
+        "fails when\nthis page is stale. ONNX models may use ai.onnx opsets 6 to 17 and "
         "ai.graphcore opset 1; each op\nresolves the differences between opsets when it is "
         "imported. A model with ops outside this list\nfails to import with one error that lists "
         "every missing op and its nodes.\n\n"

@@ -716,7 +716,7 @@ TEST(RnnOpsErrors, BadAttributes) {
               },
               p.tensors);
         },
-        {"RNN", "hidden_size is 5", "hidden size 4"});
+        {"RNN", "hidden_size 5 does not match", "hidden size is 4"});
   }
   Case clip;
   clip.clip = -1.0f;

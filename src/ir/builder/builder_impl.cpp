@@ -4,10 +4,12 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <variant>
 
 #include "ir/graph.hpp"
+#include "ir/onnx/onnx_import.hpp"
 
 namespace xtrain {
 
@@ -80,6 +82,7 @@ BuilderImpl::BuilderImpl(onnx::ModelProto model) : model_(std::move(model)) {
     }
     if (!node.name().empty()) nodeNames_.insert(node.name());
   }
+  checkExternalData();
   init();
 }
 
@@ -157,7 +160,8 @@ TensorId BuilderImpl::addInitializer(const ConstVoidData& value, const std::stri
     throw error("Builder::addInitializedInputTensor: the ConstVoidData for {} has no data",
                 value.info.toString());
   }
-  TensorId id = uniqueTensorId(scopePrefix() + (debugName.empty() ? "init" : debugName));
+  // PopART's default name.
+  TensorId id = uniqueTensorId(scopePrefix() + (debugName.empty() ? "init_input" : debugName));
   onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
   t->set_name(id);
   // In the typed field, as PopART's Builder: programs read initializers back from float_data.
@@ -273,6 +277,24 @@ BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::str
   return emitNode(opType, domain, inputs, base, outputs);
 }
 
+// The opsets before 11 (AiOnnxOpset6..10) inherit opset 11's methods: refuse an op ONNX did not
+// have yet at the model's version (or had deprecated), as PopART's opset objects have no such
+// method.
+void BuilderImpl::checkOpExists(const std::string& opType, const std::string& domain) const {
+  if (!domain.empty() && domain != ir::kOnnxDomain) return;
+  int version = 0;
+  for (const auto& o : model_.opset_import()) {
+    if (o.domain().empty() || o.domain() == ir::kOnnxDomain)
+      version = static_cast<int>(o.version());
+  }
+  if (version == 0 || version >= 11) return;
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(opType, version, "");
+  if (schema == nullptr || schema->Deprecated()) {
+    throw error("Builder: ai.onnx opset {} has no {} op{} (use a later opset)", version, opType,
+                schema == nullptr ? "" : " (deprecated)");
+  }
+}
+
 BuilderImpl::Emitted BuilderImpl::emitNode(const std::string& opType, const std::string& domain,
                                            const std::vector<TensorId>& inputs,
                                            const std::string& base,
@@ -285,6 +307,7 @@ BuilderImpl::Emitted BuilderImpl::emitNode(const std::string& opType, const std:
           opType, base, i, inputs[i]);
     }
   }
+  checkOpExists(opType, domain);
   onnx::NodeProto* node = model_.mutable_graph()->add_node();
   node->set_op_type(opType);
   if (!domain.empty() && domain != ir::kOnnxDomain) node->set_domain(domain);
@@ -375,7 +398,40 @@ onnx::ModelProto BuilderImpl::modelForInference() const {
       }
     }
   }
+  addRecurrentHiddenSizes(*g);
   return m;
+}
+
+// ONNX's shape inference of GRU, LSTM and RNN takes the hidden size from the attribute only, which
+// the Builder (as PopART's) writes only when given: the inference model gets R's
+// [num_directions, gates * hidden, hidden] last dimension when R is a graph input, an initializer
+// or a Constant.
+void BuilderImpl::addRecurrentHiddenSizes(onnx::GraphProto& g) const {
+  auto lastDim = [&](const std::string& id) -> std::optional<int64_t> {
+    for (const auto& in : g.input()) {
+      if (in.name() != id || !in.type().tensor_type().has_shape()) continue;
+      const auto& shape = in.type().tensor_type().shape();
+      if (shape.dim_size() == 3 && shape.dim(2).has_dim_value()) return shape.dim(2).dim_value();
+    }
+    for (const auto& init : g.initializer()) {
+      if (init.name() == id && init.dims_size() == 3) return init.dims(2);
+    }
+    for (const auto& node : g.node()) {
+      if (node.op_type() != "Constant" || node.output_size() != 1 || node.output(0) != id) continue;
+      for (const auto& a : node.attribute()) {
+        if (a.name() == "value" && a.t().dims_size() == 3) return a.t().dims(2);
+      }
+    }
+    return std::nullopt;
+  };
+  for (auto& node : *g.mutable_node()) {
+    const std::string& t = node.op_type();
+    if ((t != "GRU" && t != "LSTM" && t != "RNN") || node.input_size() < 3) continue;
+    if (!node.domain().empty() && node.domain() != ir::kOnnxDomain) continue;
+    bool has = false;
+    for (const auto& a : node.attribute()) has = has || a.name() == "hidden_size";
+    if (const auto h = lastDim(node.input(2)); !has && h) setIntAttr(node, "hidden_size", *h);
+  }
 }
 
 void BuilderImpl::runInference() {

@@ -116,6 +116,22 @@ class BuilderImpl {
   // model's opsets are recorded in this Builder's model.
   onnx::GraphProto subgraphOf(BuilderImpl& child, const char* method);
 
+  // The node whose outputs are exactly `outputs` (Builder's node attribute API); throws when there
+  // is none. nodeChanged() after changing it.
+  onnx::NodeProto& nodeByOutputs(const std::set<TensorId>& outputs);
+  void nodeChanged() { ++generation_; }
+  // The value of `id` when it is an initializer or the output of a Constant node, else null.
+  const onnx::TensorProto* constantValue(const TensorId& id) const;
+  // Resize's inputs (scales at `scalesIndex`, sizes after it) as PopART's Builder takes them:
+  // FLOAT16 constant scales become FLOAT ones (ONNX's type), and constant scales and sizes both
+  // with values are refused with PopART's message.
+  std::vector<TensorId> resizeInputs(const std::vector<TensorId>& args, size_t scalesIndex,
+                                     const std::string& debugContext);
+  // Builder::saveInitializersExternally; checkExternalData: a loaded model's external data files
+  // exist (external_data.cpp).
+  void saveInitializersExternally(const std::vector<TensorId>& ids, const std::string& filename);
+  void checkExternalData() const;
+
  private:
   // True when id is taken anywhere in the family of Builders (this one, its parents, their
   // children).
@@ -144,10 +160,12 @@ class BuilderImpl {
   Emitted emitNode(const std::string& opType, const std::string& domain,
                    const std::vector<TensorId>& inputs, const std::string& base,
                    const std::vector<TensorId>& outputs);
+  void checkOpExists(const std::string& opType, const std::string& domain) const;
   void runInference();
   std::string strictInferenceError();
   onnx::ModelProto modelForExport() const;
   onnx::ModelProto modelForInference() const;
+  void addRecurrentHiddenSizes(onnx::GraphProto& g) const;
 
   onnx::ModelProto model_;
   std::set<std::string> tensorIds_;

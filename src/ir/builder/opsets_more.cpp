@@ -26,7 +26,9 @@ void checkChoice(const char* method, const char* attr, const std::string& value,
 
 void checkOutputCount(const char* method, unsigned n, unsigned max) {
   if (n < 1 || n > max) {
-    throw error("Builder: {} has 1 to {} outputs, asked for {}", method, max, n);
+    // "has an invalid number of outputs": PopART's words, which its tests look for.
+    throw error("Builder: {} has an invalid number of outputs: {} (it has 1 to {})", method, n,
+                max);
   }
 }
 
@@ -235,11 +237,23 @@ TensorId AiOnnxOpset11::resize(const std::vector<TensorId>& args,
   checkChoice("resize", "mode", mode, {"nearest", "linear", "cubic"});
   checkChoice("resize", "coordinate_transformation_mode", coordinate_transformation_mode,
               {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-               "tf_half_pixel_for_nearest", "tf_crop_and_resize"});
+               "tf_half_pixel_for_nn", "tf_crop_and_resize"});
+  // "pytorch" is PopART's own nearest mode (src/ir/ops/resize_ops.cpp).
   checkChoice("resize", "nearest_mode", nearest_mode,
-              {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
-  // Resize 11 needs X, roi and scales; 13 makes roi and scales optional.
-  return impl_->node("resize", "Resize", args, version_ >= 13 ? 1 : 3, 4, 1,
+              {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "pytorch"});
+  // Resize 11 needs X, roi and scales; 13 makes roi and scales optional. PopART's way of giving
+  // sizes at 11, resize([X, roi, "", sizes]), is written as ONNX-11 says: scales an empty tensor.
+  BuilderImpl::checkArity("resize", args, version_ >= 13 ? 1 : 3, 4);
+  std::vector<TensorId> inputs = impl_->resizeInputs(args, 2, dc);
+  if (version_ < 13) {
+    for (size_t i = 1; i < std::min<size_t>(inputs.size(), 3); ++i) {
+      if (inputs[i].empty()) {
+        inputs[i] = impl_->constant(nullptr, TensorInfo(DataType::FLOAT, {0}),
+                                    (dc.empty() ? "resize" : dc) + (i == 1 ? "/roi" : "/scales"));
+      }
+    }
+  }
+  return impl_->node("resize", "Resize", inputs, version_ >= 13 ? 1 : 3, 4, 1,
                      {{"coordinate_transformation_mode", coordinate_transformation_mode},
                       {"cubic_coeff_a", cubic_coeff_a},
                       {"exclude_outside", exclude_outside},
@@ -250,8 +264,8 @@ TensorId AiOnnxOpset11::resize(const std::vector<TensorId>& args,
 }
 
 // ONNX deprecated Upsample at opset 10 (the checker refuses it from then on): Upsample(X, scales)
-// is Resize(X, roi = [], scales) with asymmetric coordinates (and, for nearest, the floor of the
-// source coordinate), which is the node written.
+// is Resize(X, roi = [], scales) with asymmetric coordinates (and, for nearest, PopART's
+// "pytorch" mode, which its UpsampleToResize pattern gives Upsample), which is the node written.
 TensorId AiOnnxOpset11::upsample(const std::vector<TensorId>& args, const std::string& mode,
                                  const std::string& dc) {
   checkChoice("upsample", "mode", mode, {"nearest", "linear"});
@@ -261,7 +275,7 @@ TensorId AiOnnxOpset11::upsample(const std::vector<TensorId>& args, const std::s
   return impl_->node("upsample", "Resize", {args[0], roi, args[1]}, 3, 3, 1,
                      {{"coordinate_transformation_mode", std::string("asymmetric")},
                       {"mode", mode},
-                      {"nearest_mode", std::string("floor")}},
+                      {"nearest_mode", std::string("pytorch")}},
                      dc)[0];
 }
 
@@ -332,21 +346,16 @@ std::vector<TensorId> recurrent(BuilderImpl& impl, const char* method, const cha
                                 std::optional<BuilderImpl::NodeAttr> extra, const std::string& dc) {
   checkOutputCount(method, num_outputs, maxOutputs);
   checkChoice(method, "direction", direction, {"forward", "reverse", "bidirectional"});
-  if (!hidden_size && args.size() >= 3 && impl.hasTensor(args[2])) {
-    // ONNX's shape inference takes the hidden size from the attribute only: give it R's
-    // [num_directions, gates * hidden, hidden] last dimension when that is known.
-    try {
-      const Shape r = impl.tensorInfo(args[2]).shape();
-      if (r.size() == 3) hidden_size = r[2];
-    } catch (const error&) {
-    }
-  }
+  // As PopART's Builder: direction only when not "forward", hidden_size only when given (ONNX's
+  // shape inference, which needs it, gets R's last dimension from BuilderImpl's inference model),
+  // so that addNodeAttribute can set them.
+  using Opt = std::optional<BuilderImpl::AttrValue>;
   std::vector<BuilderImpl::NodeAttr> attrs = {
       {"activation_alpha", BuilderImpl::nonEmpty(activation_alpha)},
       {"activation_beta", BuilderImpl::nonEmpty(activation_beta)},
       {"activations", BuilderImpl::nonEmpty(activations)},
       {"clip", BuilderImpl::ifSet(clip)},
-      {"direction", direction},
+      {"direction", direction == "forward" ? Opt() : Opt(direction)},
       {"hidden_size", BuilderImpl::ifSet(hidden_size)}};
   if (extra) attrs.push_back(*extra);
   return impl.node(method, type, args, 3, maxArgs, num_outputs, attrs, dc);

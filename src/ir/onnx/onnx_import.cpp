@@ -1,9 +1,11 @@
 #include "ir/onnx/onnx_import.hpp"
 
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -357,6 +359,35 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
   }
 }
 
+// Whether ONNX's checker would refuse `attr` of `node` (ai.onnx at `version`) although xtrain reads
+// it, as PopART does: an attribute a later version of the op declares (Resize-10's nearest_mode,
+// which PopART's Builder adds with addNodeAttribute), or one of PopART's own ("__"-prefixed).
+bool isPopartAttribute(const onnx::NodeProto& node, const std::string& attr, int version) {
+  if (attr.rfind("__", 0) == 0) return true;
+  if (!node.domain().empty() && node.domain() != kOnnxDomain) return false;
+  const onnx::OpSchema* now = onnx::OpSchemaRegistry::Schema(node.op_type(), version, "");
+  if (now == nullptr || now->attributes().count(attr)) return false;
+  const onnx::OpSchema* latest = onnx::OpSchemaRegistry::Schema(node.op_type(), kMaxOnnxOpset, "");
+  return latest != nullptr && latest->attributes().count(attr) != 0;
+}
+
+// The model without the attributes isPopartAttribute accepts, for the checker (nothing is copied
+// when there are none).
+std::optional<onnx::ModelProto> withoutPopartAttributes(const onnx::ModelProto& model) {
+  const int version = onnxutil::onnxOpsetOf(model);
+  std::optional<onnx::ModelProto> stripped;
+  const auto& nodes = model.graph().node();
+  for (int n = 0; n < nodes.size(); ++n) {
+    for (int a = nodes[n].attribute_size(); a-- > 0;) {
+      if (!isPopartAttribute(nodes[n], nodes[n].attribute(a).name(), version)) continue;
+      if (!stripped) stripped = model;
+      auto* attrs = stripped->mutable_graph()->mutable_node(n)->mutable_attribute();
+      attrs->erase(attrs->begin() + a);
+    }
+  }
+  return stripped;
+}
+
 void runChecks(const onnx::ModelProto& model, bool runChecker) {
   checkOpsets(model);
   onnxutil::registerGraphcoreSchemas();
@@ -371,7 +402,8 @@ void runChecks(const onnx::ModelProto& model, bool runChecker) {
     }
   }
   try {
-    onnx::checker::check_model(model);
+    const std::optional<onnx::ModelProto> stripped = withoutPopartAttributes(model);
+    onnx::checker::check_model(stripped ? *stripped : model);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();

@@ -30,7 +30,7 @@
 
 namespace xtrain::ir {
 
-inline constexpr int kMinOnnxOpset = 7;
+inline constexpr int kMinOnnxOpset = 6;  // PopART's Builder has opsets 6 to 11
 inline constexpr int kMaxOnnxOpset = 17;
 inline constexpr int kGraphcoreOpset = 1;
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -229,13 +230,45 @@ void copyTypedField(const onnx::TensorProto& t, const TypedField& field, size_t 
 
 }  // namespace
 
-HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0) {
-    throw error(
-        "{} stores its data outside the model file (external data), which xtrain does not "
-        "support; save the model with its data inside the file",
-        what);
+namespace {
+
+// A tensor whose data is in another file (ONNX's external data: keys location, offset, length).
+// As PopART, a relative location is relative to the working directory.
+HostTensor externalTensor(const onnx::TensorProto& t, const std::string& what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset") offset = std::stoll(kv.value());
+    if (kv.key() == "length") length = std::stoll(kv.value());
   }
+  const TensorInfo info = tensorProtoInfo(t, what);
+  if (length < 0) length = info.nbytes();
+  if (location.empty() || length != info.nbytes() || offset < 0) {
+    throw error(
+        "{} ({}) has external data at '{}', offset {}, length {}; expected a location and "
+        "{} bytes",
+        what, info.toString(), location, offset, length, info.nbytes());
+  }
+  std::ifstream in(location, std::ios::binary);
+  if (!in) {
+    throw error("{} stores its external data in {}, but it doesn't exist or is not accessible",
+                what, location);
+  }
+  HostTensor value(info);
+  in.seekg(offset);
+  in.read(reinterpret_cast<char*>(value.raw()), static_cast<std::streamsize>(length));
+  if (!in) {
+    throw error("{} ({}): its external data file {} has fewer than {} bytes after offset {}", what,
+                info.toString(), location, length, offset);
+  }
+  return value;
+}
+
+}  // namespace
+
+HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return externalTensor(t, what);
   if (t.has_segment()) throw error("{} is segmented, which xtrain does not support", what);
   const TensorInfo info = tensorProtoInfo(t, what);
   if (info.dataType() == DataType::STRING) {

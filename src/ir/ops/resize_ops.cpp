@@ -1,30 +1,37 @@
 // Resizing: ONNX Resize (opsets 10-17) and Upsample (opsets 7-9, canonicalised to Resize), and the
-// internal ResizeGrad.
+// internal ResizeGrad, with PopART's semantics.
 //
 // Canonical form of Resize (one input, X; every ONNX form is rewritten to it by canonicalize):
-//   mode                            "nearest" or "linear" (N-linear over every resized axis);
+//   mode                            "nearest", "linear" (N-linear) or "cubic" (N-cubic, Keys'
+//                                   kernel), over every resized axis;
 //   coordinate_transformation_mode  "half_pixel", "pytorch_half_pixel", "align_corners",
 //                                   "asymmetric" or "tf_half_pixel_for_nn";
 //   nearest_mode                    "round_prefer_floor", "round_prefer_ceil", "floor", "ceil", or
-//                                   "simple" (internal: floor on an axis whose scale is >= 1, ceil
-//                                   on one whose scale is < 1; Resize-10's and Upsample's rule, as
-//                                   onnxruntime implements it);
+//                                   "pytorch" (PopART's own mode, PyTorch's nearest: the input
+//                                   index is floor(o / scale) whatever the transformation, and an
+//                                   axis whose size is unchanged is left alone);
 //   sizes                           ints, the output shape (one value per axis of X);
 //   scales                          floats, one per axis, only when the model gave scales: the
 //                                   coordinate transformation then divides by them (as ONNX says);
-//                                   without it, it uses sizes / input shape.
-// roi (used only by tf_crop_and_resize, which is refused), cubic_coeff_a and exclude_outside (only
-// for cubic, refused) and extrapolation_value (only for tf_crop_and_resize) are dropped.
+//                                   without it, it uses sizes / input shape;
+//   cubic_coeff_a, exclude_outside  only for cubic (defaults -0.75 and 0).
+// roi (used only by tf_crop_and_resize, which is refused) and extrapolation_value (only for
+// tf_crop_and_resize) are dropped. As in PopART, the output size from scales is floor(in * scale)
+// computed in FLOAT, and an axis whose scale is 1 is left unchanged.
 //
-// Opset differences: Upsample 7/8 take scales as an attribute, Upsample 9 and Resize 10 as input 1;
-// both have only `mode` and use the asymmetric transformation (ONNX's Upsample is not PyTorch's
-// bilinear, which exports at opset 11+ as half_pixel or align_corners). Resize 11 adds roi, scales
-// and sizes inputs (scales required, given empty when sizes is used) and the transformation
-// attributes; Resize 13 makes roi and scales optional. Opset 18's antialias, axes and
-// keep_aspect_ratio_policy are refused when they would change the result.
+// Opset differences: Upsample 7/8 take scales as an attribute, Upsample 9 and Resize 10 as input 1.
+// Resize 10 reads the opset-11 attributes too, as PopART does (its Builder adds nearest_mode with
+// addNodeAttribute), with PopART's defaults: nearest_mode "pytorch" and half_pixel. Upsample is
+// PopART's UpsampleToResize: nearest is "pytorch"; linear (which PopART refuses) is ONNX's,
+// asymmetric. Resize 11 adds roi, scales and sizes inputs (scales required, given empty when
+// sizes is used) and the transformation attributes; Resize 13 makes roi and scales optional.
+// Opset 18's antialias, axes and keep_aspect_ratio_policy are refused when they would change the
+// result.
 //
 // Gradient: ResizeGrad(gY) scatters every output's gradient back onto the input elements it was
-// interpolated from, with the same weights.
+// interpolated from, with the same weights: the exact adjoint of the forward, for every mode
+// (PopART refuses linear when training, and its nearest gradient is the adjoint of "pytorch" for
+// every nearest mode; both agree with this one wherever PopART's is the adjoint).
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -71,11 +78,12 @@ bool isOneOf(const std::string& v, std::initializer_list<const char*> options) {
 template <typename Fail>
 void checkModes(const Attributes& a, Fail&& fail) {
   const std::string mode = a.getString("mode", "nearest");
-  if (mode == "cubic") {
-    fail("mode 'cubic' is not implemented (xtrain implements 'nearest' and 'linear')");
-  }
-  if (mode != "nearest" && mode != "linear") {
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
     fail("mode '" + mode + "' is not one of nearest, linear, cubic");
+  }
+  const int64_t excludeOutside = a.getInt("exclude_outside", 0);
+  if (excludeOutside != 0 && excludeOutside != 1) {
+    fail(xtrain::format("exclude_outside is {}; expected 0 or 1", excludeOutside));
   }
   const std::string ctm = a.getString("coordinate_transformation_mode", "half_pixel");
   if (ctm == "tf_crop_and_resize") {
@@ -91,9 +99,9 @@ void checkModes(const Attributes& a, Fail&& fail) {
          "tf_half_pixel_for_nn, tf_crop_and_resize");
   }
   const std::string nearest = a.getString("nearest_mode", "round_prefer_floor");
-  if (!isOneOf(nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"})) {
+  if (!isOneOf(nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "pytorch"})) {
     fail("nearest_mode '" + nearest + "' is not one of round_prefer_floor, round_prefer_ceil, " +
-         "floor, ceil");
+         "floor, ceil, pytorch");
   }
 }
 
@@ -128,7 +136,14 @@ std::pair<std::optional<std::vector<double>>, std::optional<std::vector<double>>
   } else {
     scales = constInputValues(op, graph, 2, "scales");
     sizes = constInputValues(op, graph, 3, "sizes");
-    if (scales && sizes) fail("scales and sizes are both given; give one of them");
+    if (scales && sizes) {
+      // PopART's message, word for word (its tests compare it).
+      throw error(
+          "Resize op has inputs for `sizes` and `scales`. Only one of these tensors should be "
+          "present. If `sizes` is needed, please pass an empty string as the name of `scales` in "
+          "the input list ( resize([X, roi, '', sizes]) ). If the proto is not generated from the "
+          "PopART Builder, please confirm that only one of the two tensors shall have data.");
+    }
     if (!scales && !sizes) {
       if (a.has("sizes")) {
         // Canonical already (an internal op or a copy): keep it.
@@ -149,7 +164,7 @@ std::pair<std::optional<std::vector<double>>, std::optional<std::vector<double>>
 
 // The interpolation modes of the opset-11+ form (the legacy forms' defaults made explicit).
 void canonicalModes(Attributes& a, bool upsample, bool legacy, const Fail& fail) {
-  if (legacy) {
+  if (upsample) {
     std::string mode = a.getString("mode", "nearest");
     if (mode == "bilinear") mode = "linear";  // Upsample-1's name, still written by some tools
     if (mode != "nearest" && mode != "linear") {
@@ -157,7 +172,13 @@ void canonicalModes(Attributes& a, bool upsample, bool legacy, const Fail& fail)
     }
     a.set("mode", mode);
     a.set("coordinate_transformation_mode", std::string("asymmetric"));
-    a.set("nearest_mode", std::string(upsample ? "floor" : "simple"));
+    a.set("nearest_mode", std::string("pytorch"));
+  } else if (legacy) {
+    // Resize 10, as PopART reads it: the opset-11 attributes when the node has them.
+    a.set("mode", a.getString("mode", "nearest"));
+    a.set("coordinate_transformation_mode",
+          a.getString("coordinate_transformation_mode", "half_pixel"));
+    a.set("nearest_mode", a.getString("nearest_mode", "pytorch"));
   } else {
     a.set("mode", a.getString("mode", "nearest"));
     a.set("coordinate_transformation_mode",
@@ -186,8 +207,10 @@ Shape outputShape(const Shape& x, const std::optional<std::vector<double>>& scal
       if (upsample && s < 1) {
         fail(xtrain::format("Upsample scales must be >= 1, got {}", *scales));
       }
-      // ONNX: output_dimension = floor(input_dimension * scale).
-      const double dim = std::floor(static_cast<double>(x[i]) * s);
+      // ONNX: output_dimension = floor(input_dimension * scale), in FLOAT as PopART computes it
+      // (10 * 0.7f is 7 in FLOAT, 6.99999988 in DOUBLE).
+      const double dim =
+          static_cast<double>(std::floor(static_cast<float>(x[i]) * static_cast<float>(s)));
       if (dim >= 0x1p53) {
         fail(xtrain::format("scales {} give an output dimension of {} for X {}", *scales, dim,
                             shapeToString(x)));
@@ -245,9 +268,15 @@ void canonicalizeResize(Op& op, const Graph& graph) {
       fail("antialias=1 when downsampling (opset 18) is not implemented");
     }
   }
-  for (const char* unused : {"cubic_coeff_a", "exclude_outside", "extrapolation_value", "antialias",
-                             "keep_aspect_ratio_policy"}) {
+  for (const char* unused : {"extrapolation_value", "antialias", "keep_aspect_ratio_policy"}) {
     a.erase(unused);
+  }
+  if (a.getString("mode") == "cubic") {
+    a.set("cubic_coeff_a", a.getFloat("cubic_coeff_a", -0.75f));
+    a.set("exclude_outside", a.getInt("exclude_outside", 0));
+  } else {
+    a.erase("cubic_coeff_a");
+    a.erase("exclude_outside");
   }
   op.inputs.resize(1);
   op.type = "Resize";

@@ -106,8 +106,8 @@ void canonicalizeRnn(const CellInfo& ci, Op& op, const Graph& graph) {
              ci.gates);
   const int64_t hs = r.shape()[2];
   if (a.has("hidden_size") && a.getInt("hidden_size") != hs) {
-    ctx.fail("attribute hidden_size is {} but R {} has hidden size {}", a.getInt("hidden_size"),
-             r.toString(), hs);
+    ctx.fail("attribute hidden_size {} does not match R {}, whose hidden size is {}",
+             a.getInt("hidden_size"), r.toString(), hs);
   }
   a.set("hidden_size", hs);
 
