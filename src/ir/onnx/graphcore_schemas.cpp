@@ -383,8 +383,16 @@ void registerUtilityOps() {
   registerOtherOps();
 }
 
+}  // namespace
+
+// graphcore_schemas_unary.cpp: Expm1, Log1p, the bitwise ops, DepthToSpace.
+void registerGraphcoreUnarySchemas();
+
+namespace {
+
 void registerAll() {
   registerCollectives();
+  registerGraphcoreUnarySchemas();
   registerUtilityOps();
   {
     onnx::OpSchema s = lossSchema("IdentityLoss");
