@@ -205,6 +205,28 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                 const std::string& debugContext = {});
   TensorId hardsigmoid(const std::vector<TensorId>& args, float alpha = 0.2f, float beta = 0.5f,
                        const std::string& debugContext = {});
+  // The inverse and hyperbolic trigonometric functions, Tan and Round (halves to even; zero
+  // gradient). Shrink: x + bias below -lambd, x - bias above lambd, else 0.
+  TensorId asin(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId acos(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId atan(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId sinh(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId cosh(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId tan(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId asinh(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId acosh(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId atanh(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId round(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId shrink(const std::vector<TensorId>& args, float bias = 0.0f, float lambd = 0.5f,
+                  const std::string& debugContext = {});
+  // Local response normalization across the channels of [N, C, D1, ...].
+  TensorId lrn(const std::vector<TensorId>& args, int64_t size, float alpha = 0.0001f,
+               float beta = 0.75f, float bias = 1.0f, const std::string& debugContext = {});
+  // Blocks between channels and space of [N, C, H, W]; mode "DCR" or "CRD" (PixelShuffle's).
+  TensorId depthtospace(const std::vector<TensorId>& args, int64_t blocksize,
+                        const std::string& mode = "DCR", const std::string& debugContext = {});
+  TensorId spacetodepth(const std::vector<TensorId>& args, int64_t blocksize,
+                        const std::string& debugContext = {});
   // args = {input[, min[, max]]} (scalar tensors; absent or "": no bound).
   TensorId clip(const std::vector<TensorId>& args, const std::string& debugContext = {});
   // Elementwise binary (numpy broadcasting); max and min take one or more inputs.
@@ -548,6 +570,19 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
                    const std::string& debugContext = {});
   // Round half to even (ONNX Round-11); its gradient is zero.
   TensorId round(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // exp(x) - 1 and log(1 + x), accurate near 0.
+  TensorId expm1(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId log1p(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // Bitwise ops on integer tensors (INT32 and UINT32 as in PopART; any integer type here), the
+  // binary ones with numpy broadcasting. No gradient.
+  TensorId bitwisenot(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId bitwiseand(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId bitwiseor(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId bitwisexor(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId bitwisexnor(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // As ai.onnx DepthToSpace-11 (mode "DCR" or "CRD").
+  TensorId depthtospace(const std::vector<TensorId>& args, int64_t blocksize,
+                        const std::string& mode, const std::string& debugContext = {});
   // args = {} or {condition}: when the op runs (and the scalar condition is nonzero), the run fails
   // with an error naming the op.
   void abort(const std::vector<TensorId>& args = {}, const std::string& debugContext = {});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "builder_ops_more.hpp"
+#include "builder_ops_unary.hpp"
 #include "builder_support.hpp"
 #include "numpy_types.hpp"
 #include "xtrain/builder.hpp"
@@ -133,6 +134,7 @@ void bindAiOnnx11(py::module_& m) {
       },
       py::arg("value"), py::arg("debugContext"));
   bindAiOnnx11More(c);
+  bindAiOnnx11Unary(c);
 }
 
 // Opsets 12 to 17: what each adds to or changes in the one before.
@@ -294,6 +296,7 @@ void bindAiGraphcore(py::module_& m) {
                          [&](const auto& g) { return o.replicatedallgather(args, g, d); });
       },
       py::arg("args"), py::arg("commGroup") = py::none(), py::arg("debugContext") = "");
+  bindAiGraphcoreUnary(c);
 }
 
 }  // namespace

@@ -113,9 +113,10 @@ void addGradientAnchors(ir::Graph& g, const TensorId& loss, const std::vector<Te
   for (const auto& t : targets) {
     const auto it = gradOf.find(t);
     if (it == gradOf.end()) {
+      // PopART's words first (its tests compare the start of the message), then why.
       throw error(
-          "anchor '{}{}': '{}' has no gradient: it does not influence the loss '{}', or is not "
-          "floating point",
+          "Anchor tensor `{}{}' not in Ir Tensors. '{}' has no gradient: it does not influence the "
+          "loss '{}', or is not floating point",
           reservedGradientPrefix(), t, t, loss);
     }
     ir::OpSpec copy;

@@ -166,6 +166,45 @@ TEST(CastOp, ConvertsBetweenEverySupportedPair) {
   }
 }
 
+TEST(CastOp, NarrowAndUnsignedIntegerTypesConvertBothWays) {
+  // PopART's host streams and casts take INT8, UINT8, INT16, UINT16 and UINT32 too.
+  const std::vector<DataType> types = {DataType::FLOAT,  DataType::FLOAT16, DataType::INT32,
+                                       DataType::INT8,   DataType::UINT8,   DataType::INT16,
+                                       DataType::UINT16, DataType::UINT32,  DataType::UINT64};
+  const std::vector<double> values = {0, 1, 3, 7, 0, 100, 1, 42};
+  for (DataType from : types) {
+    HostTensor x(TensorInfo(from, {8}));
+    for (int64_t i = 0; i < 8; ++i) x.setFromDouble(i, values[static_cast<size_t>(i)]);
+    for (DataType to : types) {
+      HostTensor y = runCast(x, to);
+      ASSERT_EQ(y.info(), TensorInfo(to, {8})) << dataTypeName(from) << " -> " << dataTypeName(to);
+      for (int64_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(y.getAsDouble(i), values[static_cast<size_t>(i)])
+            << dataTypeName(from) << " -> " << dataTypeName(to) << " at " << i;
+      }
+    }
+  }
+  // Negative values, floats saturating into the narrow types, and integers wrapping as in C++
+  // (and numpy's astype).
+  auto f = HostTensor::fromVector<float>({4}, {-5.7f, 300.0f, -300.0f, 70000.0f});
+  EXPECT_EQ(runCast(f, DataType::INT8).toVector<int8_t>(),
+            (std::vector<int8_t>{-5, 127, -128, 127}));
+  // (uint16_t storage reads back as FLOAT16 through toVector: compare values.)
+  const auto values16 = [](const HostTensor& t) {
+    std::vector<double> v;
+    for (int64_t k = 0; k < t.nelms(); ++k) v.push_back(t.getAsDouble(k));
+    return v;
+  };
+  EXPECT_EQ(values16(runCast(f, DataType::UINT16)), (std::vector<double>{0, 300, 0, 65535}));
+  EXPECT_EQ(runCast(f, DataType::INT16).toVector<int16_t>(),
+            (std::vector<int16_t>{-5, 300, -300, 32767}));
+  auto i = HostTensor::fromVector<int32_t>({3}, {-1, 200, 65537});
+  EXPECT_EQ(runCast(i, DataType::INT8).toVector<int8_t>(), (std::vector<int8_t>{-1, -56, 1}));
+  EXPECT_EQ(values16(runCast(i, DataType::UINT16)), (std::vector<double>{65535, 200, 1}));
+  auto s = HostTensor::fromVector<int8_t>({2}, {-128, 127});
+  EXPECT_EQ(runCast(s, DataType::FLOAT).toVector<float>(), (std::vector<float>{-128, 127}));
+}
+
 TEST(CastOp, FloatToIntegerTruncatesAndSaturates) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   auto x = HostTensor::fromVector<float>({6}, {2.7f, -2.7f, 0.5f, 1e20f, -1e20f, nan});

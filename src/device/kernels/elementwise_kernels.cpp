@@ -497,7 +497,14 @@ XT_REGISTER_KERNEL("ai.onnx", "Mod", [](const KernelSpec& spec) -> std::unique_p
   const bool fmod = spec.attrs.getInt("fmod", 0) != 0;
   switch (t) {
     case DataType::FLOAT:
-      if (!fmod) spec.fail("floating-point Mod needs fmod=1");
+      if (!fmod) {  // Python's %: C's fmod moved into the divisor's sign (PopART's float Mod)
+        return makeKernel([](const KernelIO& io) {
+          broadcastBinary<float, float, float>(io.in(0), io.in(1), io.out(0), [](float a, float b) {
+            const float r = std::fmod(a, b);
+            return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : r;
+          });
+        });
+      }
       return makeKernel([](const KernelIO& io) {
         broadcastBinary<float, float, float>(io.in(0), io.in(1), io.out(0),
                                              [](float a, float b) { return std::fmod(a, b); });

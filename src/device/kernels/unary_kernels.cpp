@@ -1,7 +1,7 @@
 // Kernels for the elementwise unary ops (Neg, Exp, Log, Sqrt, Relu, Sigmoid, Tanh, Identity, Cast),
 // Pow, Dropout and their ai.xtrain grad ops (GELU's are in gelu_kernels.cpp). FLOAT, except Neg
-// (also INT32, INT64), Identity (any type) and Cast (FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL,
-// UINT8).
+// (also INT32, INT64), Identity (any type) and Cast (FLOAT, FLOAT16, DOUBLE, BOOL and the integer
+// types INT8 to UINT64).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -160,6 +160,11 @@ CastFn castFrom(DataType to) {
     case DataType::INT64: return &castLoop<SrcTag, int64_t>;
     case DataType::BOOL: return &castLoop<SrcTag, Boolean>;
     case DataType::UINT8: return &castLoop<SrcTag, uint8_t>;
+    case DataType::INT8: return &castLoop<SrcTag, int8_t>;
+    case DataType::UINT16: return &castLoop<SrcTag, uint16_t>;
+    case DataType::INT16: return &castLoop<SrcTag, int16_t>;
+    case DataType::UINT32: return &castLoop<SrcTag, uint32_t>;
+    case DataType::UINT64: return &castLoop<SrcTag, uint64_t>;
     default: return nullptr;
   }
 }
@@ -173,6 +178,11 @@ CastFn castFunction(DataType from, DataType to) {
     case DataType::INT64: return castFrom<int64_t>(to);
     case DataType::BOOL: return castFrom<Boolean>(to);
     case DataType::UINT8: return castFrom<uint8_t>(to);
+    case DataType::INT8: return castFrom<int8_t>(to);
+    case DataType::UINT16: return castFrom<uint16_t>(to);
+    case DataType::INT16: return castFrom<int16_t>(to);
+    case DataType::UINT32: return castFrom<uint32_t>(to);
+    case DataType::UINT64: return castFrom<uint64_t>(to);
     default: return nullptr;
   }
 }
@@ -182,8 +192,11 @@ XT_REGISTER_KERNEL("ai.onnx", "Cast", [](const KernelSpec& spec) -> std::unique_
   const DataType to = spec.outputs.at(0).dataType();
   const CastFn fn = castFunction(from, to);
   if (fn == nullptr) {
-    spec.fail("cannot cast {} to {} (supported: FLOAT, FLOAT16, DOUBLE, INT32, INT64, BOOL, UINT8)",
-              dataTypeName(from), dataTypeName(to));
+    spec.fail(
+        "cannot cast {} to {} (supported: FLOAT, FLOAT16, DOUBLE, BOOL and the integer types INT8 "
+        "to "
+        "UINT64)",
+        dataTypeName(from), dataTypeName(to));
   }
   if (from == to) {
     return makeKernel([](const KernelIO& io) {

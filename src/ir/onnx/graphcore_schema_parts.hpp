@@ -14,6 +14,7 @@ onnx::OpSchema graphcoreSchema(const char* name, const char* doc);
 
 void registerSortAndRandomSchemas();  // graphcore_schemas_sort.cpp
 void registerCallSchema();            // call_schema.cpp
+void registerGraphcoreUnarySchemas();  // graphcore_schemas_unary.cpp
 
 }  // namespace xtrain::ir::onnxutil
 

@@ -377,6 +377,7 @@ void registerUtilityOps() {
 
 void registerAll() {
   registerCollectives();
+  registerGraphcoreUnarySchemas();
   registerUtilityOps();
   registerSortAndRandomSchemas();
   {

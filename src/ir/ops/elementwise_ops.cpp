@@ -16,7 +16,8 @@
 //    floating point; from 12 integer types (bounds stay inputs, exact in INT64).
 //  - Max/Min: broadcasting from opset 8 (before, equal shapes); integer types from 12.
 //  - Equal: opset 7 for integers and BOOL, 11 adds floating point; LessOrEqual/GreaterOrEqual 12.
-//  - Mod (10): fmod 0 (integers only; sign of the divisor) or 1 (C fmod; sign of the dividend).
+//  - Mod (10): fmod 0 (sign of the divisor; floats too, as PopART) or 1 (C fmod; sign of the
+//    dividend).
 //  - The activations' defaults (alpha, beta, gamma) are filled in by canonicalize.
 #include <cmath>
 #include <limits>
@@ -379,9 +380,11 @@ XT_REGISTER_OP([] {
 
 // ---- Mod
 
-// Mod(A, B) with numpy broadcasting. fmod = 0: the result has the divisor's sign (integers only);
-// fmod = 1: C's fmod, the dividend's sign. Integer division by zero is an error at run time.
-// Gradient (floating point): dA = gy, dB = -gy trunc(A/B).
+// Mod(A, B) with numpy broadcasting. fmod = 0: the result has the divisor's sign (Python's %);
+// fmod = 1: C's fmod, the dividend's sign. ONNX asks for fmod = 1 with floating point; PopART
+// also takes fmod = 0 there (as ai.graphcore Remainder), and so does xtrain. Integer division by
+// zero is an error at run time. Gradient (floating point): dA = gy, dB = -gy q with q = floor(A/B)
+// (fmod 0) or trunc(A/B) (fmod 1).
 XT_REGISTER_OP([] {
   OpDef d{.type = "Mod", .minInputs = 2, .maxInputs = 2};
   d.canonicalize = [](Op& op, const Graph&) {
@@ -396,10 +399,6 @@ XT_REGISTER_OP([] {
     requireSameType(ctx, 0, 1);
     const int64_t fmod = ctx.attrs().getInt("fmod");
     if (fmod != 0 && fmod != 1) ctx.fail("attribute fmod is {}, expected 0 or 1", fmod);
-    if (fmod == 0 && isFloatingPoint(ctx.input(0).dataType())) {
-      ctx.fail("inputs are {}: floating-point Mod needs fmod=1 (the ONNX spec)",
-               dataTypeName(ctx.input(0).dataType()));
-    }
     const TensorInfo& a = ctx.input(0);
     return std::vector<TensorInfo>{
         TensorInfo(a.dataType(), broadcastShapes(ctx, a.shape(), ctx.input(1).shape()))};
@@ -409,9 +408,9 @@ XT_REGISTER_OP([] {
     const TensorId& gy = g.gradOut(0);
     if (g.needsGrad(0)) g.setGradIn(0, g.reduceToShape(gy, g.inputInfo(0).shape()));
     if (g.needsGrad(1)) {
-      // Float Mod is fmod (trunc quotient): the grad op shared with ai.graphcore Fmod/Remainder.
+      // The grad op shared with ai.graphcore Fmod/Remainder (trunc or floor quotient).
       Attributes a;
-      a.set("fmod", int64_t{1});
+      a.set("fmod", g.attrs().getInt("fmod"));
       TensorId gb = g.emit("ModGradDivisor", {gy, g.input(0), g.input(1)}, a);
       g.setGradIn(1, g.reduceToShape(gb, g.inputInfo(1).shape()));
     }
