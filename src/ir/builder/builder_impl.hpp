@@ -102,7 +102,18 @@ class BuilderImpl {
 
   std::string modelProto();
 
+  // ---- Placement and attribute scopes (builder_placement.cpp) ----
+  // Attributes written on every node emitted while they are set (Builder::setAttribute: the
+  // virtual graph, pipeline stage and execution phase scopes).
+  std::map<std::string, AttrValue>& scopeAttributes() { return scopeAttributes_; }
+  // The node that has every tensor of `outputs` among its outputs; throws naming `method` and the
+  // tensors when there is none (or they are graph inputs or initializers).
+  onnx::NodeProto& placementNode(const std::set<TensorId>& outputs, const std::string& method);
+
  private:
+  void applyScopeAttributes(onnx::NodeProto& node) const;
+  std::map<std::string, AttrValue> scopeAttributes_;
+
   void init();
   TensorId uniqueTensorId(const std::string& base);
   std::string uniqueNodeBase(const std::string& base, unsigned numOutputs);

@@ -9,6 +9,7 @@
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "ir/op_registry.hpp"
+#include "ir/placement/placement.hpp"
 
 namespace xtrain::ir {
 
@@ -132,12 +133,18 @@ void addConstant(Graph& graph, const onnx::NodeProto& node, const std::string& l
     throw error("{}: a Constant node must have exactly one output, it has {}", label,
                 node.output_size());
   }
-  if (node.attribute_size() != 1) {
+  // Attributes named "__..." are annotations (PopART's __ipu_number, ...), not the value: a
+  // constant lives wherever its readers need it.
+  std::vector<const onnx::AttributeProto*> values;
+  for (const auto& attr : node.attribute()) {
+    if (attr.name().rfind("__", 0) != 0) values.push_back(&attr);
+  }
+  if (values.size() != 1) {
     throw error(
         "{}: a Constant node must have exactly one attribute (value, value_float, ...), it has {}",
-        label, node.attribute_size());
+        label, values.size());
   }
-  const auto& a = node.attribute(0);
+  const auto& a = *values[0];
   const std::string what = label + " attribute '" + a.name() + "'";
   HostTensor value;
   if (a.name() == "value") {
@@ -368,6 +375,7 @@ void buildGraph(Graph& graph, const onnx::ModelProto& model, const OnnxImportOpt
     spec.outputs.assign(node.output().begin(), node.output().end());
     spec.numOutputs = node.output_size();
     spec.attrs = convertAttributes(node, label);
+    spec.placement = takePlacement(spec.attrs, label);  // __ipu_number, __pipeline_stage, ...
     if (spec.type == "BatchNormalization" && domain == kOnnxDomain) {
       spec.attrs.set(
           "running_variance",
