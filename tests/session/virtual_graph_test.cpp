@@ -74,6 +74,7 @@ struct Layout {
   VirtualGraphMode mode = VirtualGraphMode::Off;
   int64_t ipusPerReplica = 1;
   RecomputationType recompute = RecomputationType::None;
+  bool shardAcrossReplicas = false;  // replicated tensor sharding of weights and optimizer state
 };
 
 SessionOptions optionsOf(const Layout& l) {
@@ -84,6 +85,13 @@ SessionOptions optionsOf(const Layout& l) {
   o.accumulationFactor = l.af;
   o.virtualGraphMode = l.mode;
   o.autoRecomputation = l.recompute;
+  if (l.shardAcrossReplicas) {
+    for (auto* settings :
+         {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings}) {
+      settings->location.replicatedTensorSharding = ReplicatedTensorSharding::On;
+      settings->minElementsForReplicatedTensorSharding = 10;
+    }
+  }
   return o;
 }
 
@@ -171,6 +179,18 @@ TEST_F(VirtualGraphTraining, AutoAndRecomputationTrainToTheSameWeights) {
   expectSameInitializers(one, trained(placed, Layout{2, 2}, sgd, path("off.onnx")), 0);
 }
 
+TEST_F(VirtualGraphTraining, ReplicatedTensorShardingWithLambToo) {
+  const Model plain = buildModel(false), placed = buildModel(true);
+  const Adam lamb({{"defaultLearningRate", {0.01f, false}}, {"defaultWeightDecay", {0.01f, true}}},
+                  AdamMode::Lamb);
+  Layout one{2, 1};
+  one.shardAcrossReplicas = true;
+  Layout two{2, 1, VirtualGraphMode::Manual, 2};
+  two.shardAcrossReplicas = true;
+  expectSameInitializers(trained(plain, one, lamb, path("one.onnx")),
+                         trained(placed, two, lamb, path("two.onnx")), 0);
+}
+
 TEST_F(VirtualGraphTraining, ACheckpointIsIndependentOfThePlacement) {
   const Model plain = buildModel(false), placed = buildModel(true);
   const ConstSGD sgd(0.05f, 0.0f, 0.9f);
@@ -205,8 +225,10 @@ TEST_F(VirtualGraphTraining, PlacementRoundTripsThroughTheModelAndModelToHost) {
     ASSERT_TRUE(op["attributes"].contains("__ipu_number")) << op.dump();
     if (op["type"] == "IpuCopy") {
       ++copies;
-      EXPECT_EQ(op["attributes"]["destIpu"], "1");
-      if (op["inputs"][0]["name"] == m.h1) EXPECT_EQ(op["outputs"][0]["name"], m.h1 + "_c1");
+      if (op["inputs"][0]["name"] == m.h1) {
+        EXPECT_EQ(op["attributes"]["destIpu"], "1");
+        EXPECT_EQ(op["outputs"][0]["name"], m.h1 + "_c1");
+      }
     }
   }
   EXPECT_GE(copies, 3);  // h1, b1, and the gradients flowing back to IPU 0
@@ -225,8 +247,11 @@ TEST(VirtualGraphMemory, EachIpuIsChargedItsOwnTensors) {
     const auto& b = ipus[static_cast<size_t>(2 * replica + 1)]["classes"];
     EXPECT_EQ(a["Weights"].get<uint64_t>(), first);
     EXPECT_EQ(b["Weights"].get<uint64_t>(), second);
-    EXPECT_EQ(a["OptimizerState"].get<uint64_t>(), first);  // the velocities
-    EXPECT_EQ(b["OptimizerState"].get<uint64_t>(), second);
+    // The velocities, and a hyperparameter tensor per weight (2 weights on IPU 0, 4 on IPU 1).
+    const uint64_t hyperA = a["OptimizerState"].get<uint64_t>() - first;
+    const uint64_t hyperB = b["OptimizerState"].get<uint64_t>() - second;
+    EXPECT_GT(hyperA, 0u);
+    EXPECT_EQ(hyperB, 2 * hyperA);
     EXPECT_GT(b["Activations"].get<uint64_t>(), 0u);
   }
   // Unplaced, a replica's first IPU holds everything.
