@@ -765,6 +765,42 @@ class XTRAIN_API Builder {
   // True when id is an initializer of the model (a weight or a constant input).
   bool isInitializer(const TensorId& id) const;
 
+  // ---- Placement (docs/model-parallelism.md; src/ir/builder/builder_placement.cpp) ----
+  // Stored as PopART stores it, as attributes of the ONNX node whose outputs are named (one of
+  // them, or a set of them): __ipu_number (the virtual graph: an IPU of the replica),
+  // __pipeline_stage and __execution_phase. A session reads them with
+  // SessionOptions::virtualGraphMode Manual. The getters throw xtrain::error when the node has no
+  // such attribute; every method throws naming the tensors when no node outputs them.
+  void virtualGraph(const TensorId& nodeOutputName, int64_t value = 0);
+  void virtualGraph(const std::set<TensorId>& nodeOutputNames, int64_t value = 0);
+  int64_t getVirtualGraph(const TensorId& nodeOutputName);
+  int64_t getVirtualGraph(const std::set<TensorId>& nodeOutputNames);
+  void pipelineStage(const TensorId& nodeOutputName, int64_t value);
+  void pipelineStage(const std::set<TensorId>& nodeOutputNames, int64_t value);
+  int64_t getPipelineStage(const TensorId& nodeOutputName);
+  int64_t getPipelineStage(const std::set<TensorId>& nodeOutputNames);
+  void executionPhase(const TensorId& nodeOutputName, int64_t value = 0);
+  void executionPhase(const std::set<TensorId>& nodeOutputNames, int64_t value = 0);
+  int64_t getExecutionPhase(const TensorId& nodeOutputName);
+  int64_t getExecutionPhase(const std::set<TensorId>& nodeOutputNames);
+  // Attribute scopes (PopART's setAttribute): an attribute set here is written on every node
+  // created until it is cleared, e.g. setAttribute("__ipu_number", int64_t{1}). Values: the
+  // integer types, bool, float, std::string, const char* and vectors of int64_t, float and
+  // std::string (as customOp's). Setting one that is set, or getting or clearing one that is
+  // not, throws xtrain::error.
+  void setAttribute(const std::string& attribute, any value);
+  any getAttribute(const std::string& attribute) const;
+  bool hasAttribute(const std::string& attribute) const;
+  void clearAttribute(const std::string& attribute);
+  // The scopes' values: getVirtualGraph() is getAttribute("__ipu_number") as an int64_t (throws
+  // when it is not set); hasVirtualGraph() whether it is set. The same for the other two.
+  int64_t getVirtualGraph() const;
+  int64_t getPipelineStage() const;
+  int64_t getExecutionPhase() const;
+  bool hasVirtualGraph() const;
+  bool hasPipelineStage() const;
+  bool hasExecutionPhase() const;
+
   // The serialized ModelProto (graph outputs carry their inferred types).
   std::string getModelProto();
   // Writes getModelProto() to path; throws xtrain::error when the file cannot be written.

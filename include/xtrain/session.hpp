@@ -126,6 +126,11 @@ class XTRAIN_API Session {
   // with their op, tensors, FLOPs and simulated cycles, and every tensor's type and shape. After
   // prepareDevice().
   std::string getSerializedGraph() const;
+  // The IR as PopART's serializeIr writes it (JSON, the only format): {"maingraph": [op, ...]},
+  // each op with its type, name, domain, version, inputs, outputs (name, shape, type, index) and
+  // attributes as strings, its placement among them (__ipu_number; docs/model-parallelism.md).
+  // Available from session creation on.
+  std::string serializeIr(IrSerializationFormat format = IrSerializationFormat::JSON) const;
   // The simulated clock's cycles of the last run() on replica 0 (0 before the first run): needs
   // SessionOptions::instrumentWithHardwareCycleCounter (an error without it). id "" is the whole
   // program, the only counter there is (another id is an error).

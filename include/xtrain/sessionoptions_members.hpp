@@ -263,19 +263,24 @@ inline constexpr auto kMembers = std::tuple{
         "explicitRecomputation to b",
         "Sets useHostCopyOps, enableExplicitMainLoops and explicitRecomputation."},
     // Model parallelism.
-    SessionOptionMember{"virtualGraphMode", &S::virtualGraphMode, R, "Off", "",
-                        "model parallelism over IPUs is not implemented; a replica runs on one IPU",
-                        "How ops are placed on virtual graphs (only Off is supported)."},
-    SessionOptionMember{"virtualGraphSplitRatios", &S::virtualGraphSplitRatios, N, "[]",
+    SessionOptionMember{
+        "virtualGraphMode", &S::virtualGraphMode, H, "Off", "",
+        "Off ignores placement annotations; Manual runs each op on the IPU of its replica that "
+        "its virtual graph (__ipu_number) names, Auto splits the model over the replica's IPUs "
+        "(the device's IPUs over the local replicas), with IpuCopy ops between them "
+        "(docs/model-parallelism.md); ExecutionPhases (phased execution) is refused",
+        "How ops are placed on virtual graphs (IPUs of a replica): Off, Manual or Auto."},
+    SessionOptionMember{"virtualGraphSplitRatios", &S::virtualGraphSplitRatios, H, "[]",
                         "each in (0, 1)",
-                        "used only by VirtualGraphMode::Auto, and virtualGraphMode is refused",
+                        "VirtualGraphMode::Auto's share of the model's cost per IPU: one ratio per "
+                        "IPU of a replica, summing to 1; empty: equal shares",
                         "Split ratios of VirtualGraphMode.Auto."},
     SessionOptionMember{"enablePipelining", &S::enablePipelining, R, "false", "",
                         "pipelining is not implemented"},
     SessionOptionMember{
         "executionPhaseSettings", &S::executionPhaseSettings, N, "phases 0, stages 2",
         "phases: >= 0; stages: 1 or 2",
-        "used only by VirtualGraphMode::ExecutionPhases, and virtualGraphMode is refused",
+        "used only by VirtualGraphMode::ExecutionPhases, which is refused",
         "Configuration settings for execution phases."},
     SessionOptionMember{"accumulateOuterFragmentSettings", &S::accumulateOuterFragmentSettings, N,
                         "Serial", "excludedVirtualGraphs: each >= 0", kPipelined,

@@ -1,8 +1,8 @@
 // Builder (popart.Builder), with PopART's names, keyword arguments and defaults; its op builders
-// (popart.AiOnnxOpset11..17, popart.AiGraphcoreOpset1) are in builder_ops.cpp. The Builder's
-// attribute annotations that the C++ Builder does not have (virtual graphs, pipeline stages,
-// partials types, ...) are accepted and recorded here without effect on the model; docs/python.md
-// ("## Builder") lists them.
+// (popart.AiOnnxOpset11..17, popart.AiGraphcoreOpset1) are in builder_ops.cpp. Virtual graphs,
+// pipeline stages and execution phases are written on the nodes (the C++ Builder's placement); the
+// other attribute annotations the C++ Builder does not have (partials types, ...) are accepted and
+// recorded here without effect on the model; docs/python.md ("## Builder") lists them.
 #include "xtrain/builder.hpp"
 
 #include <pybind11/stl.h>
@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,23 @@ py::object current(PyBuilder& b, const std::string& attribute, const char* what)
 bool has(PyBuilder& b, const std::string& attribute) {
   const auto it = b.scopes.find(attribute);
   return it != b.scopes.end() && !it->second.empty();
+}
+
+// The attribute scopes that write an ONNX node attribute on every node created inside them, as
+// PopART's do (docs/model-parallelism.md): the innermost value is the C++ Builder's scope.
+const char* nodeAttributeOfScope(const std::string& attribute) {
+  if (attribute == "virtualGraph") return "__ipu_number";
+  if (attribute == "pipelineStage") return "__pipeline_stage";
+  if (attribute == "executionPhase") return "__execution_phase";
+  return nullptr;
+}
+
+void syncNodeAttributeScope(PyBuilder& b, const std::string& attribute) {
+  const char* name = nodeAttributeOfScope(attribute);
+  if (name == nullptr) return;
+  if (b.b().hasAttribute(name)) b.b().clearAttribute(name);
+  const auto& stack = b.scopes[attribute];
+  if (!stack.empty()) b.b().setAttribute(name, stack.back().cast<int64_t>());
 }
 
 AttributeContextManager attributeScope(PyBuilder& b, const std::string& attribute,
@@ -276,11 +294,13 @@ void bindContextManagers(py::module_& m) {
            [](py::object self) {
              auto& c = self.cast<AttributeContextManager&>();
              c.builder->scopes[c.attribute].push_back(c.value);
+             syncNodeAttributeScope(*c.builder, c.attribute);
              return self;
            })
       .def("__exit__", [](AttributeContextManager& c, const py::args&) {
         auto& stack = c.builder->scopes[c.attribute];
         if (!stack.empty()) stack.pop_back();
+        syncNodeAttributeScope(*c.builder, c.attribute);
         return false;
       });
 }
@@ -455,8 +475,9 @@ void bindNameScopes(py::class_<PyBuilder>& c) {
       py::arg("name") = "");
 }
 
-// Annotations without effect (docs/python.md "## Builder"): context managers, per-node setters
-// and their getters.
+// Placement annotations (virtualGraph, pipelineStage, executionPhase: written on the ONNX nodes,
+// docs/model-parallelism.md) and the annotations without effect (docs/python.md "## Builder"):
+// context managers, per-node setters and their getters.
 void bindAttributeScopes(py::class_<PyBuilder>& c) {
   struct ScopedAttr {
     const char* method;     // virtualGraph
@@ -480,14 +501,19 @@ void bindAttributeScopes(py::class_<PyBuilder>& c) {
     } else {
       c.def(a.method, scope, py::arg("value"), py::keep_alive<0, 1>());
     }
-    // Per node: virtualGraph(nodeOutputNames, value=0).
+    // Per node: virtualGraph(nodeOutputNames, value=0), written on the node as the C++ Builder
+    // writes it (__ipu_number, __pipeline_stage, __execution_phase).
     c.def(
         a.method,
         [attribute, method](PyBuilder& b, const py::object& nodeOutputNames, int64_t value) {
           if (py::isinstance<py::int_>(nodeOutputNames)) {
             throw py::type_error(method + ": nodeOutputNames is an int");
           }
-          setNodeAttr(b, attribute, nodeOutputNames, py::int_(value), method);
+          const auto ids = outputNames(b, nodeOutputNames, method);
+          const std::set<TensorId> names(ids.begin(), ids.end());
+          if (attribute == "virtualGraph") b.b().virtualGraph(names, value);
+          if (attribute == "pipelineStage") b.b().pipelineStage(names, value);
+          if (attribute == "executionPhase") b.b().executionPhase(names, value);
         },
         py::arg("nodeOutputNames"), py::arg("value") = 0);
     const std::string getter = a.getter;
@@ -497,7 +523,11 @@ void bindAttributeScopes(py::class_<PyBuilder>& c) {
     c.def(
         a.getter,
         [attribute, getter](PyBuilder& b, const py::object& nodeOutputNames) {
-          return getNodeAttr(b, attribute, nodeOutputNames, "Builder." + getter).cast<int64_t>();
+          const auto ids = outputNames(b, nodeOutputNames, "Builder." + getter);
+          const std::set<TensorId> names(ids.begin(), ids.end());
+          if (attribute == "virtualGraph") return b.b().getVirtualGraph(names);
+          if (attribute == "pipelineStage") return b.b().getPipelineStage(names);
+          return b.b().getExecutionPhase(names);
         },
         py::arg("nodeOutputNames"));
     c.def(a.hasser, [attribute](PyBuilder& b) { return has(b, attribute); });

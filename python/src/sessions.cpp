@@ -636,6 +636,10 @@ void bindReportsAndState(Cls& cls) {
       .def(
           "getSerializedGraph", [](P& s) { return py::bytes(s.session->getSerializedGraph()); },
           "The lowered programs as JSON (bytes).")
+      .def(
+          "_serializeIr",
+          [](P& s, IrSerializationFormat format) { return s.session->serializeIr(format); },
+          py::arg("format"), "The IR as PopART's serializeIr writes it (JSON).")
       .def("getIr", [](P&) { notImplemented("getIr", "the IR is not part of the API"); })
       .def("connectStreamToCallback", [](P&, const py::args&) {
         notImplemented("connectStreamToCallback", "there are no Poplar streams");

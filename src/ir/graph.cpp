@@ -83,6 +83,7 @@ Op& Graph::addOp(OpSpec spec) {
   op->attrs = std::move(spec.attrs);
   op->phase = spec.phase;
   op->opset = spec.opset;
+  op->placement = spec.placement;
   op->attrs.setOwner(op->describe());
 
   const OpDef& def = OpRegistry::instance().get(*op);
@@ -203,12 +204,13 @@ void Graph::setupOp(Op& o) {
 
 std::vector<OpId> Graph::schedule() const {
   // Kahn's algorithm with a priority queue keyed by (phase, order, id): deterministic and
-  // phase-ordered. The order is the op's id, except for a recomputation clone, whose order is the
-  // smallest of its readers' (clones of clones included): it is taken just when its first reader
-  // would be, were that reader ready, and not as soon as its forward inputs allow.
+  // phase-ordered. The order is the op's id, except for a recomputation clone and a copy between
+  // virtual graphs (IpuCopy), whose order is the smallest of its readers' (clones of clones
+  // included): it is taken just when its first reader would be, were that reader ready, and not as
+  // soon as its inputs allow.
   std::map<OpId, OpId> order;
   const std::function<OpId(const Op&)> orderOf = [&](const Op& o) -> OpId {
-    if (o.recomputes < 0) return o.id;
+    if (o.recomputes < 0 && !(o.type == "IpuCopy" && o.domain == kXtrainDomain)) return o.id;
     if (auto it = order.find(o.id); it != order.end()) return it->second;
     OpId first = o.id;
     bool anyReader = false;

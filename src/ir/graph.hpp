@@ -9,7 +9,8 @@
 //    input absent (""), so kernels only read attributes.
 //  - addOp runs the op's shape inference at once; a failure throws xtrain::error naming the op.
 //  - Ops carry a Phase; schedule() orders by phase first, then topologically, then by insertion
-//    (a recomputation clone takes the place of its first reader: see Op::recomputes).
+//    (a recomputation clone or an IpuCopy takes the place of its first reader: see
+//    Op::recomputes).
 //  - Not thread-safe: one thread builds and transforms a graph.
 #pragma once
 #pragma GCC visibility push(default)
@@ -61,6 +62,19 @@ struct Tensor {
   std::shared_ptr<HostTensor> value;
 };
 
+// Where an op runs (docs/model-parallelism.md): the virtual graph (an IPU of its replica), the
+// pipeline stage and the execution phase, as the ONNX node attributes __ipu_number,
+// __pipeline_stage and __execution_phase give them (PopART's names); kNone when not given.
+struct Placement {
+  static constexpr int64_t kNone = -1;
+  int64_t virtualGraph = kNone;
+  int64_t pipelineStage = kNone;
+  int64_t executionPhase = kNone;
+
+  bool hasVirtualGraph() const { return virtualGraph != kNone; }
+  bool operator==(const Placement&) const = default;
+};
+
 struct Op {
   OpId id = -1;
   std::string type;    // "MatMul"
@@ -76,6 +90,7 @@ struct Op {
   // original), its outputs get the original's layouts, and schedule() runs it as late as it can:
   // where its first reader would run, so that what it recomputes is live only from there on.
   OpId recomputes = -1;
+  Placement placement;
 
   bool hasInput(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
   bool hasOutput(size_t i) const { return i < outputs.size() && !outputs[i].empty(); }
@@ -95,6 +110,7 @@ struct OpSpec {
   std::string name;
   Phase phase = Phase::Forward;
   int opset = 0;
+  Placement placement;
 };
 
 class Graph {

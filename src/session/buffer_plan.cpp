@@ -121,6 +121,8 @@ BufferPlan planBuffers(const ir::Graph& graph, const std::vector<TensorId>& tens
   for (OpId id : order) {
     const ir::Op& op = graph.op(id);
     if (!isShapeOnly(op) || !op.hasInput(0) || !op.hasOutput(0)) continue;
+    // A plan of some of the tensors (one IPU's, for the memory model) may hold one side only.
+    if (!bufferOf.count(op.inputs[0]) || !bufferOf.count(op.outputs[0])) continue;
     const size_t in = bufferOf.at(op.inputs[0]);
     const size_t out = bufferOf.at(op.outputs[0]);
     const TensorInfo& a = graph.tensor(op.inputs[0]).info;

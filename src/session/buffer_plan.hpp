@@ -38,7 +38,8 @@ struct BufferPlan {
   bool shared(size_t buffer) const { return offsets[buffer] >= 0; }
 };
 
-// Plans the buffers of `tensors` (every tensor of `graph`, in buffer order). `keep` names the
+// Plans the buffers of `tensors` (every tensor of `graph`, in buffer order; or the tensors of one
+// IPU of a replica, for the memory model, which plans each IPU apart). `keep` names the
 // tensors the session reads or writes by id outside the programs (anchors): they keep their own.
 // `channelsLast` (session/layout_plan.hpp): a shape-only op never shares bytes with such a tensor,
 // since its bytes are not in the order of its shape (the layout plan keeps shape-only ops out of

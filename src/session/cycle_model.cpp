@@ -52,6 +52,10 @@ double CycleModel::flops(const ir::Graph& graph, const ir::Op& op) {
 }
 
 uint64_t CycleModel::opCycles(const ir::Graph& graph, const ir::Op& op) const {
+  if (op.type == "IpuCopy" && op.domain == ir::kXtrainDomain) {
+    const auto bytes = static_cast<double>(graph.tensor(op.inputs.at(0)).info.nbytes());
+    return kInstructionOverhead + cyclesOf(bytes, kLinkBytesPerCycle);
+  }
   double bytes = 0;
   bool half = false;
   for (const auto* ids : {&op.inputs, &op.outputs}) {

@@ -9,7 +9,9 @@
 //     memory  = bytes of its inputs and outputs / (tiles x 8 bytes per tile and cycle);
 //   a collective over k replicas of n bytes: kCollectiveOverhead + f x n / kLinkBytesPerCycle, with
 //     f = 2 (k - 1) / k for an all-reduce, (k - 1) / k for a reduce-scatter or all-gather;
-//   a host transfer of n bytes: kHostOverhead + n / kHostBytesPerCycle.
+//   a host transfer of n bytes: kHostOverhead + n / kHostBytesPerCycle;
+//   a copy of n bytes between the IPUs of a replica (IpuCopy, docs/model-parallelism.md):
+//     kInstructionOverhead + n / kLinkBytesPerCycle.
 //
 // Dense ops' FLOPs: 2 x output elements x the contracted length (MatMul, MatMulT, Gemm: the first
 // input's reduced dimension), and for the convolutions 2 x sqrt(|input| x |weight| x |output|),

@@ -2,8 +2,11 @@
 #include "session/memory_plan.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
+#include "common/check.hpp"
+#include "ir/placement/placement.hpp"
 #include "session/buffer_plan.hpp"
 
 namespace xtrain::session {
@@ -22,15 +25,16 @@ std::optional<device::TensorClass> classOf(ir::TensorKind kind) {
   return std::nullopt;
 }
 
-// The activations live at the schedule's peak (by bytes).
-std::vector<const ir::Tensor*> peakActivations(const ir::Graph& graph) {
+// The activations of one IPU (`onIpu`) live at the peak of that IPU's schedule (by bytes).
+std::vector<const ir::Tensor*> peakActivations(const ir::Graph& graph,
+                                               const std::function<bool(const TensorId&)>& onIpu) {
   const std::vector<OpId> order = graph.schedule();
   std::map<OpId, size_t> position;
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
   // Last use of each activation (its producer's position when nothing reads it).
   std::map<TensorId, size_t> lastUse;
   for (const auto& [id, t] : graph.tensors()) {
-    if (t->kind != ir::TensorKind::Activation || t->producer < 0) continue;
+    if (t->kind != ir::TensorKind::Activation || t->producer < 0 || !onIpu(id)) continue;
     size_t last = position.at(t->producer);
     for (OpId c : t->consumers) last = std::max(last, position.at(c));
     lastUse[id] = last;
@@ -41,7 +45,7 @@ std::vector<const ir::Tensor*> peakActivations(const ir::Graph& graph) {
   for (size_t i = 0; i < order.size(); ++i) {
     const ir::Op& op = graph.op(order[i]);
     for (const auto& out : op.outputs) {
-      if (out.empty()) continue;
+      if (out.empty() || !lastUse.count(out)) continue;
       const ir::Tensor& t = graph.tensor(out);
       if (live.insert(&t).second) liveBytes += t.info.nbytes();
     }
@@ -61,29 +65,22 @@ std::vector<const ir::Tensor*> peakActivations(const ir::Graph& graph) {
   return peak;
 }
 
-}  // namespace
-
-device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& device,
-                                 int64_t localReplicas,
-                                 const std::map<TensorId, replication::ShardPlan>& shards,
-                                 const std::vector<TensorId>& anchors) {
-  device::MemoryModel model = device::MemoryModel::forDevice(device);
-  const int ipusPerReplica =
-      std::max(1, model.numIpus() / static_cast<int>(std::max<int64_t>(1, localReplicas)));
-  std::vector<const ir::Tensor*> peak = peakActivations(graph);
-  std::vector<TensorId> ids;
-  for (const auto& [id, t] : graph.tensors()) ids.push_back(id);
-  const BufferPlan plan = planBuffers(
-      graph, ids, std::set<TensorId>(anchors.begin(), anchors.end()), bufferReuseFromEnvironment());
-  std::set<TensorId> planned;
+// What one IPU of every replica holds: its tensors by class, its buffer plan's block and its
+// activations kept out of the block that are live at its peak.
+void chargeIpu(device::MemoryModel& model, const ir::Graph& graph,
+               const std::vector<int>& replicaIpus,
+               const std::map<TensorId, replication::ShardPlan>& shards,
+               const std::vector<TensorId>& ids, const std::set<TensorId>& anchors) {
+  const BufferPlan plan = planBuffers(graph, ids, anchors, bufferReuseFromEnvironment());
+  std::set<TensorId> mine(ids.begin(), ids.end()), planned;
   for (size_t b = 0; b < ids.size(); ++b) {
     if (plan.shared(b)) planned.insert(ids[b]);
   }
-  std::erase_if(peak, [&](const ir::Tensor* t) { return planned.count(t->id) != 0; });
-  for (int64_t r = 0; r < localReplicas; ++r) {
-    const int ipu = static_cast<int>(r) * ipusPerReplica;
-    if (ipu >= model.numIpus()) break;
-    for (const auto& [id, t] : graph.tensors()) {
+  std::vector<const ir::Tensor*> peak = peakActivations(
+      graph, [&](const TensorId& id) { return mine.count(id) != 0 && !planned.count(id); });
+  for (const int ipu : replicaIpus) {
+    for (const auto& id : ids) {
+      const ir::Tensor& t = graph.tensor(id);
       auto shard = shards.find(id);
       if (shard != shards.end() && shard->second.weightStored) {
         // A weight kept as a shard: its shard resides, the whole weight is gathered into a
@@ -91,9 +88,9 @@ device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& devic
         model.add(ipu, device::TensorClass::Weights, id + " (shard)",
                   static_cast<uint64_t>(shard->second.shard) * sizeof(float));
         model.add(ipu, device::TensorClass::Activations, id + " (gathered)",
-                  static_cast<uint64_t>(t->info.nbytes()));
-      } else if (auto cls = classOf(t->kind)) {
-        model.add(ipu, *cls, id, static_cast<uint64_t>(t->info.nbytes()));
+                  static_cast<uint64_t>(t.info.nbytes()));
+      } else if (auto cls = classOf(t.kind)) {
+        model.add(ipu, *cls, id, static_cast<uint64_t>(t.info.nbytes()));
       }
     }
     if (plan.blockBytes > 0) {
@@ -105,6 +102,33 @@ device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& devic
       model.add(ipu, device::TensorClass::Activations, t->id,
                 static_cast<uint64_t>(t->info.nbytes()));
     }
+  }
+}
+
+}  // namespace
+
+device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& device,
+                                 int64_t localReplicas,
+                                 const std::map<TensorId, replication::ShardPlan>& shards,
+                                 const std::vector<TensorId>& anchors) {
+  device::MemoryModel model = device::MemoryModel::forDevice(device);
+  const int ipusPerReplica =
+      std::max(1, model.numIpus() / static_cast<int>(std::max<int64_t>(1, localReplicas)));
+  // Each tensor on the IPU of its replica that its virtual graph names (0 without placement).
+  std::map<int64_t, std::vector<TensorId>> byIpu;
+  for (const auto& [id, vg] : ir::tensorVirtualGraphs(graph)) {
+    XT_CHECK(vg >= 0 && vg < ipusPerReplica, "tensor {} on virtual graph {} of {}", id, vg,
+             ipusPerReplica);
+    byIpu[vg].push_back(id);
+  }
+  const std::set<TensorId> keep(anchors.begin(), anchors.end());
+  for (const auto& [vg, ids] : byIpu) {
+    std::vector<int> ipus;
+    for (int64_t r = 0; r < localReplicas; ++r) {
+      const int ipu = static_cast<int>(r) * ipusPerReplica + static_cast<int>(vg);
+      if (ipu < model.numIpus()) ipus.push_back(ipu);
+    }
+    chargeIpu(model, graph, ipus, shards, ids, keep);
   }
   return model;
 }

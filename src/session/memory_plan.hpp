@@ -18,7 +18,8 @@
 namespace xtrain::session {
 
 // The memory model of `device` with what each of the `localReplicas` replicas of `graph` keeps on
-// its first IPU: weights kept as shards (`shards`, by weight) charged as their shard plus a
+// its IPUs (each tensor on the IPU of its virtual graph, ir/placement; the first without
+// placement; each IPU with a buffer plan of its own): weights kept as shards (`shards`, by weight) charged as their shard plus a
 // gathered temporary, the anchors read by the host outside the buffer plan. Checks nothing: the
 // caller calls check() on it.
 device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& device,

@@ -1,6 +1,7 @@
 // The public Session classes: thin wrappers over SessionImpl.
 #include "xtrain/session.hpp"
 
+#include "session/ir_json.hpp"
 #include "session/session_impl.hpp"
 
 namespace xtrain {
@@ -67,6 +68,13 @@ std::string Session::getReport() const {
 }
 std::string Session::getSerializedGraph() const {
   return impl_->profiler().serializedGraph();
+}
+std::string Session::serializeIr(IrSerializationFormat format) const {
+  if (format != IrSerializationFormat::JSON) {
+    throw error("Session::serializeIr: format {} is not JSON, the one format there is",
+                static_cast<int>(format));
+  }
+  return session::serializeIrJson(impl_->graph());
 }
 uint64_t Session::getCycleCount(const std::string& id) const {
   return impl_->profiler().cycleCount(id);

@@ -21,6 +21,7 @@
 #include "session/phase_times.hpp"
 #include "session/step_buffers.hpp"
 #include "session/training_graph.hpp"
+#include "session/virtual_graphs.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/tensornames.hpp"
 
@@ -185,6 +186,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   graphFingerprint_ = graphFingerprint(*graph_);
   // After the fingerprint: a model is the same model whichever of its inputs a session reads.
   removeUnusedInputs(gradientTargets);
+  // virtualGraphMode: Off drops placement annotations, Manual checks them, Auto makes them.
+  placeForwardGraph(*graph_, config_, layout_.local);
   times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
   // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
@@ -212,6 +215,9 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
         "SessionOptions.autoRecomputation has no effect in an inference session: there is no "
         "backward pass to recompute for");
   }
+  // The ops the training graph added go where their forward op or weight is; IpuCopy ops carry
+  // tensors between the IPUs of a replica.
+  placeTrainingGraph(*graph_, config_, optimizerGraph_);
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
@@ -256,6 +262,8 @@ void SessionImpl::prepareDevice() {
   // The memory check comes before the kernels are made: a tensor too large for an IPU is reported
   // as such, never handed to oneDNN (whose primitive creation can fault on absurd dimensions).
   times.lap("attach");
+  // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
+  checkVirtualGraphs(*graph_, config_, layout_.local);
   // Throws OutOfMemoryException when an IPU overflows.
   profiler_.recordMemory(
       chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors()),

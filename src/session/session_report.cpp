@@ -71,6 +71,28 @@ std::vector<OpRow> opRows(const ir::Graph& graph, const LoweredGraph& lowered,
   return rows;
 }
 
+// The copies between the IPUs of a replica (docs/model-parallelism.md): how many, their bytes per
+// micro-batch and their share of the kernels' time and of the simulated cycles.
+std::string ipuCopyLine(const ir::Graph& graph, const std::vector<OpRow>& rows,
+                        double kernelSeconds) {
+  uint64_t copies = 0, bytes = 0, cycles = 0, allCycles = 0;
+  double seconds = 0;
+  for (const auto& r : rows) {
+    allCycles += r.cycles;
+    if (r.op->type != "IpuCopy" || r.op->domain != ir::kXtrainDomain) continue;
+    ++copies;
+    bytes += static_cast<uint64_t>(graph.tensor(r.op->inputs.at(0)).info.nbytes());
+    cycles += r.cycles;
+    seconds += r.seconds;
+  }
+  if (copies == 0) return "inter-IPU copies: none\n";
+  return format(
+      "inter-IPU copies (IpuCopy): {} op(s), {} per execution of each once; {} of the "
+      "kernels' time, {} of the simulated cycles\n",
+      copies, bytesText(bytes), percentText(seconds, kernelSeconds),
+      percentText(static_cast<double>(cycles), static_cast<double>(allCycles)));
+}
+
 }  // namespace
 
 std::string SessionProfiler::summaryReport(const SessionFigures& figures) const {
@@ -148,6 +170,7 @@ std::string SessionProfiler::summaryReport(const SessionFigures& figures) const 
      << bytesText(p.inputs.bytes) << ", " << msText(p.inputs.seconds) << "; anchors out "
      << p.anchors.count << " buffer(s), " << bytesText(p.anchors.bytes) << ", "
      << msText(p.anchors.seconds) << "\n";
+  os << ipuCopyLine(*graph_, rows, kernelSeconds);
   if (cycleCounter_) {
     os << "cycles (instrumentWithHardwareCycleCounter, simulated clock of "
        << CycleModel::kClockHz / 1e9 << " GHz, " << cycleModel_->tiles() << " tiles): last run "
@@ -225,6 +248,7 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
         .field("index", static_cast<uint64_t>(r.index))
         .field("type", r.op->type)
         .field("name", r.op->name)
+        .field("virtualGraph", std::max<int64_t>(0, r.op->placement.virtualGraph))
         .field("description", *r.description)
         .field("calls", r.calls)
         .field("seconds", r.seconds)

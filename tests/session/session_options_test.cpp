@@ -309,8 +309,6 @@ TEST(SessionOptionsRefused, ANonDefaultValueOfARefusedMemberIsAnError) {
         "not implemented"}},
       {[](SessionOptions& o) { o.exportPoplarComputationGraph = true; },
        {"SessionOptions.exportPoplarComputationGraph = true", "no Poplar graph"}},
-      {[](SessionOptions& o) { o.virtualGraphMode = VirtualGraphMode::Auto; },
-       {"SessionOptions.virtualGraphMode = Auto", "not supported yet"}},
   };
   for (const auto& c : cases) {
     SessionOptions o;

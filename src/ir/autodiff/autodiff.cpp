@@ -4,6 +4,7 @@
 
 #include "common/check.hpp"
 #include "ir/op_registry.hpp"
+#include "ir/placement/placement.hpp"
 
 namespace xtrain::ir {
 
@@ -96,6 +97,8 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
       anyInput = anyInput || needsGrad[i];
     }
     if (!anyInput) continue;
+    // The gradient ops of an op (and the sums of its outputs' gradients) run where it runs.
+    const OpId firstNew = nextOpId(graph);
     std::vector<TensorId> gradOuts(op.outputs.size());
     bool anyOutput = false;
     for (size_t i = 0; i < op.outputs.size(); ++i) {
@@ -117,6 +120,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
     }
     GradContext ctx(graph, op, gradOuts, needsGrad);
     def.grad(ctx);
+    inheritPlacement(graph, firstNew, op.placement);
     const auto& gradIns = ctx.gradIns();
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       if (!needsGrad[i] || gradIns[i].empty()) continue;

@@ -313,6 +313,7 @@ BuilderImpl::Emitted BuilderImpl::emitNode(const std::string& opType, const std:
   if (!domain.empty() && domain != ir::kOnnxDomain) node->set_domain(domain);
   node->set_name(base);
   for (const auto& in : inputs) node->add_input(in);
+  applyScopeAttributes(*node);
   Emitted e{node, outputs};
   for (const auto& out : outputs) {
     node->add_output(out);

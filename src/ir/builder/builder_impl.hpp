@@ -132,7 +132,18 @@ class BuilderImpl {
   void saveInitializersExternally(const std::vector<TensorId>& ids, const std::string& filename);
   void checkExternalData() const;
 
+  // ---- Placement and attribute scopes (builder_placement.cpp) ----
+  // Attributes written on every node emitted while they are set (Builder::setAttribute: the
+  // virtual graph, pipeline stage and execution phase scopes).
+  std::map<std::string, AttrValue>& scopeAttributes() { return scopeAttributes_; }
+  // The node that has every tensor of `outputs` among its outputs; throws naming `method` and the
+  // tensors when there is none (or they are graph inputs or initializers).
+  onnx::NodeProto& placementNode(const std::set<TensorId>& outputs, const std::string& method);
+
  private:
+  void applyScopeAttributes(onnx::NodeProto& node) const;
+  std::map<std::string, AttrValue> scopeAttributes_;
+
   // True when id is taken anywhere in the family of Builders (this one, its parents, their
   // children).
   bool idTaken(const std::string& id) const;

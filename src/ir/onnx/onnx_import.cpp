@@ -13,6 +13,7 @@
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "ir/op_registry.hpp"
+#include "ir/placement/placement.hpp"
 
 namespace xtrain::ir {
 
@@ -421,12 +422,18 @@ void addConstantNode(Graph& graph, const onnx::NodeProto& node, const std::strin
     throw error("{}: a Constant node must have exactly one output, it has {}", label,
                 node.output_size());
   }
-  if (node.attribute_size() != 1) {
+  // Attributes named "__..." are annotations (PopART's __ipu_number, ...), not the value: a
+  // constant lives wherever its readers need it.
+  std::vector<const onnx::AttributeProto*> values;
+  for (const auto& attr : node.attribute()) {
+    if (attr.name().rfind("__", 0) != 0) values.push_back(&attr);
+  }
+  if (values.size() != 1) {
     throw error(
         "{}: a Constant node must have exactly one attribute (value, value_float, ...), it has {}",
-        label, node.attribute_size());
+        label, values.size());
   }
-  const auto& a = node.attribute(0);
+  const auto& a = *values[0];
   const std::string what = label + " attribute '" + a.name() + "'";
   HostTensor value;
   if (a.name() == "value") {
@@ -466,6 +473,7 @@ void addNodeOp(NodeImporter& imp, const onnx::NodeProto& node, const std::string
   spec.inputs = std::move(inputs);
   spec.outputs = std::move(outputs);
   spec.attrs = convertAttributes(node, label);
+  spec.placement = takePlacement(spec.attrs, label);  // __ipu_number, __pipeline_stage, ...
   if (spec.type == "BatchNormalization" && domain == kOnnxDomain) {
     spec.attrs.set(
         "running_variance",

@@ -222,6 +222,7 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
     spec.domain = original.domain;
     spec.attrs = original.attrs;
     spec.opset = original.opset;
+    spec.placement = original.placement;
     spec.phase = Phase::Backward;
     spec.name = "recompute/" + (original.name.empty() ? original.type : original.name);
     for (const auto& in : original.inputs) {
