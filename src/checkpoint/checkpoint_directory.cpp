@@ -236,7 +236,30 @@ std::vector<Listed> CheckpointDirectory::resumeOrder() const {
     const std::string name = baseName(l.path);
     return name == latest || finalNameOf(name) == latest;
   });
-  if (named != all.end()) std::rotate(all.begin(), named, named + 1);
+  if (named != all.end()) {
+    std::rotate(all.begin(), named, named + 1);
+  } else if (!latest.empty() && latest != "." && latest != ".." &&
+             latest.find('/') == std::string::npos && !layout::isReservedName(latest)) {
+    // `latest` names a checkpoint saved under a name of the caller's choosing
+    // (saveCheckpoint(DIR/run1)): list() does not see it, but it is the newest commit, so a
+    // resume that skipped it would silently lose the steps since the last ckpt-<step>.
+    const fs::path named = fs::path(path_) / latest;
+    std::error_code typeEc;
+    if (fs::is_directory(named, typeEc)) {
+      const Inspection inspection = inspect(named.string(), Depth::Parts);
+      Listed l;
+      l.path = named.string();
+      l.step = inspection.attributes.step;
+      l.bytes = bytesUnder(l.path);
+      l.complete = inspection.problems.empty();
+      if (l.complete) {
+        l.creationTime = inspection.attributes.creationTime;
+      } else {
+        l.problem = inspection.problems.front();
+      }
+      all.insert(all.begin(), std::move(l));
+    }
+  }
   return all;
 }
 

@@ -19,10 +19,12 @@ namespace xtrain::checkpoint {
 
 namespace fs = std::filesystem;
 
+// The first line, whole: a space is a legal byte of a checkpoint's name (checkLatestIsReplaceable
+// accepts one), so the name is not read as a whitespace-separated word.
 std::string CheckpointDirectory::latestName() const {
   std::ifstream in(fs::path(path_) / layout::kLatestFile);
   std::string name;
-  if (!(in >> name)) return "";
+  if (!std::getline(in, name)) return "";
   return name;
 }
 

@@ -275,6 +275,25 @@ TEST_F(CheckpointDirectory, ResumeOrderStartsWithLatestThenNewestFirst) {
   EXPECT_TRUE(checkpoint::CheckpointDirectory((root_ / "none").string()).resumeOrder().empty());
 }
 
+// A checkpoint saved under a name of the caller's choosing (saveCheckpoint(DIR/run 1)) after the
+// ckpt-<step> ones is the newest commit: a resume tries it first (list() and prune ignore it).
+TEST_F(CheckpointDirectory, ResumeOrderStartsWithACustomNamedLatest) {
+  for (int step = 1; step <= 2; ++step) save(root_, step, sampleParts(0));
+  const std::string custom = (root_ / "run 1").string();
+  const std::string staging = custom + ".tmp-test";
+  for (size_t i = 0; i < 2; ++i) writePart(staging, static_cast<int>(i), sampleParts(1)[i]);
+  writeIndex(staging, sampleAttributes(5), 2);
+  commit(staging, custom);
+  ASSERT_EQ(dir().latestName(), "run 1");
+  const auto order = dir().resumeOrder();
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0].path, custom);
+  EXPECT_EQ(order[0].step, 5);
+  EXPECT_TRUE(order[0].complete);
+  EXPECT_EQ(baseName(order[1].path), "ckpt-00000002");
+  EXPECT_EQ(dir().list().size(), 2u);
+}
+
 // Names and `latest` as every user of a checkpoint directory sees them.
 TEST_F(CheckpointDirectory, NamesLatestAndStagingCount) {
   EXPECT_EQ(dir().checkpointPath(7), (root_ / "ckpt-00000007").string());
@@ -283,6 +302,9 @@ TEST_F(CheckpointDirectory, NamesLatestAndStagingCount) {
   EXPECT_EQ(readFile(root_ / "latest"), "ckpt-00000007\n");
   EXPECT_EQ(dir().latestName(), "ckpt-00000007");
   dir().checkLatestIsReplaceable();
+  // A name of the caller's choosing may hold a space: `latest` names it whole.
+  dir().pointLatestAt("run 1");
+  EXPECT_EQ(dir().latestName(), "run 1");
   EXPECT_EQ(dir().stagingCount(), 0u);
   stage(8, "killed");
   EXPECT_EQ(dir().stagingCount(), 1u);
