@@ -121,26 +121,6 @@ void bindAiOnnx11More(py::class_<AiOnnxOpset11>& c) {
       py::arg("args"), py::arg("value"), py::arg("debugContext") = "");
   c.def("pad", &O::pad, py::arg("args"), py::arg("mode") = "constant",
         py::arg("debugContext") = "");
-  // Pad-2's form (pads and value attributes), which PopART's tests call at their default opset
-  // 10: pads and value become the inputs of Pad-11.
-  c.def(
-      "pad",
-      [](O& o, const Ids& args, const std::vector<int64_t>& pads, const std::string& mode,
-         float value, const std::string& d) {
-        if (args.size() != 1) {
-          throw py::value_error("pad(args, pads, ...): takes 1 input tensor, got " +
-                                std::to_string(args.size()));
-        }
-        const float v[1] = {value};
-        const TensorId p = o.constant(
-            ConstVoidData::fromVector<int64_t>({static_cast<int64_t>(pads.size())}, pads),
-            d.empty() ? "pads" : d + "/pads");
-        const TensorId cv = o.constant(ConstVoidData(v, TensorInfo(DataType::FLOAT, {})),
-                                       d.empty() ? "value" : d + "/value");
-        return o.pad({args[0], p, cv}, mode, d);
-      },
-      py::arg("args"), py::arg("pads"), py::arg("mode") = "constant", py::arg("value") = 0.0f,
-      py::arg("debugContext") = "");
   c.def("resize", &O::resize, py::arg("args"),
         py::arg("coordinate_transformation_mode") = "half_pixel", py::arg("cubic_coeff_a") = -0.75f,
         py::arg("exclude_outside") = 0, py::arg("extrapolation_value") = 0.0f,
