@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "xtrain/api.hpp"
@@ -19,6 +20,10 @@ struct XTRAIN_API OperatorIdentifier {
   // "com.acme::LeakyCube-1"
   std::string toString() const { return domain + "::" + type + "-" + std::to_string(version); }
   bool operator==(const OperatorIdentifier& other) const = default;
+  // By domain, type, then version: the key order of OpManager's definitions.
+  bool operator<(const OperatorIdentifier& other) const {
+    return std::tie(domain, type, version) < std::tie(other.domain, other.type, other.version);
+  }
 };
 
 }  // namespace xtrain

@@ -17,6 +17,8 @@ void bindOptions(pybind11::module_& m);      // SessionOptions and its settings,
                                              // ReplicaGrouping, VariableSettings (options.cpp)
 void bindOptimizers(pybind11::module_& m);   // SGD, ConstSGD, Adam, Adaptive, ClipNormSettings
                                              // (optimizers.cpp)
+void bindGraphTransformer(pybind11::module_& m);  // GraphTransformer (graphtransformer.cpp)
+void bindOpManager(pybind11::module_& m);    // getSupportedOperations etc. (opmanager.cpp)
 void bindTensorNames(pybind11::module_& m);  // reservedGradientPrefix() etc. (tensornames.cpp)
 void bindPatterns(pybind11::module_& m);     // PatternsLevel, Patterns (patterns.cpp)
 void bindBuilder(pybind11::module_& m);      // Builder and its op builders (builder.cpp)

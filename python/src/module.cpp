@@ -13,6 +13,8 @@ PYBIND11_MODULE(_xtrain, m) {
   bindOptions(m);
   bindOptimizers(m);
   bindTensorNames(m);
+  bindOpManager(m);
+  bindGraphTransformer(m);
   bindPatterns(m);
   bindBuilder(m);
   bindDevices(m);

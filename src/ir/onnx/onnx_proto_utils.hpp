@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/host_tensor.hpp"
 #include "xtrain/tensorinfo.hpp"
@@ -62,6 +63,12 @@ void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& in
 // The field an existing tensor's values are in (Typed when it has no raw_data): an updated
 // initializer keeps its field.
 TensorDataField dataFieldOf(const onnx::TensorProto& t);
+
+// Moves the data of the initializers `ids` (in that order) to the file `filename` and marks them
+// EXTERNAL, with PopART's errors (not an initializer, already external, parent directory missing,
+// not writable). external_data.cpp.
+void saveInitializersExternally(onnx::ModelProto& model, const std::vector<std::string>& ids,
+                                const std::string& filename);
 
 // Sets (or replaces) a metadata_props entry.
 void setMetadataProp(onnx::ModelProto& model, const std::string& key, const std::string& value);
