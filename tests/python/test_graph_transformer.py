@@ -106,7 +106,7 @@ class GraphTransformerTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "weights.bin")
             gt.saveInitializersExternally(["s", "v"], path)
-            out = onnx.load_from_string(gt.getModelProto(), load_external_data=False)
+            out = onnx.load_from_string(gt.getModelProto())  # from bytes: data stays external
             self.assertEqual(out.graph.initializer[0].data_location, TensorProto.EXTERNAL)
             self.assertEqual(os.path.getsize(path), 16)
 

@@ -25,7 +25,7 @@ def attributes(proto, output):
 
 def mlp(place):
     """x -> [IPU 0] relu(x W1 + b1) -> [IPU 1] x W2 + b2 -> softmax cross-entropy."""
-    b = popart.Builder()
+    b = popart.Builder(opsets={"ai.onnx": 13, "ai.graphcore": 1})  # SoftmaxCrossEntropyLoss: 12+
     rng = np.random.RandomState(4)
     x = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 6]), "x")
     labels = b.addInputTensor(popart.TensorInfo("INT32", [4]), "labels")
