@@ -15,6 +15,7 @@ onnx::OpSchema graphcoreSchema(const char* name, const char* doc);
 void registerSortAndRandomSchemas();  // graphcore_schemas_sort.cpp
 void registerCallSchema();            // call_schema.cpp
 void registerGraphcoreUnarySchemas();  // graphcore_schemas_unary.cpp
+void registerGraphcoreMiscSchemas();   // graphcore_schemas_misc.cpp
 
 }  // namespace xtrain::ir::onnxutil
 
