@@ -608,8 +608,8 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
   TensorId shapeddropout(const std::vector<TensorId>& args, const std::vector<int64_t>& shape,
                          float ratio = 0.5f, const std::string& debugContext = {});
 
-  // Elementwise, indexing and image ops of PopART's (opsets_misc.cpp; semantics in
-  // docs/operators.md). atan2: args = {y, x}, numpy broadcasting. swish: x sigmoid(x); geluerf:
+  // Elementwise, indexing and image ops of PopART's (opsets_misc.cpp; semantics in the op files
+  // of src/ir/ops/ named there). atan2: args = {y, x}, numpy broadcasting. swish: x sigmoid(x); geluerf:
   // the exact (erf) GELU; nearbyint: halves to even, zero gradient; incrementmod:
   // fmod(x + increment, modulus), no gradient.
   TensorId atan2(const std::vector<TensorId>& args, const std::string& debugContext = {});

@@ -54,7 +54,8 @@ TensorId AiGraphcoreOpset1::subsample(const std::vector<TensorId>& args,
                                       const std::vector<int64_t>& strides, const std::string& dc) {
   for (size_t i = 0; i < strides.size(); ++i) {
     if (strides[i] < 1) {
-      throw error("Builder: subsample: stride {} at index {} of strides {}; strides must be "
+      // PopART's first sentence (its tests compare it), then which op and what was expected.
+      throw error("Strides invalid. {} stride at index {}: Builder subsample's strides {} must be "
                   "positive",
                   strides[i], i, strides);
     }

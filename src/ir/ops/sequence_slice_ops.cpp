@@ -8,8 +8,8 @@
 // the op and the entry. PopART lets entries after the first N = 0 be ignored; here every entry is
 // applied, which is one of the results it allows.
 //
-// Gradient: none flows, as PopART's SequenceSlice has no grad ops (it serves packed-sequence
-// bookkeeping); the op is defined as a gradient stop rather than an error.
+// No gradient: PopART's SequenceSlice has no grad ops (it serves packed-sequence bookkeeping).
+// Autodiff refuses a trainable path through it rather than silently dropping the gradient.
 #include "ir/op_registry.hpp"
 
 namespace xtrain::ir {
@@ -48,7 +48,6 @@ XT_REGISTER_OP([] {
     }
     return std::vector<TensorInfo>{dst};
   };
-  d.grad = [](GradContext&) {};
   return d;
 }());
 
