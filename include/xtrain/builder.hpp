@@ -609,9 +609,11 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
                          float ratio = 0.5f, const std::string& debugContext = {});
 
   // Elementwise, indexing and image ops of PopART's (opsets_misc.cpp; semantics in the op files
-  // of src/ir/ops/ named there). atan2: args = {y, x}, numpy broadcasting. swish: x sigmoid(x); geluerf:
-  // the exact (erf) GELU; nearbyint: halves to even, zero gradient; incrementmod:
-  // fmod(x + increment, modulus), no gradient.
+  // of src/ir/ops/ named there).
+  //   atan2         args = {y, x}, numpy broadcasting; theta in (-pi, pi].
+  //   swish         x sigmoid(x).          geluerf   the exact (erf) GELU.
+  //   nearbyint     halves to even; zero gradient.
+  //   incrementmod  fmod(x + increment, modulus) in x's type; no gradient.
   TensorId atan2(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId swish(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId geluerf(const std::vector<TensorId>& args, const std::string& debugContext = {});

@@ -13,9 +13,8 @@ namespace xtrain::testing {
 namespace {
 
 BuildFn graphcore(const std::string& type, Attributes a = {}) {
-  return [type, a](ir::Graph& g, auto in) {
-    return addOp(g, type, in, a, 1, ir::kGraphcoreDomain);
-  };
+  return
+      [type, a](ir::Graph& g, auto in) { return addOp(g, type, in, a, 1, ir::kGraphcoreDomain); };
 }
 
 // y[i] = f(x[i]) in double.
@@ -47,16 +46,16 @@ TEST(Atan2Op, MatchesReferenceWithBroadcastingInEveryQuadrant) {
   auto py = HostTensor::fromVector<float>({4}, {0, 1, 0, -1});
   auto px = HostTensor::fromVector<float>({4}, {-1, 0, 1, -1});
   const double pi = std::acos(-1.0);
-  EXPECT_TRUE(allClose(runForward(graphcore("Atan2"), {py, px})[0],
-                       HostTensor::fromVector<float>(
-                           {4}, {static_cast<float>(pi), static_cast<float>(pi / 2), 0.0f,
-                                 static_cast<float>(-3 * pi / 4)})));
+  EXPECT_TRUE(allClose(
+      runForward(graphcore("Atan2"), {py, px})[0],
+      HostTensor::fromVector<float>({4}, {static_cast<float>(pi), static_cast<float>(pi / 2), 0.0f,
+                                          static_cast<float>(-3 * pi / 4)})));
 }
 
 TEST(Atan2Op, GradientsOfBothInputsMatchFiniteDifferences) {
   // Away from the origin, where the derivative grows without bound.
-  expectGradientsMatch(graphcore("Atan2"),
-                       {randomTensor({3, 4}, 5, 0.5f, 2.0f), randomTensor({3, 4}, 6, -2.0f, -0.5f)});
+  expectGradientsMatch(graphcore("Atan2"), {randomTensor({3, 4}, 5, 0.5f, 2.0f),
+                                            randomTensor({3, 4}, 6, -2.0f, -0.5f)});
   expectGradientsMatch(graphcore("Atan2"),
                        {randomTensor({2, 3, 4}, 7, 0.5f, 2.0f), randomTensor({4}, 8, 0.5f, 2.0f)});
 }
@@ -64,8 +63,11 @@ TEST(Atan2Op, GradientsOfBothInputsMatchFiniteDifferences) {
 TEST(Atan2Op, RejectsMixedAndIntegerTypes) {
   auto f = randomTensor({3}, 1);
   HostTensor h(TensorInfo(DataType::FLOAT16, {3}));
-  expectError([&] { runForward(graphcore("Atan2"), {f, h}); },
-              {"Atan2", "input 0 (Y)", "input 1 (X)", "FLOAT16[3]"});
+  expectError(
+      [&] {
+        runForward(graphcore("Atan2"), {f, h});
+      },
+      {"Atan2", "input 0 (Y)", "input 1 (X)", "FLOAT16[3]"});
   auto i = HostTensor::fromVector<int32_t>({3}, {1, 2, 3});
   expectError([&] { runForward(graphcore("Atan2"), {i, i}); }, {"Atan2", "INT32[3]"});
   expectError([&] { runForward(graphcore("Atan2"), {f, randomTensor({2}, 2)}); }, {"Atan2"});
@@ -103,8 +105,11 @@ TEST(MeanOp, GradientMatchesFiniteDifferences) {
 TEST(MeanOp, BeforeOpset8TheShapesMustBeEqual) {
   const HostTensor a = randomTensor({2, 3}, 1), b = randomTensor({3}, 2);
   // PopART's sentence, then the inputs.
-  expectError([&] { runForward(mean(7), {a, b}); },
-              {"Mean", "Inputs to ai.onnx.Mean:6 do not all the same type & shape", "FLOAT[3]"});
+  expectError(
+      [&] {
+        runForward(mean(7), {a, b});
+      },
+      {"Mean", "Inputs to ai.onnx.Mean:6 do not all the same type & shape", "FLOAT[3]"});
   EXPECT_TRUE(allClose(runForward(mean(7), {a, a})[0], a));
   auto i = HostTensor::fromVector<int32_t>({2}, {1, 2});
   expectError([&] { runForward(mean(), {i, i}); }, {"Mean", "INT32[2]"});

@@ -10,9 +10,8 @@ namespace xtrain::testing {
 namespace {
 
 BuildFn graphcore(const std::string& type, Attributes a = {}) {
-  return [type, a](ir::Graph& g, auto in) {
-    return addOp(g, type, in, a, 1, ir::kGraphcoreDomain);
-  };
+  return
+      [type, a](ir::Graph& g, auto in) { return addOp(g, type, in, a, 1, ir::kGraphcoreDomain); };
 }
 
 // ---- Slice
@@ -46,8 +45,11 @@ TEST(GraphcoreSliceOp, GradientMatchesFiniteDifferencesAndBadAxesAreNamed) {
   const Attributes bad = attrs({{"starts", std::vector<int64_t>{0}},
                                 {"ends", std::vector<int64_t>{1}},
                                 {"axes", std::vector<int64_t>{2}}});
-  expectError([&] { runForward(graphcore("Slice", bad), {randomTensor({2, 4}, 3)}); },
-              {"Slice", "ai.graphcore", "axis 2"});
+  expectError(
+      [&] {
+        runForward(graphcore("Slice", bad), {randomTensor({2, 4}, 3)});
+      },
+      {"Slice", "ai.graphcore", "axis 2"});
 }
 
 // ---- Subsample
@@ -63,8 +65,7 @@ TEST(SubsampleOp, TakesEveryStrideThElementRoundingTheSizeUp) {
   for (int64_t a = 0; a < 3; ++a) {
     for (int64_t b = 0; b < 3; ++b) {
       for (int64_t c = 0; c < 3; ++c) {
-        EXPECT_EQ(y.getAsDouble((a * 3 + b) * 3 + c),
-                  x.getAsDouble(((2 * a) * 7 + 3 * b) * 3 + c));
+        EXPECT_EQ(y.getAsDouble((a * 3 + b) * 3 + c), x.getAsDouble(((2 * a) * 7 + 3 * b) * 3 + c));
       }
     }
   }
@@ -79,8 +80,11 @@ TEST(SubsampleOp, GradientMatchesFiniteDifferences) {
 
 TEST(SubsampleOp, RefusesZeroStridesAndWrongCounts) {
   const HostTensor x = randomTensor({4, 4}, 1);
-  expectError([&] { runForward(subsample({2, 0}), {x}); },
-              {"Subsample", "stride 0 at index 1", "positive"});
+  expectError(
+      [&] {
+        runForward(subsample({2, 0}), {x});
+      },
+      {"Subsample", "stride 0 at index 1", "positive"});
   expectError([&] { runForward(subsample({2}), {x}); },
               {"Subsample", "strides [2]", "FLOAT[4,4]", "one stride per axis"});
 }
@@ -125,7 +129,9 @@ TEST(GroupedGatherOp, GroupSizeOneIsOnnxGather) {
   auto idx = HostTensor::fromVector<int32_t>({2}, {2, 0});
   const HostTensor grouped = runForward(groupedGather(0, 1), {data, idx})[0];
   const HostTensor plain = runForward(
-      [](ir::Graph& g, auto in) { return addOp(g, "Gather", in, attrs({{"axis", int64_t{0}}})); },
+      [](ir::Graph& g, auto in) {
+        return addOp(g, "Gather", in, attrs({{"axis", int64_t{0}}}));
+      },
       {data, idx})[0];
   EXPECT_TRUE(allClose(grouped, plain, 0, 0));
 }
@@ -140,14 +146,23 @@ TEST(GroupedGatherOp, GradientMatchesFiniteDifferencesWithRepeatedIndices) {
 TEST(GroupedGatherOp, RefusesTheGroupAxisMismatchedGroupsAndOutOfRangeIndices) {
   const HostTensor data = randomTensor({2, 3}, 1);
   auto idx = HostTensor::fromVector<int32_t>({2, 1}, {0, 1});
-  expectError([&] { runForward(groupedGather(0, 2), {data, idx}); },
-              {"GroupedGather", "axis 0", "groups"});
+  expectError(
+      [&] {
+        runForward(groupedGather(0, 2), {data, idx});
+      },
+      {"GroupedGather", "axis 0", "groups"});
   auto three = HostTensor::fromVector<int32_t>({3, 1}, {0, 1, 2});
-  expectError([&] { runForward(groupedGather(1, 2), {data, three}); },
-              {"GroupedGather", "input 1 (indices) INT32[3,1]", "group_size = 2"});
+  expectError(
+      [&] {
+        runForward(groupedGather(1, 2), {data, three});
+      },
+      {"GroupedGather", "input 1 (indices) INT32[3,1]", "group_size = 2"});
   auto far = HostTensor::fromVector<int32_t>({2, 1}, {0, 3});
-  expectError([&] { runForward(groupedGather(1, 2), {data, far}); },
-              {"GroupedGather", "index 3", "out of range"});
+  expectError(
+      [&] {
+        runForward(groupedGather(1, 2), {data, far});
+      },
+      {"GroupedGather", "index 3", "out of range"});
 }
 
 // ---- SequenceSlice
@@ -186,9 +201,8 @@ TEST(SequenceSliceOp, CopiesTheEntriesRowsAndZeroesTheRestOnRequest) {
   const HostTensor dst = randomTensor({4, 6}, 9);  // 6 elements per row, as source's [2, 3]
   const std::vector<uint32_t> n = {1, 2, 0}, so = {0, 3, 5}, d0 = {3, 0, 1};
   for (int64_t zero : {0, 1}) {
-    const HostTensor out =
-        runForward(graphcore("SequenceSlice", attrs({{"zeroUnused", zero}})),
-                   {src, dst, u32(n), u32(so), u32(d0)})[0];
+    const HostTensor out = runForward(graphcore("SequenceSlice", attrs({{"zeroUnused", zero}})),
+                                      {src, dst, u32(n), u32(so), u32(d0)})[0];
     EXPECT_TRUE(allClose(out, sequenceSliceRef(src, dst, n, so, d0, zero != 0), 0, 0))
         << "zeroUnused " << zero;
   }
@@ -221,8 +235,8 @@ TEST(NormalizeImageOp, NormalisesThreeChannelsAndPadsAFourth) {
   auto offsets = HostTensor::fromVector<float>({3}, {1, 2, 3});
   auto scales = HostTensor::fromVector<float>({3}, {4, 5, 6});
   const float scale = 1.0f / 255;
-  const HostTensor out = runForward(graphcore("NormalizeImage", attrs({{"scale", scale}})),
-                                    {img, offsets, scales})[0];
+  const HostTensor out =
+      runForward(graphcore("NormalizeImage", attrs({{"scale", scale}})), {img, offsets, scales})[0];
   ASSERT_EQ(out.shape(), (Shape{2, 2, 4}));
   HostTensor want(out.info());
   for (int64_t p = 0; p < 4; ++p) {
@@ -241,8 +255,8 @@ TEST(NormalizeImageOp, AUint8ImageGivesFloat16) {
     offsets.setFromDouble(c, 0.5);
     scales.setFromDouble(c, 2.0);
   }
-  const HostTensor out = runForward(graphcore("NormalizeImage", attrs({{"scale", 0.01f}})),
-                                    {img, offsets, scales})[0];
+  const HostTensor out =
+      runForward(graphcore("NormalizeImage", attrs({{"scale", 0.01f}})), {img, offsets, scales})[0];
   ASSERT_EQ(out.dataType(), DataType::FLOAT16);
   ASSERT_EQ(out.shape(), (Shape{1, 2, 4}));
   const double want[8] = {-1, 1.56, 4.1, 0, -0.8, -0.6, -0.4, 0};
@@ -258,7 +272,9 @@ TEST(NormalizeImageOp, RefusesFourChannelsAndMistypedScales) {
       {"NormalizeImage", "input 0 (image) is FLOAT[2,4]", "inner dimension to be 3"});
   auto wide = HostTensor::fromVector<float>({4}, {1, 2, 3, 4});
   expectError(
-      [&] { runForward(graphcore("NormalizeImage"), {randomTensor({2, 3}, 1), offsets, wide}); },
+      [&] {
+        runForward(graphcore("NormalizeImage"), {randomTensor({2, 3}, 1), offsets, wide});
+      },
       {"NormalizeImage", "input 2 (scales) is FLOAT[4]", "FLOAT[3]"});
 }
 

@@ -17,7 +17,8 @@ float sigmoid(float x) {
 
 XT_REGISTER_KERNEL("ai.graphcore", "Swish", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   spec.requireFloatInputs();
-  return makeKernel([](const KernelIO& io) { mapFloat(io, [](float x) { return x * sigmoid(x); }); });
+  return makeKernel(
+      [](const KernelIO& io) { mapFloat(io, [](float x) { return x * sigmoid(x); }); });
 });
 
 // d/dx x s(x) = s + x s (1 - s) = s (1 + x (1 - s)).

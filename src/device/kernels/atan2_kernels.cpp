@@ -28,7 +28,8 @@ XT_REGISTER_KERNEL("ai.xtrain", "Atan2Grad", [](const KernelSpec& spec) -> std::
     const float* px = io.in(2).data<float>();
     float* out = io.out(0).data<float>();
     const Shape& shape = gz.shape();
-    forEachBroadcast3(shape, broadcastStrides(shape, shape), broadcastStrides(io.in(1).shape(), shape),
+    forEachBroadcast3(shape, broadcastStrides(shape, shape),
+                      broadcastStrides(io.in(1).shape(), shape),
                       broadcastStrides(io.in(2).shape(), shape),
                       [&](int64_t o, int64_t ig, int64_t iy, int64_t ix) {
                         const float y = py[iy], x = px[ix];

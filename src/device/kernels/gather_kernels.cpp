@@ -164,7 +164,8 @@ XT_REGISTER_KERNEL("ai.graphcore", "GroupedGather",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
                      const TensorInfo& data = spec.inputs.at(0);
                      const size_t esize = dataTypeSize(data.dataType());
-                     if (esize == 0) spec.fail("element type of {} cannot be copied", data.toString());
+                     if (esize == 0)
+                       spec.fail("element type of {} cannot be copied", data.toString());
                      const GatherLayout l = groupedLayout(spec, data.shape(), spec.inputs.at(1));
                      return std::make_unique<GatherKernel>(spec.description, l, esize);
                    });

@@ -22,25 +22,25 @@ void normalize(const KernelIO& io, float scale) {
   }
 }
 
-XT_REGISTER_KERNEL("ai.graphcore", "NormalizeImage",
-                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     const DataType image = spec.inputs.at(0).dataType();
-                     for (size_t i = 1; i < 3; ++i) {
-                       if (spec.inputs.at(i).dataType() != DataType::FLOAT) {
-                         spec.fail("input {} is {}; only FLOAT is supported", i,
-                                   spec.inputs[i].toString());
-                       }
-                     }
-                     if (spec.outputs.at(0).dataType() != DataType::FLOAT) {
-                       spec.fail("output {}: only FLOAT is supported", spec.outputs[0].toString());
-                     }
-                     const float scale = spec.attrs.getFloat("scale", 1.0f);
-                     if (image == DataType::UINT8) {
-                       return makeKernel([scale](const KernelIO& io) { normalize<uint8_t>(io, scale); });
-                     }
-                     if (image != DataType::FLOAT) spec.fail("image {}: only FLOAT or UINT8", spec.inputs[0].toString());
-                     return makeKernel([scale](const KernelIO& io) { normalize<float>(io, scale); });
-                   });
+XT_REGISTER_KERNEL(
+    "ai.graphcore", "NormalizeImage", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+      const DataType image = spec.inputs.at(0).dataType();
+      for (size_t i = 1; i < 3; ++i) {
+        if (spec.inputs.at(i).dataType() != DataType::FLOAT) {
+          spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
+        }
+      }
+      if (spec.outputs.at(0).dataType() != DataType::FLOAT) {
+        spec.fail("output {}: only FLOAT is supported", spec.outputs[0].toString());
+      }
+      const float scale = spec.attrs.getFloat("scale", 1.0f);
+      if (image == DataType::UINT8) {
+        return makeKernel([scale](const KernelIO& io) { normalize<uint8_t>(io, scale); });
+      }
+      if (image != DataType::FLOAT)
+        spec.fail("image {}: only FLOAT or UINT8", spec.inputs[0].toString());
+      return makeKernel([scale](const KernelIO& io) { normalize<float>(io, scale); });
+    });
 
 }  // namespace
 }  // namespace xtrain::device

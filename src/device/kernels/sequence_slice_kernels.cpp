@@ -35,7 +35,8 @@ class SequenceSliceKernel final : public Kernel {
       }
       if (n == 0) continue;
       std::memcpy(out.raw() + static_cast<size_t>(d) * rowBytes_,
-                  src.raw() + static_cast<size_t>(s) * rowBytes_, static_cast<size_t>(n) * rowBytes_);
+                  src.raw() + static_cast<size_t>(s) * rowBytes_,
+                  static_cast<size_t>(n) * rowBytes_);
       for (int64_t r = d; r < d + n; ++r) written[static_cast<size_t>(r)] = true;
     }
     if (!zeroUnused_) return;

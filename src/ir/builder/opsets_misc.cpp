@@ -12,9 +12,9 @@
 
 namespace xtrain {
 
-#define XT_GC_UNARY(method, type)                                                            \
+#define XT_GC_UNARY(method, type)                                                                \
   TensorId AiGraphcoreOpset1::method(const std::vector<TensorId>& args, const std::string& dc) { \
-    return impl_->node(#method, type, args, 1, 1, 1, {}, dc, ir::kGraphcoreDomain)[0];          \
+    return impl_->node(#method, type, args, 1, 1, 1, {}, dc, ir::kGraphcoreDomain)[0];           \
   }
 XT_GC_UNARY(swish, "Swish")
 XT_GC_UNARY(geluerf, "GeluErf")
@@ -28,9 +28,10 @@ TensorId AiGraphcoreOpset1::atan2(const std::vector<TensorId>& args, const std::
 TensorId AiGraphcoreOpset1::incrementmod(const std::vector<TensorId>& args, float increment,
                                          float modulus, const std::string& dc) {
   if (!std::isfinite(increment) || !std::isfinite(modulus) || modulus == 0.0f) {
-    throw error("Builder: incrementmod: increment ({}) and modulus ({}) must be finite and the "
-                "modulus nonzero",
-                increment, modulus);
+    throw error(
+        "Builder: incrementmod: increment ({}) and modulus ({}) must be finite and the "
+        "modulus nonzero",
+        increment, modulus);
   }
   return impl_->node("incrementmod", "IncrementMod", args, 1, 1, 1,
                      {{"increment", increment}, {"modulus", modulus}}, dc, ir::kGraphcoreDomain)[0];
@@ -41,13 +42,14 @@ TensorId AiGraphcoreOpset1::slice(const std::vector<TensorId>& args,
                                   const std::vector<int64_t>& starts,
                                   const std::vector<int64_t>& axes, const std::string& dc) {
   if (ends.size() != starts.size() || (!axes.empty() && axes.size() != starts.size())) {
-    throw error("Builder: slice: starts {}, ends {} and axes {} must have the same length (axes "
-                "may be empty)",
-                starts, ends, axes);
+    throw error(
+        "Builder: slice: starts {}, ends {} and axes {} must have the same length (axes "
+        "may be empty)",
+        starts, ends, axes);
   }
   return impl_->node("slice", "Slice", args, 1, 1, 1,
-                     {{"starts", starts}, {"ends", ends}, {"axes", BuilderImpl::nonEmpty(axes)}}, dc,
-                     ir::kGraphcoreDomain)[0];
+                     {{"starts", starts}, {"ends", ends}, {"axes", BuilderImpl::nonEmpty(axes)}},
+                     dc, ir::kGraphcoreDomain)[0];
 }
 
 TensorId AiGraphcoreOpset1::subsample(const std::vector<TensorId>& args,
@@ -55,9 +57,10 @@ TensorId AiGraphcoreOpset1::subsample(const std::vector<TensorId>& args,
   for (size_t i = 0; i < strides.size(); ++i) {
     if (strides[i] < 1) {
       // PopART's first sentence (its tests compare it), then which op and what was expected.
-      throw error("Strides invalid. {} stride at index {}: Builder subsample's strides {} must be "
-                  "positive",
-                  strides[i], i, strides);
+      throw error(
+          "Strides invalid. {} stride at index {}: Builder subsample's strides {} must be "
+          "positive",
+          strides[i], i, strides);
     }
   }
   return impl_->node("subsample", "Subsample", args, 1, 1, 1, {{"strides", strides}}, dc,
@@ -67,7 +70,8 @@ TensorId AiGraphcoreOpset1::subsample(const std::vector<TensorId>& args,
 TensorId AiGraphcoreOpset1::groupedgather(const std::vector<TensorId>& args, int64_t axis,
                                           int64_t group_size, const std::string& dc) {
   if (group_size < 1) {
-    throw error("Builder: groupedgather: group_size must be a positive integer, got {}", group_size);
+    throw error("Builder: groupedgather: group_size must be a positive integer, got {}",
+                group_size);
   }
   return impl_->node("groupedgather", "GroupedGather", args, 2, 2, 1,
                      {{"axis", axis}, {"group_size", group_size}}, dc, ir::kGraphcoreDomain)[0];

@@ -29,9 +29,7 @@ std::vector<TensorInfo> inferSameFloat(const ShapeContext& ctx) {
 XT_REGISTER_OP([] {
   OpDef d{.type = "Swish", .domain = kGraphcoreDomain};
   d.infer = inferSameFloat;
-  d.grad = [](GradContext& g) {
-    g.setGradIn(0, g.emit("SwishGrad", {g.gradOut(0), g.input(0)}));
-  };
+  d.grad = [](GradContext& g) { g.setGradIn(0, g.emit("SwishGrad", {g.gradOut(0), g.input(0)})); };
   return d;
 }());
 

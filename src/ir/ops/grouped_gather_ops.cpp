@@ -21,7 +21,8 @@ Shape groupedGatherShape(const ShapeContext& ctx, const TensorInfo& data, const 
                          int64_t& axis) {
   checkIndices(ctx, indices);
   const int64_t groups = ctx.attrs().getInt("group_size", 1);
-  if (data.rank() == 0) ctx.fail("input 0 (data) {} is a scalar; it needs rank >= 1", data.toString());
+  if (data.rank() == 0)
+    ctx.fail("input 0 (data) {} is a scalar; it needs rank >= 1", data.toString());
   axis = normalizeAxis(ctx, axis, data.rank());
   if (groups < 1) ctx.fail("attribute group_size is {}; expected a positive integer", groups);
   Shape idx = indices.shape();

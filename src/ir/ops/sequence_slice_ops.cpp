@@ -30,7 +30,8 @@ XT_REGISTER_OP([] {
       ctx.fail("input 0 (source) {} and input 1 (destination) {} must have rank >= 2",
                src.toString(), dst.toString());
     }
-    if (src.dataType() != dst.dataType() || innerElements(src.shape()) != innerElements(dst.shape())) {
+    if (src.dataType() != dst.dataType() ||
+        innerElements(src.shape()) != innerElements(dst.shape())) {
       ctx.fail(
           "input 0 (source) {} and input 1 (destination) {} must have one element type and as "
           "many elements per outer row",
@@ -42,8 +43,9 @@ XT_REGISTER_OP([] {
       const DataType type = t.dataType();
       if (t.rank() != 1 || t.shape() != ctx.input(2).shape() ||
           (type != DataType::INT32 && type != DataType::UINT32 && type != DataType::INT64)) {
-        ctx.fail("input {} ({}) is {}; expected a 1-D INT32, UINT32 or INT64 tensor as long as N {}",
-                 i, names[i - 2], t.toString(), ctx.input(2).toString());
+        ctx.fail(
+            "input {} ({}) is {}; expected a 1-D INT32, UINT32 or INT64 tensor as long as N {}", i,
+            names[i - 2], t.toString(), ctx.input(2).toString());
       }
     }
     return std::vector<TensorInfo>{dst};

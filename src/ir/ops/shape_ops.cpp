@@ -398,7 +398,9 @@ Attributes sliceAttrs(const Attributes& attrs) {
 // 0..n-1 and steps 1). Starts/ends may be negative or out of range (clamped; INT64_MAX / INT64_MIN
 // mean "to the end"). PopART's ai.graphcore Slice is the attribute form (Slice-1) with one input.
 OpDef sliceDef(const std::string& domain) {
-  OpDef d{.type = "Slice", .domain = domain, .minInputs = 1,
+  OpDef d{.type = "Slice",
+          .domain = domain,
+          .minInputs = 1,
           .maxInputs = domain == kOnnxDomain ? 5 : 1};
   d.canonicalize = [](Op& op, const Graph& graph) {
     constInputToAttr(op, graph, 1, "starts");
