@@ -75,6 +75,8 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
   TensorId div(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId pow(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId sum(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  // The elementwise mean of one or more tensors (broadcasting from opset 8; before, one shape).
+  TensorId mean(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId neg(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId exp(const std::vector<TensorId>& args, const std::string& debugContext = {});
   TensorId log(const std::vector<TensorId>& args, const std::string& debugContext = {});
@@ -588,6 +590,39 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
                      const std::string& debugContext = {});
   TensorId shapeddropout(const std::vector<TensorId>& args, const std::vector<int64_t>& shape,
                          float ratio = 0.5f, const std::string& debugContext = {});
+
+  // Elementwise, indexing and image ops of PopART's (opsets_misc.cpp; semantics in the op files
+  // of src/ir/ops/ named there).
+  //   atan2         args = {y, x}, numpy broadcasting; theta in (-pi, pi].
+  //   swish         x sigmoid(x).          geluerf   the exact (erf) GELU.
+  //   nearbyint     halves to even; zero gradient.
+  //   incrementmod  fmod(x + increment, modulus) in x's type; no gradient.
+  TensorId atan2(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId swish(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId geluerf(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId nearbyint(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId incrementmod(const std::vector<TensorId>& args, float increment, float modulus,
+                        const std::string& debugContext = {});
+  // Slice-1 with attributes (PopART's order: ends, then starts); axes empty: 0..n-1.
+  TensorId slice(const std::vector<TensorId>& args, const std::vector<int64_t>& ends,
+                 const std::vector<int64_t>& starts, const std::vector<int64_t>& axes = {},
+                 const std::string& debugContext = {});
+  // Every strides[i]-th element along axis i (one positive stride per axis).
+  TensorId subsample(const std::vector<TensorId>& args, const std::vector<int64_t>& strides,
+                     const std::string& debugContext = {});
+  // args = {data [G, ...], indices [G, ...]}: one Gather per group along `axis` (>= 1 when
+  // group_size > 1); group_size 1 is ONNX Gather.
+  TensorId groupedgather(const std::vector<TensorId>& args, int64_t axis = 0,
+                         int64_t group_size = 1, const std::string& debugContext = {});
+  // args = {source, destination, N, sourceOffset, destinationOffset}: destination with rows
+  // [dOff[i], dOff[i] + N[i]) replaced by source's [sOff[i], sOff[i] + N[i]); zeroUnused zeroes
+  // the rows no entry writes.
+  TensorId sequenceslice(const std::vector<TensorId>& args, int64_t zeroUnused,
+                         const std::string& debugContext = {});
+  // args = {image [..., 3], offsets [3], scales [3]}: (image scale - offsets) scales, padded
+  // with a zero channel to [..., 4]; a UINT8 image gives FLOAT16.
+  TensorId normalize_image(const std::vector<TensorId>& args, float scale,
+                           const std::string& debugContext = {});
 
   // Replicated collectives: each replica's op meets those of the other replicas of its group
   // (k replicas: group sizes over the session's replicas as in replicagrouping.hpp; CommGroup All

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "builder_ops_misc.hpp"
 #include "builder_ops_more.hpp"
 #include "builder_ops_unary.hpp"
 #include "builder_support.hpp"
@@ -135,6 +136,7 @@ void bindAiOnnx11(py::module_& m) {
       py::arg("value"), py::arg("debugContext"));
   bindAiOnnx11More(c);
   bindAiOnnx11Unary(c);
+  bindAiOnnx11Misc(c);
 }
 
 // Opsets 12 to 17: what each adds to or changes in the one before.
@@ -297,6 +299,7 @@ void bindAiGraphcore(py::module_& m) {
       },
       py::arg("args"), py::arg("commGroup") = py::none(), py::arg("debugContext") = "");
   bindAiGraphcoreUnary(c);
+  bindAiGraphcoreMisc(c);
 }
 
 }  // namespace

@@ -153,6 +153,21 @@ XT_REGISTER_KERNEL("ai.onnx", "Sum", [](const KernelSpec& spec) -> std::unique_p
   }
 });
 
+// Mean: Sum's loop, then the sum divided by n, as ONNX's reference computes it (FLOAT; FLOAT16
+// runs promoted).
+XT_REGISTER_KERNEL("ai.onnx", "Mean", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+  spec.requireFloatInputs();
+  return makeKernel([](const KernelIO& io) {
+    sumTyped<float>(io);
+    HostTensor& y = io.out(0);
+    float* py = y.data<float>();
+    const float n = static_cast<float>(io.inputs.size());
+    forChunks(y.nelms(), [py, n](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) py[i] /= n;
+    });
+  });
+});
+
 // Sums x over broadcast dimensions down to the output's shape: each input element adds into the
 // output element it was broadcast from.
 XT_REGISTER_KERNEL("ai.xtrain", "ReduceSumToShape",

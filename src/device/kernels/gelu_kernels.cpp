@@ -33,6 +33,8 @@ KernelFactory geluBackward(const std::string& fallback) {
 
 XT_REGISTER_KERNEL("ai.graphcore", "Gelu", geluForward("tanh"));
 XT_REGISTER_KERNEL("ai.xtrain", "Gelu", geluForward("none"));
+// PopART's exact GELU (src/ir/ops/activation_rounding_ops.cpp); its gradient is GeluGrad "none".
+XT_REGISTER_KERNEL("ai.graphcore", "GeluErf", geluForward("none"));
 XT_REGISTER_KERNEL("ai.xtrain", "GeluGrad", geluBackward("tanh"));
 
 }  // namespace

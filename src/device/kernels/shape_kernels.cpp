@@ -1,9 +1,11 @@
 // Kernels of the data movement ops: Reshape, Flatten, Squeeze, Unsqueeze (a memcpy, or nothing when
-// the output shares the input's bytes), Transpose, Concat, Split, Slice, SliceGrad and Expand. They
+// the output shares the input's bytes), Transpose, Concat, Split, Slice (ai.onnx and ai.graphcore),
+// ai.graphcore Subsample (a Slice), SliceGrad and Expand. They
 // copy bytes, so every element type with a size works; the layout work (collapsing dimensions,
 // strides, chunk sizes) is done once in the factory.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "device/kernel.hpp"
@@ -357,10 +359,33 @@ class SliceKernel final : public Kernel {
   std::vector<int64_t> n_, fullStrides_, slicedStrides_, idx_;
 };
 
-XT_REGISTER_KERNEL("ai.onnx", "Slice", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+std::unique_ptr<Kernel> sliceKernel(const KernelSpec& spec) {
   const TensorInfo& in = spec.inputs.at(0);
   return std::make_unique<SliceKernel>(spec, in.shape(), elementSize(spec, in), false);
-});
+}
+
+XT_REGISTER_KERNEL("ai.onnx", "Slice", sliceKernel);
+// PopART's attribute-only Slice: the same canonical attributes.
+XT_REGISTER_KERNEL("ai.graphcore", "Slice", sliceKernel);
+
+// Subsample with attribute strides is Slice with every axis taken whole at those steps.
+Attributes subsampleAsSlice(const Attributes& attrs, size_t rank) {
+  Attributes a;
+  std::vector<int64_t> axes(rank);
+  for (size_t i = 0; i < rank; ++i) axes[i] = static_cast<int64_t>(i);
+  a.set("starts", std::vector<int64_t>(rank, 0));
+  a.set("ends", std::vector<int64_t>(rank, std::numeric_limits<int64_t>::max()));
+  a.set("axes", std::move(axes));
+  a.set("steps", attrs.getInts("strides"));
+  return a;
+}
+
+XT_REGISTER_KERNEL("ai.graphcore", "Subsample",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     KernelSpec s = spec;
+                     s.attrs = subsampleAsSlice(spec.attrs, spec.inputs.at(0).shape().size());
+                     return sliceKernel(s);
+                   });
 
 XT_REGISTER_KERNEL("ai.xtrain", "SliceGrad", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
   const TensorInfo& out = spec.outputs.at(0);

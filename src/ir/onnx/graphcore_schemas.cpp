@@ -378,6 +378,7 @@ void registerUtilityOps() {
 void registerAll() {
   registerCollectives();
   registerGraphcoreUnarySchemas();
+  registerGraphcoreMiscSchemas();
   registerUtilityOps();
   registerSortAndRandomSchemas();
   {

@@ -396,9 +396,12 @@ Attributes sliceAttrs(const Attributes& attrs) {
 // Slice(data, starts, ends[, axes, steps]) (opset 10+; opset 1-9 attributes). Canonical form:
 // attributes `starts`, `ends`, `axes` and `steps`, all of the same length (canonicalize fills axes
 // 0..n-1 and steps 1). Starts/ends may be negative or out of range (clamped; INT64_MAX / INT64_MIN
-// mean "to the end").
-XT_REGISTER_OP([] {
-  OpDef d{.type = "Slice", .minInputs = 1, .maxInputs = 5};
+// mean "to the end"). PopART's ai.graphcore Slice is the attribute form (Slice-1) with one input.
+OpDef sliceDef(const std::string& domain) {
+  OpDef d{.type = "Slice",
+          .domain = domain,
+          .minInputs = 1,
+          .maxInputs = domain == kOnnxDomain ? 5 : 1};
   d.canonicalize = [](Op& op, const Graph& graph) {
     constInputToAttr(op, graph, 1, "starts");
     constInputToAttr(op, graph, 2, "ends");
@@ -428,7 +431,9 @@ XT_REGISTER_OP([] {
     g.setGradIn(0, g.emit("SliceGrad", {g.gradOut(0)}, std::move(a)));
   };
   return d;
-}());
+}
+XT_REGISTER_OP(sliceDef(kOnnxDomain));
+XT_REGISTER_OP(sliceDef(kGraphcoreDomain));
 
 // SliceGrad(dy) with Slice's canonical attributes and `shape` (the sliced input's shape): zeros of
 // `shape` with dy written where Slice took its elements.
