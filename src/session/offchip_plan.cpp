@@ -5,6 +5,7 @@
 
 #include "ir/op_registry.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::session {
 
@@ -104,8 +105,29 @@ OffChipPlan planOffChip(const ir::Graph& graph, const SessionOptions& options,
     }
   }
   OffChipPlan plan;
+  // Per kind with OffChip settings: its tensors, and how many went off chip, to say when the
+  // minimum left every one on chip (PopART says nothing; a user asking for off-chip storage wants
+  // to know it did not happen).
+  std::map<ir::TensorKind, std::pair<int, int>> kinds;
   for (const auto& [id, t] : graph.tensors()) {
-    if (decideOffChip(*t, options)) plan.streamingBytes[id] = storedBytes(*t, shards);
+    const bool off = decideOffChip(*t, options);
+    if (off) plan.streamingBytes[id] = storedBytes(*t, shards);
+    const char* name = nullptr;
+    const TensorLocationSettings* s = settingsOf(options, t->kind, &name);
+    if (s != nullptr && s->location.storage == TensorStorage::OffChip) {
+      ++kinds[t->kind].first;
+      kinds[t->kind].second += off ? 1 : 0;
+    }
+  }
+  for (const auto& [kind, counts] : kinds) {
+    if (counts.second > 0) continue;
+    const char* name = nullptr;
+    const TensorLocationSettings* s = settingsOf(options, kind, &name);
+    logging::session::warn(
+        "SessionOptions: {} asks for OffChip storage, but none of its {} tensors has "
+        "minElementsForOffChip = {} elements or more (or an override keeps it on chip): they all "
+        "stay on chip",
+        name, counts.first, s->minElementsForOffChip);
   }
   if (plan.empty()) return plan;
   for (OpId opId : graph.schedule()) {

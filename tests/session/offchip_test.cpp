@@ -15,6 +15,7 @@
 #include "session/cycle_model.hpp"
 #include "testing/error_testing.hpp"
 #include "testing/scratch_dir.hpp"
+#include "testing/session_log.hpp"
 #include "testing/training_testing.hpp"
 
 namespace xtrain::testing {
@@ -252,6 +253,24 @@ TEST_F(OffChipCheckpoint, SavedOffChipResumesOnChip) {
         readTensors(*second, weightsAndState(false)), want,
         firstOffChip ? "saved off chip, resumed on chip" : "saved on chip, resumed off chip");
   }
+}
+
+// OffChip settings whose minimum leaves every tensor of the kind on chip say so.
+using OffChipLog = SessionLogTest;
+
+TEST_F(OffChipLog, AMinimumThatLeavesEveryTensorOnChipIsLogged) {
+  const MlpModel m = buildMlpModel();
+  SessionOptions o;
+  o.weightTensorLocationSettings.location.storage = TensorStorage::OffChip;
+  o.weightTensorLocationSettings.minElementsForOffChip = 1000;  // W1 has 120
+  o.optimizerStateTensorLocationSettings.location.storage = TensorStorage::OffChip;
+  auto s = makeMlpSession(m, o, kMomentum);
+  const std::string log = logText();
+  EXPECT_CONTAINS(log,
+                  "weightTensorLocationSettings asks for OffChip storage, but none of its 4 "
+                  "tensors has minElementsForOffChip = 1000");
+  EXPECT_EQ(log.find("optimizerStateTensorLocationSettings asks"), std::string::npos) << log;
+  EXPECT_TRUE(offChipNames(reportOf(*s)).count("Accl___W1"));
 }
 
 TEST(OffChip, BadSettingsAreRefusedNamingTheOption) {
