@@ -4,6 +4,7 @@ tensorLocationSettingsOverride, put weights, optimizer state and accumulators in
 training reaches the bits of on-chip training (SGD with momentum, Adam, replicated tensor sharding,
 gradient accumulation, a checkpoint saved off chip and resumed on chip); the report shows each
 off-chip tensor and the loads and stores; bad settings name the option."""
+import contextlib
 import json
 import os
 import tempfile
@@ -17,8 +18,9 @@ from python_testing import sgd
 WEIGHTS = ["W1", "b1", "W2", "b2"]
 
 
-def mlp():
-    """x -> relu(x W1 + b1) -> x W2 + b2 -> softmax cross-entropy; b2 has 3 elements."""
+def mlp(place=False):
+    """x -> relu(x W1 + b1) -> x W2 + b2 -> softmax cross-entropy; b2 has 3 elements. place: the
+    first layer on IPU 0 of its replica, the second and the loss on IPU 1."""
     b = popart.Builder()
     rng = np.random.RandomState(4)
     x = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 6]), "x")
@@ -27,10 +29,12 @@ def mlp():
     b1 = b.addInitializedInputTensor(rng.uniform(-0.5, 0.5, (10,)).astype(np.float32), "b1")
     w2 = b.addInitializedInputTensor(rng.uniform(-0.5, 0.5, (10, 3)).astype(np.float32), "W2")
     b2 = b.addInitializedInputTensor(rng.uniform(-0.5, 0.5, (3,)).astype(np.float32), "b2")
-    h = b.aiOnnx.relu([b.aiOnnx.add([b.aiOnnx.matmul([x, w1]), b1])])
-    logits = b.aiOnnx.add([b.aiOnnx.matmul([h, w2]), b2])
-    probs = b.aiOnnx.softmax([logits])
-    loss = b.aiGraphcore.nllloss([probs, labels], reduction=popart.ReductionType.Mean)
+    with b.virtualGraph(0) if place else contextlib.nullcontext():
+        h = b.aiOnnx.relu([b.aiOnnx.add([b.aiOnnx.matmul([x, w1]), b1])])
+    with b.virtualGraph(1) if place else contextlib.nullcontext():
+        logits = b.aiOnnx.add([b.aiOnnx.matmul([h, w2]), b2])
+        probs = b.aiOnnx.softmax([logits])
+        loss = b.aiGraphcore.nllloss([probs, labels], reduction=popart.ReductionType.Mean)
     b.addOutputTensor(loss)
     return b.getModelProto(), loss
 
@@ -129,6 +133,36 @@ class OffChipTrainingTest(unittest.TestCase):
             run(second, 2, 2, 2, 2)
             self.assert_bit_identical(read(second, state_ids("sgd")), want,
                                       "saved off chip, resumed on chip")
+
+
+class OffChipVirtualGraphTest(unittest.TestCase):
+    def test_each_ipu_keeps_its_own_tensors_off_chip(self):
+        results = {}
+        for off_chip in (False, True):
+            proto, loss = mlp(place=True)
+            opts = options(off_chip, replicas=2, af=2)
+            opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+            device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 4})
+            s = popart.TrainingSession(fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss,
+                                       optimizer=sgd(0.1, momentum=0.9), userOptions=opts,
+                                       deviceInfo=device)
+            s.prepareDevice()
+            s.weightsFromHost()
+            run(s, 2, 2, 0, 3)
+            results[off_chip] = read(s, state_ids("sgd"))
+            report = json.loads(s.getReport())
+        # W1 (60 elements) on IPU 0 of each replica, W2 (30) on IPU 1: each in its IPU's
+        # streaming memory, with its velocity.
+        off = {(t["ipu"], t["name"]) for t in report["memory"]["offChipTensors"]}
+        for replica in range(2):
+            self.assertIn((2 * replica, "W1"), off)
+            self.assertIn((2 * replica + 1, "W2"), off)
+            self.assertIn((2 * replica + 1, "Accl___W2"), off)
+        self.assertNotIn((0, "W2"), off)
+        ipus = report["memory"]["ipus"]
+        self.assertEqual(ipus[1]["streamingClasses"]["Weights"], 30 * 4)
+        for name in results[False]:
+            np.testing.assert_array_equal(results[True][name], results[False][name], name)
 
 
 class OffChipPlacementTest(unittest.TestCase):
