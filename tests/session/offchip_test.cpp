@@ -5,6 +5,7 @@
 // loads and stores cost cycles and appear in the report and the trace; bad settings are refused.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "testing/scratch_dir.hpp"
 #include "testing/session_log.hpp"
 #include "testing/training_testing.hpp"
+#include "xtrain/dist.hpp"
 
 namespace xtrain::testing {
 namespace {
@@ -300,6 +302,61 @@ TEST(OffChip, BadSettingsAreRefusedNamingTheOption) {
   SessionOptions phases;
   phases.virtualGraphMode = VirtualGraphMode::ExecutionPhases;
   expectError([&] { make(phases); }, {"ExecutionPhases"});
+}
+
+// ---- Several instances: OffChipSession.* runs OffChipWorker.* under xrun. ----
+
+// This instance's replicas of a 4-replica job with weights and state sharded over all replicas,
+// off chip when XTRAIN_TEST_OFFCHIP is 1; writes them to <XTRAIN_TEST_OUT>/<instance>.bin.
+TEST(OffChipWorker, Train) {
+  if (std::getenv("XTRAIN_NUM_INSTANCES") == nullptr || std::getenv("XTRAIN_TEST_OUT") == nullptr) {
+    GTEST_SKIP() << "an instance of OffChipSession.*, started by xrun";
+  }
+  const MlpModel m = buildMlpModel();
+  const char* offChip = std::getenv("XTRAIN_TEST_OFFCHIP");
+  SessionOptions o = optionsFor({dist::getNumLocalReplicas(), 1, true},
+                                offChip != nullptr && std::string(offChip) == "1");
+  dist::configureSessionOptions(o);
+  auto s = makeMlpSession(m, o, kMomentum);
+  trainMlpSteps(*s, m, 4, dist::getReplicaIndexOffset(), 1, 0, 3);
+  const auto all = readTensors(*s, weightsAndState(false));
+  std::ofstream out(std::filesystem::path(std::getenv("XTRAIN_TEST_OUT")) /
+                        (std::to_string(dist::getInstanceIndex()) + ".bin"),
+                    std::ios::binary);
+  out.write(reinterpret_cast<const char*>(all.data()),
+            static_cast<std::streamsize>(all.size() * sizeof(float)));
+}
+
+// Off-chip storage is each instance's own affair: 2 instances of 2 replicas train to the same bits
+// with off-chip weights and state as on chip.
+using OffChipSession = ScratchDirTest;
+
+TEST_F(OffChipSession, InstancesTrainToTheBitsOfOnChipInstances) {
+  std::vector<std::vector<float>> results[2];
+  for (int offChip : {0, 1}) {
+    const std::string out = path("out" + std::to_string(offChip));
+    std::filesystem::create_directories(out);
+    const CommandResult r = runTestsUnderXrun(
+        "-n 2 --num-replicas 4", "test_session", "OffChipWorker.*",
+        "XTRAIN_TEST_OUT=" + out + " XTRAIN_TEST_OFFCHIP=" + std::to_string(offChip));
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    for (int i = 0; i < 2; ++i) {
+      std::vector<float> got;
+      std::ifstream in(std::filesystem::path(out) / (std::to_string(i) + ".bin"),
+                       std::ios::binary | std::ios::ate);
+      ASSERT_TRUE(in.good()) << r.output;
+      got.resize(static_cast<size_t>(in.tellg()) / sizeof(float));
+      in.seekg(0);
+      in.read(reinterpret_cast<char*>(got.data()),
+              static_cast<std::streamsize>(got.size() * sizeof(float)));
+      results[offChip].push_back(std::move(got));
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(results[0][static_cast<size_t>(i)].empty());
+    expectBitIdentical(results[1][static_cast<size_t>(i)], results[0][static_cast<size_t>(i)],
+                       "instance " + std::to_string(i));
+  }
 }
 
 }  // namespace
