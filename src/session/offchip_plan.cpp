@@ -130,6 +130,10 @@ OffChipPlan planOffChip(const ir::Graph& graph, const SessionOptions& options,
         name, counts.first, s->minElementsForOffChip);
   }
   if (plan.empty()) return plan;
+  uint64_t bytes = 0;
+  for (const auto& [id, b] : plan.streamingBytes) bytes += b;
+  logging::session::info("off-chip storage: {} tensors, {} bytes per replica in streaming memory",
+                         plan.streamingBytes.size(), bytes);
   for (OpId opId : graph.schedule()) {
     const ir::Op& op = graph.op(opId);
     const ir::OpDef* def = ir::OpRegistry::instance().find(op.domain, op.type);

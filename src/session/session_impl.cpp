@@ -218,12 +218,6 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   placeTrainingGraph(*graph_, config_, optimizerGraph_);
   // Once every weight, optimizer state and accumulator exists: which of them live off chip.
   offChip_ = planOffChip(*graph_, config_.options, hostState_.shards());
-  if (!offChip_.empty()) {
-    uint64_t bytes = 0;
-    for (const auto& [id, b] : offChip_.streamingBytes) bytes += b;
-    logging::session::info("off-chip storage: {} tensors, {} bytes per replica in streaming memory",
-                           offChip_.streamingBytes.size(), bytes);
-  }
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");

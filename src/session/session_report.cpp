@@ -113,6 +113,59 @@ RemoteTotals remoteTotals(const LoweredGraph& lowered) {
   return t;
 }
 
+// getReport's "memory": per IPU its bytes by class on chip and in streaming memory, and every
+// off-chip tensor.
+void writeMemoryJson(json::Writer& w, const device::MemoryModel& model) {
+  w.key("memory").beginObject();
+  w.key("capacityBytesPerIpu");
+  if (model.hasLimit()) {
+    w.value(model.capacity());
+  } else {
+    w.null();
+  }
+  w.key("ipus").beginArray();
+  for (int ipu = 0; ipu < model.numIpus(); ++ipu) {
+    w.beginObject().field("ipu", ipu).field("totalBytes", model.used(ipu));
+    w.key("classes").beginObject();
+    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
+      const auto cls = static_cast<device::TensorClass>(c);
+      w.field(device::toString(cls), model.used(ipu, cls));
+    }
+    w.endObject();
+    // Streaming memory: what the IPU keeps off chip (outside its capacity).
+    w.field("streamingBytes", model.streaming(ipu));
+    w.key("streamingClasses").beginObject();
+    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
+      const auto cls = static_cast<device::TensorClass>(c);
+      w.field(device::toString(cls), model.streaming(ipu, cls));
+    }
+    w.endObject().endObject();
+  }
+  w.endArray();
+  w.key("offChipTensors").beginArray();
+  for (const auto& t : model.offChipTensors()) {
+    w.beginObject()
+        .field("ipu", t.ipu)
+        .field("name", t.name)
+        .field("class", device::toString(t.cls))
+        .field("bytes", t.bytes)
+        .endObject();
+  }
+  w.endArray().endObject();
+}
+
+// getReport's "execution.offChipTransfers".
+void writeRemoteJson(json::Writer& w, const RemoteTotals& t) {
+  w.key("offChipTransfers")
+      .beginObject()
+      .field("loads", t.loads)
+      .field("loadBytes", t.loadBytes)
+      .field("stores", t.stores)
+      .field("storeBytes", t.storeBytes)
+      .field("cycles", t.cycles)
+      .endObject();
+}
+
 std::string remoteLine(const RemoteTotals& t, const std::vector<OpRow>& rows) {
   if (t.loads + t.stores == 0) return "off-chip transfers: none\n";
   uint64_t allCycles = 0;
@@ -227,42 +280,7 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
       .field("stepsRun", figures.stepsRun)
       .endObject();
 
-  w.key("memory").beginObject();
-  w.key("capacityBytesPerIpu");
-  if (memoryModel_->hasLimit()) {
-    w.value(memoryModel_->capacity());
-  } else {
-    w.null();
-  }
-  w.key("ipus").beginArray();
-  for (int ipu = 0; ipu < memoryModel_->numIpus(); ++ipu) {
-    w.beginObject().field("ipu", ipu).field("totalBytes", memoryModel_->used(ipu));
-    w.key("classes").beginObject();
-    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
-      const auto cls = static_cast<device::TensorClass>(c);
-      w.field(device::toString(cls), memoryModel_->used(ipu, cls));
-    }
-    w.endObject();
-    // Streaming memory: what the IPU keeps off chip (outside its capacity).
-    w.field("streamingBytes", memoryModel_->streaming(ipu));
-    w.key("streamingClasses").beginObject();
-    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
-      const auto cls = static_cast<device::TensorClass>(c);
-      w.field(device::toString(cls), memoryModel_->streaming(ipu, cls));
-    }
-    w.endObject().endObject();
-  }
-  w.endArray();
-  w.key("offChipTensors").beginArray();
-  for (const auto& t : memoryModel_->offChipTensors()) {
-    w.beginObject()
-        .field("ipu", t.ipu)
-        .field("name", t.name)
-        .field("class", device::toString(t.cls))
-        .field("bytes", t.bytes)
-        .endObject();
-  }
-  w.endArray().endObject();
+  writeMemoryJson(w, *memoryModel_);
 
   const SessionProfile& p = profile_;
   const std::vector<OpRow> rows = opRows(*graph_, *program_, instructionCycles_);
@@ -275,15 +293,7 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
       .field("microBatches", p.microBatches)
       .field("runSeconds", p.runSeconds)
       .field("kernelSeconds", kernelSeconds);
-  const RemoteTotals remote = remoteTotals(*program_);
-  w.key("offChipTransfers")
-      .beginObject()
-      .field("loads", remote.loads)
-      .field("loadBytes", remote.loadBytes)
-      .field("stores", remote.stores)
-      .field("storeBytes", remote.storeBytes)
-      .field("cycles", remote.cycles)
-      .endObject();
+  writeRemoteJson(w, remoteTotals(*program_));
   w.key("phases").beginObject();
   for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
     const auto phase = static_cast<ir::Phase>(ph);
