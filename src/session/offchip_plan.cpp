@@ -96,13 +96,24 @@ void checkOffChipOptions(const SessionOptions& options) {
 OffChipPlan planOffChip(const ir::Graph& graph, const SessionOptions& options,
                         const std::map<TensorId, replication::ShardPlan>& shards) {
   for (const auto& [id, loc] : options.tensorLocationSettingsOverride) {
-    if (!graph.hasTensor(id)) {
-      throw error(
-          "SessionOptions: tensorLocationSettingsOverride names '{}' ({}), which is not a tensor "
-          "of the session (weights by their model names, optimizer state as Accl___<weight>, "
-          "Accl1___<weight>, ..., accumulators as Accum___<weight>)",
-          id, storageName(loc.storage));
+    if (graph.hasTensor(id)) continue;
+    // The state of a weight this session has, which its optimizer does not keep (an inference
+    // session, SGD without momentum): PopART programs share one SessionOptions between their
+    // training and inference sessions, so this is no mistake; the override has nothing to move.
+    const size_t sep = id.find("___");
+    if (sep != std::string::npos && graph.hasTensor(id.substr(sep + 3)) &&
+        graph.tensor(id.substr(sep + 3)).kind == ir::TensorKind::Variable) {
+      logging::session::info(
+          "SessionOptions: tensorLocationSettingsOverride names '{}', optimizer state or an "
+          "accumulator this session does not have: no effect",
+          id);
+      continue;
     }
+    throw error(
+        "SessionOptions: tensorLocationSettingsOverride names '{}' ({}), which is not a tensor "
+        "of the session (weights by their model names, optimizer state as Accl___<weight>, "
+        "Accl1___<weight>, ..., accumulators as Accum___<weight>)",
+        id, storageName(loc.storage));
   }
   OffChipPlan plan;
   // Per kind with OffChip settings: its tensors, and how many went off chip, to say when the

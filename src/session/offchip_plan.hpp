@@ -52,8 +52,10 @@ void checkOffChipOptions(const SessionOptions& options);
 
 // The off-chip tensors of a built session graph (after the training graph: optimizer state and
 // accumulators exist) and their transfers. `shards`: the replicated tensor sharding plan, by
-// weight. Throws xtrain::error naming the entry for an override of a tensor the graph does not
-// have, an OffChip override of an activation, input or constant, and an override whose
+// weight. An override of the state of one of the session's weights that its optimizer does not
+// keep (Accl___W in an inference session) has no effect: PopART programs share options between
+// sessions. Throws xtrain::error naming the entry for an override of any other tensor the graph
+// does not have, an OffChip override of an activation, input or constant, and an override whose
 // replicatedTensorSharding differs from its kind's settings (xtrain shards by kind).
 OffChipPlan planOffChip(const ir::Graph& graph, const SessionOptions& options,
                         const std::map<TensorId, replication::ShardPlan>& shards);

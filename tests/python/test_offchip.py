@@ -189,6 +189,9 @@ class OffChipPlacementTest(unittest.TestCase):
         proto, loss = mlp()
         opts = popart.SessionOptions()
         opts.weightTensorLocationSettings.location.storage = popart.TensorStorage.OffChip
+        # The options of a training session: its optimizer state's override does nothing here.
+        opts.tensorLocationSettingsOverride = {
+            "Accl___W1": popart.TensorLocation(popart.TensorStorage.OffChip)}
         device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 1})
         s = popart.InferenceSession(fnModel=proto, dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("All")}),
                                     userOptions=opts, deviceInfo=device)

@@ -286,6 +286,14 @@ TEST(OffChip, BadSettingsAreRefusedNamingTheOption) {
   unknown.tensorLocationSettingsOverride["W9"] = locationOf(TensorStorage::OffChip);
   expectError([&] { make(unknown); },
               {"tensorLocationSettingsOverride", "'W9'", "not a tensor", "Accl___<weight>"});
+  SessionOptions unknownState;  // named as state, but of no weight of the model
+  unknownState.tensorLocationSettingsOverride["Accl___W9"] = locationOf(TensorStorage::OffChip);
+  expectError([&] { make(unknownState); }, {"tensorLocationSettingsOverride", "'Accl___W9'"});
+  // The state of a weight that this optimizer does not keep: no effect (PopART programs share
+  // options between sessions).
+  SessionOptions noMomentum;
+  noMomentum.tensorLocationSettingsOverride["Accl___W1"] = locationOf(TensorStorage::OffChip);
+  EXPECT_TRUE(offChipNames(reportOf(*makeMlpSession(m, noMomentum, ConstSGD(0.1f)))).empty());
   SessionOptions input;
   input.tensorLocationSettingsOverride[m.x] = locationOf(TensorStorage::OffChip);
   expectError([&] { make(input); }, {"tensorLocationSettingsOverride", "'" + m.x + "'", "on chip"});
