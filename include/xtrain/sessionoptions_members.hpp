@@ -138,14 +138,16 @@ inline constexpr auto kMembers = std::tuple{
     // Tensor locations.
     SessionOptionMember{"activationTensorLocationSettings", &S::activationTensorLocationSettings, H,
                         "OnChip, sharding Off", kElementCounts,
-                        "OnChip only: OffChip storage and sharded activations are refused",
+                        "OnChip only: OffChip activations need execution phases and sharded "
+                        "activations are refused",
                         "Tensor location settings for activation/gradient tensors."},
     SessionOptionMember{
         "weightTensorLocationSettings", &S::weightTensorLocationSettings, H,
         "OnChip, sharding Off, min 8192", kElementCounts,
-        "replicated tensor sharding over any shardingDomain in training sessions "
-        "(docs/replication.md); OffChip storage and sharding in inference sessions are "
-        "refused; minElementsForOffChip and the tile sets have no effect",
+        "OffChip storage for tensors of at least minElementsForOffChip elements, in "
+        "streaming memory (docs/model-parallelism.md); replicated tensor sharding over any "
+        "shardingDomain in training sessions (docs/replication.md); sharding in inference "
+        "sessions is refused; the tile sets have no effect",
         "Tensor location for weight tensors."},
     SessionOptionMember{
         "optimizerStateTensorLocationSettings", &S::optimizerStateTensorLocationSettings, H,
@@ -158,8 +160,9 @@ inline constexpr auto kMembers = std::tuple{
         "> 1 are refused",
         "Tensor location for gradient accumulator tensors."},
     SessionOptionMember{
-        "tensorLocationSettingsOverride", &S::tensorLocationSettingsOverride, R, "{}", "",
-        "locations per tensor are not implemented; set the settings of the tensor's kind",
+        "tensorLocationSettingsOverride", &S::tensorLocationSettingsOverride, H, "{}", "",
+        "the storage of single weights, optimizer state and accumulators (it wins over the "
+        "kind's settings and minimum); sharding follows the kind's settings",
         "Tensor locations of single tensors."},
     // Inputs, numerics and the optimizer.
     SessionOptionMember{"syntheticDataMode", &S::syntheticDataMode, H, "Off", "",

@@ -57,6 +57,16 @@ std::pair<int64_t, const char*> nonFinite(const HostTensor& t) {
   }
 }
 
+// The trace events of an instruction's remote loads (store false) or stores.
+void traceRemote(const Instruction& instr, bool store) {
+  if (instr.remote.empty() || !timeline::recording()) return;
+  for (const RemoteTransferMark& m : instr.remote) {
+    if (m.store != store) continue;
+    timeline::Span traced(timeline::Category::Op, m.description);
+    traced.arg("bytes", m.bytes).arg("cycles", m.cycles);
+  }
+}
+
 }  // namespace
 
 void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
@@ -65,27 +75,32 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
   std::vector<HostTensor*> outs;
   for (size_t k = 0; k < instructions_.size(); ++k) {
     const Instruction& instr = instructions_[k];
-    const timeline::Span traced(timeline::Category::Op, instr.description);
-    const auto start =
-        profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    ins.clear();
-    outs.clear();
-    for (int i : instr.inputs) ins.push_back(i < 0 ? nullptr : &buffers[static_cast<size_t>(i)]);
-    for (int o : instr.outputs) outs.push_back(o < 0 ? nullptr : &buffers[static_cast<size_t>(o)]);
-    KernelIO io{ins, outs, mixSeed(seed ^ instr.seedSalt)};
-    try {
-      instr.kernel->run(io);
-    } catch (const internal_error&) {
-      throw;
-    } catch (const error& e) {
-      const std::string what = e.what();
-      if (what.rfind(instr.description, 0) == 0) throw;
-      throw runtime_error("{}: {}", instr.description, what);
-    }
-    if (profiling_) {
-      seconds_[k] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
+    traceRemote(instr, false);
+    {
+      const timeline::Span traced(timeline::Category::Op, instr.description);
+      const auto start =
+          profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      ins.clear();
+      outs.clear();
+      for (int i : instr.inputs) ins.push_back(i < 0 ? nullptr : &buffers[static_cast<size_t>(i)]);
+      for (int o : instr.outputs)
+        outs.push_back(o < 0 ? nullptr : &buffers[static_cast<size_t>(o)]);
+      KernelIO io{ins, outs, mixSeed(seed ^ instr.seedSalt)};
+      try {
+        instr.kernel->run(io);
+      } catch (const internal_error&) {
+        throw;
+      } catch (const error& e) {
+        const std::string what = e.what();
+        if (what.rfind(instr.description, 0) == 0) throw;
+        throw runtime_error("{}: {}", instr.description, what);
+      }
+      if (profiling_) {
+        seconds_[k] +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
+    }  // the op's span ends before its stores'
+    traceRemote(instr, true);
     if (!checkedBufferNames_.empty()) checkFloatingPoint(instr, buffers);
     if (afterInstruction) afterInstruction(k);
   }

@@ -13,12 +13,25 @@
 
 namespace xtrain::device {
 
+// A transfer between an IPU and its streaming memory around an instruction: an off-chip tensor
+// (docs/model-parallelism.md, "Off-chip storage") loaded before the kernel runs or stored after.
+// The simulated device keeps the tensor's buffer in host memory already, so the transfer moves
+// nothing: the program traces it as an op of its own ("RemoteLoad <tensor>", "RemoteStore
+// <tensor>") with its bytes and simulated cycles, which the session's cycle model costs.
+struct RemoteTransferMark {
+  std::string description;
+  int64_t bytes = 0;
+  int64_t cycles = 0;
+  bool store = false;
+};
+
 struct Instruction {
   std::unique_ptr<Kernel> kernel;
   std::vector<int> inputs;   // buffer indices, -1 for absent
   std::vector<int> outputs;  // buffer indices, -1 for absent
   std::string description;
-  uint64_t seedSalt = 0;  // mixed into the per-execution seed
+  uint64_t seedSalt = 0;                   // mixed into the per-execution seed
+  std::vector<RemoteTransferMark> remote;  // loads first, then stores
 };
 
 class Program {

@@ -86,4 +86,8 @@ uint64_t CycleModel::hostTransferCycles(uint64_t bytes) const {
   return kHostOverhead + cyclesOf(static_cast<double>(bytes), kHostBytesPerCycle);
 }
 
+uint64_t CycleModel::remoteTransferCycles(uint64_t bytes) {
+  return kRemoteOverhead + cyclesOf(static_cast<double>(bytes), kRemoteBytesPerCycle);
+}
+
 }  // namespace xtrain::session

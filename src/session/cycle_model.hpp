@@ -11,7 +11,12 @@
 //     f = 2 (k - 1) / k for an all-reduce, (k - 1) / k for a reduce-scatter or all-gather;
 //   a host transfer of n bytes: kHostOverhead + n / kHostBytesPerCycle;
 //   a copy of n bytes between the IPUs of a replica (IpuCopy, docs/model-parallelism.md):
-//     kInstructionOverhead + n / kLinkBytesPerCycle.
+//     kInstructionOverhead + n / kLinkBytesPerCycle;
+//   a remote load or store of n bytes between an IPU and its streaming memory (off-chip tensors,
+//     docs/model-parallelism.md): kRemoteOverhead + n / kRemoteBytesPerCycle. A GC200's streaming
+//     memory is DDR4 behind the IPU-Machine's gateway; the simulated device keeps it in host
+//     memory, so it is costed as the host link is: 16 GB/s (PCIe Gen4 x16) with a host transfer's
+//     set-up.
 //
 // Dense ops' FLOPs: 2 x output elements x the contracted length (MatMul, MatMulT, Gemm: the first
 // input's reduced dimension), and for the convolutions 2 x sqrt(|input| x |weight| x |output|),
@@ -40,6 +45,8 @@ class CycleModel {
   static constexpr uint64_t kCollectiveOverhead = 1000;
   static constexpr double kHostBytesPerCycle = 12;  // 16 GB/s PCIe at 1.33 GHz
   static constexpr uint64_t kHostOverhead = 500;
+  static constexpr double kRemoteBytesPerCycle = kHostBytesPerCycle;
+  static constexpr uint64_t kRemoteOverhead = kHostOverhead;
 
   // tilesPerIpu <= 0 (a CPU device): kDefaultTilesPerIpu.
   explicit CycleModel(int tilesPerIpu);
@@ -50,6 +57,8 @@ class CycleModel {
   // operation: "all-reduce", "reduce-scatter" or "all-gather"; groupSize <= 1 costs nothing.
   uint64_t collectiveCycles(const std::string& operation, uint64_t bytes, int64_t groupSize) const;
   uint64_t hostTransferCycles(uint64_t bytes) const;
+  // A RemoteLoad or RemoteStore of an off-chip tensor.
+  static uint64_t remoteTransferCycles(uint64_t bytes);
 
   // The FLOPs counted for `op` (for the report and tests).
   static double flops(const ir::Graph& graph, const ir::Op& op);

@@ -8,6 +8,7 @@
 
 #include "common/check.hpp"
 #include "common/env_switch.hpp"
+#include "session/cycle_model.hpp"
 #include "session/kernel_spec.hpp"
 #include "session/layout_plan.hpp"
 #include "xtrain/logging.hpp"
@@ -36,6 +37,15 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
     // backward pass is the forward pass's).
     const ir::Op& seeded = op.recomputes >= 0 ? graph.op(op.recomputes) : op;
     instr.seedSalt = std::hash<std::string>{}(seeded.name + "#" + std::to_string(seeded.id));
+    if (options.offChip != nullptr) {
+      if (auto it = options.offChip->transfers.find(opId); it != options.offChip->transfers.end()) {
+        for (const RemoteTransfer& t : it->second) {
+          instr.remote.push_back(
+              {(t.store ? "RemoteStore " : "RemoteLoad ") + t.tensor, static_cast<int64_t>(t.bytes),
+               static_cast<int64_t>(CycleModel::remoteTransferCycles(t.bytes)), t.store});
+        }
+      }
+    }
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
     ops_[static_cast<size_t>(op.phase)].push_back(opId);
   }

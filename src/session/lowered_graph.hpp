@@ -15,6 +15,7 @@
 #include "device/program.hpp"
 #include "ir/graph.hpp"
 #include "session/buffer_plan.hpp"
+#include "session/offchip_plan.hpp"
 
 namespace xtrain::session {
 
@@ -30,6 +31,9 @@ struct LoweringOptions {
   // SessionOptions::enableFloatingPointChecks: every program checks its ops' floating-point
   // outputs for inf and nan (device::Program::setFloatingPointChecks).
   bool floatingPointChecks = false;
+  // The off-chip tensors' loads and stores, traced around the ops that make them (must outlive the
+  // constructor only); none when null.
+  const OffChipPlan* offChip = nullptr;
 };
 
 class LoweredGraph {

@@ -65,12 +65,34 @@ std::vector<const ir::Tensor*> peakActivations(const ir::Graph& graph,
   return peak;
 }
 
+// The largest on-chip copy of the off-chip tensors among `mine` that one op loads at once: the op
+// and its bytes (a weight kept as a shard loads nothing more: its gathered temporary is charged
+// already).
+std::pair<OpId, uint64_t> offChipStaging(const ir::Graph& graph, const OffChipPlan& offChip,
+                                         const std::set<TensorId>& mine,
+                                         const std::map<TensorId, replication::ShardPlan>& shards) {
+  std::pair<OpId, uint64_t> most{-1, 0};
+  for (const auto& [opId, transfers] : offChip.transfers) {
+    uint64_t bytes = 0;
+    for (const RemoteTransfer& t : transfers) {
+      if (t.store || !mine.count(t.tensor)) continue;
+      auto shard = shards.find(t.tensor);
+      if (shard != shards.end() && shard->second.weightStored) continue;
+      bytes += static_cast<uint64_t>(graph.tensor(t.tensor).info.nbytes());
+    }
+    if (bytes > most.second) most = {opId, bytes};
+  }
+  return most;
+}
+
 // What one IPU of every replica holds: its tensors by class, its buffer plan's block and its
-// activations kept out of the block that are live at its peak.
+// activations kept out of the block that are live at its peak; its off-chip tensors in its
+// streaming memory.
 void chargeIpu(device::MemoryModel& model, const ir::Graph& graph,
                const std::vector<int>& replicaIpus,
                const std::map<TensorId, replication::ShardPlan>& shards,
-               const std::vector<TensorId>& ids, const std::set<TensorId>& anchors) {
+               const std::vector<TensorId>& ids, const std::set<TensorId>& anchors,
+               const OffChipPlan& offChip) {
   const BufferPlan plan = planBuffers(graph, ids, anchors, bufferReuseFromEnvironment());
   std::set<TensorId> mine(ids.begin(), ids.end()), planned;
   for (size_t b = 0; b < ids.size(); ++b) {
@@ -78,11 +100,20 @@ void chargeIpu(device::MemoryModel& model, const ir::Graph& graph,
   }
   std::vector<const ir::Tensor*> peak = peakActivations(
       graph, [&](const TensorId& id) { return mine.count(id) != 0 && !planned.count(id); });
+  const auto staging = offChipStaging(graph, offChip, mine, shards);
   for (const int ipu : replicaIpus) {
     for (const auto& id : ids) {
       const ir::Tensor& t = graph.tensor(id);
       auto shard = shards.find(id);
-      if (shard != shards.end() && shard->second.weightStored) {
+      if (auto off = offChip.streamingBytes.find(id); off != offChip.streamingBytes.end()) {
+        // In streaming memory (as a shard with RTS); loaded around its uses (the staging below,
+        // and a sharded weight's gathered temporary).
+        model.addStreaming(ipu, *classOf(t.kind), id, off->second);
+        if (shard != shards.end() && shard->second.weightStored) {
+          model.add(ipu, device::TensorClass::Activations, id + " (gathered)",
+                    static_cast<uint64_t>(t.info.nbytes()));
+        }
+      } else if (shard != shards.end() && shard->second.weightStored) {
         // A weight kept as a shard: its shard resides, the whole weight is gathered into a
         // temporary before use (charged with the activations).
         model.add(ipu, device::TensorClass::Weights, id + " (shard)",
@@ -102,6 +133,10 @@ void chargeIpu(device::MemoryModel& model, const ir::Graph& graph,
       model.add(ipu, device::TensorClass::Activations, t->id,
                 static_cast<uint64_t>(t->info.nbytes()));
     }
+    if (staging.second > 0) {
+      model.add(ipu, device::TensorClass::Activations,
+                format("off-chip staging: {}", graph.op(staging.first).describe()), staging.second);
+    }
   }
 }
 
@@ -110,7 +145,7 @@ void chargeIpu(device::MemoryModel& model, const ir::Graph& graph,
 device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& device,
                                  int64_t localReplicas,
                                  const std::map<TensorId, replication::ShardPlan>& shards,
-                                 const std::vector<TensorId>& anchors) {
+                                 const std::vector<TensorId>& anchors, const OffChipPlan& offChip) {
   device::MemoryModel model = device::MemoryModel::forDevice(device);
   const int ipusPerReplica =
       std::max(1, model.numIpus() / static_cast<int>(std::max<int64_t>(1, localReplicas)));
@@ -128,7 +163,7 @@ device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& devic
       const int ipu = static_cast<int>(r) * ipusPerReplica + static_cast<int>(vg);
       if (ipu < model.numIpus()) ipus.push_back(ipu);
     }
-    chargeIpu(model, graph, ipus, shards, ids, keep);
+    chargeIpu(model, graph, ipus, shards, ids, keep, offChip);
   }
   return model;
 }

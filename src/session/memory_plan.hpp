@@ -13,19 +13,24 @@
 #include "device/ipu/memory_model.hpp"
 #include "ir/graph.hpp"
 #include "replication/sharding.hpp"
+#include "session/offchip_plan.hpp"
 #include "xtrain/devicemanager.hpp"
 
 namespace xtrain::session {
 
 // The memory model of `device` with what each of the `localReplicas` replicas of `graph` keeps on
 // its IPUs (each tensor on the IPU of its virtual graph, ir/placement; the first without
-// placement; each IPU with a buffer plan of its own): weights kept as shards (`shards`, by weight) charged as their shard plus a
-// gathered temporary, the anchors read by the host outside the buffer plan. Checks nothing: the
-// caller calls check() on it.
+// placement; each IPU with a buffer plan of its own): weights kept as shards (`shards`, by weight)
+// charged as their shard plus a gathered temporary, the anchors read by the host outside the buffer
+// plan. Off-chip tensors (`offChip`) are charged to the IPU's streaming memory; on chip each IPU
+// holds, besides, the loaded copies of the op that loads the most of its off-chip tensors at once
+// (an op's loads live while it runs: "off-chip staging", with the activations). Checks nothing:
+// the caller calls check() on it.
 device::MemoryModel chargeMemory(const ir::Graph& graph, const DeviceInfo& device,
                                  int64_t localReplicas,
                                  const std::map<TensorId, replication::ShardPlan>& shards,
-                                 const std::vector<TensorId>& anchors);
+                                 const std::vector<TensorId>& anchors,
+                                 const OffChipPlan& offChip = {});
 
 }  // namespace xtrain::session
 

@@ -16,6 +16,7 @@
 #include "session/layout_plan.hpp"
 #include "session/memory_plan.hpp"
 #include "session/model_io.hpp"
+#include "session/offchip_plan.hpp"
 #include "session/option_checks.hpp"
 #include "session/option_ranges.hpp"
 #include "session/phase_times.hpp"
@@ -74,11 +75,8 @@ void checkOptionsFit(const SessionConfig& config, int64_t localReplicas) {
         "enableGradientAccumulation with accumulationFactor {} needs a TrainingSession",
         o.getAccumulationFactor());
   }
-  for (const auto* s :
-       {&o.weightTensorLocationSettings, &o.optimizerStateTensorLocationSettings,
-        &o.accumulatorTensorLocationSettings, &o.activationTensorLocationSettings}) {
-    if (s->location.storage == TensorStorage::OffChip) notYet("OffChip tensor storage");
-  }
+  // Weights, optimizer state and accumulators may go off chip (offchip_plan.hpp), activations not.
+  checkOffChipOptions(o);
   if (o.activationTensorLocationSettings.location.replicatedTensorSharding ==
       ReplicatedTensorSharding::On) {
     throw error(
@@ -218,6 +216,8 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // The ops the training graph added go where their forward op or weight is; IpuCopy ops carry
   // tensors between the IPUs of a replica.
   placeTrainingGraph(*graph_, config_, optimizerGraph_);
+  // Once every weight, optimizer state and accumulator exists: which of them live off chip.
+  offChip_ = planOffChip(*graph_, config_.options, hostState_.shards());
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
@@ -265,9 +265,9 @@ void SessionImpl::prepareDevice() {
   // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
   checkVirtualGraphs(*graph_, config_, layout_.local);
   // Throws OutOfMemoryException when an IPU overflows.
-  profiler_.recordMemory(
-      chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors()),
-      figures());
+  profiler_.recordMemory(chargeMemory(*graph_, d, layout_.local, hostState_.shards(),
+                                      config_.dataFlow.anchors(), offChip_),
+                         figures());
   times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
   // the host reads keeps its own, plain buffer.
@@ -277,6 +277,7 @@ void SessionImpl::prepareDevice() {
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
   for (const auto& id : updateControl_.trackedGradients()) lowering.hostRead.insert(id);
   lowering.floatingPointChecks = options.enableFloatingPointChecks;
+  lowering.offChip = &offChip_;
   if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
   ReplicaRuntime& runtime = *runtime_;
   runtime.lower(*graph_, lowering);

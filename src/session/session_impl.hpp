@@ -33,6 +33,7 @@
 #include "session/checkpoint_coordinator.hpp"
 #include "session/engine_options.hpp"
 #include "session/host_state.hpp"
+#include "session/offchip_plan.hpp"
 #include "session/random_state.hpp"
 #include "session/replica_runtime.hpp"
 #include "session/session_config.hpp"
@@ -141,6 +142,9 @@ class SessionImpl {
   ir::OptimizerTransformOptions optimizerOptions_;
   // Host views, grouped and sharded bookkeeping, state initializers, checkpoint tensors.
   HostState hostState_;
+  // The weights, optimizer state and accumulators kept in streaming memory (planned once the
+  // training graph exists).
+  OffChipPlan offChip_;
   // Loss scaling, clipping, hyperparameter values and Lamb's norms (reads config_).
   UpdateControl updateControl_{config_};
   // The local replicas; made by prepareDevice (kept whichever of its steps fails).

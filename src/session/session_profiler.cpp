@@ -60,8 +60,15 @@ void SessionProfiler::start(const ir::Graph& graph, LoweredGraph& replica0,
     const auto phase = static_cast<ir::Phase>(ph);
     auto& cycles = instructionCycles_[static_cast<size_t>(ph)];
     cycles.clear();
-    for (OpId id : program_->ops(phase))
-      cycles.push_back(cycleModel_->opCycles(graph, graph.op(id)));
+    const auto& instructions = program_->program(phase).instructions();
+    const auto& ops = program_->ops(phase);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      // An op's cycles include the remote loads and stores of its off-chip tensors
+      // (offchip_plan.hpp): the IPU waits for them.
+      uint64_t c = cycleModel_->opCycles(graph, graph.op(ops[k]));
+      for (const auto& m : instructions[k].remote) c += static_cast<uint64_t>(m.cycles);
+      cycles.push_back(c);
+    }
     phaseCycles_[static_cast<size_t>(ph)] = 0;
     for (uint64_t c : cycles) phaseCycles_[static_cast<size_t>(ph)] += c;
   }

@@ -93,6 +93,90 @@ std::string ipuCopyLine(const ir::Graph& graph, const std::vector<OpRow>& rows,
       percentText(static_cast<double>(cycles), static_cast<double>(allCycles)));
 }
 
+// The off-chip tensors' remote loads and stores (offchip_plan.hpp) in replica 0's programs: each op
+// executed once.
+struct RemoteTotals {
+  uint64_t loads = 0, stores = 0, loadBytes = 0, storeBytes = 0, cycles = 0;
+};
+
+RemoteTotals remoteTotals(const LoweredGraph& lowered) {
+  RemoteTotals t;
+  for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
+    for (const auto& instr : lowered.program(static_cast<ir::Phase>(ph)).instructions()) {
+      for (const auto& m : instr.remote) {
+        (m.store ? t.stores : t.loads) += 1;
+        (m.store ? t.storeBytes : t.loadBytes) += static_cast<uint64_t>(m.bytes);
+        t.cycles += static_cast<uint64_t>(m.cycles);
+      }
+    }
+  }
+  return t;
+}
+
+// getReport's "memory": per IPU its bytes by class on chip and in streaming memory, and every
+// off-chip tensor.
+void writeMemoryJson(json::Writer& w, const device::MemoryModel& model) {
+  w.key("memory").beginObject();
+  w.key("capacityBytesPerIpu");
+  if (model.hasLimit()) {
+    w.value(model.capacity());
+  } else {
+    w.null();
+  }
+  w.key("ipus").beginArray();
+  for (int ipu = 0; ipu < model.numIpus(); ++ipu) {
+    w.beginObject().field("ipu", ipu).field("totalBytes", model.used(ipu));
+    w.key("classes").beginObject();
+    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
+      const auto cls = static_cast<device::TensorClass>(c);
+      w.field(device::toString(cls), model.used(ipu, cls));
+    }
+    w.endObject();
+    // Streaming memory: what the IPU keeps off chip (outside its capacity).
+    w.field("streamingBytes", model.streaming(ipu));
+    w.key("streamingClasses").beginObject();
+    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
+      const auto cls = static_cast<device::TensorClass>(c);
+      w.field(device::toString(cls), model.streaming(ipu, cls));
+    }
+    w.endObject().endObject();
+  }
+  w.endArray();
+  w.key("offChipTensors").beginArray();
+  for (const auto& t : model.offChipTensors()) {
+    w.beginObject()
+        .field("ipu", t.ipu)
+        .field("name", t.name)
+        .field("class", device::toString(t.cls))
+        .field("bytes", t.bytes)
+        .endObject();
+  }
+  w.endArray().endObject();
+}
+
+// getReport's "execution.offChipTransfers".
+void writeRemoteJson(json::Writer& w, const RemoteTotals& t) {
+  w.key("offChipTransfers")
+      .beginObject()
+      .field("loads", t.loads)
+      .field("loadBytes", t.loadBytes)
+      .field("stores", t.stores)
+      .field("storeBytes", t.storeBytes)
+      .field("cycles", t.cycles)
+      .endObject();
+}
+
+std::string remoteLine(const RemoteTotals& t, const std::vector<OpRow>& rows) {
+  if (t.loads + t.stores == 0) return "off-chip transfers: none\n";
+  uint64_t allCycles = 0;
+  for (const auto& r : rows) allCycles += r.cycles;
+  return format(
+      "off-chip transfers (RemoteLoad/RemoteStore, streaming memory): {} load(s) of {} and {} "
+      "store(s) of {} per execution of each op once; {} of the simulated cycles\n",
+      t.loads, bytesText(t.loadBytes), t.stores, bytesText(t.storeBytes),
+      percentText(static_cast<double>(t.cycles), static_cast<double>(allCycles)));
+}
+
 }  // namespace
 
 std::string SessionProfiler::summaryReport(const SessionFigures& figures) const {
@@ -171,6 +255,7 @@ std::string SessionProfiler::summaryReport(const SessionFigures& figures) const 
      << p.anchors.count << " buffer(s), " << bytesText(p.anchors.bytes) << ", "
      << msText(p.anchors.seconds) << "\n";
   os << ipuCopyLine(*graph_, rows, kernelSeconds);
+  os << remoteLine(remoteTotals(*program_), rows);
   if (cycleCounter_) {
     os << "cycles (instrumentWithHardwareCycleCounter, simulated clock of "
        << CycleModel::kClockHz / 1e9 << " GHz, " << cycleModel_->tiles() << " tiles): last run "
@@ -195,24 +280,7 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
       .field("stepsRun", figures.stepsRun)
       .endObject();
 
-  w.key("memory").beginObject();
-  w.key("capacityBytesPerIpu");
-  if (memoryModel_->hasLimit()) {
-    w.value(memoryModel_->capacity());
-  } else {
-    w.null();
-  }
-  w.key("ipus").beginArray();
-  for (int ipu = 0; ipu < memoryModel_->numIpus(); ++ipu) {
-    w.beginObject().field("ipu", ipu).field("totalBytes", memoryModel_->used(ipu));
-    w.key("classes").beginObject();
-    for (size_t c = 0; c < device::kNumTensorClasses; ++c) {
-      const auto cls = static_cast<device::TensorClass>(c);
-      w.field(device::toString(cls), memoryModel_->used(ipu, cls));
-    }
-    w.endObject().endObject();
-  }
-  w.endArray().endObject();
+  writeMemoryJson(w, *memoryModel_);
 
   const SessionProfile& p = profile_;
   const std::vector<OpRow> rows = opRows(*graph_, *program_, instructionCycles_);
@@ -225,6 +293,7 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
       .field("microBatches", p.microBatches)
       .field("runSeconds", p.runSeconds)
       .field("kernelSeconds", kernelSeconds);
+  writeRemoteJson(w, remoteTotals(*program_));
   w.key("phases").beginObject();
   for (int ph = 0; ph < ir::kPhaseCount; ++ph) {
     const auto phase = static_cast<ir::Phase>(ph);

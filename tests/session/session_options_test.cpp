@@ -304,9 +304,6 @@ TEST(SessionOptionsRefused, ANonDefaultValueOfARefusedMemberIsAnError) {
        {"SessionOptions.customCodelets = [\"codelet.cpp\"]", "Builder::customOp"}},
       {[](SessionOptions& o) { o.hardwareInstrumentations = {Instrumentation::Inner}; },
        {"SessionOptions.hardwareInstrumentations = [Inner]", "per-IPU"}},
-      {[](SessionOptions& o) { o.tensorLocationSettingsOverride["x"] = TensorLocation(); },
-       {"SessionOptions.tensorLocationSettingsOverride = {\"x\": {storage: OnChip",
-        "not implemented"}},
       {[](SessionOptions& o) { o.exportPoplarComputationGraph = true; },
        {"SessionOptions.exportPoplarComputationGraph = true", "no Poplar graph"}},
   };

@@ -212,8 +212,9 @@ TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
   };
   expectError([&] { make({}, "nope"); }, {"loss 'nope'"});
   SessionOptions offChip;
-  offChip.weightTensorLocationSettings.location.storage = TensorStorage::OffChip;
-  expectError([&] { make(offChip); }, {"OffChip", "not supported yet"});
+  offChip.activationTensorLocationSettings.location.storage = TensorStorage::OffChip;
+  expectError([&] { make(offChip); },
+              {"activationTensorLocationSettings", "OffChip", "execution phases"});
   SessionOptions pipelined;
   pipelined.enablePipelining = true;
   expectError([&] { make(pipelined); }, {"enablePipelining", "not supported yet"});

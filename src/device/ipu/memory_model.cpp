@@ -72,6 +72,38 @@ void MemoryModel::add(int ipu, TensorClass cls, std::string name, uint64_t bytes
   slot.tensors.push_back(Entry{std::move(name), cls, bytes});
 }
 
+void MemoryModel::addStreaming(int ipu, TensorClass cls, std::string name, uint64_t bytes) {
+  XT_CHECK(ipu >= 0 && ipu < numIpus(), "off-chip tensor {} of IPU {} of a {}-IPU device", name,
+           ipu, numIpus());
+  Ipu& slot = ipus_[static_cast<size_t>(ipu)];
+  slot.streamingPerClass[static_cast<size_t>(cls)] += bytes;
+  slot.streamingTotal += bytes;
+  slot.offChip.push_back(Entry{std::move(name), cls, bytes});
+}
+
+uint64_t MemoryModel::streaming(int ipu) const {
+  return ipuAt(ipu).streamingTotal;
+}
+
+uint64_t MemoryModel::streaming(int ipu, TensorClass cls) const {
+  return ipuAt(ipu).streamingPerClass[static_cast<size_t>(cls)];
+}
+
+std::vector<MemoryModel::OffChipTensor> MemoryModel::offChipTensors() const {
+  std::vector<OffChipTensor> out;
+  for (int i = 0; i < numIpus(); ++i) {
+    for (const auto& e : ipus_[static_cast<size_t>(i)].offChip) {
+      out.push_back({i, e.name, e.cls, e.bytes});
+    }
+  }
+  return out;
+}
+
+bool MemoryModel::anyStreaming() const {
+  return std::any_of(ipus_.begin(), ipus_.end(),
+                     [](const Ipu& ipu) { return !ipu.offChip.empty(); });
+}
+
 void MemoryModel::clear() {
   for (auto& ipu : ipus_) {
     ipu = Ipu{};
@@ -167,6 +199,28 @@ std::string MemoryModel::report(size_t numLargest) const {
     if (!top.empty()) {
       os << "  Largest tensors:\n";
       for (const Entry* e : top) {
+        os << "    " << std::left << std::setw(kLabel + 6) << e->name << " " << std::setw(16)
+           << toString(e->cls) << " " << bytesWithExact(e->bytes) << "\n";
+      }
+    }
+    // Only when something is off chip, so that the reports of on-chip sessions stay as they were.
+    if (anyStreaming()) {
+      std::string classes;
+      for (TensorClass cls : kClasses) {
+        const uint64_t b = ipu.streamingPerClass[static_cast<size_t>(cls)];
+        if (b > 0)
+          classes += format("{}{} {}", classes.empty() ? "" : ", ", toString(cls), formatBytes(b));
+      }
+      row("Streaming memory", bytesWithExact(ipu.streamingTotal) +
+                                  (classes.empty() ? "" : " (" + classes + ")") +
+                                  ", off chip: not in the capacity");
+      std::vector<const Entry*> off;
+      for (const auto& e : ipu.offChip) off.push_back(&e);
+      std::stable_sort(off.begin(), off.end(),
+                       [](const Entry* a, const Entry* b) { return a->bytes > b->bytes; });
+      if (off.size() > numLargest) off.resize(numLargest);
+      if (!off.empty()) os << "  Off-chip tensors (streaming memory):\n";
+      for (const Entry* e : off) {
         os << "    " << std::left << std::setw(kLabel + 6) << e->name << " " << std::setw(16)
            << toString(e->cls) << " " << bytesWithExact(e->bytes) << "\n";
       }

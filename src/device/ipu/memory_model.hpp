@@ -2,9 +2,11 @@
 // says whether they fit (tilesPerIPU x memoryPerTile per IPU). Internal API, used by sessions.
 //
 // Contract: report each resident tensor once, on the IPU (device-local index 0..numIpus-1) that
-// holds it. For Activations report the set live at the peak of the program, not every activation. A
-// CPU device has no limit: the model still counts, but never overflows. Not thread-safe; one model
-// per device per session.
+// holds it. Tensors kept off chip (streaming memory, docs/model-parallelism.md) are reported with
+// addStreaming, on the IPU whose program loads them: they are shown, never counted against the
+// IPU's capacity. For Activations report the set live at the peak of the program, not every
+// activation. A CPU device has no limit: the model still counts, but never overflows. Not
+// thread-safe; one model per device per session.
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -41,6 +43,8 @@ class MemoryModel {
   // Charges `bytes` of tensor `name` to IPU `ipu`. An ipu outside 0..numIpus()-1 is an
   // internal_error.
   void add(int ipu, TensorClass cls, std::string name, uint64_t bytes);
+  // Charges `bytes` of off-chip tensor `name` to the streaming memory of IPU `ipu`.
+  void addStreaming(int ipu, TensorClass cls, std::string name, uint64_t bytes);
   void clear();
 
   int numIpus() const { return static_cast<int>(ipus_.size()); }
@@ -49,6 +53,17 @@ class MemoryModel {
   uint64_t capacity() const { return limits_ ? limits_->capacity() : 0; }
   uint64_t used(int ipu) const;
   uint64_t used(int ipu, TensorClass cls) const;
+  // Bytes in IPU `ipu`'s streaming memory (all classes, or one).
+  uint64_t streaming(int ipu) const;
+  uint64_t streaming(int ipu, TensorClass cls) const;
+  // Every off-chip tensor: (ipu, name, class, bytes), in the order they were added.
+  struct OffChipTensor {
+    int ipu;
+    std::string name;
+    TensorClass cls;
+    uint64_t bytes;
+  };
+  std::vector<OffChipTensor> offChipTensors() const;
   // The IPUs whose tensors exceed the capacity, in order.
   std::vector<int> overflowingIpus() const;
 
@@ -69,7 +84,12 @@ class MemoryModel {
     std::array<uint64_t, kNumTensorClasses> perClass{};
     uint64_t total = 0;
     std::vector<Entry> tensors;
+    // Streaming memory: off chip, outside the capacity.
+    std::array<uint64_t, kNumTensorClasses> streamingPerClass{};
+    uint64_t streamingTotal = 0;
+    std::vector<Entry> offChip;
   };
+  bool anyStreaming() const;
   const Ipu& ipuAt(int ipu) const;
   std::string ipuName(int ipu) const;
   std::vector<const Entry*> largest(int ipu, size_t n) const;
