@@ -11,7 +11,11 @@
 //     f = 2 (k - 1) / k for an all-reduce, (k - 1) / k for a reduce-scatter or all-gather;
 //   a host transfer of n bytes: kHostOverhead + n / kHostBytesPerCycle;
 //   a copy of n bytes between the IPUs of a replica (IpuCopy, docs/model-parallelism.md):
-//     kInstructionOverhead + n / kLinkBytesPerCycle.
+//     kInstructionOverhead + n / kLinkBytesPerCycle;
+//   a pipeline stash or restore of n bytes (docs/pipelining.md): an on-chip copy,
+//     kInstructionOverhead + 2 n / (tiles x 8 bytes per tile and cycle) (read and write);
+//   a pipelined step: each pipeline cycle costs its busiest IPU (the slots of one IPU run one after
+//     the other, the IPUs side by side), summed over the m + slots - 1 cycles of m micro-batches.
 //
 // Dense ops' FLOPs: 2 x output elements x the contracted length (MatMul, MatMulT, Gemm: the first
 // input's reduced dimension), and for the convolutions 2 x sqrt(|input| x |weight| x |output|),
@@ -21,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/graph.hpp"
 
@@ -50,6 +55,11 @@ class CycleModel {
   // operation: "all-reduce", "reduce-scatter" or "all-gather"; groupSize <= 1 costs nothing.
   uint64_t collectiveCycles(const std::string& operation, uint64_t bytes, int64_t groupSize) const;
   uint64_t hostTransferCycles(uint64_t bytes) const;
+  uint64_t stashCycles(uint64_t bytes) const;
+  // The pipelined cycles of `microBatches` micro-batches, slot k costing slotCycles[k] on IPU
+  // slotIpu[k] (see above).
+  static uint64_t pipelineCycles(const std::vector<uint64_t>& slotCycles,
+                                 const std::vector<int64_t>& slotIpu, int64_t microBatches);
 
   // The FLOPs counted for `op` (for the report and tests).
   static double flops(const ir::Graph& graph, const ir::Op& op);

@@ -30,6 +30,11 @@ struct LoweringOptions {
   // SessionOptions::enableFloatingPointChecks: every program checks its ops' floating-point
   // outputs for inf and nan (device::Program::setFloatingPointChecks).
   bool floatingPointChecks = false;
+  // Pipelining (session/pipeline_plan.hpp): the pipeline slot of every Forward, Backward and
+  // Accumulate op. Each phase's program then holds its ops by slot (in schedule order within a
+  // slot), so that a slot is one contiguous range of instructions (runSlot).
+  std::map<OpId, int64_t> pipelineSlots;
+  int64_t slots = 0;
 };
 
 class LoweredGraph {
@@ -66,6 +71,9 @@ class LoweredGraph {
            const std::function<void(size_t)>& afterInstruction = {}) const {
     program(phase).run(buffers, seed, afterInstruction);
   }
+  // Pipelining: runs the instructions of one slot of `phase` (LoweringOptions::pipelineSlots).
+  void runSlot(ir::Phase phase, int64_t slot, std::vector<HostTensor>& buffers,
+               uint64_t seed) const;
   // The index of the last instruction of `phase` that writes `id`, or -1 when none does.
   int64_t lastWriter(ir::Phase phase, const TensorId& id) const;
   // The layout of a tensor's buffer (Plain for every tensor the host reads).
@@ -80,6 +88,8 @@ class LoweredGraph {
   std::set<TensorId> channelsLast_;
   std::array<device::Program, ir::kPhaseCount> programs_;
   std::array<std::vector<OpId>, ir::kPhaseCount> ops_;
+  // Pipelining: per phase, the first instruction of each slot (and one past the last).
+  std::array<std::vector<size_t>, ir::kPhaseCount> slotStarts_;
   BufferPlan plan_;
   bool profiling_ = false;
 };

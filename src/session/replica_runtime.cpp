@@ -1,6 +1,7 @@
 #include "session/replica_runtime.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "comm/communicator.hpp"
@@ -38,7 +39,14 @@ bool ReplicaRuntime::joinInstances(bool distributed) {
 void ReplicaRuntime::build() {
   replicas_.clear();
   replicas_.resize(static_cast<size_t>(layout_.local));
-  for (Replica& replica : replicas_) replica.buffers = lowered_->makeBuffers();
+  for (Replica& replica : replicas_) {
+    replica.buffers = lowered_->makeBuffers();
+    if (pipeline_ == nullptr) continue;
+    for (const PipelineStash& s : pipeline_->stashes) {
+      const TensorInfo& info = graph_->tensor(s.tensor).info;
+      replica.stashes.emplace_back(static_cast<size_t>(s.depth), HostTensor(info));
+    }
+  }
   replicas_[0].program = lowered_.get();
   if (layout_.local > 1) {
     // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
@@ -131,6 +139,82 @@ void ReplicaRuntime::runMicroBatch(bool training, int accumulationIndex, int64_t
     }
     program.run(ir::Phase::Accumulate, buffers, seed);
   });
+}
+
+namespace {
+
+void copyBytes(const HostTensor& from, HostTensor& to) {
+  std::memcpy(to.raw(), from.raw(), from.nbytes());
+}
+
+}  // namespace
+
+void ReplicaRuntime::runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch,
+                                     bool training, int accumulationIndex, uint64_t seed) {
+  const PipelinePlan& plan = *pipeline_;
+  auto& buffers = replica.buffers;
+  const LoweredGraph& program = *replica.program;
+  const auto at = [&](size_t k) -> HostTensor& {
+    return replica.stashes[k][static_cast<size_t>(microBatch % plan.stashes[k].depth)];
+  };
+  const auto bufferOf = [&](size_t k) -> HostTensor& {
+    return buffers[static_cast<size_t>(program.bufferIndex(plan.stashes[k].tensor))];
+  };
+  if (const auto& restores = plan.restoreBefore[static_cast<size_t>(slot)]; !restores.empty()) {
+    const timeline::Span traced(timeline::Category::Host, "pipeline restore");
+    for (size_t k : restores) copyBytes(at(k), bufferOf(k));
+  }
+  program.runSlot(ir::Phase::Forward, slot, buffers, seed);
+  if (training) {
+    program.runSlot(ir::Phase::Backward, slot, buffers, seed);
+    if (accumulationIndex >= 0) {
+      buffers[static_cast<size_t>(accumulationIndex)].data<float>()[0] =
+          static_cast<float>(microBatch);
+    }
+    program.runSlot(ir::Phase::Accumulate, slot, buffers, seed);
+  }
+  if (const auto& pushes = plan.pushAfter[static_cast<size_t>(slot)]; !pushes.empty()) {
+    const timeline::Span traced(timeline::Category::Host, "pipeline stash");
+    for (size_t k : pushes) copyBytes(bufferOf(k), at(k));
+  }
+}
+
+void ReplicaRuntime::runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
+                                      int accumulationIndex,
+                                      const std::function<uint64_t(int64_t, int64_t)>& seedOf) {
+  const PipelinePlan& plan = *pipeline_;
+  forEachReplicaProgram([&](int64_t r) {
+    Replica& replica = replicas_[static_cast<size_t>(r)];
+    const device::ReplicaScope collectiveScope(*collectives_, r, pool_ != nullptr);
+    for (size_t k : plan.pushInputs) {
+      const PipelineStash& stash = plan.stashes[k];
+      const int64_t m = cycle - (stash.writer + 1);
+      if (m < 0 || m >= microBatches) continue;
+      const HostTensor& in =
+          replica.buffers[static_cast<size_t>(replica.program->bufferIndex(stash.tensor))];
+      copyBytes(in, replica.stashes[k][static_cast<size_t>(m % stash.depth)]);
+    }
+    // The last slot first: a tensor one slot hands to the next is read before it is overwritten.
+    for (int64_t slot = plan.slots - 1; slot >= 0; --slot) {
+      const int64_t m = cycle - slot;
+      if (m < 0 || m >= microBatches) continue;
+      runPipelineSlot(replica, slot, m, training, accumulationIndex,
+                      seedOf(layout_.offset + r, m));
+    }
+  });
+}
+
+const HostTensor& ReplicaRuntime::hostRead(int64_t localReplica, const TensorId& id,
+                                           int bufferIndex, int64_t microBatch) {
+  Replica& replica = replicas_[static_cast<size_t>(localReplica)];
+  if (pipeline_ != nullptr) {
+    auto it = pipeline_->hostReadStash.find(id);
+    if (it != pipeline_->hostReadStash.end()) {
+      const int64_t depth = pipeline_->stashes[it->second].depth;
+      return replica.stashes[it->second][static_cast<size_t>(microBatch % depth)];
+    }
+  }
+  return replica.buffers[static_cast<size_t>(bufferIndex)];
 }
 
 void ReplicaRuntime::takeHalfAccumulators() {

@@ -37,6 +37,7 @@
 #include "replication/replica_exchange.hpp"
 #include "replication/replica_layout.hpp"
 #include "session/lowered_graph.hpp"
+#include "session/pipeline_plan.hpp"
 #include "session/replica_pool.hpp"
 
 namespace xtrain::comm {
@@ -93,6 +94,21 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   // is each replica's random seed.
   void runMicroBatch(bool training, int accumulationIndex, int64_t microBatch,
                      const std::function<uint64_t(int64_t)>& seedOf);
+  // Pipelining (docs/pipelining.md). setPipeline, before build(): the plan (which must outlive the
+  // runtime); build() then makes each replica's stash rings. runPipelineCycle: cycle `cycle` of a
+  // pipeline over `microBatches` micro-batches on every replica, each on its thread: the model
+  // inputs the caller wrote before the cycle (PipelinePlan::inputMicroBatch) pushed into their
+  // stashes, then
+  // each slot from the last down to 0 runs micro-batch cycle - slot (when in range): restores,
+  // Forward, Backward, Accumulate (after the micro-batch's index is written into buffer
+  // accumulationIndex, -1: none), pushes. seedOf(global replica, micro-batch) as in runMicroBatch.
+  // hostRead: where the host reads tensor `id` of micro-batch m once its last slot ran (its stash
+  // entry when stashed, else its buffer).
+  void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
+  void runPipelineCycle(int64_t cycle, int64_t microBatches, bool training, int accumulationIndex,
+                        const std::function<uint64_t(int64_t, int64_t)>& seedOf);
+  const HostTensor& hostRead(int64_t localReplica, const TensorId& id, int bufferIndex,
+                             int64_t microBatch);
   // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
   void reduceGradients();
   // One phase (Update, Apply) on every replica with the same seed.
@@ -104,13 +120,19 @@ class ReplicaRuntime final : public replication::LocalReplicas {
     std::vector<HostTensor> buffers;
     const LoweredGraph* program = nullptr;
     std::unique_ptr<LoweredGraph> ownProgram;  // replicas 1..L-1 with their own threads
+    // Pipelining: per stash of the plan, its ring of `depth` entries.
+    std::vector<std::vector<HostTensor>> stashes;
   };
+  // One slot of a pipeline cycle on replica r (runPipelineCycle).
+  void runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch, bool training,
+                       int accumulationIndex, uint64_t seed);
   // fn(r) for every replica, on their threads, each on the replica's timeline track.
   void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
   void takeHalfAccumulators();
 
   const replication::ReplicaLayout layout_;
   const ir::Graph* graph_ = nullptr;
+  const PipelinePlan* pipeline_ = nullptr;
   LoweringOptions loweringOptions_;
   std::unique_ptr<LoweredGraph> lowered_;
   std::vector<Replica> replicas_;

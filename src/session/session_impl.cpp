@@ -187,7 +187,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // After the fingerprint: a model is the same model whichever of its inputs a session reads.
   removeUnusedInputs(gradientTargets);
   // virtualGraphMode: Off drops placement annotations, Manual checks them, Auto makes them.
-  placeForwardGraph(*graph_, config_, layout_.local);
+  pipelineStages_ = placeForwardGraph(*graph_, config_, layout_.local);
   times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
   // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
@@ -264,10 +264,17 @@ void SessionImpl::prepareDevice() {
   times.lap("attach");
   // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
   checkVirtualGraphs(*graph_, config_, layout_.local);
+  if (pipelineStages_ > 0) {
+    std::set<TensorId> hostReads(config_.dataFlow.anchors().begin(),
+                                 config_.dataFlow.anchors().end());
+    pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
+                             graph_->tensorsOfKind(ir::TensorKind::Stream), hostReads);
+  }
   // Throws OutOfMemoryException when an IPU overflows.
-  profiler_.recordMemory(
-      chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors()),
-      figures());
+  device::MemoryModel memory =
+      chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors());
+  chargePipelineStashes(memory, pipeline_, layout_.local);
+  profiler_.recordMemory(std::move(memory), figures());
   times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
   // the host reads keeps its own, plain buffer.
@@ -277,8 +284,17 @@ void SessionImpl::prepareDevice() {
   for (const auto& id : config_.dataFlow.anchors()) lowering.hostRead.insert(id);
   for (const auto& id : updateControl_.trackedGradients()) lowering.hostRead.insert(id);
   lowering.floatingPointChecks = options.enableFloatingPointChecks;
+  if (pipeline_.enabled()) {
+    // The buffer plan shares bytes between activations by their liveness in one micro-batch's
+    // schedule; pipelined micro-batches overlap, so every tensor keeps its own buffer.
+    lowering.bufferReuse = BufferReuse::Off;
+    lowering.pipelineSlots = pipeline_.slotOf;
+    lowering.slots = pipeline_.slots;
+  }
   if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
   ReplicaRuntime& runtime = *runtime_;
+  runtime.setPipeline(pipeline_.enabled() ? &pipeline_ : nullptr);
+  profiler_.setPipeline(pipeline_.enabled() ? &pipeline_ : nullptr);
   runtime.lower(*graph_, lowering);
   times.lap("lowering (kernels, buffer plan)");
   if (d.getType() == DeviceType::OfflineIpu ||

@@ -33,6 +33,7 @@
 #include "session/checkpoint_coordinator.hpp"
 #include "session/engine_options.hpp"
 #include "session/host_state.hpp"
+#include "session/pipeline_plan.hpp"
 #include "session/random_state.hpp"
 #include "session/replica_runtime.hpp"
 #include "session/session_config.hpp"
@@ -115,6 +116,18 @@ class SessionImpl {
   void removeUnusedInputs(const std::vector<TensorId>& gradientTargets);
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
+  // Pipelining: `count` micro-batches (iterations first..first+count-1) through the pipeline's
+  // cycles (fill, steady state, flush), inputs in as each enters, anchors out as each leaves.
+  void runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first, int64_t count);
+  // One iteration's inputs into every replica's buffers, and its anchors out of them (from the
+  // pipeline's stashes when pipelined: `microBatch` is then the index within the pipeline run).
+  // Pipelined, each input is written for the micro-batch entering its first reading stage in
+  // `cycle` (iteration = first + that micro-batch), none when out of [0, count).
+  void writeInputs(StepBuffers& io, const StepIndices& indices, int64_t iteration);
+  void writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
+                           int64_t count, int64_t cycle);
+  void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
+                   int64_t microBatch);
   void update(int64_t batch);
 
   SessionConfig config_;
@@ -127,6 +140,10 @@ class SessionImpl {
   SessionProfiler profiler_;
   replication::ReplicaLayout layout_;
   int64_t accumulationFactor_ = 1;
+  // SessionOptions::enablePipelining: the forward stages (0: not pipelined) and, from
+  // prepareDevice on, the plan of slots and stashes (session/pipeline_plan.hpp).
+  int64_t pipelineStages_ = 0;
+  PipelinePlan pipeline_;
   std::unique_ptr<ir::Graph> graph_;
   std::string modelBytes_;
   std::map<std::string, std::string> modelMetadata_;

@@ -106,6 +106,7 @@ std::string SessionProfiler::summaryReport(const SessionFigures& figures) const 
                                                            : kLargestTensors);
   if (!program_ || !cycleModel_) return s;
   s += stepTimeReport(figures);
+  s += pipelineReport(figures);
   const SessionProfile& p = profile_;
   // The device's counter is not part of the profile: it is there after a reset too.
   std::string cycles;
@@ -194,6 +195,8 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
       .field("batchesPerStep", figures.batchesPerStep)
       .field("stepsRun", figures.stepsRun)
       .endObject();
+  w.key("pipeline");
+  writePipelineJson(w);
 
   w.key("memory").beginObject();
   w.key("capacityBytesPerIpu");

@@ -1,0 +1,92 @@
+// PipelinePlan: how a pipelined session (SessionOptions::enablePipelining; docs/pipelining.md)
+// runs its per-micro-batch programs: which pipeline *slot* each op runs in, and which tensors are
+// stashed between the slot that writes them and the later slots that read them.
+//
+// Slots. N forward stages make 2N-1 slots in training (PopART's pipeline stages after autodiff):
+// slot s is stage s's forward, slot 2N-2-s stage s's backward and gradient accumulation (the last
+// stage's forward and backward share slot N-1); an inference session has the N forward slots. In
+// pipeline cycle c, slot k runs micro-batch c-k, the slots in descending order, so that a tensor
+// one slot hands to the next is read before its writer overwrites it with the next micro-batch's
+// value (PopART's IpuCopy double buffering). Each slot runs its Forward ops, then its Backward ops,
+// then its Accumulate ops, in schedule order.
+//
+// Stashes. A tensor written in slot j and read in slot k >= j + 2 (or by the host, after the last
+// slot) would be overwritten before it is read: after slot j it is pushed into a ring of
+// depth = (last reader's slot) - j entries, and restored from the entry of its micro-batch before
+// each reading slot. A model input is streamed to the stage that first reads it, as PopART streams
+// it: the host writes it at the start of the cycle in which its first reading slot f runs its
+// micro-batch, so it counts as written in slot f - 1 (stashed only when later slots read it). Weights, optimizer state and accumulators are never stashed:
+// they are the same for every micro-batch of a step (accumulators collect the micro-batches in
+// order, as without pipelining).
+//
+// Contract: the graph is the final training or inference graph (copies inserted); every Forward op
+// has a pipeline stage (ir::assignPipelineStages); gradient ops inherit theirs. Ops without a stage
+// (the gradient sums, loss scaling, accumulation) run in the latest slot of their inputs' writers.
+// A reader in an earlier slot than its input's writer is an internal error (a graph the plan
+// cannot pipeline), naming both.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "device/ipu/memory_model.hpp"
+#include "ir/graph.hpp"
+#include "session/session_config.hpp"
+
+#pragma GCC visibility push(default)
+
+namespace xtrain::session {
+
+struct PipelineStash {
+  TensorId tensor;
+  int64_t writer = 0;  // the slot that writes it (a model input: its first reader's - 1)
+  int64_t depth = 0;   // ring entries: micro-batches in flight between the push and the last read
+  int64_t virtualGraph = 0;
+  int64_t bytes = 0;  // of one entry
+};
+
+struct PipelinePlan {
+  int64_t stages = 0;  // forward stages N; 0: not pipelined
+  int64_t slots = 0;   // 2N-1 in training, N in inference
+  std::map<OpId, int64_t> slotOf;  // every Forward, Backward and Accumulate op
+  std::vector<PipelineStash> stashes;
+  std::vector<std::vector<size_t>> pushAfter;      // per slot: stashes pushed after it runs
+  std::vector<std::vector<size_t>> restoreBefore;  // per slot: stashes restored before it runs
+  std::vector<size_t> pushInputs;                  // stashes of model inputs (pushed as written)
+  std::map<TensorId, int64_t> inputSlot;           // each model input's first reading slot
+  std::map<TensorId, size_t> hostReadStash;        // host-read tensors read from their stash
+
+  bool enabled() const { return stages > 0; }
+  // The micro-batch whose input `id` the host writes before cycle `cycle` (may be out of range).
+  int64_t inputMicroBatch(const TensorId& id, int64_t cycle) const {
+    auto it = inputSlot.find(id);
+    return cycle - (it == inputSlot.end() ? 0 : it->second);
+  }
+  // Pipeline cycles for `microBatches` micro-batches: fill, steady state and flush.
+  int64_t cycles(int64_t microBatches) const { return microBatches + slots - 1; }
+  // Bytes of every ring of the stashes on virtual graph `vg`, per replica.
+  int64_t stashBytes(int64_t vg) const;
+};
+
+// The session's checks of its options against the stages (each an xtrain::error naming the option
+// and what would work): virtualGraphMode Manual or Auto, more than one virtual graph, gradient
+// accumulation in training, an accumulation factor (training) or batches per step (inference) of
+// at least the pipeline's slots (PopART's "depth"), no automatic loss scaling's histograms.
+void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t virtualGraphs);
+
+// The plan for `graph` with `stages` forward stages; `inputs` are the tensors the host writes each
+// micro-batch, `hostReads` those it reads after each micro-batch (anchors).
+PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
+                          const std::vector<TensorId>& inputs, const std::set<TensorId>& hostReads);
+
+// Charges each IPU of each local replica its stash rings (depth x bytes, as activations): the
+// memory pipelining adds to an IPU's one micro-batch of activations.
+void chargePipelineStashes(device::MemoryModel& model, const PipelinePlan& plan,
+                           int64_t localReplicas);
+
+}  // namespace xtrain::session
+
+#pragma GCC visibility pop
