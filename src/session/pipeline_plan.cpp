@@ -42,7 +42,10 @@ void assignSlots(const ir::Graph& graph, PipelinePlan& plan,
   for (OpId id : graph.schedule()) {
     const ir::Op& op = graph.op(id);
     if (!perMicroBatch(op.phase)) continue;
-    const int64_t stage = op.placement.pipelineStage;
+    // A copy runs where what it copies is made (see the header).
+    const int64_t stage = op.type == ir::kIpuCopyType && op.domain == ir::kXtrainDomain
+                              ? ir::Placement::kNone
+                              : op.placement.pipelineStage;
     int64_t slot = 0;
     if (stage != ir::Placement::kNone) {
       slot = op.phase == ir::Phase::Forward ? stage : 2 * last - stage;
@@ -153,7 +156,7 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
 
 PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
                           const std::vector<TensorId>& inputs,
-                          const std::set<TensorId>& hostReads) {
+                          const std::vector<TensorId>& anchors) {
   PipelinePlan plan;
   plan.stages = stages;
   plan.slots = training ? 2 * stages - 1 : stages;
@@ -172,7 +175,6 @@ PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
     std::set<int64_t> readers;
     for (OpId c : t->consumers) readers.insert(plan.slotOf.at(c));
     if (input) plan.inputSlot[id] = readers.empty() ? 0 : *readers.begin();
-    if (hostReads.count(id) != 0) readers.insert(plan.slots);
     if (readers.empty()) continue;
     std::set<int64_t> writerSlots;
     if (input) writerSlots.insert(plan.inputSlot[id] - 1);
@@ -196,11 +198,18 @@ PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
       plan.pushAfter[static_cast<size_t>(writer)].push_back(k);
     }
     for (int64_t r : readers) {
-      if (r == plan.slots) {
-        plan.hostReadStash[id] = k;
-      } else if (r > writer) {
-        plan.restoreBefore[static_cast<size_t>(r)].push_back(k);
-      }
+      if (r > writer) plan.restoreBefore[static_cast<size_t>(r)].push_back(k);
+    }
+  }
+  for (const TensorId& id : anchors) {
+    auto in = plan.inputSlot.find(id);
+    auto w = writers.find(id);
+    if (in != plan.inputSlot.end()) {
+      plan.anchorSlot[id] = in->second;
+    } else if (w != writers.end()) {
+      int64_t slot = 0;
+      for (OpId p : w->second) slot = std::max(slot, plan.slotOf.at(p));
+      plan.anchorSlot[id] = slot;
     }
   }
   return plan;

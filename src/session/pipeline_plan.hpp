@@ -10,12 +10,18 @@
 // value (PopART's IpuCopy double buffering). Each slot runs its Forward ops, then its Backward ops,
 // then its Accumulate ops, in schedule order.
 //
-// Stashes. A tensor written in slot j and read in slot k >= j + 2 (or by the host, after the last
-// slot) would be overwritten before it is read: after slot j it is pushed into a ring of
+// Stashes. A tensor written in slot j and read in slot k >= j + 2 would be overwritten before it
+// is read: after slot j it is pushed into a ring of
 // depth = (last reader's slot) - j entries, and restored from the entry of its micro-batch before
 // each reading slot. A model input is streamed to the stage that first reads it, as PopART streams
 // it: the host writes it at the start of the cycle in which its first reading slot f runs its
-// micro-batch, so it counts as written in slot f - 1 (stashed only when later slots read it). Weights, optimizer state and accumulators are never stashed:
+// micro-batch, so it counts as written in slot f - 1 (stashed only when later slots read it).
+// The host reads an anchor of micro-batch m after the cycle in which the slot that writes it ran
+// m (the lowest slot that touches a tensor runs last in a cycle, so its buffer holds that value):
+// anchors are never stashed.
+//
+// IpuCopy ops run in the slot of what they copy, as PopART copies at the end of the producing
+// stage's cycle: a stash of a copied tensor lives on the IPU that reads it. Weights, optimizer state and accumulators are never stashed:
 // they are the same for every micro-batch of a step (accumulators collect the micro-batches in
 // order, as without pipelining).
 //
@@ -57,13 +63,18 @@ struct PipelinePlan {
   std::vector<std::vector<size_t>> restoreBefore;  // per slot: stashes restored before it runs
   std::vector<size_t> pushInputs;                  // stashes of model inputs (pushed as written)
   std::map<TensorId, int64_t> inputSlot;           // each model input's first reading slot
-  std::map<TensorId, size_t> hostReadStash;        // host-read tensors read from their stash
+  std::map<TensorId, int64_t> anchorSlot;          // the slot after which the host reads each
 
   bool enabled() const { return stages > 0; }
   // The micro-batch whose input `id` the host writes before cycle `cycle` (may be out of range).
   int64_t inputMicroBatch(const TensorId& id, int64_t cycle) const {
     auto it = inputSlot.find(id);
     return cycle - (it == inputSlot.end() ? 0 : it->second);
+  }
+  // The micro-batch whose anchor `id` the host reads after cycle `cycle` (may be out of range).
+  int64_t anchorMicroBatch(const TensorId& id, int64_t cycle) const {
+    auto it = anchorSlot.find(id);
+    return cycle - (it == anchorSlot.end() ? slots - 1 : it->second);
   }
   // Pipeline cycles for `microBatches` micro-batches: fill, steady state and flush.
   int64_t cycles(int64_t microBatches) const { return microBatches + slots - 1; }
@@ -78,9 +89,9 @@ struct PipelinePlan {
 void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t virtualGraphs);
 
 // The plan for `graph` with `stages` forward stages; `inputs` are the tensors the host writes each
-// micro-batch, `hostReads` those it reads after each micro-batch (anchors).
+// micro-batch, `anchors` those it reads after each micro-batch.
 PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
-                          const std::vector<TensorId>& inputs, const std::set<TensorId>& hostReads);
+                          const std::vector<TensorId>& inputs, const std::vector<TensorId>& anchors);
 
 // Charges each IPU of each local replica its stash rings (depth x bytes, as activations): the
 // memory pipelining adds to an IPU's one micro-batch of activations.

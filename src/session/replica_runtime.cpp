@@ -204,19 +204,6 @@ void ReplicaRuntime::runPipelineCycle(int64_t cycle, int64_t microBatches, bool 
   });
 }
 
-const HostTensor& ReplicaRuntime::hostRead(int64_t localReplica, const TensorId& id,
-                                           int bufferIndex, int64_t microBatch) {
-  Replica& replica = replicas_[static_cast<size_t>(localReplica)];
-  if (pipeline_ != nullptr) {
-    auto it = pipeline_->hostReadStash.find(id);
-    if (it != pipeline_->hostReadStash.end()) {
-      const int64_t depth = pipeline_->stashes[it->second].depth;
-      return replica.stashes[it->second][static_cast<size_t>(microBatch % depth)];
-    }
-  }
-  return replica.buffers[static_cast<size_t>(bufferIndex)];
-}
-
 void ReplicaRuntime::takeHalfAccumulators() {
   for (const auto& [accumulator, reduced] : halfAccumulators_) {
     for (int64_t r = 0; r < layout_.local; ++r) {

@@ -102,13 +102,9 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   // each slot from the last down to 0 runs micro-batch cycle - slot (when in range): restores,
   // Forward, Backward, Accumulate (after the micro-batch's index is written into buffer
   // accumulationIndex, -1: none), pushes. seedOf(global replica, micro-batch) as in runMicroBatch.
-  // hostRead: where the host reads tensor `id` of micro-batch m once its last slot ran (its stash
-  // entry when stashed, else its buffer).
   void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
   void runPipelineCycle(int64_t cycle, int64_t microBatches, bool training, int accumulationIndex,
                         const std::function<uint64_t(int64_t, int64_t)>& seedOf);
-  const HostTensor& hostRead(int64_t localReplica, const TensorId& id, int bufferIndex,
-                             int64_t microBatch);
   // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
   void reduceGradients();
   // One phase (Update, Apply) on every replica with the same seed.

@@ -265,10 +265,9 @@ void SessionImpl::prepareDevice() {
   // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
   checkVirtualGraphs(*graph_, config_, layout_.local);
   if (pipelineStages_ > 0) {
-    std::set<TensorId> hostReads(config_.dataFlow.anchors().begin(),
-                                 config_.dataFlow.anchors().end());
     pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
-                             graph_->tensorsOfKind(ir::TensorKind::Stream), hostReads);
+                             graph_->tensorsOfKind(ir::TensorKind::Stream),
+                             config_.dataFlow.anchors());
   }
   // Throws OutOfMemoryException when an IPU overflows.
   device::MemoryModel memory =

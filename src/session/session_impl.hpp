@@ -119,15 +119,16 @@ class SessionImpl {
   // Pipelining: `count` micro-batches (iterations first..first+count-1) through the pipeline's
   // cycles (fill, steady state, flush), inputs in as each enters, anchors out as each leaves.
   void runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first, int64_t count);
-  // One iteration's inputs into every replica's buffers, and its anchors out of them (from the
-  // pipeline's stashes when pipelined: `microBatch` is then the index within the pipeline run).
-  // Pipelined, each input is written for the micro-batch entering its first reading stage in
-  // `cycle` (iteration = first + that micro-batch), none when out of [0, count).
+  // One iteration's inputs into every replica's buffers, and its anchors out of them.
+  // Pipelined, each input is written before `cycle` for the micro-batch its first reading slot
+  // runs in it, and each anchor read after it for the micro-batch its writing slot ran
+  // (iteration = first + that micro-batch; none when out of [0, count)).
   void writeInputs(StepBuffers& io, const StepIndices& indices, int64_t iteration);
   void writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
-  void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
-                   int64_t microBatch);
+  void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration);
+  void readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
+                           int64_t count, int64_t cycle);
   void update(int64_t batch);
 
   SessionConfig config_;

@@ -108,14 +108,28 @@ void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indice
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
 }
 
-void SessionImpl::readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
-                              int64_t microBatch) {
+void SessionImpl::readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration) {
   const auto transferStart = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < layout_.local; ++r) {
+    const auto& buffers = runtime_->buffers(r);
     for (size_t k = 0; k < indices.anchors.size(); ++k) {
-      const HostTensor& src =
-          runtime_->hostRead(r, io.anchorIds()[k], indices.anchors[k], microBatch);
+      const HostTensor& src = buffers[static_cast<size_t>(indices.anchors[k])];
       io.writeAnchor(k, iteration, r, src);
+      profiler_.countTransfer(SessionProfiler::Transfer::Anchors, r, src.nbytes());
+    }
+  }
+  profiler_.addTransferSeconds(SessionProfiler::Transfer::Anchors, secondsSince(transferStart));
+}
+
+void SessionImpl::readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
+                                      int64_t count, int64_t cycle) {
+  const auto transferStart = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < indices.anchors.size(); ++k) {
+    const int64_t m = pipeline_.anchorMicroBatch(io.anchorIds()[k], cycle);
+    if (m < 0 || m >= count) continue;
+    for (int64_t r = 0; r < layout_.local; ++r) {
+      const HostTensor& src = runtime_->buffers(r)[static_cast<size_t>(indices.anchors[k])];
+      io.writeAnchor(k, first + m, r, src);
       profiler_.countTransfer(SessionProfiler::Transfer::Anchors, r, src.nbytes());
     }
   }
@@ -131,9 +145,7 @@ void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int6
                                [&](int64_t globalReplica, int64_t microBatch) {
                                  return random_.microBatchSeed(globalReplica, first + microBatch);
                                });
-    // The micro-batch whose last slot ran in this cycle leaves the pipeline.
-    const int64_t done = cycle - (pipeline_.slots - 1);
-    if (done >= 0) readAnchors(io, indices, first + done, done);
+    readPipelineAnchors(io, indices, first, count, cycle);
   }
   profiler_.countPipeline(count);
 }
@@ -148,7 +160,7 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
   for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Accumulate}) {
     if (config_.training || phase == ir::Phase::Forward) profiler_.countPhase(phase);
   }
-  readAnchors(io, indices, iteration, microBatch);
+  readAnchors(io, indices, iteration);
 }
 
 void SessionImpl::update(int64_t batch) {

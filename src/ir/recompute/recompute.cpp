@@ -206,7 +206,7 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
         const bool sameStage = mode != RecomputationType::Pipeline ||
                                g.op(c).placement.pipelineStage ==
                                    g.op(*it).placement.pipelineStage;
-        if (g.op(c).phase == Phase::Backward || (cloned.count(c) && sameStage)) {
+        if ((g.op(c).phase == Phase::Backward || cloned.count(c)) && sameStage) {
           cloned.insert(*it);
         }
       }
@@ -250,7 +250,14 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
     const std::vector<OpId> readers = g.tensor(from).consumers;
     for (OpId r : std::set<OpId>(readers.begin(), readers.end())) {
       const Op& reader = g.op(r);
-      if (reader.phase == Phase::Backward && reader.recomputes < 0) redirect(g, r, from, to);
+      // Pipeline: only the original's own stage reads the recomputation (another stage's
+      // backward runs in another slot, and reads the stashed original).
+      const bool sameStage = mode != RecomputationType::Pipeline ||
+                             reader.placement.pipelineStage ==
+                                 g.op(g.tensor(from).producer).placement.pipelineStage;
+      if (reader.phase == Phase::Backward && reader.recomputes < 0 && sameStage) {
+        redirect(g, r, from, to);
+      }
     }
   }
   return report;
