@@ -110,7 +110,7 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
     throw error(
         "Pipelining requires the 'virtualGraphMode' session option to not be "
         "VirtualGraphMode::Off (currently {}): set SessionOptions.virtualGraphMode = Manual (ops "
-        "placed with Builder::virtualGraph) or Auto",
+        "placed with Builder::virtualGraph) or Auto, or enablePipelining = false",
         enumName(o.virtualGraphMode));
   }
   if (virtualGraphs < 2) {

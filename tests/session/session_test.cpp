@@ -216,7 +216,8 @@ TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
   expectError([&] { make(offChip); }, {"OffChip", "not supported yet"});
   SessionOptions pipelined;
   pipelined.enablePipelining = true;
-  expectError([&] { make(pipelined); }, {"enablePipelining", "not supported yet"});
+  expectError([&] { make(pipelined); },
+              {"Pipelining requires the 'virtualGraphMode' session option", "enablePipelining"});
   SessionOptions af;
   af.accumulationFactor = 4;
   expectError([&] { make(af); }, {"enableGradientAccumulation"});
