@@ -16,7 +16,7 @@ WEIGHTS = ["W1", "b1", "W2", "b2"]
 
 def mlp(stages):
     """x -> [stage 0] relu(x W1 + b1) -> [stage 1] softmax cross-entropy of (h W2 + b2)."""
-    b = popart.Builder()
+    b = popart.Builder(opsets={"ai.onnx": 13, "ai.graphcore": 1})
     rng = np.random.RandomState(4)
     x = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 6]), "x")
     labels = b.addInputTensor(popart.TensorInfo("INT32", [4]), "labels")
