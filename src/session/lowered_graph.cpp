@@ -20,6 +20,12 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
     index_[id] = static_cast<int>(tensors_.size());
     tensors_.push_back(id);
   }
+  // Slot copies after the graph's tensors: the buffer of index i < graph.tensors().size() is the
+  // tensor's own.
+  for (const auto& [id, slot] : options.slotCopies) {
+    slotCopies_[{id, slot}] = static_cast<int>(tensors_.size());
+    tensors_.push_back(id);
+  }
   std::vector<OpId> order = graph.schedule();
   auto slotOf = [&](OpId id) -> int64_t {
     auto it = options.pipelineSlots.find(id);
@@ -38,7 +44,11 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
   for (OpId opId : order) {
     const ir::Op& op = graph.op(opId);
     device::Instruction instr;
-    for (const auto& in : op.inputs) instr.inputs.push_back(in.empty() ? -1 : index_.at(in));
+    for (const auto& in : op.inputs) {
+      auto copy = slotCopies_.find({in, slotOf(opId)});
+      const bool mine = copy != slotCopies_.end() && options.pipelineSlots.count(opId) != 0;
+      instr.inputs.push_back(in.empty() ? -1 : mine ? copy->second : index_.at(in));
+    }
     for (const auto& out : op.outputs) instr.outputs.push_back(out.empty() ? -1 : index_.at(out));
     device::KernelSpec spec = kernelSpecOf(graph, op);
     if (!channelsLast_.empty()) {
@@ -71,6 +81,12 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
   if (options.floatingPointChecks) {
     for (auto& p : programs_) p.setFloatingPointChecks(tensors_);
   }
+}
+
+int LoweredGraph::slotCopyIndex(const TensorId& id, int64_t slot) const {
+  auto it = slotCopies_.find({id, slot});
+  XT_CHECK(it != slotCopies_.end(), "no copy of '{}' for pipeline slot {}", id, slot);
+  return it->second;
 }
 
 int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {

@@ -35,6 +35,10 @@ struct LoweringOptions {
   // slot), so that a slot is one contiguous range of instructions (runSlot).
   std::map<OpId, int64_t> pipelineSlots;
   int64_t slots = 0;
+  // (tensor, slot): a buffer of its own for the tensor that the ops of that slot read instead of
+  // the tensor's (a pipeline stash restored there, or a value written per slot): slots on threads
+  // of their own then never share a buffer that one of them writes.
+  std::vector<std::pair<TensorId, int64_t>> slotCopies;
 };
 
 class LoweredGraph {
@@ -74,6 +78,8 @@ class LoweredGraph {
   // Pipelining: runs the instructions of one slot of `phase` (LoweringOptions::pipelineSlots).
   void runSlot(ir::Phase phase, int64_t slot, std::vector<HostTensor>& buffers,
                uint64_t seed) const;
+  // The buffer of slot `slot`'s own copy of `id` (LoweringOptions::slotCopies).
+  int slotCopyIndex(const TensorId& id, int64_t slot) const;
   // The index of the last instruction of `phase` that writes `id`, or -1 when none does.
   int64_t lastWriter(ir::Phase phase, const TensorId& id) const;
   // The layout of a tensor's buffer (Plain for every tensor the host reads).
@@ -90,6 +96,7 @@ class LoweredGraph {
   std::array<std::vector<OpId>, ir::kPhaseCount> ops_;
   // Pipelining: per phase, the first instruction of each slot (and one past the last).
   std::array<std::vector<size_t>, ir::kPhaseCount> slotStarts_;
+  std::map<std::pair<TensorId, int64_t>, int> slotCopies_;
   BufferPlan plan_;
   bool profiling_ = false;
 };

@@ -156,7 +156,8 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
 
 PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
                           const std::vector<TensorId>& inputs,
-                          const std::vector<TensorId>& anchors) {
+                          const std::vector<TensorId>& anchors,
+                          const TensorId& accumulationIndex) {
   PipelinePlan plan;
   plan.stages = stages;
   plan.slots = training ? 2 * stages - 1 : stages;
@@ -177,29 +178,44 @@ PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
     if (input) plan.inputSlot[id] = readers.empty() ? 0 : *readers.begin();
     if (readers.empty()) continue;
     std::set<int64_t> writerSlots;
-    if (input) writerSlots.insert(plan.inputSlot[id] - 1);
+    if (input) writerSlots.insert(plan.inputSlot[id]);
     if (w != writers.end()) {
       for (OpId p : w->second) writerSlots.insert(plan.slotOf.at(p));
     }
     const int64_t writer = *writerSlots.rbegin();
-    const int64_t depth = *readers.rbegin() - writer;
-    if (depth < 2) continue;  // read before the next micro-batch's write: no stash
+    if (*readers.rbegin() <= writer) continue;  // read only where it is written: no stash
     if (writerSlots.size() > 1) {
       throw internal_error(
-          "pipelining: '{}' is written in {} slots and read {} slots later: it cannot be stashed",
-          id, writerSlots.size(), depth);
+          "pipelining: '{}' is written in {} slots and read in a later one: it cannot be stashed",
+          id, writerSlots.size());
     }
     const size_t k = plan.stashes.size();
-    plan.stashes.push_back(
-        PipelineStash{id, writer, depth, where.count(id) ? where.at(id) : 0, t->info.nbytes()});
+    plan.stashes.push_back(PipelineStash{id, writer, input, *readers.rbegin() - writer + 1,
+                                         where.count(id) ? where.at(id) : 0, t->info.nbytes()});
     if (input) {
       plan.pushInputs.push_back(k);
     } else {
       plan.pushAfter[static_cast<size_t>(writer)].push_back(k);
     }
     for (int64_t r : readers) {
-      if (r > writer) plan.restoreBefore[static_cast<size_t>(r)].push_back(k);
+      if (r <= writer) continue;
+      plan.restoreBefore[static_cast<size_t>(r)].push_back(k);
+      plan.slotCopies.emplace_back(id, r);
     }
+  }
+  plan.accumulationIndex = accumulationIndex;
+  if (!accumulationIndex.empty() && graph.hasTensor(accumulationIndex)) {
+    for (int64_t k = 0; k < plan.slots; ++k) plan.slotCopies.emplace_back(accumulationIndex, k);
+  }
+  // Each slot's IPU: its stage's virtual graph (slot s and 2N-2-s are stage s).
+  plan.slotVirtualGraph.assign(static_cast<size_t>(plan.slots), 0);
+  for (const auto& [id, slot] : plan.slotOf) {
+    const ir::Op& op = graph.op(id);
+    if (op.placement.pipelineStage == ir::Placement::kNone || !op.placement.hasVirtualGraph()) {
+      continue;
+    }
+    if (op.type == ir::kIpuCopyType && op.domain == ir::kXtrainDomain) continue;
+    plan.slotVirtualGraph[static_cast<size_t>(slot)] = op.placement.virtualGraph;
   }
   for (const TensorId& id : anchors) {
     auto in = plan.inputSlot.find(id);

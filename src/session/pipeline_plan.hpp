@@ -10,20 +10,23 @@
 // value (PopART's IpuCopy double buffering). Each slot runs its Forward ops, then its Backward ops,
 // then its Accumulate ops, in schedule order.
 //
-// Stashes. A tensor written in slot j and read in slot k >= j + 2 would be overwritten before it
-// is read: after slot j it is pushed into a ring of
-// depth = (last reader's slot) - j entries, and restored from the entry of its micro-batch before
-// each reading slot. A model input is streamed to the stage that first reads it, as PopART streams
-// it: the host writes it at the start of the cycle in which its first reading slot f runs its
-// micro-batch, so it counts as written in slot f - 1 (stashed only when later slots read it).
-// The host reads an anchor of micro-batch m after the cycle in which the slot that writes it ran
-// m (the lowest slot that touches a tensor runs last in a cycle, so its buffer holds that value):
-// anchors are never stashed.
+// Stashes. A tensor written in slot j and read in a later slot k would be overwritten by the next
+// micro-batches before it is read (and, with the stages on threads of their own, while it is
+// read). It is *stashed*: after slot j it is pushed into a ring of depth = (last reader's slot) - j
+// + 1 entries, and each reading slot restores its micro-batch's entry into a private copy of the
+// tensor that only that slot reads (LoweringOptions::slotCopies), so no two slots ever touch one
+// buffer in a cycle: the ring is one entry deeper than the micro-batches in flight because slot j
+// pushes a new entry while the readers restore theirs. A model input is streamed to the stage that
+// first reads it, as PopART streams it: the host writes it before the cycle in which its first
+// reading slot f runs its micro-batch (f reads it in place); it is stashed only when later slots
+// read it too. The host reads an anchor of micro-batch m after the cycle in which the slot that
+// writes it ran m: anchors are never stashed. Weights, optimizer state and accumulators are never
+// stashed: they are the same for every micro-batch of a step (accumulators collect the
+// micro-batches in order, as without pipelining). The accumulation counter, written per
+// micro-batch, has a private copy in every slot.
 //
 // IpuCopy ops run in the slot of what they copy, as PopART copies at the end of the producing
-// stage's cycle: a stash of a copied tensor lives on the IPU that reads it. Weights, optimizer state and accumulators are never stashed:
-// they are the same for every micro-batch of a step (accumulators collect the micro-batches in
-// order, as without pipelining).
+// stage's cycle: a stash of a copied tensor lives on the IPU that reads it.
 //
 // Contract: the graph is the final training or inference graph (copies inserted); every Forward op
 // has a pipeline stage (ir::assignPipelineStages); gradient ops inherit theirs. Ops without a stage
@@ -48,7 +51,8 @@ namespace xtrain::session {
 
 struct PipelineStash {
   TensorId tensor;
-  int64_t writer = 0;  // the slot that writes it (a model input: its first reader's - 1)
+  int64_t writer = 0;  // the slot that writes it (a model input: its first reader's)
+  bool input = false;  // a model input: pushed as the host writes it, before the cycle
   int64_t depth = 0;   // ring entries: micro-batches in flight between the push and the last read
   int64_t virtualGraph = 0;
   int64_t bytes = 0;  // of one entry
@@ -64,6 +68,10 @@ struct PipelinePlan {
   std::vector<size_t> pushInputs;                  // stashes of model inputs (pushed as written)
   std::map<TensorId, int64_t> inputSlot;           // each model input's first reading slot
   std::map<TensorId, int64_t> anchorSlot;          // the slot after which the host reads each
+  // The private copies: (tensor, slot) for each restore, and the accumulation counter's per slot.
+  std::vector<std::pair<TensorId, int64_t>> slotCopies;
+  TensorId accumulationIndex;                      // "" when there is none
+  std::vector<int64_t> slotVirtualGraph;           // the IPU (stage's virtual graph) of each slot
 
   bool enabled() const { return stages > 0; }
   // The micro-batch whose input `id` the host writes before cycle `cycle` (may be out of range).
@@ -89,9 +97,11 @@ struct PipelinePlan {
 void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t virtualGraphs);
 
 // The plan for `graph` with `stages` forward stages; `inputs` are the tensors the host writes each
-// micro-batch, `anchors` those it reads after each micro-batch.
+// micro-batch, `anchors` those it reads after each micro-batch; `accumulationIndex` the counter the
+// session writes before each micro-batch's accumulation ("" for none).
 PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
-                          const std::vector<TensorId>& inputs, const std::vector<TensorId>& anchors);
+                          const std::vector<TensorId>& inputs, const std::vector<TensorId>& anchors,
+                          const TensorId& accumulationIndex);
 
 // Charges each IPU of each local replica its stash rings (depth x bytes, as activations): the
 // memory pipelining adds to an IPU's one micro-batch of activations.

@@ -95,15 +95,17 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   void runMicroBatch(bool training, int accumulationIndex, int64_t microBatch,
                      const std::function<uint64_t(int64_t)>& seedOf);
   // Pipelining (docs/pipelining.md). setPipeline, before build(): the plan (which must outlive the
-  // runtime); build() then makes each replica's stash rings. runPipelineCycle: cycle `cycle` of a
+  // runtime); build() then makes each replica's stash rings and a thread per IPU of the replica
+  // (a ReplicaPool; none with XTRAIN_PIPELINE_THREADS=0). runPipelineCycle: cycle `cycle` of a
   // pipeline over `microBatches` micro-batches on every replica, each on its thread: the model
   // inputs the caller wrote before the cycle (PipelinePlan::inputMicroBatch) pushed into their
-  // stashes, then
-  // each slot from the last down to 0 runs micro-batch cycle - slot (when in range): restores,
-  // Forward, Backward, Accumulate (after the micro-batch's index is written into buffer
-  // accumulationIndex, -1: none), pushes. seedOf(global replica, micro-batch) as in runMicroBatch.
+  // stashes, then each IPU, on its thread, runs its slots from the last down (slot k runs
+  // micro-batch cycle - k when in range): restores into the slot's copies, Forward, Backward, the
+  // micro-batch's index into the slot's accumulation counter, Accumulate, pushes. The cycle ends
+  // when every IPU's slots finished; an exception on any is rethrown after all finished (the
+  // ReplicaPool's contract). seedOf(global replica, micro-batch) as in runMicroBatch.
   void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
-  void runPipelineCycle(int64_t cycle, int64_t microBatches, bool training, int accumulationIndex,
+  void runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
                         const std::function<uint64_t(int64_t, int64_t)>& seedOf);
   // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
   void reduceGradients();
@@ -116,12 +118,14 @@ class ReplicaRuntime final : public replication::LocalReplicas {
     std::vector<HostTensor> buffers;
     const LoweredGraph* program = nullptr;
     std::unique_ptr<LoweredGraph> ownProgram;  // replicas 1..L-1 with their own threads
-    // Pipelining: per stash of the plan, its ring of `depth` entries.
+    // Pipelining: per stash of the plan, its ring of `depth` entries, and a thread per IPU.
     std::vector<std::vector<HostTensor>> stashes;
+    std::unique_ptr<ReplicaPool> stagePool;
   };
   // One slot of a pipeline cycle on replica r (runPipelineCycle).
   void runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch, bool training,
-                       int accumulationIndex, uint64_t seed);
+                       uint64_t seed);
+  void buildStageThreads();
   // fn(r) for every replica, on their threads, each on the replica's timeline track.
   void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
   void takeHalfAccumulators();
@@ -129,6 +133,7 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   const replication::ReplicaLayout layout_;
   const ir::Graph* graph_ = nullptr;
   const PipelinePlan* pipeline_ = nullptr;
+  std::vector<std::vector<int64_t>> stageSlots_;  // per IPU of a replica: its slots, last first
   LoweringOptions loweringOptions_;
   std::unique_ptr<LoweredGraph> lowered_;
   std::vector<Replica> replicas_;

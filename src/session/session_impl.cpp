@@ -267,7 +267,7 @@ void SessionImpl::prepareDevice() {
   if (pipelineStages_ > 0) {
     pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
                              graph_->tensorsOfKind(ir::TensorKind::Stream),
-                             config_.dataFlow.anchors());
+                             config_.dataFlow.anchors(), optimizerGraph_.accumulationIndex);
   }
   // Throws OutOfMemoryException when an IPU overflows.
   device::MemoryModel memory =
@@ -289,6 +289,7 @@ void SessionImpl::prepareDevice() {
     lowering.bufferReuse = BufferReuse::Off;
     lowering.pipelineSlots = pipeline_.slotOf;
     lowering.slots = pipeline_.slots;
+    lowering.slotCopies = pipeline_.slotCopies;
   }
   if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
   ReplicaRuntime& runtime = *runtime_;

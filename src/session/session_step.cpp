@@ -141,7 +141,7 @@ void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int6
   const bool training = config_.training;
   for (int64_t cycle = 0; cycle < pipeline_.cycles(count); ++cycle) {
     writePipelineInputs(io, indices, first, count, cycle);
-    runtime_->runPipelineCycle(cycle, count, training, indices.accumulationIndex,
+    runtime_->runPipelineCycle(cycle, count, training,
                                [&](int64_t globalReplica, int64_t microBatch) {
                                  return random_.microBatchSeed(globalReplica, first + microBatch);
                                });
