@@ -218,6 +218,11 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // The ops the training graph added go where their forward op or weight is; IpuCopy ops carry
   // tensors between the IPUs of a replica.
   placeTrainingGraph(*graph_, config_, optimizerGraph_);
+  if (pipelineStages_ > 0) {
+    pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
+                             graph_->tensorsOfKind(ir::TensorKind::Stream),
+                             config_.dataFlow.anchors(), optimizerGraph_.accumulationIndex);
+  }
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
@@ -264,11 +269,6 @@ void SessionImpl::prepareDevice() {
   times.lap("attach");
   // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
   checkVirtualGraphs(*graph_, config_, layout_.local);
-  if (pipelineStages_ > 0) {
-    pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
-                             graph_->tensorsOfKind(ir::TensorKind::Stream),
-                             config_.dataFlow.anchors(), optimizerGraph_.accumulationIndex);
-  }
   // Throws OutOfMemoryException when an IPU overflows.
   device::MemoryModel memory =
       chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors());

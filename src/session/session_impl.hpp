@@ -74,6 +74,8 @@ class SessionImpl {
   const SessionConfig& config() const { return config_; }
   const ir::OptimizerGraph& optimizerGraph() const { return optimizerGraph_; }
   const ir::Graph& graph() const { return *graph_; }
+  // The pipeline's plan (not enabled when not pipelining).
+  const PipelinePlan& pipeline() const { return pipeline_; }
   // The host buffers run() expects of an input and fills for an anchor (batches, micro-batches,
   // replicas).
   Shape inputBufferShape(const TensorId& id) const;
@@ -141,8 +143,8 @@ class SessionImpl {
   SessionProfiler profiler_;
   replication::ReplicaLayout layout_;
   int64_t accumulationFactor_ = 1;
-  // SessionOptions::enablePipelining: the forward stages (0: not pipelined) and, from
-  // prepareDevice on, the plan of slots and stashes (session/pipeline_plan.hpp).
+  // SessionOptions::enablePipelining: the forward stages (0: not pipelined) and the plan of slots
+  // and stashes (session/pipeline_plan.hpp), made once the session's graph is complete.
   int64_t pipelineStages_ = 0;
   PipelinePlan pipeline_;
   std::unique_ptr<ir::Graph> graph_;

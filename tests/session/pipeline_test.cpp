@@ -220,6 +220,15 @@ TEST(PipelineMemory, EachIpuIsChargedItsStashes) {
   for (const auto& t : p["stashes"]) depth[t["tensor"].get<std::string>()] = t["depth"];
   EXPECT_EQ(depth[m.x], 5) << p.dump();
   EXPECT_EQ(depth.count(m.labels), 0u) << p.dump();
+  // serializeIr shows them as PopART's Stash and RestoreInplace ops (rings deeper than a handoff).
+  const auto ir = nlohmann::json::parse(s->serializeIr(IrSerializationFormat::JSON));
+  std::map<std::string, int> stashOps, restoreOps;
+  for (const auto& op : ir["maingraph"]) {
+    if (op["type"] == "Stash") ++stashOps[op["inputs"][0]["name"].get<std::string>()];
+    if (op["type"] == "RestoreInplace") ++restoreOps[op["inputs"][0]["name"].get<std::string>()];
+  }
+  EXPECT_EQ(stashOps[m.x], 1);
+  EXPECT_EQ(restoreOps[m.x], 1);  // slot 4 restores it; slot 0 reads it as streamed
   // The stashes are charged to the IPUs' activations.
   const auto& ipus = r["memory"]["ipus"];
   EXPECT_GE(ipus[0]["classes"]["Activations"].get<uint64_t>(), stash[0]);

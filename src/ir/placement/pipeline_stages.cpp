@@ -83,6 +83,25 @@ void checkDataFlow(const Graph& graph) {
   }
 }
 
+// Consecutive stages on one virtual graph become one stage (PopART's merge): they would run one
+// after the other on that IPU anyway, and a merged pipeline needs fewer micro-batches to fill.
+int64_t mergeConsecutiveStages(Graph& graph, int64_t stages) {
+  std::map<int64_t, int64_t> graphOf;
+  for (const auto& [id, op] : graph.ops()) {
+    graphOf[op->placement.pipelineStage] = op->placement.virtualGraph;
+  }
+  std::map<int64_t, int64_t> merged;
+  int64_t next = 0;
+  for (int64_t s = 0; s < stages; ++s) {
+    if (s > 0 && graphOf.at(s) != graphOf.at(s - 1)) ++next;
+    merged[s] = next;
+  }
+  for (const auto& [id, op] : graph.ops()) {
+    op->placement.pipelineStage = merged.at(op->placement.pipelineStage);
+  }
+  return next + 1;
+}
+
 }  // namespace
 
 int64_t assignPipelineStages(Graph& graph) {
@@ -101,7 +120,7 @@ int64_t assignPipelineStages(Graph& graph) {
   checkOneVirtualGraphPerStage(graph);
   const int64_t n = checkContiguous(graph);
   checkDataFlow(graph);
-  return n;
+  return mergeConsecutiveStages(graph, n);
 }
 
 }  // namespace xtrain::ir

@@ -6,6 +6,7 @@
 //  - An op's stage is its __pipeline_stage; when no op has one, its virtual graph (PopART's rule).
 //    After assignPipelineStages every forward op has a stage, the stages are 0..N-1 with none
 //    missing, each stage is on one virtual graph, and no op reads a tensor made in a later stage.
+//  - Consecutive stages on one virtual graph are merged into one (PopART's rule), after the checks.
 //  - Every rule broken is an error (xtrain::error) naming the op(s) and what would work, thrown
 //    before anything runs. The texts begin as PopART's where PopART has one.
 #pragma once
