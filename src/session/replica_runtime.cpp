@@ -224,7 +224,14 @@ void ReplicaRuntime::runPipelineCycle(int64_t cycle, int64_t microBatches, bool 
       }
     };
     if (replica.stagePool) {
-      replica.stagePool->run(runIpu);
+      // A stage's ops go on its replica's track of the timeline, whichever thread runs them.
+      const int64_t global = layout_.offset + r;
+      replica.stagePool->run([&](int64_t ipu) {
+        const timeline::TrackScope track(
+            timeline::replicaTrack(global),
+            timeline::started() ? "replica " + std::to_string(global) : std::string());
+        runIpu(ipu);
+      });
     } else {
       for (size_t ipu = 0; ipu < stageSlots_.size(); ++ipu) runIpu(static_cast<int64_t>(ipu));
     }

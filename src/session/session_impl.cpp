@@ -218,11 +218,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // The ops the training graph added go where their forward op or weight is; IpuCopy ops carry
   // tensors between the IPUs of a replica.
   placeTrainingGraph(*graph_, config_, optimizerGraph_);
-  if (pipelineStages_ > 0) {
-    pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
-                             graph_->tensorsOfKind(ir::TensorKind::Stream),
-                             config_.dataFlow.anchors(), optimizerGraph_.accumulationIndex);
-  }
+  if (pipelineStages_ > 0) planPipelineSchedule();
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
@@ -233,6 +229,12 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
 }
 
 SessionImpl::~SessionImpl() = default;
+
+void SessionImpl::planPipelineSchedule() {
+  pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
+                           graph_->tensorsOfKind(ir::TensorKind::Stream),
+                           config_.dataFlow.anchors(), optimizerGraph_.accumulationIndex);
+}
 
 void SessionImpl::removeUnusedInputs(const std::vector<TensorId>& gradientTargets) {
   std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());

@@ -116,6 +116,8 @@ class SessionImpl {
   // Removes the model's Stream inputs that no op reads and that are neither anchored nor graph
   // outputs (into unusedInputs_).
   void removeUnusedInputs(const std::vector<TensorId>& gradientTargets);
+  // pipeline_ for the complete graph (pipelineStages_ > 0).
+  void planPipelineSchedule();
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
   // Pipelining: `count` micro-batches (iterations first..first+count-1) through the pipeline's

@@ -282,6 +282,12 @@ TEST(PipelineErrors, OptionsThatCannotPipeline) {
                                      "to not be VirtualGraphMode::Off"),
             std::string::npos);
   o = optionsOf(PipelineRun{1, 4, 2});
+  o.automaticLossScalingSettings.enabled = true;
+  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::Histogram;
+  EXPECT_NE(errorCreating(m, o).find("automaticLossScalingSettings (Histogram method) with "
+                                     "enablePipelining is not supported yet"),
+            std::string::npos);
+  o = optionsOf(PipelineRun{1, 4, 2});
   o.enablePipelining = false;
   o.autoRecomputation = RecomputationType::Pipeline;
   EXPECT_NE(errorCreating(m, o).find("autoRecomputation = Pipeline recomputes each pipeline "
