@@ -103,6 +103,13 @@ int64_t PipelinePlan::stashBytes(int64_t vg) const {
   return total;
 }
 
+int64_t PipelinePlan::virtualGraphs() const {
+  int64_t highest = 0;
+  for (int64_t vg : slotVirtualGraph) highest = std::max(highest, vg);
+  for (const auto& s : stashes) highest = std::max(highest, s.virtualGraph);
+  return highest + 1;
+}
+
 void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t virtualGraphs) {
   const SessionOptions& o = config.options;
   if (o.virtualGraphMode != VirtualGraphMode::Manual &&

@@ -88,6 +88,8 @@ struct PipelinePlan {
   int64_t cycles(int64_t microBatches) const { return microBatches + slots - 1; }
   // Bytes of every ring of the stashes on virtual graph `vg`, per replica.
   int64_t stashBytes(int64_t vg) const;
+  // The virtual graphs the pipeline uses (1 + the highest of a slot's or a stash's).
+  int64_t virtualGraphs() const;
 };
 
 // The session's checks of its options against the stages (each an xtrain::error naming the option

@@ -62,7 +62,7 @@ std::string SessionProfiler::pipelineReport(const SessionFigures& figures) const
   if (pipeline_ == nullptr || !pipeline_->enabled()) return "";
   const PipelinePlan& plan = *pipeline_;
   std::string perIpu;
-  for (int64_t vg = 0; vg < plan.stages; ++vg) {
+  for (int64_t vg = 0; vg < plan.virtualGraphs(); ++vg) {
     perIpu += format("{}IPU {} {:.1f} KiB", vg == 0 ? "" : ", ", vg,
                      static_cast<double>(plan.stashBytes(vg)) / 1024.0);
   }
@@ -106,7 +106,7 @@ void SessionProfiler::writePipelineJson(json::Writer& w) const {
     }
     w.endArray();
     w.key("stashBytesPerIpu").beginArray();
-    for (int64_t vg = 0; vg < plan.stages; ++vg) w.value(plan.stashBytes(vg));
+    for (int64_t vg = 0; vg < plan.virtualGraphs(); ++vg) w.value(plan.stashBytes(vg));
     w.endArray();
     w.key("slotCycles").beginArray();
     for (uint64_t c : slotCycles_) w.value(c);

@@ -15,14 +15,12 @@
 // session's); the work of each replica runs on the replica's thread, and a failure on any replica
 // is rethrown on the caller's thread after all finished (ReplicaPool's contract).
 //
-// A replica over several devices and pipeline stages (model parallelism, not built yet) goes here:
-// Replica becomes a list of parts, one per (device, stage), each with its own buffer table, its
-// copy of its stage's programs and its own thread. buffer(r, id) then finds the part that holds
-// tensor id (by the graph's placement), runMicroBatch runs a replica's parts in stage order (or
-// pipelined, passing activations between neighbouring parts), and the exchange reduces each
-// part's gradients with the same part of the other replicas. The session above (and HostState,
-// UpdateControl, SessionProfiler) keep seeing replicas through buffer(r, id) and forEach, so they
-// do not change.
+// A replica over several IPUs (model parallelism) keeps one buffer table. Pipelined
+// (docs/pipelining.md), runPipelineCycle runs the replica's stages on threads of their own over
+// that table: the PipelinePlan guarantees that no two stages touch a buffer one of them writes in a
+// cycle (each reading slot restores stashed tensors into copies of its own). The session above
+// (and HostState, UpdateControl, SessionProfiler) keep seeing replicas through buffer(r, id) and
+// forEach.
 #pragma once
 #pragma GCC visibility push(default)
 
