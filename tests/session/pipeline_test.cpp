@@ -5,6 +5,7 @@
 // virtual graphs. Then the stashes in the memory report, and each bad input's error.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -249,6 +250,29 @@ TEST(PipelineMemory, EachIpuIsChargedItsStashes) {
             std::string::npos)
       << summary;
   EXPECT_NE(summary.find("stash and restore traffic"), std::string::npos) << summary;
+}
+
+// A kernel failing on a stage's thread (a NaN caught by enableFloatingPointChecks, in micro-batch 2
+// while the other stage runs micro-batch 1) ends run() with the op's error on the caller's thread,
+// once the other stage finished its cycle; the session goes away without waiting on anything.
+TEST(PipelineThreads, AStageThatFailsEndsTheRunWithItsError) {
+  const Model m = buildModel(stagesOf(2));
+  SessionOptions o = optionsOf(PipelineRun{1, 4, 2});
+  o.enableFloatingPointChecks = true;
+  auto s = TrainingSession::createFromOnnxModel(m.proto, DataFlow(1), m.loss, *sgdMomentum(),
+                                                ipuModel(2), {}, o);
+  s->prepareDevice();
+  s->weightsFromHost();
+  std::vector<float> x(static_cast<size_t>(4 * kBatch * kIn), 0.5f);
+  x[static_cast<size_t>(2 * kBatch * kIn)] = std::nanf("");
+  std::vector<int32_t> y(static_cast<size_t>(4 * kBatch), 1);
+  NDArrayWrapper<float> xa(x.data(), s->expectedInputBufferShape(m.x));
+  NDArrayWrapper<int32_t> ya(y.data(), s->expectedInputBufferShape(m.labels));
+  StepIO io({{m.x, xa}, {m.labels, ya}}, {});
+  const std::string what = errorOf([&] { s->run(io); });
+  EXPECT_NE(what.find("MatMul"), std::string::npos) << what;
+  EXPECT_NE(what.find("nan at element"), std::string::npos) << what;
+  s.reset();
 }
 
 // ---- bad input
