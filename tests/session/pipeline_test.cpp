@@ -1,8 +1,10 @@
 // SessionOptions::enablePipelining (docs/pipelining.md): pipelined training reaches the weights,
 // optimizer state and per-micro-batch losses of the same model trained unpipelined on the same
 // global batch, bit for bit: 2 and 3 stages, accumulation factors 4 and 8, SGD with momentum and
-// Adam, local replicas, RecomputationType::Pipeline, stages from __pipeline_stage or from the
-// virtual graphs. Then the stashes in the memory report, and each bad input's error.
+// Adam, local replicas, RecomputationType::Pipeline, stages from __pipeline_stage, from the
+// virtual graphs or from VirtualGraphMode::Auto; a checkpoint of a pipelined job loads into an
+// unpipelined one. Then the stashes in the memory report and the IR, a stage failing on its thread,
+// and each bad input's error.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -112,29 +114,41 @@ std::unique_ptr<TrainingSession> makeSession(const Model& m, const PipelineRun& 
   return s;
 }
 
+// One step on data drawn from `seed`; returns each micro-batch's loss.
+std::vector<float> runStep(TrainingSession& s, const Model& m, const PipelineRun& r,
+                           unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(r.af * r.replicas * kBatch * kIn));
+  std::vector<int32_t> y(static_cast<size_t>(r.af * r.replicas * kBatch));
+  for (auto& v : x) v = normal(rng);
+  for (auto& v : y) v = static_cast<int32_t>(rng() % kOut);
+  std::vector<float> loss(static_cast<size_t>(r.af * r.replicas));
+  NDArrayWrapper<float> xa(x.data(), s.expectedInputBufferShape(m.x));
+  NDArrayWrapper<int32_t> ya(y.data(), s.expectedInputBufferShape(m.labels));
+  NDArrayWrapper<float> la(loss.data(), {r.af, r.replicas});
+  StepIO io({{m.x, xa}, {m.labels, ya}}, {{m.loss, la}});
+  s.run(io);
+  return loss;
+}
+
 // Trains `steps` steps (step k's data drawn from k); returns every micro-batch's loss and writes
 // the model with its optimizer state to `path`.
+std::vector<float> trainSession(TrainingSession& s, const Model& m, const PipelineRun& r,
+                                const std::string& path, int steps = 3) {
+  std::vector<float> losses;
+  for (int step = 0; step < steps; ++step) {
+    const std::vector<float> loss = runStep(s, m, r, static_cast<unsigned>(500 + step));
+    losses.insert(losses.end(), loss.begin(), loss.end());
+  }
+  s.modelToHost(path);
+  return losses;
+}
+
 std::vector<float> train(const Model& m, const PipelineRun& r, const Optimizer& opt,
                          const std::string& path, int steps = 3) {
   auto s = makeSession(m, r, opt);
-  std::vector<float> losses;
-  for (int step = 0; step < steps; ++step) {
-    std::mt19937 rng(static_cast<unsigned>(500 + step));
-    std::normal_distribution<float> normal;
-    std::vector<float> x(static_cast<size_t>(r.af * r.replicas * kBatch * kIn));
-    std::vector<int32_t> y(static_cast<size_t>(r.af * r.replicas * kBatch));
-    for (auto& v : x) v = normal(rng);
-    for (auto& v : y) v = static_cast<int32_t>(rng() % kOut);
-    std::vector<float> loss(static_cast<size_t>(r.af * r.replicas));
-    NDArrayWrapper<float> xa(x.data(), s->expectedInputBufferShape(m.x));
-    NDArrayWrapper<int32_t> ya(y.data(), s->expectedInputBufferShape(m.labels));
-    NDArrayWrapper<float> la(loss.data(), {r.af, r.replicas});
-    StepIO io({{m.x, xa}, {m.labels, ya}}, {{m.loss, la}});
-    s->run(io);
-    losses.insert(losses.end(), loss.begin(), loss.end());
-  }
-  s->modelToHost(path);
-  return losses;
+  return trainSession(*s, m, r, path, steps);
 }
 
 Placing stagesOf(int64_t stages, bool attributes = false) {
@@ -193,6 +207,50 @@ TEST_F(PipelineTraining, StageAttributesLocalReplicasAndRecomputation) {
     expectSameAsUnpipelined(path("run"), PipelineRun{1, 4, 2, RecomputationType::Pipeline}, stagesOf(2),
                             *sgdMomentum());
   }
+}
+
+// VirtualGraphMode::Auto splits an unannotated model over the IPUs; each IPU is then a stage.
+TEST_F(PipelineTraining, AutoSplitStagesTrainToTheSameWeights) {
+  PipelineRun run{1, 4, 2};
+  const Model plain = buildModel(Placing{});
+  SessionOptions o = optionsOf(run);
+  o.virtualGraphMode = VirtualGraphMode::Auto;
+  auto s = TrainingSession::createFromOnnxModel(plain.proto, DataFlow(1, {plain.loss}), plain.loss,
+                                                *sgdMomentum(), ipuModel(2), {}, o);
+  s->prepareDevice();
+  const auto report = nlohmann::json::parse(s->getReport());
+  EXPECT_EQ(report["pipeline"]["stages"], 2);
+  s.reset();
+  // Trained end to end: the same weights and losses as unpipelined.
+  PipelineRun reference = run;
+  reference.stages = 0;
+  const std::vector<float> expected = train(plain, reference, *sgdMomentum(), path("ref.onnx"));
+  auto pipelined = TrainingSession::createFromOnnxModel(
+      plain.proto, DataFlow(1, {plain.loss}), plain.loss, *sgdMomentum(), ipuModel(2), {}, o);
+  pipelined->prepareDevice();
+  pipelined->weightsFromHost();
+  EXPECT_EQ(trainSession(*pipelined, plain, run, path("auto.onnx")), expected);
+  expectSameInitializers(path("ref.onnx"), path("auto.onnx"), 0);
+}
+
+// A checkpoint of a pipelined job holds host tensors: it loads into an unpipelined job, and both
+// train on to the same weights.
+TEST_F(PipelineTraining, ACheckpointLoadsIntoAnUnpipelinedJob) {
+  const PipelineRun pipelinedRun{1, 4, 2}, plainRun{1, 4, 0};
+  const Model placed = buildModel(stagesOf(2)), plain = buildModel(Placing{});
+  auto pipelined = makeSession(placed, pipelinedRun, *adam());
+  runStep(*pipelined, placed, pipelinedRun, 900);
+  runStep(*pipelined, placed, pipelinedRun, 901);
+  pipelined->saveCheckpoint(path("ckpt"));
+  auto unpipelined = makeSession(plain, plainRun, *adam());
+  unpipelined->loadCheckpoint(path("ckpt"));
+  for (unsigned k = 902; k < 904; ++k) {
+    EXPECT_EQ(runStep(*pipelined, placed, pipelinedRun, k),
+              runStep(*unpipelined, plain, plainRun, k));
+  }
+  pipelined->modelToHost(path("pipelined.onnx"));
+  unpipelined->modelToHost(path("unpipelined.onnx"));
+  expectSameInitializers(path("pipelined.onnx"), path("unpipelined.onnx"), 0);
 }
 
 TEST(PipelineMemory, EachIpuIsChargedItsStashes) {
