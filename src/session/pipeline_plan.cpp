@@ -112,20 +112,17 @@ int64_t PipelinePlan::virtualGraphs() const {
 
 void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t virtualGraphs) {
   const SessionOptions& o = config.options;
-  if (o.virtualGraphMode != VirtualGraphMode::Manual &&
-      o.virtualGraphMode != VirtualGraphMode::Auto) {
-    throw error(
-        "Pipelining requires the 'virtualGraphMode' session option to not be "
-        "VirtualGraphMode::Off (currently {}): set SessionOptions.virtualGraphMode = Manual (ops "
-        "placed with Builder::virtualGraph) or Auto, or enablePipelining = false",
-        enumName(o.virtualGraphMode));
-  }
-  if (virtualGraphs < 2) {
+  const bool placed = o.virtualGraphMode == VirtualGraphMode::Manual ||
+                     o.virtualGraphMode == VirtualGraphMode::Auto;
+  if (!placed || virtualGraphs < 2) {
     throw error(
         "Pipelining requires more than 1 IPU (currently {}) and the 'virtualGraphMode' session "
-        "option to not be VirtualGraphMode::Off (currently {}): place the model's ops on 2 or "
-        "more virtual graphs, or set enablePipelining = false",
-        virtualGraphs, enumName(o.virtualGraphMode));
+        "option to not be VirtualGraphMode::Off (currently {}): {}",
+        std::max<int64_t>(1, virtualGraphs), enumName(o.virtualGraphMode),
+        placed ? "place the model's ops on 2 or more virtual graphs, or set enablePipelining = "
+                 "false"
+               : "set SessionOptions.virtualGraphMode = Manual (ops placed with "
+                 "Builder::virtualGraph) or Auto, or enablePipelining = false");
   }
   const int64_t slots = config.training ? 2 * stages - 1 : stages;
   if (config.training) {

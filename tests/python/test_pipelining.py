@@ -113,8 +113,8 @@ class PipelinedTrainingTest(PrivatePool, unittest.TestCase):
                  r"depth \(gradient accumulation factor\) must equal at least the number of "
                  r"pipeline stages \(3\)"),
                 (lambda o: setattr(o, "virtualGraphMode", popart.VirtualGraphMode.Off),
-                 "Pipelining requires the 'virtualGraphMode' session option to not be "
-                 "VirtualGraphMode::Off"),
+                 r"Pipelining requires more than 1 IPU \(currently 1\) and the 'virtualGraphMode' "
+                 r"session option to not be VirtualGraphMode::Off \(currently Off\)"),
                 (lambda o: (setattr(o, "enableGradientAccumulation", False),
                             setattr(o, "accumulationFactor", 1)),
                  "requires enableGradientAccumulation = true")):

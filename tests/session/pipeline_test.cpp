@@ -360,8 +360,9 @@ TEST(PipelineErrors, OptionsThatCannotPipeline) {
   EXPECT_NE(depth.find("set accumulationFactor >= 3"), std::string::npos) << depth;
   o = optionsOf(PipelineRun{1, 4, 2});
   o.virtualGraphMode = VirtualGraphMode::Off;
-  EXPECT_NE(errorCreating(m, o).find("Pipelining requires the 'virtualGraphMode' session option "
-                                     "to not be VirtualGraphMode::Off"),
+  EXPECT_NE(errorCreating(m, o).find("Pipelining requires more than 1 IPU (currently 1) and the "
+                                     "'virtualGraphMode' session option to not be "
+                                     "VirtualGraphMode::Off (currently Off)"),
             std::string::npos);
   o = optionsOf(PipelineRun{1, 4, 2});
   o.automaticLossScalingSettings.enabled = true;
@@ -409,6 +410,30 @@ TEST(PipelineErrors, StagesAgainstTheDataFlowOrMixed) {
             std::string::npos)
       << mixed;
   EXPECT_NE(mixed.find("Sigmoid 'unstaged'"), std::string::npos) << mixed;
+
+  // One stage over two virtual graphs.
+  auto spread = Builder::create();
+  auto ops = spread->aiOnnxOpset13();
+  const TensorId in = spread->addInputTensor(TensorInfo(DataType::FLOAT, {2}), "in");
+  spread->setAttribute("__pipeline_stage", int64_t{0});
+  spread->setAttribute("__ipu_number", int64_t{0});
+  const TensorId r = ops.relu({in}, "first");
+  spread->clearAttribute("__ipu_number");
+  spread->setAttribute("__ipu_number", int64_t{1});
+  const TensorId t = ops.sigmoid({r}, "second");
+  spread->clearAttribute("__ipu_number");
+  spread->clearAttribute("__pipeline_stage");
+  spread->addOutputTensor(t);
+  const std::string split = errorOf([&] {
+    InferenceSession::createFromOnnxModel(spread->getModelProto(), DataFlow(4, {t}), ipuModel(2), {},
+                                          o);
+  });
+  EXPECT_NE(split.find("have the same pipeline stage 0, but different virtual graph ids [0, 1]"),
+            std::string::npos)
+      << split;
+  EXPECT_NE(split.find("Sigmoid 'second' (ai.onnx opset 13) on virtual graph 1"),
+            std::string::npos)
+      << split;
 }
 
 }  // namespace

@@ -217,7 +217,7 @@ TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
   SessionOptions pipelined;
   pipelined.enablePipelining = true;
   expectError([&] { make(pipelined); },
-              {"Pipelining requires the 'virtualGraphMode' session option", "enablePipelining"});
+              {"Pipelining requires more than 1 IPU", "'virtualGraphMode'", "enablePipelining"});
   SessionOptions af;
   af.accumulationFactor = 4;
   expectError([&] { make(af); }, {"enableGradientAccumulation"});

@@ -34,14 +34,18 @@ void checkOneVirtualGraphPerStage(const Graph& graph) {
     if (graphs.size() < 2) continue;
     std::ostringstream names;
     std::ostringstream ids;
+    std::ostringstream where;
     for (const auto& [vg, ops] : graphs) {
       ids << (ids.tellp() > 0 ? ", " : "") << vg;
-      for (const auto& n : ops) names << "\n  " << n << " on virtual graph " << vg;
+      for (const auto& n : ops) {
+        names << (names.tellp() > 0 ? ", " : "") << n;
+        where << "\n  " << n << " on virtual graph " << vg;
+      }
     }
     throw error(
-        "Ops have the same pipeline stage {}, but different virtual graph ids {{{}}}. All ops "
+        "Ops [{}] have the same pipeline stage {}, but different virtual graph ids [{}]. All ops "
         "with the same pipeline stage must also have the same virtual graph id:{}",
-        stage, ids.str(), names.str());
+        names.str(), stage, ids.str(), where.str());
   }
 }
 
