@@ -5,10 +5,9 @@
 // Slots. N forward stages make 2N-1 slots in training (PopART's pipeline stages after autodiff):
 // slot s is stage s's forward, slot 2N-2-s stage s's backward and gradient accumulation (the last
 // stage's forward and backward share slot N-1); an inference session has the N forward slots. In
-// pipeline cycle c, slot k runs micro-batch c-k, the slots in descending order, so that a tensor
-// one slot hands to the next is read before its writer overwrites it with the next micro-batch's
-// value (PopART's IpuCopy double buffering). Each slot runs its Forward ops, then its Backward ops,
-// then its Accumulate ops, in schedule order.
+// pipeline cycle c, slot k runs micro-batch c-k; the slots of one IPU run in turn (the last
+// first), the IPUs at once. Each slot runs its Forward ops, then its Backward ops, then its
+// Accumulate ops, in schedule order.
 //
 // Stashes. A tensor written in slot j and read in a later slot k would be overwritten by the next
 // micro-batches before it is read (and, with the stages on threads of their own, while it is
