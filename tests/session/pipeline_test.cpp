@@ -1,7 +1,8 @@
 // SessionOptions::enablePipelining (docs/pipelining.md): pipelined training reaches the weights,
 // optimizer state and per-micro-batch losses of the same model trained unpipelined on the same
 // global batch, bit for bit: 2 and 3 stages, accumulation factors 4 and 8, SGD with momentum and
-// Adam, local replicas, RecomputationType::Pipeline, stages from __pipeline_stage, from the
+// Adam, local replicas, replicated tensor sharding of the optimizer state,
+// RecomputationType::Pipeline, stages from __pipeline_stage, from the
 // virtual graphs or from VirtualGraphMode::Auto; a checkpoint of a pipelined job loads into an
 // unpipelined one. Then the stashes in the memory report and the IR, a stage failing on its thread,
 // and each bad input's error.
@@ -84,6 +85,7 @@ struct PipelineRun {
   int64_t af = 4;
   int64_t stages = 0;  // 0: unpipelined reference (virtualGraphMode Off)
   RecomputationType recompute = RecomputationType::None;
+  bool shardOptimizerState = false;  // replicated tensor sharding of the optimizer state
 };
 
 std::shared_ptr<DeviceInfo> ipuModel(int64_t ipus) {
@@ -98,6 +100,11 @@ SessionOptions optionsOf(const PipelineRun& r) {
   o.enableGradientAccumulation = true;
   o.accumulationFactor = r.af;
   o.autoRecomputation = r.recompute;
+  if (r.shardOptimizerState) {
+    o.optimizerStateTensorLocationSettings.location.replicatedTensorSharding =
+        ReplicatedTensorSharding::On;
+    o.optimizerStateTensorLocationSettings.minElementsForReplicatedTensorSharding = 10;
+  }
   if (r.stages > 0) {
     o.virtualGraphMode = VirtualGraphMode::Manual;
     o.enablePipelining = true;
@@ -201,6 +208,12 @@ TEST_F(PipelineTraining, StageAttributesLocalReplicasAndRecomputation) {
     SCOPED_TRACE("RecomputationType::Pipeline, 3 stages, 2 local replicas");
     expectSameAsUnpipelined(path("run"), PipelineRun{2, 8, 3, RecomputationType::Pipeline}, stagesOf(3),
                             *adam());
+  }
+  {
+    SCOPED_TRACE("replicated tensor sharding of Adam's state over 2 local replicas");
+    PipelineRun sharded{2, 4, 2};
+    sharded.shardOptimizerState = true;
+    expectSameAsUnpipelined(path("run"), sharded, stagesOf(2), *adam());
   }
   {
     SCOPED_TRACE("RecomputationType::Pipeline, 2 stages");
