@@ -186,13 +186,16 @@ PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
     if (w != writers.end()) {
       for (OpId p : w->second) writerSlots.insert(plan.slotOf.at(p));
     }
-    const int64_t writer = *writerSlots.rbegin();
-    if (*readers.rbegin() <= writer) continue;  // read only where it is written: no stash
+    // Written in two slots (an op writing it in place in another slot than its producer), it would
+    // hold two micro-batches at once, and the stages' threads would write it together.
     if (writerSlots.size() > 1) {
       throw internal_error(
-          "pipelining: '{}' is written in {} slots and read in a later one: it cannot be stashed",
-          id, writerSlots.size());
+          "pipelining: '{}' is written in {} pipeline slots (by {}): a tensor of one micro-batch "
+          "must be written in one slot",
+          id, writerSlots.size(), graph.op(w->second.back()).describe());
     }
+    const int64_t writer = *writerSlots.rbegin();
+    if (*readers.rbegin() <= writer) continue;  // read only where it is written: no stash
     const size_t k = plan.stashes.size();
     plan.stashes.push_back(PipelineStash{id, writer, input, *readers.rbegin() - writer + 1,
                                          where.count(id) ? where.at(id) : 0, t->info.nbytes()});
