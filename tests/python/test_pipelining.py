@@ -7,6 +7,7 @@ import json
 import unittest
 
 import numpy as np
+import onnx
 
 import xtrain as popart
 from python_testing import PrivatePool, sgd
@@ -125,6 +126,33 @@ class PipelinedTrainingTest(PrivatePool, unittest.TestCase):
                     fnModel=proto, dataFlow=popart.DataFlow(1, {}), loss=loss,
                     optimizer=sgd(0.1), userOptions=opts,
                     deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}))
+
+
+    def test_batches_per_step_and_activation_anchors(self):
+        """2 batches a step (an update after each pipeline), an activation of the first stage, the
+        loss of the last and a weight anchored: every value as unpipelined."""
+        results = []
+        for pipelined in (False, True):
+            proto, loss = mlp(pipelined)
+            relu = [n.output[0] for n in onnx.load_from_string(proto).graph.node
+                    if n.op_type == "Relu"][0]
+            arts = {loss: popart.AnchorReturnType("All"), relu: popart.AnchorReturnType("All"),
+                    "W1": popart.AnchorReturnType("Final")}
+            s = popart.TrainingSession(
+                fnModel=proto, dataFlow=popart.DataFlow(2, arts), loss=loss,
+                optimizer=sgd(0.1, momentum=0.9), userOptions=options(pipelined, 1, 4),
+                deviceInfo=popart.DeviceManager().createIpuModelDevice(
+                    {"numIPUs": 2 if pipelined else 1}))
+            s.prepareDevice()
+            s.weightsFromHost()
+            anchors = s.initAnchorArrays()
+            rng = np.random.RandomState(1)
+            s.run(popart.PyStepIO({"x": rng.randn(2, 4, 4, 6).astype(np.float32),
+                                   "labels": rng.randint(0, 3, (2, 4, 4)).astype(np.int32)},
+                                  anchors))
+            results.append({k: v.copy() for k, v in anchors.items()})
+        for k in results[0]:
+            self.assertEqual(results[0][k].tobytes(), results[1][k].tobytes(), k)
 
 
 class PipelinedInferenceTest(PrivatePool, unittest.TestCase):
