@@ -70,7 +70,8 @@ inline constexpr const char* kHostStreams =
     "a simulated IPU shares the host's memory: inputs and anchors are copied straight from and to "
     "the StepIO, with no device stream to buffer, group or rearrange";
 inline constexpr const char* kPipelined =
-    "used only by pipelined models, and enablePipelining is refused";
+    "it steers how PopART lays a pipelined program out in Poplar; xtrain's pipeline has one "
+    "schedule and stashes what each stage needs (docs/pipelining.md)";
 inline constexpr const char* kDot = "xtrain's graphs have no call subgraphs to draw apart";
 // Measured, not assumed: the session module's debug lines "session created in" and "prepareDevice
 // in" (PhaseTimes) on bench/models/make_models.py's models; docs/performance.md, Session creation.
@@ -248,8 +249,8 @@ inline constexpr auto kMembers = std::tuple{
         "autoRecomputation", &S::autoRecomputation, H, "None", "",
         "training sessions recompute forward ops in the backward pass instead of keeping "
         "their outputs: Standard everything but checkpoints chosen as PopART does, NormOnly "
-        "the norms and a non-linearity after one, RecomputeAll every forward op; Pipeline is "
-        "an error (pipelining is refused)",
+        "the norms and a non-linearity after one, RecomputeAll every forward op; Pipeline "
+        "(with enablePipelining) every forward op of each stage, from the stage's stashed inputs",
         "Recomputation of ops in the backward pass. Default: NoRecompute."},
     SessionOptionMember{"explicitRecomputation", &S::explicitRecomputation, N, "false", "",
                         "no op can be marked for recomputation (the Builder has no "
@@ -278,8 +279,12 @@ inline constexpr auto kMembers = std::tuple{
                         "VirtualGraphMode::Auto's share of the model's cost per IPU: one ratio per "
                         "IPU of a replica, summing to 1; empty: equal shares",
                         "Split ratios of VirtualGraphMode.Auto."},
-    SessionOptionMember{"enablePipelining", &S::enablePipelining, R, "false", "",
-                        "pipelining is not implemented"},
+    SessionOptionMember{"enablePipelining", &S::enablePipelining, H, "false", "",
+                        "the stages (__pipeline_stage, else the virtual graph) run pipelined over "
+                        "the accumulation factor's micro-batches (fill, steady state, flush) with "
+                        "activation stashes, and the weights update after the flush; needs "
+                        "virtualGraphMode Manual or Auto and, training, gradient accumulation "
+                        "with accumulationFactor >= 2 x stages - 1 (docs/pipelining.md)"},
     SessionOptionMember{
         "executionPhaseSettings", &S::executionPhaseSettings, N, "phases 0, stages 2",
         "phases: >= 0; stages: 1 or 2",

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/check.hpp"
 #include "common/timeline.hpp"
 
 namespace xtrain::device {
@@ -71,9 +72,21 @@ void traceRemote(const Instruction& instr, bool store) {
 
 void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
                   const std::function<void(size_t)>& afterInstruction) const {
+  runInstructions(buffers, seed, 0, instructions_.size(), afterInstruction);
+}
+
+void Program::runRange(std::vector<HostTensor>& buffers, uint64_t seed, size_t begin,
+                       size_t end) const {
+  XT_CHECK(begin <= end && end <= instructions_.size(), "instruction range [{}, {}) of {}", begin,
+           end, instructions_.size());
+  runInstructions(buffers, seed, begin, end, {});
+}
+
+void Program::runInstructions(std::vector<HostTensor>& buffers, uint64_t seed, size_t begin,
+                              size_t end, const std::function<void(size_t)>& afterInstruction) const {
   std::vector<HostTensor*> ins;
   std::vector<HostTensor*> outs;
-  for (size_t k = 0; k < instructions_.size(); ++k) {
+  for (size_t k = begin; k < end; ++k) {
     const Instruction& instr = instructions_[k];
     traceRemote(instr, false);
     {
@@ -104,7 +117,7 @@ void Program::run(std::vector<HostTensor>& buffers, uint64_t seed,
     if (!checkedBufferNames_.empty()) checkFloatingPoint(instr, buffers);
     if (afterInstruction) afterInstruction(k);
   }
-  if (profiling_) ++runs_;
+  if (profiling_ && end == instructions_.size()) ++runs_;
 }
 
 void Program::checkFloatingPoint(const Instruction& instr,

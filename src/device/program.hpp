@@ -49,6 +49,10 @@ class Program {
   // reducing a gradient as soon as it is complete).
   void run(std::vector<HostTensor>& buffers, uint64_t seed,
            const std::function<void(size_t)>& afterInstruction = {}) const;
+  // Instructions [begin, end) only, as run() runs them: a pipelined session runs a phase's program
+  // one pipeline slot (a contiguous range) at a time. A run counts as complete (runs()) when its
+  // range ends at the last instruction.
+  void runRange(std::vector<HostTensor>& buffers, uint64_t seed, size_t begin, size_t end) const;
 
   // Profiling: when on, run() adds each instruction's wall time to seconds() (one entry per
   // instruction) and counts the runs that completed (runs()). Meant for one thread at a time (the
@@ -66,6 +70,8 @@ class Program {
   void setFloatingPointChecks(std::vector<std::string> bufferNames);
 
  private:
+  void runInstructions(std::vector<HostTensor>& buffers, uint64_t seed, size_t begin, size_t end,
+                       const std::function<void(size_t)>& afterInstruction) const;
   void checkFloatingPoint(const Instruction& instr, const std::vector<HostTensor>& buffers) const;
 
   std::vector<Instruction> instructions_;

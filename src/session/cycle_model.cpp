@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace xtrain::session {
 namespace {
@@ -88,6 +89,29 @@ uint64_t CycleModel::hostTransferCycles(uint64_t bytes) const {
 
 uint64_t CycleModel::remoteTransferCycles(uint64_t bytes) {
   return kRemoteOverhead + cyclesOf(static_cast<double>(bytes), kRemoteBytesPerCycle);
+}
+
+uint64_t CycleModel::stashCycles(uint64_t bytes) const {
+  return kInstructionOverhead +
+         cyclesOf(2.0 * static_cast<double>(bytes), kTileBytesPerCycle * tiles_);
+}
+
+uint64_t CycleModel::pipelineCycles(const std::vector<uint64_t>& slotCycles,
+                                    const std::vector<int64_t>& slotIpu, int64_t microBatches) {
+  const auto slots = static_cast<int64_t>(slotCycles.size());
+  uint64_t total = 0;
+  std::map<int64_t, uint64_t> busy;
+  for (int64_t cycle = 0; cycle < microBatches + slots - 1; ++cycle) {
+    busy.clear();
+    for (int64_t k = 0; k < slots; ++k) {
+      if (cycle - k < 0 || cycle - k >= microBatches) continue;
+      busy[slotIpu[static_cast<size_t>(k)]] += slotCycles[static_cast<size_t>(k)];
+    }
+    uint64_t longest = 0;
+    for (const auto& [ipu, c] : busy) longest = std::max(longest, c);
+    total += longest;
+  }
+  return total;
 }
 
 }  // namespace xtrain::session

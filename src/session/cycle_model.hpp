@@ -17,6 +17,10 @@
 //     memory is DDR4 behind the IPU-Machine's gateway; the simulated device keeps it in host
 //     memory, so it is costed as the host link is: 16 GB/s (PCIe Gen4 x16) with a host transfer's
 //     set-up.
+//   a pipeline stash or restore of n bytes (docs/pipelining.md): an on-chip copy,
+//     kInstructionOverhead + 2 n / (tiles x 8 bytes per tile and cycle) (read and write);
+//   a pipelined step: each pipeline cycle costs its busiest IPU (the slots of one IPU run one after
+//     the other, the IPUs side by side), summed over the m + slots - 1 cycles of m micro-batches.
 //
 // Dense ops' FLOPs: 2 x output elements x the contracted length (MatMul, MatMulT, Gemm: the first
 // input's reduced dimension), and for the convolutions 2 x sqrt(|input| x |weight| x |output|),
@@ -26,6 +30,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/graph.hpp"
 
@@ -59,6 +64,11 @@ class CycleModel {
   uint64_t hostTransferCycles(uint64_t bytes) const;
   // A RemoteLoad or RemoteStore of an off-chip tensor.
   static uint64_t remoteTransferCycles(uint64_t bytes);
+  uint64_t stashCycles(uint64_t bytes) const;
+  // The pipelined cycles of `microBatches` micro-batches, slot k costing slotCycles[k] on IPU
+  // slotIpu[k] (see above).
+  static uint64_t pipelineCycles(const std::vector<uint64_t>& slotCycles,
+                                 const std::vector<int64_t>& slotIpu, int64_t microBatches);
 
   // The FLOPs counted for `op` (for the report and tests).
   static double flops(const ir::Graph& graph, const ir::Op& op);

@@ -21,10 +21,35 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
     index_[id] = static_cast<int>(tensors_.size());
     tensors_.push_back(id);
   }
-  for (OpId opId : graph.schedule()) {
+  // Slot copies after the graph's tensors: the buffer of index i < graph.tensors().size() is the
+  // tensor's own.
+  for (const auto& [id, slot] : options.slotCopies) {
+    slotCopies_[{id, slot}] = static_cast<int>(tensors_.size());
+    tensors_.push_back(id);
+  }
+  std::vector<OpId> order = graph.schedule();
+  auto slotOf = [&](OpId id) -> int64_t {
+    auto it = options.pipelineSlots.find(id);
+    return it == options.pipelineSlots.end() ? 0 : it->second;
+  };
+  if (options.slots > 0) {
+    // By phase, then slot; stable, so schedule order within a slot (the plan checked that no op
+    // reads what a later slot writes, so this order is still topological).
+    std::stable_sort(order.begin(), order.end(), [&](OpId a, OpId b) {
+      const auto pa = graph.op(a).phase;
+      const auto pb = graph.op(b).phase;
+      return pa != pb ? pa < pb : slotOf(a) < slotOf(b);
+    });
+    for (auto& starts : slotStarts_) starts.assign(static_cast<size_t>(options.slots) + 1, 0);
+  }
+  for (OpId opId : order) {
     const ir::Op& op = graph.op(opId);
     device::Instruction instr;
-    for (const auto& in : op.inputs) instr.inputs.push_back(in.empty() ? -1 : index_.at(in));
+    for (const auto& in : op.inputs) {
+      auto copy = slotCopies_.find({in, slotOf(opId)});
+      const bool mine = copy != slotCopies_.end() && options.pipelineSlots.count(opId) != 0;
+      instr.inputs.push_back(in.empty() ? -1 : mine ? copy->second : index_.at(in));
+    }
     for (const auto& out : op.outputs) instr.outputs.push_back(out.empty() ? -1 : index_.at(out));
     device::KernelSpec spec = kernelSpecOf(graph, op);
     if (!channelsLast_.empty()) {
@@ -48,6 +73,13 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
     }
     programs_[static_cast<size_t>(op.phase)].append(std::move(instr));
     ops_[static_cast<size_t>(op.phase)].push_back(opId);
+    if (options.slots > 0) {
+      // Every slot after this op's starts after it.
+      auto& starts = slotStarts_[static_cast<size_t>(op.phase)];
+      for (size_t k = static_cast<size_t>(slotOf(opId)) + 1; k < starts.size(); ++k) {
+        starts[k] = ops_[static_cast<size_t>(op.phase)].size();
+      }
+    }
   }
   plan_ = planBuffers(graph, tensors_, options.hostRead, options.bufferReuse, channelsLast_);
   if (plan_.plannedTensors > 0) {
@@ -61,6 +93,12 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
   }
 }
 
+int LoweredGraph::slotCopyIndex(const TensorId& id, int64_t slot) const {
+  auto it = slotCopies_.find({id, slot});
+  XT_CHECK(it != slotCopies_.end(), "no copy of '{}' for pipeline slot {}", id, slot);
+  return it->second;
+}
+
 int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {
   auto it = index_.find(id);
   if (it == index_.end()) return -1;
@@ -71,6 +109,16 @@ int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {
       return static_cast<int64_t>(k);
   }
   return -1;
+}
+
+void LoweredGraph::runSlot(ir::Phase phase, int64_t slot, std::vector<HostTensor>& buffers,
+                          uint64_t seed) const {
+  const auto& starts = slotStarts_[static_cast<size_t>(phase)];
+  XT_CHECK(slot >= 0 && static_cast<size_t>(slot) + 1 < starts.size(),
+           "pipeline slot {} of a program lowered with {} slots", slot,
+           starts.empty() ? 0 : starts.size() - 1);
+  program(phase).runRange(buffers, seed, starts[static_cast<size_t>(slot)],
+                          starts[static_cast<size_t>(slot) + 1]);
 }
 
 void LoweredGraph::setProfiling(bool on) {

@@ -34,6 +34,15 @@ struct LoweringOptions {
   // The off-chip tensors' loads and stores, traced around the ops that make them (must outlive the
   // constructor only); none when null.
   const OffChipPlan* offChip = nullptr;
+  // Pipelining (session/pipeline_plan.hpp): the pipeline slot of every Forward, Backward and
+  // Accumulate op. Each phase's program then holds its ops by slot (in schedule order within a
+  // slot), so that a slot is one contiguous range of instructions (runSlot).
+  std::map<OpId, int64_t> pipelineSlots;
+  int64_t slots = 0;
+  // (tensor, slot): a buffer of its own for the tensor that the ops of that slot read instead of
+  // the tensor's (a pipeline stash restored there, or a value written per slot): slots on threads
+  // of their own then never share a buffer that one of them writes.
+  std::vector<std::pair<TensorId, int64_t>> slotCopies;
 };
 
 class LoweredGraph {
@@ -70,6 +79,11 @@ class LoweredGraph {
            const std::function<void(size_t)>& afterInstruction = {}) const {
     program(phase).run(buffers, seed, afterInstruction);
   }
+  // Pipelining: runs the instructions of one slot of `phase` (LoweringOptions::pipelineSlots).
+  void runSlot(ir::Phase phase, int64_t slot, std::vector<HostTensor>& buffers,
+               uint64_t seed) const;
+  // The buffer of slot `slot`'s own copy of `id` (LoweringOptions::slotCopies).
+  int slotCopyIndex(const TensorId& id, int64_t slot) const;
   // The index of the last instruction of `phase` that writes `id`, or -1 when none does.
   int64_t lastWriter(ir::Phase phase, const TensorId& id) const;
   // The layout of a tensor's buffer (Plain for every tensor the host reads).
@@ -84,6 +98,9 @@ class LoweredGraph {
   std::set<TensorId> channelsLast_;
   std::array<device::Program, ir::kPhaseCount> programs_;
   std::array<std::vector<OpId>, ir::kPhaseCount> ops_;
+  // Pipelining: per phase, the first instruction of each slot (and one past the last).
+  std::array<std::vector<size_t>, ir::kPhaseCount> slotStarts_;
+  std::map<std::pair<TensorId, int64_t>, int> slotCopies_;
   BufferPlan plan_;
   bool profiling_ = false;
 };

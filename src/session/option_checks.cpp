@@ -51,10 +51,10 @@ void checkSessionOptions(const SessionOptions& options) {
     }
   }
   checkPartialsType(options.partialsTypeMatMuls);
-  if (options.autoRecomputation == RecomputationType::Pipeline) {
+  if (options.autoRecomputation == RecomputationType::Pipeline && !options.enablePipelining) {
     throw error(
-        "SessionOptions.autoRecomputation = Pipeline is not supported yet (not implemented in "
-        "xtrain): it recomputes pipeline stages and pipelining is refused; use Standard, "
+        "SessionOptions.autoRecomputation = Pipeline recomputes each pipeline stage's forward "
+        "pass, but enablePipelining is false: set enablePipelining = true, or use Standard, "
         "NormOnly or RecomputeAll");
   }
   checkDotOptions(options);

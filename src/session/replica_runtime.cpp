@@ -1,10 +1,12 @@
 #include "session/replica_runtime.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "comm/communicator.hpp"
 #include "comm/job.hpp"
+#include "common/env_switch.hpp"
 #include "common/timeline.hpp"
 #include "device/program.hpp"
 #include "device/replica_context.hpp"
@@ -38,7 +40,15 @@ bool ReplicaRuntime::joinInstances(bool distributed) {
 void ReplicaRuntime::build() {
   replicas_.clear();
   replicas_.resize(static_cast<size_t>(layout_.local));
-  for (Replica& replica : replicas_) replica.buffers = lowered_->makeBuffers();
+  for (Replica& replica : replicas_) {
+    replica.buffers = lowered_->makeBuffers();
+    if (pipeline_ == nullptr) continue;
+    for (const PipelineStash& s : pipeline_->stashes) {
+      const TensorInfo& info = graph_->tensor(s.tensor).info;
+      replica.stashes.emplace_back(static_cast<size_t>(s.depth), HostTensor(info));
+    }
+  }
+  if (pipeline_ != nullptr) buildStageThreads();
   replicas_[0].program = lowered_.get();
   if (layout_.local > 1) {
     // Kernels keep scratch state between calls, so each replica thread runs its own copy of the
@@ -48,6 +58,22 @@ void ReplicaRuntime::build() {
       replicas_[r].program = replicas_[r].ownProgram.get();
     }
     pool_ = std::make_unique<ReplicaPool>(layout_.local, instancesOnHost_);
+  }
+}
+
+void ReplicaRuntime::buildStageThreads() {
+  // The slots of each IPU of a replica, the last first (as the cycle runs them).
+  stageSlots_.clear();
+  for (int64_t slot = pipeline_->slots - 1; slot >= 0; --slot) {
+    const auto ipu = static_cast<size_t>(pipeline_->slotVirtualGraph[static_cast<size_t>(slot)]);
+    if (stageSlots_.size() <= ipu) stageSlots_.resize(ipu + 1);
+    stageSlots_[ipu].push_back(slot);
+  }
+  // XTRAIN_PIPELINE_THREADS=0 runs the IPUs of a replica one after the other, on its thread.
+  if (stageSlots_.size() < 2 || !readBoolSwitch("XTRAIN_PIPELINE_THREADS", true)) return;
+  for (Replica& replica : replicas_) {
+    replica.stagePool = std::make_unique<ReplicaPool>(
+        static_cast<int64_t>(stageSlots_.size()), layout_.local * instancesOnHost_);
   }
 }
 
@@ -130,6 +156,85 @@ void ReplicaRuntime::runMicroBatch(bool training, int accumulationIndex, int64_t
           static_cast<float>(microBatch);
     }
     program.run(ir::Phase::Accumulate, buffers, seed);
+  });
+}
+
+namespace {
+
+void copyBytes(const HostTensor& from, HostTensor& to) {
+  std::memcpy(to.raw(), from.raw(), from.nbytes());
+}
+
+}  // namespace
+
+void ReplicaRuntime::runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch,
+                                     bool training, uint64_t seed) {
+  const PipelinePlan& plan = *pipeline_;
+  auto& buffers = replica.buffers;
+  const LoweredGraph& program = *replica.program;
+  const auto at = [&](size_t k) -> HostTensor& {
+    return replica.stashes[k][static_cast<size_t>(microBatch % plan.stashes[k].depth)];
+  };
+  if (const auto& restores = plan.restoreBefore[static_cast<size_t>(slot)]; !restores.empty()) {
+    const timeline::Span traced(timeline::Category::Host, "pipeline restore");
+    for (size_t k : restores) {
+      copyBytes(at(k), buffers[static_cast<size_t>(
+                           program.slotCopyIndex(plan.stashes[k].tensor, slot))]);
+    }
+  }
+  program.runSlot(ir::Phase::Forward, slot, buffers, seed);
+  if (training) {
+    program.runSlot(ir::Phase::Backward, slot, buffers, seed);
+    if (!plan.accumulationIndex.empty()) {
+      buffers[static_cast<size_t>(program.slotCopyIndex(plan.accumulationIndex, slot))]
+          .data<float>()[0] = static_cast<float>(microBatch);
+    }
+    program.runSlot(ir::Phase::Accumulate, slot, buffers, seed);
+  }
+  if (const auto& pushes = plan.pushAfter[static_cast<size_t>(slot)]; !pushes.empty()) {
+    const timeline::Span traced(timeline::Category::Host, "pipeline stash");
+    for (size_t k : pushes) {
+      copyBytes(buffers[static_cast<size_t>(program.bufferIndex(plan.stashes[k].tensor))], at(k));
+    }
+  }
+}
+
+void ReplicaRuntime::runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
+                                      const std::function<uint64_t(int64_t, int64_t)>& seedOf) {
+  const PipelinePlan& plan = *pipeline_;
+  forEachReplicaProgram([&](int64_t r) {
+    Replica& replica = replicas_[static_cast<size_t>(r)];
+    const device::ReplicaScope collectiveScope(*collectives_, r, pool_ != nullptr);
+    // The inputs the host wrote for this cycle, into their rings (before any slot runs).
+    for (size_t k : plan.pushInputs) {
+      const PipelineStash& stash = plan.stashes[k];
+      const int64_t m = cycle - stash.writer;
+      if (m < 0 || m >= microBatches) continue;
+      const HostTensor& in =
+          replica.buffers[static_cast<size_t>(replica.program->bufferIndex(stash.tensor))];
+      copyBytes(in, replica.stashes[k][static_cast<size_t>(m % stash.depth)]);
+    }
+    // Each IPU's slots, the last first; the IPUs on their threads when there are (no two slots
+    // share a buffer that one of them writes: pipeline_plan.hpp).
+    auto runIpu = [&](int64_t ipu) {
+      for (int64_t slot : stageSlots_[static_cast<size_t>(ipu)]) {
+        const int64_t m = cycle - slot;
+        if (m < 0 || m >= microBatches) continue;
+        runPipelineSlot(replica, slot, m, training, seedOf(layout_.offset + r, m));
+      }
+    };
+    if (replica.stagePool) {
+      // A stage's ops go on its replica's track of the timeline, whichever thread runs them.
+      const int64_t global = layout_.offset + r;
+      replica.stagePool->run([&](int64_t ipu) {
+        const timeline::TrackScope track(
+            timeline::replicaTrack(global),
+            timeline::started() ? "replica " + std::to_string(global) : std::string());
+        runIpu(ipu);
+      });
+    } else {
+      for (size_t ipu = 0; ipu < stageSlots_.size(); ++ipu) runIpu(static_cast<int64_t>(ipu));
+    }
   });
 }
 

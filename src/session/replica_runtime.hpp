@@ -15,14 +15,12 @@
 // session's); the work of each replica runs on the replica's thread, and a failure on any replica
 // is rethrown on the caller's thread after all finished (ReplicaPool's contract).
 //
-// A replica over several devices and pipeline stages (model parallelism, not built yet) goes here:
-// Replica becomes a list of parts, one per (device, stage), each with its own buffer table, its
-// copy of its stage's programs and its own thread. buffer(r, id) then finds the part that holds
-// tensor id (by the graph's placement), runMicroBatch runs a replica's parts in stage order (or
-// pipelined, passing activations between neighbouring parts), and the exchange reduces each
-// part's gradients with the same part of the other replicas. The session above (and HostState,
-// UpdateControl, SessionProfiler) keep seeing replicas through buffer(r, id) and forEach, so they
-// do not change.
+// A replica over several IPUs (model parallelism) keeps one buffer table. Pipelined
+// (docs/pipelining.md), runPipelineCycle runs the replica's stages on threads of their own over
+// that table: the PipelinePlan guarantees that no two stages touch a buffer one of them writes in a
+// cycle (each reading slot restores stashed tensors into copies of its own). The session above
+// (and HostState, UpdateControl, SessionProfiler) keep seeing replicas through buffer(r, id) and
+// forEach.
 #pragma once
 #pragma GCC visibility push(default)
 
@@ -37,6 +35,7 @@
 #include "replication/replica_exchange.hpp"
 #include "replication/replica_layout.hpp"
 #include "session/lowered_graph.hpp"
+#include "session/pipeline_plan.hpp"
 #include "session/replica_pool.hpp"
 
 namespace xtrain::comm {
@@ -93,6 +92,19 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   // is each replica's random seed.
   void runMicroBatch(bool training, int accumulationIndex, int64_t microBatch,
                      const std::function<uint64_t(int64_t)>& seedOf);
+  // Pipelining (docs/pipelining.md). setPipeline, before build(): the plan (which must outlive the
+  // runtime); build() then makes each replica's stash rings and a thread per IPU of the replica
+  // (a ReplicaPool; none with XTRAIN_PIPELINE_THREADS=0). runPipelineCycle: cycle `cycle` of a
+  // pipeline over `microBatches` micro-batches on every replica, each on its thread: the model
+  // inputs the caller wrote before the cycle (PipelinePlan::inputMicroBatch) pushed into their
+  // stashes, then each IPU, on its thread, runs its slots from the last down (slot k runs
+  // micro-batch cycle - k when in range): restores into the slot's copies, Forward, Backward, the
+  // micro-batch's index into the slot's accumulation counter, Accumulate, pushes. The cycle ends
+  // when every IPU's slots finished; an exception on any is rethrown after all finished (the
+  // ReplicaPool's contract). seedOf(global replica, micro-batch) as in runMicroBatch.
+  void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
+  void runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
+                        const std::function<uint64_t(int64_t, int64_t)>& seedOf);
   // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
   void reduceGradients();
   // One phase (Update, Apply) on every replica with the same seed.
@@ -104,13 +116,22 @@ class ReplicaRuntime final : public replication::LocalReplicas {
     std::vector<HostTensor> buffers;
     const LoweredGraph* program = nullptr;
     std::unique_ptr<LoweredGraph> ownProgram;  // replicas 1..L-1 with their own threads
+    // Pipelining: per stash of the plan, its ring of `depth` entries, and a thread per IPU.
+    std::vector<std::vector<HostTensor>> stashes;
+    std::unique_ptr<ReplicaPool> stagePool;
   };
+  // One slot of a pipeline cycle on replica r (runPipelineCycle).
+  void runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch, bool training,
+                       uint64_t seed);
+  void buildStageThreads();
   // fn(r) for every replica, on their threads, each on the replica's timeline track.
   void forEachReplicaProgram(const std::function<void(int64_t)>& fn);
   void takeHalfAccumulators();
 
   const replication::ReplicaLayout layout_;
   const ir::Graph* graph_ = nullptr;
+  const PipelinePlan* pipeline_ = nullptr;
+  std::vector<std::vector<int64_t>> stageSlots_;  // per IPU of a replica: its slots, last first
   LoweringOptions loweringOptions_;
   std::unique_ptr<LoweredGraph> lowered_;
   std::vector<Replica> replicas_;

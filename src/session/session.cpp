@@ -74,7 +74,7 @@ std::string Session::serializeIr(IrSerializationFormat format) const {
     throw error("Session::serializeIr: format {} is not JSON, the one format there is",
                 static_cast<int>(format));
   }
-  return session::serializeIrJson(impl_->graph());
+  return session::serializeIrJson(impl_->graph(), &impl_->pipeline());
 }
 uint64_t Session::getCycleCount(const std::string& id) const {
   return impl_->profiler().cycleCount(id);

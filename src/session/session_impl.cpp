@@ -185,7 +185,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   // After the fingerprint: a model is the same model whichever of its inputs a session reads.
   removeUnusedInputs(gradientTargets);
   // virtualGraphMode: Off drops placement annotations, Manual checks them, Auto makes them.
-  placeForwardGraph(*graph_, config_, layout_.local);
+  pipelineStages_ = placeForwardGraph(*graph_, config_, layout_.local);
   times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
   // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
@@ -218,6 +218,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   placeTrainingGraph(*graph_, config_, optimizerGraph_);
   // Once every weight, optimizer state and accumulator exists: which of them live off chip.
   offChip_ = planOffChip(*graph_, config_.options, hostState_.shards());
+  if (pipelineStages_ > 0) planPipelineSchedule();
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
   writeDotCheck(*graph_, config_.options, "Final");
@@ -228,6 +229,12 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
 }
 
 SessionImpl::~SessionImpl() = default;
+
+void SessionImpl::planPipelineSchedule() {
+  pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
+                           graph_->tensorsOfKind(ir::TensorKind::Stream),
+                           config_.dataFlow.anchors(), optimizerGraph_.accumulationIndex);
+}
 
 void SessionImpl::removeUnusedInputs(const std::vector<TensorId>& gradientTargets) {
   std::set<TensorId> keep(config_.dataFlow.anchors().begin(), config_.dataFlow.anchors().end());
@@ -265,9 +272,10 @@ void SessionImpl::prepareDevice() {
   // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
   checkVirtualGraphs(*graph_, config_, layout_.local);
   // Throws OutOfMemoryException when an IPU overflows.
-  profiler_.recordMemory(chargeMemory(*graph_, d, layout_.local, hostState_.shards(),
-                                      config_.dataFlow.anchors(), offChip_),
-                         figures());
+  device::MemoryModel memory = chargeMemory(*graph_, d, layout_.local, hostState_.shards(),
+                                             config_.dataFlow.anchors(), offChip_);
+  chargePipelineStashes(memory, pipeline_, layout_.local);
+  profiler_.recordMemory(std::move(memory), figures());
   times.lap("memory check");
   // Activations share the buffer plan's block and may be channels-last between convolutions; what
   // the host reads keeps its own, plain buffer.
@@ -278,8 +286,18 @@ void SessionImpl::prepareDevice() {
   for (const auto& id : updateControl_.trackedGradients()) lowering.hostRead.insert(id);
   lowering.floatingPointChecks = options.enableFloatingPointChecks;
   lowering.offChip = &offChip_;
+  if (pipeline_.enabled()) {
+    // The buffer plan shares bytes between activations by their liveness in one micro-batch's
+    // schedule; pipelined micro-batches overlap, so every tensor keeps its own buffer.
+    lowering.bufferReuse = BufferReuse::Off;
+    lowering.pipelineSlots = pipeline_.slotOf;
+    lowering.slots = pipeline_.slots;
+    lowering.slotCopies = pipeline_.slotCopies;
+  }
   if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
   ReplicaRuntime& runtime = *runtime_;
+  runtime.setPipeline(pipeline_.enabled() ? &pipeline_ : nullptr);
+  profiler_.setPipeline(pipeline_.enabled() ? &pipeline_ : nullptr);
   runtime.lower(*graph_, lowering);
   times.lap("lowering (kernels, buffer plan)");
   if (d.getType() == DeviceType::OfflineIpu ||

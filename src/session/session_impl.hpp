@@ -34,6 +34,7 @@
 #include "session/engine_options.hpp"
 #include "session/host_state.hpp"
 #include "session/offchip_plan.hpp"
+#include "session/pipeline_plan.hpp"
 #include "session/random_state.hpp"
 #include "session/replica_runtime.hpp"
 #include "session/session_config.hpp"
@@ -74,6 +75,8 @@ class SessionImpl {
   const SessionConfig& config() const { return config_; }
   const ir::OptimizerGraph& optimizerGraph() const { return optimizerGraph_; }
   const ir::Graph& graph() const { return *graph_; }
+  // The pipeline's plan (not enabled when not pipelining).
+  const PipelinePlan& pipeline() const { return pipeline_; }
   // The host buffers run() expects of an input and fills for an anchor (batches, micro-batches,
   // replicas).
   Shape inputBufferShape(const TensorId& id) const;
@@ -114,8 +117,23 @@ class SessionImpl {
   // Removes the model's Stream inputs that no op reads and that are neither anchored nor graph
   // outputs (into unusedInputs_).
   void removeUnusedInputs(const std::vector<TensorId>& gradientTargets);
+  // pipeline_ for the complete graph (pipelineStages_ > 0).
+  void planPipelineSchedule();
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
+  // Pipelining: `count` micro-batches (iterations first..first+count-1) through the pipeline's
+  // cycles (fill, steady state, flush), inputs in as each enters, anchors out as each leaves.
+  void runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first, int64_t count);
+  // One iteration's inputs into every replica's buffers, and its anchors out of them.
+  // Pipelined, each input is written before `cycle` for the micro-batch its first reading slot
+  // runs in it, and each anchor read after it for the micro-batch its writing slot ran
+  // (iteration = first + that micro-batch; none when out of [0, count)).
+  void writeInputs(StepBuffers& io, const StepIndices& indices, int64_t iteration);
+  void writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
+                           int64_t count, int64_t cycle);
+  void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration);
+  void readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
+                           int64_t count, int64_t cycle);
   void update(int64_t batch);
 
   SessionConfig config_;
@@ -128,6 +146,10 @@ class SessionImpl {
   SessionProfiler profiler_;
   replication::ReplicaLayout layout_;
   int64_t accumulationFactor_ = 1;
+  // SessionOptions::enablePipelining: the forward stages (0: not pipelined) and the plan of slots
+  // and stashes (session/pipeline_plan.hpp), made once the session's graph is complete.
+  int64_t pipelineStages_ = 0;
+  PipelinePlan pipeline_;
   std::unique_ptr<ir::Graph> graph_;
   std::string modelBytes_;
   std::map<std::string, std::string> modelMetadata_;

@@ -73,6 +73,7 @@ void SessionProfiler::start(const ir::Graph& graph, LoweredGraph& replica0,
     for (uint64_t c : cycles) phaseCycles_[static_cast<size_t>(ph)] += c;
   }
   planGradientParts(graph, gradients, exchange.layout().global);
+  startPipeline();
   profile_ = SessionProfile{};
   if (autoReportSerializedGraph_) {
     writeReportFile(autoReportDirectory_ + "/serialized_graph" + reportSuffix_ + ".json",
@@ -109,6 +110,7 @@ void SessionProfiler::planGradientParts(const ir::Graph& graph,
 
 void SessionProfiler::resetProfile() {
   profile_.reset();
+  pipelinedCycles_ = sequentialCycles_ = pipelineMicroBatches_ = 0;
   reductionSeconds_ = 0;
   if (program_) program_->resetProfile();
 }

@@ -28,9 +28,14 @@
 #include "session/cycle_model.hpp"
 #include "session/engine_options.hpp"
 #include "session/lowered_graph.hpp"
+#include "session/pipeline_plan.hpp"
 #include "session/session_profile.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/sessionoptions.hpp"
+
+namespace xtrain::json {
+class Writer;
+}
 
 namespace xtrain::session {
 
@@ -83,6 +88,11 @@ class SessionProfiler {
   void countPhase(ir::Phase phase);
   void countReduction(double seconds, const replication::ReplicaExchange::ReductionSeconds& kinds);
   void countRun(double seconds, const SessionFigures& figures);
+  // Pipelining (pipeline_profile.cpp): the plan, before start() (it must outlive the profiler's
+  // use); countPipeline records `microBatches` micro-batches run through the pipeline: their
+  // pipelined cycles (CycleModel::pipelineCycles) and their stash and restore traffic.
+  void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
+  void countPipeline(int64_t microBatches);
 
   // Seconds in run() and in the gradient reduction across replicas since the reset.
   double runSeconds() const { return profile_.runSeconds; }
@@ -97,6 +107,9 @@ class SessionProfiler {
   // Where run() spent its time: compute, the gradient reduction across replicas (with the buckets'
   // overlap of the backward pass across instances).
   std::string stepTimeReport(const SessionFigures& figures) const;
+  // The pipeline's lines of the summary ("" when not pipelined), and its report.json object.
+  std::string pipelineReport(const SessionFigures& figures) const;
+  void writePipelineJson(json::Writer& w) const;
 
  private:
   // One communicator of the gradient reduction: what it moves each step, and its kind (0 plain, 1
@@ -109,6 +122,8 @@ class SessionProfiler {
   void planGradientParts(const ir::Graph& graph, const replication::GradientPlan& gradients,
                          int64_t globalReplicas);
   void requireStarted(const char* what) const;
+  // At start(), when pipelined: each slot's cycles (its instructions, stashes and restores) and IPU.
+  void startPipeline();
   void writeAutoReports(const SessionFigures& figures) const;
   TransferStats& stats(Transfer direction) {
     return direction == Transfer::Inputs ? profile_.inputs : profile_.anchors;
@@ -140,6 +155,16 @@ class SessionProfiler {
   std::optional<device::MemoryModel> memoryModel_;
   // Seconds spent in the cross-replica gradient reduction since the reset.
   double reductionSeconds_ = 0;
+  // Pipelining: the plan, each slot's cycles and IPU, one micro-batch's stash and restore bytes
+  // and cycles (replica 0), and what was counted since the reset.
+  const PipelinePlan* pipeline_ = nullptr;
+  std::vector<uint64_t> slotCycles_;
+  std::vector<int64_t> slotIpu_;
+  uint64_t stashBytesPerMicroBatch_ = 0;
+  uint64_t stashCyclesPerMicroBatch_ = 0;
+  uint64_t pipelinedCycles_ = 0;    // since the reset
+  uint64_t sequentialCycles_ = 0;   // the same micro-batches one slot after the other
+  uint64_t pipelineMicroBatches_ = 0;
 };
 
 }  // namespace xtrain::session

@@ -190,6 +190,7 @@ std::string SessionProfiler::summaryReport(const SessionFigures& figures) const 
                                                            : kLargestTensors);
   if (!program_ || !cycleModel_) return s;
   s += stepTimeReport(figures);
+  s += pipelineReport(figures);
   const SessionProfile& p = profile_;
   // The device's counter is not part of the profile: it is there after a reset too.
   std::string cycles;
@@ -279,6 +280,8 @@ std::string SessionProfiler::reportJson(const SessionFigures& figures) const {
       .field("batchesPerStep", figures.batchesPerStep)
       .field("stepsRun", figures.stepsRun)
       .endObject();
+  w.key("pipeline");
+  writePipelineJson(w);
 
   writeMemoryJson(w, *memoryModel_);
 

@@ -62,9 +62,17 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
     indices.accumulationIndex = lowered.bufferIndex(optimizerGraph_.accumulationIndex);
   }
   profiler_.startRun();
-  for (int64_t b = 0; b < bps; ++b) {
-    for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
-    if (config_.training) update(b);
+  if (pipeline_.enabled() && !config_.training) {
+    runPipelined(io, indices, 0, bps * af);  // no update between batches: one pipeline
+  } else {
+    for (int64_t b = 0; b < bps; ++b) {
+      if (pipeline_.enabled()) {
+        runPipelined(io, indices, b * af, af);
+      } else {
+        for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
+      }
+      if (config_.training) update(b);
+    }
   }
   io.finish();
   random_.advance(static_cast<uint64_t>(bps * af));
@@ -72,11 +80,9 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   profiler_.countRun(secondsSince(runStart), figures());
 }
 
-void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
-                                int64_t microBatch) {
-  const int64_t L = layout_.local;
-  auto transferStart = std::chrono::steady_clock::now();
-  for (int64_t r = 0; r < L; ++r) {
+void SessionImpl::writeInputs(StepBuffers& io, const StepIndices& indices, int64_t iteration) {
+  const auto transferStart = std::chrono::steady_clock::now();
+  for (int64_t r = 0; r < layout_.local; ++r) {
     auto& buffers = runtime_->buffers(r);
     for (size_t k = 0; k < indices.inputs.size(); ++k) {
       HostTensor& dst = buffers[static_cast<size_t>(indices.inputs[k])];
@@ -85,16 +91,27 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
     }
   }
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
-  runtime_->runMicroBatch(
-      config_.training, indices.accumulationIndex, microBatch,
-      [&](int64_t globalReplica) { return random_.microBatchSeed(globalReplica, iteration); });
-  if (config_.training) updateControl_.countGradients();  // before the anchors (its accumulator)
-  for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Accumulate}) {
-    if (config_.training || phase == ir::Phase::Forward) profiler_.countPhase(phase);
+}
+
+void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indices,
+                                      int64_t first, int64_t count, int64_t cycle) {
+  const auto transferStart = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < indices.inputs.size(); ++k) {
+    const int64_t m = pipeline_.inputMicroBatch(io.inputIds()[k], cycle);
+    if (m < 0 || m >= count) continue;
+    for (int64_t r = 0; r < layout_.local; ++r) {
+      HostTensor& dst = runtime_->buffers(r)[static_cast<size_t>(indices.inputs[k])];
+      io.readInput(k, first + m, r, dst);
+      profiler_.countTransfer(SessionProfiler::Transfer::Inputs, r, dst.nbytes());
+    }
   }
-  transferStart = std::chrono::steady_clock::now();
-  for (int64_t r = 0; r < L; ++r) {
-    auto& buffers = runtime_->buffers(r);
+  profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
+}
+
+void SessionImpl::readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration) {
+  const auto transferStart = std::chrono::steady_clock::now();
+  for (int64_t r = 0; r < layout_.local; ++r) {
+    const auto& buffers = runtime_->buffers(r);
     for (size_t k = 0; k < indices.anchors.size(); ++k) {
       const HostTensor& src = buffers[static_cast<size_t>(indices.anchors[k])];
       io.writeAnchor(k, iteration, r, src);
@@ -102,6 +119,48 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
     }
   }
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Anchors, secondsSince(transferStart));
+}
+
+void SessionImpl::readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
+                                      int64_t count, int64_t cycle) {
+  const auto transferStart = std::chrono::steady_clock::now();
+  for (size_t k = 0; k < indices.anchors.size(); ++k) {
+    const int64_t m = pipeline_.anchorMicroBatch(io.anchorIds()[k], cycle);
+    if (m < 0 || m >= count) continue;
+    for (int64_t r = 0; r < layout_.local; ++r) {
+      const HostTensor& src = runtime_->buffers(r)[static_cast<size_t>(indices.anchors[k])];
+      io.writeAnchor(k, first + m, r, src);
+      profiler_.countTransfer(SessionProfiler::Transfer::Anchors, r, src.nbytes());
+    }
+  }
+  profiler_.addTransferSeconds(SessionProfiler::Transfer::Anchors, secondsSince(transferStart));
+}
+
+void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first,
+                               int64_t count) {
+  const bool training = config_.training;
+  for (int64_t cycle = 0; cycle < pipeline_.cycles(count); ++cycle) {
+    writePipelineInputs(io, indices, first, count, cycle);
+    runtime_->runPipelineCycle(cycle, count, training,
+                               [&](int64_t globalReplica, int64_t microBatch) {
+                                 return random_.microBatchSeed(globalReplica, first + microBatch);
+                               });
+    readPipelineAnchors(io, indices, first, count, cycle);
+  }
+  profiler_.countPipeline(count);
+}
+
+void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
+                                int64_t microBatch) {
+  writeInputs(io, indices, iteration);
+  runtime_->runMicroBatch(
+      config_.training, indices.accumulationIndex, microBatch,
+      [&](int64_t globalReplica) { return random_.microBatchSeed(globalReplica, iteration); });
+  if (config_.training) updateControl_.countGradients();  // before the anchors (its accumulator)
+  for (ir::Phase phase : {ir::Phase::Forward, ir::Phase::Backward, ir::Phase::Accumulate}) {
+    if (config_.training || phase == ir::Phase::Forward) profiler_.countPhase(phase);
+  }
+  readAnchors(io, indices, iteration);
 }
 
 void SessionImpl::update(int64_t batch) {

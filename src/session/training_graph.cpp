@@ -202,6 +202,7 @@ void applyRecomputation(ir::Graph& graph, const SessionConfig& config) {
       mode == RecomputationType::Standard       ? "Standard"
       : mode == RecomputationType::NormOnly     ? "NormOnly"
       : mode == RecomputationType::RecomputeAll ? "RecomputeAll"
+      : mode == RecomputationType::Pipeline     ? "Pipeline"
                                                 : "?",
       r.candidates, r.cloned);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "session/pipeline_plan.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::session {
@@ -12,8 +13,11 @@ int64_t ipusPerReplica(const DeviceInfo& device, int64_t localReplicas) {
   return std::max<int64_t>(1, device.getNumIpus() / std::max<int64_t>(1, localReplicas));
 }
 
-void placeForwardGraph(ir::Graph& graph, const SessionConfig& config, int64_t localReplicas) {
+int64_t placeForwardGraph(ir::Graph& graph, const SessionConfig& config, int64_t localReplicas) {
   const SessionOptions& o = config.options;
+  if (o.enablePipelining && o.virtualGraphMode == VirtualGraphMode::Off) {
+    checkPipelineOptions(config, 0, 0);  // names virtualGraphMode
+  }
   switch (o.virtualGraphMode) {
     case VirtualGraphMode::Off: {
       if (const int64_t had = ir::clearVirtualGraphs(graph); had > 0) {
@@ -22,7 +26,7 @@ void placeForwardGraph(ir::Graph& graph, const SessionConfig& config, int64_t lo
             "are ignored, as in PopART",
             had);
       }
-      return;
+      return 0;
     }
     case VirtualGraphMode::Manual: ir::checkManualPlacement(graph); break;
     case VirtualGraphMode::Auto: {
@@ -40,8 +44,16 @@ void placeForwardGraph(ir::Graph& graph, const SessionConfig& config, int64_t lo
           "execution is not implemented in xtrain; use VirtualGraphMode::Manual or Auto "
           "(docs/model-parallelism.md)");
   }
+  if (o.enablePipelining) {
+    const int64_t stages = ir::assignPipelineStages(graph);
+    checkPipelineOptions(config, stages, ir::virtualGraphCount(graph));
+    logging::session::info("pipelining: {} stages over {} virtual graphs", stages,
+                           ir::virtualGraphCount(graph));
+    return stages;
+  }
   // Without pipelining a pipeline stage means nothing (PopART drops it too).
   for (const auto& [id, op] : graph.ops()) op->placement.pipelineStage = ir::Placement::kNone;
+  return 0;
 }
 
 ir::IpuCopies placeTrainingGraph(ir::Graph& graph, const SessionConfig& config,

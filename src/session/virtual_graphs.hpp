@@ -16,6 +16,7 @@
 
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
+#include "ir/placement/pipeline_stages.hpp"
 #include "ir/placement/placement.hpp"
 #include "session/session_config.hpp"
 
@@ -24,7 +25,10 @@ namespace xtrain::session {
 // The IPUs of one replica: the device's IPUs over the local replicas (1 on a CPU device).
 int64_t ipusPerReplica(const DeviceInfo& device, int64_t localReplicas);
 
-void placeForwardGraph(ir::Graph& graph, const SessionConfig& config, int64_t localReplicas);
+// With SessionOptions::enablePipelining it also gives every op its pipeline stage and checks the
+// options against them (session/pipeline_plan.hpp); returns the number of pipeline stages (0 when
+// not pipelining).
+int64_t placeForwardGraph(ir::Graph& graph, const SessionConfig& config, int64_t localReplicas);
 
 // Returns the copies inserted (none when virtualGraphMode is Off).
 ir::IpuCopies placeTrainingGraph(ir::Graph& graph, const SessionConfig& config,

@@ -282,10 +282,11 @@ class MembersTest(unittest.TestCase):
 class InSessionTest(unittest.TestCase):
 
     def test_refused_member(self):
+        # Pipeline recomputation recomputes pipeline stages: without pipelining it is refused.
         opts = popart.SessionOptions()
         opts.autoRecomputation = popart.RecomputationType.Pipeline
         with self.assertRaisesRegex(popart.popart_exception,
-                                    "autoRecomputation = Pipeline .*not implemented"):
+                                    "autoRecomputation = Pipeline .*enablePipelining is false"):
             session(opts)
 
     def test_compilation_progress_logger(self):

@@ -203,10 +203,10 @@ TEST(AutoRecomputation, EachModeRecomputesItsOps) {
   EXPECT_LT(standard.size(), all.size());
 }
 
-TEST(AutoRecomputation, PipelineIsRefused) {
+TEST(AutoRecomputation, PipelineNeedsPipelining) {
   const CnnModel m = buildCnn();
   expectError([&] { makeSession(m, RecomputationType::Pipeline, 1, 1); },
-              {"SessionOptions.autoRecomputation = Pipeline", "not implemented", "pipelining"});
+              {"SessionOptions.autoRecomputation = Pipeline", "enablePipelining is false"});
 }
 
 // A clone runs where its first reader would, not as soon as its forward inputs allow: its memory is

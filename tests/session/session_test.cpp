@@ -217,7 +217,8 @@ TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
               {"activationTensorLocationSettings", "OffChip", "execution phases"});
   SessionOptions pipelined;
   pipelined.enablePipelining = true;
-  expectError([&] { make(pipelined); }, {"enablePipelining", "not supported yet"});
+  expectError([&] { make(pipelined); },
+              {"Pipelining requires more than 1 IPU", "'virtualGraphMode'", "enablePipelining"});
   SessionOptions af;
   af.accumulationFactor = 4;
   expectError([&] { make(af); }, {"enableGradientAccumulation"});

@@ -176,18 +176,13 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
                           const std::set<TensorId>& keep) {
   RecomputeReport report;
   if (mode == RecomputationType::None) return report;
-  if (mode == RecomputationType::Pipeline) {
-    throw error(
-        "SessionOptions.autoRecomputation = Pipeline recomputes pipeline stages, but pipelining "
-        "is not implemented (enablePipelining is refused): use Standard, NormOnly or "
-        "RecomputeAll");
-  }
   const std::vector<OpId> fwd = forwardOpsToLoss(g, loss);
   std::set<OpId> chosen;
   switch (mode) {
     case RecomputationType::Standard: chosen = standardChoice(g, fwd); break;
     case RecomputationType::NormOnly: chosen = normOnlyChoice(g, fwd); break;
-    case RecomputationType::RecomputeAll: chosen.insert(fwd.begin(), fwd.end()); break;
+    case RecomputationType::RecomputeAll:
+    case RecomputationType::Pipeline: chosen.insert(fwd.begin(), fwd.end()); break;
     default: break;
   }
   std::set<TensorId> outputs(g.outputs().begin(), g.outputs().end());
@@ -208,7 +203,12 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
     for (const auto& out : g.op(*it).outputs) {
       if (out.empty()) continue;
       for (OpId c : g.tensor(out).consumers) {
-        if (g.op(c).phase == Phase::Backward || cloned.count(c)) cloned.insert(*it);
+        const bool sameStage = mode != RecomputationType::Pipeline ||
+                               g.op(c).placement.pipelineStage ==
+                                   g.op(*it).placement.pipelineStage;
+        if ((g.op(c).phase == Phase::Backward || cloned.count(c)) && sameStage) {
+          cloned.insert(*it);
+        }
       }
     }
   }
@@ -227,7 +227,13 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
     spec.name = "recompute/" + (original.name.empty() ? original.type : original.name);
     for (const auto& in : original.inputs) {
       auto c = cloneOf.find(in);
-      spec.inputs.push_back(c != cloneOf.end() ? c->second : in);
+      // Pipeline: a stage recomputes from its own inputs (stashed), never from another stage's
+      // recomputation, which runs in another pipeline slot.
+      const bool sameStage = c != cloneOf.end() &&
+                             (mode != RecomputationType::Pipeline ||
+                              g.op(g.tensor(in).producer).placement.pipelineStage ==
+                                  original.placement.pipelineStage);
+      spec.inputs.push_back(sameStage ? c->second : in);
     }
     for (const auto& out : original.outputs) {
       spec.outputs.push_back(out.empty() ? TensorId() : g.uniqueId(out + "/recompute"));
@@ -244,7 +250,14 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
     const std::vector<OpId> readers = g.tensor(from).consumers;
     for (OpId r : std::set<OpId>(readers.begin(), readers.end())) {
       const Op& reader = g.op(r);
-      if (reader.phase == Phase::Backward && reader.recomputes < 0) redirect(g, r, from, to);
+      // Pipeline: only the original's own stage reads the recomputation (another stage's
+      // backward runs in another slot, and reads the stashed original).
+      const bool sameStage = mode != RecomputationType::Pipeline ||
+                             reader.placement.pipelineStage ==
+                                 g.op(g.tensor(from).producer).placement.pipelineStage;
+      if (reader.phase == Phase::Backward && reader.recomputes < 0 && sameStage) {
+        redirect(g, r, from, to);
+      }
     }
   }
   return report;

@@ -17,7 +17,10 @@
 //     - NormOnly: BatchNormalization, LayerNormalization, GroupNormalization and
 //       InstanceNormalization, and the elementwise non-linearity that directly follows one.
 //     - RecomputeAll: every forward op on the loss's path.
-//     - None: nothing. Pipeline: an error (pipelining is not implemented).
+//     - Pipeline (pipelining only): every forward op on the loss's path, as RecomputeAll, except
+//       that a clone reads a clone only within its own pipeline stage: each stage recomputes its
+//       forward pass from its inputs (which the pipeline stashes), PopART's Pipeline mode.
+//     - None: nothing.
 //  - Never cloned: ops with side effects or that talk to other replicas (collectives, Abort,
 //    PrintTensor), ops that write inputs in place, custom ops (their kernels are the user's) and
 //    ops that produce a tensor in `keep` or a graph output (those stay alive anyway). Ops with

@@ -1,0 +1,95 @@
+"""Pipelined training speed against the same model unpipelined (docs/performance.md, Pipelining).
+
+An MLP of 4 square layers split into 2 or 4 stages (one per simulated IPU) trains with gradient
+accumulation: unpipelined (the IPUs in turn), pipelined with the stages in turn on one thread
+(XTRAIN_PIPELINE_THREADS=0) and pipelined with each stage on its own thread. Prints the ms per step
+of each, after a warm-up step, and the bound af / (af + stages - 1) x stages of the threaded
+speed-up over unpipelined (the fill and flush cost stages - 1 cycles).
+
+Usage: PYTHONPATH=build/python python3 bench/pipeline_bench.py [--stages 2] [--af 16]
+       [--hidden 1024] [--batch 32] [--steps 5]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def one(mode, args):
+    """ms per step of `mode` ("unpipelined" or "pipelined") in this process."""
+    import xtrain as popart
+    b = popart.Builder(opsets={"ai.onnx": 13, "ai.graphcore": 1})
+    rng = np.random.RandomState(0)
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [args.batch, args.hidden]), "x")
+    labels = b.addInputTensor(popart.TensorInfo("INT32", [args.batch]), "labels")
+    h = x
+    layers = 4
+    for layer in range(layers):
+        w = b.addInitializedInputTensor(
+            (rng.randn(args.hidden, args.hidden) * 0.02).astype(np.float32), "W%d" % layer)
+        stage = layer * args.stages // layers
+        with b.virtualGraph(stage), b.pipelineStage(stage):
+            h = b.aiOnnx.relu([b.aiOnnx.matmul([h, w])])
+            if layer == layers - 1:
+                loss = b.aiOnnx.softmaxcrossentropyloss([h, labels], reduction="mean")[0]
+    b.addOutputTensor(loss)
+    opts = popart.SessionOptions()
+    opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+    opts.enablePipelining = mode == "pipelined"
+    opts.enableGradientAccumulation = True
+    opts.accumulationFactor = args.af
+    s = popart.TrainingSession(
+        fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, {}), loss=loss,
+        optimizer=popart.ConstSGD(0.01), userOptions=opts,
+        deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": args.stages}))
+    s.prepareDevice()
+    s.weightsFromHost()
+    data = np.random.RandomState(1)
+    io = popart.PyStepIO(
+        {"x": data.randn(args.af, args.batch, args.hidden).astype(np.float32),
+         "labels": data.randint(0, args.hidden, (args.af, args.batch)).astype(np.int32)}, {})
+    s.run(io)  # warm-up
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        s.run(io)
+    return (time.perf_counter() - start) / args.steps * 1e3
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--stages", type=int, default=2, choices=(2, 4))
+    p.add_argument("--af", type=int, default=16)
+    p.add_argument("--hidden", type=int, default=1024)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--one", choices=("unpipelined", "pipelined"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.one:
+        print("%.3f" % one(args.one, args))
+        return
+    if args.af < 2 * args.stages - 1:
+        sys.exit("--af must be at least 2 x stages - 1 = %d" % (2 * args.stages - 1))
+    # Each configuration in a process of its own: XTRAIN_PIPELINE_THREADS is read at prepareDevice.
+    results = {}
+    for name, mode, threads in (("unpipelined", "unpipelined", "1"),
+                                ("pipelined, stages in turn", "pipelined", "0"),
+                                ("pipelined, a thread per stage", "pipelined", "1")):
+        env = dict(os.environ, XTRAIN_PIPELINE_THREADS=threads)
+        out = subprocess.run([sys.executable, __file__, "--one", mode] + sys.argv[1:], env=env,
+                             check=True, capture_output=True, text=True).stdout
+        results[name] = float(out.strip().splitlines()[-1])
+    base = results["unpipelined"]
+    bound = args.af / (args.af + args.stages - 1) * args.stages
+    print("%d stages, af %d, hidden %d, batch %d:" % (args.stages, args.af, args.hidden, args.batch))
+    for name, ms in results.items():
+        print("  %-32s %8.1f ms/step  %.2fx" % (name, ms, base / ms))
+    threaded = base / results["pipelined, a thread per stage"]
+    print("  bound af / (af + stages - 1) x stages: %.2fx; reached %.0f%%" %
+          (bound, 100 * threaded / bound))
+
+
+if __name__ == "__main__":
+    main()
