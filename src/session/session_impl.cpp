@@ -151,27 +151,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
 
   if (config_.training) checkLoss(*graph_, config_.loss);
   if (!config_.training) checkLossScalingInInference(config_.options);
-  const std::vector<TensorId> gradientTargets = gradientAnchorTargets(config_.dataFlow);
-  for (const auto& id : config_.dataFlow.anchors()) {
-    if (id.rfind(reservedGradientPrefix(), 0) == 0) continue;  // checked below
-    if (isLossScalingTensor(config_.options, id)) continue;    // added with the training graph
-    if (!graph_->hasTensor(id)) {
-      throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
-                  id);
-    }
-  }
-  for (const auto& t : gradientTargets) {
-    if (!config_.training) {
-      throw error(
-          "anchor '{}{}' is a gradient, which only a TrainingSession computes (this is an "
-          "InferenceSession)",
-          reservedGradientPrefix(), t);
-    }
-    if (!graph_->hasTensor(t)) {
-      throw error("anchor '{}{}' is the gradient of '{}', which is not a tensor of the model",
-                  reservedGradientPrefix(), t, t);
-    }
-  }
+  const std::vector<TensorId> gradientTargets = checkAnchorsExist();
   for (const auto& [opId, op] : graph_->ops()) {
     // Dropout and ShapedDropout drop only when training, as PopART's do.
     if (op->type == "Dropout" || op->type == "ShapedDropout") {
@@ -229,6 +209,35 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
 }
 
 SessionImpl::~SessionImpl() = default;
+
+// Every anchor names a tensor of the model, or the gradient of one in a training session (those
+// and the loss-scaling tensors come with the training graph). Returns the anchored gradients'
+// forward tensors.
+std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
+  std::vector<TensorId> gradientTargets = gradientAnchorTargets(config_.dataFlow);
+  for (const auto& id : config_.dataFlow.anchors()) {
+    if (id.rfind(reservedGradientPrefix(), 0) == 0) continue;  // checked below
+    if (isLossScalingTensor(config_.options, id)) continue;    // added with the training graph
+    if (!graph_->hasTensor(id)) {
+      throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
+                  id);
+    }
+  }
+  for (const auto& t : gradientTargets) {
+    if (!config_.training) {
+      throw error(
+          "anchor '{}{}' is a gradient, which only a TrainingSession computes (this is an "
+          "InferenceSession)",
+          reservedGradientPrefix(), t);
+    }
+    if (!graph_->hasTensor(t)) {
+      throw error("anchor '{}{}' is the gradient of '{}', which is not a tensor of the model",
+                  reservedGradientPrefix(), t, t);
+    }
+  }
+  return gradientTargets;
+}
+
 
 void SessionImpl::planPipelineSchedule() {
   pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,

@@ -118,6 +118,7 @@ class SessionImpl {
   // outputs (into unusedInputs_).
   void removeUnusedInputs(const std::vector<TensorId>& gradientTargets);
   // pipeline_ for the complete graph (pipelineStages_ > 0).
+  std::vector<TensorId> checkAnchorsExist() const;
   void planPipelineSchedule();
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
