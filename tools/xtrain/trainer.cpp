@@ -11,6 +11,7 @@
 #include "input_checks.hpp"
 #include "model_parallel_flags.hpp"
 #include "optimizer_flags.hpp"
+#include "placement_summary.hpp"
 #include "option_fingerprint.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
@@ -178,6 +179,9 @@ void TrainingJob::buildSession() {
         in_.loss);
   }
   session_->prepareDevice();
+  if (usesModelParallelism(o_, layout_.ipusPerReplica)) {
+    progress_ << describePlacement(o_, *session_, layout_.ipusPerReplica);
+  }
   session_->setRandomSeed(o_.seed);
   session_->weightsFromHost();
 }
