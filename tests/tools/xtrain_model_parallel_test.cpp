@@ -105,6 +105,14 @@ TEST_F(XtrainModelParallel, PipelinedReachesTheWeightsOfAccumulation) {
   expectSameInitializers(path("accumulated.onnx"), path("recomputed.onnx"), 0);
 }
 
+// --recompute standard is the session's Standard recomputation, without pipelining too.
+TEST_F(XtrainModelParallel, StandardRecomputation) {
+  train(kExample, "kept");
+  CommandResult r = train(kExample + " --recompute standard", "recomputed");
+  EXPECT_TRUE(contains(r.output, "autoRecomputation Standard")) << r.output;
+  expectSameInitializers(path("kept.onnx"), path("recomputed.onnx"), 0);
+}
+
 // Off-chip weights, optimizer state and accumulators live in streaming memory and train the same.
 TEST_F(XtrainModelParallel, OffChipStorageTrainsTheSame) {
   const std::string af = kExample + " --accumulation-factor 2";
