@@ -70,11 +70,11 @@ void addModelParallelFlags(flags::FlagTable<O>& t) {
       .byDefault("off")
       .agree()
       .help(
-          "where each replica's ops run among its IPUs: off, all on its first\n"
-          "IPU, annotations ignored ({default}); manual, where the model's\n"
+          "where each replica's ops run among its IPUs ({default}): off, all on\n"
+          "its first IPU, annotations ignored; manual, where the model's\n"
           "__ipu_number annotations say (every op annotated); auto, a split of\n"
-          "an unannotated model by cost over --ipus-per-replica IPUs")
-      .section("Model parallelism (docs/model-parallelism.md, docs/pipelining.md):\n");
+          "an unannotated model by cost over --ipus-per-replica IPUs\n"
+          "(docs/model-parallelism.md, docs/pipelining.md)");
   // Checked against the launcher's layout instead, as --replicas (trainer.cpp).
   t.value("--ipus-per-replica", "K", &O::ipusPerReplica,
           flags::integer<int64_t>(1, std::numeric_limits<int>::max(),
