@@ -1,8 +1,9 @@
-// `xtrain` with model parallelism as a user runs it (docs/model-parallelism.md, docs/pipelining.md):
-// the built-in example (an unannotated model) split by --virtual-graph-mode auto over 2 and 4 IPUs
-// per replica, pipelined, with off-chip storage, an annotated model in manual mode, the same under
-// xrun --ipus-per-replica, and the bad input, each refused with exit code 2 naming the flag. The
-// session guarantees the results of a split and of pipelining: the same weights, bit for bit.
+// `xtrain` with model parallelism as a user runs it (docs/model-parallelism.md,
+// docs/pipelining.md): the built-in example (an unannotated model) split by --virtual-graph-mode
+// auto over 2 and 4 IPUs per replica, pipelined, with off-chip storage, an annotated model in
+// manual mode, the same under xrun --ipus-per-replica, and the bad input, each refused with exit
+// code 2 naming the flag. The session guarantees the results of a split and of pipelining: the same
+// weights, bit for bit.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -128,8 +129,8 @@ TEST_F(XtrainModelParallel, OffChipStorageTrainsTheSame) {
 TEST_F(XtrainModelParallel, AnnotatedModelInManualMode) {
   writeAnnotatedModelAndData();
   const std::string model = "./xtrain --model " + path("annotated.onnx") + " --data " +
-                            path("data.h5") + " --loss " + loss_ + " --steps 3 --micro-batch-size 8" +
-                            " --accumulation-factor 4 --lr 0.1";
+                            path("data.h5") + " --loss " + loss_ +
+                            " --steps 3 --micro-batch-size 8" + " --accumulation-factor 4 --lr 0.1";
   train(model, "off");
   CommandResult r = train(model + " --virtual-graph-mode manual --ipus-per-replica 2", "manual");
   EXPECT_TRUE(contains(r.output, "virtual graphs manual, 2 IPUs per replica")) << r.output;
@@ -150,8 +151,9 @@ TEST_F(XtrainModelParallel, XrunIpusPerReplica) {
   CommandResult r = runCommand("./xrun -n 1 --ipus-per-replica 2 " + kExample +
                                " --virtual-graph-mode auto --ipus-per-replica 4");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "--ipus-per-replica 4 disagrees with the launcher, which gave "
-                                 "each replica 2 IPUs"))
+  EXPECT_TRUE(contains(r.output,
+                       "--ipus-per-replica 4 disagrees with the launcher, which gave "
+                       "each replica 2 IPUs"))
       << r.output;
   r = runCommand("./xrun -n 1 --ipus-per-replica 2 " + kExample);
   EXPECT_EQ(r.exitCode, 2) << r.output;
@@ -175,7 +177,8 @@ TEST_F(XtrainModelParallel, BadInputNamesTheFlag) {
       {"--ipus-per-replica 3 --virtual-graph-mode auto", {"not a power of two", "use 2 or 4"}},
       {"--ipus-per-replica 1024 --virtual-graph-mode auto",
        {"--ipus-per-replica 1024 needs a device of 1024", "pool has"}},
-      {"--ipus-per-replica 2", {"--virtual-graph-mode off would leave", "--virtual-graph-mode auto"}},
+      {"--ipus-per-replica 2",
+       {"--virtual-graph-mode off would leave", "--virtual-graph-mode auto"}},
       {"--enable-pipelining --virtual-graph-mode auto --ipus-per-replica 2",
        {"needs gradient accumulation", "--accumulation-factor N", "got --accumulation-factor 1"}},
       {"--enable-pipelining --accumulation-factor 4",
@@ -184,7 +187,8 @@ TEST_F(XtrainModelParallel, BadInputNamesTheFlag) {
        {"one stage", "--ipus-per-replica 2 or more"}},
       {"--enable-pipelining --accumulation-factor 2 --virtual-graph-mode auto "
        "--ipus-per-replica 4",
-       {"accumulationFactor >= 7"}},
+       {"over 4 IPUs per replica makes 4 stages", "--accumulation-factor at least 7",
+        "got 2"}},
       {"--recompute pipeline", {"--recompute pipeline needs --enable-pipelining"}},
       {"--recompute everything", {"--recompute must be none, standard or pipeline"}},
       {"--offchip weights,gradients", {"--offchip does not know the tensor class 'gradients'"}},

@@ -60,7 +60,9 @@ std::string parseOffChip(const std::string& flag, const std::string& text) {
   return canonical;
 }
 
-bool isPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+bool isPowerOfTwo(int64_t n) {
+  return n > 0 && (n & (n - 1)) == 0;
+}
 
 }  // namespace
 
@@ -90,8 +92,9 @@ void addModelParallelFlags(flags::FlagTable<O>& t) {
           "run the stages (the IPUs, or __pipeline_stage annotations) pipelined\n"
           "over the micro-batches of --accumulation-factor, which must be at\n"
           "least 2 x stages - 1; needs --virtual-graph-mode manual or auto");
-  t.value("--recompute", "none|standard|pipeline", &O::recompute,
-          flags::word({"none", "standard", "pipeline"}, "{flag} must be {choices-or}, got '{text}'"))
+  t.value(
+       "--recompute", "none|standard|pipeline", &O::recompute,
+       flags::word({"none", "standard", "pipeline"}, "{flag} must be {choices-or}, got '{text}'"))
       .byDefault("none")
       .agree()
       .help(
@@ -145,6 +148,16 @@ void checkIpusPerReplica(const O& o, int64_t ipusPerReplica) {
     throw error(
         "--enable-pipelining with --virtual-graph-mode auto over 1 IPU per replica makes one "
         "stage, nothing to pipeline: give --ipus-per-replica 2 or more");
+  }
+  // Auto makes one stage per IPU, so the trainer can name its flag before the session would
+  // refuse the factor in terms of SessionOptions (manual mode's stages are the model's: the
+  // session checks those).
+  const int64_t depth = 2 * ipusPerReplica - 1;
+  if (o.enablePipelining && o.virtualGraphMode == "auto" && o.accumulationFactor < depth) {
+    throw error(
+        "--enable-pipelining with --virtual-graph-mode auto over {} IPUs per replica makes {} "
+        "stages, which need --accumulation-factor at least {} (2 x stages - 1), got {}",
+        ipusPerReplica, ipusPerReplica, depth, o.accumulationFactor);
   }
 }
 

@@ -11,8 +11,8 @@
 #include "input_checks.hpp"
 #include "model_parallel_flags.hpp"
 #include "optimizer_flags.hpp"
-#include "placement_summary.hpp"
 #include "option_fingerprint.hpp"
+#include "placement_summary.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
 
@@ -74,8 +74,8 @@ SessionOptions sessionOptions(const TrainOptions& o, bool launched) {
 // The device of a job without a launcher: --replicas x --ipus-per-replica IPUs (the session gives
 // each replica device IPUs / replicas of them). A pool too small is named by the flags.
 std::shared_ptr<DeviceInfo> acquireDevice(int64_t replicas, int64_t ipusPerReplica) {
-  const int64_t ipus = checkedProduct("the IPUs of the device", {{"--replicas", replicas},
-                                                                 {"--ipus-per-replica", ipusPerReplica}});
+  const int64_t ipus = checkedProduct(
+      "the IPUs of the device", {{"--replicas", replicas}, {"--ipus-per-replica", ipusPerReplica}});
   try {
     if (ipus > std::numeric_limits<int>::max()) throw error("more IPUs than any pool has");
     return DeviceManager::createDeviceManager().acquireAvailableDevice(static_cast<int>(ipus));
