@@ -187,8 +187,7 @@ TEST_F(XtrainModelParallel, BadInputNamesTheFlag) {
        {"one stage", "--ipus-per-replica 2 or more"}},
       {"--enable-pipelining --accumulation-factor 2 --virtual-graph-mode auto "
        "--ipus-per-replica 4",
-       {"over 4 IPUs per replica makes 4 stages", "--accumulation-factor at least 7",
-        "got 2"}},
+       {"over 4 IPUs per replica makes 4 stages", "--accumulation-factor at least 7", "got 2"}},
       {"--recompute pipeline", {"--recompute pipeline needs --enable-pipelining"}},
       {"--recompute everything", {"--recompute must be none, standard or pipeline"}},
       {"--offchip weights,gradients", {"--offchip does not know the tensor class 'gradients'"}},
