@@ -175,8 +175,9 @@ TEST_F(XtrainModelParallel, BadInputNamesTheFlag) {
       {"--ipus-per-replica -2", {"--ipus-per-replica must be at least 1"}},
       {"--ipus-per-replica 99999999999", {"--ipus-per-replica must be at most"}},
       {"--ipus-per-replica 3 --virtual-graph-mode auto", {"not a power of two", "use 2 or 4"}},
-      {"--ipus-per-replica 1024 --virtual-graph-mode auto",
-       {"--ipus-per-replica 1024 needs a device of 1024", "pool has"}},
+      // A power of two no pool holds, whatever XTRAIN_NUM_IPUS is.
+      {"--ipus-per-replica 1073741824 --virtual-graph-mode auto",
+       {"--ipus-per-replica 1073741824 needs a device of 1073741824", "pool has"}},
       {"--ipus-per-replica 2",
        {"--virtual-graph-mode off would leave", "--virtual-graph-mode auto"}},
       {"--enable-pipelining --virtual-graph-mode auto --ipus-per-replica 2",
