@@ -139,6 +139,13 @@ TEST_F(XtrainModelParallel, AnnotatedModelInManualMode) {
             "manual-pipelined");
   EXPECT_TRUE(contains(r.output, "2 pipeline stages")) << r.output;
   expectSameInitializers(path("off.onnx"), path("manual-pipelined.onnx"), 0);
+
+  // Placed on 2 IPUs, run on 1: refused before the first step with the device that would work.
+  r = runCommand(model + " --virtual-graph-mode manual");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "MatMul 'MatMul_1' is placed on virtual graph 1")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--ipus-per-replica 2")) << r.output;
+  EXPECT_FALSE(contains(r.output, "step ")) << r.output;
 }
 
 // Under xrun the launcher's --ipus-per-replica gives each replica its IPUs: the same weights as

@@ -12,6 +12,7 @@
 #include "model_parallel_flags.hpp"
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
+#include "placement_check.hpp"
 #include "placement_summary.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
@@ -172,6 +173,7 @@ void TrainingJob::buildSession() {
   }
   session_ = TrainingSession::createFromOnnxModel(in_.model, flow, in_.loss, *optimizer_, device_,
                                                   in_.shapes, options);
+  checkManualPlacementFits(o_, *session_, layout_.ipusPerReplica);
   if (session_->getTrainedWeightIds().empty()) {
     throw error(
         "no trainable weight reaches the loss '{}': it does not depend on any of the model's "
