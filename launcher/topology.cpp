@@ -81,6 +81,21 @@ Topology planTopology(const TopologyRequest& request) {
         k, lower, lower * 2);
   }
 
+  // A replica of several IPUs is a virtual graph of one device that holds all the instance's
+  // replicas (the session gives each device IPUs / local replicas), and a simulated device holds
+  // a power of two IPUs. With one IPU per replica a program may take a device per replica, so
+  // any replica count stays allowed there.
+  const int local = r / n;
+  if (k > 1 && !isPowerOfTwo(local)) {
+    int lower = 1;
+    while (lower * 2 < local) lower *= 2;
+    throw UsageError(
+        "--ipus-per-replica {} with {} replicas per instance needs a device of {} IPUs per "
+        "instance, but a simulated device holds a power of two IPUs: use --num-replicas {} or {} "
+        "({} or {} per instance), or -n {} (one replica per instance)",
+        k, local, local * k, lower * n, lower * 2 * n, lower, lower * 2, r);
+  }
+
   Topology t;
   t.numInstances = n;
   t.numTotalReplicas = r;

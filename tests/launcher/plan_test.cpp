@@ -109,6 +109,20 @@ TEST(XrunTopology, ImpossibleLayoutsAreRefusedWithAlternatives) {
   EXPECT_NE(m.find("pool has 64"), std::string::npos) << m;
   EXPECT_NE(m.find("at most 8 replicas of 8 IPUs"), std::string::npos) << m;
 
+  // Replicas of several IPUs share one device per instance, which holds a power of two IPUs; with
+  // one IPU per replica three local replicas stay allowed.
+  r = TopologyRequest{};
+  r.numInstances = 2;
+  r.numReplicas = 6;
+  r.ipusPerReplica = 2;
+  m = usageErrorOf(r);
+  EXPECT_NE(m.find("--ipus-per-replica 2 with 3 replicas per instance"), std::string::npos) << m;
+  EXPECT_NE(m.find("device of 6 IPUs"), std::string::npos) << m;
+  EXPECT_NE(m.find("use --num-replicas 4 or 8"), std::string::npos) << m;
+  EXPECT_NE(m.find("-n 6"), std::string::npos) << m;
+  r.ipusPerReplica = 1;
+  EXPECT_EQ(planTopology(r).numLocalReplicas, 3);
+
   r = TopologyRequest{};
   r.ipusPerReplica = 3;
   m = usageErrorOf(r);

@@ -3,6 +3,7 @@
 #include <limits>
 #include <set>
 
+#include "model_parallel_flags.hpp"
 #include "optimizer_flags.hpp"
 #include "output_paths.hpp"
 #include "xtrain/error.hpp"
@@ -45,6 +46,7 @@ TrainOptions parseOptions(const std::vector<std::string>& args) {
     throw UsageError("--reduction must be sum or mean, got '" + o.reduction + "'");
   }
   resolveOptimizerOptions(o);
+  checkModelParallelOptions(o);
   if (o.warmupSteps < 0) throw UsageError("--warmup-steps must be >= 0");
   if (!o.model.empty()) {
     if (o.data.empty()) throw UsageError("--model needs --data (the HDF5 data set to train on)");

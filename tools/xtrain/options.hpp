@@ -59,6 +59,15 @@ struct TrainOptions {
   // SessionOptions::batchNormRunningVariance: "onnx", "pytorch" or "auto".
   std::string batchNormRunningVariance;
   std::vector<AnchorRequest> anchors;
+  // Model parallelism (model_parallel_flags.hpp, docs/model-parallelism.md, docs/pipelining.md):
+  // SessionOptions::virtualGraphMode ("off", "manual" or "auto"), the IPUs of each replica,
+  // enablePipelining, autoRecomputation ("none", "standard" or "pipeline") and the tensor classes
+  // kept in streaming memory, canonical "weights,optimizer-state,accumulators" order ("": none).
+  std::string virtualGraphMode;
+  int64_t ipusPerReplica{};
+  bool enablePipelining = false;
+  std::string recompute;
+  std::string offChip;
   std::string saveModel;
   // Validation (validation.hpp): a held-out data set laid out like --data, evaluated every
   // valEvery steps (0: at the end of every epoch) and at the end of training.

@@ -5,6 +5,7 @@
 
 #include "common/flag_values.hpp"
 #include "common/timeline.hpp"
+#include "model_parallel_flags.hpp"
 #include "options.hpp"
 
 namespace xtrain::tools {
@@ -256,6 +257,7 @@ const flags::FlagTable<TrainOptions>& trainFlags() {
     addModelFlags(t);
     addOptimizerFlags(t);
     addBatchFlags(t);
+    addModelParallelFlags(t);
     addOutputFlags(t);
     return t;
   }();

@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 
 #include "common/checked_math.hpp"
 #include "common/env_switch.hpp"
 #include "input_checks.hpp"
+#include "model_parallel_flags.hpp"
 #include "optimizer_flags.hpp"
 #include "option_fingerprint.hpp"
+#include "placement_check.hpp"
+#include "placement_summary.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/dist.hpp"
 
@@ -31,8 +35,19 @@ JobLayout jobLayout(const TrainOptions& o) {
           "set the layout with xrun's --num-replicas instead",
           o.replicas, l.localReplicas);
     }
+    // As --replicas: the launcher's layout wins, a different explicit value is a mistake.
+    l.ipusPerReplica = dist::getNumIpusPerReplica();
+    if (o.ipusPerReplica != 1 && o.ipusPerReplica != l.ipusPerReplica) {
+      throw error(
+          "--ipus-per-replica {} disagrees with the launcher, which gave each replica {} IPUs; "
+          "set it with xrun's --ipus-per-replica instead",
+          o.ipusPerReplica, l.ipusPerReplica);
+    }
     checkOptionsAgreeAcrossInstances(o);  // before any step: exit 2 on a difference
+  } else {
+    l.ipusPerReplica = o.ipusPerReplica;
   }
+  checkIpusPerReplica(o, l.ipusPerReplica);
   l.globalReplicas = l.localReplicas * l.instances;
   l.replicaOffset = l.instance * l.localReplicas;
   return l;
@@ -53,7 +68,28 @@ SessionOptions sessionOptions(const TrainOptions& o, bool launched) {
   options.accumulationAndReplicationReductionType =
       o.reduction == "mean" ? ReductionType::Mean : ReductionType::Sum;
   options.batchNormRunningVariance = o.batchNormRunningVariance;
+  applyModelParallelOptions(o, options);
   return options;
+}
+
+// The device of a job without a launcher: --replicas x --ipus-per-replica IPUs (the session gives
+// each replica device IPUs / replicas of them). A pool too small is named by the flags.
+std::shared_ptr<DeviceInfo> acquireDevice(int64_t replicas, int64_t ipusPerReplica) {
+  const int64_t ipus = checkedProduct(
+      "the IPUs of the device", {{"--replicas", replicas}, {"--ipus-per-replica", ipusPerReplica}});
+  try {
+    if (ipus > std::numeric_limits<int>::max()) throw error("more IPUs than any pool has");
+    return DeviceManager::createDeviceManager().acquireAvailableDevice(static_cast<int>(ipus));
+  } catch (const runtime_error&) {
+    throw;  // a busy pool is not bad usage
+  } catch (const internal_error&) {
+    throw;
+  } catch (const error& e) {
+    throw error(
+        "--replicas {} x --ipus-per-replica {} needs a device of {} simulated IPUs: {}; use fewer "
+        "replicas or IPUs per replica",
+        replicas, ipusPerReplica, ipus, e.what());
+  }
 }
 
 DataFlow dataFlow(const TrainOptions& o, const TensorId& loss) {
@@ -133,11 +169,11 @@ void TrainingJob::buildSession() {
           "--replicas {} must be a power of two (simulated IPU devices have 1, 2, 4, ... IPUs)",
           o_.replicas);
     }
-    device_ =
-        DeviceManager::createDeviceManager().acquireAvailableDevice(static_cast<int>(o_.replicas));
+    device_ = acquireDevice(o_.replicas, layout_.ipusPerReplica);
   }
   session_ = TrainingSession::createFromOnnxModel(in_.model, flow, in_.loss, *optimizer_, device_,
                                                   in_.shapes, options);
+  checkManualPlacementFits(o_, *session_, layout_.ipusPerReplica);
   if (session_->getTrainedWeightIds().empty()) {
     throw error(
         "no trainable weight reaches the loss '{}': it does not depend on any of the model's "
@@ -145,6 +181,9 @@ void TrainingJob::buildSession() {
         in_.loss);
   }
   session_->prepareDevice();
+  if (usesModelParallelism(o_, layout_.ipusPerReplica)) {
+    progress_ << describePlacement(o_, *session_, layout_.ipusPerReplica);
+  }
   session_->setRandomSeed(o_.seed);
   session_->weightsFromHost();
 }

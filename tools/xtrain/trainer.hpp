@@ -28,6 +28,8 @@ struct JobLayout {
   bool launched = false;
   int64_t instances = 1, instance = 0;
   int64_t localReplicas = 1, globalReplicas = 1, replicaOffset = 0;
+  // The simulated IPUs of each replica: --ipus-per-replica, or the launcher's.
+  int64_t ipusPerReplica = 1;
 };
 
 class TrainingJob {
