@@ -2,6 +2,7 @@
 #include "session/pipeline_plan.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "ir/op_registry.hpp"
 #include "ir/placement/placement.hpp"
@@ -35,6 +36,46 @@ std::map<TensorId, std::vector<OpId>> writersOf(const ir::Graph& graph) {
   return writers;
 }
 
+// An op after the forward pass that writes a weight in place which forward ops read (the running
+// statistics' CopyVarUpdate after BatchNormalization): it runs in the slot of those readers, so
+// that micro-batch m + 1's forward reads what micro-batch m's update wrote, as without pipelining
+// (in a later slot it would run a cycle late, on another stage's thread, beside the reader).
+// nullopt for any other op; an error when its inputs are made only after that slot.
+std::optional<int64_t> slotOfVariableWriter(const ir::Graph& graph, const ir::Op& op,
+                                            const PipelinePlan& plan,
+                                            const std::map<TensorId, std::vector<OpId>>& writers) {
+  const ir::OpDef* def = ir::OpRegistry::instance().find(op.domain, op.type);
+  if (def == nullptr) return std::nullopt;
+  std::optional<int64_t> readerSlot;
+  TensorId written;
+  for (int i : def->modifiesInputs) {
+    if (!op.hasInput(static_cast<size_t>(i))) continue;
+    const ir::Tensor& t = graph.tensor(op.inputs[static_cast<size_t>(i)]);
+    if (t.kind != ir::TensorKind::Variable) continue;
+    for (OpId c : t.consumers) {
+      const auto s = plan.slotOf.find(c);
+      if (graph.op(c).phase != ir::Phase::Forward || s == plan.slotOf.end()) continue;
+      if (!readerSlot || s->second < *readerSlot) readerSlot = s->second;
+      written = t.id;
+    }
+  }
+  if (!readerSlot) return std::nullopt;
+  for (const auto& in : op.inputs) {
+    auto w = writers.find(in);
+    if (w == writers.end()) continue;
+    for (OpId p : w->second) {
+      const auto s = plan.slotOf.find(p);
+      if (p == op.id || s == plan.slotOf.end() || s->second <= *readerSlot) continue;
+      throw error(
+          "pipelining: {} updates '{}', which the forward pass reads in pipeline slot {}, from "
+          "'{}', made in the later slot {}: the update would reach the next micro-batch a cycle "
+          "late. Put the ops making '{}' in the stage of the ops reading '{}'",
+          op.describe(), written, *readerSlot, in, s->second, in, written);
+    }
+  }
+  return readerSlot;
+}
+
 // Slots in schedule order (writers before readers within a phase; phases in order).
 void assignSlots(const ir::Graph& graph, PipelinePlan& plan,
                  const std::map<TensorId, std::vector<OpId>>& writers) {
@@ -60,6 +101,9 @@ void assignSlots(const ir::Graph& graph, PipelinePlan& plan,
           if (p != id && s != plan.slotOf.end()) slot = std::max(slot, s->second);
         }
       }
+    }
+    if (stage == ir::Placement::kNone && op.phase != ir::Phase::Forward) {
+      if (auto own = slotOfVariableWriter(graph, op, plan, writers)) slot = *own;
     }
     plan.slotOf[id] = slot;
   }
