@@ -11,6 +11,11 @@ namespace xtrain::ir::onnxutil {
 
 // A schema named `name` in ai.graphcore, version 1, with its doc string.
 onnx::OpSchema graphcoreSchema(const char* name, const char* doc);
+// Shape inference of a binary elementwise op: input 0's type, the numpy broadcast of inputs 0 and 1
+// when both shapes are known.
+void broadcastInference(onnx::InferenceContext& ctx);
+// Registers `name`: one FLOAT or FLOAT16 input, an output of its type and shape.
+void registerFloatUnarySchema(const char* name, const char* doc);
 
 void registerSortAndRandomSchemas();   // graphcore_schemas_sort.cpp
 void registerCallSchema();             // call_schema.cpp

@@ -23,6 +23,23 @@ onnx::OpSchema graphcoreSchema(const char* name, const char* doc) {
   return s;
 }
 
+void broadcastInference(onnx::InferenceContext& ctx) {
+  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (onnx::hasInputShape(ctx, 0) && onnx::hasInputShape(ctx, 1)) {
+    onnx::bidirectionalBroadcastShapeInference(
+        onnx::getInputShape(ctx, 0), onnx::getInputShape(ctx, 1), *onnx::getOutputShape(ctx, 0));
+  }
+}
+
+void registerFloatUnarySchema(const char* name, const char* doc) {
+  onnx::OpSchema s = graphcoreSchema(name, doc);
+  s.Input(0, "X", "input", "T")
+      .Output(0, "Y", "output", "T")
+      .TypeConstraint("T", {"tensor(float)", "tensor(float16)"}, "floating point")
+      .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+  onnx::RegisterSchema(std::move(s));
+}
+
 namespace {
 
 constexpr int64_t kNoReduction = static_cast<int64_t>(ReductionType::NoReduction);
@@ -133,15 +150,6 @@ void registerCollectives() {
 }
 
 const std::vector<std::string> kOffsetTypes = {"tensor(uint32)", "tensor(int32)", "tensor(int64)"};
-
-// Output 0: input 0's type and the numpy broadcast of inputs 0 and 1 when both shapes are known.
-void broadcastInference(onnx::InferenceContext& ctx) {
-  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-  if (onnx::hasInputShape(ctx, 0) && onnx::hasInputShape(ctx, 1)) {
-    onnx::bidirectionalBroadcastShapeInference(
-        onnx::getInputShape(ctx, 0), onnx::getInputShape(ctx, 1), *onnx::getOutputShape(ctx, 0));
-  }
-}
 
 // The dynamic slice family's common form: {tensor, offset[, slice]} -> tensor-shaped output.
 onnx::OpSchema dynamicSchema(const char* name, const char* doc, bool withSlice, bool noOverlap) {

@@ -20,15 +20,6 @@ namespace {
 const std::vector<std::string> kFloatTypes = {"tensor(float)", "tensor(float16)"};
 const std::vector<std::string> kIndexTypes = {"tensor(int32)", "tensor(uint32)", "tensor(int64)"};
 
-void registerFloatUnary(const char* name, const char* doc) {
-  onnx::OpSchema s = graphcoreSchema(name, doc);
-  s.Input(0, "X", "input", "T")
-      .Output(0, "Y", "output", "T")
-      .TypeConstraint("T", kFloatTypes, "floating point")
-      .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
-  onnx::RegisterSchema(std::move(s));
-}
-
 void registerAtan2AndIncrementMod() {
   {
     onnx::OpSchema s = graphcoreSchema("Atan2", "theta = atan2(Y, X), with numpy broadcasting.");
@@ -36,14 +27,7 @@ void registerAtan2AndIncrementMod() {
         .Input(1, "X", "the abscissa", "T")
         .Output(0, "theta", "the angle in (-pi, pi]", "T")
         .TypeConstraint("T", kFloatTypes, "floating point")
-        .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
-          onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-          if (onnx::hasNInputShapes(ctx, 2)) {
-            onnx::bidirectionalBroadcastShapeInference(onnx::getInputShape(ctx, 0),
-                                                       onnx::getInputShape(ctx, 1),
-                                                       *onnx::getOutputShape(ctx, 0));
-          }
-        });
+        .TypeAndShapeInferenceFunction(broadcastInference);
     onnx::RegisterSchema(std::move(s));
   }
   onnx::OpSchema s = graphcoreSchema("IncrementMod", "Y = fmod(X + increment, modulus).");
@@ -203,9 +187,9 @@ void registerNormalizeImage() {
 }  // namespace
 
 void registerGraphcoreMiscSchemas() {
-  registerFloatUnary("Swish", "Y = X sigmoid(X).");
-  registerFloatUnary("GeluErf", "Y = X (1 + erf(X / sqrt 2)) / 2.");
-  registerFloatUnary("NearbyInt", "Y = X rounded to the nearest integer, halves to even.");
+  registerFloatUnarySchema("Swish", "Y = X sigmoid(X).");
+  registerFloatUnarySchema("GeluErf", "Y = X (1 + erf(X / sqrt 2)) / 2.");
+  registerFloatUnarySchema("NearbyInt", "Y = X rounded to the nearest integer, halves to even.");
   registerAtan2AndIncrementMod();
   registerSliceAndSubsample();
   registerIndexingOps();

@@ -15,15 +15,6 @@ const std::vector<std::string> kIntegerTypes = {"tensor(int8)",   "tensor(uint8)
                                                 "tensor(uint16)", "tensor(int32)", "tensor(uint32)",
                                                 "tensor(int64)",  "tensor(uint64)"};
 
-void registerFloatUnary(const char* name, const char* doc) {
-  onnx::OpSchema s = graphcoreSchema(name, doc);
-  s.Input(0, "X", "input", "T")
-      .Output(0, "Y", "output", "T")
-      .TypeConstraint("T", {"tensor(float)", "tensor(float16)"}, "floating point")
-      .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
-  onnx::RegisterSchema(std::move(s));
-}
-
 void registerBitwise() {
   {
     onnx::OpSchema s = graphcoreSchema("BitwiseNot", "Y = ~X.");
@@ -39,14 +30,7 @@ void registerBitwise() {
         .Input(1, "Y", "second operand", "T")
         .Output(0, "Z", "result", "T")
         .TypeConstraint("T", kIntegerTypes, "integer")
-        .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
-          onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-          if (onnx::hasNInputShapes(ctx, 2)) {
-            onnx::bidirectionalBroadcastShapeInference(onnx::getInputShape(ctx, 0),
-                                                       onnx::getInputShape(ctx, 1),
-                                                       *onnx::getOutputShape(ctx, 0));
-          }
-        });
+        .TypeAndShapeInferenceFunction(broadcastInference);
     onnx::RegisterSchema(std::move(s));
   }
 }
@@ -72,8 +56,8 @@ void depthToSpaceInference(onnx::InferenceContext& ctx) {
 }  // namespace
 
 void registerGraphcoreUnarySchemas() {
-  registerFloatUnary("Expm1", "Y = exp(X) - 1.");
-  registerFloatUnary("Log1p", "Y = log(1 + X).");
+  registerFloatUnarySchema("Expm1", "Y = exp(X) - 1.");
+  registerFloatUnarySchema("Log1p", "Y = log(1 + X).");
   registerBitwise();
   onnx::OpSchema s = graphcoreSchema("DepthToSpace", "ONNX's DepthToSpace-11 in PopART's domain.");
   s.Attr("blocksize", "block size", onnx::AttributeProto::INT, true)
