@@ -119,6 +119,9 @@ class BuilderImpl {
   // The node whose outputs are exactly `outputs` (Builder's node attribute API); throws when there
   // is none. nodeChanged() after changing it.
   onnx::NodeProto& nodeByOutputs(const std::set<TensorId>& outputs);
+  // The first node that has every tensor of `outputs` among its outputs (exactly: and no other),
+  // else null. nodeByOutputs and placementNode add their own messages.
+  onnx::NodeProto* findNodeWithOutputs(const std::set<TensorId>& outputs, bool exactly);
   void nodeChanged() { ++generation_; }
   // The value of `id` when it is an initializer or the output of a Constant node, else null.
   const onnx::TensorProto* constantValue(const TensorId& id) const;

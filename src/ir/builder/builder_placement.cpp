@@ -103,11 +103,7 @@ void BuilderImpl::applyScopeAttributes(onnx::NodeProto& node) const {
 onnx::NodeProto& BuilderImpl::placementNode(const std::set<TensorId>& outputs,
                                             const std::string& method) {
   if (outputs.empty()) throw error("{}: no tensor names given to find the node by", method);
-  for (auto& node : *model_.mutable_graph()->mutable_node()) {
-    size_t found = 0;
-    for (const auto& out : node.output()) found += outputs.count(out);
-    if (found == outputs.size()) return node;
-  }
+  if (onnx::NodeProto* node = findNodeWithOutputs(outputs, false)) return *node;
   for (const auto& id : outputs) {
     if (!hasTensor(id)) throw error("{}: '{}' is not a tensor of this model", method, id);
   }

@@ -8,13 +8,19 @@
 
 namespace xtrain {
 
-onnx::NodeProto& BuilderImpl::nodeByOutputs(const std::set<TensorId>& outputs) {
+onnx::NodeProto* BuilderImpl::findNodeWithOutputs(const std::set<TensorId>& outputs,
+                                                  bool exactly) {
   for (onnx::NodeProto& node : *model_.mutable_graph()->mutable_node()) {
-    if (static_cast<size_t>(node.output_size()) != outputs.size()) continue;
+    if (exactly && static_cast<size_t>(node.output_size()) != outputs.size()) continue;
     size_t found = 0;
     for (const auto& out : node.output()) found += outputs.count(out);
-    if (found == outputs.size()) return node;
+    if (found == outputs.size()) return &node;
   }
+  return nullptr;
+}
+
+onnx::NodeProto& BuilderImpl::nodeByOutputs(const std::set<TensorId>& outputs) {
+  if (onnx::NodeProto* node = findNodeWithOutputs(outputs, true)) return *node;
   std::string names;
   // PopART's separator (" ,"), as its message has it.
   for (const auto& id : outputs) names += (names.empty() ? "" : " ,") + id;
