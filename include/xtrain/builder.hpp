@@ -30,6 +30,7 @@
 
 #include "xtrain/api.hpp"
 #include "xtrain/builder_opsets.hpp"  // IWYU pragma: export
+#include "xtrain/sessionoptions_settings.hpp"
 
 namespace xtrain {
 
@@ -178,6 +179,23 @@ class XTRAIN_API Builder {
   void executionPhase(const std::set<TensorId>& nodeOutputNames, int64_t value = 0);
   int64_t getExecutionPhase(const TensorId& nodeOutputName);
   int64_t getExecutionPhase(const std::set<TensorId>& nodeOutputNames);
+  // ---- Recomputation (src/ir/builder/builder_recompute.cpp; docs/model-parallelism.md) ----
+  // The op's RecomputeType, stored as PopART stores it: the node attribute
+  // __recompute_output_in_backward_pass. Recompute: recomputed in the backward pass (manual
+  // recomputation, with SessionOptions::autoRecomputation None); Checkpoint: kept from the
+  // forward pass whatever the automatic mode chooses (with RecomputationType::Pipeline: stashed).
+  // getRecomputeOutputInBackwardPass is whether the node is marked Recompute.
+  void recomputeOutputInBackwardPass(const TensorId& nodeOutputName,
+                                     RecomputeType value = RecomputeType::Recompute);
+  void recomputeOutputInBackwardPass(const std::set<TensorId>& nodeOutputNames,
+                                     RecomputeType value = RecomputeType::Recompute);
+  bool getRecomputeOutputInBackwardPass(const TensorId& nodeOutputName);
+  bool getRecomputeOutputInBackwardPass(const std::set<TensorId>& nodeOutputNames);
+  void recomputeOutput(const TensorId& nodeOutputName, RecomputeType value);
+  // An Identity of each tensor, marked Checkpoint; returns the Identities' outputs, which later
+  // ops should read (PopART's checkpointOutput).
+  std::vector<TensorId> checkpointOutput(const std::vector<TensorId>& nodeOutputNames);
+
   // Attribute scopes (PopART's setAttribute): an attribute set here is written on every node
   // created until it is cleared, e.g. setAttribute("__ipu_number", int64_t{1}). Values: the
   // integer types, bool, float, std::string, const char* and vectors of int64_t, float and

@@ -253,8 +253,9 @@ inline constexpr auto kMembers = std::tuple{
         "(with enablePipelining) every forward op of each stage, from the stage's stashed inputs",
         "Recomputation of ops in the backward pass. Default: NoRecompute."},
     SessionOptionMember{"explicitRecomputation", &S::explicitRecomputation, N, "false", "",
-                        "no op can be marked for recomputation (the Builder has no "
-                        "recomputeOutputInBackwardPass), so there is nothing to recompute"},
+                        "the recomputation of ops marked Recompute (Builder::"
+                        "recomputeOutputInBackwardPass) is made of clones in xtrain's graph "
+                        "either way; the results are the same"},
     SessionOptionMember{
         "enableExplicitMainLoops", &S::enableExplicitMainLoops, N, "false", "",
         "xtrain's loops over batches and accumulation steps are not IR ops; the results are "

@@ -15,6 +15,13 @@ namespace xtrain {
 // Which ops auto-recomputation recomputes in the backward pass. Python: NoRecompute for None.
 enum class RecomputationType { None = 0, Standard, NormOnly, Pipeline, RecomputeAll };
 
+// One op's recomputation, set by the Builder (recomputeOutputInBackwardPass, checkpointOutput,
+// the recomputeOutput scope) as the node attribute __recompute_output_in_backward_pass, PopART's
+// values: Checkpoint keeps the op's outputs from the forward pass whatever the automatic mode
+// chooses; Recompute recomputes it in the backward pass (manual recomputation, which excludes an
+// automatic mode). Recomputed marks PopART's clones and is not accepted on a model's node.
+enum class RecomputeType { Undefined = 0, Checkpoint, Recompute, Recomputed };
+
 // Which VarUpdate ops are merged into groups. Python: Off for None.
 enum class MergeVarUpdateType { None = 0, All, AutoLoose, AutoTight };
 

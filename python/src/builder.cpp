@@ -89,6 +89,7 @@ const char* nodeAttributeOfScope(const std::string& attribute) {
   if (attribute == "virtualGraph") return "__ipu_number";
   if (attribute == "pipelineStage") return "__pipeline_stage";
   if (attribute == "executionPhase") return "__execution_phase";
+  if (attribute == "recomputeOutput") return "__recompute_output_in_backward_pass";
   return nullptr;
 }
 
@@ -395,13 +396,20 @@ void bindInputsAndOutputs(py::class_<PyBuilder>& c) {
   c.def(
       "reshape_const",
       [](PyBuilder& b, const py::object& aiOnnx, const std::vector<TensorId>& args,
-         const std::vector<int64_t>& shape, const std::string& debugContext) {
+         const py::object& shape, const std::string& debugContext) {
         if (args.empty()) {
           throw py::value_error("Builder.reshape_const: args is empty (expected [tensor id])");
         }
+        // A shape of numbers with integral values (PopART's tests pass 4.0 from a division).
         auto np = py::module_::import("numpy");
-        const py::object newShape = aiOnnx.attr("constant")(
-            np.attr("array")(py::cast(shape), np.attr("int64")), debugContext + "_const");
+        const py::object given = np.attr("array")(shape);
+        const py::object asInt = given.attr("astype")(np.attr("int64"));
+        if (given.attr("ndim").cast<int>() != 1 ||
+            !np.attr("array_equal")(given, asInt).cast<bool>()) {
+          throw py::value_error("Builder.reshape_const: shape " + reprOf(shape) +
+                                " is not a list of integers");
+        }
+        const py::object newShape = aiOnnx.attr("constant")(asInt, debugContext + "_const");
         return aiOnnx.attr("reshape")(py::make_tuple(args[0], newShape), debugContext);
       },
       py::arg("aiOnnx"), py::arg("args"), py::arg("shape"), py::arg("debugContext") = "");
@@ -554,26 +562,35 @@ void bindAttributeScopes(py::class_<PyBuilder>& c) {
 
 // Per-node settings recorded on the outputs they name (docs/python.md "## Builder").
 void bindNodeSettings(py::class_<PyBuilder>& c) {
+  // Recomputation marks: node attributes, as the C++ Builder writes them (xtrain/builder.hpp).
   c.def(
       "recomputeOutputInBackwardPass",
-      [](PyBuilder& b, const py::object& nodeOutputNames, const py::object& value) {
-        setNodeAttr(b, "recompute", nodeOutputNames,
-                    value.is_none() ? py::object(py::bool_(true)) : value,
-                    "Builder.recomputeOutputInBackwardPass");
+      [](PyBuilder& b, const py::object& nodeOutputNames, RecomputeType value) {
+        const auto ids = outputNames(b, nodeOutputNames, "Builder.recomputeOutputInBackwardPass");
+        b.b().recomputeOutputInBackwardPass(std::set<TensorId>(ids.begin(), ids.end()), value);
       },
-      py::arg("nodeOutputNames"), py::arg("value") = py::none());
+      py::arg("nodeOutputNames"), py::arg("value") = RecomputeType::Recompute);
   c.def(
       "getRecomputeOutputInBackwardPass",
       [](PyBuilder& b, const py::object& nodeOutputNames) {
         const auto ids =
             outputNames(b, nodeOutputNames, "Builder.getRecomputeOutputInBackwardPass");
-        const auto& attrs = b.nodeAttrs["recompute"];
-        for (const auto& id : ids) {
-          if (attrs.count(id)) return true;
-        }
-        return false;
+        return b.b().getRecomputeOutputInBackwardPass(std::set<TensorId>(ids.begin(), ids.end()));
       },
       py::arg("nodeOutputNames"));
+  c.def(
+      "checkpointOutput",
+      [](PyBuilder& b, const std::vector<TensorId>& nodeOutputNames) {
+        return b.b().checkpointOutput(nodeOutputNames);
+      },
+      py::arg("nodeOutputNames"));
+  // `with builder.recomputeOutput(RecomputeType.Recompute):` marks every node made inside it.
+  c.def(
+      "recomputeOutput",
+      [](PyBuilder& b, RecomputeType value) {
+        return attributeScope(b, "recomputeOutput", py::int_(static_cast<int64_t>(value)));
+      },
+      py::arg("value"), py::keep_alive<0, 1>());
   c.def(
       "setAvailableMemoryProportion",
       [](PyBuilder& b, const py::object& nodeOutputNames, float availableMemoryProportion) {

@@ -513,6 +513,12 @@ void bindSettingsEnums(py::module_& m) {
                                   {"NormOnly", RecomputationType::NormOnly},
                                   {"RecomputeAll", RecomputationType::RecomputeAll},
                                   {"Pipeline", RecomputationType::Pipeline}});
+  enumeration<RecomputeType>(m, "RecomputeType",
+                             "One op's recomputation (Builder.recomputeOutputInBackwardPass).",
+                             {{"Undefined", RecomputeType::Undefined},
+                              {"Checkpoint", RecomputeType::Checkpoint},
+                              {"Recompute", RecomputeType::Recompute},
+                              {"Recomputed", RecomputeType::Recomputed}});
   enumeration<MergeVarUpdateType>(m, "MergeVarUpdateType", "Which VarUpdate ops are merged.",
                                   {{"Off", MergeVarUpdateType::None},
                                    {"All", MergeVarUpdateType::All},

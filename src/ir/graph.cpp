@@ -84,6 +84,7 @@ Op& Graph::addOp(OpSpec spec) {
   op->phase = spec.phase;
   op->opset = spec.opset;
   op->placement = spec.placement;
+  op->recomputeType = spec.recomputeType;
   op->attrs.setOwner(op->describe());
 
   const OpDef& def = OpRegistry::instance().get(*op);

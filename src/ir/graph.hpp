@@ -25,6 +25,7 @@
 #include "common/attributes.hpp"
 #include "common/host_tensor.hpp"
 #include "xtrain/names.hpp"
+#include "xtrain/sessionoptions_settings.hpp"
 #include "xtrain/tensorinfo.hpp"
 
 namespace xtrain::ir {
@@ -91,6 +92,8 @@ struct Op {
   // where its first reader would run, so that what it recomputes is live only from there on.
   OpId recomputes = -1;
   Placement placement;
+  // The model's own choice for this op (__recompute_output_in_backward_pass; ir/recompute).
+  RecomputeType recomputeType = RecomputeType::Undefined;
 
   bool hasInput(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
   bool hasOutput(size_t i) const { return i < outputs.size() && !outputs[i].empty(); }
@@ -111,6 +114,7 @@ struct OpSpec {
   Phase phase = Phase::Forward;
   int opset = 0;
   Placement placement;
+  RecomputeType recomputeType = RecomputeType::Undefined;
 };
 
 class Graph {

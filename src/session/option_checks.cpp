@@ -38,6 +38,27 @@ void checkPartialsType(const std::string& type) {
       type);
 }
 
+// createImplicitPipeliningFwdOnlyProgram has no effect in xtrain (one pipeline schedule), but
+// the combinations PopART refuses are refused too, with PopART's words first: a program that
+// PopART would not run must not run here either.
+void checkImplicitPipeliningFwdOnly(const SessionOptions& options) {
+  if (!options.createImplicitPipeliningFwdOnlyProgram) return;
+  const char* problem = nullptr;
+  if (options.explicitPipeliningEnabled()) {
+    problem = "with explicit pipelining.";
+  } else if (!options.implicitPipeliningEnabled()) {
+    problem = "without implicit pipelining.";
+  } else if (!options.enableGradientAccumulation || options.accumulationFactor < 1) {
+    problem = "without gradient accumulation.";
+  }
+  if (problem == nullptr) return;
+  throw error(
+      "Implicit pipelining forward-only program is not supported {} "
+      "(SessionOptions.createImplicitPipeliningFwdOnlyProgram = true needs enablePipelining, "
+      "gradient accumulation and the implicit IR)",
+      problem);
+}
+
 }  // namespace
 
 void checkSessionOptions(const SessionOptions& options) {
@@ -57,6 +78,7 @@ void checkSessionOptions(const SessionOptions& options) {
         "pass, but enablePipelining is false: set enablePipelining = true, or use Standard, "
         "NormOnly or RecomputeAll");
   }
+  checkImplicitPipeliningFwdOnly(options);
   checkDotOptions(options);
   for (const OptionEntry& e : sessionOptionTable()) {
     if (e.state == OptionState::NoEffect && !e.isDefault(options)) {

@@ -191,19 +191,20 @@ TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
 }
 
 // The anchors and the loss are read by the host: the ops that make them are not recomputed.
+// With mode None, the ops the model marks Recompute are recomputed (ir/recompute.hpp).
 void applyRecomputation(ir::Graph& graph, const SessionConfig& config) {
   const RecomputationType mode = config.options.autoRecomputation;
-  if (mode == RecomputationType::None) return;
   std::set<TensorId> keep(config.dataFlow.anchors().begin(), config.dataFlow.anchors().end());
   keep.insert(config.loss);
   const ir::RecomputeReport r = ir::recompute(graph, mode, config.loss, keep);
+  if (mode == RecomputationType::None && r.candidates == 0) return;
   logging::session::info(
       "autoRecomputation {}: {} forward ops chosen, {} recomputed in the backward pass",
       mode == RecomputationType::Standard       ? "Standard"
       : mode == RecomputationType::NormOnly     ? "NormOnly"
       : mode == RecomputationType::RecomputeAll ? "RecomputeAll"
       : mode == RecomputationType::Pipeline     ? "Pipeline"
-                                                : "?",
+                                                : "None (the model's Recompute marks)",
       r.candidates, r.cloned);
 }
 

@@ -4,7 +4,7 @@
 // Adam, local replicas, replicated tensor sharding of the optimizer state,
 // RecomputationType::Pipeline, stages from __pipeline_stage, from the
 // virtual graphs or from VirtualGraphMode::Auto; a checkpoint of a pipelined job loads into an
-// unpipelined one. Then the stashes in the memory report and the IR, a stage failing on its thread,
+// unpipelined one, and into jobs of other stage and replica counts. Then the stashes in the memory report and the IR, a stage failing on its thread,
 // and each bad input's error.
 #include <gtest/gtest.h>
 
@@ -286,6 +286,37 @@ TEST_F(PipelineTraining, ACheckpointLoadsIntoAnUnpipelinedJob) {
   expectSameInitializers(path("pipelined.onnx"), path("unpipelined.onnx"), 0);
 }
 
+// A checkpoint is independent of placement (issue 30, item 6): one written by a 2-stage pipelined
+// job of one replica loads, to the same weights and optimizer state, into a 3-stage job of 2
+// replicas and back; a 3-stage job of one replica resumed from it trains on as the 2-stage job.
+TEST_F(PipelineTraining, ACheckpointMovesAcrossStageAndReplicaCounts) {
+  const PipelineRun twoStages{1, 4, 2}, threeStages{1, 4, 3}, threeByTwo{2, 4, 3};
+  const Model two = buildModel(stagesOf(2)), three = buildModel(stagesOf(3));
+  auto a = makeSession(two, twoStages, *adam());
+  runStep(*a, two, twoStages, 910);
+  runStep(*a, two, twoStages, 911);
+  a->saveCheckpoint(path("a"));
+  a->modelToHost(path("a.onnx"));
+  auto b = makeSession(three, threeByTwo, *adam());
+  b->loadCheckpoint(path("a"));
+  b->modelToHost(path("b.onnx"));
+  expectSameInitializers(path("a.onnx"), path("b.onnx"), 0);
+  runStep(*b, three, threeByTwo, 912);
+  b->saveCheckpoint(path("b"));
+  b->modelToHost(path("b2.onnx"));
+  a->loadCheckpoint(path("b"));
+  a->modelToHost(path("a2.onnx"));
+  expectSameInitializers(path("b2.onnx"), path("a2.onnx"), 0);
+  auto c = makeSession(three, threeStages, *adam());
+  c->loadCheckpoint(path("b"));
+  for (unsigned k = 913; k < 915; ++k) {
+    EXPECT_EQ(runStep(*a, two, twoStages, k), runStep(*c, three, threeStages, k));
+  }
+  a->modelToHost(path("a3.onnx"));
+  c->modelToHost(path("c3.onnx"));
+  expectSameInitializers(path("a3.onnx"), path("c3.onnx"), 0);
+}
+
 TEST(PipelineMemory, EachIpuIsChargedItsStashes) {
   const Model m = buildModel(stagesOf(3));
   auto s = makeSession(m, PipelineRun{1, 8, 3}, *sgdMomentum());
@@ -409,6 +440,18 @@ TEST(PipelineErrors, OptionsThatCannotPipeline) {
   EXPECT_NE(errorCreating(m, o).find("autoRecomputation = Pipeline recomputes each pipeline "
                                      "stage's forward pass, but enablePipelining is false"),
             std::string::npos);
+  // createImplicitPipeliningFwdOnlyProgram: PopART's three refusals, in its order.
+  const std::string fwdOnly = "Implicit pipelining forward-only program is not supported ";
+  o = optionsOf(PipelineRun{1, 4, 2});
+  o.createImplicitPipeliningFwdOnlyProgram = true;
+  o.enableExplicitIR(true);
+  EXPECT_EQ(errorCreating(m, o).rfind(fwdOnly + "with explicit pipelining.", 0), 0u);
+  o.enableExplicitIR(false);
+  o.enablePipelining = false;
+  EXPECT_EQ(errorCreating(m, o).rfind(fwdOnly + "without implicit pipelining.", 0), 0u);
+  o.enablePipelining = true;
+  o.enableGradientAccumulation = false;
+  EXPECT_EQ(errorCreating(m, o).rfind(fwdOnly + "without gradient accumulation.", 0), 0u);
 }
 
 TEST(PipelineErrors, StagesAgainstTheDataFlowOrMixed) {

@@ -96,6 +96,7 @@ void replaceSubgraph(Graph& graph, const std::set<OpId>& ops, OpId root, OpSpec 
   const TensorId result = graph.op(root).outputs.at(0);
   // The fused op runs where the op whose result it gives ran.
   replacement.placement = graph.op(root).placement;
+  replacement.recomputeType = graph.op(root).recomputeType;
   std::set<TensorId> inputs;
   for (OpId id : ops) {
     for (const auto& in : graph.op(id).inputs) inputs.insert(in);

@@ -14,6 +14,7 @@
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "ir/op_registry.hpp"
 #include "ir/placement/placement.hpp"
+#include "ir/recompute/recompute.hpp"
 
 namespace xtrain::ir {
 
@@ -474,6 +475,7 @@ void addNodeOp(NodeImporter& imp, const onnx::NodeProto& node, const std::string
   spec.outputs = std::move(outputs);
   spec.attrs = convertAttributes(node, label);
   spec.placement = takePlacement(spec.attrs, label);  // __ipu_number, __pipeline_stage, ...
+  spec.recomputeType = takeRecomputeType(spec.attrs, label);
   if (spec.type == "BatchNormalization" && domain == kOnnxDomain) {
     spec.attrs.set(
         "running_variance",

@@ -9,6 +9,7 @@
 
 #include "ir/op_registry.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::ir {
 
@@ -159,6 +160,20 @@ void redirect(Graph& g, OpId reader, const TensorId& from, const TensorId& to) {
 
 }  // namespace
 
+RecomputeType takeRecomputeType(Attributes& attrs, const std::string& label) {
+  if (!attrs.has(kRecomputeAttribute)) return RecomputeType::Undefined;
+  const AttrValue& v = attrs.all().at(kRecomputeAttribute);
+  const int64_t value = std::holds_alternative<int64_t>(v) ? std::get<int64_t>(v) : -1;
+  if (value < 0 || value > static_cast<int64_t>(RecomputeType::Recompute)) {
+    throw error(
+        "{}: attribute '{}' must be an INT of 0 (Undefined), 1 (Checkpoint) or 2 (Recompute), "
+        "the values PopART's Builder writes",
+        label, kRecomputeAttribute);
+  }
+  attrs.erase(kRecomputeAttribute);
+  return static_cast<RecomputeType>(value);
+}
+
 bool canRecompute(const Op& op) {
   if (op.phase != Phase::Forward || op.outputs.empty() || op.recomputes >= 0) return false;
   const bool builtIn =
@@ -175,10 +190,27 @@ bool canRecompute(const Op& op) {
 RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss,
                           const std::set<TensorId>& keep) {
   RecomputeReport report;
-  if (mode == RecomputationType::None) return report;
+  const auto marked = [&](OpId id, RecomputeType t) { return g.op(id).recomputeType == t; };
+  std::vector<OpId> manual;
+  for (const auto& [id, op] : g.ops()) {
+    if (op->phase == Phase::Forward && op->recomputeType == RecomputeType::Recompute) {
+      manual.push_back(id);
+    }
+  }
+  if (mode != RecomputationType::None && !manual.empty()) {
+    // PopART's words alone (its programs compare them); the culprit goes to the log.
+    logging::ir::err(
+        "{} is marked Recompute (Builder::recomputeOutputInBackwardPass) while "
+        "SessionOptions.autoRecomputation chooses the ops; use autoRecomputation = None with the "
+        "marks, or remove them",
+        g.op(manual.front()).describe());
+    throw error("A mixture of auto and manual recomputation is not supported");
+  }
+  if (mode == RecomputationType::None && manual.empty()) return report;
   const std::vector<OpId> fwd = forwardOpsToLoss(g, loss);
   std::set<OpId> chosen;
   switch (mode) {
+    case RecomputationType::None: chosen.insert(manual.begin(), manual.end()); break;
     case RecomputationType::Standard: chosen = standardChoice(g, fwd); break;
     case RecomputationType::NormOnly: chosen = normOnlyChoice(g, fwd); break;
     case RecomputationType::RecomputeAll:
@@ -188,7 +220,7 @@ RecomputeReport recompute(Graph& g, RecomputationType mode, const TensorId& loss
   std::set<TensorId> outputs(g.outputs().begin(), g.outputs().end());
   std::erase_if(chosen, [&](OpId id) {
     const Op& op = g.op(id);
-    if (!canRecompute(op)) return true;
+    if (!canRecompute(op) || marked(id, RecomputeType::Checkpoint)) return true;
     return std::any_of(op.outputs.begin(), op.outputs.end(), [&](const TensorId& out) {
       return keep.count(out) != 0 || outputs.count(out) != 0;
     });

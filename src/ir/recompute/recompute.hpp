@@ -26,6 +26,10 @@
 //    ops that produce a tensor in `keep` or a graph output (those stay alive anyway). Ops with
 //    randomness (Dropout) are cloned: the lowering seeds a clone as its original, so it draws the
 //    same numbers.
+//  - The model's marks (Op::recomputeType) refine the choice: an op marked Checkpoint is never
+//    chosen; with mode None, the ops marked Recompute are the choice (manual recomputation); an
+//    automatic mode with ops marked Recompute is an error (PopART: "A mixture of auto and manual
+//    recomputation is not supported").
 //  - The clone runs the same kernel on the same input values, so it computes the same bits: a
 //    model trains to the same weights with and without recomputation.
 #pragma once
@@ -37,6 +41,13 @@
 #include "xtrain/sessionoptions_settings.hpp"
 
 namespace xtrain::ir {
+
+// The ONNX node attribute PopART's Builder keeps an op's RecomputeType in.
+inline constexpr const char* kRecomputeAttribute = "__recompute_output_in_backward_pass";
+
+// Takes kRecomputeAttribute out of an imported node's attributes: Undefined when absent; an
+// attribute that is not an INT of Undefined, Checkpoint or Recompute is an error naming `label`.
+RecomputeType takeRecomputeType(Attributes& attrs, const std::string& label);
 
 struct RecomputeReport {
   int candidates = 0;  // forward ops the mode chose
