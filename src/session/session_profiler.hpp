@@ -92,6 +92,11 @@ class SessionProfiler {
   // use); countPipeline records `microBatches` micro-batches run through the pipeline: their
   // pipelined cycles (CycleModel::pipelineCycles) and their stash and restore traffic.
   void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
+  // Batch serialization (batch_serial.hpp): the cycles of the serialized ops' launches on their
+  // slices, which replace an op's single launch; set before start().
+  void setSerializedCycles(std::map<OpId, uint64_t> cycles) {
+    serializedCycles_ = std::move(cycles);
+  }
   void countPipeline(int64_t microBatches);
 
   // Seconds in run() and in the gradient reduction across replicas since the reset.
@@ -158,6 +163,7 @@ class SessionProfiler {
   // Pipelining: the plan, each slot's cycles and IPU, one micro-batch's stash and restore bytes
   // and cycles (replica 0), and what was counted since the reset.
   const PipelinePlan* pipeline_ = nullptr;
+  std::map<OpId, uint64_t> serializedCycles_;
   std::vector<uint64_t> slotCycles_;
   std::vector<int64_t> slotIpu_;
   uint64_t stashBytesPerMicroBatch_ = 0;
