@@ -154,7 +154,8 @@ void checkBatchSerialization(const ir::Graph& graph, const SessionOptions& optio
           s.factor, op->describe());
     }
   }
-  for (const TensorId& id : graph.tensorsOfKind(ir::TensorKind::Stream)) {
+  for (const TensorId& id : graph.inputs()) {  // in the model's order
+    if (graph.tensor(id).kind != ir::TensorKind::Stream) continue;
     const int64_t axis = streamBatchAxis(graph, id);
     if (axis < 0) continue;
     const Shape& shape = graph.tensor(id).info.shape();
