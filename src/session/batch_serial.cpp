@@ -36,10 +36,14 @@ bool inContext(const ir::Op& op, BatchSerializationTransformContext context) {
          (context == BatchSerializationTransformContext::Bwd && op.phase == ir::Phase::Backward);
 }
 
-// An Init op with a batch_axis makes a batch of its own: cut it too (returns whether it did).
+// An Init op given a batch_axis (Builder.aiGraphcore.init) makes a batch of its own: cut it too
+// (returns whether it did). The Init ops autodiff makes have none: they are not cut.
 bool sliceInit(ir::Graph& graph, const ir::Op& op, int64_t factor) {
-  if (op.type != "Init" || op.domain != ir::kGraphcoreDomain || !op.hasOutput(0)) return false;
-  const int64_t axis = op.attrs.getInt("batch_axis", 0);
+  if (op.type != "Init" || op.domain != ir::kGraphcoreDomain || !op.hasOutput(0) ||
+      !op.attrs.has("batch_axis")) {
+    return false;
+  }
+  const int64_t axis = op.attrs.getInt("batch_axis");
   TensorInfo& info = graph.tensor(op.outputs[0]).info;
   Shape shape = info.shape();
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return false;
@@ -185,7 +189,8 @@ BatchSerialPlan planBatchSerialization(ir::Graph& graph, const BatchSerializatio
   if (s.factor <= 1) return plan;
   plan.factor = s.factor;
   ShapeRestore restore(graph);
-  for (const TensorId& id : graph.tensorsOfKind(ir::TensorKind::Stream)) {
+  for (const TensorId& id : graph.inputs()) {
+    if (graph.tensor(id).kind != ir::TensorKind::Stream) continue;
     const int64_t axis = streamBatchAxis(graph, id);
     if (axis < 0) continue;
     TensorInfo& info = graph.tensor(id).info;

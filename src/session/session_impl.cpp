@@ -388,6 +388,13 @@ SessionFigures SessionImpl::figures() const {
   f.accumulationFactor = accumulationFactor_;
   f.batchesPerStep = config_.dataFlow.batchesPerStep();
   f.stepsRun = stepCount_;
+  if (batchSerial_.enabled()) {
+    f.batchSerialization = format(
+        "batch serialization: factor {}, {} ops run on slices of the batch, {} activations "
+        "charged one slice at a time (docs/batch-serialization.md)\n",
+        batchSerial_.factor, batchSerial_.serializedCycles.size(),
+        batchSerial_.sliceResident.size());
+  }
   return f;
 }
 

@@ -49,6 +49,8 @@ struct SessionFigures {
   int64_t accumulationFactor = 1;
   int64_t batchesPerStep = 1;
   int64_t stepsRun = 0;
+  // Batch serialization (batch_serial.hpp): a line for the summary, "" without it.
+  std::string batchSerialization;
 };
 
 class SessionProfiler {

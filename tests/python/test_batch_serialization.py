@@ -114,6 +114,8 @@ class BatchSerializationTest(PrivatePool, unittest.TestCase):
                 userOptions=options(factor, "Fwd", "UnrollDynamic"),
                 deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
             s.prepareDevice()
+            self.assertEqual(f"batch serialization: factor {factor}" in s.getSummaryReport(),
+                             factor > 1)
             return activations(json.loads(s.getReport()))
 
         one, two, four = peak(1), peak(2), peak(4)
