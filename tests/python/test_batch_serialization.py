@@ -122,6 +122,30 @@ class BatchSerializationTest(PrivatePool, unittest.TestCase):
         self.assertLess(two, one)
         self.assertLess(four, two)
 
+    def test_an_lstm_input_is_cut_along_its_batch_axis(self):
+        # x is [seq 5, batch 4, 3]: the factor 2 divides the batch axis (1), not the first.
+        def run(factor):
+            b = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [5, 4, 3]), "x")
+            rng = np.random.RandomState(0)
+            w = b.addInitializedInputTensor(rng.rand(1, 24, 3).astype(np.float32), "W")
+            r = b.addInitializedInputTensor(rng.rand(1, 24, 6).astype(np.float32), "R")
+            y = b.aiOnnx.lstm([x, w, r], 3)[0]
+            s = popart.InferenceSession(
+                fnModel=b.getModelProto(),
+                dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("All")}),
+                userOptions=options(factor, "Fwd", "UnrollDynamic"),
+                deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+            s.prepareDevice()
+            anchors = s.initAnchorArrays()
+            s.run(popart.PyStepIO({x: rng.rand(5, 4, 3).astype(np.float32)}, anchors))
+            return anchors[y], activations(json.loads(s.getReport()))
+
+        plain, plain_bytes = run(1)
+        serial, serial_bytes = run(2)
+        np.testing.assert_array_equal(serial, plain)
+        self.assertLess(serial_bytes, plain_bytes)
+
     def test_refusals(self):
         sgd = lambda: popart.SGD({"defaultLearningRate": (0.05, False)})
         cases = [
@@ -135,6 +159,16 @@ class BatchSerializationTest(PrivatePool, unittest.TestCase):
             (lambda: training_session(options(2, accumulation=4, pipelining=True), sgd(), ipus=2),
              ["enablePipelining", "not implemented"]),
         ]
+        b = popart.Builder(opsets={"ai.onnx": 11, "ai.graphcore": 1})
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 2, 3, 3]), "x")
+        params = [b.addInitializedInputTensor(np.full(2, v, np.float32)) for v in (1, 0, 0, 1)]
+        y = b.aiOnnx.batchnormalization([x] + params, 5)[0]
+        loss = b.aiGraphcore.l1loss([y], 0.1)
+        cases.append((lambda: popart.TrainingSession(
+            fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, {}), loss=loss,
+            optimizer=sgd(), userOptions=options(2),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({})),
+            ["BatchNormalization", "not implemented", "statistics of each slice"]))
         for make, parts in cases:
             with self.assertRaises(popart.popart_exception) as e:
                 make()
