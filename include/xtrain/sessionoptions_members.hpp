@@ -295,9 +295,15 @@ inline constexpr auto kMembers = std::tuple{
                         "Serial", "excludedVirtualGraphs: each >= 0", kPipelined,
                         "Configuration setting for operations in the accumulate outer fragment."},
     SessionOptionMember<BatchSerializationSettings>{
-        "batchSerializationSettings", &S::batchSerializationSettings, R, "factor 0", "factor: >= 0",
-        "batch serialization (factor > 1) is not implemented; with factor 0 or 1 the other fields "
-        "have no effect, as in PopART",
+        "batchSerializationSettings", &S::batchSerializationSettings, H, "factor 0",
+        "factor: >= 0; a factor > 1 must divide each streamed input's batch axis",
+        "factor > 1: the ops that carry the batch (transformContext Fwd: the forward pass; Bwd: "
+        "and the backward pass) are charged to the memory model one slice at a time and to the "
+        "cycle model as factor launches on one slice each; the host computes the whole batch, so "
+        "the numbers are an unserialized run's; method and batchSchedule change nothing more; "
+        "Loop with Fwd in training is refused as in PopART, with pipelining or a training "
+        "BatchNormalization as not implemented (docs/batch-serialization.md); factor 0 or 1: "
+        "the other fields have no effect, as in PopART",
         "Configuration setting for batch serialization.",
         [](const BatchSerializationSettings& b) { return b.factor <= 1; }},
     SessionOptionMember{"createImplicitPipeliningFwdOnlyProgram",

@@ -627,8 +627,12 @@ void bindNodeSettings(py::class_<PyBuilder>& c) {
          bool keep_precision) {
         if (mode != "none" && mode != "input_channels" && mode != "reducing_dim" &&
             mode != "output_channels") {
-          throw py::value_error("Builder.setSerializeMatMul: mode '" + mode +
-                                "' is not none, input_channels, reducing_dim or output_channels");
+          // PopART's exception and sentence first (its programs compare them), then ours.
+          throw xtrain::error(
+              "Unsupported mat mul serialization mode '{}'. Supported modes are "
+              "'input_channels', 'reducing_dim', 'output_channels' or 'none' "
+              "(Builder.setSerializeMatMul, output {})",
+              mode, reprOf(nodeOutputName));
         }
         setNodeAttr(b, "serializeMatMul", nodeOutputName,
                     py::make_tuple(mode, factor, keep_precision), "Builder.setSerializeMatMul");

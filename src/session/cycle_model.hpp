@@ -19,6 +19,8 @@
 //     set-up.
 //   a pipeline stash or restore of n bytes (docs/pipelining.md): an on-chip copy,
 //     kInstructionOverhead + 2 n / (tiles x 8 bytes per tile and cycle) (read and write);
+//   an op serialized over F slices of the batch (session/batch_serial.hpp): F instructions, each
+//     on one slice's tensors (the caller sizes them);
 //   a pipelined step: each pipeline cycle costs its busiest IPU (the slots of one IPU run one after
 //     the other, the IPUs side by side), summed over the m + slots - 1 cycles of m micro-batches.
 //

@@ -2,7 +2,8 @@
 // device's memory model by tensor class. Activations are charged as the session allocates them: the
 // buffer plan's block (session/buffer_plan.hpp) plus, of the activations kept out of it, those live
 // at the schedule's peak (a real IPU compiler reuses activation memory the same way). With
-// XTRAIN_BUFFER_REUSE=0, every activation live at the peak.
+// XTRAIN_BUFFER_REUSE=0, every activation live at the peak. With batch serialization the caller
+// gives the tensors that live one slice at a time the shape of one slice (batch_serial.hpp).
 #pragma once
 #pragma GCC visibility push(default)
 

@@ -166,6 +166,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   removeUnusedInputs(gradientTargets);
   // virtualGraphMode: Off drops placement annotations, Manual checks them, Auto makes them.
   pipelineStages_ = placeForwardGraph(*graph_, config_, layout_.local);
+  checkBatchSerialization(*graph_, config_.options, config_.training);
   times.lap("checks");
   // After the fingerprint (checkpoints of fused and unfused runs stay interchangeable), before
   // autodiff (a fused op has one gradient op). XTRAIN_FUSION=0 (or off, false) turns it off to
@@ -281,8 +282,16 @@ void SessionImpl::prepareDevice() {
   // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
   checkVirtualGraphs(*graph_, config_, layout_.local);
   // Throws OutOfMemoryException when an IPU overflows.
-  device::MemoryModel memory = chargeMemory(*graph_, d, layout_.local, hostState_.shards(),
-                                             config_.dataFlow.anchors(), offChip_);
+  // batchSerializationSettings: the activations that live one slice at a time are charged as one
+  // slice (batch_serial.hpp); the host computes the whole batch either way.
+  const CycleModel cycles(d.getType() == DeviceType::Cpu ? 0 : d.getTilesPerIPU());
+  batchSerial_ = planBatchSerialization(*graph_, options.batchSerializationSettings,
+                                        config_.dataFlow.anchors(), cycles);
+  device::MemoryModel memory = [&] {
+    const SliceShapes slices(*graph_, batchSerial_);
+    return chargeMemory(*graph_, d, layout_.local, hostState_.shards(),
+                        config_.dataFlow.anchors(), offChip_);
+  }();
   chargePipelineStashes(memory, pipeline_, layout_.local);
   profiler_.recordMemory(std::move(memory), figures());
   times.lap("memory check");
@@ -307,6 +316,7 @@ void SessionImpl::prepareDevice() {
   ReplicaRuntime& runtime = *runtime_;
   runtime.setPipeline(pipeline_.enabled() ? &pipeline_ : nullptr);
   profiler_.setPipeline(pipeline_.enabled() ? &pipeline_ : nullptr);
+  profiler_.setSerializedCycles(batchSerial_.serializedCycles);
   runtime.lower(*graph_, lowering);
   times.lap("lowering (kernels, buffer plan)");
   if (d.getType() == DeviceType::OfflineIpu ||
@@ -378,6 +388,13 @@ SessionFigures SessionImpl::figures() const {
   f.accumulationFactor = accumulationFactor_;
   f.batchesPerStep = config_.dataFlow.batchesPerStep();
   f.stepsRun = stepCount_;
+  if (batchSerial_.enabled()) {
+    f.batchSerialization = format(
+        "batch serialization: factor {}, {} ops run on slices of the batch, {} activations "
+        "charged one slice at a time (docs/batch-serialization.md)\n",
+        batchSerial_.factor, batchSerial_.serializedCycles.size(),
+        batchSerial_.sliceResident.size());
+  }
   return f;
 }
 

@@ -30,6 +30,7 @@
 #include "ir/graph.hpp"
 #include "ir/optimizers/optimizer_transform.hpp"
 #include "replication/replica_layout.hpp"
+#include "session/batch_serial.hpp"
 #include "session/checkpoint_coordinator.hpp"
 #include "session/engine_options.hpp"
 #include "session/host_state.hpp"
@@ -168,6 +169,8 @@ class SessionImpl {
   // The weights, optimizer state and accumulators kept in streaming memory (planned once the
   // training graph exists).
   OffChipPlan offChip_;
+  // batchSerializationSettings: what the memory and cycle models charge per slice (prepareDevice).
+  BatchSerialPlan batchSerial_;
   // Loss scaling, clipping, hyperparameter values and Lamb's norms (reads config_).
   UpdateControl updateControl_{config_};
   // The local replicas; made by prepareDevice (kept whichever of its steps fails).

@@ -65,7 +65,10 @@ void SessionProfiler::start(const ir::Graph& graph, LoweredGraph& replica0,
     for (size_t k = 0; k < ops.size(); ++k) {
       // An op's cycles include the remote loads and stores of its off-chip tensors
       // (offchip_plan.hpp): the IPU waits for them.
-      uint64_t c = cycleModel_->opCycles(graph, graph.op(ops[k]));
+      auto serialized = serializedCycles_.find(ops[k]);
+      uint64_t c = serialized != serializedCycles_.end()
+                       ? serialized->second
+                       : cycleModel_->opCycles(graph, graph.op(ops[k]));
       for (const auto& m : instructions[k].remote) c += static_cast<uint64_t>(m.cycles);
       cycles.push_back(c);
     }

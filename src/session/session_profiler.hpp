@@ -49,6 +49,8 @@ struct SessionFigures {
   int64_t accumulationFactor = 1;
   int64_t batchesPerStep = 1;
   int64_t stepsRun = 0;
+  // Batch serialization (batch_serial.hpp): a line for the summary, "" without it.
+  std::string batchSerialization;
 };
 
 class SessionProfiler {
@@ -92,6 +94,11 @@ class SessionProfiler {
   // use); countPipeline records `microBatches` micro-batches run through the pipeline: their
   // pipelined cycles (CycleModel::pipelineCycles) and their stash and restore traffic.
   void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
+  // Batch serialization (batch_serial.hpp): the cycles of the serialized ops' launches on their
+  // slices, which replace an op's single launch; set before start().
+  void setSerializedCycles(std::map<OpId, uint64_t> cycles) {
+    serializedCycles_ = std::move(cycles);
+  }
   void countPipeline(int64_t microBatches);
 
   // Seconds in run() and in the gradient reduction across replicas since the reset.
@@ -158,6 +165,7 @@ class SessionProfiler {
   // Pipelining: the plan, each slot's cycles and IPU, one micro-batch's stash and restore bytes
   // and cycles (replica 0), and what was counted since the reset.
   const PipelinePlan* pipeline_ = nullptr;
+  std::map<OpId, uint64_t> serializedCycles_;
   std::vector<uint64_t> slotCycles_;
   std::vector<int64_t> slotIpu_;
   uint64_t stashBytesPerMicroBatch_ = 0;

@@ -188,6 +188,7 @@ std::string SessionProfiler::summaryReport(const SessionFigures& figures) const 
   if (!memoryModel_) return s + "memory: not computed yet (call prepareDevice())\n";
   s += memoryModel_->report(reportSettings_.showVarStorage ? std::numeric_limits<size_t>::max()
                                                            : kLargestTensors);
+  s += figures.batchSerialization;
   if (!program_ || !cycleModel_) return s;
   s += stepTimeReport(figures);
   s += pipelineReport(figures);

@@ -511,7 +511,8 @@ class AnnotationTest(unittest.TestCase):
             b.setAvailableMemoryProportion(y, 2.0)
         with self.assertRaisesRegex(ValueError, "partialsType 'DOUBLE'"):
             b.setPartialsType(y, "DOUBLE")
-        with self.assertRaisesRegex(ValueError, "mode 'rows'"):
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "^Unsupported mat mul serialization mode 'rows'. Supported"):
             b.setSerializeMatMul({y}, "rows")
         with self.assertRaisesRegex(KeyError, "no partialsType"):
             b.getPartialsType(x)

@@ -298,8 +298,6 @@ TEST(SessionOptionsRefused, ANonDefaultValueOfARefusedMemberIsAnError) {
   const std::vector<Case> cases = {
       {[](SessionOptions& o) { o.autoRecomputation = RecomputationType::Pipeline; },
        {"SessionOptions.autoRecomputation = Pipeline", "enablePipelining is false"}},
-      {[](SessionOptions& o) { o.batchSerializationSettings.factor = 4; },
-       {"SessionOptions.batchSerializationSettings = {factor: 4", "not implemented"}},
       {[](SessionOptions& o) { o.customCodelets = {"codelet.cpp"}; },
        {"SessionOptions.customCodelets = [\"codelet.cpp\"]", "Builder::customOp"}},
       {[](SessionOptions& o) { o.hardwareInstrumentations = {Instrumentation::Inner}; },
