@@ -624,6 +624,37 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
   TensorId normalize_image(const std::vector<TensorId>& args, float scale,
                            const std::string& debugContext = {});
 
+  // CTC and multi-convolution (opsets_ctc_multiconv.cpp; semantics in src/ir/ops/ctc_ops.cpp and
+  // multiconv_ops.cpp). ctcloss: args = {logProbs [T, N, C], targets [N, S], inputLengths [N],
+  // targetLengths [N]}; outDataType "UNDEFINED" (logProbs' type), "FLOAT" or "FLOAT16".
+  // _ctcloss also returns the op's second output (each element's gradient, [T, N, C]).
+  // ctcbeamsearchdecoder: args = {logProbs, dataLengths}; returns {labelProbs, labelLengths,
+  // decodedLabels}. multiconv: one {data, weights[, bias]} per convolution; each other argument is
+  // empty or has one entry per convolution.
+  TensorId ctcloss(const std::vector<TensorId>& args, ReductionType reduction = ReductionType::Mean,
+                   unsigned blank = 0, const std::string& outDataType = "UNDEFINED",
+                   bool zeroInfinity = false, const std::string& debugContext = {});
+  std::vector<TensorId> _ctcloss(const std::vector<TensorId>& args,
+                                 ReductionType reduction = ReductionType::Mean, unsigned blank = 0,
+                                 const std::string& outDataType = "UNDEFINED",
+                                 bool zeroInfinity = false, const std::string& debugContext = {});
+  std::vector<TensorId> ctcbeamsearchdecoder(const std::vector<TensorId>& args, unsigned blank = 0,
+                                             unsigned beamWidth = 100, unsigned topPaths = 1,
+                                             const std::string& debugContext = {});
+  std::vector<TensorId> multiconv(const std::vector<std::vector<TensorId>>& tensors,
+                                  const std::vector<std::vector<int64_t>>& dilations = {},
+                                  const std::vector<std::vector<int64_t>>& inDilations = {},
+                                  const std::vector<std::vector<int64_t>>& pads = {},
+                                  const std::vector<std::vector<int64_t>>& outPads = {},
+                                  const std::vector<std::vector<int64_t>>& strides = {},
+                                  const std::vector<float>& availableMemoryProportions = {},
+                                  const std::vector<std::string>& partialsTypes = {},
+                                  const std::optional<std::string>& planType = std::nullopt,
+                                  std::optional<int> perConvReservedTiles = std::nullopt,
+                                  std::optional<float> cycleBackOff = std::nullopt,
+                                  const std::vector<int64_t>& enableConvDithering = {},
+                                  const std::string& debugContext = {});
+
   // Replicated collectives: each replica's op meets those of the other replicas of its group
   // (k replicas: group sizes over the session's replicas as in replicagrouping.hpp; CommGroup All
   // is every replica). FLOAT or FLOAT16. op: any CollectiveOperator but Local (which reduces

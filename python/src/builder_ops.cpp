@@ -300,6 +300,7 @@ void bindAiGraphcore(py::module_& m) {
       py::arg("args"), py::arg("commGroup") = py::none(), py::arg("debugContext") = "");
   bindAiGraphcoreUnary(c);
   bindAiGraphcoreMisc(c);
+  bindAiGraphcoreCtcMultiConv(c);
 }
 
 }  // namespace

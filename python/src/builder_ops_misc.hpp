@@ -11,5 +11,7 @@ namespace xtrain::python {
 
 void bindAiOnnx11Misc(pybind11::class_<AiOnnxOpset11>& c);
 void bindAiGraphcoreMisc(pybind11::class_<AiGraphcoreOpset1>& c);
+// python/src/builder_ops_ctc.cpp: ctcloss, _ctcloss, ctcbeamsearchdecoder, multiconv.
+void bindAiGraphcoreCtcMultiConv(pybind11::class_<AiGraphcoreOpset1>& c);
 
 }  // namespace xtrain::python

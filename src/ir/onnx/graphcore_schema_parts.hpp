@@ -21,6 +21,7 @@ void registerSortAndRandomSchemas();   // graphcore_schemas_sort.cpp
 void registerCallSchema();             // call_schema.cpp
 void registerGraphcoreUnarySchemas();  // graphcore_schemas_unary.cpp
 void registerGraphcoreMiscSchemas();   // graphcore_schemas_misc.cpp
+void registerCtcAndMultiConvSchemas();  // graphcore_schemas_ctc.cpp
 
 }  // namespace xtrain::ir::onnxutil
 

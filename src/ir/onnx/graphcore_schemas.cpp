@@ -387,6 +387,7 @@ void registerAll() {
   registerCollectives();
   registerGraphcoreUnarySchemas();
   registerGraphcoreMiscSchemas();
+  registerCtcAndMultiConvSchemas();
   registerUtilityOps();
   registerSortAndRandomSchemas();
   {
