@@ -280,6 +280,23 @@ class Int64InputsTest(PrivatePool, unittest.TestCase):
             session.run(popart.PyStepIO({x: np.array([1.0, 2.0], np.float32)},
                                         session.initAnchorArrays()))
 
+    def test_synthetic_data_reads_no_input_buffer(self):
+        """With synthetic data no input buffer is read, so its type is not looked at (PopART
+        streams nothing from the host); the input holds the synthetic values."""
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("INT8", [3]), "x")
+        y = b.aiOnnx.identity([x], "y")
+        opts = popart.SessionOptions()
+        opts.syntheticDataMode = popart.SyntheticDataMode.Zeros
+        session = popart.InferenceSession(
+            fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, [y]), userOptions=opts,
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+        session.prepareDevice()
+        anchors = session.initAnchorArrays()
+        anchors[y][:] = 9
+        session.run(popart.PyStepIO({x: np.ones([3])}, anchors))
+        np.testing.assert_array_equal(anchors[y], [0, 0, 0])
+
 
 if __name__ == "__main__":
     unittest.main()
