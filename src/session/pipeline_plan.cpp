@@ -156,6 +156,14 @@ int64_t PipelinePlan::virtualGraphs() const {
 
 void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t virtualGraphs) {
   const SessionOptions& o = config.options;
+  if (config.training && o.automaticLossScalingSettings.enabled && !o.enableGradientAccumulation) {
+    // Checked first, as PopART's automatic loss scaling transform does.
+    throw error(
+        "SessionOptions.automaticLossScalingSettings.enabled with enablePipelining and no "
+        "gradient accumulation (set enableGradientAccumulation = true): Automatic loss scaling is "
+        "not currently supported when the 'enablePipelining' SessionOption is set to 'true', but "
+        "the 'enableGradientAccumulation' SessionOption is set to 'false'");
+  }
   const bool placed = o.virtualGraphMode == VirtualGraphMode::Manual ||
                      o.virtualGraphMode == VirtualGraphMode::Auto;
   if (!placed || virtualGraphs < 2) {

@@ -105,6 +105,20 @@ class ErrorsTest(unittest.TestCase):
             "No tracked gradient tensors of type fp16 were found."))
         self.assertTrue(self.error(lambda: session(proto, loss, options(threshold=1.1), 1))
                         .startswith("Out of range value for 'thresholdUpperCountProportion'."))
+        # Pipelining without gradient accumulation is named before the pipeline's own checks
+        # (here: one virtual graph only).
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT16", [4]), "x")
+        w = b.addInitializedInputTensor(np.ones(4, np.float16), "W")
+        with b.virtualGraph(0):
+            loss = b.aiOnnx.reducesum([b.aiOnnx.mul([x, w])], keepdims=0)
+        opts = options()
+        opts.enablePipelining = True
+        opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+        self.assertTrue(self.error(lambda: session(b.getModelProto(), loss, opts, 1)).endswith(
+            "Automatic loss scaling is not currently supported when the 'enablePipelining' "
+            "SessionOption is set to 'true', but the 'enableGradientAccumulation' SessionOption "
+            "is set to 'false'"))
 
 
 if __name__ == "__main__":
