@@ -417,6 +417,9 @@ void checkStepIO(Session& s, PyStepIO& io) {
     if (!s.hasInfo(id)) {
       throw error("PyStepIO {} '{}' is not a tensor of the model", what, id);
     }
+    // A weight's buffer among the inputs is passed over by the run (with a warning), as PopART
+    // passes over names it does not stream.
+    if (input && s.isWeight(id)) return;
     const TensorInfo info = s.getInfo(id);
     // An INT32 input may be fed INT64 data (NumPy's default integer): the run converts it.
     const bool int64ForInt32 =
