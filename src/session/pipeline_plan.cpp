@@ -194,14 +194,6 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
           "accumulationFactor >= {}",
           slots, o.accumulationFactor, stages, slots, slots);
     }
-    if (o.automaticLossScalingSettings.enabled &&
-        o.automaticLossScalingSettings.method == AutomaticLossScalingMethod::Histogram) {
-      throw error(
-          "SessionOptions.automaticLossScalingSettings (Histogram method) with enablePipelining "
-          "is not supported yet (not implemented in xtrain): the histograms are taken per "
-          "micro-batch from unstashed gradients; use the GradScaler method or no automatic loss "
-          "scaling");
-    }
   } else if (config.dataFlow.batchesPerStep() * o.accumulationFactor < slots) {
     throw error(
         "For pipelining, depth (batchesPerStep) must equal at least the number of pipeline "

@@ -149,12 +149,27 @@ void SessionImpl::readPipelineAnchors(StepBuffers& io, const StepIndices& indice
 void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first,
                                int64_t count) {
   const bool training = config_.training;
+  // Automatic loss scaling's histograms: each tracked gradient of micro-batch m is counted after
+  // the cycle that writes it (whether m counts is decided in micro-batch order, as unpipelined).
+  const std::vector<TensorId>& tracked = updateControl_.trackedGradients();
+  std::vector<bool> histogramActive;
+  if (training && !tracked.empty()) {
+    for (int64_t m = 0; m < count; ++m) {
+      histogramActive.push_back(updateControl_.nextHistogramActive());
+    }
+  }
   for (int64_t cycle = 0; cycle < pipeline_.cycles(count); ++cycle) {
     writePipelineInputs(io, indices, first, count, cycle);
     runtime_->runPipelineCycle(cycle, count, training,
                                [&](int64_t globalReplica, int64_t microBatch) {
                                  return random_.microBatchSeed(globalReplica, first + microBatch);
                                });
+    for (size_t k = 0; k < tracked.size() && !histogramActive.empty(); ++k) {
+      const int64_t m = pipeline_.anchorMicroBatch(tracked[k], cycle);
+      if (m >= 0 && m < count) {
+        updateControl_.countGradientsOf({tracked[k]}, histogramActive[static_cast<size_t>(m)]);
+      }
+    }
     readPipelineAnchors(io, indices, first, count, cycle);
   }
   profiler_.countPipeline(count);
