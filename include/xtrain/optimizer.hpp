@@ -106,6 +106,14 @@ class XTRAIN_API Optimizer {
   std::vector<ClipNormSettings> clipNormSettings_;
 };
 
+// How PopART lays out SGD's state when a weight keeps a velocity: Combined, one tensor Accl___<w>
+// of the weight's type that gathers the micro-batches' gradients into the velocity (accumType and
+// accl1Type are ignored); Separate, a gradient accumulator Accum___<w> of accumType (with
+// accumulation) and the velocity Accl1___<w> of accl1Type. Both give the same update rule; xtrain
+// keeps its own accumulator of the weight's type in the Combined layout. Without velocity the
+// accumulator Accum___<w> has accumType in either layout.
+enum class SGDAccumulatorAndMomentum { Combined = 0, Separate };
+
 class XTRAIN_API SGD : public Optimizer {
  public:
   // The names PopART's map constructor accepts.
@@ -134,6 +142,11 @@ class XTRAIN_API SGD : public Optimizer {
   // xtrain::error.
   explicit SGD(const std::map<std::string, std::pair<float, bool>>& params,
                const std::vector<ClipNormSettings>& clipNormSettings = {});
+  // PopART's full map form: the state layout and the state types (FLOAT, FLOAT16, or UNDEFINED
+  // for the weight's type; another type throws xtrain::error naming the argument).
+  SGD(const std::map<std::string, std::pair<float, bool>>& params,
+      const std::vector<ClipNormSettings>& clipNormSettings, SGDAccumulatorAndMomentum accMm,
+      DataType accumType = DataType::UNDEFINED, DataType accl1Type = DataType::UNDEFINED);
 
   // Per-weight values overriding the defaults. Keys: learningRate, weightDecay, momentum,
   // dampening, velocityScaling, nesterov; a key not given takes the default.
@@ -164,6 +177,9 @@ class XTRAIN_API SGD : public Optimizer {
   const Values& defaults() const { return defaults_; }
   // True when any weight may have a non-zero momentum (then every weight keeps a velocity tensor).
   bool requiresVelocity() const;
+  SGDAccumulatorAndMomentum getSGDAccumulatorAndMomentum() const { return accMm_; }
+  DataType getSGDAccumType() const { return accumType_; }
+  DataType getSGD2Accl1Type() const { return accl1Type_; }
 
  private:
   static void apply(Values& v, const std::string& key, std::pair<float, bool> value);
@@ -171,6 +187,9 @@ class XTRAIN_API SGD : public Optimizer {
 
   Values defaults_;
   std::map<TensorId, Values> specific_;
+  SGDAccumulatorAndMomentum accMm_ = SGDAccumulatorAndMomentum::Combined;
+  DataType accumType_ = DataType::UNDEFINED;
+  DataType accl1Type_ = DataType::UNDEFINED;
 };
 
 // SGD whose every value is constant.

@@ -112,6 +112,9 @@ class XTRAIN_API Session {
 
   TensorInfo getInfo(const TensorId& id) const;
   bool hasInfo(const TensorId& id) const;
+  // True for a weight of the model (trainable or not): a tensor that weightsFromHost sets, not
+  // one the host feeds each run.
+  bool isWeight(const TensorId& id) const;
   std::vector<TensorId> getTensorIds() const;
   std::vector<TensorId> getAllTensorIds() const { return getTensorIds(); }
   // The text report (docs/reports.md): what the session compiled, memory per simulated IPU by

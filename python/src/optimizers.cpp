@@ -194,11 +194,6 @@ bool toBool(py::handle v, const std::string& what) {
   return PyObject_IsTrue(v.ptr()) == 1;
 }
 
-// PopART's SGDAccumulatorAndMomentum: how PopART lays out SGD's accumulator and velocity tensors.
-// xtrain keeps them separate always (docs/optimizers.md); the numbers are the same either way, so
-// both values are accepted and have no effect (docs/python.md).
-enum class SGDAccumulatorAndMomentum { Combined = 0, Separate };
-
 void bindValues(py::module_& m) {
   py::class_<OptimizerValue> ov(m, "OptimizerValue",
                                 "A hyperparameter value and whether it is constant.");
@@ -284,20 +279,13 @@ void valueMapGetter(py::class_<O, Optimizer>& cls, const char* name, const char*
 void bindSGD(py::module_& m, py::class_<Optimizer>& base) {
   py::class_<SGD, Optimizer> sgd(m, "SGD", "Stochastic Gradient Descent (SGD) optimizer.");
   // PopART's form: a dict (a non-dict first argument goes on to the next form).
-  sgd.def(py::init([](const py::dict& pyd, py::handle clipNorms, SGDAccumulatorAndMomentum,
+  sgd.def(py::init([](const py::dict& pyd, py::handle clipNorms, SGDAccumulatorAndMomentum accMm,
                       py::handle accumType, py::handle accl1Type, py::handle /*debugContext*/) {
             const ValueMap values = toValueMap(pyd, "SGD", mapKeys<SGD>());
             auto clips = toClipNorms(clipNorms, "SGD(clip_norm_settings=...)");
-            // C++ keeps SGD's accumulator and velocity in the weight's type (and FLOAT).
-            if (toDataType(accumType, "SGD(accumType=...)", DataType::UNDEFINED) !=
-                    DataType::UNDEFINED ||
-                toDataType(accl1Type, "SGD(accl1Type=...)", DataType::UNDEFINED) !=
-                    DataType::UNDEFINED) {
-              throw py::value_error(
-                  "SGD: accumType and accl1Type other than UNDEFINED are not implemented in "
-                  "xtrain (the accumulator has the weight's type)");
-            }
-            return SGD(values, clips);
+            return SGD(values, clips, accMm,
+                       toDataType(accumType, "SGD(accumType=...)", DataType::UNDEFINED),
+                       toDataType(accl1Type, "SGD(accl1Type=...)", DataType::UNDEFINED));
           }),
           py::arg("pyd"), py::arg("clip_norm_settings") = py::list(),
           py::arg("accumulatorAndMomentum") = SGDAccumulatorAndMomentum::Combined,

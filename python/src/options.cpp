@@ -26,6 +26,7 @@
 
 #include "bindings.hpp"
 #include "py_values.hpp"
+#include "xtrain/logging.hpp"
 #include "xtrain/reductiontype.hpp"
 #include "xtrain/replicagrouping.hpp"
 #include "xtrain/sessionoptions.hpp"
@@ -681,6 +682,25 @@ void bindSettingsStructs(py::module_& m) {
   }
 }
 
+// PopART's deprecated aliases: setting `alias` warns that it is deprecated and sets `target` too,
+// so the option in force is the one named now.
+void deprecatedAlias(py::class_<SessionOptions>& cls, const char* alias, const char* target) {
+  py::object aliasProp = cls.attr(alias);
+  py::object aliasSet = aliasProp.attr("fset");
+  py::object targetSet = cls.attr(target).attr("fset");
+  const std::string a = alias, t = target;
+  py::cpp_function setter([aliasSet, targetSet, a, t](py::object self, py::object value) {
+    aliasSet(self, value);
+    targetSet(self, value);
+    logging::warn("SessionOptions.{} has been deprecated and will be removed in a future release: "
+                  "set {} instead (set now to the same value)",
+                  a, t);
+  });
+  cls.attr(alias) = py::module_::import("builtins")
+                        .attr("property")(aliasProp.attr("fget"), setter, py::none(),
+                                          aliasProp.attr("__doc__"));
+}
+
 // Every member and method of the list next to the struct
 // (include/xtrain/sessionoptions_members.hpp), in its order: the std::map members as write-back
 // dicts (kOptionsDictSource), the others as type-checked properties.
@@ -702,6 +722,8 @@ void bindSessionOptions(py::module_& m) {
       property(cls, member.name, member.member, member.doc);
     }
   });
+  deprecatedAlias(cls, "defaultPrefetchBufferingDepth", "defaultBufferingDepth");
+  deprecatedAlias(cls, "prefetchBufferingDepthMap", "bufferingDepthMap");
   cls.def("getGlobalReplicationFactor", &S::getGlobalReplicationFactor,
           "globalReplicationFactor when distributed, else the local replication factor.");
   cls.def("getLocalReplicationFactor", &S::getLocalReplicationFactor,

@@ -408,12 +408,14 @@ bool regroups(const Shape& given, const Shape& expected) {
 void checkStepIO(Session& s, PyStepIO& io) {
   auto check = [&](const TensorId& id, const PyStepIO::Entry& e, bool input) {
     const char* what = input ? "input" : "anchor";
-    // An input the session does not know is left to the session's run: a model input it removed
-    // as unused is ignored there, any other name is refused there.
-    if (input && !s.hasInfo(id)) return;
-    if (!s.hasInfo(id)) {
-      throw error("PyStepIO {} '{}' is not a tensor of the model", what, id);
+    // Left to the session's run: an input the session does not know (a model input it removed as
+    // unused is ignored there, any other name refused), a weight's buffer (passed over with a
+    // warning, as PopART streams only inputs), any input with synthetic data (none is read).
+    if (input && (!s.hasInfo(id) || s.isWeight(id) ||
+                  s.getSessionOptions().syntheticDataMode != SyntheticDataMode::Off)) {
+      return;
     }
+    if (!s.hasInfo(id)) throw error("PyStepIO {} '{}' is not a tensor of the model", what, id);
     const TensorInfo info = s.getInfo(id);
     // An INT32 input may be fed INT64 data (NumPy's default integer): the run converts it.
     const bool int64ForInt32 =

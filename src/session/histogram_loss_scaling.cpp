@@ -235,19 +235,26 @@ void UpdateControl::trackGradients(ir::Graph& g,
 
 void UpdateControl::countGradients() {
   if (!histogram_) return;
+  countGradientsOf(tracked_, nextHistogramActive());
+}
+
+bool UpdateControl::nextHistogramActive() {
+  const int64_t period = config_->options.automaticLossScalingSettings.updatePeriod;
+  if (period <= 1) return true;
+  // PopART's counter: the histograms of the first step of every period.
+  histogramCounter_ = (histogramCounter_ + 1) % (accumulationFactor_ * period);
+  return histogramCounter_ < accumulationFactor_;
+}
+
+void UpdateControl::countGradientsOf(const std::vector<TensorId>& ids, bool active) {
+  if (!histogram_) return;
   const int64_t L = localReplicas();
   if (statistics_.size() != static_cast<size_t>(2 * L)) statistics_.assign(2 * L, 0.0f);
-  const int64_t period = config_->options.automaticLossScalingSettings.updatePeriod;
-  bool active = true;
-  if (period > 1) {  // PopART's counter: the histograms of the first step of every period
-    histogramCounter_ = (histogramCounter_ + 1) % (accumulationFactor_ * period);
-    active = histogramCounter_ < accumulationFactor_;
-  }
   for (int64_t r = 0; r < L; ++r) {
     uint64_t lower = 0;
     uint64_t upper = 0;
     if (active) {
-      for (const auto& id : tracked_) {
+      for (const auto& id : ids) {
         const HostTensor& g = buffer(r, id);
         uint64_t below = 0;
         for (uint16_t h : g.span<uint16_t>()) below += std::fabs(halfToFloat(h)) < binEdge_;

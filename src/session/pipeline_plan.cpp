@@ -156,6 +156,14 @@ int64_t PipelinePlan::virtualGraphs() const {
 
 void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t virtualGraphs) {
   const SessionOptions& o = config.options;
+  if (config.training && o.automaticLossScalingSettings.enabled && !o.enableGradientAccumulation) {
+    // Checked first, as PopART's automatic loss scaling transform does.
+    throw error(
+        "SessionOptions.automaticLossScalingSettings.enabled with enablePipelining and no "
+        "gradient accumulation (set enableGradientAccumulation = true): Automatic loss scaling is "
+        "not currently supported when the 'enablePipelining' SessionOption is set to 'true', but "
+        "the 'enableGradientAccumulation' SessionOption is set to 'false'");
+  }
   const bool placed = o.virtualGraphMode == VirtualGraphMode::Manual ||
                      o.virtualGraphMode == VirtualGraphMode::Auto;
   if (!placed || virtualGraphs < 2) {
@@ -185,14 +193,6 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
           "backward stages make {} (the last stage's forward and backward share one); set "
           "accumulationFactor >= {}",
           slots, o.accumulationFactor, stages, slots, slots);
-    }
-    if (o.automaticLossScalingSettings.enabled &&
-        o.automaticLossScalingSettings.method == AutomaticLossScalingMethod::Histogram) {
-      throw error(
-          "SessionOptions.automaticLossScalingSettings (Histogram method) with enablePipelining "
-          "is not supported yet (not implemented in xtrain): the histograms are taken per "
-          "micro-batch from unstashed gradients; use the GradScaler method or no automatic loss "
-          "scaling");
     }
   } else if (config.dataFlow.batchesPerStep() * o.accumulationFactor < slots) {
     throw error(

@@ -53,6 +53,10 @@ TensorInfo Session::getInfo(const TensorId& id) const {
 bool Session::hasInfo(const TensorId& id) const {
   return impl_->graph().hasTensor(id);
 }
+bool Session::isWeight(const TensorId& id) const {
+  return impl_->graph().hasTensor(id) &&
+         impl_->graph().tensor(id).kind == ir::TensorKind::Variable;
+}
 std::vector<TensorId> Session::getTensorIds() const {
   std::vector<TensorId> ids;
   for (const auto& [id, t] : impl_->graph().tensors()) ids.push_back(id);

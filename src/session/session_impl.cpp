@@ -241,9 +241,13 @@ std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
 
 
 void SessionImpl::planPipelineSchedule() {
+  // The host reads the anchors and the gradients automatic loss scaling tracks, each after the
+  // cycle whose slot writes it.
+  std::vector<TensorId> hostRead = config_.dataFlow.anchors();
+  for (const auto& id : updateControl_.trackedGradients()) hostRead.push_back(id);
   pipeline_ = planPipeline(*graph_, pipelineStages_, config_.training,
-                           graph_->tensorsOfKind(ir::TensorKind::Stream),
-                           config_.dataFlow.anchors(), optimizerGraph_.accumulationIndex);
+                           graph_->tensorsOfKind(ir::TensorKind::Stream), hostRead,
+                           optimizerGraph_.accumulationIndex);
 }
 
 void SessionImpl::removeUnusedInputs(const std::vector<TensorId>& gradientTargets) {

@@ -113,6 +113,9 @@ class SessionImpl {
   struct StepIndices {
     std::vector<int> inputs;
     std::vector<int> anchors;
+    // Per anchor: read once, after the step's last update (a weight's or optimizer state's Final
+    // anchor in training, which PopART copies to the host at the end of the step).
+    std::vector<bool> atStepEnd;
     int accumulationIndex = -1;
   };
   // Removes the model's Stream inputs that no op reads and that are neither anchored nor graph
@@ -133,7 +136,8 @@ class SessionImpl {
   void writeInputs(StepBuffers& io, const StepIndices& indices, int64_t iteration);
   void writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
-  void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration);
+  void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
+                   bool stepEnd = false);
   void readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
   void update(int64_t batch);

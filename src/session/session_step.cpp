@@ -57,7 +57,13 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   StepIndices indices;
   const LoweredGraph& lowered = runtime.lowered();
   for (const auto& id : io.inputIds()) indices.inputs.push_back(lowered.bufferIndex(id));
-  for (const auto& id : io.anchorIds()) indices.anchors.push_back(lowered.bufferIndex(id));
+  for (const auto& id : io.anchorIds()) {
+    indices.anchors.push_back(lowered.bufferIndex(id));
+    const ir::TensorKind kind = graph_->tensor(id).kind;
+    indices.atStepEnd.push_back(
+        config_.training && config_.dataFlow.art(id).id() == AnchorReturnTypeId::Final &&
+        (kind == ir::TensorKind::Variable || kind == ir::TensorKind::OptimizerState));
+  }
   if (!optimizerGraph_.accumulationIndex.empty()) {
     indices.accumulationIndex = lowered.bufferIndex(optimizerGraph_.accumulationIndex);
   }
@@ -74,6 +80,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       if (config_.training) update(b);
     }
   }
+  readAnchors(io, indices, bps * af - 1, true);
   io.finish();
   random_.advance(static_cast<uint64_t>(bps * af));
   ++stepCount_;
@@ -108,11 +115,13 @@ void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indice
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
 }
 
-void SessionImpl::readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration) {
+void SessionImpl::readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
+                              bool stepEnd) {
   const auto transferStart = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < layout_.local; ++r) {
     const auto& buffers = runtime_->buffers(r);
     for (size_t k = 0; k < indices.anchors.size(); ++k) {
+      if (indices.atStepEnd[k] != stepEnd) continue;
       const HostTensor& src = buffers[static_cast<size_t>(indices.anchors[k])];
       io.writeAnchor(k, iteration, r, src);
       profiler_.countTransfer(SessionProfiler::Transfer::Anchors, r, src.nbytes());
@@ -125,6 +134,7 @@ void SessionImpl::readPipelineAnchors(StepBuffers& io, const StepIndices& indice
                                       int64_t count, int64_t cycle) {
   const auto transferStart = std::chrono::steady_clock::now();
   for (size_t k = 0; k < indices.anchors.size(); ++k) {
+    if (indices.atStepEnd[k]) continue;
     const int64_t m = pipeline_.anchorMicroBatch(io.anchorIds()[k], cycle);
     if (m < 0 || m >= count) continue;
     for (int64_t r = 0; r < layout_.local; ++r) {
@@ -139,12 +149,27 @@ void SessionImpl::readPipelineAnchors(StepBuffers& io, const StepIndices& indice
 void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first,
                                int64_t count) {
   const bool training = config_.training;
+  // Automatic loss scaling's histograms: each tracked gradient of micro-batch m is counted after
+  // the cycle that writes it (whether m counts is decided in micro-batch order, as unpipelined).
+  const std::vector<TensorId>& tracked = updateControl_.trackedGradients();
+  std::vector<bool> histogramActive;
+  if (training && !tracked.empty()) {
+    for (int64_t m = 0; m < count; ++m) {
+      histogramActive.push_back(updateControl_.nextHistogramActive());
+    }
+  }
   for (int64_t cycle = 0; cycle < pipeline_.cycles(count); ++cycle) {
     writePipelineInputs(io, indices, first, count, cycle);
     runtime_->runPipelineCycle(cycle, count, training,
                                [&](int64_t globalReplica, int64_t microBatch) {
                                  return random_.microBatchSeed(globalReplica, first + microBatch);
                                });
+    for (size_t k = 0; k < tracked.size() && !histogramActive.empty(); ++k) {
+      const int64_t m = pipeline_.anchorMicroBatch(tracked[k], cycle);
+      if (m >= 0 && m < count) {
+        updateControl_.countGradientsOf({tracked[k]}, histogramActive[static_cast<size_t>(m)]);
+      }
+    }
     readPipelineAnchors(io, indices, first, count, cycle);
   }
   profiler_.countPipeline(count);

@@ -154,6 +154,14 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow,
             "run: the StepIO has a buffer for '{}', a model input that no op uses: ignored", id);
         continue;
       }
+      if (graph.hasTensor(id) && graph.tensor(id).kind == ir::TensorKind::Variable) {
+        // PopART streams only the host inputs and passes over other names.
+        logging::session::warn(
+            "run: the StepIO has a buffer for '{}', a weight of the model, which the host does "
+            "not feed (weightsFromHost and writeWeights set weights): ignored",
+            id);
+        continue;
+      }
       throw error("run: the StepIO has a buffer for '{}', which is not an input of the model", id);
     }
   }

@@ -66,6 +66,12 @@ class UpdateControl {
   // After each micro-batch: every local replica's counts of |g| below and at or above the bin
   // edge, added to its statistics (and to Accum___autoLossScaleStats with accumulation).
   void countGradients();
+  // Pipelined runs, where each tracked gradient of a micro-batch is ready after its own cycle:
+  // nextHistogramActive() advances the micro-batch counter (call it once per micro-batch, in
+  // order) and says whether that micro-batch's histograms count (updatePeriod); countGradientsOf
+  // adds the counts of `ids` (zero counts when !active).
+  bool nextHistogramActive();
+  void countGradientsOf(const std::vector<TensorId>& ids, bool active);
   // After each step's update: every updatePeriod steps, the statistics summed over the replicas
   // halve or double lossScaleUpdateFactor; the statistics restart.
   void updateLossScale();

@@ -33,13 +33,13 @@ TEST(Builder, IdsAreUniqueAndNamedAfterDebugNames) {
   const TensorId x1 = builder->addInputTensor("FLOAT", {2}, "x");
   const TensorId anon = builder->addInputTensor(TensorInfo("FLOAT", {2}));
   EXPECT_EQ(x, "x");
-  EXPECT_EQ(x1, "x_1");
+  EXPECT_EQ(x1, "x/1");  // PopART's Builder: a repeated input name gets /k
   EXPECT_EQ(anon, "input");
   EXPECT_EQ(onnx.add({x, x1}), "Add:0");
   EXPECT_EQ(onnx.add({x, x1}), "Add_1:0");
   EXPECT_EQ(onnx.add({x, x1}, "sum"), "sum:0");
   EXPECT_EQ(onnx.add({x, x1}, "sum"), "sum_1:0");
-  EXPECT_EQ(builder->getInputTensorIds(), (std::vector<TensorId>{"x", "x_1", "input"}));
+  EXPECT_EQ(builder->getInputTensorIds(), (std::vector<TensorId>{"x", "x/1", "input"}));
   EXPECT_TRUE(builder->hasTensor("sum_1:0"));
   EXPECT_FALSE(builder->hasTensor("sum_2:0"));
 }

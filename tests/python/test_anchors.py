@@ -206,6 +206,33 @@ class TrainingAnchorsTest(PrivatePool, unittest.TestCase):
     def test_accumulation_and_replicas(self):
         self.check(2, 2, replicas=2)
 
+    def test_final_anchor_of_a_weight_is_its_value_after_the_step(self):
+        """PopART copies FINAL anchors to the host at the end of the step, after the last update:
+        a weight's is the trained value."""
+        for bps, accumulation in ((1, 1), (2, 2)):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [self.WIDTH]), "x")
+            w0 = np.array([0.25, -0.5, 1.0], np.float32)
+            w = b.addInitializedInputTensor(w0, "w")
+            loss = b.aiGraphcore.l1loss([b.aiOnnx.add([x, w], "y")], self.LAMBDA)
+            feed = np.full([bps, accumulation, 1, self.WIDTH], 3.0, np.float32)
+            opt = popart.SGD({"defaultLearningRate": (self.LR, True),
+                              "defaultMomentum": (0.5, True)})
+            session = popart.TrainingSession(
+                fnModel=b.getModelProto(),
+                dataFlow=popart.DataFlow(bps, {w: art("FINAL", None)}),
+                loss=loss, optimizer=opt, deviceInfo=popart.DeviceManager().createCpuDevice(),
+                userOptions=options(1, accumulation))
+            session.prepareDevice()
+            session.weightsFromHost()
+            anchors = session.initAnchorArrays()
+            session.run(popart.PyStepIO({x: squeeze_prefix(feed, 3)}, anchors))
+            session.weightsToHost()
+            trained = {w: np.zeros(self.WIDTH, np.float32)}
+            session.readWeights(popart.PyWeightsIO(trained))
+            self.assertFalse(np.array_equal(trained[w], w0))
+            np.testing.assert_array_equal(anchors[w], trained[w])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -74,6 +74,40 @@ class HistogramRuleTest(unittest.TestCase):
     def test_update_period_2(self):
         self.check(2)
 
+    def test_pipelined_histograms_count_as_unpipelined(self):
+        """Pipelined over two stages, each tracked gradient of a micro-batch is counted after
+        the cycle that writes it: the scales are those of the same model unpipelined."""
+        def run(pipelined):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT16", [4]), "x")
+            w0 = b.addInitializedInputTensor(np.ones(4, np.float16), "W0")
+            w1 = b.addInitializedInputTensor(np.full(4, 2.0, np.float16), "W1")
+            with b.virtualGraph(0), b.pipelineStage(0):
+                y = b.aiOnnx.mul([x, w0])
+            with b.virtualGraph(1), b.pipelineStage(1):
+                loss = b.aiOnnx.reducesum([b.aiOnnx.mul([y, w1])], keepdims=0)
+            o = options(period=2)
+            o.virtualGraphMode = popart.VirtualGraphMode.Manual
+            o.enableGradientAccumulation = True
+            o.accumulationFactor = 3
+            o.enablePipelining = pipelined
+            s = popart.TrainingSession(
+                fnModel=b.getModelProto(), loss=loss,
+                deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}),
+                optimizer=popart.SGD({"lossScaling": (3.0, False),
+                                      "defaultLearningRate": (0.0, False)}),
+                dataFlow=popart.DataFlow(6, ["finalLossScale"]), userOptions=o)
+            s.prepareDevice()
+            s.weightsFromHost()
+            rng = np.random.default_rng(7)
+            xs = np.where(rng.random([6 * 3, 4]) < 0.3, 8192.0, 1.0).astype(np.float16)
+            anchors = s.initAnchorArrays()
+            s.run(popart.PyStepIO({x: xs.reshape(6, 3, 4)}, anchors))
+            return anchors["finalLossScale"].flatten()
+        unpipelined = run(False)
+        self.assertGreater(len(set(unpipelined.tolist())), 1)  # the scale moves
+        np.testing.assert_array_equal(run(True), unpipelined)
+
     def test_gradscaler_is_an_explicit_choice(self):
         proto, x, loss = build()
         o = options()
@@ -105,6 +139,20 @@ class ErrorsTest(unittest.TestCase):
             "No tracked gradient tensors of type fp16 were found."))
         self.assertTrue(self.error(lambda: session(proto, loss, options(threshold=1.1), 1))
                         .startswith("Out of range value for 'thresholdUpperCountProportion'."))
+        # Pipelining without gradient accumulation is named before the pipeline's own checks
+        # (here: one virtual graph only).
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT16", [4]), "x")
+        w = b.addInitializedInputTensor(np.ones(4, np.float16), "W")
+        with b.virtualGraph(0):
+            loss = b.aiOnnx.reducesum([b.aiOnnx.mul([x, w])], keepdims=0)
+        opts = options()
+        opts.enablePipelining = True
+        opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+        self.assertTrue(self.error(lambda: session(b.getModelProto(), loss, opts, 1)).endswith(
+            "Automatic loss scaling is not currently supported when the 'enablePipelining' "
+            "SessionOption is set to 'true', but the 'enableGradientAccumulation' SessionOption "
+            "is set to 'false'"))
 
 
 if __name__ == "__main__":

@@ -111,5 +111,26 @@ class GraphTransformerTest(unittest.TestCase):
             self.assertEqual(os.path.getsize(path), 16)
 
 
+@unittest.skipIf(onnx is None, "python3-onnx is not installed")
+class PackedFloat16Test(unittest.TestCase):
+    """PopART writes FLOAT16 initializers two values to an int32_data entry (onnx.proto asks for
+    one per entry): a model saved so runs with its values; onnx's layout still reads."""
+
+    def test_both_layouts_of_float16_int32_data(self):
+        values = np.array([1.5, -2.0, 0.25], np.float16)
+        bits = values.view(np.uint16)
+        packed = np.concatenate([values, np.zeros(1, np.float16)]).view(np.int32)
+        for name, data in (("packed", packed.tolist()), ("onnx", bits.astype(np.int32).tolist())):
+            with self.subTest(layout=name):
+                w = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT16, dims=[3])
+                w.int32_data.extend(data)
+                m = model([helper.make_node("Add", ["x", "w"], ["y"])],
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [3])], [w])
+                out = GraphTransformerTest.run_inference(self, m.SerializeToString(),
+                                                         {"x": np.ones(3, np.float16)}, "y")
+                np.testing.assert_array_equal(out, values + np.float16(1))
+
+
 if __name__ == "__main__":
     unittest.main()

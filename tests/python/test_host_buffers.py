@@ -231,6 +231,23 @@ class UnusedInputsTest(PrivatePool, unittest.TestCase):
             session.run(popart.PyStepIO({x: np.zeros([3], np.float32),
                                          "nothing": np.zeros([3], np.float32)}, anchors))
 
+    def test_buffer_for_a_weight_is_ignored(self):
+        """PopART streams only the host inputs: a weight's buffer among them is passed over (with
+        a warning), whatever its type and shape; the weight keeps its value."""
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+        w = b.addInitializedInputTensor(np.array([1.0, 2.0], np.float32), "w")
+        y = b.aiOnnx.add([x, w])
+        opts = popart.SessionOptions()
+        opts.constantWeights = False
+        session = popart.InferenceSession(
+            fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, [y]),
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({}), userOptions=opts)
+        session.prepareDevice()
+        anchors = session.initAnchorArrays()
+        session.run(popart.PyStepIO({x: np.zeros(2, np.float32), w: np.zeros(3)}, anchors))
+        np.testing.assert_array_equal(anchors[y], [1.0, 2.0])
+
     def test_anchored_input_is_kept(self):
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
@@ -279,6 +296,23 @@ class Int64InputsTest(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(popart.popart_exception, "'x'.*int32"):
             session.run(popart.PyStepIO({x: np.array([1.0, 2.0], np.float32)},
                                         session.initAnchorArrays()))
+
+    def test_synthetic_data_reads_no_input_buffer(self):
+        """With synthetic data no input buffer is read, so its type is not looked at (PopART
+        streams nothing from the host); the input holds the synthetic values."""
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("INT8", [3]), "x")
+        y = b.aiOnnx.identity([x], "y")
+        opts = popart.SessionOptions()
+        opts.syntheticDataMode = popart.SyntheticDataMode.Zeros
+        session = popart.InferenceSession(
+            fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, [y]), userOptions=opts,
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({}))
+        session.prepareDevice()
+        anchors = session.initAnchorArrays()
+        anchors[y][:] = 9
+        session.run(popart.PyStepIO({x: np.ones([3])}, anchors))
+        np.testing.assert_array_equal(anchors[y], [0, 0, 0])
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 ClipNormSettings, and errors that name the culprit."""
 import unittest
 
+import numpy as np
+
 import xtrain as popart
 
 F32 = 1e-6  # hyperparameters are float32
@@ -184,14 +186,11 @@ class SGDTest(unittest.TestCase):
         self.assertEqual(opt.getClipNormSettings(), [clip])
         opt = popart.SGD(pyd={}, accumType="UNDEFINED", accl1Type=None)
         self.assertIsInstance(opt, popart.SGD)
-        with self.assertRaisesRegex(ValueError, "accumType"):
-            popart.SGD({}, accumType="FLOAT16")
+        popart.SGD({}, accumType="FLOAT16", accl1Type=popart.DataType.FLOAT)
         with self.assertRaisesRegex(ValueError, "accumType=.*'FLOT'"):
             popart.SGD({}, accumType="FLOT")
-        if hasattr(popart, "DataType"):
-            popart.SGD({}, accumType=popart.DataType.UNDEFINED)
-            with self.assertRaisesRegex(ValueError, "accumType"):
-                popart.SGD({}, accumType=popart.DataType.FLOAT16)
+        with self.assertRaisesRegex(popart.popart_exception, "accl1Type is INT32"):
+            popart.SGD({}, accl1Type=popart.DataType.INT32)
 
     def test_const_sgd(self):
         clip = popart.ClipNormSettings.clipWeights(["w0", "w1"], 2.0)
@@ -206,6 +205,69 @@ class SGDTest(unittest.TestCase):
         self.check(popart.ConstSGD(learning_rate=0.5), "weightDecays", (0.0, True))
         with self.assertRaisesRegex(TypeError, "learning_rate"):
             popart.ConstSGD("0.1")
+
+
+class SgdStateTypesTest(unittest.TestCase):
+    """SGD's accumType and accl1Type are the storage types of its state (PopART's sgd.cpp):
+    Separate keeps the accumulator Accum___<w> (accumType) and the velocity Accl1___<w>
+    (accl1Type), each rounded when stored, the weight moving by the stored velocity; Combined keeps
+    Accl___<w> in the weight's type whatever the types given."""
+
+    X = np.array([[1000.3, 3.1, 0.3, 2.0], [0.0007, 0.2, 7.7, 2.0]], np.float32)
+
+    def train(self, opt, steps=3):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [4]), "x")
+        w = b.addInitializedInputTensor(np.full(4, 5.0, np.float32), "w")
+        loss = b.aiGraphcore.l1loss([b.aiOnnx.mul([w, x])], 1.0,
+                                    reduction=popart.ReductionType.Sum)
+        opts = popart.SessionOptions()
+        opts.enableGradientAccumulation = True
+        opts.accumulationFactor = 2
+        s = popart.TrainingSession(b.getModelProto(), popart.DataFlow(1, {}), loss, opt,
+                                   popart.DeviceManager().createCpuDevice(), userOptions=opts)
+        s.prepareDevice()
+        s.weightsFromHost()
+        for _ in range(steps):
+            s.run(popart.PyStepIO({x: self.X}, {}))
+        s.weightsToHost()
+        return s
+
+    @staticmethod
+    def sgd(mode, accum, accl1):
+        return popart.SGD({"defaultLearningRate": (0.1, True), "defaultMomentum": (0.9, True)},
+                          accumulatorAndMomentum=mode, accumType=accum, accl1Type=accl1)
+
+    def test_separate_float16_state_of_a_float_weight(self):
+        f16, f32 = np.float16, np.float32
+        s = self.train(self.sgd(popart.SGDAccumulatorAndMomentum.Separate, "FLOAT16", "FLOAT16"))
+        got = {"w": np.zeros(4, f32), "Accl1___w": np.zeros(4, f16)}
+        s.readWeights(popart.PyWeightsIO(got))
+        w, v = np.full(4, 5.0, f32), np.zeros(4, f16)
+        for _ in range(3):
+            g = np.sign(w * self.X) * self.X  # the L1 loss's gradient of each micro-batch
+            acc = g[0].astype(f16)  # the accumulator holds each sum rounded
+            acc = (acc.astype(f32) + g[1]).astype(f16)
+            v = (f32(0.9) * v.astype(f32) + acc.astype(f32)).astype(f16)
+            w = w - f32(0.1) * v.astype(f32)
+        np.testing.assert_array_equal(got["Accl1___w"], v)
+        np.testing.assert_array_equal(got["w"], w)
+        # FLOAT state gives other numbers: the types are honoured.
+        s32 = self.train(self.sgd(popart.SGDAccumulatorAndMomentum.Separate, "FLOAT", "FLOAT"))
+        w32 = {"w": np.zeros(4, f32)}
+        s32.readWeights(popart.PyWeightsIO(w32))
+        self.assertFalse(np.array_equal(w32["w"], w))
+
+    def test_combined_keeps_the_weight_type(self):
+        s = self.train(self.sgd(popart.SGDAccumulatorAndMomentum.Combined, "FLOAT16", "FLOAT16"),
+                       steps=1)
+        got = {"Accl___w": np.zeros(4, np.float32)}
+        s.readWeights(popart.PyWeightsIO(got))
+        self.assertEqual(got["Accl___w"].dtype, np.float32)
+        self.assertTrue(np.all(got["Accl___w"] != 0))
+        with self.assertRaisesRegex(popart.popart_exception, "state layout is fixed"):
+            s.updateOptimizerFromHost(
+                self.sgd(popart.SGDAccumulatorAndMomentum.Separate, "FLOAT16", "FLOAT16"))
 
 
 class NesterovPerWeightTrainingTest(unittest.TestCase):

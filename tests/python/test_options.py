@@ -128,6 +128,18 @@ class SessionOptionsTest(unittest.TestCase):
         opts.enableGradientAccumulation = True
         self.assertEqual(opts.getAccumulationFactor(), 4)
 
+    def test_deprecated_buffering_aliases_set_the_options_they_name(self):
+        # PopART maps its deprecated prefetch names onto the options that replaced them.
+        opts = popart.SessionOptions()
+        opts.defaultPrefetchBufferingDepth = 7
+        self.assertEqual(opts.defaultBufferingDepth, 7)
+        self.assertEqual(opts.defaultPrefetchBufferingDepth, 7)
+        opts.prefetchBufferingDepthMap = {"t": 3}
+        self.assertEqual(opts.bufferingDepthMap, {"t": 3})
+        with self.assertRaises(TypeError):
+            opts.defaultPrefetchBufferingDepth = "deep"
+        self.assertEqual(opts.defaultBufferingDepth, 7)
+
     def test_unknown_attribute_raises_attribute_error(self):
         opts = popart.SessionOptions()
         for name in ("enableReplicatedGraph", "mergeVarUpdates", "engineOption"):

@@ -429,11 +429,15 @@ TEST(PipelineErrors, OptionsThatCannotPipeline) {
                                      "VirtualGraphMode::Off (currently Off)"),
             std::string::npos);
   o = optionsOf(PipelineRun{1, 4, 2});
+  o.enableGradientAccumulation = false;
+  o.accumulationFactor = 1;
   o.automaticLossScalingSettings.enabled = true;
-  o.automaticLossScalingSettings.method = AutomaticLossScalingMethod::Histogram;
-  EXPECT_NE(errorCreating(m, o).find("automaticLossScalingSettings (Histogram method) with "
-                                     "enablePipelining is not supported yet"),
-            std::string::npos);
+  const std::string als = errorCreating(m, o);
+  EXPECT_NE(als.find("Automatic loss scaling is not currently supported when the "
+                     "'enablePipelining' SessionOption is set to 'true', but the "
+                     "'enableGradientAccumulation' SessionOption is set to 'false'"),
+            std::string::npos)
+      << als;
   o = optionsOf(PipelineRun{1, 4, 2});
   o.enablePipelining = false;
   o.autoRecomputation = RecomputationType::Pipeline;

@@ -16,6 +16,11 @@ XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::
   const bool nesterov = spec.attrs.getInt("nesterov", 0) != 0;
   const bool zeroGrad = spec.attrs.getInt("zeroGrad", 0) != 0;
   const bool hasVelocity = spec.hasInput(3);
+  // A FLOAT16 velocity (accl1Type) is stored rounded, and the weight moves by the stored value, as
+  // where the velocity's update and the weight's are separate steps. With stochastic rounding the
+  // store rounds (stochastically) after the kernel, and the step uses the float value.
+  const bool roundVelocity = hasVelocity && spec.attrs.getInt("halfVelocity", 0) != 0 &&
+                             spec.attrs.getInt("stochasticRounding", 0) == 0;
   return makeKernel([=](const KernelIO& io) {
     float* w = io.in(0).data<float>();
     float* g = io.in(1).data<float>();
@@ -32,7 +37,8 @@ XT_REGISTER_KERNEL("ai.xtrain", "SGDUpdate", [](const KernelSpec& spec) -> std::
         const float step = lr / vs;
         for (int64_t i = begin; i < end; ++i) {
           const float gi = g[i] * gs + wd * w[i];
-          const float vi = mm * v[i] + gain * gi;
+          float vi = mm * v[i] + gain * gi;
+          if (roundVelocity) vi = halfToFloat(floatToHalf(vi));
           v[i] = vi;
           w[i] -= nesterov ? step * (vs * gi + mm * vi) : step * vi;
         }

@@ -122,9 +122,11 @@ std::string BuilderImpl::scopePrefix() const {
   return p;
 }
 
+// The k-th repeat of an input's name is name/k, as PopART's Builder names them ("input/1",
+// "init_input/1"), which programs pass back by name (toTrackTensors, anchors of gradients).
 TensorId BuilderImpl::uniqueTensorId(const std::string& base) {
   for (int k = 0;; ++k) {
-    std::string id = k == 0 ? base : base + "_" + std::to_string(k);
+    std::string id = k == 0 ? base : base + "/" + std::to_string(k);
     if (!idTaken(id)) return id;
   }
 }

@@ -265,6 +265,14 @@ HostTensor externalTensor(const onnx::TensorProto& t, const std::string& what) {
   return value;
 }
 
+// True when a FLOAT16 or BFLOAT16 tensor's int32_data holds its values packed two to an entry
+// (PopART's layout): ceil(n/2) entries for n > 1 elements (one per element is onnx.proto's).
+bool packedHalves(const onnx::TensorProto& t, const TensorInfo& info) {
+  if (info.dataType() != DataType::FLOAT16 && info.dataType() != DataType::BFLOAT16) return false;
+  const auto n = static_cast<size_t>(info.nelms());
+  return n > 1 && static_cast<size_t>(t.int32_data_size()) == (n + 1) / 2;
+}
+
 }  // namespace
 
 HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
@@ -294,6 +302,12 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what) 
       throw error("{} ({}) has {} bytes of raw_data, expected {}", what, info.toString(),
                   t.raw_data().size(), info.nbytes());
     }
+  } else if (field && packedHalves(t, info)) {
+    // PopART's Builder and modelToHost write FLOAT16 values two to an int32_data entry (their
+    // bytes in order), not one per entry as onnx.proto asks: such a model is read as written.
+    HostTensor value(info);
+    if (value.nbytes() != 0) std::memcpy(value.raw(), t.int32_data().data(), value.nbytes());
+    return value;
   } else if (field) {
     checkCount(field->count, field->perElement, field->name);
   } else {

@@ -66,8 +66,9 @@ void requireDecayMode(const ShapeContext& ctx) {
 // grad · gradScale · clipFactor; attribute zeroGrad (0/1) clears grad after use (for accumulators).
 // The rules are in include/xtrain/optimizer.hpp and docs/optimizers.md.
 
-// SGDUpdate(weight, grad, hyper[7] = {gradScale, clip, lr, wd, mm, dm, vs}, [velocity]); attribute
-// nesterov (0/1). Modifies weight, velocity and (zeroGrad) grad.
+// SGDUpdate(weight, grad, hyper[7] = {gradScale, clip, lr, wd, mm, dm, vs}, [velocity]); attributes
+// nesterov (0/1) and halfVelocity (0/1: the velocity is stored as FLOAT16, and the weight moves by
+// the rounded value). Modifies weight, velocity and (zeroGrad) grad.
 XT_REGISTER_OP(inPlaceOp("SGDUpdate", 3, 4, {0, 1, 3}, [](const ShapeContext& ctx) {
   requireSameShape(ctx, 0, 1);
   if (ctx.hasInput(3)) requireSameShape(ctx, 0, 3);

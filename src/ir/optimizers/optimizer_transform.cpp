@@ -159,6 +159,10 @@ void addUpdate(Graph& graph, WeightUpdate& u, const TensorInfo& info, const Upda
   }
   upd.numOutputs = 0;
   upd.attrs = updateAttrsOf(optimizer, rule, weight);
+  if (rule.opType == "SGDUpdate" && !u.state.empty() &&
+      graph.tensor(u.state.front().id).info.dataType() == DataType::FLOAT16) {
+    upd.attrs.set("halfVelocity", int64_t{1});
+  }
   // A sharded update reads a shard of the accumulator: the session zeroes the accumulator itself.
   const bool accumulate = options.accumulationFactor > 1;
   upd.attrs.set("zeroGrad",

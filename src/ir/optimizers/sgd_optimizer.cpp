@@ -43,6 +43,26 @@ SGD::SGD(const std::map<std::string, std::pair<float, bool>>& params,
   validate();
 }
 
+SGD::SGD(const std::map<std::string, std::pair<float, bool>>& params,
+         const std::vector<ClipNormSettings>& clipNormSettings, SGDAccumulatorAndMomentum accMm,
+         DataType accumType, DataType accl1Type)
+    : SGD(params, clipNormSettings) {
+  if (accMm != SGDAccumulatorAndMomentum::Combined && accMm != SGDAccumulatorAndMomentum::Separate) {
+    throw error("SGD: accumulatorAndMomentum {} is neither Combined (0) nor Separate (1)",
+                static_cast<int>(accMm));
+  }
+  auto checkType = [](DataType t, const char* argument) {
+    if (t != DataType::UNDEFINED && t != DataType::FLOAT && t != DataType::FLOAT16) {
+      throw error("SGD: {} is {}; expected FLOAT, FLOAT16 or UNDEFINED (the weight's type)",
+                  argument, dataTypeName(t));
+    }
+    return t;
+  };
+  accMm_ = accMm;
+  accumType_ = checkType(accumType, "accumType");
+  accl1Type_ = checkType(accl1Type, "accl1Type");
+}
+
 void SGD::apply(Values& v, const std::string& key, std::pair<float, bool> value) {
   const OptimizerValue ov(value);
   if (key == "learningRate")

@@ -28,8 +28,17 @@ UpdateRule updateRuleOf(const Optimizer& optimizer) {
     case OptimizerType::SGD: {
       const auto& sgd = static_cast<const SGD&>(optimizer);
       r.opType = "SGDUpdate";
+      // PopART's layouts (sgd.cpp): without velocity the accumulator has accumType; Combined
+      // keeps everything in the weight's type (its one Accl___ tensor); Separate has accumType and
+      // the velocity Accl1___ of accl1Type.
+      const bool separate = sgd.getSGDAccumulatorAndMomentum() == SGDAccumulatorAndMomentum::Separate;
+      if (!sgd.requiresVelocity() || separate) r.accumType = sgd.getSGDAccumType();
       if (sgd.requiresVelocity()) {
-        r.slots.push_back({"velocity", "Accl", true});
+        if (separate) {
+          r.slots.push_back({"velocity", "Accl1", true, sgd.getSGD2Accl1Type()});
+        } else {
+          r.slots.push_back({"velocity", "Accl", true});
+        }
         r.inputSlots.push_back(3);
       }
       return r;
@@ -182,6 +191,15 @@ void checkRuleReplacement(const Optimizer& current, const Optimizer& next,
   }
   const UpdateRule a = updateRuleOf(current);
   const UpdateRule b = updateRuleOf(next);
+  for (size_t k = 0; k < a.slots.size() && k < b.slots.size(); ++k) {
+    if (a.slots[k].prefix != b.slots[k].prefix) {
+      throw error(
+          "updateOptimizerFromHost: the state layout is fixed when the session is built (the "
+          "session keeps {}___<weight>, the new optimizer {}___<weight>: "
+          "SGDAccumulatorAndMomentum differs)",
+          a.slots[k].prefix, b.slots[k].prefix);
+    }
+  }
   bool sameTypes = a.accumType == b.accumType && a.slots.size() == b.slots.size();
   for (size_t k = 0; sameTypes && k < a.slots.size(); ++k)
     sameTypes = a.slots[k].type == b.slots[k].type;
