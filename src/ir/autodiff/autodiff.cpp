@@ -31,10 +31,16 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
                                       const std::vector<TensorId>& wrt,
                                       const AutodiffOptions& options) {
   const Tensor& lossTensor = graph.tensor(loss);
-  if (!isFloatingPoint(lossTensor.info.dataType())) {
-    throw error("the loss '{}' has type {}; a loss must be floating point", loss,
+  // An INT32 loss (PopART allows one) makes INT32 tensors carry gradients as well: an integer graph
+  // such as ReduceMedian of INT32 data differentiates exactly, its gradients INT32.
+  const bool intLoss = lossTensor.info.dataType() == DataType::INT32;
+  if (!isFloatingPoint(lossTensor.info.dataType()) && !intLoss) {
+    throw error("the loss '{}' has type {}; a loss must be floating point or INT32", loss,
                 lossTensor.info.toString());
   }
+  auto differentiable = [intLoss](DataType t) {
+    return isFloatingPoint(t) || (intLoss && t == DataType::INT32);
+  };
 
   std::vector<OpId> forward;
   for (OpId id : graph.schedule()) {
@@ -49,7 +55,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
     for (const auto& in : op.inputs) any = any || (!in.empty() && fromWrt.count(in));
     if (!any) continue;
     for (const auto& out : op.outputs) {
-      if (!out.empty() && isFloatingPoint(graph.tensor(out).info.dataType())) fromWrt.insert(out);
+      if (!out.empty() && differentiable(graph.tensor(out).info.dataType())) fromWrt.insert(out);
     }
   }
   // ...and that the loss depends on (backward reachability).
@@ -65,7 +71,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
   }
   auto needs = [&](const TensorId& t) {
     return !t.empty() && fromWrt.count(t) && toLoss.count(t) &&
-           isFloatingPoint(graph.tensor(t).info.dataType());
+           differentiable(graph.tensor(t).info.dataType());
   };
 
   std::map<TensorId, std::vector<TensorId>> contributions;
