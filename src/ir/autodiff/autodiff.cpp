@@ -1,5 +1,6 @@
 #include "ir/autodiff/autodiff.hpp"
 
+#include <functional>
 #include <set>
 
 #include "common/check.hpp"
@@ -25,22 +26,25 @@ TensorId sumContributions(Graph& graph, const TensorId& of, const std::vector<Te
   return sum;
 }
 
+// The element types that carry gradients: floating point, and INT32 when the loss is INT32 (PopART
+// allows one: an integer graph such as ReduceMedian of INT32 data differentiates exactly, its
+// gradients INT32). Throws when the loss is of neither kind.
+std::function<bool(DataType)> gradientTypes(const TensorId& loss, const TensorInfo& info) {
+  const bool intLoss = info.dataType() == DataType::INT32;
+  if (!isFloatingPoint(info.dataType()) && !intLoss) {
+    throw error("the loss '{}' has type {}; a loss must be floating point or INT32", loss,
+                info.toString());
+  }
+  return [intLoss](DataType t) { return isFloatingPoint(t) || (intLoss && t == DataType::INT32); };
+}
+
 }  // namespace
 
 std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
                                       const std::vector<TensorId>& wrt,
                                       const AutodiffOptions& options) {
   const Tensor& lossTensor = graph.tensor(loss);
-  // An INT32 loss (PopART allows one) makes INT32 tensors carry gradients as well: an integer graph
-  // such as ReduceMedian of INT32 data differentiates exactly, its gradients INT32.
-  const bool intLoss = lossTensor.info.dataType() == DataType::INT32;
-  if (!isFloatingPoint(lossTensor.info.dataType()) && !intLoss) {
-    throw error("the loss '{}' has type {}; a loss must be floating point or INT32", loss,
-                lossTensor.info.toString());
-  }
-  auto differentiable = [intLoss](DataType t) {
-    return isFloatingPoint(t) || (intLoss && t == DataType::INT32);
-  };
+  const auto differentiable = gradientTypes(loss, lossTensor.info);
 
   std::vector<OpId> forward;
   for (OpId id : graph.schedule()) {
