@@ -87,16 +87,16 @@ TEST(IsNaNIsInf, ClassifyEveryKindOfValueInFloatAndFloat16) {
     const char* type;
     int64_t neg, pos;
   };
-  for (const Case& c : {Case{"IsNaN", 1, 1}, Case{"IsInf", 1, 1}, Case{"IsInf", 0, 1},
-                        Case{"IsInf", 1, 0}}) {
+  for (const Case& c :
+       {Case{"IsNaN", 1, 1}, Case{"IsInf", 1, 1}, Case{"IsInf", 0, 1}, Case{"IsInf", 1, 0}}) {
     for (DataType t : {DataType::FLOAT, DataType::FLOAT16}) {
       Attributes a;
       if (std::string(c.type) == "IsInf") {
         a.set("detect_negative", c.neg);
         a.set("detect_positive", c.pos);
       }
-      const auto out = runForward(
-          [&](ir::Graph& g, auto in) { return addOp(g, c.type, in, a); }, {x.castTo(t)});
+      const auto out =
+          runForward([&](ir::Graph& g, auto in) { return addOp(g, c.type, in, a); }, {x.castTo(t)});
       ASSERT_EQ(out[0].dataType(), DataType::BOOL);
       ASSERT_EQ(out[0].shape(), x.shape());
       for (size_t i = 0; i < v.size(); ++i) {
@@ -133,8 +133,7 @@ TEST(GlobalMaxPool, MatchesPlaneMaximaAndGradients) {
     }
     EXPECT_TRUE(allClose(out[0], want, 0, 0)) << shapeToString(s);
     // Distinct values: the maximum is differentiable.
-    expectGradientsMatch([](ir::Graph& g, auto in) { return addOp(g, "GlobalMaxPool", in); },
-                         {x});
+    expectGradientsMatch([](ir::Graph& g, auto in) { return addOp(g, "GlobalMaxPool", in); }, {x});
   }
   HostTensor nan = randomTensor({1, 1, 2, 2}, 34);
   nan.span<float>()[2] = kNaN;
@@ -151,8 +150,8 @@ TEST(GlobalMaxPool, MatchesPlaneMaximaAndGradients) {
 
 TEST(GraphcoreReshape, IsOnnxReshapeWithTheShapeAnAttribute) {
   const auto x = randomTensor({2, 4, 3}, 36);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 6}, std::vector<int64_t>{-1, 6},
-                                            std::vector<int64_t>{-1, 0}}) {
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{4, 6}, std::vector<int64_t>{-1, 6}, std::vector<int64_t>{-1, 0}}) {
     const auto out = runForward(
         [&](ir::Graph& g, auto in) {
           return addOp(g, "Reshape", in, attrs({{"shape", shape}}), 1, ir::kGraphcoreDomain, 1);
@@ -169,11 +168,9 @@ TEST(GraphcoreReshape, IsOnnxReshapeWithTheShapeAnAttribute) {
   }
   expectError(
       [&] {
-        runForward(
-            [](ir::Graph& g, auto in) {
-              return addOp(g, "Reshape", in, {}, 1, ir::kGraphcoreDomain, 1);
-            },
-            {x});
+        runForward([](ir::Graph& g,
+                      auto in) { return addOp(g, "Reshape", in, {}, 1, ir::kGraphcoreDomain, 1); },
+                   {x});
       },
       {"Reshape", "shape"});
 }
@@ -225,6 +222,38 @@ TEST(GraphcoreBatchNorm, IsOnnxBatchNorm9WithTheUnbiasedRunningVariance) {
     const double want = 0.8 * var.getAsDouble(c) + 0.2 * s2 / 15;
     EXPECT_NEAR(out[2].getAsDouble(c), want, 1e-5) << "channel " << c;
   }
+}
+
+TEST(BatchNormMixedTypes, Float16XWithFloatStatistics) {
+  // PopART allows FLOAT statistics (here the variance) for FLOAT16 activations; the statistics
+  // outputs take their inputs' types, and the values are those of an all-FLOAT op, rounded.
+  const auto x = randomTensor({2, 3, 2, 2}, 42);
+  const auto scale = randomTensor({3}, 43, 0.5f, 1.5f);
+  const auto bias = randomTensor({3}, 44);
+  const auto mean = randomTensor({3}, 45);
+  const auto var = randomTensor({3}, 46, 0.5f, 1.5f);
+  auto half = [](const HostTensor& t) {
+    return t.castTo(DataType::FLOAT16).castTo(DataType::FLOAT);
+  };
+  const Attributes a = attrs({{"epsilon", 1e-3f}, {"momentum", 0.8f}});
+  auto build = [&](ir::Graph& g, auto ins) {
+    return addOp(g, "BatchNormalization", ins, a, 3, ir::kOnnxDomain, 9);
+  };
+  const auto got =
+      runForward(build, {x.castTo(DataType::FLOAT16), scale.castTo(DataType::FLOAT16),
+                         bias.castTo(DataType::FLOAT16), mean.castTo(DataType::FLOAT16), var});
+  const auto want = runForward(build, {half(x), half(scale), half(bias), half(mean), var});
+  EXPECT_EQ(got[0].dataType(), DataType::FLOAT16);
+  EXPECT_EQ(got[1].dataType(), DataType::FLOAT16);
+  EXPECT_EQ(got[2].dataType(), DataType::FLOAT);
+  EXPECT_TRUE(allClose(got[0].castTo(DataType::FLOAT),
+                       want[0].castTo(DataType::FLOAT16).castTo(DataType::FLOAT), 0, 0));
+  EXPECT_TRUE(allClose(got[2], want[2], 1e-6, 1e-6));
+  expectError(
+      [&] {
+        runForward(build, {x, scale, bias, mean, var.castTo(DataType::FLOAT16)});
+      },
+      {"BatchNormalization", "input_var is FLOAT16[3]"});
 }
 
 }  // namespace

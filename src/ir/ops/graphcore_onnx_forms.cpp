@@ -24,7 +24,7 @@ const OpDef& onnxDef(const std::string& type) {
 OpDef onnxForm(OpDef d, int opset, void (*adapt)(Op&)) {
   const std::string type = d.type;
   d.domain = kGraphcoreDomain;
-  d.rewrittenTo = type;
+  d.rewrittenTo = std::string(kOnnxDomain) + "::" + type;  // another domain: "domain::type"
   d.canonicalize = [type, opset, adapt](Op& op, const Graph& graph) {
     adapt(op);
     op.domain = kOnnxDomain;
@@ -34,6 +34,9 @@ OpDef onnxForm(OpDef d, int opset, void (*adapt)(Op&)) {
     if (def.canonicalize) def.canonicalize(op, graph);
   };
   d.infer = [type](const ShapeContext& ctx) { return onnxDef(type).infer(ctx); };
+  // Never called (the canonical op is the ai.onnx one, whose gradient autodiff finds); set so that
+  // the op lists show that the op has a gradient.
+  d.grad = [type](GradContext& g) { onnxDef(type).grad(g); };
   return d;
 }
 
