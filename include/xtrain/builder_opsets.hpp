@@ -158,6 +158,7 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                        const std::string& debugContext = {});
   TensorId globalaveragepool(const std::vector<TensorId>& args,
                              const std::string& debugContext = {});
+  TensorId globalmaxpool(const std::vector<TensorId>& args, const std::string& debugContext = {});
   // Opset 11: ratio is an attribute; from 12 a constant input.
   std::vector<TensorId> dropout(const std::vector<TensorId>& args, unsigned num_outputs = 1,
                                 float ratio = 0.5f, const std::string& debugContext = {});
@@ -212,6 +213,11 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                         const std::string& mode = "DCR", const std::string& debugContext = {});
   TensorId spacetodepth(const std::vector<TensorId>& args, int64_t blocksize,
                         const std::string& debugContext = {});
+  // BOOL outputs: where x is NaN (ai.onnx opset 9+); where x is -inf / +inf (opset 10+; each sign
+  // detected when its flag is 1).
+  TensorId isnan(const std::vector<TensorId>& args, const std::string& debugContext = {});
+  TensorId isinf(const std::vector<TensorId>& args, int64_t detect_negative = 1,
+                 int64_t detect_positive = 1, const std::string& debugContext = {});
   // args = {input[, min[, max]]} (scalar tensors; absent or "": no bound).
   TensorId clip(const std::vector<TensorId>& args, const std::string& debugContext = {});
   // Elementwise binary (numpy broadcasting); max and min take one or more inputs.
@@ -230,7 +236,7 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
   // args = {condition, X, Y}.
   TensorId where(const std::vector<TensorId>& args, const std::string& debugContext = {});
 
-  // Indices and reductions. argmax/argmin output INT64.
+  // Indices and reductions. argmax/argmin output INT32, as PopART's (ONNX: INT64).
   TensorId argmax(const std::vector<TensorId>& args, int64_t axis = 0, int64_t keepdims = 1,
                   const std::string& debugContext = {});
   TensorId argmin(const std::vector<TensorId>& args, int64_t axis = 0, int64_t keepdims = 1,
@@ -245,6 +251,9 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
   TensorId reducel2(const std::vector<TensorId>& args,
                     std::optional<std::vector<int64_t>> axes = std::nullopt, int64_t keepdims = 1,
                     const std::string& debugContext = {});
+  TensorId reducelogsum(const std::vector<TensorId>& args,
+                        std::optional<std::vector<int64_t>> axes = std::nullopt,
+                        int64_t keepdims = 1, const std::string& debugContext = {});
   TensorId reducelogsumexp(const std::vector<TensorId>& args,
                            std::optional<std::vector<int64_t>> axes = std::nullopt,
                            int64_t keepdims = 1, const std::string& debugContext = {});
@@ -607,6 +616,21 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
   TensorId slice(const std::vector<TensorId>& args, const std::vector<int64_t>& ends,
                  const std::vector<int64_t>& starts, const std::vector<int64_t>& axes = {},
                  const std::string& debugContext = {});
+  // ONNX's BatchNormalization-9 (args = {X, scale, B, mean, var}; num_outputs 1 for inference, up
+  // to 5 in training) whose running variance is the unbiased (N - 1, PyTorch's) estimate.
+  std::vector<TensorId> batchnormalization(const std::vector<TensorId>& args, unsigned num_outputs,
+                                           float epsilon = 1e-5f, float momentum = 0.9f,
+                                           const std::string& debugContext = {});
+  // PopART's LSTM: args = {X [S, B, I], Weights [4, I + H, H], Bias [4, H]?, InitialState
+  // [2, B, H]?, SeqLengths [B]?} (gates forget, input, cell, output; see
+  // src/ir/onnx/import_expansions.cpp); returns {Output ([S, B, H], or [B, H] when
+  // outputFullSequence is 0), CellState [B, H]}.
+  std::vector<TensorId> lstm(const std::vector<TensorId>& args, int64_t outputFullSequence = 1,
+                             const std::string& debugContext = {});
+  // arg reshaped to `shape` (an attribute, unlike ai.onnx Reshape's input; 0 copies arg's
+  // dimension, one -1 is inferred).
+  TensorId reshape(const TensorId& arg, const std::vector<int64_t>& shape,
+                   const std::string& debugContext = {});
   // Every strides[i]-th element along axis i (one positive stride per axis).
   TensorId subsample(const std::vector<TensorId>& args, const std::vector<int64_t>& strides,
                      const std::string& debugContext = {});

@@ -47,6 +47,7 @@ void bindAiOnnx11(py::module_& m) {
   XTRAIN_UNARY(matmul);
   XTRAIN_UNARY(reshape);
   XTRAIN_UNARY(globalaveragepool);
+  XTRAIN_UNARY(globalmaxpool);
 #undef XTRAIN_UNARY
   c.def(
       "cast",

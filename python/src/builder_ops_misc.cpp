@@ -29,6 +29,11 @@ void bindAiGraphcoreMisc(py::class_<AiGraphcoreOpset1>& c) {
   // axes has no default in PopART's Python binding.
   c.def("slice", &G::slice, py::arg("args"), py::arg("ends"), py::arg("starts"), py::arg("axes"),
         py::arg("debugContext") = "");
+  c.def("batchnormalization", &G::batchnormalization, py::arg("args"), py::arg("num_outputs"),
+        py::arg("epsilon") = 1e-05f, py::arg("momentum") = 0.9f, py::arg("debugContext") = "");
+  c.def("lstm", &G::lstm, py::arg("args"), py::arg("outputFullSequence") = 1,
+        py::arg("debugContext") = "");
+  c.def("reshape", &G::reshape, py::arg("args"), py::arg("shape"), py::arg("debugContext") = "");
   c.def("subsample", &G::subsample, py::arg("args"), py::arg("strides"),
         py::arg("debugContext") = "");
   c.def("groupedgather", &G::groupedgather, py::arg("args") = Ids{}, py::arg("axis") = 0,

@@ -96,6 +96,7 @@ void bindAiOnnx11More(py::class_<AiOnnxOpset11>& c) {
         py::arg("debugContext") = "")
   XTRAIN_REDUCE(reducel1);
   XTRAIN_REDUCE(reducel2);
+  XTRAIN_REDUCE(reducelogsum);
   XTRAIN_REDUCE(reducelogsumexp);
   XTRAIN_REDUCE(reducemax);
   XTRAIN_REDUCE(reducemin);

@@ -28,7 +28,10 @@ void bindAiOnnx11Unary(py::class_<AiOnnxOpset11>& c) {
   XTRAIN_PLAIN(acosh);
   XTRAIN_PLAIN(atanh);
   XTRAIN_PLAIN(round);
+  XTRAIN_PLAIN(isnan);
 #undef XTRAIN_PLAIN
+  c.def("isinf", &O::isinf, py::arg("args"), py::arg("detect_negative") = 1,
+        py::arg("detect_positive") = 1, py::arg("debugContext") = "");
   c.def("shrink", &O::shrink, py::arg("args"), py::arg("bias") = 0.0f, py::arg("lambd") = 0.5f,
         py::arg("debugContext") = "");
   c.def("lrn", &O::lrn, py::arg("args"), py::arg("size"), py::arg("alpha") = 0.0001f,

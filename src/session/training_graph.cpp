@@ -27,8 +27,11 @@ void checkLoss(const ir::Graph& graph, const TensorId& loss) {
         "ReduceMean or a loss op's reduction \"mean\"",
         loss, info.toString());
   }
-  if (!isFloatingPoint(info.dataType())) {
-    throw error("the loss '{}' is {}, but a loss must be FLOAT or FLOAT16", loss, info.toString());
+  // INT32 as PopART allows it: an integer graph (ReduceMedian of INT32 data, say) can still be
+  // differentiated, its gradients INT32 too.
+  if (!isFloatingPoint(info.dataType()) && info.dataType() != DataType::INT32) {
+    throw error("the loss '{}' is {}, but a loss must be FLOAT, FLOAT16 or INT32", loss,
+                info.toString());
   }
 }
 

@@ -465,7 +465,7 @@ TEST(ArgMaxMinOp, EveryAxisKeepdimsAndSelectLastIndex) {
             const auto a = static_cast<size_t>(axis < 0 ? axis + 3 : axis);
             Shape os = in->shape();
             os[a] = 1;
-            HostTensor want(TensorInfo(DataType::INT64, os));
+            HostTensor want(TensorInfo(DataType::INT32, os));
             for (int64_t i = 0; i < want.nelms(); ++i) {
               auto p = unravel(i, os);
               int64_t best = 0;

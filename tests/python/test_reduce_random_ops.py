@@ -118,6 +118,36 @@ class ReduceMedianTest(unittest.TestCase):
         with self.assertRaisesRegex(popart.popart_exception, "ReduceMedian.*axis 3 is out of range"):
             run(b, [values], {t: x})
 
+    def test_int32_loss_trains_through_the_median(self):
+        # An INT32 loss (PopART allows one): the gradients are INT32 too, scattered exactly; Mean
+        # divides the loss gradient by the element count as integers.
+        x = RNG.permutation(60).reshape(3, 4, 5).astype(np.int32)
+        for reduction, scale in ((popart.ReductionType.Sum, 1), (popart.ReductionType.Mean, 1)):
+            b = popart.Builder()
+            t = b.addInputTensor(popart.TensorInfo(x))
+            values, _ = b.aiGraphcore.reducemedian([t], axes=[1], keepdims=0)
+            total = b.aiOnnx.reducesum([values], keepdims=0)
+            loss = b.aiGraphcore.identityloss([total], reduction=reduction)
+            out = run(b, [loss, values, GRAD + t], {t: x}, loss=loss)
+            want_v, want_i = median_reference(x, [1], 0)
+            self.assertEqual(out[loss].dtype, np.int32)
+            self.assertEqual(int(out[loss]), int(want_v.sum()))
+            want_g = np.zeros_like(x)
+            for i in range(3):
+                for k in range(5):
+                    want_g[i, want_i[i, k], k] = scale
+            self.assertEqual(out[GRAD + t].dtype, np.int32)
+            np.testing.assert_array_equal(out[GRAD + t], want_g)
+        # Mean over 4 INT32 elements: forward and gradient divide as integers (1 // 4 = 0).
+        b = popart.Builder()
+        t = b.addInputTensor(popart.TensorInfo(x))
+        values, _ = b.aiGraphcore.reducemedian([t], axes=[0, 2], keepdims=0)
+        loss = b.aiGraphcore.identityloss([values], reduction=popart.ReductionType.Mean)
+        out = run(b, [loss, GRAD + t], {t: x}, loss=loss)
+        want_v, _ = median_reference(x, [0, 2], 0)
+        self.assertEqual(int(out[loss]), int(want_v.sum()) // 4)
+        np.testing.assert_array_equal(out[GRAD + t], np.zeros_like(x))
+
 
 class SortBucketizeTest(unittest.TestCase):
     def test_sort_matches_stable_torch_sort(self):

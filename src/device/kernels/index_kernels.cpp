@@ -4,6 +4,7 @@
 // checked: one out of range is a runtime error naming the op, the index and its position.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "device/kernel.hpp"
@@ -492,17 +493,17 @@ XT_REGISTER_KERNEL("ai.onnx", "TopK", [](const KernelSpec& spec) -> std::unique_
 });
 
 // ArgMax/ArgMin over [outer, n, inner]: a running best per inner position, so the inner loop runs
-// over contiguous memory.
+// over contiguous memory. INT32 indices (PopART's); the IR keeps an axis within INT32.
 template <typename T, bool Max>
 std::unique_ptr<Kernel> argKernel(AxisLayout l, bool last) {
   return makeKernel(
       [l, last, best = std::vector<T>(static_cast<size_t>(l.inner))](const KernelIO& io) mutable {
         const T* x = reinterpret_cast<const T*>(io.in(0).raw());
-        int64_t* y = io.out(0).data<int64_t>();
+        int32_t* y = io.out(0).data<int32_t>();
         if (io.out(0).nelms() == 0) return;
         for (int64_t o = 0; o < l.outer; ++o) {
           const T* src = x + o * l.n * l.inner;
-          int64_t* dst = y + o * l.inner;
+          int32_t* dst = y + o * l.inner;
           std::copy(src, src + l.inner, best.begin());
           std::fill(dst, dst + l.inner, 0);
           for (int64_t j = 1; j < l.n; ++j) {
@@ -513,7 +514,7 @@ std::unique_ptr<Kernel> argKernel(AxisLayout l, bool last) {
               const bool better = Max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
               if (better) {
                 best[static_cast<size_t>(i)] = v;
-                dst[i] = j;
+                dst[i] = static_cast<int32_t>(j);
               }
             }
           }
@@ -527,6 +528,7 @@ KernelFactory argFactory() {
     const TensorInfo& in = spec.inputs.at(0);
     const AxisLayout l = axisLayout(spec, in.shape(), spec.attrs.getInt("axis", 0));
     if (l.n == 0) spec.fail("the axis is empty");
+    if (l.n > INT32_MAX) spec.fail("an axis of {} elements has indices beyond INT32", l.n);
     const bool last = spec.attrs.getInt("select_last_index", 0) != 0;
     switch (in.dataType()) {
       case DataType::FLOAT: return argKernel<float, Max>(l, last);

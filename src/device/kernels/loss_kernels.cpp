@@ -5,6 +5,7 @@
 // subtracted first, so large scores do not overflow. Canonical forms: src/ir/ops/loss_ops.cpp.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -620,23 +621,38 @@ XT_REGISTER_KERNEL("ai.xtrain", "L1Grad", [](const KernelSpec& spec) -> std::uni
   });
 });
 
+// IdentityLoss on FLOAT (sums in double) or INT32 (sums in int64; Mean divides as integers, as
+// PopART's division of an integer tensor does).
+template <typename T>
+void identityLoss(ReductionType r, const KernelIO& io) {
+  const HostTensor& xt = io.in(0);
+  const T* x = xt.data<T>();
+  T* y = io.out(0).data<T>();
+  const int64_t n = xt.nelms();
+  if (r == ReductionType::NoReduction) {
+    std::copy(x, x + n, y);
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    const double s = sumOf(x, n);
+    y[0] = static_cast<float>(r == ReductionType::Mean ? s * meanFactor(n) : s);
+  } else {
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += x[i];
+    if (r == ReductionType::Mean) s = n > 0 ? s / n : 0;
+    y[0] = static_cast<T>(s);
+  }
+}
+
 XT_REGISTER_KERNEL("ai.graphcore", "IdentityLoss",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     requireFloat(spec, {0});
                      const ReductionType r = graphcoreReduction(spec);
-                     return makeKernel([r](const KernelIO& io) {
-                       const HostTensor& xt = io.in(0);
-                       const float* x = xt.data<float>();
-                       float* y = io.out(0).data<float>();
-                       const int64_t n = xt.nelms();
-                       if (r == ReductionType::NoReduction) {
-                         std::copy(x, x + n, y);
-                       } else {
-                         const double s = sumOf(x, n);
-                         y[0] =
-                             static_cast<float>(r == ReductionType::Mean ? s * meanFactor(n) : s);
-                       }
-                     });
+                     if (spec.inputs.at(0).dataType() == DataType::INT32) {
+                       return makeKernel(
+                           [r](const KernelIO& io) { identityLoss<int32_t>(r, io); });
+                     }
+                     requireFloat(spec, {0});
+                     return makeKernel([r](const KernelIO& io) { identityLoss<float>(r, io); });
                    });
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Kernels of src/ir/ops/math_unary_ops.cpp: the inverse and hyperbolic trigonometric functions,
-// Tan, Expm1, Log1p and Shrink, and their grad ops (FLOAT; FLOAT16 runs promoted). The functions
-// are libm's (correctly rounded or within an ulp or two: these ops are rare in training graphs, so
-// accuracy wins over a vectorised approximation); the loops are split over the kernel threads.
+// Tan, Expm1, Log1p and Shrink, their grad ops, and IsNaN and IsInf (FLOAT; FLOAT16 runs promoted).
+// The functions are libm's (correctly rounded or within an ulp or two: these ops are rare in
+// training graphs, so accuracy wins over a vectorised approximation); the loops are split over the
+// kernel threads.
 #include <cmath>
 
 #include "device/kernel.hpp"
@@ -95,6 +96,28 @@ XT_REGISTER_KERNEL("ai.xtrain", "ShrinkGrad",
                        });
                      });
                    });
+
+// IsNaN / IsInf: FLOAT in (FLOAT16 runs promoted; the conversion keeps NaN and inf), BOOL out.
+template <typename F>
+KernelFactory classify(F f) {
+  return [f](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+    spec.requireFloatInputs();
+    const bool neg = spec.attrs.getInt("detect_negative", 1) != 0;
+    const bool pos = spec.attrs.getInt("detect_positive", 1) != 0;
+    return makeKernel([f, neg, pos](const KernelIO& io) {
+      const float* __restrict x = io.in(0).data<float>();
+      uint8_t* __restrict y = elems<uint8_t>(io.out(0));
+      const int64_t n = io.in(0).nelms();
+      for (int64_t i = 0; i < n; ++i) y[i] = f(x[i], neg, pos) ? 1 : 0;
+    });
+  };
+}
+
+XT_REGISTER_KERNEL("ai.onnx", "IsNaN",
+                   classify([](float x, bool, bool) { return std::isnan(x); }));
+XT_REGISTER_KERNEL("ai.onnx", "IsInf", classify([](float x, bool neg, bool pos) {
+                     return std::isinf(x) && (x < 0.0f ? neg : pos);
+                   }));
 
 }  // namespace
 }  // namespace xtrain::device

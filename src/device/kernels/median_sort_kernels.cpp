@@ -1,6 +1,6 @@
 // Kernels of ai.graphcore ReduceMedian, Sort and Bucketize (FLOAT, INT32, INT64, UINT32; FLOAT16
 // runs promoted, which is exact: they only select and compare values) and ai.xtrain
-// ReduceMedianGrad (FLOAT). Semantics: src/ir/ops/median_sort_ops.cpp.
+// ReduceMedianGrad (FLOAT, INT32). Semantics: src/ir/ops/median_sort_ops.cpp.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -115,33 +115,41 @@ XT_REGISTER_KERNEL(
       return byValueType(spec, x, [&](auto t) { return medianKernel<decltype(t)>(std::move(l)); });
     });
 
-// ReduceMedianGrad(gy, indices): dx zero but for gy[o] at element indices[o] of set o.
+// ReduceMedianGrad(gy, indices): dx zero but for gy[o] at element indices[o] of set o. FLOAT, or
+// INT32 (an INT32 loss differentiates an integer graph).
+template <typename T>
+std::unique_ptr<Kernel> medianGradKernel(MedianLayout l, std::string description) {
+  return makeKernel([l = std::move(l), description = std::move(description)](const KernelIO& io) {
+    const T* gy = io.in(0).data<T>();
+    const int32_t* idx = io.in(1).data<int32_t>();
+    HostTensor& out = io.out(0);
+    out.fillZero();
+    T* dx = out.data<T>();
+    const auto n = static_cast<int64_t>(l.offset.size());
+    for (size_t o = 0; o < l.base.size(); ++o) {
+      const int64_t j = idx[o];
+      if (j < 0 || j >= n) {
+        throw runtime_error(
+            "{}: index {} (element {} of the indices) is out of range for a set of {} elements",
+            description, j, o, n);
+      }
+      dx[l.base[o] + l.offset[static_cast<size_t>(j)]] = gy[o];
+    }
+  });
+}
+
 XT_REGISTER_KERNEL("ai.xtrain", "ReduceMedianGrad",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-                     if (spec.inputs.at(0).dataType() != DataType::FLOAT) {
-                       spec.fail("gy {} must be FLOAT", spec.inputs[0].toString());
+                     const DataType t = spec.inputs.at(0).dataType();
+                     if (t != DataType::FLOAT && t != DataType::INT32) {
+                       spec.fail("gy {} must be FLOAT or INT32", spec.inputs[0].toString());
                      }
                      MedianLayout l =
                          medianLayout(spec.outputs.at(0).shape(), spec.attrs.getInts("axes"));
-                     const std::string description = spec.description;
-                     return makeKernel([l = std::move(l), description](const KernelIO& io) {
-                       const float* gy = io.in(0).data<float>();
-                       const int32_t* idx = io.in(1).data<int32_t>();
-                       HostTensor& out = io.out(0);
-                       out.fillZero();
-                       float* dx = out.data<float>();
-                       const auto n = static_cast<int64_t>(l.offset.size());
-                       for (size_t o = 0; o < l.base.size(); ++o) {
-                         const int64_t j = idx[o];
-                         if (j < 0 || j >= n) {
-                           throw runtime_error(
-                               "{}: index {} (element {} of the indices) is out of range for a "
-                               "set of {} elements",
-                               description, j, o, n);
-                         }
-                         dx[l.base[o] + l.offset[static_cast<size_t>(j)]] = gy[o];
-                       }
-                     });
+                     if (t == DataType::INT32) {
+                       return medianGradKernel<int32_t>(std::move(l), spec.description);
+                     }
+                     return medianGradKernel<float>(std::move(l), spec.description);
                    });
 
 // ---- Sort

@@ -1,5 +1,6 @@
 // Kernels for MaxPool, AveragePool and their gradients MaxPoolGrad and AveragePoolGrad (oneDNN
-// pooling), and GlobalAveragePool (native). 1 to 3 spatial dims, plain [N, C, spatial...].
+// pooling), and GlobalAveragePool and GlobalMaxPool (native). 1 to 3 spatial dims, plain
+// [N, C, spatial...].
 //
 // ceil_mode needs no flag here: the output shape fixes the last window, and oneDNN gets the right
 // padding that reaches it (dnnl_util::Window). Padding is never read by max pooling and never
@@ -14,6 +15,7 @@
 // then runs oneDNN's backward. This costs one extra forward pooling per step and was about twice
 // as fast as a native argmax-and-scatter loop.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -249,6 +251,29 @@ XT_REGISTER_KERNEL("ai.onnx", "GlobalAveragePool",
                            s += plane[i];
                          }
                          py[p] = s * scale;
+                       }
+                     });
+                   });
+
+// GlobalMaxPool(X) -> Y [N, C, 1, ...]: the maximum of each (non-empty) spatial plane; NaN wins,
+// as std::max does not let it, so a NaN plane says so.
+XT_REGISTER_KERNEL("ai.onnx", "GlobalMaxPool",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFloat(spec);
+                     const Shape& x = spec.inputs.at(0).shape();
+                     const int64_t planes = x[0] * x[1];
+                     const int64_t size = shapeNelms(Shape(x.begin() + 2, x.end()));
+                     if (size == 0) spec.fail("input {} has empty planes", spec.inputs[0].toString());
+                     return makeKernel([planes, size](const KernelIO& io) {
+                       const float* px = io.in(0).data<float>();
+                       float* py = io.out(0).data<float>();
+                       for (int64_t p = 0; p < planes; ++p) {
+                         const float* plane = px + p * size;
+                         float m = plane[0];
+                         for (int64_t i = 1; i < size && !std::isnan(m); ++i) {
+                           m = std::isnan(plane[i]) || plane[i] > m ? plane[i] : m;
+                         }
+                         py[p] = m;
                        }
                      });
                    });

@@ -1,6 +1,6 @@
 // Kernels of ReduceSum (FLOAT, INT32, INT64) and ReduceMean (FLOAT), ReduceMax/ReduceMin (FLOAT,
-// INT32, INT64, and INT8/UINT8 as opset 12 added), ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp,
-// ReduceSumSquare (FLOAT) and their gradient ReduceGrad (FLOAT). The IR gives the reduced axes as a
+// INT32, INT64, and INT8/UINT8 as opset 12 added), ReduceProd, ReduceL1, ReduceL2, ReduceLogSum,
+// ReduceLogSumExp, ReduceSumSquare (FLOAT) and their gradient ReduceGrad (FLOAT). The IR gives the reduced axes as a
 // sorted explicit list. FLOAT sums and products accumulate in double, integers in int64.
 //
 // The factory drops size-1 dimensions and merges neighbouring dimensions that are both reduced or
@@ -315,6 +315,11 @@ KernelFactory foldFactory(const std::string& type) {
           std::move(geo), 0.0, [](float v) { return static_cast<double>(std::abs(v)); }, plus,
           same);
     }
+    if (type == "ReduceLogSum") {
+      return makeFold<float, double>(
+          std::move(geo), 0.0, [](float v) { return static_cast<double>(v); }, plus,
+          [](double a) { return std::log(a); });
+    }
     auto square = [](float v) { return static_cast<double>(v) * static_cast<double>(v); };
     if (type == "ReduceL2") {
       return makeFold<float, double>(std::move(geo), 0.0, square, plus,
@@ -364,6 +369,7 @@ XT_REGISTER_KERNEL("ai.onnx", "ReduceMin", foldFactory("ReduceMin"));
 XT_REGISTER_KERNEL("ai.onnx", "ReduceProd", foldFactory("ReduceProd"));
 XT_REGISTER_KERNEL("ai.onnx", "ReduceL1", foldFactory("ReduceL1"));
 XT_REGISTER_KERNEL("ai.onnx", "ReduceL2", foldFactory("ReduceL2"));
+XT_REGISTER_KERNEL("ai.onnx", "ReduceLogSum", foldFactory("ReduceLogSum"));
 XT_REGISTER_KERNEL("ai.onnx", "ReduceLogSumExp", foldFactory("ReduceLogSumExp"));
 XT_REGISTER_KERNEL("ai.onnx", "ReduceSumSquare", foldFactory("ReduceSumSquare"));
 
@@ -431,6 +437,9 @@ class ReduceGradKernel final : public Kernel {
                       [](float v, float r, float g) { return r == 0.0f ? 0.0f : g * v / r; });
     } else if (mode_ == "sumsquare") {
       elementwiseGrad(geo_, x, y, gy, dx, [](float v, float, float g) { return 2.0f * g * v; });
+    } else if (mode_ == "logsum") {  // d log(sum x) / dx = 1 / sum x = exp(-y)
+      elementwiseGrad(geo_, x, y, gy, dx,
+                      [](float, float r, float g) { return g * std::exp(-r); });
     } else {  // logsumexp
       elementwiseGrad(geo_, x, y, gy, dx, [](float v, float r, float g) {
         return std::isinf(r) && r < 0 ? 0.0f : g * std::exp(v - r);
@@ -512,7 +521,8 @@ XT_REGISTER_KERNEL("ai.xtrain", "ReduceGrad",
                      spec.requireFloatInputs();
                      const std::string& mode = spec.attrs.getString("mode");
                      if (mode != "max" && mode != "min" && mode != "prod" && mode != "l1" &&
-                         mode != "l2" && mode != "logsumexp" && mode != "sumsquare") {
+                         mode != "l2" && mode != "logsum" && mode != "logsumexp" &&
+                         mode != "sumsquare") {
                        spec.fail("mode '{}' is not a reduction with a gradient", mode);
                      }
                      return std::make_unique<ReduceGradKernel>(

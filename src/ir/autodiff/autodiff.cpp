@@ -1,5 +1,6 @@
 #include "ir/autodiff/autodiff.hpp"
 
+#include <functional>
 #include <set>
 
 #include "common/check.hpp"
@@ -25,16 +26,25 @@ TensorId sumContributions(Graph& graph, const TensorId& of, const std::vector<Te
   return sum;
 }
 
+// The element types that carry gradients: floating point, and INT32 when the loss is INT32 (PopART
+// allows one: an integer graph such as ReduceMedian of INT32 data differentiates exactly, its
+// gradients INT32). Throws when the loss is of neither kind.
+std::function<bool(DataType)> gradientTypes(const TensorId& loss, const TensorInfo& info) {
+  const bool intLoss = info.dataType() == DataType::INT32;
+  if (!isFloatingPoint(info.dataType()) && !intLoss) {
+    throw error("the loss '{}' has type {}; a loss must be floating point or INT32", loss,
+                info.toString());
+  }
+  return [intLoss](DataType t) { return isFloatingPoint(t) || (intLoss && t == DataType::INT32); };
+}
+
 }  // namespace
 
 std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
                                       const std::vector<TensorId>& wrt,
                                       const AutodiffOptions& options) {
   const Tensor& lossTensor = graph.tensor(loss);
-  if (!isFloatingPoint(lossTensor.info.dataType())) {
-    throw error("the loss '{}' has type {}; a loss must be floating point", loss,
-                lossTensor.info.toString());
-  }
+  const auto differentiable = gradientTypes(loss, lossTensor.info);
 
   std::vector<OpId> forward;
   for (OpId id : graph.schedule()) {
@@ -49,7 +59,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
     for (const auto& in : op.inputs) any = any || (!in.empty() && fromWrt.count(in));
     if (!any) continue;
     for (const auto& out : op.outputs) {
-      if (!out.empty() && isFloatingPoint(graph.tensor(out).info.dataType())) fromWrt.insert(out);
+      if (!out.empty() && differentiable(graph.tensor(out).info.dataType())) fromWrt.insert(out);
     }
   }
   // ...and that the loss depends on (backward reachability).
@@ -65,7 +75,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
   }
   auto needs = [&](const TensorId& t) {
     return !t.empty() && fromWrt.count(t) && toLoss.count(t) &&
-           isFloatingPoint(graph.tensor(t).info.dataType());
+           differentiable(graph.tensor(t).info.dataType());
   };
 
   std::map<TensorId, std::vector<TensorId>> contributions;

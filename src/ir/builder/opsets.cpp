@@ -52,6 +52,7 @@ XT_UNARY(sigmoid, "Sigmoid")
 XT_UNARY(tanh, "Tanh")
 XT_UNARY(identity, "Identity")
 XT_UNARY(globalaveragepool, "GlobalAveragePool")
+XT_UNARY(globalmaxpool, "GlobalMaxPool")
 
 #undef XT_BINARY
 #undef XT_UNARY

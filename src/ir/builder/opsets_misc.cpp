@@ -1,8 +1,8 @@
 // The Builder methods of PopART's ai.graphcore Atan2, Swish, GeluErf, NearbyInt, IncrementMod,
-// Slice, Subsample, GroupedGather, SequenceSlice and NormalizeImage, and of ai.onnx Mean, with
-// PopART's names, argument order and defaults. Each is one BuilderImpl::node call; the op registry
-// gives the semantics, so only what the ONNX checker cannot name well (a stride, a modulus, list
-// lengths) is checked here, naming the method.
+// Slice, Reshape, BatchNormalization, LSTM, Subsample, GroupedGather, SequenceSlice and
+// NormalizeImage, and of ai.onnx Mean, with PopART's names, argument order and defaults. Each is
+// one BuilderImpl::node call; the op registry gives the semantics, so only what the ONNX checker
+// cannot name well (a stride, a modulus, list lengths) is checked here, naming the method.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -50,6 +50,29 @@ TensorId AiGraphcoreOpset1::slice(const std::vector<TensorId>& args,
   return impl_->node("slice", "Slice", args, 1, 1, 1,
                      {{"starts", starts}, {"ends", ends}, {"axes", BuilderImpl::nonEmpty(axes)}},
                      dc, ir::kGraphcoreDomain)[0];
+}
+
+std::vector<TensorId> AiGraphcoreOpset1::batchnormalization(const std::vector<TensorId>& args,
+                                                            unsigned num_outputs, float epsilon,
+                                                            float momentum, const std::string& dc) {
+  if (num_outputs < 1 || num_outputs > 5) {
+    throw error("Builder: batchnormalization has 1 output, or up to 5 in training; asked for {}",
+                num_outputs);
+  }
+  return impl_->node("batchnormalization", "BatchNormalization", args, 5, 5, num_outputs,
+                     {{"epsilon", epsilon}, {"momentum", momentum}}, dc, ir::kGraphcoreDomain);
+}
+
+std::vector<TensorId> AiGraphcoreOpset1::lstm(const std::vector<TensorId>& args,
+                                              int64_t outputFullSequence, const std::string& dc) {
+  return impl_->node("lstm", "LSTM", args, 2, 5, 2, {{"output_full_sequence", outputFullSequence}},
+                     dc, ir::kGraphcoreDomain);
+}
+
+TensorId AiGraphcoreOpset1::reshape(const TensorId& arg, const std::vector<int64_t>& shape,
+                                    const std::string& dc) {
+  return impl_->node("reshape", "Reshape", {arg}, 1, 1, 1, {{"shape", shape}}, dc,
+                     ir::kGraphcoreDomain)[0];
 }
 
 TensorId AiGraphcoreOpset1::subsample(const std::vector<TensorId>& args,

@@ -136,7 +136,7 @@ namespace {
 
 // Reductions other than ReduceSum keep axes an attribute up to opset 17 (an input from 18). An
 // empty axes list reduces nothing: a reduction of one element is the elementwise `identity` op
-// (Abs, Identity, or Mul of x by itself).
+// (Abs, Identity, Log, or Mul of x by itself).
 TensorId reduceOp(BuilderImpl& impl, const char* method, const std::string& type,
                   const std::string& identity, const std::vector<TensorId>& args,
                   const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
@@ -162,6 +162,7 @@ TensorId reduceOp(BuilderImpl& impl, const char* method, const std::string& type
 
 XT_REDUCE(reducel1, "ReduceL1", "Abs")
 XT_REDUCE(reducel2, "ReduceL2", "Abs")
+XT_REDUCE(reducelogsum, "ReduceLogSum", "Log")
 XT_REDUCE(reducelogsumexp, "ReduceLogSumExp", "Identity")
 XT_REDUCE(reducemax, "ReduceMax", "Identity")
 XT_REDUCE(reducemin, "ReduceMin", "Identity")

@@ -43,6 +43,7 @@ XT_UNARY(AiOnnxOpset11, asinh, "Asinh", "")
 XT_UNARY(AiOnnxOpset11, acosh, "Acosh", "")
 XT_UNARY(AiOnnxOpset11, atanh, "Atanh", "")
 XT_UNARY(AiOnnxOpset11, round, "Round", "")
+XT_UNARY(AiOnnxOpset11, isnan, "IsNaN", "")
 XT_UNARY(AiGraphcoreOpset1, expm1, "Expm1", ir::kGraphcoreDomain)
 XT_UNARY(AiGraphcoreOpset1, log1p, "Log1p", ir::kGraphcoreDomain)
 XT_UNARY(AiGraphcoreOpset1, bitwisenot, "BitwiseNot", ir::kGraphcoreDomain)
@@ -53,6 +54,13 @@ XT_BINARY(AiGraphcoreOpset1, bitwisexnor, "BitwiseXnor", ir::kGraphcoreDomain)
 
 #undef XT_UNARY
 #undef XT_BINARY
+
+TensorId AiOnnxOpset11::isinf(const std::vector<TensorId>& args, int64_t detect_negative,
+                              int64_t detect_positive, const std::string& dc) {
+  return impl_->node("isinf", "IsInf", args, 1, 1, 1,
+                     {{"detect_negative", detect_negative}, {"detect_positive", detect_positive}},
+                     dc)[0];
+}
 
 TensorId AiOnnxOpset11::shrink(const std::vector<TensorId>& args, float bias, float lambd,
                                const std::string& dc) {

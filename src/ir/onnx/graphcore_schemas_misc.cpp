@@ -1,9 +1,9 @@
 // ONNX schemas of PopART's ai.graphcore Atan2, Swish, GeluErf, NearbyInt, IncrementMod, Slice,
-// Subsample, GroupedGather, SequenceSlice and NormalizeImage, so that the Builder's ONNX checker
-// accepts them and ONNX shape inference (Builder::getTensorShape) sees through them. Semantics:
-// src/ir/ops/atan2_ops.cpp, activation_rounding_ops.cpp, shape_ops.cpp (Slice),
-// subsample_ops.cpp, grouped_gather_ops.cpp, sequence_slice_ops.cpp and normalize_image_ops.cpp.
-// Registered by registerGraphcoreSchemas (graphcore_schemas.cpp).
+// Reshape, BatchNormalization, LSTM, Subsample, GroupedGather, SequenceSlice and NormalizeImage, so
+// that the Builder's ONNX checker accepts them and ONNX shape inference (Builder::getTensorShape)
+// sees through them. Semantics: src/ir/ops/atan2_ops.cpp, activation_rounding_ops.cpp,
+// shape_ops.cpp (Slice), subsample_ops.cpp, grouped_gather_ops.cpp, sequence_slice_ops.cpp and
+// normalize_image_ops.cpp. Registered by registerGraphcoreSchemas (graphcore_schemas.cpp).
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
 
@@ -71,6 +71,77 @@ void sliceInference(onnx::InferenceContext& ctx) {
   *onnx::getOutputShape(ctx, 0) = out;
 }
 
+// Reshape's `shape` resolved against the input: 0 copies the input's dimension, one -1 takes the
+// rest of the elements (when every other dimension is known).
+void reshapeInference(onnx::InferenceContext& ctx) {
+  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  std::vector<int64_t> shape;
+  onnx::getRepeatedAttribute(ctx, "shape", shape);
+  const bool known = onnx::hasInputShape(ctx, 0);
+  onnx::TensorShapeProto out;
+  int64_t total = -1, product = 1;
+  int minusOne = -1;
+  if (known) {
+    const auto& in = onnx::getInputShape(ctx, 0);
+    total = 1;
+    for (int i = 0; i < in.dim_size(); ++i) {
+      total = in.dim(i).has_dim_value() && total >= 0 ? total * in.dim(i).dim_value() : -1;
+    }
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    auto* d = out.add_dim();
+    int64_t v = shape[i];
+    if (v == 0 && known) {
+      const auto& in = onnx::getInputShape(ctx, 0);
+      if (static_cast<int>(i) >= in.dim_size()) fail_shape_inference("Reshape: 0 beyond the rank");
+      v = in.dim(static_cast<int>(i)).has_dim_value() ? in.dim(static_cast<int>(i)).dim_value()
+                                                      : -2;
+    }
+    if (v == -1) {
+      minusOne = static_cast<int>(i);
+    } else if (v >= 0) {
+      d->set_dim_value(v);
+      product *= v;
+    } else {
+      product = -1;  // unknown
+    }
+  }
+  if (minusOne >= 0 && total >= 0 && product > 0) {
+    out.mutable_dim(minusOne)->set_dim_value(total / product);
+  }
+  *onnx::getOutputShape(ctx, 0) = out;
+}
+
+// BatchNormalization: Y as X; the statistics as the scale input ([C]).
+void batchNormInference(onnx::InferenceContext& ctx) {
+  onnx::propagateShapeAndTypeFromFirstInput(ctx);
+  for (size_t i = 1; i < ctx.getNumOutputs(); ++i) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 1, i);
+    if (onnx::hasInputShape(ctx, 1)) onnx::propagateShapeFromInputToOutput(ctx, 1, i);
+  }
+}
+
+// PopART's LSTM: Output [S, B, H] (or [B, H] without the full sequence), CellState [B, H], from
+// X [S, B, I] and Weights [4, I + H, H].
+void popartLstmInference(onnx::InferenceContext& ctx) {
+  for (size_t i = 0; i < ctx.getNumOutputs(); ++i)
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
+  if (!onnx::hasNInputShapes(ctx, 2)) return;
+  const auto& x = onnx::getInputShape(ctx, 0);
+  const auto& w = onnx::getInputShape(ctx, 1);
+  if (x.dim_size() != 3 || w.dim_size() != 3)
+    fail_shape_inference("LSTM: X and Weights need rank 3");
+  const bool full = onnx::getAttribute(ctx, "output_full_sequence", int64_t{1}) != 0;
+  onnx::TensorShapeProto out, cell;
+  if (full) *out.add_dim() = x.dim(0);
+  for (auto* s : {&out, &cell}) {
+    *s->add_dim() = x.dim(1);
+    *s->add_dim() = w.dim(2);
+  }
+  *onnx::getOutputShape(ctx, 0) = out;
+  if (ctx.getNumOutputs() > 1) *onnx::getOutputShape(ctx, 1) = cell;
+}
+
 // ceil(dim / stride) per axis.
 void subsampleInference(onnx::InferenceContext& ctx) {
   onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
@@ -101,6 +172,51 @@ void registerSliceAndSubsample() {
         .Output(0, "output", "the slice", "T")
         .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
         .TypeAndShapeInferenceFunction(sliceInference);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = graphcoreSchema("Reshape", "ONNX's Reshape with the shape an attribute.");
+    s.Attr("shape", "the target shape (0: copy, -1: inferred)", onnx::AttributeProto::INTS, true)
+        .Input(0, "data", "input", "T")
+        .Output(0, "reshaped", "data with the new shape", "T")
+        .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
+        .TypeAndShapeInferenceFunction(reshapeInference);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s = graphcoreSchema(
+        "BatchNormalization", "ONNX's BatchNormalization-9 with an unbiased running variance.");
+    s.Attr("epsilon", "added to the variance", onnx::AttributeProto::FLOAT, 1e-5f)
+        .Attr("momentum", "of the running statistics", onnx::AttributeProto::FLOAT, 0.9f)
+        .Input(0, "X", "[N, C, D1, ...]", "T")
+        .Input(1, "scale", "[C]", "T")
+        .Input(2, "B", "[C]", "T")
+        .Input(3, "mean", "[C]", "T")
+        .Input(4, "var", "[C]", "T")
+        .Output(0, "Y", "X normalised", "T")
+        .Output(1, "mean", "running mean", "T", onnx::OpSchema::Optional)
+        .Output(2, "var", "running variance", "T", onnx::OpSchema::Optional)
+        .Output(3, "saved_mean", "batch mean", "T", onnx::OpSchema::Optional)
+        .Output(4, "saved_var", "batch variance", "T", onnx::OpSchema::Optional)
+        .TypeConstraint("T", kFloatTypes, "FLOAT or FLOAT16")
+        .TypeAndShapeInferenceFunction(batchNormInference);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    onnx::OpSchema s =
+        graphcoreSchema("LSTM", "PopART's LSTM (gates forget, input, cell, output).");
+    s.Attr("output_full_sequence", "1: every step's output; 0: the last", onnx::AttributeProto::INT,
+           int64_t{1})
+        .Input(0, "X", "[S, B, I]", "T")
+        .Input(1, "Weights", "[4, I + H, H]", "T")
+        .Input(2, "Bias", "[4, H]", "T", onnx::OpSchema::Optional)
+        .Input(3, "InitialState", "[2, B, H]", "T", onnx::OpSchema::Optional)
+        .Input(4, "SeqLengths", "[B]", "T1", onnx::OpSchema::Optional)
+        .Output(0, "Output", "[S, B, H] or [B, H]", "T")
+        .Output(1, "CellState", "[B, H]", "T", onnx::OpSchema::Optional)
+        .TypeConstraint("T", kFloatTypes, "FLOAT or FLOAT16")
+        .TypeConstraint("T1", {"tensor(int32)"}, "sequence lengths")
+        .TypeAndShapeInferenceFunction(popartLstmInference);
     onnx::RegisterSchema(std::move(s));
   }
   onnx::OpSchema s = graphcoreSchema("Subsample", "Every strides[i]-th element along axis i.");

@@ -42,6 +42,16 @@ void addNodeOp(NodeImporter& imp, const onnx::NodeProto& node, const std::string
                std::vector<TensorId> inputs, std::vector<TensorId> outputs,
                const std::string& name);
 
+// Nodes imported as several ai.onnx ops rather than one op of their own (import_expansions.cpp):
+// PopART's ai.graphcore LSTM (Gather, Transpose, Reshape, Slice, Concat, LSTM, Squeeze) and an
+// ai.onnx BatchNormalization with spatial=0 (Reshapes around a spatial one). `node` is the node's
+// spec as addNodeOp has made it (inputs, outputs, attributes, name, placement, opset).
+bool isPopartLstm(const std::string& domain, const std::string& type);
+void importPopartLstm(Graph& graph, const OpSpec& node, const std::string& label);
+bool isNonSpatialBatchNorm(const std::string& domain, const std::string& type,
+                           const Attributes& attrs);
+void importNonSpatialBatchNorm(Graph& graph, const OpSpec& node, const std::string& label);
+
 // Tensor names visible to a subgraph body: its own (inputs, initializers, node outputs), then its
 // enclosing bodies', then the main graph's (which keep their ONNX names in the IR).
 struct Scope {

@@ -220,6 +220,7 @@ void checkOpsAreKnown(const onnx::GraphProto& g, const std::map<std::string, int
             continue;
           }
           if (OpRegistry::instance().find(domain, node.op_type()) != nullptr) continue;
+          if (onnximport::isPopartLstm(domain, node.op_type())) continue;
           Gap& gap = gaps[{domain, node.op_type()}];
           auto v = opsets.find(domain);
           gap.opset = v == opsets.end() ? 0 : v->second;
@@ -488,6 +489,14 @@ void addNodeOp(NodeImporter& imp, const onnx::NodeProto& node, const std::string
   spec.opset = v == imp.opsets.end() ? 0 : v->second;
   if (domain == kOnnxDomain && spec.opset == 0) {
     throw error("{}: the model imports no ai.onnx opset (opset_import is missing it)", label);
+  }
+  if (isPopartLstm(domain, spec.type)) {
+    importPopartLstm(imp.graph, spec, label);
+    return;
+  }
+  if (isNonSpatialBatchNorm(domain, spec.type, spec.attrs)) {
+    importNonSpatialBatchNorm(imp.graph, spec, label);
+    return;
   }
   const OpId added = imp.graph.addOp(std::move(spec)).id;
   foldIfConstant(imp.graph, added, imp.options.evaluateConstants, imp.keep);

@@ -23,10 +23,12 @@ namespace xtrain {
 namespace {
 
 // The ops the importer turns into something else itself rather than through the registry
-// (onnx_import.cpp, control_flow_import.cpp): a model may use them all the same.
+// (onnx_import.cpp, control_flow_import.cpp, import_expansions.cpp): a model may use them all the
+// same.
 const std::vector<std::pair<const char*, const char*>> kImportedOps = {
     {ir::kOnnxDomain, "Constant"}, {ir::kOnnxDomain, "If"},   {ir::kOnnxDomain, "Loop"},
-    {ir::kOnnxDomain, "Scan"},     {ir::kGraphcoreDomain, "Call"}};
+    {ir::kOnnxDomain, "Scan"},     {ir::kGraphcoreDomain, "Call"},
+    {ir::kGraphcoreDomain, "LSTM"}};
 
 // ONNX's schema registry names ai.onnx "".
 std::string schemaDomain(const std::string& domain) {

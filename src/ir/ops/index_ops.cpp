@@ -332,7 +332,8 @@ XT_REGISTER_OP([] {
 }());
 
 // ArgMax/ArgMin(data) with attributes axis (default 0), keepdims (default 1) and
-// select_last_index (opset 12; default 0). Output INT64.
+// select_last_index (opset 12; default 0). Output INT32, as PopART's (ONNX says INT64; PopART keeps
+// indices in 32 bits, as the IPU does, and its users read INT32 arrays).
 OpDef argOp(const std::string& type) {
   OpDef d{.type = type};
   d.infer = [](const ShapeContext& ctx) {
@@ -357,7 +358,7 @@ OpDef argOp(const std::string& type) {
     } else {
       out.erase(out.begin() + axis);
     }
-    return std::vector<TensorInfo>{TensorInfo(DataType::INT64, out)};
+    return std::vector<TensorInfo>{TensorInfo(DataType::INT32, out)};
   };
   return d;
 }

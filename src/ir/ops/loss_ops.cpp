@@ -300,14 +300,20 @@ XT_REGISTER_OP([] {
 }());
 
 // IdentityLoss (ai.graphcore; PopART's builder.aiGraphcore.identityloss).
-// Canonical form: input x (FLOAT); attribute reduction (int, see the top of the file). Output
-// sum(x) (Sum), mean(x) (Mean, 0 for an empty x) or x itself (NoReduction). The gradient is
-// composed: the loss gradient broadcast to x's shape, times 1/nelms for Mean.
+// Canonical form: input x (FLOAT, FLOAT16, or INT32 as PopART allows, so an integer op such as
+// ReduceMedian can be trained through); attribute reduction (int, see the top of the file). Output
+// sum(x) (Sum), mean(x) (Mean, 0 for an empty x; integer division for INT32, as PopART divides)
+// or x itself (NoReduction). The gradient is composed: the loss gradient broadcast to x's shape,
+// times 1/nelms for Mean (divided by nelms for INT32).
 XT_REGISTER_OP([] {
   OpDef d{.type = "IdentityLoss", .domain = kGraphcoreDomain};
   d.canonicalize = [](Op& op, const Graph&) { canonicalizeGraphcoreReduction(op); };
   d.infer = [](const ShapeContext& ctx) {
-    ctx.requireFloatOrHalf(0);
+    const DataType t = ctx.input(0).dataType();
+    if (t != DataType::FLOAT && t != DataType::FLOAT16 && t != DataType::INT32) {
+      ctx.fail("input 0 is {}; only FLOAT, FLOAT16 and INT32 are supported",
+               ctx.input(0).toString());
+    }
     return std::vector<TensorInfo>{reducedInfo(ctx)};
   };
   d.grad = [](GradContext& g) {
@@ -318,7 +324,14 @@ XT_REGISTER_OP([] {
       return;
     }
     TensorId gy = g.gradOut(0);
-    if (r == ReductionType::Mean) {
+    if (r == ReductionType::Mean && x.dataType() == DataType::INT32) {
+      if (x.nelms() == 0) {
+        gy = g.emit("Mul", {gy, g.scalar(0.0f, x.dataType())}, {}, kOnnxDomain);
+      } else if (x.nelms() > 1) {
+        gy = g.emit("Div", {gy, g.scalar(static_cast<float>(x.nelms()), x.dataType())}, {},
+                    kOnnxDomain);
+      }
+    } else if (r == ReductionType::Mean) {
       const float inv = x.nelms() > 0 ? 1.0f / static_cast<float>(x.nelms()) : 0.0f;
       gy = g.emit("Mul", {gy, g.scalar(inv, x.dataType())}, {}, kOnnxDomain);
     }

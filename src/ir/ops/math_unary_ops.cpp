@@ -17,6 +17,8 @@
 // (attributes bias, default 0, and lambd, default 0.5; bias 0 is PyTorch's Hardshrink, bias = lambd
 // its Softshrink). Its gradient ShrinkGrad(gy, x) is gy where |x| > lambd, 0 where |x| < lambd
 // and gy/2 where |x| == lambd, as PopART computes it (gy (1 + sign(|x| - lambd)) / 2).
+//
+// And ai.onnx IsNaN and IsInf (BOOL outputs, no gradient).
 #include <cmath>
 #include <string>
 
@@ -100,6 +102,28 @@ XT_REGISTER_OP([] {
   return d;
 }());
 XT_REGISTER_OP(mathUnaryGrad("Shrink"));
+
+// IsNaN (opset 9) and IsInf (opset 10; attributes detect_negative and detect_positive, default 1):
+// a BOOL tensor of x's shape, true where x is NaN, or +-inf (of the signs asked for). FLOAT and
+// FLOAT16 (DOUBLE and BFLOAT16 are not device types). No gradient: the output is BOOL.
+OpDef isNotFinite(const std::string& type) {
+  OpDef d{.type = type};
+  d.canonicalize = [type](Op& op, const Graph&) {
+    if (type != "IsInf") return;
+    for (const char* name : {"detect_negative", "detect_positive"}) {
+      const int64_t v = op.attrs.getInt(name, 1);
+      if (v != 0 && v != 1) throw error("{}: attribute {} is {}; expected 0 or 1", op.describe(), name, v);
+      op.attrs.set(name, v);
+    }
+  };
+  d.infer = [](const ShapeContext& ctx) {
+    ctx.requireFloatOrHalf(0, "X");
+    return std::vector<TensorInfo>{TensorInfo(DataType::BOOL, ctx.input(0).shape())};
+  };
+  return d;
+}
+XT_REGISTER_OP(isNotFinite("IsNaN"));
+XT_REGISTER_OP(isNotFinite("IsInf"));
 
 }  // namespace
 }  // namespace xtrain::ir

@@ -118,7 +118,7 @@ XT_REGISTER_OP([] {
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& gy = ctx.input(0);
     const TensorInfo& indices = ctx.input(1);
-    ctx.requireFloatOrHalf(0, "gy");
+    if (gy.dataType() != DataType::INT32) ctx.requireFloatOrHalf(0, "gy");
     const Shape& shape = ctx.attrs().getInts("shape");
     Shape kept = shape;
     for (int64_t a : ctx.attrs().getInts("axes")) {

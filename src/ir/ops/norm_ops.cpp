@@ -117,6 +117,13 @@ bool batchNormTraining(const Op& op) {
   return present > 1;
 }
 
+// The element type a BatchNormalization parameter or statistic may have for X of type `x`: X's, or
+// FLOAT with a FLOAT16 X (FLOAT32 statistics for half activations, as PopART allows; the kernels
+// compute in FLOAT either way).
+bool batchNormParamType(DataType x, DataType t) {
+  return t == x || (x == DataType::FLOAT16 && t == DataType::FLOAT);
+}
+
 // BatchNormalization's running_variance attribute (see the op below): absent means ONNX's
 // "population"; any other value than the two is an error naming it.
 std::string runningVarianceOf(const Op& op) {
@@ -131,7 +138,8 @@ std::string runningVarianceOf(const Op& op) {
 }
 
 // BatchNormalization (ai.onnx opsets 9-15; X is N x C x D1..Dk with k >= 0).
-// Canonical form: inputs X, scale, B, input_mean, input_var (all but X FLOAT [C]); attributes
+// Canonical form: inputs X, scale, B, input_mean, input_var (all but X [C] of X's type, or FLOAT
+// with a FLOAT16 X; the statistics outputs take input_mean's and input_var's types); attributes
 // epsilon (default 1e-5) and momentum (default 0.9) always set; training_mode (int) set for opset
 // >= 14 (default 0) and, for opset < 14, derived from the outputs (see batchNormTraining). spatial
 // must be 1 when present. Outputs: Y; in training mode optionally running_mean and running_var, and
@@ -179,7 +187,7 @@ XT_REGISTER_OP([] {
     const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
     for (size_t i = 1; i < 5; ++i) {
       const TensorInfo& t = ctx.input(i);
-      if (t.dataType() != x.dataType() || t.shape() != Shape{c}) {
+      if (!batchNormParamType(x.dataType(), t.dataType()) || t.shape() != Shape{c}) {
         ctx.fail("{} is {}; expected {}[{}] (one value per channel of X {})", names[i],
                  t.toString(), dataTypeName(x.dataType()), c, x.toString());
       }
@@ -211,8 +219,10 @@ XT_REGISTER_OP([] {
           "channel more than one value (a larger batch), or use ONNX's population variance",
           x.toString());
     }
-    const TensorInfo stat(x.dataType(), {c});
-    return std::vector<TensorInfo>{x, stat, stat, stat, stat};
+    // The statistics have the types of the inputs they update (PopART's rule): input_mean's for
+    // the means, input_var's for the variances.
+    const TensorInfo mean = ctx.input(3), var = ctx.input(4);
+    return std::vector<TensorInfo>{x, mean, var, mean, var};
   };
   d.grad = [](GradContext& g) {
     const Op& op = g.op();
@@ -242,7 +252,8 @@ XT_REGISTER_OP([] {
 // forward's: with "unbiased", dRunningVar reaches the batch variance times M / (M - 1)). In
 // training mode the batch
 // statistics are recomputed from X and mean/var are absent; in inference mode mean/var are the
-// forward's input_mean and input_var. Outputs dX (X's info), dScale [C], dB [C].
+// forward's input_mean and input_var. Outputs dX (X's info), dScale [C], dB [C] (scale's type).
+// With a FLOAT16 X the others may be FLOAT (see batchNormParamType).
 XT_REGISTER_OP([] {
   OpDef d{.type = "BatchNormGrad",
           .domain = kXtrainDomain,
@@ -258,7 +269,8 @@ XT_REGISTER_OP([] {
     }
     const TensorInfo stat(x.dataType(), {x.dim(1)});
     for (size_t i = 2; i < 9; ++i) {
-      if (ctx.hasInput(i) && ctx.input(i) != stat) {
+      if (ctx.hasInput(i) && (ctx.input(i).shape() != stat.shape() ||
+                              !batchNormParamType(x.dataType(), ctx.input(i).dataType()))) {
         ctx.fail("input {} is {}; expected {}", i, ctx.input(i).toString(), stat.toString());
       }
     }
@@ -266,7 +278,8 @@ XT_REGISTER_OP([] {
     if (!training && !(ctx.hasInput(3) && ctx.hasInput(4))) {
       ctx.fail("inference mode needs the mean and var inputs");
     }
-    return std::vector<TensorInfo>{x, stat, stat};
+    const TensorInfo param(ctx.input(2).dataType(), stat.shape());  // dScale, dB: scale's type
+    return std::vector<TensorInfo>{x, param, param};
   };
   return d;
 }());

@@ -1,5 +1,5 @@
-// Pooling: ONNX MaxPool, AveragePool and GlobalAveragePool, and the internal gradients MaxPoolGrad
-// and AveragePoolGrad.
+// Pooling: ONNX MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool, and the internal
+// gradients MaxPoolGrad and AveragePoolGrad.
 //
 // Canonical form of MaxPool, AveragePool and their gradient ops: kernel_shape (required), strides
 // (default 1), pads [begin..., end...] (default 0), dilations (MaxPool only, default 1), ceil_mode
@@ -180,19 +180,45 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// GlobalAveragePool(X [N, C, spatial...]) -> [N, C, 1, ...]. Gradient: gY broadcast back, divided
-// by the number of spatial elements.
+// GlobalAveragePool and GlobalMaxPool: X [N, C, spatial...] -> [N, C, 1, ...].
+std::vector<TensorInfo> inferGlobalPool(const ShapeContext& ctx) {
+  ctx.requireFloatOrHalfInputs();
+  const Shape& x = ctx.input(0).shape();
+  if (x.size() < 3) ctx.fail("input X {} must be [N, C, spatial...]", shapeToString(x));
+  Shape y(x.size(), 1);
+  y[0] = x[0];
+  y[1] = x[1];
+  return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), y)};
+}
+
+// GlobalMaxPool: the maximum of each spatial plane (an empty plane is refused: it has none). Its
+// gradient is ReduceMax's over the spatial axes (ReduceGrad mode max): gY at the first (row-major)
+// maximum of each plane, 0 elsewhere.
+XT_REGISTER_OP([] {
+  OpDef d{.type = "GlobalMaxPool"};
+  d.infer = [](const ShapeContext& ctx) {
+    auto out = inferGlobalPool(ctx);
+    const Shape& x = ctx.input(0).shape();
+    if (shapeNelms(Shape(x.begin() + 2, x.end())) == 0) {
+      ctx.fail("input X {} has empty spatial planes: they have no maximum", shapeToString(x));
+    }
+    return out;
+  };
+  d.grad = [](GradContext& g) {
+    std::vector<int64_t> axes;
+    for (int64_t a = 2; a < g.inputInfo(0).rank(); ++a) axes.push_back(a);
+    Attributes a;
+    a.set("axes", axes);
+    a.set("mode", std::string("max"));
+    g.setGradIn(0, g.emit("ReduceGrad", {g.gradOut(0), g.input(0), g.output(0)}, std::move(a)));
+  };
+  return d;
+}());
+
+// GlobalAveragePool. Gradient: gY broadcast back, divided by the number of spatial elements.
 XT_REGISTER_OP([] {
   OpDef d{.type = "GlobalAveragePool"};
-  d.infer = [](const ShapeContext& ctx) {
-    ctx.requireFloatOrHalfInputs();
-    const Shape& x = ctx.input(0).shape();
-    if (x.size() < 3) ctx.fail("input X {} must be [N, C, spatial...]", shapeToString(x));
-    Shape y(x.size(), 1);
-    y[0] = x[0];
-    y[1] = x[1];
-    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), y)};
-  };
+  d.infer = inferGlobalPool;
   d.grad = [](GradContext& g) {
     const Shape& x = g.inputInfo(0).shape();
     Attributes a;

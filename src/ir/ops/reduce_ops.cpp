@@ -1,6 +1,7 @@
 // Reductions over a set of axes: ReduceSum and ReduceMean (gradients broadcast the output gradient
 // back to the input's shape, ReduceMean's scaled by 1/N), and ReduceMax, ReduceMin, ReduceProd,
-// ReduceL1, ReduceL2, ReduceLogSumExp and ReduceSumSquare, whose gradients go through one ai.xtrain
+// ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp and ReduceSumSquare, whose gradients go through
+// one ai.xtrain
 // ReduceGrad op (attribute `mode`) that reads the forward input and output.
 #include <algorithm>
 #include <set>
@@ -111,18 +112,19 @@ OpDef reduceOp(const std::string& type, bool mean) {
 XT_REGISTER_OP(reduceOp("ReduceSum", false));
 XT_REGISTER_OP(reduceOp("ReduceMean", true));
 
-// ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceSumSquare (ai.onnx).
+// ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp,
+// ReduceSumSquare (ai.onnx).
 // ONNX gives their axes as an attribute up to opset 17 (an input from 18, with
 // noop_with_empty_axes); the canonical form is ReduceSum's (see canonicalizeReduce), which accepts
 // every form. Types: FLOAT and FLOAT16; ReduceMax and ReduceMin also INT32 and INT64 (not
 // differentiable). Over an empty set the results are those of ONNX opset 18: Max -inf (the lowest
-// integer), Min +inf (the highest), Prod 1, L1/L2/SumSquare 0, LogSumExp -inf. Gradients
+// integer), Min +inf (the highest), Prod 1, L1/L2/SumSquare 0, LogSum and LogSumExp -inf. Gradients
 // (ReduceGrad, x the input, y the output, g the output gradient, broadcast back):
 //   Max/Min    g at the first (row-major) position of the extreme value of each reduced set, 0
 //              elsewhere;
 //   Prod       g * product of the other elements, computed without dividing (exact with zeros);
 //   L1         g * sign(x) (0 at 0);  L2  g * x / y (0 where y = 0);  SumSquare  2 g x;
-//   LogSumExp  g * exp(x - y) (0 where y = -inf).
+//   LogSumExp  g * exp(x - y) (0 where y = -inf);  LogSum  g * exp(-y) = g / sum(x).
 OpDef reduceGradOp(const std::string& type, const std::string& mode, bool integers) {
   OpDef d{.type = type, .minInputs = 1, .maxInputs = 2};
   d.canonicalize = canonicalizeReduce;
@@ -152,12 +154,13 @@ XT_REGISTER_OP(reduceGradOp("ReduceMin", "min", true));
 XT_REGISTER_OP(reduceGradOp("ReduceProd", "prod", false));
 XT_REGISTER_OP(reduceGradOp("ReduceL1", "l1", false));
 XT_REGISTER_OP(reduceGradOp("ReduceL2", "l2", false));
+XT_REGISTER_OP(reduceGradOp("ReduceLogSum", "logsum", false));
 XT_REGISTER_OP(reduceGradOp("ReduceLogSumExp", "logsumexp", false));
 XT_REGISTER_OP(reduceGradOp("ReduceSumSquare", "sumsquare", false));
 
 // ReduceGrad (ai.xtrain): inputs gy (the forward output's gradient), x (the forward input), y (the
 // forward output); attributes axes (sorted, non-negative, as the forward's canonical form) and mode
-// (max, min, prod, l1, l2, logsumexp, sumsquare). Output dx (x's info).
+// (max, min, prod, l1, l2, logsum, logsumexp, sumsquare). Output dx (x's info).
 XT_REGISTER_OP([] {
   OpDef d{.type = "ReduceGrad", .domain = kXtrainDomain, .minInputs = 3, .maxInputs = 3};
   d.infer = [](const ShapeContext& ctx) {
@@ -175,8 +178,8 @@ XT_REGISTER_OP([] {
       }
     }
     const std::string& mode = ctx.attrs().getString("mode");
-    static const std::set<std::string> kModes = {"max", "min",       "prod",     "l1",
-                                                 "l2",  "logsumexp", "sumsquare"};
+    static const std::set<std::string> kModes = {"max", "min",    "prod",      "l1",
+                                                 "l2",  "logsum", "logsumexp", "sumsquare"};
     if (kModes.count(mode) == 0) ctx.fail("mode '{}' is not a reduction with a gradient", mode);
     return std::vector<TensorInfo>{x};
   };
