@@ -1,0 +1,100 @@
+"""PopART's wording of errors that PopART's programs match on (issue 29): the phrase is in xtrain's
+message, which still names the op; where PopART's programs compare the whole message, args[0] is
+PopART's text alone and str() xtrain's (xtrain::popart_worded_error)."""
+import unittest
+
+import numpy as np
+
+import xtrain as popart
+
+
+def inference(builder, outputs):
+    """Creates an inference session of the builder's model with `outputs` anchored."""
+    for o in outputs:
+        builder.addOutputTensor(o)
+    return popart.InferenceSession(
+        fnModel=builder.getModelProto(),
+        dataFlow=popart.DataFlow(1, {o: popart.AnchorReturnType("All") for o in outputs}),
+        deviceInfo=popart.DeviceManager().createCpuDevice())
+
+
+class WholeMessageTest(unittest.TestCase):
+    def test_args0_is_popart_and_str_is_xtrain(self):
+        with self.assertRaises(popart.popart_exception) as ctx:
+            popart._xtrain._throw_error("error", "Op 'x': long message", popart_message="short")
+        self.assertEqual(ctx.exception.args[0], "short")
+        self.assertEqual(str(ctx.exception), "Op 'x': long message")
+
+    def test_reduce_axis_out_of_range(self):
+        for axis in (-3, 2):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+            y = b.aiOnnx.reducesum([x], axes=[axis])
+            with self.assertRaises(popart.popart_exception) as ctx:
+                inference(b, [y])
+            self.assertEqual(ctx.exception.args[0],
+                             f"Axis {axis} is out of acceptable range [-2, 1]")
+            self.assertIn("ReduceSum", str(ctx.exception))
+            self.assertIn(f"Axis {axis} is out of acceptable range", str(ctx.exception))
+
+    def test_transpose_perm_rank(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [1, 3, 2]))
+        y = b.aiOnnx.transpose([x], perm=[1, 0])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertEqual(ctx.exception.args[0],
+                         "Rank of permutation tensor [1 0], rank 2 must be equal to rank of input "
+                         "tensor, shape [1 3 2], rank 3.")
+        self.assertIn("Transpose", str(ctx.exception))
+
+
+class PhraseTest(unittest.TestCase):
+    def assertRaisesPhrase(self, builder, outputs, phrase, op):
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(builder, outputs)
+        self.assertIn(phrase, ctx.exception.args[0])
+        self.assertIn(op, ctx.exception.args[0])
+        return ctx.exception.args[0]
+
+    def test_reshape_two_minus_ones(self):
+        # ONNX's shape inference cannot type the output: the op's own error comes first.
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 4, 3]))
+        y = b.aiOnnx.reshape([x, b.aiOnnx.constant(np.array([-1, -1, 0], dtype=np.int64))])
+        self.assertRaisesPhrase(
+            b, [y], "shape input to ReshapeOp can only use -1 to specify one unknown dimension",
+            "Reshape")
+
+    def test_tile(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+        y = b.aiOnnx.tile([x, b.aiOnnx.constant(np.array([1, 2, 3], dtype=np.int64))])
+        m = self.assertRaisesPhrase(
+            b, [y], "should have one element for each dimension of the data tensor", "Tile")
+        self.assertTrue(m.endswith("should have one element for each dimension of the data tensor"))
+
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+        y = b.aiOnnx.tile([x, b.aiOnnx.constant(np.array([1, -2], dtype=np.int64))])
+        self.assertRaisesPhrase(b, [y], "Values must be non-negative in each shape dimension",
+                                "Tile")
+
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+        r = b.addInputTensor(popart.TensorInfo("INT64", [2]))
+        y = b.aiOnnx.tile([x, r])
+        m = self.assertRaisesPhrase(b, [y], "must be of type Constant", "Tile")
+        self.assertTrue(m.endswith("must be of type Constant"))
+
+    def test_expand_incompatible(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+        y = b.aiOnnx.expand([x, b.aiOnnx.constant(np.array([4, 3, 4], dtype=np.int64))])
+        self.assertRaisesPhrase(
+            b, [y],
+            "corresponding dimensions must have the same value or one of them must be 1", "Expand")
+
+
+if __name__ == "__main__":
+    unittest.main()
