@@ -25,4 +25,3 @@ class XTRAIN_API popart_worded_error : public error {
 };
 
 }  // namespace xtrain
-

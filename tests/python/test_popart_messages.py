@@ -96,5 +96,84 @@ class PhraseTest(unittest.TestCase):
             "corresponding dimensions must have the same value or one of them must be 1", "Expand")
 
 
+class BuilderChecksTest(unittest.TestCase):
+    def test_arity_names_the_op_type(self):
+        b = popart.Builder()
+        with self.assertRaises(popart.popart_exception) as ctx:
+            b.aiOnnx.abs([])
+        self.assertTrue(ctx.exception.args[0].startswith("Abs has invalid number of inputs 0"))
+        self.assertIn("abs takes 1 input tensors, got 0", ctx.exception.args[0])
+
+    def test_window_parameter_lengths(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 8, 8]))
+        w = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 2, 3, 3]))
+        cases = [
+            (lambda: b.aiOnnx.conv([x, w], strides=[1]),
+             "Length of strides vector 1 != number of spatial dimensions 2"),
+            (lambda: b.aiOnnx.conv([x, w], pads=[0, 0]),
+             "Padding vector (length 2) does not have 2 values for each spatial dimension 2"),
+            (lambda: b.aiOnnx.conv([x, w], dilations=[1]),
+             "Length of dilations vector 1 != number of spatial dimensions 2"),
+            (lambda: b.aiOnnx.averagepool([x], kernel_shape=[2, 2], pads=[0, 0, 0, 0, 0]),
+             "Padding vector (length 5) does not have 2 values for each spatial dimension 2"),
+            (lambda: b.aiOnnx.maxpool([x], 1, kernel_shape=[2, 2], strides=[1, 1, 1]),
+             "Length of strides vector 3 != number of spatial dimensions 2"),
+        ]
+        for call, phrase in cases:
+            with self.assertRaises(popart.popart_exception) as ctx:
+                call()
+            self.assertEqual(ctx.exception.args[0], phrase)
+            self.assertIn("Builder: ", str(ctx.exception))
+
+    def test_conv_kernel_shape_and_output_size(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 8, 8]))
+        w = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 2, 3, 3]))
+        with self.assertRaises(popart.popart_exception) as ctx:
+            b.aiOnnx.conv([x, w], kernel_shape=[5, 5])
+        self.assertEqual(ctx.exception.args[0],
+                         f"kernel_shape, [5 5], does not match inferred shape from weight input "
+                         f"'{w}', [3 3]")
+        big = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 2, 10, 9]))
+        with self.assertRaises(popart.popart_exception) as ctx:
+            b.aiOnnx.conv([x, big])
+        self.assertEqual(ctx.exception.args[0],
+                         "Window parameter values combine to give invalid spatial output shape: "
+                         "[-1 0]")
+        # Padding makes the same kernel fit; the node is added.
+        b.aiOnnx.conv([x, big], pads=[1, 0, 1, 0])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            b.aiOnnx.maxpool([x], 1, kernel_shape=[4, 4], dilations=[3, 3])
+        self.assertIn("invalid spatial output shape: [-1 -1]", ctx.exception.args[0])
+
+
+class LossTest(unittest.TestCase):
+    def test_nll_label_shape(self):
+        b = popart.Builder()
+        probs = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 4, 3]))
+        label = b.addInputTensor(popart.TensorInfo("INT32", [2, 5]))
+        nll = b.aiGraphcore.nllloss([probs, label], popart.ReductionType.Mean)
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [nll])
+        self.assertTrue(ctx.exception.args[0].startswith(
+            "The label tensor (INT32   [2 5]) must have shape [2 4] to match all but the final "
+            "dimension of the probabilities tensor (FLOAT   [2 4 3])"), ctx.exception.args[0])
+        self.assertIn("Nll", ctx.exception.args[0])
+
+    def test_loss_must_be_scalar(self):
+        b = popart.Builder()
+        x = b.addInitializedInputTensor(np.ones([2, 3], np.float32))
+        y = b.aiOnnx.relu([x])
+        b.addOutputTensor(y)
+        with self.assertRaises(popart.popart_exception) as ctx:
+            popart.TrainingSession(fnModel=b.getModelProto(),
+                                   dataFlow=popart.DataFlow(1, [y]), loss=y,
+                                   optimizer=popart.ConstSGD(0.1),
+                                   deviceInfo=popart.DeviceManager().createCpuDevice())
+        self.assertTrue(ctx.exception.args[0].endswith("must be a scalar tensor"))
+        self.assertIn(y, ctx.exception.args[0])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -630,7 +630,8 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
   } catch (const internal_error&) {
     throw;
   } catch (const popart_worded_error& e) {
-    throw popart_worded_error(e.popartMessage(), xtrain::format("importing {}: {}", what, e.what()));
+    throw popart_worded_error(e.popartMessage(),
+                              xtrain::format("importing {}: {}", what, e.what()));
   } catch (const error& e) {
     throw error("importing {}: {}", what, e.what());
   }

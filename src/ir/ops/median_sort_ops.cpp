@@ -55,7 +55,7 @@ void canonicalizeMedian(Op& op, const Graph& graph) {
         throw popart_worded_error(
             popartAxisOutOfRange(axis, rank),
             xtrain::format("{}: axis {} is out of range for the input {}: {}", op.describe(), axis,
-                    x.toString(), popartAxisOutOfRange(axis, rank)));
+                           x.toString(), popartAxisOutOfRange(axis, rank)));
       }
       if (!unique.insert(a).second) {
         throw error("{}: axis {} is repeated in axes {}", op.describe(), axis, given);

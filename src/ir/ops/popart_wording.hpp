@@ -27,8 +27,8 @@ inline std::string popartInfo(const TensorInfo& info) {
 
 // PopART's message for an axis outside [-rank, rank - 1].
 inline std::string popartAxisOutOfRange(int64_t axis, int64_t rank) {
-  return "Axis " + std::to_string(axis) + " is out of acceptable range [" +
-         std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]";
+  return "Axis " + std::to_string(axis) + " is out of acceptable range [" + std::to_string(-rank) +
+         ", " + std::to_string(rank - 1) + "]";
 }
 
 }  // namespace xtrain::ir

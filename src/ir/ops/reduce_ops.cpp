@@ -37,7 +37,8 @@ void canonicalizeReduce(Op& op, const Graph& graph) {
         throw popart_worded_error(
             popartAxisOutOfRange(axis, rank),
             xtrain::format("{}: axis {} is out of range for the input {}: {}", op.describe(), axis,
-                    graph.tensor(op.inputs[0]).info.toString(), popartAxisOutOfRange(axis, rank)));
+                           graph.tensor(op.inputs[0]).info.toString(),
+                           popartAxisOutOfRange(axis, rank)));
       }
       if (!unique.insert(a).second) {
         throw error("{}: axis {} is repeated in axes {}", op.describe(), axis, given);

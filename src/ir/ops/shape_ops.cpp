@@ -42,9 +42,10 @@ XT_REGISTER_OP([] {
       const int64_t v = req[i];
       if (v == -1) {
         if (inferred >= 0) {
-          ctx.fail("shape {} has more than one -1 (shape input to ReshapeOp can only use -1 to "
-                   "specify one unknown dimension)",
-                   shapeToString(req));
+          ctx.fail(
+              "shape {} has more than one -1 (shape input to ReshapeOp can only use -1 to "
+              "specify one unknown dimension)",
+              shapeToString(req));
         }
         inferred = static_cast<int>(i);
         out.push_back(1);
@@ -192,9 +193,9 @@ XT_REGISTER_OP([] {
           "rank {}.",
           popartSequence(perm), perm.size(), popartSequence(in.shape()), in.rank());
       throw popart_worded_error(
-          popart, xtrain::format("{}: perm {} has {} entries but the input {} has rank {} ({})",
-                                 ctx.op().describe(), perm, perm.size(), in.toString(), in.rank(),
-                                 popart));
+          popart,
+          xtrain::format("{}: perm {} has {} entries but the input {} has rank {} ({})",
+                         ctx.op().describe(), perm, perm.size(), in.toString(), in.rank(), popart));
     }
     std::vector<bool> seen(perm.size(), false);
     Shape out;

@@ -183,9 +183,10 @@ XT_REGISTER_OP([] {
     Shape out = in.shape();
     for (size_t i = 0; i < out.size(); ++i) {
       if (repeats[i] < 0) {
-        ctx.fail("repeats {} has the negative count {} (output dimensions: Values must be "
-                 "non-negative in each shape dimension)",
-                 repeats, repeats[i]);
+        ctx.fail(
+            "repeats {} has the negative count {} (output dimensions: Values must be "
+            "non-negative in each shape dimension)",
+            repeats, repeats[i]);
       }
       out[i] = checkedMul(ctx.op().describe() + ": output dimension " + std::to_string(i), out[i],
                           repeats[i]);
