@@ -95,6 +95,23 @@ class PhraseTest(unittest.TestCase):
             b, [y],
             "corresponding dimensions must have the same value or one of them must be 1", "Expand")
 
+    def test_reverse_dimensions(self):
+        for dims, phrase in (([-1], "invalid dimension '-1'. Only positive dimensions are supported"),
+                             ([2], "invalid dimension '2' for input tensor of rank 2"),
+                             ([1, 1], "Dimension 1 appears multiple times")):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]))
+            y = b.aiGraphcore.reverse([x], dims)
+            self.assertRaisesPhrase(b, [y], phrase, "Reverse")
+
+    def test_binary_types(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT16", [2, 2]))
+        z = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]))
+        y = b.aiOnnx.mul([x, z])
+        m = self.assertRaisesPhrase(b, [y], "inputs have different types", "Mul")
+        self.assertTrue(m.endswith("incompatible types FLOAT16 and FLOAT (shapes [2 2] and [2 2])"))
+
 
 class BuilderChecksTest(unittest.TestCase):
     def test_arity_names_the_op_type(self):
@@ -146,6 +163,34 @@ class BuilderChecksTest(unittest.TestCase):
         with self.assertRaises(popart.popart_exception) as ctx:
             b.aiOnnx.maxpool([x], 1, kernel_shape=[4, 4], dilations=[3, 3])
         self.assertIn("invalid spatial output shape: [-1 -1]", ctx.exception.args[0])
+
+
+    def test_conv_dithering_only_on_conv_and_bool(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 4, 4]))
+        w = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 2, 3, 3]))
+        c = b.aiOnnx.conv([x, w], pads=[1, 1, 1, 1])
+        r = b.aiOnnx.relu([c])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            b.setEnableConvDithering(r, 1)
+        self.assertEqual(ctx.exception.args[0], "Builder::setEnableConvDithering should only be "
+                         "called on convolutions but was given: Relu")
+        self.assertIn(r, str(ctx.exception))
+        with self.assertRaises(popart.popart_exception) as ctx:
+            b.setEnableConvDithering(c, 44)
+        self.assertEqual(ctx.exception.args[0], "enableConvDithering must be a bool value")
+        b.setEnableConvDithering(c, True)
+        inference(b, [r])  # PopART's annotation does not stop the import
+
+    def test_exclude_patterns_names(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]))
+        y = b.aiOnnx.identity([x])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            b.excludePatterns(y, ["ThisPatternDoesNotExist"])
+        self.assertTrue(ctx.exception.args[0].startswith(
+            "Invalid pattern name 'ThisPatternDoesNotExist'"))
+        b.excludePatterns(y, ["PostNRepl", "InPlace"])
 
 
 class LossTest(unittest.TestCase):
