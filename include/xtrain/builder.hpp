@@ -264,6 +264,10 @@ class XTRAIN_API Builder {
   void removeNodeAttribute(const std::string& attributeName,
                            const std::set<TensorId>& nodeOutputNames);
   std::vector<std::string> getAllNodeAttributeNames(const std::set<TensorId>& nodeOutputNames);
+  // PopART's: sets attribute enableConvDithering (0 or 1) of the Conv node that outputs
+  // nodeOutputName; throws for another value or another op. xtrain's convolutions do not dither
+  // (the attribute changes no result).
+  void setEnableConvDithering(const TensorId& nodeOutputName, int64_t value);
 
   // Moves the data of the initializers `ids` (in that order) to `filename` (ONNX's external data;
   // the model refers to it by that name, which an import resolves against the working directory,

@@ -7,6 +7,7 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "builder_subgraph.hpp"
 #include "builder_support.hpp"
 #include "numpy_types.hpp"
+#include "xtrain/patterns.hpp"
 
 namespace py = pybind11;
 
@@ -642,6 +644,8 @@ void bindNodeSettings(py::class_<PyBuilder>& c) {
   c.def(
       "setEnableConvDithering",
       [](PyBuilder& b, const TensorId& nodeOutputName, int64_t value) {
+        b.checkTensor(nodeOutputName, "Builder.setEnableConvDithering");
+        b.b().setEnableConvDithering(nodeOutputName, value);  // refuses a non-Conv, a non-bool
         setNodeAttr(b, "enableConvDithering", py::str(nodeOutputName), py::int_(value),
                     "Builder.setEnableConvDithering");
       },
@@ -656,6 +660,18 @@ void bindNodeSettings(py::class_<PyBuilder>& c) {
   c.def(
       "excludePatterns",
       [](PyBuilder& b, const TensorId& nodeOutputName, const std::vector<std::string>& names) {
+        // PopART checks the names when it makes the op; they are checked here, when given.
+        const std::vector<std::string> known = Patterns::getAllPreAliasPatternNames();
+        for (const auto& name : names) {
+          if (name == "InPlace" || name == "UpdateInplacePrioritiesForIpu" ||
+              std::find(known.begin(), known.end(), name) != known.end()) {
+            continue;
+          }
+          throw error(
+              "Invalid pattern name '{}' in Op::excludePatterns (Builder.excludePatterns for "
+              "'{}': not a pattern name; Patterns.getAllPreAliasPatternNames() lists them)",
+              name, nodeOutputName);
+        }
         setNodeAttr(b, "excludePatterns", py::str(nodeOutputName), py::cast(names),
                     "Builder.excludePatterns");
       },

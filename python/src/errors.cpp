@@ -22,6 +22,7 @@
 
 #include "bindings.hpp"
 #include "xtrain/error.hpp"
+#include "xtrain/popart_error.hpp"
 
 namespace py = pybind11;
 
@@ -32,7 +33,14 @@ namespace {
 // The classes are plain Python classes (methods included), made once at import.
 constexpr const char* kClasses = R"PY(
 class popart_exception(RuntimeError):
-    """Base of every error xtrain raises (xtrain::error)."""
+    """Base of every error xtrain raises (xtrain::error).
+
+    args[0] is PopART's whole message where PopART's programs compare it exactly (a few faults:
+    xtrain::popart_worded_error); str() is then xtrain's message, which names the culprit."""
+    xtrainMessage = None
+
+    def __str__(self):
+        return self.xtrainMessage if self.xtrainMessage is not None else super().__str__()
 
 class popart_internal_exception(popart_exception):
     """A broken invariant inside xtrain (xtrain::internal_error): please report it."""
@@ -92,9 +100,17 @@ void raise(const py::object& cls, const char* what) {
   PyErr_SetObject(cls.ptr(), cls(what).ptr());
 }
 
+// An error with PopART's whole message: that is args[0]; str() gives xtrain's.
+void raiseWithPopartMessage(const py::object& cls, const popart_worded_error& e) {
+  py::object exc = cls(e.popartMessage());
+  exc.attr("xtrainMessage") = e.what();
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+}
+
 // Throws the C++ exception `kind` names (for the tests' round trip through the translator).
 [[noreturn]] void throwForTest(const std::string& kind, const std::string& message,
-                               RecoveryAction action) {
+                               RecoveryAction action, const std::string& popartMessage) {
+  if (kind == "error" && !popartMessage.empty()) throw popart_worded_error(popartMessage, message);
   if (kind == "error") throw error(message);
   if (kind == "internal_error") throw internal_error(message);
   if (kind == "runtime_error") throw runtime_error(message);
@@ -178,13 +194,15 @@ void bindErrors(py::module_& m) {
       py::object exc = classes->oom(e.what());
       exc.attr("summaryReport") = e.getSummaryReport();
       PyErr_SetObject(classes->oom.ptr(), exc.ptr());
+    } catch (const popart_worded_error& e) {
+      raiseWithPopartMessage(classes->base, e);
     } catch (const error& e) {
       raise(classes->base, e.what());
     }
   });
 
   m.def("_throw_error", &throwForTest, py::arg("kind"), py::arg("message"),
-        py::arg("action") = RecoveryAction::IPU_RESET,
+        py::arg("action") = RecoveryAction::IPU_RESET, py::arg("popart_message") = "",
         "Throws the C++ xtrain exception `kind` (for tests of the translation).");
 }
 

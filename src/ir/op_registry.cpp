@@ -148,7 +148,10 @@ Shape broadcastShapes(const ShapeContext& ctx, const Shape& a, const Shape& b) {
     const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
-      ctx.fail("shapes {} and {} cannot be broadcast together", shapeToString(a), shapeToString(b));
+      ctx.fail(
+          "shapes {} and {} cannot be broadcast together: output dimension {} would be {} and {} "
+          "(corresponding dimensions must have the same value or one of them must be 1)",
+          shapeToString(a), shapeToString(b), i, da, db);
     }
     out[i] = da == 1 ? db : da;
   }
@@ -169,7 +172,8 @@ const Tensor* constInputTensor(const Op& op, const Graph& graph, size_t index,
   const Tensor& t = graph.tensor(op.inputs[index]);
   if (t.kind != TensorKind::Const || !t.value) {
     throw error(
-        "{}: input {} ('{}', used as '{}') must be a constant; xtrain needs it at compile time",
+        "{}: input {} ('{}', used as '{}') is not a constant; xtrain needs its value at compile "
+        "time, so it must be of type Constant",
         op.describe(), index, t.id, usedAs);
   }
   return &t;

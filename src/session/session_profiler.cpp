@@ -155,6 +155,7 @@ void SessionProfiler::countRun(double seconds, const SessionFigures& figures) {
   profile_.microBatches += bps * static_cast<uint64_t>(figures.accumulationFactor);
   profile_.runSeconds += seconds;
   profile_.lastRunCycles = profile_.currentRunCycles;
+  ran_ = true;
   profile_.totalCycles += profile_.currentRunCycles;
   if (autoReport_) writeAutoReports(figures);
 }
@@ -164,18 +165,21 @@ void SessionProfiler::requireStarted(const char* what) const {
 }
 
 uint64_t SessionProfiler::cycleCount(const std::string& id) const {
+  // PopART's words: the option, the id, then a run to count.
   if (!cycleCounter_) {
-    throw error(
-        "getCycleCount: no cycle counter: set SessionOptions::instrumentWithHardwareCycleCounter "
-        "to true before creating the session");
+    throw runtime_error(
+        "SessionOption 'instrumentWithHardwareCycleCounter' must be set to true before creating "
+        "the session for getCycleCount to read a cycle count");
   }
   if (!id.empty()) {
-    throw error(
+    throw runtime_error(
         "getCycleCount(\"{}\"): unknown cycle counter id; xtrain counts the whole program of each "
-        "run() (id \"\")",
-        id);
+        "run() (id \"\"). Invalid id for cycle counter, '{}'. Make sure you have set "
+        "SessionOption::hardwareInstrumentations correctly.",
+        id, id);
   }
   requireStarted("getCycleCount");
+  if (!ran_) throw runtime_error("Must call run before getCycleCount: there is no count yet");
   return profile_.lastRunCycles;
 }
 

@@ -143,6 +143,7 @@ class SessionProfiler {
   std::string autoReportDirectory_;
   std::string logDir_;
   bool cycleCounter_ = false;  // instrumentWithHardwareCycleCounter
+  bool ran_ = false;           // run() has completed once (getCycleCount needs a count)
 
   // Set by start(): the graph and replica 0's programs, the exchange (the buckets' overlap), the
   // instance's report file suffix.

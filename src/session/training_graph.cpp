@@ -23,8 +23,8 @@ void checkLoss(const ir::Graph& graph, const TensorId& loss) {
   const TensorInfo& info = graph.tensor(loss).info;
   if (info.nelms() != 1) {
     throw error(
-        "the loss '{}' is {}, but a loss must be a scalar (one element): reduce it, e.g. with "
-        "ReduceMean or a loss op's reduction \"mean\"",
+        "the loss '{}' is {}: reduce it to one element, e.g. with ReduceMean or a loss op's "
+        "reduction \"mean\"; a loss must be a scalar tensor",
         loss, info.toString());
   }
   // INT32 as PopART allows it: an integer graph (ReduceMedian of INT32 data, say) can still be

@@ -69,7 +69,7 @@ TEST(GraphcoreBuilder, EveryUtilityOpInfersChecksAndImports) {
   check(gc.fmod({x, y}), "FLOAT", xs);
   const TensorId xi = b->addInputTensor(TensorInfo("INT32", {5}), "xi");
   check(gc.remainder({xi, xi}), "INT32", {5});
-  check(gc.reverse({x}, {0, -1}), "FLOAT", xs);
+  check(gc.reverse({x}, {0, 1}), "FLOAT", xs);
   check(gc.round({x}), "FLOAT", xs);
   const TensorId cond = b->addInputTensor(TensorInfo("BOOL", {}), "cond");
   gc.abort({cond}, "maybe_abort");

@@ -17,6 +17,7 @@
 #include "session/kernel_spec.hpp"
 #include "testing/error_testing.hpp"
 #include "xtrain/builder.hpp"
+#include "xtrain/popart_error.hpp"
 
 namespace xtrain {
 namespace {
@@ -675,6 +676,38 @@ TEST(OnnxImportErrors, UnknownOpNamesTypeDomainOpsetAndNode) {
   options.runChecker = false;
   expectError([&] { importOnnxModel(builder->getModelProto(), options); },
               {"Frobnicate", "ai.graphcore", "opset 1", "frob"});
+}
+
+// An untyped graph output (ONNX's shape inference could not type it) is refused by the checker
+// only once the graph is built, so that an op that cannot be built reports its own fault first.
+TEST(OnnxImportErrors, UntypedOutputAfterTheOpsOwnError) {
+  Pb untyped;
+  untyped.bytes(1, "y");
+  GraphParts ok;
+  ok.inputs.push_back(valueInfo("x", kFloatT, {2}));
+  ok.nodes.push_back(node({"x"}, {"y"}, "Relu", "relu"));
+  ok.outputs.push_back(untyped);
+  expectError([&] { importOnnxModel(model(ok)); }, {"graph output 'y' has no type"});
+  OnnxImportOptions options;
+  options.runChecker = false;
+  EXPECT_NO_THROW(importOnnxModel(model(ok), options));
+
+  GraphParts bad;
+  bad.inputs.push_back(valueInfo("x", kFloatT, {2, 3}));
+  Pb perm;  // ints [0, 1, 2] (type INTS) for a rank-2 input
+  perm.bytes(1, "perm").varint(8, 0).varint(8, 1).varint(8, 2).varint(20, 7);
+  bad.nodes.push_back(node({"x"}, {"y"}, "Transpose", "t", "", {perm}));
+  bad.outputs.push_back(untyped);
+  try {
+    importOnnxModel(model(bad));
+    ADD_FAILURE() << "expected an error";
+  } catch (const popart_worded_error& e) {
+    // xtrain's message names the op; PopART's alone is kept through the import's context.
+    EXPECT_NE(std::string(e.what()).find("Transpose 't'"), std::string::npos) << e.what();
+    EXPECT_EQ(e.popartMessage(),
+              "Rank of permutation tensor [0 1 2], rank 3 must be equal to rank of input tensor, "
+              "shape [2 3], rank 2.");
+  }
 }
 
 TEST(OnnxImportErrors, OnnxOpXtrainLacks) {

@@ -551,14 +551,14 @@ TEST(GraphcoreOps, IntegerRemainderAndFmod) {
 TEST(GraphcoreOps, Reverse) {
   const Shape shape{3, 4, 5};
   const HostTensor x = randomTensor(shape, 18);
-  const std::vector<std::vector<int64_t>> cases = {{}, {0}, {2}, {-1}, {0, 2}, {1}, {0, 1, 2}};
+  const std::vector<std::vector<int64_t>> cases = {{}, {0}, {2}, {0, 2}, {1}, {0, 1, 2}};
   for (const auto& dims : cases) {
     SCOPED_TRACE(::testing::PrintToString(dims));
     HostTensor ref(x.info());
     for (int64_t i = 0; i < x.nelms(); ++i) {
       auto idx = unravel(i, shape);
       for (int64_t d : dims) {
-        const auto u = static_cast<size_t>(d < 0 ? d + 3 : d);
+        const auto u = static_cast<size_t>(d);
         idx[u] = shape[u] - 1 - idx[u];
       }
       const auto st = stridesOf(shape);
@@ -578,12 +578,18 @@ TEST(GraphcoreOps, Reverse) {
       [&] {
         runForward(one("Reverse", attrs({{"dimensions", std::vector<int64_t>{3}}})), {x});
       },
-      {"Reverse", "axis"});
+      {"Reverse", "invalid dimension '3' for input tensor of rank 3"});
+  // As PopART's: dimensions count from 0, negative ones are refused.
   expectError(
       [&] {
-        runForward(one("Reverse", attrs({{"dimensions", std::vector<int64_t>{0, -3}}})), {x});
+        runForward(one("Reverse", attrs({{"dimensions", std::vector<int64_t>{0, -1}}})), {x});
       },
-      {"Reverse", "twice"});
+      {"Reverse", "invalid dimension '-1'. Only positive dimensions are supported"});
+  expectError(
+      [&] {
+        runForward(one("Reverse", attrs({{"dimensions", std::vector<int64_t>{1, 1}}})), {x});
+      },
+      {"Reverse", "Dimension 1 appears multiple times"});
 }
 
 // ---- Round

@@ -502,7 +502,8 @@ class AnnotationTest(unittest.TestCase):
         b.setPartialsType(y, "HALF")
         self.assertEqual(b.getPartialsType(y), "HALF")
         b.setSerializeMatMul({y}, "output_channels", 2, True)
-        b.setEnableConvDithering(y, 1)
+        with self.assertRaisesRegex(popart.popart_exception, "only be called on convolutions"):
+            b.setEnableConvDithering(y, 1)  # y is a MatMul's (test_popart_messages.py: a Conv's)
         b.setInplacePreferences(y, {"InPlaceAdd": 1.0})
         b.excludePatterns(y, ["MatMulOp"])
         with self.assertRaisesRegex(KeyError, "'nope' is not a tensor"):

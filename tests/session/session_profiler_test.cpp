@@ -58,13 +58,17 @@ TEST(SessionProfiler, CallsThatNeedTheProgramsAskForPrepareDevice) {
 
 TEST(SessionProfiler, CycleCountNeedsTheCounterAndTheWholeProgramId) {
   const SessionProfiler profiler(SessionOptions{}, EngineSettings{});
-  EXPECT_NE(messageOf([&] { profiler.cycleCount(""); }).find("no cycle counter"),
+  EXPECT_NE(messageOf([&] { profiler.cycleCount(""); })
+                .find("SessionOption 'instrumentWithHardwareCycleCounter' must be set to true"),
             std::string::npos);
   SessionOptions counted;
   counted.instrumentWithHardwareCycleCounter = true;
   const SessionProfiler withCounter(counted, EngineSettings{});
-  EXPECT_NE(messageOf([&] { withCounter.cycleCount("fwd"); }).find("unknown cycle counter id"),
-            std::string::npos);
+  const std::string badId = messageOf([&] { withCounter.cycleCount("fwd"); });
+  EXPECT_NE(badId.find("unknown cycle counter id"), std::string::npos) << badId;
+  EXPECT_TRUE(badId.ends_with(
+      "Make sure you have set SessionOption::hardwareInstrumentations correctly."))
+      << badId;
 }
 
 TEST(SessionProfiler, ARunCountsItsTimesUntilTheReset) {

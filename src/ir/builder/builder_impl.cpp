@@ -210,7 +210,7 @@ std::vector<TensorId> BuilderImpl::node(const char* method, const std::string& t
                                         const std::vector<NodeAttr>& attrs,
                                         const std::string& debugContext,
                                         const std::string& domain) {
-  checkArity(method, args, minArgs, maxArgs);
+  checkArity(method, type, args, minArgs, maxArgs);
   Emitted e = emit(type, domain, args, numOutputs, debugContext);
   for (const NodeAttr& a : attrs) {
     if (!a.value) continue;
@@ -231,16 +231,17 @@ std::vector<TensorId> BuilderImpl::node(const char* method, const std::string& t
   return e.outputs;
 }
 
-void BuilderImpl::checkArity(const char* method, const std::vector<TensorId>& args, size_t min,
-                             size_t max) {
+void BuilderImpl::checkArity(const char* method, const std::string& type,
+                             const std::vector<TensorId>& args, size_t min, size_t max) {
   if (args.size() < min || args.size() > max) {
     // max == SIZE_MAX: no upper bound (concat, sum, ...).
     const std::string expected = min == max ? std::to_string(min)
                                  : max == SIZE_MAX
                                      ? "at least " + std::to_string(min)
                                      : std::to_string(min) + " to " + std::to_string(max);
-    throw error("Builder: {} takes {} input tensors, got {} ({})", method, expected, args.size(),
-                args);
+    throw error(
+        "{} has invalid number of inputs {}: Builder: {} takes {} input tensors, got {} ({})", type,
+        args.size(), method, expected, args.size(), args);
   }
 }
 

@@ -89,9 +89,10 @@ class BuilderImpl {
   // A Constant node holding a copy of data (laid out as info says).
   TensorId constant(const void* data, const TensorInfo& info, const std::string& debugContext);
   TensorId constantInt64(const std::vector<int64_t>& values, const std::string& debugContext);
-  // Throws "<method>: takes N inputs, got M" when args.size() is outside [min, max].
-  static void checkArity(const char* method, const std::vector<TensorId>& args, size_t min,
-                         size_t max);
+  // Throws "<Type> has invalid number of inputs M (PopART's wording): Builder: <method> takes N
+  // input tensors, ..." when args.size() is outside [min, max]; `type` is the op's type.
+  static void checkArity(const char* method, const std::string& type,
+                         const std::vector<TensorId>& args, size_t min, size_t max);
 
   bool hasTensor(const TensorId& id) const { return tensorIds_.count(id) != 0; }
   TensorInfo tensorInfo(const TensorId& id);

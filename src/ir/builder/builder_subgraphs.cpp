@@ -198,7 +198,7 @@ std::vector<TensorId> AiOnnxOpset11::logical_if(const std::vector<TensorId>& arg
                                                 unsigned num_outputs, Builder& else_branch,
                                                 Builder& then_branch,
                                                 const std::string& debugContext) {
-  BuilderImpl::checkArity("logical_if", args, 1, 1);
+  BuilderImpl::checkArity("logical_if", "If", args, 1, 1);
   onnx::GraphProto e = impl_->subgraphOf(BuilderImpl::of(else_branch), "logical_if");
   onnx::GraphProto t = impl_->subgraphOf(BuilderImpl::of(then_branch), "logical_if");
   for (const auto* g : {&t, &e}) {
@@ -215,7 +215,7 @@ std::vector<TensorId> AiOnnxOpset11::logical_if(const std::vector<TensorId>& arg
 
 std::vector<TensorId> AiOnnxOpset11::loop(const std::vector<TensorId>& args, unsigned num_outputs,
                                           Builder& body, const std::string& debugContext) {
-  BuilderImpl::checkArity("loop", args, 2, SIZE_MAX);
+  BuilderImpl::checkArity("loop", "Loop", args, 2, SIZE_MAX);
   onnx::GraphProto g = impl_->subgraphOf(BuilderImpl::of(body), "loop");
   if (g.input_size() != static_cast<int>(args.size())) {
     throw error(
@@ -241,7 +241,7 @@ std::vector<TensorId> AiOnnxOpset11::scan(const std::vector<TensorId>& args, uns
                                           const std::vector<int64_t>& scan_output_axes,
                                           const std::vector<int64_t>& scan_output_directions,
                                           const std::string& debugContext) {
-  BuilderImpl::checkArity("scan", args, 1, SIZE_MAX);
+  BuilderImpl::checkArity("scan", "Scan", args, 1, SIZE_MAX);
   if (num_scan_inputs < 1 || num_scan_inputs > static_cast<int64_t>(args.size())) {
     throw error("Builder: scan: num_scan_inputs is {}, expected 1 to the {} inputs",
                 num_scan_inputs, args.size());

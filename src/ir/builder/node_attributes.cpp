@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "ir/builder/builder_impl.hpp"
+#include "xtrain/popart_error.hpp"
 
 namespace xtrain {
 
-onnx::NodeProto* BuilderImpl::findNodeWithOutputs(const std::set<TensorId>& outputs,
-                                                  bool exactly) {
+onnx::NodeProto* BuilderImpl::findNodeWithOutputs(const std::set<TensorId>& outputs, bool exactly) {
   for (onnx::NodeProto& node : *model_.mutable_graph()->mutable_node()) {
     if (exactly && static_cast<size_t>(node.output_size()) != outputs.size()) continue;
     size_t found = 0;
@@ -162,6 +162,24 @@ std::vector<std::string> Builder::getAllNodeAttributeNames(const std::set<Tensor
   std::vector<std::string> names;
   for (const auto& a : impl_->nodeByOutputs(ids).attribute()) names.push_back(a.name());
   return names;
+}
+
+void Builder::setEnableConvDithering(const TensorId& nodeOutputName, int64_t value) {
+  if (value != 0 && value != 1) {
+    throw popart_worded_error("enableConvDithering must be a bool value",
+                              xtrain::format("Builder::setEnableConvDithering('{}', {}): "
+                                             "enableConvDithering must be a bool value (0 or 1)",
+                                             nodeOutputName, value));
+  }
+  const std::string type = impl_->nodeByOutputs({nodeOutputName}).op_type();
+  if (type != "Conv") {
+    const std::string popart =
+        "Builder::setEnableConvDithering should only be called on convolutions but was given: " +
+        type;
+    throw popart_worded_error(
+        popart, xtrain::format("{} (the node that outputs '{}')", popart, nodeOutputName));
+  }
+  addNodeAttribute("__enable_conv_dithering", value, {nodeOutputName});  // PopART's name
 }
 
 }  // namespace xtrain

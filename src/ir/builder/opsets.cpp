@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ir/builder/builder_impl.hpp"
+#include "ir/builder/window_checks.hpp"
 
 namespace xtrain {
 
@@ -27,12 +28,12 @@ unsigned checkOutputs(const char* method, unsigned n, unsigned min, unsigned max
 
 #define XT_BINARY(method, type)                                                              \
   TensorId AiOnnxOpset11::method(const std::vector<TensorId>& args, const std::string& dc) { \
-    BuilderImpl::checkArity(#method, args, 2, 2);                                            \
+    BuilderImpl::checkArity(#method, type, args, 2, 2);                                      \
     return impl_->emit1(type, args, dc);                                                     \
   }
 #define XT_UNARY(method, type)                                                               \
   TensorId AiOnnxOpset11::method(const std::vector<TensorId>& args, const std::string& dc) { \
-    BuilderImpl::checkArity(#method, args, 1, 1);                                            \
+    BuilderImpl::checkArity(#method, type, args, 1, 1);                                      \
     return impl_->emit1(type, args, dc);                                                     \
   }
 
@@ -58,13 +59,13 @@ XT_UNARY(globalmaxpool, "GlobalMaxPool")
 #undef XT_UNARY
 
 TensorId AiOnnxOpset11::sum(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("sum", args, 1, SIZE_MAX);
+  BuilderImpl::checkArity("sum", "Sum", args, 1, SIZE_MAX);
   return impl_->emit1("Sum", args, dc);
 }
 
 TensorId AiOnnxOpset11::cast(const std::vector<TensorId>& args, const std::string& to,
                              const std::string& dc) {
-  BuilderImpl::checkArity("cast", args, 1, 1);
+  BuilderImpl::checkArity("cast", "Cast", args, 1, 1);
   int onnxType = 0;
   try {
     onnxType = dataTypeToOnnx(dataTypeFromName(to));
@@ -78,7 +79,7 @@ TensorId AiOnnxOpset11::cast(const std::vector<TensorId>& args, const std::strin
 
 TensorId AiOnnxOpset11::softmax(const std::vector<TensorId>& args, std::optional<int64_t> axis,
                                 const std::string& dc) {
-  BuilderImpl::checkArity("softmax", args, 1, 1);
+  BuilderImpl::checkArity("softmax", "Softmax", args, 1, 1);
   auto e = impl_->emit("Softmax", "", args, 1, dc);
   if (axis) setIntAttr(*e.node, "axis", *axis);
   return e.outputs[0];
@@ -86,7 +87,7 @@ TensorId AiOnnxOpset11::softmax(const std::vector<TensorId>& args, std::optional
 
 TensorId AiOnnxOpset11::logsoftmax(const std::vector<TensorId>& args, std::optional<int64_t> axis,
                                    const std::string& dc) {
-  BuilderImpl::checkArity("logsoftmax", args, 1, 1);
+  BuilderImpl::checkArity("logsoftmax", "LogSoftmax", args, 1, 1);
   auto e = impl_->emit("LogSoftmax", "", args, 1, dc);
   if (axis) setIntAttr(*e.node, "axis", *axis);
   return e.outputs[0];
@@ -94,7 +95,7 @@ TensorId AiOnnxOpset11::logsoftmax(const std::vector<TensorId>& args, std::optio
 
 TensorId AiOnnxOpset11::gemm(const std::vector<TensorId>& args, float alpha, float beta,
                              int64_t transA, int64_t transB, const std::string& dc) {
-  BuilderImpl::checkArity("gemm", args, 2, 3);
+  BuilderImpl::checkArity("gemm", "Gemm", args, 2, 3);
   auto e = impl_->emit("Gemm", "", args, 1, dc);
   setFloatAttr(*e.node, "alpha", alpha);
   setFloatAttr(*e.node, "beta", beta);
@@ -107,13 +108,13 @@ TensorId AiOnnxOpset11::gemm(const std::vector<TensorId>& args, float alpha, flo
 // --------------------------------------------------------------------------
 
 TensorId AiOnnxOpset11::reshape(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("reshape", args, 2, 2);
+  BuilderImpl::checkArity("reshape", "Reshape", args, 2, 2);
   return impl_->emit1("Reshape", args, dc);
 }
 
 TensorId AiOnnxOpset11::flatten(const std::vector<TensorId>& args, int64_t axis,
                                 const std::string& dc) {
-  BuilderImpl::checkArity("flatten", args, 1, 1);
+  BuilderImpl::checkArity("flatten", "Flatten", args, 1, 1);
   auto e = impl_->emit("Flatten", "", args, 1, dc);
   setIntAttr(*e.node, "axis", axis);
   return e.outputs[0];
@@ -121,7 +122,7 @@ TensorId AiOnnxOpset11::flatten(const std::vector<TensorId>& args, int64_t axis,
 
 TensorId AiOnnxOpset11::transpose(const std::vector<TensorId>& args,
                                   const std::vector<int64_t>& perm, const std::string& dc) {
-  BuilderImpl::checkArity("transpose", args, 1, 1);
+  BuilderImpl::checkArity("transpose", "Transpose", args, 1, 1);
   auto e = impl_->emit("Transpose", "", args, 1, dc);
   if (!perm.empty()) setIntsAttr(*e.node, "perm", perm);
   return e.outputs[0];
@@ -129,7 +130,7 @@ TensorId AiOnnxOpset11::transpose(const std::vector<TensorId>& args,
 
 TensorId AiOnnxOpset11::concat(const std::vector<TensorId>& args, int64_t axis,
                                const std::string& dc) {
-  BuilderImpl::checkArity("concat", args, 1, SIZE_MAX);
+  BuilderImpl::checkArity("concat", "Concat", args, 1, SIZE_MAX);
   auto e = impl_->emit("Concat", "", args, 1, dc);
   setIntAttr(*e.node, "axis", axis);
   return e.outputs[0];
@@ -145,13 +146,13 @@ std::vector<TensorId> AiOnnxOpset11::split(const std::vector<TensorId>& args, un
   }
   std::vector<TensorId> inputs = args;
   if (version_ >= 13) {
-    BuilderImpl::checkArity("split", args, 1, 2);
+    BuilderImpl::checkArity("split", "Split", args, 1, 2);
     if (!split.empty()) {
       if (args.size() == 2) throw error("Builder: split got both a split tensor and split sizes");
       inputs.push_back(impl_->constantInt64(split, seqName(dc, "split")));
     }
   } else {
-    BuilderImpl::checkArity("split", args, 1, 1);
+    BuilderImpl::checkArity("split", "Split", args, 1, 1);
   }
   auto e = impl_->emit("Split", "", inputs, num_outputs, dc);
   setIntAttr(*e.node, "axis", axis);
@@ -160,14 +161,14 @@ std::vector<TensorId> AiOnnxOpset11::split(const std::vector<TensorId>& args, un
 }
 
 TensorId AiOnnxOpset11::slice(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("slice", args, 3, 5);
+  BuilderImpl::checkArity("slice", "Slice", args, 3, 5);
   return impl_->emit1("Slice", args, dc);
 }
 
 TensorId AiOnnxOpset11::slice(const std::vector<TensorId>& args, const std::vector<int64_t>& starts,
                               const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                               const std::vector<int64_t>& steps, const std::string& dc) {
-  BuilderImpl::checkArity("slice", args, 1, 1);
+  BuilderImpl::checkArity("slice", "Slice", args, 1, 1);
   if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
       (!steps.empty() && steps.size() != starts.size())) {
     throw error(
@@ -194,14 +195,14 @@ TensorId axesOp(BuilderImpl& impl, int version, int inputFrom, const char* metho
   std::vector<TensorId> inputs = args;
   const bool asInput = version >= inputFrom;
   if (asInput) {
-    BuilderImpl::checkArity(method, args, 1, 2);
+    BuilderImpl::checkArity(method, type, args, 1, 2);
     if (args.size() == 2 && !axes.empty()) {
       throw error("Builder: {} got both an axes tensor and axes {}", method, axes);
     }
     if (!axes.empty()) inputs.push_back(impl.constantInt64(axes, seqName(dc, "axes")));
     if (axesRequired && inputs.size() < 2) throw error("Builder: {} needs axes", method);
   } else {
-    BuilderImpl::checkArity(method, args, 1, 1);
+    BuilderImpl::checkArity(method, type, args, 1, 1);
     if (axesRequired && axes.empty()) throw error("Builder: {} needs axes", method);
   }
   auto e = impl.emit(type, "", inputs, 1, dc);
@@ -251,7 +252,7 @@ TensorId AiOnnxOpset11::reducemean(const std::vector<TensorId>& args,
 
 TensorId AiOnnxOpset11::gather(const std::vector<TensorId>& args, int64_t axis,
                                const std::string& dc) {
-  BuilderImpl::checkArity("gather", args, 2, 2);
+  BuilderImpl::checkArity("gather", "Gather", args, 2, 2);
   auto e = impl_->emit("Gather", "", args, 1, dc);
   setIntAttr(*e.node, "axis", axis);
   return e.outputs[0];
@@ -263,7 +264,7 @@ TensorId AiOnnxOpset11::gather(const std::vector<TensorId>& args, int64_t axis,
 std::vector<TensorId> AiOnnxOpset11::batchnormalization(const std::vector<TensorId>& args,
                                                         unsigned num_outputs, float epsilon,
                                                         float momentum, const std::string& dc) {
-  BuilderImpl::checkArity("batchnormalization", args, 5, 5);
+  BuilderImpl::checkArity("batchnormalization", "BatchNormalization", args, 5, 5);
   if (version_ >= 14) {
     if (num_outputs != 1 && num_outputs != 3) {
       throw error(
@@ -285,7 +286,8 @@ TensorId AiOnnxOpset11::conv(const std::vector<TensorId>& args,
                              const std::vector<int64_t>& kernel_shape,
                              const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
                              const std::string& dc) {
-  BuilderImpl::checkArity("conv", args, 2, 3);
+  BuilderImpl::checkArity("conv", "Conv", args, 2, 3);
+  verifyConv(*impl_, args, {kernel_shape, strides, pads, dilations});
   auto e = impl_->emit("Conv", "", args, 1, dc);
   if (!dilations.empty()) setIntsAttr(*e.node, "dilations", dilations);
   setIntAttr(*e.node, "group", group);
@@ -300,9 +302,11 @@ std::vector<TensorId> AiOnnxOpset11::maxpool(
     const std::vector<int64_t>& kernel_shape, int64_t ceil_mode,
     const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads, int64_t storage_order,
     const std::vector<int64_t>& strides, const std::string& dc) {
-  BuilderImpl::checkArity("maxpool", args, 1, 1);
+  BuilderImpl::checkArity("maxpool", "MaxPool", args, 1, 1);
   checkOutputs("maxpool", num_outputs, 1, 2);
   if (kernel_shape.empty()) throw error("Builder: maxpool needs kernel_shape");
+  verifyWindow(*impl_, "maxpool", args[0],
+               {kernel_shape, strides, pads, dilations, ceil_mode != 0});
   auto e = impl_->emit("MaxPool", "", args, num_outputs, dc);
   setIntsAttr(*e.node, "kernel_shape", kernel_shape);
   setIntAttr(*e.node, "ceil_mode", ceil_mode);
@@ -317,8 +321,9 @@ TensorId AiOnnxOpset11::averagepool(const std::vector<TensorId>& args,
                                     const std::vector<int64_t>& kernel_shape, int64_t ceil_mode,
                                     int64_t count_include_pad, const std::vector<int64_t>& pads,
                                     const std::vector<int64_t>& strides, const std::string& dc) {
-  BuilderImpl::checkArity("averagepool", args, 1, 1);
+  BuilderImpl::checkArity("averagepool", "AveragePool", args, 1, 1);
   if (kernel_shape.empty()) throw error("Builder: averagepool needs kernel_shape");
+  verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads, {}, ceil_mode != 0});
   auto e = impl_->emit("AveragePool", "", args, 1, dc);
   setIntsAttr(*e.node, "kernel_shape", kernel_shape);
   setIntAttr(*e.node, "ceil_mode", ceil_mode);
@@ -331,7 +336,7 @@ TensorId AiOnnxOpset11::averagepool(const std::vector<TensorId>& args,
 std::vector<TensorId> AiOnnxOpset11::dropout(const std::vector<TensorId>& args,
                                              unsigned num_outputs, float ratio,
                                              const std::string& dc) {
-  BuilderImpl::checkArity("dropout", args, 1, 1);
+  BuilderImpl::checkArity("dropout", "Dropout", args, 1, 1);
   checkOutputs("dropout", num_outputs, 1, 2);
   if (!(ratio >= 0.0f && ratio < 1.0f)) {
     throw error("Builder: dropout ratio must be in [0, 1), got {}", ratio);
@@ -361,7 +366,7 @@ std::vector<TensorId> AiOnnxOpset12::softmaxcrossentropyloss(const std::vector<T
                                                              std::optional<int64_t> ignore_index,
                                                              const std::string& reduction,
                                                              const std::string& dc) {
-  BuilderImpl::checkArity("softmaxcrossentropyloss", args, 2, 3);
+  BuilderImpl::checkArity("softmaxcrossentropyloss", "SoftmaxCrossEntropyLoss", args, 2, 3);
   checkOutputs("softmaxcrossentropyloss", num_outputs, 1, 2);
   if (reduction != "none" && reduction != "sum" && reduction != "mean") {
     throw error(
@@ -378,7 +383,7 @@ std::vector<TensorId> AiOnnxOpset17::layernormalization(const std::vector<Tensor
                                                         unsigned num_outputs, int64_t axis,
                                                         float epsilon, int64_t stash_type,
                                                         const std::string& dc) {
-  BuilderImpl::checkArity("layernormalization", args, 2, 3);
+  BuilderImpl::checkArity("layernormalization", "LayerNormalization", args, 2, 3);
   checkOutputs("layernormalization", num_outputs, 1, 3);
   auto e = impl_->emit("LayerNormalization", "", args, num_outputs, dc);
   setIntAttr(*e.node, "axis", axis);
@@ -392,7 +397,7 @@ std::vector<TensorId> AiOnnxOpset17::layernormalization(const std::vector<Tensor
 
 TensorId AiGraphcoreOpset1::identityloss(const std::vector<TensorId>& args, ReductionType reduction,
                                          const std::string& dc) {
-  BuilderImpl::checkArity("identityloss", args, 1, 1);
+  BuilderImpl::checkArity("identityloss", "IdentityLoss", args, 1, 1);
   auto e = impl_->emit("IdentityLoss", ir::kGraphcoreDomain, args, 1, dc);
   setIntAttr(*e.node, "reduction", static_cast<int64_t>(reduction));
   return e.outputs[0];
@@ -401,7 +406,7 @@ TensorId AiGraphcoreOpset1::identityloss(const std::vector<TensorId>& args, Redu
 TensorId AiGraphcoreOpset1::nllloss(const std::vector<TensorId>& args, ReductionType reduction,
                                     std::optional<int> ignoreIndex, bool inputIsLogProbability,
                                     const std::string& dc) {
-  BuilderImpl::checkArity("nllloss", args, 2, 2);
+  BuilderImpl::checkArity("nllloss", "Nll", args, 2, 2);
   auto e = impl_->emit("Nll", ir::kGraphcoreDomain, args, 1, dc);
   setIntAttr(*e.node, "reduction", static_cast<int64_t>(reduction));
   if (ignoreIndex) setIntAttr(*e.node, "ignoreIndex", *ignoreIndex);
@@ -411,7 +416,7 @@ TensorId AiGraphcoreOpset1::nllloss(const std::vector<TensorId>& args, Reduction
 
 TensorId AiGraphcoreOpset1::l1loss(const std::vector<TensorId>& args, float lambda,
                                    ReductionType reduction, const std::string& dc) {
-  BuilderImpl::checkArity("l1loss", args, 1, 1);
+  BuilderImpl::checkArity("l1loss", "L1", args, 1, 1);
   auto e = impl_->emit("L1", ir::kGraphcoreDomain, args, 1, dc);
   setFloatAttr(*e.node, "lambda", lambda);
   setIntAttr(*e.node, "reduction", static_cast<int64_t>(reduction));
@@ -419,25 +424,25 @@ TensorId AiGraphcoreOpset1::l1loss(const std::vector<TensorId>& args, float lamb
 }
 
 TensorId AiGraphcoreOpset1::gelu(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("gelu", args, 1, 1);
+  BuilderImpl::checkArity("gelu", "Gelu", args, 1, 1);
   return impl_->emit1("Gelu", args, dc, ir::kGraphcoreDomain);
 }
 
 // ---- ai.graphcore utility ops (semantics: src/ir/ops/graphcore_ops.cpp)
 
 TensorId AiGraphcoreOpset1::detach(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("detach", args, 1, 1);
+  BuilderImpl::checkArity("detach", "Detach", args, 1, 1);
   return impl_->emit1("Detach", args, dc, ir::kGraphcoreDomain);
 }
 
 TensorId AiGraphcoreOpset1::nop(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("nop", args, 1, 1);
+  BuilderImpl::checkArity("nop", "Nop", args, 1, 1);
   return impl_->emit1("Nop", args, dc, ir::kGraphcoreDomain);
 }
 
 TensorId AiGraphcoreOpset1::scale(const std::vector<TensorId>& args, float scale,
                                   const std::string& dc) {
-  BuilderImpl::checkArity("scale", args, 1, 1);
+  BuilderImpl::checkArity("scale", "Scale", args, 1, 1);
   auto e = impl_->emit("Scale", ir::kGraphcoreDomain, args, 1, dc);
   setFloatAttr(*e.node, "scale", scale);
   return e.outputs[0];
@@ -445,7 +450,7 @@ TensorId AiGraphcoreOpset1::scale(const std::vector<TensorId>& args, float scale
 
 TensorId AiGraphcoreOpset1::scaledadd(const std::vector<TensorId>& args, float scale0, float scale1,
                                       const std::string& dc) {
-  BuilderImpl::checkArity("scaledadd", args, 2, 4);
+  BuilderImpl::checkArity("scaledadd", "ScaledAdd", args, 2, 4);
   auto e = impl_->emit("ScaledAdd", ir::kGraphcoreDomain, args, 1, dc);
   setFloatAttr(*e.node, "scale0", scale0);
   setFloatAttr(*e.node, "scale1", scale1);
@@ -466,7 +471,7 @@ TensorId dynamicOp(BuilderImpl& impl, const char* method, const char* type, size
                    const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
                    const std::vector<int64_t>& sizes, std::optional<int64_t> noOverlap,
                    const std::string& dc) {
-  BuilderImpl::checkArity(method, args, numArgs, numArgs);
+  BuilderImpl::checkArity(method, type, args, numArgs, numArgs);
   checkAxesSizes(method, axes, sizes);
   auto e = impl.emit(type, ir::kGraphcoreDomain, args, 1, dc);
   setIntsAttr(*e.node, "axes", axes);
@@ -540,7 +545,7 @@ TensorId AiGraphcoreOpset1::printtensor(const std::vector<TensorId>& args, int64
                                         int summariseThreshold, int edgeItems, int maxLineWidth,
                                         int digits, int floatFormat, char separator,
                                         char openBracket, char closeBracket) {
-  BuilderImpl::checkArity("printtensor", args, 1, 1);
+  BuilderImpl::checkArity("printtensor", "PrintTensor", args, 1, 1);
   if (floatFormat < 0 || floatFormat > 3) {
     throw error("Builder: printtensor: floatFormat {} is not 0 auto, 1 fixed, 2 scientific, 3 none",
                 floatFormat);
@@ -560,37 +565,37 @@ TensorId AiGraphcoreOpset1::printtensor(const std::vector<TensorId>& args, int64
 }
 
 TensorId AiGraphcoreOpset1::remainder(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("remainder", args, 2, 2);
+  BuilderImpl::checkArity("remainder", "Remainder", args, 2, 2);
   return impl_->emit1("Remainder", args, dc, ir::kGraphcoreDomain);
 }
 
 TensorId AiGraphcoreOpset1::fmod(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("fmod", args, 2, 2);
+  BuilderImpl::checkArity("fmod", "Fmod", args, 2, 2);
   return impl_->emit1("Fmod", args, dc, ir::kGraphcoreDomain);
 }
 
 TensorId AiGraphcoreOpset1::reverse(const std::vector<TensorId>& args,
                                     const std::vector<int64_t>& dimensions, const std::string& dc) {
-  BuilderImpl::checkArity("reverse", args, 1, 1);
+  BuilderImpl::checkArity("reverse", "Reverse", args, 1, 1);
   auto e = impl_->emit("Reverse", ir::kGraphcoreDomain, args, 1, dc);
   setIntsAttr(*e.node, "dimensions", dimensions);
   return e.outputs[0];
 }
 
 TensorId AiGraphcoreOpset1::round(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("round", args, 1, 1);
+  BuilderImpl::checkArity("round", "Round", args, 1, 1);
   return impl_->emit1("Round", args, dc, ir::kGraphcoreDomain);
 }
 
 void AiGraphcoreOpset1::abort(const std::vector<TensorId>& args, const std::string& dc) {
-  BuilderImpl::checkArity("abort", args, 0, 1);
+  BuilderImpl::checkArity("abort", "Abort", args, 0, 1);
   impl_->emit("Abort", ir::kGraphcoreDomain, args, 0, dc);
 }
 
 std::vector<TensorId> AiGraphcoreOpset1::groupnormalization(const std::vector<TensorId>& args,
                                                             int64_t num_groups, float epsilon,
                                                             const std::string& dc) {
-  BuilderImpl::checkArity("groupnormalization", args, 3, 3);
+  BuilderImpl::checkArity("groupnormalization", "GroupNormalization", args, 3, 3);
   if (num_groups < 1) {
     throw error("Builder: groupnormalization needs num_groups >= 1, got {}", num_groups);
   }
@@ -631,7 +636,7 @@ template <class Group>
 TensorId emitCollective(BuilderImpl& impl, const char* method, const char* type,
                         const std::vector<TensorId>& args, std::optional<CollectiveOperator> op,
                         const Group& group, const std::string& dc) {
-  BuilderImpl::checkArity(method, args, 1, 1);
+  BuilderImpl::checkArity(method, type, args, 1, 1);
   if (op) checkReducing(method, *op);
   auto e = impl.emit(type, ir::kGraphcoreDomain, args, 1, dc);
   if (op) setIntAttr(*e.node, "op", static_cast<int64_t>(*op));

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ir/builder/builder_impl.hpp"
+#include "ir/builder/window_checks.hpp"
 #include "xtrain/builder_opsets_legacy.hpp"
 
 namespace xtrain {
@@ -84,7 +85,7 @@ TensorId AiOnnxOpset10::clip(const std::vector<TensorId>& args, float max, float
 TensorId AiOnnxOpset10::pad(const std::vector<TensorId>& args, const std::vector<int64_t>& pads,
                             const std::string& mode, float value, const std::string& dc) {
   checkChoice("pad", "mode", mode, {"constant", "reflect", "edge"});
-  BuilderImpl::checkArity("pad", args, 1, 1);
+  BuilderImpl::checkArity("pad", "Pad", args, 1, 1);
   size_t rank = 0;
   try {
     rank = impl_->tensorInfo(args[0]).shape().size();
@@ -109,7 +110,7 @@ TensorId AiOnnxOpset10::resize(const std::vector<TensorId>& args, const std::str
                                const std::string& dc) {
   // ONNX's Resize-10 has nearest and linear; PopART takes cubic at 10 as well.
   checkChoice("resize", "mode", mode, {"nearest", "linear", "cubic"});
-  BuilderImpl::checkArity("resize", args, 2, 2);
+  BuilderImpl::checkArity("resize", "Resize", args, 2, 2);
   return impl_->node("resize", "Resize", impl_->resizeInputs(args, 1, dc), 2, 2, 1,
                      {{"mode", mode}}, dc)[0];
 }
@@ -164,6 +165,7 @@ std::vector<TensorId> AiOnnxOpset9::maxpool(const std::vector<TensorId>& args, u
                                             const std::string& dc) {
   checkOutputCount("maxpool", version_, num_outputs, 2);
   if (kernel_shape.empty()) throw error("Builder: maxpool needs kernel_shape");
+  if (args.size() == 1) verifyWindow(*impl_, "maxpool", args[0], {kernel_shape, strides, pads});
   return impl_->node("maxpool", "MaxPool", args, 1, 1, num_outputs,
                      {{"kernel_shape", kernel_shape},
                       {"pads", BuilderImpl::nonEmpty(pads)},
@@ -177,6 +179,7 @@ TensorId AiOnnxOpset9::averagepool(const std::vector<TensorId>& args,
                                    int64_t count_include_pad, const std::vector<int64_t>& pads,
                                    const std::vector<int64_t>& strides, const std::string& dc) {
   if (kernel_shape.empty()) throw error("Builder: averagepool needs kernel_shape");
+  if (args.size() == 1) verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads});
   return impl_->node("averagepool", "AveragePool", args, 1, 1, 1,
                      {{"count_include_pad", count_include_pad},
                       {"kernel_shape", kernel_shape},
@@ -209,6 +212,7 @@ TensorId AiOnnxOpset7::maxpool(const std::vector<TensorId>& args,
                                const std::vector<int64_t>& pads,
                                const std::vector<int64_t>& strides, const std::string& dc) {
   if (kernel_shape.empty()) throw error("Builder: maxpool needs kernel_shape");
+  if (args.size() == 1) verifyWindow(*impl_, "maxpool", args[0], {kernel_shape, strides, pads});
   return impl_->node("maxpool", "MaxPool", args, 1, 1, 1,
                      {{"kernel_shape", kernel_shape},
                       {"pads", BuilderImpl::nonEmpty(pads)},
@@ -226,7 +230,7 @@ namespace {
 TensorId binary6(BuilderImpl& impl, const char* method, const char* type,
                  const std::vector<TensorId>& args, std::optional<int64_t> axis, int64_t broadcast,
                  const std::string& dc) {
-  BuilderImpl::checkArity(method, args, 2, 2);
+  BuilderImpl::checkArity(method, type, args, 2, 2);
   if (axis && broadcast != 0) {
     const size_t rankA = impl.tensorInfo(args[0]).shape().size();
     const size_t rankB = impl.tensorInfo(args[1]).shape().size();
@@ -291,6 +295,7 @@ TensorId AiOnnxOpset6::averagepool(const std::vector<TensorId>& args,
                                    const std::vector<int64_t>& pads,
                                    const std::vector<int64_t>& strides, const std::string& dc) {
   if (kernel_shape.empty()) throw error("Builder: averagepool needs kernel_shape");
+  if (args.size() == 1) verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads});
   return impl_->node("averagepool", "AveragePool", args, 1, 1, 1,
                      {{"kernel_shape", kernel_shape},
                       {"pads", BuilderImpl::nonEmpty(pads)},

@@ -142,7 +142,7 @@ TensorId reduceOp(BuilderImpl& impl, const char* method, const std::string& type
                   const std::optional<std::vector<int64_t>>& axes, int64_t keepdims,
                   const std::string& dc) {
   if (axes && axes->empty()) {
-    BuilderImpl::checkArity(method, args, 1, 1);
+    BuilderImpl::checkArity(method, type, args, 1, 1);
     const std::vector<TensorId> in =
         identity == "Mul" ? std::vector<TensorId>{args[0], args[0]} : args;
     return impl.node(method, identity, in, in.size(), in.size(), 1, {}, dc)[0];
@@ -213,7 +213,7 @@ TensorId AiOnnxOpset11::scatterelements(const std::vector<TensorId>& args, int64
 
 TensorId AiOnnxOpset11::constantofshape(const std::vector<TensorId>& args,
                                         const ConstVoidData& value, const std::string& dc) {
-  BuilderImpl::checkArity("constantofshape", args, 1, 1);
+  BuilderImpl::checkArity("constantofshape", "ConstantOfShape", args, 1, 1);
   if (value.info.nelms() != 1 || value.data == nullptr) {
     throw error("Builder: constantofshape: value must be a tensor of one element, got {}",
                 value.info.toString());
@@ -244,7 +244,7 @@ TensorId AiOnnxOpset11::resize(const std::vector<TensorId>& args,
               {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "pytorch"});
   // Resize 11 needs X, roi and scales; 13 makes roi and scales optional. PopART's way of giving
   // sizes at 11, resize([X, roi, "", sizes]), is written as ONNX-11 says: scales an empty tensor.
-  BuilderImpl::checkArity("resize", args, version_ >= 13 ? 1 : 3, 4);
+  BuilderImpl::checkArity("resize", "Resize", args, version_ >= 13 ? 1 : 3, 4);
   std::vector<TensorId> inputs = impl_->resizeInputs(args, 2, dc);
   if (version_ < 13) {
     for (size_t i = 1; i < std::min<size_t>(inputs.size(), 3); ++i) {
@@ -270,7 +270,7 @@ TensorId AiOnnxOpset11::resize(const std::vector<TensorId>& args,
 TensorId AiOnnxOpset11::upsample(const std::vector<TensorId>& args, const std::string& mode,
                                  const std::string& dc) {
   checkChoice("upsample", "mode", mode, {"nearest", "linear"});
-  BuilderImpl::checkArity("upsample", args, 2, 2);
+  BuilderImpl::checkArity("upsample", "Upsample", args, 2, 2);
   const TensorId roi =
       impl_->constant(nullptr, TensorInfo(DataType::FLOAT, {0}), dc.empty() ? "roi" : dc + "/roi");
   return impl_->node("upsample", "Resize", {args[0], roi, args[1]}, 3, 3, 1,

@@ -15,6 +15,7 @@
 #include "ir/op_registry.hpp"
 #include "ir/placement/placement.hpp"
 #include "ir/recompute/recompute.hpp"
+#include "xtrain/popart_error.hpp"
 
 namespace xtrain::ir {
 
@@ -391,27 +392,48 @@ std::optional<onnx::ModelProto> withoutPopartAttributes(const onnx::ModelProto& 
   return stripped;
 }
 
-void runChecks(const onnx::ModelProto& model, bool runChecker) {
-  checkOpsets(model);
-  onnxutil::registerGraphcoreSchemas();
-  if (!runChecker) return;
+// The checker's complaint about the first untyped graph output, if any. It is raised only after the
+// graph is built: an op whose output ONNX could not type (ONNX's shape inference failed on it) then
+// reports the real fault, e.g. a Reshape's shape with two -1s, rather than its untyped output.
+std::optional<std::string> untypedOutputComplaint(const onnx::ModelProto& model) {
   for (const auto& out : model.graph().output()) {
     if (!out.has_type() || out.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
-      throw error(
+      return xtrain::format(
           "the ONNX checker would reject the model: graph output '{}' has no type (ONNX "
           "requires typed graph outputs; xtrain does not: import with "
           "OnnxImportOptions::runChecker = false)",
           out.name());
     }
   }
+  return std::nullopt;
+}
+
+// Runs ONNX's checker (without PopART's attributes and without untyped graph outputs, which
+// untypedOutputComplaint reports). Returns that complaint, for after the graph is built.
+std::optional<std::string> runChecks(const onnx::ModelProto& model, bool runChecker) {
+  checkOpsets(model);
+  onnxutil::registerGraphcoreSchemas();
+  if (!runChecker) return std::nullopt;
+  std::optional<std::string> untyped = untypedOutputComplaint(model);
   try {
-    const std::optional<onnx::ModelProto> stripped = withoutPopartAttributes(model);
+    std::optional<onnx::ModelProto> stripped = withoutPopartAttributes(model);
+    if (untyped) {
+      if (!stripped) stripped = model;
+      auto* outs = stripped->mutable_graph()->mutable_output();
+      for (int i = outs->size(); i-- > 0;) {
+        const auto& t = outs->Get(i).type();
+        if (!outs->Get(i).has_type() || t.value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+          outs->erase(outs->begin() + i);
+        }
+      }
+    }
     onnx::checker::check_model(stripped ? *stripped : model);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     throw error("the ONNX checker rejected the model: {}", msg);
   }
+  return untyped;
 }
 
 }  // namespace
@@ -603,7 +625,7 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
     // indirectly (an untyped graph output downstream of it).
     checkOpsets(model);
     checkOpsAreKnown(model.graph(), onnxutil::opsetImports(model));
-    runChecks(model, options.runChecker);
+    const std::optional<std::string> untyped = runChecks(model, options.runChecker);
     out.onnxOpset = onnxutil::onnxOpsetOf(model);
     if (out.onnxOpset != 0) out.graph->setOnnxOpset(out.onnxOpset);
     // The replicas the graph is for: the session's, else the model's embedded factor (0: unknown),
@@ -615,8 +637,12 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
     out.producerName = model.producer_name();
     out.batchNormRunningVariance = resolveRunningVariance(options.batchNormRunningVariance, model);
     buildGraph(*out.graph, model, options, out.batchNormRunningVariance, out.groupedValues);
+    if (untyped) throw error("{}", *untyped);
   } catch (const internal_error&) {
     throw;
+  } catch (const popart_worded_error& e) {
+    throw popart_worded_error(e.popartMessage(),
+                              xtrain::format("importing {}: {}", what, e.what()));
   } catch (const error& e) {
     throw error("importing {}: {}", what, e.what());
   }

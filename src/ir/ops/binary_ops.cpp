@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/popart_wording.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -12,7 +13,11 @@ std::vector<TensorInfo> inferBroadcast(const ShapeContext& ctx) {
   const TensorInfo& a = ctx.input(0);
   const TensorInfo& b = ctx.input(1);
   if (a.dataType() != b.dataType()) {
-    ctx.fail("inputs have different types {} and {}", a.toString(), b.toString());
+    ctx.fail(
+        "inputs have different types {} and {}: np broadcasting failed, incompatible types {} "
+        "and {} (shapes {} and {})",
+        a.toString(), b.toString(), dataTypeName(a.dataType()), dataTypeName(b.dataType()),
+        popartSequence(a.shape()), popartSequence(b.shape()));
   }
   const DataType t = a.dataType();
   if (!isFloatingPoint(t) && t != DataType::INT32 && t != DataType::INT64) {

@@ -396,25 +396,27 @@ XT_REGISTER_OP([] {
 
 // ---- Reverse, Round, Abort
 
-// Reverse(x), attribute dimensions (possibly negative, each at most once; empty: identity).
+// Reverse(x), attribute dimensions (each in [0, rank) at most once; empty: identity). As PopART's,
+// negative dimensions are refused.
 XT_REGISTER_OP([] {
   OpDef d{.type = "Reverse", .domain = kGraphcoreDomain};
-  d.canonicalize = [](Op& op, const Graph& graph) {
-    if (!op.hasInput(0) || !op.attrs.has("dimensions")) return;
-    const int64_t rank = static_cast<int64_t>(graph.tensor(op.inputs[0]).info.shape().size());
-    std::vector<int64_t> dims = op.attrs.getInts("dimensions");
-    for (auto& v : dims) {
-      if (v < 0 && v >= -rank) v += rank;
-    }
-    op.attrs.set("dimensions", dims);
-  };
   d.infer = [](const ShapeContext& ctx) {
     const TensorInfo& x = ctx.input(0);
     const int64_t rank = static_cast<int64_t>(x.shape().size());
+    const std::vector<int64_t> dims = ctx.attrs().getInts("dimensions", {});
     std::set<int64_t> seen;
-    for (int64_t v : ctx.attrs().getInts("dimensions", {})) {
-      const int64_t ax = normalizeAxis(ctx, v, rank);
-      if (!seen.insert(ax).second) ctx.fail("dimension {} appears twice in 'dimensions'", ax);
+    for (int64_t v : dims) {
+      if (v < 0) {
+        ctx.fail("dimensions {}: invalid dimension '{}'. Only positive dimensions are supported",
+                 dims, v);
+      }
+      if (v >= rank) {
+        ctx.fail("dimensions {}: invalid dimension '{}' for input tensor of rank {} ({})", dims, v,
+                 rank, x.toString());
+      }
+      if (!seen.insert(v).second) {
+        ctx.fail("Dimension {} appears multiple times in the list of dimensions {}", v, dims);
+      }
     }
     return std::vector<TensorInfo>{x};
   };

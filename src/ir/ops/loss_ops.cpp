@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/popart_wording.hpp"
 #include "xtrain/reductiontype.hpp"
 
 namespace xtrain::ir {
@@ -237,10 +238,16 @@ XT_REGISTER_OP([] {
     }
     const Shape expected(probs.shape().begin(), probs.shape().end() - 1);
     if (label.shape() != expected) {
-      ctx.fail(
-          "label {} does not match probs {}: expected label of shape {} (probs without its last, "
-          "class, dimension)",
-          label.toString(), probs.toString(), shapeToString(expected));
+      const std::string popart = xtrain::format(
+          "The label tensor ({}) must have shape {} to match all but the final dimension of the "
+          "probabilities tensor ({}) in Op {}.",
+          popartInfo(label), popartSequence(expected), popartInfo(probs), ctx.op().describe());
+      throw popart_worded_error(
+          popart,
+          xtrain::format("{}: label {} does not match probs {}: expected label of shape {} (probs "
+                         "without its last, class, dimension). {}",
+                         ctx.op().describe(), label.toString(), probs.toString(),
+                         shapeToString(expected), popart));
     }
     const bool none = graphcoreReduction(ctx.attrs()) == ReductionType::NoReduction;
     return std::vector<TensorInfo>{

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/popart_wording.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -51,8 +52,10 @@ void canonicalizeMedian(Op& op, const Graph& graph) {
     for (int64_t axis : given) {
       const int64_t a = axis < 0 ? axis + rank : axis;
       if (a < 0 || a >= rank) {
-        throw error("{}: axis {} is out of range for the input {} (expected -{} to {})",
-                    op.describe(), axis, x.toString(), rank, rank - 1);
+        throw popart_worded_error(
+            popartAxisOutOfRange(axis, rank),
+            xtrain::format("{}: axis {} is out of range for the input {}: {}", op.describe(), axis,
+                           x.toString(), popartAxisOutOfRange(axis, rank)));
       }
       if (!unique.insert(a).second) {
         throw error("{}: axis {} is repeated in axes {}", op.describe(), axis, given);

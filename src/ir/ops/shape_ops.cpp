@@ -6,6 +6,7 @@
 
 #include "ir/op_registry.hpp"
 #include "ir/ops/const_input.hpp"
+#include "ir/ops/popart_wording.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -40,7 +41,12 @@ XT_REGISTER_OP([] {
     for (size_t i = 0; i < req.size(); ++i) {
       const int64_t v = req[i];
       if (v == -1) {
-        if (inferred >= 0) ctx.fail("shape {} has more than one -1", shapeToString(req));
+        if (inferred >= 0) {
+          ctx.fail(
+              "shape {} has more than one -1 (shape input to ReshapeOp can only use -1 to "
+              "specify one unknown dimension)",
+              shapeToString(req));
+        }
         inferred = static_cast<int>(i);
         out.push_back(1);
       } else if (v == 0 && !allowZero) {
@@ -182,8 +188,14 @@ XT_REGISTER_OP([] {
     const TensorInfo& in = ctx.input(0);
     const std::vector<int64_t>& perm = ctx.attrs().getInts("perm");
     if (static_cast<int64_t>(perm.size()) != in.rank()) {
-      ctx.fail("perm {} has {} entries but the input {} has rank {}", perm, perm.size(),
-               in.toString(), in.rank());
+      const std::string popart = xtrain::format(
+          "Rank of permutation tensor {}, rank {} must be equal to rank of input tensor, shape {}, "
+          "rank {}.",
+          popartSequence(perm), perm.size(), popartSequence(in.shape()), in.rank());
+      throw popart_worded_error(
+          popart,
+          xtrain::format("{}: perm {} has {} entries but the input {} has rank {} ({})",
+                         ctx.op().describe(), perm, perm.size(), in.toString(), in.rank(), popart));
     }
     std::vector<bool> seen(perm.size(), false);
     Shape out;

@@ -175,12 +175,19 @@ XT_REGISTER_OP([] {
     checkCopyable(ctx, in);
     const std::vector<int64_t>& repeats = ctx.attrs().getInts("repeats");
     if (static_cast<int64_t>(repeats.size()) != in.rank()) {
-      ctx.fail("repeats {} has {} entries but the input {} has rank {}", repeats, repeats.size(),
-               in.toString(), in.rank());
+      ctx.fail(
+          "repeats {} has {} entries but the input {} has rank {}: the repeats should have one "
+          "element for each dimension of the data tensor",
+          repeats, repeats.size(), in.toString(), in.rank());
     }
     Shape out = in.shape();
     for (size_t i = 0; i < out.size(); ++i) {
-      if (repeats[i] < 0) ctx.fail("repeats {} has the negative count {}", repeats, repeats[i]);
+      if (repeats[i] < 0) {
+        ctx.fail(
+            "repeats {} has the negative count {} (output dimensions: Values must be "
+            "non-negative in each shape dimension)",
+            repeats, repeats[i]);
+      }
       out[i] = checkedMul(ctx.op().describe() + ": output dimension " + std::to_string(i), out[i],
                           repeats[i]);
     }
