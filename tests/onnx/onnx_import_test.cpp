@@ -438,7 +438,8 @@ TEST(OnnxImport, InputShapeInfoResolvesSymbolicDims) {
   XT_REQUIRE_OPS({kOnnx, "Add"});
   const std::string bytes = addModel("x", {std::string("batch"), 3});
   expectError([&] { importOnnxModel(bytes); },
-              {"input 'x'", "unknown dimension 0", "batch", "inputShapeInfo"});
+              {"Input tensor 'x' must be specified in InputShapeInfo, as it has shape [batch, 3], "
+               "which uses an unknown value 'batch'."});
   OnnxImportOptions options;
   options.inputShapeInfo["x"] = TensorInfo("FLOAT", {2, 3});
   ir::OnnxModel m = importOnnxModel(bytes, options);
@@ -632,7 +633,9 @@ TEST(OnnxImportErrors, MissingFileIsReadAsBytes) {
 TEST(OnnxImportErrors, TruncatedBytes) {
   const std::string bytes = addModel();
   expectError([&] { importOnnxModel(bytes.substr(0, bytes.size() / 2)); },
-              {"is not an ONNX model (failed to parse ModelProto"});
+              {"Failed to load a ModelProto from the string ",
+               "is not an ONNX model (failed to parse ModelProto",
+               "or is a valid onnx ModelProto string."});
   expectError([&] { importOnnxModel(std::string()); },
               {"is not an ONNX model (failed to parse ModelProto", "no graph"});
 }
