@@ -410,7 +410,13 @@ void SessionImpl::loadEngine() {
 }
 
 void SessionImpl::requirePrepared(const char* what) const {
-  if (!prepared_) throw error("{}: call prepareDevice() first", what);
+  if (prepared_) return;
+  // PopART's wording names the device step (modelToHost reads the weights with weightsToHost);
+  // programs match on its start.
+  const std::string step = std::string(what) == "modelToHost" ? "weightsToHost" : what;
+  throw error("Devicex::prepare() must be called before Devicex::{} is called: {} needs the "
+              "session's device program, call prepareDevice() first",
+              step, what);
 }
 
 Shape SessionImpl::inputBufferShape(const TensorId& id) const {
