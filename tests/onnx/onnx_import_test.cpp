@@ -647,6 +647,23 @@ TEST(OnnxImportErrors, TextFile) {
               {"notes.txt", "is not an ONNX model (failed to parse ModelProto"});
 }
 
+TEST(OnnxImportErrors, SparseConstantIsRefusedInPopartsWords) {
+  GraphParts g;
+  Pb sparse;
+  sparse.bytes(1, "sparse_value").varint(20, 11);  // type SPARSE_TENSOR
+  g.nodes.push_back(node({}, {"c"}, "Constant", "c", "", {sparse}));
+  g.outputs.push_back(valueInfo("c", kFloatT, {2}));
+  OnnxImportOptions options;
+  options.runChecker = false;
+  try {
+    importOnnxModel(model(g), options);
+    FAIL() << "a sparse Constant was accepted";
+  } catch (const error& e) {
+    // The whole message is PopART's (programs compare it exactly), without import context.
+    EXPECT_STREQ(e.what(), "The Constant op attribute 'sparse_value' is not supported.");
+  }
+}
+
 TEST(OnnxImportErrors, EmptyOpTypeIsAMissingOp) {
   GraphParts g;
   g.inputs.push_back(valueInfo("x", kFloatT, {2}));

@@ -460,6 +460,9 @@ void addConstantNode(Graph& graph, const onnx::NodeProto& node, const std::strin
   } else if (a.name() == "value_ints") {
     value = HostTensor::fromVector<int64_t>({a.ints_size()},
                                             std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+  } else if (a.name() == "sparse_value") {
+    // PopART's sentence, verbatim (programs compare the whole message).
+    throw UnwrappedImportError("The Constant op attribute 'sparse_value' is not supported.");
   } else {
     throw error(
         "{}: Constant attribute '{}' is not supported (supported: value, value_float, "
