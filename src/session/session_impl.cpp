@@ -215,6 +215,11 @@ SessionImpl::~SessionImpl() = default;
 // and the loss-scaling tensors come with the training graph). Returns the anchored gradients'
 // forward tensors.
 std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
+  // An inference session without anchors would compute nothing the host sees. PopART's sentence,
+  // verbatim (programs compare the whole message).
+  if (!config_.training && config_.dataFlow.anchors().empty()) {
+    throw error("User must specify an anchor tensor when doing inference.");
+  }
   std::vector<TensorId> gradientTargets = gradientAnchorTargets(config_.dataFlow);
   for (const auto& id : config_.dataFlow.anchors()) {
     if (id.rfind(reservedGradientPrefix(), 0) == 0) continue;  // checked below
