@@ -251,6 +251,11 @@ class AiOnnxOpsTest(unittest.TestCase):
                               ("identity", "Identity")]:
             self.check(getattr(o, name)([x]), op_type, [2, 3, 4, 4])
 
+    def test_thresholdedrelu(self):
+        o = self.ops
+        self.check(o.thresholdedrelu([self.x]), "ThresholdedRelu", [2, 3, 4, 4], alpha=1.0)
+        self.check(o.thresholdedrelu([self.m], alpha=0.25), "ThresholdedRelu", [4, 4], alpha=0.25)
+
     def test_cast_softmax_matmul(self):
         o = self.ops
         self.check(o.cast([self.x], "INT32"), "Cast", [2, 3, 4, 4], to=onnx.TensorProto.INT32)
