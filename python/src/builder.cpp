@@ -76,9 +76,10 @@ py::object current(PyBuilder& b, const std::string& attribute, const char* what)
     const char* popartPhrase = attribute == "virtualGraph"    ? "Virtual graph"
                                : attribute == "pipelineStage" ? "Pipeline stage"
                                                               : "Execution phase";
-    throw xtrain::error("{} not set in current scope. Builder.{}: no {} context is active (enter "
-                        "one with 'with builder.{}(value):')",
-                        popartPhrase, what, attribute, attribute);
+    throw xtrain::error(
+        "{} not set in current scope. Builder.{}: no {} context is active (enter "
+        "one with 'with builder.{}(value):')",
+        popartPhrase, what, attribute, attribute);
   }
   return it->second.back();
 }
