@@ -187,6 +187,8 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
                const std::string& debugContext = {});
   TensorId leakyrelu(const std::vector<TensorId>& args, float alpha = 0.01f,
                      const std::string& debugContext = {});
+  TensorId thresholdedrelu(const std::vector<TensorId>& args, float alpha = 1.0f,
+                           const std::string& debugContext = {});
   TensorId selu(const std::vector<TensorId>& args, float alpha = 1.67326f, float gamma = 1.0507f,
                 const std::string& debugContext = {});
   TensorId hardsigmoid(const std::vector<TensorId>& args, float alpha = 0.2f, float beta = 0.5f,

@@ -74,8 +74,14 @@ struct AttributeContextManager {
 py::object current(PyBuilder& b, const std::string& attribute, const char* what) {
   const auto it = b.scopes.find(attribute);
   if (it == b.scopes.end() || it->second.empty()) {
-    throw py::value_error(std::string("Builder.") + what + ": no " + attribute +
-                          " context is active");
+    // PopART's sentence, which programs match on, then ours naming the context manager.
+    const char* popartPhrase = attribute == "virtualGraph"    ? "Virtual graph"
+                               : attribute == "pipelineStage" ? "Pipeline stage"
+                                                              : "Execution phase";
+    throw xtrain::error(
+        "{} not set in current scope. Builder.{}: no {} context is active (enter "
+        "one with 'with builder.{}(value):')",
+        popartPhrase, what, attribute, attribute);
   }
   return it->second.back();
 }

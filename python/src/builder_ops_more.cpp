@@ -81,6 +81,8 @@ void bindAiOnnx11More(py::class_<AiOnnxOpset11>& c) {
   c.def("elu", &O::elu, py::arg("args"), py::arg("alpha") = 1.0f, py::arg("debugContext") = "");
   c.def("leakyrelu", &O::leakyrelu, py::arg("args"), py::arg("alpha") = 0.01f,
         py::arg("debugContext") = "");
+  c.def("thresholdedrelu", &O::thresholdedrelu, py::arg("args"), py::arg("alpha") = 1.0f,
+        py::arg("debugContext") = "");
   c.def("selu", &O::selu, py::arg("args"), py::arg("alpha") = 1.67326f, py::arg("gamma") = 1.0507f,
         py::arg("debugContext") = "");
   c.def("hardsigmoid", &O::hardsigmoid, py::arg("args"), py::arg("alpha") = 0.2f,

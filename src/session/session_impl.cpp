@@ -215,6 +215,11 @@ SessionImpl::~SessionImpl() = default;
 // and the loss-scaling tensors come with the training graph). Returns the anchored gradients'
 // forward tensors.
 std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
+  // An inference session without anchors would compute nothing the host sees. PopART's sentence,
+  // verbatim (programs compare the whole message).
+  if (!config_.training && config_.dataFlow.anchors().empty()) {
+    throw error("User must specify an anchor tensor when doing inference.");
+  }
   std::vector<TensorId> gradientTargets = gradientAnchorTargets(config_.dataFlow);
   for (const auto& id : config_.dataFlow.anchors()) {
     if (id.rfind(reservedGradientPrefix(), 0) == 0) continue;  // checked below
@@ -414,7 +419,13 @@ void SessionImpl::loadEngine() {
 }
 
 void SessionImpl::requirePrepared(const char* what) const {
-  if (!prepared_) throw error("{}: call prepareDevice() first", what);
+  if (prepared_) return;
+  // PopART's wording names the device step (modelToHost reads the weights with weightsToHost);
+  // programs match on its start.
+  const std::string step = std::string(what) == "modelToHost" ? "weightsToHost" : what;
+  throw error("Devicex::prepare() must be called before Devicex::{} is called: {} needs the "
+              "session's device program, call prepareDevice() first",
+              step, what);
 }
 
 Shape SessionImpl::inputBufferShape(const TensorId& id) const {

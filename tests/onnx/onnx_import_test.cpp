@@ -439,7 +439,8 @@ TEST(OnnxImport, InputShapeInfoResolvesSymbolicDims) {
   XT_REQUIRE_OPS({kOnnx, "Add"});
   const std::string bytes = addModel("x", {std::string("batch"), 3});
   expectError([&] { importOnnxModel(bytes); },
-              {"input 'x'", "unknown dimension 0", "batch", "inputShapeInfo"});
+              {"Input tensor 'x' must be specified in InputShapeInfo, as it has shape [batch, 3], "
+               "which uses an unknown value 'batch'."});
   OnnxImportOptions options;
   options.inputShapeInfo["x"] = TensorInfo("FLOAT", {2, 3});
   ir::OnnxModel m = importOnnxModel(bytes, options);
@@ -633,7 +634,9 @@ TEST(OnnxImportErrors, MissingFileIsReadAsBytes) {
 TEST(OnnxImportErrors, TruncatedBytes) {
   const std::string bytes = addModel();
   expectError([&] { importOnnxModel(bytes.substr(0, bytes.size() / 2)); },
-              {"is not an ONNX model (failed to parse ModelProto"});
+              {"Failed to load a ModelProto from the string ",
+               "is not an ONNX model (failed to parse ModelProto",
+               "or is a valid onnx ModelProto string."});
   expectError([&] { importOnnxModel(std::string()); },
               {"is not an ONNX model (failed to parse ModelProto", "no graph"});
 }
@@ -643,6 +646,23 @@ TEST(OnnxImportErrors, TextFile) {
   const std::string path = dir.file("notes.txt", "hello world\nthis is not an ONNX model\n");
   expectError([&] { importOnnxModel(path); },
               {"notes.txt", "is not an ONNX model (failed to parse ModelProto"});
+}
+
+TEST(OnnxImportErrors, SparseConstantIsRefusedInPopartsWords) {
+  GraphParts g;
+  Pb sparse;
+  sparse.bytes(1, "sparse_value").varint(20, 11);  // type SPARSE_TENSOR
+  g.nodes.push_back(node({}, {"c"}, "Constant", "c", "", {sparse}));
+  g.outputs.push_back(valueInfo("c", kFloatT, {2}));
+  OnnxImportOptions options;
+  options.runChecker = false;
+  try {
+    importOnnxModel(model(g), options);
+    FAIL() << "a sparse Constant was accepted";
+  } catch (const error& e) {
+    // The whole message is PopART's (programs compare it exactly), without import context.
+    EXPECT_STREQ(e.what(), "The Constant op attribute 'sparse_value' is not supported.");
+  }
 }
 
 TEST(OnnxImportErrors, EmptyOpTypeIsAMissingOp) {

@@ -171,6 +171,24 @@ TEST(ElementwiseOps, ActivationsOutsideTheirMiddleRange) {
   expectGradientsMatch(op("Softplus"), {HostTensor::fromVector<float>({4}, {-30, -10, 10, 30})});
 }
 
+TEST(ElementwiseOps, ThresholdedRelu) {
+  // Forward against the naive reference, default alpha (1) and a negative one.
+  const HostTensor x = randomTensor({4, 5}, 5, -3.0f, 3.0f);
+  for (float alpha : {1.0f, -0.5f}) {
+    const auto ref = [alpha](double v) { return v > alpha ? v : 0.0; };
+    auto out = alpha == 1.0f ? runForward(op("ThresholdedRelu"), {x})
+                             : runForward(op("ThresholdedRelu", attrs({{"alpha", alpha}})), {x});
+    EXPECT_TRUE(allClose(out[0], applyRef(x, ref), 0, 0)) << "alpha " << alpha;
+  }
+  // At alpha itself the output is 0 (strictly greater passes).
+  auto at = runForward(op("ThresholdedRelu"), {HostTensor::fromVector<float>({2}, {1.0f, 1.5f})});
+  EXPECT_TRUE(allClose(at[0], HostTensor::fromVector<float>({2}, {0.0f, 1.5f}), 0, 0));
+  // Gradients by finite differences, away from the step at alpha.
+  const auto away = HostTensor::fromVector<float>({6}, {-2.0f, -0.3f, 0.4f, 0.8f, 1.3f, 2.5f});
+  expectGradientsMatch(op("ThresholdedRelu"), {away});
+  expectGradientsMatch(op("ThresholdedRelu", attrs({{"alpha", 0.0f}})), {away});
+}
+
 TEST(ElementwiseOps, CeluRejectsZeroAlpha) {
   expectError(
       [] {

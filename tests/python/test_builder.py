@@ -251,6 +251,11 @@ class AiOnnxOpsTest(unittest.TestCase):
                               ("identity", "Identity")]:
             self.check(getattr(o, name)([x]), op_type, [2, 3, 4, 4])
 
+    def test_thresholdedrelu(self):
+        o = self.ops
+        self.check(o.thresholdedrelu([self.x]), "ThresholdedRelu", [2, 3, 4, 4], alpha=1.0)
+        self.check(o.thresholdedrelu([self.m], alpha=0.25), "ThresholdedRelu", [4, 4], alpha=0.25)
+
     def test_cast_softmax_matmul(self):
         o = self.ops
         self.check(o.cast([self.x], "INT32"), "Cast", [2, 3, 4, 4], to=onnx.TensorProto.INT32)
@@ -296,6 +301,10 @@ class AiOnnxOpsTest(unittest.TestCase):
                    [2, 3, 2, 2], kernel_shape=[2, 2])
         self.check(o.globalaveragepool([x]), "GlobalAveragePool", [2, 3, 1, 1])
         self.check(o.dropout([x], num_outputs=1, ratio=0.25)[0], "Dropout", [2, 3, 4, 4])
+        # Out of range: PopART's closing sentence, which programs match on.
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    r"ratio 1\.5 .*Please use a value in the interval \[0,1\)$"):
+            o.dropout([x], num_outputs=1, ratio=1.5)
         ln_scale = self.b.addInitializedInputTensor(np.ones([4], np.float32), "lns")
         self.check(o.layernormalization([x, ln_scale], axis=-1, epsilon=1e-6)[0],
                    "LayerNormalization", [2, 3, 4, 4], axis=-1)
@@ -472,8 +481,16 @@ class AnnotationTest(unittest.TestCase):
             self.assertEqual(b.getVirtualGraph(), 1)
             y = b.aiOnnx.relu([x])
         self.assertFalse(b.hasVirtualGraph() or b.hasPipelineStage() or b.hasExecutionPhase())
-        with self.assertRaisesRegex(ValueError, "no virtualGraph context"):
+        # PopART raises popart_exception with its sentence (programs match on it).
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "Virtual graph not set in current scope.*no virtualGraph"):
             b.getVirtualGraph()
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "Pipeline stage not set in current scope"):
+            b.getPipelineStage()
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "Execution phase not set in current scope"):
+            b.getExecutionPhase()
         with b.executionPhase() as cm:
             self.assertIsInstance(cm, popart.AttributeContextManager)
             self.assertEqual(b.getExecutionPhase(), 0)

@@ -283,6 +283,19 @@ class BadInputsTest(unittest.TestCase):
         with self.assertRaisesRegex(popart.popart_exception, "in use"):
             self.s.run(io)
 
+    def test_before_prepare_device(self):
+        # PopART's sentence names the device step (modelToHost reads weights with weightsToHost).
+        s = popart.TrainingSession(
+            linear_model(), popart.DataFlow(2, {"loss": popart.AnchorReturnType("ALL")}), "loss",
+            sgd(), popart.DeviceManager().createCpuDevice())
+        with self.assertRaisesRegex(
+                popart.popart_exception,
+                r"^Devicex::prepare\(\) must be called before Devicex::weightsToHost .*modelToHost"):
+            s.modelToHost(os.path.join(tempfile.gettempdir(), "never_written.onnx"))
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    r"^Devicex::prepare\(\) must be called before Devicex::run "):
+            s.run(popart.PyStepIO({"x": self.x, "t": self.t}, s.initAnchorArrays()))
+
     def test_non_contiguous_input_is_copied(self):
         wide = np.ones((2, 2, 8), np.float32)
         self.run_io({"x": wide[:, :, ::2], "t": self.t})

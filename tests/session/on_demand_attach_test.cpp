@@ -39,7 +39,9 @@ std::string linearModel(int64_t cols) {
 }
 
 std::unique_ptr<InferenceSession> sessionOn(std::shared_ptr<DeviceInfo> device, int64_t cols) {
-  return InferenceSession::createFromOnnxModel(linearModel(cols), DataFlow(1), std::move(device));
+  // (An inference session needs an anchor, as PopART's does; the input is the cheapest.)
+  return InferenceSession::createFromOnnxModel(
+      linearModel(cols), DataFlow(1, std::vector<TensorId>{"x"}), std::move(device));
 }
 
 // A private pool of 8 IPUs (testing/private_ipu_pool.hpp).

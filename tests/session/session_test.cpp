@@ -233,6 +233,13 @@ TEST(Session, BadOptionsAndNamesAreRefusedClearly) {
                                              m.loss, ConstSGD(0.1f), device);
       },
       {"anchor 'missing'"});
+  // PopART's sentence, the whole message: an inference session must anchor something.
+  try {
+    InferenceSession::createFromOnnxModel(m.proto, DataFlow(1), device);
+    FAIL() << "an inference session without anchors was accepted";
+  } catch (const error& e) {
+    EXPECT_STREQ(e.what(), "User must specify an anchor tensor when doing inference.");
+  }
 }
 
 TEST(Session, OfflineDeviceChecksMemoryButCannotRun) {
@@ -276,7 +283,9 @@ TEST(Session, ModelToHostWritesTrainedWeightsThatReload) {
   wio.insert("W1", {trained.raw(), trained.info()});
   s->readWeights(wio);
 
-  auto s2 = InferenceSession::createFromOnnxModel(path, DataFlow(1), device);
+  // (An inference session needs an anchor, as PopART's does.)
+  auto s2 = InferenceSession::createFromOnnxModel(path, DataFlow(1, std::vector<TensorId>{m.loss}),
+                                                  device);
   s2->prepareDevice();
   HostTensor reloaded(trained.info());
   WeightsIO wio2;

@@ -143,6 +143,15 @@ XT_REGISTER_KERNEL("ai.xtrain", "LeakyReluGrad", floatGrad([](const Attributes& 
                      const float alpha = a.getFloat("alpha", 0.01f);
                      return [alpha](float gy, float x) { return x > 0.0f ? gy : alpha * gy; };
                    }));
+// x where x > alpha, else 0; gx = gy where x > alpha (0 at the step itself).
+XT_REGISTER_KERNEL("ai.onnx", "ThresholdedRelu", floatUnary([](const Attributes& a) {
+                     const float alpha = a.getFloat("alpha", 1.0f);
+                     return [alpha](float x) { return x > alpha ? x : 0.0f; };
+                   }));
+XT_REGISTER_KERNEL("ai.xtrain", "ThresholdedReluGrad", floatGrad([](const Attributes& a) {
+                     const float alpha = a.getFloat("alpha", 1.0f);
+                     return [alpha](float gy, float x) { return x > alpha ? gy : 0.0f; };
+                   }));
 XT_REGISTER_KERNEL("ai.onnx", "Elu", floatUnary([](const Attributes& a) {
                      const float alpha = a.getFloat("alpha", 1.0f);
                      return [alpha](float x) {

@@ -339,7 +339,9 @@ std::vector<TensorId> AiOnnxOpset11::dropout(const std::vector<TensorId>& args,
   BuilderImpl::checkArity("dropout", "Dropout", args, 1, 1);
   checkOutputs("dropout", num_outputs, 1, 2);
   if (!(ratio >= 0.0f && ratio < 1.0f)) {
-    throw error("Builder: dropout ratio must be in [0, 1), got {}", ratio);
+    throw error(
+        "Builder: dropout ratio {} is out of range. Please use a value in the interval [0,1)",
+        ratio);
   }
   if (version_ >= 12) {
     const TensorId r =

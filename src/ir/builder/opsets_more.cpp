@@ -80,6 +80,12 @@ XT_PLAIN(AiOnnxOpset15, castlike, "CastLike", 2, 2)
 // ---- Elementwise with attributes
 // -----------------------------------------------------------------
 
+TensorId AiOnnxOpset11::thresholdedrelu(const std::vector<TensorId>& args, float alpha,
+                                        const std::string& dc) {
+  return impl_->node("thresholdedrelu", "ThresholdedRelu", args, 1, 1, 1, {{"alpha", alpha}},
+                     dc)[0];
+}
+
 TensorId AiOnnxOpset11::elu(const std::vector<TensorId>& args, float alpha, const std::string& dc) {
   return impl_->node("elu", "Elu", args, 1, 1, 1, {{"alpha", alpha}}, dc)[0];
 }

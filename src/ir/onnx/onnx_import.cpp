@@ -32,16 +32,26 @@ std::string nodeLabel(const onnx::NodeProto& node, int index) {
   return s + ")";
 }
 
-std::string shapeProtoToString(const onnx::TensorShapeProto& shape) {
+std::string dimProtoToString(const onnx::TensorShapeProto::Dimension& d) {
+  return d.has_dim_value() ? std::to_string(d.dim_value())
+                           : (d.dim_param().empty() ? std::string("?") : d.dim_param());
+}
+
+std::string shapeProtoToString(const onnx::TensorShapeProto& shape, const char* sep = ",") {
   std::string s = "[";
   for (int i = 0; i < shape.dim_size(); ++i) {
-    if (i) s += ",";
-    const auto& d = shape.dim(i);
-    s += d.has_dim_value() ? std::to_string(d.dim_value())
-                           : (d.dim_param().empty() ? std::string("?") : d.dim_param());
+    if (i) s += sep;
+    s += dimProtoToString(shape.dim(i));
   }
   return s + "]";
 }
+
+// An import error whose message is PopART's whole sentence, which programs compare exactly:
+// importOnnxModel passes it on without the "importing <model>: " context.
+class UnwrappedImportError : public error {
+ public:
+  using error::error;
+};
 
 void checkOpsets(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import()) {
@@ -181,11 +191,12 @@ TensorInfo streamInfo(const onnx::ValueInfoProto& vi, const OnnxImportOptions& o
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);
     if (!d.has_dim_value() || d.dim_value() < 0) {
-      throw error(
-          "input '{}' has shape {} with unknown dimension {}{}; give its shape with "
-          "OnnxImportOptions::inputShapeInfo",
-          vi.name(), shapeProtoToString(tt.shape()), i,
-          d.dim_param().empty() ? std::string() : " ('" + d.dim_param() + "')");
+      // PopART's sentence, verbatim (programs compare the whole message): it names the input,
+      // its shape and the unknown dimension.
+      throw UnwrappedImportError(
+          "Input tensor '{}' must be specified in InputShapeInfo, as it has shape {}, which uses "
+          "an unknown value '{}'.",
+          vi.name(), shapeProtoToString(tt.shape(), ", "), dimProtoToString(d));
     }
     shape.push_back(d.dim_value());
   }
@@ -472,6 +483,9 @@ void addConstantNode(Graph& graph, const onnx::NodeProto& node, const std::strin
   } else if (a.name() == "value_ints") {
     value = HostTensor::fromVector<int64_t>({a.ints_size()},
                                             std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+  } else if (a.name() == "sparse_value") {
+    // PopART's sentence, verbatim (programs compare the whole message).
+    throw UnwrappedImportError("The Constant op attribute 'sparse_value' is not supported.");
   } else {
     throw error(
         "{}: Constant attribute '{}' is not supported (supported: value, value_float, "
@@ -643,6 +657,8 @@ OnnxModel importOnnxModel(const std::string& modelPathOrBytes, const OnnxImportO
   } catch (const popart_worded_error& e) {
     throw popart_worded_error(e.popartMessage(),
                               xtrain::format("importing {}: {}", what, e.what()));
+  } catch (const UnwrappedImportError& e) {
+    throw error("{}", e.what());
   } catch (const error& e) {
     throw error("importing {}: {}", what, e.what());
   }

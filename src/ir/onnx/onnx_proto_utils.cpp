@@ -100,19 +100,26 @@ ModelSource loadModelSource(const std::string& pathOrBytes) {
   return src;
 }
 
+// PopART's closing sentence of a failed model load (programs match on its start and end).
+constexpr const char* kLoadAdvice =
+    "Check that it is either a valid path to an existing onnx model file, or is a valid onnx "
+    "ModelProto string.";
+
 onnx::ModelProto parseModelBytes(const std::string& bytes, const std::string& what) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
     throw error(
-        "{} is not an ONNX model (failed to parse ModelProto: the bytes are not a valid "
-        "protobuf message, e.g. a truncated file or another file format)",
-        what);
+        "Failed to load a ModelProto from the string given: {} is not an ONNX model (failed to "
+        "parse ModelProto: the bytes are not a valid protobuf message, e.g. a truncated file or "
+        "another file format). {}",
+        what, kLoadAdvice);
   }
   if (!model.has_graph() || model.ir_version() <= 0) {
     throw error(
-        "{} is not an ONNX model (failed to parse ModelProto: it decodes as protobuf but has "
-        "{}; expected an ONNX ModelProto with ir_version and graph)",
-        what, model.has_graph() ? "no ir_version" : "no graph");
+        "Failed to load a ModelProto from the string given: {} is not an ONNX model (failed to "
+        "parse ModelProto: it decodes as protobuf but has {}; expected an ONNX ModelProto with "
+        "ir_version and graph). {}",
+        what, model.has_graph() ? "no ir_version" : "no graph", kLoadAdvice);
   }
   return model;
 }

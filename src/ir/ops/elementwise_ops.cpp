@@ -144,6 +144,7 @@ XT_REGISTER_OP(floatUnary("Celu", {{"alpha", 1.0f}}, false, [](const ShapeContex
   }
 }));
 XT_REGISTER_OP(floatUnary("HardSigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}}));
+XT_REGISTER_OP(floatUnary("ThresholdedRelu", {{"alpha", 1.0f}}));  // x if x > alpha, else 0
 
 XT_REGISTER_OP(steps("Floor", false));
 XT_REGISTER_OP(steps("Ceil", false));
@@ -184,6 +185,7 @@ XT_REGISTER_OP(gradOp("EluGrad"));
 XT_REGISTER_OP(gradOp("SeluGrad"));
 XT_REGISTER_OP(gradOp("CeluGrad"));
 XT_REGISTER_OP(gradOp("HardSigmoidGrad"));
+XT_REGISTER_OP(gradOp("ThresholdedReluGrad"));
 XT_REGISTER_OP(gradOp("AbsGrad"));
 
 // ---- Clip
