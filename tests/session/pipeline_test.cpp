@@ -290,7 +290,7 @@ TEST_F(PipelineTraining, ACheckpointLoadsIntoAnUnpipelinedJob) {
 // job of one replica loads, to the same weights and optimizer state, into a 3-stage job of 2
 // replicas and back; a 3-stage job of one replica resumed from it trains on as the 2-stage job.
 TEST_F(PipelineTraining, ACheckpointMovesAcrossStageAndReplicaCounts) {
-  const PipelineRun twoStages{1, 4, 2}, threeStages{1, 4, 3}, threeByTwo{2, 4, 3};
+  const PipelineRun twoStages{1, 8, 2}, threeStages{1, 8, 3}, threeByTwo{2, 8, 3};
   const Model two = buildModel(stagesOf(2)), three = buildModel(stagesOf(3));
   auto a = makeSession(two, twoStages, *adam());
   runStep(*a, two, twoStages, 910);
@@ -455,6 +455,7 @@ TEST(PipelineErrors, OptionsThatCannotPipeline) {
   EXPECT_EQ(errorCreating(m, o).rfind(fwdOnly + "without implicit pipelining.", 0), 0u);
   o.enablePipelining = true;
   o.enableGradientAccumulation = false;
+  o.accumulationFactor = 1;
   EXPECT_EQ(errorCreating(m, o).rfind(fwdOnly + "without gradient accumulation.", 0), 0u);
 }
 

@@ -165,7 +165,8 @@ std::vector<TensorId> AiOnnxOpset9::maxpool(const std::vector<TensorId>& args, u
                                             const std::string& dc) {
   checkOutputCount("maxpool", version_, num_outputs, 2);
   if (kernel_shape.empty()) throw error("Builder: maxpool needs kernel_shape");
-  if (args.size() == 1) verifyWindow(*impl_, "maxpool", args[0], {kernel_shape, strides, pads});
+  if (args.size() == 1)
+    verifyWindow(*impl_, "maxpool", args[0], {kernel_shape, strides, pads, {}, false});
   return impl_->node("maxpool", "MaxPool", args, 1, 1, num_outputs,
                      {{"kernel_shape", kernel_shape},
                       {"pads", BuilderImpl::nonEmpty(pads)},
@@ -179,7 +180,8 @@ TensorId AiOnnxOpset9::averagepool(const std::vector<TensorId>& args,
                                    int64_t count_include_pad, const std::vector<int64_t>& pads,
                                    const std::vector<int64_t>& strides, const std::string& dc) {
   if (kernel_shape.empty()) throw error("Builder: averagepool needs kernel_shape");
-  if (args.size() == 1) verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads});
+  if (args.size() == 1)
+    verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads, {}, false});
   return impl_->node("averagepool", "AveragePool", args, 1, 1, 1,
                      {{"count_include_pad", count_include_pad},
                       {"kernel_shape", kernel_shape},
@@ -212,7 +214,8 @@ TensorId AiOnnxOpset7::maxpool(const std::vector<TensorId>& args,
                                const std::vector<int64_t>& pads,
                                const std::vector<int64_t>& strides, const std::string& dc) {
   if (kernel_shape.empty()) throw error("Builder: maxpool needs kernel_shape");
-  if (args.size() == 1) verifyWindow(*impl_, "maxpool", args[0], {kernel_shape, strides, pads});
+  if (args.size() == 1)
+    verifyWindow(*impl_, "maxpool", args[0], {kernel_shape, strides, pads, {}, false});
   return impl_->node("maxpool", "MaxPool", args, 1, 1, 1,
                      {{"kernel_shape", kernel_shape},
                       {"pads", BuilderImpl::nonEmpty(pads)},
@@ -295,7 +298,8 @@ TensorId AiOnnxOpset6::averagepool(const std::vector<TensorId>& args,
                                    const std::vector<int64_t>& pads,
                                    const std::vector<int64_t>& strides, const std::string& dc) {
   if (kernel_shape.empty()) throw error("Builder: averagepool needs kernel_shape");
-  if (args.size() == 1) verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads});
+  if (args.size() == 1)
+    verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads, {}, false});
   return impl_->node("averagepool", "AveragePool", args, 1, 1, 1,
                      {{"kernel_shape", kernel_shape},
                       {"pads", BuilderImpl::nonEmpty(pads)},

@@ -15,7 +15,10 @@ namespace xtrain::ir {
 
 inline std::string popartSequence(const std::vector<int64_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(v[i]);
+  }
   return s + "]";
 }
 
