@@ -539,7 +539,7 @@ TEST(ResizeErrors, RefusedModesAndBadInputs) {
         g.addTensor("sv", TensorInfo(DataType::FLOAT, {4}), ir::TensorKind::Stream);
         return addOp(g, "Resize", {ids[0], "", "sv"}, {}, 1, ir::kOnnxDomain, 13);
       },
-      {"Resize", "'sv'", "must be a constant"});
+      {"Resize", "'sv'", "is not a constant"});
   expectResizeError(
       [](ir::Graph& g, const std::vector<TensorId>& ids) {
         return addOp(g, "Resize", {ids[0], "", addConst(g, "s", floats({1, 1, 0.5f, 0.5f}))},

@@ -532,7 +532,7 @@ TEST(DropoutOp, ErrorsNameTheOp) {
                       auto in) { return addOp(g, "Dropout", in, {}, 1, ir::kOnnxDomain, 12); },
                    {x, HostTensor::scalar(0.5f)});
       },
-      {"Dropout", "must be a constant", "ratio"});
+      {"Dropout", "is not a constant", "ratio"});
   ir::Graph g;
   g.addTensor("x", x.info(), ir::TensorKind::Stream);
   g.addTensor("r", TensorInfo(DataType::FLOAT, {2}), ir::TensorKind::Const,

@@ -4,6 +4,7 @@
 // Each is made only when the shapes it needs are known. The messages start with PopART's words
 // (PopART's programs match them) and go on to name the Builder method and the tensors.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -28,3 +29,5 @@ void verifyWindow(BuilderImpl& impl, const char* method, const TensorId& input,
 void verifyConv(BuilderImpl& impl, const std::vector<TensorId>& args, WindowParams p);
 
 }  // namespace xtrain
+
+#pragma GCC visibility pop
