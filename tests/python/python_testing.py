@@ -71,6 +71,23 @@ def linear_model(batch=2, inputs=4, outputs=3, seed=0):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
 
 
+def run_once(b, outs, feeds, loss=None):
+    """Runs Builder b's model once on a CPU device (a training session with SGD lr 0 when loss is
+    given) and returns the anchors of outs."""
+    df = popart.DataFlow(1, {o: popart.AnchorReturnType("All") for o in outs})
+    dev = popart.DeviceManager().createCpuDevice()
+    if loss is None:
+        s = popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=df, deviceInfo=dev)
+    else:
+        s = popart.TrainingSession(fnModel=b.getModelProto(), dataFlow=df, loss=loss,
+                                   optimizer=popart.ConstSGD(0.0), deviceInfo=dev)
+    s.prepareDevice()
+    s.weightsFromHost()
+    anchors = s.initAnchorArrays()
+    s.run(popart.PyStepIO(feeds, anchors))
+    return anchors
+
+
 def sgd(lr=0.05, momentum=0.0):
     return popart.SGD({"defaultLearningRate": (lr, False), "defaultMomentum": (momentum, True)})
 

@@ -9,23 +9,9 @@ import torch
 import torch.nn.functional as F
 
 import xtrain as popart
+from python_testing import run_once as run
 
 RNG = np.random.RandomState(31)
-
-
-def run(b, outs, feeds, loss=None):
-    df = popart.DataFlow(1, {o: popart.AnchorReturnType("All") for o in outs})
-    dev = popart.DeviceManager().createCpuDevice()
-    if loss is None:
-        s = popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=df, deviceInfo=dev)
-    else:
-        s = popart.TrainingSession(fnModel=b.getModelProto(), dataFlow=df, loss=loss,
-                                   optimizer=popart.ConstSGD(0.0), deviceInfo=dev)
-    s.prepareDevice()
-    s.weightsFromHost()
-    anchors = s.initAnchorArrays()
-    s.run(popart.PyStepIO(feeds, anchors))
-    return anchors
 
 
 class CtcLoss(unittest.TestCase):

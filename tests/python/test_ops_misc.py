@@ -8,25 +8,9 @@ import numpy as np
 import torch
 
 import xtrain as popart
+from python_testing import run_once as run
 
 RNG = np.random.RandomState(29)
-
-
-def run(b, outs, feeds, loss=None):
-    """Runs b's model once (a training session with SGD lr 0 when loss is given) and returns the
-    anchors of outs."""
-    df = popart.DataFlow(1, {o: popart.AnchorReturnType("All") for o in outs})
-    dev = popart.DeviceManager().createCpuDevice()
-    if loss is None:
-        s = popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=df, deviceInfo=dev)
-    else:
-        s = popart.TrainingSession(fnModel=b.getModelProto(), dataFlow=df, loss=loss,
-                                   optimizer=popart.ConstSGD(0.0), deviceInfo=dev)
-    s.prepareDevice()
-    s.weightsFromHost()
-    anchors = s.initAnchorArrays()
-    s.run(popart.PyStepIO(feeds, anchors))
-    return anchors
 
 
 def infer(xs, build, opsets=None):

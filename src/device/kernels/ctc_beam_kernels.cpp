@@ -12,22 +12,14 @@
 #include <vector>
 
 #include "device/kernel.hpp"
+#include "device/kernels/log_space.hpp"
 
 namespace xtrain::device {
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-double logAdd(double a, double b) {
-  if (a == kNegInf) return b;
-  if (b == kNegInf) return a;
-  const double m = std::max(a, b);
-  return m + std::log1p(std::exp(-std::fabs(a - b)));
-}
-
 struct Beam {
   std::vector<uint32_t> prefix;
-  double pb = kNegInf, pnb = kNegInf;
+  double pb = kLogZero, pnb = kLogZero;
   double score() const { return logAdd(pb, pnb); }
 };
 
@@ -107,7 +99,7 @@ void decode(const DecoderConfig& cfg, const KernelIO& io) {
       throw runtime_error("{}: dataLengths[{}] = {} exceeds the {} time steps of logProbs",
                           cfg.description, n, lengths[n], cfg.t);
     }
-    std::vector<Beam> beams{Beam{{}, 0.0, kNegInf}};
+    std::vector<Beam> beams{Beam{{}, 0.0, kLogZero}};
     for (int64_t t = 0; t < lengths[n]; ++t) {
       beams = step(cfg, beams, lp + (t * cfg.n + n) * cfg.c);
     }

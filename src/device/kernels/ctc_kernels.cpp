@@ -9,20 +9,11 @@
 #include <vector>
 
 #include "device/kernel.hpp"
+#include "device/kernels/log_space.hpp"
 #include "xtrain/reductiontype.hpp"
 
 namespace xtrain::device {
 namespace {
-
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-// log(exp(a) + exp(b)) without overflow; -inf is the log of 0.
-double logAdd(double a, double b) {
-  if (a == kNegInf) return b;
-  if (b == kNegInf) return a;
-  const double m = std::max(a, b);
-  return m + std::log1p(std::exp(-std::fabs(a - b)));
-}
 
 void requireFloatValues(const KernelSpec& spec, std::initializer_list<size_t> inputs) {
   for (size_t i : inputs) {
@@ -61,8 +52,8 @@ class CtcSample {
     ext_.assign(2 * labels.size() + 1, sh_.blank);
     for (size_t i = 0; i < labels.size(); ++i) ext_[2 * i + 1] = labels[i];
     const auto l = static_cast<int64_t>(ext_.size());
-    if (tn == 0) return labels.empty() ? 0.0 : kNegInf;
-    alpha_.assign(static_cast<size_t>(tn * l), kNegInf);
+    if (tn == 0) return labels.empty() ? 0.0 : kLogZero;
+    alpha_.assign(static_cast<size_t>(tn * l), kLogZero);
     alpha_[0] = lp(0, ext_[0]);
     if (l > 1) alpha_[1] = lp(0, ext_[1]);
     for (int64_t t = 1; t < tn; ++t) {
@@ -72,7 +63,7 @@ class CtcSample {
         double a = prev[s];
         if (s > 0) a = logAdd(a, prev[s - 1]);
         if (s > 1 && ext_[s] != sh_.blank && ext_[s] != ext_[s - 2]) a = logAdd(a, prev[s - 2]);
-        cur[s] = a == kNegInf ? kNegInf : a + lp(t, ext_[s]);
+        cur[s] = a == kLogZero ? kLogZero : a + lp(t, ext_[s]);
       }
     }
     const double* last = &alpha_[(tn - 1) * l];
@@ -82,7 +73,7 @@ class CtcSample {
   // Writes d(-log p)/d logProbs[t, n, c] for t < tn into grad ([T, N, C]); logLik from forward.
   void gradient(double logLik, float* grad) {
     const auto l = static_cast<int64_t>(ext_.size());
-    beta_.assign(static_cast<size_t>(tn_ * l), kNegInf);
+    beta_.assign(static_cast<size_t>(tn_ * l), kLogZero);
     double* end = &beta_[(tn_ - 1) * l];
     end[l - 1] = lp(tn_ - 1, ext_[l - 1]);
     if (l > 1) end[l - 2] = lp(tn_ - 1, ext_[l - 2]);
@@ -93,19 +84,19 @@ class CtcSample {
         double b = next[s];
         if (s + 1 < l) b = logAdd(b, next[s + 1]);
         if (s + 2 < l && ext_[s] != sh_.blank && ext_[s] != ext_[s + 2]) b = logAdd(b, next[s + 2]);
-        cur[s] = b == kNegInf ? kNegInf : b + lp(t, ext_[s]);
+        cur[s] = b == kLogZero ? kLogZero : b + lp(t, ext_[s]);
       }
     }
     std::vector<double> acc(static_cast<size_t>(sh_.c));
     for (int64_t t = 0; t < tn_; ++t) {
-      std::fill(acc.begin(), acc.end(), kNegInf);
+      std::fill(acc.begin(), acc.end(), kLogZero);
       for (int64_t s = 0; s < l; ++s) {
         acc[ext_[s]] = logAdd(acc[ext_[s]], alpha_[t * l + s] + beta_[t * l + s]);
       }
       float* g = grad + (t * sh_.n + n_) * sh_.c;
       for (int64_t c = 0; c < sh_.c; ++c) {
         // sum over the paths through class c at time t of p(path) / p(labels) / y[t, c].
-        g[c] = acc[c] == kNegInf ? 0.0f : static_cast<float>(-std::exp(acc[c] - lp(t, c) - logLik));
+        g[c] = acc[c] == kLogZero ? 0.0f : static_cast<float>(-std::exp(acc[c] - lp(t, c) - logLik));
       }
     }
   }

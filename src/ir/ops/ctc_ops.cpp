@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/graphcore_reduction.hpp"
 #include "xtrain/reductiontype.hpp"
 
 namespace xtrain::ir {
@@ -16,33 +17,6 @@ namespace {
 
 bool isIndexType(DataType t) {
   return t == DataType::UINT32 || t == DataType::INT32;
-}
-
-// PopART's ONNX files hold the reduction as a string ("Sum", "Mean", "None"); xtrain's Builder
-// writes the int of ReductionType. Canonical: the int.
-void canonicalizeReduction(Op& op) {
-  int64_t r = static_cast<int64_t>(ReductionType::Mean);
-  auto it = op.attrs.all().find("reduction");
-  if (it != op.attrs.all().end()) {
-    if (const std::string* s = std::get_if<std::string>(&it->second)) {
-      if (*s == "Sum") {
-        r = 0;
-      } else if (*s == "Mean") {
-        r = 1;
-      } else if (*s == "None" || *s == "NoReduction") {
-        r = 2;
-      } else {
-        throw error("{}: reduction '{}' is not one of Sum, Mean, None", op.describe(), *s);
-      }
-    } else {
-      r = op.attrs.getInt("reduction");
-    }
-  }
-  if (r < 0 || r > 2) {
-    throw error("{}: reduction {} is not a ReductionType (0 = Sum, 1 = Mean, 2 = NoReduction)",
-                op.describe(), r);
-  }
-  op.attrs.set("reduction", r);
 }
 
 // The [N] lengths input i (named `name`) of a batch of n.
@@ -100,7 +74,7 @@ XT_REGISTER_OP([] {
           .minOutputs = 1,
           .maxOutputs = 2};
   d.canonicalize = [](Op& op, const Graph&) {
-    canonicalizeReduction(op);
+    canonicalizeGraphcoreReduction(op);
     const int64_t blank = op.attrs.getInt("blank", 0);
     if (blank < 0) throw error("{}: blank {} is negative", op.describe(), blank);
     op.attrs.set("blank", blank);
