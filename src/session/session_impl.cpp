@@ -290,9 +290,9 @@ void SessionImpl::prepareDevice() {
   times.lap("attach");
   // Every op on an IPU of its replica (PopART checks it when it lowers the graph).
   checkVirtualGraphs(*graph_, config_, layout_.local);
-  // Throws OutOfMemoryException when an IPU overflows.
   // batchSerializationSettings: the activations that live one slice at a time are charged as one
-  // slice (batch_serial.hpp); the host computes the whole batch either way.
+  // slice (batch_serial.hpp); the host computes the whole batch either way. chargeMemory throws
+  // OutOfMemoryException when an IPU overflows.
   const CycleModel cycles(d.getType() == DeviceType::Cpu ? 0 : d.getTilesPerIPU());
   batchSerial_ = planBatchSerialization(*graph_, options.batchSerializationSettings,
                                         config_.dataFlow.anchors(), cycles);
