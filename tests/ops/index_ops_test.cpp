@@ -439,7 +439,7 @@ TEST(TopKOp, Opset1AttributeKNanAndErrors) {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "TopK", in, {}, 2); },
                    {x, randomTensor({1}, 1)});
       },
-      {"TopK 'op_under_test'", "is not a constant"});
+      {"TopK 'op_under_test'", "must be a constant"});
 }
 
 // ---- ArgMax / ArgMin ----------------------------------------------------------------------------

@@ -192,7 +192,7 @@ TEST(RangeOp, Errors) {
             },
             {HostTensor::scalar(0)});
       },
-      {"Range 'op_under_test'", "input 0 (start", "is not a constant"});
+      {"Range 'op_under_test'", "input 0 (start", "must be a constant"});
   expectError(
       [] {
         runForward(
