@@ -1,7 +1,7 @@
 // SessionOptions::enablePipelining (docs/pipelining.md): pipelined training reaches the weights,
 // optimizer state and per-micro-batch losses of the same model trained unpipelined on the same
 // global batch, bit for bit: 2 and 3 stages, accumulation factors 4 and 8, SGD with momentum and
-// Adam, local replicas, replicated tensor sharding of the optimizer state,
+// Adam, local replicas, replicated tensor sharding of the optimizer state, grouped weights,
 // RecomputationType::Pipeline, stages from __pipeline_stage, from the
 // virtual graphs or from VirtualGraphMode::Auto; a checkpoint of a pipelined job loads into an
 // unpipelined one, and into jobs of other stage and replica counts. Then the stashes in the memory report and the IR, a stage failing on its thread,
@@ -38,6 +38,9 @@ struct Placing {
   // h1 goes through a training-mode BatchNormalization in layer 0: its running statistics are
   // weights the forward pass reads and an update after it writes, every micro-batch.
   bool batchNorm = false;
+  // W2 is grouped: each group of `groupedW2` consecutive replicas has its own value (0: not
+  // grouped; the model is then for `groupedW2 * 2` replicas, two groups).
+  int64_t groupedW2 = 0;
 };
 
 // x -> [layer 0] h1 = relu(x W1 + b1) -> [layer 1] h2 = dropout(sigmoid(h1 W2 + b2)) ->
@@ -57,7 +60,17 @@ Model buildModel(const Placing& p) {
   m.x = b->addInputTensor(TensorInfo(DataType::FLOAT, {kBatch, kIn}), "x");
   m.labels = b->addInputTensor(TensorInfo(DataType::INT32, {kBatch}), "labels");
   const TensorId w1 = weight({kIn, kHidden}, "W1"), b1 = weight({kHidden}, "b1");
-  const TensorId w2 = weight({kHidden, kHidden}, "W2"), b2 = weight({kHidden}, "b2");
+  TensorId w2;
+  if (p.groupedW2 > 0) {
+    std::vector<float> v(static_cast<size_t>(2 * kHidden * kHidden));
+    for (auto& e : v) e = u(rng);
+    w2 = b->addInitializedInputTensor(
+        ConstVoidData::fromVector<float>({2, kHidden, kHidden}, v),
+        VariableSettings(CommGroup(CommGroupType::Consecutive, p.groupedW2)), "W2");
+  } else {
+    w2 = weight({kHidden, kHidden}, "W2");
+  }
+  const TensorId b2 = weight({kHidden}, "b2");
   const TensorId w3 = weight({kHidden, kOut}, "W3"), b3 = weight({kOut}, "b3");
   auto unplace = [&] {
     if (b->hasAttribute("__ipu_number")) b->clearAttribute("__ipu_number");
@@ -195,6 +208,7 @@ void expectSameAsUnpipelined(const std::string& dir, const PipelineRun& pipeline
   const std::string a = dir + "-reference.onnx", b = dir + "-pipelined.onnx";
   Placing unplaced;
   unplaced.batchNorm = placing.batchNorm;
+  unplaced.groupedW2 = placing.groupedW2;
   const std::vector<float> expected = train(buildModel(unplaced), reference, opt, a);
   const std::vector<float> got = train(buildModel(placing), pipelined, opt, b);
   EXPECT_EQ(got, expected) << "the per-micro-batch losses differ";
@@ -234,6 +248,13 @@ TEST_F(PipelineTraining, StageAttributesLocalReplicasAndRecomputation) {
     PipelineRun sharded{2, 4, 2};
     sharded.shardOptimizerState = true;
     expectSameAsUnpipelined(path("run"), sharded, stagesOf(2), *adam());
+  }
+  {
+    // The groups' gradients are reduced over their own replicas, after the flush.
+    SCOPED_TRACE("W2 grouped over 2 groups of 2 of 4 local replicas, 2 stages");
+    Placing grouped = stagesOf(2);
+    grouped.groupedW2 = 2;
+    expectSameAsUnpipelined(path("run"), PipelineRun{4, 4, 2}, grouped, *adam());
   }
   {
     SCOPED_TRACE("RecomputationType::Pipeline, 2 stages");
