@@ -31,4 +31,12 @@ ReplicaScope::~ReplicaScope() {
   context_.collectives->leave(context_.localReplica);
 }
 
+ReplicaHelperScope::ReplicaHelperScope(const ReplicaContext* context) : previous_(tCurrent) {
+  if (context != nullptr) tCurrent = context;
+}
+
+ReplicaHelperScope::~ReplicaHelperScope() {
+  tCurrent = previous_;
+}
+
 }  // namespace xtrain::device

@@ -85,6 +85,21 @@ class [[nodiscard]] ReplicaScope {
   int uncaught_;
 };
 
+// Runs the calling thread as a helper of a replica that is inside a ReplicaScope on another thread
+// (a pipeline stage's thread works for its replica): the thread's context is `context` for the
+// scope's lifetime, without entering or leaving the collectives (the replica's own ReplicaScope
+// does that, and reports its failure). `context` may be nullptr (then nothing changes).
+class [[nodiscard]] ReplicaHelperScope {
+ public:
+  explicit ReplicaHelperScope(const ReplicaContext* context);
+  ~ReplicaHelperScope();
+  ReplicaHelperScope(const ReplicaHelperScope&) = delete;
+  ReplicaHelperScope& operator=(const ReplicaHelperScope&) = delete;
+
+ private:
+  const ReplicaContext* previous_;
+};
+
 }  // namespace xtrain::device
 
 #pragma GCC visibility pop

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "comm/communicator.hpp"
@@ -11,6 +12,7 @@
 #include "device/program.hpp"
 #include "device/replica_context.hpp"
 #include "replication/instances.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::session {
 
@@ -71,6 +73,18 @@ void ReplicaRuntime::buildStageThreads() {
   }
   // XTRAIN_PIPELINE_THREADS=0 runs the IPUs of a replica one after the other, on its thread.
   if (stageSlots_.size() < 2 || !readBoolSwitch("XTRAIN_PIPELINE_THREADS", true)) return;
+  std::set<int64_t> collectiveIpus;
+  for (const auto& [opId, op] : graph_->ops()) {
+    if (op->domain != ir::kGraphcoreDomain || !op->type.starts_with("Replicated")) continue;
+    if (const auto slot = pipeline_->slotOf.find(opId); slot != pipeline_->slotOf.end())
+      collectiveIpus.insert(pipeline_->slotVirtualGraph[static_cast<size_t>(slot->second)]);
+  }
+  if (collectiveIpus.size() > 1) {
+    logging::session::debug("pipelining: replicated collectives on {} IPUs of a replica: its stages run in turn",
+               collectiveIpus.size());
+    return;
+  }
+  collectiveIpu_ = collectiveIpus.empty() ? -1 : *collectiveIpus.begin();
   for (Replica& replica : replicas_) {
     replica.stagePool = std::make_unique<ReplicaPool>(
         static_cast<int64_t>(stageSlots_.size()), layout_.local * instancesOnHost_);
@@ -226,7 +240,9 @@ void ReplicaRuntime::runPipelineCycle(int64_t cycle, int64_t microBatches, bool 
     if (replica.stagePool) {
       // A stage's ops go on its replica's track of the timeline, whichever thread runs them.
       const int64_t global = layout_.offset + r;
+      const device::ReplicaContext* context = device::currentReplica();
       replica.stagePool->run([&](int64_t ipu) {
+        const device::ReplicaHelperScope helper(ipu == collectiveIpu_ ? context : nullptr);
         const timeline::TrackScope track(
             timeline::replicaTrack(global),
             timeline::started() ? "replica " + std::to_string(global) : std::string());

@@ -132,6 +132,10 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   const ir::Graph* graph_ = nullptr;
   const PipelinePlan* pipeline_ = nullptr;
   std::vector<std::vector<int64_t>> stageSlots_;  // per IPU of a replica: its slots, last first
+  // The one IPU whose slots run the model's replicated collectives (-1: none). Its stage thread
+  // acts for its replica in them; collectives on two IPUs run their stages in turn instead, since
+  // stage threads would reach them in an order that differs between replicas.
+  int64_t collectiveIpu_ = -1;
   LoweringOptions loweringOptions_;
   std::unique_ptr<LoweredGraph> lowered_;
   std::vector<Replica> replicas_;

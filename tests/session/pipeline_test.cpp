@@ -41,6 +41,10 @@ struct Placing {
   // W2 is grouped: each group of `groupedW2` consecutive replicas has its own value (0: not
   // grouped; the model is then for `groupedW2 * 2` replicas, two groups).
   int64_t groupedW2 = 0;
+  // h1 W2 goes through a ReplicatedAllReduce (Mean) of the model's own, in layer 1; with
+  // allReduceH1, h1 through another (Add), in layer 0.
+  bool allReduce = false;
+  bool allReduceH1 = false;
 };
 
 // x -> [layer 0] h1 = relu(x W1 + b1) -> [layer 1] h2 = dropout(sigmoid(h1 W2 + b2)) ->
@@ -91,9 +95,11 @@ Model buildModel(const Placing& p) {
         ConstVoidData::fromVector<float>({kHidden}, std::vector<float>(kHidden, 1.0f)), "bn_var");
     h1 = onnx.batchnormalization({h1, scale, bias, mean, var}, 5, 1e-5f, 0.7f)[0];
   }
+  if (p.allReduceH1) h1 = b->aiGraphcoreOpset1().replicatedallreduce({h1});
   place(1);
-  const TensorId h2 =
-      onnx.dropout({onnx.sigmoid({onnx.add({onnx.matmul({h1, w2}), b2})})}, 1, 0.2f)[0];
+  TensorId z2 = onnx.matmul({h1, w2});
+  if (p.allReduce) z2 = b->aiGraphcoreOpset1().replicatedallreduce({z2}, CollectiveOperator::Mean);
+  const TensorId h2 = onnx.dropout({onnx.sigmoid({onnx.add({z2, b2})})}, 1, 0.2f)[0];
   place(2);
   const TensorId logits = onnx.add({onnx.matmul({onnx.add({h2, h1}), w3}), b3});
   m.loss = onnx.softmaxcrossentropyloss({logits, m.labels}, 1, std::nullopt, "mean")[0];
@@ -209,6 +215,8 @@ void expectSameAsUnpipelined(const std::string& dir, const PipelineRun& pipeline
   Placing unplaced;
   unplaced.batchNorm = placing.batchNorm;
   unplaced.groupedW2 = placing.groupedW2;
+  unplaced.allReduce = placing.allReduce;
+  unplaced.allReduceH1 = placing.allReduceH1;
   const std::vector<float> expected = train(buildModel(unplaced), reference, opt, a);
   const std::vector<float> got = train(buildModel(placing), pipelined, opt, b);
   EXPECT_EQ(got, expected) << "the per-micro-batch losses differ";
@@ -255,6 +263,16 @@ TEST_F(PipelineTraining, StageAttributesLocalReplicasAndRecomputation) {
     Placing grouped = stagesOf(2);
     grouped.groupedW2 = 2;
     expectSameAsUnpipelined(path("run"), PipelineRun{4, 4, 2}, grouped, *adam());
+  }
+  {
+    // A collective of the model meets the other replicas' in its stage's slot.
+    SCOPED_TRACE("a ReplicatedAllReduce in stage 1, 2 local replicas");
+    Placing reduced = stagesOf(2);
+    reduced.allReduce = true;
+    expectSameAsUnpipelined(path("run"), PipelineRun{2, 4, 2}, reduced, *sgdMomentum());
+    // Collectives on both IPUs: the stages of each replica then run in turn.
+    reduced.allReduceH1 = true;
+    expectSameAsUnpipelined(path("run"), PipelineRun{2, 4, 2}, reduced, *sgdMomentum());
   }
   {
     SCOPED_TRACE("RecomputationType::Pipeline, 2 stages");
