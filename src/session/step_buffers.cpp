@@ -1,11 +1,13 @@
 #include "session/step_buffers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <mutex>
 #include <random>
 #include <string_view>
+#include <utility>
 
 #include "common/check.hpp"
 #include "xtrain/logging.hpp"
@@ -201,6 +203,53 @@ StepBuffers::StepBuffers(const ir::Graph& graph, const DataFlow& dataFlow,
   }
 }
 
+namespace {
+
+// The value range of an integer element type, BOOL as {0, 1} (for RandomUniform).
+std::pair<double, double> integerRange(DataType t) {
+  switch (t) {
+    case DataType::BOOL: return {0.0, 1.0};
+    case DataType::INT8: return {-128.0, 127.0};
+    case DataType::UINT8: return {0.0, 255.0};
+    case DataType::INT16: return {-32768.0, 32767.0};
+    case DataType::UINT16: return {0.0, 65535.0};
+    case DataType::INT32: return {-2147483648.0, 2147483647.0};
+    case DataType::UINT32: return {0.0, 4294967295.0};
+    default: return {-9007199254740992.0, 9007199254740992.0};  // INT64/UINT64: doubles' exact range
+  }
+}
+
+}  // namespace
+
+// Zeros; RandomNormal: N(0, 1) (integer types: truncated toward zero, as PopART converts);
+// RandomUniform: floating point in [-1, 1) (PopART spans the type's whole range, which overflows
+// the first op it meets), integers over their type's whole range, BOOL 0 or 1.
+void fillSynthetic(HostTensor& dst, SyntheticDataMode mode, uint64_t seed) {
+  if (mode == SyntheticDataMode::Zeros) {
+    dst.fillZero();
+    return;
+  }
+  std::mt19937_64 rng(seed);
+  const DataType type = dst.dataType();
+  if (mode == SyntheticDataMode::RandomNormal) {
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (int64_t i = 0; i < dst.nelms(); ++i) {
+      const double v = normal(rng);
+      dst.setFromDouble(i, isFloatingPoint(type) ? v : std::trunc(v));
+    }
+    return;
+  }
+  if (isFloatingPoint(type)) {
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    for (int64_t i = 0; i < dst.nelms(); ++i) dst.setFromDouble(i, uniform(rng));
+    return;
+  }
+  const auto [low, high] = integerRange(type);
+  std::uniform_int_distribution<int64_t> uniform(static_cast<int64_t>(low),
+                                                 static_cast<int64_t>(high));
+  for (int64_t i = 0; i < dst.nelms(); ++i) dst.setFromDouble(i, static_cast<double>(uniform(rng)));
+}
+
 void StepBuffers::readInput(size_t k, int64_t iteration, int64_t replica, HostTensor& dst) {
   Input& in = inputs_[k];
   const size_t bytes = dst.nbytes();
@@ -208,17 +257,7 @@ void StepBuffers::readInput(size_t k, int64_t iteration, int64_t replica, HostTe
     // Synthetic data is written once per replica and step, then reused.
     if (in.filled.empty()) in.filled.assign(static_cast<size_t>(replicas_), false);
     if (in.filled[static_cast<size_t>(replica)]) return;
-    if (synthetic_ == SyntheticDataMode::Zeros || !isFloatingPoint(in.info.dataType())) {
-      dst.fillZero();
-    } else {
-      std::mt19937_64 rng(seed_ + k);
-      std::normal_distribution<double> normal(0.0, 1.0);
-      std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-      for (int64_t i = 0; i < dst.nelms(); ++i) {
-        dst.setFromDouble(
-            i, synthetic_ == SyntheticDataMode::RandomNormal ? normal(rng) : uniform(rng));
-      }
-    }
+    fillSynthetic(dst, synthetic_, seed_ + k);
     in.filled[static_cast<size_t>(replica)] = true;
     return;
   }

@@ -25,6 +25,10 @@ Shape withPrefix(const std::vector<int64_t>& prefix, const Shape& shape);
 void checkHostBuffer(const char* what, const TensorId& id, const TensorInfo& expected,
                      const TensorInfo& given);
 
+// Fills `dst` with synthetic input data of `mode` (not Off) drawn from `seed` (the definition is
+// beside the function).
+void fillSynthetic(HostTensor& dst, SyntheticDataMode mode, uint64_t seed);
+
 class StepBuffers {
  public:
   // `broadcast`: inputs fed with ReplicatedStreamMode::Broadcast (one micro-batch for all replicas,

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "session/step_buffers.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/session.hpp"
 
@@ -396,6 +397,38 @@ TEST(SyntheticData, RandomNormalReachesTheModel) {
     EXPECT_LT(s.min, -2.5);  // a normal tail, not a uniform [-1, 1]
     EXPECT_GT(s.max, 2.5);
   }
+}
+
+// Integer inputs: RandomUniform spans the element type's whole range (BOOL: 0 or 1, about half
+// each); RandomNormal gives N(0, 1) truncated toward zero.
+TEST(SyntheticData, IntegerTypesSpanTheirRange) {
+  struct Case {
+    DataType type;
+    double low, high;
+  };
+  for (const Case& c : {Case{DataType::INT8, -128, 127}, Case{DataType::UINT8, 0, 255},
+                        Case{DataType::BOOL, 0, 1}, Case{DataType::INT32, -2147483648.0,
+                                                         2147483647.0}}) {
+    SCOPED_TRACE(dataTypeName(c.type));
+    HostTensor t(TensorInfo(c.type, {4000}));
+    session::fillSynthetic(t, SyntheticDataMode::RandomUniform, 3);
+    std::vector<float> v(4000);
+    for (int64_t i = 0; i < 4000; ++i) v[static_cast<size_t>(i)] = static_cast<float>(t.getAsDouble(i));
+    const Moments s = momentsOf(v);
+    const double range = c.high - c.low;
+    // U(low, high) over 4,000 draws: the mean's standard error is 0.0046 of the range.
+    EXPECT_NEAR(s.mean, (c.low + c.high) / 2, 0.03 * range);
+    // A discrete uniform over n values has sd sqrt((n^2 - 1) / 12).
+    EXPECT_NEAR(s.sd, std::sqrt(((range + 1) * (range + 1) - 1) / 12.0), 0.03 * range);
+    EXPECT_GE(s.min, c.low);
+    EXPECT_LE(s.max, c.high);
+  }
+  HostTensor n(TensorInfo(DataType::INT32, {4000}));
+  session::fillSynthetic(n, SyntheticDataMode::RandomNormal, 3);
+  int64_t zeros = 0;
+  for (int64_t i = 0; i < 4000; ++i) zeros += n.getAsDouble(i) == 0.0 ? 1 : 0;
+  // P(|N(0, 1)| < 1) = 0.683.
+  EXPECT_NEAR(static_cast<double>(zeros) / 4000.0, 0.683, 0.04);
 }
 
 }  // namespace

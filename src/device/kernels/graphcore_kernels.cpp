@@ -8,13 +8,14 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
-#include "xtrain/logging.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -336,8 +337,12 @@ struct PrintFormat {
 };
 
 // Writes a tensor as nested brackets along its shape; with summarising, only edgeItems at each end
-// of each dimension. A line longer than maxLineWidth (0: no limit) breaks before a value or an
-// opening bracket, indented to the bracket depth.
+// of each dimension. Every value is right-aligned to the widest, so columns line up. Floats:
+// fixed-point with `digits` digits in all, the integer digits of the largest magnitude included
+// (digits 8: 1.0000000, 12.000000, 0.4000000); scientific with digits - 1 decimals; auto is fixed
+// unless the largest magnitude needs more than `digits` integer digits or the smallest nonzero one
+// is below 1e-4. A line longer than maxLineWidth (0: no limit) breaks before a value or an opening
+// bracket, indented to the bracket depth.
 class TensorPrinter {
  public:
   TensorPrinter(const HostTensor& t, const PrintFormat& f) : t_(t), f_(f) {}
@@ -346,11 +351,40 @@ class TensorPrinter {
     out_ = f_.title + ": ";
     lineStart_ = 0;
     summarise_ = f_.summariseThreshold > 0 && t_.nelms() > f_.summariseThreshold;
+    chooseFloatFormat();
+    width_ = 0;
+    for (int64_t i = 0; i < t_.nelms(); ++i) width_ = std::max(width_, value(i).size());
     dims(0, 0);
     return out_;
   }
 
  private:
+  enum class FloatStyle { Fixed, Scientific, Shortest };
+
+  void chooseFloatFormat() {
+    if (!isFloatingPoint(t_.dataType())) return;
+    double largest = 0.0, smallestNonzero = 0.0;
+    for (int64_t i = 0; i < t_.nelms(); ++i) {
+      const double a = std::fabs(t_.getAsDouble(i));
+      if (!std::isfinite(a)) continue;
+      largest = std::max(largest, a);
+      if (a > 0.0 && (smallestNonzero == 0.0 || a < smallestNonzero)) smallestNonzero = a;
+    }
+    const int64_t integerDigits =
+        largest < 1.0 ? 1 : static_cast<int64_t>(std::floor(std::log10(largest))) + 1;
+    switch (f_.floatFormat) {
+      case 1: style_ = FloatStyle::Fixed; break;
+      case 2: style_ = FloatStyle::Scientific; break;
+      case 3: style_ = FloatStyle::Shortest; break;
+      default:
+        style_ = integerDigits > f_.digits || (smallestNonzero > 0.0 && smallestNonzero < 1e-4)
+                     ? FloatStyle::Scientific
+                     : FloatStyle::Fixed;
+    }
+    decimals_ = style_ == FloatStyle::Fixed ? std::max<int64_t>(0, f_.digits - integerDigits)
+                                            : std::max<int64_t>(0, f_.digits - 1);
+  }
+
   void token(const std::string& s, size_t depth, bool mayBreak) {
     const size_t line = out_.size() - lineStart_;
     if (mayBreak && f_.maxLineWidth > 0 && line > depth &&
@@ -371,19 +405,24 @@ class TensorPrinter {
       s << static_cast<int64_t>(v);
       return s.str();
     }
-    if (f_.digits > 0 && f_.floatFormat != 3) {
-      s.precision(static_cast<int>(f_.digits));
-      if (f_.floatFormat == 1) s << std::fixed;
-      if (f_.floatFormat == 2) s << std::scientific;
+    if (style_ != FloatStyle::Shortest) {
+      s.precision(static_cast<int>(decimals_));
+      s << (style_ == FloatStyle::Fixed ? std::fixed : std::scientific);
     }
     s << v;
     return s.str();
   }
 
+  std::string padded(int64_t i) const {
+    std::string v = value(i);
+    if (v.size() < width_) v.insert(0, width_ - v.size(), ' ');
+    return v;
+  }
+
   void dims(size_t dim, int64_t base) {
     const Shape& shape = t_.shape();
     if (dim == shape.size()) {
-      token(value(base), dim, true);
+      token(padded(base), dim, true);
       return;
     }
     int64_t stride = 1;
@@ -407,8 +446,22 @@ class TensorPrinter {
   const PrintFormat& f_;
   std::string out_;
   size_t lineStart_ = 0;
+  size_t width_ = 0;
   bool summarise_ = false;
+  FloatStyle style_ = FloatStyle::Shortest;
+  int64_t decimals_ = 0;
 };
+
+// What a PrintTensor prints goes to the process's standard error, whatever the log level: the
+// user put the op in the model to see it (as PopART's PrintTensor prints through Poplar's engine).
+// One write per tensor, under a lock, so replicas' prints do not interleave.
+void writeToStandardError(const std::string& text) {
+  static std::mutex mu;
+  const std::lock_guard lock(mu);
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
 
 XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
@@ -425,9 +478,7 @@ XT_REGISTER_KERNEL("ai.graphcore", "PrintTensor",
                      f.close = spec.attrs.getString("closeBracket", "]");
                      return makeKernel([f](const KernelIO& io) {
                        copyBytes(io);
-                       if (!logging::shouldLog(logging::Module::op, logging::Level::Info)) return;
-                       logging::log(logging::Module::op, logging::Level::Info,
-                                    TensorPrinter(io.in(0), f).print());
+                       writeToStandardError(TensorPrinter(io.in(0), f).print());
                      });
                    });
 

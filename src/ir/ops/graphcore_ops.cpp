@@ -10,7 +10,7 @@
 //    writes out of bounds; gradients use the same clamped offsets.
 //  - Init: a tensor of `shape` and `data_type` (PopART's DataType enum value) filled with zeros,
 //    whatever the init_type (on an IPU, NoInit leaves the memory as it is: here it is zeroed too).
-//  - PrintTensor logs its input (module `op`, level Info: XTRAIN_LOG_LEVEL=info shows it) and
+//  - PrintTensor writes its input to standard error whenever it runs (whatever the log level) and
 //    passes it through; with print_gradient=1 its gradient is printed too.
 //  - Abort throws a runtime error naming the op when it runs (unconditionally, or when its optional
 //    condition input is nonzero).
@@ -18,6 +18,7 @@
 #include <set>
 
 #include "ir/op_registry.hpp"
+#include "xtrain/tensornames.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -335,7 +336,12 @@ XT_REGISTER_OP([] {
     }
     Attributes a = g.attrs();
     a.set("print_gradient", int64_t{0});
-    a.set("title", "Gradient of " + g.attrs().getString("title", g.input(0)));
+    // PopART's titles: a title the user gave + "_gradient"; for the default (the printed tensor's
+    // id, canonicalize above) the id of the tensor's gradient. (A user title equal to the tensor's
+    // id counts as the default.)
+    const std::string title = g.attrs().getString("title", g.input(0));
+    a.set("title", title == g.input(0) ? std::string(reservedGradientPrefix()) + title
+                                       : title + "_gradient");
     g.setGradIn(0, g.emit("PrintTensor", {g.gradOut(0)}, a, kGraphcoreDomain));
   };
   return d;
