@@ -167,7 +167,9 @@ inline constexpr auto kMembers = std::tuple{
         "Tensor locations of single tensors."},
     // Inputs, numerics and the optimizer.
     SessionOptionMember{"syntheticDataMode", &S::syntheticDataMode, H, "Off", "",
-                        "Zeros, RandomUniform and RandomNormal fill the inputs without host data",
+                        "Zeros, RandomUniform (floats in [-1, 1), integers over their type's "
+                        "range, BOOL 0/1) and RandomNormal (N(0, 1); integers truncated) fill the "
+                        "inputs without host data",
                         "Whether to use real or synthetic data for inputs. Default: Off."},
     SessionOptionMember{
         "enableStochasticRounding", &S::enableStochasticRounding, H, "false", "",
@@ -286,11 +288,10 @@ inline constexpr auto kMembers = std::tuple{
                         "activation stashes, and the weights update after the flush; needs "
                         "virtualGraphMode Manual or Auto and, training, gradient accumulation "
                         "with accumulationFactor >= 2 x stages - 1 (docs/pipelining.md)"},
-    SessionOptionMember{
-        "executionPhaseSettings", &S::executionPhaseSettings, N, "phases 0, stages 2",
-        "phases: >= 0; stages: 1 or 2",
-        "used only by VirtualGraphMode::ExecutionPhases, which is refused",
-        "Configuration settings for execution phases."},
+    SessionOptionMember{"executionPhaseSettings", &S::executionPhaseSettings, N,
+                        "phases 0, stages 2", "phases: >= 0; stages: 1 or 2",
+                        "used only by VirtualGraphMode::ExecutionPhases, which is refused",
+                        "Configuration settings for execution phases."},
     SessionOptionMember{"accumulateOuterFragmentSettings", &S::accumulateOuterFragmentSettings, N,
                         "Serial", "excludedVirtualGraphs: each >= 0", kPipelined,
                         "Configuration setting for operations in the accumulate outer fragment."},

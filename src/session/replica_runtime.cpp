@@ -80,14 +80,15 @@ void ReplicaRuntime::buildStageThreads() {
       collectiveIpus.insert(pipeline_->slotVirtualGraph[static_cast<size_t>(slot->second)]);
   }
   if (collectiveIpus.size() > 1) {
-    logging::session::debug("pipelining: replicated collectives on {} IPUs of a replica: its stages run in turn",
-               collectiveIpus.size());
+    logging::session::debug(
+        "pipelining: replicated collectives on {} IPUs of a replica: its stages run in turn",
+        collectiveIpus.size());
     return;
   }
   collectiveIpu_ = collectiveIpus.empty() ? -1 : *collectiveIpus.begin();
   for (Replica& replica : replicas_) {
-    replica.stagePool = std::make_unique<ReplicaPool>(
-        static_cast<int64_t>(stageSlots_.size()), layout_.local * instancesOnHost_);
+    replica.stagePool = std::make_unique<ReplicaPool>(static_cast<int64_t>(stageSlots_.size()),
+                                                      layout_.local * instancesOnHost_);
   }
 }
 
@@ -192,8 +193,8 @@ void ReplicaRuntime::runPipelineSlot(Replica& replica, int64_t slot, int64_t mic
   if (const auto& restores = plan.restoreBefore[static_cast<size_t>(slot)]; !restores.empty()) {
     const timeline::Span traced(timeline::Category::Host, "pipeline restore");
     for (size_t k : restores) {
-      copyBytes(at(k), buffers[static_cast<size_t>(
-                           program.slotCopyIndex(plan.stashes[k].tensor, slot))]);
+      copyBytes(at(k),
+                buffers[static_cast<size_t>(program.slotCopyIndex(plan.stashes[k].tensor, slot))]);
     }
   }
   program.runSlot(ir::Phase::Forward, slot, buffers, seed);

@@ -215,7 +215,8 @@ std::pair<double, double> integerRange(DataType t) {
     case DataType::UINT16: return {0.0, 65535.0};
     case DataType::INT32: return {-2147483648.0, 2147483647.0};
     case DataType::UINT32: return {0.0, 4294967295.0};
-    default: return {-9007199254740992.0, 9007199254740992.0};  // INT64/UINT64: doubles' exact range
+    default:
+      return {-9007199254740992.0, 9007199254740992.0};  // INT64/UINT64: doubles' exact range
   }
 }
 

@@ -406,14 +406,15 @@ TEST(SyntheticData, IntegerTypesSpanTheirRange) {
     DataType type;
     double low, high;
   };
-  for (const Case& c : {Case{DataType::INT8, -128, 127}, Case{DataType::UINT8, 0, 255},
-                        Case{DataType::BOOL, 0, 1}, Case{DataType::INT32, -2147483648.0,
-                                                         2147483647.0}}) {
+  for (const Case& c :
+       {Case{DataType::INT8, -128, 127}, Case{DataType::UINT8, 0, 255}, Case{DataType::BOOL, 0, 1},
+        Case{DataType::INT32, -2147483648.0, 2147483647.0}}) {
     SCOPED_TRACE(dataTypeName(c.type));
     HostTensor t(TensorInfo(c.type, {4000}));
     session::fillSynthetic(t, SyntheticDataMode::RandomUniform, 3);
     std::vector<float> v(4000);
-    for (int64_t i = 0; i < 4000; ++i) v[static_cast<size_t>(i)] = static_cast<float>(t.getAsDouble(i));
+    for (int64_t i = 0; i < 4000; ++i)
+      v[static_cast<size_t>(i)] = static_cast<float>(t.getAsDouble(i));
     const Moments s = momentsOf(v);
     const double range = c.high - c.low;
     // U(low, high) over 4,000 draws: the mean's standard error is 0.0046 of the range.

@@ -4,8 +4,8 @@
 // Adam, local replicas, replicated tensor sharding of the optimizer state, grouped weights,
 // RecomputationType::Pipeline, stages from __pipeline_stage, from the
 // virtual graphs or from VirtualGraphMode::Auto; a checkpoint of a pipelined job loads into an
-// unpipelined one, and into jobs of other stage and replica counts. Then the stashes in the memory report and the IR, a stage failing on its thread,
-// and each bad input's error.
+// unpipelined one, and into jobs of other stage and replica counts. Then the stashes in the memory
+// report and the IR, a stage failing on its thread, and each bad input's error.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,7 +141,8 @@ SessionOptions optionsOf(const PipelineRun& r) {
   return o;
 }
 
-std::unique_ptr<TrainingSession> makeSession(const Model& m, const PipelineRun& r, const Optimizer& opt) {
+std::unique_ptr<TrainingSession> makeSession(const Model& m, const PipelineRun& r,
+                                             const Optimizer& opt) {
   auto s = TrainingSession::createFromOnnxModel(
       m.proto, DataFlow(1, {m.loss}), m.loss, opt,
       ipuModel(r.replicas * std::max<int64_t>(1, r.stages)), {}, optionsOf(r));
@@ -194,7 +195,9 @@ Placing stagesOf(int64_t stages, bool attributes = false) {
   return p;
 }
 
-std::shared_ptr<Optimizer> sgdMomentum() { return std::make_shared<ConstSGD>(0.05f, 0.01f, 0.9f); }
+std::shared_ptr<Optimizer> sgdMomentum() {
+  return std::make_shared<ConstSGD>(0.05f, 0.01f, 0.9f);
+}
 
 std::shared_ptr<Optimizer> adam() {
   return std::make_shared<Adam>(
@@ -206,8 +209,8 @@ std::shared_ptr<Optimizer> adam() {
 using PipelineTraining = ScratchDirTest;
 
 // Reference and pipelined run of one configuration: the same weights, optimizer state and losses.
-void expectSameAsUnpipelined(const std::string& dir, const PipelineRun& pipelined, const Placing& placing,
-                             const Optimizer& opt) {
+void expectSameAsUnpipelined(const std::string& dir, const PipelineRun& pipelined,
+                             const Placing& placing, const Optimizer& opt) {
   PipelineRun reference = pipelined;
   reference.stages = 0;
   reference.recompute = RecomputationType::None;
@@ -224,8 +227,8 @@ void expectSameAsUnpipelined(const std::string& dir, const PipelineRun& pipeline
 }
 
 TEST_F(PipelineTraining, TwoAndThreeStagesTrainToTheUnpipelinedWeightsBitForBit) {
-  for (const auto& [name, opt] : {std::pair{std::string("sgd"), sgdMomentum()},
-                                  std::pair{std::string("adam"), adam()}}) {
+  for (const auto& [name, opt] :
+       {std::pair{std::string("sgd"), sgdMomentum()}, std::pair{std::string("adam"), adam()}}) {
     for (const auto& [stages, af] : {std::pair<int64_t, int64_t>{2, 4}, {2, 8}, {3, 8}}) {
       SCOPED_TRACE(name + ": " + std::to_string(stages) + " stages, af " + std::to_string(af));
       expectSameAsUnpipelined(path("run"), PipelineRun{1, af, stages}, stagesOf(stages), *opt);
@@ -248,8 +251,8 @@ TEST_F(PipelineTraining, StageAttributesLocalReplicasAndRecomputation) {
   }
   {
     SCOPED_TRACE("RecomputationType::Pipeline, 3 stages, 2 local replicas");
-    expectSameAsUnpipelined(path("run"), PipelineRun{2, 8, 3, RecomputationType::Pipeline}, stagesOf(3),
-                            *adam());
+    expectSameAsUnpipelined(path("run"), PipelineRun{2, 8, 3, RecomputationType::Pipeline},
+                            stagesOf(3), *adam());
   }
   {
     SCOPED_TRACE("replicated tensor sharding of Adam's state over 2 local replicas");
@@ -276,8 +279,8 @@ TEST_F(PipelineTraining, StageAttributesLocalReplicasAndRecomputation) {
   }
   {
     SCOPED_TRACE("RecomputationType::Pipeline, 2 stages");
-    expectSameAsUnpipelined(path("run"), PipelineRun{1, 4, 2, RecomputationType::Pipeline}, stagesOf(2),
-                            *sgdMomentum());
+    expectSameAsUnpipelined(path("run"), PipelineRun{1, 4, 2, RecomputationType::Pipeline},
+                            stagesOf(2), *sgdMomentum());
   }
 }
 
@@ -522,8 +525,7 @@ TEST(PipelineErrors, StagesAgainstTheDataFlowOrMixed) {
   o.virtualGraphMode = VirtualGraphMode::Manual;
   o.enablePipelining = true;
   const std::string mixed = errorOf([&] {
-    InferenceSession::createFromOnnxModel(b->getModelProto(), DataFlow(4, {c}), ipuModel(2), {},
-                                          o);
+    InferenceSession::createFromOnnxModel(b->getModelProto(), DataFlow(4, {c}), ipuModel(2), {}, o);
   });
   EXPECT_NE(mixed.find("Only some ops have had their pipeline stage set. Ops missing the pipeline "
                        "stage:"),
@@ -545,14 +547,13 @@ TEST(PipelineErrors, StagesAgainstTheDataFlowOrMixed) {
   spread->clearAttribute("__pipeline_stage");
   spread->addOutputTensor(t);
   const std::string split = errorOf([&] {
-    InferenceSession::createFromOnnxModel(spread->getModelProto(), DataFlow(4, {t}), ipuModel(2), {},
-                                          o);
+    InferenceSession::createFromOnnxModel(spread->getModelProto(), DataFlow(4, {t}), ipuModel(2),
+                                          {}, o);
   });
   EXPECT_NE(split.find("have the same pipeline stage 0, but different virtual graph ids [0, 1]"),
             std::string::npos)
       << split;
-  EXPECT_NE(split.find("Sigmoid 'second' (ai.onnx opset 13) on virtual graph 1"),
-            std::string::npos)
+  EXPECT_NE(split.find("Sigmoid 'second' (ai.onnx opset 13) on virtual graph 1"), std::string::npos)
       << split;
 }
 
