@@ -2,12 +2,13 @@
 
 #include <algorithm>
 
+#include "common/usable_cpus.hpp"
 #include "device/kernels/kernel_threads.hpp"
 
 namespace xtrain::session {
 
 int kernelThreadsPerReplica(int64_t replicasOnHost) {
-  const auto cores = static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto cores = static_cast<int64_t>(usableCpus());
   return static_cast<int>(std::max<int64_t>(1, cores / std::max<int64_t>(1, replicasOnHost)));
 }
 

@@ -14,7 +14,8 @@
 namespace xtrain::session {
 
 // Kernel threads for each of `replicasOnHost` replicas computing at once on this host (this
-// instance's and those of the job's other instances there): the host's cores shared out, at least
+// instance's and those of the job's other instances there): the CPUs the process may use
+// (usableCpus: affinity mask, cgroup quota) shared out, at least
 // one, so that replicas and instances do not start more threads than there are cores.
 int kernelThreadsPerReplica(int64_t replicasOnHost);
 

@@ -9,6 +9,7 @@
 #include "comm/job.hpp"
 #include "common/env_switch.hpp"
 #include "common/timeline.hpp"
+#include "device/kernels/kernel_threads.hpp"
 #include "device/program.hpp"
 #include "device/replica_context.hpp"
 #include "replication/instances.hpp"
@@ -51,6 +52,15 @@ void ReplicaRuntime::build() {
     }
   }
   if (pipeline_ != nullptr) buildStageThreads();
+  // OpenMP's default team counts the CPUs of the affinity mask but not a cgroup's CPU quota (a
+  // container's --cpus): a single replica then runs more kernel threads than it has CPUs. Unless
+  // OMP_NUM_THREADS says otherwise, it gets what usableCpus() allows.
+  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
+  if (layout_.local == 1 && singleReplicaKernelThreads_ == 0 &&
+      (ompThreads == nullptr || *ompThreads == 0)) {
+    const int allowed = kernelThreadsPerReplica(instancesOnHost_);
+    if (allowed < device::kernelThreadsForThisThread()) singleReplicaKernelThreads_ = allowed;
+  }
   replicas_[0].program = lowered_.get();
   if (layout_.local > 1) {
     // Kernels keep scratch state between calls, so each replica thread runs its own copy of the

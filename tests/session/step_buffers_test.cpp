@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -642,8 +643,8 @@ TEST(StepBuffers, SyntheticRandomNormalFillsEveryReplica) {
     EXPECT_NEAR(s.sd, 1.0, 0.05);
     EXPECT_LT(s.min, -2.5);  // a normal tail, not a uniform [-1, 1]
     EXPECT_GT(s.max, 2.5);
-    // Integer inputs get zeros.
-    EXPECT_EQ(out[r][1].toVector<int32_t>(), std::vector<int32_t>(5, 0));
+    // Integer inputs get N(0, 1) truncated toward zero: small integers.
+    for (int32_t v : out[r][1].toVector<int32_t>()) EXPECT_LE(std::abs(v), 6);
   }
   // Another seed, other values.
   const auto other = readSynthetic(SyntheticDataMode::RandomNormal, 1, 2);
@@ -659,7 +660,9 @@ TEST(StepBuffers, SyntheticRandomUniformFillsEveryReplica) {
     EXPECT_NEAR(s.sd, std::sqrt(1.0 / 3.0), 0.03);
     EXPECT_GE(s.min, -1.0);
     EXPECT_LE(s.max, 1.0);
-    EXPECT_EQ(out[r][1].toVector<int32_t>(), std::vector<int32_t>(5, 0));
+    // Integer inputs span their type's range (tests/session/anchor_matrix_test.cpp checks the
+    // distribution): five draws over INT32 are not all zero.
+    EXPECT_NE(out[r][1].toVector<int32_t>(), std::vector<int32_t>(5, 0));
   }
 }
 

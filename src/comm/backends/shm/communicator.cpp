@@ -36,6 +36,7 @@
 #include "comm/reduce.hpp"
 #include "common/env_switch.hpp"
 #include "common/env_value.hpp"
+#include "common/usable_cpus.hpp"
 #include "xtrain/logging.hpp"
 
 namespace xtrain::comm::shm {
@@ -61,9 +62,7 @@ constexpr size_t kScratchBytes = size_t{256} << 10;
 size_t slotBytesFromEnvironment(int size) {
   const auto text = readEnvString("XTRAIN_SHM_SLOT_BYTES");
   if (!text) {
-    return static_cast<unsigned>(size) <= std::max(1u, std::thread::hardware_concurrency())
-               ? kSlotBytesOneCoreEach
-               : kSlotBytesOversubscribed;
+    return size <= usableCpus() ? kSlotBytesOneCoreEach : kSlotBytesOversubscribed;
   }
   const uint64_t v = parseByteCount(*text, "XTRAIN_SHM_SLOT_BYTES", 4096, uint64_t{1} << 30);
   if (v % 64 != 0) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "comm/queued_communicator.hpp"
+#include "common/usable_cpus.hpp"
 #include "xtrain/format.hpp"
 
 namespace xtrain::comm::shm {
@@ -78,7 +79,7 @@ ShmGroup::ShmGroup(SharedSegment segment, std::string groupName, int size)
   header_ = reinterpret_cast<Header*>(base);
   ranks_ = reinterpret_cast<RankState*>(base + sizeof(Header));
   data_ = base + dataOffset(size);
-  spin_ = static_cast<unsigned>(size) <= std::max(1u, std::thread::hardware_concurrency());
+  spin_ = size <= usableCpus();
 }
 
 ShmGroup ShmGroup::create(const std::string& segmentName, std::string groupName, int size,
