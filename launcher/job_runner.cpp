@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/usable_cpus.hpp"
 #include "launcher/environment.hpp"
 #include "launcher/job_attempt.hpp"
 #include "launcher/local_engine.hpp"
@@ -151,7 +152,7 @@ void RestartLoop::useSlots(std::vector<int> next) {
   const bool threadsSet = std::any_of(plan_.threadEnv.begin(), plan_.threadEnv.end(),
                                       [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
   plan_.threadEnv = threadDefaults(currentEnviron(), plan_.userEnv, plan_.topology.instancesPerHost,
-                                   std::thread::hardware_concurrency());
+                                   static_cast<unsigned>(usableCpus()));
   if (!threadsSet) {
     std::erase_if(plan_.threadEnv, [](const auto& v) { return v.first == "OMP_NUM_THREADS"; });
   }

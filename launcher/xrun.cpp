@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "common/usable_cpus.hpp"
 #include "launcher/ipu_allocation.hpp"
 #include "launcher/job_runner.hpp"
 #include "launcher/output.hpp"
@@ -285,7 +286,7 @@ JobPlan makePlan(const Options& options, const EnvLookup& lookup, const SrunMpiP
     if (auto v = lookup(name)) threadBase.push_back(std::string(name) + "=" + *v);
   }
   plan.threadEnv = threadDefaults(threadBase, plan.userEnv, plan.topology.instancesPerHost,
-                                  std::thread::hardware_concurrency());
+                                  static_cast<unsigned>(usableCpus()));
   const bool coresKnown =
       plan.engine == Engine::Local || (plan.engine == Engine::Mpirun && allHere);
   if (!coresKnown) {
