@@ -342,8 +342,8 @@ inline constexpr auto kMembers = std::tuple{
                         "Folder to save the executable to."},
     SessionOptionMember{
         "engineOptions", &S::engineOptions, H, "{}", "",
-        "autoReport.* (docs/reports.md) and trace.* (docs/trace.md); an unknown key is an "
-        "error",
+        "autoReport.* (docs/reports.md), trace.* (docs/trace.md) and debug.allowOutOfMemory; "
+        "an unknown key is an error",
         "Engine options: autoReport.*, trace.* (docs/session-options.md)."},
     SessionOptionMember{
         "reportOptions", &S::reportOptions, H, "{}", "",

@@ -65,7 +65,8 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
                                                        "autoReport.outputSerializedGraph",
                                                        "autoReport.directory",
                                                        "trace.file",
-                                                       "trace.steps"};
+                                                       "trace.steps",
+                                                       "debug.allowOutOfMemory"};
   refuseNulBytes(engineOptions, "engineOptions");  // a path cut at a NUL would be another file
   EngineSettings s;
   for (const auto& [key, value] : engineOptions) {
@@ -93,6 +94,8 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
           "autoReport.outputGraphProfile, autoReport.outputSerializedGraph and "
           "autoReport.directory",
           key);
+    } else if (key == "debug.allowOutOfMemory") {
+      s.allowOutOfMemory = parseBool(key, value);
     } else if (key == "target.deterministicWorkers") {
       if (value != "true" && value != "false" && value != "portable") {
         throw error(

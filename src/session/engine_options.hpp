@@ -28,6 +28,10 @@ struct EngineSettings {
   // trace.steps "A:B": only runs A..B (1-based, inclusive) are traced; unset: every run (the
   // trace keeps a bounded ring). Needs trace.file.
   std::optional<std::pair<int64_t, int64_t>> traceSteps;
+  // debug.allowOutOfMemory: a device whose IPUs overflow their memory is prepared and runs anyway
+  // (as Poplar compiles it; the summary report still shows the overflow) instead of
+  // OutOfMemoryException.
+  bool allowOutOfMemory = false;
 };
 
 EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engineOptions);

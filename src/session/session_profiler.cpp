@@ -2,7 +2,10 @@
 // the memory model and autoReport's files. The reports themselves are in session_report.cpp.
 #include "session/session_profiler.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 
@@ -22,13 +25,29 @@ void writeReportFile(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// debug.allowOutOfMemory lets the simulated IPUs overflow, not the host: the tensors of every IPU
+// must still fit in half the host's memory (the kernels' working buffers need the rest).
+bool hostCannotHold(const device::MemoryModel& model) {
+  const long pages = sysconf(_SC_PHYS_PAGES), pageBytes = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageBytes <= 0) return false;
+  const uint64_t host = static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageBytes);
+  uint64_t total = 0;
+  for (int i = 0; i < model.numIpus(); ++i) total += model.used(i);
+  return total > host / 2;
+}
+
+}  // namespace
+
 SessionProfiler::SessionProfiler(const SessionOptions& options, const EngineSettings& engine)
     : reportSettings_(parseReportOptions(options.reportOptions)),
       autoReport_(engine.autoReport),
       autoReportSerializedGraph_(engine.autoReportSerializedGraph),
       autoReportDirectory_(engine.autoReportDirectory.empty() ? "." : engine.autoReportDirectory),
       logDir_(options.logDir),
-      cycleCounter_(options.instrumentWithHardwareCycleCounter) {}
+      cycleCounter_(options.instrumentWithHardwareCycleCounter),
+      allowOutOfMemory_(engine.allowOutOfMemory) {}
 
 void SessionProfiler::recordMemory(const device::MemoryModel& model,
                                    const SessionFigures& figures) {
@@ -42,7 +61,7 @@ void SessionProfiler::recordMemory(const device::MemoryModel& model,
     // logDir may be shared: its fixed names are replaced, never written through.
     replaceOwnFile(path, summaryReport(figures), "SessionOptions::logDir");
   }
-  model.check();
+  if (!allowOutOfMemory_ || hostCannotHold(model)) model.check();
 }
 
 void SessionProfiler::start(const ir::Graph& graph, LoweredGraph& replica0,

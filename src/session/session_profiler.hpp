@@ -129,7 +129,8 @@ class SessionProfiler {
   void planGradientParts(const ir::Graph& graph, const replication::GradientPlan& gradients,
                          int64_t globalReplicas);
   void requireStarted(const char* what) const;
-  // At start(), when pipelined: each slot's cycles (its instructions, stashes and restores) and IPU.
+  // At start(), when pipelined: each slot's cycles (its instructions, stashes and restores) and
+  // IPU.
   void startPipeline();
   void writeAutoReports(const SessionFigures& figures) const;
   TransferStats& stats(Transfer direction) {
@@ -142,8 +143,9 @@ class SessionProfiler {
   bool autoReportSerializedGraph_ = false;
   std::string autoReportDirectory_;
   std::string logDir_;
-  bool cycleCounter_ = false;  // instrumentWithHardwareCycleCounter
-  bool ran_ = false;           // run() has completed once (getCycleCount needs a count)
+  bool cycleCounter_ = false;      // instrumentWithHardwareCycleCounter
+  bool allowOutOfMemory_ = false;  // engineOptions debug.allowOutOfMemory
+  bool ran_ = false;               // run() has completed once (getCycleCount needs a count)
 
   // Set by start(): the graph and replica 0's programs, the exchange (the buckets' overlap), the
   // instance's report file suffix.
@@ -171,8 +173,8 @@ class SessionProfiler {
   std::vector<int64_t> slotIpu_;
   uint64_t stashBytesPerMicroBatch_ = 0;
   uint64_t stashCyclesPerMicroBatch_ = 0;
-  uint64_t pipelinedCycles_ = 0;    // since the reset
-  uint64_t sequentialCycles_ = 0;   // the same micro-batches one slot after the other
+  uint64_t pipelinedCycles_ = 0;   // since the reset
+  uint64_t sequentialCycles_ = 0;  // the same micro-batches one slot after the other
   uint64_t pipelineMicroBatches_ = 0;
 };
 

@@ -3,6 +3,10 @@
 // blamed on something else), and a batch too large for an IPU (once a SIGFPE inside oneDNN).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "testing/error_testing.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
@@ -33,10 +37,13 @@ LinearModel buildLinearModel(int64_t batch) {
   return m;
 }
 
-std::unique_ptr<TrainingSession> sessionFor(const LinearModel& m, const TensorId& loss) {
-  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({{"numIPUs", "1"}});
+std::unique_ptr<TrainingSession> sessionFor(const LinearModel& m, const TensorId& loss,
+                                            const SessionOptions& options = {},
+                                            std::map<std::string, std::string> deviceOptions = {
+                                                {"numIPUs", "1"}}) {
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice(deviceOptions);
   return TrainingSession::createFromOnnxModel(m.proto, DataFlow(1, std::vector<TensorId>{loss}),
-                                              loss, SGD(), device);
+                                              loss, SGD(), device, {}, options);
 }
 
 TEST(LossChecks, AMissingLossIsNamedAsTheLoss) {
@@ -66,6 +73,32 @@ TEST(SizeChecks, ABatchTooLargeForAnIpuIsOutOfMemoryBeforeAnyKernelIsMade) {
   const LinearModel m = buildLinearModel(int64_t{1} << 32);
   auto session = sessionFor(m, m.loss);
   EXPECT_THROW(session->prepareDevice(), OutOfMemoryException);
+}
+
+// engineOptions debug.allowOutOfMemory: an IPU too small for the model is prepared and trains (as
+// Poplar compiles it anyway) where it was OutOfMemoryException; but not past what the host holds.
+TEST(SizeChecks, AllowOutOfMemoryRunsAnOverflowingIpuButNotAnImpossibleHost) {
+  const LinearModel m = buildLinearModel(64);
+  const std::map<std::string, std::string> tiny = {
+      {"numIPUs", "1"}, {"tilesPerIPU", "1"}, {"memoryPerTile", "1024"}};
+  EXPECT_THROW(sessionFor(m, m.loss, {}, tiny)->prepareDevice(), OutOfMemoryException);
+  SessionOptions allow;
+  allow.engineOptions = {{"debug.allowOutOfMemory", "true"}};
+  auto s = sessionFor(m, m.loss, allow, tiny);
+  s->prepareDevice();
+  EXPECT_NE(s->getSummaryReport().find("OUT OF MEMORY"), std::string::npos)
+      << s->getSummaryReport();
+  s->weightsFromHost();
+  std::vector<float> x(64 * 4, 1.0f), loss(1, 0.0f);
+  NDArrayWrapper<float> xa(x.data(), {64, 4});
+  NDArrayWrapper<float> la(loss.data(), Shape{});
+  StepIO io({{m.x, xa}}, {{m.loss, la}});
+  s->run(io);
+  EXPECT_FLOAT_EQ(loss[0], 2.0f);  // mean of x W: every logit is 4 x 1 x 0.5
+  const LinearModel huge = buildLinearModel(int64_t{1} << 32);
+  EXPECT_THROW(sessionFor(huge, huge.loss, allow)->prepareDevice(), OutOfMemoryException);
+  allow.engineOptions = {{"debug.allowOutOfMemory", "maybe"}};
+  EXPECT_THROW(sessionFor(m, m.loss, allow), error);
 }
 
 }  // namespace
