@@ -149,6 +149,32 @@ class ControlFlowTest(unittest.TestCase):
             np.testing.assert_allclose(anchors[GRAD + x], np.full(4, 3.0 if cond else 1.0))
             np.testing.assert_allclose(anchors[GRAD + w], np.full(4, 1.0 if cond else -1.0))
 
+    def test_if_branches_declaring_parent_inputs(self):
+        """Branches that declare the enclosing graph's tensors as inputs
+        (addInputTensorFromParentGraph), as PopART's Builder writes them, bind them by name."""
+        xv = RNG.randn(3).astype(np.float32)
+        wv = RNG.randn(3).astype(np.float32)
+        for runtime in (False, True):
+            for cond in (True, False):
+                b = popart.Builder()
+                x = b.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+                w = b.addInputTensor(popart.TensorInfo("FLOAT", [3]), "w")
+                c = (b.addInputTensor(popart.TensorInfo("BOOL", []), "c") if runtime
+                     else b.aiOnnx.constant(np.array(cond), "c"))
+                then_b, else_b = b.createSubgraphBuilder(), b.createSubgraphBuilder()
+                for sub in (then_b, else_b):
+                    sub.addInputTensorFromParentGraph(x)
+                    sub.addInputTensorFromParentGraph(w)
+                then_b.addOutputTensor(then_b.aiOnnx.add([x, w]))
+                else_b.addOutputTensor(else_b.aiOnnx.sub([x, w]))
+                y = b.aiOnnx.logical_if([c], 1, else_b, then_b)[0]
+                b.addOutputTensor(y)
+                feeds = {x: xv, w: wv}
+                if runtime:
+                    feeds[c] = np.array(cond)
+                out = run(session(b, [y]), feeds)[y]
+                np.testing.assert_allclose(out, xv + wv if cond else xv - wv, rtol=1e-6)
+
     # ---- Loop
 
     def loop_model(self, trip, stop_at=None):
