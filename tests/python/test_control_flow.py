@@ -97,6 +97,24 @@ class ControlFlowTest(unittest.TestCase):
         out = run(session(b, [y]), {x: d})[y]
         np.testing.assert_allclose(out, 2 * (d + [10, 20, 30]))
 
+    def test_call_inlines_the_shape_given(self):
+        """A callee input declared with another shape (PopART does not check it) takes the shape
+        the call gives; another element type is still an error."""
+        d = RNG.randn(2, 1).astype(np.float32)
+        for declared, ok in (("FLOAT", True), ("INT32", False)):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo(d))
+            sg = b.createSubgraphBuilder()
+            i0 = sg.addInputTensor(popart.TensorInfo(declared, [2, 5]))
+            sg.addOutputTensor(sg.aiOnnx.add([i0, i0]))
+            y = b.aiGraphcore.call([x], 1, sg)[0]
+            b.addOutputTensor(y)
+            if ok:
+                np.testing.assert_allclose(run(session(b, [y]), {x: d})[y], 2 * d)
+            else:
+                with self.assertRaisesRegex(popart.popart_exception, "element type"):
+                    session(b, [y])
+
     def test_call_count_mismatch_errors(self):
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]))
