@@ -155,8 +155,8 @@ class XTRAIN_API Builder {
   std::vector<TensorId> getOutputTensorIds() const;
   // Initializers of floating-point type.
   std::vector<TensorId> getTrainableTensorIds() const;
-  // Outputs of the model's nodes that are not graph outputs, in node order (PopART's value
-  // tensors: the intermediate tensors whose types shape inference records).
+  // Outputs of the model's nodes, in node order, graph outputs included (PopART's value tensors:
+  // the tensors whose types shape inference records; addOutputTensor does not remove one).
   std::vector<TensorId> getValueTensorIds() const;
   // True when id is an initializer of the model (a weight or a constant input).
   bool isInitializer(const TensorId& id) const;

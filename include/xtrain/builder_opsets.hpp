@@ -528,6 +528,8 @@ class XTRAIN_API AiGraphcoreOpset1 : public DomainOpSet {
   // The dynamic slice family: offset is an integer tensor (UINT32, INT32 or INT64) of one offset
   // per axis, read when the op runs and clamped into [0, dim - size]. args: {tensor, offset} for
   // dynamicslice and dynamiczero, {tensor, offset, slice} for dynamicupdate and dynamicadd.
+  // dynamicslice also takes {tensor, offset, slice}: the slice's values are overwritten and the
+  // output has its shape. A slice may drop the window's leading dimensions of size 1.
   // noOverlap is recorded (it is a hint for the IPU's tile mapping and changes nothing here).
   TensorId dynamicslice(const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
                         const std::vector<int64_t>& sizes, int64_t noOverlap = 0,

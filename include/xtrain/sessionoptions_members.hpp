@@ -218,9 +218,9 @@ inline constexpr auto kMembers = std::tuple{
         "enableSupportedDataTypeCasting", &S::enableSupportedDataTypeCasting, N, "true", "",
         "xtrain's kernels compute INT64 and UINT64 in 64 bits: nothing needs casting"},
     SessionOptionMember{
-        "groupNormStridedChannelGrouping", &S::groupNormStridedChannelGrouping, N, "false", "",
-        "the group norm kernel always groups channels the standard way, so trained weights "
-        "stay portable"},
+        "groupNormStridedChannelGrouping", &S::groupNormStridedChannelGrouping, H, "false", "",
+        "GroupNormalization's group g holds channels g, g + G, g + 2G, ... (Poplar's strided "
+        "grouping) instead of G consecutive blocks of channels"},
     SessionOptionMember{
         "strictOpVersions", &S::strictOpVersions, N, "true", "",
         "the importer always checks each op's type, domain and opset against the kernels "

@@ -50,7 +50,11 @@ struct PyBuilder {
 
   void checkTensor(const TensorId& id, const std::string& what) const {
     if (!(child != nullptr ? *child : *core).hasTensor(id)) {
-      throw py::key_error(what + ": '" + id + "' is not a tensor of this model");
+      // popart_exception as PopART raises (its message: "... is not an input or output tensor"),
+      // and a KeyError.
+      const py::object cls = py::module_::import("xtrain._xtrain").attr("unknown_tensor_error");
+      PyErr_SetObject(cls.ptr(), cls(what + ": '" + id + "' is not a tensor of this model").ptr());
+      throw py::error_already_set();
     }
   }
 };

@@ -11,6 +11,7 @@
 //     poplibs_exception, poplar_exception > poplar_runtime_error > poplar_application_runtime_error
 //       (PopART's; xtrain never raises them)
 //     size_overflow_error
+//     unknown_tensor_error (also a KeyError): a Builder call naming no tensor of the model
 //     OutOfMemoryException: getSummaryReport(), getProfilePath()
 //
 // A C++ xtrain exception crossing into Python becomes the class of its dynamic type, with its
@@ -78,6 +79,10 @@ class poplar_unknown_runtime_error(poplar_system_runtime_error):
 
 class size_overflow_error(popart_exception):
     """A size computed from input does not fit in 64 bits (xtrain::size_overflow_error)."""
+
+class unknown_tensor_error(popart_exception, KeyError):
+    """A Builder call names a tensor the model does not have: a popart_exception, as PopART
+    raises, and a KeyError."""
 
 class OutOfMemoryException(popart_exception):
     """A simulated IPU does not have the memory its tensors need."""
@@ -149,6 +154,7 @@ void bindErrors(py::module_& m) {
                          "poplar_unrecoverable_runtime_error",
                          "poplar_unknown_runtime_error",
                          "size_overflow_error",
+                         "unknown_tensor_error",
                          "OutOfMemoryException"};
   for (const char* name : names) {
     py::object cls = ns[name];

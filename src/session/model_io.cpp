@@ -29,6 +29,14 @@ ImportedModel importModel(const std::string& model,
                        std::move(m.groupedValues)};
 }
 
+void useStridedGroupNorm(ir::Graph& graph) {
+  for (const auto& [id, op] : graph.ops()) {
+    if (op->type == "GroupNormalization" && op->domain == ir::kGraphcoreDomain) {
+      graph.op(id).attrs.set("strided_channel_grouping", int64_t{1});
+    }
+  }
+}
+
 std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
   return ir::readOnnxInitializers(model);
 }

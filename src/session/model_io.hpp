@@ -27,6 +27,10 @@ struct ImportedModel {
 ImportedModel importModel(const std::string& model,
                           const std::map<TensorId, TensorInfo>& inputShapes, int64_t replicas,
                           const std::string& batchNormRunningVariance = "onnx");
+// SessionOptions::groupNormStridedChannelGrouping: every GroupNormalization of `graph` groups its
+// channels strided (attribute strided_channel_grouping = 1). Before autodiff: its GroupNormGrad
+// copies the attribute.
+void useStridedGroupNorm(ir::Graph& graph);
 // Every initializer of a model (path or bytes), by name.
 std::map<TensorId, HostTensor> readInitializers(const std::string& model);
 // Writes `modelBytes` to `path` with the given initializers replaced, and `extra` initializers

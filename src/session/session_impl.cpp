@@ -130,6 +130,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   ImportedModel imported = importModel(config_.model, config_.inputShapes, layout_.global,
                                        config_.options.batchNormRunningVariance);
   graph_ = std::move(imported.graph);
+  if (config_.options.groupNormStridedChannelGrouping) useStridedGroupNorm(*graph_);
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
   hostState_ = HostState(std::move(imported.groupedValues));

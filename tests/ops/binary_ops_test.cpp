@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "ir/autodiff/autodiff.hpp"
 #include "testing/op_testing.hpp"
 
 namespace xtrain::testing {
@@ -31,6 +32,41 @@ TEST(BinaryOps, IncompatibleShapesNameTheOp) {
     EXPECT_NE(std::string(e.what()).find("Mul"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("[2,3]"), std::string::npos) << e.what();
   }
+}
+
+// PopART's one mixed-precision Mul: FLOAT16 times a one-element FLOAT (either side) is FLOAT16,
+// the product rounded once; the FLOAT input's gradient stays FLOAT. Other mixes are refused.
+TEST(BinaryOps, MulOfHalfAndFloatScalar) {
+  const HostTensor h = randomTensor({2, 3}, 31).castTo(DataType::FLOAT16);
+  const HostTensor s = HostTensor::fromVector<float>({1}, {0.3f});
+  const BuildFn mul = [](ir::Graph& g, auto in) { return addOp(g, "Mul", in); };
+  for (bool halfFirst : {true, false}) {
+    auto out = runForward(mul, halfFirst ? std::vector<HostTensor>{h, s}
+                                         : std::vector<HostTensor>{s, h});
+    ASSERT_EQ(out[0].dataType(), DataType::FLOAT16);
+    EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
+    for (int64_t i = 0; i < 6; ++i) {
+      const float ref = halfToFloat(floatToHalf(static_cast<float>(h.getAsDouble(i)) * 0.3f));
+      EXPECT_EQ(out[0].getAsDouble(i), ref) << i;
+    }
+  }
+  // The gradients, computed in FLOAT on the FLOAT twin of the graph's inputs.
+  const HostTensor hf = h.castTo(DataType::FLOAT);
+  GradCheckOptions opts;
+  opts.atol = 2e-2;
+  opts.rtol = 2e-2;
+  expectGradientsMatch(mul, {hf, s}, opts);
+  ir::Graph g;
+  g.addTensor("h", h.info(), ir::TensorKind::Stream);
+  g.addTensor("s", s.info(), ir::TensorKind::Variable, std::make_shared<HostTensor>(s));
+  const TensorId y = addOp(g, "Mul", {"h", "s"})[0];
+  Attributes r;
+  r.set("shape", Shape{});
+  const TensorId l = addOp(g, "ReduceSumToShape", {y}, r, 1, ir::kXtrainDomain)[0];
+  const auto grads = ir::autodiff(g, l, {"s"});
+  EXPECT_EQ(g.tensor(grads.at("s")).info, s.info());
+  expectError([&] { runForward(mul, {h, HostTensor::fromVector<float>({2}, {1, 2})}); },
+              {"Mul", "incompatible types FLOAT16 and FLOAT"});
 }
 
 class BinaryGrad : public ::testing::TestWithParam<std::string> {};

@@ -373,6 +373,18 @@ TEST(ElementwiseOps, Float16WhereMaxClipPRelu) {
   for (int64_t o = 0; o < 6; ++o) {
     EXPECT_EQ(cl[0].getAsDouble(o), std::clamp(x.getAsDouble(o), -0.25, 0.5));
   }
+  // Clip-11 with a constant FLOAT bound on FLOAT16 data (PopART reads the bound as a float).
+  auto cl11 = runForward(
+      [](ir::Graph& g, const std::vector<TensorId>& in) {
+        g.addTensor("lo", TensorInfo(DataType::FLOAT, {1}), ir::TensorKind::Const,
+                    std::make_shared<HostTensor>(HostTensor::fromVector<float>({1}, {-0.25f})));
+        return addOp(g, "Clip", {in[0], "lo"});
+      },
+      {x});
+  ASSERT_EQ(cl11[0].dataType(), DataType::FLOAT16);
+  for (int64_t o = 0; o < 6; ++o) {
+    EXPECT_EQ(cl11[0].getAsDouble(o), std::max(x.getAsDouble(o), -0.25));
+  }
   auto pr = runForward(op("PRelu"), {x, y});
   for (int64_t o = 0; o < 6; ++o) {
     const double v = x.getAsDouble(o);

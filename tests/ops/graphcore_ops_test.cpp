@@ -109,10 +109,27 @@ TEST(GraphcoreOps, Scale) {
   expectError([&] { runForward(one("Scale"), {x}); }, {"Scale", "'scale'"});
   expectError(
       [&] {
-        runForward(one("Scale", attrs({{"scale", 1.0f}})),
+        runForward(one("Scale", attrs({{"scale", 1.5f}})),
                    {HostTensor::fromVector<int64_t>({1}, {1})});
       },
+      {"Scale", "scale 1.5 is not an integer", "INT64"});
+  expectError(
+      [&] {
+        runForward(one("Scale", attrs({{"scale", 1.0f}})), {HostTensor::fromVector<uint8_t>({1}, {1})});
+      },
       {"Scale", "floating-point"});
+}
+
+// Integer Scale (as PopART's, whose device casts the scale to the tensor's type): x * scale,
+// wrapping around like numpy's integers.
+TEST(GraphcoreOps, ScaleOfIntegers) {
+  const auto x32 = HostTensor::fromVector<int32_t>({4}, {2, -1, 0, 1 << 30});
+  auto out = runForward(one("Scale", attrs({{"scale", -3.0f}})), {x32});
+  EXPECT_EQ(out[0].toVector<int32_t>(),
+            (std::vector<int32_t>{-6, 3, 0, static_cast<int32_t>(-3LL * (1 << 30) + (1LL << 32))}));
+  const auto x64 = HostTensor::fromVector<int64_t>({2}, {5, -7});
+  out = runForward(one("Scale", attrs({{"scale", 2.0f}})), {x64});
+  EXPECT_EQ(out[0].toVector<int64_t>(), (std::vector<int64_t>{10, -14}));
 }
 
 // ---- ScaledAdd
@@ -247,6 +264,40 @@ TEST(GraphcoreOps, DynamicSliceFamilyForward) {
       EXPECT_TRUE(allClose(runForward(one("DynamicAdd", a), {x, off, s})[0], added));
     }
   }
+}
+
+// PopART's three-input DynamicSlice (the third input only gives the output's shape, possibly
+// without the window's leading dimensions of size 1) and a DynamicUpdate/DynamicAdd slice without
+// them: the same elements as the two-input forms, gradients by finite differences.
+TEST(GraphcoreOps, DynamicSliceIntoAGivenSliceTensor) {
+  const HostTensor x = randomTensor({5, 4, 3}, 21);
+  const HostTensor off = HostTensor::fromVector<int64_t>({1}, {2});
+  const Attributes a = attrs({{"axes", std::vector<int64_t>{0}}, {"sizes", std::vector<int64_t>{1}}});
+  HostTensor ref(TensorInfo(DataType::FLOAT, {4, 3}));
+  for (int64_t j = 0; j < 12; ++j) ref.setFromDouble(j, x.getAsDouble(2 * 12 + j));
+  for (const Shape& given : {Shape{4, 3}, Shape{1, 4, 3}}) {
+    const HostTensor buf = randomTensor(given, 22);
+    auto out = runForward(one("DynamicSlice", a), {x, off, buf});
+    EXPECT_EQ(out[0].shape(), given);
+    EXPECT_EQ(out[0].toVector<float>(), ref.toVector<float>());
+    GradCheckOptions opts;
+    opts.wrt = {0};
+    expectGradientsMatch(one("DynamicSlice", a), {x, off, buf}, opts);
+  }
+  const HostTensor s = randomTensor({4, 3}, 23);
+  HostTensor updated = x, added = x;
+  for (int64_t j = 0; j < 12; ++j) {
+    updated.setFromDouble(24 + j, s.getAsDouble(j));
+    added.setFromDouble(24 + j, x.getAsDouble(24 + j) + s.getAsDouble(j));
+  }
+  EXPECT_TRUE(allClose(runForward(one("DynamicUpdate", a), {x, off, s})[0], updated, 0, 0));
+  EXPECT_TRUE(allClose(runForward(one("DynamicAdd", a), {x, off, s})[0], added));
+  expectGradientsMatch(one("DynamicUpdate", a), {x, off, s});
+  expectGradientsMatch(one("DynamicAdd", a), {x, off, s});
+  expectError([&] { runForward(one("DynamicSlice", a), {x, off, randomTensor({2, 6}, 24)}); },
+              {"DynamicSlice", "input 2 (slice) has shape [2,6]", "[1,4,3]"});
+  expectError([&] { runForward(one("DynamicUpdate", a), {x, off, randomTensor({3, 4}, 24)}); },
+              {"DynamicUpdate", "input 2 (slice)", "[1,4,3]"});
 }
 
 TEST(GraphcoreOps, DynamicSliceOfIntegersWithUint32Offsets) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "testing/op_testing.hpp"
 
@@ -14,23 +15,28 @@ struct NormRef {
   HostTensor y, mean, inv;
 };
 
+// strided: group g holds channels g, g + groups, ... (SessionOptions.groupNormStridedChannelGrouping).
 NormRef refGroupNorm(const HostTensor& x, const HostTensor& scale, const HostTensor& bias,
-                     int64_t groups, double eps) {
+                     int64_t groups, double eps, bool strided = false) {
   const Shape& sh = x.shape();
   const int64_t n = sh[0], c = sh[1];
   int64_t s = 1;
   for (size_t d = 2; d < sh.size(); ++d) s *= sh[d];
   const int64_t cpg = c / groups;
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(groups));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    members[static_cast<size_t>(strided ? ch % groups : ch / cpg)].push_back(ch);
+  }
   NormRef r{HostTensor(x.info()), HostTensor(TensorInfo(DataType::FLOAT, {n * groups})),
             HostTensor(TensorInfo(DataType::FLOAT, {n * groups}))};
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t g = 0; g < groups; ++g) {
       double sum = 0, sq = 0;
-      for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch) {
+      for (int64_t ch : members[static_cast<size_t>(g)]) {
         for (int64_t k = 0; k < s; ++k) sum += x.getAsDouble((i * c + ch) * s + k);
       }
       const double mean = sum / static_cast<double>(cpg * s);
-      for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch) {
+      for (int64_t ch : members[static_cast<size_t>(g)]) {
         for (int64_t k = 0; k < s; ++k) {
           const double d = x.getAsDouble((i * c + ch) * s + k) - mean;
           sq += d * d;
@@ -39,7 +45,7 @@ NormRef refGroupNorm(const HostTensor& x, const HostTensor& scale, const HostTen
       const double inv = 1.0 / std::sqrt(sq / static_cast<double>(cpg * s) + eps);
       r.mean.setFromDouble(i * groups + g, mean);
       r.inv.setFromDouble(i * groups + g, inv);
-      for (int64_t ch = g * cpg; ch < (g + 1) * cpg; ++ch) {
+      for (int64_t ch : members[static_cast<size_t>(g)]) {
         for (int64_t k = 0; k < s; ++k) {
           const int64_t at = (i * c + ch) * s + k;
           r.y.setFromDouble(
@@ -135,6 +141,44 @@ TEST(GroupNormOp, GradientsMatchFiniteDifferences) {
     expectGradientsMatch(groupNorm(groups, 1), {x, scale, bias});
     expectGradientsMatch(groupNorm(groups, 3), {x, scale, bias});
   }
+}
+
+// Strided channel grouping (attribute strided_channel_grouping = 1): forward and statistics
+// against the reference, gradients against finite differences.
+TEST(GroupNormOp, StridedChannelGrouping) {
+  auto x = randomTensor({2, 6, 2, 3}, 40, -1.0f, 2.0f);
+  auto scale = randomTensor({6}, 41, 0.5f, 1.5f);
+  auto bias = randomTensor({6}, 42);
+  auto strided = [](int64_t groups, int numOutputs) -> BuildFn {
+    return [groups, numOutputs](ir::Graph& g, const std::vector<TensorId>& in) {
+      Attributes a = groupAttrs(groups);
+      a.set("strided_channel_grouping", int64_t{1});
+      return addOp(g, "GroupNormalization", in, a, numOutputs, ir::kGraphcoreDomain, 1);
+    };
+  };
+  for (int64_t groups : {2, 3}) {
+    SCOPED_TRACE(groups);
+    auto out = runForward(strided(groups, 3), {x, scale, bias});
+    auto ref = refGroupNorm(x, scale, bias, groups, 1e-5, true);
+    EXPECT_TRUE(allClose(out[0], ref.y, 1e-5, 1e-5));
+    EXPECT_TRUE(allClose(out[1], ref.mean, 1e-5, 1e-6));
+    EXPECT_TRUE(allClose(out[2], ref.inv, 1e-5, 1e-5));
+    EXPECT_FALSE(allClose(out[0], refGroupNorm(x, scale, bias, groups, 1e-5).y, 1e-3, 1e-3));
+    auto xs = randomTensor({2, 6, 3}, 43, -2.0f, 2.0f);
+    expectGradientsMatch(strided(groups, 1), {xs, scale, bias});
+    expectGradientsMatch(strided(groups, 3), {xs, scale, bias});
+  }
+  expectError(
+      [&] {
+        runForward(
+            [](ir::Graph& g, auto in) {
+              Attributes a = groupAttrs(2);
+              a.set("strided_channel_grouping", int64_t{2});
+              return addOp(g, "GroupNormalization", in, a, 1, ir::kGraphcoreDomain, 1);
+            },
+            {x, scale, bias});
+      },
+      {"GroupNormalization", "strided_channel_grouping is 2"});
 }
 
 TEST(GroupNormOp, ErrorsNameTheOp) {

@@ -155,6 +155,41 @@ TEST(ScatterElementsOp, EveryReductionAndAxisWithGradients) {
   }
 }
 
+// PopART's Scatter with updates larger than the indices (torch.scatter_'s rule): the update at each
+// indices position is used, the others are ignored and get a zero gradient.
+TEST(ScatterElementsOp, LargerUpdatesUseTheirLeadingCorner) {
+  HostTensor data = randomTensor({3, 5}, 61);
+  HostTensor idx = i64({1, 4}, {0, 1, 2, 0});
+  HostTensor upd = randomTensor({2, 5}, 62);
+  HostTensor corner(TensorInfo(DataType::FLOAT, {1, 4}));
+  for (int64_t j = 0; j < 4; ++j) corner.setFromDouble(j, upd.getAsDouble(j));
+  for (int opset : {9, 13}) {
+    auto build = [opset](ir::Graph& g, auto in) {
+      return addOp(g, opset == 9 ? "Scatter" : "ScatterElements", in, {}, 1, ir::kOnnxDomain,
+                   opset);
+    };
+    auto out = runForward(build, {data, idx, upd});
+    EXPECT_TRUE(allClose(out[0], scatterElementsRef(data, idx, corner, 0, "none"), 0, 0));
+    expectGradientsMatch(build, {data, idx, upd});
+  }
+  expectError(
+      [&] {
+        runForward(
+            [](ir::Graph& g, auto in) {
+              return addOp(g, "ScatterElements", in, attrs({{"reduction", std::string("add")}}), 1,
+                           ir::kOnnxDomain, 16);
+            },
+            {data, idx, upd});
+      },
+      {"ScatterElements", "updates FLOAT[2,5]", "the indices' shape [1,4]"});
+  expectError(
+      [&] {
+        runForward([](ir::Graph& g, auto in) { return addOp(g, "ScatterElements", in); },
+                   {data, idx, randomTensor({1, 3}, 63)});
+      },
+      {"ScatterElements", "at least as large"});
+}
+
 // reduction=mul with zero updates: the updates' gradient counts zeros instead of dividing by them.
 TEST(ScatterElementsOp, MulGradientWithZeroUpdates) {
   HostTensor data = randomTensor({3, 2}, 1, 0.5f, 1.5f);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/autodiff/autodiff.hpp"
+#include "ir/op_registry.hpp"
 #include "session/lowered_graph.hpp"
 #include "testing/op_testing.hpp"
 
@@ -322,6 +323,20 @@ TEST(RnnOps, ForwardOpset7To13) {
       checkForward(c);
     }
   }
+}
+
+// Canonicalizing a canonical op again (a recomputation's clone) passes: before opset 14 the
+// recorded layout 0 is not taken for the user's attribute.
+TEST(RnnOps, CanonicalFormBeforeOpset14CanonicalizesAgain) {
+  ir::Graph g;
+  g.addTensor("x", TensorInfo(DataType::FLOAT, {2, 1, 3}), ir::TensorKind::Stream);
+  g.addTensor("w", TensorInfo(DataType::FLOAT, {1, 8, 3}), ir::TensorKind::Stream);
+  g.addTensor("r", TensorInfo(DataType::FLOAT, {1, 8, 2}), ir::TensorKind::Stream);
+  const TensorId y = addOp(g, "LSTM", {"x", "w", "r"}, attrs({{"hidden_size", int64_t{2}}}), 1,
+                           ir::kOnnxDomain, 10)[0];
+  ir::Op clone = g.op(g.tensor(y).producer);
+  EXPECT_EQ(clone.attrs.getInt("layout"), 0);
+  EXPECT_NO_THROW(ir::OpRegistry::instance().get(clone).canonicalize(clone, g));
 }
 
 TEST(RnnOps, ForwardOptionalOutputs) {

@@ -122,9 +122,20 @@ TEST(ConstantOfShapeOp, Errors) {
   expectError(
       [] {
         runForward([](ir::Graph& g, auto in) { return addOp(g, "ConstantOfShape", in); },
-                   {HostTensor::fromVector<int32_t>({1}, {2})});
+                   {HostTensor::fromVector<float>({1}, {2})});
       },
-      {"ConstantOfShape", "1-D INT64"});
+      {"ConstantOfShape", "1-D INT64 or INT32"});
+}
+
+// An INT32 shape, as PopART accepts.
+TEST(ConstantOfShapeOp, Int32Shape) {
+  auto out = runForward(
+      [](ir::Graph& g, auto in) {
+        return addOp(g, "ConstantOfShape", in, attrs({{"value", 5.0f}}));
+      },
+      {HostTensor::fromVector<int32_t>({2}, {2, 3})});
+  EXPECT_EQ(out[0].info(), TensorInfo(DataType::FLOAT, {2, 3}));
+  EXPECT_EQ(out[0].toVector<float>(), std::vector<float>(6, 5.0f));
 }
 
 // ---- Range

@@ -377,6 +377,22 @@ TEST(PowOp, ZeroBaseGradientsAreFinite) {
   EXPECT_TRUE(allClose(r.grads[1], HostTensor::fromVector<float>({4}, {0, 0, 0, std::log(2.0f)})));
 }
 
+// With a zero base and a negative or nan exponent, d/db a^b = a^b log a is what PyTorch gives:
+// inf * -inf = -inf (times the gradient's sign), and nan for a nan exponent.
+TEST(PowOp, ZeroBaseNegativeExponentGradientMatchesPyTorch) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto a = HostTensor::fromVector<float>({4}, {0, 0, 0, 0});
+  auto b = HostTensor::fromVector<float>({4}, {-0.5f, -2, -inf, nan});
+  auto r = runGradients([](ir::Graph& g, auto in) { return addOp(g, "Pow", in); }, {a, b},
+                        HostTensor::fromVector<float>({4}, {1, -1, 1, 1}));
+  const auto gb = r.grads[1].toVector<float>();
+  EXPECT_EQ(gb[0], -inf);
+  EXPECT_EQ(gb[1], inf);
+  EXPECT_EQ(gb[2], -inf);
+  EXPECT_TRUE(std::isnan(gb[3]));
+}
+
 // ---- Dropout
 // ------------------------------------------------------------------------------------------
 

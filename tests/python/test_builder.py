@@ -51,7 +51,7 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(b.getInputTensorIds(), ["x", "labels"])
         self.assertEqual(b.getOutputTensorIds(), [loss])
         self.assertEqual(sorted(b.getTrainableTensorIds()), ["bias", "w"])
-        self.assertEqual(b.getValueTensorIds(), [y, r, p])
+        self.assertEqual(b.getValueTensorIds(), [y, r, p, loss])
         self.assertTrue(b.isInitializer(w))
         self.assertFalse(b.isInitializer(x))
         self.assertFalse(b.isInitializer(y))
@@ -566,6 +566,9 @@ class BadArgumentsTest(unittest.TestCase):
             self.b.getTensorShape("nope")
         with self.assertRaisesRegex(KeyError, "getTensorDtypeString: 'nope'"):
             self.b.getTensorDtypeString("nope")
+        # PopART raises popart_exception here: the error is both.
+        with self.assertRaisesRegex(popart.popart_exception, "getTensorShape: 'nope'"):
+            self.b.getTensorShape("nope")
         with self.assertRaisesRegex(Exception, "'nope'"):
             self.b.aiOnnx.add([self.x, "nope"])
         with self.assertRaisesRegex(Exception, "'nope'"):

@@ -97,6 +97,24 @@ class ControlFlowTest(unittest.TestCase):
         out = run(session(b, [y]), {x: d})[y]
         np.testing.assert_allclose(out, 2 * (d + [10, 20, 30]))
 
+    def test_call_inlines_the_shape_given(self):
+        """A callee input declared with another shape (PopART does not check it) takes the shape
+        the call gives; another element type is still an error."""
+        d = RNG.randn(2, 1).astype(np.float32)
+        for declared, ok in (("FLOAT", True), ("INT32", False)):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo(d))
+            sg = b.createSubgraphBuilder()
+            i0 = sg.addInputTensor(popart.TensorInfo(declared, [2, 5]))
+            sg.addOutputTensor(sg.aiOnnx.add([i0, i0]))
+            y = b.aiGraphcore.call([x], 1, sg)[0]
+            b.addOutputTensor(y)
+            if ok:
+                np.testing.assert_allclose(run(session(b, [y]), {x: d})[y], 2 * d)
+            else:
+                with self.assertRaisesRegex(popart.popart_exception, "element type"):
+                    session(b, [y])
+
     def test_call_count_mismatch_errors(self):
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]))
@@ -148,6 +166,32 @@ class ControlFlowTest(unittest.TestCase):
             np.testing.assert_allclose(anchors[y], xv * 3 + 0.5 if cond else xv - 0.5, rtol=1e-6)
             np.testing.assert_allclose(anchors[GRAD + x], np.full(4, 3.0 if cond else 1.0))
             np.testing.assert_allclose(anchors[GRAD + w], np.full(4, 1.0 if cond else -1.0))
+
+    def test_if_branches_declaring_parent_inputs(self):
+        """Branches that declare the enclosing graph's tensors as inputs
+        (addInputTensorFromParentGraph), as PopART's Builder writes them, bind them by name."""
+        xv = RNG.randn(3).astype(np.float32)
+        wv = RNG.randn(3).astype(np.float32)
+        for runtime in (False, True):
+            for cond in (True, False):
+                b = popart.Builder()
+                x = b.addInputTensor(popart.TensorInfo("FLOAT", [3]), "x")
+                w = b.addInputTensor(popart.TensorInfo("FLOAT", [3]), "w")
+                c = (b.addInputTensor(popart.TensorInfo("BOOL", []), "c") if runtime
+                     else b.aiOnnx.constant(np.array(cond), "c"))
+                then_b, else_b = b.createSubgraphBuilder(), b.createSubgraphBuilder()
+                for sub in (then_b, else_b):
+                    sub.addInputTensorFromParentGraph(x)
+                    sub.addInputTensorFromParentGraph(w)
+                then_b.addOutputTensor(then_b.aiOnnx.add([x, w]))
+                else_b.addOutputTensor(else_b.aiOnnx.sub([x, w]))
+                y = b.aiOnnx.logical_if([c], 1, else_b, then_b)[0]
+                b.addOutputTensor(y)
+                feeds = {x: xv, w: wv}
+                if runtime:
+                    feeds[c] = np.array(cond)
+                out = run(session(b, [y]), feeds)[y]
+                np.testing.assert_allclose(out, xv + wv if cond else xv - wv, rtol=1e-6)
 
     # ---- Loop
 

@@ -1,7 +1,8 @@
 """Builder methods PopART's operator tests use: aiOnnx.reducelogsum, isnan, isinf, globalmaxpool,
 argmax's INT32 indices, a non-spatial (spatial=0) batchnormalization, and aiGraphcore.reshape,
 batchnormalization and lstm. Forward against numpy / PyTorch, gradients (anchored with
-reservedGradientPrefix()) against PyTorch's autograd, shapes through getTensorShape."""
+reservedGradientPrefix()) against PyTorch's autograd, shapes through getTensorShape; and
+groupnormalization under SessionOptions.groupNormStridedChannelGrouping against numpy."""
 import unittest
 
 import numpy as np
@@ -141,6 +142,41 @@ class GraphcoreOps(unittest.TestCase):
                            for g in order])
             np.testing.assert_allclose(a[GRAD + ids[1]], gw, rtol=1e-3, atol=1e-5)
             ref.zero_grad()
+
+
+class StridedGroupNorm(unittest.TestCase):
+    def test_session_option_groups_channels_strided(self):
+        """SessionOptions.groupNormStridedChannelGrouping: group g holds channels g, g + G, ...;
+        against numpy, and the default against consecutive groups."""
+        x = RNG.randn(2, 4, 3).astype(np.float32)
+        scale = RNG.uniform(0.5, 1.5, 4).astype(np.float32)
+        bias = RNG.randn(4).astype(np.float32)
+
+        def reference(strided):
+            y = np.empty_like(x)
+            for g in range(2):
+                chans = [g, g + 2] if strided else [2 * g, 2 * g + 1]
+                block = x[:, chans].astype(np.float64)
+                mean = block.mean(axis=(1, 2), keepdims=True)
+                inv = 1.0 / np.sqrt(block.var(axis=(1, 2), keepdims=True) + 1e-5)
+                y[:, chans] = (block - mean) * inv * scale[chans, None] + bias[chans, None]
+            return y
+
+        for strided in (False, True):
+            b = popart.Builder()
+            ids = [b.addInputTensor(popart.TensorInfo(v)) for v in (x, scale, bias)]
+            y = b.aiGraphcore.groupnormalization(ids, 2, 1e-5)[0]
+            b.addOutputTensor(y)
+            opts = popart.SessionOptions()
+            opts.groupNormStridedChannelGrouping = strided
+            s = popart.InferenceSession(
+                fnModel=b.getModelProto(),
+                dataFlow=popart.DataFlow(1, {y: popart.AnchorReturnType("All")}),
+                deviceInfo=popart.DeviceManager().createCpuDevice(), userOptions=opts)
+            s.prepareDevice()
+            anchors = s.initAnchorArrays()
+            s.run(popart.PyStepIO(dict(zip(ids, (x, scale, bias))), anchors))
+            np.testing.assert_allclose(anchors[y], reference(strided), rtol=1e-5, atol=1e-5)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "device/kernel.hpp"
@@ -41,9 +42,23 @@ KernelFactory passThrough() {
 XT_REGISTER_KERNEL("ai.graphcore", "Detach", passThrough());
 XT_REGISTER_KERNEL("ai.graphcore", "Nop", passThrough());
 
+template <typename T>
+std::unique_ptr<Kernel> integerScale(T s) {
+  return makeKernel([s](const KernelIO& io) {
+    const T* __restrict x = io.in(0).data<T>();
+    T* __restrict y = io.out(0).data<T>();
+    const int64_t n = io.out(0).nelms();
+    using U = std::make_unsigned_t<T>;  // wraps around as numpy's integers do
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(static_cast<U>(x[i]) * static_cast<U>(s));
+  });
+}
+
 XT_REGISTER_KERNEL("ai.graphcore", "Scale", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  spec.requireFloatInputs();
   const float s = spec.attrs.getFloat("scale");
+  const DataType t = spec.inputs.at(0).dataType();
+  if (t == DataType::INT32) return integerScale(static_cast<int32_t>(s));
+  if (t == DataType::INT64) return integerScale(static_cast<int64_t>(s));
+  spec.requireFloatInputs();
   return makeKernel([s](const KernelIO& io) {
     const float* __restrict x = io.in(0).data<float>();
     float* __restrict y = io.out(0).data<float>();

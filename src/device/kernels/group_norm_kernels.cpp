@@ -1,8 +1,10 @@
 // Kernels of InstanceNormalization (ai.onnx), GroupNormalization (ai.graphcore) and GroupNormGrad
-// (ai.xtrain). FLOAT (FLOAT16 runs promoted). X is viewed as [N, G, C/G, S]: each (n, g) is one
-// contiguous block of M = C/G * S elements whose mean and population variance are taken in double
-// (two passes: the mean, then the squared deviations). Per channel the forward is y = x * a + b and
-// the gradient dx = dy * a' + x * b' + d', tight loops over contiguous rows of S elements.
+// (ai.xtrain). FLOAT (FLOAT16 runs promoted). X is viewed as [N, C, S]; group g of sample n holds
+// the rows of channels g*C/G .. (g+1)*C/G - 1, or with attribute strided_channel_grouping = 1 the
+// channels g, g+G, g+2G, ... (Poplar's strided grouping). Each group's M = C/G * S elements have
+// their mean and population variance taken in double (two passes: the mean, then the squared
+// deviations). Per channel the forward is y = x * a + b and the gradient dx = dy * a' + x * b' +
+// d', tight loops over contiguous rows of S elements.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -14,8 +16,11 @@ namespace {
 
 struct GroupGeometry {
   int64_t n = 0, c = 0, groups = 1, s = 1;
+  bool strided = false;
   int64_t perGroup() const { return c / groups; }  // channels per group
   int64_t m() const { return perGroup() * s; }     // elements per (n, g)
+  // The k-th channel of group g.
+  int64_t channel(int64_t g, int64_t k) const { return strided ? k * groups + g : g * perGroup() + k; }
 };
 
 GroupGeometry groupGeometry(const KernelSpec& spec, const TensorInfo& x, int64_t groups) {
@@ -37,16 +42,24 @@ float checkedEpsilon(const KernelSpec& spec) {
   return eps;
 }
 
-// Mean and 1/sqrt(var + eps) of a block of m elements.
-void blockStats(const float* x, int64_t m, float eps, float& mean, float& inv) {
+// Mean and 1/sqrt(var + eps) of group g of the sample whose channels start at xn.
+void groupStats(const float* xn, const GroupGeometry& geo, int64_t g, float eps, float& mean,
+                float& inv) {
+  const int64_t m = geo.m(), s = geo.s, cpg = geo.perGroup();
   double sum = 0;
-  for (int64_t i = 0; i < m; ++i) sum += x[i];
+  for (int64_t k = 0; k < cpg; ++k) {
+    const float* xr = xn + geo.channel(g, k) * s;
+    for (int64_t i = 0; i < s; ++i) sum += xr[i];
+  }
   const double mu = m > 0 ? sum / static_cast<double>(m) : 0.0;
   const auto muf = static_cast<float>(mu);
   double sq = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    const float dev = x[i] - muf;
-    sq += static_cast<double>(dev) * dev;
+  for (int64_t k = 0; k < cpg; ++k) {
+    const float* xr = xn + geo.channel(g, k) * s;
+    for (int64_t i = 0; i < s; ++i) {
+      const float dev = xr[i] - muf;
+      sq += static_cast<double>(dev) * dev;
+    }
   }
   const double var = m > 0 ? sq / static_cast<double>(m) : 0.0;
   mean = muf;
@@ -64,20 +77,20 @@ class GroupNormKernel final : public Kernel {
     float* y = io.out(0).data<float>();
     float* meanOut = io.hasOut(1) ? io.out(1).data<float>() : nullptr;
     float* invOut = io.hasOut(2) ? io.out(2).data<float>() : nullptr;
-    const int64_t cpg = geo_.perGroup(), s = geo_.s, m = geo_.m();
+    const int64_t cpg = geo_.perGroup(), s = geo_.s;
     for (int64_t n = 0; n < geo_.n; ++n) {
+      const int64_t base = n * geo_.c * s;
       for (int64_t g = 0; g < geo_.groups; ++g) {
-        const int64_t off = (n * geo_.c + g * cpg) * s;
         float mean = 0, inv = 0;
-        blockStats(x + off, m, eps_, mean, inv);
+        groupStats(x + base, geo_, g, eps_, mean, inv);
         if (meanOut != nullptr) meanOut[n * geo_.groups + g] = mean;
         if (invOut != nullptr) invOut[n * geo_.groups + g] = inv;
         for (int64_t k = 0; k < cpg; ++k) {
-          const int64_t c = g * cpg + k;
+          const int64_t c = geo_.channel(g, k);
           const float a = inv * scale[c];
           const float b = bias[c] - mean * a;
-          const float* __restrict xr = x + off + k * s;
-          float* __restrict yr = y + off + k * s;
+          const float* __restrict xr = x + base + c * s;
+          float* __restrict yr = y + base + c * s;
           for (int64_t i = 0; i < s; ++i) yr[i] = xr[i] * a + b;
         }
       }
@@ -115,21 +128,21 @@ class GroupNormGradKernel final : public Kernel {
     std::fill(dScale_.begin(), dScale_.end(), 0.0);
     std::fill(dBias_.begin(), dBias_.end(), 0.0);
     for (int64_t n = 0; n < geo_.n; ++n) {
+      const int64_t base = n * geo_.c * s;
       for (int64_t g = 0; g < geo_.groups; ++g) {
-        const int64_t off = (n * geo_.c + g * cpg) * s;
         const int64_t stat = n * geo_.groups + g;
         float mean = 0, inv = 0;
         if (savedMean != nullptr) {
           mean = savedMean[stat];
           inv = savedInv[stat];
         } else {
-          blockStats(x + off, m, eps_, mean, inv);
+          groupStats(x + base, geo_, g, eps_, mean, inv);
         }
         double a = 0, b = 0;
         for (int64_t k = 0; k < cpg; ++k) {
-          const int64_t c = g * cpg + k;
-          const float* __restrict xr = x + off + k * s;
-          const float* __restrict dr = dy + off + k * s;
+          const int64_t c = geo_.channel(g, k);
+          const float* __restrict xr = x + base + c * s;
+          const float* __restrict dr = dy + base + c * s;
           double sdy = 0, sdyx = 0;
           for (int64_t i = 0; i < s; ++i) {
             sdy += dr[i];
@@ -149,11 +162,11 @@ class GroupNormGradKernel final : public Kernel {
         const auto kx = static_cast<float>(kxd);
         const float k0 = static_cast<float>(k0d) - mean * kx;
         for (int64_t k = 0; k < cpg; ++k) {
-          const int64_t c = g * cpg + k;
+          const int64_t c = geo_.channel(g, k);
           const float ac = inv * scale[c];
-          const float* __restrict xr = x + off + k * s;
-          const float* __restrict dr = dy + off + k * s;
-          float* __restrict out = dx + off + k * s;
+          const float* __restrict xr = x + base + c * s;
+          const float* __restrict dr = dy + base + c * s;
+          float* __restrict out = dx + base + c * s;
           for (int64_t i = 0; i < s; ++i) out[i] = dr[i] * ac + xr[i] * kx + k0;
         }
       }
@@ -181,20 +194,26 @@ XT_REGISTER_KERNEL("ai.onnx", "InstanceNormalization",
                                                               checkedEpsilon(spec));
                    });
 
+// The geometry of a GroupNormalization or GroupNormGrad whose X is input `xIndex`.
+GroupGeometry groupAttrGeometry(const KernelSpec& spec, size_t xIndex) {
+  GroupGeometry g =
+      groupGeometry(spec, spec.inputs.at(xIndex), spec.attrs.getInt("num_groups"));
+  g.strided = spec.attrs.getInt("strided_channel_grouping", 0) != 0;
+  return g;
+}
+
 XT_REGISTER_KERNEL("ai.graphcore", "GroupNormalization",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
                      spec.requireFloatInputs();
-                     return std::make_unique<GroupNormKernel>(
-                         groupGeometry(spec, spec.inputs.at(0), spec.attrs.getInt("num_groups")),
-                         checkedEpsilon(spec));
+                     return std::make_unique<GroupNormKernel>(groupAttrGeometry(spec, 0),
+                                                              checkedEpsilon(spec));
                    });
 
 XT_REGISTER_KERNEL("ai.xtrain", "GroupNormGrad",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
                      spec.requireFloatInputs();
-                     return std::make_unique<GroupNormGradKernel>(
-                         groupGeometry(spec, spec.inputs.at(1), spec.attrs.getInt("num_groups")),
-                         checkedEpsilon(spec));
+                     return std::make_unique<GroupNormGradKernel>(groupAttrGeometry(spec, 1),
+                                                                  checkedEpsilon(spec));
                    });
 
 }  // namespace

@@ -144,10 +144,32 @@ std::unique_ptr<Kernel> byArithmetic(const KernelSpec& spec, DataType t, F&& f) 
   }
 }
 
+// Where the update of each element of indices is in an updates tensor of shape `updates` (PopART's
+// Scatter takes updates larger than the indices, as torch.scatter_ does: the leading corner is
+// used); empty when updates has the indices' shape.
+std::vector<int64_t> updatesOffsets(const Shape& indices, const Shape& updates) {
+  if (indices == updates) return {};
+  const std::vector<int64_t> st = stridesOf(updates);
+  int64_t n = 1;
+  for (int64_t d : indices) n *= d;
+  std::vector<int64_t> off(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t rest = j, o = 0;
+    for (size_t d = indices.size(); d-- > 0;) {
+      o += (rest % indices[d]) * st[d];
+      rest /= indices[d];
+    }
+    off[static_cast<size_t>(j)] = o;
+  }
+  return off;
+}
+
 template <typename T>
-std::unique_ptr<Kernel> scatterElementsKernel(ElementsPlan plan, Reduction r, bool zeroData) {
+std::unique_ptr<Kernel> scatterElementsKernel(ElementsPlan plan, Reduction r, bool zeroData,
+                                              std::vector<int64_t> updOff = {}) {
   return makeKernel(
-      [p = std::move(plan), r, zeroData, idx = std::vector<int64_t>()](const KernelIO& io) mutable {
+      [p = std::move(plan), r, zeroData, updOff = std::move(updOff),
+       idx = std::vector<int64_t>()](const KernelIO& io) mutable {
         // zeroData: GatherElementsGrad (dy, indices) -> zeros + dy scattered.
         const size_t updatesInput = zeroData ? 0 : 2;
         const size_t indicesInput = 1;
@@ -171,6 +193,12 @@ std::unique_ptr<Kernel> scatterElementsKernel(ElementsPlan plan, Reduction r, bo
             return;
           }
         }
+        if (!updOff.empty()) {
+          forEachElement(p, idx, [&](int64_t off, int64_t j) {
+            y[off] = u[updOff[static_cast<size_t>(j)]];
+          });
+          return;
+        }
         forEachElement(p, idx, [&](int64_t off, int64_t j) { y[off] = u[j]; });
       });
 }
@@ -181,9 +209,15 @@ XT_REGISTER_KERNEL(
       ElementsPlan plan = elementsPlan(spec, data.shape(), spec.inputs.at(1).shape());
       const Reduction r = reductionOf(spec);
       if (r == Reduction::None) {
+        std::vector<int64_t> updOff =
+            updatesOffsets(spec.inputs.at(1).shape(), spec.inputs.at(2).shape());
         return bySize(spec, elementSize(spec, data), [&](auto t) -> std::unique_ptr<Kernel> {
-          return scatterElementsKernel<decltype(t)>(std::move(plan), r, false);
+          return scatterElementsKernel<decltype(t)>(std::move(plan), r, false, std::move(updOff));
         });
+      }
+      if (spec.inputs.at(1).shape() != spec.inputs.at(2).shape()) {
+        spec.fail("updates {} larger than the indices {} need reduction 'none'",
+                  spec.inputs[2].toString(), spec.inputs[1].toString());
       }
       return byArithmetic(spec, data.dataType(), [&](auto t) -> std::unique_ptr<Kernel> {
         return scatterElementsKernel<decltype(t)>(std::move(plan), r, false);

@@ -313,8 +313,9 @@ XT_REGISTER_KERNEL("ai.xtrain", "PowGradBase",
                      return std::make_unique<PowGradBaseKernel>(spec);
                    });
 
-// PowGradExponent(gy, a, y): gy * y * log(a); 0 where a == 0 (log(a) is -inf there and 0^b jumps at
-// b = 0, so there is no derivative to give; 0 is what PyTorch gives for b >= 0).
+// PowGradExponent(gy, a, y): gy * y * log(a); 0 where a == 0 and b >= 0 (y = 0^b finite: log(a) is
+// -inf there and 0^b jumps at b = 0, so there is no derivative to give; 0 is what PyTorch gives).
+// Where a == 0 and b < 0 (y = inf) it is -inf times gy's sign, and nan where b is nan, as PyTorch.
 XT_REGISTER_KERNEL("ai.xtrain", "PowGradExponent",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
                      requireFloatInputs(spec);
@@ -326,7 +327,8 @@ XT_REGISTER_KERNEL("ai.xtrain", "PowGradExponent",
                        float* gb = io.out(0).data<float>();
                        forEachBroadcast2(
                            layout.out, layout.sa, layout.sa, [&](int64_t o, int64_t ia, int64_t) {
-                             gb[o] = a[ia] == 0.0f ? 0.0f : gy[o] * y[o] * std::log(a[ia]);
+                             const bool flat = a[ia] == 0.0f && std::isfinite(y[o]);
+                             gb[o] = flat ? 0.0f : gy[o] * y[o] * std::log(a[ia]);
                            });
                      });
                    });

@@ -556,12 +556,10 @@ std::vector<TensorId> BuilderImpl::trainableIds() const {
 }
 
 std::vector<TensorId> BuilderImpl::valueIds() const {
-  std::set<std::string> outputs;
-  for (const auto& out : model_.graph().output()) outputs.insert(out.name());
   std::vector<TensorId> ids;
   for (const auto& node : model_.graph().node()) {
     for (const auto& out : node.output()) {
-      if (!out.empty() && !outputs.count(out)) ids.push_back(out);
+      if (!out.empty()) ids.push_back(out);
     }
   }
   return ids;

@@ -1,5 +1,6 @@
 // The opset objects' node emitters. Version differences of ai.onnx 11..17 are resolved here, from
 // version_.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -472,8 +473,8 @@ void checkAxesSizes(const char* method, const std::vector<int64_t>& axes,
 TensorId dynamicOp(BuilderImpl& impl, const char* method, const char* type, size_t numArgs,
                    const std::vector<TensorId>& args, const std::vector<int64_t>& axes,
                    const std::vector<int64_t>& sizes, std::optional<int64_t> noOverlap,
-                   const std::string& dc) {
-  BuilderImpl::checkArity(method, type, args, numArgs, numArgs);
+                   const std::string& dc, size_t maxArgs = 0) {
+  BuilderImpl::checkArity(method, type, args, numArgs, std::max(numArgs, maxArgs));
   checkAxesSizes(method, axes, sizes);
   auto e = impl.emit(type, ir::kGraphcoreDomain, args, 1, dc);
   setIntsAttr(*e.node, "axes", axes);
@@ -488,7 +489,8 @@ TensorId AiGraphcoreOpset1::dynamicslice(const std::vector<TensorId>& args,
                                          const std::vector<int64_t>& axes,
                                          const std::vector<int64_t>& sizes, int64_t noOverlap,
                                          const std::string& dc) {
-  return dynamicOp(*impl_, "dynamicslice", "DynamicSlice", 2, args, axes, sizes, noOverlap, dc);
+  // A third input (the tensor to write the slice into, PopART's inplace form) is accepted.
+  return dynamicOp(*impl_, "dynamicslice", "DynamicSlice", 2, args, axes, sizes, noOverlap, dc, 3);
 }
 
 TensorId AiGraphcoreOpset1::dynamicupdate(const std::vector<TensorId>& args,

@@ -14,6 +14,7 @@
 
 #include "ir/onnx/node_import.hpp"
 #include "ir/op_registry.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::ir::onnximport {
 
@@ -152,6 +153,23 @@ class Inliner {
   std::vector<TensorId> instantiate(const onnx::GraphProto& body,
                                     const std::vector<TensorId>& inputs, const std::string& tag);
 
+  // The tensors an If branch declares as inputs (PopART's Builder declares the enclosing graph's
+  // tensors a branch uses, addInputTensorFromParentGraph): each is the enclosing scope's tensor of
+  // the input's name.
+  std::vector<TensorId> enclosingInputs(const onnx::GraphProto& branch, const char* which) const {
+    std::vector<TensorId> ids;
+    for (const auto& vi : branch.input()) {
+      TensorId id = scope_.find(vi.name(), imp_.graph);
+      if (id.empty()) {
+        fail("{} input '{}' is not a tensor of an enclosing graph (an If gives its branches no "
+             "inputs, so a branch's inputs must name tensors of the graphs around it)",
+             which, vi.name());
+      }
+      ids.push_back(std::move(id));
+    }
+    return ids;
+  }
+
   // Writes `results` into the node's outputs.
   void writeOutputs(const std::vector<TensorId>& results, const std::vector<TensorId>& outputs) {
     XT_CHECK_EQ(results.size(), outputs.size(), "{}: results", label_);
@@ -160,8 +178,14 @@ class Inliner {
     }
   }
 
+  // A Call's callee input declared with another shape than the call gives it: PopART builds such
+  // models (a subgraph's addInputTensor with a guessed shape) and does not check them. The callee
+  // is inlined with the shape given, and a warning names the input and both shapes.
+  void allowCalleeShapes() { calleeShapesAreHints_ = true; }
+
  private:
   void bindInput(const onnx::ValueInfoProto& vi, size_t i, const TensorId& id, Scope& local);
+  bool calleeShapesAreHints_ = false;
 
   NodeImporter& imp_;
   const onnx::NodeProto& node_;
@@ -185,7 +209,12 @@ void Inliner::bindInput(const onnx::ValueInfoProto& vi, size_t i, const TensorId
         const auto& dim = tt.shape().dim(d);
         matches = !dim.has_dim_value() || dim.dim_value() == given.shape()[d];
       }
-      if (!matches) {
+      if (!matches && calleeShapesAreHints_) {
+        logging::ir::warn(
+            "{}: callee input {} '{}' is declared with another shape than the {} the call gives "
+            "it; the callee is inlined with the shape given",
+            label_, i, vi.name(), given.toString());
+      } else if (!matches) {
         fail("subgraph input {} '{}' is declared with another shape than the {} it is given", i,
              vi.name(), given.toString());
       }
@@ -292,6 +321,7 @@ void inlineCall(Inliner& in, const std::vector<TensorId>& inputs,
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].empty()) in.fail("input {} is absent; every input of a Call is required", i);
   }
+  in.allowCalleeShapes();
   in.writeOutputs(in.instantiate(callee, inputs, ""), outputs);
 }
 
@@ -311,13 +341,16 @@ void inlineIf(Inliner& in, const std::vector<TensorId>& inputs,
     }
   }
   const TensorId cond = in.scalarCondition(inputs[0], "the condition");
+  const std::vector<TensorId> thenIn = in.enclosingInputs(thenG, "then_branch");
+  const std::vector<TensorId> elseIn = in.enclosingInputs(elseG, "else_branch");
   if (const HostTensor* c = in.known(cond)) {
-    in.writeOutputs(in.instantiate(c->getAsDouble(0) != 0 ? thenG : elseG, {}, ""), outputs);
+    const bool taken = c->getAsDouble(0) != 0;
+    in.writeOutputs(in.instantiate(taken ? thenG : elseG, taken ? thenIn : elseIn, ""), outputs);
     return;
   }
   // Known only at run time: both branches, each output selected.
-  const std::vector<TensorId> t = in.instantiate(thenG, {}, "then");
-  const std::vector<TensorId> e = in.instantiate(elseG, {}, "else");
+  const std::vector<TensorId> t = in.instantiate(thenG, thenIn, "then");
+  const std::vector<TensorId> e = in.instantiate(elseG, elseIn, "else");
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (in.info(t[i]) != in.info(e[i])) {
       in.fail(

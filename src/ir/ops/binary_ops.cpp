@@ -9,9 +9,25 @@
 namespace xtrain::ir {
 namespace {
 
+bool isFloatScalar(const TensorInfo& t) {
+  return t.dataType() == DataType::FLOAT && t.nelms() == 1;
+}
+
+// Mul's one mixed case, as PopART's: a FLOAT16 tensor times a one-element FLOAT tensor (either
+// side) is FLOAT16.
+bool isHalfTimesFloatScalar(const TensorInfo& a, const TensorInfo& b) {
+  const auto halfOrScalar = [](const TensorInfo& t) {
+    return t.dataType() == DataType::FLOAT16 || isFloatScalar(t);
+  };
+  return a.dataType() != b.dataType() && halfOrScalar(a) && halfOrScalar(b);
+}
+
 std::vector<TensorInfo> inferBroadcast(const ShapeContext& ctx) {
   const TensorInfo& a = ctx.input(0);
   const TensorInfo& b = ctx.input(1);
+  if (ctx.op().type == "Mul" && isHalfTimesFloatScalar(a, b)) {
+    return {TensorInfo(DataType::FLOAT16, broadcastShapes(ctx, a.shape(), b.shape()))};
+  }
   if (a.dataType() != b.dataType()) {
     ctx.fail(
         "inputs have different types {} and {}: np broadcasting failed, incompatible types {} "
@@ -51,15 +67,20 @@ XT_REGISTER_OP(binary("Sub", [](GradContext& g) {
   }
 }));
 
+// The gradient of a mixed FLOAT16 x FLOAT-scalar Mul is FLOAT16 until the FLOAT input's is cast
+// back to FLOAT.
 XT_REGISTER_OP(binary("Mul", [](GradContext& g) {
   const TensorId& gy = g.gradOut(0);
-  if (g.needsGrad(0)) {
-    TensorId p = g.emit("Mul", {gy, g.input(1)}, {}, kOnnxDomain);
-    g.setGradIn(0, g.reduceToShape(p, g.inputInfo(0).shape()));
-  }
-  if (g.needsGrad(1)) {
-    TensorId p = g.emit("Mul", {gy, g.input(0)}, {}, kOnnxDomain);
-    g.setGradIn(1, g.reduceToShape(p, g.inputInfo(1).shape()));
+  for (size_t k = 0; k < 2; ++k) {
+    if (!g.needsGrad(k)) continue;
+    TensorId p = g.emit("Mul", {gy, g.input(1 - k)}, {}, kOnnxDomain);
+    p = g.reduceToShape(p, g.inputInfo(k).shape());
+    if (g.inputInfo(k).dataType() != g.outputInfo(0).dataType()) {
+      Attributes c;
+      c.set("to", static_cast<int64_t>(dataTypeToOnnx(g.inputInfo(k).dataType())));
+      p = g.emit("Cast", {p}, c, kOnnxDomain);
+    }
+    g.setGradIn(k, p);
   }
 }));
 

@@ -191,6 +191,8 @@ XT_REGISTER_OP(gradOp("AbsGrad"));
 // ---- Clip
 
 // Takes constant scalar input `index` of a Clip into attribute `name`; leaves a non-constant one.
+// A constant bound must be a scalar of the input's type or, for floating-point input, of any
+// floating-point type.
 void clipBoundToAttr(Op& op, const Graph& graph, size_t index, const char* name) {
   if (!op.hasInput(index)) return;
   const Tensor& t = graph.tensor(op.inputs[index]);
@@ -200,7 +202,10 @@ void clipBoundToAttr(Op& op, const Graph& graph, size_t index, const char* name)
                 name, t.info.toString());
   }
   const TensorInfo& x = graph.tensor(op.inputs[0]).info;
-  if (t.info.dataType() != x.dataType()) {
+  // A floating-point bound of another floating-point type (a FLOAT min on FLOAT16 data) becomes
+  // the float attribute like one of the input's type, as PopART reads it.
+  const bool bothFloat = isFloatingPoint(t.info.dataType()) && isFloatingPoint(x.dataType());
+  if (t.info.dataType() != x.dataType() && !bothFloat) {
     throw error("{}: input {} ('{}', {}) is {} but the input is {}; expected one element type",
                 op.describe(), index, t.id, name, t.info.toString(), x.toString());
   }

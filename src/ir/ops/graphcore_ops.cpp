@@ -15,6 +15,7 @@
 //  - Abort throws a runtime error naming the op when it runs (unconditionally, or when its optional
 //    condition input is nonzero).
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "ir/op_registry.hpp"
@@ -47,15 +48,25 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// Scale(x) = scale * x, attribute scale (float, required).
+// Scale(x) = scale * x, attribute scale (float, required). Floating-point x, or INT32/INT64 x
+// with an integral scale (PopART's device casts the scale to x's type); integers get no gradient.
 XT_REGISTER_OP([] {
   OpDef d{.type = "Scale", .domain = kGraphcoreDomain};
   d.infer = [](const ShapeContext& ctx) {
-    requireFloatInput(ctx, 0, "X");
     if (!ctx.attrs().has("scale")) ctx.fail("attribute 'scale' (a float) is required");
-    return std::vector<TensorInfo>{ctx.input(0)};
+    const TensorInfo& x = ctx.input(0);
+    if (x.dataType() == DataType::INT32 || x.dataType() == DataType::INT64) {
+      const float s = ctx.attrs().getFloat("scale");
+      if (s != std::trunc(s) || std::fabs(s) > 2147483647.0f) {
+        ctx.fail("scale {} is not an integer, but input 0 (X) is {}", s, x.toString());
+      }
+    } else {
+      requireFloatInput(ctx, 0, "X");
+    }
+    return std::vector<TensorInfo>{x};
   };
   d.grad = [](GradContext& g) {
+    if (!isFloatingPoint(g.inputInfo(0).dataType())) return;
     Attributes a;
     a.set("scale", g.attrs().getFloat("scale"));
     g.setGradIn(0, g.emit("Scale", {g.gradOut(0)}, a, kGraphcoreDomain));
@@ -217,31 +228,86 @@ OpDef dynamicOp(const char* type, int numInputs,
   return d;
 }
 
+Shape withoutLeadingOnes(const Shape& s) {
+  size_t k = 0;
+  while (k < s.size() && s[k] == 1) ++k;
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+}
+
+// Whether a slice tensor of `given` shape holds a slice of `window` shape: the same shape, or (as
+// PopART allows) the same once leading dimensions of size 1 are dropped. The elements are laid out
+// alike either way.
+bool holdsWindow(const Shape& given, const Shape& window) {
+  return given == window || withoutLeadingOnes(given) == withoutLeadingOnes(window);
+}
+
 // DynamicUpdate and DynamicAdd: the tensor, once the slice (input 2) is checked against the
 // offset's window.
 std::vector<TensorInfo> inferDynamicWrite(const ShapeContext& ctx) {
   const TensorInfo& x = ctx.input(0);
   const Shape slice = checkDynamic(ctx, x.shape());
   const TensorInfo& s = ctx.input(2);
-  if (s.dataType() != x.dataType() || s.shape() != slice) {
-    ctx.fail("input 2 (slice) is {}, expected {}", s.toString(),
-             TensorInfo(x.dataType(), slice).toString());
+  if (s.dataType() != x.dataType() || !holdsWindow(s.shape(), slice)) {
+    ctx.fail("input 2 (slice) is {}, expected {} (leading dimensions of size 1 may be dropped)",
+             s.toString(), TensorInfo(x.dataType(), slice).toString());
   }
   return {x};
 }
 
-// DynamicSlice(tensor, offset) -> slice.
-XT_REGISTER_OP(dynamicOp(
-    "DynamicSlice", 2,
-    [](const ShapeContext& ctx) {
-      const TensorInfo& x = ctx.input(0);
-      return std::vector<TensorInfo>{TensorInfo(x.dataType(), checkDynamic(ctx, x.shape()))};
-    },
-    [](GradContext& g) {
-      Attributes a = dynamicAttrs(g);
-      a.set("shape", g.inputInfo(0).shape());
-      g.setGradIn(0, g.emit("DynamicSliceGrad", {g.gradOut(0), g.input(1)}, a));
-    }));
+// The gradient of a write's slice input: the window of the output's gradient, in the slice
+// input's shape.
+TensorId sliceInputGrad(GradContext& g) {
+  TensorId w = emitDynamic(g, "DynamicSlice");
+  const Shape& shape = g.inputInfo(2).shape();
+  return g.outputInfo(0).shape() == shape ? w : g.reshapeTo(w, shape);
+}
+
+// DynamicSlice(tensor, offset[, slice]) -> slice. PopART's third input is a tensor the slice is
+// written into, whose values are all overwritten: only its shape matters (the output's, which may
+// drop the window's leading dimensions of size 1). Canonical form: two inputs, and attribute
+// `sliceShape` when the third input was given.
+XT_REGISTER_OP([] {
+  OpDef d = dynamicOp(
+      "DynamicSlice", 2,
+      [](const ShapeContext& ctx) {
+        const TensorInfo& x = ctx.input(0);
+        const Shape window = checkDynamic(ctx, x.shape());
+        if (!ctx.attrs().has("sliceShape")) return std::vector<TensorInfo>{{x.dataType(), window}};
+        const Shape given = ctx.attrs().getInts("sliceShape");
+        if (!holdsWindow(given, window)) {
+          ctx.fail("input 2 (slice) has shape {}, expected {} (leading dimensions of size 1 may "
+                   "be dropped)", shapeToString(given), shapeToString(window));
+        }
+        return std::vector<TensorInfo>{{x.dataType(), given}};
+      },
+      [](GradContext& g) {
+        Attributes a = dynamicAttrs(g);
+        a.set("shape", g.inputInfo(0).shape());
+        TensorId gy = g.gradOut(0);
+        Shape window = g.inputInfo(0).shape();
+        const auto& axes = g.attrs().getInts("axes");
+        const auto& sizes = g.attrs().getInts("sizes");
+        for (size_t i = 0; i < axes.size(); ++i) window[static_cast<size_t>(axes[i])] = sizes[i];
+        if (g.outputInfo(0).shape() != window) gy = g.reshapeTo(gy, window);
+        g.setGradIn(0, g.emit("DynamicSliceGrad", {gy, g.input(1)}, a));
+      });
+  d.maxInputs = 3;
+  d.canonicalize = [](Op& op, const Graph& graph) {
+    normalizeAxesAttr(op, graph);
+    if (op.inputs.size() < 3) return;
+    if (op.hasInput(2)) {
+      const TensorInfo& x = graph.tensor(op.inputs[0]).info;
+      const TensorInfo& slice = graph.tensor(op.inputs[2]).info;
+      if (slice.dataType() != x.dataType()) {
+        throw error("{}: input 2 (slice) is {} but the tensor is {}; expected one element type",
+                    op.describe(), slice.toString(), x.toString());
+      }
+      op.attrs.set("sliceShape", slice.shape());
+    }
+    op.inputs.resize(2);
+  };
+  return d;
+}());
 
 // DynamicSliceGrad(gy, offset) with attribute shape: zeros of `shape` with gy at the offset.
 XT_REGISTER_OP([] {
@@ -259,7 +325,7 @@ XT_REGISTER_OP([] {
 // DynamicUpdate(tensor, offset, slice): tensor with slice written at offset.
 XT_REGISTER_OP(dynamicOp("DynamicUpdate", 3, inferDynamicWrite, [](GradContext& g) {
   if (g.needsGrad(0)) g.setGradIn(0, emitDynamic(g, "DynamicZero"));
-  if (g.needsGrad(2)) g.setGradIn(2, emitDynamic(g, "DynamicSlice"));
+  if (g.needsGrad(2)) g.setGradIn(2, sliceInputGrad(g));
 }));
 
 // DynamicZero(tensor, offset): tensor with the slice at offset set to 0.
@@ -274,7 +340,7 @@ XT_REGISTER_OP(dynamicOp(
 // DynamicAdd(tensor, offset, slice): tensor with slice added at offset.
 XT_REGISTER_OP(dynamicOp("DynamicAdd", 3, inferDynamicWrite, [](GradContext& g) {
   if (g.needsGrad(0)) g.setGradIn(0, g.gradOut(0));
-  if (g.needsGrad(2)) g.setGradIn(2, emitDynamic(g, "DynamicSlice"));
+  if (g.needsGrad(2)) g.setGradIn(2, sliceInputGrad(g));
 }));
 
 // ---- Init

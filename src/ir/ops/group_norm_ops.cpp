@@ -27,10 +27,12 @@ void checkGroupNormInputs(const ShapeContext& ctx, int64_t minRank, const char* 
 }
 
 // Sets the gradients of X, scale and bias from GroupNormGrad's outputs.
-void setGroupNormGrads(GradContext& g, std::vector<TensorId> ins, int64_t groups, float epsilon) {
+void setGroupNormGrads(GradContext& g, std::vector<TensorId> ins, int64_t groups, float epsilon,
+                       int64_t strided = 0) {
   Attributes a;
   a.set("num_groups", groups);
   a.set("epsilon", epsilon);
+  if (strided != 0) a.set("strided_channel_grouping", strided);
   auto outs = g.emitMulti("GroupNormGrad", std::move(ins), 3, a);
   for (size_t i = 0; i < 3; ++i) {
     if (g.needsGrad(i)) g.setGradIn(i, outs[i]);
@@ -66,7 +68,10 @@ XT_REGISTER_OP([] {
 // attributes num_groups (required, >= 1, divides C) and epsilon (set, default 1e-5). Outputs Y,
 // mean and invStdDev (both optional, [N * num_groups], X's type): the statistics of each group of
 // C / num_groups consecutive channels of each sample, invStdDev = 1 / sqrt(population variance +
-// epsilon); Y = (x - mean) * invStdDev * scale[c] + bias[c]. Gradients for X, scale and bias
+// epsilon); Y = (x - mean) * invStdDev * scale[c] + bias[c]. Attribute strided_channel_grouping
+// (0 or 1, default 0; the session sets 1 under SessionOptions.groupNormStridedChannelGrouping):
+// group g holds channels g, g + num_groups, g + 2 * num_groups, ... instead, as Poplar's strided
+// grouping. Gradients for X, scale and bias
 // through GroupNormGrad, which uses the saved statistics when the op outputs them; gradients
 // arriving at mean and invStdDev reach X too.
 XT_REGISTER_OP([] {
@@ -82,6 +87,12 @@ XT_REGISTER_OP([] {
     }
     op.attrs.set("num_groups", op.attrs.getInt("num_groups"));
     op.attrs.set("epsilon", op.attrs.getFloat("epsilon", 1e-5f));
+    const int64_t strided = op.attrs.getInt("strided_channel_grouping", 0);
+    if (strided != 0 && strided != 1) {
+      throw error("{}: attribute strided_channel_grouping is {}; expected 0 or 1", op.describe(),
+                  strided);
+    }
+    op.attrs.set("strided_channel_grouping", strided);
   };
   d.infer = [](const ShapeContext& ctx) {
     checkGroupNormInputs(ctx, 2, "scale", "bias");
@@ -105,13 +116,15 @@ XT_REGISTER_OP([] {
         {g.gradOutOrZeros(0), g.input(0), g.input(1), saved ? g.output(1) : TensorId(),
          saved ? g.output(2) : TensorId(), op.hasOutput(1) ? g.gradOut(1) : TensorId(),
          op.hasOutput(2) ? g.gradOut(2) : TensorId()},
-        g.attrs().getInt("num_groups"), g.attrs().getFloat("epsilon"));
+        g.attrs().getInt("num_groups"), g.attrs().getFloat("epsilon"),
+        g.attrs().getInt("strided_channel_grouping", 0));
   };
   return d;
 }());
 
 // GroupNormGrad (ai.xtrain): inputs dY, X, scale, mean?, invStdDev?, dMean?, dInvStdDev? (the
-// statistics [N * num_groups], recomputed from X when absent); attributes num_groups and epsilon.
+// statistics [N * num_groups], recomputed from X when absent); attributes num_groups, epsilon and
+// strided_channel_grouping (as GroupNormalization's).
 // Outputs dX (X's info), dScale and dBias ([C]).
 XT_REGISTER_OP(normGradDef("GroupNormGrad", [](const ShapeContext& ctx) {
   const TensorInfo& x = ctx.input(1);

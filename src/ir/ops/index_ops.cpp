@@ -95,8 +95,22 @@ Shape gatherNDShape(const ShapeContext& ctx, const TensorInfo& data, const Tenso
 
 // Gradients of ScatterElements and ScatterND, which differ only in the gather op that reads the
 // updates' share of dy.
+// The gradient of larger updates: the gathered gradient (the indices' shape) padded with zeros at
+// the end of every axis.
+TensorId padToUpdates(GradContext& g, const TensorId& gathered) {
+  const Shape& u = g.inputInfo(2).shape();
+  const Shape& i = g.inputInfo(1).shape();
+  if (u == i) return gathered;
+  Shape pads(2 * u.size(), 0);
+  for (size_t d = 0; d < u.size(); ++d) pads[u.size() + d] = u[d] - i[d];
+  Attributes a;
+  a.set("pads", pads);
+  return g.emit("Pad", {gathered}, std::move(a), kOnnxDomain);
+}
+
+// elementsUpdates: ScatterElements, whose updates may be larger than its indices.
 void scatterGrad(GradContext& g, const char* scatterType, const char* gatherType,
-                 const Attributes& gatherAttrs) {
+                 const Attributes& gatherAttrs, bool elementsUpdates = false) {
   const std::string reduction = g.attrs().getString("reduction", "none");
   const TensorId& dy = g.gradOut(0);
   if (g.needsGrad(0)) {
@@ -121,7 +135,8 @@ void scatterGrad(GradContext& g, const char* scatterType, const char* gatherType
                             std::move(a)));
       return;
     }
-    g.setGradIn(2, g.emit(gatherType, {dy, g.input(1)}, gatherAttrs, kOnnxDomain));
+    TensorId gathered = g.emit(gatherType, {dy, g.input(1)}, gatherAttrs, kOnnxDomain);
+    g.setGradIn(2, elementsUpdates ? padToUpdates(g, gathered) : gathered);
   }
 }
 
@@ -156,9 +171,23 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
+// Whether ScatterElements' updates fit its indices: the same shape or, without a reduction,
+// at least as large along every axis (PopART's Scatter, like torch.scatter_, uses the leading
+// corner of larger updates).
+bool holdsIndicesShape(const TensorInfo& updates, const TensorInfo& indices) {
+  if (updates.shape() == indices.shape()) return true;
+  if (updates.rank() != indices.rank()) return false;
+  for (int64_t d = 0; d < updates.rank(); ++d) {
+    if (updates.dim(d) < indices.dim(d)) return false;
+  }
+  return true;
+}
+
 // ScatterElements(data, indices, updates) with attributes axis (default 0) and reduction (opset
 // 16: none, add, mul): a copy of data where out[p with p[axis] replaced by indices[p]] is set to
-// (or combined with) updates[p]. Scatter (opsets 9-10) is the same op without reduction.
+// (or combined with) updates[p]. Scatter (opsets 9-10) is the same op without reduction. Without a
+// reduction updates may be larger than indices (PopART's rule): the element at each indices
+// position is used, the rest are ignored (their gradient is 0).
 OpDef scatterElements(const std::string& type) {
   OpDef d{.type = type, .minInputs = 3, .maxInputs = 3};
   if (type == "Scatter") d.rewrittenTo = "ScatterElements";
@@ -174,9 +203,13 @@ OpDef scatterElements(const std::string& type) {
     const TensorInfo& updates = ctx.input(2);
     checkCopyable(ctx, data);
     checkElementsIndices(ctx, data, indices);
-    if (updates.dataType() != data.dataType() || updates.shape() != indices.shape()) {
-      ctx.fail("updates {} must have data's type ({}) and the indices' shape {}",
-               updates.toString(), dataTypeName(data.dataType()), shapeToString(indices.shape()));
+    const bool plain = ctx.attrs().getString("reduction", "none") == "none";
+    const bool fits = plain ? holdsIndicesShape(updates, indices)
+                            : updates.shape() == indices.shape();
+    if (updates.dataType() != data.dataType() || !fits) {
+      ctx.fail("updates {} must have data's type ({}) and the indices' shape {}{}",
+               updates.toString(), dataTypeName(data.dataType()), shapeToString(indices.shape()),
+               plain ? " (or, as PopART allows, be at least as large along every axis)" : "");
     }
     checkReduction(ctx, data);
     return std::vector<TensorInfo>{data};
@@ -184,10 +217,11 @@ OpDef scatterElements(const std::string& type) {
   d.grad = [](GradContext& g) {
     Attributes a;
     a.set("axis", g.attrs().getInt("axis", 0));
-    scatterGrad(g, "ScatterElements", "GatherElements", a);
+    scatterGrad(g, "ScatterElements", "GatherElements", a, true);
   };
   return d;
 }
+
 XT_REGISTER_OP(scatterElements("ScatterElements"));
 XT_REGISTER_OP(scatterElements("Scatter"));
 

@@ -85,7 +85,9 @@ void canonicalizeRnn(const CellInfo& ci, Op& op, const Graph& graph) {
   if (op.opset != 0 && op.opset < 7) {
     ctx.fail("opset {} is not supported; {} is supported at opsets 7 to 17", op.opset, ci.type);
   }
-  if (op.opset != 0 && op.opset < 14 && a.has("layout")) {
+  // The canonical form records layout 0, so an op canonicalized before (a recomputation clone)
+  // passes again.
+  if (op.opset != 0 && op.opset < 14 && a.has("layout") && a.getInt("layout") != 0) {
     ctx.fail("attribute 'layout' exists from opset 14; this op is opset {}", op.opset);
   }
   const int64_t layout = a.getInt("layout", 0);

@@ -63,7 +63,7 @@ XT_REGISTER_OP([] {
   return d;
 }());
 
-// ConstantOfShape(shape). Canonical form: attribute `shape` (the constant input's values), `value`
+// ConstantOfShape(shape), shape INT64 or INT32. Canonical form: attribute `shape` (the constant input's values), `value`
 // (a float or int, default 0.0; ONNX's one-element tensor attribute) and `dtype` (ONNX type number
 // of the output, default FLOAT).
 XT_REGISTER_OP([] {
@@ -71,8 +71,10 @@ XT_REGISTER_OP([] {
   d.canonicalize = [](Op& op, const Graph& graph) {
     if (op.hasInput(0)) {
       const TensorInfo& in = graph.tensor(op.inputs[0]).info;
-      if (in.dataType() != DataType::INT64 || in.rank() != 1) {
-        throw error("{}: input 0 (shape) is {}; expected a 1-D INT64 tensor", op.describe(),
+      // INT32 is accepted too, as PopART accepts it.
+      const bool integer = in.dataType() == DataType::INT64 || in.dataType() == DataType::INT32;
+      if (!integer || in.rank() != 1) {
+        throw error("{}: input 0 (shape) is {}; expected a 1-D INT64 or INT32 tensor", op.describe(),
                     in.toString());
       }
     }
