@@ -66,6 +66,7 @@ class SessionImpl {
   void run(IStepIO& stepio, const std::string& debugName);
   void modelToHost(const std::string& path, bool withOptimizerState);
   void resetHostWeights(const std::string& model, bool ignoreMissing);
+  void updateExternallySavedTensorLocations(const std::string& from, const std::string& to);
   void updateOptimizerFromHost(const Optimizer& optimizer);
   // Checkpoints (session_checkpoint.cpp; TrainingSession's contract in xtrain/session.hpp).
   void saveCheckpoint(const std::string& path, const CheckpointOptions& options);
