@@ -114,9 +114,15 @@ class SessionImpl {
   struct StepIndices {
     std::vector<int> inputs;
     std::vector<int> anchors;
-    // Per anchor: read once, after the step's last update (a weight's or optimizer state's Final
-    // anchor in training, which PopART copies to the host at the end of the step).
-    std::vector<bool> atStepEnd;
+    // When each anchor is read (PopART's fragments its host copies are in):
+    // - MicroBatch: after each micro-batch's forward and backward;
+    // - AfterUpdate: after each batch's update (a weight's or optimizer state's ALL, EVERYN and
+    //   SUM anchors in training without gradient accumulation: PopART copies them in the backward
+    //   fragment, which then holds the update);
+    // - StepEnd: once, after the step's last update (a weight's or optimizer state's FINAL
+    //   anchor in training: PopART's end-of-step copies).
+    enum class AnchorPoint : uint8_t { MicroBatch, AfterUpdate, StepEnd };
+    std::vector<AnchorPoint> readAt;
     int accumulationIndex = -1;
   };
   // Removes the model's Stream inputs that no op reads and that are neither anchored nor graph
@@ -138,7 +144,7 @@ class SessionImpl {
   void writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
   void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
-                   bool stepEnd = false);
+                   StepIndices::AnchorPoint point = StepIndices::AnchorPoint::MicroBatch);
   void readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
   void update(int64_t batch);

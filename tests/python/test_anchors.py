@@ -233,6 +233,34 @@ class TrainingAnchorsTest(PrivatePool, unittest.TestCase):
             self.assertFalse(np.array_equal(trained[w], w0))
             np.testing.assert_array_equal(anchors[w], trained[w])
 
+    def test_all_anchor_of_a_weight(self):
+        """PopART copies a weight's ALL anchor in the backward fragment: after each batch's update
+        without gradient accumulation, before the (later) update with it."""
+        w0 = np.array([0.25, -0.5, 1.0], np.float32)
+        step = self.LR * self.LAMBDA / self.WIDTH  # x = 3: every y > 0, gradient LAMBDA / WIDTH
+        for bps, accumulation in ((2, 1), (2, 2)):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [self.WIDTH]), "x")
+            w = b.addInitializedInputTensor(w0, "w")
+            loss = b.aiGraphcore.l1loss([b.aiOnnx.add([x, w], "y")], self.LAMBDA)
+            feed = np.full([bps, accumulation, 1, self.WIDTH], 3.0, np.float32)
+            session = popart.TrainingSession(
+                fnModel=b.getModelProto(),
+                dataFlow=popart.DataFlow(bps, {w: art("ALL", None)}),
+                loss=loss, optimizer=popart.ConstSGD(self.LR),
+                deviceInfo=popart.DeviceManager().createCpuDevice(),
+                userOptions=options(1, accumulation))
+            session.prepareDevice()
+            session.weightsFromHost()
+            anchors = session.initAnchorArrays()
+            session.run(popart.PyStepIO({x: squeeze_prefix(feed, 3)}, anchors))
+            if accumulation == 1:
+                want = np.stack([w0 - step, w0 - 2 * step])
+            else:
+                update = accumulation * step
+                want = np.stack([np.stack([w0, w0]), np.stack([w0 - update] * 2)])
+            np.testing.assert_allclose(anchors[w], want, rtol=1e-6, atol=1e-7)
+
 
 if __name__ == "__main__":
     unittest.main()
