@@ -130,6 +130,11 @@ class SessionImpl {
   void removeUnusedInputs(const std::vector<TensorId>& gradientTargets);
   // pipeline_ for the complete graph (pipelineStages_ > 0).
   std::vector<TensorId> checkAnchorsExist() const;
+  // The weight whose optimizer state or accumulator `id` names (Accl___<w>, ..., Accum___<w>), or
+  // "". Such anchors are checked once the training graph exists (checkStateAnchors): they are read
+  // like a weight's (StepIndices::AnchorPoint).
+  static TensorId stateAnchorWeight(const TensorId& id);
+  void checkStateAnchors() const;
   void planPipelineSchedule();
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
