@@ -66,7 +66,9 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
         (kind == ir::TensorKind::Variable || kind == ir::TensorKind::OptimizerState)) {
       if (config_.dataFlow.art(id).id() == AnchorReturnTypeId::Final) {
         point = Point::StepEnd;
-      } else if (af == 1 && !pipeline_.enabled()) {
+      } else if (af == 1 && !pipeline_.enabled() &&
+                 (kind == ir::TensorKind::Variable || !stateAnchorWeight(id).empty())) {
+        // (Not automatic loss scaling's finalLossScale: its anchor is the batch's scale.)
         point = Point::AfterUpdate;
       }
     }
