@@ -235,9 +235,9 @@ void SessionImpl::checkStateAnchors() const {
     }
     if (offChip_.offChip(id) || hostState_.shards().count(weight) != 0) {
       throw error(
-          "anchor '{}': the {} is {}, which xtrain does not anchor (its whole value is not in the "
-          "replica's memory)",
-          id, "optimizer state", offChip_.offChip(id) ? "stored off chip" : "sharded over replicas");
+          "anchor '{}': the optimizer state is {}, which xtrain does not anchor (its whole value "
+          "is not in the replica's memory)",
+          id, offChip_.offChip(id) ? "stored off chip" : "sharded over replicas");
     }
   }
 }
@@ -254,14 +254,20 @@ std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
     if (isLossScalingTensor(config_.options, id)) continue;    // added with the training graph
     if (!stateAnchorWeight(id).empty()) continue;  // checkStateAnchors, once the state exists
     if (!graph_->hasTensor(id)) {
+      // (lossScaling_<type>: PopART's loss scaling tensor, a tensor of xtrain's only with
+      // automatic loss scaling, checked above.)
+      std::string hyper = id.rfind(reservedLossScalingPrefix(), 0) == 0
+                              ? std::string(reservedLossScalingPrefix())
+                              : std::string();
       for (auto prefix : kReservedOptimizerHyperparameterPrefixes) {
-        if (id.rfind(prefix(), 0) == 0) {
-          throw error(
-              "anchor '{}' names one of PopART's optimizer hyperparameter tensors (prefix '{}'): "
-              "xtrain keeps the optimizer's values on the host, not in tensors of the model, so "
-              "they cannot be anchored (the Optimizer given to the session holds them)",
-              id, prefix());
-        }
+        if (id.rfind(prefix(), 0) == 0) hyper = prefix();
+      }
+      if (!hyper.empty()) {
+        throw error(
+            "anchor '{}' names one of PopART's optimizer hyperparameter tensors (prefix '{}'): "
+            "xtrain keeps the optimizer's values on the host, not in tensors of the model, so "
+            "they cannot be anchored (the Optimizer given to the session holds them)",
+            id, hyper);
       }
       throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
                   id);

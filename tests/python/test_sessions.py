@@ -264,6 +264,10 @@ class BadInputsTest(unittest.TestCase):
                                     "PopART's optimizer hyperparameter tensors"):
             popart.TrainingSession(linear_model(), popart.DataFlow(1, [slr + "FLOAT"]), "loss",
                                    sgd(), popart.DeviceManager().createCpuDevice())
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "anchor 'lossScaling_FLOAT' names one.*prefix 'lossScaling_'"):
+            popart.TrainingSession(linear_model(), popart.DataFlow(1, ["lossScaling_FLOAT"]),
+                                   "loss", sgd(), popart.DeviceManager().createCpuDevice())
 
     def test_bad_containers(self):
         with self.assertRaisesRegex(TypeError, "keys must be tensor ids"):
