@@ -104,6 +104,12 @@ class XTRAIN_API Session {
   // Same; withOptimizerState = false leaves the optimizer state out (weights only: an inference
   // model), true asks for it (an error for an inference session).
   void modelToHost(const std::string& path, bool withOptimizerState);
+  // Moves the data of the model's initializers stored externally in the file fromLocation to the
+  // new file toLocation (their data as that file holds it now), so that modelToHost writes them
+  // there from then on (PopART's Session::updateExternallySavedTensorLocations). A runtime_error
+  // when toLocation exists, fromLocation does not, or no initializer is stored in fromLocation.
+  void updateExternallySavedTensorLocations(const std::string& fromLocation,
+                                            const std::string& toLocation);
   // Loads initializer values from an ONNX model (path or bytes) into the host weights; call
   // weightsFromHost after. A weight missing from the model is an error unless
   // ignoreWeightsWithoutHostWeight.

@@ -540,6 +540,12 @@ void bindRunAndWeights(Cls& cls) {
           },
           py::arg("fn"), py::arg("withOptimizerState"))
       .def(
+          "updateExternallySavedTensorLocations",
+          [](P& s, const std::string& from, const std::string& to) {
+            s.session->updateExternallySavedTensorLocations(from, to);
+          },
+          py::arg("fromLocation"), py::arg("toLocation"))
+      .def(
           "resetHostWeights",
           [](P& s, const py::object& model, bool ignore) {
             const std::string m = modelArg(model);
@@ -615,18 +621,6 @@ void bindReportsAndState(Cls& cls) {
       .def_property_readonly(
           "accumulationFactor",
           [](P& s) { return s.session->getSessionOptions().getAccumulationFactor(); })
-      .def("compileAndExport",
-           [](P&, const py::object&) {
-             notImplemented("compileAndExport", "there is no executable to export (no Poplar)");
-           })
-      .def("saveExecutable",
-           [](P&, const py::args&, const py::kwargs&) {
-             notImplemented("saveExecutable", "there is no executable to save (no Poplar)");
-           })
-      .def("loadExecutable",
-           [](P&, const py::object&) {
-             notImplemented("loadExecutable", "there is no executable to load (no Poplar)");
-           })
       .def(
           "getCycleCount", [](P& s, const std::string& id) { return s.session->getCycleCount(id); },
           py::arg("id") = "",
@@ -646,6 +640,11 @@ void bindReportsAndState(Cls& cls) {
       .def("connectStreamToCallback", [](P&, const py::args&) {
         notImplemented("connectStreamToCallback", "there are no Poplar streams");
       });
+  for (const char* name : {"compileAndExport", "saveExecutable", "loadExecutable"}) {
+    cls.def(name, [name](P&, const py::args&, const py::kwargs&) {
+      notImplemented(name, "there is no Poplar executable to export, save or load");
+    });
+  }
 }
 
 // Everything TrainingSession and InferenceSession share.

@@ -31,4 +31,21 @@ def packageHash():
     return _buildinfo.package_hash
 
 
+def initializePoplarDebugInfo(filename, format="json"):
+    """PopART's hook that starts Poplar's debug-info streamer: a JSON or CBOR file of the debug
+    contexts PopART's Builder, IR ops and Poplar programs create. xtrain has no Poplar and keeps no
+    debug contexts, so it has nothing to write there: refused (rather than an empty file)."""
+    raise _xtrain.popart_exception(
+        "initializePoplarDebugInfo('{}', '{}') is not implemented in xtrain: Poplar's debug-info "
+        "streamer writes the debug contexts of PopART's builder, IR ops and Poplar programs, and "
+        "xtrain has neither Poplar nor those debug contexts".format(filename, format))
+
+
+def closePoplarDebugInfo():
+    """Closes the streamer initializePoplarDebugInfo starts, which xtrain refuses."""
+    raise _xtrain.popart_exception(
+        "closePoplarDebugInfo is not implemented in xtrain: there is no Poplar debug-info "
+        "streamer (see initializePoplarDebugInfo)")
+
+
 from .session import Session  # noqa: E402,F401  (PopXL-style, over an xtrain session)

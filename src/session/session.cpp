@@ -43,6 +43,10 @@ void Session::modelToHost(const std::string& path) {
 void Session::modelToHost(const std::string& path, bool withOptimizerState) {
   impl_->modelToHost(path, withOptimizerState);
 }
+void Session::updateExternallySavedTensorLocations(const std::string& fromLocation,
+                                                    const std::string& toLocation) {
+  impl_->updateExternallySavedTensorLocations(fromLocation, toLocation);
+}
 void Session::resetHostWeights(const std::string& model, bool ignoreWeightsWithoutHostWeight) {
   impl_->resetHostWeights(model, ignoreWeightsWithoutHostWeight);
 }

@@ -200,6 +200,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
   placeTrainingGraph(*graph_, config_, optimizerGraph_);
   // Once every weight, optimizer state and accumulator exists: which of them live off chip.
   offChip_ = planOffChip(*graph_, config_.options, hostState_.shards());
+  checkStateAnchors();
   if (pipelineStages_ > 0) planPipelineSchedule();
   times.lap("training graph");
   writeDotCheck(*graph_, config_.options, "PreAlias");
@@ -215,6 +216,33 @@ SessionImpl::~SessionImpl() = default;
 // Every anchor names a tensor of the model, or the gradient of one in a training session (those
 // and the loss-scaling tensors come with the training graph). Returns the anchored gradients'
 // forward tensors.
+TensorId SessionImpl::stateAnchorWeight(const TensorId& id) {
+  for (const char* prefix : kStateInitializerPrefixes) {
+    const std::string p(prefix);
+    if (id.size() > p.size() && id.compare(0, p.size(), p) == 0) return id.substr(p.size());
+  }
+  return {};
+}
+
+void SessionImpl::checkStateAnchors() const {
+  for (const auto& id : config_.dataFlow.anchors()) {
+    const TensorId weight = stateAnchorWeight(id);
+    if (weight.empty()) continue;
+    if (!graph_->hasTensor(id)) {
+      throw error(
+          "anchor '{}' is not a tensor of the model, nor optimizer state or an accumulator the {} "
+          "keeps (check the DataFlow's anchor names, the optimizer and gradient accumulation)",
+          id, config_.training ? "session's optimizer" : "session (an InferenceSession)");
+    }
+    if (offChip_.offChip(id) || hostState_.shards().count(weight) != 0) {
+      throw error(
+          "anchor '{}': the optimizer state is {}, which xtrain does not anchor (its whole value "
+          "is not in the replica's memory)",
+          id, offChip_.offChip(id) ? "stored off chip" : "sharded over replicas");
+    }
+  }
+}
+
 std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
   // An inference session without anchors would compute nothing the host sees. PopART's sentence,
   // verbatim (programs compare the whole message).
@@ -225,7 +253,23 @@ std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
   for (const auto& id : config_.dataFlow.anchors()) {
     if (id.rfind(reservedGradientPrefix(), 0) == 0) continue;  // checked below
     if (isLossScalingTensor(config_.options, id)) continue;    // added with the training graph
+    if (!stateAnchorWeight(id).empty()) continue;  // checkStateAnchors, once the state exists
     if (!graph_->hasTensor(id)) {
+      // (lossScaling_<type>: PopART's loss scaling tensor, a tensor of xtrain's only with
+      // automatic loss scaling, checked above.)
+      std::string hyper = id.rfind(reservedLossScalingPrefix(), 0) == 0
+                              ? std::string(reservedLossScalingPrefix())
+                              : std::string();
+      for (auto prefix : kReservedOptimizerHyperparameterPrefixes) {
+        if (id.rfind(prefix(), 0) == 0) hyper = prefix();
+      }
+      if (!hyper.empty()) {
+        throw error(
+            "anchor '{}' names one of PopART's optimizer hyperparameter tensors (prefix '{}'): "
+            "xtrain keeps the optimizer's values on the host, not in tensors of the model, so "
+            "they cannot be anchored (the Optimizer given to the session holds them)",
+            id, hyper);
+      }
       throw error("anchor '{}' is not a tensor of the model (check the DataFlow's anchor names)",
                   id);
     }

@@ -66,6 +66,7 @@ class SessionImpl {
   void run(IStepIO& stepio, const std::string& debugName);
   void modelToHost(const std::string& path, bool withOptimizerState);
   void resetHostWeights(const std::string& model, bool ignoreMissing);
+  void updateExternallySavedTensorLocations(const std::string& from, const std::string& to);
   void updateOptimizerFromHost(const Optimizer& optimizer);
   // Checkpoints (session_checkpoint.cpp; TrainingSession's contract in xtrain/session.hpp).
   void saveCheckpoint(const std::string& path, const CheckpointOptions& options);
@@ -113,9 +114,15 @@ class SessionImpl {
   struct StepIndices {
     std::vector<int> inputs;
     std::vector<int> anchors;
-    // Per anchor: read once, after the step's last update (a weight's or optimizer state's Final
-    // anchor in training, which PopART copies to the host at the end of the step).
-    std::vector<bool> atStepEnd;
+    // When each anchor is read (PopART's fragments its host copies are in):
+    // - MicroBatch: after each micro-batch's forward and backward;
+    // - AfterUpdate: after each batch's update (a weight's or optimizer state's ALL, EVERYN and
+    //   SUM anchors in training without gradient accumulation: PopART copies them in the backward
+    //   fragment, which then holds the update);
+    // - StepEnd: once, after the step's last update (a weight's or optimizer state's FINAL
+    //   anchor in training: PopART's end-of-step copies).
+    enum class AnchorPoint : uint8_t { MicroBatch, AfterUpdate, StepEnd };
+    std::vector<AnchorPoint> readAt;
     int accumulationIndex = -1;
   };
   // Removes the model's Stream inputs that no op reads and that are neither anchored nor graph
@@ -123,6 +130,11 @@ class SessionImpl {
   void removeUnusedInputs(const std::vector<TensorId>& gradientTargets);
   // pipeline_ for the complete graph (pipelineStages_ > 0).
   std::vector<TensorId> checkAnchorsExist() const;
+  // The weight whose optimizer state or accumulator `id` names (Accl___<w>, ..., Accum___<w>), or
+  // "". Such anchors are checked once the training graph exists (checkStateAnchors): they are read
+  // like a weight's (StepIndices::AnchorPoint).
+  static TensorId stateAnchorWeight(const TensorId& id);
+  void checkStateAnchors() const;
   void planPipelineSchedule();
   void runMicroBatch(StepBuffers& io, const StepIndices& indices, int64_t iteration,
                      int64_t microBatch);
@@ -137,7 +149,7 @@ class SessionImpl {
   void writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
   void readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
-                   bool stepEnd = false);
+                   StepIndices::AnchorPoint point = StepIndices::AnchorPoint::MicroBatch);
   void readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
   void update(int64_t batch);

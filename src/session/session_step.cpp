@@ -60,9 +60,19 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   for (const auto& id : io.anchorIds()) {
     indices.anchors.push_back(lowered.bufferIndex(id));
     const ir::TensorKind kind = graph_->tensor(id).kind;
-    indices.atStepEnd.push_back(
-        config_.training && config_.dataFlow.art(id).id() == AnchorReturnTypeId::Final &&
-        (kind == ir::TensorKind::Variable || kind == ir::TensorKind::OptimizerState));
+    using Point = StepIndices::AnchorPoint;
+    Point point = Point::MicroBatch;
+    if (config_.training &&
+        (kind == ir::TensorKind::Variable || kind == ir::TensorKind::OptimizerState)) {
+      if (config_.dataFlow.art(id).id() == AnchorReturnTypeId::Final) {
+        point = Point::StepEnd;
+      } else if (af == 1 && !pipeline_.enabled() &&
+                 (kind == ir::TensorKind::Variable || !stateAnchorWeight(id).empty())) {
+        // (Not automatic loss scaling's finalLossScale: its anchor is the batch's scale.)
+        point = Point::AfterUpdate;
+      }
+    }
+    indices.readAt.push_back(point);
   }
   if (!optimizerGraph_.accumulationIndex.empty()) {
     indices.accumulationIndex = lowered.bufferIndex(optimizerGraph_.accumulationIndex);
@@ -77,10 +87,13 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       } else {
         for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
       }
-      if (config_.training) update(b);
+      if (config_.training) {
+        update(b);
+        readAnchors(io, indices, b * af + af - 1, StepIndices::AnchorPoint::AfterUpdate);
+      }
     }
   }
-  readAnchors(io, indices, bps * af - 1, true);
+  readAnchors(io, indices, bps * af - 1, StepIndices::AnchorPoint::StepEnd);
   io.finish();
   random_.advance(static_cast<uint64_t>(bps * af));
   ++stepCount_;
@@ -116,12 +129,12 @@ void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indice
 }
 
 void SessionImpl::readAnchors(StepBuffers& io, const StepIndices& indices, int64_t iteration,
-                              bool stepEnd) {
+                              StepIndices::AnchorPoint point) {
   const auto transferStart = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < layout_.local; ++r) {
     const auto& buffers = runtime_->buffers(r);
     for (size_t k = 0; k < indices.anchors.size(); ++k) {
-      if (indices.atStepEnd[k] != stepEnd) continue;
+      if (indices.readAt[k] != point) continue;
       const HostTensor& src = buffers[static_cast<size_t>(indices.anchors[k])];
       io.writeAnchor(k, iteration, r, src);
       profiler_.countTransfer(SessionProfiler::Transfer::Anchors, r, src.nbytes());
@@ -134,7 +147,7 @@ void SessionImpl::readPipelineAnchors(StepBuffers& io, const StepIndices& indice
                                       int64_t count, int64_t cycle) {
   const auto transferStart = std::chrono::steady_clock::now();
   for (size_t k = 0; k < indices.anchors.size(); ++k) {
-    if (indices.atStepEnd[k]) continue;
+    if (indices.readAt[k] != StepIndices::AnchorPoint::MicroBatch) continue;
     const int64_t m = pipeline_.anchorMicroBatch(io.anchorIds()[k], cycle);
     if (m < 0 || m >= count) continue;
     for (int64_t r = 0; r < layout_.local; ++r) {

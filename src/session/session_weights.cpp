@@ -2,6 +2,7 @@
 // then the host views (HostState) moved to or from the replicas, the user's buffers, ONNX files;
 // and a new optimizer's hyperparameters (UpdateControl).
 #include "comm/communicator.hpp"
+#include "ir/onnx/onnx_export.hpp"
 #include "ir/onnx/onnx_metadata.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "session/model_io.hpp"
@@ -51,6 +52,12 @@ void SessionImpl::modelToHost(const std::string& path, bool withOptimizerState) 
   // Every instance holds the complete values; one file is written.
   if (const auto& instances = runtime_->instances(); instances && instances->rank() != 0) return;
   writeModelWithWeights(modelBytes_, values, path, extra, metadata);
+}
+
+void SessionImpl::updateExternallySavedTensorLocations(const std::string& from,
+                                                        const std::string& to) {
+  // The model modelToHost writes from: its initializers stored in `from` now live in `to`.
+  modelBytes_ = ir::relocateExternalData(modelBytes_, from, to);
 }
 
 void SessionImpl::resetHostWeights(const std::string& model, bool ignoreMissing) {

@@ -233,6 +233,67 @@ class TrainingAnchorsTest(PrivatePool, unittest.TestCase):
             self.assertFalse(np.array_equal(trained[w], w0))
             np.testing.assert_array_equal(anchors[w], trained[w])
 
+    def test_all_anchor_of_a_weight(self):
+        """PopART copies a weight's ALL anchor in the backward fragment: after each batch's update
+        without gradient accumulation, before the (later) update with it."""
+        w0 = np.array([0.25, -0.5, 1.0], np.float32)
+        step = self.LR * self.LAMBDA / self.WIDTH  # x = 3: every y > 0, gradient LAMBDA / WIDTH
+        for bps, accumulation in ((2, 1), (2, 2)):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [self.WIDTH]), "x")
+            w = b.addInitializedInputTensor(w0, "w")
+            loss = b.aiGraphcore.l1loss([b.aiOnnx.add([x, w], "y")], self.LAMBDA)
+            feed = np.full([bps, accumulation, 1, self.WIDTH], 3.0, np.float32)
+            session = popart.TrainingSession(
+                fnModel=b.getModelProto(),
+                dataFlow=popart.DataFlow(bps, {w: art("ALL", None)}),
+                loss=loss, optimizer=popart.ConstSGD(self.LR),
+                deviceInfo=popart.DeviceManager().createCpuDevice(),
+                userOptions=options(1, accumulation))
+            session.prepareDevice()
+            session.weightsFromHost()
+            anchors = session.initAnchorArrays()
+            session.run(popart.PyStepIO({x: squeeze_prefix(feed, 3)}, anchors))
+            if accumulation == 1:
+                want = np.stack([w0 - step, w0 - 2 * step])
+            else:
+                update = accumulation * step
+                want = np.stack([np.stack([w0, w0]), np.stack([w0 - update] * 2)])
+            np.testing.assert_allclose(anchors[w], want, rtol=1e-6, atol=1e-7)
+
+    def test_anchors_of_optimizer_state_and_accumulator(self):
+        """Accum___<w> (gradient accumulation) after each micro-batch's accumulation; the velocity
+        Accl___<w> like its weight (after each batch's update without accumulation)."""
+        w0 = np.array([0.25, -0.5, 1.0], np.float32)
+        grad = self.LAMBDA / self.WIDTH  # x = 3: every y > 0
+        for accumulation, anchor in ((2, "Accum___w"), (1, "Accl___w")):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [self.WIDTH]), "x")
+            w = b.addInitializedInputTensor(w0, "w")
+            loss = b.aiGraphcore.l1loss([b.aiOnnx.add([x, w], "y")], self.LAMBDA)
+            feed = np.full([2, accumulation, 1, self.WIDTH], 3.0, np.float32)
+            opt = popart.ConstSGD(self.LR) if accumulation > 1 else popart.SGD(
+                {"defaultLearningRate": (self.LR, True), "defaultMomentum": (0.5, True)})
+            session = popart.TrainingSession(
+                fnModel=b.getModelProto(), dataFlow=popart.DataFlow(2, [anchor]), loss=loss,
+                optimizer=opt, deviceInfo=popart.DeviceManager().createCpuDevice(),
+                userOptions=options(1, accumulation))
+            session.prepareDevice()
+            session.weightsFromHost()
+            anchors = session.initAnchorArrays()
+            session.run(popart.PyStepIO({x: squeeze_prefix(feed, 3)}, anchors))
+            ones = np.ones(self.WIDTH, np.float32)
+            if accumulation == 2:  # the accumulator restarts after each batch's update
+                want = np.stack([np.stack([grad * ones, 2 * grad * ones])] * 2)
+            else:  # velocity v = 0.5 v + g
+                want = np.stack([grad * ones, 1.5 * grad * ones])
+            np.testing.assert_allclose(anchors[anchor], want, rtol=1e-6, atol=1e-7)
+        with self.assertRaisesRegex(popart.popart_exception, "anchor 'Accum___w' is not a tensor "
+                                    "of the model, nor optimizer state or an accumulator"):
+            popart.TrainingSession(
+                fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, ["Accum___w"]), loss=loss,
+                optimizer=opt, deviceInfo=popart.DeviceManager().createCpuDevice())
+
 
 if __name__ == "__main__":
     unittest.main()

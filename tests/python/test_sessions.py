@@ -243,6 +243,32 @@ class BadInputsTest(unittest.TestCase):
         with self.assertRaisesRegex(popart.popart_exception, "'t'"):
             self.run_io({"x": self.x})
 
+    def test_poplar_debug_info_is_refused(self):
+        # Poplar's debug-info streamer has no xtrain equivalent: refused, no file written.
+        path = os.path.join(tempfile.gettempdir(), "xtrain-debug-info-%d.json" % os.getpid())
+        with self.assertRaisesRegex(popart.popart_exception, "initializePoplarDebugInfo.*not "
+                                    "implemented in xtrain"):
+            popart.initializePoplarDebugInfo(path, "json")
+        self.assertFalse(os.path.exists(path))
+        with self.assertRaisesRegex(popart.popart_exception, "not implemented in xtrain"):
+            popart.closePoplarDebugInfo()
+
+    def test_anchor_of_an_optimizer_hyperparameter_is_refused(self):
+        # PopART's names of its hyperparameter tensors exist for programs that build names;
+        # xtrain has no such tensors, and says so when one is anchored.
+        slr = popart.reservedDefaultScaledLearningRate0Prefix()
+        self.assertEqual(slr, "scaledLearningRate0___default___")
+        self.assertEqual(popart.reservedSpecificAdamBeta2Prefix(), "adamBeta2___specific___")
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "anchor 'scaledLearningRate0___default___FLOAT' names one of "
+                                    "PopART's optimizer hyperparameter tensors"):
+            popart.TrainingSession(linear_model(), popart.DataFlow(1, [slr + "FLOAT"]), "loss",
+                                   sgd(), popart.DeviceManager().createCpuDevice())
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "anchor 'lossScaling_FLOAT' names one.*prefix 'lossScaling_'"):
+            popart.TrainingSession(linear_model(), popart.DataFlow(1, ["lossScaling_FLOAT"]),
+                                   "loss", sgd(), popart.DeviceManager().createCpuDevice())
+
     def test_bad_containers(self):
         with self.assertRaisesRegex(TypeError, "keys must be tensor ids"):
             popart.PyStepIO({1: self.x}, {})

@@ -3,8 +3,23 @@
 #include <set>
 
 #include "ir/onnx/onnx_proto_utils.hpp"
+#include "xtrain/tensornames.hpp"
 
 namespace xtrain::ir {
+
+namespace {
+
+// The weight whose optimizer state `id` is (PopART's optimizer-state prefixes), or "".
+std::string optimizerStateWeight(const TensorId& id) {
+  for (const char* prefix : {reservedAcclPrefix(), reservedAccl1Prefix(), reservedAccl2Prefix(),
+                             reservedAccl3Prefix(), reservedStepPrefix()}) {
+    const std::string p(prefix);
+    if (id.size() > p.size() && id.compare(0, p.size(), p) == 0) return id.substr(p.size());
+  }
+  return "";
+}
+
+}  // namespace
 
 std::string updateOnnxInitializers(const std::string& modelBytes,
                                    const std::map<TensorId, HostTensor>& values,
@@ -32,6 +47,11 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
       throw error("cannot update initializer '{}': the model holds {}, the new value is {}", id,
                   have.toString(), value.info().toString());
     }
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      // Stored in a file of its own: the new value goes back there (as PopART writes it).
+      onnxutil::writeExternalData(t, value, "initializer '" + id + "'");
+      continue;
+    }
     onnxutil::setTensorProto(t, value.raw(), value.info(), onnxutil::dataFieldOf(t));
   }
 
@@ -46,6 +66,10 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
     t->set_name(id);
     // In the typed field, as PopART adds its optimizer state (programs read float_data back).
     onnxutil::setTensorProto(*t, value.raw(), value.info(), onnxutil::TensorDataField::Typed);
+    // A weight's optimizer state goes to the weight's external data file, if it has one.
+    if (const std::string weight = optimizerStateWeight(id); !weight.empty()) {
+      onnxutil::saveBesideExternalInitializer(model, *t, value, weight);
+    }
     if (model.ir_version() < 4) {
       // Before IR version 4 every initializer must also be a graph input.
       onnx::ValueInfoProto* in = g->add_input();

@@ -22,6 +22,13 @@ std::string updateOnnxInitializers(const std::string& modelBytes,
                                    const std::map<TensorId, HostTensor>& extraInitializers = {},
                                    const std::map<std::string, std::string>& metadata = {});
 
+// Session::updateExternallySavedTensorLocations: returns modelBytes with every initializer whose
+// external data is in the file `fromLocation` moved to the new file `toLocation` (their current
+// data copied there, in model order). PopART's runtime_errors when toLocation exists, when
+// fromLocation does not, and when no initializer is stored in fromLocation.
+std::string relocateExternalData(const std::string& modelBytes, const std::string& fromLocation,
+                                 const std::string& toLocation);
+
 }  // namespace xtrain::ir
 
 #pragma GCC visibility pop

@@ -54,6 +54,8 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what);
 // Where setTensorProto puts the values: raw_data, or the element type's typed field for FLOAT
 // (float_data), INT32 (int32_data) and INT64 (int64_data) — as PopART's Builder writes
 // initializers, which PopART programs read back field by field — and raw_data for other types.
+// Typed FLOAT16 goes to int32_data two values to an entry, PopART's layout (its programs view
+// int32_data as float16), not onnx.proto's one per entry; tensorFromProto reads both.
 enum class TensorDataField { Raw, Typed };
 
 // Sets t's type, dims and data from data laid out as info says; other data fields are cleared.
@@ -69,6 +71,27 @@ TensorDataField dataFieldOf(const onnx::TensorProto& t);
 // not writable). external_data.cpp.
 void saveInitializersExternally(onnx::ModelProto& model, const std::vector<std::string>& ids,
                                 const std::string& filename);
+
+// Where an externally stored tensor's data is (external_data entries; length -1 when not given).
+struct ExternalRef {
+  std::string location;
+  int64_t offset = 0;
+  int64_t length = -1;
+};
+ExternalRef externalRef(const onnx::TensorProto& t);
+
+// Writes `value` over the bytes of the externally stored tensor t in its file (offset and length
+// as t's external_data say; the file must exist), leaving t's reference as it is: how an updated
+// weight goes back to the file it came from. external_data.cpp.
+void writeExternalData(const onnx::TensorProto& t, const HostTensor& value,
+                       const std::string& what);
+
+// When the initializer `besideId` of `model` is stored externally, stores t (holding `value`) in
+// the same file, after every byte range of that file the model's initializers use, and returns
+// true; else returns false and leaves t alone. As PopART saves a weight's optimizer state beside
+// it. external_data.cpp.
+bool saveBesideExternalInitializer(const onnx::ModelProto& model, onnx::TensorProto& t,
+                                   const HostTensor& value, const std::string& besideId);
 
 // Sets (or replaces) a metadata_props entry.
 void setMetadataProp(onnx::ModelProto& model, const std::string& key, const std::string& value);
