@@ -131,45 +131,6 @@ class PackedFloat16Test(unittest.TestCase):
                                                          {"x": np.ones(3, np.float16)}, "y")
                 np.testing.assert_array_equal(out, values + np.float16(1))
 
-    def test_builder_and_model_to_host_write_float16_packed(self):
-        # PopART's programs view int32_data as float16 (two values an entry); the Builder's
-        # initializers, the trained model and its float16 optimizer state are written so, while
-        # convertFloatsToHalfs leaves its halves in raw_data as PopART's does.
-        def halves(t):
-            self.assertEqual(t.raw_data, b"", t.name)
-            return np.asarray(t.int32_data, np.int32).view(np.float16)[:np.prod(t.dims)]
-        values = np.array([1.5, -2.0, 0.25], np.float16)
-        b = popart.Builder()
-        x = b.addInputTensor(popart.TensorInfo("FLOAT16", [3]), "x")
-        w = b.addInitializedInputTensor(values, "w")
-        loss = b.aiGraphcore.l1loss([b.aiOnnx.mul([x, w])], 1.0,
-                                    reduction=popart.ReductionType.Sum)
-        proto = onnx.load_from_string(b.getModelProto())
-        np.testing.assert_array_equal(halves(proto.graph.initializer[0]), values)
-        opt = popart.SGD({"defaultLearningRate": (0.5, True), "defaultMomentum": (0.5, True)},
-                         accumulatorAndMomentum=popart.SGDAccumulatorAndMomentum.Separate,
-                         accl1Type=popart.DataType.FLOAT16)
-        session = popart.TrainingSession(b.getModelProto(), popart.DataFlow(1, []), loss, opt,
-                                         popart.DeviceManager().createCpuDevice())
-        session.prepareDevice()
-        session.weightsFromHost()
-        session.run(popart.PyStepIO({x: np.ones(3, np.float16)}, {}))
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "trained.onnx")
-            session.modelToHost(path)
-            saved = {t.name: t for t in onnx.load(path).graph.initializer}
-        # d(l1)/dw = sign(w): w - 0.5 * sign(w); the velocity holds sign(w).
-        np.testing.assert_array_equal(halves(saved["w"]), values - np.float16(0.5) * np.sign(values))
-        np.testing.assert_array_equal(halves(saved["Accl1___w"]), np.sign(values))
-        gt = popart.GraphTransformer(
-            model([helper.make_node("Add", ["x", "c"], ["y"])],
-                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
-                  [numpy_helper.from_array(values.astype(np.float32), "c")]).SerializeToString())
-        gt.convertFloatsToHalfs()
-        c = onnx.load_from_string(gt.getModelProto()).graph.initializer[0]
-        np.testing.assert_array_equal(numpy_helper.to_array(c), values)
-
 
 if __name__ == "__main__":
     unittest.main()

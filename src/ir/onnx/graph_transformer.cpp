@@ -94,10 +94,8 @@ void convertType(onnx::ModelProto& model, DataType from, DataType to, bool clip 
         }
         const HostTensor value = ir::onnxutil::tensorFromProto(t, where);
         const HostTensor converted = convertValues(value, to, clip, where);
-        // PopART's float-to-half conversion leaves its halves in raw_data.
         ir::onnxutil::setTensorProto(t, converted.raw(), converted.info(),
-                                     to == DataType::FLOAT16 ? ir::onnxutil::TensorDataField::Raw
-                                                             : ir::onnxutil::TensorDataField::Typed);
+                                     ir::onnxutil::TensorDataField::Typed);
       },
       [&](onnx::ValueInfoProto& vi) {
         if (!vi.has_type() || !vi.type().has_tensor_type()) return;

@@ -363,9 +363,6 @@ void setTensorProto(onnx::TensorProto& t, const void* data, const TensorInfo& in
   } else if (field == TensorDataField::Typed && info.dataType() == DataType::INT32) {
     t.mutable_int32_data()->Resize(n, 0);
     if (bytes != 0) std::memcpy(t.mutable_int32_data()->mutable_data(), data, bytes);
-  } else if (field == TensorDataField::Typed && info.dataType() == DataType::FLOAT16) {
-    t.mutable_int32_data()->Resize((n + 1) / 2, 0);
-    if (bytes != 0) std::memcpy(t.mutable_int32_data()->mutable_data(), data, bytes);
   } else if (field == TensorDataField::Typed && info.dataType() == DataType::INT64) {
     t.mutable_int64_data()->Resize(n, 0);
     if (bytes != 0) std::memcpy(t.mutable_int64_data()->mutable_data(), data, bytes);

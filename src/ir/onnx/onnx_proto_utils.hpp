@@ -54,8 +54,6 @@ HostTensor tensorFromProto(const onnx::TensorProto& t, const std::string& what);
 // Where setTensorProto puts the values: raw_data, or the element type's typed field for FLOAT
 // (float_data), INT32 (int32_data) and INT64 (int64_data) — as PopART's Builder writes
 // initializers, which PopART programs read back field by field — and raw_data for other types.
-// Typed FLOAT16 goes to int32_data two values to an entry, PopART's layout (its programs view
-// int32_data as float16), not onnx.proto's one per entry; tensorFromProto reads both.
 enum class TensorDataField { Raw, Typed };
 
 // Sets t's type, dims and data from data laid out as info says; other data fields are cleared.
