@@ -19,6 +19,7 @@
 #include "session/offchip_plan.hpp"
 #include "session/option_checks.hpp"
 #include "session/option_ranges.hpp"
+#include "session/pattern_checks.hpp"
 #include "session/phase_times.hpp"
 #include "session/step_buffers.hpp"
 #include "session/training_graph.hpp"
@@ -149,6 +150,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     }
   }
 
+  checkForwardOpsAgainstPatterns(*graph_, config_.patterns);
   if (config_.training) checkLoss(*graph_, config_.loss);
   if (!config_.training) checkLossScalingInInference(config_.options);
   const std::vector<TensorId> gradientTargets = checkAnchorsExist();
