@@ -125,9 +125,17 @@ void canonicalizeRnn(const CellInfo& ci, Op& op, const Graph& graph) {
   for (auto& s : acts) s = canonicalActivation(ctx, s);
   a.set("activations", acts);
   // activation_alpha/beta only parameterise functions (Affine, LeakyRelu, ...) that are refused
-  // above; Sigmoid, Tanh and Relu take none.
-  a.erase("activation_alpha");
-  a.erase("activation_beta");
+  // above; Sigmoid, Tanh and Relu take none, so a value given would be used by none of them.
+  for (const char* name : {"activation_alpha", "activation_beta"}) {
+    if (a.has(name) && !a.getFloats(name).empty()) {
+      std::string names;
+      for (const auto& f : acts) names += (names.empty() ? "" : ", ") + f;
+      ctx.fail("attribute '{}' is not supported: none of the activations ({}) takes a parameter, "
+               "so its {} value(s) would have no effect; leave it out",
+               name, names, a.getFloats(name).size());
+    }
+    a.erase(name);
+  }
 
   if (a.has("clip")) {
     const float clip = a.getFloat("clip");
