@@ -48,6 +48,40 @@ class WholeMessageTest(unittest.TestCase):
                          "tensor, shape [1 3 2], rank 3.")
         self.assertIn("Transpose", str(ctx.exception))
 
+    def test_matmul_scalar_and_contracting_dimensions(self):
+        b = popart.Builder(opsets={"ai.onnx": 10, "ai.graphcore": 1})
+        s = b.addInputTensor(popart.TensorInfo("FLOAT", []), "s")
+        m = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 4]), "m")
+        y = b.aiOnnx.matmul([s, m])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertEqual(ctx.exception.args[0],
+                         f"Op(ai.onnx.MatMul:9, inputs=[s, m], outputs=[{y}]) doesn't support "
+                         "scalar tensor s as the lhs input")
+        self.assertIn("rank >= 1", str(ctx.exception))
+        b = popart.Builder(opsets={"ai.onnx": 13, "ai.graphcore": 1})
+        a = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 4]), "a")
+        y = b.aiOnnx.matmul([a, a])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertEqual(ctx.exception.args[0],
+                         f"Op(ai.onnx.MatMul:13, inputs=[a, a], outputs=[{y}]) contracting "
+                         "dimensions unequal: lhs 'a' [3 4], rhs 'a' [3 4]")
+        self.assertIn("has K=4 but B 'a' [3,4] has K=3", str(ctx.exception))
+
+    def test_broadcast_frames_not_aligned(self):  # PopART's phrase ends xtrain's message
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [10, 10]), "x")
+        z = b.addInputTensor(popart.TensorInfo("FLOAT", [10, 5]), "z")
+        y = b.aiOnnx.add([x, z])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertIn("np broadcasting failed on 'Op(ai.onnx.Add:", ctx.exception.args[0])
+        self.assertTrue(ctx.exception.args[0].endswith(
+            f"inputs=[x, z], outputs=[{y}])', frames [10, 10] and [10, 5] are not aligned"))
+        self.assertIn("Add", ctx.exception.args[0])
+        self.assertIn("output dimension 1 would be 10 and 5", ctx.exception.args[0])
+
 
 class PhraseTest(unittest.TestCase):
     def assertRaisesPhrase(self, builder, outputs, phrase, op):
