@@ -69,6 +69,20 @@ class WholeMessageTest(unittest.TestCase):
                          "dimensions unequal: lhs 'a' [3 4], rhs 'a' [3 4]")
         self.assertIn("has K=4 but B 'a' [3,4] has K=3", str(ctx.exception))
 
+    def test_slice_starts_not_constant(self):
+        b = popart.Builder(opsets={"ai.onnx": 10, "ai.graphcore": 1})
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 4]), "x")
+        starts = b.addInputTensor(popart.TensorInfo("INT32", [2]), "starts")
+        ends = b.aiOnnx.constant(np.array([2, 3], dtype=np.int32))
+        y = b.aiOnnx.slice([x, starts, ends])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertEqual(ctx.exception.args[0],
+                         "Need the value of the ai.onnx.Slice:10 input 'starts' to determine the "
+                         "output shape, but was unable because [Tensor::getDataViaGraphTraversal] "
+                         "Could not work out tensor data for starts.")
+        self.assertIn("input 1 ('starts', used as 'starts') is not a constant", str(ctx.exception))
+
     def test_broadcast_frames_not_aligned(self):  # PopART's phrase ends xtrain's message
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [10, 10]), "x")
