@@ -83,6 +83,17 @@ class WholeMessageTest(unittest.TestCase):
                          "Could not work out tensor data for starts.")
         self.assertIn("input 1 ('starts', used as 'starts') is not a constant", str(ctx.exception))
 
+    def test_nothing_to_compute(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+        b.aiOnnx.sqrt([x])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, [x]),
+                                    deviceInfo=popart.DeviceManager().createCpuDevice())
+        self.assertEqual(ctx.exception.args[0],
+                         "All operations in the main graph were pruned, nothing to compute")
+        self.assertIn("compute none of the anchored tensors ('x')", str(ctx.exception))
+
     def test_broadcast_frames_not_aligned(self):  # PopART's phrase ends xtrain's message
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [10, 10]), "x")
