@@ -94,6 +94,34 @@ class WholeMessageTest(unittest.TestCase):
                          "All operations in the main graph were pruned, nothing to compute")
         self.assertIn("compute none of the anchored tensors ('x')", str(ctx.exception))
 
+    def test_serialize_matmul_factor(self):
+        def model(mode, factor):
+            b = popart.Builder()
+            l = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 6]), "l")
+            r = b.addInputTensor(popart.TensorInfo("FLOAT", [6, 4]), "r")
+            y = b.aiOnnx.matmul([l, r])
+            b.setSerializeMatMul({y}, mode, factor)
+            return b, y
+
+        for mode, factor, dim, words in (("output_channels", 3, 4, "output channels dim 4. "
+                                                                     "output_channels"),
+                                         ("reducing_dim", 4, 6, "reducing dimension 6. "
+                                                                "reducing_dim"),
+                                         ("input_channels", 3, 2, "input channels dim 2. "
+                                                                  "input_channels")):
+            b, y = model(mode, factor)
+            with self.assertRaises(popart.popart_exception) as ctx:
+                inference(b, [y])
+            self.assertEqual(ctx.exception.args[0],
+                             f"Invalid serialisation factor {factor} for {words} dim should be a "
+                             "multiple of the serialisation factor")
+            self.assertIn("MatMul", str(ctx.exception))
+        for mode, factor in (("output_channels", 2), ("reducing_dim", 3), ("none", 5)):
+            b, y = model(mode, factor)
+            inference(b, [y])
+            self.assertEqual(b.nodeHasAttribute("__serialize_matmul_factor", {y}),
+                             mode != "none")
+
     def test_broadcast_frames_not_aligned(self):  # PopART's phrase ends xtrain's message
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [10, 10]), "x")

@@ -88,6 +88,48 @@ void checkMatMulOperands(const ShapeContext& ctx, const Shape& a, const Shape& b
                      shapeToString(b), kb));
 }
 
+// Builder.setSerializeMatMul's attributes (PopART's names): the factor must divide the dimension
+// the mode names. Serialising changes nothing xtrain computes; the check is PopART's, whose
+// programs match the start of its message (popart_worded_error).
+void checkSerializeMatMul(const ShapeContext& ctx, const Shape& a, const Shape& b) {
+  const Attributes& at = ctx.attrs();
+  if (!at.has("__serialize_matmul_mode")) return;
+  const std::string mode = at.getString("__serialize_matmul_mode");
+  if (mode == "none") return;
+  const int64_t factor = at.getInt("__serialize_matmul_factor", 0);
+  if (factor <= 0) {
+    ctx.fail("Invalid serialisation factor {}. Serialisation factor must be a non-zero positive "
+             "integer (Builder.setSerializeMatMul, mode '{}')",
+             factor, mode);
+  }
+  const Shape pa = promoteA(a);
+  const Shape pb = promoteB(b);
+  int64_t dim = 0;
+  std::string popart;
+  if (mode == "input_channels") {
+    dim = pa[pa.size() - 2];
+    popart = "input channels dim {}. input_channels";
+  } else if (mode == "reducing_dim") {
+    dim = pa.back();
+    popart = "reducing dimension {}. reducing_dim";
+  } else if (mode == "output_channels") {
+    dim = pb.back();
+    popart = "output channels dim {}. output_channels";
+  } else {
+    ctx.fail("__serialize_matmul_mode '{}' is not input_channels, reducing_dim, output_channels or "
+             "none",
+             mode);
+  }
+  if (dim % factor == 0) return;
+  const std::string text = xtrain::format(
+      "Invalid serialisation factor {} for " + popart +
+          " dim should be a multiple of the serialisation factor",
+      factor, dim);
+  throw popart_worded_error(
+      text, xtrain::format("{}: {} (Builder.setSerializeMatMul: A {}, B {}, mode '{}')",
+                           ctx.op().describe(), text, shapeToString(a), shapeToString(b), mode));
+}
+
 // MatMul(A, B): numpy matmul. Canonical form = ONNX form (no attributes). 1-D operands are promoted
 // and the promoted dimension is removed from the result; batch dimensions broadcast.
 std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
@@ -96,6 +138,7 @@ std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
   const Shape& a = ctx.input(0).shape();
   const Shape& b = ctx.input(1).shape();
   checkMatMulOperands(ctx, a, b);
+  checkSerializeMatMul(ctx, a, b);
   Shape y = batchedProductShape(ctx, promoteA(a), promoteB(b), false, false, a, b);
   if (b.size() == 1) {
     y.erase(y.end() - 1);
