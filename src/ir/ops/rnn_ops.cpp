@@ -10,7 +10,8 @@
 //    accepted from opset 14, as ONNX defines it;
 //  - activations: the full list, one entry per gate function and direction (LSTM 3, GRU 2, RNN 1
 //    per direction), each "Sigmoid", "Tanh" or "Relu" (a per-direction list given once for a
-//    bidirectional op is repeated); other activation functions are refused naming the op;
+//    bidirectional op is repeated); other activation functions are refused naming the op, and so
+//    are activation_alpha/beta values (no supported function takes one; an empty list is fine);
 //  - clip (float, present only when clipping; the gate functions' inputs are clamped to
 //    [-clip, clip], the cell output function's is not), input_forget (LSTM: f = 1 - i),
 //    linear_before_reset (GRU; PyTorch exports 1). LSTM peepholes P are supported.
