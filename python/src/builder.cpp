@@ -13,6 +13,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "bindings.hpp"
@@ -154,6 +156,23 @@ py::object getNodeAttr(PyBuilder& b, const std::string& attribute, const py::obj
     if (it != attrs.end()) return it->second;
   }
   throw py::key_error(what + ": no " + attribute + " was set for " + reprOf(names));
+}
+
+// setSerializeMatMul writes PopART's node attributes into the model, as PopART's Builder does:
+// the MatMul checks the factor against its shapes when the session is made (matmul_ops.cpp); the
+// serialisation itself has no effect here (docs/python.md).
+void writeSerializeMatMul(PyBuilder& b, const py::object& names, const std::string& mode,
+                          int64_t factor, bool keepPrecision) {
+  const auto ids = outputNames(b, names, "Builder.setSerializeMatMul");
+  const std::set<TensorId> set(ids.begin(), ids.end());
+  const std::pair<const char*, std::variant<std::string, int64_t>> attrs[] = {
+      {"__serialize_matmul_mode", mode},
+      {"__serialize_matmul_factor", factor},
+      {"__serialize_matmul_precision", int64_t{keepPrecision ? 1 : 0}}};
+  for (const auto& [name, value] : attrs) {
+    if (b.b().nodeHasAttribute(name, set)) b.b().removeNodeAttribute(name, set);
+    std::visit([&](const auto& v) { b.b().addNodeAttribute(name, v, set); }, value);
+  }
 }
 
 // ---- the Builder ----
@@ -648,6 +667,7 @@ void bindNodeSettings(py::class_<PyBuilder>& c) {
         }
         setNodeAttr(b, "serializeMatMul", nodeOutputName,
                     py::make_tuple(mode, factor, keep_precision), "Builder.setSerializeMatMul");
+        if (mode != "none") writeSerializeMatMul(b, nodeOutputName, mode, factor, keep_precision);
       },
       py::arg("nodeOutputName"), py::arg("mode"), py::arg("factor") = 0,
       py::arg("keep_precision") = false);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/check.hpp"
+#include "ir/ops/popart_wording.hpp"
 
 namespace xtrain::ir {
 
@@ -148,10 +149,18 @@ Shape broadcastShapes(const ShapeContext& ctx, const Shape& a, const Shape& b) {
     const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
+      // PopART's programs match on its words, which end the message.
+      auto frame = [](const Shape& s) {
+        std::string f;
+        for (int64_t d : s) f += (f.empty() ? "" : ", ") + std::to_string(d);
+        return "[" + f + "]";
+      };
       ctx.fail(
           "shapes {} and {} cannot be broadcast together: output dimension {} would be {} and {} "
-          "(corresponding dimensions must have the same value or one of them must be 1)",
-          shapeToString(a), shapeToString(b), i, da, db);
+          "(corresponding dimensions must have the same value or one of them must be 1); np "
+          "broadcasting failed on '{}', frames {} and {} are not aligned",
+          shapeToString(a), shapeToString(b), i, da, db, popartOpName(ctx.op()), frame(a),
+          frame(b));
     }
     out[i] = da == 1 ? db : da;
   }

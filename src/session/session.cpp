@@ -136,13 +136,14 @@ void checkPatterns(const Patterns& patterns) {
 session::SessionConfig sessionConfig(const std::string& model, const DataFlow& dataFlow,
                                      std::shared_ptr<DeviceInfo> deviceInfo,
                                      const InputShapeInfo& inputShapeInfo,
-                                     const SessionOptions& options) {
+                                     const SessionOptions& options, const Patterns& patterns) {
   session::SessionConfig config;
   config.model = model;
   config.dataFlow = dataFlow;
   config.device = std::move(deviceInfo);
   config.inputShapes = inputShapeInfo.getInfos();
   config.options = options;
+  config.patterns = patterns;
   return config;
 }
 
@@ -154,7 +155,8 @@ std::unique_ptr<InferenceSession> InferenceSession::createFromOnnxModel(
     const Patterns& patterns) {
   checkPatterns(patterns);
   session::SessionConfig config =
-      sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions);
+      sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions,
+                    patterns);
   auto impl = std::make_unique<session::SessionImpl>(std::move(config));
   return std::unique_ptr<InferenceSession>(new InferenceSession(std::move(impl)));
 }
@@ -166,7 +168,8 @@ std::unique_ptr<TrainingSession> TrainingSession::createFromOnnxModel(
     const Patterns& patterns) {
   checkPatterns(patterns);
   session::SessionConfig config =
-      sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions);
+      sessionConfig(model, dataFlow, std::move(deviceInfo), inputShapeInfo, userOptions,
+                    patterns);
   config.training = true;
   config.loss = loss;
   config.optimizer = optimizer.clone();

@@ -9,6 +9,7 @@
 #include "xtrain/dataflow.hpp"
 #include "xtrain/devicemanager.hpp"
 #include "xtrain/optimizer.hpp"
+#include "xtrain/patterns.hpp"
 #include "xtrain/sessionoptions.hpp"
 
 namespace xtrain::session {
@@ -19,6 +20,8 @@ struct SessionConfig {
   std::shared_ptr<DeviceInfo> device;
   std::map<TensorId, TensorInfo> inputShapes;
   SessionOptions options;
+  // Checked when the session is created (session/pattern_checks.hpp).
+  Patterns patterns;
   // Training only:
   bool training = false;
   TensorId loss;

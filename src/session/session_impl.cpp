@@ -19,11 +19,13 @@
 #include "session/offchip_plan.hpp"
 #include "session/option_checks.hpp"
 #include "session/option_ranges.hpp"
+#include "session/pattern_checks.hpp"
 #include "session/phase_times.hpp"
 #include "session/step_buffers.hpp"
 #include "session/training_graph.hpp"
 #include "session/virtual_graphs.hpp"
 #include "xtrain/logging.hpp"
+#include "xtrain/popart_error.hpp"
 #include "xtrain/tensornames.hpp"
 
 namespace xtrain::session {
@@ -104,6 +106,24 @@ void checkOptionsFit(const SessionConfig& config, int64_t localReplicas) {
   }
 }
 
+// An inference session whose ops all compute nothing it returns: PopART prunes every op and
+// refuses the graph (its message, which its programs compare, is args[0]). A model without ops
+// is left to the anchor checks.
+void checkSomethingToCompute(const ir::Graph& graph, const DataFlow& dataFlow) {
+  if (graph.ops().empty()) return;
+  // Some op is needed exactly when some anchor is an op's output.
+  for (const auto& a : dataFlow.anchors()) {
+    if (graph.hasTensor(a) && graph.tensor(a).producer >= 0) return;
+  }
+  std::string anchors;
+  for (const auto& a : dataFlow.anchors()) anchors += (anchors.empty() ? "'" : ", '") + a + "'";
+  const std::string popart = "All operations in the main graph were pruned, nothing to compute";
+  throw popart_worded_error(
+      popart, xtrain::format("the model's {} op(s) compute none of the anchored tensors ({}), so "
+                             "the session has nothing to compute; anchor an op's output. {}",
+                             graph.ops().size(), anchors.empty() ? "none" : anchors, popart));
+}
+
 }  // namespace
 
 SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
@@ -150,9 +170,11 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     }
   }
 
+  checkForwardOpsAgainstPatterns(*graph_, config_.patterns);
   if (config_.training) checkLoss(*graph_, config_.loss);
   if (!config_.training) checkLossScalingInInference(config_.options);
   const std::vector<TensorId> gradientTargets = checkAnchorsExist();
+  if (!config_.training) checkSomethingToCompute(*graph_, config_.dataFlow);
   for (const auto& [opId, op] : graph_->ops()) {
     // Dropout and ShapedDropout drop only when training, as PopART's do.
     if (op->type == "Dropout" || op->type == "ShapedDropout") {

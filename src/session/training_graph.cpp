@@ -7,6 +7,7 @@
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "ir/recompute/recompute.hpp"
+#include "session/pattern_checks.hpp"
 #include "replication/sharding.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/tensornames.hpp"
@@ -147,6 +148,9 @@ TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
   }
   ir::AutodiffOptions ad;
   ad.seed = updates.addLossScaling(g);
+  ad.beforeGradient = [&config](const ir::Op& op, const std::vector<bool>& needsGrad) {
+    checkGradientAgainstPatterns(op, needsGrad, config.patterns);
+  };
   // The weights' gradients, those the DataFlow anchors (Gradient___<t>) and those automatic loss
   // scaling tracks by name; the contributions it chooses from.
   const std::vector<TensorId> anchored = gradientAnchorTargets(config.dataFlow);

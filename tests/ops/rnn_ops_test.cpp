@@ -757,6 +757,28 @@ TEST(RnnOpsErrors, BadAttributes) {
   expectOpError(op6, {"LSTM", "opset 6", "opsets 7 to 17"});
 }
 
+// activation_alpha/beta parameterise none of the supported activations: a value given is refused
+// (an empty list is accepted).
+TEST(RnnOpsErrors, ActivationParametersRefused) {
+  Case c;
+  c.type = "RNN";
+  for (const char* name : {"activation_alpha", "activation_beta"}) {
+    auto in = makeInputs(c, 5);
+    Packed p = pack(in);
+    auto run = [&](std::vector<float> values) {
+      runForward(
+          [&](ir::Graph& graph, const std::vector<TensorId>& ids) {
+            std::vector<TensorId> ins(6);
+            for (size_t k = 0; k < ids.size(); ++k) ins[static_cast<size_t>(p.slot[k])] = ids[k];
+            return addOp(graph, "RNN", ins, attrs({{name, values}}), 1);
+          },
+          p.tensors);
+    };
+    expectError([&] { run({1.0f}); }, {"RNN", name, "not supported", "Tanh", "1 value"});
+    EXPECT_NO_THROW(run({}));
+  }
+}
+
 TEST(RnnOpsErrors, BadShapesAndTypes) {
   Case c;
   auto in = makeInputs(c, 5);

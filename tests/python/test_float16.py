@@ -88,10 +88,11 @@ class Float16InferenceTest(PrivatePool, unittest.TestCase):
     def test_float32_data_for_a_float16_input_is_refused(self):
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT16", [2]), "x")
-        b.addOutputTensor(b.aiOnnx.identity([x]))
+        y = b.aiOnnx.identity([x])
+        b.addOutputTensor(y)
         with self.assertRaisesRegex(popart.popart_exception,
                                     r"'x'.*expected dtype float16 \(FLOAT16\), got float32"):
-            infer(b, [x], {x: np.zeros(2, np.float32)})
+            infer(b, [x, y], {x: np.zeros(2, np.float32)})
 
 
 class Float16TrainingTest(PrivatePool, unittest.TestCase):

@@ -66,10 +66,55 @@ class PatternsTest(unittest.TestCase):
         reference = self.train(None)
         np.testing.assert_array_equal(self.train(popart.Patterns(popart.PatternsLevel.All)),
                                       reference)
-        np.testing.assert_array_equal(
-            self.train(popart.Patterns([]).enableRuntimeAsserts(False)), reference)
+        np.testing.assert_array_equal(self.train(popart.Patterns(popart.PatternsLevel.Minimal)),
+                                      reference)
+        # Without asserts a set without a pattern the graph needs is refused when the graph is made.
+        with self.assertRaisesRegex(
+                popart.popart_exception,
+                "gradient of input 0 \\('d'\\) of Mul .*This op should have been removed by "
+                "pattern MulArgGradOp$"):
+            self.session(popart.Patterns([]).enableRuntimeAsserts(False))
         with self.assertRaisesRegex(TypeError, "patterns: expected a popart.Patterns"):
             self.session("PreUniRepl")
+
+    def test_a_graph_needing_a_disabled_pattern_is_refused(self):
+        def model(op, inputs, loss):
+            b = popart.Builder()
+            x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+            w = b.addInitializedInputTensor(np.ones(2, np.float32), "w")
+            y = op(b, [{"x": x, "w": w}[i] for i in inputs])
+            out = b.aiGraphcore.l1loss([y], 1.0) if loss else y
+            return b.getModelProto(), out
+
+        def session(op, inputs, names, loss=True):
+            proto, out = model(op, inputs, loss)
+            patterns = popart.Patterns(names).enableRuntimeAsserts(False)
+            dev = popart.DeviceManager().createCpuDevice()
+            if not loss:
+                return popart.InferenceSession(proto, popart.DataFlow(1, [out]), dev,
+                                               patterns=patterns)
+            return popart.TrainingSession(proto, popart.DataFlow(1, [out]), out, sgd(0.1), dev,
+                                          patterns=patterns)
+
+        def sub(b, ins):
+            return b.aiOnnx.sub(ins)
+
+        def cosh(b, ins):
+            return b.aiOnnx.cosh(ins)
+
+        # Sub's gradient needs a pattern for its second input only.
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "input 1 \\('w'\\) of Sub.*enable SubtractArg1GradOp.*"
+                                    "This op should have been removed by pattern "
+                                    "SubtractArg1GradOp$"):
+            session(sub, ["x", "w"], [])
+        session(sub, ["w", "x"], [])
+        session(sub, ["x", "w"], ["SubtractArg1GradOp"])
+        # Cosh needs its pattern even without training.
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    "^Cosh .*This op should have been removed by pattern CoshOp$"):
+            session(cosh, ["x"], [], loss=False)
+        session(cosh, ["x"], ["CoshOp"], loss=False)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,93 @@ class WholeMessageTest(unittest.TestCase):
                          "tensor, shape [1 3 2], rank 3.")
         self.assertIn("Transpose", str(ctx.exception))
 
+    def test_matmul_scalar_and_contracting_dimensions(self):
+        b = popart.Builder(opsets={"ai.onnx": 10, "ai.graphcore": 1})
+        s = b.addInputTensor(popart.TensorInfo("FLOAT", []), "s")
+        m = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 4]), "m")
+        y = b.aiOnnx.matmul([s, m])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertEqual(ctx.exception.args[0],
+                         f"Op(ai.onnx.MatMul:9, inputs=[s, m], outputs=[{y}]) doesn't support "
+                         "scalar tensor s as the lhs input")
+        self.assertIn("rank >= 1", str(ctx.exception))
+        b = popart.Builder(opsets={"ai.onnx": 13, "ai.graphcore": 1})
+        a = b.addInputTensor(popart.TensorInfo("FLOAT", [3, 4]), "a")
+        y = b.aiOnnx.matmul([a, a])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertEqual(ctx.exception.args[0],
+                         f"Op(ai.onnx.MatMul:13, inputs=[a, a], outputs=[{y}]) contracting "
+                         "dimensions unequal: lhs 'a' [3 4], rhs 'a' [3 4]")
+        self.assertIn("has K=4 but B 'a' [3,4] has K=3", str(ctx.exception))
+
+    def test_slice_starts_not_constant(self):
+        b = popart.Builder(opsets={"ai.onnx": 10, "ai.graphcore": 1})
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 4]), "x")
+        starts = b.addInputTensor(popart.TensorInfo("INT32", [2]), "starts")
+        ends = b.aiOnnx.constant(np.array([2, 3], dtype=np.int32))
+        y = b.aiOnnx.slice([x, starts, ends])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertEqual(ctx.exception.args[0],
+                         "Need the value of the ai.onnx.Slice:10 input 'starts' to determine the "
+                         "output shape, but was unable because [Tensor::getDataViaGraphTraversal] "
+                         "Could not work out tensor data for starts.")
+        self.assertIn("input 1 ('starts', used as 'starts') is not a constant", str(ctx.exception))
+
+    def test_nothing_to_compute(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+        b.aiOnnx.sqrt([x])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, [x]),
+                                    deviceInfo=popart.DeviceManager().createCpuDevice())
+        self.assertEqual(ctx.exception.args[0],
+                         "All operations in the main graph were pruned, nothing to compute")
+        self.assertIn("compute none of the anchored tensors ('x')", str(ctx.exception))
+
+    def test_serialize_matmul_factor(self):
+        def model(mode, factor):
+            b = popart.Builder()
+            l = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 6]), "l")
+            r = b.addInputTensor(popart.TensorInfo("FLOAT", [6, 4]), "r")
+            y = b.aiOnnx.matmul([l, r])
+            b.setSerializeMatMul({y}, mode, factor)
+            return b, y
+
+        for mode, factor, dim, words in (("output_channels", 3, 4, "output channels dim 4. "
+                                                                     "output_channels"),
+                                         ("reducing_dim", 4, 6, "reducing dimension 6. "
+                                                                "reducing_dim"),
+                                         ("input_channels", 3, 2, "input channels dim 2. "
+                                                                  "input_channels")):
+            b, y = model(mode, factor)
+            with self.assertRaises(popart.popart_exception) as ctx:
+                inference(b, [y])
+            self.assertEqual(ctx.exception.args[0],
+                             f"Invalid serialisation factor {factor} for {words} dim should be a "
+                             "multiple of the serialisation factor")
+            self.assertIn("MatMul", str(ctx.exception))
+        for mode, factor in (("output_channels", 2), ("reducing_dim", 3), ("none", 5)):
+            b, y = model(mode, factor)
+            inference(b, [y])
+            self.assertEqual(b.nodeHasAttribute("__serialize_matmul_factor", {y}),
+                             mode != "none")
+
+    def test_broadcast_frames_not_aligned(self):  # PopART's phrase ends xtrain's message
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [10, 10]), "x")
+        z = b.addInputTensor(popart.TensorInfo("FLOAT", [10, 5]), "z")
+        y = b.aiOnnx.add([x, z])
+        with self.assertRaises(popart.popart_exception) as ctx:
+            inference(b, [y])
+        self.assertIn("np broadcasting failed on 'Op(ai.onnx.Add:", ctx.exception.args[0])
+        self.assertTrue(ctx.exception.args[0].endswith(
+            f"inputs=[x, z], outputs=[{y}])', frames [10, 10] and [10, 5] are not aligned"))
+        self.assertIn("Add", ctx.exception.args[0])
+        self.assertIn("output dimension 1 would be 10 and 5", ctx.exception.args[0])
+
 
 class PhraseTest(unittest.TestCase):
     def assertRaisesPhrase(self, builder, outputs, phrase, op):

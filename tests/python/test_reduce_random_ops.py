@@ -278,9 +278,14 @@ class ShapedDropoutTest(unittest.TestCase):
         y = b.aiGraphcore.shapeddropout([t], shape=[4, 4])
         with self.assertRaises(popart.popart_exception) as e:
             run(b, [y], {t: np.zeros((2, 2), np.float32)})
-        # PopART's message, after the import's "importing <model>: " prefix.
+        # PopART's message, after the import's "importing <model>: " prefix; args[0] is PopART's
+        # alone (its tests match the start).
         self.assertIn("ShapedDropout: incompatible input tensor and dropout shape.",
                       str(e.exception))
+        self.assertEqual(e.exception.args[0],
+                         "ShapedDropout: incompatible input tensor and dropout shape. "
+                         "ai.graphcore.ShapedDropout:1 is configured with shape [4 4] which is "
+                         "not broadcastable to the input tensor with shape [2 2].")
         b = popart.Builder()
         t = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 2]))
         y = b.aiGraphcore.shapeddropout([t], shape=[2, 2], ratio=1.5)

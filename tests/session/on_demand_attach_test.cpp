@@ -34,14 +34,14 @@ std::string linearModel(int64_t cols) {
   const std::vector<float> w(static_cast<size_t>(6 * cols), 0.5f);
   const TensorId weight =
       b->addInitializedInputTensor(ConstVoidData::fromVector<float>({6, cols}, w), "W");
-  b->addOutputTensor(onnx.matmul({x, weight}));
+  b->addOutputTensor(onnx.matmul({x, weight}, "y"));
   return b->getModelProto();
 }
 
 std::unique_ptr<InferenceSession> sessionOn(std::shared_ptr<DeviceInfo> device, int64_t cols) {
-  // (An inference session needs an anchor, as PopART's does; the input is the cheapest.)
+  // (An inference session needs an anchor that an op computes, as PopART's does.)
   return InferenceSession::createFromOnnxModel(
-      linearModel(cols), DataFlow(1, std::vector<TensorId>{"x"}), std::move(device));
+      linearModel(cols), DataFlow(1, std::vector<TensorId>{"y:0"}), std::move(device));
 }
 
 // A private pool of 8 IPUs (testing/private_ipu_pool.hpp).

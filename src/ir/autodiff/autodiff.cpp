@@ -119,6 +119,7 @@ std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,
     }
     if (!anyOutput) continue;
 
+    if (options.beforeGradient) options.beforeGradient(op, needsGrad);
     const OpDef& def = OpRegistry::instance().get(op);
     if (!def.grad) {
       std::string from;

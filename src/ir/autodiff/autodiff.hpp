@@ -9,6 +9,7 @@
 #pragma once
 #pragma GCC visibility push(default)
 
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct AutodiffOptions {
   TensorId seed;  // empty: ones
   // When set, every contribution is appended, in the order autodiff made them.
   std::vector<GradientContribution>* contributions = nullptr;
+  // When set, called with each forward op and which of its inputs need a gradient, before the
+  // op's gradient is made; it may throw to refuse that gradient.
+  std::function<void(const Op&, const std::vector<bool>&)> beforeGradient;
 };
 
 std::map<TensorId, TensorId> autodiff(Graph& graph, const TensorId& loss,

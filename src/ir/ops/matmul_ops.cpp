@@ -1,5 +1,6 @@
 // Matrix products: ONNX MatMul and Gemm, and the internal MatMulT their gradients are built from.
 #include "ir/op_registry.hpp"
+#include "ir/ops/popart_wording.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -56,6 +57,79 @@ Shape batchedProductShape(const ShapeContext& ctx, const Shape& a, const Shape& 
   return concat(batch, {m, n});
 }
 
+// PopART's name of a MatMul in its messages: its MatMul versions are 1, 9 and 13.
+std::string popartMatMulName(const Op& op) {
+  return popartOpName(op, op.opset >= 13 ? 13 : op.opset >= 9 ? 9 : 1);
+}
+
+// The faults PopART's programs compare whole (popart_worded_error): a scalar operand, and unequal
+// contracting dimensions.
+void checkMatMulOperands(const ShapeContext& ctx, const Shape& a, const Shape& b) {
+  const Op& op = ctx.op();
+  for (size_t i = 0; i < 2; ++i) {
+    if (!(i == 0 ? a : b).empty()) continue;
+    const std::string side = i == 0 ? "lhs" : "rhs";
+    throw popart_worded_error(
+        xtrain::format("{} doesn't support scalar tensor {} as the {} input", popartMatMulName(op),
+                       op.inputs[i], side),
+        xtrain::format("{}: operands must have rank >= 1, got A {} and B {} (a scalar {} input "
+                       "'{}': use Mul to scale by a scalar)",
+                       op.describe(), shapeToString(a), shapeToString(b), side, op.inputs[i]));
+  }
+  const int64_t ka = promoteA(a).back();
+  const int64_t kb = *(promoteB(b).end() - 2);
+  if (ka == kb) return;
+  throw popart_worded_error(
+      xtrain::format("{} contracting dimensions unequal: lhs '{}' {}, rhs '{}' {}",
+                     popartMatMulName(op), op.inputs[0], popartSequence(a), op.inputs[1],
+                     popartSequence(b)),
+      xtrain::format("{}: inner dimensions do not match: A '{}' {} has K={} but B '{}' {} has K={}",
+                     op.describe(), op.inputs[0], shapeToString(a), ka, op.inputs[1],
+                     shapeToString(b), kb));
+}
+
+// Builder.setSerializeMatMul's attributes (PopART's names): the factor must divide the dimension
+// the mode names. Serialising changes nothing xtrain computes; the check is PopART's, whose
+// programs match the start of its message (popart_worded_error).
+void checkSerializeMatMul(const ShapeContext& ctx, const Shape& a, const Shape& b) {
+  const Attributes& at = ctx.attrs();
+  if (!at.has("__serialize_matmul_mode")) return;
+  const std::string mode = at.getString("__serialize_matmul_mode");
+  if (mode == "none") return;
+  const int64_t factor = at.getInt("__serialize_matmul_factor", 0);
+  if (factor <= 0) {
+    ctx.fail("Invalid serialisation factor {}. Serialisation factor must be a non-zero positive "
+             "integer (Builder.setSerializeMatMul, mode '{}')",
+             factor, mode);
+  }
+  const Shape pa = promoteA(a);
+  const Shape pb = promoteB(b);
+  int64_t dim = 0;
+  std::string popart;
+  if (mode == "input_channels") {
+    dim = pa[pa.size() - 2];
+    popart = "input channels dim {}. input_channels";
+  } else if (mode == "reducing_dim") {
+    dim = pa.back();
+    popart = "reducing dimension {}. reducing_dim";
+  } else if (mode == "output_channels") {
+    dim = pb.back();
+    popart = "output channels dim {}. output_channels";
+  } else {
+    ctx.fail("__serialize_matmul_mode '{}' is not input_channels, reducing_dim, output_channels or "
+             "none",
+             mode);
+  }
+  if (dim % factor == 0) return;
+  const std::string text = xtrain::format(
+      "Invalid serialisation factor {} for " + popart +
+          " dim should be a multiple of the serialisation factor",
+      factor, dim);
+  throw popart_worded_error(
+      text, xtrain::format("{}: {} (Builder.setSerializeMatMul: A {}, B {}, mode '{}')",
+                           ctx.op().describe(), text, shapeToString(a), shapeToString(b), mode));
+}
+
 // MatMul(A, B): numpy matmul. Canonical form = ONNX form (no attributes). 1-D operands are promoted
 // and the promoted dimension is removed from the result; batch dimensions broadcast.
 std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
@@ -63,9 +137,8 @@ std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
   ctx.requireFloatOrHalf(1);
   const Shape& a = ctx.input(0).shape();
   const Shape& b = ctx.input(1).shape();
-  if (a.empty() || b.empty()) {
-    ctx.fail("operands must have rank >= 1, got A {} and B {}", shapeToString(a), shapeToString(b));
-  }
+  checkMatMulOperands(ctx, a, b);
+  checkSerializeMatMul(ctx, a, b);
   Shape y = batchedProductShape(ctx, promoteA(a), promoteB(b), false, false, a, b);
   if (b.size() == 1) {
     y.erase(y.end() - 1);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/graph.hpp"
+#include "xtrain/format.hpp"
 #include "xtrain/popart_error.hpp"
 #include "xtrain/tensorinfo.hpp"
 
@@ -32,6 +34,18 @@ inline std::string popartInfo(const TensorInfo& info) {
 inline std::string popartAxisOutOfRange(int64_t axis, int64_t rank) {
   return "Axis " + std::to_string(axis) + " is out of acceptable range [" + std::to_string(-rank) +
          ", " + std::to_string(rank - 1) + "]";
+}
+
+// PopART's name of an op in its messages: "Op(ai.onnx.Add:7, inputs=[a, b], outputs=[c])".
+// `version` is the op's version in PopART (the opset that last changed it); 0 writes the model's
+// opset instead, which is the same number unless the op changed before that opset.
+inline std::string popartOpName(const Op& op, int64_t version = 0) {
+  std::string ins;
+  std::string outs;
+  for (const auto& in : op.inputs) ins += (ins.empty() ? "" : ", ") + in;
+  for (const auto& out : op.outputs) outs += (outs.empty() ? "" : ", ") + out;
+  return xtrain::format("Op({}.{}:{}, inputs=[{}], outputs=[{}])", op.domain, op.type,
+                        version > 0 ? version : op.opset, ins, outs);
 }
 
 }  // namespace xtrain::ir

@@ -4,6 +4,7 @@
 // the replica and the execution: a seed gives the same numbers again, and two ops, two replicas or
 // two runs draw differently.
 #include "ir/op_registry.hpp"
+#include "ir/ops/popart_wording.hpp"
 
 namespace xtrain::ir {
 namespace {
@@ -123,11 +124,19 @@ XT_REGISTER_OP([] {
       fits = d == 1 || d == x.shape()[x.shape().size() - 1 - i];
     }
     if (!fits) {
-      // PopART's message first: its tests match the start.
-      throw error(
-          "ShapedDropout: incompatible input tensor and dropout shape. {} is configured with shape "
-          "{} which is not broadcastable to the input tensor with shape {}.",
-          ctx.op().describe(), shapeToString(shape), shapeToString(x.shape()));
+      // PopART's tests match the start of its message: args[0] is it, str() xtrain's (which
+      // the import prefixes with the model).
+      const Op& op = ctx.op();
+      const std::string popart = xtrain::format(
+          "ShapedDropout: incompatible input tensor and dropout shape. {}.{}:{} is configured with "
+          "shape {} which is not broadcastable to the input tensor with shape {}.",
+          op.domain, op.type, op.opset, popartSequence(shape), popartSequence(x.shape()));
+      throw popart_worded_error(
+          popart,
+          xtrain::format("ShapedDropout: incompatible input tensor and dropout shape. {} is "
+                         "configured with shape {} which is not broadcastable to the input tensor "
+                         "with shape {}.",
+                         op.describe(), shapeToString(shape), shapeToString(x.shape())));
     }
     return std::vector<TensorInfo>{x, TensorInfo(DataType::BOOL, shape)};
   };

@@ -10,7 +10,8 @@
 //    accepted from opset 14, as ONNX defines it;
 //  - activations: the full list, one entry per gate function and direction (LSTM 3, GRU 2, RNN 1
 //    per direction), each "Sigmoid", "Tanh" or "Relu" (a per-direction list given once for a
-//    bidirectional op is repeated); other activation functions are refused naming the op;
+//    bidirectional op is repeated); other activation functions are refused naming the op, and so
+//    are activation_alpha/beta values (no supported function takes one; an empty list is fine);
 //  - clip (float, present only when clipping; the gate functions' inputs are clamped to
 //    [-clip, clip], the cell output function's is not), input_forget (LSTM: f = 1 - i),
 //    linear_before_reset (GRU; PyTorch exports 1). LSTM peepholes P are supported.
@@ -127,9 +128,17 @@ void canonicalizeRnn(const CellInfo& ci, Op& op, const Graph& graph) {
   for (auto& s : acts) s = canonicalActivation(ctx, s);
   a.set("activations", acts);
   // activation_alpha/beta only parameterise functions (Affine, LeakyRelu, ...) that are refused
-  // above; Sigmoid, Tanh and Relu take none.
-  a.erase("activation_alpha");
-  a.erase("activation_beta");
+  // above; Sigmoid, Tanh and Relu take none, so a value given would be used by none of them.
+  for (const char* name : {"activation_alpha", "activation_beta"}) {
+    if (a.has(name) && !a.getFloats(name).empty()) {
+      std::string names;
+      for (const auto& f : acts) names += (names.empty() ? "" : ", ") + f;
+      ctx.fail("attribute '{}' is not supported: none of the activations ({}) takes a parameter, "
+               "so its {} value(s) would have no effect; leave it out",
+               name, names, a.getFloats(name).size());
+    }
+    a.erase(name);
+  }
 
   if (a.has("clip")) {
     const float clip = a.getFloat("clip");

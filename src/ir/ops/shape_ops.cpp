@@ -2,6 +2,7 @@
 // Expand, plus the internal SliceGrad used by Slice's gradient. Their kernels copy bytes, so any
 // element type works.
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "ir/op_registry.hpp"
@@ -405,6 +406,26 @@ Attributes sliceAttrs(const Attributes& attrs) {
   return a;
 }
 
+// Slice's starts, ends, axes and steps must be constants: PopART's programs compare its whole
+// message (popart_worded_error), which names the op by its Slice version (1, 10, 11, 13).
+void refuseNonConstantSliceInputs(const Op& op, const Graph& graph) {
+  const std::array<const char*, 4> names{"starts", "ends", "axes", "steps"};
+  for (size_t i = 1; i <= names.size(); ++i) {
+    if (!op.hasInput(i)) continue;
+    const Tensor& t = graph.tensor(op.inputs[i]);
+    if (t.kind == TensorKind::Const && t.value) continue;
+    const int64_t version = op.opset >= 13 ? 13 : op.opset >= 11 ? 11 : op.opset >= 10 ? 10 : 1;
+    throw popart_worded_error(
+        xtrain::format("Need the value of the {}.Slice:{} input '{}' to determine the output "
+                       "shape, but was unable because [Tensor::getDataViaGraphTraversal] Could "
+                       "not work out tensor data for {}.",
+                       op.domain, version, names[i - 1], t.id),
+        xtrain::format("{}: input {} ('{}', used as '{}') is not a constant; xtrain needs its "
+                       "value to know the output shape, so it must be of type Constant",
+                       op.describe(), i, t.id, names[i - 1]));
+  }
+}
+
 // Slice(data, starts, ends[, axes, steps]) (opset 10+; opset 1-9 attributes). Canonical form:
 // attributes `starts`, `ends`, `axes` and `steps`, all of the same length (canonicalize fills axes
 // 0..n-1 and steps 1). Starts/ends may be negative or out of range (clamped; INT64_MAX / INT64_MIN
@@ -415,6 +436,7 @@ OpDef sliceDef(const std::string& domain) {
           .minInputs = 1,
           .maxInputs = domain == kOnnxDomain ? 5 : 1};
   d.canonicalize = [](Op& op, const Graph& graph) {
+    refuseNonConstantSliceInputs(op, graph);
     constInputToAttr(op, graph, 1, "starts");
     constInputToAttr(op, graph, 2, "ends");
     constInputToAttr(op, graph, 3, "axes");
