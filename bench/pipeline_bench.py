@@ -6,13 +6,22 @@ accumulation: unpipelined (the IPUs in turn), pipelined with the stages in turn 
 of each, after a warm-up step, and the bound af / (af + stages - 1) x stages of the threaded
 speed-up over unpipelined (the fill and flush cost stages - 1 cycles).
 
+With --repeats N each configuration runs N times, interleaved, and the medians are printed (the
+machines are shared and noisy). With --neighbour a CPU-bound process at the same priority (a busy
+loop) runs beside the measurements, as another user's job would. The share of the pipelined step
+spent copying tensors between stages (the stashes and restores) is read from a timeline trace of
+one more pipelined run (the "pipeline stash" and "pipeline restore" spans, docs/trace.md).
+
 Usage: PYTHONPATH=build/python python3 bench/pipeline_bench.py [--stages 2] [--af 16]
-       [--hidden 1024] [--batch 32] [--steps 5]
+       [--hidden 1024] [--batch 32] [--steps 5] [--repeats 3] [--neighbour]
 """
 import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -41,6 +50,8 @@ def one(mode, args):
     opts.enablePipelining = mode == "pipelined"
     opts.enableGradientAccumulation = True
     opts.accumulationFactor = args.af
+    if args.trace:
+        opts.engineOptions = {"trace.file": args.trace}
     s = popart.TrainingSession(
         fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, {}), loss=loss,
         optimizer=popart.ConstSGD(0.01), userOptions=opts,
@@ -65,30 +76,76 @@ def main():
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--neighbour", action="store_true",
+                   help="run a busy loop at the same priority beside the measurements")
     p.add_argument("--one", choices=("unpipelined", "pipelined"), help=argparse.SUPPRESS)
+    p.add_argument("--trace", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
         print("%.3f" % one(args.one, args))
         return
     if args.af < 2 * args.stages - 1:
         sys.exit("--af must be at least 2 x stages - 1 = %d" % (2 * args.stages - 1))
+    if args.repeats < 1:
+        sys.exit("--repeats must be at least 1")
+    passed = [a for a in sys.argv[1:] if a not in ("--neighbour",)]
+    neighbour = None
+    if args.neighbour:
+        neighbour = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        results, stash_share = measure(args, passed)
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
+    report(args, results, stash_share)
+
+
+def run_one(mode, threads, passed, extra=()):
     # Each configuration in a process of its own: XTRAIN_PIPELINE_THREADS is read at prepareDevice.
-    results = {}
-    for name, mode, threads in (("unpipelined", "unpipelined", "1"),
-                                ("pipelined, stages in turn", "pipelined", "0"),
-                                ("pipelined, a thread per stage", "pipelined", "1")):
-        env = dict(os.environ, XTRAIN_PIPELINE_THREADS=threads)
-        out = subprocess.run([sys.executable, __file__, "--one", mode] + sys.argv[1:], env=env,
-                             check=True, capture_output=True, text=True).stdout
-        results[name] = float(out.strip().splitlines()[-1])
+    env = dict(os.environ, XTRAIN_PIPELINE_THREADS=threads)
+    out = subprocess.run([sys.executable, __file__, "--one", mode] + passed + list(extra),
+                         env=env, check=True, capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def measure(args, passed):
+    """Median ms per step of each configuration, and the stash/restore share of a pipelined step."""
+    configurations = (("unpipelined", "unpipelined", "1"),
+                      ("pipelined, stages in turn", "pipelined", "0"),
+                      ("pipelined, a thread per stage", "pipelined", "1"))
+    samples = {name: [] for name, _, _ in configurations}
+    for _ in range(args.repeats):
+        for name, mode, threads in configurations:
+            samples[name].append(run_one(mode, threads, passed))
+    results = {name: statistics.median(v) for name, v in samples.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "pipeline.json")
+        run_one("pipelined", "1", passed, ("--trace", trace))
+        with open(trace, encoding="utf-8") as f:
+            events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    spans = [e for e in events if e.get("ph") == "X"]
+    copies = sum(e["dur"] for e in spans if e.get("name") in ("pipeline stash", "pipeline restore"))
+    # The copies run on the stages' threads, at once: their share of the stages' working time.
+    busy = sum(e["dur"] for e in spans if e.get("cat") == "op") + copies
+    return results, copies / busy if busy else float("nan")
+
+
+def report(args, results, stash_share):
     base = results["unpipelined"]
     bound = args.af / (args.af + args.stages - 1) * args.stages
-    print("%d stages, af %d, hidden %d, batch %d:" % (args.stages, args.af, args.hidden, args.batch))
+    print("%d stages, af %d, hidden %d, batch %d:" % (args.stages, args.af, args.hidden,
+                                                      args.batch))
     for name, ms in results.items():
         print("  %-32s %8.1f ms/step  %.2fx" % (name, ms, base / ms))
     threaded = base / results["pipelined, a thread per stage"]
     print("  bound af / (af + stages - 1) x stages: %.2fx; reached %.0f%%" %
           (bound, 100 * threaded / bound))
+    print("  stash and restore copies: %.1f%% of the stages' working time" % (100 * stash_share))
+    print("  (medians of %d runs%s)" % (args.repeats, ", beside a busy neighbour" if args.neighbour
+                                        else ""))
 
 
 if __name__ == "__main__":
