@@ -8,8 +8,10 @@
 //         poplar_recoverable_runtime_error (= recoverable_runtime_error): getRecoveryAction()
 //         poplar_unrecoverable_runtime_error (= unrecoverable_runtime_error)
 //         poplar_unknown_runtime_error (= unknown_runtime_error)
-//     poplibs_exception, poplar_exception > poplar_runtime_error > poplar_application_runtime_error
-//       (PopART's; xtrain never raises them)
+//       poplar_application_runtime_error (= application_runtime_error: the model's Abort op
+//         ran; also a poplar_runtime_error)
+//     poplibs_exception, poplar_exception > poplar_runtime_error (PopART's; xtrain raises only the
+//       subclasses above)
 //     size_overflow_error
 //     unknown_tensor_error (also a KeyError): a Builder call naming no tensor of the model
 //     OutOfMemoryException: getSummaryReport(), getProfilePath()
@@ -22,6 +24,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "xtrain/application_error.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/popart_error.hpp"
 
@@ -58,8 +61,9 @@ class poplar_exception(popart_exception):
 class poplar_runtime_error(poplar_exception):
     """PopART's name for a runtime fault reported by the device layer."""
 
-class poplar_application_runtime_error(poplar_runtime_error):
-    """PopART's name; xtrain does not raise it."""
+class poplar_application_runtime_error(poplar_runtime_error, popart_runtime_error):
+    """The program on the device stopped itself: the model's Abort op ran
+    (xtrain::application_runtime_error)."""
 
 class poplar_system_runtime_error(poplar_runtime_error, popart_runtime_error):
     """A system fault of the (simulated) device."""
@@ -97,7 +101,8 @@ class OutOfMemoryException(popart_exception):
 
 // Set once at import; the module (and so these classes) live until the interpreter ends.
 struct Classes {
-  py::object base, internal, runtime, recoverable, unrecoverable, unknown, overflow, oom;
+  py::object base, internal, runtime, recoverable, unrecoverable, unknown, overflow, oom,
+      application;
 };
 Classes* classes = nullptr;
 
@@ -122,12 +127,14 @@ void raiseWithPopartMessage(const py::object& cls, const popart_worded_error& e)
   if (kind == "recoverable_runtime_error") throw recoverable_runtime_error(action, message);
   if (kind == "unrecoverable_runtime_error") throw unrecoverable_runtime_error(message);
   if (kind == "unknown_runtime_error") throw unknown_runtime_error(message);
+  if (kind == "application_runtime_error") throw application_runtime_error(message);
   if (kind == "size_overflow_error") throw size_overflow_error(message);
   if (kind == "OutOfMemoryException") throw OutOfMemoryException(message, "report: " + message);
   throw py::value_error("_throw_error: unknown kind '" + kind +
                         "' (expected error, internal_error, runtime_error, "
                         "recoverable_runtime_error, unrecoverable_runtime_error, "
-                        "unknown_runtime_error, size_overflow_error or OutOfMemoryException)");
+                        "unknown_runtime_error, application_runtime_error, size_overflow_error or "
+                        "OutOfMemoryException)");
 }
 
 }  // namespace
@@ -168,6 +175,7 @@ void bindErrors(py::module_& m) {
   m.attr("recoverable_runtime_error") = ns["poplar_recoverable_runtime_error"];
   m.attr("unrecoverable_runtime_error") = ns["poplar_unrecoverable_runtime_error"];
   m.attr("unknown_runtime_error") = ns["poplar_unknown_runtime_error"];
+  m.attr("application_runtime_error") = ns["poplar_application_runtime_error"];
 
   classes = new Classes{ns["popart_exception"],
                         ns["popart_internal_exception"],
@@ -176,7 +184,8 @@ void bindErrors(py::module_& m) {
                         ns["poplar_unrecoverable_runtime_error"],
                         ns["poplar_unknown_runtime_error"],
                         ns["size_overflow_error"],
-                        ns["OutOfMemoryException"]};
+                        ns["OutOfMemoryException"],
+                        ns["poplar_application_runtime_error"]};
 
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;
@@ -190,6 +199,8 @@ void bindErrors(py::module_& m) {
       raise(classes->unrecoverable, e.what());
     } catch (const unknown_runtime_error& e) {
       raise(classes->unknown, e.what());
+    } catch (const application_runtime_error& e) {
+      raise(classes->application, e.what());
     } catch (const runtime_error& e) {
       raise(classes->runtime, e.what());
     } catch (const internal_error& e) {

@@ -8,6 +8,7 @@
 #include "ir/onnx/onnx_proto_utils.hpp"
 #include "session/lowered_graph.hpp"
 #include "testing/error_testing.hpp"
+#include "xtrain/application_error.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/session.hpp"
 
@@ -280,6 +281,27 @@ TEST(GraphcoreBuilder, TrainsThroughTheOps) {
           << r << "," << c;
     }
   }
+}
+
+// An unconditional Abort (no inputs, no outputs, as PopART's Builder writes it) passes ONNX's
+// checker, which refuses such nodes since ONNX 1.13, and fails the run that reaches it.
+TEST(GraphcoreBuilder, AnUnconditionalAbortImportsAndStopsTheRun) {
+  auto b = Builder::create();
+  auto onnx = b->aiOnnxOpset13();
+  const TensorId t =
+      b->addInitializedInputTensor(ConstVoidData::fromVector<float>({3}, {1.0f, -2.0f, 3.0f}), "t");
+  const TensorId o = onnx.abs({t});
+  b->aiGraphcoreOpset1().abort({});
+  b->addOutputTensor(o);
+  auto device = DeviceManager::createDeviceManager().createIpuModelDevice({});
+  auto session = InferenceSession::createFromOnnxModel(
+      b->getModelProto(), DataFlow(1, std::vector<TensorId>{o}), device);
+  session->prepareDevice();
+  std::vector<float> out(3);
+  NDArrayWrapper<float> oa(out.data(), Shape{3});
+  StepIO io({}, {{o, oa}});
+  expectError([&] { session->run(io); }, {"Abort", "aborted"});
+  EXPECT_THROW(session->run(io), application_runtime_error);
 }
 
 }  // namespace

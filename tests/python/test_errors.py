@@ -20,6 +20,9 @@ class ErrorClassesTest(unittest.TestCase):
         self.assertTrue(issubclass(popart.poplar_runtime_error, popart.poplar_exception))
         self.assertTrue(issubclass(popart.poplar_application_runtime_error,
                                    popart.poplar_runtime_error))
+        # as in C++: application_runtime_error (the model's Abort) is an xtrain::runtime_error
+        self.assertTrue(issubclass(popart.poplar_application_runtime_error,
+                                   popart.popart_runtime_error))
         for name in ["poplar_recoverable_runtime_error", "poplar_unrecoverable_runtime_error",
                      "poplar_unknown_runtime_error"]:
             cls = getattr(popart, name)
@@ -36,6 +39,7 @@ class ErrorClassesTest(unittest.TestCase):
         self.assertIs(popart.unrecoverable_runtime_error,
                       popart.poplar_unrecoverable_runtime_error)
         self.assertIs(popart.unknown_runtime_error, popart.poplar_unknown_runtime_error)
+        self.assertIs(popart.application_runtime_error, popart.poplar_application_runtime_error)
 
     def test_round_trip_each_class(self):
         cases = {
@@ -45,6 +49,7 @@ class ErrorClassesTest(unittest.TestCase):
             "recoverable_runtime_error": popart.poplar_recoverable_runtime_error,
             "unrecoverable_runtime_error": popart.poplar_unrecoverable_runtime_error,
             "unknown_runtime_error": popart.poplar_unknown_runtime_error,
+            "application_runtime_error": popart.poplar_application_runtime_error,
             "size_overflow_error": popart.size_overflow_error,
             "OutOfMemoryException": popart.OutOfMemoryException,
         }

@@ -17,6 +17,7 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/broadcast.hpp"
+#include "xtrain/application_error.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -670,7 +671,7 @@ XT_REGISTER_KERNEL("ai.graphcore", "Abort", [](const KernelSpec& spec) -> std::u
   const std::string what = spec.description;
   return makeKernel([what](const KernelIO& io) {
     if (io.hasIn(0) && io.in(0).getAsDouble(0) == 0.0) return;
-    throw error("{}: aborted: the model's Abort op ran{}", what,
+    throw application_runtime_error("{}: aborted: the model's Abort op ran{}", what,
                 io.hasIn(0) ? " with a true condition" : "");
   });
 });
