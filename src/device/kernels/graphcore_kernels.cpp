@@ -368,8 +368,13 @@ class TensorPrinter {
     lineStart_ = 0;
     summarise_ = f_.summariseThreshold > 0 && t_.nelms() > f_.summariseThreshold;
     chooseFloatFormat();
+    // Columns as wide as the widest printed value: a summarised tensor formats only its edges.
     width_ = 0;
-    for (int64_t i = 0; i < t_.nelms(); ++i) width_ = std::max(width_, value(i).size());
+    measuring_ = true;
+    dims(0, 0);
+    measuring_ = false;
+    out_ = f_.title + ": ";
+    lineStart_ = 0;
     dims(0, 0);
     return out_;
   }
@@ -435,10 +440,15 @@ class TensorPrinter {
     return v;
   }
 
+  // Walks the printed elements in order; while measuring_ it only records the widest value.
   void dims(size_t dim, int64_t base) {
     const Shape& shape = t_.shape();
     if (dim == shape.size()) {
-      token(padded(base), dim, true);
+      if (measuring_) {
+        width_ = std::max(width_, value(base).size());
+      } else {
+        token(padded(base), dim, true);
+      }
       return;
     }
     int64_t stride = 1;
@@ -463,6 +473,7 @@ class TensorPrinter {
   std::string out_;
   size_t lineStart_ = 0;
   size_t width_ = 0;
+  bool measuring_ = false;
   bool summarise_ = false;
   FloatStyle style_ = FloatStyle::Shortest;
   int64_t decimals_ = 0;
@@ -672,7 +683,7 @@ XT_REGISTER_KERNEL("ai.graphcore", "Abort", [](const KernelSpec& spec) -> std::u
   return makeKernel([what](const KernelIO& io) {
     if (io.hasIn(0) && io.in(0).getAsDouble(0) == 0.0) return;
     throw application_runtime_error("{}: aborted: the model's Abort op ran{}", what,
-                io.hasIn(0) ? " with a true condition" : "");
+                                    io.hasIn(0) ? " with a true condition" : "");
   });
 });
 
