@@ -83,6 +83,7 @@ class Supervisor {
   void requestGrowIfDue(Clock::time_point now);
   void stopIfTimedOut(Clock::time_point now);
   bool stoppedAndGone(Clock::time_point now);
+  void logWhoIsLeft(Clock::time_point now);
   void pollOnce(Clock::time_point now);
   void handleSignals();
   void handleSignal(int sig);
@@ -117,6 +118,7 @@ class Supervisor {
   Clock::time_point killDeadline_;
   Clock::time_point hardDeadline_;
   std::optional<Clock::time_point> drainDeadline_;
+  Clock::time_point nextWaitingLog_;  // while stopping: when to log who is still alive again
 };
 
 std::string Supervisor::nameOf(const Instance& inst) const {
@@ -449,6 +451,24 @@ void Supervisor::stopIfTimedOut(Clock::time_point now) {
   beginStop(StopReason::Timeout, SIGTERM);
 }
 
+// While the job stops, once a second (debug log): what it waits for, so that a stop that takes
+// long says which process it is waiting on.
+void Supervisor::logWhoIsLeft(Clock::time_point now) {
+  if (now < nextWaitingLog_) return;
+  const bool first = nextWaitingLog_ == Clock::time_point{};
+  nextWaitingLog_ = now + std::chrono::seconds(1);
+  if (first) return;  // the stop has just begun
+  for (const auto& inst : instances_) {
+    if (!inst.reaped) {
+      debugLog(format("still stopping: {} (pid {}) has not ended", nameOf(inst), inst.pid));
+    } else if (!inst.groupGone) {
+      debugLog(format("still stopping: {} ended, but its process group {} still has processes",
+                      nameOf(inst), inst.pid));
+    }
+  }
+  if (anyStreamOpen()) debugLog("still stopping: an instance's output is still open");
+}
+
 // While the job stops: SIGKILL once the grace period is over; true when every process is gone and
 // its output read (or after one more second), or at the hard deadline.
 bool Supervisor::stoppedAndGone(Clock::time_point now) {
@@ -459,6 +479,7 @@ bool Supervisor::stoppedAndGone(Clock::time_point now) {
     record_.killedAtGraceEnd = true;
   }
   checkGroups();
+  logWhoIsLeft(now);
   if (allGone()) {
     if (!drainDeadline_) drainDeadline_ = now + std::chrono::seconds(1);
     if (!anyStreamOpen() || now >= *drainDeadline_) return true;

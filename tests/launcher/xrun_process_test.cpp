@@ -377,7 +377,10 @@ TEST_F(XrunProcess, SigtermAndSigusr1AreForwarded) {
   EXPECT_NE(r.out.find("[0] got-usr1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[1] got-usr1"), std::string::npos) << r.out;
 
-  Child xrun2(join({xrunPath(), "-n", "2"}, sh("echo $$ > $D/pid.$I; echo ready; sleep 1000")));
+  // xrun's debug log on its stderr: if it is slow to end, the failure shows what it waited for
+  // (it once did not end within 10 s on a machine at load 10; never reproduced since).
+  Child xrun2(join({xrunPath(), "-n", "2"}, sh("echo $$ > $D/pid.$I; echo ready; sleep 1000")),
+              {"XTRAIN_LOG_LEVEL=debug"});
   ASSERT_TRUE(xrun2.waitForStdout(
       [](const std::string& out) {
         return out.find("[0] ready") != std::string::npos &&
