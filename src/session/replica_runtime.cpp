@@ -17,7 +17,32 @@
 
 namespace xtrain::session {
 
+namespace {
+
+// The user chose the kernel thread count (OMP_NUM_THREADS, set and not empty): xtrain leaves it.
+bool userSetKernelThreads() {
+  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
+  return ompThreads != nullptr && *ompThreads != 0;
+}
+
+}  // namespace
+
 ReplicaRuntime::~ReplicaRuntime() = default;
+
+int ReplicaRuntime::kernelThreadsForNextRun() {
+  if (adaptiveThreads_ == nullptr) return singleReplicaKernelThreads_;
+  return adaptiveThreads_->threadsForNextStep();
+}
+
+void ReplicaRuntime::recordRunSeconds(double seconds) {
+  if (adaptiveThreads_ == nullptr) return;
+  const int before = adaptiveThreads_->current();
+  adaptiveThreads_->recordStep(seconds);
+  if (adaptiveThreads_->current() != before) {
+    logging::session::debug("kernel threads: {} -> {} (steps ran faster with {})", before,
+                            adaptiveThreads_->current(), adaptiveThreads_->current());
+  }
+}
 
 void ReplicaRuntime::lower(const ir::Graph& graph, const LoweringOptions& options) {
   graph_ = &graph;
@@ -33,8 +58,7 @@ bool ReplicaRuntime::joinInstances(bool distributed) {
   // threads on the same cores: a single replica gets its share unless OMP_NUM_THREADS says
   // otherwise (the replica pool shares the cores out anyway).
   instancesOnHost_ = comm::Job::current().instancesOnThisHost();
-  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
-  if (layout_.local == 1 && instancesOnHost_ > 1 && (ompThreads == nullptr || *ompThreads == 0)) {
+  if (layout_.local == 1 && instancesOnHost_ > 1 && !userSetKernelThreads()) {
     singleReplicaKernelThreads_ = kernelThreadsPerReplica(instancesOnHost_);
   }
   return true;
@@ -55,11 +79,15 @@ void ReplicaRuntime::build() {
   // OpenMP's default team counts the CPUs of the affinity mask but not a cgroup's CPU quota (a
   // container's --cpus): a single replica then runs more kernel threads than it has CPUs. Unless
   // OMP_NUM_THREADS says otherwise, it gets what usableCpus() allows.
-  const char* ompThreads = std::getenv("OMP_NUM_THREADS");
-  if (layout_.local == 1 && singleReplicaKernelThreads_ == 0 &&
-      (ompThreads == nullptr || *ompThreads == 0)) {
+  if (layout_.local == 1 && singleReplicaKernelThreads_ == 0 && !userSetKernelThreads()) {
     const int allowed = kernelThreadsPerReplica(instancesOnHost_);
     if (allowed < device::kernelThreadsForThisThread()) singleReplicaKernelThreads_ = allowed;
+  }
+  if (layout_.local == 1 && pipeline_ == nullptr && !userSetKernelThreads() &&
+      readBoolSwitch("XTRAIN_ADAPTIVE_THREADS", true)) {
+    const int most = singleReplicaKernelThreads_ > 0 ? singleReplicaKernelThreads_
+                                                     : device::kernelThreadsForThisThread();
+    if (most > 1) adaptiveThreads_ = std::make_unique<AdaptiveKernelThreads>(most);
   }
   replicas_[0].program = lowered_.get();
   if (layout_.local > 1) {

@@ -34,6 +34,7 @@
 #include "replication/replica_collectives.hpp"
 #include "replication/replica_exchange.hpp"
 #include "replication/replica_layout.hpp"
+#include "session/adaptive_kernel_threads.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/pipeline_plan.hpp"
 #include "session/replica_pool.hpp"
@@ -83,8 +84,11 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   // The instances' communicator (null with one instance).
   const std::shared_ptr<comm::Communicator>& instances() const { return instances_; }
   // Kernel threads of a single local replica, which computes on the caller's thread during run():
-  // 0 leaves the caller's setting (OpenMP's default: every core, or OMP_NUM_THREADS).
-  int singleReplicaKernelThreads() const { return singleReplicaKernelThreads_; }
+  // 0 leaves the caller's setting (OpenMP's default: every core, or OMP_NUM_THREADS). Unless the
+  // user set OMP_NUM_THREADS (or XTRAIN_ADAPTIVE_THREADS=0), the count adapts to the machine's load
+  // (AdaptiveKernelThreads): recordRunSeconds takes the wall time of the run that followed.
+  int kernelThreadsForNextRun();
+  void recordRunSeconds(double seconds);
 
   // One micro-batch on every replica, each on its thread: Forward, and when training Backward
   // (telling the exchange which gradients are final as it goes) and Accumulate, after the
@@ -144,6 +148,7 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   // The job's instances on this host, this one included (they share its cores).
   int64_t instancesOnHost_ = 1;
   int singleReplicaKernelThreads_ = 0;
+  std::unique_ptr<AdaptiveKernelThreads> adaptiveThreads_;  // single replica, not pipelined
   std::unique_ptr<replication::ReplicaExchange> exchange_;
   // How the model's replicated collective ops meet the other replicas.
   std::unique_ptr<replication::ReplicaCollectives> collectives_;

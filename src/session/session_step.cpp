@@ -44,7 +44,7 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
         "run: the session was prepared with SessionOptions.compileEngine = false, which builds it "
         "without an engine that can run; set compileEngine = true to run");
   }
-  const KernelThreadsScope kernelThreads(runtime.singleReplicaKernelThreads());
+  const KernelThreadsScope kernelThreads(runtime.kernelThreadsForNextRun());
   const auto runStart = std::chrono::steady_clock::now();
   const int64_t bps = config_.dataFlow.batchesPerStep();
   const int64_t af = accumulationFactor_;
@@ -97,7 +97,9 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   io.finish();
   random_.advance(static_cast<uint64_t>(bps * af));
   ++stepCount_;
-  profiler_.countRun(secondsSince(runStart), figures());
+  const double seconds = secondsSince(runStart);
+  runtime.recordRunSeconds(seconds);
+  profiler_.countRun(seconds, figures());
 }
 
 void SessionImpl::writeInputs(StepBuffers& io, const StepIndices& indices, int64_t iteration) {
@@ -113,8 +115,8 @@ void SessionImpl::writeInputs(StepBuffers& io, const StepIndices& indices, int64
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
 }
 
-void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indices,
-                                      int64_t first, int64_t count, int64_t cycle) {
+void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
+                                      int64_t count, int64_t cycle) {
   const auto transferStart = std::chrono::steady_clock::now();
   for (size_t k = 0; k < indices.inputs.size(); ++k) {
     const int64_t m = pipeline_.inputMicroBatch(io.inputIds()[k], cycle);

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Training speed on a shared machine (issue 32, aim 1): the reference MLP (`xbench mlp`) and PyTorch's
+plain training loop of the same MLP, each quiet, on one core, beside a CPU-bound neighbour at the same
+priority and at nice 10, and as two jobs at once; xtrain also with its adaptive kernel threads off
+(XTRAIN_ADAPTIVE_THREADS=0, what it did before).
+
+    /usr/bin/python3 bench/contention_bench.py [--steps 200] [--repeats 3] [--no-torch]
+
+Every run is a whole process; conditions and sides alternate, --repeats times; the figure is the
+median samples/s. The neighbour is a busy loop (`while True: pass` in python3) started before the run
+and killed after it. Neither side gets OMP_NUM_THREADS or OMP_WAIT_POLICY: the defaults are what is
+measured. "one core" pins the run to CPU 0 (taskset -c 0): the figure the neighbour conditions are
+compared with (a neighbour holds one of the two cores). The PyTorch side: 784-1024-1024-10 ReLU,
+softmax cross-entropy, SGD lr 0.01 momentum 0.9, batch 64, synthetic data, samples/s over the timed
+steps after 5 warm-up steps, torch.set_num_threads at its default (the usable cores).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+TORCH_MLP = r"""
+import sys, time, torch
+steps = int(sys.argv[1])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+                            torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+loss_fn = torch.nn.CrossEntropyLoss()
+def step():
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+for _ in range(5):
+    step()
+start = time.perf_counter()
+for _ in range(steps):
+    step()
+print("samples_per_s=%f" % (steps * 64 / (time.perf_counter() - start)))
+"""
+
+CONDITIONS = ["quiet", "one core", "neighbour", "neighbour nice 10", "two jobs"]
+
+
+def clean_env(extra=None):
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_CORETYPE",
+              "OPENBLAS_L2_SIZE", "XTRAIN_ADAPTIVE_THREADS"):
+        env.pop(k, None)
+    env.update(extra or {})
+    return env
+
+
+def command(side, args):
+    if side == "torch":
+        return [sys.executable, "-c", TORCH_MLP, str(args.steps)]
+    return [args.xbench, "mlp", "--steps", str(args.steps)]
+
+
+def rate(out):
+    m = re.search(r"samples_per_s=([0-9.]+)", out)
+    if not m:
+        sys.exit("no samples_per_s in the output:\n" + out[-2000:])
+    return float(m.group(1))
+
+
+def run(side, condition, args):
+    """Samples/s of one run (for "two jobs", each job's, as a list)."""
+    env = clean_env({"XTRAIN_ADAPTIVE_THREADS": "0"} if side == "xtrain (adaptive off)" else None)
+    cmd = command("torch" if side == "torch" else "xtrain", args)
+    neighbour = None
+    if condition.startswith("neighbour"):
+        nice = ["nice", "-n", "10"] if condition.endswith("nice 10") else []
+        neighbour = subprocess.Popen(nice + ["python3", "-c", "while True: pass"])
+        time.sleep(0.5)
+    try:
+        if condition == "one core":
+            cmd = ["taskset", "-c", "0"] + cmd
+        if condition == "two jobs":
+            procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True) for _ in range(2)]
+            return [rate(p.communicate()[0]) for p in procs]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        return [rate(r.stdout)]
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--xbench", default=os.path.join(ROOT, "build", "bin", "xbench"))
+    p.add_argument("--no-torch", action="store_true", help="xtrain only")
+    p.add_argument("--conditions", default=",".join(CONDITIONS),
+                   help="comma-separated subset of: " + ", ".join(CONDITIONS))
+    args = p.parse_args()
+    if args.steps < 1 or args.repeats < 1:
+        p.error("--steps and --repeats must be at least 1")
+    if not os.access(args.xbench, os.X_OK):
+        p.error(f"{args.xbench} is not an executable (build xbench first)")
+    conditions = [c.strip() for c in args.conditions.split(",")]
+    for c in conditions:
+        if c not in CONDITIONS:
+            p.error(f"unknown condition '{c}'; expected one of: {', '.join(CONDITIONS)}")
+    sides = ["xtrain", "xtrain (adaptive off)"] + ([] if args.no_torch else ["torch"])
+    figures = {(s, c): [] for s in sides for c in conditions}
+    for _ in range(args.repeats):
+        for c in conditions:
+            for s in sides:
+                figures[(s, c)].extend(run(s, c, args))
+    print(f"samples/s, medians of {args.repeats} runs of {args.steps} steps "
+          f"(two jobs: each job's); load before: {os.getloadavg()[0]:.1f}")
+    print("| side | " + " | ".join(conditions) + " |")
+    print("| --- |" + " ---: |" * len(conditions))
+    for s in sides:
+        cells = []
+        one_core = statistics.median(figures[(s, "one core")]) if "one core" in conditions else None
+        for c in conditions:
+            m = statistics.median(figures[(s, c)])
+            share = f" ({m / one_core:.0%} of one core)" if one_core and c not in ("quiet",
+                                                                                 "one core") else ""
+            cells.append(f"{m:,.0f}{share}")
+        print(f"| {s} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

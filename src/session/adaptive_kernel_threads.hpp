@@ -1,0 +1,76 @@
+// AdaptiveKernelThreads: the kernel thread count of a replica, chosen step by step from the step
+// times it measures, so that a run on a shared machine does not collapse beside a neighbour.
+//
+// Why: kernels run on OpenMP teams whose threads wait for each other at every barrier. When another
+// process holds one of the cores, the team's thread on that core gets a scheduler slice now and
+// then, and every parallel region waits for it: two threads beside one busy neighbour ran the
+// reference MLP at a third of one thread's speed (issue 32). One thread less has no one to wait
+// for. The machine's load cannot be read cheaply and reliably (load averages lag by a minute,
+// run-queue counts do not say whose cores are taken), so the step itself is the measure: now and
+// then a step runs with one thread more or less, and the count moves when that step is clearly
+// faster.
+#pragma once
+#pragma GCC visibility push(default)
+
+#include <cstdint>
+#include <deque>
+
+namespace xtrain::session {
+
+// Contract: threadsForNextStep() returns the count for the coming step, in [1, maxThreads];
+// recordStep(seconds) takes that step's wall time and must follow each threadsForNextStep() call.
+// Warm-up steps (the first `warmupSteps`) run at maxThreads and are not measured. A probe step
+// runs at current() - 1 or current() + 1 (alternately, within bounds); the count moves to the
+// probed one when two probes in a row were each faster than the median of the current count's
+// recent steps by more than `margin`. Probes come every `probeEvery` steps at first and
+// `probeEveryAfterMove` after a move, sooner (after
+// `minProbeEvery`) once the current count's steps have become clearly slower than when it was
+// chosen (a neighbour arrived), and back off (doubling, up to `maxProbeEvery`) while they lose.
+// Deterministic: the same step times give the same choices (tests drive it with made-up times).
+class AdaptiveKernelThreads {
+ public:
+  struct Tuning {
+    int warmupSteps = 3;
+    int window = 8;  // recent steps of the current count kept for its median
+    int minProbeEvery = 8;
+    int probeEvery = 4;  // steps between probes at first
+    int probeEveryAfterMove = 16;
+    int maxProbeEvery = 128;
+    double margin = 0.05;    // a probe wins when faster by more than this fraction
+    double slowdown = 1.25;  // the current count's median over its baseline that probes at once
+  };
+
+  explicit AdaptiveKernelThreads(int maxThreads) : AdaptiveKernelThreads(maxThreads, Tuning{}) {}
+  AdaptiveKernelThreads(int maxThreads, const Tuning& tuning);
+
+  int threadsForNextStep();
+  void recordStep(double seconds);
+
+  int current() const { return current_; }
+  int maxThreads() const { return max_; }
+  // Steps since the last probe before the next one (for tests and logs).
+  int probeInterval() const { return interval_; }
+
+ private:
+  int probeCandidate() const;
+  double recentMedian() const;
+  void moveTo(int threads);
+
+  const int max_;
+  const Tuning tuning_;
+  int current_;
+  int64_t steps_ = 0;
+  int sinceProbe_ = 0;
+  int interval_;
+  bool probeUp_ = false;  // the next probe's direction when both are possible
+  int pending_ = 0;       // the count the coming step runs with
+  bool pendingIsProbe_ = false;
+  int probeWins_ = 0;  // consecutive winning probes of probeTarget_
+  int probeTarget_ = 0;
+  double baseline_ = 0.0;  // the current count's median when it was chosen (0: not yet known)
+  std::deque<double> recent_;
+};
+
+}  // namespace xtrain::session
+
+#pragma GCC visibility pop

@@ -1,0 +1,138 @@
+// AdaptiveKernelThreads driven by made-up step times: a machine where each thread count has a known
+// cost, which changes when a neighbour arrives or leaves.
+#include "session/adaptive_kernel_threads.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace xtrain::session {
+namespace {
+
+// Runs `steps` steps, each as long as cost(threads, step); returns the step count spent at each
+// thread count (index = threads) and the count in use at the end.
+struct RunSummary {
+  std::vector<int> stepsAt;
+  int last = 0;
+};
+
+RunSummary drive(AdaptiveKernelThreads& a, int steps, int64_t& step,
+                 const std::function<double(int, int64_t)>& cost) {
+  RunSummary s;
+  s.stepsAt.assign(static_cast<size_t>(a.maxThreads()) + 1, 0);
+  for (int k = 0; k < steps; ++k, ++step) {
+    const int t = a.threadsForNextStep();
+    EXPECT_GE(t, 1);
+    EXPECT_LE(t, a.maxThreads());
+    ++s.stepsAt[static_cast<size_t>(t)];
+    a.recordStep(cost(t, step));
+  }
+  s.last = a.current();
+  return s;
+}
+
+TEST(AdaptiveKernelThreads, OneThreadIsAlwaysOne) {
+  AdaptiveKernelThreads a(1);
+  int64_t step = 0;
+  auto s = drive(a, 100, step, [](int, int64_t) { return 1.0; });
+  EXPECT_EQ(s.stepsAt[1], 100);
+  // A nonsensical maximum is one thread, not a crash.
+  AdaptiveKernelThreads b(0);
+  EXPECT_EQ(b.threadsForNextStep(), 1);
+}
+
+TEST(AdaptiveKernelThreads, QuietMachineKeepsEveryThreadAndProbesRarely) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  // Two threads are 1.3x faster than one: the count stays at 2, and probes back off.
+  auto s = drive(a, 2000, step, [](int t, int64_t) { return t == 2 ? 1.0 : 1.3; });
+  EXPECT_EQ(s.last, 2);
+  EXPECT_LT(s.stepsAt[1], 2000 / 50) << "probes cost more than 2% of the steps";
+  EXPECT_EQ(a.probeInterval(), AdaptiveKernelThreads::Tuning{}.maxProbeEvery);
+}
+
+TEST(AdaptiveKernelThreads, BusyNeighbourFromTheStartMovesToOneThread) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  // Beside a busy neighbour two threads wait for each other: three times one thread's time.
+  auto s = drive(a, 40, step, [](int t, int64_t) { return t == 2 ? 3.0 : 1.0; });
+  EXPECT_EQ(s.last, 1);
+  s = drive(a, 1000, step, [](int t, int64_t) { return t == 2 ? 3.0 : 1.0; });
+  EXPECT_GT(s.stepsAt[1], 970);
+}
+
+TEST(AdaptiveKernelThreads, NeighbourArrivingIsNoticedSoonAndLeavingLater) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  auto quiet = [](int t, int64_t) { return t == 2 ? 1.0 : 1.3; };
+  auto busy = [](int t, int64_t) { return t == 2 ? 3.0 : 1.3; };
+  drive(a, 500, step, quiet);
+  ASSERT_EQ(a.current(), 2);
+  // It arrives: the two-thread steps slow down, which brings a probe within minProbeEvery.
+  auto s = drive(a, 20, step, busy);
+  EXPECT_EQ(s.last, 1) << "still on 2 threads 20 steps after the neighbour arrived";
+  drive(a, 500, step, busy);
+  EXPECT_EQ(a.current(), 1);
+  // It leaves: one thread does not slow down, so only the backed-off probes find 2 again.
+  s = drive(a, AdaptiveKernelThreads::Tuning{}.maxProbeEvery + 4, step, quiet);
+  EXPECT_EQ(s.last, 2);
+}
+
+TEST(AdaptiveKernelThreads, OneLuckyProbeDoesNotMove) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  int probes = 0;
+  // Every first probe of a pair is fast by chance, its confirmation is not.
+  auto s = drive(a, 1000, step, [&probes](int t, int64_t) {
+    if (t == 2) return 1.0;
+    return (probes++ % 2 == 0) ? 0.5 : 1.3;
+  });
+  EXPECT_EQ(s.last, 2);
+  EXPECT_EQ(s.stepsAt[2] + s.stepsAt[1], 1000);
+}
+
+TEST(AdaptiveKernelThreads, ClimbsDownToTheBestCountAndStays) {
+  AdaptiveKernelThreads a(4);
+  int64_t step = 0;
+  // A neighbour on one of four cores: three threads are best.
+  auto cost = [](int t, int64_t) {
+    static const double byThreads[] = {0.0, 3.0, 1.6, 1.0, 2.5};
+    return byThreads[t];
+  };
+  auto s = drive(a, 300, step, cost);
+  EXPECT_EQ(s.last, 3);
+  s = drive(a, 2000, step, cost);
+  EXPECT_EQ(s.last, 3);
+  EXPECT_GT(s.stepsAt[3], 1900);
+}
+
+TEST(AdaptiveKernelThreads, WarmUpStepsRunAtTheMostAndAreNotMeasured) {
+  AdaptiveKernelThreads::Tuning tuning;
+  tuning.warmupSteps = 5;
+  AdaptiveKernelThreads a(2, tuning);
+  // Slow first steps (primitive creation, cold caches) do not count against two threads.
+  for (int k = 0; k < 5; ++k) {
+    EXPECT_EQ(a.threadsForNextStep(), 2);
+    a.recordStep(100.0);
+  }
+  int64_t step = 0;
+  auto s = drive(a, 300, step, [](int t, int64_t) { return t == 2 ? 1.0 : 1.3; });
+  EXPECT_EQ(s.last, 2);
+}
+
+TEST(AdaptiveKernelThreads, SameTimesGiveSameChoices) {
+  auto run = [] {
+    AdaptiveKernelThreads a(3);
+    std::vector<int> choices;
+    for (int64_t k = 0; k < 400; ++k) {
+      const int t = a.threadsForNextStep();
+      choices.push_back(t);
+      a.recordStep(1.0 + 0.1 * static_cast<double>((k * 7919) % 13) + (t == 1 ? 0.5 : 0.0));
+    }
+    return choices;
+  };
+  EXPECT_EQ(run(), run());
+}
+
+}  // namespace
+}  // namespace xtrain::session
