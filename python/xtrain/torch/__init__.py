@@ -1,0 +1,45 @@
+"""xtrain.torch: PopTorch's front end over xtrain (``import xtrain.torch as poptorch``).
+
+Wrap a torch.nn.Module with ``trainingModel`` or ``inferenceModel`` and call it like the module; the
+weights stay in sync with the module. Needs PyTorch (Debian's python3-torch); ``import xtrain``
+does not import torch, only this subpackage does. docs/poptorch.md says what maps to what, what
+differs from PopTorch and what is not built yet.
+"""
+try:
+    import torch as _torch  # noqa: F401
+except ImportError as e:  # pragma: no cover - depends on the machine
+    raise ImportError("xtrain.torch needs PyTorch (Debian: apt install python3-torch): %s" % e) from e
+
+from . import optim  # noqa: F401
+from ._executor import PoplarExecutor  # noqa: F401
+from ._optimizer_map import OptimizerError  # noqa: F401
+from ._options import Options, OutputMode, ReductionType  # noqa: F401
+
+__all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "ReductionType",
+           "PoplarExecutor", "OptimizerError", "identity_loss", "optim"]
+
+
+def trainingModel(model, options=None, optimizer=None):
+    """Wraps a module for training: ``out, loss = wrapped(x, y)``; forward returns the loss last.
+    The default optimizer is PopTorch's: SGD with lr=0.01."""
+    return PoplarExecutor(model, options, training=True, optimizer=optimizer)
+
+
+def inferenceModel(model, options=None):
+    """Wraps a module (or a trainingModel's) for inference, run in eval mode."""
+    return PoplarExecutor(model, options, training=False)
+
+
+def identity_loss(x, reduction):
+    """PopTorch's identity_loss: marks x as the loss, reduced by "sum", "mean" or "none" (which
+    needs x to be a scalar already). In xtrain the loss is forward's last output either way."""
+    if reduction == "sum":
+        return x.sum()
+    if reduction == "mean":
+        return x.mean()
+    if reduction == "none":
+        if x.numel() != 1:
+            raise ValueError("identity_loss(reduction='none'): the loss must be a scalar, got shape "
+                             "%s" % (tuple(x.shape),))
+        return x.reshape([])
+    raise ValueError("identity_loss: reduction must be 'sum', 'mean' or 'none', got %r" % (reduction,))

@@ -1,0 +1,387 @@
+"""PopTorch's ``PoplarExecutor``: a module wrapped for training or inference on xtrain.
+
+The first call (or ``compile``) captures the module (_capture.py), builds an xtrain TrainingSession
+or InferenceSession with the options (_options.py) and the optimizer (_optimizer_map.py), and
+every call runs one session step: ``deviceIterations`` batches (each of ``gradientAccumulation``
+micro-batches per replica, in training).
+
+Weights. The module is the reference copy, as in PopTorch. A training call copies the trained
+weights and buffers back into the module's tensors when it ends (eagerly, not lazily on access:
+``model.state_dict()`` is right at any time, and a copy costs less than the step). Before a call,
+the executor pushes the module's state to the device if any of its tensors changed since the
+executor last synchronised (told by each tensor's in-place version counter and identity), so an
+inferenceModel of the same module sees what a trainingModel trained, and the reverse. A change the
+version counter cannot see (through ``tensor.data``) needs ``copyWeightsToDevice()``, as PopTorch
+asks for explicit copies.
+"""
+import numpy as np
+import torch
+
+from .. import _xtrain
+from . import _capture
+from ._optimizer_map import OptimizerPlan, OptimizerError, is_same
+from ._options import Options, OutputMode, ReductionType
+
+_RETURN_TYPES = {OutputMode.Final: "FINAL", OutputMode.All: "ALL", OutputMode.Sum: "SUM"}
+
+
+def _model_name(model):
+    return type(model).__name__
+
+
+class PoplarExecutor:
+    """A torch.nn.Module wrapped by trainingModel or inferenceModel."""
+
+    def __init__(self, model, options, training, optimizer=None):
+        if isinstance(model, PoplarExecutor):  # PopTorch: inferenceModel(training_model)
+            options = options or model.options
+            model = model.model
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError("%s: expected a torch.nn.Module, got %s"
+                            % ("trainingModel" if training else "inferenceModel",
+                               type(model).__name__))
+        if options is None:
+            options = Options()
+        if not isinstance(options, Options):
+            raise TypeError("options must be an xtrain.torch.Options, got %s" % type(options).__name__)
+        if not training and options.Training.gradient_accumulation != 1:
+            raise ValueError("inferenceModel: Options.Training.gradientAccumulation is %d; it must be "
+                             "1 for inference (there are no gradients to accumulate)"
+                             % options.Training.gradient_accumulation)
+        if training and optimizer is None:
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # PopTorch's default
+        if not training and optimizer is not None:
+            raise ValueError("inferenceModel takes no optimizer")
+        self.model = model
+        self.options = options
+        self.training = training
+        self._optimizer = optimizer
+        if training:
+            OptimizerPlan(optimizer, {})  # refuses an optimizer xtrain cannot map, now
+        self._reset()
+
+    def _reset(self):
+        self._captured = None
+        self._session = None
+        self._device = None
+        self._plan = None
+        self._anchors = None
+        self._micro_batch = None
+        self._synced = None
+        self._calls = 0
+
+    # ---- PopTorch's methods ----
+
+    def __call__(self, *args, **kwargs):
+        names, values = _capture.forward_argument_names(self.model, args, kwargs)
+        inputs = self._inputs(names, values)
+        if self._session is None:
+            self._compile(names, values)
+        self._check_attached("run the model")
+        feeds = self._feeds(inputs)
+        if self._module_changed():
+            self.copyWeightsToDevice()
+        if self.training:
+            self._update_optimizer_if_changed()
+        self._session.run(_xtrain.PyStepIO(feeds, self._anchors))
+        self._calls += 1
+        if self.training:
+            self._copy_weights_to_module()
+            self._count_batchnorm_batches()
+            # The device stepped the optimizer: count it as torch's LR schedulers do, so that
+            # scheduler.step() after a call does not warn that optimizer.step() was never called.
+            if hasattr(self._optimizer, "_step_count"):
+                self._optimizer._step_count += 1
+        return self._outputs()
+
+    def compile(self, *args, **kwargs):
+        """Captures the module and builds its session without running a step."""
+        names, values = _capture.forward_argument_names(self.model, args, kwargs)
+        self._inputs(names, values)
+        if self._session is None:
+            self._compile(names, values)
+
+    def isCompiled(self):
+        return self._session is not None
+
+    def copyWeightsToHost(self):
+        """Copies the device's weights and buffers into the module."""
+        if self._session is not None:
+            self._check_attached("copyWeightsToHost")
+            self._copy_weights_to_module()
+
+    def copyWeightsToDevice(self):
+        """Copies the module's weights and buffers to the device."""
+        if self._session is None:
+            return
+        self._check_attached("copyWeightsToDevice")
+        arrays = _capture.state_arrays(self.model, self._captured.state_names)
+        for name, array in arrays.items():
+            want, shape = self._session._hostInfo(name)
+            if array.dtype != want or list(array.shape) != list(shape):
+                raise ValueError(
+                    "%s's tensor '%s' is now %s %s, but the compiled model has %s %s: a module "
+                    "changed after wrapping needs a new wrapper (or destroy() and call again)"
+                    % (_model_name(self.model), name, array.dtype, tuple(array.shape), want,
+                       tuple(shape)))
+        self._session.writeWeights(_xtrain.PyWeightsIO(arrays))
+        self._session.weightsFromHost()
+        self._synced = self._versions()
+
+    def setOptimizer(self, optimizer):
+        """Uses another optimizer (or new values of this one) from the next call."""
+        if not self.training:
+            raise ValueError("setOptimizer: an inferenceModel has no optimizer")
+        OptimizerPlan(optimizer, {})
+        self._optimizer = optimizer
+        if self._session is not None:
+            self._update_optimizer_if_changed()
+
+    def detachFromDevice(self):
+        if self._session is None:
+            raise RuntimeError("detachFromDevice: the model has not been compiled yet")
+        if not self._device.isAttached:
+            raise RuntimeError("detachFromDevice: the model is already detached")
+        if self.training:
+            self._copy_weights_to_module()
+        self._device.detach()
+
+    def attachToDevice(self):
+        if self._session is None:
+            raise RuntimeError("attachToDevice: the model has not been compiled yet")
+        if self._device.isAttached:
+            raise RuntimeError("attachToDevice: the model is already attached")
+        if not self._device.attach():
+            raise RuntimeError("attachToDevice: the device's IPUs are held by another process or "
+                               "model: %r" % (self._device,))
+
+    def isAttachedToDevice(self):
+        return self._session is not None and self._device.isAttached
+
+    def destroy(self):
+        """Releases the session and its device; the next call compiles again."""
+        if self._session is not None and self._device.isAttached:
+            if self.training:
+                self._copy_weights_to_module()
+            self._device.detach()
+        self._reset()
+
+    def __getattr__(self, name):
+        # The module's attributes, as PopTorch's wrapper exposes them.
+        model = self.__dict__.get("model")
+        if model is None:
+            raise AttributeError(name)
+        return getattr(model, name)
+
+    def __repr__(self):
+        return "%s(%s, %s)" % ("trainingModel" if self.training else "inferenceModel",
+                               _model_name(self.model), self.options)
+
+    # ---- compiling ----
+
+    def _batches(self):
+        return self.options.batches_per_call(self.training)
+
+    def _inputs(self, names, values):
+        """{name: tensor} checked: tensors with a batch dimension the options divide."""
+        inputs = {}
+        for name, value in zip(names, values):
+            if not isinstance(value, torch.Tensor):
+                raise TypeError("%s.forward argument '%s': expected a torch.Tensor, got %s "
+                                "(non-tensor arguments are not implemented yet)"
+                                % (_model_name(self.model), name, type(value).__name__))
+            if value.dim() == 0:
+                raise ValueError("%s.forward argument '%s' is a 0-d tensor: inputs need a batch "
+                                 "dimension" % (_model_name(self.model), name))
+            if value.dtype == torch.float64:
+                value = value.float()  # PopTorch runs doubles as float32
+            batches = self._batches()
+            if value.shape[0] % batches:
+                raise ValueError(self._batch_message(name, value, batches))
+            inputs[name] = value
+        return inputs
+
+    def _batch_message(self, name, value, batches):
+        o = self.options
+        rule = "deviceIterations (%d) x replicationFactor (%d)" % (o.device_iterations,
+                                                                  o.replication_factor)
+        if self.training:
+            rule += " x gradientAccumulation (%d)" % o.Training.gradient_accumulation
+        expected = "a multiple of %d" % batches if self._micro_batch is None else \
+            "%d (%d micro-batches of %d)" % (batches * self._micro_batch, batches,
+                                              self._micro_batch)
+        return ("%s.forward argument '%s' has batch dimension %d (shape %s), expected %s: one call "
+                "takes %s micro-batches (PopTorch's rule; the micro-batch size is fixed by the "
+                "first call)" % (_model_name(self.model), name, value.shape[0],
+                                 tuple(value.shape), expected, rule))
+
+    def _compile(self, names, values):
+        model = self.model
+        if self.training:
+            frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+            if frozen:
+                raise NotImplementedError(
+                    "%s has parameters with requires_grad=False (%s): freezing parameters in "
+                    "trainingModel is not implemented yet" % (_model_name(model), ", ".join(frozen)))
+        batches = self._batches()
+        micro = [v.float() if v.dtype == torch.float64 else v for v in values]
+        micro = [v[: v.shape[0] // batches] for v in micro]
+        captured = _capture.capture(model, names, micro, self.training)
+        weight_names = {}
+        if self.training:
+            state = set(captured.state_names)
+            weight_names = {id(p): n for n, p in model.named_parameters() if n in state}
+            self._plan = OptimizerPlan(self._optimizer, weight_names)
+        self._weight_names = weight_names
+        self._captured = captured
+        self._micro_batch = micro[0].shape[0] if micro else 1
+        self._build_session()
+
+    def _session_options(self):
+        o = self.options
+        opts = _xtrain.SessionOptions()
+        # PyTorch's BatchNorm keeps the unbiased running variance (docs/onnx-import.md).
+        opts.batchNormRunningVariance = "pytorch"
+        if o.replication_factor > 1:
+            opts.enableReplicatedGraphs = True
+            opts.replicatedGraphCount = o.replication_factor
+        if self.training and o.Training.gradient_accumulation > 1:
+            opts.enableGradientAccumulation = True
+            opts.accumulationFactor = o.Training.gradient_accumulation
+        opts.accumulationAndReplicationReductionType = (
+            _xtrain.ReductionType.Mean if o.Training.reduction == ReductionType.Mean
+            else _xtrain.ReductionType.Sum)
+        return opts
+
+    def _data_flow(self):
+        mode = self.options.resolved_output_mode(self.training)
+        if mode == OutputMode.EveryN:
+            art = _xtrain.AnchorReturnType("EVERYN", self.options.output_return_period)
+        else:
+            art = _xtrain.AnchorReturnType(_RETURN_TYPES[mode])
+        return _xtrain.DataFlow(self.options.device_iterations,
+                                {name: art for name in self._captured.output_names})
+
+    def _acquire_device(self):
+        replicas = self.options.replication_factor
+        manager = _xtrain.DeviceManager()
+        if self.options.use_ipu_model:
+            return manager.createIpuModelDevice({"numIPUs": replicas})
+        return manager.acquireAvailableDevice(replicas)
+
+    def _build_session(self):
+        proto = self._captured.proto.SerializeToString()
+        device = self._acquire_device()
+        try:
+            if self.training:
+                session = _xtrain.TrainingSession(
+                    fnModel=proto, dataFlow=self._data_flow(), loss="loss",
+                    optimizer=self._plan.xtrain, deviceInfo=device,
+                    userOptions=self._session_options(), name="trainingModel")
+            else:
+                session = _xtrain.InferenceSession(
+                    fnModel=proto, dataFlow=self._data_flow(), deviceInfo=device,
+                    userOptions=self._session_options(), name="inferenceModel")
+            session.prepareDevice()
+            if self.options.random_seed is not None:
+                session.setRandomSeed(self.options.random_seed)
+        except BaseException:
+            device.detach()
+            raise
+        self._session, self._device = session, device
+        self._anchors = session.initAnchorArrays()
+        self.copyWeightsToDevice()
+
+    # ---- running ----
+
+    def _check_attached(self, what):
+        if not self._device.isAttached:
+            raise RuntimeError("cannot %s: the model is detached from its device (call "
+                               "attachToDevice() first)" % what)
+
+    def _feeds(self, inputs):
+        feeds = {}
+        for name in self._captured.input_names:
+            value = inputs[name]
+            want, shape = self._session._hostInfo(name)
+            array = value.detach().cpu().contiguous().numpy()
+            if array.dtype != want:
+                raise TypeError("%s.forward argument '%s' is %s; the compiled model takes %s (the "
+                                "dtype of the first call)" % (_model_name(self.model), name,
+                                                              value.dtype, want))
+            if array.shape[0] != self._batches() * shape[0] or list(array.shape[1:]) != shape[1:]:
+                raise ValueError(self._batch_message(name, value, self._batches())
+                                 if array.shape[0] != self._batches() * shape[0] else
+                                 "%s.forward argument '%s' has shape %s; the compiled model takes "
+                                 "%s per micro-batch" % (_model_name(self.model), name,
+                                                         tuple(array.shape), tuple(shape)))
+            feeds[name] = array
+        return feeds
+
+    def _outputs(self):
+        results = []
+        for name in self._captured.output_names:
+            array = self._anchors[name]
+            shape = list(self._session._hostInfo(name)[1])
+            prefix = int(np.prod(array.shape[: array.ndim - len(shape)], dtype=np.int64))
+            if shape:
+                array = array.reshape([prefix * shape[0]] + shape[1:])
+            elif prefix > 1:
+                array = array.reshape([prefix])
+            else:
+                array = array.reshape([])
+            results.append(torch.from_numpy(array.copy()))
+        structure = self._captured.structure
+        if structure == "tensor":
+            return results[0]
+        return tuple(results) if structure[0] == "tuple" else results
+
+    # ---- weights ----
+
+    def _state_tensors(self):
+        state = self.model.state_dict(keep_vars=True)
+        return [(n, state.get(n)) for n in self._captured.state_names]
+
+    def _versions(self):
+        return [(n, id(t), t._version if t is not None else None) for n, t in self._state_tensors()]
+
+    def _module_changed(self):
+        return self._synced != self._versions()
+
+    def _copy_weights_to_module(self):
+        self._session.weightsToHost()
+        arrays = {}
+        for name in self._captured.state_names:
+            dtype, shape = self._session._hostInfo(name)
+            arrays[name] = np.zeros(shape, dtype=dtype)
+        self._session.readWeights(_xtrain.PyWeightsIO(arrays))
+        with torch.no_grad():
+            for name, tensor in self._state_tensors():
+                tensor.copy_(torch.from_numpy(arrays[name]))
+        self._synced = self._versions()
+
+    def _count_batchnorm_batches(self):
+        """PyTorch counts a BatchNorm's training batches in num_batches_tracked; the graph does not
+        use it (momentum is set), so the executor keeps the count: one per micro-batch a replica ran."""
+        steps = self.options.device_iterations * self.options.Training.gradient_accumulation
+        with torch.no_grad():
+            for module in self.model.modules():
+                if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and \
+                        module.track_running_stats and module.num_batches_tracked is not None:
+                    module.num_batches_tracked.add_(steps)
+
+    def _update_optimizer_if_changed(self):
+        plan = OptimizerPlan(self._optimizer, self._weight_names)
+        if is_same(plan, self._plan):
+            return
+        changed = self._plan.changed_constants(plan)
+        if plan.family != self._plan.family or plan.groups != self._plan.groups:
+            changed.append("the optimizer's type or parameter groups")
+        if changed:
+            raise OptimizerError(
+                "the optimizer changed after the model was compiled in attributes that are "
+                "constant: %s. PopTorch's rule: an attribute not given to the constructor (or, for "
+                "torch.optim, left at its default) is constant; give it explicitly to make it "
+                "variable" % "; ".join(changed))
+        self._session.updateOptimizerFromHost(plan.xtrain)
+        self._plan = plan
