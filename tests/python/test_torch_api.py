@@ -241,6 +241,21 @@ class BadInput(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(NotImplementedError, "fc1.weight.*not implemented"):
             poptorch.trainingModel(model)(*tt.mlp_data(1, 4)[0])
 
+    def test_a_buffer_forward_updates(self):
+        class CounterModel(nn.Module):  # PopTorch's listing 4.22
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("i", torch.tensor([0.], dtype=torch.float))
+
+            def forward(self):
+                self.i += 1
+                return self.i
+
+        model = CounterModel()
+        with self.assertRaisesRegex(NotImplementedError, "changes the buffer 'i' in place"):
+            poptorch.inferenceModel(model)()
+        self.assertEqual(float(model.i), 0.0)  # the capture restored it
+
     def test_batchnorm_without_momentum(self):
         model = tt.make(tt.SmallCnn)
         model.bn.momentum = None

@@ -98,6 +98,26 @@ def _describe(outputs):
     return type(outputs).__name__
 
 
+def _check_buffer_updates(model, before, training):
+    """torch.onnx drops a forward's in-place update of a buffer (PopTorch's counter listing, 4.22):
+    the graph would compute with the update but never keep it. Only BatchNorm's statistics in
+    training are kept (the graph's BatchNormalization updates them); any other is refused rather
+    than silently lost."""
+    batchnorm = set()
+    if training:
+        for name, module in model.named_modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                prefix = name + "." if name else ""
+                batchnorm |= {prefix + b for b in ("running_mean", "running_var",
+                                                   "num_batches_tracked")}
+    for name, value in model.named_buffers():
+        if name not in batchnorm and name in before and not torch.equal(before[name], value):
+            raise NotImplementedError(
+                "%s.forward changes the buffer '%s' in place: buffers that forward updates (other "
+                "than BatchNorm's statistics in training) are not implemented in xtrain.torch yet "
+                "(the captured graph would drop the update)" % (type(model).__name__, name))
+
+
 def _check_modules(model, training):
     if not training:
         return
@@ -113,7 +133,9 @@ def capture(model, names, values, training):
     """Exports the module called with `values` (tensors named `names`); returns a Captured."""
     _check_modules(model, training)
     with _preserved(model, training):
+        before = {k: v.detach().clone() for k, v in model.named_buffers()}
         outputs = model(*values)
+        _check_buffer_updates(model, before, training)
         flat, structure = _structure(model, outputs, training)
         output_names = ["output%d" % i for i in range(len(flat))]
         if training:
