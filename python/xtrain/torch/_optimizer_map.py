@@ -15,7 +15,6 @@ import math
 import torch
 
 from .. import _xtrain
-from . import optim as _optim
 
 # (torch class, xtrain family, torch's defaults of the hyperparameters that map)
 _SGD_DEFAULTS = {"momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,

@@ -43,9 +43,9 @@ def _positive_int(where, value):
 _OPTIONS_NOT_BUILT = (
     "useIpuId", "autoRoundNumIPUs", "logDir", "enableSyntheticData", "connectionType",
     "enableExecutableCaching", "loadFromFile", "setExecutionStrategy", "broadcastBuffers",
-    "anchorTensor", "enableStableNorm", "enableProfiling", "logCycleCount", "ipuVersion",
-    "syncPattern", "relaxOptimizerAttributesChecks", "showCompilationProgressBar", "setAvailableMemoryProportion",
-    "maxRepeatLogs", "modelName", "updatableNamedBuffers", "inputReplicaGrouping", "disableModuleNamescope",
+    "anchorTensor", "enableStableNorm", "logCycleCount", "syncPattern",
+    "relaxOptimizerAttributesChecks", "showCompilationProgressBar", "setAvailableMemoryProportion",
+    "modelName", "updatableNamedBuffers", "inputReplicaGrouping", "disableModuleNamescope",
     "sourceLocationExcludes", "appendToLocationExcludes", "_Popart",
 )
 _SUBOPTIONS_NOT_BUILT = ("Precision", "TensorLocations", "Distributed", "Jit")
