@@ -1,6 +1,7 @@
 """xtrain.torch's trainingModel and inferenceModel against PyTorch's own training of the same module
 (docs/poptorch.md): an MLP and a CNN with BatchNorm, with 1 and 2 replicas and gradient
-accumulation, SGD with momentum and Adam; then inference with the trained weights."""
+accumulation, SGD with momentum and Adam, an LSTM and a transformer encoder layer; then inference
+with the trained weights."""
 import unittest
 
 from python_testing import PrivatePool
@@ -74,6 +75,14 @@ class TrainingMatchesPyTorch(PrivatePool, unittest.TestCase):
 
     def test_cnn_batchnorm_accumulation_and_replicas(self):
         self.train_both(tt.SmallCnn, tt.cnn_data(4, 8), self.sgd, replicas=2, accumulation=2)
+
+    def test_lstm_adam(self):
+        self.train_both(tt.LstmClassifier, tt.sequence_data(4, 4), self.adam)
+
+    def test_transformer_layer_with_accumulation(self):
+        # SGD: under Adam the attention's key bias, whose gradient is zero but for rounding noise,
+        # takes steps of the size of the learning rate in either direction (docs/poptorch.md).
+        self.train_both(tt.TinyTransformer, tt.token_data(4, 8), self.sgd, accumulation=2)
 
     def test_inference_after_training_matches_eval(self):
         wrapped, model, reference = self.train_both(tt.SmallCnn, tt.cnn_data(4, 4), self.sgd)

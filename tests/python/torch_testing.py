@@ -46,6 +46,49 @@ if torch is not None:
                 return out, F.cross_entropy(out, y)
             return out
 
+    class LstmClassifier(nn.Module):
+        """An LSTM over a sequence, classified from its last step."""
+
+        def __init__(self, features=5, hidden=8, classes=3):
+            super().__init__()
+            self.lstm = nn.LSTM(features, hidden, batch_first=True)
+            self.fc = nn.Linear(hidden, classes)
+
+        def forward(self, x, y=None):
+            h, _ = self.lstm(x)
+            out = self.fc(h[:, -1])
+            if self.training:
+                return out, F.cross_entropy(out, y)
+            return out
+
+    class TinyTransformer(nn.Module):
+        """An embedding, one transformer encoder layer (no dropout) and a mean-pooled classifier."""
+
+        def __init__(self, vocabulary=20, width=16, classes=3):
+            super().__init__()
+            self.emb = nn.Embedding(vocabulary, width)
+            self.enc = nn.TransformerEncoderLayer(width, 2, 2 * width, dropout=0.0,
+                                                  batch_first=True)
+            self.fc = nn.Linear(width, classes)
+
+        def forward(self, x, y=None):
+            out = self.fc(self.enc(self.emb(x)).mean(1))
+            if self.training:
+                return out, F.cross_entropy(out, y)
+            return out
+
+
+def sequence_data(steps, batch, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(batch, 6, 5, generator=g), torch.randint(0, 3, (batch,), generator=g))
+            for _ in range(steps)]
+
+
+def token_data(steps, batch, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randint(0, 20, (batch, 7), generator=g),
+             torch.randint(0, 3, (batch,), generator=g)) for _ in range(steps)]
+
 
 def mlp_data(steps, batch, seed=0):
     g = torch.Generator().manual_seed(seed)
