@@ -241,6 +241,16 @@ class BadInput(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(NotImplementedError, "fc1.weight.*not implemented"):
             poptorch.trainingModel(model)(*tt.mlp_data(1, 4)[0])
 
+    def test_a_module_changed_after_wrapping(self):
+        model = tt.make(tt.Mlp)
+        wrapped = poptorch.trainingModel(model)
+        x, y = tt.mlp_data(1, 4)[0]
+        wrapped(x, y)
+        model.fc2.weight = nn.Parameter(torch.zeros(3, 5))
+        with self.assertRaisesRegex(ValueError, r"tensor 'fc2.weight' is now float32 \(3, 5\), but "
+                                    r"the compiled model has float32 \(3, 8\)"):
+            wrapped(x, y)
+
     def test_a_buffer_forward_updates(self):
         class CounterModel(nn.Module):  # PopTorch's listing 4.22
             def __init__(self):

@@ -10,13 +10,21 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the machine
     raise ImportError("xtrain.torch needs PyTorch (Debian: apt install python3-torch): %s" % e) from e
 
-from . import optim  # noqa: F401
+from . import _capture, optim  # noqa: F401
+from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
 from ._options import Options, OutputMode, ReductionType  # noqa: F401
 
 __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "ReductionType",
-           "PoplarExecutor", "OptimizerError", "identity_loss", "optim"]
+           "PoplarExecutor", "OptimizerError", "identity_loss", "optim", "Error",
+           "RecoverableError", "UnrecoverableError", "isRunningOnIpu"]
+
+
+def isRunningOnIpu():
+    """True while xtrain.torch captures a module for the device (forward is being traced), False
+    when the module runs on the CPU, as PopTorch's: a model may take another path on the IPU."""
+    return _capture.capturing()
 
 
 def trainingModel(model, options=None, optimizer=None):

@@ -52,6 +52,14 @@ def forward_argument_names(model, args, kwargs):
     return names, values
 
 
+_capturing = 0
+
+
+def capturing():
+    """Whether a capture is tracing a forward now (poptorch.isRunningOnIpu)."""
+    return _capturing > 0
+
+
 @contextlib.contextmanager
 def _preserved(model, training):
     """Runs a block with the module in the given mode, restoring its mode, buffers and the RNG."""
@@ -59,9 +67,12 @@ def _preserved(model, training):
     saved_rng = torch.get_rng_state()
     was_training = model.training
     model.train(training)
+    global _capturing
+    _capturing += 1
     try:
         yield
     finally:
+        _capturing -= 1
         model.train(was_training)
         torch.set_rng_state(saved_rng)
         with torch.no_grad():

@@ -17,8 +17,10 @@ asks for explicit copies.
 import numpy as np
 import torch
 
+import functools
+
 from .. import _xtrain
-from . import _capture
+from . import _capture, _errors
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same
 from ._options import Options, OutputMode, ReductionType
 
@@ -27,6 +29,15 @@ _RETURN_TYPES = {OutputMode.Final: "FINAL", OutputMode.All: "ALL", OutputMode.Su
 
 def _model_name(model):
     return type(model).__name__
+
+
+def _backend_errors(method):
+    """xtrain's exceptions raised in a PopTorch method become PopTorch's classes (_errors.py)."""
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        with _errors.backend(method.__name__):
+            return method(self, *args, **kwargs)
+    return wrapped
 
 
 class PoplarExecutor:
@@ -72,11 +83,13 @@ class PoplarExecutor:
 
     # ---- PopTorch's methods ----
 
+    @_backend_errors
     def __call__(self, *args, **kwargs):
         names, values = _capture.forward_argument_names(self.model, args, kwargs)
         inputs = self._inputs(names, values)
         if self._session is None:
-            self._compile(names, values)
+            with _errors.backend("compile"):
+                self._compile(names, values)
         self._check_attached("run the model")
         feeds = self._feeds(inputs)
         if self._module_changed():
@@ -94,6 +107,7 @@ class PoplarExecutor:
                 self._optimizer._step_count += 1
         return self._outputs()
 
+    @_backend_errors
     def compile(self, *args, **kwargs):
         """Captures the module and builds its session without running a step."""
         names, values = _capture.forward_argument_names(self.model, args, kwargs)
@@ -104,12 +118,14 @@ class PoplarExecutor:
     def isCompiled(self):
         return self._session is not None
 
+    @_backend_errors
     def copyWeightsToHost(self):
         """Copies the device's weights and buffers into the module."""
         if self._session is not None:
             self._check_attached("copyWeightsToHost")
             self._copy_weights_to_module()
 
+    @_backend_errors
     def copyWeightsToDevice(self):
         """Copies the module's weights and buffers to the device."""
         if self._session is None:
@@ -128,6 +144,7 @@ class PoplarExecutor:
         self._session.weightsFromHost()
         self._synced = self._versions()
 
+    @_backend_errors
     def setOptimizer(self, optimizer):
         """Uses another optimizer (or new values of this one) from the next call."""
         if not self.training:
@@ -137,6 +154,7 @@ class PoplarExecutor:
         if self._session is not None:
             self._update_optimizer_if_changed()
 
+    @_backend_errors
     def detachFromDevice(self):
         if self._session is None:
             raise RuntimeError("detachFromDevice: the model has not been compiled yet")
@@ -146,6 +164,7 @@ class PoplarExecutor:
             self._copy_weights_to_module()
         self._device.detach()
 
+    @_backend_errors
     def attachToDevice(self):
         if self._session is None:
             raise RuntimeError("attachToDevice: the model has not been compiled yet")
@@ -158,6 +177,7 @@ class PoplarExecutor:
     def isAttachedToDevice(self):
         return self._session is not None and self._device.isAttached
 
+    @_backend_errors
     def destroy(self):
         """Releases the session and its device; the next call compiles again."""
         if self._session is not None and self._device.isAttached:
