@@ -36,14 +36,15 @@ class Captured:
 
 def forward_argument_names(model, args, kwargs):
     """forward's parameter names for the given arguments, in order (the graph's input names)."""
+    signature = inspect.signature(model.forward)
     try:
-        bound = inspect.signature(model.forward).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError("the arguments do not match %s.forward%s: %s"
-                        % (type(model).__name__, inspect.signature(model.forward), e)) from None
+                        % (type(model).__name__, signature, e)) from None
     names, values = [], []
     for name, value in bound.arguments.items():
-        kind = inspect.signature(model.forward).parameters[name].kind
+        kind = signature.parameters[name].kind
         if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise NotImplementedError("%s.forward takes *%s: xtrain.torch needs named tensor "
                                       "arguments (not implemented yet)" % (type(model).__name__, name))

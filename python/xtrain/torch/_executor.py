@@ -18,13 +18,29 @@ import numpy as np
 import torch
 
 import functools
+import weakref
 
 from .. import _xtrain
 from . import _capture, _errors
-from ._optimizer_map import OptimizerPlan, OptimizerError, is_same
+from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
 from ._options import Options, OutputMode, ReductionType
 
 _RETURN_TYPES = {OutputMode.Final: "FINAL", OutputMode.All: "ALL", OutputMode.Sum: "SUM"}
+
+
+# module -> how many times an executor wrote trained values into it (see _versions).
+_generations = weakref.WeakKeyDictionary()
+
+
+def _writable_view(tensor):
+    """A NumPy array sharing the tensor's memory, or None (not a contiguous CPU tensor)."""
+    if tensor.device.type != "cpu" or not tensor.is_contiguous() or tensor.is_conj() or \
+            tensor.is_neg():
+        return None
+    try:
+        return tensor.detach().numpy()
+    except (RuntimeError, TypeError):
+        return None
 
 
 def _model_name(model):
@@ -76,6 +92,8 @@ class PoplarExecutor:
         self._session = None
         self._device = None
         self._plan = None
+        self._plan_optimizer = None
+        self._host_info = {}
         self._anchors = None
         self._micro_batch = None
         self._synced = None
@@ -133,7 +151,7 @@ class PoplarExecutor:
         self._check_attached("copyWeightsToDevice")
         arrays = _capture.state_arrays(self.model, self._captured.state_names)
         for name, array in arrays.items():
-            want, shape = self._session._hostInfo(name)
+            want, shape = self._info(name)
             if array.dtype != want or list(array.shape) != list(shape):
                 raise ValueError(
                     "%s's tensor '%s' is now %s %s, but the compiled model has %s %s: a module "
@@ -252,6 +270,7 @@ class PoplarExecutor:
             state = set(captured.state_names)
             weight_names = {id(p): n for n, p in model.named_parameters() if n in state}
             self._plan = OptimizerPlan(self._optimizer, weight_names)
+            self._plan_optimizer = self._optimizer
         self._weight_names = weight_names
         self._captured = captured
         self._micro_batch = micro[0].shape[0] if micro else 1
@@ -323,7 +342,7 @@ class PoplarExecutor:
         feeds = {}
         for name in self._captured.input_names:
             value = inputs[name]
-            want, shape = self._session._hostInfo(name)
+            want, shape = self._info(name)
             array = value.detach().cpu().contiguous().numpy()
             if array.dtype != want:
                 raise TypeError("%s.forward argument '%s' is %s; the compiled model takes %s (the "
@@ -342,7 +361,7 @@ class PoplarExecutor:
         results = []
         for name in self._captured.output_names:
             array = self._anchors[name]
-            shape = list(self._session._hostInfo(name)[1])
+            shape = list(self._info(name)[1])
             prefix = int(np.prod(array.shape[: array.ndim - len(shape)], dtype=np.int64))
             if shape:
                 array = array.reshape([prefix * shape[0]] + shape[1:])
@@ -358,26 +377,45 @@ class PoplarExecutor:
 
     # ---- weights ----
 
+    def _info(self, name):
+        """(NumPy dtype, shape) of a session tensor, asked once."""
+        if name not in self._host_info:
+            self._host_info[name] = self._session._hostInfo(name)
+        return self._host_info[name]
+
     def _state_tensors(self):
         state = self.model.state_dict(keep_vars=True)
         return [(n, state.get(n)) for n in self._captured.state_names]
 
     def _versions(self):
-        return [(n, id(t), t._version if t is not None else None) for n, t in self._state_tensors()]
+        """What says whether the module changed: its generation (bumped whenever an executor
+        writes trained values into it) and each state tensor's identity and version counter."""
+        return (_generations.get(self.model, 0),
+                [(n, id(t), t._version if t is not None else None) for n, t in self._state_tensors()])
 
     def _module_changed(self):
         return self._synced != self._versions()
 
     def _copy_weights_to_module(self):
+        """The device's weights into the module's tensors: read straight into their memory where
+        the dtype and shape allow (no temporary copy), else through an array and copy_."""
         self._session.weightsToHost()
-        arrays = {}
-        for name in self._captured.state_names:
-            dtype, shape = self._session._hostInfo(name)
-            arrays[name] = np.zeros(shape, dtype=dtype)
+        arrays, fallback = {}, []
+        for name, tensor in self._state_tensors():
+            dtype, shape = self._info(name)
+            view = _writable_view(tensor)
+            if view is not None and view.dtype == dtype and list(view.shape) == list(shape):
+                arrays[name] = view
+            else:
+                arrays[name] = np.zeros(shape, dtype=dtype)
+                fallback.append((name, tensor))
         self._session.readWeights(_xtrain.PyWeightsIO(arrays))
         with torch.no_grad():
-            for name, tensor in self._state_tensors():
+            for name, tensor in fallback:
                 tensor.copy_(torch.from_numpy(arrays[name]))
+        # Writes through NumPy do not move torch's version counters: the generation tells other
+        # executors of this module (an inferenceModel) that its values changed.
+        _generations[self.model] = _generations.get(self.model, 0) + 1
         self._synced = self._versions()
 
     def _count_batchnorm_batches(self):
@@ -391,6 +429,8 @@ class PoplarExecutor:
                     module.num_batches_tracked.add_(steps)
 
     def _update_optimizer_if_changed(self):
+        if self._plan_optimizer is self._optimizer and unchanged(self._plan, self._optimizer):
+            return
         plan = OptimizerPlan(self._optimizer, self._weight_names)
         if is_same(plan, self._plan):
             return
@@ -405,3 +445,4 @@ class PoplarExecutor:
                 "variable" % "; ".join(changed))
         self._session.updateOptimizerFromHost(plan.xtrain)
         self._plan = plan
+        self._plan_optimizer = self._optimizer

@@ -70,6 +70,7 @@ class OptimizerPlan:
         self.variable = _variable_names(optimizer, defaults)
         self.values = _values(optimizer, self.family)
         self.groups = []
+        self.group_sizes = [len(g["params"]) for g in optimizer.param_groups]
         seen = {}
         for index, group in enumerate(optimizer.param_groups):
             _check_group(optimizer, group, index)
@@ -196,3 +197,15 @@ def _values(optimizer, family):
 def is_same(plan, other):
     return plan.family == other.family and plan.values == other.values and \
         plan.groups == other.groups
+
+
+def unchanged(plan, optimizer):
+    """Whether the optimizer still has the values the plan was built from (cheap: no xtrain
+    optimizer is built; the executor asks before every call)."""
+    try:
+        family, _ = _family(optimizer)
+    except OptimizerError:
+        return False
+    if family != plan.family or plan.values != _values(optimizer, family):
+        return False
+    return [len(g["params"]) for g in optimizer.param_groups] == plan.group_sizes
