@@ -11,6 +11,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     raise ImportError("xtrain.torch needs PyTorch (Debian: apt install python3-torch): %s" % e) from e
 
 from . import _capture, optim  # noqa: F401
+from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
@@ -18,7 +19,8 @@ from ._options import Options, OutputMode, ReductionType  # noqa: F401
 
 __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "ReductionType",
            "PoplarExecutor", "OptimizerError", "identity_loss", "optim", "Error",
-           "RecoverableError", "UnrecoverableError", "isRunningOnIpu"]
+           "RecoverableError", "UnrecoverableError", "isRunningOnIpu", "DataLoader",
+           "DataLoaderMode"]
 
 
 def isRunningOnIpu():
