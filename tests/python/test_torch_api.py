@@ -129,6 +129,13 @@ class OptionsAndOptimizers(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "replicationFactor must be a positive int"):
             opts.replicationFactor(0)
 
+    def test_the_wrapper_keeps_its_own_copy_of_the_options(self):
+        opts = poptorch.Options().deviceIterations(2)
+        wrapped = poptorch.trainingModel(tt.make(tt.Mlp), opts)
+        opts.deviceIterations(3)
+        self.assertEqual(wrapped.options.device_iterations, 2)
+        wrapped(*tt.mlp_data(1, 8)[0])  # 2 iterations of 4
+
     def test_ipu_model_device_and_sum_output(self):
         model = tt.make(tt.Mlp)
         reference = tt.twin(model)

@@ -17,6 +17,7 @@ asks for explicit copies.
 import numpy as np
 import torch
 
+import copy
 import functools
 import weakref
 
@@ -80,7 +81,9 @@ class PoplarExecutor:
         if not training and optimizer is not None:
             raise ValueError("inferenceModel takes no optimizer")
         self.model = model
-        self.options = options
+        # A copy, as the model is compiled for these values: changing the caller's Options later
+        # does not change the wrapper (wrap again for other options).
+        self.options = copy.deepcopy(options)
         self.training = training
         self._optimizer = optimizer
         if training:
@@ -97,7 +100,6 @@ class PoplarExecutor:
         self._anchors = None
         self._micro_batch = None
         self._synced = None
-        self._calls = 0
 
     # ---- PopTorch's methods ----
 
@@ -115,7 +117,6 @@ class PoplarExecutor:
         if self.training:
             self._update_optimizer_if_changed()
         self._session.run(_xtrain.PyStepIO(feeds, self._anchors))
-        self._calls += 1
         if self.training:
             self._copy_weights_to_module()
             self._count_batchnorm_batches()
