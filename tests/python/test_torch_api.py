@@ -227,9 +227,9 @@ class BadInput(PrivatePool, unittest.TestCase):
 
     def test_optimizers_that_cannot_be_mapped(self):
         model = tt.make(tt.Mlp)
-        with self.assertRaisesRegex(poptorch.OptimizerError, "torch.optim.rmsprop.RMSprop cannot "
+        with self.assertRaisesRegex(poptorch.OptimizerError, "torch.optim.adagrad.Adagrad cannot "
                                     "be mapped"):
-            poptorch.trainingModel(model, optimizer=torch.optim.RMSprop(model.parameters()))
+            poptorch.trainingModel(model, optimizer=torch.optim.Adagrad(model.parameters()))
         with self.assertRaisesRegex(poptorch.OptimizerError, "amsgrad=True"):
             poptorch.trainingModel(model, optimizer=torch.optim.Adam(model.parameters(),
                                                                      amsgrad=True))

@@ -48,6 +48,27 @@ class OptimizersMatchPyTorch(PrivatePool, unittest.TestCase):
                      lambda m: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9,
                                                nesterov=True, weight_decay=0.01))
 
+    def test_rmsprop(self):
+        self.compare(lambda m: torch.optim.RMSprop(m.parameters(), lr=0.01, alpha=0.9,
+                                                   weight_decay=0.01),
+                     lambda m: torch.optim.RMSprop(m.parameters(), lr=0.01, alpha=0.9,
+                                                   weight_decay=0.01))
+
+    def test_poptorch_rmsprop_centered_with_momentum(self):
+        self.compare(lambda m: poptorch.optim.RMSprop(m.parameters(), lr=0.01, momentum=0.5,
+                                                      centered=True, loss_scaling=16.0),
+                     lambda m: torch.optim.RMSprop(m.parameters(), lr=0.01, momentum=0.5,
+                                                   centered=True))
+
+    def test_centered_cannot_change_after_compiling(self):
+        model = tt.make(tt.Mlp)
+        opt = poptorch.optim.RMSprop(model.parameters(), lr=0.01, centered=True)
+        wrapped = poptorch.trainingModel(model, optimizer=opt)
+        wrapped(*tt.mlp_data(1, 4)[0])
+        opt.param_groups[0]["centered"] = False
+        with self.assertRaisesRegex(poptorch.OptimizerError, r"\['centered'\]: True -> False \(it chooses the update rule"):
+            wrapped(*tt.mlp_data(1, 4)[0])
+
     def test_sgd_dampening_without_momentum_is_ignored_as_pytorch_does(self):
         self.compare(lambda m: torch.optim.SGD(m.parameters(), lr=0.05, dampening=0.5),
                      lambda m: torch.optim.SGD(m.parameters(), lr=0.05, dampening=0.5))

@@ -21,6 +21,10 @@ _SGD_DEFAULTS = {"momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nester
                  "velocity_scaling": 1.0}
 _ADAM_DEFAULTS = {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}
 _ADAMW_DEFAULTS = {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01}
+_RMSPROP_DEFAULTS = {"alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
+                     "centered": False}
+# Values that choose the update rule when the session is built: never changed afterwards.
+_FIXED = ("nesterov", "centered")
 
 _DTYPES = {torch.float32: "FLOAT", torch.float16: "FLOAT16"}
 
@@ -36,9 +40,11 @@ def _family(optimizer):
         return "AdamW", _ADAMW_DEFAULTS
     if isinstance(optimizer, torch.optim.Adam):
         return "Adam", _ADAM_DEFAULTS
+    if isinstance(optimizer, torch.optim.RMSprop):
+        return "RMSprop", _RMSPROP_DEFAULTS
     raise OptimizerError(
         "optimizer %s.%s cannot be mapped to an xtrain optimizer: xtrain.torch takes "
-        "torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW and their xtrain.torch.optim "
+        "torch.optim.SGD, Adam, AdamW, RMSprop and their xtrain.torch.optim "
         "versions (docs/poptorch.md, \"Optimizers\")"
         % (type(optimizer).__module__, type(optimizer).__name__))
 
@@ -93,7 +99,8 @@ class OptimizerPlan:
         return (float(value), key not in self.variable)
 
     def _build(self):
-        build = {"SGD": self._sgd, "Adam": self._adam, "AdamW": self._adam}[self.family]
+        build = {"SGD": self._sgd, "Adam": self._adam, "AdamW": self._adam,
+                 "RMSprop": self._rmsprop}[self.family]
         optimizer = build(self.values["groups"][0])
         for index, names in enumerate(self.groups[1:], start=1):
             specific = self._specific(self.values["groups"][index])
@@ -118,8 +125,19 @@ class OptimizerPlan:
                 "beta1": self._value("betas", b1), "beta2": self._value("betas", b2),
                 "eps": self._value("eps", g["eps"])}
 
+    def _rmsprop_values(self, g):
+        return {"learningRate": self._value("lr", g["lr"]),
+                "weightDecay": self._value("weight_decay", g["weight_decay"]),
+                "alpha": self._value("alpha", g["alpha"]),
+                "momentum": self._value("momentum", g["momentum"]),
+                "eps": self._value("eps", g["eps"])}
+
     def _specific(self, g):
-        return self._sgd_values(g) if self.family == "SGD" else self._adam_values(g)
+        if self.family == "SGD":
+            return self._sgd_values(g)
+        if self.family == "RMSprop":
+            return self._rmsprop_values(g)
+        return self._adam_values(g)
 
     def _defaults(self, g):
         values = {"default" + k[0].upper() + k[1:]: v for k, v in self._specific(g).items()}
@@ -150,14 +168,29 @@ class OptimizerPlan:
             accum_type=types[0], accl1_type=types[1], accl2_type=types[2],
             clip_norm_settings=self._clip())
 
+    def _rmsprop(self, g):
+        centered = {bool(group["centered"]) for group in self.values["groups"]}
+        if len(centered) > 1:
+            raise OptimizerError("RMSprop: centered must be the same in every param group (it "
+                                 "chooses xtrain's AdaptiveMode for the whole optimizer)")
+        mode = _xtrain.AdaptiveMode
+        types = self.values["types"]
+        return _xtrain.Adaptive(
+            self._defaults(g), mode=mode.CenteredRMSProp if g["centered"] else mode.RMSProp,
+            weight_decay_mode=_xtrain.WeightDecayMode.L2Regularization, accum_type=types[0],
+            accl1_type=types[2], accl2_type=types[1], accl3_type=types[1],
+            clip_norm_settings=self._clip())
+
     def changed_constants(self, other):
         """The constant attributes whose values differ in another plan of the same optimizer."""
         changed = []
         for index, (mine, theirs) in enumerate(zip(self.values["groups"], other.values["groups"])):
             for key, value in mine.items():
-                if key not in self.variable and theirs.get(key) != value:
-                    changed.append("param_groups[%d][%r]: %r -> %r"
-                                   % (index, key, value, theirs.get(key)))
+                if (key not in self.variable or key in _FIXED) and theirs.get(key) != value:
+                    changed.append("param_groups[%d][%r]: %r -> %r%s"
+                                   % (index, key, value, theirs.get(key),
+                                      " (it chooses the update rule: never variable)"
+                                      if key in _FIXED else ""))
         for key in ("loss_scaling", "use_combined_accum", "types", "max_grad_norm",
                     "bias_correction"):
             if key not in self.variable and self.values.get(key) != other.values.get(key):
@@ -175,7 +208,7 @@ def _dtype_name(optimizer, attribute):
 
 def _values(optimizer, family):
     """Everything the xtrain optimizer is made from, as comparable plain values."""
-    keys = _SGD_DEFAULTS if family == "SGD" else _ADAM_DEFAULTS
+    keys = {"SGD": _SGD_DEFAULTS, "RMSprop": _RMSPROP_DEFAULTS}.get(family, _ADAM_DEFAULTS)
     groups = []
     for group in optimizer.param_groups:
         g = {k: group.get(k, d) for k, d in keys.items()}

@@ -2,14 +2,14 @@
 
 These are ``torch.optim`` optimizers (they can also step a model on the CPU) whose extra arguments
 configure xtrain's optimizer: ``loss_scaling``, ``velocity_scaling`` and ``use_combined_accum`` (SGD),
-the accumulator types and ``max_grad_norm`` (Adam, AdamW). As in PopTorch, an attribute passed to
+the accumulator types and ``max_grad_norm`` (Adam, AdamW, RMSprop). As in PopTorch, an attribute passed to
 the constructor is *variable* (it may change between calls with ``setOptimizer``); one left out is
 *constant* and changing it after the model was compiled is an error. ``lr`` is always variable.
 How each maps to xtrain's optimizers: docs/poptorch.md, "Optimizers".
 """
 import torch
 
-__all__ = ["SGD", "Adam", "AdamW"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
 
 
 def _given(**kwargs):
@@ -88,5 +88,25 @@ class AdamW(_AdamExtras, torch.optim.AdamW):
                                    weight_decay=0.01 if weight_decay is None else weight_decay,
                                    amsgrad=bool(amsgrad), maximize=bool(maximize), foreach=foreach)
         self.bias_correction = True if bias_correction is None else bool(bias_correction)
+        self._init_extras(given, loss_scaling, accum_type, first_order_momentum_accum_type,
+                          second_order_momentum_accum_type, max_grad_norm)
+
+
+class RMSprop(_AdamExtras, torch.optim.RMSprop):
+    """RMSprop, centered or not, with PyTorch's L2 weight decay (PopTorch's ``poptorch.optim.RMSprop``).
+    xtrain's Adaptive optimizer keeps the square average in the second-order type and the centered
+    mean and the momentum in the first-order type."""
+
+    def __init__(self, params, lr=None, alpha=None, eps=None, weight_decay=None, momentum=None,
+                 centered=None, foreach=None, maximize=None, differentiable=None,
+                 loss_scaling=None, accum_type=None, first_order_momentum_accum_type=None,
+                 second_order_momentum_accum_type=None, max_grad_norm=None):
+        given = _given(alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum)
+        torch.optim.RMSprop.__init__(self, params, lr=0.01 if lr is None else lr,
+                                     alpha=0.99 if alpha is None else alpha,
+                                     eps=1e-8 if eps is None else eps,
+                                     weight_decay=weight_decay or 0.0, momentum=momentum or 0.0,
+                                     centered=bool(centered), foreach=foreach,
+                                     maximize=bool(maximize))
         self._init_extras(given, loss_scaling, accum_type, first_order_momentum_accum_type,
                           second_order_momentum_accum_type, max_grad_norm)
