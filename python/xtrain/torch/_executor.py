@@ -22,6 +22,7 @@ import functools
 import weakref
 
 from .. import _xtrain
+from .. import dist as _dist
 from . import _capture, _errors
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
 from ._options import Options, OutputMode, ReductionType
@@ -288,10 +289,23 @@ class PoplarExecutor:
         if self.training and o.Training.gradient_accumulation > 1:
             opts.enableGradientAccumulation = True
             opts.accumulationFactor = o.Training.gradient_accumulation
+        if _dist.isPopdistEnvSet():
+            self._configure_for_xrun(opts)
         opts.accumulationAndReplicationReductionType = (
             _xtrain.ReductionType.Mean if o.Training.reduction == ReductionType.Mean
             else _xtrain.ReductionType.Sum)
         return opts
+
+    def _configure_for_xrun(self, opts):
+        """Under xrun the job's replicas span the instances: the session joins them (popdist's
+        configuration), and the options' replicas must be this instance's."""
+        local = _dist.getNumLocalReplicas()
+        if self.options.replication_factor != local:
+            raise ValueError(
+                "Options.replicationFactor is %d but xrun gave this instance %d replicas (of %d "
+                "in the job): under xrun leave it at its default, the instance's replicas"
+                % (self.options.replication_factor, local, _dist.getNumTotalReplicas()))
+        _dist.configureSessionOptions(opts)
 
     def _data_flow(self):
         mode = self.options.resolved_output_mode(self.training)
@@ -305,6 +319,8 @@ class PoplarExecutor:
     def _acquire_device(self):
         replicas = self.options.replication_factor
         manager = _xtrain.DeviceManager()
+        if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
+            return _dist.getDevice()
         if self.options.use_ipu_model:
             return manager.createIpuModelDevice({"numIPUs": replicas})
         return manager.acquireAvailableDevice(replicas)

@@ -8,6 +8,8 @@ names PopTorch does not have raise ``AttributeError``.
 import enum
 import os
 
+from .. import dist as _dist
+
 
 class OutputMode(enum.IntEnum):
     """What a call returns of the device iterations' outputs (PopTorch's ``OutputMode``)."""
@@ -94,7 +96,8 @@ class Options:
 
     def __init__(self):
         self.device_iterations = 1
-        self.replication_factor = 1
+        # Under xrun, the instance's replicas, as popdist's Options (docs/poptorch.md, "xrun").
+        self.replication_factor = _dist.getNumLocalReplicas() if _dist.isPopdistEnvSet() else 1
         self.output_mode = OutputMode.Default
         self.output_return_period = 1
         self.random_seed = None
