@@ -5,21 +5,21 @@ or InferenceSession with the options (_options.py) and the optimizer (_optimizer
 every call runs one session step: ``deviceIterations`` batches (each of ``gradientAccumulation``
 micro-batches per replica, in training).
 
-Weights. The module is the reference copy, as in PopTorch. A training call copies the trained
-weights and buffers back into the module's tensors when it ends (eagerly, not lazily on access:
-``model.state_dict()`` is right at any time, and a copy costs less than the step). Before a call,
-the executor pushes the module's state to the device if any of its tensors changed since the
-executor last synchronised (told by each tensor's in-place version counter and identity), so an
-inferenceModel of the same module sees what a trainingModel trained, and the reverse. A change the
-version counter cannot see (through ``tensor.data``) needs ``copyWeightsToDevice()``, as PopTorch
-asks for explicit copies.
+Weights. The module is the reference copy, as in PopTorch. A training call reads the trained
+weights and buffers back into the module's tensors' memory when it ends (eagerly, not lazily on
+access: ``model.state_dict()`` is right at any time). Before a call, the executor pushes the
+module's state to the device if it changed since the executor last synchronised: a tensor's
+identity or in-place version counter, or the module's generation, which every executor that writes
+trained values into it bumps. So an inferenceModel of the same module sees what a trainingModel
+trained, and the reverse. A change the version counter cannot see (through ``tensor.data``) needs
+``copyWeightsToDevice()``, as PopTorch asks for explicit copies.
 """
-import numpy as np
-import torch
-
 import copy
 import functools
 import weakref
+
+import numpy as np
+import torch
 
 from .. import _xtrain
 from .. import dist as _dist
