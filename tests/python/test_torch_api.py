@@ -273,6 +273,12 @@ class BadInput(PrivatePool, unittest.TestCase):
             poptorch.inferenceModel(model)()
         self.assertEqual(float(model.i), 0.0)  # the capture restored it
 
+    def test_a_half_precision_module(self):
+        model = nn.Linear(1, 10).half()  # the chapter's listing 4.4's second part
+        with self.assertRaisesRegex(NotImplementedError, "weight, bias.*half-precision modules "
+                                    "are not implemented"):
+            poptorch.inferenceModel(model)(torch.tensor([1.]).half())
+
     def test_batchnorm_without_momentum(self):
         model = tt.make(tt.SmallCnn)
         model.bn.momentum = None

@@ -131,6 +131,13 @@ def _check_buffer_updates(model, before, training):
 
 
 def _check_modules(model, training):
+    half = [n for n, t in model.state_dict().items()
+            if t.dtype in (torch.float16, torch.bfloat16)]
+    if half:
+        raise NotImplementedError(
+            "%s has float16/bfloat16 tensors (%s): half-precision modules are not implemented in "
+            "xtrain.torch yet (the capture runs forward on the CPU, where PyTorch has no "
+            "float16 matrix products)" % (type(model).__name__, ", ".join(half[:3])))
     if not training:
         return
     for name, module in model.named_modules():
