@@ -24,6 +24,7 @@ import torch
 from .. import _xtrain
 from .. import dist as _dist
 from . import _capture, _errors
+from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
 from ._options import Options, OutputMode, ReductionType
 
@@ -97,6 +98,7 @@ class PoplarExecutor:
         self._device = None
         self._plan = None
         self._plan_optimizer = None
+        self._opt_state = None
         self._host_info = {}
         self._anchors = None
         self._micro_batch = None
@@ -121,6 +123,7 @@ class PoplarExecutor:
         if self.training:
             self._copy_weights_to_module()
             self._count_batchnorm_batches()
+            self._opt_state.advance(self.options.device_iterations)
             # The device stepped the optimizer: count it as torch's LR schedulers do, so that
             # scheduler.step() after a call does not warn that optimizer.step() was never called.
             if hasattr(self._optimizer, "_step_count"):
@@ -182,6 +185,7 @@ class PoplarExecutor:
             raise RuntimeError("detachFromDevice: the model is already detached")
         if self.training:
             self._copy_weights_to_module()
+            self._opt_state.to_torch(self._optimizer)
         self._device.detach()
 
     @_backend_errors
@@ -201,8 +205,9 @@ class PoplarExecutor:
     def destroy(self):
         """Releases the session and its device; the next call compiles again."""
         if self._session is not None and self._device.isAttached:
-            if self.training:
+            if self.training:  # the module and the torch optimizer keep what was trained
                 self._copy_weights_to_module()
+                self._opt_state.to_torch(self._optimizer)
             self._device.detach()
         self._reset()
 
@@ -346,7 +351,41 @@ class PoplarExecutor:
             raise
         self._session, self._device = session, device
         self._anchors = session.initAnchorArrays()
+        if self.training:
+            # An optimizer with state (loaded from a checkpoint) resumes on the device: its state
+            # goes into the host copy that copyWeightsToDevice sends.
+            self._opt_state = OptimizerState(session, self._plan, self._weight_names)
+            self._opt_state.to_device(self._optimizer)
+            self._hook_optimizer(self._optimizer)
         self.copyWeightsToDevice()
+
+    def _hook_optimizer(self, optimizer):
+        """optimizer.state_dict() reads the device's state first, and load_state_dict() sends the
+        loaded state to the device (PopTorch's "Reading and writing optimizer state"): instance
+        attributes over the class's methods, calling them."""
+        executor = weakref.ref(self)
+
+        def live(ex):
+            return ex is not None and ex._optimizer is optimizer and ex._session is not None \
+                and ex._device.isAttached
+
+        def state_dict(*args, **kwargs):
+            ex = executor()
+            if live(ex):
+                with _errors.backend("state_dict"):
+                    ex._opt_state.to_torch(optimizer)
+            return type(optimizer).state_dict(optimizer, *args, **kwargs)
+
+        def load_state_dict(*args, **kwargs):
+            type(optimizer).load_state_dict(optimizer, *args, **kwargs)
+            ex = executor()
+            if live(ex):
+                with _errors.backend("load_state_dict"):
+                    if ex._opt_state.to_device(optimizer):
+                        ex._session.weightsFromHost()
+
+        optimizer.state_dict = state_dict
+        optimizer.load_state_dict = load_state_dict
 
     # ---- running ----
 
@@ -449,17 +488,22 @@ class PoplarExecutor:
         if self._plan_optimizer is self._optimizer and unchanged(self._plan, self._optimizer):
             return
         plan = OptimizerPlan(self._optimizer, self._weight_names)
-        if is_same(plan, self._plan):
-            return
-        changed = self._plan.changed_constants(plan)
-        if plan.family != self._plan.family or plan.groups != self._plan.groups:
-            changed.append("the optimizer's type or parameter groups")
-        if changed:
-            raise OptimizerError(
-                "the optimizer changed after the model was compiled in attributes that are "
-                "constant: %s. PopTorch's rule: an attribute not given to the constructor (or, for "
-                "torch.optim, left at its default) is constant; give it explicitly to make it "
-                "variable" % "; ".join(changed))
-        self._session.updateOptimizerFromHost(plan.xtrain)
+        if not is_same(plan, self._plan):
+            changed = self._plan.changed_constants(plan)
+            if plan.family != self._plan.family or plan.groups != self._plan.groups:
+                changed.append("the optimizer's type or parameter groups")
+            if changed:
+                raise OptimizerError(
+                    "the optimizer changed after the model was compiled in attributes that are "
+                    "constant: %s. PopTorch's rule: an attribute not given to the constructor (or, "
+                    "for torch.optim, left at its default) is constant; give it explicitly to make "
+                    "it variable" % "; ".join(changed))
+            self._session.updateOptimizerFromHost(plan.xtrain)
+        if self._plan_optimizer is not self._optimizer:  # another torch optimizer: its state too
+            self._hook_optimizer(self._optimizer)
+            self._opt_state = OptimizerState(self._session, plan, self._weight_names)
+            if self._opt_state.to_device(self._optimizer):
+                self._session.weightsFromHost()
+        self._opt_state._plan = plan
         self._plan = plan
         self._plan_optimizer = self._optimizer
