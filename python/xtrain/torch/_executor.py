@@ -5,9 +5,10 @@ or InferenceSession with the options (_options.py) and the optimizer (_optimizer
 every call runs one session step: ``deviceIterations`` batches (each of ``gradientAccumulation``
 micro-batches per replica, in training).
 
-Weights. The module is the reference copy, as in PopTorch. A training call reads the trained
-weights and buffers back into the module's tensors' memory when it ends (eagerly, not lazily on
-access: ``model.state_dict()`` is right at any time). Before a call, the executor pushes the
+Weights. The module is the reference copy, as in PopTorch. After a training call the device's
+weights are newer than the module's; they are read back into the module's tensors' memory lazily,
+when the module's state is next read or another executor of the module runs (_module_sync.py), as
+PopTorch does. Before a call, the executor pushes the
 module's state to the device if it changed since the executor last synchronised: a tensor's
 identity or in-place version counter, or the module's generation, which every executor that writes
 trained values into it bumps. So an inferenceModel of the same module sees what a trainingModel
@@ -23,7 +24,7 @@ import torch
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import _capture, _errors
+from . import _capture, _errors, _module_sync
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
 from ._options import Options, OutputMode, ReductionType
@@ -90,6 +91,7 @@ class PoplarExecutor:
         self._optimizer = optimizer
         if training:
             OptimizerPlan(optimizer, {})  # refuses an optimizer xtrain cannot map, now
+        _module_sync.watch(model)
         self._reset()
 
     def _reset(self):
@@ -115,13 +117,16 @@ class PoplarExecutor:
                 self._compile(names, values)
         self._check_attached("run the model")
         feeds = self._feeds(inputs)
+        if _module_sync.stale_executor(self.model) not in (None, self):
+            _module_sync.flush(self.model)  # another executor's training, into the module first
         if self._module_changed():
             self.copyWeightsToDevice()
         if self.training:
             self._update_optimizer_if_changed()
         self._session.run(_xtrain.PyStepIO(feeds, self._anchors))
         if self.training:
-            self._copy_weights_to_module()
+            # The module's tensors are now older than the device's: copied when next read.
+            _module_sync.mark_stale(self.model, self)
             self._count_batchnorm_batches()
             self._opt_state.advance(self.options.device_iterations)
             # The device stepped the optimizer: count it as torch's LR schedulers do, so that
@@ -154,7 +159,9 @@ class PoplarExecutor:
         if self._session is None:
             return
         self._check_attached("copyWeightsToDevice")
-        arrays = _capture.state_arrays(self.model, self._captured.state_names)
+        with _module_sync.quiet():
+            _module_sync.flush(self.model)  # pending trained weights first, or they would be lost
+            arrays = _capture.state_arrays(self.model, self._captured.state_names)
         for name, array in arrays.items():
             want, shape = self._info(name)
             if array.dtype != want or list(array.shape) != list(shape):
@@ -372,7 +379,9 @@ class PoplarExecutor:
         def state_dict(*args, **kwargs):
             ex = executor()
             if live(ex):
-                with _errors.backend("state_dict"):
+                with _errors.backend("state_dict"), _module_sync.quiet():
+                    # The host copy of the device's state is fresh once pending weights landed.
+                    _module_sync.flush(ex.model)
                     ex._opt_state.to_torch(optimizer)
             return type(optimizer).state_dict(optimizer, *args, **kwargs)
 
@@ -440,7 +449,8 @@ class PoplarExecutor:
         return self._host_info[name]
 
     def _state_tensors(self):
-        state = self.model.state_dict(keep_vars=True)
+        with _module_sync.quiet():
+            state = self.model.state_dict(keep_vars=True)
         return [(n, state.get(n)) for n in self._captured.state_names]
 
     def _versions(self):
@@ -452,9 +462,16 @@ class PoplarExecutor:
     def _module_changed(self):
         return self._synced != self._versions()
 
+    def _flush_weights_to_module(self):
+        """_module_sync's lazy copy: the module's state is being read."""
+        if self._session is not None and self._device.isAttached:
+            with _errors.backend("copyWeightsToHost"):
+                self._copy_weights_to_module()
+
     def _copy_weights_to_module(self):
         """The device's weights into the module's tensors: read straight into their memory where
         the dtype and shape allow (no temporary copy), else through an array and copy_."""
+        _module_sync.clear(self.model, self)
         self._session.weightsToHost()
         arrays, fallback = {}, []
         for name, tensor in self._state_tensors():
@@ -478,7 +495,7 @@ class PoplarExecutor:
         """PyTorch counts a BatchNorm's training batches in num_batches_tracked; the graph does not
         use it (momentum is set), so the executor keeps the count: one per micro-batch a replica ran."""
         steps = self.options.device_iterations * self.options.Training.gradient_accumulation
-        with torch.no_grad():
+        with torch.no_grad(), _module_sync.quiet():
             for module in self.model.modules():
                 if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and \
                         module.track_running_stats and module.num_batches_tracked is not None:
