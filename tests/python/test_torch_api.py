@@ -119,9 +119,9 @@ class OptionsAndOptimizers(PrivatePool, unittest.TestCase):
         self.assertIs(opts.Training.gradientAccumulation(4), opts)
         self.assertEqual(opts.batches_per_call(True), 16)
         self.assertEqual(opts.batches_per_call(False), 4)
-        with self.assertRaisesRegex(NotImplementedError, r"Options.enableExecutableCaching\(\) is "
+        with self.assertRaisesRegex(NotImplementedError, r"Options.broadcastBuffers\(\) is "
                                     "not implemented"):
-            opts.enableExecutableCaching("/tmp/cache")
+            opts.broadcastBuffers(False)
         with self.assertRaisesRegex(NotImplementedError, r"Options.Precision.setPartialsType"):
             opts.Precision.setPartialsType(torch.half)
         with self.assertRaisesRegex(AttributeError, "no option 'deviceIteration'"):

@@ -15,12 +15,17 @@ from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
-from ._options import Options, OutputMode, ReductionType  # noqa: F401
+from ._option_groups import HalfFloatCastingBehavior, TensorLocationSettings  # noqa: F401
+from ._options import ConnectionType, Options, OutputMode, ReductionType  # noqa: F401
+from ._strategies import (AutoStage, BeginBlock, Block, BlockFunction, Phase,  # noqa: F401
+                          PipelinedExecution, ShardedExecution, Stage)
 
 __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "ReductionType",
            "PoplarExecutor", "OptimizerError", "identity_loss", "optim", "Error",
            "RecoverableError", "UnrecoverableError", "isRunningOnIpu", "DataLoader",
-           "DataLoaderMode"]
+           "DataLoaderMode", "ConnectionType", "HalfFloatCastingBehavior", "TensorLocationSettings",
+           "AutoStage", "BeginBlock", "Block", "BlockFunction", "Phase", "PipelinedExecution",
+           "ShardedExecution", "Stage"]
 
 
 def isRunningOnIpu():

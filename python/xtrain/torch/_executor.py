@@ -306,6 +306,15 @@ class PoplarExecutor:
         opts.accumulationAndReplicationReductionType = (
             _xtrain.ReductionType.Mean if o.Training.reduction == ReductionType.Mean
             else _xtrain.ReductionType.Sum)
+        o.Precision.apply(opts)
+        o.TensorLocations.apply(opts, _xtrain)
+        if o.log_dir is not None:
+            opts.logDir = o.log_dir
+        if o.synthetic_data:
+            opts.syntheticDataMode = _xtrain.SyntheticDataMode.RandomNormal
+        if o.executable_cache_dir is not None:  # accepted by xtrain with no effect
+            opts.enableEngineCaching = True
+            opts.cachePath = o.executable_cache_dir
         return opts
 
     def _configure_for_xrun(self, opts):
@@ -334,7 +343,22 @@ class PoplarExecutor:
         if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
             return _dist.getDevice()
         if self.options.use_ipu_model:
+            if self.options.ipu_id is not None:
+                raise ValueError("Options.useIpuId(%d) and useIpuModel(True) together: an IPU "
+                                 "model device has no id in the pool; choose one"
+                                 % self.options.ipu_id)
             return manager.createIpuModelDevice({"numIPUs": replicas})
+        if self.options.ipu_id is not None:
+            device = manager.acquireDeviceById(self.options.ipu_id)
+            if device is None:
+                raise RuntimeError("Options.useIpuId(%d): no such device in xtrain's pool, or it is "
+                                   "taken (docs/devices.md)" % self.options.ipu_id)
+            if device.numIpus != replicas:
+                device.detach()
+                raise ValueError("Options.useIpuId(%d) is a device of %d IPUs, but the options need "
+                                 "%d (one per replica)" % (self.options.ipu_id, device.numIpus,
+                                                           replicas))
+            return device
         return manager.acquireAvailableDevice(replicas)
 
     def _build_session(self):

@@ -5,10 +5,14 @@ Each setter returns the Options object, so calls chain as in PopTorch
 implement yet raise ``NotImplementedError`` naming the option, rather than being silently dropped;
 names PopTorch does not have raise ``AttributeError``.
 """
+import ast
 import enum
 import os
 
 from .. import dist as _dist
+from . import _strategies
+from ._option_groups import (_DistributedOptions, _JitOptions, _PrecisionOptions,
+                             _TensorLocationOptions)
 
 
 class OutputMode(enum.IntEnum):
@@ -18,6 +22,13 @@ class OutputMode(enum.IntEnum):
     All = 2  # every micro-batch's, concatenated along the batch dimension
     Sum = 3  # the sum over the device iterations and micro-batches
     Default = 4  # Final for training, All for inference
+
+
+class ConnectionType(enum.IntEnum):
+    """When the device is attached (PopTorch's ``ConnectionType``)."""
+    Always = 0  # when the model is compiled
+    OnDemand = 1  # when it first runs
+    Never = 2  # never: compile only
 
 
 class ReductionType(enum.IntEnum):
@@ -43,14 +54,12 @@ def _positive_int(where, value):
 
 # PopTorch's option names that xtrain.torch does not implement yet: refused with a clear error.
 _OPTIONS_NOT_BUILT = (
-    "useIpuId", "autoRoundNumIPUs", "logDir", "enableSyntheticData", "connectionType",
-    "enableExecutableCaching", "loadFromFile", "setExecutionStrategy", "broadcastBuffers",
+    "broadcastBuffers",
     "anchorTensor", "enableStableNorm", "logCycleCount", "syncPattern",
     "relaxOptimizerAttributesChecks", "showCompilationProgressBar", "setAvailableMemoryProportion",
     "modelName", "updatableNamedBuffers", "inputReplicaGrouping", "disableModuleNamescope",
     "sourceLocationExcludes", "appendToLocationExcludes", "_Popart",
 )
-_SUBOPTIONS_NOT_BUILT = ("Precision", "TensorLocations", "Distributed", "Jit")
 _TRAINING_NOT_BUILT = ("setAutomaticLossScaling", "setMeanAccumulationAndReplicationReductionStrategy",
                        "setConvolutionDithering")
 
@@ -81,16 +90,6 @@ class _TrainingOptions:
         raise AttributeError("poptorch.Options.Training has no option '%s'" % name)
 
 
-class _OptionsNotBuilt:
-    """A PopTorch sub-options object (``opts.Precision`` ...) that this slice does not have yet."""
-
-    def __init__(self, name):
-        self._name = name
-
-    def __getattr__(self, member):
-        return _not_implemented("Options." + self._name, member)
-
-
 class Options:
     """PopTorch's options: how a wrapped model is batched, replicated and run."""
 
@@ -104,11 +103,19 @@ class Options:
         # POPTORCH_IPU_MODEL=1 selects the IPU model, as in PopTorch (docs/poptorch.md).
         self.use_ipu_model = os.environ.get("POPTORCH_IPU_MODEL", "0") not in ("", "0")
         self.Training = _TrainingOptions(self)
+        self.Precision = _PrecisionOptions(self)
+        self.TensorLocations = _TensorLocationOptions(self)
+        self.Distributed = _DistributedOptions(self)
+        self.Jit = _JitOptions(self)
+        self.ipu_id = None
+        self.auto_round_num_ipus = False
+        self.log_dir = None
+        self.synthetic_data = False
+        self.connection_type = ConnectionType.Always
+        self.executable_cache_dir = None
 
     def __getattr__(self, name):
         # Called only for names not found normally: PopTorch's options not built yet, or typos.
-        if name in _SUBOPTIONS_NOT_BUILT:
-            return _OptionsNotBuilt(name)
         if name in _OPTIONS_NOT_BUILT:
             return _not_implemented("Options", name)
         raise AttributeError("poptorch.Options has no option '%s'" % name)
@@ -149,6 +156,98 @@ class Options:
         self.use_ipu_model = use_model
         return self
 
+    def useIpuId(self, ipu_id):
+        """Honoured: the device with this id from xtrain's pool (DeviceManager.acquireDeviceById;
+        docs/devices.md); it must have replicationFactor IPUs."""
+        if isinstance(ipu_id, bool) or not isinstance(ipu_id, int) or ipu_id < 0:
+            raise ValueError("Options.useIpuId must be a non-negative int, got %r" % (ipu_id,))
+        self.ipu_id = ipu_id
+        return self
+
+    def autoRoundNumIPUs(self, enabled):
+        """Accepted, no effect: PopTorch rounds the IPUs it asks for up to a power of two. xtrain's
+        pool hands out only powers of two, and a device must split evenly among the replicas (one
+        IPU each), so rounding could not help: replicationFactor(3) fails in the pool either way,
+        saying so."""
+        if not isinstance(enabled, bool):
+            raise TypeError("Options.autoRoundNumIPUs: expected a bool, got %r" % (enabled,))
+        self.auto_round_num_ipus = enabled
+        return self
+
+    def logDir(self, log_dir):
+        """Honoured: SessionOptions.logDir (prepareDevice writes its memory report there)."""
+        if not isinstance(log_dir, str):
+            raise TypeError("Options.logDir: expected a str, got %r" % (log_dir,))
+        self.log_dir = log_dir
+        return self
+
+    def enableSyntheticData(self, enabled):
+        """Honoured: inputs are drawn on the device (SyntheticDataMode.RandomNormal), the host's
+        are not sent; a call still takes inputs of the right shapes."""
+        if not isinstance(enabled, bool):
+            raise TypeError("Options.enableSyntheticData: expected a bool, got %r" % (enabled,))
+        self.synthetic_data = enabled
+        return self
+
+    def connectionType(self, connection_type):
+        """Always (the default) is what happens: the device is attached when the model is
+        compiled. OnDemand is accepted with no effect: attaching a simulated IPU is immediate.
+        Never (compiling without a device, for compileAndExport) is not implemented."""
+        if not isinstance(connection_type, ConnectionType):
+            raise TypeError("Options.connectionType: expected a poptorch.ConnectionType, got %r"
+                            % (connection_type,))
+        if connection_type == ConnectionType.Never:
+            raise NotImplementedError("Options.connectionType(ConnectionType.Never): compiling "
+                                      "without a device (offline compilation) is not implemented "
+                                      "in xtrain.torch yet")
+        self.connection_type = connection_type
+        return self
+
+    def enableExecutableCaching(self, path):
+        """Accepted, no effect: SessionOptions.enableEngineCaching and cachePath, which xtrain
+        accepts without caching (docs/performance.md: compiling is 30-120 ms, of which a cache could
+        skip under one training step); nothing is written to path."""
+        if not isinstance(path, str):
+            raise TypeError("Options.enableExecutableCaching: expected a directory (str), got %r"
+                            % (path,))
+        self.executable_cache_dir = path
+        return self
+
+    def setExecutionStrategy(self, strategy):
+        """Refused until model parallelism lands (_strategies.py)."""
+        _strategies._refuse("Options.setExecutionStrategy(%s)" % type(strategy).__name__)
+
+    def loadFromFile(self, filepath):
+        """Sets options from a file of PopTorch's config form: one call per line, written as in
+        Python without the ``options.`` prefix (``deviceIterations(2)``,
+        ``Training.gradientAccumulation(4)``, ``outputMode(poptorch.OutputMode.All)``); blank lines
+        and lines starting with # are skipped. A bad line is a ValueError naming the file and line."""
+        with open(filepath) as f:
+            lines = f.read().splitlines()
+        for number, line in enumerate(lines, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                self._apply_config_line(text)
+            except (ValueError, TypeError, AttributeError, NotImplementedError) as e:
+                raise ValueError("%s:%d: %r: %s" % (filepath, number, text, e)) from e
+        return self
+
+    def _apply_config_line(self, text):
+        try:
+            call = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            call = None
+        if not isinstance(call, ast.Call) or any(k.arg is None for k in call.keywords):
+            raise ValueError("expected an option call such as deviceIterations(2)")
+        target = self
+        for name in _dotted(call.func):
+            target = getattr(target, name)
+        args = [_config_value(a) for a in call.args]
+        kwargs = {k.arg: _config_value(k.value) for k in call.keywords}
+        target(*args, **kwargs)
+
     # ---- what the executor reads ----
 
     def resolved_output_mode(self, training):
@@ -167,3 +266,29 @@ class Options:
                 % (self.device_iterations, self.replication_factor,
                    self.Training.gradient_accumulation, self.output_mode.name, self.random_seed,
                    self.use_ipu_model))
+
+
+def _dotted(node):
+    """["Training", "gradientAccumulation"] of ``Training.gradientAccumulation``."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return _dotted(node.value) + [node.attr]
+    raise ValueError("expected a dotted name, got %s" % ast.dump(node))
+
+
+def _config_value(node):
+    """A literal, or a dotted name of xtrain.torch (``poptorch.OutputMode.All``, ``OutputMode.All``)
+    or torch (``torch.float``)."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    import torch
+    from .. import torch as poptorch
+    names = _dotted(node)
+    roots = {"poptorch": poptorch, "torch": torch}
+    value = roots[names[0]] if names[0] in roots else getattr(poptorch, names[0])
+    for name in names[1:]:
+        value = getattr(value, name)
+    return value
