@@ -15,6 +15,8 @@ from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
+from ._ops import (MatMulSerializationMode, dynamic_slice, dynamic_update,  # noqa: F401
+                   ipu_print_tensor, nop, serializedMatMul, set_available_memory)
 from ._option_groups import HalfFloatCastingBehavior, TensorLocationSettings  # noqa: F401
 from ._options import ConnectionType, Options, OutputMode, ReductionType  # noqa: F401
 from ._strategies import (AutoStage, BeginBlock, Block, BlockFunction, Phase,  # noqa: F401
@@ -25,7 +27,8 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "RecoverableError", "UnrecoverableError", "isRunningOnIpu", "DataLoader",
            "DataLoaderMode", "ConnectionType", "HalfFloatCastingBehavior", "TensorLocationSettings",
            "AutoStage", "BeginBlock", "Block", "BlockFunction", "Phase", "PipelinedExecution",
-           "ShardedExecution", "Stage"]
+           "ShardedExecution", "Stage", "MatMulSerializationMode", "dynamic_slice",
+           "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory"]
 
 
 def isRunningOnIpu():

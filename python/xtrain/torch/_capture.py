@@ -18,7 +18,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import _symbolics
+from . import _ops, _symbolics
 
 OPSET = 17
 
@@ -170,8 +170,10 @@ def capture(model, names, values, training):
                 # PRESERVE with the mode set above: EVAL would fold BatchNorm into the
                 # convolution's weights, which then could not be kept in sync with the module.
                 training=torch.onnx.TrainingMode.PRESERVE,
-                do_constant_folding=False, opset_version=OPSET)
+                do_constant_folding=False, opset_version=OPSET,
+                custom_opsets={_ops.GRAPHCORE: _ops.GRAPHCORE_OPSET})
     proto = onnx.load_from_string(buffer.getvalue())
+    _serialized_matmuls(proto)
     state = model.state_dict()
     state_names = _constants_for_non_state(proto, state)
     graph_inputs = [i.name for i in proto.graph.input]
@@ -182,6 +184,20 @@ def capture(model, names, values, training):
             "output is not implemented yet)" % (type(model).__name__, output_names, graph_outputs))
     return Captured(proto, [n for n in names if n in graph_inputs], graph_outputs, structure,
                     state_names)
+
+
+def _serialized_matmuls(proto):
+    """serializedMatMul's placeholder nodes become what xtrain imports: a MatMul with the
+    serialisation attributes (docs/onnx-import.md). The exporter's checker would refuse those
+    attributes on a standard MatMul, so the rewrite is done after it."""
+    for node in proto.graph.node:
+        if node.domain == _ops.GRAPHCORE and node.op_type == "SerializedMatMul":
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            del node.attribute[:]
+            node.attribute.extend([
+                helper.make_attribute("__serialize_matmul_mode", attrs["mode"].decode()),
+                helper.make_attribute("__serialize_matmul_factor", attrs["factor"])])
+            node.op_type, node.domain = "MatMul", ""
 
 
 @contextlib.contextmanager
