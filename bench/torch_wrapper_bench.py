@@ -3,8 +3,8 @@
 For a small model (the tests' 6-8-3 MLP, micro-batch 8) and the reference MLP (784-1024-1024-10,
 micro-batch 64), measures the milliseconds of one training call three ways, interleaved and
 repeated, and prints the medians:
-- wrapper: ``out, loss = trainingModel(model)(x, y)`` (feeds, the step, the trained weights copied
-  back into the module, the outputs as tensors);
+- wrapper: ``out, loss = trainingModel(model)(x, y)`` (feeds, the step, the outputs as tensors;
+  the trained weights reach the module lazily, when it is read, so calls in a row copy none);
 - session: the same session's ``run`` with a ready PyStepIO (what a PopART-style program pays);
 - pytorch: PyTorch's own step (forward, backward, ``optimizer.step()``).
 All train with SGD (lr 0.01, momentum 0.9) on one simulated IPU, after warm-up calls.

@@ -170,8 +170,9 @@ def capture(model, names, values, training):
                 # PRESERVE with the mode set above: EVAL would fold BatchNorm into the
                 # convolution's weights, which then could not be kept in sync with the module.
                 training=torch.onnx.TrainingMode.PRESERVE,
-                do_constant_folding=False, opset_version=OPSET,
-                custom_opsets={_ops.GRAPHCORE: _ops.GRAPHCORE_OPSET})
+                # ai.graphcore ops (_ops.py) get opset 1, the exporter's default for a custom
+                # domain and the one xtrain imports (naming it here warns when none is used).
+                do_constant_folding=False, opset_version=OPSET)
     proto = onnx.load_from_string(buffer.getvalue())
     _serialized_matmuls(proto)
     state = model.state_dict()

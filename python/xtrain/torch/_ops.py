@@ -11,7 +11,6 @@ import enum
 import torch
 
 GRAPHCORE = "ai.graphcore"
-GRAPHCORE_OPSET = 1  # the ai.graphcore opset xtrain imports
 
 _FLOAT_FORMATS = {"auto": 0, "fixed": 1, "scientific": 2, "none": 3}
 
