@@ -11,6 +11,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     raise ImportError("xtrain.torch needs PyTorch (Debian: apt install python3-torch): %s" % e) from e
 
 from . import _capture, optim  # noqa: F401
+from ._async_data import AsynchronousDataAccessor  # noqa: F401
 from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
@@ -28,7 +29,8 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "DataLoaderMode", "ConnectionType", "HalfFloatCastingBehavior", "TensorLocationSettings",
            "AutoStage", "BeginBlock", "Block", "BlockFunction", "Phase", "PipelinedExecution",
            "ShardedExecution", "Stage", "MatMulSerializationMode", "dynamic_slice",
-           "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory"]
+           "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
+           "AsynchronousDataAccessor"]
 
 
 def isRunningOnIpu():

@@ -5,14 +5,15 @@ One element is ``batch_size`` (the micro-batch) × ``deviceIterations`` × ``rep
 ``Training.gradientAccumulation`` samples, so ``for x, y in loader: model(x, y)`` feeds each call
 what its options imply. ``drop_last`` defaults to True, as in PopTorch: a shorter last batch would
 not fit the compiled model. Under xrun with several instances, each instance reads its share of
-every global batch. The synchronous mode only: the asynchronous modes are not built yet, and are
-refused saying so.
+every global batch. ``DataLoaderMode.Async`` loads in the background (_async_data.py);
+``AsyncRebatched`` is not built yet and is refused saying so.
 """
 import enum
 
 import torch
 
 from .. import dist as _dist
+from ._async_data import AsynchronousDataAccessor
 from ._options import Options
 
 
@@ -49,10 +50,16 @@ class DataLoader(torch.utils.data.DataLoader):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError("DataLoader: batch_size (the micro-batch size) must be a positive int, "
                              "got %r" % (batch_size,))
-        if mode != DataLoaderMode.Sync or async_options is not None or \
-                rebatched_worker_size is not None:
-            raise NotImplementedError("DataLoader: only DataLoaderMode.Sync is implemented in "
-                                      "xtrain.torch yet (asynchronous loading is not built)")
+        if mode == DataLoaderMode.AsyncRebatched or rebatched_worker_size is not None:
+            raise NotImplementedError("DataLoader: DataLoaderMode.AsyncRebatched (and "
+                                      "rebatched_worker_size) is not implemented in xtrain.torch "
+                                      "yet; Sync and Async are")
+        if not isinstance(mode, DataLoaderMode):
+            raise TypeError("DataLoader: mode must be a poptorch.DataLoaderMode, got %r" % (mode,))
+        if async_options is not None and mode != DataLoaderMode.Async:
+            raise ValueError("DataLoader: async_options apply to DataLoaderMode.Async only")
+        self._async_options = dict(async_options or {}) if mode == DataLoaderMode.Async else None
+        self._accessor = None
         self.options = options
         self.combinedBatchSize = batch_size * options.device_iterations * \
             options.replication_factor * options.Training.gradient_accumulation
@@ -67,3 +74,28 @@ class DataLoader(torch.utils.data.DataLoader):
         super().__init__(dataset, batch_size=self.combinedBatchSize, shuffle=shuffle,
                          num_workers=num_workers, drop_last=drop_last,
                          persistent_workers=persistent_workers, **kwargs)
+
+    def __iter__(self):
+        if self._async_options is None:
+            return super().__iter__()
+        if self._accessor is None:  # one background loader, kept across epochs
+            self._accessor = AsynchronousDataAccessor(_Batches(self), **self._async_options)
+        return iter(self._accessor)
+
+    def terminate(self):
+        """Stops the background loading of DataLoaderMode.Async (PopTorch's name)."""
+        if self._accessor is not None:
+            self._accessor.terminate()
+
+
+class _Batches:
+    """The loader's own synchronous batches, for the background thread to iterate."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __iter__(self):
+        return torch.utils.data.DataLoader.__iter__(self._loader)
+
+    def __len__(self):
+        return torch.utils.data.DataLoader.__len__(self._loader)
