@@ -15,6 +15,7 @@ from ._async_data import AsynchronousDataAccessor  # noqa: F401
 from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
+from ._export import load  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
 from ._ops import (MatMulSerializationMode, dynamic_slice, dynamic_update,  # noqa: F401
                    ipu_print_tensor, nop, serializedMatMul, set_available_memory)
@@ -30,7 +31,7 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "AutoStage", "BeginBlock", "Block", "BlockFunction", "Phase", "PipelinedExecution",
            "ShardedExecution", "Stage", "MatMulSerializationMode", "dynamic_slice",
            "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
-           "AsynchronousDataAccessor"]
+           "AsynchronousDataAccessor", "load"]
 
 
 def isRunningOnIpu():

@@ -24,7 +24,7 @@ import torch
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import _capture, _errors, _module_sync
+from . import _capture, _errors, _export, _module_sync
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
 from ._options import Options, OutputMode, ReductionType
@@ -89,6 +89,7 @@ class PoplarExecutor:
         self.options = copy.deepcopy(options)
         self.training = training
         self._optimizer = optimizer
+        self._stored_capture = None  # a capture read from a file (_export.py), used to compile
         if training:
             OptimizerPlan(optimizer, {})  # refuses an optimizer xtrain cannot map, now
         _module_sync.watch(model)
@@ -142,6 +143,18 @@ class PoplarExecutor:
         self._inputs(names, values)
         if self._session is None:
             self._compile(names, values)
+
+    def compileAndExport(self, filename, *args, export_model=True, **kwargs):
+        """PopTorch's precompilation: compiles for these inputs and writes the captured graph, the
+        options and the weights (and, with export_model, the module and its optimizer) to
+        filename, for poptorch.load or loadExecutable (_export.py)."""
+        self.compile(*args, **kwargs)
+        _export.write(self, filename, export_model)
+
+    def loadExecutable(self, filename):
+        """Compiles from a file of compileAndExport (export_model=False, or any) instead of
+        capturing the module: the module must have the tensors the file's graph was captured with."""
+        _export.read_into(self, filename)
 
     def isCompiled(self):
         return self._session is not None
@@ -278,7 +291,12 @@ class PoplarExecutor:
         batches = self._batches()
         micro = [v.float() if v.dtype == torch.float64 else v for v in values]
         micro = [v[: v.shape[0] // batches] for v in micro]
-        captured = _capture.capture(model, names, micro, self.training)
+        captured = self._stored_capture or _capture.capture(model, names, micro, self.training)
+        self._use_capture(captured, micro[0].shape[0] if micro else 1)
+
+    def _use_capture(self, captured, micro_batch):
+        """Builds the session of a captured module (just captured, or read by _export.py)."""
+        model = self.model
         weight_names = {}
         if self.training:
             state = set(captured.state_names)
@@ -287,7 +305,7 @@ class PoplarExecutor:
             self._plan_optimizer = self._optimizer
         self._weight_names = weight_names
         self._captured = captured
-        self._micro_batch = micro[0].shape[0] if micro else 1
+        self._micro_batch = micro_batch
         self._build_session()
 
     def _session_options(self):
