@@ -2,6 +2,7 @@
 state is read or another wrapper of the module runs, not after every call (docs/poptorch.md,
 "Weights in sync")."""
 import copy
+import gc
 import io
 import unittest
 from unittest import mock
@@ -118,6 +119,12 @@ class LazyCopyBack(PrivatePool, unittest.TestCase):
         ref_opt = torch.optim.SGD(self.reference.parameters(), lr=0.3)
         tt.pytorch_step(self.reference, ref_opt, x, y)
         self.wrapped(x, y)
+        self.assert_trained(self.model.state_dict())
+
+    def test_dropping_the_wrapper_loses_nothing(self):
+        self.train()
+        del self.wrapped
+        gc.collect()
         self.assert_trained(self.model.state_dict())
 
     def test_load_state_dict_after_training_wins(self):
