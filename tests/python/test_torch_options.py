@@ -75,7 +75,8 @@ class Options(PrivatePool, unittest.TestCase):
 
     def test_tensor_locations_reach_the_session(self):
         opts = poptorch.Options().replicationFactor(2)
-        off_chip = poptorch.TensorLocationSettings().useOnChipStorage(False).minElementsForOffChip(0)
+        off_chip = poptorch.TensorLocationSettings().useOnChipStorage(False) \
+            .minElementsForOffChip(0)
         sharded = poptorch.TensorLocationSettings().useReplicatedTensorSharding(True) \
             .minElementsForReplicatedTensorSharding(0)
         self.assertIs(opts.TensorLocations.setWeightLocation(off_chip), opts)

@@ -153,7 +153,8 @@ class PoplarExecutor:
 
     def loadExecutable(self, filename):
         """Compiles from a file of compileAndExport (export_model=False, or any) instead of
-        capturing the module: the module must have the tensors the file's graph was captured with."""
+        capturing the module: the module must have the tensors the file's graph was captured
+        with."""
         _export.read_into(self, filename)
 
     def isCompiled(self):

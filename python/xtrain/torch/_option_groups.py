@@ -45,12 +45,12 @@ class _PrecisionOptions:
         """Honoured for torch.float (matmuls and convolutions accumulate in float32, as xtrain's
         kernels do); torch.half is refused: xtrain has no half-precision partials."""
         if dtype in (torch.half, torch.float16):
-            raise NotImplementedError("Options.Precision.setPartialsType(torch.half): half-precision "
-                                      "partials are not implemented in xtrain (they accumulate in "
-                                      "float32)")
+            raise NotImplementedError("Options.Precision.setPartialsType(torch.half): "
+                                      "half-precision partials are not implemented in xtrain (they "
+                                      "accumulate in float32)")
         if dtype not in (torch.float, torch.float32):
-            raise ValueError("Options.Precision.setPartialsType: expected torch.float or torch.half, "
-                             "got %r" % (dtype,))
+            raise ValueError("Options.Precision.setPartialsType: expected torch.float or "
+                             "torch.half, got %r" % (dtype,))
         return self._parent
 
     def enableFloatingPointExceptions(self, enabled):
@@ -67,7 +67,8 @@ class _PrecisionOptions:
         return self._parent
 
     def halfFloatCasting(self, behavior):
-        """Accepted, no effect: no float16 tensor reaches the device (float16 modules are refused)."""
+        """Accepted, no effect: no float16 tensor reaches the device (float16 modules are
+        refused)."""
         if not isinstance(behavior, HalfFloatCastingBehavior):
             raise TypeError("Options.Precision.halfFloatCasting: expected a "
                             "poptorch.HalfFloatCastingBehavior, got %r" % (behavior,))

@@ -221,7 +221,8 @@ class Options:
         """Sets options from a file of PopTorch's config form: one call per line, written as in
         Python without the ``options.`` prefix (``deviceIterations(2)``,
         ``Training.gradientAccumulation(4)``, ``outputMode(poptorch.OutputMode.All)``); blank lines
-        and lines starting with # are skipped. A bad line is a ValueError naming the file and line."""
+        and lines starting with # are skipped. A bad line is a ValueError naming the file and
+        line."""
         with open(filepath) as f:
             lines = f.read().splitlines()
         for number, line in enumerate(lines, 1):
