@@ -26,12 +26,16 @@ OPSET = 17
 class Captured:
     """The ONNX model of a module and how its tensors map to the module's."""
 
-    def __init__(self, proto, input_names, output_names, structure, state_names):
+    def __init__(self, proto, input_names, output_names, structure, state_names,
+                 constant_buffers=()):
         self.proto = proto
         self.input_names = input_names  # graph inputs, in forward's order (unused ones dropped)
         self.output_names = output_names  # graph outputs; in training the last one is the loss
         self.structure = structure  # "tensor" or ("tuple"/"list", count): forward's return shape
         self.state_names = state_names  # the initializers that are module parameters/buffers
+        # Buffers the training graph holds as constants (see _trained_state): the executor refuses
+        # to run if the module's value changes, as the graph would not see it.
+        self.constant_buffers = list(constant_buffers)
 
 
 def forward_argument_names(model, args, kwargs):
@@ -176,7 +180,10 @@ def capture(model, names, values, training):
     proto = onnx.load_from_string(buffer.getvalue())
     _serialized_matmuls(proto)
     state = model.state_dict()
-    state_names = _constants_for_non_state(proto, state)
+    trained = _trained_state(model, training)
+    constant_buffers = [i.name for i in proto.graph.initializer
+                        if i.name in state and i.name not in trained]
+    state_names = _constants_for_non_state(proto, trained)
     graph_inputs = [i.name for i in proto.graph.input]
     graph_outputs = [o.name for o in proto.graph.output]
     if graph_outputs != output_names:
@@ -184,7 +191,23 @@ def capture(model, names, values, training):
             "%s.forward's outputs %s were exported as %s (an output that is an input or another "
             "output is not implemented yet)" % (type(model).__name__, output_names, graph_outputs))
     return Captured(proto, [n for n in names if n in graph_inputs], graph_outputs, structure,
-                    state_names)
+                    state_names, constant_buffers)
+
+
+def _trained_state(model, training):
+    """The state tensors the graph keeps as initializers (which xtrain trains, in training): the
+    parameters, and in training BatchNorm's running statistics (which the graph updates). Every
+    other buffer is a constant in training, as PyTorch never changes a buffer in a step; in
+    inference nothing is trained, so all state stays an initializer, updated from the module."""
+    state = model.state_dict(keep_vars=True)
+    if not training:
+        return set(state)
+    trained = {n for n, t in state.items() if isinstance(t, torch.nn.Parameter)}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            prefix = name + "." if name else ""
+            trained |= {prefix + "running_mean", prefix + "running_var"}
+    return trained & set(state)
 
 
 def _serialized_matmuls(proto):
@@ -226,12 +249,13 @@ def _make_equal_tensors_distinct(model):
                     b.copy_(torch.rand(b.shape, generator=generator, dtype=b.dtype) + 1.0)
 
 
-def _constants_for_non_state(proto, state):
-    """Initializers the exporter made that are not module state become Constant nodes (xtrain
-    would otherwise train them as weights); returns the names of those that are module state."""
+def _constants_for_non_state(proto, trained):
+    """Initializers the exporter made that are not trained module state (_trained_state) become
+    Constant nodes (xtrain would otherwise train them as weights); returns the names of the
+    others."""
     keep, constants = [], []
     for init in proto.graph.initializer:
-        if init.name in state:
+        if init.name in trained:
             keep.append(init)
         else:
             constants.append(helper.make_node("Constant", [], [init.name], value=init))

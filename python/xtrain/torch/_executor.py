@@ -121,6 +121,7 @@ class PoplarExecutor:
         if _module_sync.stale_executor(self.model) not in (None, self):
             _module_sync.flush(self.model)  # another executor's training, into the module first
         if self._module_changed():
+            self._check_constant_buffers()
             self.copyWeightsToDevice()
         if self.training:
             self._update_optimizer_if_changed()
@@ -306,6 +307,13 @@ class PoplarExecutor:
             self._plan_optimizer = self._optimizer
         self._weight_names = weight_names
         self._captured = captured
+        with _module_sync.quiet():
+            state = model.state_dict()
+        missing = [n for n in captured.constant_buffers if n not in state]
+        if missing:
+            raise ValueError("the captured graph uses buffers %s, which %s does not have"
+                             % (", ".join(missing), _model_name(model)))
+        self._constant_values = {n: state[n].detach().clone() for n in captured.constant_buffers}
         self._micro_batch = micro_batch
         self._build_session()
 
@@ -491,16 +499,33 @@ class PoplarExecutor:
             self._host_info[name] = self._session._hostInfo(name)
         return self._host_info[name]
 
-    def _state_tensors(self):
+    def _state_tensors(self, names=None):
         with _module_sync.quiet():
             state = self.model.state_dict(keep_vars=True)
-        return [(n, state.get(n)) for n in self._captured.state_names]
+        return [(n, state.get(n)) for n in (self._captured.state_names if names is None else names)]
 
     def _versions(self):
         """What says whether the module changed: its generation (bumped whenever an executor
         writes trained values into it) and each state tensor's identity and version counter."""
         return (_generations.get(self.model, 0),
-                [(n, id(t), t._version if t is not None else None) for n, t in self._state_tensors()])
+                [(n, id(t), t._version if t is not None else None)
+                 for n, t in self._state_tensors(self._captured.state_names +
+                                                 self._captured.constant_buffers)])
+
+    def _check_constant_buffers(self):
+        """A buffer the training graph holds as a constant (_capture._trained_state) cannot take a
+        new value: refused rather than silently ignored."""
+        with _module_sync.quiet():
+            state = self.model.state_dict()
+        for name, value in self._constant_values.items():
+            now = state.get(name)
+            if now is None or now.shape != value.shape or not torch.equal(now.detach().cpu(),
+                                                                        value):
+                raise ValueError(
+                    "%s's buffer '%s' changed after the trainingModel was compiled: the compiled "
+                    "graph holds it as a constant (a training step never changes a buffer). Call "
+                    "destroy() and call the model again to compile with the new value"
+                    % (_model_name(self.model), name))
 
     def _module_changed(self):
         return self._synced != self._versions()

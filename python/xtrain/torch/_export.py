@@ -35,6 +35,7 @@ def write(executor, filename, export_model):
         "output_names": captured.output_names,
         "structure": captured.structure,
         "state_names": captured.state_names,
+        "constant_buffers": captured.constant_buffers,
         "micro_batch": executor._micro_batch,
         "model": None,
         "optimizer": None,
@@ -61,7 +62,8 @@ def _read(filename):
         raise ValueError("%s is not a file of xtrain.torch's compileAndExport (expected format "
                          "%r)" % (filename, FORMAT))
     captured = _capture.Captured(onnx.load_from_string(data["proto"]), data["input_names"],
-                                 data["output_names"], data["structure"], data["state_names"])
+                                 data["output_names"], data["structure"], data["state_names"],
+                                 data.get("constant_buffers", ()))
     return data, captured
 
 
