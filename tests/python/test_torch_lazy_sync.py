@@ -13,7 +13,7 @@ import torch_testing as tt
 
 if torch is not None:
     import xtrain.torch as poptorch
-    from xtrain.torch._executor import PoplarExecutor
+    from xtrain.torch._device_weights import DeviceWeights
 
 
 @unittest.skipIf(torch is None, SKIP_REASON)
@@ -27,8 +27,8 @@ class LazyCopyBack(PrivatePool, unittest.TestCase):
             self.model, optimizer=torch.optim.SGD(self.model.parameters(), lr=0.3))
         ref_opt = torch.optim.SGD(self.reference.parameters(), lr=0.3)
         self.data = tt.mlp_data(3, 4)
-        self.copies = mock.patch.object(PoplarExecutor, "_copy_weights_to_module", autospec=True,
-                                        side_effect=PoplarExecutor._copy_weights_to_module)
+        self.copies = mock.patch.object(DeviceWeights, "copy_into", autospec=True,
+                                        side_effect=DeviceWeights.copy_into)
         for x, y in self.data:
             tt.pytorch_step(self.reference, ref_opt, x, y)
 

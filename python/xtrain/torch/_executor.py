@@ -10,9 +10,10 @@ weights are newer than the module's; they are read back into the module's tensor
 when the module's state is next read or another executor of the module runs (_module_sync.py), as
 PopTorch does. Before a call, the executor pushes the
 module's state to the device if it changed since the executor last synchronised: a tensor's
-identity or in-place version counter, or the module's generation, which every executor that writes
-trained values into it bumps. So an inferenceModel of the same module sees what a trainingModel
-trained, and the reverse. A change the version counter cannot see (through ``tensor.data``) needs
+identity or in-place version counter, or the generations of its modules, which every copy of
+trained values into them bumps (_device_weights.py). So an inferenceModel of the same module, or of
+a module inside it (PopTorch's trainingModel(WithLoss(model)) with inferenceModel(model)), sees what
+a trainingModel trained, and the reverse. A change the version counter cannot see (through ``tensor.data``) needs
 ``copyWeightsToDevice()``, as PopTorch asks for explicit copies.
 """
 import copy
@@ -25,26 +26,12 @@ import torch
 from .. import _xtrain
 from .. import dist as _dist
 from . import _capture, _errors, _export, _module_sync
+from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
 from ._options import Options, OutputMode, ReductionType
 
 _RETURN_TYPES = {OutputMode.Final: "FINAL", OutputMode.All: "ALL", OutputMode.Sum: "SUM"}
-
-
-# module -> how many times an executor wrote trained values into it (see _versions).
-_generations = weakref.WeakKeyDictionary()
-
-
-def _writable_view(tensor):
-    """A NumPy array sharing the tensor's memory, or None (not a contiguous CPU tensor)."""
-    if tensor.device.type != "cpu" or not tensor.is_contiguous() or tensor.is_conj() or \
-            tensor.is_neg():
-        return None
-    try:
-        return tensor.detach().numpy()
-    except (RuntimeError, TypeError):
-        return None
 
 
 def _model_name(model):
@@ -99,6 +86,7 @@ class PoplarExecutor:
         self._captured = None
         self._session = None
         self._device = None
+        self._weights = None
         self._plan = None
         self._plan_optimizer = None
         self._opt_state = None
@@ -118,8 +106,9 @@ class PoplarExecutor:
                 self._compile(names, values)
         self._check_attached("run the model")
         feeds = self._feeds(inputs)
-        if _module_sync.stale_executor(self.model) not in (None, self):
-            _module_sync.flush(self.model)  # another executor's training, into the module first
+        # Another executor's training (of this module, one around it or one inside it) goes into
+        # the module first.
+        _module_sync.flush_overlapping(self.model, skip=self._weights)
         if self._module_changed():
             self._check_constant_buffers()
             self.copyWeightsToDevice()
@@ -128,7 +117,7 @@ class PoplarExecutor:
         self._session.run(_xtrain.PyStepIO(feeds, self._anchors))
         if self.training:
             # The module's tensors are now older than the device's: copied when next read.
-            _module_sync.mark_stale(self.model, self)
+            _module_sync.mark_stale(self.model, self._weights)
             self._count_batchnorm_batches()
             self._opt_state.advance(self.options.device_iterations)
             # The device stepped the optimizer: count it as torch's LR schedulers do, so that
@@ -175,7 +164,8 @@ class PoplarExecutor:
             return
         self._check_attached("copyWeightsToDevice")
         with _module_sync.quiet():
-            _module_sync.flush(self.model)  # pending trained weights first, or they would be lost
+            # Pending trained weights first, or they would be lost.
+            _module_sync.flush_overlapping(self.model)
             arrays = _capture.state_arrays(self.model, self._captured.state_names)
         for name, array in arrays.items():
             want, shape = self._info(name)
@@ -408,6 +398,8 @@ class PoplarExecutor:
             device.detach()
             raise
         self._session, self._device = session, device
+        self._weights = DeviceWeights(session, device, self._captured.state_names, self._host_info,
+                                      self._copied_callback())
         self._anchors = session.initAnchorArrays()
         if self.training:
             # An optimizer with state (loaded from a checkpoint) resumes on the device: its state
@@ -507,7 +499,7 @@ class PoplarExecutor:
     def _versions(self):
         """What says whether the module changed: its generation (bumped whenever an executor
         writes trained values into it) and each state tensor's identity and version counter."""
-        return (_generations.get(self.model, 0),
+        return (generation(self.model),
                 [(n, id(t), t._version if t is not None else None)
                  for n, t in self._state_tensors(self._captured.state_names +
                                                  self._captured.constant_buffers)])
@@ -530,34 +522,19 @@ class PoplarExecutor:
     def _module_changed(self):
         return self._synced != self._versions()
 
-    def _flush_weights_to_module(self):
-        """_module_sync's lazy copy: the module's state is being read."""
-        if self._session is not None and self._device.isAttached:
-            with _errors.backend("copyWeightsToHost"):
-                self._copy_weights_to_module()
+    def _copied_callback(self):
+        """What the device weights call after a copy into the module: this executor's record of
+        what it synchronised, without keeping the executor alive."""
+        executor = weakref.ref(self)
+
+        def copied():
+            ex = executor()
+            if ex is not None and ex._session is not None:
+                ex._synced = ex._versions()
+        return copied
 
     def _copy_weights_to_module(self):
-        """The device's weights into the module's tensors: read straight into their memory where
-        the dtype and shape allow (no temporary copy), else through an array and copy_."""
-        _module_sync.clear(self.model, self)
-        self._session.weightsToHost()
-        arrays, fallback = {}, []
-        for name, tensor in self._state_tensors():
-            dtype, shape = self._info(name)
-            view = _writable_view(tensor)
-            if view is not None and view.dtype == dtype and list(view.shape) == list(shape):
-                arrays[name] = view
-            else:
-                arrays[name] = np.zeros(shape, dtype=dtype)
-                fallback.append((name, tensor))
-        self._session.readWeights(_xtrain.PyWeightsIO(arrays))
-        with torch.no_grad():
-            for name, tensor in fallback:
-                tensor.copy_(torch.from_numpy(arrays[name]))
-        # Writes through NumPy do not move torch's version counters: the generation tells other
-        # executors of this module (an inferenceModel) that its values changed.
-        _generations[self.model] = _generations.get(self.model, 0) + 1
-        self._synced = self._versions()
+        self._weights.copy_into(self.model)
 
     def _count_batchnorm_batches(self):
         """PyTorch counts a BatchNorm's training batches in num_batches_tracked; the graph does not

@@ -4,7 +4,8 @@ After a training call the device holds newer weights than the module. Copying th
 call costs a weightsToHost per step (a quarter of the reference MLP's step); PopTorch instead copies
 when the module's state is next read. This module does the same:
 
-- ``mark_stale(model, executor)`` records that ``executor`` holds weights newer than ``model``'s.
+- ``mark_stale(model, pending)`` records that ``pending`` (an executor's _device_weights.DeviceWeights)
+  holds weights newer than ``model``'s.
 - Every module of a wrapped model gets a class derived from its own (``watch``), same name, same
   behaviour, whose entry points that read or write parameters and buffers first call ``flush``:
   attribute access to a parameter, buffer or submodule (``model.fc.weight``, and so ``forward`` on
@@ -12,7 +13,8 @@ when the module's state is next read. This module does the same:
   ``buffers``/``named_buffers``, ``_apply`` (``.to``,
   ``.half``, ``.float``), setting an attribute, and pickling (``torch.save(model)``, ``deepcopy``,
   which get the original class back).
-- Another executor of the same module flushes before it runs (``flush`` from the executor).
+- Another executor of the same module, of a module inside it or of one around it flushes before
+  it runs (``flush_overlapping``).
 
 Inside ``quiet()`` the hooks do nothing: the executors read the module's tensors themselves (to
 compare version counters, or to write into them) without triggering a copy.
@@ -24,7 +26,9 @@ import contextlib
 import copyreg
 import weakref
 
-# model -> the executor whose device holds weights newer than the model's tensors.
+# model -> the pending copy (_device_weights.DeviceWeights) whose device holds weights newer than
+# the model's tensors. The value must not hold the model (a weak key held by its value would never
+# be dropped): it holds the session, not the executor.
 _stale = weakref.WeakKeyDictionary()
 # any watched module -> the wrapped models it belongs to.
 _roots = weakref.WeakKeyDictionary()
@@ -43,25 +47,41 @@ def quiet():
         _quiet_depth[0] -= 1
 
 
-def mark_stale(model, executor):
-    _stale[model] = executor
+def mark_stale(model, pending):
+    _stale[model] = pending
 
 
-def clear(model, executor):
-    """executor's newer weights reached the module (or it released them)."""
-    if _stale.get(model) is executor:
+def clear(model, pending):
+    """pending's newer weights reached the module (or it released them)."""
+    if _stale.get(model) is pending:
         del _stale[model]
 
 
-def stale_executor(model):
+def pending_copy(model):
     return _stale.get(model)
 
 
 def flush(model):
-    """Copies the pending trained weights, if any, into ``model``."""
-    executor = _stale.pop(model, None)
-    if executor is not None:
-        executor._flush_weights_to_module()
+    """Copies the pending trained weights, if any, into ``model``. The marker stays if the copy
+    fails, so that a later read tries again rather than losing them."""
+    pending = _stale.get(model)
+    if pending is not None:
+        pending.pending_flush(model)
+
+
+def flush_overlapping(model, skip=None):
+    """Flushes every wrapped model that shares a module with ``model`` (itself, one around it or
+    one inside it) and has pending weights, except the pending copy ``skip``."""
+    if not _stale:
+        return
+    roots = set()
+    for module in model.modules():
+        roots.update(_roots.get(module, ()))
+    for root in roots:
+        pending = _stale.get(root)
+        if pending is not None and pending is not skip:
+            with quiet():
+                flush(root)
 
 
 def _flush_for(module):
