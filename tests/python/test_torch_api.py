@@ -136,6 +136,18 @@ class OptionsAndOptimizers(PrivatePool, unittest.TestCase):
         self.assertEqual(wrapped.options.device_iterations, 2)
         wrapped(*tt.mlp_data(1, 8)[0])  # 2 iterations of 4
 
+    def test_inference_model_of_a_training_model_takes_its_own_options(self):
+        # PopTorch: inferenceModel(training_model, options) uses the options given, else the
+        # defaults; never the training wrapper's (gradientAccumulation would be refused).
+        opts = poptorch.Options().deviceIterations(2)
+        opts.Training.gradientAccumulation(2)
+        training = poptorch.trainingModel(tt.make(tt.Mlp), opts)
+        self.assertEqual(poptorch.inferenceModel(training).options.device_iterations, 1)
+        given = poptorch.Options().deviceIterations(3)
+        inference = poptorch.inferenceModel(training, given)
+        self.assertEqual(inference.options.device_iterations, 3)
+        self.assertIs(inference.model, training.model)
+
     def test_ipu_model_device_and_sum_output(self):
         model = tt.make(tt.Mlp)
         reference = tt.twin(model)

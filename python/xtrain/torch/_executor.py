@@ -52,7 +52,8 @@ class PoplarExecutor:
 
     def __init__(self, model, options, training, optimizer=None):
         if isinstance(model, PoplarExecutor):  # PopTorch: inferenceModel(training_model)
-            options = options or model.options
+            # Its module, with the options given or the defaults (as PopTorch): not the training
+            # wrapper's, which are compiled for training (gradient accumulation, say).
             model = model.model
         if not isinstance(model, torch.nn.Module):
             raise TypeError("%s: expected a torch.nn.Module, got %s"
