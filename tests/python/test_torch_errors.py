@@ -72,5 +72,22 @@ class RunningOnIpu(PrivatePool, unittest.TestCase):
         self.assertFalse(poptorch.isRunningOnIpu())
 
 
+@unittest.skipIf(torch is None, SKIP_REASON)
+class NotBuilt(unittest.TestCase):
+
+    def test_poptorch_names_not_built_say_so(self):
+        for name in ("MultiConv", "ctc_beam_search_decoder", "custom_op", "setLogLevel"):
+            with self.assertRaisesRegex(NotImplementedError, "poptorch.%s.*not built" % name):
+                getattr(poptorch, name)
+        with self.assertRaisesRegex(NotImplementedError, "optim.LAMB is not built"):
+            poptorch.optim.LAMB
+        optimizer = poptorch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+        for method in ("markAsConstant", "markAsVariable"):
+            with self.assertRaisesRegex(NotImplementedError, "%s is not built" % method):
+                getattr(optimizer.variable_attrs, method)("momentum")
+        with self.assertRaises(AttributeError):  # a misspelt name stays an AttributeError
+            poptorch.trainingModle
+
+
 if __name__ == "__main__":
     unittest.main()

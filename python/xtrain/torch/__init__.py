@@ -34,6 +34,24 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "AsynchronousDataAccessor", "load"]
 
 
+# PopTorch names xtrain.torch does not build yet (docs/poptorch.md, "Not built yet"): using one is
+# a NotImplementedError saying so, not an AttributeError that reads like a typo.
+_NOT_BUILT = {
+    "MultiConv": "MultiConv (several convolutions planned together)",
+    "CPU": "poptorch.CPU (running part of a module on the host)",
+    "ctc_beam_search_decoder": "ctc_beam_search_decoder",
+    "custom_op": "custom_op (user operations)",
+    "setLogLevel": "setLogLevel (xtrain logs through XTRAIN_LOG_LEVEL)",
+}
+
+
+def __getattr__(name):
+    if name in _NOT_BUILT:
+        raise NotImplementedError("poptorch.%s: %s is not built in xtrain.torch yet "
+                                  "(docs/poptorch.md, \"Not built yet\")" % (name, _NOT_BUILT[name]))
+    raise AttributeError("module 'xtrain.torch' has no attribute %r" % name)
+
+
 def isRunningOnIpu():
     """True while xtrain.torch captures a module for the device (forward is being traced), False
     when the module runs on the CPU, as PopTorch's: a model may take another path on the IPU."""

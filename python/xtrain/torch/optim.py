@@ -12,6 +12,30 @@ import torch
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
 
 
+def __getattr__(name):
+    if name in ("LAMB", "VariableAttributes"):
+        raise NotImplementedError("poptorch.optim.%s is not built in xtrain.torch yet (docs/"
+                                  "poptorch.md, \"Not built yet\")" % name)
+    raise AttributeError("module 'xtrain.torch.optim' has no attribute %r" % name)
+
+
+class _VariableAttributes:
+    """PopTorch's ``optimizer.variable_attrs``: which attributes may change after compiling. Here
+    they are the ones given to the constructor; changing that set is not built yet."""
+
+    def _not_built(self, method):
+        raise NotImplementedError("optimizer.variable_attrs.%s is not built in xtrain.torch yet: "
+                                  "an attribute given to the optimizer's constructor is variable, "
+                                  "one left out is constant (docs/poptorch.md, \"Optimizers\")"
+                                  % method)
+
+    def markAsConstant(self, attr):
+        self._not_built("markAsConstant")
+
+    def markAsVariable(self, attr):
+        self._not_built("markAsVariable")
+
+
 def _given(**kwargs):
     """The names of the arguments given (not None): PopTorch's variable attributes."""
     return {k for k, v in kwargs.items() if v is not None}
@@ -19,6 +43,7 @@ def _given(**kwargs):
 
 def _set_extras(optimizer, extras, given):
     optimizer._xtrain_variable = frozenset(given | {"lr"})
+    optimizer.variable_attrs = _VariableAttributes()
     for key, value in extras.items():
         setattr(optimizer, key, value)
 
