@@ -85,6 +85,9 @@ class NotBuilt(unittest.TestCase):
         for method in ("markAsConstant", "markAsVariable"):
             with self.assertRaisesRegex(NotImplementedError, "%s is not built" % method):
                 getattr(optimizer.variable_attrs, method)("momentum")
+        with self.assertRaisesRegex(NotImplementedError, "unreduced losses are not implemented"):
+            poptorch.identity_loss(torch.ones(3), "none")
+        self.assertEqual(float(poptorch.identity_loss(torch.full([1], 2.0), "none")), 2.0)
         with self.assertRaises(AttributeError):  # a misspelt name stays an AttributeError
             poptorch.trainingModle
 

@@ -70,15 +70,19 @@ def inferenceModel(model, options=None):
 
 
 def identity_loss(x, reduction):
-    """PopTorch's identity_loss: marks x as the loss, reduced by "sum", "mean" or "none" (which
-    needs x to be a scalar already). In xtrain the loss is forward's last output either way."""
+    """PopTorch's identity_loss: marks x as the loss, reduced by "sum", "mean" or "none". In xtrain
+    the loss is forward's last output either way. PopTorch's "none" on a non-scalar trains with
+    the gradient of the tensor itself (an unreduced loss), which xtrain's scalar loss cannot
+    express: it is refused; "none" of a scalar is the scalar."""
     if reduction == "sum":
         return x.sum()
     if reduction == "mean":
         return x.mean()
     if reduction == "none":
         if x.numel() != 1:
-            raise ValueError("identity_loss(reduction='none'): the loss must be a scalar, got shape "
-                             "%s" % (tuple(x.shape),))
+            raise NotImplementedError(
+                "identity_loss(reduction='none') of a tensor of shape %s: unreduced losses are not "
+                "implemented in xtrain.torch (the loss must be a scalar; use 'sum' or 'mean')"
+                % (tuple(x.shape),))
         return x.reshape([])
     raise ValueError("identity_loss: reduction must be 'sum', 'mean' or 'none', got %r" % (reduction,))
