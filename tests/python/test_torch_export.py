@@ -49,16 +49,25 @@ class Precompilation(PrivatePool, unittest.TestCase):
             torch.testing.assert_close(loaded.model.state_dict()[k], v, rtol=1e-4, atol=1e-6,
                                        msg=k)
 
-    def test_run_time_options_apply_on_load_and_the_others_are_kept(self):
+    def test_run_time_options_apply_on_load_and_the_others_are_refused(self):
         model = tt.make(tt.Mlp).eval()
         x, _ = tt.mlp_data(1, 4)[0]
         poptorch.inferenceModel(model).compileAndExport(self.path(), x)
 
         def edit(opts):
             opts.useIpuModel(True)
-            opts.deviceIterations(5)  # compiled into the graph's batching: ignored
+            opts.randomSeed(3)
 
+        def edit_compiled(opts):
+            opts.useIpuModel(True)
+            opts.deviceIterations(5)  # compiled into the graph's batching
+            opts.Training.gradientAccumulation(2)
+
+        with self.assertRaisesRegex(ValueError, "changed Options.device_iterations, "
+                                    "Options.Training.gradient_accumulation, which were compiled"):
+            poptorch.load(self.path(), edit_opts_fn=edit_compiled)
         loaded = poptorch.load(self.path(), edit_opts_fn=edit)
+        self.assertEqual(loaded.options.random_seed, 3)
         self.assertTrue(loaded.options.use_ipu_model)
         self.assertEqual(loaded.options.device_iterations, 1)
         with torch.no_grad():

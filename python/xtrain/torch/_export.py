@@ -10,6 +10,7 @@ micro-batch size, the options and, with ``export_model``, the module and its tor
 running ``forward``.
 """
 import copy
+import enum
 import types
 
 import onnx
@@ -67,6 +68,22 @@ def _read(filename):
     return data, captured
 
 
+def _changed(before, after, where, skip=()):
+    """The attributes (named as where.attribute, through the option groups) that differ."""
+    changed = []
+    for name, value in vars(before).items():
+        if name in skip or name == "_parent":
+            continue
+        other = vars(after).get(name)
+        if hasattr(value, "__dict__") and type(value) is type(other) and \
+                not isinstance(value, enum.Enum):
+            changed += _changed(value, other, "%s.%s" % (where, name))
+        elif type(value) is not type(other) or value != other:
+            changed.append("%s.%s" % (where, name))
+    changed += ["%s.%s" % (where, n) for n in vars(after) if n not in vars(before)]
+    return changed
+
+
 def load(filename, edit_opts_fn=None):
     """The wrapped model of a compileAndExport file, ready to run."""
     from ._executor import PoplarExecutor
@@ -78,6 +95,12 @@ def load(filename, edit_opts_fn=None):
     if edit_opts_fn is not None:
         edited = copy.deepcopy(options)
         edit_opts_fn(edited)
+        compiled = _changed(options, edited, "Options", skip=_RUN_TIME_OPTIONS)
+        if compiled:
+            raise ValueError(
+                "poptorch.load(%s, edit_opts_fn): the function changed %s, which were compiled into "
+                "the exported model; only run-time options (%s) can change on load: export again "
+                "with the new options" % (filename, ", ".join(compiled), ", ".join(_RUN_TIME_OPTIONS)))
         for name in _RUN_TIME_OPTIONS:
             setattr(options, name, getattr(edited, name))
     optimizer = None
