@@ -48,7 +48,8 @@ _NOT_BUILT = {
 def __getattr__(name):
     if name in _NOT_BUILT:
         raise NotImplementedError("poptorch.%s: %s is not built in xtrain.torch yet "
-                                  "(docs/poptorch.md, \"Not built yet\")" % (name, _NOT_BUILT[name]))
+                                  "(docs/poptorch.md, \"Not built yet\")"
+                                  % (name, _NOT_BUILT[name]))
     raise AttributeError("module 'xtrain.torch' has no attribute %r" % name)
 
 

@@ -13,8 +13,8 @@ module's state to the device if it changed since the executor last synchronised:
 identity or in-place version counter, or the generations of its modules, which every copy of
 trained values into them bumps (_device_weights.py). So an inferenceModel of the same module, or of
 a module inside it (PopTorch's trainingModel(WithLoss(model)) with inferenceModel(model)), sees what
-a trainingModel trained, and the reverse. A change the version counter cannot see (through ``tensor.data``) needs
-``copyWeightsToDevice()``, as PopTorch asks for explicit copies.
+a trainingModel trained, and the reverse. A change the version counter cannot see (through
+``tensor.data``) needs ``copyWeightsToDevice()``, as PopTorch asks for explicit copies.
 """
 import copy
 import functools

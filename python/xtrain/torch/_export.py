@@ -98,9 +98,10 @@ def load(filename, edit_opts_fn=None):
         compiled = _changed(options, edited, "Options", skip=_RUN_TIME_OPTIONS)
         if compiled:
             raise ValueError(
-                "poptorch.load(%s, edit_opts_fn): the function changed %s, which were compiled into "
-                "the exported model; only run-time options (%s) can change on load: export again "
-                "with the new options" % (filename, ", ".join(compiled), ", ".join(_RUN_TIME_OPTIONS)))
+                "poptorch.load(%s, edit_opts_fn): the function changed %s, which were compiled "
+                "into the exported model; only run-time options (%s) can change on load: export "
+                "again with the new options"
+                % (filename, ", ".join(compiled), ", ".join(_RUN_TIME_OPTIONS)))
         for name in _RUN_TIME_OPTIONS:
             setattr(options, name, getattr(edited, name))
     optimizer = None

@@ -4,8 +4,8 @@ After a training call the device holds newer weights than the module. Copying th
 call costs a weightsToHost per step (a quarter of the reference MLP's step); PopTorch instead copies
 when the module's state is next read. This module does the same:
 
-- ``mark_stale(model, pending)`` records that ``pending`` (an executor's _device_weights.DeviceWeights)
-  holds weights newer than ``model``'s.
+- ``mark_stale(model, pending)`` records that ``pending`` (an executor's
+  _device_weights.DeviceWeights) holds weights newer than ``model``'s.
 - Every module of a wrapped model gets a class derived from its own (``watch``), same name, same
   behaviour, whose entry points that read or write parameters and buffers first call ``flush``:
   attribute access to a parameter, buffer or submodule (``model.fc.weight``, and so ``forward`` on
