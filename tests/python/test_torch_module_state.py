@@ -71,6 +71,18 @@ class Buffers(PrivatePool, unittest.TestCase):
         wrapped.destroy()  # compiles again with the new value
         wrapped(x, y)
 
+    def test_a_loaded_graph_with_another_buffer_value_is_refused(self):
+        model = tt.make(Scaled)
+        x, y = tt.mlp_data(1, 4)[0]
+        path = os.path.join(self.tmp, "scaled.pt")
+        poptorch.trainingModel(model).compileAndExport(path, x, y, export_model=False)
+        other = tt.make(Scaled)
+        with torch.no_grad():
+            other.scale.fill_(1.0)
+        with self.assertRaisesRegex(ValueError, "buffer 'scale' changed"):
+            poptorch.trainingModel(other).loadExecutable(path)
+        poptorch.trainingModel(tt.make(Scaled)).loadExecutable(path)  # the same value: accepted
+
 
 @unittest.skipIf(torch is None, SKIP_REASON)
 class WrappersOfSubmodules(PrivatePool, unittest.TestCase):

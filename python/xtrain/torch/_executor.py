@@ -22,6 +22,7 @@ import weakref
 
 import numpy as np
 import torch
+from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
@@ -298,13 +299,12 @@ class PoplarExecutor:
             self._plan_optimizer = self._optimizer
         self._weight_names = weight_names
         self._captured = captured
-        with _module_sync.quiet():
-            state = model.state_dict()
-        missing = [n for n in captured.constant_buffers if n not in state]
-        if missing:
-            raise ValueError("the captured graph uses buffers %s, which %s does not have"
-                             % (", ".join(missing), _model_name(model)))
-        self._constant_values = {n: state[n].detach().clone() for n in captured.constant_buffers}
+        # The values the graph holds (from the module, or from a file of compileAndExport).
+        self._constant_values = {
+            node.output[0]: torch.from_numpy(numpy_helper.to_array(node.attribute[0].t).copy())
+            for node in captured.proto.graph.node
+            if node.op_type == "Constant" and node.output[0] in captured.constant_buffers}
+        self._check_constant_buffers()
         self._micro_batch = micro_batch
         self._build_session()
 
@@ -515,9 +515,9 @@ class PoplarExecutor:
             if now is None or now.shape != value.shape or not torch.equal(now.detach().cpu(),
                                                                         value):
                 raise ValueError(
-                    "%s's buffer '%s' changed after the trainingModel was compiled: the compiled "
-                    "graph holds it as a constant (a training step never changes a buffer). Call "
-                    "destroy() and call the model again to compile with the new value"
+                    "%s's buffer '%s' changed: the compiled trainingModel holds another value as "
+                    "a constant (a training step never changes a buffer). Call destroy() and call "
+                    "the model again to compile with the new value"
                     % (_model_name(self.model), name))
 
     def _module_changed(self):
