@@ -56,6 +56,14 @@ prefix = sys.argv[1]
 outside = [p for p in loaded if not p.startswith(prefix)]
 assert loaded and not outside, f"loaded from outside {prefix}: {outside}"
 print(f"{len(loaded)} xtrain libraries loaded from the prefix")
+try:
+    import torch  # noqa: F401  (xtrain.torch is installed too; it needs PyTorch)
+except ImportError:
+    torch = None
+if torch is not None:
+    import xtrain.torch as poptorch
+    assert poptorch.__file__.startswith(prefix), poptorch.__file__
+    assert poptorch.trainingModel and poptorch.optim.SGD
 ' "$work/prefix") || { echo "install test: the installed Python package does not import from the prefix"; exit 1; }
   python_done=" and imported the Python package"
 fi

@@ -1,0 +1,275 @@
+"""Captures a torch.nn.Module as an ONNX model xtrain can train (docs/poptorch.md, "Capture").
+
+The capture is ``torch.onnx.export`` with the module in the wrapper's mode (training: ``train()``,
+so BatchNorm keeps its training form and Dropout is random; inference: ``eval()``), without constant
+folding (which would fold weights away), opset 17. Its limits are torch.onnx's: the graph is traced
+with the first call's inputs, so Python control flow is frozen to the path those inputs took, and
+shapes are static (the micro-batch size is fixed at compile time, as in PopTorch).
+
+Tracing runs ``forward`` once, which would update BatchNorm's running statistics and the RNG state:
+both are restored afterwards, so compiling does not change the module.
+"""
+import contextlib
+import inspect
+import io
+import warnings
+
+import onnx
+import torch
+from onnx import helper
+
+from . import _ops, _symbolics
+
+OPSET = 17
+
+
+class Captured:
+    """The ONNX model of a module and how its tensors map to the module's."""
+
+    def __init__(self, proto, input_names, output_names, structure, state_names,
+                 constant_buffers=()):
+        self.proto = proto
+        self.input_names = input_names  # graph inputs, in forward's order (unused ones dropped)
+        self.output_names = output_names  # graph outputs; in training the last one is the loss
+        self.structure = structure  # "tensor" or ("tuple"/"list", count): forward's return shape
+        self.state_names = state_names  # the initializers that are module parameters/buffers
+        # Buffers the training graph holds as constants (see _trained_state): the executor refuses
+        # to run if the module's value changes, as the graph would not see it.
+        self.constant_buffers = list(constant_buffers)
+
+
+def forward_argument_names(model, args, kwargs):
+    """forward's parameter names for the given arguments, in order (the graph's input names)."""
+    signature = inspect.signature(model.forward)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError("the arguments do not match %s.forward%s: %s"
+                        % (type(model).__name__, signature, e)) from None
+    names, values = [], []
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise NotImplementedError("%s.forward takes *%s: xtrain.torch needs named tensor "
+                                      "arguments (not implemented yet)" % (type(model).__name__, name))
+        names.append(name)
+        values.append(value)
+    return names, values
+
+
+_capturing = 0
+
+
+def capturing():
+    """Whether a capture is tracing a forward now (poptorch.isRunningOnIpu)."""
+    return _capturing > 0
+
+
+@contextlib.contextmanager
+def _preserved(model, training):
+    """Runs a block with the module in the given mode, restoring its mode, buffers and the RNG."""
+    saved_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    saved_rng = torch.get_rng_state()
+    was_training = model.training
+    model.train(training)
+    global _capturing
+    _capturing += 1
+    try:
+        yield
+    finally:
+        _capturing -= 1
+        model.train(was_training)
+        torch.set_rng_state(saved_rng)
+        with torch.no_grad():
+            for k, v in model.state_dict().items():
+                v.copy_(saved_state[k])
+
+
+def _structure(model, outputs, training):
+    name = type(model).__name__
+    if isinstance(outputs, torch.Tensor):
+        flat, structure = [outputs], "tensor"
+    elif isinstance(outputs, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in outputs):
+        flat, structure = list(outputs), (type(outputs).__name__, len(outputs))
+    else:
+        raise NotImplementedError(
+            "%s.forward returned %s: xtrain.torch takes a tensor or a tuple or list of tensors "
+            "(nested outputs are not implemented yet)" % (name, type(outputs).__name__))
+    if training:
+        if not flat or flat[-1].numel() != 1 or not flat[-1].is_floating_point():
+            raise ValueError(
+                "%s.forward must return the loss last, as a floating-point scalar, for "
+                "trainingModel (PopTorch's rule); it returned %s" % (name, _describe(outputs)))
+        if not flat[-1].requires_grad:
+            raise ValueError("%s.forward's last output (the loss) does not depend on any parameter "
+                             "that requires a gradient: nothing to train" % name)
+    return flat, structure
+
+
+def _describe(outputs):
+    if isinstance(outputs, torch.Tensor):
+        return "a tensor of shape %s" % (tuple(outputs.shape),)
+    if isinstance(outputs, (tuple, list)):
+        return "(%s)" % ", ".join(_describe(o) for o in outputs)
+    return type(outputs).__name__
+
+
+def _check_buffer_updates(model, before, training):
+    """torch.onnx drops a forward's in-place update of a buffer (PopTorch's counter listing, 4.22):
+    the graph would compute with the update but never keep it. Only BatchNorm's statistics in
+    training are kept (the graph's BatchNormalization updates them); any other is refused rather
+    than silently lost."""
+    batchnorm = set()
+    if training:
+        for name, module in model.named_modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                prefix = name + "." if name else ""
+                batchnorm |= {prefix + b for b in ("running_mean", "running_var",
+                                                   "num_batches_tracked")}
+    for name, value in model.named_buffers():
+        if name not in batchnorm and name in before and not torch.equal(before[name], value):
+            raise NotImplementedError(
+                "%s.forward changes the buffer '%s' in place: buffers that forward updates (other "
+                "than BatchNorm's statistics in training) are not implemented in xtrain.torch yet "
+                "(the captured graph would drop the update)" % (type(model).__name__, name))
+
+
+def _check_modules(model, training):
+    half = [n for n, t in model.state_dict().items()
+            if t.dtype in (torch.float16, torch.bfloat16)]
+    if half:
+        raise NotImplementedError(
+            "%s has float16/bfloat16 tensors (%s): half-precision modules are not implemented in "
+            "xtrain.torch yet (the capture runs forward on the CPU, where PyTorch has no "
+            "float16 matrix products)" % (type(model).__name__, ", ".join(half[:3])))
+    if not training:
+        return
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and \
+                module.track_running_stats and module.momentum is None:
+            raise NotImplementedError(
+                "%s (%s): momentum=None (a cumulative moving average) is not implemented in "
+                "xtrain.torch; give the BatchNorm a momentum" % (name or "model", type(module).__name__))
+
+
+def capture(model, names, values, training):
+    """Exports the module called with `values` (tensors named `names`); returns a Captured."""
+    _check_modules(model, training)
+    with _preserved(model, training):
+        before = {k: v.detach().clone() for k, v in model.named_buffers()}
+        outputs = model(*values)
+        _check_buffer_updates(model, before, training)
+        flat, structure = _structure(model, outputs, training)
+        output_names = ["output%d" % i for i in range(len(flat))]
+        if training:
+            output_names[-1] = "loss"
+        if not training:
+            _make_equal_tensors_distinct(model)
+        buffer = io.BytesIO()
+        _symbolics.register(OPSET)
+        with warnings.catch_warnings(), _export_errors(model):
+            warnings.simplefilter("ignore")  # the exporter's notes on in-place buffer updates
+            torch.onnx.export(
+                model, tuple(values), buffer, input_names=names, output_names=output_names,
+                # PRESERVE with the mode set above: EVAL would fold BatchNorm into the
+                # convolution's weights, which then could not be kept in sync with the module.
+                training=torch.onnx.TrainingMode.PRESERVE,
+                # ai.graphcore ops (_ops.py) get opset 1, the exporter's default for a custom
+                # domain and the one xtrain imports (naming it here warns when none is used).
+                do_constant_folding=False, opset_version=OPSET)
+    proto = onnx.load_from_string(buffer.getvalue())
+    _serialized_matmuls(proto)
+    state = model.state_dict()
+    trained = _trained_state(model, training)
+    constant_buffers = [i.name for i in proto.graph.initializer
+                        if i.name in state and i.name not in trained]
+    state_names = _constants_for_non_state(proto, trained)
+    graph_inputs = [i.name for i in proto.graph.input]
+    graph_outputs = [o.name for o in proto.graph.output]
+    if graph_outputs != output_names:
+        raise NotImplementedError(
+            "%s.forward's outputs %s were exported as %s (an output that is an input or another "
+            "output is not implemented yet)" % (type(model).__name__, output_names, graph_outputs))
+    return Captured(proto, [n for n in names if n in graph_inputs], graph_outputs, structure,
+                    state_names, constant_buffers)
+
+
+def _trained_state(model, training):
+    """The state tensors the graph keeps as initializers (which xtrain trains, in training): the
+    parameters, and in training BatchNorm's running statistics (which the graph updates). Every
+    other buffer is a constant in training, as PyTorch never changes a buffer in a step; in
+    inference nothing is trained, so all state stays an initializer, updated from the module."""
+    state = model.state_dict(keep_vars=True)
+    if not training:
+        return set(state)
+    trained = {n for n, t in state.items() if isinstance(t, torch.nn.Parameter)}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            prefix = name + "." if name else ""
+            trained |= {prefix + "running_mean", prefix + "running_var"}
+    return trained & set(state)
+
+
+def _serialized_matmuls(proto):
+    """serializedMatMul's placeholder nodes become what xtrain imports: a MatMul with the
+    serialisation attributes (docs/onnx-import.md). The exporter's checker would refuse those
+    attributes on a standard MatMul, so the rewrite is done after it."""
+    for node in proto.graph.node:
+        if node.domain == _ops.GRAPHCORE and node.op_type == "SerializedMatMul":
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            del node.attribute[:]
+            node.attribute.extend([
+                helper.make_attribute("__serialize_matmul_mode", attrs["mode"].decode()),
+                helper.make_attribute("__serialize_matmul_factor", attrs["factor"])])
+            node.op_type, node.domain = "MatMul", ""
+
+
+@contextlib.contextmanager
+def _export_errors(model):
+    """torch.onnx's errors, said as what failed: the capture of this module."""
+    try:
+        yield
+    except torch.onnx.errors.OnnxExporterError as e:
+        raise NotImplementedError(
+            "capturing %s.forward with torch.onnx failed (an operation the exporter cannot write "
+            "as ONNX; docs/poptorch.md, \"Capture\"): %s" % (type(model).__name__, e)) from e
+
+
+def _make_equal_tensors_distinct(model):
+    """In eval mode the exporter merges initializers of equal values (a fresh BatchNorm's
+    running_var and weight are both ones), which would tie tensors the executor keeps apart. The
+    tensors involved get distinct values for the export only (_preserved restores them; the session
+    gets the module's values before it runs)."""
+    tensors = [t for t in model.state_dict().values() if t.is_floating_point()]
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for i, a in enumerate(tensors):
+            for b in tensors[i + 1:]:
+                if a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b):
+                    b.copy_(torch.rand(b.shape, generator=generator, dtype=b.dtype) + 1.0)
+
+
+def _constants_for_non_state(proto, trained):
+    """Initializers the exporter made that are not trained module state (_trained_state) become
+    Constant nodes (xtrain would otherwise train them as weights); returns the names of the
+    others."""
+    keep, constants = [], []
+    for init in proto.graph.initializer:
+        if init.name in trained:
+            keep.append(init)
+        else:
+            constants.append(helper.make_node("Constant", [], [init.name], value=init))
+    if constants:
+        del proto.graph.initializer[:]
+        proto.graph.initializer.extend(keep)
+        nodes = list(proto.graph.node)
+        del proto.graph.node[:]
+        proto.graph.node.extend(constants + nodes)
+    return [i.name for i in keep]
+
+
+def state_arrays(model, names):
+    """{name: float32 or other NumPy copy} of the module's state tensors with those names."""
+    state = model.state_dict()
+    return {n: state[n].detach().cpu().contiguous().numpy() for n in names}
+

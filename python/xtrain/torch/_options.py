@@ -1,0 +1,295 @@
+"""PopTorch's ``poptorch.Options`` for xtrain (docs/poptorch.md, "Options").
+
+Each setter returns the Options object, so calls chain as in PopTorch
+(``opts.deviceIterations(4).replicationFactor(2)``). The options PopTorch has and this slice does not
+implement yet raise ``NotImplementedError`` naming the option, rather than being silently dropped;
+names PopTorch does not have raise ``AttributeError``.
+"""
+import ast
+import enum
+import os
+
+from .. import dist as _dist
+from . import _strategies
+from ._option_groups import (_DistributedOptions, _JitOptions, _PrecisionOptions,
+                             _TensorLocationOptions)
+
+
+class OutputMode(enum.IntEnum):
+    """What a call returns of the device iterations' outputs (PopTorch's ``OutputMode``)."""
+    Final = 0  # the last micro-batch's outputs only
+    EveryN = 1  # every N-th device iteration's
+    All = 2  # every micro-batch's, concatenated along the batch dimension
+    Sum = 3  # the sum over the device iterations and micro-batches
+    Default = 4  # Final for training, All for inference
+
+
+class ConnectionType(enum.IntEnum):
+    """When the device is attached (PopTorch's ``ConnectionType``)."""
+    Always = 0  # when the model is compiled
+    OnDemand = 1  # when it first runs
+    Never = 2  # never: compile only
+
+
+class ReductionType(enum.IntEnum):
+    """How gradients of micro-batches and replicas are combined (PopTorch's ``ReductionType``)."""
+    Sum = 0
+    Mean = 1
+    NoReduction = 2
+
+
+def _not_implemented(where, name):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(
+            "%s.%s() is not implemented in xtrain.torch yet (docs/poptorch.md lists what is built)"
+            % (where, name))
+    return refuse
+
+
+def _positive_int(where, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("%s must be a positive int, got %r" % (where, value))
+    return value
+
+
+# PopTorch's option names that xtrain.torch does not implement yet: refused with a clear error.
+_OPTIONS_NOT_BUILT = (
+    "broadcastBuffers",
+    "anchorTensor", "enableStableNorm", "logCycleCount", "syncPattern",
+    "relaxOptimizerAttributesChecks", "showCompilationProgressBar", "setAvailableMemoryProportion",
+    "modelName", "updatableNamedBuffers", "inputReplicaGrouping", "disableModuleNamescope",
+    "sourceLocationExcludes", "appendToLocationExcludes", "_Popart",
+)
+_TRAINING_NOT_BUILT = ("setAutomaticLossScaling", "setMeanAccumulationAndReplicationReductionStrategy",
+                       "setConvolutionDithering")
+
+
+class _TrainingOptions:
+    """``opts.Training``: gradient accumulation and its reduction."""
+
+    def __init__(self, parent):
+        self._parent = parent
+        self.gradient_accumulation = 1
+        self.reduction = ReductionType.Mean  # PopTorch's default (PopART's is Sum)
+
+    def gradientAccumulation(self, gradient_accumulation):
+        self.gradient_accumulation = _positive_int("Options.Training.gradientAccumulation",
+                                                   gradient_accumulation)
+        return self._parent
+
+    def accumulationAndReplicationReductionType(self, reduction_type):
+        if reduction_type not in (ReductionType.Sum, ReductionType.Mean):
+            raise ValueError("Options.Training.accumulationAndReplicationReductionType: expected "
+                             "ReductionType.Sum or ReductionType.Mean, got %r" % (reduction_type,))
+        self.reduction = ReductionType(reduction_type)
+        return self._parent
+
+    def __getattr__(self, name):
+        if name in _TRAINING_NOT_BUILT:
+            return _not_implemented("Options.Training", name)
+        raise AttributeError("poptorch.Options.Training has no option '%s'" % name)
+
+
+class Options:
+    """PopTorch's options: how a wrapped model is batched, replicated and run."""
+
+    def __init__(self):
+        self.device_iterations = 1
+        # Under xrun, the instance's replicas, as popdist's Options (docs/poptorch.md, "xrun").
+        self.replication_factor = _dist.getNumLocalReplicas() if _dist.isPopdistEnvSet() else 1
+        self.output_mode = OutputMode.Default
+        self.output_return_period = 1
+        self.random_seed = None
+        # POPTORCH_IPU_MODEL=1 selects the IPU model, as in PopTorch (docs/poptorch.md).
+        self.use_ipu_model = os.environ.get("POPTORCH_IPU_MODEL", "0") not in ("", "0")
+        self.Training = _TrainingOptions(self)
+        self.Precision = _PrecisionOptions(self)
+        self.TensorLocations = _TensorLocationOptions(self)
+        self.Distributed = _DistributedOptions(self)
+        self.Jit = _JitOptions(self)
+        self.ipu_id = None
+        self.auto_round_num_ipus = False
+        self.log_dir = None
+        self.synthetic_data = False
+        self.connection_type = ConnectionType.Always
+        self.executable_cache_dir = None
+
+    def __getattr__(self, name):
+        # Called only for names not found normally: PopTorch's options not built yet, or typos.
+        if name in _OPTIONS_NOT_BUILT:
+            return _not_implemented("Options", name)
+        raise AttributeError("poptorch.Options has no option '%s'" % name)
+
+    def deviceIterations(self, device_iterations):
+        """Batches (optimizer steps, when training) run per call of the wrapped model."""
+        self.device_iterations = _positive_int("Options.deviceIterations", device_iterations)
+        return self
+
+    def replicationFactor(self, replication_factor):
+        """Local replicas, each on its own simulated IPU."""
+        self.replication_factor = _positive_int("Options.replicationFactor", replication_factor)
+        return self
+
+    def outputMode(self, output_mode, output_return_period=None):
+        if not isinstance(output_mode, OutputMode):
+            raise TypeError("Options.outputMode: expected a poptorch.OutputMode, got %r"
+                            % (output_mode,))
+        if output_mode == OutputMode.EveryN:
+            self.output_return_period = _positive_int("Options.outputMode's output_return_period",
+                                                      output_return_period)
+        elif output_return_period is not None:
+            raise ValueError("Options.outputMode: output_return_period applies to OutputMode.EveryN "
+                             "only, not %s" % output_mode.name)
+        self.output_mode = output_mode
+        return self
+
+    def randomSeed(self, random_seed):
+        if isinstance(random_seed, bool) or not isinstance(random_seed, int) or random_seed < 0:
+            raise ValueError("Options.randomSeed must be a non-negative int, got %r" % (random_seed,))
+        self.random_seed = random_seed
+        return self
+
+    def useIpuModel(self, use_model):
+        """True: a simulated IPU model device; False: IPUs from xtrain's pool (docs/devices.md)."""
+        if not isinstance(use_model, bool):
+            raise TypeError("Options.useIpuModel: expected a bool, got %r" % (use_model,))
+        self.use_ipu_model = use_model
+        return self
+
+    def useIpuId(self, ipu_id):
+        """Honoured: the device with this id from xtrain's pool (DeviceManager.acquireDeviceById;
+        docs/devices.md); it must have replicationFactor IPUs."""
+        if isinstance(ipu_id, bool) or not isinstance(ipu_id, int) or ipu_id < 0:
+            raise ValueError("Options.useIpuId must be a non-negative int, got %r" % (ipu_id,))
+        self.ipu_id = ipu_id
+        return self
+
+    def autoRoundNumIPUs(self, enabled):
+        """Accepted, no effect: PopTorch rounds the IPUs it asks for up to a power of two. xtrain's
+        pool hands out only powers of two, and a device must split evenly among the replicas (one
+        IPU each), so rounding could not help: replicationFactor(3) fails in the pool either way,
+        saying so."""
+        if not isinstance(enabled, bool):
+            raise TypeError("Options.autoRoundNumIPUs: expected a bool, got %r" % (enabled,))
+        self.auto_round_num_ipus = enabled
+        return self
+
+    def logDir(self, log_dir):
+        """Honoured: SessionOptions.logDir (prepareDevice writes its memory report there)."""
+        if not isinstance(log_dir, str):
+            raise TypeError("Options.logDir: expected a str, got %r" % (log_dir,))
+        self.log_dir = log_dir
+        return self
+
+    def enableSyntheticData(self, enabled):
+        """Honoured: inputs are drawn on the device (SyntheticDataMode.RandomNormal), the host's
+        are not sent; a call still takes inputs of the right shapes."""
+        if not isinstance(enabled, bool):
+            raise TypeError("Options.enableSyntheticData: expected a bool, got %r" % (enabled,))
+        self.synthetic_data = enabled
+        return self
+
+    def connectionType(self, connection_type):
+        """Always (the default) is what happens: the device is attached when the model is
+        compiled. OnDemand is accepted with no effect: attaching a simulated IPU is immediate.
+        Never (compiling without a device, for compileAndExport) is not implemented."""
+        if not isinstance(connection_type, ConnectionType):
+            raise TypeError("Options.connectionType: expected a poptorch.ConnectionType, got %r"
+                            % (connection_type,))
+        if connection_type == ConnectionType.Never:
+            raise NotImplementedError("Options.connectionType(ConnectionType.Never): compiling "
+                                      "without a device (offline compilation) is not implemented "
+                                      "in xtrain.torch yet")
+        self.connection_type = connection_type
+        return self
+
+    def enableExecutableCaching(self, path):
+        """Accepted, no effect: SessionOptions.enableEngineCaching and cachePath, which xtrain
+        accepts without caching (docs/performance.md: compiling is 30-120 ms, of which a cache could
+        skip under one training step); nothing is written to path."""
+        if not isinstance(path, str):
+            raise TypeError("Options.enableExecutableCaching: expected a directory (str), got %r"
+                            % (path,))
+        self.executable_cache_dir = path
+        return self
+
+    def setExecutionStrategy(self, strategy):
+        """Refused until model parallelism lands (_strategies.py)."""
+        _strategies._refuse("Options.setExecutionStrategy(%s)" % type(strategy).__name__)
+
+    def loadFromFile(self, filepath):
+        """Sets options from a file of PopTorch's config form: one call per line, written as in
+        Python without the ``options.`` prefix (``deviceIterations(2)``,
+        ``Training.gradientAccumulation(4)``, ``outputMode(poptorch.OutputMode.All)``); blank lines
+        and lines starting with # are skipped. A bad line is a ValueError naming the file and
+        line."""
+        with open(filepath) as f:
+            lines = f.read().splitlines()
+        for number, line in enumerate(lines, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                self._apply_config_line(text)
+            except (ValueError, TypeError, AttributeError, NotImplementedError) as e:
+                raise ValueError("%s:%d: %r: %s" % (filepath, number, text, e)) from e
+        return self
+
+    def _apply_config_line(self, text):
+        try:
+            call = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            call = None
+        if not isinstance(call, ast.Call) or any(k.arg is None for k in call.keywords):
+            raise ValueError("expected an option call such as deviceIterations(2)")
+        target = self
+        for name in _dotted(call.func):
+            target = getattr(target, name)
+        args = [_config_value(a) for a in call.args]
+        kwargs = {k.arg: _config_value(k.value) for k in call.keywords}
+        target(*args, **kwargs)
+
+    # ---- what the executor reads ----
+
+    def resolved_output_mode(self, training):
+        if self.output_mode == OutputMode.Default:
+            return OutputMode.Final if training else OutputMode.All
+        return self.output_mode
+
+    def batches_per_call(self, training):
+        """How many micro-batches of the model one call's inputs hold (PopTorch's rule)."""
+        n = self.device_iterations * self.replication_factor
+        return n * self.Training.gradient_accumulation if training else n
+
+    def __repr__(self):
+        return ("Options(deviceIterations=%d, replicationFactor=%d, gradientAccumulation=%d, "
+                "outputMode=%s, randomSeed=%r, useIpuModel=%r)"
+                % (self.device_iterations, self.replication_factor,
+                   self.Training.gradient_accumulation, self.output_mode.name, self.random_seed,
+                   self.use_ipu_model))
+
+
+def _dotted(node):
+    """["Training", "gradientAccumulation"] of ``Training.gradientAccumulation``."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return _dotted(node.value) + [node.attr]
+    raise ValueError("expected a dotted name, got %s" % ast.dump(node))
+
+
+def _config_value(node):
+    """A literal, or a dotted name of xtrain.torch (``poptorch.OutputMode.All``, ``OutputMode.All``)
+    or torch (``torch.float``)."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    import torch
+    from .. import torch as poptorch
+    names = _dotted(node)
+    roots = {"poptorch": poptorch, "torch": torch}
+    value = roots[names[0]] if names[0] in roots else getattr(poptorch, names[0])
+    for name in names[1:]:
+        value = getattr(value, name)
+    return value

@@ -1,0 +1,137 @@
+"""PopTorch's ``poptorch.optim``: torch optimizers with PopTorch's extra attributes.
+
+These are ``torch.optim`` optimizers (they can also step a model on the CPU) whose extra arguments
+configure xtrain's optimizer: ``loss_scaling``, ``velocity_scaling`` and ``use_combined_accum`` (SGD),
+the accumulator types and ``max_grad_norm`` (Adam, AdamW, RMSprop). As in PopTorch, an attribute passed to
+the constructor is *variable* (it may change between calls with ``setOptimizer``); one left out is
+*constant* and changing it after the model was compiled is an error. ``lr`` is always variable.
+How each maps to xtrain's optimizers: docs/poptorch.md, "Optimizers".
+"""
+import torch
+
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
+
+
+def __getattr__(name):
+    if name in ("LAMB", "VariableAttributes"):
+        raise NotImplementedError("poptorch.optim.%s is not built in xtrain.torch yet (docs/"
+                                  "poptorch.md, \"Not built yet\")" % name)
+    raise AttributeError("module 'xtrain.torch.optim' has no attribute %r" % name)
+
+
+class _VariableAttributes:
+    """PopTorch's ``optimizer.variable_attrs``: which attributes may change after compiling. Here
+    they are the ones given to the constructor; changing that set is not built yet."""
+
+    def _not_built(self, method):
+        raise NotImplementedError("optimizer.variable_attrs.%s is not built in xtrain.torch yet: "
+                                  "an attribute given to the optimizer's constructor is variable, "
+                                  "one left out is constant (docs/poptorch.md, \"Optimizers\")"
+                                  % method)
+
+    def markAsConstant(self, attr):
+        self._not_built("markAsConstant")
+
+    def markAsVariable(self, attr):
+        self._not_built("markAsVariable")
+
+
+def _given(**kwargs):
+    """The names of the arguments given (not None): PopTorch's variable attributes."""
+    return {k for k, v in kwargs.items() if v is not None}
+
+
+def _set_extras(optimizer, extras, given):
+    optimizer._xtrain_variable = frozenset(given | {"lr"})
+    optimizer.variable_attrs = _VariableAttributes()
+    for key, value in extras.items():
+        setattr(optimizer, key, value)
+
+
+class SGD(torch.optim.SGD):
+    """Stochastic gradient descent (PopTorch's ``poptorch.optim.SGD``)."""
+
+    def __init__(self, params, lr, momentum=None, dampening=None, weight_decay=None,
+                 nesterov=None, maximize=None, foreach=None, differentiable=None,
+                 loss_scaling=None, velocity_scaling=None, use_combined_accum=None):
+        given = _given(momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                       nesterov=nesterov, loss_scaling=loss_scaling,
+                       velocity_scaling=velocity_scaling)
+        super().__init__(params, lr=lr, momentum=momentum or 0.0, dampening=dampening or 0.0,
+                         weight_decay=weight_decay or 0.0, nesterov=bool(nesterov),
+                         maximize=bool(maximize), foreach=foreach)
+        for group in self.param_groups:
+            group.setdefault("velocity_scaling", 1.0 if velocity_scaling is None
+                             else float(velocity_scaling))
+        _set_extras(self, {
+            "loss_scaling": 1.0 if loss_scaling is None else float(loss_scaling),
+            "use_combined_accum": bool(use_combined_accum),
+        }, given)
+
+
+class _AdamExtras:
+    """The attributes PopTorch's Adam-like optimizers add to torch's."""
+
+    def _init_extras(self, given, loss_scaling, accum_type, first_order_momentum_accum_type,
+                     second_order_momentum_accum_type, max_grad_norm):
+        _set_extras(self, {
+            "loss_scaling": 1.0 if loss_scaling is None else float(loss_scaling),
+            "accum_type": accum_type or torch.float32,
+            "first_order_momentum_accum_type": first_order_momentum_accum_type or torch.float32,
+            "second_order_momentum_accum_type": second_order_momentum_accum_type or torch.float32,
+            "max_grad_norm": float("inf") if max_grad_norm is None else float(max_grad_norm),
+        }, given | _given(loss_scaling=loss_scaling))
+
+
+class Adam(_AdamExtras, torch.optim.Adam):
+    """Adam with PyTorch's L2 weight decay (PopTorch's ``poptorch.optim.Adam``)."""
+
+    def __init__(self, params, lr=None, betas=None, eps=None, weight_decay=None, amsgrad=None,
+                 maximize=None, foreach=None, capturable=None, differentiable=None, fused=None,
+                 loss_scaling=None, accum_type=None, first_order_momentum_accum_type=None,
+                 second_order_momentum_accum_type=None, max_grad_norm=None):
+        given = _given(betas=betas, eps=eps, weight_decay=weight_decay)
+        torch.optim.Adam.__init__(self, params, lr=1e-3 if lr is None else lr,
+                                  betas=betas or (0.9, 0.999), eps=1e-8 if eps is None else eps,
+                                  weight_decay=weight_decay or 0.0, amsgrad=bool(amsgrad),
+                                  maximize=bool(maximize), foreach=foreach)
+        self._init_extras(given, loss_scaling, accum_type, first_order_momentum_accum_type,
+                          second_order_momentum_accum_type, max_grad_norm)
+
+
+class AdamW(_AdamExtras, torch.optim.AdamW):
+    """Adam with decoupled weight decay (PopTorch's ``poptorch.optim.AdamW``)."""
+
+    def __init__(self, params, lr=None, betas=None, eps=None, weight_decay=None, amsgrad=None,
+                 maximize=None, foreach=None, capturable=None, differentiable=None, fused=None,
+                 loss_scaling=None, bias_correction=None, accum_type=None,
+                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
+                 max_grad_norm=None):
+        given = _given(betas=betas, eps=eps, weight_decay=weight_decay)
+        torch.optim.AdamW.__init__(self, params, lr=1e-3 if lr is None else lr,
+                                   betas=betas or (0.9, 0.999), eps=1e-8 if eps is None else eps,
+                                   weight_decay=0.01 if weight_decay is None else weight_decay,
+                                   amsgrad=bool(amsgrad), maximize=bool(maximize), foreach=foreach)
+        self.bias_correction = True if bias_correction is None else bool(bias_correction)
+        self._init_extras(given, loss_scaling, accum_type, first_order_momentum_accum_type,
+                          second_order_momentum_accum_type, max_grad_norm)
+
+
+class RMSprop(_AdamExtras, torch.optim.RMSprop):
+    """RMSprop, centered or not, with PyTorch's L2 weight decay (PopTorch's ``poptorch.optim.RMSprop``).
+    xtrain's Adaptive optimizer keeps the square average in the second-order type and the centered
+    mean and the momentum in the first-order type."""
+
+    def __init__(self, params, lr=None, alpha=None, eps=None, weight_decay=None, momentum=None,
+                 centered=None, foreach=None, maximize=None, differentiable=None,
+                 loss_scaling=None, accum_type=None, first_order_momentum_accum_type=None,
+                 second_order_momentum_accum_type=None, max_grad_norm=None):
+        given = _given(alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum)
+        torch.optim.RMSprop.__init__(self, params, lr=0.01 if lr is None else lr,
+                                     alpha=0.99 if alpha is None else alpha,
+                                     eps=1e-8 if eps is None else eps,
+                                     weight_decay=weight_decay or 0.0, momentum=momentum or 0.0,
+                                     centered=bool(centered), foreach=foreach,
+                                     maximize=bool(maximize))
+        self._init_extras(given, loss_scaling, accum_type, first_order_momentum_accum_type,
+                          second_order_momentum_accum_type, max_grad_norm)
