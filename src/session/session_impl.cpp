@@ -447,6 +447,7 @@ void SessionImpl::prepareDevice() {
     profiler_.profile().addCollective({c.communicator, c.groupSize, c.operation, c.what}, c.bytes,
                                       c.seconds);
   });
+  profiler_.setIpusPerReplica(ipusPerReplica(d, layout_.local));
   // One set of report files per instance when several share the directory.
   profiler_.start(*graph_, runtime.lowered(), d, runtime.exchange(), gradients,
                   runtime.instances()

@@ -85,12 +85,14 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       if (pipeline_.enabled()) {
         runPipelined(io, indices, b * af, af);
       } else {
+        profiler_.startBatch();
         for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
       }
       if (config_.training) {
         update(b);
         readAnchors(io, indices, b * af + af - 1, StepIndices::AnchorPoint::AfterUpdate);
       }
+      if (!pipeline_.enabled()) profiler_.endBatch();
     }
   }
   readAnchors(io, indices, bps * af - 1, StepIndices::AnchorPoint::StepEnd);
@@ -113,8 +115,8 @@ void SessionImpl::writeInputs(StepBuffers& io, const StepIndices& indices, int64
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Inputs, secondsSince(transferStart));
 }
 
-void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indices,
-                                      int64_t first, int64_t count, int64_t cycle) {
+void SessionImpl::writePipelineInputs(StepBuffers& io, const StepIndices& indices, int64_t first,
+                                      int64_t count, int64_t cycle) {
   const auto transferStart = std::chrono::steady_clock::now();
   for (size_t k = 0; k < indices.inputs.size(); ++k) {
     const int64_t m = pipeline_.inputMicroBatch(io.inputIds()[k], cycle);
