@@ -367,11 +367,10 @@ inline constexpr auto kMembers = std::tuple{
                         &S::instrumentWithHardwareCycleCounter, H, "false", "",
                         "getCycleCount() counts the simulated clock's cycles (docs/reports.md)"},
     SessionOptionMember<std::set<Instrumentation>>{
-        "hardwareInstrumentations", &S::hardwareInstrumentations, R, "{Outer}", "",
-        "per-IPU cycle counts (Inner) are not implemented; the count is of the whole program "
-        "(Outer)",
-        "What the cycle counter counts. Default: {Instrumentation.Outer}.",
-        [](const std::set<Instrumentation>& s) { return s.count(Instrumentation::Inner) == 0; }},
+        "hardwareInstrumentations", &S::hardwareInstrumentations, H, "{Outer}", "",
+        "the cycle counters getCycleCount(id) reads: Outer the whole run (id \"\"), Inner the "
+        "last batch on each IPU of a replica (\"inner_ipu_N\"; docs/reports.md)",
+        "What the cycle counter counts. Default: {Instrumentation.Outer}."},
     SessionOptionMember{
         "customCodelets", &S::customCodelets, R, "[]", "",
         "Poplar codelets cannot run on a simulated IPU; a custom op is a C++ kernel "

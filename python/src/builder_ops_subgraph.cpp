@@ -2,13 +2,16 @@
 // aiGraphcore.call(args, num_outputs, callee, debugName), aiOnnx.logical_if(args, num_outputs,
 // else_branch, then_branch, name), aiOnnx.loop(args, num_outputs, body, debugContext) and
 // aiOnnx.scan(args, num_outputs, body, num_scan_inputs, scan_input_axes, scan_input_directions,
-// scan_output_axes, scan_output_directions, debugContext) (the opset 9 form).
+// scan_output_axes, scan_output_directions, debugContext) (the opset 9 form), and
+// aiGraphcore.packedDataBlock(args, maxSequenceLengths, resultSize, callbackBatchSize, callback,
+// debugContext) and aiGraphcore.copyvarupdate(args, debugContext).
 #include <pybind11/stl.h>
 
 #include <string>
 #include <vector>
 
 #include "builder_subgraph.hpp"
+#include "xtrain/builder_opset_additions.hpp"
 
 namespace py = pybind11;
 
@@ -57,6 +60,22 @@ void bindSubgraphOps(py::module_& m) {
                       debugName);
       },
       py::arg("args"), py::arg("num_outputs"), py::arg("callee"), py::arg("debugName") = "");
+  graphcore.def(
+      "packedDataBlock",
+      [](AiGraphcoreOpset1& o, const Ids& args, const Ints& maxSequenceLengths, int64_t resultSize,
+         int64_t callbackBatchSize, py::handle callback, const std::string& d) {
+        return AiGraphcoreOpset1Additions(o).packedDataBlock(
+            args, maxSequenceLengths, resultSize, callbackBatchSize,
+            coreBuilderOf(callback, "aiGraphcore.packedDataBlock: callback"), d);
+      },
+      py::arg("args"), py::arg("maxSequenceLengths"), py::arg("resultSize"),
+      py::arg("callbackBatchSize"), py::arg("callback"), py::arg("debugContext") = "");
+  graphcore.def(
+      "copyvarupdate",
+      [](AiGraphcoreOpset1& o, const Ids& args, const std::string& d) {
+        return AiGraphcoreOpset1Additions(o).copyvarupdate(args, d);
+      },
+      py::arg("args"), py::arg("debugContext") = "");
 }
 
 }  // namespace xtrain::python

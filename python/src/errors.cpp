@@ -10,8 +10,9 @@
 //         poplar_unknown_runtime_error (= unknown_runtime_error)
 //       poplar_application_runtime_error (= application_runtime_error: the model's Abort op
 //         ran; also a poplar_runtime_error)
-//     poplibs_exception, poplar_exception > poplar_runtime_error (PopART's; xtrain raises only the
-//       subclasses above)
+//     poplar_exception (= engine_option_error: an unknown engine option, args[0] Poplar's words)
+//       > poplar_runtime_error (PopART's; xtrain raises only the subclasses above)
+//     poplibs_exception (PopART's; xtrain does not raise it)
 //     size_overflow_error
 //     unknown_tensor_error (also a KeyError): a Builder call naming no tensor of the model
 //     OutOfMemoryException: getSummaryReport(), getProfilePath()
@@ -25,6 +26,7 @@
 
 #include "bindings.hpp"
 #include "xtrain/application_error.hpp"
+#include "xtrain/engine_option_error.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/popart_error.hpp"
 
@@ -56,7 +58,8 @@ class poplibs_exception(popart_exception):
     """PopART's name; xtrain does not raise it."""
 
 class poplar_exception(popart_exception):
-    """PopART's name; xtrain raises its subclasses below."""
+    """An error of the engine's options (xtrain::engine_option_error: args[0] ends
+    "Unrecognised option '<key>'", as Poplar's does); the runtime faults are its subclasses."""
 
 class poplar_runtime_error(poplar_exception):
     """PopART's name for a runtime fault reported by the device layer."""
@@ -102,7 +105,7 @@ class OutOfMemoryException(popart_exception):
 // Set once at import; the module (and so these classes) live until the interpreter ends.
 struct Classes {
   py::object base, internal, runtime, recoverable, unrecoverable, unknown, overflow, oom,
-      application;
+      application, poplar;
 };
 Classes* classes = nullptr;
 
@@ -176,6 +179,7 @@ void bindErrors(py::module_& m) {
   m.attr("unrecoverable_runtime_error") = ns["poplar_unrecoverable_runtime_error"];
   m.attr("unknown_runtime_error") = ns["poplar_unknown_runtime_error"];
   m.attr("application_runtime_error") = ns["poplar_application_runtime_error"];
+  m.attr("engine_option_error") = ns["poplar_exception"];
 
   classes = new Classes{ns["popart_exception"],
                         ns["popart_internal_exception"],
@@ -185,7 +189,8 @@ void bindErrors(py::module_& m) {
                         ns["poplar_unknown_runtime_error"],
                         ns["size_overflow_error"],
                         ns["OutOfMemoryException"],
-                        ns["poplar_application_runtime_error"]};
+                        ns["poplar_application_runtime_error"],
+                        ns["poplar_exception"]};
 
   py::register_exception_translator([](std::exception_ptr p) {
     if (!p) return;
@@ -211,6 +216,8 @@ void bindErrors(py::module_& m) {
       py::object exc = classes->oom(e.what());
       exc.attr("summaryReport") = e.getSummaryReport();
       PyErr_SetObject(classes->oom.ptr(), exc.ptr());
+    } catch (const engine_option_error& e) {
+      raiseWithPopartMessage(classes->poplar, e);
     } catch (const popart_worded_error& e) {
       raiseWithPopartMessage(classes->base, e);
     } catch (const error& e) {

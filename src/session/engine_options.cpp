@@ -10,6 +10,7 @@
 
 #include "common/timeline.hpp"
 #include "session/option_strings.hpp"
+#include "xtrain/engine_option_error.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::session {
@@ -57,8 +58,8 @@ std::string joined(const std::vector<std::string_view>& keys) {
 }  // namespace
 
 EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engineOptions) {
-  // Also known: isAcceptedPoplarKey's and target.deterministicWorkers (every kernel is
-  // deterministic already), accepted with no effect.
+  // Also known: isAcceptedPoplarKey's, target.deterministicWorkers (every kernel is
+  // deterministic already) and exchange.streamBufferOverlap, accepted with no effect.
   static const std::vector<std::string_view> kKnown = {"autoReport.all",
                                                        "autoReport.outputExecutionProfile",
                                                        "autoReport.outputGraphProfile",
@@ -115,12 +116,24 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
     } else if (key == "trace.steps") {
       s.traceSteps =
           timeline::parseStepRange(value, "SessionOptions::engineOptions[\"trace.steps\"]");
+    } else if (key == "exchange.streamBufferOverlap") {
+      // Poplar's values: whether the host stream buffers may share memory with other variables
+      // (a Poplar memory saving); the simulated device's stream buffers are host memory.
+      if (value != "none" && value != "hostRearrangeOnly" && value != "any") {
+        throw error(
+            "SessionOptions::engineOptions[\"{}\"] = \"{}\": expected \"none\", "
+            "\"hostRearrangeOnly\" or \"any\"",
+            key, value);
+      }
     } else {
-      throw error(
-          "SessionOptions::engineOptions: unknown key \"{}\"; the known keys are {} (and Poplar's "
-          "debug.retainDebugInformation, opt.enableInlining, target.deterministicWorkers and "
-          "debug.instrument*, accepted with no effect)",
-          key, joined(kKnown));
+      // Poplar's words end the Python exception's args[0] (a poplar_exception, as PopART raises).
+      throw engine_option_error(
+          key,
+          xtrain::format("SessionOptions::engineOptions: unknown key \"{}\"; the known keys are {} "
+                         "(and Poplar's debug.retainDebugInformation, opt.enableInlining, "
+                         "target.deterministicWorkers, exchange.streamBufferOverlap and "
+                         "debug.instrument*, accepted with no effect)",
+                         key, joined(kKnown)));
     }
   }
   if (s.traceSteps && s.traceFile.empty()) {

@@ -12,8 +12,12 @@ std::vector<uint32_t> RandomState::words() const {
 
 void RandomState::setWords(const std::vector<uint32_t>& state) {
   if (state.size() != 4) {
-    throw error("setRNGState: expected a state of 4 words (as getRNGState returns), got {}",
-                state.size());
+    // PopART's words first (its programs compare the start of the message).
+    throw error(
+        "Devicex::setRngStateValue received rngState of size {}; was expecting size 4 "
+        "(setRNGState takes the 4 words getRNGState returns: the seed and the micro-batches run "
+        "since it was set)",
+        state.size());
   }
   seed_ = static_cast<uint64_t>(state[0]) | (static_cast<uint64_t>(state[1]) << 32);
   counter_ = static_cast<uint64_t>(state[2]) | (static_cast<uint64_t>(state[3]) << 32);

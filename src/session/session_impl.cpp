@@ -180,6 +180,12 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     if (op->type == "Dropout" || op->type == "ShapedDropout") {
       op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
     }
+    if (!config_.training && op->type == "CopyVarUpdate" && op->domain == ir::kGraphcoreDomain) {
+      throw error(
+          "CopyVarUpdate '{}' writes the weight '{}': an InferenceSession cannot run it (xtrain's "
+          "inference programs write no weight); use a TrainingSession",
+          op->name, op->inputs.at(0));
+    }
   }
   // The fingerprint is of the model itself: after optimizer state carried as initializers has left
   // the graph, before the training graph is added.
@@ -447,6 +453,7 @@ void SessionImpl::prepareDevice() {
     profiler_.profile().addCollective({c.communicator, c.groupSize, c.operation, c.what}, c.bytes,
                                       c.seconds);
   });
+  profiler_.setIpusPerReplica(ipusPerReplica(d, layout_.local));
   // One set of report files per instance when several share the directory.
   profiler_.start(*graph_, runtime.lowered(), d, runtime.exchange(), gradients,
                   runtime.instances()

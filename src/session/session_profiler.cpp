@@ -47,6 +47,8 @@ SessionProfiler::SessionProfiler(const SessionOptions& options, const EngineSett
       autoReportDirectory_(engine.autoReportDirectory.empty() ? "." : engine.autoReportDirectory),
       logDir_(options.logDir),
       cycleCounter_(options.instrumentWithHardwareCycleCounter),
+      outerCounter_(options.hardwareInstrumentations.count(Instrumentation::Outer) > 0),
+      innerCounters_(options.hardwareInstrumentations.count(Instrumentation::Inner) > 0),
       allowOutOfMemory_(engine.allowOutOfMemory) {}
 
 void SessionProfiler::recordMemory(const device::MemoryModel& model,
@@ -184,22 +186,37 @@ void SessionProfiler::requireStarted(const char* what) const {
 }
 
 uint64_t SessionProfiler::cycleCount(const std::string& id) const {
-  // PopART's words: the option, the id, then a run to count.
+  // PopART's words and order: the option, a run to count, then the id.
   if (!cycleCounter_) {
     throw runtime_error(
         "SessionOption 'instrumentWithHardwareCycleCounter' must be set to true before creating "
         "the session for getCycleCount to read a cycle count");
   }
-  if (!id.empty()) {
-    throw runtime_error(
-        "getCycleCount(\"{}\"): unknown cycle counter id; xtrain counts the whole program of each "
-        "run() (id \"\"). Invalid id for cycle counter, '{}'. Make sure you have set "
-        "SessionOption::hardwareInstrumentations correctly.",
-        id, id);
-  }
   requireStarted("getCycleCount");
   if (!ran_) throw runtime_error("Must call run before getCycleCount: there is no count yet");
-  return profile_.lastRunCycles;
+  if (id.empty() && outerCounter_) return profile_.lastRunCycles;
+  const bool inner = innerCounters_ && pipeline_ == nullptr;
+  std::string ids = outerCounter_ ? "\"\" (Outer: the whole run)" : "";
+  if (inner) {
+    const std::string prefix = "inner_ipu_";
+    if (id.compare(0, prefix.size(), prefix) == 0 && id.size() > prefix.size() &&
+        id.find_first_not_of("0123456789", prefix.size()) == std::string::npos &&
+        id.size() - prefix.size() < 10 && std::stoll(id.substr(prefix.size())) < ipusPerReplica_) {
+      return lastBatchCycles_;
+    }
+    ids += xtrain::format(
+        "{}\"inner_ipu_0\" to \"inner_ipu_{}\" (Inner: the last batch on each IPU of a "
+        "replica)",
+        ids.empty() ? "" : ", ", ipusPerReplica_ - 1);
+  }
+  const char* why = innerCounters_ && pipeline_ != nullptr
+                        ? " (a pipelined session has no inner counters: its batches overlap)"
+                        : "";
+  throw runtime_error(
+      "getCycleCount(\"{}\"): no cycle counter has this id; this session's are {}{}. Invalid id "
+      "for cycle counter, '{}'. Make sure you have set SessionOption::hardwareInstrumentations "
+      "correctly.",
+      id, ids.empty() ? "none" : ids, why, id);
 }
 
 void SessionProfiler::writeAutoReports(const SessionFigures& figures) const {

@@ -85,6 +85,13 @@ class SessionProfiler {
   // batch (its wall time and the exchange's times by kind), and its end (autoReport's files are
   // written then).
   void startRun() { profile_.currentRunCycles = 0; }
+  // Around each batch of an unpipelined run (its micro-batches and its update): the inner
+  // counters (hardwareInstrumentations Inner) read the cycles of the run's last batch.
+  void startBatch() { batchStartCycles_ = profile_.currentRunCycles; }
+  void endBatch() { lastBatchCycles_ = profile_.currentRunCycles - batchStartCycles_; }
+  // The IPUs of one replica: inner counters "inner_ipu_0" .. "inner_ipu_<ipus - 1>" (before
+  // start()).
+  void setIpusPerReplica(int64_t ipus) { ipusPerReplica_ = ipus; }
   void countTransfer(Transfer direction, int64_t replica, size_t bytes);
   void addTransferSeconds(Transfer direction, double seconds);
   void countPhase(ir::Phase phase);
@@ -104,7 +111,13 @@ class SessionProfiler {
   // Seconds in run() and in the gradient reduction across replicas since the reset.
   double runSeconds() const { return profile_.runSeconds; }
   double reductionSeconds() const { return reductionSeconds_; }
-  // The simulated clock's cycles of the last run() (instrumentWithHardwareCycleCounter; id "").
+  // The simulated clock's counters (instrumentWithHardwareCycleCounter), by id as PopART names
+  // them: "" (hardwareInstrumentations Outer) the cycles of the last run(); "inner_ipu_N" (Inner)
+  // the cycles of the last run's last batch as IPU N of a replica counts them. The IPUs of a
+  // replica run a batch's instructions one after the other (each waiting at the syncs while
+  // another computes), so every IPU's counter spans the whole batch: the same count on each. A
+  // pipelined session has no inner counters (its batches overlap; PopART's pipelined program has
+  // none either).
   uint64_t cycleCount(const std::string& id) const;
 
   // The reports (session_report.cpp).
@@ -143,7 +156,12 @@ class SessionProfiler {
   bool autoReportSerializedGraph_ = false;
   std::string autoReportDirectory_;
   std::string logDir_;
-  bool cycleCounter_ = false;      // instrumentWithHardwareCycleCounter
+  bool cycleCounter_ = false;   // instrumentWithHardwareCycleCounter
+  bool outerCounter_ = false;   // hardwareInstrumentations has Outer: id ""
+  bool innerCounters_ = false;  // hardwareInstrumentations has Inner: "inner_ipu_N"
+  int64_t ipusPerReplica_ = 1;
+  uint64_t batchStartCycles_ = 0;  // the run's cycles when the current batch started
+  uint64_t lastBatchCycles_ = 0;   // the inner counters
   bool allowOutOfMemory_ = false;  // engineOptions debug.allowOutOfMemory
   bool ran_ = false;               // run() has completed once (getCycleCount needs a count)
 

@@ -85,12 +85,14 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
       if (pipeline_.enabled()) {
         runPipelined(io, indices, b * af, af);
       } else {
+        profiler_.startBatch();
         for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
       }
       if (config_.training) {
         update(b);
         readAnchors(io, indices, b * af + af - 1, StepIndices::AnchorPoint::AfterUpdate);
       }
+      if (!pipeline_.enabled()) profiler_.endBatch();
     }
   }
   readAnchors(io, indices, bps * af - 1, StepIndices::AnchorPoint::StepEnd);

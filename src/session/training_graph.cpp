@@ -7,8 +7,8 @@
 #include "ir/autodiff/autodiff.hpp"
 #include "ir/optimizers/update_rules.hpp"
 #include "ir/recompute/recompute.hpp"
-#include "session/pattern_checks.hpp"
 #include "replication/sharding.hpp"
+#include "session/pattern_checks.hpp"
 #include "xtrain/logging.hpp"
 #include "xtrain/tensornames.hpp"
 
@@ -53,11 +53,23 @@ std::string graphFingerprint(const ir::Graph& graph) {
 
 namespace {
 
-// BatchNormalization's running statistics (variable, the op's output that updates it): updated by
-// a copy after the step, not by the optimizer.
+// The variables the model writes itself (variable, the tensor that updates it):
+// BatchNormalization's running statistics and ai.graphcore CopyVarUpdate's variable. Updated by a
+// copy after each micro-batch's backward pass, not by the optimizer.
 std::vector<std::pair<TensorId, TensorId>> runningStatistics(const ir::Graph& g) {
   std::vector<std::pair<TensorId, TensorId>> stats;
   for (const auto& [opId, op] : g.ops()) {
+    if (op->type == "CopyVarUpdate" && op->domain == ir::kGraphcoreDomain) {
+      const TensorId& var = op->inputs.at(0);
+      if (g.tensor(var).kind != ir::TensorKind::Variable) {
+        throw error(
+            "CopyVarUpdate '{}': input 0 '{}' is not a weight; copyvarupdate writes a variable of "
+            "the model (an initialized input)",
+            op->name, var);
+      }
+      stats.emplace_back(var, op->inputs.at(1));
+      continue;
+    }
     if (op->type != "BatchNormalization" || op->outputs.size() < 3) continue;
     for (size_t k : {size_t{1}, size_t{2}}) {
       const TensorId& var = op->inputs.at(k + 2);
@@ -191,7 +203,7 @@ TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
     copy.inputs = {var, src};
     copy.numOutputs = 0;
     copy.phase = ir::Phase::Accumulate;
-    copy.name = "running-stat/" + var;
+    copy.name = "variable-copy/" + var;
     g.addOp(std::move(copy));
   }
   return training;

@@ -71,8 +71,57 @@ class ReportTest(PrivatePool, unittest.TestCase):
             train(s, 1)
         self.assertGreater(counted[0].getCycleCount(), 0)
         self.assertEqual(counted[0].getCycleCount(), counted[1].getCycleCount(id=""))
-        with self.assertRaisesRegex(popart.popart_exception, "unknown cycle counter id"):
+        with self.assertRaises(popart.popart_exception) as caught:
             counted[0].getCycleCount("inner")
+        self.assertTrue(caught.exception.args[0].endswith(
+            "Invalid id for cycle counter, 'inner'. Make sure you have set "
+            "SessionOption::hardwareInstrumentations correctly."))
+
+    def test_inner_cycle_counters(self):
+        # Inner: "inner_ipu_N" counts the run's last batch on IPU N of a replica; Outer ("") the
+        # whole run. A model on two IPUs, 3 batches a step.
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [8, 8]), "x")
+        with b.virtualGraph(0):
+            h = b.aiOnnx.sin([x])
+        with b.virtualGraph(1):
+            y = b.aiOnnx.matmul([h, h])
+
+        def counted(instrumentations, bps):
+            opts = popart.SessionOptions()
+            opts.instrumentWithHardwareCycleCounter = True
+            opts.hardwareInstrumentations = instrumentations
+            opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+            device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 2})
+            session = popart.InferenceSession(fnModel=b.getModelProto(),
+                                              dataFlow=popart.DataFlow(bps, [y]),
+                                              userOptions=opts, deviceInfo=device)
+            session.prepareDevice()
+            anchors = session.initAnchorArrays()
+            session.run(popart.PyStepIO({x: np.ones([bps, 8, 8], np.float32)}, anchors))
+            return session
+
+        both = counted({popart.Instrumentation.Outer, popart.Instrumentation.Inner}, 3)
+        inner = both.getCycleCount("inner_ipu_0")
+        self.assertGreater(inner, 0)
+        self.assertEqual(both.getCycleCount("inner_ipu_1"), inner)  # the IPUs wait for each other
+        # The run is its 3 batches, each the same (the anchors, All, are copied in their batch).
+        self.assertEqual(both.getCycleCount(), 3 * inner)
+        # One batch costs the same whatever the step's length.
+        self.assertEqual(counted({popart.Instrumentation.Inner}, 1).getCycleCount("inner_ipu_0"),
+                         inner)
+        for bad in ("inner_ipu_2", "inner_ipu_", "inner_ipu_x", "inner_ipu_-1"):
+            with self.assertRaisesRegex(popart.popart_exception,
+                                        '"inner_ipu_0" to "inner_ipu_1"'):
+                both.getCycleCount(bad)
+        outer_only = counted({popart.Instrumentation.Outer}, 3)
+        self.assertEqual(outer_only.getCycleCount(), both.getCycleCount())
+        with self.assertRaises(popart.popart_exception) as caught:
+            outer_only.getCycleCount("inner_ipu_0")
+        self.assertTrue(caught.exception.args[0].endswith(
+            "Make sure you have set SessionOption::hardwareInstrumentations correctly."))
+        with self.assertRaisesRegex(popart.popart_exception, "Invalid id for cycle counter, ''"):
+            counted({popart.Instrumentation.Inner}, 1).getCycleCount()
 
     def test_auto_report(self):
         opts = popart.SessionOptions()
@@ -90,6 +139,29 @@ class ReportTest(PrivatePool, unittest.TestCase):
         bad = popart.SessionOptions()
         bad.engineOptions = {"autoReport.everything": "true"}
         with self.assertRaisesRegex(popart.popart_exception, "autoReport.everything"):
+            make_session(bad)
+
+    def test_unknown_engine_option_is_poplars_error(self):
+        # PopART hands engine options to Poplar, which refuses an unknown one with a
+        # poplar_exception ending "Unrecognised option '<key>'"; str() is xtrain's message.
+        bad = popart.SessionOptions()
+        bad.engineOptions = {"opt.noSuchThing": "1"}
+        with self.assertRaises(popart.poplar_exception) as caught:
+            make_session(bad)
+        self.assertTrue(caught.exception.args[0].endswith("Unrecognised option 'opt.noSuchThing'"))
+        self.assertIn("the known keys are", str(caught.exception))
+        self.assertNotIsInstance(caught.exception, popart.poplar_runtime_error)
+
+    def test_stream_buffer_overlap_values(self):
+        # Accepted with no effect (the stream buffers are host memory); its value is still checked.
+        for value in ("none", "hostRearrangeOnly", "any"):
+            opts = popart.SessionOptions()
+            opts.engineOptions = {"exchange.streamBufferOverlap": value}
+            train(make_session(opts), 1)
+        bad = popart.SessionOptions()
+        bad.engineOptions = {"exchange.streamBufferOverlap": "some"}
+        with self.assertRaisesRegex(popart.popart_exception,
+                                    '"some": expected "none", "hostRearrangeOnly" or "any"'):
             make_session(bad)
 
 

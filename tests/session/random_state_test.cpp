@@ -42,7 +42,9 @@ TEST(RandomState, SetWordsRefusesAnotherSize) {
     FAIL() << "a state of 3 words was taken";
   } catch (const xtrain::error& e) {
     EXPECT_STREQ(e.what(),
-                 "setRNGState: expected a state of 4 words (as getRNGState returns), got 3");
+                 "Devicex::setRngStateValue received rngState of size 3; was expecting size 4 "
+                 "(setRNGState takes the 4 words getRNGState returns: the seed and the "
+                 "micro-batches run since it was set)");
   }
 }
 

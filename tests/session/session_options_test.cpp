@@ -300,8 +300,6 @@ TEST(SessionOptionsRefused, ANonDefaultValueOfARefusedMemberIsAnError) {
        {"SessionOptions.autoRecomputation = Pipeline", "enablePipelining is false"}},
       {[](SessionOptions& o) { o.customCodelets = {"codelet.cpp"}; },
        {"SessionOptions.customCodelets = [\"codelet.cpp\"]", "Builder::customOp"}},
-      {[](SessionOptions& o) { o.hardwareInstrumentations = {Instrumentation::Inner}; },
-       {"SessionOptions.hardwareInstrumentations = [Inner]", "per-IPU"}},
       {[](SessionOptions& o) { o.exportPoplarComputationGraph = true; },
        {"SessionOptions.exportPoplarComputationGraph = true", "no Poplar graph"}},
   };

@@ -42,6 +42,15 @@ KernelFactory passThrough() {
 
 XT_REGISTER_KERNEL("ai.graphcore", "Detach", passThrough());
 XT_REGISTER_KERNEL("ai.graphcore", "Nop", passThrough());
+// CopyVarUpdate's output is its updater (input 1); the variable's write is a separate op.
+XT_REGISTER_KERNEL("ai.graphcore", "CopyVarUpdate",
+                   [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
+                     requireFixedSize(spec, spec.inputs.at(1), "input 1");
+                     return makeKernel([](const KernelIO& io) {
+                       const size_t bytes = io.out(0).nbytes();
+                       if (bytes != 0) std::memcpy(io.out(0).raw(), io.in(1).raw(), bytes);
+                     });
+                   });
 
 template <typename T>
 std::unique_ptr<Kernel> integerScale(T s) {

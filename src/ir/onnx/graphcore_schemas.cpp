@@ -169,7 +169,7 @@ onnx::OpSchema dynamicSchema(const char* name, const char* doc, bool withSlice, 
   return s;
 }
 
-// Ops that pass their input through: Detach, Nop, Reverse, PrintTensor.
+// Ops that pass an input through: Detach, Nop, CopyVarUpdate (its updater), Reverse, PrintTensor.
 void registerPassThroughOps() {
   const auto passThrough = [](const char* name, const char* doc) {
     onnx::OpSchema s = graphcoreSchema(name, doc);
@@ -181,6 +181,16 @@ void registerPassThroughOps() {
   };
   onnx::RegisterSchema(passThrough("Detach", "Y = X; no gradient flows back through it."));
   onnx::RegisterSchema(passThrough("Nop", "Y = X, gradient included."));
+  {
+    onnx::OpSchema s = graphcoreSchema(
+        "CopyVarUpdate", "Y = updater, the value the variable (input 0) takes after the op.");
+    s.Input(0, "variable", "the variable written", "T")
+        .Input(1, "updater", "its new value", "T")
+        .Output(0, "Y", "the updated variable", "T")
+        .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor type")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    onnx::RegisterSchema(std::move(s));
+  }
   {
     onnx::OpSchema s = passThrough("Reverse", "X reversed along `dimensions`.");
     s.Attr("dimensions", "axes to reverse", onnx::AttributeProto::INTS, false);

@@ -28,6 +28,7 @@ namespace {
 const std::vector<std::pair<const char*, const char*>> kImportedOps = {
     {ir::kOnnxDomain, "Constant"}, {ir::kOnnxDomain, "If"},   {ir::kOnnxDomain, "Loop"},
     {ir::kOnnxDomain, "Scan"},     {ir::kGraphcoreDomain, "Call"},
+    {ir::kGraphcoreDomain, "PackedDataBlock"},
     {ir::kGraphcoreDomain, "LSTM"}};
 
 // ONNX's schema registry names ai.onnx "".

@@ -1,6 +1,6 @@
-// PopART's ai.graphcore opset 1 utility ops: Detach, Nop, Scale, ScaledAdd, DynamicSlice,
-// DynamicUpdate, DynamicZero, DynamicAdd, Init, PrintTensor, Remainder, Fmod, Reverse, Round,
-// Abort, and the ai.xtrain grad ops they need (DynamicSliceGrad, ModGradDivisor).
+// PopART's ai.graphcore opset 1 utility ops: Detach, CopyVarUpdate, Nop, Scale, ScaledAdd,
+// DynamicSlice, DynamicUpdate, DynamicZero, DynamicAdd, Init, PrintTensor, Remainder, Fmod,
+// Reverse, Round, Abort, and the ai.xtrain grad ops they need (DynamicSliceGrad, ModGradDivisor).
 //
 // Semantics on the simulated device:
 //  - Detach passes its input through and has no gradient (the gradient stops there); Nop passes
@@ -37,6 +37,22 @@ XT_REGISTER_OP([] {
   OpDef d{.type = "Detach", .domain = kGraphcoreDomain};
   d.infer = [](const ShapeContext& ctx) { return std::vector<TensorInfo>{ctx.input(0)}; };
   // Defined, but sets no input gradient: the gradient stops here.
+  d.grad = [](GradContext&) {};
+  return d;
+}());
+
+// CopyVarUpdate(variable, updater), PopART's copyvarupdate: Y is the updater's value, the value the
+// variable takes; a TrainingSession adds the write of the variable after the micro-batch's backward
+// pass (session/training_graph.cpp). No gradient flows through it, as through PopART's.
+XT_REGISTER_OP([] {
+  OpDef d{.type = "CopyVarUpdate", .domain = kGraphcoreDomain, .minInputs = 2, .maxInputs = 2};
+  d.infer = [](const ShapeContext& ctx) {
+    if (ctx.input(0) != ctx.input(1)) {
+      ctx.fail("input 0 (the variable) is {} but input 1 (its new value) is {}; they must match",
+               ctx.input(0).toString(), ctx.input(1).toString());
+    }
+    return std::vector<TensorInfo>{ctx.input(0)};
+  };
   d.grad = [](GradContext&) {};
   return d;
 }());
@@ -275,8 +291,10 @@ XT_REGISTER_OP([] {
         if (!ctx.attrs().has("sliceShape")) return std::vector<TensorInfo>{{x.dataType(), window}};
         const Shape given = ctx.attrs().getInts("sliceShape");
         if (!holdsWindow(given, window)) {
-          ctx.fail("input 2 (slice) has shape {}, expected {} (leading dimensions of size 1 may "
-                   "be dropped)", shapeToString(given), shapeToString(window));
+          ctx.fail(
+              "input 2 (slice) has shape {}, expected {} (leading dimensions of size 1 may "
+              "be dropped)",
+              shapeToString(given), shapeToString(window));
         }
         return std::vector<TensorInfo>{{x.dataType(), given}};
       },
