@@ -5,6 +5,8 @@
 // (unit dims dropped, neighbours with the same broadcast pattern merged); when B has no batch and A
 // is not transposed, A's batch is folded into the rows and the product is a single 2-D GEMM (the
 // linear-layer case). Transposed operands are described with strides, so nothing is copied.
+// A FLOAT16 MatMul or MatMulT whose __partials_type is "half" runs matmul_half_partials.cpp's
+// kernel instead; other FLOAT16 products run promoted (FLOAT partials).
 #include <cstring>
 
 #include "common/check.hpp"
