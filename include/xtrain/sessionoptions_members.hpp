@@ -204,8 +204,9 @@ inline constexpr auto kMembers = std::tuple{
         "an IPU"},
     SessionOptionMember{
         "partialsTypeMatMuls", &S::partialsTypeMatMuls, H, "\"\"", "",
-        "\"\" and \"float\": matmuls accumulate in FLOAT, as xtrain's kernels do; \"half\" "
-        "is refused (not implemented); any other value is an error",
+        "\"\" and \"float\": matmuls accumulate in FLOAT; \"half\": FLOAT16 matmuls (and "
+        "their gradients) without their own partials type keep their sums in FLOAT16 (FLOAT "
+        "matmuls ignore it, as Poplar does); any other value is an error",
         "The partials type of matmuls: \"\", \"float\" or \"half\"."},
     SessionOptionMember{
         "ensureFp32LossScaleTensor", &S::ensureFp32LossScaleTensor, H, "false", "",

@@ -175,6 +175,16 @@ void writeSerializeMatMul(PyBuilder& b, const py::object& names, const std::stri
   }
 }
 
+// setPartialsType writes PopART's node attribute into the model: a FLOAT16 MatMul honours it
+// (device/kernels/matmul_half_partials.hpp); a Conv keeps it without effect (docs/python.md).
+void writePartialsType(PyBuilder& b, const TensorId& nodeOutputName, const std::string& type) {
+  const std::set<TensorId> node{nodeOutputName};
+  if (b.b().nodeHasAttribute("__partials_type", node)) {
+    b.b().removeNodeAttribute("__partials_type", node);
+  }
+  b.b().addNodeAttribute("__partials_type", type, node);
+}
+
 // ---- the Builder ----
 
 // Selects the ai.onnx version of the model (PopART: the first opset asked for, or the opsets
@@ -643,6 +653,7 @@ void bindNodeSettings(py::class_<PyBuilder>& c) {
         }
         setNodeAttr(b, "partialsType", py::str(nodeOutputName), py::str(partialsType),
                     "Builder.setPartialsType");
+        writePartialsType(b, nodeOutputName, partialsType);
       },
       py::arg("nodeOutputName"), py::arg("partialsType"));
   c.def(

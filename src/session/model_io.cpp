@@ -37,6 +37,16 @@ void useStridedGroupNorm(ir::Graph& graph) {
   }
 }
 
+void useMatMulPartialsType(ir::Graph& graph, const std::string& partialsType) {
+  if (partialsType.empty()) return;
+  for (const auto& [id, op] : graph.ops()) {
+    if (op->type == "MatMul" && op->domain == ir::kOnnxDomain &&
+        !op->attrs.has("__partials_type")) {
+      graph.op(id).attrs.set("__partials_type", partialsType);
+    }
+  }
+}
+
 std::map<TensorId, HostTensor> readInitializers(const std::string& model) {
   return ir::readOnnxInitializers(model);
 }

@@ -31,6 +31,10 @@ ImportedModel importModel(const std::string& model,
 // channels strided (attribute strided_channel_grouping = 1). Before autodiff: its GroupNormGrad
 // copies the attribute.
 void useStridedGroupNorm(ir::Graph& graph);
+// SessionOptions::partialsTypeMatMuls (non-empty): every MatMul of `graph` without its own
+// __partials_type (Builder.setPartialsType) gets `partialsType`, as PopART's MatMul reads the
+// option when it has no attribute. Before autodiff: the gradients' products copy the attribute.
+void useMatMulPartialsType(ir::Graph& graph, const std::string& partialsType);
 // Every initializer of a model (path or bytes), by name.
 std::map<TensorId, HostTensor> readInitializers(const std::string& model);
 // Writes `modelBytes` to `path` with the given initializers replaced, and `extra` initializers

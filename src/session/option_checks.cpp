@@ -21,17 +21,11 @@ std::string lower(std::string s) {
   return s;
 }
 
-// "" and "float" are what the matmul kernels do (FLOAT accumulation); "half" would accumulate in
-// FLOAT16, which no kernel does.
+// "" and "float": FLOAT accumulation; "half": FLOAT16 partials for FLOAT16 matmuls
+// (useMatMulPartialsType, device/kernels/matmul_half_partials.hpp).
 void checkPartialsType(const std::string& type) {
   const std::string t = lower(type);
-  if (t.empty() || t == "float") return;
-  if (t == "half") {
-    throw error(
-        "SessionOptions.partialsTypeMatMuls = \"{}\" is not supported yet (not implemented in "
-        "xtrain): matmuls accumulate in FLOAT; use \"float\" or leave it empty",
-        type);
-  }
+  if (t.empty() || t == "float" || t == "half") return;
   throw error(
       "SessionOptions.partialsTypeMatMuls = \"{}\" is not a partials type: expected \"float\" or "
       "\"half\" (or \"\" for none)",

@@ -151,6 +151,7 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
                                        config_.options.batchNormRunningVariance);
   graph_ = std::move(imported.graph);
   if (config_.options.groupNormStridedChannelGrouping) useStridedGroupNorm(*graph_);
+  useMatMulPartialsType(*graph_, config_.options.partialsTypeMatMuls);
   modelBytes_ = std::move(imported.bytes);
   modelMetadata_ = std::move(imported.metadata);
   hostState_ = HostState(std::move(imported.groupedValues));

@@ -5,11 +5,14 @@
 // (unit dims dropped, neighbours with the same broadcast pattern merged); when B has no batch and A
 // is not transposed, A's batch is folded into the rows and the product is a single 2-D GEMM (the
 // linear-layer case). Transposed operands are described with strides, so nothing is copied.
+// A FLOAT16 MatMul or MatMulT whose __partials_type is "half" runs matmul_half_partials.cpp's
+// kernel instead; other FLOAT16 products run promoted (FLOAT partials).
 #include <cstring>
 
 #include "common/check.hpp"
 #include "device/kernel.hpp"
 #include "device/kernels/dnnl_engine.hpp"
+#include "device/kernels/matmul_half_partials.hpp"
 #include "device/kernels/sgemm.hpp"
 
 namespace xtrain::device {
@@ -169,23 +172,29 @@ std::unique_ptr<Kernel> productKernel(std::shared_ptr<const MatMulPlan> plan) {
 // MatMul: numpy promotion of 1-D operands, then the batched product; the output buffer is the
 // product's [batch..., m, n] with the promoted unit dims removed, i.e. the same memory.
 XT_REGISTER_KERNEL("ai.onnx", "MatMul", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  requireFloat(spec);
   Shape a = spec.inputs.at(0).shape();
   Shape b = spec.inputs.at(1).shape();
   if (a.empty() || b.empty()) spec.fail("operands must have rank >= 1");
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (b.size() == 1) b.push_back(1);
+  if (wantsHalfPartials(spec)) return makeHalfPartialsMatMul(spec, a, b, false, false, 1.0f);
+  requireFloat(spec);
   auto plan = std::make_shared<const MatMulPlan>(spec, a, b, false, false, 1.0f, false);
   return productKernel(std::move(plan));
 });
 
 XT_REGISTER_KERNEL("ai.xtrain", "MatMulT", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  requireFloat(spec);
   const Shape a = spec.attrs.getInts("viewA", spec.inputs.at(0).shape());
   const Shape b = spec.attrs.getInts("viewB", spec.inputs.at(1).shape());
   if (a.size() < 2 || b.size() < 2) {
     spec.fail("operands must have rank >= 2, got {} and {}", shapeToString(a), shapeToString(b));
   }
+  if (wantsHalfPartials(spec)) {
+    return makeHalfPartialsMatMul(spec, a, b, spec.attrs.getInt("transA", 0) != 0,
+                                  spec.attrs.getInt("transB", 0) != 0,
+                                  spec.attrs.getFloat("alpha", 1.0f));
+  }
+  requireFloat(spec);
   auto plan = std::make_shared<const MatMulPlan>(spec, a, b, spec.attrs.getInt("transA", 0) != 0,
                                                  spec.attrs.getInt("transB", 0) != 0,
                                                  spec.attrs.getFloat("alpha", 1.0f), false);

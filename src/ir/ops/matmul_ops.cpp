@@ -1,4 +1,6 @@
 // Matrix products: ONNX MatMul and Gemm, and the internal MatMulT their gradients are built from.
+#include <cctype>
+
 #include "ir/op_registry.hpp"
 #include "ir/ops/popart_wording.hpp"
 
@@ -130,6 +132,20 @@ void checkSerializeMatMul(const ShapeContext& ctx, const Shape& a, const Shape& 
                            ctx.op().describe(), text, shapeToString(a), shapeToString(b), mode));
 }
 
+// Builder.setPartialsType / SessionOptions.partialsTypeMatMuls (the session writes the option on
+// MatMuls without one): "float" or "half" in any letter case, as PopART reads it.
+void checkPartialsType(const ShapeContext& ctx) {
+  if (!ctx.attrs().has("__partials_type")) return;
+  std::string t = ctx.attrs().getString("__partials_type");
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (t != "float" && t != "half") {
+    ctx.fail(
+        "Unable to get option 'partialsTypeMatMul' from string '{}'. Possible values are "
+        "'float' and 'half' in any letter case.",
+        ctx.attrs().getString("__partials_type"));
+  }
+}
+
 // MatMul(A, B): numpy matmul. Canonical form = ONNX form (no attributes). 1-D operands are promoted
 // and the promoted dimension is removed from the result; batch dimensions broadcast.
 std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
@@ -139,6 +155,7 @@ std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
   const Shape& b = ctx.input(1).shape();
   checkMatMulOperands(ctx, a, b);
   checkSerializeMatMul(ctx, a, b);
+  checkPartialsType(ctx);
   Shape y = batchedProductShape(ctx, promoteA(a), promoteB(b), false, false, a, b);
   if (b.size() == 1) {
     y.erase(y.end() - 1);
@@ -184,10 +201,18 @@ void gradMatMul(GradContext& g) {
   const Shape batchY(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(yBatchRank));
   const Shape py = concat(batchY, {m, n});
   const TensorId& gy = g.gradOut(0);
+  // The gradients' products keep the forward MatMul's partials type, as PopART's do.
+  auto attrs = [&g](Attributes at) {
+    if (g.attrs().has("__partials_type")) {
+      at.set("__partials_type", g.attrs().getString("__partials_type"));
+    }
+    return at;
+  };
 
   if (g.needsGrad(0)) {
     const Shape out = concat(batchY, a.size() == 1 ? Shape{k} : Shape{m, k});
-    TensorId d = g.emit("MatMulT", {gy, g.input(1)}, matMulTAttrs(false, true, 1.0f, py, pb, out));
+    TensorId d =
+        g.emit("MatMulT", {gy, g.input(1)}, attrs(matMulTAttrs(false, true, 1.0f, py, pb, out)));
     g.setGradIn(0, g.reduceToShape(d, a));
   }
   if (g.needsGrad(1)) {
@@ -200,10 +225,10 @@ void gradMatMul(GradContext& g) {
       // [k, P*m] x [P*m, n] and no reduction.
       const int64_t rows = product(batchY, 0, batchY.size()) * m;
       d = g.emit("MatMulT", {g.input(0), gy},
-                 matMulTAttrs(true, false, 1.0f, {rows, k}, {rows, n}, b));
+                 attrs(matMulTAttrs(true, false, 1.0f, {rows, k}, {rows, n}, b)));
     } else {
       const Shape out = concat(batchY, b.size() == 1 ? Shape{k} : Shape{k, n});
-      d = g.emit("MatMulT", {g.input(0), gy}, matMulTAttrs(true, false, 1.0f, pa, py, out));
+      d = g.emit("MatMulT", {g.input(0), gy}, attrs(matMulTAttrs(true, false, 1.0f, pa, py, out)));
       d = g.reduceToShape(d, b);
     }
     g.setGradIn(1, d);
