@@ -191,7 +191,8 @@ TEST(Report, CycleCountIsDeterministicAndNeedsTheOption) {
   a->getSummaryReport(true);
   EXPECT_EQ(a->getCycleCount(), cycles);
   EXPECT_CONTAINS(a->getSummaryReport(), "cycles (instrumentWithHardwareCycleCounter");
-  expectError([&] { a->getCycleCount("inner"); }, {"inner", "unknown cycle counter id"});
+  expectError([&] { a->getCycleCount("inner"); },
+              {"inner", "no cycle counter has this id", "hardwareInstrumentations"});
 
   SessionOptions accumulated = replicated(2, 2);
   accumulated.instrumentWithHardwareCycleCounter = true;

@@ -3,6 +3,7 @@
 // instantiates subgraphs with their inputs bound and adds the helper ops of the inlined form,
 // folding each one whose value is known at import.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <cstdint>
 #include <string>
@@ -184,3 +185,5 @@ void inlinePackedDataBlock(Inliner& in, const std::vector<TensorId>& inputs,
                            const std::vector<TensorId>& outputs);
 
 }  // namespace xtrain::ir::onnximport
+
+#pragma GCC visibility pop
