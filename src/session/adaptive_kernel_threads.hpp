@@ -30,11 +30,11 @@ namespace xtrain::session {
 class AdaptiveKernelThreads {
  public:
   struct Tuning {
-    int warmupSteps = 3;
+    int warmupSteps = 2;
     int window = 8;  // recent steps of the current count kept for its median
     int minProbeEvery = 8;
-    int probeEvery = 4;  // steps between probes at first
-    int probeEveryAfterMove = 16;
+    int probeEvery = 2;  // steps between probes at first
+    int probeEveryAfterMove = 32;
     int maxProbeEvery = 128;
     double margin = 0.05;    // a probe wins when faster by more than this fraction
     double slowdown = 1.25;  // the current count's median over its baseline that probes at once
