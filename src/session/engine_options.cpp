@@ -24,6 +24,21 @@ bool parseBool(const std::string& key, const std::string& value,
               value);
 }
 
+// A key accepted with no effect whose value must still be one of Poplar's words, so that a typo
+// in it is an error: `expected "a", "b" or "c"`.
+void requireOneOf(const std::string& key, const std::string& value,
+                  const std::vector<std::string_view>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+  std::string words;
+  for (size_t i = 0; i < allowed.size(); ++i) {
+    if (i > 0) words += i + 1 == allowed.size() ? " or " : ", ";
+    words += '"';
+    words += allowed[i];
+    words += '"';
+  }
+  throw error("SessionOptions::engineOptions[\"{}\"] = \"{}\": expected {}", key, value, words);
+}
+
 // Poplar's autoReport options that have no counterpart here: refused by name rather than as
 // unknown, so that a ported program learns why.
 bool isUnsupportedAutoReportKey(const std::string& key) {
@@ -98,12 +113,7 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
     } else if (key == "debug.allowOutOfMemory") {
       s.allowOutOfMemory = parseBool(key, value);
     } else if (key == "target.deterministicWorkers") {
-      if (value != "true" && value != "false" && value != "portable") {
-        throw error(
-            "SessionOptions::engineOptions[\"{}\"] = \"{}\": expected \"true\", \"false\" or "
-            "\"portable\"",
-            key, value);
-      }
+      requireOneOf(key, value, {"true", "false", "portable"});
     } else if (isAcceptedPoplarKey(key)) {
       parseBool(key, value);  // accepted with no effect, but a typo in the value is still an error
     } else if (key == "trace.file") {
@@ -119,12 +129,7 @@ EngineSettings parseEngineOptions(const std::map<std::string, std::string>& engi
     } else if (key == "exchange.streamBufferOverlap") {
       // Poplar's values: whether the host stream buffers may share memory with other variables
       // (a Poplar memory saving); the simulated device's stream buffers are host memory.
-      if (value != "none" && value != "hostRearrangeOnly" && value != "any") {
-        throw error(
-            "SessionOptions::engineOptions[\"{}\"] = \"{}\": expected \"none\", "
-            "\"hostRearrangeOnly\" or \"any\"",
-            key, value);
-      }
+      requireOneOf(key, value, {"none", "hostRearrangeOnly", "any"});
     } else {
       // Poplar's words end the Python exception's args[0] (a poplar_exception, as PopART raises).
       throw engine_option_error(

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "ir/graph.hpp"
@@ -37,6 +38,9 @@ onnx::AttributeProto* newAttr(onnx::NodeProto& node, const std::string& name,
 
 void setIntAttr(onnx::NodeProto& node, const std::string& name, int64_t v) {
   newAttr(node, name, onnx::AttributeProto::INT)->set_i(v);
+}
+void setGraphAttr(onnx::NodeProto& node, const std::string& name, onnx::GraphProto graph) {
+  *newAttr(node, name, onnx::AttributeProto::GRAPH)->mutable_g() = std::move(graph);
 }
 void setFloatAttr(onnx::NodeProto& node, const std::string& name, float v) {
   newAttr(node, name, onnx::AttributeProto::FLOAT)->set_f(v);

@@ -202,6 +202,8 @@ void setIntsAttr(onnx::NodeProto& node, const std::string& name, const std::vect
 void setFloatsAttr(onnx::NodeProto& node, const std::string& name, const std::vector<float>& v);
 void setStringsAttr(onnx::NodeProto& node, const std::string& name,
                     const std::vector<std::string>& v);
+// A GRAPH attribute (a subgraph: Call's callee, If's branches, Loop's and Scan's bodies, ...).
+void setGraphAttr(onnx::NodeProto& node, const std::string& name, onnx::GraphProto graph);
 // A TENSOR attribute holding a copy of data (laid out as info says).
 void setTensorAttr(onnx::NodeProto& node, const std::string& name, const void* data,
                    const TensorInfo& info);

@@ -6,17 +6,6 @@
 
 namespace xtrain {
 
-namespace {
-
-void setGraphAttr(onnx::NodeProto& node, const std::string& name, onnx::GraphProto graph) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = std::move(graph);
-}
-
-}  // namespace
-
 TensorId AiGraphcoreOpset1Additions::packedDataBlock(const std::vector<TensorId>& args,
                                                      const std::vector<int64_t>& maxSequenceLengths,
                                                      int64_t resultSize, int64_t callbackBatchSize,

@@ -8,17 +8,6 @@
 
 namespace xtrain {
 
-namespace {
-
-void setGraphAttr(onnx::NodeProto& node, const std::string& name, onnx::GraphProto graph) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::GRAPH);
-  *a->mutable_g() = std::move(graph);
-}
-
-}  // namespace
-
 Builder& BuilderImpl::addChild(std::unique_ptr<Builder> child, BuilderImpl* childImpl,
                                Builder* self) {
   childImpl->parent_ = this;
