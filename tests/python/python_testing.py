@@ -7,8 +7,11 @@
 - BIN_DIR, clean_env: the build's programs (xrun, xtrain) and an environment without a launcher's
   variables, for tests that start processes.
 """
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -50,6 +53,35 @@ def clean_env(**extra):
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
     env.update(extra)
     return env
+
+
+def results_under_xrun(test, script_text, timeout, instances=2, replicas=4):
+    """Runs script_text as `xrun -n instances --num-replicas replicas python3 SCRIPT` on a private
+    pool of 8 IPUs (one kernel thread each) and returns the JSON objects its instances printed after
+    "RESULT ", sorted by their "instance"; skips the test when xrun is not built."""
+    xrun = os.path.join(BIN_DIR, "xrun")
+    if not os.path.exists(xrun):
+        test.skipTest("no " + xrun)
+    tmp = tempfile.mkdtemp(prefix="xtrain-test-xrun-")
+    try:
+        script = os.path.join(tmp, "train.py")
+        with open(script, "w") as f:
+            f.write(script_text)
+        env = clean_env(XTRAIN_NUM_IPUS="8", XTRAIN_IPU_LOCK_DIR=os.path.join(tmp, "locks"),
+                        OMP_NUM_THREADS="1")
+        os.makedirs(env["XTRAIN_IPU_LOCK_DIR"])
+        r = subprocess.run([xrun, "-n", str(instances), "--num-replicas", str(replicas),
+                            "--timeout", str(timeout), "--no-tag-output", sys.executable, script],
+                           env=env, capture_output=True, text=True, timeout=timeout + 50)
+        test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        results = sorted((json.loads(line.split("RESULT ", 1)[1])
+                          for line in r.stdout.splitlines() if "RESULT " in line),
+                         key=lambda d: d["instance"])
+        test.assertEqual([d["instance"] for d in results], list(range(instances)),
+                         r.stdout + r.stderr)
+        return results
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def linear_model(batch=2, inputs=4, outputs=3, seed=0):

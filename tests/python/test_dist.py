@@ -1,11 +1,8 @@
 """xtrain.dist (PopDist's helpers): alone, and under `xrun -n 2` with a replicated training
 session per instance (bounded by timeouts)."""
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import unittest
 
@@ -13,7 +10,7 @@ import xtrain
 import xtrain.dist
 from xtrain import dist
 
-from python_testing import BIN_DIR, HERE, clean_env
+from python_testing import HERE, clean_env, results_under_xrun
 
 
 def run_python(code, env, timeout=120):
@@ -132,33 +129,13 @@ print("RESULT " + json.dumps({
 
 class XrunTest(unittest.TestCase):
     def test_xrun_two_instances(self):
-        xrun = os.path.join(BIN_DIR, "xrun")
-        if not os.path.exists(xrun):
-            self.skipTest("no " + xrun)
-        tmp = tempfile.mkdtemp(prefix="xtrain-test-dist-")
-        try:
-            script = os.path.join(tmp, "train.py")
-            with open(script, "w") as f:
-                f.write(TRAIN_SCRIPT)
-            env = clean_env(XTRAIN_NUM_IPUS="8", XTRAIN_IPU_LOCK_DIR=os.path.join(tmp, "locks"),
-                            OMP_NUM_THREADS="1")
-            os.makedirs(env["XTRAIN_IPU_LOCK_DIR"])
-            r = subprocess.run([xrun, "-n", "2", "--num-replicas", "4", "--timeout", "150",
-                                "--no-tag-output", sys.executable, script],
-                               env=env, capture_output=True, text=True, timeout=200)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            results = sorted((json.loads(line.split("RESULT ", 1)[1])
-                              for line in r.stdout.splitlines() if "RESULT " in line),
-                             key=lambda d: d["instance"])
-            self.assertEqual([d["instance"] for d in results], [0, 1], r.stdout + r.stderr)
-            for d in results:
-                self.assertEqual((d["instances"], d["local"], d["total"], d["ipus"], d["global"],
-                                  d["popdist"], d["anchor"]), (2, 2, 4, 2, 4, True, [2]))
-            self.assertEqual([d["offset"] for d in results], [0, 2])
-            # data-parallel: every instance ends with the same weights
-            self.assertEqual(results[0]["w"], results[1]["w"])
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        results = results_under_xrun(self, TRAIN_SCRIPT, timeout=150)
+        for d in results:
+            self.assertEqual((d["instances"], d["local"], d["total"], d["ipus"], d["global"],
+                              d["popdist"], d["anchor"]), (2, 2, 4, 2, 4, True, [2]))
+        self.assertEqual([d["offset"] for d in results], [0, 2])
+        # data-parallel: every instance ends with the same weights
+        self.assertEqual(results[0]["w"], results[1]["w"])
 
 
 if __name__ == "__main__":

@@ -1,15 +1,9 @@
 """xtrain.torch under `xrun -n 2 --num-replicas 4`: one model trained across two instances with
 the DataLoader's per-instance share ends with PyTorch's weights for 4 replicas (docs/poptorch.md,
 "xrun")."""
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import unittest
 
-from python_testing import BIN_DIR, HERE, clean_env
+from python_testing import HERE, results_under_xrun
 from torch_testing import SKIP_REASON, torch
 import torch_testing as tt
 
@@ -39,26 +33,7 @@ print("RESULT " + json.dumps({
 class TrainingUnderXrun(unittest.TestCase):
 
     def test_two_instances_of_two_replicas(self):
-        xrun = os.path.join(BIN_DIR, "xrun")
-        if not os.path.exists(xrun):
-            self.skipTest("no " + xrun)
-        tmp = tempfile.mkdtemp(prefix="xtrain-test-torch-xrun-")
-        try:
-            script = os.path.join(tmp, "train.py")
-            with open(script, "w") as f:
-                f.write(TRAIN_SCRIPT)
-            env = clean_env(XTRAIN_NUM_IPUS="8", XTRAIN_IPU_LOCK_DIR=os.path.join(tmp, "locks"),
-                            OMP_NUM_THREADS="1")
-            os.makedirs(env["XTRAIN_IPU_LOCK_DIR"])
-            r = subprocess.run([xrun, "-n", "2", "--num-replicas", "4", "--timeout", "200",
-                                "--no-tag-output", sys.executable, script],
-                               env=env, capture_output=True, text=True, timeout=250)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            results = sorted((json.loads(line.split("RESULT ", 1)[1])
-                              for line in r.stdout.splitlines() if "RESULT " in line),
-                             key=lambda d: d["instance"])
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        results = results_under_xrun(self, TRAIN_SCRIPT, timeout=200)
         self.assertEqual([(d["instance"], d["replicas"], d["batches"]) for d in results],
                          [(0, 2, 3), (1, 2, 3)])
         # PyTorch on the 3 global batches of 4 replicas x 4 samples, in the same order.
