@@ -60,6 +60,11 @@ const std::string kBackendName = "gloo";
 // timeout closes them first), so this only needs to cover a scheduling delay.
 constexpr Milliseconds kGrace{500};
 
+// How long a rank that failed waits for the failure record another rank is writing (it counted its
+// failure first) before it closes its connections anyway. Only a store stalled for that long
+// (a loaded file system) makes peers misname this rank as the dead one.
+constexpr Milliseconds kRecordWait{5000};
+
 bool looksLikeTimeout(const std::string& msg) {
   std::string m = msg;
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -209,6 +214,7 @@ class GlooTransport : public Transport {
   };
   std::optional<Record> readAbortRecord() const;
   std::optional<Record> awaitAbortRecord(Milliseconds grace) const;
+  bool failureCounted() const;  // a rank of the group counted a failure (its record may follow)
   bool hasLeft(int peer) const;
   std::vector<int> brokenPeers();
   void closeConnections();
@@ -251,12 +257,22 @@ std::optional<GlooTransport::Record> GlooTransport::readAbortRecord() const {
   }
 }
 
+// A failure counted in "abort/n" is being written: its record is waited for beyond the grace.
 std::optional<GlooTransport::Record> GlooTransport::awaitAbortRecord(Milliseconds grace) const {
-  const auto end = Clock::now() + grace;
+  const auto start = Clock::now();
   for (;;) {
     if (auto r = readAbortRecord()) return r;
-    if (Clock::now() >= end) return std::nullopt;
+    const auto waited = Clock::now() - start;
+    if (waited >= kRecordWait || (waited >= grace && !failureCounted())) return std::nullopt;
     std::this_thread::sleep_for(Milliseconds(10));
+  }
+}
+
+bool GlooTransport::failureCounted() const {
+  try {
+    return store_->check({"abort/n"});
+  } catch (const std::exception&) {
+    return false;
   }
 }
 
@@ -384,6 +400,11 @@ void GlooTransport::fail(QueuedCommunicator& comm, const Failed& f) {
     try {
       if (store_->add("abort/n", 1) == 1) {
         store_->set("abort/msg", std::string(1, static_cast<char>(f.kind)) + f.message);
+      } else {
+        // Another rank found a failure first and is writing it. Peers read the record when they see
+        // a connection break, so it must be there before this rank closes its connections: without
+        // it a peer would name this rank as a dead one.
+        store_->wait({"abort/msg"}, kRecordWait);
       }
     } catch (const std::exception& e) {
       logging::comm::warn("gloo: group '{}' rank {}: cannot publish the failure: {}", name_, rank_,
@@ -575,6 +596,7 @@ void GlooTransport::peerErrors(const std::vector<std::string>& peerError,
     std::this_thread::sleep_for(Milliseconds(10));
   }
   if (!lost.empty()) {
+    if (auto rec = awaitAbortRecord(Milliseconds(0))) throw Failed{rec->kind, rec->message, false};
     throw Failed{Failure::Lost, lostMessage(what, lost, peerError[static_cast<size_t>(lost[0])]),
                  true};
   }
