@@ -65,6 +65,10 @@ constexpr Milliseconds kGrace{500};
 // (a loaded file system) makes peers misname this rank as the dead one.
 constexpr Milliseconds kRecordWait{5000};
 
+// How long a rank that closes its communicator waits for its peers to close theirs (see
+// awaitPeersLeaving()).
+constexpr Milliseconds kLeaveWait{10000};
+
 bool looksLikeTimeout(const std::string& msg) {
   std::string m = msg;
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -148,6 +152,7 @@ class GlooTransport : public Transport {
         device_(std::move(device)),
         context_(std::move(context)),
         inboxStride_((sizeof(WireFingerprint) + inlineCapacity(size) + 63) & ~size_t{63}) {
+    peerBroken_.assign(static_cast<size_t>(size_), 0);
     if (size_ > 1) watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -161,6 +166,7 @@ class GlooTransport : public Transport {
         logging::comm::warn("gloo: group '{}' rank {}: cannot record leaving: {}", name_, rank_,
                             e.what());
       }
+      awaitPeersLeaving();
       {
         std::lock_guard lock(watchMu_);
         watchStop_ = true;
@@ -216,6 +222,7 @@ class GlooTransport : public Transport {
   std::optional<Record> awaitAbortRecord(Milliseconds grace) const;
   bool failureCounted() const;  // a rank of the group counted a failure (its record may follow)
   bool hasLeft(int peer) const;
+  void awaitPeersLeaving();
   std::vector<int> brokenPeers();
   void closeConnections();
   void watch();
@@ -241,6 +248,7 @@ class GlooTransport : public Transport {
   std::condition_variable watchCv_;
   bool watchStop_ = false;
   ::gloo::transport::UnboundBuffer* sentinel_ = nullptr;  // the watchdog's current sentinel
+  std::vector<char> peerBroken_;  // per rank: the watchdog saw its connection break
 
   std::atomic<bool> connectionBroke_{false};  // the watchdog saw a connection of the group break
   std::thread watchdog_;                      // size > 1 only; started in the constructor's body
@@ -281,6 +289,49 @@ bool GlooTransport::hasLeft(int peer) const {
     return store_->check({"left/" + std::to_string(peer)});
   } catch (const std::exception&) {
     return false;
+  }
+}
+
+// Closing a connection while a message from the peer is unread makes the close a reset, and a
+// reset discards what this rank wrote but the kernel has not yet sent, such as the end of its last
+// collective's message to a slow peer (which then waits for it until the timeout). Peers' watchdogs
+// post new sentinels (a small message each) whenever a connection breaks, so such unread messages
+// do arrive while ranks leave. So a rank closes its connections only once every peer has finished
+// its collectives on the group: it left too (its "left/<rank>" is in the store), its connection
+// broke (it died, or failed and closed), or kLeaveWait passed (a peer that stays in the group
+// without further collectives; whatever this rank sent it was read by then unless it is stuck).
+// A rank whose group failed closed its connections already and does not wait.
+void GlooTransport::awaitPeersLeaving() {
+  {
+    std::lock_guard lock(closeMu_);
+    if (closed_) return;
+  }
+  const auto end = Clock::now() + kLeaveWait;
+  std::vector<int> waitingFor;
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_) waitingFor.push_back(p);
+  }
+  for (;;) {
+    {
+      std::lock_guard lock(watchMu_);
+      std::erase_if(waitingFor, [&](int p) { return peerBroken_[static_cast<size_t>(p)] != 0; });
+    }
+    try {
+      std::erase_if(waitingFor,
+                    [&](int p) { return store_->check({"left/" + std::to_string(p)}); });
+    } catch (const std::exception& e) {  // the job's store is gone: the job is ending
+      logging::comm::debug("gloo: group '{}' rank {}: cannot read who left: {}", name_, rank_,
+                           e.what());
+      return;
+    }
+    if (waitingFor.empty()) return;
+    if (Clock::now() >= end) {
+      logging::comm::debug(
+          "gloo: group '{}' rank {}: closing while {} still in the group after {} ms", name_,
+          rank_, rankList(waitingFor), kLeaveWait.count());
+      return;
+    }
+    std::this_thread::sleep_for(Milliseconds(5));
   }
 }
 
@@ -384,6 +435,10 @@ void GlooTransport::watch() {
     for (int p : broken) {
       if (healthy[static_cast<size_t>(p)] && !hasLeft(p)) interrupt = true;
       healthy[static_cast<size_t>(p)] = 0;
+    }
+    {
+      std::lock_guard lock(watchMu_);
+      for (int p : broken) peerBroken_[static_cast<size_t>(p)] = 1;
     }
     if (interrupt && !interrupt_.triggered()) {
       logging::comm::debug("gloo: group '{}' rank {}: a connection broke; interrupting", name_,
