@@ -90,14 +90,14 @@ bool updating() {
 }
 
 TEST(OperatorList, DocsPageMatchesRegistry) {
-  const std::string path = std::string(XTRAIN_SOURCE_DIR) + "/docs/operators.md";
+  const std::string path = XTRAIN_SOURCE_DIR "/docs/operators.md";
   const std::string want = operatorsPage();
   if (updating()) std::ofstream(path, std::ios::binary) << want;
   EXPECT_EQ(readFile(path), want) << path << " is stale: run scripts/update-op-list";
 }
 
 TEST(OperatorList, ReadmeListMatchesRegistry) {
-  const std::string path = std::string(XTRAIN_SOURCE_DIR) + "/README.md";
+  const std::string path = XTRAIN_SOURCE_DIR "/README.md";
   std::string readme = readFile(path);
   const size_t begin = readme.find(kBegin);
   const size_t end = readme.find(kEnd);
