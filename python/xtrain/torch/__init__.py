@@ -16,6 +16,7 @@ from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
 from ._export import load  # noqa: F401
+from ._logging import logger, setLogLevel  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
 from ._ops import (MatMulSerializationMode, dynamic_slice, dynamic_update,  # noqa: F401
                    ipu_print_tensor, nop, serializedMatMul, set_available_memory)
@@ -31,7 +32,7 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "AutoStage", "BeginBlock", "Block", "BlockFunction", "Phase", "PipelinedExecution",
            "ShardedExecution", "Stage", "MatMulSerializationMode", "dynamic_slice",
            "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
-           "AsynchronousDataAccessor", "load"]
+           "AsynchronousDataAccessor", "load", "setLogLevel", "logger"]
 
 
 # PopTorch names xtrain.torch does not build yet (docs/poptorch.md, "Not built yet"): using one is
@@ -41,7 +42,6 @@ _NOT_BUILT = {
     "CPU": "poptorch.CPU (running part of a module on the host)",
     "ctc_beam_search_decoder": "ctc_beam_search_decoder",
     "custom_op": "custom_op (user operations)",
-    "setLogLevel": "setLogLevel (xtrain logs through XTRAIN_LOG_LEVEL)",
 }
 
 
