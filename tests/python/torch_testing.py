@@ -249,7 +249,7 @@ def assert_vision_state_close(test, state, reference_state, noise, what=""):
 def xrun_case(name, replicas):
     """test_torch_xrun.py's models: (module, global batches, optimizer maker). The small ones
     (global batches for 4 replicas) are compared like the torchvision ones (vision_reference)."""
-    small = {"mlp": (Mlp, mlp_data(3, 16)), "cnn": (SmallCnn, cnn_data(3, 16)), "lstm": (LstmClassifier, sequence_data(3, 8)),
+    small = {"cnn": (SmallCnn, cnn_data(3, 16)), "lstm": (LstmClassifier, sequence_data(3, 8)),
              "transformer": (TinyTransformer, token_data(3, 8))}
     if name in small:
         model_class, data = small[name]
