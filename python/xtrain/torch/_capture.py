@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import io
 import warnings
+import weakref
 
 import onnx
 import torch
@@ -41,7 +42,7 @@ class Captured:
 
 def forward_argument_names(model, args, kwargs):
     """forward's parameter names for the given arguments, in order (the graph's input names)."""
-    signature = inspect.signature(model.forward)
+    signature = _forward_signature(model.forward)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as e:
@@ -56,6 +57,21 @@ def forward_argument_names(model, args, kwargs):
         names.append(name)
         values.append(value)
     return names, values
+
+
+# forward's signature by its function: inspect.signature costs about 80 us, a tenth of a small
+# model's call (docs/performance.md, "The PopTorch wrapper").
+_signatures = weakref.WeakKeyDictionary()
+
+
+def _forward_signature(forward):
+    function = getattr(forward, "__func__", None)
+    if function is None:  # not a bound method (an instance attribute): not cached
+        return inspect.signature(forward)
+    signature = _signatures.get(function)
+    if signature is None:
+        signature = _signatures[function] = inspect.signature(forward)
+    return signature
 
 
 _capturing = 0

@@ -18,6 +18,7 @@ a trainingModel trained, and the reverse. A change the version counter cannot se
 """
 import copy
 import functools
+import math
 import weakref
 
 import numpy as np
@@ -465,7 +466,7 @@ class PoplarExecutor:
         for name in self._captured.output_names:
             array = self._anchors[name]
             shape = list(self._info(name)[1])
-            prefix = int(np.prod(array.shape[: array.ndim - len(shape)], dtype=np.int64))
+            prefix = math.prod(array.shape[: array.ndim - len(shape)])
             if shape:
                 array = array.reshape([prefix * shape[0]] + shape[1:])
             elif prefix > 1:
