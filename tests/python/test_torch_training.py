@@ -73,6 +73,9 @@ class TrainingMatchesPyTorch(PrivatePool, unittest.TestCase):
     def test_cnn_batchnorm_two_replicas(self):
         self.train_both(tt.SmallCnn, tt.cnn_data(4, 8), self.adam, replicas=2)
 
+    def test_cnn_batchnorm_gradient_accumulation(self):
+        self.train_both(tt.SmallCnn, tt.cnn_data(4, 8), self.adam, accumulation=2)
+
     def test_cnn_batchnorm_accumulation_and_replicas(self):
         self.train_both(tt.SmallCnn, tt.cnn_data(4, 8), self.sgd, replicas=2, accumulation=2)
 

@@ -37,9 +37,7 @@ def flatten(outputs, where="forward"):
 
 def unflatten(tensors, spec):
     """The structure of spec with the tensors in order (the inverse of flatten)."""
-    rest = iter(tensors)
-    result = _build(rest, spec)
-    return result
+    return _build(iter(tensors), spec)
 
 
 def _build(rest, spec):
