@@ -29,12 +29,10 @@ def _per_conv(method, value, scalar_types, what):
     non-empty list or tuple of them (one per convolution); None unsets it."""
     if value is None:
         return None
-    if isinstance(value, scalar_types) and not (bool not in scalar_types and
-                                                isinstance(value, bool)):
+    if isinstance(value, scalar_types):
         return (value,)
-    if isinstance(value, (list, tuple)) and value and all(
-            isinstance(v, scalar_types) and not (bool not in scalar_types and isinstance(v, bool))
-            for v in value):
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, scalar_types)
+                                                          for v in value):
         return tuple(value)
     raise AssertionError("MultiConv.%s: expected %s, or a non-empty list or tuple of them (one per "
                          "convolution), got %r" % (method, what, value))
