@@ -76,11 +76,9 @@ class RunningOnIpu(PrivatePool, unittest.TestCase):
 class NotBuilt(unittest.TestCase):
 
     def test_poptorch_names_not_built_say_so(self):
-        for name in ("MultiConv", "ctc_beam_search_decoder", "custom_op", "setLogLevel", "CPU"):
+        for name in ("ctc_beam_search_decoder", "custom_op", "CPU"):
             with self.assertRaisesRegex(NotImplementedError, "poptorch.%s.*not built" % name):
                 getattr(poptorch, name)
-        with self.assertRaisesRegex(NotImplementedError, "optim.LAMB is not built"):
-            poptorch.optim.LAMB
         optimizer = poptorch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
         for method in ("markAsConstant", "markAsVariable"):
             with self.assertRaisesRegex(NotImplementedError, "%s is not built" % method):
@@ -90,6 +88,42 @@ class NotBuilt(unittest.TestCase):
         self.assertEqual(float(poptorch.identity_loss(torch.full([1], 2.0), "none")), 2.0)
         with self.assertRaises(AttributeError):  # a misspelt name stays an AttributeError
             poptorch.trainingModle
+
+
+@unittest.skipIf(torch is None, SKIP_REASON)
+class LogLevel(unittest.TestCase):
+    """poptorch.setLogLevel sets xtrain's modules and poptorch.logger (docs/poptorch.md)."""
+
+    def setUp(self):
+        import xtrain
+        self.xtrain = xtrain
+        self.saved = {m: xtrain.getLogger(m).getLevel() for m in ("all", "session", "comm")}
+        self.saved_python = poptorch.logger.level
+
+    def tearDown(self):
+        for module, level in self.saved.items():
+            self.xtrain.setLogLevel(module, level)
+        poptorch.logger.setLevel(self.saved_python)
+
+    def test_poptorch_levels_map_onto_xtrain_levels(self):
+        import logging
+        for name, xtrain_level, python_level in (  # getLevel() gives the level's name
+                ("DEBUG", "DEBUG", logging.DEBUG), ("ERR", "ERR", logging.ERROR),
+                ("TRACE_ALL", "TRACE", logging.DEBUG - 5), ("INFO", "INFO", logging.INFO),
+                ("OFF", "OFF", logging.CRITICAL + 1), ("WARN", "WARN", logging.WARNING),
+                ("TRACE", "TRACE", logging.DEBUG - 5)):
+            poptorch.setLogLevel(name)
+            for module in ("all", "session", "comm"):
+                self.assertEqual(self.xtrain.getLogger(module).getLevel(), xtrain_level,
+                                 "%s: %s" % (name, module))
+            self.assertEqual(poptorch.logger.level, python_level, name)
+
+    def test_unknown_levels_are_refused(self):
+        poptorch.setLogLevel("WARN")
+        for bad in ("debug", "VERBOSE", 2, None):
+            with self.assertRaisesRegex(ValueError, "unknown log level %r.*TRACE_ALL" % (bad,)):
+                poptorch.setLogLevel(bad)
+        self.assertEqual(self.xtrain.getLogger("all").getLevel(), "WARN")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """xtrain.torch's trainingModel and inferenceModel against PyTorch's own training of the same module
-(docs/poptorch.md): an MLP and a CNN with BatchNorm, with 1 and 2 replicas and gradient
-accumulation, SGD with momentum and Adam, an LSTM and a transformer encoder layer; then inference
-with the trained weights."""
+(docs/poptorch.md): an MLP, a CNN with BatchNorm, an LSTM and a transformer encoder layer, each with
+1 and 2 replicas and gradient accumulation, SGD with momentum and Adam; then inference with the
+trained weights."""
 import unittest
 
 from python_testing import PrivatePool
@@ -73,11 +73,26 @@ class TrainingMatchesPyTorch(PrivatePool, unittest.TestCase):
     def test_cnn_batchnorm_two_replicas(self):
         self.train_both(tt.SmallCnn, tt.cnn_data(4, 8), self.adam, replicas=2)
 
+    def test_cnn_batchnorm_gradient_accumulation(self):
+        self.train_both(tt.SmallCnn, tt.cnn_data(4, 8), self.adam, accumulation=2)
+
     def test_cnn_batchnorm_accumulation_and_replicas(self):
         self.train_both(tt.SmallCnn, tt.cnn_data(4, 8), self.sgd, replicas=2, accumulation=2)
 
     def test_lstm_adam(self):
         self.train_both(tt.LstmClassifier, tt.sequence_data(4, 4), self.adam)
+
+    def test_lstm_two_replicas(self):
+        self.train_both(tt.LstmClassifier, tt.sequence_data(3, 8), self.sgd, replicas=2)
+
+    def test_lstm_gradient_accumulation(self):
+        self.train_both(tt.LstmClassifier, tt.sequence_data(3, 8), self.adam, accumulation=2)
+
+    def test_transformer_layer_one_replica(self):
+        self.train_both(tt.TinyTransformer, tt.token_data(4, 4), self.sgd)
+
+    def test_transformer_layer_two_replicas(self):
+        self.train_both(tt.TinyTransformer, tt.token_data(3, 8), self.sgd, replicas=2)
 
     def test_transformer_layer_with_accumulation(self):
         # SGD: under Adam the attention's key bias, whose gradient is zero but for rounding noise,

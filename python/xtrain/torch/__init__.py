@@ -16,6 +16,8 @@ from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
 from ._export import load  # noqa: F401
+from ._logging import logger, setLogLevel  # noqa: F401
+from ._multiconv import MultiConv, MultiConvPlanType  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
 from ._ops import (MatMulSerializationMode, dynamic_slice, dynamic_update,  # noqa: F401
                    ipu_print_tensor, nop, serializedMatMul, set_available_memory)
@@ -31,17 +33,16 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "AutoStage", "BeginBlock", "Block", "BlockFunction", "Phase", "PipelinedExecution",
            "ShardedExecution", "Stage", "MatMulSerializationMode", "dynamic_slice",
            "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
-           "AsynchronousDataAccessor", "load"]
+           "AsynchronousDataAccessor", "load", "setLogLevel", "logger", "MultiConv",
+           "MultiConvPlanType"]
 
 
 # PopTorch names xtrain.torch does not build yet (docs/poptorch.md, "Not built yet"): using one is
 # a NotImplementedError saying so, not an AttributeError that reads like a typo.
 _NOT_BUILT = {
-    "MultiConv": "MultiConv (several convolutions planned together)",
     "CPU": "poptorch.CPU (running part of a module on the host)",
     "ctc_beam_search_decoder": "ctc_beam_search_decoder",
     "custom_op": "custom_op (user operations)",
-    "setLogLevel": "setLogLevel (xtrain logs through XTRAIN_LOG_LEVEL)",
 }
 
 

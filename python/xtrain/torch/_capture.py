@@ -13,12 +13,14 @@ import contextlib
 import inspect
 import io
 import warnings
+import weakref
 
 import onnx
 import torch
 from onnx import helper
 
 from . import _ops, _symbolics
+from . import _structure as _structure_mod
 
 OPSET = 17
 
@@ -31,7 +33,7 @@ class Captured:
         self.proto = proto
         self.input_names = input_names  # graph inputs, in forward's order (unused ones dropped)
         self.output_names = output_names  # graph outputs; in training the last one is the loss
-        self.structure = structure  # "tensor" or ("tuple"/"list", count): forward's return shape
+        self.structure = structure  # forward's return structure (_structure.py's spec)
         self.state_names = state_names  # the initializers that are module parameters/buffers
         # Buffers the training graph holds as constants (see _trained_state): the executor refuses
         # to run if the module's value changes, as the graph would not see it.
@@ -40,7 +42,7 @@ class Captured:
 
 def forward_argument_names(model, args, kwargs):
     """forward's parameter names for the given arguments, in order (the graph's input names)."""
-    signature = inspect.signature(model.forward)
+    signature = _forward_signature(model.forward)
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as e:
@@ -55,6 +57,21 @@ def forward_argument_names(model, args, kwargs):
         names.append(name)
         values.append(value)
     return names, values
+
+
+# forward's signature by its function: inspect.signature costs about 80 us, a tenth of a small
+# model's call (docs/performance.md, "The PopTorch wrapper").
+_signatures = weakref.WeakKeyDictionary()
+
+
+def _forward_signature(forward):
+    function = getattr(forward, "__func__", None)
+    if function is None:  # not a bound method (an instance attribute): not cached
+        return inspect.signature(forward)
+    signature = _signatures.get(function)
+    if signature is None:
+        signature = _signatures[function] = inspect.signature(forward)
+    return signature
 
 
 _capturing = 0
@@ -87,19 +104,18 @@ def _preserved(model, training):
 
 def _structure(model, outputs, training):
     name = type(model).__name__
-    if isinstance(outputs, torch.Tensor):
-        flat, structure = [outputs], "tensor"
-    elif isinstance(outputs, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in outputs):
-        flat, structure = list(outputs), (type(outputs).__name__, len(outputs))
-    else:
-        raise NotImplementedError(
-            "%s.forward returned %s: xtrain.torch takes a tensor or a tuple or list of tensors "
-            "(nested outputs are not implemented yet)" % (name, type(outputs).__name__))
+    try:
+        flat, structure = _structure_mod.flatten(outputs, "%s.forward's output" % name)
+    except TypeError as e:
+        raise NotImplementedError(str(e)) from e
+    if not flat:
+        raise ValueError("%s.forward returned no tensor: %s" % (name, _describe(outputs)))
     if training:
-        if not flat or flat[-1].numel() != 1 or not flat[-1].is_floating_point():
+        if flat[-1].numel() != 1 or not flat[-1].is_floating_point():
             raise ValueError(
-                "%s.forward must return the loss last, as a floating-point scalar, for "
-                "trainingModel (PopTorch's rule); it returned %s" % (name, _describe(outputs)))
+                "%s.forward must return the loss last (its last tensor, in a nested output), as "
+                "a floating-point scalar, for trainingModel (PopTorch's rule); it returned %s"
+                % (name, _describe(outputs)))
         if not flat[-1].requires_grad:
             raise ValueError("%s.forward's last output (the loss) does not depend on any parameter "
                              "that requires a gradient: nothing to train" % name)
@@ -111,6 +127,8 @@ def _describe(outputs):
         return "a tensor of shape %s" % (tuple(outputs.shape),)
     if isinstance(outputs, (tuple, list)):
         return "(%s)" % ", ".join(_describe(o) for o in outputs)
+    if isinstance(outputs, dict):
+        return "{%s}" % ", ".join("%r: %s" % (k, _describe(v)) for k, v in outputs.items())
     return type(outputs).__name__
 
 
@@ -197,12 +215,14 @@ def capture(model, names, values, training):
 def _trained_state(model, training):
     """The state tensors the graph keeps as initializers (which xtrain trains, in training): the
     parameters, and in training BatchNorm's running statistics (which the graph updates). Every
-    other buffer is a constant in training, as PyTorch never changes a buffer in a step; in
-    inference nothing is trained, so all state stays an initializer, updated from the module."""
+    other buffer is a constant in training, as PyTorch never changes a buffer in a step, and so is
+    a frozen parameter (requires_grad=False: PopTorch does not update it); in inference nothing is
+    trained, so all state stays an initializer, updated from the module."""
     state = model.state_dict(keep_vars=True)
     if not training:
         return set(state)
-    trained = {n for n, t in state.items() if isinstance(t, torch.nn.Parameter)}
+    trained = {n for n, t in state.items()
+               if isinstance(t, torch.nn.Parameter) and t.requires_grad}
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
             prefix = name + "." if name else ""

@@ -18,6 +18,7 @@ a trainingModel trained, and the reverse. A change the version counter cannot se
 """
 import copy
 import functools
+import math
 import weakref
 
 import numpy as np
@@ -26,7 +27,7 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import _capture, _errors, _export, _module_sync
+from . import _capture, _errors, _export, _module_sync, _structure
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -276,12 +277,6 @@ class PoplarExecutor:
 
     def _compile(self, names, values):
         model = self.model
-        if self.training:
-            frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
-            if frozen:
-                raise NotImplementedError(
-                    "%s has parameters with requires_grad=False (%s): freezing parameters in "
-                    "trainingModel is not implemented yet" % (_model_name(model), ", ".join(frozen)))
         batches = self._batches()
         micro = [v.float() if v.dtype == torch.float64 else v for v in values]
         micro = [v[: v.shape[0] // batches] for v in micro]
@@ -471,7 +466,7 @@ class PoplarExecutor:
         for name in self._captured.output_names:
             array = self._anchors[name]
             shape = list(self._info(name)[1])
-            prefix = int(np.prod(array.shape[: array.ndim - len(shape)], dtype=np.int64))
+            prefix = math.prod(array.shape[: array.ndim - len(shape)])
             if shape:
                 array = array.reshape([prefix * shape[0]] + shape[1:])
             elif prefix > 1:
@@ -479,10 +474,7 @@ class PoplarExecutor:
             else:
                 array = array.reshape([])
             results.append(torch.from_numpy(array.copy()))
-        structure = self._captured.structure
-        if structure == "tensor":
-            return results[0]
-        return tuple(results) if structure[0] == "tuple" else results
+        return _structure.unflatten(results, self._captured.structure)
 
     # ---- weights ----
 
@@ -501,24 +493,41 @@ class PoplarExecutor:
         """What says whether the module changed: its generation (bumped whenever an executor
         writes trained values into it) and each state tensor's identity and version counter."""
         return (generation(self.model),
-                [(n, id(t), t._version if t is not None else None)
+                [(n, id(t), t._version if t is not None else None,
+                  t is not None and t.requires_grad)
                  for n, t in self._state_tensors(self._captured.state_names +
                                                  self._captured.constant_buffers)])
 
     def _check_constant_buffers(self):
-        """A buffer the training graph holds as a constant (_capture._trained_state) cannot take a
-        new value: refused rather than silently ignored."""
+        """A buffer or frozen parameter the training graph holds as a constant
+        (_capture._trained_state) cannot take a new value, and a parameter cannot be frozen or
+        unfrozen after compiling: refused rather than silently ignored."""
         with _module_sync.quiet():
-            state = self.model.state_dict()
+            state = self.model.state_dict(keep_vars=True)
+        again = "Call destroy() and call the model again to compile it as it is now"
         for name, value in self._constant_values.items():
             now = state.get(name)
-            if now is None or now.shape != value.shape or not torch.equal(now.detach().cpu(),
-                                                                        value):
+            if now is None or now.shape != value.shape or not torch.equal(
+                    now.detach().cpu(), value):
+                what = "frozen parameter (requires_grad=False)" if isinstance(
+                    now, torch.nn.Parameter) else "buffer"
                 raise ValueError(
-                    "%s's buffer '%s' changed: the compiled trainingModel holds another value as "
-                    "a constant (a training step never changes a buffer). Call destroy() and call "
-                    "the model again to compile with the new value"
-                    % (_model_name(self.model), name))
+                    "%s's %s '%s' changed: the compiled trainingModel holds another value as "
+                    "a constant (a training step never changes it). %s"
+                    % (_model_name(self.model), what, name, again))
+        if not self.training:
+            return
+        trained = set(self._captured.state_names)
+        for name, now in state.items():
+            if isinstance(now, torch.nn.Parameter) and (name in trained or
+                                                        name in self._constant_values):
+                frozen_then = name not in trained
+                if frozen_then == now.requires_grad:
+                    raise ValueError(
+                        "%s's parameter '%s' has requires_grad=%s, but was compiled with %s: "
+                        "freezing is fixed when trainingModel compiles. %s"
+                        % (_model_name(self.model), name, now.requires_grad, not now.requires_grad,
+                           again))
 
     def _module_changed(self):
         return self._synced != self._versions()

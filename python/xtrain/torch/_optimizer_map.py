@@ -9,18 +9,23 @@ Semantics (docs/optimizers.md, docs/poptorch.md "Optimizers"):
   momentum and dampening both non-zero, PopART's velocity starts at 0 so its first step is damped
   (PyTorch's is not). Without momentum PyTorch ignores dampening, so it is mapped to 0.
 - Adam: PyTorch's Adam is AdamMode.Adam with L2Regularization; AdamW uses Decay.
+- LAMB (xtrain.torch.optim.LAMB): AdamMode.Lamb (LambNoBias without bias correction) with Decay;
+  max_weight_norm is xtrain's maxWeightNorm.
 """
 import math
 
 import torch
 
 from .. import _xtrain
+from .optim import LAMB
 
 # (torch class, xtrain family, torch's defaults of the hyperparameters that map)
 _SGD_DEFAULTS = {"momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
                  "velocity_scaling": 1.0}
 _ADAM_DEFAULTS = {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0}
 _ADAMW_DEFAULTS = {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01}
+_LAMB_DEFAULTS = {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01,
+                  "max_weight_norm": math.inf}
 _RMSPROP_DEFAULTS = {"alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
                      "centered": False}
 # Values that choose the update rule when the session is built: never changed afterwards.
@@ -42,10 +47,12 @@ def _family(optimizer):
         return "Adam", _ADAM_DEFAULTS
     if isinstance(optimizer, torch.optim.RMSprop):
         return "RMSprop", _RMSPROP_DEFAULTS
+    if isinstance(optimizer, LAMB):
+        return "LAMB", _LAMB_DEFAULTS
     raise OptimizerError(
         "optimizer %s.%s cannot be mapped to an xtrain optimizer: xtrain.torch takes "
-        "torch.optim.SGD, Adam, AdamW, RMSprop and their xtrain.torch.optim "
-        "versions (docs/poptorch.md, \"Optimizers\")"
+        "torch.optim.SGD, Adam, AdamW, RMSprop, their xtrain.torch.optim versions and "
+        "xtrain.torch.optim.LAMB (docs/poptorch.md, \"Optimizers\")"
         % (type(optimizer).__module__, type(optimizer).__name__))
 
 
@@ -100,7 +107,7 @@ class OptimizerPlan:
 
     def _build(self):
         build = {"SGD": self._sgd, "Adam": self._adam, "AdamW": self._adam,
-                 "RMSprop": self._rmsprop}[self.family]
+                 "LAMB": self._adam, "RMSprop": self._rmsprop}[self.family]
         optimizer = build(self.values["groups"][0])
         for index, names in enumerate(self.groups[1:], start=1):
             specific = self._specific(self.values["groups"][index])
@@ -125,6 +132,11 @@ class OptimizerPlan:
                 "beta1": self._value("betas", b1), "beta2": self._value("betas", b2),
                 "eps": self._value("eps", g["eps"])}
 
+    def _lamb_values(self, g):
+        values = self._adam_values(g)
+        values["maxWeightNorm"] = self._value("max_weight_norm", g["max_weight_norm"])
+        return values
+
     def _rmsprop_values(self, g):
         return {"learningRate": self._value("lr", g["lr"]),
                 "weightDecay": self._value("weight_decay", g["weight_decay"]),
@@ -137,6 +149,8 @@ class OptimizerPlan:
             return self._sgd_values(g)
         if self.family == "RMSprop":
             return self._rmsprop_values(g)
+        if self.family == "LAMB":
+            return self._lamb_values(g)
         return self._adam_values(g)
 
     def _defaults(self, g):
@@ -157,14 +171,17 @@ class OptimizerPlan:
                            accumulatorAndMomentum=mode.Combined if combined else mode.Separate)
 
     def _adam(self, g):
-        mode = _xtrain.AdamMode.Adam
-        if self.family == "AdamW" and not self.values.get("bias_correction", True):
-            mode = _xtrain.AdamMode.AdamNoBias
+        modes = _xtrain.AdamMode
+        biased = self.values.get("bias_correction", True)
+        if self.family == "LAMB":
+            mode = modes.Lamb if biased else modes.LambNoBias
+        else:
+            mode = modes.Adam if self.family == "Adam" or biased else modes.AdamNoBias
         decay = _xtrain.WeightDecayMode
         types = self.values["types"]
         return _xtrain.Adam(
             self._defaults(g), mode=mode,
-            weight_decay_mode=decay.Decay if self.family == "AdamW" else decay.L2Regularization,
+            weight_decay_mode=decay.L2Regularization if self.family == "Adam" else decay.Decay,
             accum_type=types[0], accl1_type=types[1], accl2_type=types[2],
             clip_norm_settings=self._clip())
 
@@ -208,7 +225,8 @@ def _dtype_name(optimizer, attribute):
 
 def _values(optimizer, family):
     """Everything the xtrain optimizer is made from, as comparable plain values."""
-    keys = {"SGD": _SGD_DEFAULTS, "RMSprop": _RMSPROP_DEFAULTS}.get(family, _ADAM_DEFAULTS)
+    keys = {"SGD": _SGD_DEFAULTS, "RMSprop": _RMSPROP_DEFAULTS,
+            "LAMB": _LAMB_DEFAULTS}.get(family, _ADAM_DEFAULTS)
     groups = []
     for group in optimizer.param_groups:
         g = {k: group.get(k, d) for k, d in keys.items()}

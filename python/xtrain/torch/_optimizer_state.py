@@ -9,7 +9,7 @@ checkpoint resumes on the device:
 
 - SGD: ``momentum_buffer`` = the velocity (``Accl1___<w>``, or ``Accl___<w>`` when combined) divided
   by the velocity scaling it is stored with;
-- Adam, AdamW: ``exp_avg`` = ``Accl1___<w>``, ``exp_avg_sq`` = ``Accl2___<w>``, ``step`` =
+- Adam, AdamW, LAMB: ``exp_avg`` = ``Accl1___<w>``, ``exp_avg_sq`` = ``Accl2___<w>``, ``step`` =
   ``Step___<w>``;
 - RMSprop: ``square_avg`` = ``Accl1___<w>``, ``grad_avg`` = ``Accl2___<w>`` (centered),
   ``momentum_buffer`` = ``Accl3___<w>`` (with momentum), ``step`` = ``Step___<w>``.
@@ -28,6 +28,7 @@ _SLOTS = {
                 ("momentum_buffer", ("Accl3___",)), ("step", ("Step___",))),
 }
 _SLOTS["AdamW"] = _SLOTS["Adam"]
+_SLOTS["LAMB"] = _SLOTS["Adam"]
 
 
 def _slots(plan, session_ids, weight):

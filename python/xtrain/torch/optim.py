@@ -9,11 +9,11 @@ How each maps to xtrain's optimizers: docs/poptorch.md, "Optimizers".
 """
 import torch
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "LAMB"]
 
 
 def __getattr__(name):
-    if name in ("LAMB", "VariableAttributes"):
+    if name == "VariableAttributes":
         raise NotImplementedError("poptorch.optim.%s is not built in xtrain.torch yet (docs/"
                                   "poptorch.md, \"Not built yet\")" % name)
     raise AttributeError("module 'xtrain.torch.optim' has no attribute %r" % name)
@@ -135,3 +135,75 @@ class RMSprop(_AdamExtras, torch.optim.RMSprop):
                                      maximize=bool(maximize))
         self._init_extras(given, loss_scaling, accum_type, first_order_momentum_accum_type,
                           second_order_momentum_accum_type, max_grad_norm)
+
+
+class LAMB(_AdamExtras, torch.optim.Optimizer):
+    """LAMB (You et al., "Large Batch Optimization for Deep Learning"), PopTorch's
+    ``poptorch.optim.LAMB``: Adam's normalised step ``u = m^/(sqrt(v^) + eps) + wd*w`` (decoupled
+    weight decay), scaled per tensor by the trust ratio ``min(|w|, max_weight_norm) / |u|`` (1 when
+    either norm is 0). ``bias_correction=False`` leaves m and v uncorrected. On the device it is
+    xtrain's Adam in Lamb or LambNoBias mode; ``step()`` runs the same rule on the CPU.
+    ``max_weight_norm=None`` does not clip |w|."""
+
+    def __init__(self, params, lr=None, betas=None, eps=None, weight_decay=None,
+                 bias_correction=None, loss_scaling=None, max_weight_norm=None, accum_type=None,
+                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
+                 max_grad_norm=None):
+        given = _given(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                       max_weight_norm=max_weight_norm)
+        defaults = {"lr": 1e-3 if lr is None else float(lr),
+                    "betas": tuple(betas or (0.9, 0.999)), "eps": 1e-8 if eps is None else eps,
+                    "weight_decay": 1e-2 if weight_decay is None else weight_decay,
+                    "max_weight_norm": float("inf") if max_weight_norm is None
+                    else float(max_weight_norm)}
+        _check_lamb_values(defaults)
+        torch.optim.Optimizer.__init__(self, params, defaults)
+        self.bias_correction = True if bias_correction is None else bool(bias_correction)
+        self._init_extras(given | _given(bias_correction=bias_correction), loss_scaling,
+                          accum_type, first_order_momentum_accum_type,
+                          second_order_momentum_accum_type, max_grad_norm)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _update(self, p, group):
+        state = self.state[p]
+        if not state:
+            state["step"] = torch.tensor(0.0)
+            state["exp_avg"] = torch.zeros_like(p)
+            state["exp_avg_sq"] = torch.zeros_like(p)
+        b1, b2 = group["betas"]
+        state["step"] += 1
+        state["exp_avg"].mul_(b1).add_(p.grad, alpha=1 - b1)
+        state["exp_avg_sq"].mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        if self.bias_correction:
+            t = float(state["step"])
+            m, v = m / (1 - b1 ** t), v / (1 - b2 ** t)
+        update = m / (v.sqrt() + group["eps"]) + group["weight_decay"] * p
+        r1 = min(float(p.norm()), group["max_weight_norm"])
+        r2 = float(update.norm())
+        ratio = r1 / r2 if r1 > 0 and r2 > 0 else 1.0
+        p.sub_(update, alpha=group["lr"] * ratio)
+
+
+def _check_lamb_values(values):
+    """PopTorch's (and torch's) checks of the hyperparameters, naming the culprit."""
+    b1, b2 = values["betas"]
+    checks = [("lr", values["lr"], values["lr"] >= 0), ("eps", values["eps"], values["eps"] >= 0),
+              ("betas[0]", b1, 0 <= b1 < 1), ("betas[1]", b2, 0 <= b2 < 1),
+              ("weight_decay", values["weight_decay"], values["weight_decay"] >= 0),
+              ("max_weight_norm", values["max_weight_norm"], values["max_weight_norm"] >= 0)]
+    for name, value, ok in checks:
+        if not ok:
+            raise ValueError("LAMB: invalid %s: %r (expected %s)" % (
+                name, value, "in [0, 1)" if name.startswith("betas") else ">= 0"))
