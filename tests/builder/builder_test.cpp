@@ -119,6 +119,27 @@ TEST(Builder, ShapeAndTypeOfOpOutputs) {
   expectError([&] { builder->getTensorShape(bad); }, {"bad_add:0", "Add 'bad_add'"});
 }
 
+// ONNX's auto_pad, the last argument of conv, maxpool and averagepool: SAME gives ceil(in / stride)
+// outputs even for a kernel wider than the input, VALID pads nothing; an unknown value is refused.
+TEST(Builder, WindowOpsTakeAutoPad) {
+  auto builder = Builder::create();
+  auto onnx = builder->aiOnnxOpset13();
+  const TensorId img = builder->addInputTensor(TensorInfo("FLOAT", {1, 1, 3, 5}), "img");
+  const TensorId same = onnx.averagepool({img}, {5, 5}, 0, 0, {}, {3, 2}, "same", "SAME_UPPER");
+  EXPECT_EQ(builder->getTensorShape(same), (Shape{1, 1, 1, 3}));
+  const TensorId valid =
+      onnx.maxpool({img}, 1, {2, 2}, 0, {}, {}, 0, {1, 1}, "valid", "VALID").at(0);
+  EXPECT_EQ(builder->getTensorShape(valid), (Shape{1, 1, 2, 4}));
+  const TensorId w = builder->addInitializedInputTensor(floats({2, 1, 3, 3}), "w");
+  const TensorId conv = onnx.conv({img, w}, {}, 1, {}, {}, {2, 2}, "conv", "SAME_LOWER");
+  EXPECT_EQ(builder->getTensorShape(conv), (Shape{1, 2, 2, 3}));
+  // Without auto_pad the 5-wide kernel over 3 elements has no output, as before.
+  expectError([&] { onnx.averagepool({img}, {5, 5}, 0, 0, {}, {1, 1}); },
+              {"invalid spatial output shape"});
+  expectError([&] { onnx.maxpool({img}, 1, {2, 2}, 0, {}, {}, 0, {}, "", "SAME"); },
+              {"maxpool", "'SAME'", "SAME_UPPER"});
+}
+
 TEST(Builder, ErrorsNameTheOpAndTensor) {
   auto builder = Builder::create();
   auto onnx = builder->aiOnnxOpset13();
