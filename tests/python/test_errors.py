@@ -43,6 +43,8 @@ class ErrorClassesTest(unittest.TestCase):
                       popart.poplar_unrecoverable_runtime_error)
         self.assertIs(popart.unknown_runtime_error, popart.poplar_unknown_runtime_error)
         self.assertIs(popart.application_runtime_error, popart.poplar_application_runtime_error)
+        self.assertIs(popart.engine_option_error, popart.poplar_exception)
+        self.assertIs(popart.device_program_error, popart.poplar_exception)
 
     def test_round_trip_each_class(self):
         cases = {
