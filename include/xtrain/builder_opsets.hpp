@@ -135,11 +135,13 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
   TensorId reducemean(const std::vector<TensorId>& args, const std::vector<int64_t>& axes = {},
                       int64_t keepdims = 1, const std::string& debugContext = {});
 
-  // Conv, MaxPool and AveragePool take ONNX's auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID) last,
-  // after debugContext: PopART's Builder leaves the deprecated attribute out, so PopART's positional
-  // calls keep their meaning; with any value but NOTSET the pads are worked out at import.
   // Normalisation and convolution. BatchNormalization: num_outputs 1 (inference) or, for training,
   // 5 before opset 14 and 3 from 14 (which also sets training_mode = 1).
+  //
+  // Conv, MaxPool and AveragePool take ONNX's auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID)
+  // last, after debugContext: PopART's Builder leaves the deprecated attribute out, so PopART's
+  // positional calls keep their meaning; with any value but NOTSET the pads are worked out at
+  // import.
   std::vector<TensorId> batchnormalization(const std::vector<TensorId>& args,
                                            unsigned num_outputs = 1, float epsilon = 1e-5f,
                                            float momentum = 0.9f,

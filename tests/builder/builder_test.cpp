@@ -134,10 +134,16 @@ TEST(Builder, WindowOpsTakeAutoPad) {
   const TensorId conv = onnx.conv({img, w}, {}, 1, {}, {}, {2, 2}, "conv", "SAME_LOWER");
   EXPECT_EQ(builder->getTensorShape(conv), (Shape{1, 2, 2, 3}));
   // Without auto_pad the 5-wide kernel over 3 elements has no output, as before.
-  expectError([&] { onnx.averagepool({img}, {5, 5}, 0, 0, {}, {1, 1}); },
-              {"invalid spatial output shape"});
-  expectError([&] { onnx.maxpool({img}, 1, {2, 2}, 0, {}, {}, 0, {}, "", "SAME"); },
-              {"maxpool", "'SAME'", "SAME_UPPER"});
+  expectError(
+      [&] {
+        onnx.averagepool({img}, {5, 5}, 0, 0, {}, {1, 1});
+      },
+      {"invalid spatial output shape"});
+  expectError(
+      [&] {
+        onnx.maxpool({img}, 1, {2, 2}, 0, {}, {}, 0, {}, "", "SAME");
+      },
+      {"maxpool", "'SAME'", "SAME_UPPER"});
 }
 
 TEST(Builder, ErrorsNameTheOpAndTensor) {

@@ -31,8 +31,8 @@ void verifyWindow(BuilderImpl& impl, const char* method, const TensorId& input,
 // the kernel shape taken from the weights when kernel_shape is not given.
 void verifyConv(BuilderImpl& impl, const std::vector<TensorId>& args, WindowParams p);
 
-// Sets a windowed node's auto_pad attribute unless it is NOTSET (ONNX's default, left out as PopART's
-// Builder leaves it out).
+// Sets a windowed node's auto_pad attribute unless it is NOTSET (ONNX's default, left out as
+// PopART's Builder leaves it out).
 void setAutoPadAttr(onnx::NodeProto& node, const std::string& autoPad);
 
 }  // namespace xtrain

@@ -39,8 +39,8 @@ std::vector<TensorInfo> inferBroadcast(const ShapeContext& ctx) {
   const DataType t = a.dataType();
   // INT8 and UINT8 pass, as PopART's IR passes them (8-bit host streams); the device refuses them
   // at prepareDevice (device_program_error, Poplar's compile failure in PopART).
-  if (!isFloatingPoint(t) && t != DataType::INT32 && t != DataType::INT64 &&
-      t != DataType::INT8 && t != DataType::UINT8) {
+  if (!isFloatingPoint(t) && t != DataType::INT32 && t != DataType::INT64 && t != DataType::INT8 &&
+      t != DataType::UINT8) {
     ctx.fail("inputs are {}, expected FLOAT, FLOAT16, INT32, INT64, INT8 or UINT8",
              dataTypeName(t));
   }
