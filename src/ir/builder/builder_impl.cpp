@@ -136,15 +136,11 @@ TensorId BuilderImpl::uniqueTensorId(const std::string& base) {
   }
 }
 
-std::string BuilderImpl::uniqueNodeBase(const std::string& base, unsigned numOutputs) {
+// A node's name: base, else base_1, base_2, ... (its outputs are named apart, uniqueTensorId).
+std::string BuilderImpl::uniqueNodeBase(const std::string& base) {
   for (int k = 0;; ++k) {
     std::string name = k == 0 ? base : base + "_" + std::to_string(k);
-    if (nodeNames_.count(name)) continue;
-    bool free = true;
-    for (unsigned i = 0; i < numOutputs && free; ++i) {
-      free = !idTaken(name + ":" + std::to_string(i));
-    }
-    if (free) return name;
+    if (!nodeNames_.count(name)) return name;
   }
 }
 
@@ -268,7 +264,7 @@ BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::str
   for (unsigned i = 0; i < numOutputs; ++i) {
     outputs.push_back(uniqueTensorId(stem + ":" + std::to_string(i)));
   }
-  return emitNode(opType, domain, inputs, uniqueNodeBase(stem, 0), outputs);
+  return emitNode(opType, domain, inputs, uniqueNodeBase(stem), outputs);
 }
 
 BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::string& domain,
@@ -276,7 +272,7 @@ BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::str
                                        const std::vector<TensorId>& outputs,
                                        const std::string& debugContext) {
   const std::string base =
-      uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext), 0);
+      uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext));
   std::set<TensorId> seen;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorId& out = outputs[i];
