@@ -137,6 +137,11 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
 
   // Normalisation and convolution. BatchNormalization: num_outputs 1 (inference) or, for training,
   // 5 before opset 14 and 3 from 14 (which also sets training_mode = 1).
+  //
+  // Conv, MaxPool and AveragePool take ONNX's auto_pad (NOTSET, SAME_UPPER, SAME_LOWER, VALID)
+  // last, after debugContext: PopART's Builder leaves the deprecated attribute out, so PopART's
+  // positional calls keep their meaning; with any value but NOTSET the pads are worked out at
+  // import.
   std::vector<TensorId> batchnormalization(const std::vector<TensorId>& args,
                                            unsigned num_outputs = 1, float epsilon = 1e-5f,
                                            float momentum = 0.9f,
@@ -144,18 +149,20 @@ class XTRAIN_API AiOnnxOpset11 : public DomainOpSet {
   TensorId conv(const std::vector<TensorId>& args, const std::vector<int64_t>& dilations = {},
                 int64_t group = 1, const std::vector<int64_t>& kernel_shape = {},
                 const std::vector<int64_t>& pads = {}, const std::vector<int64_t>& strides = {},
-                const std::string& debugContext = {});
+                const std::string& debugContext = {}, const std::string& auto_pad = "NOTSET");
   std::vector<TensorId> maxpool(const std::vector<TensorId>& args, unsigned num_outputs,
                                 const std::vector<int64_t>& kernel_shape, int64_t ceil_mode = 0,
                                 const std::vector<int64_t>& dilations = {},
                                 const std::vector<int64_t>& pads = {}, int64_t storage_order = 0,
                                 const std::vector<int64_t>& strides = {},
-                                const std::string& debugContext = {});
+                                const std::string& debugContext = {},
+                                const std::string& auto_pad = "NOTSET");
   TensorId averagepool(const std::vector<TensorId>& args, const std::vector<int64_t>& kernel_shape,
                        int64_t ceil_mode = 0, int64_t count_include_pad = 0,
                        const std::vector<int64_t>& pads = {},
                        const std::vector<int64_t>& strides = {},
-                       const std::string& debugContext = {});
+                       const std::string& debugContext = {},
+                       const std::string& auto_pad = "NOTSET");
   TensorId globalaveragepool(const std::vector<TensorId>& args,
                              const std::string& debugContext = {});
   TensorId globalmaxpool(const std::vector<TensorId>& args, const std::string& debugContext = {});

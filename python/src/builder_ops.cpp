@@ -19,6 +19,25 @@ namespace xtrain::python {
 
 namespace {
 
+// Conv, MaxPool and AveragePool. auto_pad is keyword-only, after debugContext: PopART's Builder
+// does not offer the deprecated attribute, and PopART's positional calls must keep their meaning.
+void bindWindowOps(py::class_<AiOnnxOpset11>& c) {
+  using O = AiOnnxOpset11;
+  c.def("conv", &O::conv, py::arg("args"), py::arg("dilations") = std::vector<int64_t>(),
+        py::arg("group") = 1, py::arg("kernel_shape") = std::vector<int64_t>(),
+        py::arg("pads") = std::vector<int64_t>(), py::arg("strides") = std::vector<int64_t>(),
+        py::arg("debugContext") = "", py::kw_only(), py::arg("auto_pad") = "NOTSET");
+  c.def("maxpool", &O::maxpool, py::arg("args"), py::arg("num_outputs"), py::arg("kernel_shape"),
+        py::arg("ceil_mode") = 0, py::arg("dilations") = std::vector<int64_t>(),
+        py::arg("pads") = std::vector<int64_t>(), py::arg("storage_order") = 0,
+        py::arg("strides") = std::vector<int64_t>(), py::arg("debugContext") = "", py::kw_only(),
+        py::arg("auto_pad") = "NOTSET");
+  c.def("averagepool", &O::averagepool, py::arg("args"), py::arg("kernel_shape"),
+        py::arg("ceil_mode") = 0, py::arg("count_include_pad") = 0,
+        py::arg("pads") = std::vector<int64_t>(), py::arg("strides") = std::vector<int64_t>(),
+        py::arg("debugContext") = "", py::kw_only(), py::arg("auto_pad") = "NOTSET");
+}
+
 // The ops of ai.onnx opset 11, inherited by the later opsets.
 void bindAiOnnx11(py::module_& m) {
   using O = AiOnnxOpset11;
@@ -105,18 +124,7 @@ void bindAiOnnx11(py::module_& m) {
       py::arg("debugContext") = "");
   c.def("batchnormalization", &O::batchnormalization, py::arg("args"), py::arg("num_outputs"),
         py::arg("epsilon") = 1e-05f, py::arg("momentum") = 0.9f, py::arg("debugContext") = "");
-  c.def("conv", &O::conv, py::arg("args"), py::arg("dilations") = std::vector<int64_t>(),
-        py::arg("group") = 1, py::arg("kernel_shape") = std::vector<int64_t>(),
-        py::arg("pads") = std::vector<int64_t>(), py::arg("strides") = std::vector<int64_t>(),
-        py::arg("debugContext") = "");
-  c.def("maxpool", &O::maxpool, py::arg("args"), py::arg("num_outputs"), py::arg("kernel_shape"),
-        py::arg("ceil_mode") = 0, py::arg("dilations") = std::vector<int64_t>(),
-        py::arg("pads") = std::vector<int64_t>(), py::arg("storage_order") = 0,
-        py::arg("strides") = std::vector<int64_t>(), py::arg("debugContext") = "");
-  c.def("averagepool", &O::averagepool, py::arg("args"), py::arg("kernel_shape"),
-        py::arg("ceil_mode") = 0, py::arg("count_include_pad") = 0,
-        py::arg("pads") = std::vector<int64_t>(), py::arg("strides") = std::vector<int64_t>(),
-        py::arg("debugContext") = "");
+  bindWindowOps(c);
   c.def("dropout", &O::dropout, py::arg("args"), py::arg("num_outputs"), py::arg("ratio") = 0.5f,
         py::arg("debugContext") = "");
   c.def(

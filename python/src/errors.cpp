@@ -11,6 +11,7 @@
 //       poplar_application_runtime_error (= application_runtime_error: the model's Abort op
 //         ran; also a poplar_runtime_error)
 //     poplar_exception (= engine_option_error: an unknown engine option, args[0] Poplar's words)
+//       (and device_program_error: prepareDevice cannot build a kernel for an op's element type)
 //       > poplar_runtime_error (PopART's; xtrain raises only the subclasses above)
 //     poplibs_exception (PopART's; xtrain does not raise it)
 //     size_overflow_error
@@ -26,6 +27,7 @@
 
 #include "bindings.hpp"
 #include "xtrain/application_error.hpp"
+#include "xtrain/device_program_error.hpp"
 #include "xtrain/engine_option_error.hpp"
 #include "xtrain/error.hpp"
 #include "xtrain/popart_error.hpp"
@@ -59,7 +61,9 @@ class poplibs_exception(popart_exception):
 
 class poplar_exception(popart_exception):
     """An error of the engine's options (xtrain::engine_option_error: args[0] ends
-    "Unrecognised option '<key>'", as Poplar's does); the runtime faults are its subclasses."""
+    "Unrecognised option '<key>'", as Poplar's does), or a program the device cannot build
+    (xtrain::device_program_error: an op's kernel lacks its element type, where Poplar's compile
+    fails); the runtime faults are its subclasses."""
 
 class poplar_runtime_error(poplar_exception):
     """PopART's name for a runtime fault reported by the device layer."""
@@ -180,6 +184,7 @@ void bindErrors(py::module_& m) {
   m.attr("unknown_runtime_error") = ns["poplar_unknown_runtime_error"];
   m.attr("application_runtime_error") = ns["poplar_application_runtime_error"];
   m.attr("engine_option_error") = ns["poplar_exception"];
+  m.attr("device_program_error") = ns["poplar_exception"];
 
   classes = new Classes{ns["popart_exception"],
                         ns["popart_internal_exception"],
@@ -218,6 +223,8 @@ void bindErrors(py::module_& m) {
       PyErr_SetObject(classes->oom.ptr(), exc.ptr());
     } catch (const engine_option_error& e) {
       raiseWithPopartMessage(classes->poplar, e);
+    } catch (const device_program_error& e) {
+      raise(classes->poplar, e.what());
     } catch (const popart_worded_error& e) {
       raiseWithPopartMessage(classes->base, e);
     } catch (const error& e) {

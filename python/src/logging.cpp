@@ -75,6 +75,10 @@ class Logger {
 }  // namespace
 
 void bindLogging(py::module_& m) {
+  // PopART's Python programs start at PopART's default level, WARN (its logging.cpp), so its
+  // warnings (a deprecated option set, a weight the loss does not depend on) reach stderr unasked;
+  // C++ programs keep xtrain's silent default. XTRAIN_LOG_LEVEL and XTRAIN_LOG_CONFIG still win.
+  logging::setDefaultLevel(Level::Warn);
   py::enum_<Level>(m, "LogLevel")
       .value("TRACE", Level::Trace)
       .value("DEBUG", Level::Debug)

@@ -683,7 +683,7 @@ void bindSettingsStructs(py::module_& m) {
 }
 
 // PopART's deprecated aliases: setting `alias` warns that it is deprecated and sets `target` too,
-// so the option in force is the one named now.
+// so the option in force is the one named now; reading `alias` reads `target`, as PopART's does.
 void deprecatedAlias(py::class_<SessionOptions>& cls, const char* alias, const char* target) {
   py::object aliasProp = cls.attr(alias);
   py::object aliasSet = aliasProp.attr("fset");
@@ -697,7 +697,7 @@ void deprecatedAlias(py::class_<SessionOptions>& cls, const char* alias, const c
                   a, t);
   });
   cls.attr(alias) = py::module_::import("builtins")
-                        .attr("property")(aliasProp.attr("fget"), setter, py::none(),
+                        .attr("property")(cls.attr(target).attr("fget"), setter, py::none(),
                                           aliasProp.attr("__doc__"));
 }
 

@@ -32,6 +32,7 @@
 
 #include "common/attributes.hpp"
 #include "common/host_tensor.hpp"
+#include "xtrain/device_program_error.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::device {
@@ -65,6 +66,12 @@ struct KernelSpec {
   template <typename... Args>
   [[noreturn]] void fail(std::string_view f, const Args&... args) const {
     throw error(description + ": " + xtrain::format(f, args...));
+  }
+  // The kernel has no form for the op's element type: device_program_error, which PopART's programs
+  // see as Poplar's compile failure (poplar_exception).
+  template <typename... Args>
+  [[noreturn]] void failType(std::string_view f, const Args&... args) const {
+    throw device_program_error(description + ": " + xtrain::format(f, args...));
   }
   // Fails unless every present input is FLOAT (a spec with FLOAT16 inputs then runs promoted).
   void requireFloatInputs() const {

@@ -89,7 +89,7 @@ uint64_t Session::getCycleCount(const std::string& id) const {
 }
 
 void Session::setRandomSeed(uint64_t seed) {
-  impl_->random().setSeed(seed);
+  impl_->setRandomSeed(seed);
 }
 uint64_t Session::getRandomSeed() const {
   return impl_->random().seed();

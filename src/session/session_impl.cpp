@@ -493,6 +493,35 @@ void SessionImpl::loadEngine() {
   logging::session::info("Engine loaded");
 }
 
+namespace {
+
+// PopART's Ir::getRequiresRandomSeed: an op that draws random numbers (Dropout only when training:
+// an inference Dropout passes its input through) or stochastic rounding.
+bool drawsRandomNumbers(const ir::Graph& graph, const SessionConfig& config) {
+  if (config.options.enableStochasticRounding) return true;
+  static const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                "RandomUniformLike"};
+  for (const auto& [opId, op] : graph.ops()) {
+    if (kRandom.count(op->type)) return true;
+    if (config.training && (op->type == "Dropout" || op->type == "ShapedDropout")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void SessionImpl::setRandomSeed(uint64_t seed) {
+  if (!prepared_ && drawsRandomNumbers(*graph_, config_)) {
+    throw popart_worded_error(
+        "Devicex::prepare() must be called before Devicex::setRandomSeedFromHost(uint64_t) is "
+        "called.",
+        "Devicex::prepare() must be called before Devicex::setRandomSeedFromHost(uint64_t) is "
+        "called: setRandomSeed sends the seed of the model's random ops (dropout, random "
+        "numbers, stochastic rounding) to the device program; call prepareDevice() first");
+  }
+  random_.setSeed(seed);
+}
+
 void SessionImpl::requirePrepared(const char* what) const {
   if (prepared_) return;
   // PopART's wording names the device step (modelToHost reads the weights with weightsToHost);

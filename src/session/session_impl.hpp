@@ -86,6 +86,9 @@ class SessionImpl {
 
   // The random stream's seed and position (set/getRandomSeed, set/getRNGState).
   RandomState& random() { return random_; }
+  // Session::setRandomSeed: refused before prepareDevice when the model draws random numbers, as
+  // PopART refuses it (the seed goes to the device program at once).
+  void setRandomSeed(uint64_t seed);
   // Steps run so far.
   int64_t stepCount() const { return stepCount_; }
 

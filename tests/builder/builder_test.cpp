@@ -36,12 +36,17 @@ TEST(Builder, IdsAreUniqueAndNamedAfterDebugNames) {
   EXPECT_EQ(x1, "x/1");  // PopART's Builder: a repeated input name gets /k
   EXPECT_EQ(anon, "input");
   EXPECT_EQ(onnx.add({x, x1}), "Add:0");
-  EXPECT_EQ(onnx.add({x, x1}), "Add_1:0");
+  // A repeated op's outputs get /k too, output by output ("Add:0/1"), as PopART's Builder.
+  EXPECT_EQ(onnx.add({x, x1}), "Add:0/1");
   EXPECT_EQ(onnx.add({x, x1}, "sum"), "sum:0");
-  EXPECT_EQ(onnx.add({x, x1}, "sum"), "sum_1:0");
+  EXPECT_EQ(onnx.add({x, x1}, "sum"), "sum:0/1");
   EXPECT_EQ(builder->getInputTensorIds(), (std::vector<TensorId>{"x", "x/1", "input"}));
-  EXPECT_TRUE(builder->hasTensor("sum_1:0"));
-  EXPECT_FALSE(builder->hasTensor("sum_2:0"));
+  EXPECT_TRUE(builder->hasTensor("sum:0/1"));
+  EXPECT_FALSE(builder->hasTensor("sum:0/2"));
+  // Only the taken output is renamed: a two-output op whose first name is taken keeps its second.
+  const TensorId taken = builder->addInputTensor(TensorInfo("FLOAT", {2}), "Split:0");
+  EXPECT_EQ(taken, "Split:0");
+  EXPECT_EQ(onnx.split({x}, 2, 0, {1, 1}), (std::vector<TensorId>{"Split:0/1", "Split:1"}));
 }
 
 TEST(Builder, NameScopesPrefixIdsAndNodeNames) {
@@ -112,6 +117,33 @@ TEST(Builder, ShapeAndTypeOfOpOutputs) {
 
   const TensorId bad = onnx.add({x, w}, "bad_add");
   expectError([&] { builder->getTensorShape(bad); }, {"bad_add:0", "Add 'bad_add'"});
+}
+
+// ONNX's auto_pad, the last argument of conv, maxpool and averagepool: SAME gives ceil(in / stride)
+// outputs even for a kernel wider than the input, VALID pads nothing; an unknown value is refused.
+TEST(Builder, WindowOpsTakeAutoPad) {
+  auto builder = Builder::create();
+  auto onnx = builder->aiOnnxOpset13();
+  const TensorId img = builder->addInputTensor(TensorInfo("FLOAT", {1, 1, 3, 5}), "img");
+  const TensorId same = onnx.averagepool({img}, {5, 5}, 0, 0, {}, {3, 2}, "same", "SAME_UPPER");
+  EXPECT_EQ(builder->getTensorShape(same), (Shape{1, 1, 1, 3}));
+  const TensorId valid =
+      onnx.maxpool({img}, 1, {2, 2}, 0, {}, {}, 0, {1, 1}, "valid", "VALID").at(0);
+  EXPECT_EQ(builder->getTensorShape(valid), (Shape{1, 1, 2, 4}));
+  const TensorId w = builder->addInitializedInputTensor(floats({2, 1, 3, 3}), "w");
+  const TensorId conv = onnx.conv({img, w}, {}, 1, {}, {}, {2, 2}, "conv", "SAME_LOWER");
+  EXPECT_EQ(builder->getTensorShape(conv), (Shape{1, 2, 2, 3}));
+  // Without auto_pad the 5-wide kernel over 3 elements has no output, as before.
+  expectError(
+      [&] {
+        onnx.averagepool({img}, {5, 5}, 0, 0, {}, {1, 1});
+      },
+      {"invalid spatial output shape"});
+  expectError(
+      [&] {
+        onnx.maxpool({img}, 1, {2, 2}, 0, {}, {}, 0, {}, "", "SAME");
+      },
+      {"maxpool", "'SAME'", "SAME_UPPER"});
 }
 
 TEST(Builder, ErrorsNameTheOpAndTensor) {
@@ -394,7 +426,7 @@ TEST(Builder, SaveAndContinueFromModel) {
   EXPECT_EQ(builder->getInputTensorIds(), std::vector<TensorId>{"x"});
   EXPECT_EQ(builder->getOutputTensorIds(), std::vector<TensorId>{"twice:0"});
   const TensorId y = onnx.mul({"twice:0", "x"}, "twice");
-  EXPECT_EQ(y, "twice_1:0");
+  EXPECT_EQ(y, "twice:0/1");
   EXPECT_EQ(builder->getTensorShape(y), (Shape{2}));
   expectError([&] { builder->aiOnnxOpset17(); }, {"opset 13", "17"});
   expectError([&] { Builder::createFromOnnxModel("garbage"); }, {"is not an ONNX model"});

@@ -2,6 +2,7 @@
 
 #include "ir/autodiff/autodiff.hpp"
 #include "testing/op_testing.hpp"
+#include "xtrain/device_program_error.hpp"
 
 namespace xtrain::testing {
 namespace {
@@ -83,6 +84,37 @@ TEST_P(BinaryGrad, MatchesFiniteDifferencesWithBroadcasting) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, BinaryGrad, ::testing::Values("Add", "Sub", "Mul", "Div"));
+
+// 8-bit operands pass shape inference (PopART's IR takes them: 8-bit host streams) and the kernel,
+// which has no 8-bit form, refuses them with device_program_error (Poplar's compile failure in
+// PopART), naming the op and the type. Other types are still refused by the IR.
+TEST(BinaryOps, EightBitOperandsAreRefusedByTheKernelNotTheIr) {
+  for (DataType t : {DataType::INT8, DataType::UINT8}) {
+    SCOPED_TRACE(dataTypeName(t));
+    ir::Graph g;
+    g.addTensor("a", TensorInfo(t, {2}), ir::TensorKind::Stream);
+    g.addTensor("b", TensorInfo(t, {2}), ir::TensorKind::Stream);
+    const TensorId out = addOp(g, "Add", {"a", "b"}).at(0);
+    EXPECT_EQ(g.tensor(out).info, TensorInfo(t, {2}));
+    const HostTensor a(TensorInfo(t, {2}));
+    try {
+      runForward([](ir::Graph& gr, auto in) { return addOp(gr, "Add", in); }, {a, a});
+      FAIL() << "expected device_program_error";
+    } catch (const device_program_error& e) {
+      EXPECT_NE(std::string(e.what()).find("Add"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(dataTypeName(t)), std::string::npos) << e.what();
+    }
+  }
+  const HostTensor b(TensorInfo(DataType::BOOL, {2}));
+  try {
+    runForward([](ir::Graph& gr, auto in) { return addOp(gr, "Add", in); }, {b, b});
+    FAIL() << "expected an error";
+  } catch (const device_program_error& e) {
+    FAIL() << "BOOL should be refused by the IR: " << e.what();
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("inputs are BOOL"), std::string::npos) << e.what();
+  }
+}
 
 TEST(BinaryOps, SumOfThreeWithGradient) {
   auto a = randomTensor({2, 3}, 4);

@@ -174,6 +174,27 @@ class ModelTest(unittest.TestCase):
         self.assertTrue(g.scale([y], 2.0).startswith("Scale"))
 
 
+class TensorNamesTest(unittest.TestCase):
+    def test_repeated_op_outputs_are_named_as_poparts(self):
+        # PopART's Builder names output i of an op "<type>:i" and its k-th repeat "<type>:i/k"; a
+        # PrintTensor's title is its input's name, so programs read these names in the log.
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("INT32", [3]))
+        y = b.addInputTensor(popart.TensorInfo("INT32", [3]))
+        a1 = b.aiOnnx.add([x, y])
+        p1 = b.aiGraphcore.printtensor([a1])
+        a2 = b.aiOnnx.add([x, p1])
+        self.assertEqual((a1, a2), ("Add:0", "Add:0/1"))
+        self.assertEqual(b.aiOnnx.add([x, y], "sum"), "sum:0")
+        self.assertEqual(b.aiOnnx.add([x, y], "sum"), "sum:0/1")
+        self.assertEqual(b.aiOnnx.split([x], 3, 0, [1, 1, 1]), ["Split:0", "Split:1", "Split:2"])
+        self.assertEqual(b.aiOnnx.split([x], 3, 0, [1, 1, 1]),
+                         ["Split:0/1", "Split:1/1", "Split:2/1"])
+        # Node names stay unique apart from the tensors'.
+        names = [n.name for n in onnx.load_from_string(b.getModelProto()).graph.node]
+        self.assertEqual(len(names), len(set(names)))
+
+
 class OpsetTest(unittest.TestCase):
     def test_versions(self):
         for v in range(6, 18):

@@ -1,5 +1,8 @@
 """Error classes (PopART's hierarchy, xtrain's names) and logging: a C++ exception crossing into
 Python becomes the matching class with its message."""
+import os
+import subprocess
+import sys
 import unittest
 
 import xtrain as popart
@@ -40,6 +43,8 @@ class ErrorClassesTest(unittest.TestCase):
                       popart.poplar_unrecoverable_runtime_error)
         self.assertIs(popart.unknown_runtime_error, popart.poplar_unknown_runtime_error)
         self.assertIs(popart.application_runtime_error, popart.poplar_application_runtime_error)
+        self.assertIs(popart.engine_option_error, popart.poplar_exception)
+        self.assertIs(popart.device_program_error, popart.poplar_exception)
 
     def test_round_trip_each_class(self):
         cases = {
@@ -153,14 +158,39 @@ class LoggingTest(unittest.TestCase):
         self.assertEqual(popart.getLogger("popart").getLevel(), "TRACE")
         self.assertEqual(popart.getLogger("ir").getLevel(), "WARN")
 
+    def test_python_starts_at_poparts_default_level(self):
+        # PopART's default level is WARN; the Builder's DEBUG line for each op added ("Adding
+        # ai.onnx.Abs ...", which PopART's programs look for) shows when asked and not after OFF.
+        script = ("import xtrain as popart\n"
+                  "print(popart.getLogger('session').getLevel(), flush=True)\n"
+                  "popart.getLogger().setLevel('DEBUG')\n"
+                  "b = popart.Builder()\n"
+                  "x = b.addInputTensor(popart.TensorInfo('FLOAT', [1, 2]))\n"
+                  "b.aiOnnx.abs([x])\n"
+                  "popart.flushLogs()\n"
+                  "print('--', file=sys.stderr, flush=True)\n"
+                  "popart.getLogger().setLevel('OFF')\n"
+                  "b.aiOnnx.neg([x])\n")
+        env = dict(os.environ)
+        env.pop("XTRAIN_LOG_LEVEL", None)
+        env.pop("XTRAIN_LOG_CONFIG", None)
+        r = subprocess.run([sys.executable, "-c", "import sys\n" + script], capture_output=True,
+                           text=True, env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "WARN")
+        before, after = r.stderr.split("--\n")
+        self.assertIn("Adding ai.onnx.Abs to builder opset:", before)
+        self.assertNotIn("Adding", after)
+
     def test_bad_names(self):
         with self.assertRaisesRegex(popart.popart_exception, "nosuchmodule.*all, popart, xtrain"):
             popart.getLogger("nosuchmodule")
         with self.assertRaisesRegex(popart.popart_exception, "sessoin.*all, popart, xtrain"):
             popart.setLogLevel("sessoin", "DEBUG")
+        before = popart.getLogger("ir").getLevel()
         with self.assertRaisesRegex(popart.popart_exception, "LOUD"):
             popart.setLogLevel("popart", "LOUD")
-        self.assertEqual(popart.getLogger("ir").getLevel(), "OFF")
+        self.assertEqual(popart.getLogger("ir").getLevel(), before)
         with self.assertRaisesRegex(popart.popart_exception, "LOUD"):
             popart.getLogger().setLevel("LOUD")
         with self.assertRaises(TypeError):

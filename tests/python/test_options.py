@@ -4,6 +4,9 @@ Every property round trips, the defaults are those of include/xtrain/sessionopti
 PopART's, popart-python-api.txt), a wrong type raises TypeError naming the member, and an unknown
 attribute raises AttributeError naming it.
 """
+import os
+import subprocess
+import sys
 import unittest
 
 import xtrain as popart
@@ -139,6 +142,36 @@ class SessionOptionsTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             opts.defaultPrefetchBufferingDepth = "deep"
         self.assertEqual(opts.defaultBufferingDepth, 7)
+
+    def test_deprecated_name_reads_the_option_in_force(self):
+        # PopART's getter of a deprecated name returns its replacement's value.
+        opts = popart.SessionOptions()
+        opts.defaultBufferingDepth = 5
+        self.assertEqual(opts.defaultPrefetchBufferingDepth, 5)
+        opts.bufferingDepthMap = {"u": 2}
+        self.assertEqual(opts.prefetchBufferingDepthMap, {"u": 2})
+
+    def test_deprecated_names_warn_on_stderr_by_default(self):
+        # The Python package starts at PopART's default log level, Warn: the deprecation warning
+        # reaches stderr without asking (PopART's programs read it there); off when asked.
+        script = ("import xtrain as popart\n"
+                  "o = popart.SessionOptions()\n"
+                  "o.prefetchBufferingDepthMap = {'t': 1}\n"
+                  "o.defaultPrefetchBufferingDepth = 3\n"
+                  "print(popart.getLogger().getLevel())\n")
+        env = dict(os.environ)
+        env.pop("XTRAIN_LOG_LEVEL", None)
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "WARN")
+        self.assertIn("prefetchBufferingDepthMap has been deprecated", r.stderr)
+        self.assertIn("defaultPrefetchBufferingDepth has been deprecated", r.stderr)
+        env["XTRAIN_LOG_LEVEL"] = "off"
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=env, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("deprecated", r.stderr)
 
     def test_unknown_attribute_raises_attribute_error(self):
         opts = popart.SessionOptions()

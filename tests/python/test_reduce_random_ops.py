@@ -250,6 +250,64 @@ class RandomOpsTest(unittest.TestCase):
             run(b, [out], {})
 
 
+class SetRandomSeedBeforePrepareTest(unittest.TestCase):
+    """PopART sends the seed to the device program at once: before prepareDevice, a session whose
+    model draws random numbers refuses it with PopART's words; one that draws none takes it."""
+
+    WORDS = ("Devicex::prepare() must be called before "
+             "Devicex::setRandomSeedFromHost(uint64_t) is called.")
+
+    def session(self, training, op):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [10]))
+        if op == "dropout":
+            [o] = b.aiOnnx.dropout([x], num_outputs=1, ratio=0.3)
+        elif op == "randomnormal":
+            o = b.aiOnnx.add([x, b.aiOnnx.randomnormal(shape=[10])])
+        else:
+            o = b.aiOnnx.relu([x])
+        df = popart.DataFlow(1, {o: popart.AnchorReturnType("All")})
+        device = popart.DeviceManager().createCpuDevice()
+        if training:
+            loss = b.aiGraphcore.identityloss([o])
+            return popart.TrainingSession(fnModel=b.getModelProto(), dataFlow=df, loss=loss,
+                                          optimizer=popart.ConstSGD(0.1), deviceInfo=device)
+        return popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=df, deviceInfo=device)
+
+    def test_random_models_refuse_a_seed_before_prepare(self):
+        for training, op in [(True, "dropout"), (False, "randomnormal"), (True, "randomnormal")]:
+            with self.subTest(training=training, op=op):
+                s = self.session(training, op)
+                with self.assertRaises(popart.popart_exception) as e:
+                    s.setRandomSeed(0)
+                self.assertEqual(e.exception.args[0], self.WORDS)
+                self.assertIn("call prepareDevice() first", str(e.exception))
+                s.prepareDevice()
+                s.setRandomSeed(4)
+                self.assertEqual(s.getRandomSeed(), 4)
+
+    def test_models_without_randomness_take_it(self):
+        # An inference Dropout passes its input through; a Relu draws nothing.
+        for training, op in [(False, "dropout"), (True, "relu")]:
+            with self.subTest(training=training, op=op):
+                s = self.session(training, op)
+                s.setRandomSeed(3)
+                self.assertEqual(s.getRandomSeed(), 3)
+
+    def test_stochastic_rounding_needs_the_seed_on_the_device(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [4]))
+        o = b.aiOnnx.relu([x])
+        opts = popart.SessionOptions()
+        opts.enableStochasticRounding = True
+        s = popart.InferenceSession(
+            fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, [o]), userOptions=opts,
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 1}))
+        with self.assertRaises(popart.popart_exception) as e:
+            s.setRandomSeed(1)
+        self.assertEqual(e.exception.args[0], self.WORDS)
+
+
 class ShapedDropoutTest(unittest.TestCase):
     def test_training_drops_rows_and_inference_is_the_identity(self):
         x = RNG.uniform(1.0, 2.0, (200, 4)).astype(np.float32)

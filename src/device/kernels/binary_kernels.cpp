@@ -87,7 +87,13 @@ KernelFactory binaryFactory(Op op) {
       case DataType::FLOAT: return binaryKernel<float>(spec, op);
       case DataType::INT32: return binaryKernel<int32_t>(spec, op);
       case DataType::INT64: return binaryKernel<int64_t>(spec, op);
-      default: spec.fail("element type {} is not supported (FLOAT, INT32, INT64)", dataTypeName(t));
+      default:
+        // The IR takes 8-bit operands, as PopART's does (an 8-bit host stream); the device has no
+        // 8-bit arithmetic, as Poplar has none: cast first.
+        spec.failType(
+            "element type {} is not supported by the device's kernel (FLOAT, FLOAT16, INT32, "
+            "INT64); cast the operands first",
+            dataTypeName(t));
     }
   };
 }

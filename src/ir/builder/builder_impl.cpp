@@ -11,6 +11,7 @@
 
 #include "ir/graph.hpp"
 #include "ir/onnx/onnx_import.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain {
 
@@ -135,15 +136,11 @@ TensorId BuilderImpl::uniqueTensorId(const std::string& base) {
   }
 }
 
-std::string BuilderImpl::uniqueNodeBase(const std::string& base, unsigned numOutputs) {
+// A node's name: base, else base_1, base_2, ... (its outputs are named apart, uniqueTensorId).
+std::string BuilderImpl::uniqueNodeBase(const std::string& base) {
   for (int k = 0;; ++k) {
     std::string name = k == 0 ? base : base + "_" + std::to_string(k);
-    if (nodeNames_.count(name)) continue;
-    bool free = true;
-    for (unsigned i = 0; i < numOutputs && free; ++i) {
-      free = !idTaken(name + ":" + std::to_string(i));
-    }
-    if (free) return name;
+    if (!nodeNames_.count(name)) return name;
   }
 }
 
@@ -259,11 +256,15 @@ BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::str
     throw error("op {} ({}): numOutputs {} is more than the {} outputs a node may have", opType,
                 domain.empty() ? "ai.onnx" : domain, numOutputs, kMaxOutputs);
   }
-  const std::string base =
-      uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext), numOutputs);
+  const std::string stem = scopePrefix() + (debugContext.empty() ? opType : debugContext);
+  // Output i is stem:i, and its k-th repeat stem:i/k, each output on its own, as PopART's Builder
+  // names them ("Add:0", then "Add:0/1"): programs print and anchor them by these names. The node's
+  // own name is made unique apart (stem, stem_1, ...).
   std::vector<TensorId> outputs;
-  for (unsigned i = 0; i < numOutputs; ++i) outputs.push_back(base + ":" + std::to_string(i));
-  return emitNode(opType, domain, inputs, base, outputs);
+  for (unsigned i = 0; i < numOutputs; ++i) {
+    outputs.push_back(uniqueTensorId(stem + ":" + std::to_string(i)));
+  }
+  return emitNode(opType, domain, inputs, uniqueNodeBase(stem), outputs);
 }
 
 BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::string& domain,
@@ -271,7 +272,7 @@ BuilderImpl::Emitted BuilderImpl::emit(const std::string& opType, const std::str
                                        const std::vector<TensorId>& outputs,
                                        const std::string& debugContext) {
   const std::string base =
-      uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext), 0);
+      uniqueNodeBase(scopePrefix() + (debugContext.empty() ? opType : debugContext));
   std::set<TensorId> seen;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorId& out = outputs[i];
@@ -315,6 +316,17 @@ BuilderImpl::Emitted BuilderImpl::emitNode(const std::string& opType, const std:
     }
   }
   checkOpExists(opType, domain);
+  if (logging::shouldLog(logging::Module::builder, logging::Level::Debug)) {
+    // PopART's line for each op added ("Adding ai.onnx.Abs ..."), which its programs look for.
+    const std::string d = domain.empty() ? std::string(ir::kOnnxDomain) : domain;
+    int64_t version = 0;
+    for (const auto& o : model_.opset_import()) {
+      const std::string od = o.domain().empty() ? std::string(ir::kOnnxDomain) : o.domain();
+      if (od == d) version = o.version();
+    }
+    logging::builder::debug("Adding {}.{} to builder opset:{}, numInputs:{} numOutputs:{} name:{}",
+                            d, opType, version, inputs.size(), outputs.size(), base);
+  }
   onnx::NodeProto* node = model_.mutable_graph()->add_node();
   node->set_op_type(opType);
   if (!domain.empty() && domain != ir::kOnnxDomain) node->set_domain(domain);

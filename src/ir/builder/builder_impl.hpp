@@ -170,7 +170,7 @@ class BuilderImpl {
 
   void init();
   TensorId uniqueTensorId(const std::string& base);
-  std::string uniqueNodeBase(const std::string& base, unsigned numOutputs);
+  std::string uniqueNodeBase(const std::string& base);
   // Appends the node named `base` once its output ids are chosen (both emit forms).
   Emitted emitNode(const std::string& opType, const std::string& domain,
                    const std::vector<TensorId>& inputs, const std::string& base,

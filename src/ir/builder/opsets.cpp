@@ -286,10 +286,11 @@ TensorId AiOnnxOpset11::conv(const std::vector<TensorId>& args,
                              const std::vector<int64_t>& dilations, int64_t group,
                              const std::vector<int64_t>& kernel_shape,
                              const std::vector<int64_t>& pads, const std::vector<int64_t>& strides,
-                             const std::string& dc) {
+                             const std::string& dc, const std::string& auto_pad) {
   BuilderImpl::checkArity("conv", "Conv", args, 2, 3);
-  verifyConv(*impl_, args, {kernel_shape, strides, pads, dilations});
+  verifyConv(*impl_, args, {kernel_shape, strides, pads, dilations, false, auto_pad});
   auto e = impl_->emit("Conv", "", args, 1, dc);
+  setAutoPadAttr(*e.node, auto_pad);
   if (!dilations.empty()) setIntsAttr(*e.node, "dilations", dilations);
   setIntAttr(*e.node, "group", group);
   if (!kernel_shape.empty()) setIntsAttr(*e.node, "kernel_shape", kernel_shape);
@@ -302,13 +303,14 @@ std::vector<TensorId> AiOnnxOpset11::maxpool(
     const std::vector<TensorId>& args, unsigned num_outputs,
     const std::vector<int64_t>& kernel_shape, int64_t ceil_mode,
     const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads, int64_t storage_order,
-    const std::vector<int64_t>& strides, const std::string& dc) {
+    const std::vector<int64_t>& strides, const std::string& dc, const std::string& auto_pad) {
   BuilderImpl::checkArity("maxpool", "MaxPool", args, 1, 1);
   checkOutputs("maxpool", num_outputs, 1, 2);
   if (kernel_shape.empty()) throw error("Builder: maxpool needs kernel_shape");
   verifyWindow(*impl_, "maxpool", args[0],
-               {kernel_shape, strides, pads, dilations, ceil_mode != 0});
+               {kernel_shape, strides, pads, dilations, ceil_mode != 0, auto_pad});
   auto e = impl_->emit("MaxPool", "", args, num_outputs, dc);
+  setAutoPadAttr(*e.node, auto_pad);
   setIntsAttr(*e.node, "kernel_shape", kernel_shape);
   setIntAttr(*e.node, "ceil_mode", ceil_mode);
   if (!dilations.empty()) setIntsAttr(*e.node, "dilations", dilations);
@@ -321,11 +323,14 @@ std::vector<TensorId> AiOnnxOpset11::maxpool(
 TensorId AiOnnxOpset11::averagepool(const std::vector<TensorId>& args,
                                     const std::vector<int64_t>& kernel_shape, int64_t ceil_mode,
                                     int64_t count_include_pad, const std::vector<int64_t>& pads,
-                                    const std::vector<int64_t>& strides, const std::string& dc) {
+                                    const std::vector<int64_t>& strides, const std::string& dc,
+                                    const std::string& auto_pad) {
   BuilderImpl::checkArity("averagepool", "AveragePool", args, 1, 1);
   if (kernel_shape.empty()) throw error("Builder: averagepool needs kernel_shape");
-  verifyWindow(*impl_, "averagepool", args[0], {kernel_shape, strides, pads, {}, ceil_mode != 0});
+  verifyWindow(*impl_, "averagepool", args[0],
+               {kernel_shape, strides, pads, {}, ceil_mode != 0, auto_pad});
   auto e = impl_->emit("AveragePool", "", args, 1, dc);
+  setAutoPadAttr(*e.node, auto_pad);
   setIntsAttr(*e.node, "kernel_shape", kernel_shape);
   setIntAttr(*e.node, "ceil_mode", ceil_mode);
   setIntAttr(*e.node, "count_include_pad", count_include_pad);

@@ -34,6 +34,11 @@ int64_t ceilDiv(int64_t a, int64_t b) {
 
 void verifyWindow(BuilderImpl& impl, const char* method, const TensorId& input,
                   const WindowParams& p) {
+  if (p.autoPad != "NOTSET" && p.autoPad != "SAME_UPPER" && p.autoPad != "SAME_LOWER" &&
+      p.autoPad != "VALID") {
+    throw error("Builder: {}: auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID",
+                method, p.autoPad);
+  }
   const std::optional<Shape> shape = knownShape(impl, input);
   if (!shape) return;  // the import checks it
   if (shape->size() < 3) {
@@ -63,12 +68,14 @@ void verifyWindow(BuilderImpl& impl, const char* method, const TensorId& input,
                              p.dilations.size(), n),
               "dilations");
   if (p.kernelShape.size() != n) return;  // the import names a kernel of the wrong rank
+  if (p.autoPad == "SAME_UPPER" || p.autoPad == "SAME_LOWER") return;  // ceil(in / stride) > 0
+  const bool valid = p.autoPad == "VALID";
   std::vector<int64_t> out;
   bool negative = false;
   for (size_t i = 0; i < n; ++i) {
     const int64_t stride = p.strides.empty() ? 1 : p.strides[i];
     const int64_t dilation = p.dilations.empty() ? 1 : p.dilations[i];
-    const int64_t pads = p.pads.empty() ? 0 : p.pads[i] + p.pads[n + i];
+    const int64_t pads = p.pads.empty() || valid ? 0 : p.pads[i] + p.pads[n + i];
     if (stride <= 0 || dilation <= 0) return;  // the import names them
     const int64_t span = (*shape)[i + 2] + pads - 1 - dilation * (p.kernelShape[i] - 1);
     out.push_back((p.ceilMode ? ceilDiv(span, stride) : floorDiv(span, stride)) + 1);
@@ -98,6 +105,10 @@ void verifyConv(BuilderImpl& impl, const std::vector<TensorId>& args, WindowPara
     }
   }
   verifyWindow(impl, "conv", args[0], p);
+}
+
+void setAutoPadAttr(onnx::NodeProto& node, const std::string& autoPad) {
+  if (autoPad != "NOTSET") setStringAttr(node, "auto_pad", autoPad);
 }
 
 }  // namespace xtrain

@@ -18,6 +18,9 @@ struct WindowParams {
   std::vector<int64_t> kernelShape;  // empty: not known (a Conv without kernel_shape)
   std::vector<int64_t> strides, pads, dilations;
   bool ceilMode = false;
+  // ONNX's auto_pad: NOTSET (or empty) uses pads; SAME_UPPER and SAME_LOWER give ceil(in / stride)
+  // outputs whatever the kernel; VALID pads nothing.
+  std::string autoPad = "NOTSET";
 };
 
 // Checks the parameters of `method`'s window over `input` (N x C x spatial...).
@@ -27,6 +30,10 @@ void verifyWindow(BuilderImpl& impl, const char* method, const TensorId& input,
 // A Conv's checks: kernel_shape against the weights' spatial shape (args[1]), then the window, with
 // the kernel shape taken from the weights when kernel_shape is not given.
 void verifyConv(BuilderImpl& impl, const std::vector<TensorId>& args, WindowParams p);
+
+// Sets a windowed node's auto_pad attribute unless it is NOTSET (ONNX's default, left out as
+// PopART's Builder leaves it out).
+void setAutoPadAttr(onnx::NodeProto& node, const std::string& autoPad);
 
 }  // namespace xtrain
 

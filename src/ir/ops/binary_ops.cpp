@@ -1,6 +1,7 @@
 // Elementwise binary ops with numpy broadcasting (Add, Sub, Mul, Div), the variadic Sum, and the
-// internal ReduceSumToShape used by their gradients. FLOAT, FLOAT16, INT32 and INT64; integer
-// tensors (the shape arithmetic exporters write) get no gradient.
+// internal ReduceSumToShape used by their gradients. FLOAT, FLOAT16, INT32 and INT64 (and INT8 and
+// UINT8 in the IR, which the device refuses); integer tensors (the shape arithmetic exporters
+// write) get no gradient.
 #include <algorithm>
 
 #include "ir/op_registry.hpp"
@@ -36,8 +37,12 @@ std::vector<TensorInfo> inferBroadcast(const ShapeContext& ctx) {
         popartSequence(a.shape()), popartSequence(b.shape()));
   }
   const DataType t = a.dataType();
-  if (!isFloatingPoint(t) && t != DataType::INT32 && t != DataType::INT64) {
-    ctx.fail("inputs are {}, expected FLOAT, FLOAT16, INT32 or INT64", dataTypeName(t));
+  // INT8 and UINT8 pass, as PopART's IR passes them (8-bit host streams); the device refuses them
+  // at prepareDevice (device_program_error, Poplar's compile failure in PopART).
+  if (!isFloatingPoint(t) && t != DataType::INT32 && t != DataType::INT64 && t != DataType::INT8 &&
+      t != DataType::UINT8) {
+    ctx.fail("inputs are {}, expected FLOAT, FLOAT16, INT32, INT64, INT8 or UINT8",
+             dataTypeName(t));
   }
   return {TensorInfo(a.dataType(), broadcastShapes(ctx, a.shape(), b.shape()))};
 }
