@@ -18,7 +18,7 @@ struct WindowParams {
   std::vector<int64_t> kernelShape;  // empty: not known (a Conv without kernel_shape)
   std::vector<int64_t> strides, pads, dilations;
   bool ceilMode = false;
-  // ONNX's auto_pad: NOTSET (or empty) uses pads; SAME_UPPER and SAME_LOWER give ceil(in / stride)
+  // ONNX's auto_pad: NOTSET uses pads; SAME_UPPER and SAME_LOWER give ceil(in / stride)
   // outputs whatever the kernel; VALID pads nothing.
   std::string autoPad = "NOTSET";
 };

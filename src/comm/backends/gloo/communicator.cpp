@@ -316,16 +316,19 @@ void GlooTransport::awaitPeersLeaving() {
       std::lock_guard lock(watchMu_);
       std::erase_if(waitingFor, [&](int p) { return peerBroken_[static_cast<size_t>(p)] != 0; });
     }
+    // One question per round (with the job's store over MPI each is a round trip to rank 0):
+    // have all the peers still awaited left?
+    std::vector<std::string> keys;
+    for (int p : waitingFor) keys.push_back("left/" + std::to_string(p));
     try {
-      std::erase_if(waitingFor,
-                    [&](int p) { return store_->check({"left/" + std::to_string(p)}); });
+      if (keys.empty() || store_->check(keys)) return;
     } catch (const std::exception& e) {  // the job's store is gone: the job is ending
       logging::comm::debug("gloo: group '{}' rank {}: cannot read who left: {}", name_, rank_,
                            e.what());
       return;
     }
-    if (waitingFor.empty()) return;
     if (Clock::now() >= end) {
+      std::erase_if(waitingFor, [&](int p) { return hasLeft(p); });
       logging::comm::debug(
           "gloo: group '{}' rank {}: closing while {} still in the group after {} ms", name_,
           rank_, rankList(waitingFor), kLeaveWait.count());
