@@ -1,7 +1,7 @@
 #include "session/adaptive_kernel_threads.hpp"
 
 #include <algorithm>
-#include <vector>
+#include <numeric>
 
 namespace xtrain::session {
 
@@ -20,10 +20,8 @@ int AdaptiveKernelThreads::probeCandidate() const {
   return current_;
 }
 
-double AdaptiveKernelThreads::recentMedian() const {
-  std::vector<double> sorted(recent_.begin(), recent_.end());
-  std::sort(sorted.begin(), sorted.end());
-  return sorted[sorted.size() / 2];
+double AdaptiveKernelThreads::recentMean() const {
+  return std::accumulate(recent_.begin(), recent_.end(), 0.0) / static_cast<double>(recent_.size());
 }
 
 int AdaptiveKernelThreads::threadsForNextStep() {
@@ -33,7 +31,7 @@ int AdaptiveKernelThreads::threadsForNextStep() {
   const bool enoughSamples = static_cast<int>(recent_.size()) >= std::min(3, tuning_.window);
   // A neighbour that arrived shows as the current count's steps slowing down: probe soon.
   const bool slowedDown = enoughSamples && baseline_ > 0.0 &&
-                          recentMedian() > baseline_ * tuning_.slowdown &&
+                          recentMean() > baseline_ * tuning_.slowdown &&
                           sinceProbe_ >= tuning_.minProbeEvery;
   // A probe that won once is repeated at once to confirm it.
   const bool confirming = probeWins_ > 0;
@@ -51,36 +49,41 @@ void AdaptiveKernelThreads::moveTo(int threads) {
   interval_ = tuning_.probeEveryAfterMove;
 }
 
-void AdaptiveKernelThreads::recordStep(double seconds) {
+AdaptiveKernelThreads::StepRecord AdaptiveKernelThreads::recordStep(double seconds) {
   ++steps_;
-  if (max_ == 1 || steps_ <= tuning_.warmupSteps) return;
+  StepRecord record{false, pending_ == 0 ? current_ : pending_, 0.0, false};
+  if (max_ == 1 || steps_ <= tuning_.warmupSteps) return record;
   if (!pendingIsProbe_) {
     ++sinceProbe_;
     recent_.push_back(seconds);
     if (static_cast<int>(recent_.size()) > tuning_.window) recent_.pop_front();
     if (baseline_ == 0.0 && static_cast<int>(recent_.size()) >= std::min(3, tuning_.window)) {
-      baseline_ = recentMedian();
+      baseline_ = recentMean();
     }
-    return;
+    return record;
   }
   sinceProbe_ = 0;
-  const bool won = seconds < recentMedian() * (1.0 - tuning_.margin);
+  record.probe = true;
+  record.mean = recentMean();
+  const bool won = seconds < record.mean * (1.0 - tuning_.margin);
+  record.won = won;
   if (won && probeWins_ > 0 && probeTarget_ == pending_) {
     moveTo(pending_);  // two wins in a row
     probeWins_ = 0;
-    return;
+    return record;
   }
   if (won) {
     probeWins_ = 1;
     probeTarget_ = pending_;
-    return;
+    return record;
   }
   // Lost (or a confirmation failed): the other direction next time, and less often.
   probeWins_ = 0;
   probeUp_ = !probeUp_;
   interval_ = std::min(tuning_.maxProbeEvery, interval_ * 2);
   // The current count's slowdown was not the threads' fault: it is the new normal.
-  if (!recent_.empty()) baseline_ = recentMedian();
+  if (!recent_.empty()) baseline_ = recentMean();
+  return record;
 }
 
 }  // namespace xtrain::session

@@ -21,8 +21,11 @@ namespace xtrain::session {
 // recordStep(seconds) takes that step's wall time and must follow each threadsForNextStep() call.
 // Warm-up steps (the first `warmupSteps`) run at maxThreads and are not measured. A probe step
 // runs at current() - 1 or current() + 1 (alternately, within bounds); the count moves to the
-// probed one when two probes in a row were each faster than the median of the current count's
-// recent steps by more than `margin`. Probes come every `probeEvery` steps at first and
+// probed one when two probes in a row were each faster than the mean of the current count's
+// recent steps by more than `margin`. The mean, not the median: beside a busy neighbour most
+// steps with every thread run nearly as fast as with one thread less, and every few steps one
+// waits 100 ms or more while the scheduler gives the neighbour its share; a median hides those
+// stalls, which are most of the lost time (issue 32, measured with the probes' trace log). Probes come every `probeEvery` steps at first and
 // `probeEveryAfterMove` after a move, sooner (after
 // `minProbeEvery`) once the current count's steps have become clearly slower than when it was
 // chosen (a neighbour arrived), and back off (doubling, up to `maxProbeEvery`) while they lose.
@@ -31,20 +34,28 @@ class AdaptiveKernelThreads {
  public:
   struct Tuning {
     int warmupSteps = 2;
-    int window = 8;  // recent steps of the current count kept for its median
+    int window = 16;  // recent steps of the current count kept for its mean
     int minProbeEvery = 8;
     int probeEvery = 2;  // steps between probes at first
     int probeEveryAfterMove = 32;
     int maxProbeEvery = 128;
     double margin = 0.05;    // a probe wins when faster by more than this fraction
-    double slowdown = 1.25;  // the current count's median over its baseline that probes at once
+    double slowdown = 1.25;  // the current count's mean over its baseline that probes at once
   };
 
   explicit AdaptiveKernelThreads(int maxThreads) : AdaptiveKernelThreads(maxThreads, Tuning{}) {}
   AdaptiveKernelThreads(int maxThreads, const Tuning& tuning);
 
+  // What a recorded step was, for logs: a probe (and whether it won) or a step at current().
+  struct StepRecord {
+    bool probe = false;
+    int threads = 0;       // the count the step ran with
+    double mean = 0.0;     // the current count's recent mean it was compared with (probes)
+    bool won = false;      // the probe was faster by more than the margin
+  };
+
   int threadsForNextStep();
-  void recordStep(double seconds);
+  StepRecord recordStep(double seconds);
 
   int current() const { return current_; }
   int maxThreads() const { return max_; }
@@ -53,7 +64,7 @@ class AdaptiveKernelThreads {
 
  private:
   int probeCandidate() const;
-  double recentMedian() const;
+  double recentMean() const;
   void moveTo(int threads);
 
   const int max_;
@@ -67,7 +78,7 @@ class AdaptiveKernelThreads {
   bool pendingIsProbe_ = false;
   int probeWins_ = 0;  // consecutive winning probes of probeTarget_
   int probeTarget_ = 0;
-  double baseline_ = 0.0;  // the current count's median when it was chosen (0: not yet known)
+  double baseline_ = 0.0;  // the current count's mean when it was chosen (0: not yet known)
   std::deque<double> recent_;
 };
 

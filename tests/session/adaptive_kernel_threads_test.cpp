@@ -61,6 +61,29 @@ TEST(AdaptiveKernelThreads, BusyNeighbourFromTheStartMovesToOneThread) {
   EXPECT_GT(s.stepsAt[1], 970);
 }
 
+TEST(AdaptiveKernelThreads, RareLongStallsCountAgainstTheirThreadCount) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  // What a busy neighbour does to two threads, as measured: most steps as fast as one thread's,
+  // every eighth stalled for seven steps' time while the neighbour gets its share. Two threads
+  // average 1.75, one thread 1.05: the count must move although the typical step is faster.
+  auto stalls = [](int t, int64_t k) { return t == 1 ? 1.05 : (k % 8 == 0 ? 7.0 : 1.0); };
+  auto s = drive(a, 60, step, stalls);
+  EXPECT_EQ(s.last, 1);
+  s = drive(a, 1000, step, stalls);
+  EXPECT_GT(s.stepsAt[1], 970);
+}
+
+TEST(AdaptiveKernelThreads, AnOccasionalSlowStepOnAQuietMachineKeepsEveryThread) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  // A hiccup every 100 steps (another process woke up briefly) is not a neighbour.
+  auto cost = [](int t, int64_t k) { return (t == 2 ? 1.0 : 1.3) * (k % 100 == 0 ? 4.0 : 1.0); };
+  auto s = drive(a, 2000, step, cost);
+  EXPECT_EQ(s.last, 2);
+  EXPECT_GT(s.stepsAt[2], 1950);
+}
+
 TEST(AdaptiveKernelThreads, NeighbourArrivingIsNoticedSoonAndLeavingLater) {
   AdaptiveKernelThreads a(2);
   int64_t step = 0;
