@@ -4,13 +4,16 @@
 // storage); sums accumulate in double. The softmax is computed as x - logsumexp(x) with the maximum
 // subtracted first, so large scores do not overflow. Canonical forms: src/ir/ops/loss_ops.cpp.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "device/kernel.hpp"
 #include "device/kernels/dnnl_engine.hpp"
+#include "xtrain/logging.hpp"
 #include "xtrain/reductiontype.hpp"
 
 namespace xtrain::device {
@@ -47,18 +50,25 @@ struct LabelRule {
   bool hasIgnore = false;
   int64_t ignore = 0;
   int64_t classes = 0;
+  // PopART's Nll: a label outside [0, classes) selects no class (PopLibs' one-hot encoding gives
+  // an all-zero row) instead of being an error; check() returns kNoClass for it.
+  bool outOfRangeSelectsNoClass = false;
 
   void setIgnore(int64_t v) {
     hasIgnore = true;
     ignore = v;
   }
-  // The label at flat position i of the labels tensor, or -1 when it is the ignore index. Throws
-  // xtrain::runtime_error naming the op and the label when it is out of range. Compared and printed
-  // in its own type L: a uint64 label of 2^63 + 5 is that number, not a negative int64.
+  static constexpr int64_t kIgnored = -1;
+  static constexpr int64_t kNoClass = -2;
+  // The label at flat position i of the labels tensor, or kIgnored when it is the ignore index.
+  // Out of range: kNoClass when outOfRangeSelectsNoClass, else throws xtrain::runtime_error
+  // naming the op and the label. Compared and printed in its own type L: a uint64 label of
+  // 2^63 + 5 is that number, not a negative int64.
   template <typename L>
   int64_t check(L label, int64_t i) const {
-    if (hasIgnore && std::cmp_equal(label, ignore)) return -1;
+    if (hasIgnore && std::cmp_equal(label, ignore)) return kIgnored;
     if (std::cmp_less(label, 0) || std::cmp_greater_equal(label, classes)) {
+      if (outOfRangeSelectsNoClass) return kNoClass;
       throw xtrain::runtime_error(
           "{}: label {} at position {} of the labels is out of range [0, {}){}", description, label,
           i, classes, hasIgnore ? format(" and is not the ignore index {}", ignore) : "");
@@ -471,12 +481,36 @@ XT_REGISTER_KERNEL("ai.xtrain", "NegativeLogLikelihoodLossGrad",
                    });
 
 // Nll: probs viewed as [R, C] (classes last), labels as [R].
+//
+// A label outside [0, C) that is not the ignore index is PopART's, not an error: PopART one-hot
+// encodes the labels with PopLibs, which gives such a label an all-zero row, so the row's
+// probability is 0, its loss term -log(max(0, 1e-7)) = 16.118 (0 for log-probability input), it
+// counts in a mean's denominator like any label, and its gradient is zero (the term does not
+// depend on the probabilities). PopART programs and tests draw labels past the class count and
+// train; xtrain does the same, and warns once per op naming the first such label, since a real
+// program that does this has a bug. The ONNX losses (SoftmaxCrossEntropyLoss,
+// NegativeLogLikelihoodLoss) keep refusing such labels, as ONNX and PyTorch do.
 struct NllConfig {
   int64_t rows = 0;
   ReductionType reduction = ReductionType::Mean;
   bool logProb = false;
   LabelRule rule;
+  std::shared_ptr<std::atomic<bool>> warned = std::make_shared<std::atomic<bool>>(false);
 };
+
+// The loss term of a label that selects no class.
+float noClassLoss(const NllConfig& cfg) { return cfg.logProb ? 0.0f : -std::log(kMinProb); }
+
+template <typename L>
+void warnNoClassOnce(const NllConfig& cfg, L label, int64_t i) {
+  if (cfg.warned->exchange(true)) return;
+  logging::devicex::warn(
+      "{}: label {} at position {} of the labels is outside [0, {}){}; as in PopART it selects no "
+      "class: its loss term is {} and it has no gradient (further such labels are not reported)",
+      cfg.rule.description, label, i, cfg.rule.classes,
+      cfg.rule.hasIgnore ? format(" and is not the ignore index {}", cfg.rule.ignore) : "",
+      noClassLoss(cfg));
+}
 
 NllConfig nllConfig(const KernelSpec& spec, const TensorInfo& probs) {
   if (probs.rank() < 1) spec.fail("probs is {}; expected rank >= 1", probs.toString());
@@ -486,6 +520,7 @@ NllConfig nllConfig(const KernelSpec& spec, const TensorInfo& probs) {
   c.reduction = graphcoreReduction(spec);
   c.logProb = spec.attrs.getInt("inputIsLogProbability", 0) != 0;
   c.rule.description = spec.description;
+  c.rule.outOfRangeSelectsNoClass = true;
   if (spec.attrs.has("ignoreIndex")) c.rule.setIgnore(spec.attrs.getInt("ignoreIndex"));
   return c;
 }
@@ -506,6 +541,10 @@ std::unique_ptr<Kernel> makeNll(const NllConfig& cfg) {
       if (label >= 0) {
         const float v = p[r * c + label];
         l = cfg.logProb ? -v : -std::log(std::max(v, kMinProb));
+        ++count;
+      } else if (label == LabelRule::kNoClass) {
+        warnNoClassOnce(cfg, labels[r], r);
+        l = noClassLoss(cfg);
         ++count;
       }
       if (none) {
@@ -536,7 +575,7 @@ std::unique_ptr<Kernel> makeNllGrad(const NllConfig& cfg) {
     if (cfg.reduction == ReductionType::Mean) {
       int64_t count = 0;
       for (int64_t r = 0; r < cfg.rows; ++r) {
-        count += cfg.rule.check(labels[r], r) >= 0 ? 1 : 0;
+        count += cfg.rule.check(labels[r], r) != LabelRule::kIgnored ? 1 : 0;
       }
       scalarCoef = count > 0 ? dLoss[0] / static_cast<float>(count) : 0.0f;
     }
