@@ -5,6 +5,13 @@ priority and at nice 10, and as two jobs at once; xtrain also with its adaptive 
 (XTRAIN_ADAPTIVE_THREADS=0, what it did before).
 
     /usr/bin/python3 bench/contention_bench.py [--steps 200] [--repeats 3] [--no-torch]
+    /usr/bin/python3 bench/contention_bench.py --model cnn [--steps 40]     # a real-sized model
+
+--model cnn|gpt|bert runs one of bench/models/make_models.py's real-sized models instead (made once, in
+a temporary folder): xtrain trains it from its ONNX export with the `xtrain` tool (SGD lr 0.05
+momentum 0.9; the figure is the samples/s it prints, the first step included), PyTorch trains the same
+module on the same data in a python3 process of its own (bench/models_vs_torch.py's loop: the figure is
+over the timed steps after 3 warm-up steps).
 
 Every run is a whole process; conditions and sides alternate, --repeats times; the figure is the
 median samples/s. The neighbour is a busy loop (`while True: pass` in python3) started before the run
@@ -20,6 +27,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,16 +67,35 @@ def clean_env(extra=None):
     return env
 
 
+# PyTorch's side of a real-sized model: bench/models_vs_torch.py's loop, in a process of its own.
+TORCH_MODEL = r"""
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/models"]
+import make_models, models_vs_torch
+name, steps = sys.argv[2], int(sys.argv[3])
+rate = models_vs_torch.torch_rate(name, make_models.make_data(name), make_models.MODELS[name][2], steps)
+print("samples_per_s=%f" % rate)
+"""
+
+
 def command(side, args):
+    if args.model == "mlp":
+        if side == "torch":
+            return [sys.executable, "-c", TORCH_MLP, str(args.steps)]
+        return [args.xbench, "mlp", "--steps", str(args.steps)]
     if side == "torch":
-        return [sys.executable, "-c", TORCH_MLP, str(args.steps)]
-    return [args.xbench, "mlp", "--steps", str(args.steps)]
+        return [sys.executable, "-c", TORCH_MODEL, HERE, args.model, str(args.steps)]
+    onnx_path, h5_path, batch = args.files
+    return [args.xtrain, "--model", onnx_path, "--data", h5_path, "--loss", "loss", "--optimizer",
+            "sgd", "--lr", "0.05", "--momentum", "0.9", "--micro-batch-size", str(batch),
+            "--steps", str(args.steps)]
 
 
 def rate(out):
-    m = re.search(r"samples_per_s=([0-9.]+)", out)
+    m = re.search(r"samples_per_s=([0-9.]+)", out) or re.search(
+        r"xtrain: trained \d+ steps \(\d+ samples\) in [0-9.e+-]+ s, ([0-9.]+) samples/s", out)
     if not m:
-        sys.exit("no samples_per_s in the output:\n" + out[-2000:])
+        sys.exit("no samples/s in the output:\n" + out[-2000:])
     return float(m.group(1))
 
 
@@ -102,26 +129,36 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn", "gpt", "bert"],
+                   help="mlp: xbench's reference MLP; the others: bench/models/make_models.py's")
     p.add_argument("--xbench", default=os.path.join(ROOT, "build", "bin", "xbench"))
+    p.add_argument("--xtrain", default=os.path.join(ROOT, "build", "bin", "xtrain"))
     p.add_argument("--no-torch", action="store_true", help="xtrain only")
     p.add_argument("--conditions", default=",".join(CONDITIONS),
                    help="comma-separated subset of: " + ", ".join(CONDITIONS))
     args = p.parse_args()
     if args.steps < 1 or args.repeats < 1:
         p.error("--steps and --repeats must be at least 1")
-    if not os.access(args.xbench, os.X_OK):
-        p.error(f"{args.xbench} is not an executable (build xbench first)")
+    tool = args.xbench if args.model == "mlp" else args.xtrain
+    if not os.access(tool, os.X_OK):
+        p.error(f"{tool} is not an executable (build it first)")
     conditions = [c.strip() for c in args.conditions.split(",")]
     for c in conditions:
         if c not in CONDITIONS:
             p.error(f"unknown condition '{c}'; expected one of: {', '.join(CONDITIONS)}")
     sides = ["xtrain", "xtrain (adaptive off)"] + ([] if args.no_torch else ["torch"])
     figures = {(s, c): [] for s in sides for c in conditions}
-    for _ in range(args.repeats):
-        for c in conditions:
-            for s in sides:
-                figures[(s, c)].extend(run(s, c, args))
-    print(f"samples/s, medians of {args.repeats} runs of {args.steps} steps "
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.model != "mlp":
+            sys.path[:0] = [os.path.join(HERE, "models")]
+            import make_models
+            onnx_path, h5_path = make_models.make(args.model, tmp)
+            args.files = (onnx_path, h5_path, make_models.MODELS[args.model][2])
+        for _ in range(args.repeats):
+            for c in conditions:
+                for s in sides:
+                    figures[(s, c)].extend(run(s, c, args))
+    print(f"{args.model}: samples/s, medians of {args.repeats} runs of {args.steps} steps "
           f"(two jobs: each job's); load before: {os.getloadavg()[0]:.1f}")
     print("| side | " + " | ".join(conditions) + " |")
     print("| --- |" + " ---: |" * len(conditions))
