@@ -27,7 +27,7 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import _capture, _errors, _export, _module_sync, _structure
+from . import _capture, _errors, _export, _module_sync, _placement, _structure
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -87,6 +87,7 @@ class PoplarExecutor:
 
     def _reset(self):
         self._captured = None
+        self._layout = None
         self._session = None
         self._device = None
         self._weights = None
@@ -280,7 +281,8 @@ class PoplarExecutor:
         batches = self._batches()
         micro = [v.float() if v.dtype == torch.float64 else v for v in values]
         micro = [v[: v.shape[0] // batches] for v in micro]
-        captured = self._stored_capture or _capture.capture(model, names, micro, self.training)
+        captured = self._stored_capture or _capture.capture(model, names, micro, self.training,
+                                                            self.options.execution_strategy)
         self._use_capture(captured, micro[0].shape[0] if micro else 1)
 
     def _use_capture(self, captured, micro_batch):
@@ -301,6 +303,10 @@ class PoplarExecutor:
             if node.op_type == "Constant" and node.output[0] in captured.constant_buffers}
         self._check_constant_buffers()
         self._micro_batch = micro_batch
+        # The blocks' placement (_placement.py), checked against the options before building.
+        self._layout = _placement.placed_layout(captured.proto)
+        if self._layout is not None:
+            self._layout.check(self.options, self.training)
         self._build_session()
 
     def _session_options(self):
@@ -321,6 +327,8 @@ class PoplarExecutor:
             else _xtrain.ReductionType.Sum)
         o.Precision.apply(opts)
         o.TensorLocations.apply(opts, _xtrain)
+        if self._layout is not None:
+            self._model_parallel_options(opts)
         if o.log_dir is not None:
             opts.logDir = o.log_dir
         if o.synthetic_data:
@@ -329,6 +337,19 @@ class PoplarExecutor:
             opts.enableEngineCaching = True
             opts.cachePath = o.executable_cache_dir
         return opts
+
+    def _model_parallel_options(self, opts):
+        """The blocks' IPUs and stages are in the graph: Manual placement, and pipelining for
+        PipelinedExecution over 2 or more IPUs, with PopTorch's default recomputation for it
+        (each stage's forward recomputed in its backward instead of stashed: the same weights)."""
+        opts.virtualGraphMode = _xtrain.VirtualGraphMode.Manual
+        if self._layout.pipelined(self.options):
+            opts.enablePipelining = True
+            if self.training:
+                opts.autoRecomputation = _xtrain.RecomputationType.Pipeline
+
+    def _ipus_per_replica(self):
+        return 1 if self._layout is None else self._layout.ipus_per_replica(self.options)
 
     def _configure_for_xrun(self, opts):
         """Under xrun the job's replicas span the instances: the session joins them (popdist's
@@ -351,28 +372,44 @@ class PoplarExecutor:
                                 {name: art for name in self._captured.output_names})
 
     def _acquire_device(self):
-        replicas = self.options.replication_factor
+        ipus = self._ipus_per_replica()
+        # A device of replicas x IPUs per replica (docs/model-parallelism.md).
+        total = self.options.replication_factor * ipus
         manager = _xtrain.DeviceManager()
         if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
-            return _dist.getDevice()
+            if _dist.getNumIpusPerReplica() != ipus:
+                raise ValueError("the module's blocks need %d IPUs per replica, but xrun gave %d: "
+                                 "start it with --ipus-per-replica %d"
+                                 % (ipus, _dist.getNumIpusPerReplica(), ipus))
+            return _dist.getDevice(ipus)
         if self.options.use_ipu_model:
             if self.options.ipu_id is not None:
                 raise ValueError("Options.useIpuId(%d) and useIpuModel(True) together: an IPU "
                                  "model device has no id in the pool; choose one"
                                  % self.options.ipu_id)
-            return manager.createIpuModelDevice({"numIPUs": replicas})
+            return manager.createIpuModelDevice({"numIPUs": total})
         if self.options.ipu_id is not None:
             device = manager.acquireDeviceById(self.options.ipu_id)
             if device is None:
                 raise RuntimeError("Options.useIpuId(%d): no such device in xtrain's pool, or it is "
                                    "taken (docs/devices.md)" % self.options.ipu_id)
-            if device.numIpus != replicas:
+            if device.numIpus != total:
                 device.detach()
                 raise ValueError("Options.useIpuId(%d) is a device of %d IPUs, but the options need "
-                                 "%d (one per replica)" % (self.options.ipu_id, device.numIpus,
-                                                           replicas))
+                                 "%d (%d replicas x %d IPUs per replica, the IPUs the module's "
+                                 "blocks use)" % (self.options.ipu_id, device.numIpus, total,
+                                                  self.options.replication_factor, ipus))
             return device
-        return manager.acquireAvailableDevice(replicas)
+        try:
+            return manager.acquireAvailableDevice(total)
+        except _xtrain.popart_exception as e:
+            if ipus == 1:
+                raise
+            raise ValueError(
+                "the module's blocks use IPUs 0 to %d of a replica, so %d replicas need %d IPUs, "
+                "which the pool cannot give (%s): place the blocks on fewer IPUs or use fewer "
+                "replicas" % (self._layout.ipus - 1, self.options.replication_factor, total, e)) \
+                from e
 
     def _build_session(self):
         proto = self._captured.proto.SerializeToString()

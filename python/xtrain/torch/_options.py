@@ -113,6 +113,7 @@ class Options:
         self.synthetic_data = False
         self.connection_type = ConnectionType.Always
         self.executable_cache_dir = None
+        self.execution_strategy = None  # None: PipelinedExecution() (PopTorch's default)
 
     def __getattr__(self, name):
         # Called only for names not found normally: PopTorch's options not built yet, or typos.
@@ -165,10 +166,10 @@ class Options:
         return self
 
     def autoRoundNumIPUs(self, enabled):
-        """Accepted, no effect: PopTorch rounds the IPUs it asks for up to a power of two. xtrain's
-        pool hands out only powers of two, and a device must split evenly among the replicas (one
-        IPU each), so rounding could not help: replicationFactor(3) fails in the pool either way,
-        saying so."""
+        """Honoured for blocks: a module whose blocks use a number of IPUs per replica that is not
+        a power of two (3) gets the next power of two (4, one idle) instead of an error, as in
+        PopTorch (_placement.py). It does not round the replicas: replicationFactor(3) fails in
+        the pool, which hands out powers of two, saying so."""
         if not isinstance(enabled, bool):
             raise TypeError("Options.autoRoundNumIPUs: expected a bool, got %r" % (enabled,))
         self.auto_round_num_ipus = enabled
@@ -214,8 +215,13 @@ class Options:
         return self
 
     def setExecutionStrategy(self, strategy):
-        """Refused until model parallelism lands (_strategies.py)."""
-        _strategies._refuse("Options.setExecutionStrategy(%s)" % type(strategy).__name__)
+        """How the module's blocks run on the replica's IPUs: PipelinedExecution (the default) or
+        ShardedExecution (_strategies.py; the phased strategies are refused when made)."""
+        if not isinstance(strategy, _strategies.STRATEGY_TYPES):
+            raise TypeError("Options.setExecutionStrategy: expected a poptorch.PipelinedExecution "
+                            "or poptorch.ShardedExecution, got %r" % (strategy,))
+        self.execution_strategy = strategy
+        return self
 
     def loadFromFile(self, filepath):
         """Sets options from a file of PopTorch's config form: one call per line, written as in
