@@ -27,7 +27,7 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import _capture, _errors, _export, _module_sync, _placement, _structure
+from . import _capture, _errors, _export, _module_sync, _placement, _replica_grouping, _structure
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -80,6 +80,7 @@ class PoplarExecutor:
         self.training = training
         self._optimizer = optimizer
         self._stored_capture = None  # a capture read from a file (_export.py), used to compile
+        self._per_replica = {}  # parameter name -> _replica_grouping.Grouping (replicaGrouping)
         if training:
             OptimizerPlan(optimizer, {})  # refuses an optimizer xtrain cannot map, now
         _module_sync.watch(model)
@@ -228,11 +229,15 @@ class PoplarExecutor:
         self._reset()
 
     def __getattr__(self, name):
-        # The module's attributes, as PopTorch's wrapper exposes them.
+        # The module's attributes, as PopTorch's wrapper exposes them; a parameter with
+        # replicaGrouping (_replica_grouping.py), as PopTorch's.
         model = self.__dict__.get("model")
         if model is None:
             raise AttributeError(name)
-        return getattr(model, name)
+        value = getattr(model, name)
+        if isinstance(value, torch.nn.Parameter):
+            return _replica_grouping.ParameterHandle(self, name, value)
+        return value
 
     def __repr__(self):
         return "%s(%s, %s)" % ("trainingModel" if self.training else "inferenceModel",
@@ -281,8 +286,16 @@ class PoplarExecutor:
         batches = self._batches()
         micro = [v.float() if v.dtype == torch.float64 else v for v in values]
         micro = [v[: v.shape[0] // batches] for v in micro]
-        captured = self._stored_capture or _capture.capture(model, names, micro, self.training,
-                                                            self.options.execution_strategy)
+        captured = self._stored_capture
+        if captured is None:
+            replicas = self.options.replication_factor
+            with _replica_grouping.first_group_in_place(model, self._per_replica, replicas):
+                captured = _capture.capture(model, names, micro, self.training,
+                                            self.options.execution_strategy)
+            _replica_grouping.write_groupings(captured.proto, model, self._per_replica, replicas)
+            if self.training:
+                _replica_grouping.scale_loss_for_mean(captured.proto, self.options,
+                                                      self._per_replica)
         self._use_capture(captured, micro[0].shape[0] if micro else 1)
 
     def _use_capture(self, captured, micro_batch):
@@ -303,6 +316,8 @@ class PoplarExecutor:
             if node.op_type == "Constant" and node.output[0] in captured.constant_buffers}
         self._check_constant_buffers()
         self._micro_batch = micro_batch
+        self._input_groups = _replica_grouping.input_groups(self.options)
+        self._loss = _replica_grouping.training_loss(captured.proto)
         # The blocks' placement (_placement.py), checked against the options before building.
         self._layout = _placement.placed_layout(captured.proto)
         if self._layout is not None:
@@ -322,9 +337,10 @@ class PoplarExecutor:
             opts.accumulationFactor = o.Training.gradient_accumulation
         if _dist.isPopdistEnvSet():
             self._configure_for_xrun(opts)
+        # Sum with grouped weights: the graph's loss is then scaled (_replica_grouping.py).
         opts.accumulationAndReplicationReductionType = (
-            _xtrain.ReductionType.Mean if o.Training.reduction == ReductionType.Mean
-            else _xtrain.ReductionType.Sum)
+            _xtrain.ReductionType.Mean if o.Training.reduction == ReductionType.Mean and
+            self._loss == "loss" else _xtrain.ReductionType.Sum)
         o.Precision.apply(opts)
         o.TensorLocations.apply(opts, _xtrain)
         if self._layout is not None:
@@ -417,7 +433,7 @@ class PoplarExecutor:
         try:
             if self.training:
                 session = _xtrain.TrainingSession(
-                    fnModel=proto, dataFlow=self._data_flow(), loss="loss",
+                    fnModel=proto, dataFlow=self._data_flow(), loss=self._loss,
                     optimizer=self._plan.xtrain, deviceInfo=device,
                     userOptions=self._session_options(), name="trainingModel")
             else:
@@ -431,13 +447,22 @@ class PoplarExecutor:
             device.detach()
             raise
         self._session, self._device = session, device
+        # A grouped weight's host value holds every group's (_replica_grouping.py).
+        self._grouped = {}
+        for name in _replica_grouping.grouped_names(self._captured.proto):
+            dtype, shape = self._info(name)
+            host_shape = list(self._state_tensors([name])[0][1].shape)
+            if len(host_shape) == len(shape) + 1:
+                self._grouped[name] = host_shape[0]
+                self._host_info[name] = (dtype, host_shape)
         self._weights = DeviceWeights(session, device, self._captured.state_names, self._host_info,
                                       self._copied_callback())
         self._anchors = session.initAnchorArrays()
         if self.training:
             # An optimizer with state (loaded from a checkpoint) resumes on the device: its state
             # goes into the host copy that copyWeightsToDevice sends.
-            self._opt_state = OptimizerState(session, self._plan, self._weight_names)
+            self._opt_state = OptimizerState(session, self._plan, self._weight_names,
+                                             self._grouped)
             self._opt_state.to_device(self._optimizer)
             self._hook_optimizer(self._optimizer)
         self.copyWeightsToDevice()
@@ -495,6 +520,9 @@ class PoplarExecutor:
                                  "%s.forward argument '%s' has shape %s; the compiled model takes "
                                  "%s per micro-batch" % (_model_name(self.model), name,
                                                          tuple(array.shape), tuple(shape)))
+            if self._input_groups is not None:
+                array = _replica_grouping.expand_grouped_inputs(array, self._input_groups,
+                                                                self.options, self.training)
             feeds[name] = array
         return feeds
 
@@ -610,7 +638,8 @@ class PoplarExecutor:
             self._session.updateOptimizerFromHost(plan.xtrain)
         if self._plan_optimizer is not self._optimizer:  # another torch optimizer: its state too
             self._hook_optimizer(self._optimizer)
-            self._opt_state = OptimizerState(self._session, plan, self._weight_names)
+            self._opt_state = OptimizerState(self._session, plan, self._weight_names,
+                                             self._grouped)
             if self._opt_state.to_device(self._optimizer):
                 self._session.weightsFromHost()
         self._opt_state._plan = plan

@@ -57,7 +57,7 @@ _OPTIONS_NOT_BUILT = (
     "broadcastBuffers",
     "anchorTensor", "enableStableNorm", "logCycleCount", "syncPattern",
     "relaxOptimizerAttributesChecks", "showCompilationProgressBar", "setAvailableMemoryProportion",
-    "modelName", "updatableNamedBuffers", "inputReplicaGrouping", "disableModuleNamescope",
+    "modelName", "updatableNamedBuffers", "disableModuleNamescope",
     "sourceLocationExcludes", "appendToLocationExcludes", "_Popart",
 )
 _TRAINING_NOT_BUILT = ("setAutomaticLossScaling", "setMeanAccumulationAndReplicationReductionStrategy",
@@ -114,6 +114,8 @@ class Options:
         self.connection_type = ConnectionType.Always
         self.executable_cache_dir = None
         self.execution_strategy = None  # None: PipelinedExecution() (PopTorch's default)
+        self.input_group_size = 1  # replicas fed the same micro-batches (inputReplicaGrouping)
+        self.input_group_type = None
 
     def __getattr__(self, name):
         # Called only for names not found normally: PopTorch's options not built yet, or typos.
@@ -129,6 +131,27 @@ class Options:
     def replicationFactor(self, replication_factor):
         """Local replicas, each on its own simulated IPU."""
         self.replication_factor = _positive_int("Options.replicationFactor", replication_factor)
+        return self
+
+    def inputReplicaGrouping(self, input_group_size, input_group_type):
+        """Groups of input_group_size replicas get the same micro-batches (PopTorch's rule: a call
+        takes replicationFactor / input_group_size per device iteration and accumulation step).
+        Consecutive groups ({0, 1}, {2, 3}) or Orthogonal ones ({0, 2}, {1, 3}); NoGrouping is
+        groups of 1; All is refused, as in PopTorch. Checked against replicationFactor when the
+        model is wrapped (_replica_grouping.py)."""
+        from .enums import CommGroupType
+        if not isinstance(input_group_type, CommGroupType):
+            raise TypeError("Options.inputReplicaGrouping: expected a "
+                            "poptorch.enums.CommGroupType, got %r" % (input_group_type,))
+        if input_group_type == CommGroupType.NoGrouping:
+            input_group_size, input_group_type = 1, CommGroupType.Consecutive
+        if input_group_type == CommGroupType.All:
+            raise ValueError("Options.inputReplicaGrouping: input_group_type cannot be All (every "
+                             "replica would get the same micro-batches: give input_group_size = "
+                             "replicationFactor with Consecutive)")
+        self.input_group_size = _positive_int("Options.inputReplicaGrouping's input_group_size",
+                                              input_group_size)
+        self.input_group_type = input_group_type
         return self
 
     def outputMode(self, output_mode, output_return_period=None):
@@ -264,7 +287,12 @@ class Options:
 
     def batches_per_call(self, training):
         """How many micro-batches of the model one call's inputs hold (PopTorch's rule)."""
-        n = self.device_iterations * self.replication_factor
+        if self.replication_factor % self.input_group_size:
+            raise ValueError("Options.inputReplicaGrouping(%d, ...): input groups of %d replicas do "
+                             "not divide replicationFactor (%d)" % (
+                                 self.input_group_size, self.input_group_size,
+                                 self.replication_factor))
+        n = self.device_iterations * (self.replication_factor // self.input_group_size)
         return n * self.Training.gradient_accumulation if training else n
 
     def __repr__(self):
