@@ -89,6 +89,9 @@ class PoplarExecutor:
     def _reset(self):
         self._captured = None
         self._layout = None
+        self._loss = "loss"
+        self._input_groups = None
+        self._grouped = {}
         self._session = None
         self._device = None
         self._weights = None
@@ -393,6 +396,8 @@ class PoplarExecutor:
         total = self.options.replication_factor * ipus
         manager = _xtrain.DeviceManager()
         if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
+            if ipus == 1:
+                return _dist.getDevice()
             if _dist.getNumIpusPerReplica() != ipus:
                 raise ValueError("the module's blocks need %d IPUs per replica, but xrun gave %d: "
                                  "start it with --ipus-per-replica %d"
