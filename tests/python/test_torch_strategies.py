@@ -5,7 +5,7 @@ the same global batches; the captured graph carries each op's IPU and stage; bad
 naming what to change."""
 import unittest
 
-from python_testing import PrivatePool
+from python_testing import HERE, PrivatePool, results_under_xrun
 from torch_testing import SKIP_REASON, torch
 import torch_testing as tt
 
@@ -270,6 +270,48 @@ class CapturedPlacement(PrivatePool, unittest.TestCase):
         wrapped = self.compiled(model, accumulation=1)  # one IPU: nothing to pipeline
         self.assertEqual({(ipu, stage) for _, _, ipu, stage in placement(wrapped)}, {(None, None)})
         self.assertEqual(wrapped._device.numIpus, 1)
+
+
+XRUN_SCRIPT = """
+import json, sys
+sys.path.insert(0, %r)
+import torch
+import torch_testing as tt
+import xtrain.torch as poptorch
+from xtrain import dist
+from test_torch_strategies import TwoBlockMlp, sgd
+
+instance = dist.getInstanceIndex()
+model = tt.make(TwoBlockMlp)
+opts = poptorch.Options()  # this instance's replica
+opts.Training.gradientAccumulation(4)
+wrapped = poptorch.trainingModel(model, opts, optimizer=sgd(model))
+for x, y in tt.mlp_data(3, 4 * 2 * 3):  # global batches of [accumulation, replica, micro-batch]
+    mine = lambda t: t.reshape((4, 2, 3) + t.shape[1:])[:, instance].reshape((12,) + t.shape[1:])
+    wrapped(mine(x), mine(y))
+print("RESULT " + json.dumps({
+    "instance": instance, "ipus": wrapped._device.numIpus,
+    "state": {k: v.tolist() for k, v in model.state_dict().items()}}), flush=True)
+""" % HERE
+
+
+@unittest.skipIf(torch is None, SKIP_REASON)
+class StrategiesUnderXrun(unittest.TestCase):
+
+    def test_pipelined_over_two_instances(self):
+        # xrun -n 2 --num-replicas 2 --ipus-per-replica 2: each instance pipelines its replica
+        # over 2 IPUs; together they train as PyTorch on the global batches of 2 replicas.
+        results = results_under_xrun(self, XRUN_SCRIPT, timeout=240, replicas=2,
+                                     xrun_args=("--ipus-per-replica", "2"))
+        model = tt.make(TwoBlockMlp)
+        optimizer = sgd(model)
+        for x, y in tt.mlp_data(3, 4 * 2 * 3):
+            tt.pytorch_step(model, optimizer, x, y, replicas=2, accumulation=4)
+        for result in results:
+            self.assertEqual(result["ipus"], 2)
+            for k, v in model.state_dict().items():
+                tt.assert_close_relative(torch.tensor(result["state"][k]), v,
+                                         "instance %d, %s" % (result["instance"], k))
 
 
 if __name__ == "__main__":
