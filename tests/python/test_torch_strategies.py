@@ -245,6 +245,36 @@ class CapturedPlacement(PrivatePool, unittest.TestCase):
         self.assertEqual(gemms, [("fc1", 1, 1), ("fc2", 0, 0), ("fc3", 0, 0)])
         self.assertEqual(strategy.stage("front").blocks, ["front"])
 
+    def test_stages_of_named_blocks_without_ipus(self):
+        # PopTorch's PipelinedExecution docstring: blocks named by user_id, no ipu_id; a block
+        # runs on its stage's number when neither the stage nor the block names an IPU.
+        class FourBlocks(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Linear(6, 6) for _ in range(4))
+
+            def forward(self, x):
+                for name, layer in zip("ABCD", self.layers):
+                    with poptorch.Block(name):
+                        x = torch.relu(layer(x))
+                return x
+
+        for strategy, expected in (
+                (poptorch.PipelinedExecution("A", "B", "C", "D"), [(0, 0), (1, 1), (2, 2), (3, 3)]),
+                (poptorch.PipelinedExecution(poptorch.Stage("A", "B"), poptorch.Stage("C", "D")),
+                 [(0, 0), (0, 0), (1, 1), (1, 1)])):
+            with self.subTest(strategy):
+                opts = poptorch.Options().setExecutionStrategy(strategy).deviceIterations(4)
+                wrapped = poptorch.inferenceModel(tt.make(FourBlocks), opts)
+                x = torch.randn(8, 6)
+                out = wrapped(x)
+                with torch.no_grad():
+                    torch.testing.assert_close(out, wrapped.model(x), rtol=1e-5, atol=1e-6)
+                gemms = [(ipu, stage) for _, op, ipu, stage in placement(wrapped) if op == "Gemm"]
+                self.assertEqual(gemms, expected)
+                self.assertEqual(wrapped._device.numIpus, expected[-1][0] + 1)
+                wrapped.destroy()
+
     def test_inference_graph_is_placed(self):
         model = tt.make(TwoBlockMlp)
         rows = placement(self.compiled(model, training=False))
