@@ -79,6 +79,23 @@ if torch is not None:
             return self.third(self.second(self.first(x)), y)
 
 
+    class BlockLstm(nn.Module):
+        """An LSTM on IPU 0, its classifier on IPU 1: torch.onnx adds Unsqueeze ops of the LSTM's
+        states outside every tracing scope, which go with the ops around them."""
+
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(5, 8, batch_first=True)
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, x, y):
+            with poptorch.Block("rnn", ipu_id=0):
+                h, _ = self.lstm(x)
+            with poptorch.Block("head", ipu_id=1):
+                out = self.fc(h[:, -1])
+                return out, F.cross_entropy(out, y)
+
+
 def placement(wrapped):
     """[(node name, op type, IPU, stage)] of the wrapper's captured graph, constants left out."""
     rows = []
@@ -160,6 +177,15 @@ class StrategiesTrainAsPyTorch(PrivatePool, unittest.TestCase):
         # SGD: the conv's bias feeds BatchNorm, so its gradient is zero but for rounding noise,
         # which Adam would scale into steps of the learning rate (docs/poptorch.md, "Tests").
         self.train_both(tt.make(BeginBlockCnn), None, tt.cnn_data(3, 16), sgd, accumulation=4)
+
+    def test_lstm_blocks_with_ops_the_exporter_adds(self):
+        wrapped = self.train_both(tt.make(BlockLstm), None, tt.sequence_data(3, 12), sgd,
+                                  accumulation=3)
+        rows = placement(wrapped)
+        unscoped = [(op, ipu) for name, op, ipu, _ in rows if not name.startswith("/")]
+        self.assertTrue(unscoped)  # the exporter's Unsqueeze ops of the LSTM's states
+        self.assertEqual({ipu for _, ipu in unscoped}, {0})
+        self.assertNotIn(None, [ipu for _, _, ipu, _ in rows])
 
     def test_auto_increment_pipeline_of_three_stages(self):
         wrapped = self.train_both(

@@ -40,8 +40,14 @@ def annotate(proto, starts, strategy, model_name):
     current, enclosing, ended = None, set(), None
     where = {}  # stage -> {ipu: what put ops there}, for the checks below
     block_of = {}  # node index -> what put it there
+    unscoped = []
     for index, node in enumerate(proto.graph.node):
         if _is_constant(node):  # a value, not an op: the importer makes it a constant tensor
+            continue
+        if not node.name.startswith("/"):
+            # Made by an exporter pass, outside any tracing scope (a Cast, an Unsqueeze of a
+            # shape): no evidence of where it was traced; placed by its neighbours below.
+            unscoped.append(index)
             continue
         ids = _starts_in(node)
         top = max(ids) if ids else -1
@@ -55,7 +61,7 @@ def annotate(proto, starts, strategy, model_name):
                 "%s: the op %s (%s) is traced after the end of %s, in no block: once a `with "
                 "poptorch.Block` or a BlockFunction ends, every op must be in a block until the "
                 "next one starts (PopTorch's rule; BeginBlock's blocks last until the next block "
-                "starts)" % (model_name, node.name or node.op_type, node.op_type, ended.describe()))
+                "starts)" % (model_name, node.name, node.op_type, ended.describe()))
         if current is None:
             stage, ipu, what = 0, 0, "the ops before the first block"
         else:
@@ -64,6 +70,7 @@ def annotate(proto, starts, strategy, model_name):
         where.setdefault(stage, {}).setdefault(ipu, what)
         block_of[index] = what
         _set(node, ipu, stage)
+    _place_unscoped(proto, unscoped, block_of)
     dense = {stage: i for i, stage in enumerate(sorted(where))}
     _check_one_ipu_per_stage(model_name, where)
     for node in proto.graph.node:
@@ -72,6 +79,47 @@ def annotate(proto, starts, strategy, model_name):
             _set(node, next(a.i for a in node.attribute if a.name == IPU), dense[stage])
     if strategy.pipelined and len({ipu for ipus in where.values() for ipu in ipus}) > 1:
         _check_data_flow(proto, model_name, block_of)
+
+
+def _placement_of(node):
+    attrs = {a.name: a.i for a in node.attribute if a.name in (IPU, STAGE)}
+    return (attrs[STAGE], attrs[IPU]) if IPU in attrs else None
+
+
+def _place_unscoped(proto, unscoped, block_of):
+    """An op outside every tracing scope runs with the latest stage among the placed ops whose
+    outputs it reads (so it reads nothing from a later stage), else with the earliest among the
+    placed ops that read its outputs, else on IPU 0 in stage 0; rounds until chains of such ops
+    are placed."""
+    nodes = proto.graph.node
+    made_by = {out: i for i, n in enumerate(nodes) for out in n.output}
+    read_by = {}
+    for i, n in enumerate(nodes):
+        for name in n.input:
+            read_by.setdefault(name, []).append(i)
+    todo = list(unscoped)
+    while todo:
+        still = []
+        for index in todo:
+            node = nodes[index]
+            before = [made_by[n] for n in node.input if n in made_by and made_by[n] in block_of]
+            after = [r for out in node.output for r in read_by.get(out, ()) if r in block_of]
+            if before:
+                source = max(before, key=lambda i: _placement_of(nodes[i]))
+            elif after:
+                source = min(after, key=lambda i: _placement_of(nodes[i]))
+            else:
+                still.append(index)
+                continue
+            stage, ipu = _placement_of(nodes[source])
+            block_of[index] = block_of[source]
+            _set(node, ipu, stage)
+        if len(still) == len(todo):  # nothing placed around them: the default block
+            for index in still:
+                block_of[index] = "the ops before the first block"
+                _set(nodes[index], 0, 0)
+            break
+        todo = still
 
 
 def _set(node, ipu, stage):
