@@ -6,7 +6,7 @@ naming what to change."""
 import unittest
 
 from python_testing import HERE, PrivatePool, results_under_xrun
-from torch_testing import SKIP_REASON, torch
+from torch_testing import SKIP_REASON, torch, torchvision
 import torch_testing as tt
 
 if torch is not None:
@@ -326,6 +326,38 @@ class CapturedPlacement(PrivatePool, unittest.TestCase):
         wrapped = self.compiled(model, accumulation=1)  # one IPU: nothing to pipeline
         self.assertEqual({(ipu, stage) for _, _, ipu, stage in placement(wrapped)}, {(None, None)})
         self.assertEqual(wrapped._device.numIpus, 1)
+
+
+@unittest.skipIf(torchvision is None, "torchvision (python3-torchvision) is not importable")
+class SplitTorchvisionModels(PrivatePool, unittest.TestCase):
+    """torchvision models split by BeginBlock train bit for bit as on one IPU per replica (the
+    model-parallel layer's promise: placement, copies and the pipeline change when, not what, a
+    kernel computes); test_torch_vision.py compares the one-IPU training with PyTorch's."""
+
+    def train(self, name, split, strategy=None):
+        model = tt.make_vision(name)
+        if split is not None:
+            poptorch.BeginBlock(getattr(model.net, split), ipu_id=1)
+        opts = poptorch.Options()
+        opts.Training.gradientAccumulation(3)
+        if strategy is not None:
+            opts.setExecutionStrategy(strategy)
+        wrapped = poptorch.trainingModel(model, opts, optimizer=tt.vision_sgd(model))
+        for x, y in tt.vision_data(2, 6):
+            wrapped(x, y)
+        ipus = wrapped._device.numIpus
+        wrapped.destroy()
+        return model.state_dict(), ipus
+
+    def test_resnet18_and_mobilenet(self):
+        for name, split in (("resnet18", "layer3"), ("mobilenet_v3_small", "classifier")):
+            one_ipu, _ = self.train(name, None)
+            for strategy in (None, poptorch.ShardedExecution()):
+                with self.subTest(name=name, strategy=strategy):
+                    split_state, ipus = self.train(name, split, strategy)
+                    self.assertEqual(ipus, 2)
+                    for k, v in one_ipu.items():
+                        self.assertTrue(torch.equal(split_state[k], v), k)
 
 
 XRUN_SCRIPT = """
