@@ -205,7 +205,10 @@ class StrategiesTrainAsPyTorch(PrivatePool, unittest.TestCase):
         data = tt.mlp_data(3, 12)
         path = os.path.join(self.tmp, "pipelined.xtrain")
         poptorch.trainingModel(model, opts, optimizer=sgd(model)).compileAndExport(path, *data[0])
-        loaded = poptorch.load(path)
+        with self.assertRaisesRegex(ValueError, r"changed Options\.execution_strategy, which were "
+                                                r"compiled into the exported model"):
+            poptorch.load(path, lambda o: o.setExecutionStrategy(poptorch.ShardedExecution()))
+        loaded = poptorch.load(path, lambda o: o.randomSeed(3))  # a run-time option: fine
         for x, y in data:
             loaded(x, y)
             tt.pytorch_step(reference, ref_opt, x, y, accumulation=3)
