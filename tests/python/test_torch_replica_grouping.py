@@ -151,6 +151,28 @@ class GroupedWeights(PrivatePool, unittest.TestCase):
         numpy.testing.assert_allclose(losses, cpu_losses, atol=1e-6)
         numpy.testing.assert_allclose(w, cpu_w, atol=1e-6)
 
+    def test_no_grouping_is_one_value_per_replica(self):
+        # PopTorch's test_per_replica_variables_no_grouping: NoGrouping (shards ignored, 0) over 4
+        # replicas with AdamW; each replica trains its own row on its own micro-batch.
+        torch.manual_seed(0)
+        model = ModelWithLoss(torch.randn(4, 6))
+        reference = [torch.nn.Parameter(model.W.detach()[r].clone()) for r in range(4)]
+        options = poptorch.Options()
+        options.replication_factor = 4
+        training_model = poptorch.trainingModel(
+            model, options, optimizer=torch.optim.AdamW(model.parameters(), 0.1))
+        training_model.W.replicaGrouping(poptorch.CommGroupType.NoGrouping, 0,
+                                         poptorch.VariableRetrievalMode.OnePerGroup)
+        x = torch.randn(4, 6)
+        training_model(x)
+        for r in range(4):  # replica r: its row, its micro-batch, its gradient / 4 (Mean)
+            optim = torch.optim.AdamW([reference[r]], 0.1)
+            z = x[r:r + 1] @ reference[r]
+            (torch.mean(z**2) / 4).backward()
+            optim.step()
+            torch.testing.assert_close(model.W[r], reference[r].detach(), rtol=1e-5, atol=1e-6)
+        training_model.destroy()
+
     def test_bad_groupings(self):
         types, modes = poptorch.enums.CommGroupType, poptorch.enums.VariableRetrievalMode
         opts = poptorch.Options().replicationFactor(4)
@@ -163,7 +185,8 @@ class GroupedWeights(PrivatePool, unittest.TestCase):
              r"shape \(2, 3, 5\); with 4 groups of replicas its first dimension must be 4"),
             ((types.Consecutive, 2, modes.AllReplicas), NotImplementedError,
              r"only OnePerGroup is implemented"),
-            ((types.Consecutive, 0, modes.OnePerGroup), ValueError, r"shards .* >= 1"),
+            ((types.Consecutive, 0, modes.OnePerGroup), ValueError,
+             r"shards .* >= 1 for CommGroupType\.Consecutive"),
             (("Consecutive", 2, modes.OnePerGroup), TypeError, r"expected a .*CommGroupType"),
         ]
         for args, error, pattern in cases:

@@ -29,9 +29,12 @@ class Grouping:
         if not isinstance(comm_group_type, CommGroupType):
             raise TypeError("%s.replicaGrouping: expected a poptorch.enums.CommGroupType, got %r"
                             % (name, comm_group_type))
-        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        # PopTorch ignores shards for All and NoGrouping (its own test passes 0 with NoGrouping).
+        if comm_group_type in (CommGroupType.Consecutive, CommGroupType.Orthogonal) and (
+                isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
             raise ValueError("%s.replicaGrouping: shards (the replicas in a group) must be an int "
-                             ">= 1, got %r" % (name, shards))
+                             ">= 1 for CommGroupType.%s, got %r"
+                             % (name, comm_group_type.name, shards))
         if not isinstance(mode, VariableRetrievalMode):
             raise TypeError("%s.replicaGrouping: expected a poptorch.enums.VariableRetrievalMode, "
                             "got %r" % (name, mode))
