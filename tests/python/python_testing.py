@@ -55,10 +55,10 @@ def clean_env(**extra):
     return env
 
 
-def results_under_xrun(test, script_text, timeout, instances=2, replicas=4):
-    """Runs script_text as `xrun -n instances --num-replicas replicas python3 SCRIPT` on a private
-    pool of 8 IPUs (one kernel thread each) and returns the JSON objects its instances printed after
-    "RESULT ", sorted by their "instance"; skips the test when xrun is not built."""
+def results_under_xrun(test, script_text, timeout, instances=2, replicas=4, xrun_args=()):
+    """Runs script_text as `xrun -n instances --num-replicas replicas [xrun_args] python3 SCRIPT`
+    on a private pool of 8 IPUs (one kernel thread each) and returns the JSON objects its instances
+    printed after "RESULT ", sorted by their "instance"; skips the test when xrun is not built."""
     xrun = os.path.join(BIN_DIR, "xrun")
     if not os.path.exists(xrun):
         test.skipTest("no " + xrun)
@@ -71,7 +71,8 @@ def results_under_xrun(test, script_text, timeout, instances=2, replicas=4):
                         OMP_NUM_THREADS="1")
         os.makedirs(env["XTRAIN_IPU_LOCK_DIR"])
         r = subprocess.run([xrun, "-n", str(instances), "--num-replicas", str(replicas),
-                            "--timeout", str(timeout), "--no-tag-output", sys.executable, script],
+                            "--timeout", str(timeout), "--no-tag-output", *xrun_args,
+                            sys.executable, script],
                            env=env, capture_output=True, text=True, timeout=timeout + 50)
         test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         results = sorted((json.loads(line.split("RESULT ", 1)[1])

@@ -1,7 +1,8 @@
 """xtrain.torch's Options beyond batching (docs/poptorch.md, "Options"): the reduction's default,
-Precision, TensorLocations, Distributed, Jit, the device and file options, loadFromFile and the
-execution strategies refused until model parallelism lands. Each is honoured, accepted with no
-effect, or refused saying why."""
+Precision, TensorLocations, Distributed, Jit, the device and file options, loadFromFile,
+setExecutionStrategy and the phased strategies (refused: xtrain has no execution phases;
+test_torch_strategies.py runs the others). Each is honoured, accepted with no effect, or refused
+saying why."""
 import os
 import unittest
 
@@ -163,24 +164,23 @@ class Options(PrivatePool, unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "poptorch.conf:1: .*expected an option call"):
             poptorch.Options().loadFromFile(path)
 
-    def test_execution_strategies_are_refused_until_model_parallelism(self):
-        model = tt.make(tt.Mlp)
+    def test_execution_strategy_option(self):
+        opts = poptorch.Options()
+        self.assertIsNone(opts.execution_strategy)  # PipelinedExecution() once blocks exist
+        sharded = poptorch.ShardedExecution("a", "b")
+        self.assertIs(opts.setExecutionStrategy(sharded), opts)
+        self.assertIs(opts.execution_strategy, sharded)
+        with self.assertRaisesRegex(TypeError, "setExecutionStrategy: expected"):
+            opts.setExecutionStrategy(object())
         attempts = {
-            "BeginBlock": lambda: poptorch.BeginBlock(model.fc2, ipu_id=1),
-            "Block": lambda: poptorch.Block(ipu_id=1),
-            "BlockFunction": lambda: poptorch.BlockFunction(ipu_id=1),
-            "Stage": lambda: poptorch.Stage("0"),
             "Phase": lambda: poptorch.Phase(["0"]),
-            "PipelinedExecution": lambda: poptorch.PipelinedExecution(
-                poptorch.AutoStage.AutoIncrement),
-            "ShardedExecution": lambda: poptorch.ShardedExecution(),
-            "setExecutionStrategy": lambda: poptorch.Options().setExecutionStrategy(object()),
+            "SerialPhasedExecution": lambda: poptorch.SerialPhasedExecution(["0"]),
+            "ParallelPhasedExecution": lambda: poptorch.ParallelPhasedExecution(["0"], ["1"]),
         }
         for name, attempt in attempts.items():
-            with self.subTest(name), self.assertRaisesRegex(NotImplementedError,
-                                                           "%s.*issue 30" % name):
+            with self.subTest(name), self.assertRaisesRegex(
+                    NotImplementedError, "%s: execution phases.*ExecutionPhases" % name):
                 attempt()
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -10,7 +10,7 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the machine
     raise ImportError("xtrain.torch needs PyTorch (Debian: apt install python3-torch): %s" % e) from e
 
-from . import _capture, optim  # noqa: F401
+from . import _capture, enums, optim  # noqa: F401
 from ._async_data import AsynchronousDataAccessor  # noqa: F401
 from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
@@ -23,15 +23,18 @@ from ._ops import (MatMulSerializationMode, dynamic_slice, dynamic_update,  # no
                    ipu_print_tensor, nop, serializedMatMul, set_available_memory)
 from ._option_groups import HalfFloatCastingBehavior, TensorLocationSettings  # noqa: F401
 from ._options import ConnectionType, Options, OutputMode, ReductionType  # noqa: F401
-from ._strategies import (AutoStage, BeginBlock, Block, BlockFunction, Phase,  # noqa: F401
-                          PipelinedExecution, ShardedExecution, Stage)
+from .enums import CommGroupType, VariableRetrievalMode  # noqa: F401
+from ._blocks import BeginBlock, Block, BlockFunction, removeBlocks  # noqa: F401
+from ._strategies import (AutoStage, ParallelPhasedExecution, Phase,  # noqa: F401
+                          PipelinedExecution, SerialPhasedExecution, ShardedExecution, Stage)
 
 __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "ReductionType",
            "PoplarExecutor", "OptimizerError", "identity_loss", "optim", "Error",
            "RecoverableError", "UnrecoverableError", "isRunningOnIpu", "DataLoader",
            "DataLoaderMode", "ConnectionType", "HalfFloatCastingBehavior", "TensorLocationSettings",
            "AutoStage", "BeginBlock", "Block", "BlockFunction", "Phase", "PipelinedExecution",
-           "ShardedExecution", "Stage", "MatMulSerializationMode", "dynamic_slice",
+           "ShardedExecution", "Stage", "SerialPhasedExecution", "ParallelPhasedExecution",
+           "removeBlocks", "enums", "CommGroupType", "VariableRetrievalMode", "MatMulSerializationMode", "dynamic_slice",
            "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
            "AsynchronousDataAccessor", "load", "setLogLevel", "logger", "MultiConv",
            "MultiConvPlanType"]

@@ -19,7 +19,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import _ops, _symbolics
+from . import _blocks, _ops, _placement, _symbolics
 from . import _structure as _structure_mod
 
 OPSET = 17
@@ -170,8 +170,9 @@ def _check_modules(model, training):
                 "xtrain.torch; give the BatchNorm a momentum" % (name or "model", type(module).__name__))
 
 
-def capture(model, names, values, training):
-    """Exports the module called with `values` (tensors named `names`); returns a Captured."""
+def capture(model, names, values, training, strategy=None):
+    """Exports the module called with `values` (tensors named `names`); returns a Captured. Blocks
+    (_blocks.py) the module starts while traced place its nodes, by the execution strategy."""
     _check_modules(model, training)
     with _preserved(model, training):
         before = {k: v.detach().clone() for k, v in model.named_buffers()}
@@ -185,7 +186,7 @@ def capture(model, names, values, training):
             _make_equal_tensors_distinct(model)
         buffer = io.BytesIO()
         _symbolics.register(OPSET)
-        with warnings.catch_warnings(), _export_errors(model):
+        with warnings.catch_warnings(), _export_errors(model), _blocks.recording() as blocks:
             warnings.simplefilter("ignore")  # the exporter's notes on in-place buffer updates
             torch.onnx.export(
                 model, tuple(values), buffer, input_names=names, output_names=output_names,
@@ -196,6 +197,8 @@ def capture(model, names, values, training):
                 # domain and the one xtrain imports (naming it here warns when none is used).
                 do_constant_folding=False, opset_version=OPSET)
     proto = onnx.load_from_string(buffer.getvalue())
+    if blocks.starts:
+        _placement.annotate(proto, blocks.starts, strategy, type(model).__name__)
     _serialized_matmuls(proto)
     state = model.state_dict()
     trained = _trained_state(model, training)

@@ -61,8 +61,9 @@ class DataLoader(torch.utils.data.DataLoader):
         self._async_options = dict(async_options or {}) if mode == DataLoaderMode.Async else None
         self._accessor = None
         self.options = options
-        self.combinedBatchSize = batch_size * options.device_iterations * \
-            options.replication_factor * options.Training.gradient_accumulation
+        # PopTorch's combined batch: the micro-batches of one training call (replicas in one
+        # input group, Options.inputReplicaGrouping, share theirs).
+        self.combinedBatchSize = batch_size * options.batches_per_call(True)
         if persistent_workers is None:
             persistent_workers = num_workers > 0
         if auto_distributed_partitioning and _dist.isDistributed():

@@ -27,7 +27,7 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import _capture, _errors, _export, _module_sync, _structure
+from . import _capture, _errors, _export, _module_sync, _placement, _replica_grouping, _structure
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -80,6 +80,7 @@ class PoplarExecutor:
         self.training = training
         self._optimizer = optimizer
         self._stored_capture = None  # a capture read from a file (_export.py), used to compile
+        self._per_replica = {}  # parameter name -> _replica_grouping.Grouping (replicaGrouping)
         if training:
             OptimizerPlan(optimizer, {})  # refuses an optimizer xtrain cannot map, now
         _module_sync.watch(model)
@@ -87,6 +88,10 @@ class PoplarExecutor:
 
     def _reset(self):
         self._captured = None
+        self._layout = None
+        self._loss = "loss"
+        self._input_groups = None
+        self._grouped = {}
         self._session = None
         self._device = None
         self._weights = None
@@ -227,11 +232,15 @@ class PoplarExecutor:
         self._reset()
 
     def __getattr__(self, name):
-        # The module's attributes, as PopTorch's wrapper exposes them.
+        # The module's attributes, as PopTorch's wrapper exposes them; a parameter with
+        # replicaGrouping (_replica_grouping.py), as PopTorch's.
         model = self.__dict__.get("model")
         if model is None:
             raise AttributeError(name)
-        return getattr(model, name)
+        value = getattr(model, name)
+        if isinstance(value, torch.nn.Parameter):
+            return _replica_grouping.ParameterHandle(self, name, value)
+        return value
 
     def __repr__(self):
         return "%s(%s, %s)" % ("trainingModel" if self.training else "inferenceModel",
@@ -280,7 +289,16 @@ class PoplarExecutor:
         batches = self._batches()
         micro = [v.float() if v.dtype == torch.float64 else v for v in values]
         micro = [v[: v.shape[0] // batches] for v in micro]
-        captured = self._stored_capture or _capture.capture(model, names, micro, self.training)
+        captured = self._stored_capture
+        if captured is None:
+            replicas = self.options.replication_factor
+            with _replica_grouping.first_group_in_place(model, self._per_replica, replicas):
+                captured = _capture.capture(model, names, micro, self.training,
+                                            self.options.execution_strategy)
+            _replica_grouping.write_groupings(captured.proto, model, self._per_replica, replicas)
+            if self.training:
+                _replica_grouping.scale_loss_for_mean(captured.proto, self.options,
+                                                      self._per_replica)
         self._use_capture(captured, micro[0].shape[0] if micro else 1)
 
     def _use_capture(self, captured, micro_batch):
@@ -301,6 +319,12 @@ class PoplarExecutor:
             if node.op_type == "Constant" and node.output[0] in captured.constant_buffers}
         self._check_constant_buffers()
         self._micro_batch = micro_batch
+        self._input_groups = _replica_grouping.input_groups(self.options)
+        self._loss = _replica_grouping.training_loss(captured.proto)
+        # The blocks' placement (_placement.py), checked against the options before building.
+        self._layout = _placement.placed_layout(captured.proto)
+        if self._layout is not None:
+            self._layout.check(self.options, self.training)
         self._build_session()
 
     def _session_options(self):
@@ -316,11 +340,14 @@ class PoplarExecutor:
             opts.accumulationFactor = o.Training.gradient_accumulation
         if _dist.isPopdistEnvSet():
             self._configure_for_xrun(opts)
+        # Sum with grouped weights: the graph's loss is then scaled (_replica_grouping.py).
         opts.accumulationAndReplicationReductionType = (
-            _xtrain.ReductionType.Mean if o.Training.reduction == ReductionType.Mean
-            else _xtrain.ReductionType.Sum)
+            _xtrain.ReductionType.Mean if o.Training.reduction == ReductionType.Mean and
+            self._loss == "loss" else _xtrain.ReductionType.Sum)
         o.Precision.apply(opts)
         o.TensorLocations.apply(opts, _xtrain)
+        if self._layout is not None:
+            self._model_parallel_options(opts)
         if o.log_dir is not None:
             opts.logDir = o.log_dir
         if o.synthetic_data:
@@ -329,6 +356,19 @@ class PoplarExecutor:
             opts.enableEngineCaching = True
             opts.cachePath = o.executable_cache_dir
         return opts
+
+    def _model_parallel_options(self, opts):
+        """The blocks' IPUs and stages are in the graph: Manual placement, and pipelining for
+        PipelinedExecution over 2 or more IPUs, with PopTorch's default recomputation for it
+        (each stage's forward recomputed in its backward instead of stashed: the same weights)."""
+        opts.virtualGraphMode = _xtrain.VirtualGraphMode.Manual
+        if self._layout.pipelined(self.options):
+            opts.enablePipelining = True
+            if self.training:
+                opts.autoRecomputation = _xtrain.RecomputationType.Pipeline
+
+    def _ipus_per_replica(self):
+        return 1 if self._layout is None else self._layout.ipus_per_replica(self.options)
 
     def _configure_for_xrun(self, opts):
         """Under xrun the job's replicas span the instances: the session joins them (popdist's
@@ -351,28 +391,46 @@ class PoplarExecutor:
                                 {name: art for name in self._captured.output_names})
 
     def _acquire_device(self):
-        replicas = self.options.replication_factor
+        ipus = self._ipus_per_replica()
+        # A device of replicas x IPUs per replica (docs/model-parallelism.md).
+        total = self.options.replication_factor * ipus
         manager = _xtrain.DeviceManager()
         if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
-            return _dist.getDevice()
+            if ipus == 1:
+                return _dist.getDevice()
+            if _dist.getNumIpusPerReplica() != ipus:
+                raise ValueError("the module's blocks need %d IPUs per replica, but xrun gave %d: "
+                                 "start it with --ipus-per-replica %d"
+                                 % (ipus, _dist.getNumIpusPerReplica(), ipus))
+            return _dist.getDevice(ipus)
         if self.options.use_ipu_model:
             if self.options.ipu_id is not None:
                 raise ValueError("Options.useIpuId(%d) and useIpuModel(True) together: an IPU "
                                  "model device has no id in the pool; choose one"
                                  % self.options.ipu_id)
-            return manager.createIpuModelDevice({"numIPUs": replicas})
+            return manager.createIpuModelDevice({"numIPUs": total})
         if self.options.ipu_id is not None:
             device = manager.acquireDeviceById(self.options.ipu_id)
             if device is None:
                 raise RuntimeError("Options.useIpuId(%d): no such device in xtrain's pool, or it is "
                                    "taken (docs/devices.md)" % self.options.ipu_id)
-            if device.numIpus != replicas:
+            if device.numIpus != total:
                 device.detach()
                 raise ValueError("Options.useIpuId(%d) is a device of %d IPUs, but the options need "
-                                 "%d (one per replica)" % (self.options.ipu_id, device.numIpus,
-                                                           replicas))
+                                 "%d (%d replicas x %d IPUs per replica, the IPUs the module's "
+                                 "blocks use)" % (self.options.ipu_id, device.numIpus, total,
+                                                  self.options.replication_factor, ipus))
             return device
-        return manager.acquireAvailableDevice(replicas)
+        try:
+            return manager.acquireAvailableDevice(total)
+        except _xtrain.popart_exception as e:
+            if ipus == 1:
+                raise
+            raise ValueError(
+                "the module's blocks use IPUs 0 to %d of a replica, so %d replicas need %d IPUs, "
+                "which the pool cannot give (%s): place the blocks on fewer IPUs or use fewer "
+                "replicas" % (self._layout.ipus - 1, self.options.replication_factor, total, e)) \
+                from e
 
     def _build_session(self):
         proto = self._captured.proto.SerializeToString()
@@ -380,7 +438,7 @@ class PoplarExecutor:
         try:
             if self.training:
                 session = _xtrain.TrainingSession(
-                    fnModel=proto, dataFlow=self._data_flow(), loss="loss",
+                    fnModel=proto, dataFlow=self._data_flow(), loss=self._loss,
                     optimizer=self._plan.xtrain, deviceInfo=device,
                     userOptions=self._session_options(), name="trainingModel")
             else:
@@ -394,13 +452,22 @@ class PoplarExecutor:
             device.detach()
             raise
         self._session, self._device = session, device
+        # A grouped weight's host value holds every group's (_replica_grouping.py).
+        self._grouped = {}
+        for name in _replica_grouping.grouped_names(self._captured.proto):
+            dtype, shape = self._info(name)
+            host_shape = list(self._state_tensors([name])[0][1].shape)
+            if len(host_shape) == len(shape) + 1:
+                self._grouped[name] = host_shape[0]
+                self._host_info[name] = (dtype, host_shape)
         self._weights = DeviceWeights(session, device, self._captured.state_names, self._host_info,
                                       self._copied_callback())
         self._anchors = session.initAnchorArrays()
         if self.training:
             # An optimizer with state (loaded from a checkpoint) resumes on the device: its state
             # goes into the host copy that copyWeightsToDevice sends.
-            self._opt_state = OptimizerState(session, self._plan, self._weight_names)
+            self._opt_state = OptimizerState(session, self._plan, self._weight_names,
+                                             self._grouped)
             self._opt_state.to_device(self._optimizer)
             self._hook_optimizer(self._optimizer)
         self.copyWeightsToDevice()
@@ -458,6 +525,9 @@ class PoplarExecutor:
                                  "%s.forward argument '%s' has shape %s; the compiled model takes "
                                  "%s per micro-batch" % (_model_name(self.model), name,
                                                          tuple(array.shape), tuple(shape)))
+            if self._input_groups is not None:
+                array = _replica_grouping.expand_grouped_inputs(array, self._input_groups,
+                                                                self.options, self.training)
             feeds[name] = array
         return feeds
 
@@ -573,7 +643,8 @@ class PoplarExecutor:
             self._session.updateOptimizerFromHost(plan.xtrain)
         if self._plan_optimizer is not self._optimizer:  # another torch optimizer: its state too
             self._hook_optimizer(self._optimizer)
-            self._opt_state = OptimizerState(self._session, plan, self._weight_names)
+            self._opt_state = OptimizerState(self._session, plan, self._weight_names,
+                                             self._grouped)
             if self._opt_state.to_device(self._optimizer):
                 self._session.weightsFromHost()
         self._opt_state._plan = plan

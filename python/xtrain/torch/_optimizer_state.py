@@ -59,9 +59,12 @@ def _torch_step(optimizer, value):
 class OptimizerState:
     """Moves one executor's optimizer state between its session and its torch optimizer."""
 
-    def __init__(self, session, plan, weight_names):
+    def __init__(self, session, plan, weight_names, groups=None):
         ids = set(session.getAllTensorIds())
         self._session = session
+        # weight name -> groups of a grouped weight (replicaGrouping): the host copy of its state
+        # holds every group's, as the weight's does.
+        self._groups = groups or {}
         self._plan = plan
         self._params = weight_names  # id(parameter) -> weight name
         self._slots = {w: _slots(plan, ids, w) for w in weight_names.values()}
@@ -89,7 +92,7 @@ class OptimizerState:
         arrays = {}
         for _, name in self._parameters(optimizer):
             for _, tid in self._slots[name]:
-                dtype, shape = self._session._hostInfo(tid)
+                dtype, shape = self._host_info(tid, name)
                 arrays[tid] = np.zeros(shape, dtype=dtype)
         if arrays:
             self._session.readWeights(_xtrain.PyWeightsIO(arrays))
@@ -106,6 +109,15 @@ class OptimizerState:
                     value = value / _velocity_scaling(self._plan, name)
                 state[key] = value
 
+    def _host_info(self, tid, weight):
+        """A state tensor shaped as its grouped weight (momentum, moments; not a scalar step) has a
+        host copy of every group's."""
+        dtype, shape = self._session._hostInfo(tid)
+        groups = self._groups.get(weight)
+        if groups and list(shape) == list(self._session._hostInfo(weight)[1]):
+            return dtype, [groups] + list(shape)
+        return dtype, shape
+
     def to_device(self, optimizer):
         """optimizer.state into the session's host copy; True when there was any (the caller then
         sends the host copy to the device)."""
@@ -117,7 +129,7 @@ class OptimizerState:
             for key, tid in self._slots[name]:
                 if key not in state:
                     continue
-                dtype, shape = self._session._hostInfo(tid)
+                dtype, shape = self._host_info(tid, name)
                 value = state[key]
                 if key == "step":
                     arrays[tid] = np.full(shape, float(value), dtype=dtype)

@@ -57,7 +57,7 @@ _OPTIONS_NOT_BUILT = (
     "broadcastBuffers",
     "anchorTensor", "enableStableNorm", "logCycleCount", "syncPattern",
     "relaxOptimizerAttributesChecks", "showCompilationProgressBar", "setAvailableMemoryProportion",
-    "modelName", "updatableNamedBuffers", "inputReplicaGrouping", "disableModuleNamescope",
+    "modelName", "updatableNamedBuffers", "disableModuleNamescope",
     "sourceLocationExcludes", "appendToLocationExcludes", "_Popart",
 )
 _TRAINING_NOT_BUILT = ("setAutomaticLossScaling", "setMeanAccumulationAndReplicationReductionStrategy",
@@ -113,6 +113,9 @@ class Options:
         self.synthetic_data = False
         self.connection_type = ConnectionType.Always
         self.executable_cache_dir = None
+        self.execution_strategy = None  # None: PipelinedExecution() (PopTorch's default)
+        self.input_group_size = 1  # replicas fed the same micro-batches (inputReplicaGrouping)
+        self.input_group_type = None
 
     def __getattr__(self, name):
         # Called only for names not found normally: PopTorch's options not built yet, or typos.
@@ -128,6 +131,27 @@ class Options:
     def replicationFactor(self, replication_factor):
         """Local replicas, each on its own simulated IPU."""
         self.replication_factor = _positive_int("Options.replicationFactor", replication_factor)
+        return self
+
+    def inputReplicaGrouping(self, input_group_size, input_group_type):
+        """Groups of input_group_size replicas get the same micro-batches (PopTorch's rule: a call
+        takes replicationFactor / input_group_size per device iteration and accumulation step).
+        Consecutive groups ({0, 1}, {2, 3}) or Orthogonal ones ({0, 2}, {1, 3}); NoGrouping is
+        groups of 1; All is refused, as in PopTorch. Checked against replicationFactor when the
+        model is wrapped (_replica_grouping.py)."""
+        from .enums import CommGroupType
+        if not isinstance(input_group_type, CommGroupType):
+            raise TypeError("Options.inputReplicaGrouping: expected a "
+                            "poptorch.enums.CommGroupType, got %r" % (input_group_type,))
+        if input_group_type == CommGroupType.NoGrouping:
+            input_group_size, input_group_type = 1, CommGroupType.Consecutive
+        if input_group_type == CommGroupType.All:
+            raise ValueError("Options.inputReplicaGrouping: input_group_type cannot be All (every "
+                             "replica would get the same micro-batches: give input_group_size = "
+                             "replicationFactor with Consecutive)")
+        self.input_group_size = _positive_int("Options.inputReplicaGrouping's input_group_size",
+                                              input_group_size)
+        self.input_group_type = input_group_type
         return self
 
     def outputMode(self, output_mode, output_return_period=None):
@@ -165,10 +189,10 @@ class Options:
         return self
 
     def autoRoundNumIPUs(self, enabled):
-        """Accepted, no effect: PopTorch rounds the IPUs it asks for up to a power of two. xtrain's
-        pool hands out only powers of two, and a device must split evenly among the replicas (one
-        IPU each), so rounding could not help: replicationFactor(3) fails in the pool either way,
-        saying so."""
+        """Honoured for blocks: a module whose blocks use a number of IPUs per replica that is not
+        a power of two (3) gets the next power of two (4, one idle) instead of an error, as in
+        PopTorch (_placement.py). It does not round the replicas: replicationFactor(3) fails in
+        the pool, which hands out powers of two, saying so."""
         if not isinstance(enabled, bool):
             raise TypeError("Options.autoRoundNumIPUs: expected a bool, got %r" % (enabled,))
         self.auto_round_num_ipus = enabled
@@ -214,8 +238,13 @@ class Options:
         return self
 
     def setExecutionStrategy(self, strategy):
-        """Refused until model parallelism lands (_strategies.py)."""
-        _strategies._refuse("Options.setExecutionStrategy(%s)" % type(strategy).__name__)
+        """How the module's blocks run on the replica's IPUs: PipelinedExecution (the default) or
+        ShardedExecution (_strategies.py; the phased strategies are refused when made)."""
+        if not isinstance(strategy, _strategies.STRATEGY_TYPES):
+            raise TypeError("Options.setExecutionStrategy: expected a poptorch.PipelinedExecution "
+                            "or poptorch.ShardedExecution, got %r" % (strategy,))
+        self.execution_strategy = strategy
+        return self
 
     def loadFromFile(self, filepath):
         """Sets options from a file of PopTorch's config form: one call per line, written as in
@@ -258,7 +287,12 @@ class Options:
 
     def batches_per_call(self, training):
         """How many micro-batches of the model one call's inputs hold (PopTorch's rule)."""
-        n = self.device_iterations * self.replication_factor
+        if self.replication_factor % self.input_group_size:
+            raise ValueError("Options.inputReplicaGrouping(%d, ...): input groups of %d replicas do "
+                             "not divide replicationFactor (%d)" % (
+                                 self.input_group_size, self.input_group_size,
+                                 self.replication_factor))
+        n = self.device_iterations * (self.replication_factor // self.input_group_size)
         return n * self.Training.gradient_accumulation if training else n
 
     def __repr__(self):
