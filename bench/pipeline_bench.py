@@ -12,6 +12,12 @@ loop) runs beside the measurements, as another user's job would. The share of th
 spent copying tensors between stages (the stashes and restores) is read from a timeline trace of
 one more pipelined run (the "pipeline stash" and "pipeline restore" spans, docs/trace.md).
 
+The bound assumes the host runs `stages` threads at `stages` times one thread's throughput. Not every
+host does (virtual CPUs that share a physical core's execution units, memory bandwidth): each repeat
+also runs `stages` copies of the unpipelined step at once, one kernel thread each, and the host's
+capacity (stages x one copy's time alone over their mean time together) gives a second bound, af /
+(af + stages - 1) x capacity, that the host allows any pipeline of these stages.
+
 The bound assumes stages of equal work. The first layer computes no gradient of its input (the data),
 so with 4 equal layers the first stage would do 5 matmuls of work per micro-batch against the second's
 6 and the second would set the pace (the bound would be 11/12 of the one printed). So the first layer
@@ -123,16 +129,37 @@ def run_one(mode, threads, passed, extra=()):
     return float(out.strip().splitlines()[-1])
 
 
+def host_capacity(args, passed):
+    """How many stages' worth of work the host runs at once: `stages` copies of the unpipelined
+    step on one kernel thread each, at the same time, against one copy alone (stages x its time over
+    the copies' mean time). A host whose cores share execution units or memory bandwidth gives less
+    than `stages`, and no pipeline can overlap its stages by more."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [sys.executable, __file__, "--one", "unpipelined"] + passed
+
+    def ms(out):
+        return float(out.strip().splitlines()[-1])
+
+    alone = ms(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+    copies = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+              for _ in range(args.stages)]
+    together = [ms(c.communicate()[0]) for c in copies]
+    return args.stages * alone / statistics.mean(together)
+
+
 def measure(args, passed):
     """Median ms per step of each configuration, and the stash/restore share of a pipelined step."""
     configurations = (("unpipelined", "unpipelined", "1"),
                       ("pipelined, stages in turn", "pipelined", "0"),
                       ("pipelined, a thread per stage", "pipelined", "1"))
     samples = {name: [] for name, _, _ in configurations}
+    capacity = []
     for _ in range(args.repeats):
         for name, mode, threads in configurations:
             samples[name].append(run_one(mode, threads, passed))
+        capacity.append(host_capacity(args, passed))
     results = {name: statistics.median(v) for name, v in samples.items()}
+    results["host capacity"] = statistics.median(capacity)
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "pipeline.json")
         run_one("pipelined", "1", passed, ("--trace", trace))
@@ -147,8 +174,10 @@ def measure(args, passed):
 
 
 def report(args, results, stash_share):
+    capacity = results.pop("host capacity")
     base = results["unpipelined"]
-    bound = args.af / (args.af + args.stages - 1) * args.stages
+    fill = args.af / (args.af + args.stages - 1)
+    bound = fill * args.stages
     print("%d stages, af %d, hidden %d, first layer's input %d, batch %d:" % (
         args.stages, args.af, args.hidden, args.first_width, args.batch))
     for name, ms in results.items():
@@ -156,6 +185,9 @@ def report(args, results, stash_share):
     threaded = base / results["pipelined, a thread per stage"]
     print("  bound af / (af + stages - 1) x stages: %.2fx; reached %.0f%%" %
           (bound, 100 * threaded / bound))
+    print("  host capacity: %d one-thread copies of the step run %.2fx one copy's throughput; "
+          "bound af / (af + stages - 1) x capacity: %.2fx; reached %.0f%%" %
+          (args.stages, capacity, fill * capacity, 100 * threaded / (fill * capacity)))
     print("  stash and restore copies: %.1f%% of the stages' working time" % (100 * stash_share))
     print("  (medians of %d runs%s)" % (args.repeats, ", beside a busy neighbour" if args.neighbour
                                         else ""))
