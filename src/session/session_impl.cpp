@@ -206,7 +206,10 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     keep.insert(gradientTargets.begin(), gradientTargets.end());  // their gradients are anchored
     if (!config_.loss.empty()) keep.insert(config_.loss);
     const ir::FusionReport fused = ir::fuseGraph(*graph_, keep);
-    if (fused.total() > 0) logging::session::info("fusion: {} GELU subgraphs -> Gelu", fused.gelu);
+    if (fused.total() > 0) {
+      logging::session::info("fusion: {} GELU subgraphs -> Gelu, {} SiLU subgraphs -> Swish",
+                             fused.gelu, fused.silu);
+    }
   }
   times.lap("fusion");
   writeDotCheck(*graph_, config_.options, "Fwd1");

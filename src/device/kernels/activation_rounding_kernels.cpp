@@ -1,35 +1,27 @@
 // Kernels of src/ir/ops/activation_rounding_ops.cpp: ai.graphcore Swish, NearbyInt and
-// IncrementMod, and ai.xtrain SwishGrad (GeluErf shares gelu_kernels.cpp's oneDNN kernel). FLOAT
+// IncrementMod, and ai.xtrain SwishGrad (Swish and SwishGrad on oneDNN; GeluErf shares
+// gelu_kernels.cpp's oneDNN kernel). FLOAT
 // (FLOAT16 runs promoted); IncrementMod also INT32 and UINT32.
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "device/kernel.hpp"
+#include "device/kernels/dnnl_eltwise.hpp"
 #include "device/kernels/elementwise.hpp"
 
 namespace xtrain::device {
 namespace {
 
-float sigmoid(float x) {
-  return 1.0f / (1.0f + std::exp(-x));
-}
-
-XT_REGISTER_KERNEL("ai.graphcore", "Swish", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  spec.requireFloatInputs();
-  return makeKernel(
-      [](const KernelIO& io) { mapFloat(io, [](float x) { return x * sigmoid(x); }); });
+// Swish (x sigmoid(x)) and its gradient gy s (1 + x (1 - s)) on oneDNN's eltwise swish with
+// alpha 1 (dnnl_eltwise.hpp: full vector width, results independent of the thread count). The
+// fusion pass turns torch.onnx's SiLU (Mul(x, Sigmoid(x))) into Swish (src/ir/fusion).
+XT_REGISTER_KERNEL("ai.graphcore", "Swish", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseForward(spec, dnnl::algorithm::eltwise_swish, 1.0f);
 });
 
-// d/dx x s(x) = s + x s (1 - s) = s (1 + x (1 - s)).
-XT_REGISTER_KERNEL("ai.xtrain", "SwishGrad", [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
-  spec.requireFloatInputs();
-  return makeKernel([](const KernelIO& io) {
-    mapFloatGrad(io, [](float gy, float x) {
-      const float s = sigmoid(x);
-      return gy * s * (1.0f + x * (1.0f - s));
-    });
-  });
+XT_REGISTER_KERNEL("ai.xtrain", "SwishGrad", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseBackward(spec, dnnl::algorithm::eltwise_swish, 1.0f);
 });
 
 // std::nearbyint in the default rounding mode: halves to even.

@@ -55,17 +55,21 @@ XT_REGISTER_KERNEL("ai.onnx", "Sqrt", unaryFloat([](float x) { return std::sqrt(
 XT_REGISTER_KERNEL("ai.onnx", "Tanh", [](const KernelSpec& spec) {
   return dnnl_util::eltwiseForward(spec, dnnl::algorithm::eltwise_tanh);
 });
-// NaN propagates; exp(-x) overflowing to inf for very negative x correctly gives 0.
-XT_REGISTER_KERNEL("ai.onnx", "Sigmoid",
-                   unaryFloat([](float x) { return 1.0f / (1.0f + std::exp(-x)); }));
+// Sigmoid on oneDNN's logistic (dnnl_eltwise.hpp): libm's expf is a scalar call, and the SE blocks
+// of the mobile nets run it on every channel of every step.
+XT_REGISTER_KERNEL("ai.onnx", "Sigmoid", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseForward(spec, dnnl::algorithm::eltwise_logistic);
+});
 XT_REGISTER_KERNEL("ai.onnx", "Relu", unaryFloat([](float x) { return x < 0.0f ? 0.0f : x; }));
 
 XT_REGISTER_KERNEL("ai.xtrain", "ReluGrad",
                    gradFloat([](float gy, float y) { return y > 0.0f ? gy : 0.0f; }));
 XT_REGISTER_KERNEL("ai.xtrain", "SqrtGrad",
                    gradFloat([](float gy, float y) { return 0.5f * gy / y; }));
-XT_REGISTER_KERNEL("ai.xtrain", "SigmoidGrad",
-                   gradFloat([](float gy, float y) { return gy * y * (1.0f - y); }));
+// gy y (1 - y), on oneDNN with Sigmoid.
+XT_REGISTER_KERNEL("ai.xtrain", "SigmoidGrad", [](const KernelSpec& spec) {
+  return dnnl_util::eltwiseBackward(spec, dnnl::algorithm::eltwise_logistic_use_dst_for_bwd);
+});
 // gy (1 - y^2), on oneDNN with Tanh.
 XT_REGISTER_KERNEL("ai.xtrain", "TanhGrad", [](const KernelSpec& spec) {
   return dnnl_util::eltwiseBackward(spec, dnnl::algorithm::eltwise_tanh_use_dst_for_bwd);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ir/fusion/gelu_fusion.hpp"
+#include "ir/fusion/silu_fusion.hpp"
 
 namespace xtrain::ir {
 
@@ -15,7 +16,11 @@ FusionReport fuseGraph(Graph& graph, const std::set<TensorId>& keep) {
   // A fused subgraph removes Muls later in the list: each is looked up again before use.
   for (OpId id : ids) {
     if (!graph.ops().count(id)) continue;
-    if (fusion::fuseGelu(graph, keep, id)) ++report.gelu;
+    if (fusion::fuseGelu(graph, keep, id)) {
+      ++report.gelu;
+    } else if (fusion::fuseSilu(graph, keep, id)) {
+      ++report.silu;
+    }
   }
   return report;
 }

@@ -4,7 +4,8 @@
 //
 // Contract:
 //  - fuseGraph runs on a forward graph, before autodiff. Each pattern family has its own file
-//    (gelu_fusion.cpp: torch.onnx's tanh-GELU and erf-GELU become ai.xtrain Gelu).
+//    (gelu_fusion.cpp: torch.onnx's tanh-GELU and erf-GELU become ai.xtrain Gelu; silu_fusion.cpp:
+//    Mul(x, Sigmoid(x)) becomes ai.graphcore Swish).
 //  - A subgraph is fused only when none of its intermediate tensors is needed elsewhere: each is
 //    read only by ops of the subgraph, and is neither a graph output nor in `keep` (the session's
 //    anchors and loss). The subgraph's result keeps its tensor id, so its consumers, anchors and
@@ -24,7 +25,8 @@ namespace xtrain::ir {
 
 struct FusionReport {
   int gelu = 0;  // GELU subgraphs replaced by one Gelu op
-  int total() const { return gelu; }
+  int silu = 0;  // Mul(x, Sigmoid(x)) replaced by one Swish op
+  int total() const { return gelu + silu; }
 };
 
 FusionReport fuseGraph(Graph& graph, const std::set<TensorId>& keep);
