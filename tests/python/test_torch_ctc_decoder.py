@@ -80,6 +80,17 @@ class CtcBeamSearchDecoder(PrivatePool, unittest.TestCase):
             for device_or_cpu in self.run_both(log_probs, lengths, blank=blank, top_paths=3):
                 self.check_exact(device_or_cpu, log_probs, lengths, blank, 3)
 
+    def test_chapter_listing(self):
+        # Section 4.6.1's model as written (PopTorch's defaults: blank 0, beam 100, one path).
+        class Model(torch.nn.Module):
+            def forward(self, log_probs, lengths):
+                return poptorch.ctc_beam_search_decoder(log_probs, lengths)
+
+        log_probs = random_log_probs(4, 2, 3, seed=5)
+        lengths = torch.tensor([4, 3])
+        outputs = poptorch.inferenceModel(Model())(log_probs, lengths)
+        self.check_exact(outputs, log_probs, lengths, 0, 1)
+
     def test_wide_beam_three_labels_and_a_middle_blank(self):
         # 4 classes, T = 4: at most 121 prefixes, a beam of 128 keeps them all.
         log_probs = random_log_probs(4, 3, 4, seed=2)
@@ -106,7 +117,8 @@ class CtcBeamSearchDecoder(PrivatePool, unittest.TestCase):
                  ((log_probs.double(), lengths), {}, "float32"),
                  ((log_probs, lengths.float()), {}, "lengths must be integers of shape \\[2\\]"),
                  ((log_probs, torch.tensor([3])), {}, "lengths must be integers"),
-                 ((log_probs, torch.tensor([4, 1])), {}, "lengths \\[4, 1\\] must be in \\[0, 3\\]"),
+                 ((log_probs, torch.tensor([4, 1])), {},
+                  "lengths \\[4, 1\\] must be in \\[0, 3\\]"),
                  ((log_probs, lengths), {"blank": 3}, "blank must be an int in \\[0, 2\\], got 3"),
                  ((log_probs, lengths), {"beam_width": 0}, "beam_width must be an int >= 1"),
                  ((log_probs, lengths), {"beam_width": 2, "top_paths": 3},

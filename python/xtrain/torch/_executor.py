@@ -638,9 +638,9 @@ class PoplarExecutor:
                 raise OptimizerError(
                     "the optimizer changed after the model was compiled in attributes that are "
                     "constant: %s. PopTorch's rule: an attribute not given to the constructor (or, "
-                    "for torch.optim, left at its default) is constant; give it explicitly, or mark "
-                    "it with optimizer.variable_attrs.markAsVariable before compiling, to make it "
-                    "variable" % "; ".join(changed))
+                    "for torch.optim, left at its default) is constant; give it explicitly, or "
+                    "mark it with optimizer.variable_attrs.markAsVariable before compiling, to "
+                    "make it variable" % "; ".join(changed))
             marked = getattr(self._optimizer, "variable_attrs", None) is not None
             if marked and self._plan_optimizer is self._optimizer and \
                     plan.variable != self._plan.variable:
