@@ -1,6 +1,7 @@
 """xtrain.torch's DataLoaderMode.AsyncRebatched and AsynchronousDataAccessor's rebatched_size
 (docs/poptorch.md, "Data"): workers load smaller batches that are joined into the combined batch,
 giving the synchronous loader's batches in its order, the last short one per drop_last."""
+import collections
 import unittest
 
 from python_testing import PrivatePool
@@ -78,6 +79,14 @@ class AsyncRebatched(PrivatePool, unittest.TestCase):
         self.assertEqual([b["i"].tolist() for b in got],
                          [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]])
         self.assertEqual(got[1]["x"][:, 0].tolist(), [1.0, 1.0, 2.0, 2.0])
+
+    def test_namedtuple_batches_keep_their_type(self):
+        Pair = collections.namedtuple("Pair", ["x", "y"])
+        batches = [Pair(torch.arange(2) + 2 * i, torch.zeros(2, 3)) for i in range(3)]
+        got = list(poptorch.AsynchronousDataAccessor(batches, rebatched_size=3,
+                                                     load_indefinitely=False))
+        self.assertEqual([type(b) for b in got], [Pair, Pair])
+        self.assertEqual([b.x.tolist() for b in got], [[0, 1, 2], [3, 4, 5]])
 
     def test_refusals(self):
         opts = self.options()

@@ -16,7 +16,7 @@ def _flatten(batch):
     if isinstance(batch, dict):
         return ("dict", tuple(batch)), tuple(batch.values())
     if isinstance(batch, (tuple, list)):
-        return (type(batch).__name__, len(batch)), tuple(batch)
+        return (type(batch), len(batch)), tuple(batch)
     raise TypeError("rebatching: a batch must be a tensor or a tuple, list or dict of tensors, "
                     "got %s" % type(batch).__name__)
 
@@ -26,7 +26,10 @@ def _unflatten(layout, tensors):
         return tensors[0]
     if layout[0] == "dict":
         return dict(zip(layout[1], tensors))
-    return list(tensors) if layout[0] == "list" else tuple(tensors)
+    kind = layout[0]
+    if hasattr(kind, "_fields"):  # a namedtuple keeps its type
+        return kind(*tensors)
+    return list(tensors) if issubclass(kind, list) else tuple(tensors)
 
 
 def _rows(tensors):
