@@ -68,8 +68,6 @@ class AsynchronousLoading(PrivatePool, unittest.TestCase):
         for batch in accessor:
             break
         accessor.terminate()
-        with self.assertRaisesRegex(NotImplementedError, "rebatched_size"):
-            poptorch.AsynchronousDataAccessor(SlowBatches(1), rebatched_size=4)
         with self.assertRaisesRegex(ValueError, "buffer_size must be a positive int"):
             poptorch.AsynchronousDataAccessor(SlowBatches(1), buffer_size=0)
 

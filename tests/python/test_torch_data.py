@@ -47,8 +47,8 @@ class DataLoaderBatches(PrivatePool, unittest.TestCase):
 
     def test_refusals(self):
         opts = poptorch.Options()
-        with self.assertRaisesRegex(NotImplementedError, "AsyncRebatched"):
-            poptorch.DataLoader(opts, self.dataset(), mode=poptorch.DataLoaderMode.AsyncRebatched)
+        with self.assertRaisesRegex(TypeError, "mode must be a poptorch.DataLoaderMode"):
+            poptorch.DataLoader(opts, self.dataset(), mode=2)
         with self.assertRaisesRegex(TypeError, "options must be an xtrain.torch.Options"):
             poptorch.DataLoader(self.dataset(), opts)
         with self.assertRaisesRegex(ValueError, "batch_size .* must be a positive int"):

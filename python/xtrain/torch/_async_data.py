@@ -5,10 +5,14 @@ loading the next batches overlaps the step: the session's ``run`` releases the G
 computes. PopTorch runs the loader in a separate process and hands tensors over shared memory; a
 thread needs neither (the loader's own ``num_workers`` processes still do the per-sample work in
 parallel), so ``sharing_strategy`` has no effect here. Batches come in the loader's order; an error
-in the loader is raised in the consumer, at the batch where it happened.
+in the loader is raised in the consumer, at the batch where it happened. With ``rebatched_size``
+the thread joins the loader's batches and cuts them into batches of that many rows (_rebatch.py),
+as PopTorch's worker does.
 """
 import queue
 import threading
+
+from ._rebatch import Rebatched
 
 _END = object()
 
@@ -23,13 +27,16 @@ class AsynchronousDataAccessor:
 
     def __init__(self, dataset, buffer_size=3, miss_sleep_time_in_ms=0.1, load_indefinitely=True,
                  early_preload=False, sharing_strategy=None, rebatched_size=None):
-        if rebatched_size is not None:
-            raise NotImplementedError("AsynchronousDataAccessor: rebatched_size (PopTorch's "
-                                      "AsyncRebatched mode) is not implemented in xtrain.torch yet")
+        if rebatched_size is not None and (isinstance(rebatched_size, bool) or not isinstance(
+                rebatched_size, int) or rebatched_size < 2):
+            # PopTorch's bound: a size of 1 would be the loader's own rows one at a time.
+            raise ValueError("AsynchronousDataAccessor: rebatched_size must be None or an int "
+                             "greater than 1, got %r" % (rebatched_size,))
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
             raise ValueError("AsynchronousDataAccessor: buffer_size must be a positive int, got %r"
                              % (buffer_size,))
-        self._dataset = dataset
+        self.rebatched_size = rebatched_size
+        self._dataset = dataset if rebatched_size is None else Rebatched(dataset, rebatched_size)
         self._buffer_size = buffer_size
         self._load_indefinitely = load_indefinitely
         self._epoch = None  # (queue, thread, stop event) of the epoch being loaded

@@ -19,7 +19,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import _blocks, _ops, _placement, _symbolics
+from . import _blocks, _ctc, _ops, _placement, _symbolics
 from . import _structure as _structure_mod
 
 OPSET = 17
@@ -200,6 +200,7 @@ def capture(model, names, values, training, strategy=None):
     if blocks.starts:
         _placement.annotate(proto, blocks.starts, strategy, type(model).__name__)
     _serialized_matmuls(proto)
+    _ctc.rewrite(proto)
     state = model.state_dict()
     trained = _trained_state(model, training)
     constant_buffers = [i.name for i in proto.graph.initializer

@@ -5,10 +5,15 @@ One element is ``batch_size`` (the micro-batch) × ``deviceIterations`` × ``rep
 ``Training.gradientAccumulation`` samples, so ``for x, y in loader: model(x, y)`` feeds each call
 what its options imply. ``drop_last`` defaults to True, as in PopTorch: a shorter last batch would
 not fit the compiled model. Under xrun with several instances, each instance reads its share of
-every global batch. ``DataLoaderMode.Async`` loads in the background (_async_data.py);
-``AsyncRebatched`` is not built yet and is refused saying so.
+every global batch (with ``shuffle``, of a permutation all instances draw alike each epoch:
+``_InstanceShare``). ``DataLoaderMode.Async`` loads in the background (_async_data.py);
+``AsyncRebatched`` does too, its workers loading batches of ``rebatched_worker_size`` samples
+(the combined batch by default) that the background thread joins into combined batches
+(_rebatch.py), the last incomplete one kept or dropped as ``drop_last`` says.
 """
 import enum
+import hashlib
+import os
 
 import torch
 
@@ -17,17 +22,48 @@ from ._async_data import AsynchronousDataAccessor
 from ._options import Options
 
 
-def _instance_share(dataset, combined):
-    """This instance's samples under xrun: of each global batch (combined x instances samples,
-    in order), the instance's contiguous slice, so the job's replicas see the global batch in
-    replica order. A last global batch that is not whole is left out."""
-    instances, index = _dist.getNumInstances(), _dist.getInstanceIndex()
-    global_batch = combined * instances
-    indices = []
-    for start in range(0, len(dataset) - global_batch + 1, global_batch):
-        first = start + index * combined
-        indices.extend(range(first, first + combined))
-    return torch.utils.data.Subset(dataset, indices)
+class _InstanceShare(torch.utils.data.Sampler):
+    """This instance's samples under xrun: of each global batch (combined x instances samples),
+    the instance's contiguous slice, so the job's replicas see the global batch in replica order.
+    A last global batch that is not whole is left out. With a seed, each epoch (each iteration)
+    first draws a permutation of the whole dataset from a generator every instance seeds alike,
+    so the instances' shares of an epoch are disjoint and together cover the permutation's
+    whole global batches."""
+
+    def __init__(self, length, combined, seed):
+        super().__init__(None)
+        self._length = length
+        self._combined = combined
+        self._instances, self._index = _dist.getNumInstances(), _dist.getInstanceIndex()
+        self._generator = None
+        if seed is not None:
+            self._generator = torch.Generator()
+            self._generator.manual_seed(seed)
+
+    def __len__(self):
+        return self._length // (self._combined * self._instances) * self._combined
+
+    def __iter__(self):
+        order = range(self._length)
+        if self._generator is not None:  # the generator moves on: a new order every epoch
+            order = torch.randperm(self._length, generator=self._generator).tolist()
+        global_batch = self._combined * self._instances
+        for start in range(0, self._length - global_batch + 1, global_batch):
+            first = start + self._index * self._combined
+            yield from order[first:first + self._combined]
+
+
+def _shared_seed(options):
+    """The seed every instance shuffles with: Options.randomSeed, else one drawn from the job's id
+    (XTRAIN_JOB_ID, the same in every instance of one xrun job, new for each job)."""
+    if options.random_seed is not None:
+        return options.random_seed
+    job = os.environ.get("XTRAIN_JOB_ID")
+    if not job:
+        raise ValueError("DataLoader: shuffle=True with several instances needs a seed every "
+                         "instance shares: set Options.randomSeed(...) (XTRAIN_JOB_ID, xrun's "
+                         "job id, is not set either)")
+    return int.from_bytes(hashlib.sha256(job.encode()).digest()[:8], "little") >> 1
 
 
 class DataLoaderMode(enum.IntEnum):
@@ -50,37 +86,70 @@ class DataLoader(torch.utils.data.DataLoader):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError("DataLoader: batch_size (the micro-batch size) must be a positive int, "
                              "got %r" % (batch_size,))
-        if mode == DataLoaderMode.AsyncRebatched or rebatched_worker_size is not None:
-            raise NotImplementedError("DataLoader: DataLoaderMode.AsyncRebatched (and "
-                                      "rebatched_worker_size) is not implemented in xtrain.torch "
-                                      "yet; Sync and Async are")
         if not isinstance(mode, DataLoaderMode):
             raise TypeError("DataLoader: mode must be a poptorch.DataLoaderMode, got %r" % (mode,))
-        if async_options is not None and mode != DataLoaderMode.Async:
-            raise ValueError("DataLoader: async_options apply to DataLoaderMode.Async only")
-        self._async_options = dict(async_options or {}) if mode == DataLoaderMode.Async else None
+        if async_options is not None and mode == DataLoaderMode.Sync:
+            raise ValueError("DataLoader: async_options apply to DataLoaderMode.Async and "
+                             "AsyncRebatched only")
+        if "rebatched_size" in (async_options or {}):
+            raise ValueError("DataLoader: async_options cannot set rebatched_size (as in "
+                             "PopTorch): DataLoaderMode.AsyncRebatched rebatches to the "
+                             "combined batch")
+        if rebatched_worker_size is not None and mode != DataLoaderMode.AsyncRebatched:
+            raise ValueError("DataLoader: rebatched_worker_size applies to "
+                             "DataLoaderMode.AsyncRebatched only, the mode is %s" % mode.name)
+        self._async_options = None if mode == DataLoaderMode.Sync else dict(async_options or {})
         self._accessor = None
         self.options = options
         # PopTorch's combined batch: the micro-batches of one training call (replicas in one
         # input group, Options.inputReplicaGrouping, share theirs).
         self.combinedBatchSize = batch_size * options.batches_per_call(True)
+        worker_batch = self.combinedBatchSize
+        self._rebatched_drop_last = None  # AsyncRebatched: whether the last short batch goes
+        if mode == DataLoaderMode.AsyncRebatched:
+            worker_batch = self._worker_batch(rebatched_worker_size)
+            # The workers keep their last short batch: the rebatching decides.
+            self._rebatched_drop_last, drop_last = drop_last, False
         if persistent_workers is None:
             persistent_workers = num_workers > 0
         if auto_distributed_partitioning and _dist.isDistributed():
-            if shuffle:
-                raise NotImplementedError(
-                    "DataLoader: shuffle=True under xrun with more than one instance is not "
-                    "implemented yet (every instance would need the same permutation)")
-            dataset = _instance_share(dataset, self.combinedBatchSize)
-        super().__init__(dataset, batch_size=self.combinedBatchSize, shuffle=shuffle,
+            if "sampler" in kwargs or "batch_sampler" in kwargs:
+                raise ValueError("DataLoader: a sampler of your own under xrun needs "
+                                 "auto_distributed_partitioning=False (the loader samples each "
+                                 "instance's share itself)")
+            kwargs["sampler"] = _InstanceShare(
+                len(dataset), self.combinedBatchSize, _shared_seed(options) if shuffle else None)
+            shuffle = False  # the share's sampler shuffles
+        super().__init__(dataset, batch_size=worker_batch, shuffle=shuffle,
                          num_workers=num_workers, drop_last=drop_last,
                          persistent_workers=persistent_workers, **kwargs)
+
+    def _worker_batch(self, rebatched_worker_size):
+        """The workers' batch size under AsyncRebatched (PopTorch's bound: at most the combined
+        batch; any size up to it works, rows carried across combined batches)."""
+        if rebatched_worker_size is None:
+            return self.combinedBatchSize
+        if isinstance(rebatched_worker_size, bool) or not isinstance(rebatched_worker_size, int) \
+                or not 1 <= rebatched_worker_size <= self.combinedBatchSize:
+            raise ValueError("DataLoader: rebatched_worker_size must be an int in [1, %d] (the "
+                             "combined batch size), got %r"
+                             % (self.combinedBatchSize, rebatched_worker_size))
+        return rebatched_worker_size
+
+    def __len__(self):
+        if self._rebatched_drop_last is None:
+            return super().__len__()
+        samples = len(self.sampler)
+        whole, rest = divmod(samples, self.combinedBatchSize)
+        return whole + (1 if rest and not self._rebatched_drop_last else 0)
 
     def __iter__(self):
         if self._async_options is None:
             return super().__iter__()
         if self._accessor is None:  # one background loader, kept across epochs
-            self._accessor = AsynchronousDataAccessor(_Batches(self), **self._async_options)
+            rebatched = self.combinedBatchSize if self._rebatched_drop_last is not None else None
+            self._accessor = AsynchronousDataAccessor(_Batches(self), **self._async_options,
+                                                      rebatched_size=rebatched)
         return iter(self._accessor)
 
     def terminate(self):
@@ -94,6 +163,8 @@ class _Batches:
 
     def __init__(self, loader):
         self._loader = loader
+        self.rebatched_drop_last = loader._rebatched_drop_last
+        self.rebatched_length = len(loader) if self.rebatched_drop_last is not None else None
 
     def __iter__(self):
         return torch.utils.data.DataLoader.__iter__(self._loader)

@@ -638,8 +638,17 @@ class PoplarExecutor:
                 raise OptimizerError(
                     "the optimizer changed after the model was compiled in attributes that are "
                     "constant: %s. PopTorch's rule: an attribute not given to the constructor (or, "
-                    "for torch.optim, left at its default) is constant; give it explicitly to make "
-                    "it variable" % "; ".join(changed))
+                    "for torch.optim, left at its default) is constant; give it explicitly, or "
+                    "mark it with optimizer.variable_attrs.markAsVariable before compiling, to "
+                    "make it variable" % "; ".join(changed))
+            marked = getattr(self._optimizer, "variable_attrs", None) is not None
+            if marked and self._plan_optimizer is self._optimizer and \
+                    plan.variable != self._plan.variable:
+                raise OptimizerError(
+                    "optimizer.variable_attrs changed after the model was compiled (variable now: "
+                    "%s; compiled with: %s): marks apply when a model is compiled; destroy() the "
+                    "model and call it again to compile with them"
+                    % (sorted(plan.variable), sorted(self._plan.variable)))
             self._session.updateOptimizerFromHost(plan.xtrain)
         if self._plan_optimizer is not self._optimizer:  # another torch optimizer: its state too
             self._hook_optimizer(self._optimizer)

@@ -57,11 +57,12 @@ def _family(optimizer):
 
 
 def _variable_names(optimizer, defaults):
-    """PopTorch's rule: poptorch.optim's explicitly given attributes are variable; for torch.optim,
-    those not at torch's default. lr is always variable."""
-    explicit = getattr(optimizer, "_xtrain_variable", None)
-    if explicit is not None:
-        return set(explicit)
+    """PopTorch's rule: poptorch.optim's explicitly given attributes are variable (and those
+    marked so with variable_attrs); for torch.optim, those not at torch's default. lr is always
+    variable."""
+    marks = getattr(optimizer, "variable_attrs", None)  # poptorch.optim's, marks applied
+    if marks is not None:
+        return set(marks.variable_names())
     group = optimizer.param_groups[0]
     return {"lr"} | {k for k, v in defaults.items() if k in group and group[k] != v}
 

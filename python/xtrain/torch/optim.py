@@ -5,35 +5,53 @@ configure xtrain's optimizer: ``loss_scaling``, ``velocity_scaling`` and ``use_c
 the accumulator types and ``max_grad_norm`` (Adam, AdamW, RMSprop). As in PopTorch, an attribute passed to
 the constructor is *variable* (it may change between calls with ``setOptimizer``); one left out is
 *constant* and changing it after the model was compiled is an error. ``lr`` is always variable.
+``optimizer.variable_attrs.markAsConstant`` / ``markAsVariable`` change that before compiling.
 How each maps to xtrain's optimizers: docs/poptorch.md, "Optimizers".
 """
+import inspect
+
 import torch
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "LAMB"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "LAMB", "VariableAttributes"]
 
 
-def __getattr__(name):
-    if name == "VariableAttributes":
-        raise NotImplementedError("poptorch.optim.%s is not built in xtrain.torch yet (docs/"
-                                  "poptorch.md, \"Not built yet\")" % name)
-    raise AttributeError("module 'xtrain.torch.optim' has no attribute %r" % name)
+class VariableAttributes:
+    """PopTorch's ``optimizer.variable_attrs``: which of the optimizer's attributes are variable
+    (may change between calls, sent with ``setOptimizer`` or before the next call) and which are
+    constant (changing one after compiling is an error). Starts with the attributes given to the
+    constructor (and ``lr``); ``markAsConstant`` / ``markAsVariable`` change that before the model
+    is compiled: the compiled model keeps the choice it was compiled with."""
 
+    def __init__(self, variable_attributes, allowed_attributes):
+        self._variable = set(variable_attributes) | {"lr"}
+        self._allowed = tuple(sorted(allowed_attributes))
 
-class _VariableAttributes:
-    """PopTorch's ``optimizer.variable_attrs``: which attributes may change after compiling. Here
-    they are the ones given to the constructor; changing that set is not built yet."""
+    def _check(self, method, attr):
+        if attr not in self._allowed:
+            raise ValueError("variable_attrs.%s: unknown attribute %r; the optimizer's attributes "
+                             "are %s" % (method, attr, ", ".join(self._allowed)))
 
-    def _not_built(self, method):
-        raise NotImplementedError("optimizer.variable_attrs.%s is not built in xtrain.torch yet: "
-                                  "an attribute given to the optimizer's constructor is variable, "
-                                  "one left out is constant (docs/poptorch.md, \"Optimizers\")"
-                                  % method)
+    def isConstant(self, attr):  # noqa: N802 - PopTorch's name
+        """Whether the attribute is constant."""
+        return attr not in self._variable
 
-    def markAsConstant(self, attr):
-        self._not_built("markAsConstant")
+    def markAsConstant(self, attr):  # noqa: N802 - PopTorch's name
+        """Makes the attribute constant (for the models compiled from now on)."""
+        self._check("markAsConstant", attr)
+        if attr == "lr":
+            # PopTorch keeps lr variable whatever the mark; xtrain says so rather than ignore it.
+            raise ValueError("variable_attrs.markAsConstant('lr'): the learning rate is always "
+                             "variable, as in PopTorch")
+        self._variable.discard(attr)
 
-    def markAsVariable(self, attr):
-        self._not_built("markAsVariable")
+    def markAsVariable(self, attr):  # noqa: N802 - PopTorch's name
+        """Makes the attribute variable (for the models compiled from now on)."""
+        self._check("markAsVariable", attr)
+        self._variable.add(attr)
+
+    def variable_names(self):
+        """The variable attributes now (read when a model is compiled)."""
+        return frozenset(self._variable)
 
 
 def _given(**kwargs):
@@ -42,8 +60,9 @@ def _given(**kwargs):
 
 
 def _set_extras(optimizer, extras, given):
-    optimizer._xtrain_variable = frozenset(given | {"lr"})
-    optimizer.variable_attrs = _VariableAttributes()
+    # Any argument of the constructor may be marked, as in PopTorch.
+    allowed = set(inspect.signature(type(optimizer).__init__).parameters) - {"self", "params"}
+    optimizer.variable_attrs = VariableAttributes(given, allowed)
     for key, value in extras.items():
         setattr(optimizer, key, value)
 
