@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "xtrain/api.hpp"
 #include "xtrain/devicemanager.hpp"
@@ -29,6 +30,11 @@ XTRAIN_API int64_t getNumLocalReplicas();
 XTRAIN_API int64_t getNumTotalReplicas();
 XTRAIN_API int64_t getReplicaIndexOffset();
 XTRAIN_API int64_t getNumIpusPerReplica();
+// The job's id: the same in every instance of one job and new for each job (xrun's XTRAIN_JOB_ID,
+// or what the launcher gives, docs/launcher-environment.md; "pid-<pid>" for a process no launcher
+// started). What instances use for a seed they must share without talking (xtrain.torch's
+// shuffling).
+XTRAIN_API std::string getJobId();
 
 // Sets the replication options of docs/replication-semantics.md section 1 from the environment:
 // enableReplicatedGraphs and replicatedGraphCount (the local replicas), and when the job has

@@ -25,6 +25,8 @@ void bindDist(py::module_& m) {
   d.def("getNumTotalReplicas", &dist::getNumTotalReplicas);
   d.def("getReplicaIndexOffset", &dist::getReplicaIndexOffset);
   d.def("getNumIpusPerReplica", &dist::getNumIpusPerReplica);
+  d.def("getJobId", &dist::getJobId,
+        "The job's id, the same in every instance of one job (pid-<pid> without a launcher).");
   d.def("configureSessionOptions", &dist::configureSessionOptions, py::arg("options"),
         "Sets options' replication members (enableReplicatedGraphs, replicatedGraphCount, "
         "enableDistributedReplicatedGraphs, globalReplicationFactor, globalReplicaOffset) from "

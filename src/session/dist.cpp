@@ -50,6 +50,9 @@ int64_t getReplicaIndexOffset() {
 int64_t getNumIpusPerReplica() {
   return launch().ipusPerReplica;
 }
+std::string getJobId() {
+  return launch().jobId;
+}
 
 void configureSessionOptions(SessionOptions& options) {
   const LaunchEnvironment& e = launch();

@@ -25,7 +25,7 @@ class DistAloneTest(unittest.TestCase):
         for name in ["getNumInstances", "getInstanceIndex", "getNumTotalReplicas",
                      "getReplicaIndexOffset", "getNumLocalReplicas", "isPopdistEnvSet",
                      "configureSessionOptions", "getDevice", "handlePreemption",
-                     "preemptionRequested", "preemptionAgreed", "preemptionSignal"]:
+                     "preemptionRequested", "preemptionAgreed", "preemptionSignal", "getJobId"]:
             self.assertTrue(callable(getattr(dist, name)), name)
 
     def test_single_instance(self):
@@ -58,6 +58,18 @@ class DistAloneTest(unittest.TestCase):
                        XTRAIN_INSTANCE_INDEX="2", POPDIST_NUM_IPUS_PER_REPLICA="1"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout), [4, 2, 2, 8, 4, True, 2, True, 8, 4])
+
+    def test_job_id(self):
+        # xrun's job id, the same in every instance; this process's own outside a launcher.
+        code = "import os; from xtrain import dist; print(repr(dist.getJobId()), os.getpid())"
+        r = run_python(code, clean_env(XTRAIN_NUM_INSTANCES="2", XTRAIN_INSTANCE_INDEX="1",
+                                       XTRAIN_JOB_ID="20261129T231500-42-0badc0de"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split()[0], "'20261129T231500-42-0badc0de'")
+        r = run_python(code, clean_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job, pid = r.stdout.split()
+        self.assertEqual(job, "'pid-%s'" % pid)
 
     def test_malformed_environment(self):
         r = run_python("""

@@ -3,15 +3,16 @@
 own share, so the two instances together see each sample once per epoch, in an order that changes
 between epochs."""
 import os
+import subprocess
+import sys
+import textwrap
 import unittest
-from unittest import mock
 
 from python_testing import HERE, results_under_xrun
 from torch_testing import SKIP_REASON, torch
 
 if torch is not None:
     import xtrain.torch as poptorch
-    from xtrain.torch import _data
 
 SAMPLES, EPOCHS = 32, 3
 
@@ -72,17 +73,32 @@ class ShuffleUnderXrun(unittest.TestCase):
         self.assertNotEqual([d["epochs"]["job_seed"] for d in results], seeded)
 
     def test_without_a_shared_seed_shuffling_is_refused(self):
-        env = {k: v for k, v in os.environ.items() if k != "XTRAIN_JOB_ID"}
-        with mock.patch.dict(os.environ, env, clear=True):
-            with self.assertRaisesRegex(ValueError, "needs a seed every instance shares.*"
-                                                    "randomSeed"):
-                _data._shared_seed(poptorch.Options())
-            self.assertEqual(_data._shared_seed(poptorch.Options().randomSeed(5)), 5)
-        with mock.patch.dict(os.environ, {"XTRAIN_JOB_ID": "job-a"}):
-            a = _data._shared_seed(poptorch.Options())
-            self.assertEqual(a, _data._shared_seed(poptorch.Options()))
-        with mock.patch.dict(os.environ, {"XTRAIN_JOB_ID": "job-b"}):
-            self.assertNotEqual(a, _data._shared_seed(poptorch.Options()))
+        # The job id is read once per process (xtrain.dist): each case in a process of its own.
+        code = textwrap.dedent("""
+            import xtrain.torch as poptorch
+            from xtrain.torch import _data
+            try:
+                print(_data._shared_seed(poptorch.Options()))
+            except ValueError as e:
+                print("refused:", e)
+            print(_data._shared_seed(poptorch.Options().randomSeed(5)))
+            """)
+
+        def seeds(**env):
+            clean = {k: v for k, v in os.environ.items() if not k.startswith("XTRAIN_")}
+            r = subprocess.run([sys.executable, "-c", code], env=dict(clean, **env),
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.splitlines()
+
+        alone = seeds()
+        self.assertRegex(alone[0], "refused: .*needs a seed every instance shares.*randomSeed")
+        self.assertEqual(alone[1], "5")
+        xrun = {"XTRAIN_NUM_INSTANCES": "1", "XTRAIN_INSTANCE_INDEX": "0"}
+        a = seeds(XTRAIN_JOB_ID="job-a", **xrun)[0]
+        self.assertRegex(a, r"^\d+$")
+        self.assertEqual(a, seeds(XTRAIN_JOB_ID="job-a", **xrun)[0])
+        self.assertNotEqual(a, seeds(XTRAIN_JOB_ID="job-b", **xrun)[0])
 
 
 if __name__ == "__main__":

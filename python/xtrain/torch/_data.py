@@ -13,7 +13,6 @@ every global batch (with ``shuffle``, of a permutation all instances draw alike 
 """
 import enum
 import hashlib
-import os
 
 import torch
 
@@ -55,14 +54,14 @@ class _InstanceShare(torch.utils.data.Sampler):
 
 def _shared_seed(options):
     """The seed every instance shuffles with: Options.randomSeed, else one drawn from the job's id
-    (XTRAIN_JOB_ID, the same in every instance of one xrun job, new for each job)."""
+    (xtrain.dist.getJobId(): the same in every instance of one job, new for each job)."""
     if options.random_seed is not None:
         return options.random_seed
-    job = os.environ.get("XTRAIN_JOB_ID")
-    if not job:
+    if not _dist.isPopdistEnvSet():
         raise ValueError("DataLoader: shuffle=True with several instances needs a seed every "
-                         "instance shares: set Options.randomSeed(...) (XTRAIN_JOB_ID, xrun's "
-                         "job id, is not set either)")
+                         "instance shares: set Options.randomSeed(...) (no launcher started this "
+                         "process, so there is no job id to draw one from)")
+    job = _dist.getJobId()
     return int.from_bytes(hashlib.sha256(job.encode()).digest()[:8], "little") >> 1
 
 
