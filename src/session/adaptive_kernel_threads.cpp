@@ -1,6 +1,7 @@
 #include "session/adaptive_kernel_threads.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace xtrain::session {
@@ -81,6 +82,12 @@ AdaptiveKernelThreads::StepRecord AdaptiveKernelThreads::recordStep(double secon
   probeWins_ = 0;
   probeUp_ = !probeUp_;
   interval_ = std::min(tuning_.maxProbeEvery, interval_ * 2);
+  const double extraSteps = seconds / record.mean - 1.0;
+  if (extraSteps > 0.0 && tuning_.probeBudget > 0.0) {
+    const double budgeted = std::ceil(extraSteps / tuning_.probeBudget);
+    interval_ = std::max(
+        interval_, static_cast<int>(std::min<double>(tuning_.maxCostlyProbeEvery, budgeted)));
+  }
   // The current count's slowdown was not the threads' fault: it is the new normal.
   if (!recent_.empty()) baseline_ = recentMean();
   return record;

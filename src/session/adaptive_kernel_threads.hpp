@@ -28,7 +28,9 @@ namespace xtrain::session {
 // stalls, which are most of the lost time (issue 32, measured with the probes' trace log). Probes come every `probeEvery` steps at first and
 // `probeEveryAfterMove` after a move, sooner (after
 // `minProbeEvery`) once the current count's steps have become clearly slower than when it was
-// chosen (a neighbour arrived), and back off (doubling, up to `maxProbeEvery`) while they lose.
+// chosen (a neighbour arrived), and back off (doubling, up to `maxProbeEvery`) while they lose; a
+// lost probe that was costly backs off further, so that probes take about `probeBudget` of the
+// time (up to `maxCostlyProbeEvery` steps apart).
 // Deterministic: the same step times give the same choices (tests drive it with made-up times).
 class AdaptiveKernelThreads {
  public:
@@ -41,6 +43,11 @@ class AdaptiveKernelThreads {
     int maxProbeEvery = 128;
     double margin = 0.05;    // a probe wins when faster by more than this fraction
     double slowdown = 1.25;  // the current count's mean over its baseline that probes at once
+    // A lost probe that cost more than its share pushes the next one further away: steps between
+    // probes >= the probe's extra time (in steps of the current count) / probeBudget, up to
+    // maxCostlyProbeEvery. Beside a busy neighbour a two-thread probe takes 4-7 one-thread steps.
+    double probeBudget = 0.01;
+    int maxCostlyProbeEvery = 1024;
   };
 
   explicit AdaptiveKernelThreads(int maxThreads) : AdaptiveKernelThreads(maxThreads, Tuning{}) {}

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace xtrain::session {
@@ -96,9 +98,29 @@ TEST(AdaptiveKernelThreads, NeighbourArrivingIsNoticedSoonAndLeavingLater) {
   EXPECT_EQ(s.last, 1) << "still on 2 threads 20 steps after the neighbour arrived";
   drive(a, 500, step, busy);
   EXPECT_EQ(a.current(), 1);
-  // It leaves: one thread does not slow down, so only the backed-off probes find 2 again.
-  s = drive(a, AdaptiveKernelThreads::Tuning{}.maxProbeEvery + 4, step, quiet);
+  // It leaves: one thread does not slow down, so only the backed-off probes find 2 again, within
+  // the interval that a lost probe's cost allows (3.0 against 1.3: 1.3 steps extra).
+  const AdaptiveKernelThreads::Tuning t;
+  const int bound =
+      std::max(t.maxProbeEvery, static_cast<int>(std::ceil((3.0 / 1.3 - 1.0) / t.probeBudget)));
+  s = drive(a, bound + 4, step, quiet);
   EXPECT_EQ(s.last, 2);
+}
+
+TEST(AdaptiveKernelThreads, CostlyProbesTakeAboutTheirBudgetOfTheTime) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  // Beside a busy neighbour a two-thread step takes six one-thread steps (measured: 70-110 ms
+  // against 16): after the move, probes back up come rarely enough to cost ~1% of the time.
+  auto cost = [](int t, int64_t) { return t == 2 ? 6.0 : 1.0; };
+  drive(a, 50, step, cost);
+  ASSERT_EQ(a.current(), 1);
+  const auto s = drive(a, 10000, step, cost);
+  const double total = 6.0 * s.stepsAt[2] + 1.0 * s.stepsAt[1];
+  const double extra = 5.0 * s.stepsAt[2];
+  EXPECT_LT(extra / total, 0.02) << s.stepsAt[2] << " probes in 10000 steps";
+  EXPECT_GT(s.stepsAt[2], 0) << "it still probes (the neighbour may leave)";
+  EXPECT_LE(a.probeInterval(), AdaptiveKernelThreads::Tuning{}.maxCostlyProbeEvery);
 }
 
 TEST(AdaptiveKernelThreads, OneLuckyProbeDoesNotMove) {
