@@ -85,8 +85,8 @@ AdaptiveKernelThreads::StepRecord AdaptiveKernelThreads::recordStep(double secon
   const double extraSteps = seconds / record.mean - 1.0;
   if (extraSteps > 0.0 && tuning_.probeBudget > 0.0) {
     const double budgeted = std::ceil(extraSteps / tuning_.probeBudget);
-    interval_ = std::max(
-        interval_, static_cast<int>(std::min<double>(tuning_.maxCostlyProbeEvery, budgeted)));
+    interval_ = std::max(interval_,
+                         static_cast<int>(std::min<double>(tuning_.maxCostlyProbeEvery, budgeted)));
   }
   // The current count's slowdown was not the threads' fault: it is the new normal.
   if (!recent_.empty()) baseline_ = recentMean();

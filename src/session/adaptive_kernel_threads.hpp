@@ -25,8 +25,8 @@ namespace xtrain::session {
 // recent steps by more than `margin`. The mean, not the median: beside a busy neighbour most
 // steps with every thread run nearly as fast as with one thread less, and every few steps one
 // waits 100 ms or more while the scheduler gives the neighbour its share; a median hides those
-// stalls, which are most of the lost time (issue 32, measured with the probes' trace log). Probes come every `probeEvery` steps at first and
-// `probeEveryAfterMove` after a move, sooner (after
+// stalls, which are most of the lost time (issue 32, measured with the probes' trace log). Probes
+// come every `probeEvery` steps at first and `probeEveryAfterMove` after a move, sooner (after
 // `minProbeEvery`) once the current count's steps have become clearly slower than when it was
 // chosen (a neighbour arrived), and back off (doubling, up to `maxProbeEvery`) while they lose; a
 // lost probe that was costly backs off further, so that probes take about `probeBudget` of the
@@ -56,9 +56,9 @@ class AdaptiveKernelThreads {
   // What a recorded step was, for logs: a probe (and whether it won) or a step at current().
   struct StepRecord {
     bool probe = false;
-    int threads = 0;       // the count the step ran with
-    double mean = 0.0;     // the current count's recent mean it was compared with (probes)
-    bool won = false;      // the probe was faster by more than the margin
+    int threads = 0;    // the count the step ran with
+    double mean = 0.0;  // the current count's recent mean it was compared with (probes)
+    bool won = false;   // the probe was faster by more than the margin
   };
 
   int threadsForNextStep();

@@ -39,9 +39,9 @@ void ReplicaRuntime::recordRunSeconds(double seconds) {
   const int before = adaptiveThreads_->current();
   const AdaptiveKernelThreads::StepRecord step = adaptiveThreads_->recordStep(seconds);
   if (step.probe) {
-    logging::session::trace("kernel threads: probe with {} ran {:.3f} ms against {:.3f} ms with {}: {}",
-                            step.threads, seconds * 1e3, step.mean * 1e3, before,
-                            step.won ? "won" : "lost");
+    logging::session::trace(
+        "kernel threads: probe with {} ran {:.3f} ms against {:.3f} ms with {}: {}", step.threads,
+        seconds * 1e3, step.mean * 1e3, before, step.won ? "won" : "lost");
   }
   if (adaptiveThreads_->current() != before) {
     logging::session::debug("kernel threads: {} -> {} (steps ran faster with {})", before,

@@ -359,7 +359,8 @@ TEST_P(GraphcoreReductions, NllLabelOutsideTheClassesSelectsNoClass) {
   // Log-probability input: the term is 0.
   auto lp = randomTensor({2, 3}, 25, -2.0f, -0.1f);
   auto yl = HostTensor::fromVector<int32_t>({2}, {3, 1});
-  const HostTensor outL = runForward(graphcore("Nll", nllAttrs(red, std::nullopt, true)), {lp, yl})[0];
+  const HostTensor outL =
+      runForward(graphcore("Nll", nllAttrs(red, std::nullopt, true)), {lp, yl})[0];
   if (red == 0) {
     EXPECT_NEAR(at(outL, 0), -at(lp, 4), 1e-6);
   }

@@ -20,8 +20,8 @@ namespace {
 // x * sigmoid(x) (sigmoidFirst: sigmoid(x) * x); returns {sigmoid, product}.
 std::pair<TensorId, TensorId> buildSilu(ir::Graph& g, const TensorId& x, bool sigmoidFirst) {
   const TensorId s = addOp(g, "Sigmoid", {x})[0];
-  const TensorId y = addOp(g, "Mul", sigmoidFirst ? std::vector<TensorId>{s, x}
-                                                  : std::vector<TensorId>{x, s})[0];
+  const TensorId y =
+      addOp(g, "Mul", sigmoidFirst ? std::vector<TensorId>{s, x} : std::vector<TensorId>{x, s})[0];
   return {s, y};
 }
 
@@ -121,8 +121,8 @@ HostTensor siluGradient(bool sigmoidFirst, bool fuse, const HostTensor& x) {
 
 TEST_P(SiluFusion, FusedGradientMatchesUnfused) {
   const HostTensor x = randomTensor({5, 203}, 3, -12.0f, 12.0f);
-  EXPECT_TRUE(allClose(siluGradient(GetParam(), true, x), siluGradient(GetParam(), false, x),
-                       1e-5, 1e-6));
+  EXPECT_TRUE(
+      allClose(siluGradient(GetParam(), true, x), siluGradient(GetParam(), false, x), 1e-5, 1e-6));
 }
 
 TEST_P(SiluFusion, FusedGradientMatchesFiniteDifferences) {

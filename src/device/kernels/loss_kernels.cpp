@@ -499,7 +499,9 @@ struct NllConfig {
 };
 
 // The loss term of a label that selects no class.
-float noClassLoss(const NllConfig& cfg) { return cfg.logProb ? 0.0f : -std::log(kMinProb); }
+float noClassLoss(const NllConfig& cfg) {
+  return cfg.logProb ? 0.0f : -std::log(kMinProb);
+}
 
 template <typename L>
 void warnNoClassOnce(const NllConfig& cfg, L label, int64_t i) {
@@ -687,8 +689,7 @@ XT_REGISTER_KERNEL("ai.graphcore", "IdentityLoss",
                    [](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
                      const ReductionType r = graphcoreReduction(spec);
                      if (spec.inputs.at(0).dataType() == DataType::INT32) {
-                       return makeKernel(
-                           [r](const KernelIO& io) { identityLoss<int32_t>(r, io); });
+                       return makeKernel([r](const KernelIO& io) { identityLoss<int32_t>(r, io); });
                      }
                      requireFloat(spec, {0});
                      return makeKernel([r](const KernelIO& io) { identityLoss<float>(r, io); });

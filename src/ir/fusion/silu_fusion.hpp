@@ -2,8 +2,8 @@
 // of x * torch.sigmoid(x)), Mul(x, Sigmoid(x)) with the operands either way round, becomes one
 // ai.graphcore Swish (PopART's name for it), whose gradient is the one-pass SwishGrad.
 //
-// Why: EfficientNet's and the mobile nets' activations are SiLU; unfused, each costs a Sigmoid and a
-// Mul forward and, backward, the chain rule through both (a Mul, a SigmoidGrad and a Sum), with
+// Why: EfficientNet's and the mobile nets' activations are SiLU; unfused, each costs a Sigmoid and
+// a Mul forward and, backward, the chain rule through both (a Mul, a SigmoidGrad and a Sum), with
 // the sigmoid kept alive for the backward pass.
 #pragma once
 #pragma GCC visibility push(default)
