@@ -90,11 +90,12 @@ def xtrain_run(xtrain, onnx, h5, batch, steps, profile=False, env=None):
     return int(m.group(1)) / float(m.group(2)), out
 
 
-def torch_rate(name, data, batch, steps, warmup=3):
-    model = make_models.build(name)
+def loop_rate(model, arrays, batch, steps, warmup=3, lr=LR):
+    """PyTorch's own training loop of `model` (the loss inside forward) on numpy `arrays` (forward's
+    arguments, samples first), SGD with momentum: samples/s over `steps` steps after `warmup`."""
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    tensors = [torch.from_numpy(a) for _, a in data]
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=MOMENTUM)
+    tensors = [torch.from_numpy(a) for a in arrays]
     n = tensors[0].shape[0]
 
     def step(k):
@@ -112,6 +113,10 @@ def torch_rate(name, data, batch, steps, warmup=3):
         loss = step(k)
     float(loss)
     return steps * batch / (time.perf_counter() - t0)
+
+
+def torch_rate(name, data, batch, steps, warmup=3):
+    return loop_rate(make_models.build(name), [a for _, a in data], batch, steps, warmup)
 
 
 def sgemm_peak(xbench):

@@ -39,7 +39,7 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from models_vs_torch import check_blas  # noqa: E402
+from models_vs_torch import check_blas, loop_rate  # noqa: E402
 
 LR, MOMENTUM = 0.01, 0.9
 
@@ -171,28 +171,6 @@ def wall_seconds(cmd):
     return seconds
 
 
-def torch_rate(model, x, y, batch, steps, warmup=2):
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-
-    def step(k):
-        lo = (k * batch) % (tx.shape[0] - batch + 1)
-        opt.zero_grad()
-        loss = model(tx[lo:lo + batch], ty[lo:lo + batch])
-        loss.backward()
-        opt.step()
-        return loss
-
-    for k in range(warmup):
-        step(k)
-    t0 = time.perf_counter()
-    for k in range(steps):
-        loss = step(k)
-    float(loss)
-    return steps * batch / (time.perf_counter() - t0)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=",".join(MODELS))
@@ -226,7 +204,8 @@ def main():
                 t1 = xtrain_train_seconds(a, onnx_path, h5, batch, steps)
                 t2 = xtrain_train_seconds(a, onnx_path, h5, batch, 2 * steps)
                 xs.append(steps * batch / max(t2 - t1, 1e-9))
-                ts.append(torch_rate(namespace["build"](name), x, y, batch, steps))
+                ts.append(loop_rate(namespace["build"](name), [x, y], batch, steps, warmup=2,
+                                    lr=LR))
                 xstart.append(wall_seconds(xtrain_cmd(a, onnx_path, h5, batch, 1)))
                 tstart.append(wall_seconds([sys.executable, "-c", STARTUP, name, str(batch), npz]))
             row = (name, batch, statistics.median(xs), statistics.median(ts),
