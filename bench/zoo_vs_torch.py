@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -31,7 +30,7 @@ import make_zoo  # noqa: E402
 
 # The BLAS check and the timed xtrain run are models_vs_torch.py's.
 sys.path.insert(0, HERE)
-from models_vs_torch import check_blas, xtrain_run  # noqa: E402
+from models_vs_torch import check_blas, loop_rate, xtrain_run  # noqa: E402
 
 LR, MOMENTUM = 0.05, 0.9
 
@@ -44,27 +43,7 @@ def make_data(gen, batch, steps):
 
 def torch_rate(cls, data, batch, steps, warmup=3):
     torch.manual_seed(0)
-    model = cls()
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    n = data[0][1].shape[0]
-
-    def step(k):
-        lo = (k * batch) % n
-        args = [torch.from_numpy(a[lo:lo + batch]) for _, a in data]
-        opt.zero_grad()
-        loss = model(*args)
-        loss.backward()
-        opt.step()
-        return loss
-
-    for k in range(warmup):
-        step(k)
-    t0 = time.perf_counter()
-    for k in range(steps):
-        loss = step(k)
-    float(loss)
-    return steps * batch / (time.perf_counter() - t0)
+    return loop_rate(cls(), [a for _, a in data], batch, steps, warmup, lr=LR)
 
 
 def xtrain_time(xtrain, model, h5, batch, steps):
