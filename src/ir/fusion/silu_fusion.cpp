@@ -12,10 +12,7 @@ bool fuseSilu(Graph& graph, const std::set<TensorId>& keep, OpId root) {
   for (size_t xi : {size_t{0}, size_t{1}}) {
     const TensorId& x = mul.inputs[xi];
     const TensorInfo& info = graph.tensor(x).info;
-    // Same shape as the product: a broadcast Mul is not SiLU.
-    if (info.dataType() != DataType::FLOAT || graph.tensor(mul.outputs.at(0)).info != info) {
-      continue;
-    }
+    if (info.dataType() != DataType::FLOAT) continue;
     SubgraphMatch m(graph, keep, root);
     const Op* sigmoid = m.producer(mul.inputs[1 - xi], "Sigmoid");
     if (sigmoid == nullptr || sigmoid->inputs.size() != 1 || sigmoid->inputs[0] != x) continue;
