@@ -121,12 +121,17 @@ def main():
     report(args, results, stash_share)
 
 
+def step_ms(out):
+    """The ms per step a `--one` run printed last."""
+    return float(out.strip().splitlines()[-1])
+
+
 def run_one(mode, threads, passed, extra=()):
     # Each configuration in a process of its own: XTRAIN_PIPELINE_THREADS is read at prepareDevice.
     env = dict(os.environ, XTRAIN_PIPELINE_THREADS=threads)
     out = subprocess.run([sys.executable, __file__, "--one", mode] + passed + list(extra),
                          env=env, check=True, capture_output=True, text=True).stdout
-    return float(out.strip().splitlines()[-1])
+    return step_ms(out)
 
 
 def host_capacity(args, passed):
@@ -136,14 +141,10 @@ def host_capacity(args, passed):
     than `stages`, and no pipeline can overlap its stages by more."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [sys.executable, __file__, "--one", "unpipelined"] + passed
-
-    def ms(out):
-        return float(out.strip().splitlines()[-1])
-
-    alone = ms(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+    alone = step_ms(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
     copies = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
               for _ in range(args.stages)]
-    together = [ms(c.communicate()[0]) for c in copies]
+    together = [step_ms(c.communicate()[0]) for c in copies]
     return args.stages * alone / statistics.mean(together)
 
 
