@@ -58,8 +58,8 @@ struct PipelineStash {
 };
 
 struct PipelinePlan {
-  int64_t stages = 0;  // forward stages N; 0: not pipelined
-  int64_t slots = 0;   // 2N-1 in training, N in inference
+  int64_t stages = 0;              // forward stages N; 0: not pipelined
+  int64_t slots = 0;               // 2N-1 in training, N in inference
   std::map<OpId, int64_t> slotOf;  // every Forward, Backward and Accumulate op
   std::vector<PipelineStash> stashes;
   std::vector<std::vector<size_t>> pushAfter;      // per slot: stashes pushed after it runs
@@ -69,19 +69,27 @@ struct PipelinePlan {
   std::map<TensorId, int64_t> anchorSlot;          // the slot after which the host reads each
   // The private copies: (tensor, slot) for each restore, and the accumulation counter's per slot.
   std::vector<std::pair<TensorId, int64_t>> slotCopies;
-  TensorId accumulationIndex;                      // "" when there is none
-  std::vector<int64_t> slotVirtualGraph;           // the IPU (stage's virtual graph) of each slot
+  TensorId accumulationIndex;             // "" when there is none
+  std::vector<int64_t> slotVirtualGraph;  // the IPU (stage's virtual graph) of each slot
 
   bool enabled() const { return stages > 0; }
+  // The slot that reads input `id` in place (0 for an input no slot reads).
+  int64_t inputSlotOf(const TensorId& id) const {
+    auto it = inputSlot.find(id);
+    return it == inputSlot.end() ? 0 : it->second;
+  }
+  // The slot after which the host reads anchor `id` (the last for one no slot writes).
+  int64_t anchorSlotOf(const TensorId& id) const {
+    auto it = anchorSlot.find(id);
+    return it == anchorSlot.end() ? slots - 1 : it->second;
+  }
   // The micro-batch whose input `id` the host writes before cycle `cycle` (may be out of range).
   int64_t inputMicroBatch(const TensorId& id, int64_t cycle) const {
-    auto it = inputSlot.find(id);
-    return cycle - (it == inputSlot.end() ? 0 : it->second);
+    return cycle - inputSlotOf(id);
   }
   // The micro-batch whose anchor `id` the host reads after cycle `cycle` (may be out of range).
   int64_t anchorMicroBatch(const TensorId& id, int64_t cycle) const {
-    auto it = anchorSlot.find(id);
-    return cycle - (it == anchorSlot.end() ? slots - 1 : it->second);
+    return cycle - anchorSlotOf(id);
   }
   // Pipeline cycles for `microBatches` micro-batches: fill, steady state and flush.
   int64_t cycles(int64_t microBatches) const { return microBatches + slots - 1; }

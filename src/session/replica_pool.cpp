@@ -30,6 +30,11 @@ ReplicaPool::~ReplicaPool() {
 }
 
 void ReplicaPool::run(const std::function<void(int64_t)>& fn) {
+  start(fn);
+  wait();
+}
+
+void ReplicaPool::start(const std::function<void(int64_t)>& fn) {
   {
     std::lock_guard lock(mu_);
     job_ = &fn;
@@ -38,6 +43,9 @@ void ReplicaPool::run(const std::function<void(int64_t)>& fn) {
     ++generation_;
   }
   start_.notify_all();
+}
+
+void ReplicaPool::wait() {
   std::unique_lock lock(mu_);
   done_.wait(lock, [&] { return running_ == 0; });
   job_ = nullptr;

@@ -21,8 +21,11 @@ int kernelThreadsPerReplica(int64_t replicasOnHost);
 
 // Contract: run(fn) calls fn(r) for every replica r in [0, L), each on replica r's thread, and
 // returns when all returned; if any threw, it rethrows the exception of the lowest replica that
-// threw (after all finished). Each thread's kernels may use kernelThreadsPerReplica(L x
-// instancesOnHost) threads. Not re-entrant: one run() at a time. The destructor joins the threads.
+// threw (after all finished). start(fn) and wait() are run's two halves, so that the caller can
+// work beside the threads: fn must live until wait() returns, and every start() needs its wait()
+// before the next start() or the destructor. Each thread's kernels may use
+// kernelThreadsPerReplica(L x instancesOnHost) threads. Not re-entrant: one run at a time. The
+// destructor joins the threads.
 class ReplicaPool {
  public:
   explicit ReplicaPool(int64_t replicas, int64_t instancesOnHost = 1);
@@ -31,6 +34,8 @@ class ReplicaPool {
   ReplicaPool& operator=(const ReplicaPool&) = delete;
 
   void run(const std::function<void(int64_t)>& fn);
+  void start(const std::function<void(int64_t)>& fn);
+  void wait();
 
  private:
   void loop(int64_t replica, int kernelThreads);

@@ -114,6 +114,10 @@ void ReplicaRuntime::buildStageThreads() {
     if (stageSlots_.size() <= ipu) stageSlots_.resize(ipu + 1);
     stageSlots_[ipu].push_back(slot);
   }
+  inputPushes_.assign(static_cast<size_t>(pipeline_->slots), {});
+  for (size_t k : pipeline_->pushInputs) {
+    inputPushes_[static_cast<size_t>(pipeline_->stashes[k].writer)].push_back(k);
+  }
   // XTRAIN_PIPELINE_THREADS=0 runs the IPUs of a replica one after the other, on its thread.
   if (stageSlots_.size() < 2 || !readBoolSwitch("XTRAIN_PIPELINE_THREADS", true)) return;
   std::set<int64_t> collectiveIpus;
@@ -233,6 +237,10 @@ void ReplicaRuntime::runPipelineSlot(Replica& replica, int64_t slot, int64_t mic
   const auto at = [&](size_t k) -> HostTensor& {
     return replica.stashes[k][static_cast<size_t>(microBatch % plan.stashes[k].depth)];
   };
+  // The inputs this slot reads in place go into their rings for the later slots that read them.
+  for (size_t k : inputPushes_[static_cast<size_t>(slot)]) {
+    copyBytes(buffers[static_cast<size_t>(program.bufferIndex(plan.stashes[k].tensor))], at(k));
+  }
   if (const auto& restores = plan.restoreBefore[static_cast<size_t>(slot)]; !restores.empty()) {
     const timeline::Span traced(timeline::Category::Host, "pipeline restore");
     for (size_t k : restores) {
@@ -258,44 +266,130 @@ void ReplicaRuntime::runPipelineSlot(Replica& replica, int64_t slot, int64_t mic
 }
 
 void ReplicaRuntime::runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
-                                      const std::function<uint64_t(int64_t, int64_t)>& seedOf) {
-  const PipelinePlan& plan = *pipeline_;
+                                      const PipelineSeeds& seedOf) {
   forEachReplicaProgram([&](int64_t r) {
     Replica& replica = replicas_[static_cast<size_t>(r)];
     const device::ReplicaScope collectiveScope(*collectives_, r, pool_ != nullptr);
-    // The inputs the host wrote for this cycle, into their rings (before any slot runs).
-    for (size_t k : plan.pushInputs) {
-      const PipelineStash& stash = plan.stashes[k];
-      const int64_t m = cycle - stash.writer;
-      if (m < 0 || m >= microBatches) continue;
-      const HostTensor& in =
-          replica.buffers[static_cast<size_t>(replica.program->bufferIndex(stash.tensor))];
-      copyBytes(in, replica.stashes[k][static_cast<size_t>(m % stash.depth)]);
-    }
-    // Each IPU's slots, the last first; the IPUs on their threads when there are (no two slots
-    // share a buffer that one of them writes: pipeline_plan.hpp).
-    auto runIpu = [&](int64_t ipu) {
-      for (int64_t slot : stageSlots_[static_cast<size_t>(ipu)]) {
+    for (const auto& slots : stageSlots_) {
+      for (int64_t slot : slots) {
         const int64_t m = cycle - slot;
         if (m < 0 || m >= microBatches) continue;
         runPipelineSlot(replica, slot, m, training, seedOf(layout_.offset + r, m));
       }
-    };
-    if (replica.stagePool) {
-      // A stage's ops go on its replica's track of the timeline, whichever thread runs them.
-      const int64_t global = layout_.offset + r;
-      const device::ReplicaContext* context = device::currentReplica();
-      replica.stagePool->run([&](int64_t ipu) {
-        const device::ReplicaHelperScope helper(ipu == collectiveIpu_ ? context : nullptr);
-        const timeline::TrackScope track(
-            timeline::replicaTrack(global),
-            timeline::started() ? "replica " + std::to_string(global) : std::string());
-        runIpu(ipu);
-      });
-    } else {
-      for (size_t ipu = 0; ipu < stageSlots_.size(); ++ipu) runIpu(static_cast<int64_t>(ipu));
     }
   });
+}
+
+// Slot k's micro-batch m runs in cycle c = m + k of the lockstep schedule, where no two slots of
+// one cycle touch a buffer one of them writes (pipeline_plan.hpp); each wait below is for work of
+// an earlier cycle, so the threads cannot wait on each other in a circle.
+void ReplicaRuntime::runPipelineStage(int64_t r, int64_t ipu, int64_t microBatches, bool training,
+                                      const PipelineSeeds& seedOf, const PipelineHost& host,
+                                      PipelineProgress& progress) {
+  const PipelinePlan& plan = *pipeline_;
+  Replica& replica = replicas_[static_cast<size_t>(r)];
+  // Before slot k overwrites ring entry m % depth, the last reader of the stash is done with the
+  // micro-batch there before (the readers in between, which it waited for, are too).
+  auto waitForRing = [&](size_t k, int64_t m) {
+    const PipelineStash& stash = plan.stashes[k];
+    if (m >= stash.depth) progress.waitSlot(r, stash.writer + stash.depth - 1, m - stash.depth + 1);
+  };
+  for (int64_t cycle = 0; cycle < plan.cycles(microBatches); ++cycle) {
+    for (int64_t slot : stageSlots_[static_cast<size_t>(ipu)]) {
+      const int64_t m = cycle - slot;
+      if (m < 0 || m >= microBatches) continue;
+      if (slot > 0) progress.waitSlot(r, slot - 1, m + 1);  // its activations or gradients
+      if (host.inputSlots.count(slot) != 0) progress.waitInputs(cycle + 1);
+      // The host has read what this slot wrote of the micro-batch before.
+      if (m > 0 && host.outputSlots.count(slot) != 0) progress.waitOutputs(cycle);
+      for (size_t k : inputPushes_[static_cast<size_t>(slot)]) waitForRing(k, m);
+      for (size_t k : plan.pushAfter[static_cast<size_t>(slot)]) waitForRing(k, m);
+      runPipelineSlot(replica, slot, m, training, seedOf(layout_.offset + r, m));
+      progress.finishSlot(r, slot);
+    }
+  }
+}
+
+// The host's I/O, cycle by cycle: it writes a cycle's inputs once the slots that read them in
+// place are done with the micro-batch before, and reads a cycle's outputs once their slots wrote
+// them.
+void ReplicaRuntime::runPipelineHost(int64_t microBatches, const PipelineHost& host,
+                                     PipelineProgress& progress) {
+  for (int64_t cycle = 0; cycle < pipeline_->cycles(microBatches); ++cycle) {
+    for (int64_t slot : host.inputSlots) {
+      const int64_t m = cycle - slot;
+      if (m >= 1 && m < microBatches) progress.waitSlotOnEveryReplica(slot, m);
+    }
+    host.writeInputs(cycle);
+    progress.finishInputs(cycle + 1);
+    for (int64_t slot : host.outputSlots) {
+      const int64_t m = cycle - slot;
+      if (m >= 0 && m < microBatches) progress.waitSlotOnEveryReplica(slot, m + 1);
+    }
+    host.readOutputs(cycle);
+    progress.finishOutputs(cycle + 1);
+  }
+}
+
+void ReplicaRuntime::runPipeline(int64_t microBatches, bool training, const PipelineSeeds& seedOf,
+                                 const PipelineHost& host) {
+  if (!replicas_.front().stagePool) {
+    for (int64_t cycle = 0; cycle < pipeline_->cycles(microBatches); ++cycle) {
+      host.writeInputs(cycle);
+      runPipelineCycle(cycle, microBatches, training, seedOf);
+      host.readOutputs(cycle);
+    }
+    return;
+  }
+  PipelineProgress progress(layout_.local, pipeline_->slots);
+  // Replica r's stages, each on its thread. A failing stage stops the others (their waits throw
+  // PipelineAborted, which is not the error to report) and the host.
+  auto stageJob = [&](int64_t r, const device::ReplicaContext* context) {
+    return [&, r, context](int64_t ipu) {
+      const device::ReplicaHelperScope helper(ipu == collectiveIpu_ ? context : nullptr);
+      const int64_t global = layout_.offset + r;
+      // A stage's ops go on its replica's track of the timeline, whichever thread runs them.
+      const timeline::TrackScope track(
+          timeline::replicaTrack(global),
+          timeline::started() ? "replica " + std::to_string(global) : std::string());
+      try {
+        runPipelineStage(r, ipu, microBatches, training, seedOf, host, progress);
+      } catch (const PipelineAborted&) {
+        return;
+      } catch (...) {
+        progress.abort();
+        throw;
+      }
+    };
+  };
+  std::exception_ptr hostError;
+  auto runHost = [&] {
+    try {
+      runPipelineHost(microBatches, host, progress);
+    } catch (const PipelineAborted&) {  // a stage failed: its error is rethrown below
+    } catch (...) {
+      hostError = std::current_exception();
+      progress.abort();
+    }
+  };
+  if (pool_) {
+    const std::function<void(int64_t)> replicaJob = [&](int64_t r) {
+      const device::ReplicaScope collectiveScope(*collectives_, r, true);
+      const std::function<void(int64_t)> stages = stageJob(r, device::currentReplica());
+      replicas_[static_cast<size_t>(r)].stagePool->run(stages);
+    };
+    pool_->start(replicaJob);
+    runHost();
+    pool_->wait();
+  } else {
+    const device::ReplicaScope collectiveScope(*collectives_, 0, false);
+    const std::function<void(int64_t)> stages = stageJob(0, device::currentReplica());
+    ReplicaPool& pool = *replicas_.front().stagePool;
+    pool.start(stages);
+    runHost();
+    pool.wait();
+  }
+  if (hostError) std::rethrow_exception(hostError);
 }
 
 void ReplicaRuntime::takeHalfAccumulators() {

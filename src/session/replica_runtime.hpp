@@ -16,9 +16,10 @@
 // is rethrown on the caller's thread after all finished (ReplicaPool's contract).
 //
 // A replica over several IPUs (model parallelism) keeps one buffer table. Pipelined
-// (docs/pipelining.md), runPipelineCycle runs the replica's stages on threads of their own over
-// that table: the PipelinePlan guarantees that no two stages touch a buffer one of them writes in a
-// cycle (each reading slot restores stashed tensors into copies of its own). The session above
+// (docs/pipelining.md), runPipeline runs the replica's stages on threads of their own over that
+// table: the PipelinePlan guarantees that no two slots of a cycle touch a buffer one of them writes
+// (each reading slot restores stashed tensors into copies of its own), and PipelineProgress that a
+// slot starts only when the work of earlier cycles it depends on is done. The session above
 // (and HostState, UpdateControl, SessionProfiler) keep seeing replicas through buffer(r, id) and
 // forEach.
 #pragma once
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,7 @@
 #include "session/adaptive_kernel_threads.hpp"
 #include "session/lowered_graph.hpp"
 #include "session/pipeline_plan.hpp"
+#include "session/pipeline_progress.hpp"
 #include "session/replica_pool.hpp"
 
 namespace xtrain::comm {
@@ -98,17 +101,30 @@ class ReplicaRuntime final : public replication::LocalReplicas {
                      const std::function<uint64_t(int64_t)>& seedOf);
   // Pipelining (docs/pipelining.md). setPipeline, before build(): the plan (which must outlive the
   // runtime); build() then makes each replica's stash rings and a thread per IPU of the replica
-  // (a ReplicaPool; none with XTRAIN_PIPELINE_THREADS=0). runPipelineCycle: cycle `cycle` of a
-  // pipeline over `microBatches` micro-batches on every replica, each on its thread: the model
-  // inputs the caller wrote before the cycle (PipelinePlan::inputMicroBatch) pushed into their
-  // stashes, then each IPU, on its thread, runs its slots from the last down (slot k runs
-  // micro-batch cycle - k when in range): restores into the slot's copies, Forward, Backward, the
-  // micro-batch's index into the slot's accumulation counter, Accumulate, pushes. The cycle ends
-  // when every IPU's slots finished; an exception on any is rethrown after all finished (the
-  // ReplicaPool's contract). seedOf(global replica, micro-batch) as in runMicroBatch.
+  // (a ReplicaPool; none with XTRAIN_PIPELINE_THREADS=0).
+  //
+  // runPipeline: a pipeline over `microBatches` micro-batches on every replica. In cycle c slot k
+  // runs micro-batch c - k (when in range): the inputs it reads in place pushed into their stashes,
+  // restores into the slot's copies, Forward, Backward, the micro-batch's index into the slot's
+  // accumulation counter, Accumulate, pushes. The host's part runs on the caller's thread, cycle
+  // by cycle in order: host.writeInputs(c) before cycle c, host.readOutputs(c) after it (so the
+  // IStepIO calls come in the same order whatever the threads do). With stage threads, each IPU's
+  // thread runs its slots through all the cycles (in each the last first) and a slot waits only
+  // for what it needs (PipelineProgress): the previous slot's micro-batch, the host's inputs, the
+  // host's read of its last output, the readers of the stash entry it overwrites; without them,
+  // the IPUs run in turn, cycle by cycle. An exception on any thread stops the others and is
+  // rethrown after all finished (a stage's: the ReplicaPool's contract). seedOf(global replica,
+  // micro-batch) as in runMicroBatch.
+  struct PipelineHost {
+    std::function<void(int64_t cycle)> writeInputs;
+    std::function<void(int64_t cycle)> readOutputs;
+    std::set<int64_t> inputSlots;   // the slots that read in place what writeInputs writes
+    std::set<int64_t> outputSlots;  // the slots whose writes readOutputs reads
+  };
+  using PipelineSeeds = std::function<uint64_t(int64_t globalReplica, int64_t microBatch)>;
   void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
-  void runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
-                        const std::function<uint64_t(int64_t, int64_t)>& seedOf);
+  void runPipeline(int64_t microBatches, bool training, const PipelineSeeds& seedOf,
+                   const PipelineHost& host);
   // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
   void reduceGradients();
   // One phase (Update, Apply) on every replica with the same seed.
@@ -124,7 +140,15 @@ class ReplicaRuntime final : public replication::LocalReplicas {
     std::vector<std::vector<HostTensor>> stashes;
     std::unique_ptr<ReplicaPool> stagePool;
   };
-  // One slot of a pipeline cycle on replica r (runPipelineCycle).
+  // Stages in turn: cycle `cycle` on every replica, each IPU's slots after the other's.
+  void runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
+                        const PipelineSeeds& seedOf);
+  // Stage threads: replica r's IPU `ipu` through every cycle, each slot when it may run.
+  void runPipelineStage(int64_t r, int64_t ipu, int64_t microBatches, bool training,
+                        const PipelineSeeds& seedOf, const PipelineHost& host,
+                        PipelineProgress& progress);
+  void runPipelineHost(int64_t microBatches, const PipelineHost& host, PipelineProgress& progress);
+  // One slot of a pipeline cycle on replica r.
   void runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch, bool training,
                        uint64_t seed);
   void buildStageThreads();
@@ -136,6 +160,7 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   const ir::Graph* graph_ = nullptr;
   const PipelinePlan* pipeline_ = nullptr;
   std::vector<std::vector<int64_t>> stageSlots_;  // per IPU of a replica: its slots, last first
+  std::vector<std::vector<size_t>> inputPushes_;  // per slot: the input stashes it pushes first
   // The one IPU whose slots run the model's replicated collectives (-1: none). Its stage thread
   // acts for its replica in them; collectives on two IPUs run their stages in turn instead, since
   // stage threads would reach them in an order that differs between replicas.

@@ -175,12 +175,9 @@ void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int6
       histogramActive.push_back(updateControl_.nextHistogramActive());
     }
   }
-  for (int64_t cycle = 0; cycle < pipeline_.cycles(count); ++cycle) {
-    writePipelineInputs(io, indices, first, count, cycle);
-    runtime_->runPipelineCycle(cycle, count, training,
-                               [&](int64_t globalReplica, int64_t microBatch) {
-                                 return random_.microBatchSeed(globalReplica, first + microBatch);
-                               });
+  ReplicaRuntime::PipelineHost host;
+  host.writeInputs = [&](int64_t cycle) { writePipelineInputs(io, indices, first, count, cycle); };
+  host.readOutputs = [&](int64_t cycle) {
     for (size_t k = 0; k < tracked.size() && !histogramActive.empty(); ++k) {
       const int64_t m = pipeline_.anchorMicroBatch(tracked[k], cycle);
       if (m >= 0 && m < count) {
@@ -188,7 +185,20 @@ void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int6
       }
     }
     readPipelineAnchors(io, indices, first, count, cycle);
+  };
+  for (const TensorId& id : io.inputIds()) host.inputSlots.insert(pipeline_.inputSlotOf(id));
+  for (size_t k = 0; k < indices.anchors.size(); ++k) {
+    if (indices.readAt[k] == StepIndices::AnchorPoint::MicroBatch) {
+      host.outputSlots.insert(pipeline_.anchorSlotOf(io.anchorIds()[k]));
+    }
   }
+  for (const TensorId& id : tracked) host.outputSlots.insert(pipeline_.anchorSlotOf(id));
+  runtime_->runPipeline(
+      count, training,
+      [&](int64_t globalReplica, int64_t microBatch) {
+        return random_.microBatchSeed(globalReplica, first + microBatch);
+      },
+      host);
   profiler_.countPipeline(count);
 }
 
