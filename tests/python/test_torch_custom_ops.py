@@ -231,7 +231,7 @@ class Training(PrivatePool, unittest.TestCase):
 @unittest.skipIf(torch is None, SKIP_REASON)
 class BadInput(PrivatePool, unittest.TestCase):
 
-    def run_op(self, op, *args, training=False):
+    def run_op(self, op, *args):
         class Model(nn.Module):
             def forward(self, x):
                 return op(x)
