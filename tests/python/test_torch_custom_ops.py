@@ -314,6 +314,14 @@ class BadInput(PrivatePool, unittest.TestCase):
                 [x], "LeakyRelu", "com.acme", 1, example_outputs=[x])[0] + poptorch.custom_op(
                 [x, x], "Cube", "com.acme", 2, example_outputs=[x, x])[0], x)
 
+    def test_non_ascii_strings_are_accepted(self):
+        # PopTorch refuses them; xtrain passes UTF-8 strings through (docs/poptorch.md).
+        x = -torch.ones(2, 3)
+        out = self.run_op(lambda x: poptorch.custom_op(
+            [x], "LeakyRelu", "com.acme", 1, example_outputs=[x],
+            attributes={"alpha": 0.5, "note": "caf\u00e9 \u1f00", "notes": ["\u00e9"]})[0], x)
+        torch.testing.assert_close(out, torch.full((2, 3), -0.5))
+
     def test_a_newer_domain_version_imports_the_op(self):
         x = -torch.ones(2, 3)
         out = self.run_op(lambda x: poptorch.custom_op([x], "LeakyRelu", "com.acme", 2,
