@@ -81,6 +81,13 @@ if torch is not None:
             return out
 
 
+    class CubeOnly(nn.Module):
+        """Cube alone (a module-level class: an exported model is pickled)."""
+
+        def forward(self, x, bias):
+            return poptorch.custom_op([x, bias], "Cube", "com.acme", 1, example_outputs=[x, x])
+
+
 @unittest.skipIf(torch is None, SKIP_REASON)
 class Listings(PrivatePool, unittest.TestCase):
     """PopTorch's listings as written but for the import (and 4.23 run from the build tree, where
@@ -233,13 +240,8 @@ class Precompilation(PrivatePool, unittest.TestCase):
 
     def test_exported_and_loaded(self):
         # The file holds the captured graph with the op's node; loading needs the library only.
-        class Net(nn.Module):
-            def forward(self, x, bias):
-                return poptorch.custom_op([x, bias], "Cube", "com.acme", 1,
-                                          example_outputs=[x, x])
-
         path = os.path.join(self.tmp, "cube.pt")
-        poptorch.inferenceModel(Net()).compileAndExport(path, torch.ones(2), torch.ones(2))
+        poptorch.inferenceModel(CubeOnly()).compileAndExport(path, torch.ones(2), torch.ones(2))
         out = poptorch.load(path)(torch.tensor([2.0, -1.0]), torch.tensor([1.0, 1.0]))
         torch.testing.assert_close(out[0], torch.tensor([9.0, 0.0]))
         torch.testing.assert_close(out[1], torch.tensor([8.0, -1.0]))
