@@ -5,8 +5,10 @@
 # training program) against the same package and runs it: it checks the op's gradient against finite
 # differences and that training lowers the loss. Last, the Python package: importable from
 # <prefix>/lib/python3/dist-packages, with every xtrain library it loads from the prefix (the
-# installed rpath), none from the build tree. And tests/install/session_options: a program that sets
-# every SessionOptions member docs/session-options.md lists, built against the installed headers.
+# installed rpath), none from the build tree; with PyTorch, examples/custom_op's library loaded
+# with ctypes and trained through xtrain.torch.custom_op (tests/install/torch_custom_op.py). And
+# tests/install/session_options: a program that sets every SessionOptions member
+# docs/session-options.md lists, built against the installed headers.
 # Usage: install_test.sh <source dir> <build dir>
 set -euo pipefail
 src=$1
@@ -66,5 +68,16 @@ if torch is not None:
     assert poptorch.trainingModel and poptorch.optim.SGD
 ' "$work/prefix") || { echo "install test: the installed Python package does not import from the prefix"; exit 1; }
   python_done=" and imported the Python package"
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    # examples/custom_op's library, loaded with ctypes into the installed package and used
+    # through xtrain.torch.custom_op (tests/install/torch_custom_op.py), on a private IPU pool.
+    mkdir -p "$work/locks"
+    (cd "$work" && env -u PYTHONPATH -u LD_LIBRARY_PATH -u XTRAIN_IPU_IDS \
+      PYTHONPATH="$work/prefix/lib/python3/dist-packages" XTRAIN_NUM_IPUS=8 \
+      XTRAIN_IPU_LOCK_DIR="$work/locks" timeout 300 /usr/bin/python3 \
+      "$src/tests/install/torch_custom_op.py" "$work/prefix" "$work/custom_op/libleaky_cube.so") ||
+      { echo "install test: examples/custom_op's library does not work through xtrain.torch.custom_op"; exit 1; }
+    python_done="$python_done and used examples/custom_op's library through xtrain.torch.custom_op"
+  fi
 fi
 echo "install test: built and ran examples/mlp_training (alone and under xrun), examples/custom_op and tests/install/session_options against the installed package$python_done"

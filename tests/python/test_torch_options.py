@@ -138,8 +138,6 @@ class Options(PrivatePool, unittest.TestCase):
                 .compile(*tt.mlp_data(1, 4)[0])
         opts = poptorch.Options().autoRoundNumIPUs(True)
         opts.connectionType(poptorch.ConnectionType.OnDemand)
-        with self.assertRaisesRegex(NotImplementedError, "offline compilation"):
-            opts.connectionType(poptorch.ConnectionType.Never)
         cache = os.path.join(self.tmp, "cache")
         self.train_and_compare(opts.enableExecutableCaching(cache))
         self.assertFalse(os.path.exists(cache) and os.listdir(cache), "the cache wrote files")

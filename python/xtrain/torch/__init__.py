@@ -13,6 +13,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 from . import _capture, enums, optim  # noqa: F401
 from ._async_data import AsynchronousDataAccessor  # noqa: F401
 from ._ctc import ctc_beam_search_decoder  # noqa: F401
+from ._custom_op import custom_op  # noqa: F401
 from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
@@ -38,14 +39,13 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "removeBlocks", "enums", "CommGroupType", "VariableRetrievalMode", "MatMulSerializationMode", "dynamic_slice",
            "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
            "AsynchronousDataAccessor", "load", "setLogLevel", "logger", "MultiConv",
-           "MultiConvPlanType", "ctc_beam_search_decoder"]
+           "MultiConvPlanType", "ctc_beam_search_decoder", "custom_op"]
 
 
 # PopTorch names xtrain.torch does not build yet (docs/poptorch.md, "Not built yet"): using one is
 # a NotImplementedError saying so, not an AttributeError that reads like a typo.
 _NOT_BUILT = {
     "CPU": "poptorch.CPU (running part of a module on the host)",
-    "custom_op": "custom_op (user operations)",
 }
 
 

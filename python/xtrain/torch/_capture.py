@@ -19,7 +19,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import _blocks, _ctc, _ops, _placement, _symbolics
+from . import _blocks, _ctc, _custom_op, _ops, _placement, _symbolics
 from . import _structure as _structure_mod
 
 OPSET = 17
@@ -197,6 +197,7 @@ def capture(model, names, values, training, strategy=None):
                 # domain and the one xtrain imports (naming it here warns when none is used).
                 do_constant_folding=False, opset_version=OPSET)
     proto = onnx.load_from_string(buffer.getvalue())
+    _custom_op.set_domain_versions(proto)
     if blocks.starts:
         _placement.annotate(proto, blocks.starts, strategy, type(model).__name__)
     _serialized_matmuls(proto)

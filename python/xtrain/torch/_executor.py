@@ -27,7 +27,8 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import _capture, _errors, _export, _module_sync, _placement, _replica_grouping, _structure
+from . import (_capture, _errors, _export, _module_sync, _offline, _placement, _replica_grouping,
+               _structure)
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -160,8 +161,8 @@ class PoplarExecutor:
 
     @_backend_errors
     def copyWeightsToHost(self):
-        """Copies the device's weights and buffers into the module."""
-        if self._session is not None:
+        """Copies the device's weights and buffers into the module (offline: none to copy)."""
+        if self._session is not None and not _offline.is_offline(self.options):
             self._check_attached("copyWeightsToHost")
             self._copy_weights_to_module()
 
@@ -212,6 +213,8 @@ class PoplarExecutor:
     def attachToDevice(self):
         if self._session is None:
             raise RuntimeError("attachToDevice: the model has not been compiled yet")
+        if _offline.is_offline(self.options):
+            _offline.refuse("attachToDevice")
         if self._device.isAttached:
             raise RuntimeError("attachToDevice: the model is already attached")
         if not self._device.attach():
@@ -394,6 +397,8 @@ class PoplarExecutor:
         ipus = self._ipus_per_replica()
         # A device of replicas x IPUs per replica (docs/model-parallelism.md).
         total = self.options.replication_factor * ipus
+        if _offline.is_offline(self.options):
+            return _offline.device(total)
         manager = _xtrain.DeviceManager()
         if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
             if ipus == 1:
@@ -445,13 +450,18 @@ class PoplarExecutor:
                 session = _xtrain.InferenceSession(
                     fnModel=proto, dataFlow=self._data_flow(), deviceInfo=device,
                     userOptions=self._session_options(), name="inferenceModel")
-            session.prepareDevice()
-            if self.options.random_seed is not None:
-                session.setRandomSeed(self.options.random_seed)
+            if _offline.is_offline(self.options):
+                _offline.prepare(session, device)
+            else:
+                session.prepareDevice()
+                if self.options.random_seed is not None:
+                    session.setRandomSeed(self.options.random_seed)
         except BaseException:
             device.detach()
             raise
         self._session, self._device = session, device
+        if _offline.is_offline(self.options):
+            return  # compiled; nothing is copied or run on an offline device (_offline.py)
         # A grouped weight's host value holds every group's (_replica_grouping.py).
         self._grouped = {}
         for name in _replica_grouping.grouped_names(self._captured.proto):
@@ -505,6 +515,8 @@ class PoplarExecutor:
     # ---- running ----
 
     def _check_attached(self, what):
+        if _offline.is_offline(self.options):
+            _offline.refuse(what)
         if not self._device.isAttached:
             raise RuntimeError("cannot %s: the model is detached from its device (call "
                                "attachToDevice() first)" % what)

@@ -216,14 +216,11 @@ class Options:
     def connectionType(self, connection_type):
         """Always (the default) is what happens: the device is attached when the model is
         compiled. OnDemand is accepted with no effect: attaching a simulated IPU is immediate.
-        Never (compiling without a device, for compileAndExport) is not implemented."""
+        Never compiles on an offline device, which cannot run (for compileAndExport;
+        _offline.py)."""
         if not isinstance(connection_type, ConnectionType):
             raise TypeError("Options.connectionType: expected a poptorch.ConnectionType, got %r"
                             % (connection_type,))
-        if connection_type == ConnectionType.Never:
-            raise NotImplementedError("Options.connectionType(ConnectionType.Never): compiling "
-                                      "without a device (offline compilation) is not implemented "
-                                      "in xtrain.torch yet")
         self.connection_type = connection_type
         return self
 
