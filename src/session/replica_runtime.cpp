@@ -205,7 +205,11 @@ void ReplicaRuntime::runMicroBatch(bool training, int accumulationIndex, int64_t
     // differ.
     const uint64_t seed = seedOf(layout_.offset + r);
     program.run(ir::Phase::Forward, buffers, seed);
-    if (!training) return;
+    if (!training) {
+      // Inference: the variables the model writes itself (addInferenceVariableCopies), if any.
+      program.run(ir::Phase::Accumulate, buffers, seed);
+      return;
+    }
     if (!readyAfter_.empty()) {
       program.run(ir::Phase::Backward, buffers, seed, [&](size_t k) {
         for (const auto& id : readyAfter_[k]) exchange_->gradientReady(id);

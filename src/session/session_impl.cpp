@@ -181,12 +181,6 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
     if (op->type == "Dropout" || op->type == "ShapedDropout") {
       op->attrs.set("training_mode", int64_t{config_.training ? 1 : 0});
     }
-    if (!config_.training && op->type == "CopyVarUpdate" && op->domain == ir::kGraphcoreDomain) {
-      throw error(
-          "CopyVarUpdate '{}' writes the weight '{}': an InferenceSession cannot run it (xtrain's "
-          "inference programs write no weight); use a TrainingSession",
-          op->name, op->inputs.at(0));
-    }
   }
   // The fingerprint is of the model itself: after optimizer state carried as initializers has left
   // the graph, before the training graph is added.
@@ -222,6 +216,10 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
                               hostState_.shards());
     applyRecomputation(*graph_, config_);
     writeDotCheck(*graph_, config_.options, "Bwd0");
+  } else if (addInferenceVariableCopies(*graph_) > 0 && pipelineStages_ > 0) {
+    throw error(
+        "the model's CopyVarUpdate ops write variables, which a pipelined InferenceSession does "
+        "not do (not implemented): run it on one IPU per replica");
   } else if (config_.options.autoRecomputation != RecomputationType::None) {
     logging::session::debug(
         "SessionOptions.autoRecomputation has no effect in an inference session: there is no "

@@ -55,8 +55,10 @@ namespace {
 
 // The variables the model writes itself (variable, the tensor that updates it):
 // BatchNormalization's running statistics and ai.graphcore CopyVarUpdate's variable. Updated by a
-// copy after each micro-batch's backward pass, not by the optimizer.
-std::vector<std::pair<TensorId, TensorId>> runningStatistics(const ir::Graph& g) {
+// copy after each micro-batch's backward pass (in inference, its forward pass), not by the
+// optimizer.
+std::vector<std::pair<TensorId, TensorId>> runningStatistics(const ir::Graph& g,
+                                                             bool withBatchNorm = true) {
   std::vector<std::pair<TensorId, TensorId>> stats;
   for (const auto& [opId, op] : g.ops()) {
     if (op->type == "CopyVarUpdate" && op->domain == ir::kGraphcoreDomain) {
@@ -70,7 +72,7 @@ std::vector<std::pair<TensorId, TensorId>> runningStatistics(const ir::Graph& g)
       stats.emplace_back(var, op->inputs.at(1));
       continue;
     }
-    if (op->type != "BatchNormalization" || op->outputs.size() < 3) continue;
+    if (!withBatchNorm || op->type != "BatchNormalization" || op->outputs.size() < 3) continue;
     for (size_t k : {size_t{1}, size_t{2}}) {
       const TensorId& var = op->inputs.at(k + 2);
       if (op->hasOutput(k) && g.tensor(var).kind == ir::TensorKind::Variable) {
@@ -79,6 +81,20 @@ std::vector<std::pair<TensorId, TensorId>> runningStatistics(const ir::Graph& g)
     }
   }
   return stats;
+}
+
+// The copies that write the variables the model updates itself, after each micro-batch.
+void addVariableCopies(ir::Graph& g, const std::vector<std::pair<TensorId, TensorId>>& updates) {
+  for (const auto& [var, src] : updates) {
+    ir::OpSpec copy;
+    copy.type = "CopyVarUpdate";
+    copy.domain = ir::kXtrainDomain;
+    copy.inputs = {var, src};
+    copy.numOutputs = 0;
+    copy.phase = ir::Phase::Accumulate;
+    copy.name = "variable-copy/" + var;
+    g.addOp(std::move(copy));
+  }
 }
 
 // The optimizer's updates of the trained weights (gradOfWeight), sharded as SessionOptions ask,
@@ -196,17 +212,16 @@ TrainingGraph buildTrainingGraph(ir::Graph& g, const SessionConfig& config,
   }
   TrainingGraph training =
       addOptimizer(g, config, layout.global, accumulationFactor, gradOfWeight, host);
-  for (const auto& [var, src] : statUpdates) {
-    ir::OpSpec copy;
-    copy.type = "CopyVarUpdate";
-    copy.domain = ir::kXtrainDomain;
-    copy.inputs = {var, src};
-    copy.numOutputs = 0;
-    copy.phase = ir::Phase::Accumulate;
-    copy.name = "variable-copy/" + var;
-    g.addOp(std::move(copy));
-  }
+  addVariableCopies(g, statUpdates);
   return training;
+}
+
+size_t addInferenceVariableCopies(ir::Graph& g) {
+  // BatchNormalization does not update its statistics in inference (PopART's rule); only the
+  // model's own CopyVarUpdate ops write variables there.
+  const auto updates = runningStatistics(g, false);
+  addVariableCopies(g, updates);
+  return updates.size();
 }
 
 // The anchors and the loss are read by the host: the ops that make them are not recomputed.

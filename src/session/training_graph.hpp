@@ -39,6 +39,10 @@ TrainingGraph buildTrainingGraph(ir::Graph& graph, const SessionConfig& config,
                                  const replication::ReplicaLayout& layout,
                                  int64_t accumulationFactor, HostState& host,
                                  UpdateControl& updates);
+// An InferenceSession's writes of the variables the model's ai.graphcore CopyVarUpdate ops update
+// (PopTorch's buffers that forward changes in place), in the Accumulate phase the runtime runs
+// after each micro-batch's forward pass. Returns how many.
+size_t addInferenceVariableCopies(ir::Graph& graph);
 // A hash of the model's operations and weights (names, types, per-replica shapes): what a
 // checkpoint must have been written for.
 std::string graphFingerprint(const ir::Graph& graph);

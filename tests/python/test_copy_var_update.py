@@ -1,5 +1,6 @@
 """aiGraphcore.copyvarupdate (docs/operators.md): a weight the model writes itself, once per
-micro-batch of a TrainingSession, alongside the optimizer's updates of the others."""
+micro-batch of a TrainingSession, alongside the optimizer's updates of the others, and after each
+forward pass of an InferenceSession."""
 import unittest
 
 import numpy as np
@@ -56,12 +57,49 @@ class CopyVarUpdateTest(unittest.TestCase):
         session.run(popart.PyStepIO({x: np.ones([2, 2], np.float32)}, anchors))
         np.testing.assert_array_equal(anchors[next_c].reshape(-1), [11, 12])
 
-    def test_refused_where_it_cannot_write(self):
+    def test_an_inference_session_writes_it_after_each_forward_pass(self):
+        # PopTorch's buffers that forward updates in place (docs/poptorch.md) run so: 3 batches
+        # a step on 2 replicas, each replica its own counter.
         b, x, loss, c, next_c, copied = model()
+        opts = popart.SessionOptions()
+        opts.enableReplicatedGraphs = True
+        opts.replicatedGraphCount = 2
+        session = popart.InferenceSession(
+            fnModel=b.getModelProto(), dataFlow=popart.DataFlow(3, [copied]), userOptions=opts,
+            deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}))
+        session.prepareDevice()
+        session.weightsFromHost()
+        anchors = session.initAnchorArrays()
+        for step in range(2):
+            session.run(popart.PyStepIO({x: np.ones([3, 2, 2], np.float32)}, anchors))
+            expected = 11 + 3 * step + np.arange(3)
+            np.testing.assert_array_equal(anchors[copied].reshape(3, 2),
+                                          np.stack([expected, expected], axis=1))
+        weights = {"w": np.zeros(2, np.float32), "c": np.zeros(1, np.float32)}
+        session.weightsToHost()
+        session.readWeights(popart.PyWeightsIO(weights))
+        self.assertEqual(weights["c"][0], 16)
+        np.testing.assert_array_equal(weights["w"], [1, 1])
+
+    def test_a_pipelined_inference_session_refuses_it(self):
+        b = popart.Builder()
+        x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+        c = b.addInitializedInputTensor(np.array([10.0, 10.0], np.float32), "c")
+        with b.virtualGraph(0), b.pipelineStage(0):
+            h = b.aiOnnx.add([x, c])
+            copied = b.aiGraphcore.copyvarupdate([c, h])
+        with b.virtualGraph(1), b.pipelineStage(1):
+            y = b.aiOnnx.mul([copied, x])
+        opts = popart.SessionOptions()
+        opts.virtualGraphMode = popart.VirtualGraphMode.Manual
+        opts.enablePipelining = True
         with self.assertRaisesRegex(popart.popart_exception,
-                                    "an InferenceSession cannot run it"):
-            popart.InferenceSession(fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, [copied]),
-                                    deviceInfo=popart.DeviceManager().createCpuDevice())
+                                    "a pipelined InferenceSession does not do"):
+            popart.InferenceSession(
+                fnModel=b.getModelProto(), dataFlow=popart.DataFlow(4, [y]), userOptions=opts,
+                deviceInfo=popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}))
+
+    def test_refused_where_it_cannot_write(self):
         b = popart.Builder()
         x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
         w = b.addInitializedInputTensor(np.ones(2, np.float32), "w")

@@ -25,6 +25,7 @@ from ._ops import (MatMulSerializationMode, dynamic_slice, dynamic_update,  # no
                    ipu_print_tensor, nop, serializedMatMul, set_available_memory)
 from ._option_groups import HalfFloatCastingBehavior, TensorLocationSettings  # noqa: F401
 from ._options import ConnectionType, Options, OutputMode, ReductionType  # noqa: F401
+from ._extra_options import MeanReductionStrategy, SyncPattern  # noqa: F401
 from .enums import CommGroupType, VariableRetrievalMode  # noqa: F401
 from ._blocks import BeginBlock, Block, BlockFunction, removeBlocks  # noqa: F401
 from ._strategies import (AutoStage, ParallelPhasedExecution, Phase,  # noqa: F401
@@ -39,7 +40,8 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "removeBlocks", "enums", "CommGroupType", "VariableRetrievalMode", "MatMulSerializationMode", "dynamic_slice",
            "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
            "AsynchronousDataAccessor", "load", "setLogLevel", "logger", "MultiConv",
-           "MultiConvPlanType", "ctc_beam_search_decoder", "custom_op"]
+           "MultiConvPlanType", "ctc_beam_search_decoder", "custom_op", "MeanReductionStrategy",
+           "SyncPattern"]
 
 
 # PopTorch names xtrain.torch does not build yet (docs/poptorch.md, "Not built yet"): using one is

@@ -19,7 +19,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import _blocks, _ctc, _custom_op, _ops, _placement, _symbolics
+from . import _blocks, _buffers, _ctc, _custom_op, _ops, _placement, _symbolics
 from . import _structure as _structure_mod
 
 OPSET = 17
@@ -38,6 +38,11 @@ class Captured:
         # Buffers the training graph holds as constants (see _trained_state): the executor refuses
         # to run if the module's value changes, as the graph would not see it.
         self.constant_buffers = list(constant_buffers)
+
+    @property
+    def updated_buffers(self):
+        """The buffers forward updates in place, which the graph writes (_buffers.py)."""
+        return _buffers.updated_in(self.proto, self.state_names)
 
 
 def forward_argument_names(model, args, kwargs):
@@ -132,24 +137,17 @@ def _describe(outputs):
     return type(outputs).__name__
 
 
-def _check_buffer_updates(model, before, training):
-    """torch.onnx drops a forward's in-place update of a buffer (PopTorch's counter listing, 4.22):
-    the graph would compute with the update but never keep it. Only BatchNorm's statistics in
-    training are kept (the graph's BatchNormalization updates them); any other is refused rather
-    than silently lost."""
-    batchnorm = set()
+def _batchnorm_statistics(model, training):
+    """The buffers the graph's BatchNormalization updates itself (in training), and PyTorch's
+    count of its batches (kept by the executor)."""
+    names = set()
     if training:
         for name, module in model.named_modules():
             if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
                 prefix = name + "." if name else ""
-                batchnorm |= {prefix + b for b in ("running_mean", "running_var",
-                                                   "num_batches_tracked")}
-    for name, value in model.named_buffers():
-        if name not in batchnorm and name in before and not torch.equal(before[name], value):
-            raise NotImplementedError(
-                "%s.forward changes the buffer '%s' in place: buffers that forward updates (other "
-                "than BatchNorm's statistics in training) are not implemented in xtrain.torch yet "
-                "(the captured graph would drop the update)" % (type(model).__name__, name))
+                names |= {prefix + b for b in ("running_mean", "running_var",
+                                               "num_batches_tracked")}
+    return names
 
 
 def _check_modules(model, training):
@@ -175,9 +173,10 @@ def capture(model, names, values, training, strategy=None):
     (_blocks.py) the module starts while traced place its nodes, by the execution strategy."""
     _check_modules(model, training)
     with _preserved(model, training):
-        before = {k: v.detach().clone() for k, v in model.named_buffers()}
-        outputs = model(*values)
-        _check_buffer_updates(model, before, training)
+        before = _buffers.snapshot(model)
+        with _buffers.plain_tensor_attributes_kept(model):
+            outputs = model(*values)
+        updated = _buffers.updated(model, before, _batchnorm_statistics(model, training))
         flat, structure = _structure(model, outputs, training)
         output_names = ["output%d" % i for i in range(len(flat))]
         if training:
@@ -186,10 +185,12 @@ def capture(model, names, values, training, strategy=None):
             _make_equal_tensors_distinct(model)
         buffer = io.BytesIO()
         _symbolics.register(OPSET)
-        with warnings.catch_warnings(), _export_errors(model), _blocks.recording() as blocks:
+        with warnings.catch_warnings(), _export_errors(model), _blocks.recording() as blocks, \
+                _buffers.exported_with_updates(model, updated):
             warnings.simplefilter("ignore")  # the exporter's notes on in-place buffer updates
             torch.onnx.export(
-                model, tuple(values), buffer, input_names=names, output_names=output_names,
+                model, tuple(values), buffer, input_names=names,
+                output_names=output_names + _buffers.output_names(updated),
                 # PRESERVE with the mode set above: EVAL would fold BatchNorm into the
                 # convolution's weights, which then could not be kept in sync with the module.
                 training=torch.onnx.TrainingMode.PRESERVE,
@@ -197,13 +198,14 @@ def capture(model, names, values, training, strategy=None):
                 # domain and the one xtrain imports (naming it here warns when none is used).
                 do_constant_folding=False, opset_version=OPSET)
     proto = onnx.load_from_string(buffer.getvalue())
+    _buffers.write_updates(proto, updated)
     _custom_op.set_domain_versions(proto)
     if blocks.starts:
         _placement.annotate(proto, blocks.starts, strategy, type(model).__name__)
     _serialized_matmuls(proto)
     _ctc.rewrite(proto)
     state = model.state_dict()
-    trained = _trained_state(model, training)
+    trained = _trained_state(model, training, updated)
     constant_buffers = [i.name for i in proto.graph.initializer
                         if i.name in state and i.name not in trained]
     state_names = _constants_for_non_state(proto, trained)
@@ -217,9 +219,10 @@ def capture(model, names, values, training, strategy=None):
                     state_names, constant_buffers)
 
 
-def _trained_state(model, training):
+def _trained_state(model, training, updated=()):
     """The state tensors the graph keeps as initializers (which xtrain trains, in training): the
-    parameters, and in training BatchNorm's running statistics (which the graph updates). Every
+    parameters, and in training BatchNorm's running statistics and the buffers forward updates
+    (which the graph writes, so xtrain does not train them: _buffers.py). Every
     other buffer is a constant in training, as PyTorch never changes a buffer in a step, and so is
     a frozen parameter (requires_grad=False: PopTorch does not update it); in inference nothing is
     trained, so all state stays an initializer, updated from the module."""
@@ -232,7 +235,7 @@ def _trained_state(model, training):
         if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
             prefix = name + "." if name else ""
             trained |= {prefix + "running_mean", prefix + "running_var"}
-    return trained & set(state)
+    return (trained | set(updated)) & set(state)
 
 
 def _serialized_matmuls(proto):

@@ -27,8 +27,8 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import (_capture, _errors, _export, _module_sync, _offline, _placement, _replica_grouping,
-               _structure)
+from . import (_buffers, _capture, _errors, _export, _module_sync, _offline, _placement,
+               _replica_grouping, _structure)
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -321,6 +321,9 @@ class PoplarExecutor:
             for node in captured.proto.graph.node
             if node.op_type == "Constant" and node.output[0] in captured.constant_buffers}
         self._check_constant_buffers()
+        _buffers.check_replicas(model, captured.updated_buffers, self.options,
+                                _dist.getNumTotalReplicas() if _dist.isPopdistEnvSet()
+                                else self.options.replication_factor)
         self._micro_batch = micro_batch
         self._input_groups = _replica_grouping.input_groups(self.options)
         self._loss = _replica_grouping.training_loss(captured.proto)

@@ -11,6 +11,7 @@ import os
 
 from .. import dist as _dist
 from . import _strategies
+from ._extra_options import ExtraOptions, ExtraTrainingOptions
 from ._option_groups import (_DistributedOptions, _JitOptions, _PrecisionOptions,
                              _TensorLocationOptions)
 
@@ -53,24 +54,19 @@ def _positive_int(where, value):
 
 
 # PopTorch's option names that xtrain.torch does not implement yet: refused with a clear error.
-_OPTIONS_NOT_BUILT = (
-    "broadcastBuffers",
-    "anchorTensor", "enableStableNorm", "logCycleCount", "syncPattern",
-    "relaxOptimizerAttributesChecks", "showCompilationProgressBar", "setAvailableMemoryProportion",
-    "modelName", "updatableNamedBuffers", "disableModuleNamescope",
-    "sourceLocationExcludes", "appendToLocationExcludes", "_Popart",
-)
-_TRAINING_NOT_BUILT = ("setAutomaticLossScaling", "setMeanAccumulationAndReplicationReductionStrategy",
-                       "setConvolutionDithering")
+_OPTIONS_NOT_BUILT = ("_Popart",)
+_TRAINING_NOT_BUILT = ()
 
 
-class _TrainingOptions:
-    """``opts.Training``: gradient accumulation and its reduction."""
+class _TrainingOptions(ExtraTrainingOptions):
+    """``opts.Training``: gradient accumulation and its reduction (the other setters:
+    _extra_options.py)."""
 
     def __init__(self, parent):
         self._parent = parent
         self.gradient_accumulation = 1
         self.reduction = ReductionType.Mean  # PopTorch's default (PopART's is Sum)
+        self._init_extra()
 
     def gradientAccumulation(self, gradient_accumulation):
         self.gradient_accumulation = _positive_int("Options.Training.gradientAccumulation",
@@ -90,8 +86,9 @@ class _TrainingOptions:
         raise AttributeError("poptorch.Options.Training has no option '%s'" % name)
 
 
-class Options:
-    """PopTorch's options: how a wrapped model is batched, replicated and run."""
+class Options(ExtraOptions):
+    """PopTorch's options: how a wrapped model is batched, replicated and run (the setters of
+    buffers, anchors and the PopART settings PopTorch passes through: _extra_options.py)."""
 
     def __init__(self):
         self.device_iterations = 1
@@ -116,6 +113,7 @@ class Options:
         self.execution_strategy = None  # None: PipelinedExecution() (PopTorch's default)
         self.input_group_size = 1  # replicas fed the same micro-batches (inputReplicaGrouping)
         self.input_group_type = None
+        self._init_extra()
 
     def __getattr__(self, name):
         # Called only for names not found normally: PopTorch's options not built yet, or typos.
