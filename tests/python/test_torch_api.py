@@ -119,9 +119,6 @@ class OptionsAndOptimizers(PrivatePool, unittest.TestCase):
         self.assertIs(opts.Training.gradientAccumulation(4), opts)
         self.assertEqual(opts.batches_per_call(True), 16)
         self.assertEqual(opts.batches_per_call(False), 4)
-        with self.assertRaisesRegex(NotImplementedError, r"Options._Popart\(\) is "
-                                    "not implemented"):
-            opts._Popart("enableStableNorm", True)
         with self.assertRaisesRegex(NotImplementedError, r"Options.Precision.setPartialsType"):
             opts.Precision.setPartialsType(torch.half)
         with self.assertRaisesRegex(AttributeError, "no option 'deviceIteration'"):

@@ -27,14 +27,13 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import (_buffers, _capture, _errors, _export, _module_sync, _offline, _placement,
+from . import (_anchored, _buffers, _capture, _errors, _export, _module_sync, _offline, _placement,
                _replica_grouping, _structure)
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
-from ._options import Options, OutputMode, ReductionType
+from ._options import Options, ReductionType
 
-_RETURN_TYPES = {OutputMode.Final: "FINAL", OutputMode.All: "ALL", OutputMode.Sum: "SUM"}
 
 
 def _model_name(model):
@@ -101,6 +100,7 @@ class PoplarExecutor:
         self._opt_state = None
         self._host_info = {}
         self._anchors = None
+        self._anchored = {}  # Options.anchorTensor's tensors of the last call, by short name
         self._micro_batch = None
         self._synced = None
 
@@ -124,6 +124,8 @@ class PoplarExecutor:
         if self.training:
             self._update_optimizer_if_changed()
         self._session.run(_xtrain.PyStepIO(feeds, self._anchors))
+        if self.options.anchored_tensors:
+            self._anchored = _anchored.read_anchored(self.options, self._anchors, self._info)
         if self.training:
             # The module's tensors are now older than the device's: copied when next read.
             _module_sync.mark_stale(self.model, self._weights)
@@ -187,6 +189,35 @@ class PoplarExecutor:
         self._session.writeWeights(_xtrain.PyWeightsIO(arrays))
         self._session.weightsFromHost()
         self._synced = self._versions()
+
+    def getAnchoredTensor(self, short_name):
+        """The tensor Options.anchorTensor(short_name, ...) anchored, from the last call."""
+        if short_name not in self._anchored:
+            raise ValueError("getAnchoredTensor: no tensor anchored as %r%s (anchored: %s)" % (
+                short_name, "" if self._anchored else " after a call",
+                ", ".join(map(repr, self.options.anchored_tensors)) or "none"))
+        return self._anchored[short_name]
+
+    @_backend_errors
+    def cycleCount(self):
+        """The simulated clock's cycles of the last call (Options.logCycleCount(True))."""
+        if not self.options.log_cycle_count:
+            raise ValueError("cycleCount: cycle counting is off; set Options.logCycleCount(True)")
+        if self._session is None:
+            raise ValueError("cycleCount: run the model at least once first")
+        return self._session.getCycleCount()
+
+    @_backend_errors
+    def copyNamedBuffersToDevice(self):
+        """Copies the buffers Options.updatableNamedBuffers names to the device (the device's
+        other weights and buffers stay as they are)."""
+        arrays = _anchored.named_buffer_arrays(self.model, self.options)
+        if self._session is None:
+            return
+        self._check_attached("copyNamedBuffersToDevice")
+        self._session.weightsToHost()  # the rest of the host copy as the device has it
+        self._session.writeWeights(_xtrain.PyWeightsIO(arrays))
+        self._session.weightsFromHost()
 
     @_backend_errors
     def setOptimizer(self, optimizer):
@@ -302,6 +333,8 @@ class PoplarExecutor:
             if self.training:
                 _replica_grouping.scale_loss_for_mean(captured.proto, self.options,
                                                       self._per_replica)
+            if not self.options.module_namescope:
+                _anchored.drop_module_namescopes(captured.proto)
         self._use_capture(captured, micro[0].shape[0] if micro else 1)
 
     def _use_capture(self, captured, micro_batch):
@@ -321,6 +354,7 @@ class PoplarExecutor:
             for node in captured.proto.graph.node
             if node.op_type == "Constant" and node.output[0] in captured.constant_buffers}
         self._check_constant_buffers()
+        _anchored.check_updatable_buffers(model, self.options, captured)
         _buffers.check_replicas(model, captured.updated_buffers, self.options,
                                 _dist.getNumTotalReplicas() if _dist.isPopdistEnvSet()
                                 else self.options.replication_factor)
@@ -361,6 +395,10 @@ class PoplarExecutor:
         if o.executable_cache_dir is not None:  # accepted by xtrain with no effect
             opts.enableEngineCaching = True
             opts.cachePath = o.executable_cache_dir
+        o.apply_extra(opts)
+        if self.training:
+            o.Training.apply_extra(opts, _xtrain)
+        o.apply_popart(opts)
         return opts
 
     def _model_parallel_options(self, opts):
@@ -388,13 +426,11 @@ class PoplarExecutor:
         _dist.configureSessionOptions(opts)
 
     def _data_flow(self):
-        mode = self.options.resolved_output_mode(self.training)
-        if mode == OutputMode.EveryN:
-            art = _xtrain.AnchorReturnType("EVERYN", self.options.output_return_period)
-        else:
-            art = _xtrain.AnchorReturnType(_RETURN_TYPES[mode])
-        return _xtrain.DataFlow(self.options.device_iterations,
-                                {name: art for name in self._captured.output_names})
+        outputs = self._captured.output_names
+        art = _anchored.return_type(self.options, None, None, self.training)
+        anchors = {name: art for name in outputs}
+        anchors.update(_anchored.extra_anchors(self.options, self.training, outputs))
+        return _xtrain.DataFlow(self.options.device_iterations, anchors)
 
     def _acquire_device(self):
         ipus = self._ipus_per_replica()

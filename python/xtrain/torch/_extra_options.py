@@ -32,6 +32,39 @@ def _strings(where, values):
     return values
 
 
+class PopartOptions:
+    """``opts._Popart``: PopART's session options by name, which PopTorch passes through (for
+    advanced users). Each is set on xtrain's SessionOptions when the session is built, after
+    everything the wrapper sets; a name SessionOptions does not have is refused when set."""
+
+    def __init__(self):
+        self.options = {}
+
+    def set(self, key, value):
+        from .. import _xtrain
+        target, field = _xtrain.SessionOptions(), key
+        if not isinstance(key, str):
+            raise TypeError("Options._Popart.set: expected an option name (str), got %r" % (key,))
+        if "." in key:  # a field of a settings struct: automaticLossScalingSettings.enabled
+            head, field = key.split(".", 1)
+            target = getattr(target, head, None)
+        if target is None or "." in field or not hasattr(target, field):
+            raise AttributeError("Options._Popart.set: xtrain's SessionOptions has no option '%s' "
+                                 "(docs/session-options.md lists them)" % key)
+        self.options[key] = value
+        return self
+
+    def apply(self, opts):
+        for key, value in self.options.items():
+            if "." in key:
+                head, field = key.split(".", 1)
+                settings = getattr(opts, head)
+                setattr(settings, field, value)
+                setattr(opts, head, settings)
+            else:
+                setattr(opts, key, value)
+
+
 class ExtraTrainingOptions:
     """``opts.Training``'s setters mapped onto xtrain's SessionOptions."""
 
@@ -92,6 +125,12 @@ class ExtraOptions:
         self.sync_pattern = SyncPattern.Full
         self.module_namescope = True
         self.source_location_excludes = ["install/lib/python3", "torch/nn/modules/"]
+        self._popart = PopartOptions()
+
+    @property
+    def _Popart(self):
+        """PopART's options by name (PopartOptions)."""
+        return self._popart
 
     def broadcastBuffers(self, broadcast_buffers=True):
         """Honoured as in PopTorch: buffers that forward updates in place are never broadcast
@@ -207,3 +246,7 @@ class ExtraOptions:
         """The options that are SessionOptions settings."""
         opts.enableStableNorm = self.stable_norm
         opts.instrumentWithHardwareCycleCounter = self.log_cycle_count
+
+    def apply_popart(self, opts):
+        """opts._Popart's settings, last (over the wrapper's)."""
+        self._popart.apply(opts)

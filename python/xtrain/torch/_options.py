@@ -54,7 +54,7 @@ def _positive_int(where, value):
 
 
 # PopTorch's option names that xtrain.torch does not implement yet: refused with a clear error.
-_OPTIONS_NOT_BUILT = ("_Popart",)
+_OPTIONS_NOT_BUILT = ()
 _TRAINING_NOT_BUILT = ()
 
 
