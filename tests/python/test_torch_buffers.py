@@ -157,6 +157,34 @@ class Training(PrivatePool, unittest.TestCase):
         inference.copyWeightsToHost()
         self.assertEqual(model.steps.tolist(), [7.])
 
+    def test_pipelined_over_two_ipus(self):
+        class Piped(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1, self.fc2 = nn.Linear(2, 2), nn.Linear(2, 1)
+                self.register_buffer("c", torch.zeros(1))
+
+            def forward(self, x):
+                with poptorch.Block(ipu_id=0):
+                    h = self.fc1(x)
+                    self.c += 1
+                with poptorch.Block(ipu_id=1):
+                    out = self.fc2(h)
+                    loss = out.sum()
+                return out, loss
+
+        model = Piped()
+        opts = poptorch.Options()
+        opts.Training.gradientAccumulation(4)
+        wrapped = poptorch.trainingModel(model, opts)
+        wrapped(torch.ones(4, 2))
+        wrapped(torch.ones(4, 2))
+        self.assertEqual(model.c.tolist(), [8.])
+        # A pipelined inference session does not write variables: refused, saying so.
+        inference = poptorch.inferenceModel(Piped(), poptorch.Options().deviceIterations(2))
+        with self.assertRaisesRegex(poptorch.Error, "a pipelined InferenceSession does not do"):
+            inference(torch.ones(2, 2))
+
     def test_exported_and_loaded_the_update_is_kept(self):
         model = BufferUpdatingModel()
         wrapped = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(),
@@ -231,6 +259,18 @@ class BadInput(PrivatePool, unittest.TestCase):
                     del self._buffers["y"]
                 return x + 1
 
+        class IntCounter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("n", torch.zeros(1, dtype=torch.int64))
+
+            def forward(self, x):
+                self.n += 1
+                return x + 1
+
+        with self.assertRaisesRegex(NotImplementedError, "IntCounter.forward updates the "
+                                    "torch.int64 buffer 'n' in place.*make it a float buffer"):
+            poptorch.inferenceModel(IntCounter())(torch.tensor([5.]))
         with self.assertRaisesRegex(NotImplementedError, r"Reassigns.forward assigns a new tensor "
                                     r"to the buffer 'y'.*self.y.copy_\(new_value\)"):
             poptorch.inferenceModel(Reassigns())(torch.tensor([5.]))

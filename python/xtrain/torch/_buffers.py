@@ -50,6 +50,12 @@ def updated(model, before, kept_elsewhere):
         if buffer_name in kept_elsewhere:
             continue
         if current._version != version or not torch.equal(current.detach(), value):
+            if not current.is_floating_point():
+                raise NotImplementedError(
+                    "%s.forward updates the %s buffer '%s' in place: xtrain keeps only "
+                    "floating-point tensors as weights the graph can write, so integer buffers "
+                    "that forward updates are not implemented (make it a float buffer)"
+                    % (name, current.dtype, buffer_name))
             names.append(buffer_name)
     return names
 
