@@ -27,7 +27,8 @@ if torch is not None:
             return Z, poptorch.identity_loss(Z**2, reduction="mean")
 
 
-def listing_4_14(make_optimizer=None, input_group=None, weight_group=None, export_to=None):
+def listing_4_14(make_optimizer=None, input_group=None, weight_group=None, export_to=None,
+                 retrieval=None):
     """Listing 4.14 as written but for the import, with the lines the chapter's text lost (34-35,
     inputReplicaGrouping) filled in as PopTorch's source of the listing has them. The arguments
     select the variants PopTorch's test of it runs, another optimizer, and an export and load
@@ -63,7 +64,7 @@ def listing_4_14(make_optimizer=None, input_group=None, weight_group=None, expor
 
     pt_m = poptorch.trainingModel(m, optimizer=optim, options=pt_opts)
     pt_m.W.replicaGrouping(weight_group or poptorch.enums.CommGroupType.Orthogonal, data_shards,
-                           poptorch.enums.VariableRetrievalMode.OnePerGroup)
+                           retrieval or poptorch.enums.VariableRetrievalMode.OnePerGroup)
     pt_losses = []
     if data_shards > 1:
         X = X.reshape(data_shards, X.shape[0] // data_shards, *X.shape[1:])
@@ -125,6 +126,13 @@ class GroupedWeights(PrivatePool, unittest.TestCase):
     def test_listing_4_14_trains_as_the_whole_problem(self):
         self.assert_whole_problem()
 
+    def test_all_replicas_retrieval(self):
+        # The module's W holds one value per group, as with OnePerGroup (the replicas of a group
+        # hold the same value).
+        _, wrapped, _, _ = self.assert_whole_problem(
+            retrieval=poptorch.enums.VariableRetrievalMode.AllReplicas)
+        self.assertEqual(tuple(wrapped.model.W.shape), (4, 40, 14))
+
     def test_orthogonal_inputs_and_consecutive_weights(self):
         self.assert_whole_problem(input_group=poptorch.enums.CommGroupType.Orthogonal,
                                   weight_group=poptorch.enums.CommGroupType.Consecutive)
@@ -183,8 +191,8 @@ class GroupedWeights(PrivatePool, unittest.TestCase):
              r"divide the 4 replicas"),
             ((types.Orthogonal, 1, modes.OnePerGroup), ValueError,
              r"shape \(2, 3, 5\); with 4 groups of replicas its first dimension must be 4"),
-            ((types.Consecutive, 2, modes.AllReplicas), NotImplementedError,
-             r"only OnePerGroup is implemented"),
+            ((types.Consecutive, 2, modes.AllReduceReplicas), NotImplementedError,
+             r"PopART does not support it, nor does xtrain"),
             ((types.Consecutive, 0, modes.OnePerGroup), ValueError,
              r"shards .* >= 1 for CommGroupType\.Consecutive"),
             (("Consecutive", 2, modes.OnePerGroup), TypeError, r"expected a .*CommGroupType"),

@@ -38,11 +38,10 @@ class Grouping:
         if not isinstance(mode, VariableRetrievalMode):
             raise TypeError("%s.replicaGrouping: expected a poptorch.enums.VariableRetrievalMode, "
                             "got %r" % (name, mode))
-        if mode != VariableRetrievalMode.OnePerGroup:
+        if mode == VariableRetrievalMode.AllReduceReplicas:
             raise NotImplementedError(
-                "%s.replicaGrouping(..., VariableRetrievalMode.%s): only OnePerGroup is "
-                "implemented in xtrain.torch (the module's parameter holds one value per group)"
-                % (name, mode.name))
+                "%s.replicaGrouping(..., VariableRetrievalMode.AllReduceReplicas): PopART does "
+                "not support it, nor does xtrain (use OnePerGroup or AllReplicas)" % name)
         self.name = name
         self.type = comm_group_type
         self.shards = shards
@@ -63,9 +62,13 @@ class Grouping:
     def metadata(self):
         size = {CommGroupType.All: 0, CommGroupType.NoGrouping: 1}.get(self.type, self.shards)
         kind = "Ungrouped" if self.type == CommGroupType.NoGrouping else self.type.name
+        # AllReplicas reads one value per replica, but the module's parameter holds one per group
+        # (PopTorch's too: it is given [groups, ...]), and the replicas of a group hold the same
+        # value (their gradients are reduced over the group), so the session reads one per group
+        # either way: nothing is lost, and with one replica a group the two are the same.
         return {"__comm_group_type/" + self.name: kind,
                 "__comm_group_size/" + self.name: str(size),
-                "__variable_settings/" + self.name: self.mode.name}
+                "__variable_settings/" + self.name: VariableRetrievalMode.OnePerGroup.name}
 
 
 class ParameterHandle:
