@@ -37,7 +37,8 @@ class XTRAIN_API AiGraphcoreOpset1Additions : public AiGraphcoreOpset1 {
   // PopART's CopyVarUpdate: args = {variable, updater} of one type and shape. The output is the
   // updater's value, and in a TrainingSession the variable (a weight, which is then not trained)
   // takes that value after each micro-batch's backward pass, as BatchNormalization's running
-  // statistics do. An InferenceSession refuses it (xtrain's inference programs write no weight).
+  // statistics do; in an InferenceSession after each micro-batch's forward pass (PopTorch's
+  // buffers that forward updates), but for a pipelined one, which refuses it.
   TensorId copyvarupdate(const std::vector<TensorId>& args, const std::string& debugContext = {});
 };
 
