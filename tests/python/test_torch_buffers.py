@@ -3,7 +3,7 @@ listings 4.21 and 4.22 as written, the update kept on the device between calls i
 training, PopTorch's copy rules, replicas with broadcastBuffers(False), and the refusals."""
 import unittest
 
-from python_testing import PrivatePool
+from python_testing import PrivatePool, results_under_xrun
 from torch_testing import SKIP_REASON, torch
 
 if torch is not None:
@@ -234,6 +234,49 @@ class Replicas(PrivatePool, unittest.TestCase):
 
         wrapped = poptorch.inferenceModel(Scaled(), poptorch.Options().replicationFactor(2))
         self.assertEqual(wrapped(torch.ones(2, 3)).tolist(), [[1., 2., 3.]] * 2)
+
+
+XRUN_SCRIPT = r"""
+import json
+import torch
+import xtrain.torch as poptorch
+from xtrain import dist
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("n", torch.zeros(1))
+
+    def forward(self, x):
+        self.n.copy_(self.n + x.sum())
+        return self.n * 1.0
+
+
+result = {"instance": dist.getInstanceIndex()}
+try:  # broadcast by default: refused, the job having 2 replicas
+    poptorch.inferenceModel(Counter())(torch.ones(1, 1))
+except ValueError as e:
+    result["error"] = str(e)
+model = Counter()
+wrapped = poptorch.inferenceModel(model, poptorch.Options().broadcastBuffers(False))
+x = torch.full((1, 1), 1.0 + dist.getInstanceIndex())
+for _ in range(3):
+    wrapped(x)
+wrapped.copyWeightsToHost()
+result["n"] = model.n.tolist()
+print("RESULT " + json.dumps(result), flush=True)
+"""
+
+
+@unittest.skipIf(torch is None, SKIP_REASON)
+class UnderXrun(unittest.TestCase):
+
+    def test_each_instance_keeps_its_own_buffer(self):
+        results = results_under_xrun(self, XRUN_SCRIPT, timeout=120, replicas=2)
+        for r in results:
+            self.assertIn("the model runs on 2 replicas", r["error"])
+            self.assertEqual(r["n"], [3.0 * (1 + r["instance"])])
 
 
 @unittest.skipIf(torch is None, SKIP_REASON)
