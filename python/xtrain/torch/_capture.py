@@ -19,7 +19,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import _blocks, _ctc, _custom_op, _ops, _placement, _symbolics
+from . import _blocks, _ctc, _custom_op, _half, _ops, _placement, _symbolics
 from . import _structure as _structure_mod
 
 OPSET = 17
@@ -153,13 +153,6 @@ def _check_buffer_updates(model, before, training):
 
 
 def _check_modules(model, training):
-    half = [n for n, t in model.state_dict().items()
-            if t.dtype in (torch.float16, torch.bfloat16)]
-    if half:
-        raise NotImplementedError(
-            "%s has float16/bfloat16 tensors (%s): half-precision modules are not implemented in "
-            "xtrain.torch yet (the capture runs forward on the CPU, where PyTorch has no "
-            "float16 matrix products)" % (type(model).__name__, ", ".join(half[:3])))
     if not training:
         return
     for name, module in model.named_modules():
@@ -174,7 +167,10 @@ def capture(model, names, values, training, strategy=None):
     """Exports the module called with `values` (tensors named `names`); returns a Captured. Blocks
     (_blocks.py) the module starts while traced place its nodes, by the execution strategy."""
     _check_modules(model, training)
-    with _preserved(model, training):
+    # Float16 tensors: PyTorch has no CPU kernels to trace them with; _half.py supplies them.
+    half = _half.uses_half(model, list(zip(names, values)))
+    with _preserved(model, training), \
+            _half.forward_in_modes(model) if half else contextlib.nullcontext():
         before = {k: v.detach().clone() for k, v in model.named_buffers()}
         outputs = model(*values)
         _check_buffer_updates(model, before, training)
