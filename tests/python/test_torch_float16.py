@@ -15,6 +15,18 @@ if torch is not None:
     import torch.nn.functional as F
     import xtrain.torch as poptorch
 
+    class Apply(nn.Module):
+        """forward(x) = (f(x * w), its sum): a function of the input after one parameter."""
+
+        def __init__(self, function, features=8):
+            super().__init__()
+            self.function = function
+            self.w = nn.Parameter(torch.linspace(0.5, 1.5, features))
+
+        def forward(self, x):
+            out = self.function(x * self.w)
+            return out, out.sum()
+
     class AddBoth(nn.Module):
         """PopTorch's half_test: x + y + 5 and z + w + 5, no parameters."""
 
@@ -194,6 +206,29 @@ class Float16Inference(PrivatePool, unittest.TestCase):
         a, b = poptorch.inferenceModel(AddBoth())(half, single, single, half)
         self.assertEqual((a.dtype, b.dtype), (torch.float32, torch.float32))
         self.assertEqual((float(a), float(b)), (9.0, 9.0))
+
+    def test_exporter_scalars_and_output_dtypes(self):
+        # torch.onnx writes these functions' scalars as float32 or float64 constants next to the
+        # float16 data (xtrain's import refused the mixed Where and Max), and computes the norm of
+        # pairwise_distance in float32 (a float32 output): the capture makes the scalars float16
+        # and casts the output to forward's float16, as PyTorch computes them.
+        functions = {
+            "where": lambda x: torch.where(x > 0, x, 0.0),
+            "where_0d": lambda x: torch.where(x > 0, x, torch.tensor(-1.0)),
+            "cosine_similarity": lambda x: F.cosine_similarity(x, x.flip(0), dim=-1),
+            "kl_div": lambda x: F.kl_div(F.log_softmax(x, -1), F.softmax(x.flip(0), -1),
+                                         reduction="none"),
+            "pairwise_distance": lambda x: F.pairwise_distance(x, x.flip(0)),
+        }
+        x = torch.randn(4, 8).half()
+        for name, function in functions.items():
+            model = Apply(function).half()
+            out, loss = poptorch.trainingModel(model, optimizer=torch.optim.SGD(
+                model.parameters(), lr=0.0))(x)
+            self.assertEqual((out.dtype, loss.dtype), (torch.float16, torch.float16), name)
+            expected = Apply(function).float()(x.float())[0]
+            self.assertLessEqual(float((out.float() - expected).abs().max()),
+                                 half_ulps(expected, 4), name)
 
     def test_float32_module_with_float16_input(self):
         # PyTorch refuses a float16 input to a float32 Linear; PopTorch 3 upcasts it (its 4.7:

@@ -194,6 +194,8 @@ def capture(model, names, values, training, strategy=None):
                 do_constant_folding=False, opset_version=OPSET)
     proto = onnx.load_from_string(buffer.getvalue())
     _custom_op.set_domain_versions(proto)
+    if half:  # the exporter's float16 scalars and output dtypes, as PyTorch gives them
+        _half.fix_types(proto, [t.dtype for t in flat], model.state_dict())
     if blocks.starts:
         _placement.annotate(proto, blocks.starts, strategy, type(model).__name__)
     _serialized_matmuls(proto)

@@ -23,8 +23,12 @@ bfloat16 is refused: xtrain has no BFLOAT16 kernels (docs/python.md).
 """
 import contextlib
 import functools
+import math
 
+import numpy as np
+import onnx
 import torch
+from onnx import TensorProto, helper, numpy_helper
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
@@ -206,3 +210,103 @@ def _mutated_arguments(func, args, kwargs):
         if isinstance(value, torch.Tensor):
             mutated.append(value)
     return mutated
+
+
+# ---- the exported graph's types ----
+
+# ONNX ops whose inputs (those listed, or all) must have one element type in xtrain.
+_SAME_TYPE = {"Add": None, "Sub": None, "Mul": None, "Div": None, "Max": None, "Min": None,
+              "Mean": None, "Sum": None, "Equal": None, "Less": None, "Greater": None,
+              "LessOrEqual": None, "GreaterOrEqual": None, "Concat": None, "Where": (1, 2)}
+_FLOAT_TYPES = (TensorProto.FLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE)
+_ONNX_TYPES = {torch.float16: TensorProto.FLOAT16, torch.float32: TensorProto.FLOAT}
+
+
+def fix_types(proto, output_dtypes, state_names):
+    """torch.onnx's float16 output has two kinds of types PyTorch would not give:
+    - a scalar the exporter writes as a float32 or float64 constant next to float16 data
+      (``torch.where(x > 0, x, 0.0)``, cosine_similarity's eps): in PyTorch a scalar or 0-d tensor
+      does not promote a dimensioned tensor, so the constant becomes float16 (a copy, for that
+      use); a float32 tensor that is not such a constant is left, and xtrain's import names it;
+    - an output of another dtype than forward returned (the exporter's norm computes in float32
+      for float16 data): a Cast to forward's dtype is added.
+    output_dtypes: the dtypes forward returned, one per graph output; state_names: the module's
+    state (never a scalar constant to retype)."""
+    for _ in range(len(proto.graph.node)):
+        if not _retype_one_constant(proto, _value_types(proto), set(state_names)):
+            break
+    types = _value_types(proto)
+    for output, dtype in zip(proto.graph.output, output_dtypes):
+        want = _ONNX_TYPES.get(dtype)
+        have = types.get(output.name)
+        if want is None or have not in _FLOAT_TYPES or have == want:
+            continue
+        # The producer's result is renamed and cast to the output's name right after it, so
+        # the ops that read the output (the loss of it) read forward's dtype too.
+        nodes = list(proto.graph.node)
+        position = next(i for i, n in enumerate(nodes) if output.name in n.output)
+        producer = nodes[position]
+        producer.output[:] = [o + "__before_cast" if o == output.name else o
+                              for o in producer.output]
+        cast = helper.make_node("Cast", [output.name + "__before_cast"], [output.name], to=want)
+        del proto.graph.node[:]
+        proto.graph.node.extend(nodes[:position + 1] + [cast] + nodes[position + 1:])
+        output.type.tensor_type.elem_type = want
+
+
+def _value_types(proto):
+    inferred = onnx.shape_inference.infer_shapes(proto)
+    types = {}
+    for value in list(inferred.graph.input) + list(inferred.graph.value_info) + \
+            list(inferred.graph.output):
+        types[value.name] = value.type.tensor_type.elem_type
+    for init in proto.graph.initializer:
+        types[init.name] = init.data_type
+    return types
+
+
+def _scalar_constants(proto, state_names):
+    """{output name: node} of the Constant (one element) and ConstantOfShape nodes torch.onnx made
+    for scalars."""
+    found = {}
+    for node in proto.graph.node:
+        if node.output[0] in state_names or not node.attribute:
+            continue
+        value = node.attribute[0].t
+        if node.op_type == "ConstantOfShape" or (
+                node.op_type == "Constant" and node.attribute[0].name == "value" and
+                math.prod(value.dims) == 1):
+            found[node.output[0]] = node
+    return found
+
+
+def _retype_one_constant(proto, types, state_names):
+    """Makes the first scalar constant that meets float16 data float16; whether there was one."""
+    scalars = _scalar_constants(proto, state_names)
+    for node in proto.graph.node:
+        if node.op_type not in _SAME_TYPE:
+            continue
+        indices = _SAME_TYPE[node.op_type] or range(len(node.input))
+        names = [node.input[i] for i in indices if i < len(node.input)]
+        floats = {types.get(n) for n in names} & set(_FLOAT_TYPES)
+        if TensorProto.FLOAT16 not in floats or len(floats) == 1:
+            continue
+        for index, name in enumerate(node.input):
+            if name in names and name in scalars and types.get(name) != TensorProto.FLOAT16:
+                node.input[index] = _float16_copy(proto, scalars[name])
+                return True
+    return False
+
+
+def _float16_copy(proto, constant):
+    """A float16 copy of a scalar constant node, added to the graph; its output name."""
+    value = numpy_helper.to_array(constant.attribute[0].t).astype(np.float16)
+    name = constant.output[0] + "__float16"
+    if all(name not in n.output for n in proto.graph.node):
+        tensor = numpy_helper.from_array(value, name)
+        copy = helper.make_node(constant.op_type, list(constant.input), [name], value=tensor)
+        nodes = list(proto.graph.node)
+        position = next(i for i, n in enumerate(nodes) if n.output[0] == constant.output[0])
+        del proto.graph.node[:]
+        proto.graph.node.extend(nodes[:position + 1] + [copy] + nodes[position + 1:])
+    return name
