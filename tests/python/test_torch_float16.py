@@ -257,6 +257,20 @@ class Float16Inference(PrivatePool, unittest.TestCase):
                          [torch.float32, torch.float16, torch.float16, torch.float32])
         self.assertEqual(float(outs[3]), float(torch.tensor([1 / 3]).half().float() * 3))
 
+    def test_in_place_operations_keep_their_dtype(self):
+        class InPlace(nn.Module):
+            def forward(self, x, y):
+                h = x * 2
+                h += y  # float32 into float16: h stays float16 and holds the sum
+                h.mul_(y)
+                return h
+
+        x, y = torch.randn(2, 4).half(), torch.randn(2, 4)
+        out = poptorch.inferenceModel(InPlace())(x, y)
+        self.assertEqual(out.dtype, torch.float16)
+        expected = (x.float() * 2 + y) * y
+        self.assertLessEqual(float((out.float() - expected).abs().max()), half_ulps(expected, 4))
+
     def test_float32_running_statistics_of_a_float16_batchnorm(self):
         # PopTorch 3 replaces runningStatisticsAlwaysFloat by casting the statistics back
         class Net(nn.Module):

@@ -41,6 +41,11 @@ _NOT_PROMOTED = {"to", "type", "type_as", "copy_", "__setitem__", "view_as", "ex
                  "reshape_as", "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty",
                  "set_", "__get__", "__set__"}
 
+# x += y and the like: in place, as add_
+_IN_PLACE_OPERATORS = {"__i%s__" % op for op in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+    "lshift", "rshift")}
+
 
 def uses_half(model, values):
     """Whether the module's state or the inputs hold float16 tensors (the capture then needs the
@@ -110,7 +115,8 @@ class _MixedUpcast(TorchFunctionMode):
 def _promoted(func, args, kwargs):
     """The arguments with float16 tensors cast to float32 when float32 ones are there too."""
     name = getattr(func, "__name__", "")
-    if name in _NOT_PROMOTED or name.endswith("_") and not name.endswith("__"):
+    if name in _NOT_PROMOTED or name in _IN_PLACE_OPERATORS or \
+            name.endswith("_") and not name.endswith("__"):
         return args, kwargs  # conversions, and in-place ops keep self's dtype
     skip = _batch_norm_statistics(func, args, kwargs)
     floats = [t for t in _floats((args, kwargs)) if id(t) not in skip]
