@@ -257,6 +257,30 @@ class Float16Inference(PrivatePool, unittest.TestCase):
                          [torch.float32, torch.float16, torch.float16, torch.float32])
         self.assertEqual(float(outs[3]), float(torch.tensor([1 / 3]).half().float() * 3))
 
+    def test_a_float32_module_that_casts_to_float16_in_forward(self):
+        # No float16 tensor until forward makes one: the first trace fails on it, the capture
+        # traces again with the float16 kernels (PopTorch's test_8bit_io_casting, with 3's rule)
+        class CastsInside(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = nn.Linear(4, 3)
+
+            def forward(self, x):
+                mixed = self.linear(x.half())  # float16 data, float32 weights: float32
+                half = F.linear(x.half(), self.linear.weight.half(), self.linear.bias.half())
+                return mixed, half
+
+        torch.manual_seed(0)
+        model = CastsInside()
+        x = torch.randn(2, 4)
+        mixed, half = poptorch.inferenceModel(model)(x)
+        self.assertEqual((mixed.dtype, half.dtype), (torch.float32, torch.float16))
+        torch.testing.assert_close(mixed, model.linear(x.half().float()), rtol=RTOL_FLOAT32,
+                                   atol=1e-6)
+        expected = F.linear(x.half().float(), model.linear.weight.half().float(),
+                            model.linear.bias.half().float())
+        self.assertLessEqual(float((half.float() - expected).abs().max()), half_ulps(expected, 4))
+
     def test_in_place_operations_keep_their_dtype(self):
         class InPlace(nn.Module):
             def forward(self, x, y):

@@ -64,6 +64,13 @@ def uses_half(model, values):
     return half
 
 
+def needs_float16_kernels(error):
+    """Whether tracing a float32 module failed on float16 tensors its forward made (x.half()):
+    a missing float16 CPU kernel, or PyTorch refusing to mix float16 and float32."""
+    message = str(error)
+    return "'Half'" in message or "c10::Half" in message or "same dtype" in message
+
+
 @contextlib.contextmanager
 def forward_in_modes(model):
     """The module's forward, while the block runs, computes under PopTorch's mixed-precision rule
