@@ -56,21 +56,22 @@ class Float16Training(PrivatePool, unittest.TestCase):
     must be within 4 float16 ulps of its largest element, each loss within 4 ulps of its value.
     The weights move by more than 10 times that, so an untrained or float32-wrong model fails."""
 
-    def train_both(self, model, data, optimizers, ulps=4):
+    def train_both(self, model, data, optimizers, ulps=4, replicas=1, accumulation=1):
         reference = tt.twin(model).double()
         initial = {k: v.clone() for k, v in model.state_dict().items()}
         optimizer, ref_optimizer = optimizers(model), optimizers(reference, reference=True)
-        wrapped = poptorch.trainingModel(model, optimizer=optimizer)
+        opts = poptorch.Options().replicationFactor(replicas).outputMode(poptorch.OutputMode.All)
+        opts.Training.gradientAccumulation(accumulation)
+        wrapped = poptorch.trainingModel(model, opts, optimizer=optimizer)
         for step, (x, y) in enumerate(data):
             out, loss = wrapped(x, y)
             self.assertEqual((out.dtype, loss.dtype), (torch.float16, torch.float16))
-            ref_optimizer.zero_grad()
-            ref_out, ref_loss = reference(x.double(), y)
-            ref_loss.backward()
-            ref_optimizer.step()
-            self.assertLessEqual(abs(float(loss) - float(ref_loss)), half_ulps(ref_loss, ulps),
-                                 "step %d: loss %s, float64 %s" % (step, float(loss),
-                                                                   float(ref_loss)))
+            # the mean gradient of the micro-batches, each replica's BatchNorm statistics
+            ref_losses = tt.pytorch_step(reference, ref_optimizer, x.double(), y, replicas,
+                                         accumulation)
+            for ours, theirs in zip(loss.reshape(-1).tolist(), ref_losses):
+                self.assertLessEqual(abs(ours - theirs), half_ulps(torch.tensor(theirs), ulps),
+                                     "step %d: loss %s, float64 %s" % (step, ours, theirs))
         moved = 0.0
         for name, value in model.state_dict().items():
             ref = reference.state_dict()[name]
@@ -105,6 +106,11 @@ class Float16Training(PrivatePool, unittest.TestCase):
 
     def test_mlp_adam_with_loss_scaling(self):
         self.train_both(tt.make(tt.Mlp).half(), self.half_data(tt.mlp_data(3, 8)), self.adam)
+
+    def test_mlp_two_replicas_and_accumulation(self):
+        # 2 replicas x 2 micro-batches of 4 a step: the gradient is their mean (Mean reduction)
+        self.train_both(tt.make(tt.Mlp).half(), self.half_data(tt.mlp_data(3, 16)), self.adam,
+                        replicas=2, accumulation=2)
 
     def test_cnn_with_batchnorm_sgd_and_adam(self):
         for optimizers in (self.sgd, self.adam):
