@@ -37,14 +37,22 @@ class Float16Refusals(PrivatePool, unittest.TestCase):
             poptorch.inferenceModel(tt.make(tt.Mlp).eval())(torch.randn(4, 6).to(torch.bfloat16))
 
     def test_convolution_with_string_padding(self):
-        model = Apply(lambda x: F.conv1d(x, torch.ones(2, 4, 3).half(), padding="same")).half()
-        with self.assertRaisesRegex(NotImplementedError, "conv1d with padding='same' on float16 "
-                                    "tensors.*give the padding as numbers"):
-            poptorch.inferenceModel(model)(torch.randn(2, 4, 8).half())
-        # the same as numbers
-        model = Apply(lambda x: F.conv1d(x, torch.ones(2, 4, 3).half(), padding=1)).half()
-        out = poptorch.inferenceModel(model)(torch.randn(2, 4, 8).half())[0]
-        self.assertEqual((out.dtype, tuple(out.shape)), (torch.float16, (2, 2, 8)))
+        x = torch.randn(2, 4, 8).half()
+        for padding, size in (("same", 3), ("valid", 3), (2, 3)):
+            model = Apply(lambda x: F.conv1d(x, torch.ones(2, 4, size).half(),
+                                             padding=padding)).half()
+            out = poptorch.inferenceModel(model)(x)[0]
+            self.assertEqual((out.dtype, out.shape[-1]), (torch.float16,
+                                                          {"same": 8, "valid": 6, 2: 10}[padding]))
+            expected = F.conv1d(x.float() * model.w.float(), torch.ones(2, 4, size),
+                                padding=padding)
+            self.assertLess(float((out.float() - expected).abs().max()),
+                            4 * 2.0 ** -11 * float(expected.abs().max()))
+        # "same" with an even kernel pads one side more: refused
+        model = Apply(lambda x: F.conv1d(x, torch.ones(2, 4, 2).half(), padding="same")).half()
+        with self.assertRaisesRegex(NotImplementedError, r"conv1d with padding='same' on float16 "
+                                    r"tensors \(kernel \(2,\)\).*give the padding as numbers"):
+            poptorch.inferenceModel(model)(x)
 
     def test_an_untraced_operation_without_float16_kernel(self):
         # torch.convolution is not recorded by the tracer (torch.onnx records _convolution);

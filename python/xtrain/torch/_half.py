@@ -153,17 +153,31 @@ def _traced_convolution(func, input, weight, bias=None, stride=1, padding=0, *re
     names = ("output_padding", "groups", "dilation") if transposed else ("dilation", "groups")
     values = dict(zip(names, rest))
     values.update(kwargs)
-    if isinstance(padding, str):
-        raise NotImplementedError(
-            "%s with padding=%r on float16 tensors: xtrain.torch captures float16 convolutions "
-            "with explicit padding only; give the padding as numbers" % (func.__name__, padding))
 
     def per_dim(value):
         return list(value) if isinstance(value, (tuple, list)) else [value] * dims
+    dilation = per_dim(values.get("dilation", 1))
+    if isinstance(padding, str):
+        padding = _explicit_padding(func, padding, dilation, weight.shape[2:])
     return torch._convolution(
-        input, weight, bias, per_dim(stride), per_dim(padding), per_dim(values.get("dilation", 1)),
-        transposed, per_dim(values.get("output_padding", 0)), values.get("groups", 1),
-        False, False, True, True)
+        input, weight, bias, per_dim(stride), per_dim(padding), dilation, transposed,
+        per_dim(values.get("output_padding", 0)), values.get("groups", 1), False, False, True,
+        True)
+
+
+def _explicit_padding(func, padding, dilation, kernel):
+    """"valid" and "same" as numbers (_convolution takes numbers): "same" when it pads both
+    sides alike; an uneven "same" (an even kernel) is refused."""
+    if padding == "valid":
+        return [0] * len(kernel)
+    totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    if padding != "same" or any(t % 2 for t in totals):
+        raise NotImplementedError(
+            "%s with padding=%r on float16 tensors (kernel %s): xtrain.torch captures float16 "
+            "convolutions with padding that is the same on both sides of each dimension; give "
+            "the padding as numbers (F.pad first for uneven padding)"
+            % (func.__name__, padding, tuple(kernel)))
+    return [t // 2 for t in totals]
 
 
 class _Float32Kernels(TorchDispatchMode):
@@ -185,10 +199,10 @@ class _Float32Kernels(TorchDispatchMode):
                 "capturing %s on float16 tensors is not implemented in xtrain.torch (PyTorch has "
                 "no float16 CPU kernel for it, and the tracer would record its float32 "
                 "replacement); compute it in float32 (.float()) in forward" % func)
-        # Results are float16 when every floating-point input was (or, for mixed inputs that
-        # reached here, such as batch_norm's float32 statistics, when the first one was).
-        first = _floats((args, kwargs))[0].dtype
-        result_dtype = _HALF if dtypes == {_HALF} or first == _HALF else _FLOAT
+        # Results have the first floating-point input's dtype: float16 when every one is, and
+        # for mixed inputs that reach this level (batch_norm's float32 statistics after its
+        # float16 data), the data's.
+        result_dtype = _floats((args, kwargs))[0].dtype
 
         def up(t):
             return t.float() if isinstance(t, torch.Tensor) and t.dtype == _HALF else t
