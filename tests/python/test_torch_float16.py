@@ -108,6 +108,25 @@ class Float16Training(PrivatePool, unittest.TestCase):
     def test_mlp_adam_with_loss_scaling(self):
         self.train_both(tt.make(tt.Mlp).half(), self.half_data(tt.mlp_data(3, 8)), self.adam)
 
+    def test_mlp_other_optimizers(self):
+        # each of PopTorch's other optimizers, float32 state for float16 weights (the defaults)
+        optimizers = {
+            "AdamW": lambda p, ls: poptorch.optim.AdamW(p, lr=0.01, loss_scaling=ls),
+            "RMSprop": lambda p, ls: poptorch.optim.RMSprop(p, lr=0.01, momentum=0.5,
+                                                            centered=True, loss_scaling=ls),
+            "LAMB": lambda p, ls: poptorch.optim.LAMB(p, lr=0.01, loss_scaling=ls),
+            "SGD combined": lambda p, ls: poptorch.optim.SGD(
+                p, lr=0.1, momentum=0.9, use_combined_accum=True, velocity_scaling=4.0,
+                loss_scaling=ls),
+            "SGD nesterov": lambda p, ls: poptorch.optim.SGD(
+                p, lr=0.1, momentum=0.9, nesterov=True, loss_scaling=ls),
+        }
+        for name, make in optimizers.items():
+            def both(model, reference=False, make=make):
+                return make(model.parameters(), 1.0 if reference else 32.0)
+            with self.subTest(name):
+                self.train_both(tt.make(tt.Mlp).half(), self.half_data(tt.mlp_data(3, 8)), both)
+
     def test_mlp_two_replicas_and_accumulation(self):
         # 2 replicas x 2 micro-batches of 4 a step: the gradient is their mean (Mean reduction)
         self.train_both(tt.make(tt.Mlp).half(), self.half_data(tt.mlp_data(3, 16)), self.adam,
