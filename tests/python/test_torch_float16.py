@@ -389,6 +389,21 @@ class Float16Weights(PrivatePool, unittest.TestCase):
                                     "has float16"):
             wrapped(x)
 
+    def test_gradient_accumulator_types(self):
+        # accum_type: the type of the gradients summed over the micro-batches of a step
+        x, y = tt.mlp_data(1, 8)[0]
+        opts = poptorch.Options()
+        opts.Training.gradientAccumulation(2)
+        for accum_type, dtype in ((None, "float32"), (torch.float16, "float16")):
+            for make in (poptorch.optim.SGD, poptorch.optim.Adam):
+                model = tt.make(tt.Mlp).half()
+                wrapped = poptorch.trainingModel(model, opts, optimizer=make(
+                    model.parameters(), lr=0.01, accum_type=accum_type))
+                wrapped(x.half(), y)
+                self.assertEqual(self.session_dtype(wrapped, "Accum___fc1.weight"), dtype,
+                                 "%s accum_type=%s" % (make.__name__, accum_type))
+                wrapped.destroy()
+
     def test_exported_and_loaded(self):
         # compileAndExport keeps the float16 graph and weights; the loaded model trains on as
         # the one that stayed (the same float16 steps, bit for bit)
@@ -441,6 +456,9 @@ class Float16Weights(PrivatePool, unittest.TestCase):
             wrapped(x.half(), y)
             self.assertEqual(self.session_dtype(wrapped, prefix + "fc1.weight"), dtype,
                              "%s %s" % (type(optimizer).__name__, prefix))
+            if prefix == "Accl___":  # the combined variant has no state torch maps
+                wrapped.destroy()
+                continue
             # torch's state holds the device's type: nothing is rounded when it is read
             key = {"Accl1___": "momentum_buffer", "Accl___": "momentum_buffer",
                    "Accl2___": "exp_avg_sq"}[prefix]
