@@ -30,7 +30,9 @@ LoweredGraph::LoweredGraph(const ir::Graph& graph, const LoweringOptions& option
   std::vector<OpId> order = graph.schedule();
   auto slotOf = [&](OpId id) -> int64_t {
     auto it = options.pipelineSlots.find(id);
-    return it == options.pipelineSlots.end() ? 0 : it->second;
+    if (it != options.pipelineSlots.end()) return it->second;
+    auto group = options.updateGroups.find(id);
+    return group == options.updateGroups.end() ? 0 : group->second;
   };
   if (options.slots > 0) {
     // By phase, then slot; stable, so schedule order within a slot (the plan checked that no op
@@ -112,7 +114,7 @@ int64_t LoweredGraph::lastWriter(ir::Phase phase, const TensorId& id) const {
 }
 
 void LoweredGraph::runSlot(ir::Phase phase, int64_t slot, std::vector<HostTensor>& buffers,
-                          uint64_t seed) const {
+                           uint64_t seed) const {
   const auto& starts = slotStarts_[static_cast<size_t>(phase)];
   XT_CHECK(slot >= 0 && static_cast<size_t>(slot) + 1 < starts.size(),
            "pipeline slot {} of a program lowered with {} slots", slot,

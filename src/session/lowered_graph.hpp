@@ -39,6 +39,9 @@ struct LoweringOptions {
   // slot), so that a slot is one contiguous range of instructions (runSlot).
   std::map<OpId, int64_t> pipelineSlots;
   int64_t slots = 0;
+  // The Update ops by the stage thread that runs them (PipelinePlan::updateGroups): the Update
+  // program holds them by group, group k being the range runSlot(Update, k) runs.
+  std::map<OpId, int64_t> updateGroups;
   // (tensor, slot): a buffer of its own for the tensor that the ops of that slot read instead of
   // the tensor's (a pipeline stash restored there, or a value written per slot): slots on threads
   // of their own then never share a buffer that one of them writes.

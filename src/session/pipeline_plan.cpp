@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "ir/op_registry.hpp"
 #include "ir/placement/placement.hpp"
@@ -165,7 +166,7 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
         "the 'enableGradientAccumulation' SessionOption is set to 'false'");
   }
   const bool placed = o.virtualGraphMode == VirtualGraphMode::Manual ||
-                     o.virtualGraphMode == VirtualGraphMode::Auto;
+                      o.virtualGraphMode == VirtualGraphMode::Auto;
   if (!placed || virtualGraphs < 2) {
     throw error(
         "Pipelining requires more than 1 IPU (currently {}) and the 'virtualGraphMode' session "
@@ -202,9 +203,47 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
   }
 }
 
+namespace {
+
+// PipelinePlan::updateGroups: each Update op's virtual graph (completePlacement put a weight's
+// whole update on its IPU), when no IPU's update touches what another's writes.
+std::map<OpId, int64_t> planUpdateGroups(const ir::Graph& graph) {
+  std::map<OpId, int64_t> groups;
+  std::set<int64_t> ipus;
+  for (const auto& [id, op] : graph.ops()) {
+    if (op->phase != ir::Phase::Update) continue;
+    if (op->domain == ir::kGraphcoreDomain && op->type.starts_with("Replicated")) return {};
+    groups[id] = std::max<int64_t>(0, op->placement.virtualGraph);
+    ipus.insert(groups[id]);
+  }
+  if (ipus.size() < 2) return {};
+  std::map<TensorId, int64_t> writtenOn;  // by an Update op
+  for (const auto& [id, vg] : groups) {
+    const ir::Op& op = graph.op(id);
+    std::vector<TensorId> written(op.outputs.begin(), op.outputs.end());
+    if (const ir::OpDef* def = ir::OpRegistry::instance().find(op.domain, op.type)) {
+      for (int i : def->modifiesInputs) {
+        if (op.hasInput(static_cast<size_t>(i)))
+          written.push_back(op.inputs[static_cast<size_t>(i)]);
+      }
+    }
+    for (const auto& t : written) {
+      if (t.empty()) continue;
+      if (auto [it, fresh] = writtenOn.emplace(t, vg); !fresh && it->second != vg) return {};
+    }
+  }
+  for (const auto& [id, vg] : groups) {
+    for (const auto& in : graph.op(id).inputs) {
+      if (auto it = writtenOn.find(in); it != writtenOn.end() && it->second != vg) return {};
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
 PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
-                          const std::vector<TensorId>& inputs,
-                          const std::vector<TensorId>& anchors,
+                          const std::vector<TensorId>& inputs, const std::vector<TensorId>& anchors,
                           const TensorId& accumulationIndex) {
   PipelinePlan plan;
   plan.stages = stages;
@@ -268,6 +307,7 @@ PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
     if (op.type == ir::kIpuCopyType && op.domain == ir::kXtrainDomain) continue;
     plan.slotVirtualGraph[static_cast<size_t>(slot)] = op.placement.virtualGraph;
   }
+  if (training) plan.updateGroups = planUpdateGroups(graph);
   for (const TensorId& id : anchors) {
     auto in = plan.inputSlot.find(id);
     auto w = writers.find(id);

@@ -71,6 +71,10 @@ struct PipelinePlan {
   std::vector<std::pair<TensorId, int64_t>> slotCopies;
   TensorId accumulationIndex;             // "" when there is none
   std::vector<int64_t> slotVirtualGraph;  // the IPU (stage's virtual graph) of each slot
+  // The Update ops by the IPU that updates its own weights with them, on its stage thread (as each
+  // IPU does in PopART). Empty when the update runs on one thread: an Update op that writes what
+  // an Update op of another IPU reads or writes, a replicated collective among them, or one IPU.
+  std::map<OpId, int64_t> updateGroups;
 
   bool enabled() const { return stages > 0; }
   // The slot that reads input `id` in place (0 for an input no slot reads).

@@ -133,6 +133,18 @@ void ReplicaRuntime::buildStageThreads() {
     return;
   }
   collectiveIpu_ = collectiveIpus.empty() ? -1 : *collectiveIpus.begin();
+  splitUpdate_ = !pipeline_->updateGroups.empty();
+  for (const auto& [op, ipu] : pipeline_->updateGroups) {
+    if (ipu >= static_cast<int64_t>(stageSlots_.size())) splitUpdate_ = false;
+  }
+  if (splitUpdate_) {
+    logging::session::debug("pipelining: each of {} IPUs updates its weights on its stage thread",
+                            stageSlots_.size());
+  } else if (pipeline_->slots > pipeline_->stages) {  // training
+    logging::session::debug(
+        "pipelining: the update runs on one thread (an update that spans IPUs or meets other "
+        "replicas in it)");
+  }
   for (Replica& replica : replicas_) {
     replica.stagePool = std::make_unique<ReplicaPool>(static_cast<int64_t>(stageSlots_.size()),
                                                       layout_.local * instancesOnHost_);
@@ -416,6 +428,13 @@ void ReplicaRuntime::reduceGradients() {
 void ReplicaRuntime::runPhase(ir::Phase phase, uint64_t seed) {
   forEachReplicaProgram([&](int64_t r) {
     Replica& replica = replicas_[static_cast<size_t>(r)];
+    if (phase == ir::Phase::Update && splitUpdate_ && replica.stagePool) {
+      // Each IPU updates its own weights on its stage thread (PipelinePlan::updateGroups).
+      replica.stagePool->run([&](int64_t ipu) {
+        replica.program->runSlot(ir::Phase::Update, ipu, replica.buffers, seed);
+      });
+      return;
+    }
     replica.program->run(phase, replica.buffers, seed);
   });
 }

@@ -127,7 +127,9 @@ class ReplicaRuntime final : public replication::LocalReplicas {
                    const PipelineHost& host);
   // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
   void reduceGradients();
-  // One phase (Update, Apply) on every replica with the same seed.
+  // One phase (Update, Apply) on every replica with the same seed. Pipelined with stage threads,
+  // the Update phase runs each IPU's part on its stage thread when the plan could split it
+  // (PipelinePlan::updateGroups): the same ops on the same buffers, so the same results.
   void runPhase(ir::Phase phase, uint64_t seed);
 
  private:
@@ -161,6 +163,7 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   const PipelinePlan* pipeline_ = nullptr;
   std::vector<std::vector<int64_t>> stageSlots_;  // per IPU of a replica: its slots, last first
   std::vector<std::vector<size_t>> inputPushes_;  // per slot: the input stashes it pushes first
+  bool splitUpdate_ = false;  // each IPU's Update ops on its stage thread (runPhase)
   // The one IPU whose slots run the model's replicated collectives (-1: none). Its stage thread
   // acts for its replica in them; collectives on two IPUs run their stages in turn instead, since
   // stage threads would reach them in an order that differs between replicas.

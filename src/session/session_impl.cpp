@@ -395,6 +395,7 @@ void SessionImpl::prepareDevice() {
     lowering.pipelineSlots = pipeline_.slotOf;
     lowering.slots = pipeline_.slots;
     lowering.slotCopies = pipeline_.slotCopies;
+    lowering.updateGroups = pipeline_.updateGroups;
   }
   if (!runtime_) runtime_ = std::make_unique<ReplicaRuntime>(layout_);
   ReplicaRuntime& runtime = *runtime_;

@@ -15,6 +15,7 @@
 
 #include "testing/error_testing.hpp"
 #include "testing/scratch_dir.hpp"
+#include "testing/session_log.hpp"
 #include "testing/training_testing.hpp"
 #include "xtrain/builder.hpp"
 #include "xtrain/customop.hpp"
@@ -155,6 +156,17 @@ TEST_F(PipelineSchedule, StagesAheadOfASlowStageTrainToTheUnpipelinedWeightsBitF
     train(buildModel(true, 1500), true, af, b);
     expectSameInitializers(a, b, 0);
   }
+}
+
+using PipelineUpdate = SessionLogTest;
+
+// Each IPU updates its own weights on its stage thread (PipelinePlan::updateGroups): the update's
+// ops are the unpipelined run's, so the weights above match bit for bit; here, that it happens.
+TEST_F(PipelineUpdate, EachIpuUpdatesItsWeightsOnItsStageThread) {
+  train(buildModel(true, 0), true, 5, path("model.onnx"));
+  const std::string log = logText();
+  EXPECT_NE(log.find("each of 3 IPUs updates its weights on its stage thread"), std::string::npos)
+      << log;
 }
 
 // The IStepIO calls (which input or output, in which order) of one step.

@@ -19,7 +19,7 @@ import onnx
 import torch
 from onnx import helper
 
-from . import _blocks, _buffers, _ctc, _custom_op, _ops, _placement, _symbolics
+from . import _blocks, _buffers, _ctc, _custom_op, _half, _ops, _placement, _symbolics
 from . import _structure as _structure_mod
 
 OPSET = 17
@@ -151,13 +151,6 @@ def _batchnorm_statistics(model, training):
 
 
 def _check_modules(model, training):
-    half = [n for n, t in model.state_dict().items()
-            if t.dtype in (torch.float16, torch.bfloat16)]
-    if half:
-        raise NotImplementedError(
-            "%s has float16/bfloat16 tensors (%s): half-precision modules are not implemented in "
-            "xtrain.torch yet (the capture runs forward on the CPU, where PyTorch has no "
-            "float16 matrix products)" % (type(model).__name__, ", ".join(half[:3])))
     if not training:
         return
     for name, module in model.named_modules():
@@ -168,11 +161,12 @@ def _check_modules(model, training):
                 "xtrain.torch; give the BatchNorm a momentum" % (name or "model", type(module).__name__))
 
 
-def capture(model, names, values, training, strategy=None):
-    """Exports the module called with `values` (tensors named `names`); returns a Captured. Blocks
-    (_blocks.py) the module starts while traced place its nodes, by the execution strategy."""
-    _check_modules(model, training)
-    with _preserved(model, training):
+def _export(model, names, values, training, half):
+    """torch.onnx's export of the module (with _half.py's kernels when `half`): the ONNX model
+    (with the writes of the buffers forward updates, _buffers.py), forward's flat outputs and
+    structure, the output names, the blocks recorded and the updated buffers."""
+    with _preserved(model, training), \
+            _half.forward_in_modes(model) if half else contextlib.nullcontext():
         before = _buffers.snapshot(model)
         with _buffers.plain_tensor_attributes_kept(model):
             outputs = model(*values)
@@ -199,7 +193,28 @@ def capture(model, names, values, training, strategy=None):
                 do_constant_folding=False, opset_version=OPSET)
     proto = onnx.load_from_string(buffer.getvalue())
     _buffers.write_updates(proto, updated)
+    return proto, flat, structure, output_names, blocks, updated
+
+
+def capture(model, names, values, training, strategy=None):
+    """Exports the module called with `values` (tensors named `names`); returns a Captured. Blocks
+    (_blocks.py) the module starts while traced place its nodes, by the execution strategy."""
+    _check_modules(model, training)
+    # Float16 tensors: PyTorch has no CPU kernels to trace them with; _half.py supplies them. A
+    # float32 module whose forward makes float16 tensors (x.half()) is found by its failure.
+    half = _half.uses_half(model, list(zip(names, values)))
+    try:
+        proto, flat, structure, output_names, blocks, updated = _export(
+            model, names, values, training, half)
+    except RuntimeError as e:
+        if half or not _half.needs_float16_kernels(e):
+            raise
+        half = True
+        proto, flat, structure, output_names, blocks, updated = _export(
+            model, names, values, training, half)
     _custom_op.set_domain_versions(proto)
+    if half:  # the exporter's float16 scalars and output dtypes, as PyTorch gives them
+        _half.fix_types(proto, [t.dtype for t in flat], model.state_dict())
     if blocks.starts:
         _placement.annotate(proto, blocks.starts, strategy, type(model).__name__)
     _serialized_matmuls(proto)

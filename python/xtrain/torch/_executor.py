@@ -612,10 +612,11 @@ class PoplarExecutor:
 
     def _versions(self):
         """What says whether the module changed: its generation (bumped whenever an executor
-        writes trained values into it) and each state tensor's identity and version counter."""
+        writes trained values into it) and each state tensor's identity, version counter and
+        dtype (.half() and .float() replace a parameter's data without counting a version)."""
         return (generation(self.model),
                 [(n, id(t), t._version if t is not None else None,
-                  t is not None and t.requires_grad)
+                  t is not None and t.requires_grad, t.dtype if t is not None else None)
                  for n, t in self._state_tensors(self._captured.state_names +
                                                  self._captured.constant_buffers)])
 

@@ -168,8 +168,13 @@ class OptimizerPlan:
     def _sgd(self, g):
         combined = self.values.get("use_combined_accum", False)
         mode = _xtrain.SGDAccumulatorAndMomentum
+        if combined:  # one tensor in the weight's type, whatever the types (as PopTorch)
+            return _xtrain.SGD(self._defaults(g), clip_norm_settings=self._clip(),
+                               accumulatorAndMomentum=mode.Combined)
+        accum, velocity = self.values["types"]
         return _xtrain.SGD(self._defaults(g), clip_norm_settings=self._clip(),
-                           accumulatorAndMomentum=mode.Combined if combined else mode.Separate)
+                           accumulatorAndMomentum=mode.Separate, accumType=accum,
+                           accl1Type=velocity)
 
     def _adam(self, g):
         modes = _xtrain.AdamMode
@@ -238,6 +243,8 @@ def _values(optimizer, family):
     values = {"groups": groups, "loss_scaling": float(getattr(optimizer, "loss_scaling", 1.0))}
     if family == "SGD":
         values["use_combined_accum"] = bool(getattr(optimizer, "use_combined_accum", False))
+        values["types"] = tuple(_dtype_name(optimizer, a)
+                                for a in ("accum_type", "velocity_accum_type"))
     else:
         values["types"] = tuple(_dtype_name(optimizer, a) for a in (
             "accum_type", "first_order_momentum_accum_type", "second_order_momentum_accum_type"))

@@ -104,7 +104,10 @@ class OptimizerState:
                 if key == "step":
                     state[key] = _torch_step(optimizer, arrays[tid].reshape(-1)[0])
                     continue
-                value = torch.from_numpy(arrays[tid]).reshape(p.shape).to(p.dtype)
+                # The device's type (the optimizer's accumulator types), not the parameter's: a
+                # float32 moment of a float16 weight read as float16 would lose its precision in
+                # a checkpoint (PyTorch's optimizers step with either).
+                value = torch.from_numpy(arrays[tid]).reshape(p.shape)
                 if key == "momentum_buffer" and self._plan.family == "SGD":
                     value = value / _velocity_scaling(self._plan, name)
                 state[key] = value

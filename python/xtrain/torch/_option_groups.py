@@ -9,6 +9,7 @@ import enum
 import torch
 
 from .. import dist as _dist
+from . import _logging
 
 
 class HalfFloatCastingBehavior(enum.IntEnum):
@@ -30,24 +31,28 @@ def _count(where, value):
 
 
 class _PrecisionOptions:
-    """``opts.Precision``. Modules are float32 here (a float16 module is refused when compiled), so
-    the half-precision settings have nothing to act on: they are accepted with no effect."""
+    """``opts.Precision``. Float16 modules and inputs are captured as they are (docs/poptorch.md,
+    "Float16"), with PopTorch 3's rule for mixed float16/float32 operations (compute in float32),
+    which PopTorch's deprecated casting options no longer change."""
 
     def __init__(self, parent):
         self._parent = parent
         self.floating_point_checks = False
         self.stochastic_rounding = False
-        self.half_float_casting = HalfFloatCastingBehavior.FloatDowncastToHalf
-        self.running_statistics_always_float = True
+        self.half_float_casting = HalfFloatCastingBehavior.HalfUpcastToFloat
+        self.running_statistics_always_float = False
         self.autocast_enabled = True
 
     def setPartialsType(self, dtype):
         """Honoured for torch.float (matmuls and convolutions accumulate in float32, as xtrain's
-        kernels do); torch.half is refused: xtrain has no half-precision partials."""
+        kernels do); torch.half is refused: xtrain keeps half-precision partials for MatMul only
+        (SessionOptions.partialsTypeMatMuls), not for Gemm (nn.Linear) or convolutions, which
+        PopTorch's option covers too."""
         if dtype in (torch.half, torch.float16):
-            raise NotImplementedError("Options.Precision.setPartialsType(torch.half): "
-                                      "half-precision partials are not implemented in xtrain (they "
-                                      "accumulate in float32)")
+            raise NotImplementedError(
+                "Options.Precision.setPartialsType(torch.half): half-precision partials are not "
+                "implemented in xtrain for nn.Linear's Gemm and for convolutions (only for MatMul, "
+                "SessionOptions.partialsTypeMatMuls); they accumulate in float32")
         if dtype not in (torch.float, torch.float32):
             raise ValueError("Options.Precision.setPartialsType: expected torch.float or "
                              "torch.half, got %r" % (dtype,))
@@ -61,28 +66,41 @@ class _PrecisionOptions:
         return self._parent
 
     def enableStochasticRounding(self, enabled):
-        """Passed to SessionOptions.enableStochasticRounding, which rounds float16 weights and
-        optimizer state: with the float32 modules xtrain.torch takes, it changes nothing."""
+        """Honoured: SessionOptions.enableStochasticRounding, which rounds the float16 weights
+        and optimizer state a step stores stochastically (docs/optimizers.md)."""
         self.stochastic_rounding = _bool("Options.Precision.enableStochasticRounding", enabled)
         return self._parent
 
     def halfFloatCasting(self, behavior):
-        """Accepted, no effect: no float16 tensor reaches the device (float16 modules are
-        refused)."""
+        """Accepted, no effect, as in PopTorch 3, which deprecates it: mixed float16/float32
+        operations always compute in float32 (HalfUpcastToFloat, PyTorch's rule). Asking for
+        FloatDowncastToHalf logs a warning saying so, as PopTorch does."""
         if not isinstance(behavior, HalfFloatCastingBehavior):
             raise TypeError("Options.Precision.halfFloatCasting: expected a "
                             "poptorch.HalfFloatCastingBehavior, got %r" % (behavior,))
+        if behavior != HalfFloatCastingBehavior.HalfUpcastToFloat:
+            _logging.logger.warning(
+                "Options.Precision.halfFloatCasting(%s) has no effect: mixed float16/float32 "
+                "operations always compute in float32 (PopTorch 3's rule); cast the float32 "
+                "inputs to float16 in forward for a float16 operation" % behavior.name)
         self.half_float_casting = behavior
         return self._parent
 
     def runningStatisticsAlwaysFloat(self, value):
-        """Accepted, no effect: BatchNorm's running statistics are float32 in a float32 module."""
+        """Accepted, no effect, as in PopTorch 3, which deprecates it: the running statistics have
+        the dtype the module gives them (cast them to float32 for float32 statistics in a float16
+        BatchNorm). True logs a warning saying so, as PopTorch does."""
         self.running_statistics_always_float = _bool(
             "Options.Precision.runningStatisticsAlwaysFloat", value)
+        if value:
+            _logging.logger.warning(
+                "Options.Precision.runningStatisticsAlwaysFloat(True) has no effect: cast the "
+                "BatchNorm's running_mean and running_var to float32 instead")
         return self._parent
 
     def autocastEnabled(self, value):
-        """Accepted, no effect: automatic casting to float16 is not built (float32 throughout)."""
+        """Accepted, no effect: automatic casting (PopTorch's autocast policies) is not built;
+        operations run in the dtypes the module and forward give them."""
         self.autocast_enabled = _bool("Options.Precision.autocastEnabled", value)
         return self._parent
 

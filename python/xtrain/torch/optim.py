@@ -1,8 +1,9 @@
 """PopTorch's ``poptorch.optim``: torch optimizers with PopTorch's extra attributes.
 
 These are ``torch.optim`` optimizers (they can also step a model on the CPU) whose extra arguments
-configure xtrain's optimizer: ``loss_scaling``, ``velocity_scaling`` and ``use_combined_accum`` (SGD),
-the accumulator types and ``max_grad_norm`` (Adam, AdamW, RMSprop). As in PopTorch, an attribute passed to
+configure xtrain's optimizer: ``loss_scaling``, ``velocity_scaling``, ``use_combined_accum``,
+``accum_type`` and ``velocity_accum_type`` (SGD), the accumulator types and ``max_grad_norm``
+(Adam, AdamW, RMSprop). As in PopTorch, an attribute passed to
 the constructor is *variable* (it may change between calls with ``setOptimizer``); one left out is
 *constant* and changing it after the model was compiled is an error. ``lr`` is always variable.
 ``optimizer.variable_attrs.markAsConstant`` / ``markAsVariable`` change that before compiling.
@@ -72,7 +73,8 @@ class SGD(torch.optim.SGD):
 
     def __init__(self, params, lr, momentum=None, dampening=None, weight_decay=None,
                  nesterov=None, maximize=None, foreach=None, differentiable=None,
-                 loss_scaling=None, velocity_scaling=None, use_combined_accum=None):
+                 loss_scaling=None, velocity_scaling=None, use_combined_accum=None,
+                 accum_type=None, velocity_accum_type=None):
         given = _given(momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                        nesterov=nesterov, loss_scaling=loss_scaling,
                        velocity_scaling=velocity_scaling)
@@ -85,6 +87,9 @@ class SGD(torch.optim.SGD):
         _set_extras(self, {
             "loss_scaling": 1.0 if loss_scaling is None else float(loss_scaling),
             "use_combined_accum": bool(use_combined_accum),
+            # PopTorch's types of the gradient accumulator and the velocity (separate variant)
+            "accum_type": accum_type or torch.float32,
+            "velocity_accum_type": velocity_accum_type or torch.float32,
         }, given)
 
 
