@@ -99,6 +99,26 @@ class Listings(PrivatePool, unittest.TestCase):
         self.assertEqual(wrapped(x).flatten().tolist(), [4., 5., 6.])
 
 
+    def test_a_float16_buffer(self):
+        # Captured with _half.py's kernels, whose forward the buffers' capture wraps.
+        class HalfCounter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("i", torch.zeros(1, dtype=torch.half))
+
+            def forward(self, x):
+                self.i += 1
+                return x * self.i
+
+        model = HalfCounter()
+        wrapped = poptorch.inferenceModel(model)
+        x = torch.ones(1, dtype=torch.half)
+        self.assertEqual(wrapped(x).tolist(), [1.])
+        out = wrapped(x)
+        self.assertEqual((out.dtype, out.tolist()), (torch.half, [2.]))
+        self.assertNotIn("forward", vars(model))  # the capture's wrappers are gone
+
+
 @unittest.skipIf(torch is None, SKIP_REASON)
 class Training(PrivatePool, unittest.TestCase):
 

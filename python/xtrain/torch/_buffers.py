@@ -99,6 +99,7 @@ def exported_with_updates(model, names):
         yield
         return
     forward = model.forward
+    previous = model.__dict__.get("forward")  # an instance's own forward (_half.py sets one)
 
     def forward_and_buffers(*args, **kwargs):
         outputs = forward(*args, **kwargs)
@@ -118,7 +119,10 @@ def exported_with_updates(model, names):
     try:
         yield
     finally:
-        object.__delattr__(model, "forward")
+        if previous is not None:
+            object.__setattr__(model, "forward", previous)
+        else:
+            object.__delattr__(model, "forward")
         _restore(saved)
 
 
