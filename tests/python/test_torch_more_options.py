@@ -2,6 +2,7 @@
 honours (automatic loss scaling, the mean reduction strategy, anchorTensor, logCycleCount,
 updatableNamedBuffers, disableModuleNamescope, _Popart, enableStableNorm), those accepted with no
 effect, and their bad values."""
+import pickle
 import unittest
 
 from python_testing import PrivatePool
@@ -214,6 +215,19 @@ class AcceptedWithNoEffect(PrivatePool, unittest.TestCase):
             opts.anchorTensor("a", "b", "All")
         with self.assertRaisesRegex(ValueError, "output_return_period must be a positive int"):
             opts.anchorTensor("a", "b", poptorch.OutputMode.EveryN, 0)
+
+    def test_options_pickled_before_them_load_with_their_defaults(self):
+        opts = poptorch.Options().deviceIterations(2)  # as an older compileAndExport wrote it
+        for name in ("broadcast_buffers", "anchored_tensors", "_popart", "log_cycle_count"):
+            del opts.__dict__[name]
+        del opts.Training.__dict__["automatic_loss_scaling"]
+        loaded = pickle.loads(pickle.dumps(opts))
+        self.assertEqual(loaded.device_iterations, 2)
+        self.assertTrue(loaded.broadcast_buffers)
+        self.assertEqual(loaded.anchored_tensors, {})
+        self.assertFalse(loaded.log_cycle_count)
+        self.assertFalse(loaded.Training.automatic_loss_scaling)
+        loaded._Popart.set("enableStableNorm", True)
 
     def test_config_file_sets_them(self):
         path = self.tmp + "/opts.cfg"

@@ -35,7 +35,6 @@ from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
 from ._options import Options, ReductionType
 
 
-
 def _model_name(model):
     return type(model).__name__
 

@@ -68,6 +68,10 @@ class PopartOptions:
 class ExtraTrainingOptions:
     """``opts.Training``'s setters mapped onto xtrain's SessionOptions."""
 
+    def __setstate__(self, state):
+        self._init_extra()  # options added after the object was pickled get their defaults
+        self.__dict__.update(state)
+
     def _init_extra(self):
         self.automatic_loss_scaling = False
         self.mean_reduction_strategy = None  # None: xtrain's default (Post)
@@ -111,6 +115,11 @@ class ExtraTrainingOptions:
 
 class ExtraOptions:
     """The setters of ``poptorch.Options`` this file builds (mixed into Options)."""
+
+    def __setstate__(self, state):
+        # A file of compileAndExport written before an option existed: its default.
+        self._init_extra()
+        self.__dict__.update(state)
 
     def _init_extra(self):
         self.broadcast_buffers = True  # PopTorch's default
