@@ -189,6 +189,7 @@ class AcceptedWithNoEffect(PrivatePool, unittest.TestCase):
         self.assertIs(opts.setAvailableMemoryProportion({"IPU0": 0.3}), opts)
         self.assertIs(opts.relaxOptimizerAttributesChecks(), opts)
         self.assertIs(opts.syncPattern(poptorch.SyncPattern.SinglePipeline), opts)
+        self.assertIn("site-packages/torch", opts.source_location_excludes)  # PopTorch's default
         self.assertIs(opts.sourceLocationExcludes(["torch/"]), opts)
         self.assertIs(opts.appendToLocationExcludes("site-packages/", "x/"), opts)
         self.assertEqual(opts.source_location_excludes, ["torch/", "site-packages/", "x/"])

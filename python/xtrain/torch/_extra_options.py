@@ -133,7 +133,9 @@ class ExtraOptions:
         self.relax_optimizer_checks = False
         self.sync_pattern = SyncPattern.Full
         self.module_namescope = True
-        self.source_location_excludes = ["install/lib/python3", "torch/nn/modules/"]
+        # PopTorch's default list (no effect here: see sourceLocationExcludes).
+        self.source_location_excludes = ["install/poptorch", "site-packages/torch",
+                                         "site-packages/poptorch"]
         self._popart = PopartOptions()
 
     @property
