@@ -10,6 +10,7 @@
 // PipelineAborted once abort() was called (by the thread that failed, so that no other waits for
 // it forever). All members are safe to call from any thread.
 #pragma once
+#pragma GCC visibility push(default)
 
 #include <condition_variable>
 #include <cstdint>
@@ -53,3 +54,5 @@ class PipelineProgress {
 };
 
 }  // namespace xtrain::session
+
+#pragma GCC visibility pop
