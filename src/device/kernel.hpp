@@ -4,9 +4,11 @@
 // Contract:
 //  - A KernelFactory is called once per op when a program is built (prepare time) with the op's
 //  attributes and
-//    its inputs' and outputs' TensorInfo. It validates what it needs (throwing xtrain::error naming
-//    the op via spec.fail) and may precompute (e.g. a oneDNN primitive). Kernels are keyed by
-//    (domain, type).
+//    its inputs' and outputs' TensorInfo, and (unless registered as KernelThreadCount::ReadWhenRun)
+//    again, once, for each other kernel thread count a thread runs the op with (oneDNN fixes a
+//    primitive's thread count when it is created). It validates what it needs (throwing
+//    xtrain::error naming the op via spec.fail) and may precompute (e.g. a oneDNN primitive).
+//    Kernels are keyed by (domain, type).
 //  - Kernel::run is called every time the op executes, with buffers of exactly the infos given at
 //  prepare time.
 //    Absent optional inputs/outputs are nullptr. Inputs listed in the OpDef's modifiesInputs are
@@ -121,17 +123,25 @@ std::unique_ptr<Kernel> makeKernel(F f) {
   return std::make_unique<FunctionKernel<F>>(std::move(f));
 }
 
+// Whether a factory's kernels depend on the kernel thread count when they are created (oneDNN
+// primitives: made again for each count they run with) or only when they run (made once).
+enum class KernelThreadCount : uint8_t { FixedWhenCreated, ReadWhenRun };
+
 class KernelRegistry {
  public:
   static KernelRegistry& instance();
-  void add(const std::string& domain, const std::string& type, KernelFactory factory);
+  void add(const std::string& domain, const std::string& type, KernelFactory factory,
+           KernelThreadCount threads = KernelThreadCount::FixedWhenCreated);
   bool has(const std::string& domain, const std::string& type) const;
   // Throws xtrain::error naming the op when no kernel is registered for it. A kernel of small work
-  // (isSmallWork) is created and run with one kernel thread.
+  // (isSmallWork) is created and run with one kernel thread; any other is created for the calling
+  // thread's count and, when its factory's kernels fix the count when created and it runs on a
+  // thread with another count, created again for that count (the first run with each count pays
+  // for it).
   std::unique_ptr<Kernel> create(const KernelSpec& spec) const;
 
  private:
-  std::vector<std::tuple<std::string, std::string, KernelFactory>> factories_;
+  std::vector<std::tuple<std::string, std::string, KernelFactory, KernelThreadCount>> factories_;
 };
 
 // Kernels whose inputs and outputs hold at most this many elements in all run on the calling thread

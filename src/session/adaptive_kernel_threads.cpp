@@ -10,7 +10,10 @@ AdaptiveKernelThreads::AdaptiveKernelThreads(int maxThreads, const Tuning& tunin
     : max_(std::max(1, maxThreads)),
       tuning_(tuning),
       current_(max_),
-      interval_(tuning.probeEvery) {}
+      interval_(tuning.probeEvery),
+      ran_(static_cast<size_t>(max_) + 1, false) {
+  ran_[static_cast<size_t>(max_)] = true;  // the count the kernels are first made for
+}
 
 int AdaptiveKernelThreads::probeCandidate() const {
   const bool canGoDown = current_ > 1;
@@ -63,8 +66,14 @@ AdaptiveKernelThreads::StepRecord AdaptiveKernelThreads::recordStep(double secon
     }
     return record;
   }
-  sinceProbe_ = 0;
   record.probe = true;
+  if (!ran_[static_cast<size_t>(pending_)]) {
+    // Its kernels were created in this step: judge the next one (sinceProbe_ stays, so it comes).
+    ran_[static_cast<size_t>(pending_)] = true;
+    record.warmup = true;
+    return record;
+  }
+  sinceProbe_ = 0;
   record.mean = recentMean();
   const bool won = seconds < record.mean * (1.0 - tuning_.margin);
   record.won = won;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 namespace xtrain::session {
 
@@ -31,6 +32,9 @@ namespace xtrain::session {
 // chosen (a neighbour arrived), and back off (doubling, up to `maxProbeEvery`) while they lose; a
 // lost probe that was costly backs off further, so that probes take about `probeBudget` of the
 // time (up to `maxCostlyProbeEvery` steps apart).
+// The first step at a count no step has run with yet is a warm-up of that count, not a probe: the
+// kernels are created for a thread count the first time they run with it (device/kernel.hpp), so
+// that step pays for their creation; it is not judged, and the probe runs at the next step.
 // Deterministic: the same step times give the same choices (tests drive it with made-up times).
 class AdaptiveKernelThreads {
  public:
@@ -56,9 +60,10 @@ class AdaptiveKernelThreads {
   // What a recorded step was, for logs: a probe (and whether it won) or a step at current().
   struct StepRecord {
     bool probe = false;
-    int threads = 0;    // the count the step ran with
-    double mean = 0.0;  // the current count's recent mean it was compared with (probes)
-    bool won = false;   // the probe was faster by more than the margin
+    int threads = 0;      // the count the step ran with
+    double mean = 0.0;    // the current count's recent mean it was compared with (probes)
+    bool won = false;     // the probe was faster by more than the margin
+    bool warmup = false;  // the first step at its count: not judged (the probe comes next)
   };
 
   int threadsForNextStep();
@@ -87,6 +92,7 @@ class AdaptiveKernelThreads {
   int probeTarget_ = 0;
   double baseline_ = 0.0;  // the current count's mean when it was chosen (0: not yet known)
   std::deque<double> recent_;
+  std::vector<bool> ran_;  // by count: a step has run with it (its kernels exist)
 };
 
 }  // namespace xtrain::session

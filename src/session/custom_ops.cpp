@@ -246,7 +246,8 @@ void registerOpDef(const std::shared_ptr<const CustomOpDefinition>& def) {
   ir::OpRegistry::instance().add(std::move(op));
 }
 
-// The CPU kernel factory: the user's kernel with its arguments fixed at lowering.
+// The CPU kernel factory: the user's kernel with its arguments fixed at lowering. Called once per
+// node (docs/custom-ops.md): the user's code reads the thread count, if at all, when it runs.
 void registerKernel(const std::shared_ptr<const CustomOpDefinition>& def) {
   device::KernelRegistry::instance().add(
       def->id.domain, def->id.type,
@@ -273,7 +274,8 @@ void registerKernel(const std::shared_ptr<const CustomOpDefinition>& def) {
         }
         if (!run) spec.fail("the custom op's kernel factory returned no kernel");
         return std::make_unique<CustomKernel>(std::move(run), std::move(args), spec.description);
-      });
+      },
+      device::KernelThreadCount::ReadWhenRun);
 }
 
 }  // namespace

@@ -38,7 +38,10 @@ void ReplicaRuntime::recordRunSeconds(double seconds) {
   if (adaptiveThreads_ == nullptr) return;
   const int before = adaptiveThreads_->current();
   const AdaptiveKernelThreads::StepRecord step = adaptiveThreads_->recordStep(seconds);
-  if (step.probe) {
+  if (step.warmup) {
+    logging::session::trace("kernel threads: first step with {} ran {:.3f} ms (its kernels made)",
+                            step.threads, seconds * 1e3);
+  } else if (step.probe) {
     logging::session::trace(
         "kernel threads: probe with {} ran {:.3f} ms against {:.3f} ms with {}: {}", step.threads,
         seconds * 1e3, step.mean * 1e3, before, step.won ? "won" : "lost");

@@ -165,6 +165,34 @@ TEST(AdaptiveKernelThreads, WarmUpStepsRunAtTheMostAndAreNotMeasured) {
   EXPECT_EQ(s.last, 2);
 }
 
+// The first step with a count makes its kernels (device/kernel.hpp): however slow, it is a warm-up,
+// and the probe that follows it is what counts.
+TEST(AdaptiveKernelThreads, TheFirstStepAtACountIsAWarmUpNotAProbe) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  bool oneRan = false;
+  int warmups = 0;
+  for (; step < 40; ++step) {
+    const int t = a.threadsForNextStep();
+    // Beside a busy neighbour one thread is 3x faster, but its first step is 10x slower.
+    double seconds = t == 2 ? 3.0 : 1.0;
+    if (t == 1 && !oneRan) seconds = 30.0;
+    oneRan = oneRan || t == 1;
+    const AdaptiveKernelThreads::StepRecord r = a.recordStep(seconds);
+    if (r.warmup) {
+      ++warmups;
+      EXPECT_EQ(r.threads, 1);
+      EXPECT_FALSE(r.won);
+      // The probe comes at once.
+      EXPECT_EQ(a.threadsForNextStep(), 1);
+      EXPECT_FALSE(a.recordStep(1.0).warmup);
+      ++step;
+    }
+  }
+  EXPECT_EQ(warmups, 1);
+  EXPECT_EQ(a.current(), 1) << "the slow first step counted against one thread";
+}
+
 TEST(AdaptiveKernelThreads, SameTimesGiveSameChoices) {
   auto run = [] {
     AdaptiveKernelThreads a(3);
