@@ -27,8 +27,8 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import (_anchored, _buffers, _capture, _errors, _export, _module_sync, _offline, _placement,
-               _replica_grouping, _structure)
+from . import (_anchored, _buffers, _capture, _environment, _errors, _export, _module_sync,
+               _offline, _placement, _replica_grouping, _structure)
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -436,7 +436,7 @@ class PoplarExecutor:
         # A device of replicas x IPUs per replica (docs/model-parallelism.md).
         total = self.options.replication_factor * ipus
         if _offline.is_offline(self.options):
-            return _offline.device(total)
+            return _offline.device(self.options, total)
         manager = _xtrain.DeviceManager()
         if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
             if ipus == 1:
@@ -453,7 +453,7 @@ class PoplarExecutor:
                                  % self.options.ipu_id)
             return manager.createIpuModelDevice({"numIPUs": total})
         if self.options.ipu_id is not None:
-            device = manager.acquireDeviceById(self.options.ipu_id)
+            device = _environment.acquire(manager, total, self.options.ipu_id)
             if device is None:
                 raise RuntimeError("Options.useIpuId(%d): no such device in xtrain's pool, or it is "
                                    "taken (docs/devices.md)" % self.options.ipu_id)
@@ -465,7 +465,7 @@ class PoplarExecutor:
                                                   self.options.replication_factor, ipus))
             return device
         try:
-            return manager.acquireAvailableDevice(total)
+            return _environment.acquire(manager, total)
         except _xtrain.popart_exception as e:
             if ipus == 1:
                 raise

@@ -1,16 +1,15 @@
 """PopTorch's ``poptorch.Options`` for xtrain (docs/poptorch.md, "Options").
 
 Each setter returns the Options object, so calls chain as in PopTorch
-(``opts.deviceIterations(4).replicationFactor(2)``). The options PopTorch has and this slice does not
-implement yet raise ``NotImplementedError`` naming the option, rather than being silently dropped;
-names PopTorch does not have raise ``AttributeError``.
+(``opts.deviceIterations(4).replicationFactor(2)``). Each option is honoured, accepted with
+no effect for a reason its docstring gives, or refused with an error saying so (docs/poptorch.md,
+"More options"); a name PopTorch does not have is an ``AttributeError``.
 """
 import ast
 import enum
-import os
 
 from .. import dist as _dist
-from . import _strategies
+from . import _environment, _strategies
 from ._extra_options import ExtraOptions, ExtraTrainingOptions
 from ._option_groups import (_DistributedOptions, _JitOptions, _PrecisionOptions,
                              _TensorLocationOptions)
@@ -97,8 +96,8 @@ class Options(ExtraOptions):
         self.output_mode = OutputMode.Default
         self.output_return_period = 1
         self.random_seed = None
-        # POPTORCH_IPU_MODEL=1 selects the IPU model, as in PopTorch (docs/poptorch.md).
-        self.use_ipu_model = os.environ.get("POPTORCH_IPU_MODEL", "0") not in ("", "0")
+        # POPTORCH_IPU_MODEL=1 selects the IPU model, as in PopTorch (_environment.py).
+        self.use_ipu_model = _environment.use_ipu_model()
         self.Training = _TrainingOptions(self)
         self.Precision = _PrecisionOptions(self)
         self.TensorLocations = _TensorLocationOptions(self)
@@ -109,7 +108,7 @@ class Options(ExtraOptions):
         self.log_dir = None
         self.synthetic_data = False
         self.connection_type = ConnectionType.Always
-        self.executable_cache_dir = None
+        self.executable_cache_dir = _environment.cache_dir()  # POPTORCH_CACHE_DIR: no effect
         self.execution_strategy = None  # None: PipelinedExecution() (PopTorch's default)
         self.input_group_size = 1  # replicas fed the same micro-batches (inputReplicaGrouping)
         self.input_group_type = None
