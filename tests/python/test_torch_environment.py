@@ -1,5 +1,6 @@
-"""PopTorch's hardware queries (ipuHardwareVersion, ipuHardwareIsAvailable), useOfflineIpuTarget and
-its environment variables POPTORCH_LOG_LEVEL, POPTORCH_IPU_MODEL, POPTORCH_WAIT_FOR_IPU and
+"""PopTorch's hardware queries (ipuHardwareVersion, ipuHardwareIsAvailable), useOfflineIpuTarget,
+the Options methods PopTorch has beyond its options (clone, defaultOutputMode, and those refused),
+and its environment variables POPTORCH_LOG_LEVEL, POPTORCH_IPU_MODEL, POPTORCH_WAIT_FOR_IPU and
 POPTORCH_CACHE_DIR (docs/poptorch.md, "Environment variables"). What is read when xtrain.torch is
 imported runs in a fresh interpreter."""
 import os
@@ -65,6 +66,34 @@ class Hardware(PrivatePool, unittest.TestCase):
         opts = poptorch.Options().useOfflineIpuTarget(2).useIpuModel(True)
         with self.assertRaisesRegex(ValueError, "useOfflineIpuTarget and useIpuModel"):
             poptorch.trainingModel(tt.make(tt.Mlp), opts).compile(*tt.mlp_data(1, 4)[0])
+
+
+@unittest.skipIf(torch is None, SKIP_REASON)
+class OptionsMethods(unittest.TestCase):
+
+    def test_clone_and_default_output_mode(self):
+        opts = poptorch.Options().deviceIterations(3)
+        self.assertTrue(opts.defaultOutputMode())
+        copy = opts.clone()
+        opts.deviceIterations(5).outputMode(poptorch.OutputMode.All)
+        self.assertFalse(opts.defaultOutputMode())
+        self.assertEqual((copy.device_iterations, copy.defaultOutputMode()), (3, True))
+
+    def test_the_names_not_built_say_so(self):
+        opts = poptorch.Options()
+        for name in ("toDict", "from_json", "enableProfiling", "maxRepeatLogs"):
+            with self.assertRaisesRegex(NotImplementedError, "Options.%s.. is not implemented"
+                                        % name):
+                getattr(opts, name)()
+        for name in ("setPatterns", "setEngineOptions", "checkIsFrozen"):
+            with self.assertRaisesRegex(NotImplementedError, "_Popart.%s is not built" % name):
+                getattr(opts._Popart, name)
+        with self.assertRaisesRegex(NotImplementedError, "Distributed.disable is not built"):
+            opts.Distributed.disable()
+        for group in (opts, opts._Popart, opts.Distributed):
+            with self.assertRaises(AttributeError):  # not PopTorch's: a typo
+                group.deviceIteration(2)
+        opts.clone()  # copying looks up no refused name
 
 
 @unittest.skipIf(torch is None, SKIP_REASON)

@@ -55,6 +55,13 @@ class PopartOptions:
         self.options[key] = value
         return self
 
+    def __getattr__(self, name):
+        if name in ("setPatterns", "setEngineOptions", "checkIsFrozen"):
+            raise NotImplementedError(
+                "Options._Popart.%s is not built in xtrain.torch (docs/poptorch.md, \"Not built "
+                "yet\"): set PopART's options by name with Options._Popart.set" % name)
+        raise AttributeError("poptorch.Options._Popart has no option '%s'" % name)
+
     def apply(self, opts):
         for key, value in self.options.items():
             if "." in key:

@@ -6,6 +6,7 @@ no effect for a reason its docstring gives, or refused with an error saying so (
 "More options"); a name PopTorch does not have is an ``AttributeError``.
 """
 import ast
+import copy
 import enum
 
 from .. import dist as _dist
@@ -52,8 +53,11 @@ def _positive_int(where, value):
     return value
 
 
-# PopTorch's option names that xtrain.torch does not implement yet: refused with a clear error.
-_OPTIONS_NOT_BUILT = ()
+# PopTorch's option names that xtrain.torch does not implement: refused with a clear error
+# (docs/poptorch.md, "Not built yet"). toDict and from_json are PopTorch's form of the options
+# for its C++ back end; enableProfiling and maxRepeatLogs are Poplar's profiler and PopTorch's
+# log filter.
+_OPTIONS_NOT_BUILT = ("toDict", "from_json", "enableProfiling", "maxRepeatLogs")
 _TRAINING_NOT_BUILT = ()
 
 
@@ -119,6 +123,14 @@ class Options(ExtraOptions):
         if name in _OPTIONS_NOT_BUILT:
             return _not_implemented("Options", name)
         raise AttributeError("poptorch.Options has no option '%s'" % name)
+
+    def clone(self):
+        """A deep copy, as PopTorch's."""
+        return copy.deepcopy(self)
+
+    def defaultOutputMode(self):
+        """True while outputMode was not set (OutputMode.Default), as PopTorch's."""
+        return self.output_mode == OutputMode.Default
 
     def deviceIterations(self, device_iterations):
         """Batches (optimizer steps, when training) run per call of the wrapped model."""
