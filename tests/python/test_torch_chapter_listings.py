@@ -1,5 +1,5 @@
 """Listings of PopTorch's "Features" chapter (poptorch-features.txt) that need no IPU hardware, run
-as written with `import xtrain.torch as poptorch` as their only change: 4.6, 4.6.2's, 4.15, 4.17,
+as written with `import xtrain.torch as poptorch` as their only change: 4.1 and 4.2, 4.6, 4.6.2's, 4.15, 4.17,
 4.18, 4.19 and the precompilation listings 4.27 to 4.31 and 4.33 to 4.35 (docs/poptorch.md,
 "Listings", maps every listing to its test). The chapter's text lost some lines of its listings;
 each filled-in line says so, taken from PopTorch's sources of the listings (docs/user_guide/*.py in
@@ -83,6 +83,41 @@ def _sgd_twin_steps(model, inputs, steps, lr=0.01):
         twin(*inputs)[-1].backward()
         optimizer.step()
     return twin.state_dict()
+
+
+@unittest.skipIf(torch is None, SKIP_REASON)
+class ConfigFile(PrivatePool, unittest.TestCase):
+
+    def test_listings_4_1_and_4_2(self):
+        # Listing 4.1's contents, lost in the text: PopTorch's docs/user_guide/poptorch.conf,
+        # which its build installs as tmp/poptorch.conf, where api.py (listing 4.2) reads it.
+        cwd = os.getcwd()
+        os.chdir(self.tmp)
+        try:
+            os.makedirs("tmp")
+            with open("tmp/poptorch.conf", "w") as f:
+                f.write("deviceIterations(1)\nsetExecutionStrategy(poptorch.ShardedExecution())\n"
+                        "replicationFactor(1)\nenableSyntheticData(True)\n")
+            # Listing 4.2 as written (its line 2 lost in the text).
+            opts = poptorch.Options()
+            opts.loadFromFile("tmp/poptorch.conf")
+        finally:
+            os.chdir(cwd)
+        self.assertEqual((opts.device_iterations, opts.replication_factor, opts.synthetic_data),
+                         (1, 1, True))
+        self.assertIsInstance(opts.execution_strategy, poptorch.ShardedExecution)
+        # Calls of poptorch's classes and their methods, nested; nothing else is called.
+        path = os.path.join(self.tmp, "more.conf")
+        with open(path, "w") as f:
+            f.write('setExecutionStrategy(poptorch.PipelinedExecution("A", '
+                    'poptorch.Stage("B").ipu(1)))\n')
+        strategy = poptorch.Options().loadFromFile(path).execution_strategy
+        self.assertEqual(repr(strategy), "PipelinedExecution(Stage('A'), Stage('B').ipu(1))")
+        with open(path, "w") as f:
+            f.write("deviceIterations(torch.tensor(2))\n")
+        with self.assertRaisesRegex(ValueError, r"more.conf:1: .*only poptorch's classes and "
+                                    "methods can be called"):
+            poptorch.Options().loadFromFile(path)
 
 
 @unittest.skipIf(torch is None, SKIP_REASON)

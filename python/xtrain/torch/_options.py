@@ -319,12 +319,25 @@ def _dotted(node):
 
 
 def _config_value(node):
-    """A literal, or a dotted name of xtrain.torch (``poptorch.OutputMode.All``, ``OutputMode.All``)
-    or torch (``torch.float``)."""
+    """A literal, a dotted name of xtrain.torch (``poptorch.OutputMode.All``, ``OutputMode.All``)
+    or torch (``torch.float``), or a call of xtrain.torch's (``poptorch.ShardedExecution()``,
+    ``poptorch.Stage("B").ipu(1)``, as PopTorch's own config file has) with such values."""
     try:
         return ast.literal_eval(node)
     except ValueError:
         pass
+    if isinstance(node, ast.Call):
+        function = _config_value(node.func)
+        if not callable(function) or \
+                not getattr(function, "__module__", "").startswith("xtrain.torch"):
+            raise ValueError("only poptorch's classes and methods can be called in a config "
+                             "file, got %s" % ast.dump(node.func))
+        if any(k.arg is None for k in node.keywords):
+            raise ValueError("expected keyword arguments by name, got %s" % ast.dump(node))
+        return function(*[_config_value(a) for a in node.args],
+                        **{k.arg: _config_value(k.value) for k in node.keywords})
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
+        return getattr(_config_value(node.value), node.attr)
     import torch
     from .. import torch as poptorch
     names = _dotted(node)
