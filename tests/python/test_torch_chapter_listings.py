@@ -474,5 +474,35 @@ class PrecompilationListings(PrivatePool, unittest.TestCase):
         validation_model.destroy()
 
 
+class ListingTable(unittest.TestCase):
+    """docs/poptorch.md's "Listings" table names every listing of the chapter, and each test it
+    names exists."""
+
+    def test_the_table_names_every_listing_and_real_tests(self):
+        import ast
+        import re
+        doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "poptorch.md")
+        with open(doc) as f:
+            text = f.read()
+        table = text[text.index("| Listing | Test, or why it is not run |"):]
+        table = table[:table.index("\n\n")]
+        covered = set()
+        for first, last in re.findall(r"\b4\.(\d+)(?: (?:to|and|with) 4\.(\d+))?", table):
+            covered.update(range(int(first), int(last or first) + 1))
+        self.assertTrue(set(range(1, 36)) <= covered, sorted(set(range(1, 36)) - covered))
+        names = [n for n in re.findall(r"`(test_torch_\w+)((?:\.\w+)*)`", table)
+                 if n[1] != ".py"]  # a file named as the home of a rule, not a test
+        self.assertGreater(len(names), 20)
+        here = os.path.dirname(os.path.abspath(__file__))
+        for module_name, path in names:  # read, not imported: some need libraries built
+            with open(os.path.join(here, module_name + ".py")) as f:
+                tree = ast.parse(f.read())
+            scope = tree.body
+            for part in path.split(".")[1:]:
+                found = [n for n in scope if isinstance(n, (ast.ClassDef, ast.FunctionDef))
+                         and n.name == part]
+                self.assertTrue(found, "%s%s" % (module_name, path))
+                scope = found[0].body
+
 if __name__ == "__main__":
     unittest.main()
