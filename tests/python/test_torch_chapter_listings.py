@@ -1,10 +1,11 @@
 """Listings of PopTorch's "Features" chapter (poptorch-features.txt) that need no IPU hardware, run
-as written with `import xtrain.torch as poptorch` as their only change: 4.1 and 4.2, 4.6, 4.6.2's, 4.15, 4.17,
-4.18, 4.19 and the precompilation listings 4.27 to 4.31 and 4.33 to 4.35 (docs/poptorch.md,
-"Listings", maps every listing to its test). The chapter's text lost some lines of its listings;
-each filled-in line says so, taken from PopTorch's sources of the listings (docs/user_guide/*.py in
-PopTorch's repository), as is what the listings use without defining (the models, `input`,
-`filename`). After each listing, checks of ours say that it did what its text says.
+as written with `import xtrain.torch as poptorch` as their only change: 4.1 and 4.2, 4.6, 4.6.2's,
+4.15, 4.17, 4.18, 4.19 and the precompilation listings 4.27 to 4.31 and 4.33 to 4.35
+(docs/poptorch.md, "Listings", maps every listing to its test). The chapter's text lost some lines
+of its listings; each filled-in line says so, taken from PopTorch's sources of the listings (the
+Python files of its user guide in PopTorch's repository), as is what the listings use without
+defining (the models, `input`, `filename`). After each listing, checks of ours say that it did
+what its text says.
 """
 import contextlib
 import copy
@@ -89,7 +90,7 @@ def _sgd_twin_steps(model, inputs, steps, lr=0.01):
 class ConfigFile(PrivatePool, unittest.TestCase):
 
     def test_listings_4_1_and_4_2(self):
-        # Listing 4.1's contents, lost in the text: PopTorch's docs/user_guide/poptorch.conf,
+        # Listing 4.1's contents, lost in the text: PopTorch's user guide's poptorch.conf,
         # which its build installs as tmp/poptorch.conf, where api.py (listing 4.2) reads it.
         cwd = os.getcwd()
         os.chdir(self.tmp)
