@@ -118,6 +118,7 @@ class PoplarExecutor:
         # the module first.
         _module_sync.flush_overlapping(self.model, skip=self._weights)
         if self._module_changed():
+            self._check_structure()
             self._check_constant_buffers()
             self.copyWeightsToDevice()
         if self.training:
@@ -173,6 +174,7 @@ class PoplarExecutor:
         if self._session is None:
             return
         self._check_attached("copyWeightsToDevice")
+        self._check_structure()
         with _module_sync.quiet():
             # Pending trained weights first, or they would be lost.
             _module_sync.flush_overlapping(self.model)
@@ -347,6 +349,7 @@ class PoplarExecutor:
             self._plan_optimizer = self._optimizer
         self._weight_names = weight_names
         self._captured = captured
+        self._compiled_structure = self._structure()
         # The values the graph holds (from the module, or from a file of compileAndExport).
         self._constant_values = {
             node.output[0]: torch.from_numpy(numpy_helper.to_array(node.attribute[0].t).copy())
@@ -613,11 +616,34 @@ class PoplarExecutor:
         """What says whether the module changed: its generation (bumped whenever an executor
         writes trained values into it) and each state tensor's identity, version counter and
         dtype (.half() and .float() replace a parameter's data without counting a version)."""
-        return (generation(self.model),
+        return (generation(self.model), self._structure(),
                 [(n, id(t), t._version if t is not None else None,
                   t is not None and t.requires_grad, t.dtype if t is not None else None)
                  for n, t in self._state_tensors(self._captured.state_names +
                                                  self._captured.constant_buffers)])
+
+    def _structure(self):
+        """The module's tensor names (state_dict's) and submodule names."""
+        with _module_sync.quiet():
+            return (tuple(self.model.state_dict(keep_vars=True)),
+                    tuple(n for n, _ in self.model.named_modules()))
+
+    def _check_structure(self):
+        """A tensor or submodule added or removed after compiling: forward was captured without
+        it (or with it), so the compiled model cannot follow; refused rather than ignored."""
+        now, then = self._structure(), self._compiled_structure
+        if now == then:
+            return
+        changes = []
+        for kind, current, compiled in (("tensor", now[0], then[0]),
+                                        ("submodule", now[1], then[1])):
+            changes += ["%s '%s' added" % (kind, n) for n in current if n not in compiled]
+            changes += ["%s '%s' removed" % (kind, n) for n in compiled if n not in current]
+        raise ValueError(
+            "%s changed after compiling: %s. The compiled model holds the module as forward was "
+            "captured at the first call; call destroy() and call the model again to compile it "
+            "as it is now (or wrap it again)"
+            % (_model_name(self.model), ", ".join(changes) or "its tensors were reordered"))
 
     def _check_constant_buffers(self):
         """A buffer or frozen parameter the training graph holds as a constant
