@@ -1,8 +1,9 @@
 """PopTorch's hardware queries (ipuHardwareVersion, ipuHardwareIsAvailable), useOfflineIpuTarget,
 the Options methods PopTorch has beyond its options (clone, defaultOutputMode, and those refused),
-and its environment variables POPTORCH_LOG_LEVEL, POPTORCH_IPU_MODEL, POPTORCH_WAIT_FOR_IPU and
-POPTORCH_CACHE_DIR (docs/poptorch.md, "Environment variables"). What is read when xtrain.torch is
-imported runs in a fresh interpreter."""
+and the environment variables of its chapter: POPTORCH_LOG_LEVEL, POPTORCH_IPU_MODEL,
+POPTORCH_WAIT_FOR_IPU, POPTORCH_CACHE_DIR and POPLAR_ENGINE_OPTIONS (docs/poptorch.md,
+"Environment variables"). What is read when xtrain.torch is imported runs in a fresh
+interpreter."""
 import os
 import subprocess
 import sys
@@ -132,6 +133,28 @@ class Variables(PrivatePool, unittest.TestCase):
         out, err, rc = run_python(self, code, POPTORCH_CACHE_DIR=cache)
         self.assertEqual((rc, out.strip()), (0, cache), err)
         self.assertFalse(os.path.exists(cache))
+
+    def test_poplar_engine_options_write_the_reports(self):
+        reports = os.path.join(self.tmp, "reports")
+        code = ("import torch, xtrain.torch as poptorch\n"
+                "class Net(torch.nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.fc = torch.nn.Linear(3, 2)\n"
+                "    def forward(self, x):\n"
+                "        return self.fc(x)\n"
+                "poptorch.inferenceModel(Net())(torch.ones(4, 3))\n")
+        out, err, rc = run_python(self, code, POPLAR_ENGINE_OPTIONS='{"autoReport.all": true, '
+                                  '"autoReport.directory": "%s"}' % reports)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(sorted(os.listdir(reports)),
+                         ["report.json", "serialized_graph.json", "summary.txt"])
+        for bad, message in (("{bad", "expected a JSON object of options"),
+                             ('["autoReport.all"]', "expected a JSON object of options"),
+                             ('{"autoReport.everything": "true"}', "autoReport.everything")):
+            out, err, rc = run_python(self, code, POPLAR_ENGINE_OPTIONS=bad)
+            self.assertNotEqual(rc, 0)
+            self.assertIn(message, err)
 
     def test_wait_for_ipu(self):
         manager = xtrain.DeviceManager()

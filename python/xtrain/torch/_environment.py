@@ -8,9 +8,13 @@
   PopTorch waits (``XTRAIN_WAIT_FOR_IPU`` is xtrain's own, bounded wait).
 - ``POPTORCH_CACHE_DIR``: ``Options()`` starts with ``enableExecutableCaching(dir)``: accepted with
   no effect, as the option.
+- ``POPLAR_ENGINE_OPTIONS`` (a JSON object, as Poplar reads it; PopTorch's chapter profiles with
+  it): the session's ``engineOptions``, so ``autoReport.*`` writes xtrain's reports
+  (docs/reports.md); xtrain checks the keys.
 
 A switch is set when it is neither unset, empty nor ``0``, as PopTorch reads them.
 """
+import json
 import os
 import time
 
@@ -29,6 +33,21 @@ def use_ipu_model():
 
 def cache_dir():
     return os.environ.get("POPTORCH_CACHE_DIR") or None
+
+
+def engine_options():
+    """POPLAR_ENGINE_OPTIONS as engineOptions (strings; JSON's true/false as "true"/"false")."""
+    text = os.environ.get("POPLAR_ENGINE_OPTIONS")
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        value = e
+    if not isinstance(value, dict):
+        raise ValueError("POPLAR_ENGINE_OPTIONS=%r: expected a JSON object of options, such as "
+                         "'{\"autoReport.all\":\"true\"}' (%s)" % (text, value))
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()}
 
 
 def apply_log_level():

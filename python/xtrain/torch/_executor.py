@@ -397,6 +397,9 @@ class PoplarExecutor:
         if o.executable_cache_dir is not None:  # accepted by xtrain with no effect
             opts.enableEngineCaching = True
             opts.cachePath = o.executable_cache_dir
+        engine = _environment.engine_options()
+        if engine:
+            opts.engineOptions = {**opts.engineOptions, **engine}
         o.apply_extra(opts)
         if self.training:
             o.Training.apply_extra(opts, _xtrain)
