@@ -108,5 +108,27 @@ class ChangedAfterCompiling(PrivatePool, unittest.TestCase):
         self.assertFalse(torch.equal(model.fc2.weight, torch.zeros_like(model.fc2.weight)))
 
 
+@unittest.skipIf(torch is None, SKIP_REASON)
+class OptimizerOfSomeParameters(PrivatePool, unittest.TestCase):
+
+    def test_refused_unless_the_others_are_frozen(self):
+        model = tt.make(tt.Mlp)
+        data = tt.mlp_data(2, 4)
+        optimizer = torch.optim.SGD(model.fc1.parameters(), lr=0.1)
+        with self.assertRaisesRegex(poptorch.OptimizerError,
+                                    "SGD does not update parameter.s. fc2.bias, fc2.weight of the "
+                                    "model.*requires_grad=False"):
+            poptorch.trainingModel(model, optimizer=optimizer)(*data[0])
+        # As the message says: frozen, fc2 stays as it was and fc1 trains.
+        model = tt.make(tt.Mlp)
+        for p in model.fc2.parameters():
+            p.requires_grad_(False)
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        optimizer = torch.optim.SGD(model.fc1.parameters(), lr=0.1)
+        poptorch.trainingModel(model, optimizer=optimizer)(*data[0])
+        self.assertTrue(torch.equal(model.fc2.weight, before["fc2.weight"]))
+        self.assertFalse(torch.equal(model.fc1.weight, before["fc1.weight"]))
+
+
 if __name__ == "__main__":
     unittest.main()
