@@ -619,17 +619,21 @@ class PoplarExecutor:
         """What says whether the module changed: its generation (bumped whenever an executor
         writes trained values into it) and each state tensor's identity, version counter and
         dtype (.half() and .float() replace a parameter's data without counting a version)."""
-        return (generation(self.model), self._structure(),
+        with _module_sync.quiet():
+            state = self.model.state_dict(keep_vars=True)
+        tensors = [(n, state.get(n)) for n in self._captured.state_names +
+                   self._captured.constant_buffers]
+        return (generation(self.model), self._structure(state),
                 [(n, id(t), t._version if t is not None else None,
                   t is not None and t.requires_grad, t.dtype if t is not None else None)
-                 for n, t in self._state_tensors(self._captured.state_names +
-                                                 self._captured.constant_buffers)])
+                 for n, t in tensors])
 
-    def _structure(self):
-        """The module's tensor names (state_dict's) and submodule names."""
+    def _structure(self, state=None):
+        """The module's tensor names (state_dict's, or those of state) and submodule names."""
         with _module_sync.quiet():
-            return (tuple(self.model.state_dict(keep_vars=True)),
-                    tuple(n for n, _ in self.model.named_modules()))
+            if state is None:
+                state = self.model.state_dict(keep_vars=True)
+            return tuple(state), tuple(n for n, _ in self.model.named_modules())
 
     def _check_structure(self):
         """A tensor or submodule added or removed after compiling: forward was captured without
