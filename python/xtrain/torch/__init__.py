@@ -18,6 +18,7 @@ from ._data import DataLoader, DataLoaderMode  # noqa: F401
 from ._errors import Error, RecoverableError, UnrecoverableError  # noqa: F401
 from ._executor import PoplarExecutor  # noqa: F401
 from ._export import load  # noqa: F401
+from ._hardware import ipuHardwareIsAvailable, ipuHardwareVersion  # noqa: F401
 from ._logging import logger, setLogLevel  # noqa: F401
 from ._multiconv import MultiConv, MultiConvPlanType  # noqa: F401
 from ._optimizer_map import OptimizerError  # noqa: F401
@@ -30,6 +31,9 @@ from .enums import CommGroupType, VariableRetrievalMode  # noqa: F401
 from ._blocks import BeginBlock, Block, BlockFunction, removeBlocks  # noqa: F401
 from ._strategies import (AutoStage, ParallelPhasedExecution, Phase,  # noqa: F401
                           PipelinedExecution, SerialPhasedExecution, ShardedExecution, Stage)
+from . import _environment
+
+_environment.apply_log_level()  # POPTORCH_LOG_LEVEL, as PopTorch reads it when imported
 
 __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "ReductionType",
            "PoplarExecutor", "OptimizerError", "identity_loss", "optim", "Error",
@@ -41,7 +45,7 @@ __all__ = ["trainingModel", "inferenceModel", "Options", "OutputMode", "Reductio
            "dynamic_update", "ipu_print_tensor", "nop", "serializedMatMul", "set_available_memory",
            "AsynchronousDataAccessor", "load", "setLogLevel", "logger", "MultiConv",
            "MultiConvPlanType", "ctc_beam_search_decoder", "custom_op", "MeanReductionStrategy",
-           "SyncPattern"]
+           "SyncPattern", "ipuHardwareIsAvailable", "ipuHardwareVersion"]
 
 
 # PopTorch names xtrain.torch does not build yet (docs/poptorch.md, "Not built yet"): using one is

@@ -66,7 +66,9 @@ class DeviceWeights:
             state = model.state_dict(keep_vars=True)
         arrays, fallback = {}, []
         for name in self.state_names:
-            tensor = state[name]
+            tensor = state.get(name)
+            if tensor is None:  # removed from the module since compiling: nowhere to copy it
+                continue
             dtype, shape = self.info(name)
             view = _writable_view(tensor)
             if view is not None and view.dtype == dtype and list(view.shape) == list(shape):

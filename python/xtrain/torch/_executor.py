@@ -27,8 +27,8 @@ from onnx import numpy_helper
 
 from .. import _xtrain
 from .. import dist as _dist
-from . import (_anchored, _buffers, _capture, _errors, _export, _module_sync, _offline, _placement,
-               _replica_grouping, _structure)
+from . import (_anchored, _buffers, _capture, _environment, _errors, _export, _module_sync,
+               _offline, _placement, _replica_grouping, _structure)
 from ._device_weights import DeviceWeights, generation
 from ._optimizer_state import OptimizerState
 from ._optimizer_map import OptimizerPlan, OptimizerError, is_same, unchanged
@@ -118,6 +118,7 @@ class PoplarExecutor:
         # the module first.
         _module_sync.flush_overlapping(self.model, skip=self._weights)
         if self._module_changed():
+            self._check_structure()
             self._check_constant_buffers()
             self.copyWeightsToDevice()
         if self.training:
@@ -173,6 +174,7 @@ class PoplarExecutor:
         if self._session is None:
             return
         self._check_attached("copyWeightsToDevice")
+        self._check_structure()
         with _module_sync.quiet():
             # Pending trained weights first, or they would be lost.
             _module_sync.flush_overlapping(self.model)
@@ -347,6 +349,7 @@ class PoplarExecutor:
             self._plan_optimizer = self._optimizer
         self._weight_names = weight_names
         self._captured = captured
+        self._compiled_structure = self._structure()
         # The values the graph holds (from the module, or from a file of compileAndExport).
         self._constant_values = {
             node.output[0]: torch.from_numpy(numpy_helper.to_array(node.attribute[0].t).copy())
@@ -394,6 +397,9 @@ class PoplarExecutor:
         if o.executable_cache_dir is not None:  # accepted by xtrain with no effect
             opts.enableEngineCaching = True
             opts.cachePath = o.executable_cache_dir
+        engine = _environment.engine_options()
+        if engine:
+            opts.engineOptions = {**opts.engineOptions, **engine}
         o.apply_extra(opts)
         if self.training:
             o.Training.apply_extra(opts, _xtrain)
@@ -436,7 +442,7 @@ class PoplarExecutor:
         # A device of replicas x IPUs per replica (docs/model-parallelism.md).
         total = self.options.replication_factor * ipus
         if _offline.is_offline(self.options):
-            return _offline.device(total)
+            return _offline.device(self.options, total)
         manager = _xtrain.DeviceManager()
         if _dist.isPopdistEnvSet() and not self.options.use_ipu_model:
             if ipus == 1:
@@ -453,7 +459,7 @@ class PoplarExecutor:
                                  % self.options.ipu_id)
             return manager.createIpuModelDevice({"numIPUs": total})
         if self.options.ipu_id is not None:
-            device = manager.acquireDeviceById(self.options.ipu_id)
+            device = _environment.acquire(manager, total, self.options.ipu_id)
             if device is None:
                 raise RuntimeError("Options.useIpuId(%d): no such device in xtrain's pool, or it is "
                                    "taken (docs/devices.md)" % self.options.ipu_id)
@@ -465,7 +471,7 @@ class PoplarExecutor:
                                                   self.options.replication_factor, ipus))
             return device
         try:
-            return manager.acquireAvailableDevice(total)
+            return _environment.acquire(manager, total)
         except _xtrain.popart_exception as e:
             if ipus == 1:
                 raise
@@ -613,11 +619,38 @@ class PoplarExecutor:
         """What says whether the module changed: its generation (bumped whenever an executor
         writes trained values into it) and each state tensor's identity, version counter and
         dtype (.half() and .float() replace a parameter's data without counting a version)."""
-        return (generation(self.model),
+        with _module_sync.quiet():
+            state = self.model.state_dict(keep_vars=True)
+        tensors = [(n, state.get(n)) for n in self._captured.state_names +
+                   self._captured.constant_buffers]
+        return (generation(self.model), self._structure(state),
                 [(n, id(t), t._version if t is not None else None,
                   t is not None and t.requires_grad, t.dtype if t is not None else None)
-                 for n, t in self._state_tensors(self._captured.state_names +
-                                                 self._captured.constant_buffers)])
+                 for n, t in tensors])
+
+    def _structure(self, state=None):
+        """The module's tensor names (state_dict's, or those of state) and submodule names."""
+        with _module_sync.quiet():
+            if state is None:
+                state = self.model.state_dict(keep_vars=True)
+            return tuple(state), tuple(n for n, _ in self.model.named_modules())
+
+    def _check_structure(self):
+        """A tensor or submodule added or removed after compiling: forward was captured without
+        it (or with it), so the compiled model cannot follow; refused rather than ignored."""
+        now, then = self._structure(), self._compiled_structure
+        if now == then:
+            return
+        changes = []
+        for kind, current, compiled in (("tensor", now[0], then[0]),
+                                        ("submodule", now[1], then[1])):
+            changes += ["%s '%s' added" % (kind, n) for n in current if n not in compiled]
+            changes += ["%s '%s' removed" % (kind, n) for n in compiled if n not in current]
+        raise ValueError(
+            "%s changed after compiling: %s. The compiled model holds the module as forward was "
+            "captured at the first call; call destroy() and call the model again to compile it "
+            "as it is now (or wrap it again)"
+            % (_model_name(self.model), ", ".join(changes) or "its tensors were reordered"))
 
     def _check_constant_buffers(self):
         """A buffer or frozen parameter the training graph holds as a constant

@@ -17,12 +17,14 @@ import onnx
 import torch
 
 from . import _capture
+from ._options import ConnectionType
 
 FORMAT = "xtrain.torch compiled model 1"
 
 # Options that apply when a file is loaded (PopTorch: "only run-time options will be applied");
 # the others were compiled into the graph and are kept as exported.
-_RUN_TIME_OPTIONS = ("use_ipu_model", "ipu_id", "connection_type", "random_seed", "log_dir")
+_RUN_TIME_OPTIONS = ("use_ipu_model", "ipu_id", "connection_type", "offline_ipu_version",
+                     "random_seed", "log_dir")
 
 
 def write(executor, filename, export_model):
@@ -92,6 +94,10 @@ def load(filename, edit_opts_fn=None):
         raise ValueError("%s was exported with export_model=False: it holds no module; wrap the "
                          "module and call loadExecutable(%r)" % (filename, filename))
     options = data["options"]
+    if options.connection_type == ConnectionType.Never:
+        # As PopTorch's load: compiled offline (useOfflineIpuTarget), loaded to run.
+        options.connection_type = ConnectionType.Always
+        options.offline_ipu_version = None
     if edit_opts_fn is not None:
         edited = copy.deepcopy(options)
         edit_opts_fn(edited)

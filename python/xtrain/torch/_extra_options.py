@@ -3,6 +3,7 @@ extra anchors, the PopART settings PopTorch passes through, and those with nothi
 a simulated IPU (accepted with no effect, each saying why, as SessionOptions does)."""
 import enum
 
+from . import _hardware
 
 
 class MeanReductionStrategy(enum.IntEnum):
@@ -53,6 +54,13 @@ class PopartOptions:
                                  "(docs/session-options.md lists them)" % key)
         self.options[key] = value
         return self
+
+    def __getattr__(self, name):
+        if name in ("setPatterns", "setEngineOptions", "checkIsFrozen"):
+            raise NotImplementedError(
+                "Options._Popart.%s is not built in xtrain.torch (docs/poptorch.md, \"Not built "
+                "yet\"): set PopART's options by name with Options._Popart.set" % name)
+        raise AttributeError("poptorch.Options._Popart has no option '%s'" % name)
 
     def apply(self, opts):
         for key, value in self.options.items():
@@ -137,6 +145,15 @@ class ExtraOptions:
         self.source_location_excludes = ["install/poptorch", "site-packages/torch",
                                          "site-packages/poptorch"]
         self._popart = PopartOptions()
+        self.offline_ipu_version = None  # xtrain's ipuVersion of useOfflineIpuTarget's device
+
+    def useOfflineIpuTarget(self, ipu_version=2):
+        """Honoured, as PopTorch: compiles offline (connectionType(ConnectionType.Never),
+        _offline.py) for IPUs of that version (1, 2 or 21; xtrain's ipu1, ipu2, ipu21), without
+        taking IPUs from the pool. Not together with useIpuModel(True), as in PopTorch."""
+        from ._options import ConnectionType
+        self.offline_ipu_version = _hardware.offline_ipu_version(ipu_version)
+        return self.connectionType(ConnectionType.Never)
 
     @property
     def _Popart(self):

@@ -6,8 +6,8 @@ The session is built on an offline device of the IPUs the options need (xtrain's
 in memory, then refuses to run (xtrain's offline devices never attach). So compiling checks what a
 compile checks (the capture, the session's graph, memory: an ``OutOfMemoryException`` is raised as
 any compile error), ``compileAndExport`` writes its file, and a call, a weight copy or an attach is
-a ``RuntimeError`` saying the model was compiled offline. ``poptorch.load`` of the file with
-``edit_opts_fn`` setting another connection type (a run-time option) runs it.
+a ``RuntimeError`` saying the model was compiled offline. ``poptorch.load`` of the file runs it:
+loading turns ``Never`` into ``Always``, as PopTorch's does (``edit_opts_fn`` may set another).
 """
 from .. import _xtrain
 from ._options import ConnectionType
@@ -17,8 +17,16 @@ def is_offline(options):
     return options.connection_type == ConnectionType.Never
 
 
-def device(num_ipus):
-    return _xtrain.DeviceManager().createOfflineIPUDevice({"numIPUs": num_ipus})
+def device(options, num_ipus):
+    """The offline device; useOfflineIpuTarget's IPU version (default: xtrain's, ipu2)."""
+    if options.offline_ipu_version is not None and options.use_ipu_model:
+        raise ValueError("Options.useOfflineIpuTarget and useIpuModel(True) (or POPTORCH_IPU_MODEL"
+                         "=1) together: an offline target cannot be the IPU model, as in "
+                         "PopTorch; choose one")
+    settings = {"numIPUs": num_ipus}
+    if options.offline_ipu_version is not None:
+        settings["ipuVersion"] = options.offline_ipu_version
+    return _xtrain.DeviceManager().createOfflineIPUDevice(settings)
 
 
 def prepare(session, device_info):
@@ -37,5 +45,5 @@ def refuse(what):
     raise RuntimeError(
         "cannot %s: the model was compiled with ConnectionType.Never (offline: no device is "
         "attached, as PopTorch's). Compile with ConnectionType.Always or OnDemand to run it, or "
-        "compileAndExport it and poptorch.load the file with edit_opts_fn setting "
-        "connectionType(ConnectionType.Always)" % what)
+        "compileAndExport it and poptorch.load the file (which runs with "
+        "ConnectionType.Always)" % what)

@@ -98,8 +98,10 @@ class OptimizerPlan:
         missing = [n for pid, n in weight_names.items() if pid not in seen]
         if missing:
             raise OptimizerError(
-                "%s does not update parameter(s) %s of the model, which xtrain would train: "
-                "freezing parameters is not implemented yet; give the optimizer every parameter"
+                "%s does not update parameter(s) %s of the model, which xtrain would train "
+                "(it trains every parameter with requires_grad=True that forward uses): give "
+                "the optimizer every such parameter, or set requires_grad=False on those to "
+                "leave untrained before compiling (docs/poptorch.md, \"Freezing parameters\")"
                 % (type(optimizer).__name__, ", ".join(sorted(missing))))
         self.xtrain = self._build()
 

@@ -243,6 +243,10 @@ class _DistributedOptions:
             % (var_num_processes, var_process_id))
 
     def __getattr__(self, name):
+        if name == "disable":
+            raise NotImplementedError(
+                "Options.Distributed.disable is not built in xtrain.torch (docs/poptorch.md, "
+                "\"Not built yet\"): outside xrun the process is already alone (0 of 1)")
         raise AttributeError("poptorch.Options.Distributed has no option '%s'" % name)
 
 

@@ -1,16 +1,16 @@
 """PopTorch's ``poptorch.Options`` for xtrain (docs/poptorch.md, "Options").
 
 Each setter returns the Options object, so calls chain as in PopTorch
-(``opts.deviceIterations(4).replicationFactor(2)``). The options PopTorch has and this slice does not
-implement yet raise ``NotImplementedError`` naming the option, rather than being silently dropped;
-names PopTorch does not have raise ``AttributeError``.
+(``opts.deviceIterations(4).replicationFactor(2)``). Each option is honoured, accepted with
+no effect for a reason its docstring gives, or refused with an error saying so (docs/poptorch.md,
+"More options"); a name PopTorch does not have is an ``AttributeError``.
 """
 import ast
+import copy
 import enum
-import os
 
 from .. import dist as _dist
-from . import _strategies
+from . import _environment, _strategies
 from ._extra_options import ExtraOptions, ExtraTrainingOptions
 from ._option_groups import (_DistributedOptions, _JitOptions, _PrecisionOptions,
                              _TensorLocationOptions)
@@ -53,8 +53,11 @@ def _positive_int(where, value):
     return value
 
 
-# PopTorch's option names that xtrain.torch does not implement yet: refused with a clear error.
-_OPTIONS_NOT_BUILT = ()
+# PopTorch's option names that xtrain.torch does not implement: refused with a clear error
+# (docs/poptorch.md, "Not built yet"). toDict and from_json are PopTorch's form of the options
+# for its C++ back end; enableProfiling and maxRepeatLogs are Poplar's profiler and PopTorch's
+# log filter.
+_OPTIONS_NOT_BUILT = ("toDict", "from_json", "enableProfiling", "maxRepeatLogs")
 _TRAINING_NOT_BUILT = ()
 
 
@@ -97,8 +100,8 @@ class Options(ExtraOptions):
         self.output_mode = OutputMode.Default
         self.output_return_period = 1
         self.random_seed = None
-        # POPTORCH_IPU_MODEL=1 selects the IPU model, as in PopTorch (docs/poptorch.md).
-        self.use_ipu_model = os.environ.get("POPTORCH_IPU_MODEL", "0") not in ("", "0")
+        # POPTORCH_IPU_MODEL=1 selects the IPU model, as in PopTorch (_environment.py).
+        self.use_ipu_model = _environment.use_ipu_model()
         self.Training = _TrainingOptions(self)
         self.Precision = _PrecisionOptions(self)
         self.TensorLocations = _TensorLocationOptions(self)
@@ -109,7 +112,7 @@ class Options(ExtraOptions):
         self.log_dir = None
         self.synthetic_data = False
         self.connection_type = ConnectionType.Always
-        self.executable_cache_dir = None
+        self.executable_cache_dir = _environment.cache_dir()  # POPTORCH_CACHE_DIR: no effect
         self.execution_strategy = None  # None: PipelinedExecution() (PopTorch's default)
         self.input_group_size = 1  # replicas fed the same micro-batches (inputReplicaGrouping)
         self.input_group_type = None
@@ -120,6 +123,14 @@ class Options(ExtraOptions):
         if name in _OPTIONS_NOT_BUILT:
             return _not_implemented("Options", name)
         raise AttributeError("poptorch.Options has no option '%s'" % name)
+
+    def clone(self):
+        """A deep copy, as PopTorch's."""
+        return copy.deepcopy(self)
+
+    def defaultOutputMode(self):
+        """True while outputMode was not set (OutputMode.Default), as PopTorch's."""
+        return self.output_mode == OutputMode.Default
 
     def deviceIterations(self, device_iterations):
         """Batches (optimizer steps, when training) run per call of the wrapped model."""
@@ -308,12 +319,25 @@ def _dotted(node):
 
 
 def _config_value(node):
-    """A literal, or a dotted name of xtrain.torch (``poptorch.OutputMode.All``, ``OutputMode.All``)
-    or torch (``torch.float``)."""
+    """A literal, a dotted name of xtrain.torch (``poptorch.OutputMode.All``, ``OutputMode.All``)
+    or torch (``torch.float``), or a call of xtrain.torch's (``poptorch.ShardedExecution()``,
+    ``poptorch.Stage("B").ipu(1)``, as PopTorch's own config file has) with such values."""
     try:
         return ast.literal_eval(node)
     except ValueError:
         pass
+    if isinstance(node, ast.Call):
+        function = _config_value(node.func)
+        if not callable(function) or \
+                not getattr(function, "__module__", "").startswith("xtrain.torch"):
+            raise ValueError("only poptorch's classes and methods can be called in a config "
+                             "file, got %s" % ast.dump(node.func))
+        if any(k.arg is None for k in node.keywords):
+            raise ValueError("expected keyword arguments by name, got %s" % ast.dump(node))
+        return function(*[_config_value(a) for a in node.args],
+                        **{k.arg: _config_value(k.value) for k in node.keywords})
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):
+        return getattr(_config_value(node.value), node.attr)
     import torch
     from .. import torch as poptorch
     names = _dotted(node)
