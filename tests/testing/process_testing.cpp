@@ -132,13 +132,25 @@ void Child::pump(int timeoutMs) {
 
 bool Child::waitForStdout(const std::function<bool(const std::string&)>& ready,
                           double timeoutSeconds) {
+  return waitForOutput(result_.out, ready, timeoutSeconds);
+}
+
+bool Child::waitForStderr(const std::function<bool(const std::string&)>& ready,
+                          double timeoutSeconds) {
+  return waitForOutput(result_.err, ready, timeoutSeconds);
+}
+
+// `output` is result_.out or result_.err, which pump() appends to.
+bool Child::waitForOutput(const std::string& output,
+                          const std::function<bool(const std::string&)>& ready,
+                          double timeoutSeconds) {
   double deadline = nowSeconds() + timeoutSeconds;
   while (nowSeconds() < deadline) {
-    if (ready(result_.out)) return true;
-    if (outFd_ < 0 && errFd_ < 0) return ready(result_.out);
+    if (ready(output)) return true;
+    if (outFd_ < 0 && errFd_ < 0) return ready(output);
     pump(20);
   }
-  return ready(result_.out);
+  return ready(output);
 }
 
 ProcessResult Child::wait(double timeoutSeconds) {

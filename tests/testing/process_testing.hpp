@@ -63,11 +63,15 @@ class Child {
   // Reads output until `ready(stdoutSoFar)` holds; false when the bound passes or the process ends
   // first.
   bool waitForStdout(const std::function<bool(const std::string&)>& ready, double timeoutSeconds);
+  // The same on stderr.
+  bool waitForStderr(const std::function<bool(const std::string&)>& ready, double timeoutSeconds);
   // Reads until the process exits; kills its group at the bound.
   ProcessResult wait(double timeoutSeconds);
 
  private:
   void pump(int timeoutMs);
+  bool waitForOutput(const std::string& output,
+                     const std::function<bool(const std::string&)>& ready, double timeoutSeconds);
 
   pid_t pid_ = -1;
   bool reaped_ = false;
