@@ -216,14 +216,18 @@ SessionImpl::SessionImpl(SessionConfig config) : config_(std::move(config)) {
                               hostState_.shards());
     applyRecomputation(*graph_, config_);
     writeDotCheck(*graph_, config_.options, "Bwd0");
-  } else if (addInferenceVariableCopies(*graph_) > 0 && pipelineStages_ > 0) {
-    throw error(
-        "the model's CopyVarUpdate ops write variables, which a pipelined InferenceSession does "
-        "not do (not implemented): run it on one IPU per replica");
-  } else if (config_.options.autoRecomputation != RecomputationType::None) {
-    logging::session::debug(
-        "SessionOptions.autoRecomputation has no effect in an inference session: there is no "
-        "backward pass to recompute for");
+  } else {
+    const size_t variableCopies = addInferenceVariableCopies(*graph_);
+    if (variableCopies > 0 && pipelineStages_ > 0) {
+      throw error(
+          "the model's CopyVarUpdate ops write variables, which a pipelined InferenceSession does "
+          "not do (not implemented): run it on one IPU per replica");
+    }
+    if (config_.options.autoRecomputation != RecomputationType::None) {
+      logging::session::debug(
+          "SessionOptions.autoRecomputation has no effect in an inference session: there is no "
+          "backward pass to recompute for");
+    }
   }
   // The ops the training graph added go where their forward op or weight is; IpuCopy ops carry
   // tensors between the IPUs of a replica.
@@ -319,7 +323,6 @@ std::vector<TensorId> SessionImpl::checkAnchorsExist() const {
   return gradientTargets;
 }
 
-
 void SessionImpl::planPipelineSchedule() {
   // The host reads the anchors and the gradients automatic loss scaling tracks, each after the
   // cycle whose slot writes it.
@@ -373,8 +376,8 @@ void SessionImpl::prepareDevice() {
                                         config_.dataFlow.anchors(), cycles);
   device::MemoryModel memory = [&] {
     const SliceShapes slices(*graph_, batchSerial_);
-    return chargeMemory(*graph_, d, layout_.local, hostState_.shards(),
-                        config_.dataFlow.anchors(), offChip_);
+    return chargeMemory(*graph_, d, layout_.local, hostState_.shards(), config_.dataFlow.anchors(),
+                        offChip_);
   }();
   chargePipelineStashes(memory, pipeline_, layout_.local);
   profiler_.recordMemory(std::move(memory), figures());
@@ -529,9 +532,10 @@ void SessionImpl::requirePrepared(const char* what) const {
   // PopART's wording names the device step (modelToHost reads the weights with weightsToHost);
   // programs match on its start.
   const std::string step = std::string(what) == "modelToHost" ? "weightsToHost" : what;
-  throw error("Devicex::prepare() must be called before Devicex::{} is called: {} needs the "
-              "session's device program, call prepareDevice() first",
-              step, what);
+  throw error(
+      "Devicex::prepare() must be called before Devicex::{} is called: {} needs the "
+      "session's device program, call prepareDevice() first",
+      step, what);
 }
 
 Shape SessionImpl::inputBufferShape(const TensorId& id) const {
