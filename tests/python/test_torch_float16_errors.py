@@ -12,17 +12,7 @@ if torch is not None:
     import torch.nn.functional as F
     import xtrain.torch as poptorch
 
-    class Apply(nn.Module):
-        """forward(x) = (f(x * w), its sum): a function of the input after one parameter."""
-
-        def __init__(self, function, features=8):
-            super().__init__()
-            self.function = function
-            self.w = nn.Parameter(torch.linspace(0.5, 1.5, features))
-
-        def forward(self, x):
-            out = self.function(x * self.w)
-            return out, out.sum()
+    Apply = tt.Apply
 
 
 @unittest.skipIf(torch is None, SKIP_REASON)

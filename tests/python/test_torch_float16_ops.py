@@ -7,23 +7,13 @@ import unittest
 
 from python_testing import PrivatePool
 from torch_testing import SKIP_REASON, torch
+import torch_testing as tt
 
 if torch is not None:
-    import torch.nn as nn
     import torch.nn.functional as F
     import xtrain.torch as poptorch
 
-    class Apply(nn.Module):
-        """forward(x) = (f(x * w), its sum in float16)."""
-
-        def __init__(self, function):
-            super().__init__()
-            self.function = function
-            self.w = nn.Parameter(torch.linspace(0.5, 1.5, 8))
-
-        def forward(self, x):
-            out = self.function(x * self.w)
-            return out, out.sum()
+    Apply = tt.Apply
 
     def positive(x):
         return x.abs() + 0.5

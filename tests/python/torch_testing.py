@@ -178,6 +178,19 @@ def assert_close_relative(actual, expected, name, noise=0.0):
 
 if torch is not None:
 
+    class Apply(nn.Module):
+        """forward(x) = (f(x * w), its sum): a function of the input after one parameter (the float16
+        tests wrap the function under test in it)."""
+
+        def __init__(self, function, features=8):
+            super().__init__()
+            self.function = function
+            self.w = nn.Parameter(torch.linspace(0.5, 1.5, features))
+
+        def forward(self, x):
+            out = self.function(x * self.w)
+            return out, out.sum()
+
     class WithLoss(nn.Module):
         """A torchvision classifier with the loss in forward, as trainingModel needs it."""
 
