@@ -205,6 +205,17 @@ void checkPipelineOptions(const SessionConfig& config, int64_t stages, int64_t v
 
 namespace {
 
+// The tensors `op` writes: its outputs and the inputs it modifies in place.
+std::vector<TensorId> writtenBy(const ir::Op& op) {
+  std::vector<TensorId> written(op.outputs.begin(), op.outputs.end());
+  if (const ir::OpDef* def = ir::OpRegistry::instance().find(op.domain, op.type)) {
+    for (int i : def->modifiesInputs) {
+      if (op.hasInput(static_cast<size_t>(i))) written.push_back(op.inputs[static_cast<size_t>(i)]);
+    }
+  }
+  return written;
+}
+
 // PipelinePlan::updateGroups: each Update op's virtual graph (completePlacement put a weight's
 // whole update on its IPU), when no IPU's update touches what another's writes.
 std::map<OpId, int64_t> planUpdateGroups(const ir::Graph& graph) {
@@ -219,15 +230,7 @@ std::map<OpId, int64_t> planUpdateGroups(const ir::Graph& graph) {
   if (ipus.size() < 2) return {};
   std::map<TensorId, int64_t> writtenOn;  // by an Update op
   for (const auto& [id, vg] : groups) {
-    const ir::Op& op = graph.op(id);
-    std::vector<TensorId> written(op.outputs.begin(), op.outputs.end());
-    if (const ir::OpDef* def = ir::OpRegistry::instance().find(op.domain, op.type)) {
-      for (int i : def->modifiesInputs) {
-        if (op.hasInput(static_cast<size_t>(i)))
-          written.push_back(op.inputs[static_cast<size_t>(i)]);
-      }
-    }
-    for (const auto& t : written) {
+    for (const auto& t : writtenBy(graph.op(id))) {
       if (t.empty()) continue;
       if (auto [it, fresh] = writtenOn.emplace(t, vg); !fresh && it->second != vg) return {};
     }
@@ -238,6 +241,36 @@ std::map<OpId, int64_t> planUpdateGroups(const ir::Graph& graph) {
     }
   }
   return groups;
+}
+
+// PipelinePlan::updateAfterOwnSlots: no slot of one IPU writes what another IPU's Update ops
+// read or write, or reads what they write.
+bool planUpdateAfterOwnSlots(const ir::Graph& graph, const PipelinePlan& plan) {
+  if (plan.updateGroups.empty()) return false;
+  std::map<TensorId, int64_t> writtenOn;         // by an Update op, on its IPU
+  std::map<TensorId, std::set<int64_t>> readOn;  // by Update ops, on their IPUs
+  for (const auto& [id, ipu] : plan.updateGroups) {
+    const ir::Op& op = graph.op(id);
+    for (const TensorId& t : op.inputs) readOn[t].insert(ipu);
+    for (const TensorId& t : writtenBy(op)) writtenOn.emplace(t, ipu);
+  }
+  for (const auto& [id, slot] : plan.slotOf) {
+    const ir::Op& op = graph.op(id);
+    const int64_t ipu = plan.slotVirtualGraph[static_cast<size_t>(slot)];
+    auto updatedElsewhere = [&](const TensorId& t) {
+      const auto it = writtenOn.find(t);
+      return it != writtenOn.end() && it->second != ipu;
+    };
+    auto readElsewhere = [&](const TensorId& t) {
+      const auto it = readOn.find(t);
+      return it != readOn.end() && (it->second.size() > 1 || *it->second.begin() != ipu);
+    };
+    if (std::any_of(op.inputs.begin(), op.inputs.end(), updatedElsewhere)) return false;
+    for (const TensorId& t : writtenBy(op)) {
+      if (updatedElsewhere(t) || readElsewhere(t)) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -307,7 +340,10 @@ PipelinePlan planPipeline(const ir::Graph& graph, int64_t stages, bool training,
     if (op.type == ir::kIpuCopyType && op.domain == ir::kXtrainDomain) continue;
     plan.slotVirtualGraph[static_cast<size_t>(slot)] = op.placement.virtualGraph;
   }
-  if (training) plan.updateGroups = planUpdateGroups(graph);
+  if (training) {
+    plan.updateGroups = planUpdateGroups(graph);
+    plan.updateAfterOwnSlots = planUpdateAfterOwnSlots(graph, plan);
+  }
   for (const TensorId& id : anchors) {
     auto in = plan.inputSlot.find(id);
     auto w = writers.find(id);

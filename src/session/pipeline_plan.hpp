@@ -75,6 +75,11 @@ struct PipelinePlan {
   // IPU does in PopART). Empty when the update runs on one thread: an Update op that writes what
   // an Update op of another IPU reads or writes, a replicated collective among them, or one IPU.
   std::map<OpId, int64_t> updateGroups;
+  // With updateGroups: no slot of one IPU reads or writes what another IPU's Update ops read or
+  // write, so each IPU may update its weights as soon as its own slots are done (the last stage's
+  // update then overlaps the first stage's flush), when nothing else comes between the pipeline
+  // and the update (the session's part: SessionImpl::updatesInPipeline).
+  bool updateAfterOwnSlots = false;
 
   bool enabled() const { return stages > 0; }
   // The slot that reads input `id` in place (0 for an input no slot reads).

@@ -1,5 +1,6 @@
 #include "session/pipeline_progress.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/timeline.hpp"
@@ -73,6 +74,31 @@ void PipelineProgress::waitInputs(int64_t cycles) {
 
 void PipelineProgress::waitOutputs(int64_t cycles) {
   waitUntil([&] { return outputsRead_ >= cycles; });
+}
+
+bool PipelineProgress::met(const PipelineNeed& need) const {
+  switch (need.kind) {
+    case PipelineNeed::Kind::Slot:
+      return slotDone_[static_cast<size_t>(need.replica * slots_ + need.slot)] >= need.count;
+    case PipelineNeed::Kind::Inputs: return inputsWritten_ >= need.count;
+    case PipelineNeed::Kind::Outputs: return outputsRead_ >= need.count;
+  }
+  return false;
+}
+
+size_t PipelineProgress::waitForAny(const std::vector<PipelineNeeds>& candidates) {
+  size_t chosen = 0;
+  waitUntil([&] {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const PipelineNeeds& needs = candidates[i];
+      if (std::all_of(needs.begin(), needs.end(), [&](const PipelineNeed& n) { return met(n); })) {
+        chosen = i;
+        return true;
+      }
+    }
+    return false;
+  });
+  return chosen;
 }
 
 }  // namespace xtrain::session

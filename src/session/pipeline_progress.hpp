@@ -20,6 +20,16 @@
 
 namespace xtrain::session {
 
+// One thing a slot's micro-batch needs before it may run: a count of the progress reached.
+struct PipelineNeed {
+  enum class Kind { Slot, Inputs, Outputs };
+  Kind kind = Kind::Slot;
+  int64_t replica = 0;  // Kind::Slot: slotDone(replica, slot) >= count
+  int64_t slot = 0;
+  int64_t count = 0;  // Kind::Inputs / Outputs: inputsWritten / outputsRead >= count
+};
+using PipelineNeeds = std::vector<PipelineNeed>;
+
 // Thrown by a wait of an aborted batch: the error that aborted it is reported by its own thread.
 struct PipelineAborted final : std::exception {
   const char* what() const noexcept override { return "pipelined batch aborted"; }
@@ -38,10 +48,14 @@ class PipelineProgress {
   void waitSlotOnEveryReplica(int64_t slot, int64_t microBatches);
   void waitInputs(int64_t cycles);
   void waitOutputs(int64_t cycles);
+  // Blocks until every need of one of `candidates` (not empty) is met; returns the index of the
+  // first such candidate, in their order (a stage thread's preference among its slots).
+  size_t waitForAny(const std::vector<PipelineNeeds>& candidates);
 
  private:
   template <typename Reached>
   void waitUntil(Reached reached);
+  bool met(const PipelineNeed& need) const;  // with mu_ held
 
   std::mutex mu_;
   std::condition_variable changed_;

@@ -1,8 +1,6 @@
 #include "session/replica_runtime.hpp"
 
 #include <cstdlib>
-#include <cstring>
-#include <set>
 #include <string>
 
 #include "comm/communicator.hpp"
@@ -80,7 +78,7 @@ void ReplicaRuntime::build() {
     if (pipeline_ == nullptr) continue;
     for (const PipelineStash& s : pipeline_->stashes) {
       const TensorInfo& info = graph_->tensor(s.tensor).info;
-      replica.stashes.emplace_back(static_cast<size_t>(s.depth), HostTensor(info));
+      replica.stashes.emplace_back(static_cast<size_t>(stashEntries(s)), HostTensor(info));
     }
   }
   if (pipeline_ != nullptr) buildStageThreads();
@@ -106,51 +104,6 @@ void ReplicaRuntime::build() {
       replicas_[r].program = replicas_[r].ownProgram.get();
     }
     pool_ = std::make_unique<ReplicaPool>(layout_.local, instancesOnHost_);
-  }
-}
-
-void ReplicaRuntime::buildStageThreads() {
-  // The slots of each IPU of a replica, the last first (as the cycle runs them).
-  stageSlots_.clear();
-  for (int64_t slot = pipeline_->slots - 1; slot >= 0; --slot) {
-    const auto ipu = static_cast<size_t>(pipeline_->slotVirtualGraph[static_cast<size_t>(slot)]);
-    if (stageSlots_.size() <= ipu) stageSlots_.resize(ipu + 1);
-    stageSlots_[ipu].push_back(slot);
-  }
-  inputPushes_.assign(static_cast<size_t>(pipeline_->slots), {});
-  for (size_t k : pipeline_->pushInputs) {
-    inputPushes_[static_cast<size_t>(pipeline_->stashes[k].writer)].push_back(k);
-  }
-  // XTRAIN_PIPELINE_THREADS=0 runs the IPUs of a replica one after the other, on its thread.
-  if (stageSlots_.size() < 2 || !readBoolSwitch("XTRAIN_PIPELINE_THREADS", true)) return;
-  std::set<int64_t> collectiveIpus;
-  for (const auto& [opId, op] : graph_->ops()) {
-    if (op->domain != ir::kGraphcoreDomain || !op->type.starts_with("Replicated")) continue;
-    if (const auto slot = pipeline_->slotOf.find(opId); slot != pipeline_->slotOf.end())
-      collectiveIpus.insert(pipeline_->slotVirtualGraph[static_cast<size_t>(slot->second)]);
-  }
-  if (collectiveIpus.size() > 1) {
-    logging::session::debug(
-        "pipelining: replicated collectives on {} IPUs of a replica: its stages run in turn",
-        collectiveIpus.size());
-    return;
-  }
-  collectiveIpu_ = collectiveIpus.empty() ? -1 : *collectiveIpus.begin();
-  splitUpdate_ = !pipeline_->updateGroups.empty();
-  for (const auto& [op, ipu] : pipeline_->updateGroups) {
-    if (ipu >= static_cast<int64_t>(stageSlots_.size())) splitUpdate_ = false;
-  }
-  if (splitUpdate_) {
-    logging::session::debug("pipelining: each of {} IPUs updates its weights on its stage thread",
-                            stageSlots_.size());
-  } else if (pipeline_->slots > pipeline_->stages) {  // training
-    logging::session::debug(
-        "pipelining: the update runs on one thread (an update that spans IPUs or meets other "
-        "replicas in it)");
-  }
-  for (Replica& replica : replicas_) {
-    replica.stagePool = std::make_unique<ReplicaPool>(static_cast<int64_t>(stageSlots_.size()),
-                                                      layout_.local * instancesOnHost_);
   }
 }
 
@@ -238,177 +191,6 @@ void ReplicaRuntime::runMicroBatch(bool training, int accumulationIndex, int64_t
     }
     program.run(ir::Phase::Accumulate, buffers, seed);
   });
-}
-
-namespace {
-
-void copyBytes(const HostTensor& from, HostTensor& to) {
-  std::memcpy(to.raw(), from.raw(), from.nbytes());
-}
-
-}  // namespace
-
-void ReplicaRuntime::runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch,
-                                     bool training, uint64_t seed) {
-  const PipelinePlan& plan = *pipeline_;
-  auto& buffers = replica.buffers;
-  const LoweredGraph& program = *replica.program;
-  const auto at = [&](size_t k) -> HostTensor& {
-    return replica.stashes[k][static_cast<size_t>(microBatch % plan.stashes[k].depth)];
-  };
-  // The inputs this slot reads in place go into their rings for the later slots that read them.
-  for (size_t k : inputPushes_[static_cast<size_t>(slot)]) {
-    copyBytes(buffers[static_cast<size_t>(program.bufferIndex(plan.stashes[k].tensor))], at(k));
-  }
-  if (const auto& restores = plan.restoreBefore[static_cast<size_t>(slot)]; !restores.empty()) {
-    const timeline::Span traced(timeline::Category::Host, "pipeline restore");
-    for (size_t k : restores) {
-      copyBytes(at(k),
-                buffers[static_cast<size_t>(program.slotCopyIndex(plan.stashes[k].tensor, slot))]);
-    }
-  }
-  program.runSlot(ir::Phase::Forward, slot, buffers, seed);
-  if (training) {
-    program.runSlot(ir::Phase::Backward, slot, buffers, seed);
-    if (!plan.accumulationIndex.empty()) {
-      buffers[static_cast<size_t>(program.slotCopyIndex(plan.accumulationIndex, slot))]
-          .data<float>()[0] = static_cast<float>(microBatch);
-    }
-    program.runSlot(ir::Phase::Accumulate, slot, buffers, seed);
-  }
-  if (const auto& pushes = plan.pushAfter[static_cast<size_t>(slot)]; !pushes.empty()) {
-    const timeline::Span traced(timeline::Category::Host, "pipeline stash");
-    for (size_t k : pushes) {
-      copyBytes(buffers[static_cast<size_t>(program.bufferIndex(plan.stashes[k].tensor))], at(k));
-    }
-  }
-}
-
-void ReplicaRuntime::runPipelineCycle(int64_t cycle, int64_t microBatches, bool training,
-                                      const PipelineSeeds& seedOf) {
-  forEachReplicaProgram([&](int64_t r) {
-    Replica& replica = replicas_[static_cast<size_t>(r)];
-    const device::ReplicaScope collectiveScope(*collectives_, r, pool_ != nullptr);
-    for (const auto& slots : stageSlots_) {
-      for (int64_t slot : slots) {
-        const int64_t m = cycle - slot;
-        if (m < 0 || m >= microBatches) continue;
-        runPipelineSlot(replica, slot, m, training, seedOf(layout_.offset + r, m));
-      }
-    }
-  });
-}
-
-// Slot k's micro-batch m runs in cycle c = m + k of the lockstep schedule, where no two slots of
-// one cycle touch a buffer one of them writes (pipeline_plan.hpp); each wait below is for work of
-// an earlier cycle, so the threads cannot wait on each other in a circle.
-void ReplicaRuntime::runPipelineStage(int64_t r, int64_t ipu, int64_t microBatches, bool training,
-                                      const PipelineSeeds& seedOf, const PipelineHost& host,
-                                      PipelineProgress& progress) {
-  const PipelinePlan& plan = *pipeline_;
-  Replica& replica = replicas_[static_cast<size_t>(r)];
-  // Before slot k overwrites ring entry m % depth, the last reader of the stash is done with the
-  // micro-batch there before (the readers in between, which it waited for, are too).
-  auto waitForRing = [&](size_t k, int64_t m) {
-    const PipelineStash& stash = plan.stashes[k];
-    if (m >= stash.depth) progress.waitSlot(r, stash.writer + stash.depth - 1, m - stash.depth + 1);
-  };
-  for (int64_t cycle = 0; cycle < plan.cycles(microBatches); ++cycle) {
-    for (int64_t slot : stageSlots_[static_cast<size_t>(ipu)]) {
-      const int64_t m = cycle - slot;
-      if (m < 0 || m >= microBatches) continue;
-      if (slot > 0) progress.waitSlot(r, slot - 1, m + 1);  // its activations or gradients
-      if (host.inputSlots.count(slot) != 0) progress.waitInputs(cycle + 1);
-      // The host has read what this slot wrote of the micro-batch before.
-      if (m > 0 && host.outputSlots.count(slot) != 0) progress.waitOutputs(cycle);
-      for (size_t k : inputPushes_[static_cast<size_t>(slot)]) waitForRing(k, m);
-      for (size_t k : plan.pushAfter[static_cast<size_t>(slot)]) waitForRing(k, m);
-      runPipelineSlot(replica, slot, m, training, seedOf(layout_.offset + r, m));
-      progress.finishSlot(r, slot);
-    }
-  }
-}
-
-// The host's I/O, cycle by cycle: it writes a cycle's inputs once the slots that read them in
-// place are done with the micro-batch before, and reads a cycle's outputs once their slots wrote
-// them.
-void ReplicaRuntime::runPipelineHost(int64_t microBatches, const PipelineHost& host,
-                                     PipelineProgress& progress) {
-  for (int64_t cycle = 0; cycle < pipeline_->cycles(microBatches); ++cycle) {
-    for (int64_t slot : host.inputSlots) {
-      const int64_t m = cycle - slot;
-      if (m >= 1 && m < microBatches) progress.waitSlotOnEveryReplica(slot, m);
-    }
-    host.writeInputs(cycle);
-    progress.finishInputs(cycle + 1);
-    for (int64_t slot : host.outputSlots) {
-      const int64_t m = cycle - slot;
-      if (m >= 0 && m < microBatches) progress.waitSlotOnEveryReplica(slot, m + 1);
-    }
-    host.readOutputs(cycle);
-    progress.finishOutputs(cycle + 1);
-  }
-}
-
-void ReplicaRuntime::runPipeline(int64_t microBatches, bool training, const PipelineSeeds& seedOf,
-                                 const PipelineHost& host) {
-  if (!replicas_.front().stagePool) {
-    for (int64_t cycle = 0; cycle < pipeline_->cycles(microBatches); ++cycle) {
-      host.writeInputs(cycle);
-      runPipelineCycle(cycle, microBatches, training, seedOf);
-      host.readOutputs(cycle);
-    }
-    return;
-  }
-  PipelineProgress progress(layout_.local, pipeline_->slots);
-  // Replica r's stages, each on its thread. A failing stage stops the others (their waits throw
-  // PipelineAborted, which is not the error to report) and the host.
-  auto stageJob = [&](int64_t r, const device::ReplicaContext* context) {
-    return [&, r, context](int64_t ipu) {
-      const device::ReplicaHelperScope helper(ipu == collectiveIpu_ ? context : nullptr);
-      const int64_t global = layout_.offset + r;
-      // A stage's ops go on its replica's track of the timeline, whichever thread runs them.
-      const timeline::TrackScope track(
-          timeline::replicaTrack(global),
-          timeline::started() ? "replica " + std::to_string(global) : std::string());
-      try {
-        runPipelineStage(r, ipu, microBatches, training, seedOf, host, progress);
-      } catch (const PipelineAborted&) {
-        return;
-      } catch (...) {
-        progress.abort();
-        throw;
-      }
-    };
-  };
-  std::exception_ptr hostError;
-  auto runHost = [&] {
-    try {
-      runPipelineHost(microBatches, host, progress);
-    } catch (const PipelineAborted&) {  // a stage failed: its error is rethrown below
-    } catch (...) {
-      hostError = std::current_exception();
-      progress.abort();
-    }
-  };
-  if (pool_) {
-    const std::function<void(int64_t)> replicaJob = [&](int64_t r) {
-      const device::ReplicaScope collectiveScope(*collectives_, r, true);
-      const std::function<void(int64_t)> stages = stageJob(r, device::currentReplica());
-      replicas_[static_cast<size_t>(r)].stagePool->run(stages);
-    };
-    pool_->start(replicaJob);
-    runHost();
-    pool_->wait();
-  } else {
-    const device::ReplicaScope collectiveScope(*collectives_, 0, false);
-    const std::function<void(int64_t)> stages = stageJob(0, device::currentReplica());
-    ReplicaPool& pool = *replicas_.front().stagePool;
-    pool.start(stages);
-    runHost();
-    pool.wait();
-  }
-  if (hostError) std::rethrow_exception(hostError);
 }
 
 void ReplicaRuntime::takeHalfAccumulators() {

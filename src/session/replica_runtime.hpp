@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -123,8 +124,14 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   };
   using PipelineSeeds = std::function<uint64_t(int64_t globalReplica, int64_t microBatch)>;
   void setPipeline(const PipelinePlan* plan) { pipeline_ = plan; }
+  // updateSeed (only when canUpdateInPipeline()): each stage thread runs its IPU's Update ops
+  // with this seed as soon as its own slots are done, in place of runPhase(Update) after the
+  // pipeline (the same ops on the same buffers: the same results).
   void runPipeline(int64_t microBatches, bool training, const PipelineSeeds& seedOf,
-                   const PipelineHost& host);
+                   const PipelineHost& host, std::optional<uint64_t> updateSeed = std::nullopt);
+  // Stage threads that split the update by IPU, whose slots leave each other's update alone
+  // (PipelinePlan::updateAfterOwnSlots), and no FLOAT16 accumulators to take before it.
+  bool canUpdateInPipeline() const;
   // The FLOAT16 accumulators taken, then every gradient reduced across the replicas.
   void reduceGradients();
   // One phase (Update, Apply) on every replica with the same seed. Pipelined with stage threads,
@@ -138,7 +145,7 @@ class ReplicaRuntime final : public replication::LocalReplicas {
     std::vector<HostTensor> buffers;
     const LoweredGraph* program = nullptr;
     std::unique_ptr<LoweredGraph> ownProgram;  // replicas 1..L-1 with their own threads
-    // Pipelining: per stash of the plan, its ring of `depth` entries, and a thread per IPU.
+    // Pipelining: per stash of the plan, its ring of stashEntries() entries, and a thread per IPU.
     std::vector<std::vector<HostTensor>> stashes;
     std::unique_ptr<ReplicaPool> stagePool;
   };
@@ -148,8 +155,14 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   // Stage threads: replica r's IPU `ipu` through every cycle, each slot when it may run.
   void runPipelineStage(int64_t r, int64_t ipu, int64_t microBatches, bool training,
                         const PipelineSeeds& seedOf, const PipelineHost& host,
-                        PipelineProgress& progress);
+                        PipelineProgress& progress, std::optional<uint64_t> updateSeed);
   void runPipelineHost(int64_t microBatches, const PipelineHost& host, PipelineProgress& progress);
+  // What slot `slot` needs before it runs micro-batch m on replica r (PipelineProgress's counts).
+  PipelineNeeds slotNeeds(int64_t r, int64_t slot, int64_t m, const PipelineHost& host) const;
+  // The entries of a stash's ring on the host: the plan's depth (what the IPU holds, and what the
+  // memory model charges) and one spare, so that a stage can run a micro-batch ahead of the
+  // lockstep schedule while its neighbour is late, instead of waiting for it.
+  static int64_t stashEntries(const PipelineStash& stash) { return stash.depth + 1; }
   // One slot of a pipeline cycle on replica r.
   void runPipelineSlot(Replica& replica, int64_t slot, int64_t microBatch, bool training,
                        uint64_t seed);

@@ -143,7 +143,15 @@ class SessionImpl {
                      int64_t microBatch);
   // Pipelining: `count` micro-batches (iterations first..first+count-1) through the pipeline's
   // cycles (fill, steady state, flush), inputs in as each enters, anchors out as each leaves.
-  void runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first, int64_t count);
+  // updateSeed: the stage threads update as their slots finish (updatesInPipeline).
+  void runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first, int64_t count,
+                    std::optional<uint64_t> updateSeed = std::nullopt);
+  // Whether a pipelined batch's update can run on the stage threads as each finishes its slots
+  // (ReplicaRuntime::canUpdateInPipeline): nothing of the session's comes between the last
+  // micro-batch and the update (one replica in the job, so no reduction; no clipping, loss
+  // scaling or Apply phase), and no weight, optimizer state or accumulator is read per
+  // micro-batch (the host reads the last micro-batch's after the pipeline, before the update).
+  bool updatesInPipeline(const StepBuffers& io, const StepIndices& indices) const;
   // One iteration's inputs into every replica's buffers, and its anchors out of them.
   // Pipelined, each input is written before `cycle` for the micro-batch its first reading slot
   // runs in it, and each anchor read after it for the micro-batch its writing slot ran
@@ -155,7 +163,7 @@ class SessionImpl {
                    StepIndices::AnchorPoint point = StepIndices::AnchorPoint::MicroBatch);
   void readPipelineAnchors(StepBuffers& io, const StepIndices& indices, int64_t first,
                            int64_t count, int64_t cycle);
-  void update(int64_t batch);
+  void update(int64_t batch, bool updatedInPipeline = false);
 
   SessionConfig config_;
   // SessionOptions::engineOptions, parsed (session/engine_options.hpp).

@@ -81,15 +81,20 @@ void SessionImpl::run(IStepIO& stepio, const std::string& debugName) {
   if (pipeline_.enabled() && !config_.training) {
     runPipelined(io, indices, 0, bps * af);  // no update between batches: one pipeline
   } else {
+    const bool updateInPipeline = pipeline_.enabled() && updatesInPipeline(io, indices);
+    if (updateInPipeline) {
+      logging::session::debug("run: each IPU updates its weights as soon as its slots are done");
+    }
     for (int64_t b = 0; b < bps; ++b) {
       if (pipeline_.enabled()) {
-        runPipelined(io, indices, b * af, af);
+        runPipelined(io, indices, b * af, af,
+                     updateInPipeline ? std::optional(random_.updateSeed(b)) : std::nullopt);
       } else {
         profiler_.startBatch();
         for (int64_t a = 0; a < af; ++a) runMicroBatch(io, indices, b * af + a, a);
       }
       if (config_.training) {
-        update(b);
+        update(b, updateInPipeline);
         readAnchors(io, indices, b * af + af - 1, StepIndices::AnchorPoint::AfterUpdate);
       }
       if (!pipeline_.enabled()) profiler_.endBatch();
@@ -163,8 +168,24 @@ void SessionImpl::readPipelineAnchors(StepBuffers& io, const StepIndices& indice
   profiler_.addTransferSeconds(SessionProfiler::Transfer::Anchors, secondsSince(transferStart));
 }
 
+bool SessionImpl::updatesInPipeline(const StepBuffers& io, const StepIndices& indices) const {
+  if (!config_.training || layout_.global != 1 || updateControl_.actsAroundUpdate() ||
+      !runtime_->canUpdateInPipeline()) {
+    return false;
+  }
+  for (size_t k = 0; k < indices.anchors.size(); ++k) {
+    if (indices.readAt[k] != StepIndices::AnchorPoint::MicroBatch) continue;
+    const ir::TensorKind kind = graph_->tensor(io.anchorIds()[k]).kind;
+    if (kind == ir::TensorKind::Variable || kind == ir::TensorKind::OptimizerState ||
+        kind == ir::TensorKind::Accumulator) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int64_t first,
-                               int64_t count) {
+                               int64_t count, std::optional<uint64_t> updateSeed) {
   const bool training = config_.training;
   // Automatic loss scaling's histograms: each tracked gradient of micro-batch m is counted after
   // the cycle that writes it (whether m counts is decided in micro-batch order, as unpipelined).
@@ -198,7 +219,7 @@ void SessionImpl::runPipelined(StepBuffers& io, const StepIndices& indices, int6
       [&](int64_t globalReplica, int64_t microBatch) {
         return random_.microBatchSeed(globalReplica, first + microBatch);
       },
-      host);
+      host, updateSeed);
   profiler_.countPipeline(count);
 }
 
@@ -215,7 +236,12 @@ void SessionImpl::runMicroBatch(StepBuffers& io, const StepIndices& indices, int
   readAnchors(io, indices, iteration);
 }
 
-void SessionImpl::update(int64_t batch) {
+void SessionImpl::update(int64_t batch, bool updatedInPipeline) {
+  if (updatedInPipeline) {  // by the stage threads: one replica, nothing to reduce or check
+    profiler_.countReduction(0, {});
+    profiler_.countPhase(ir::Phase::Update);
+    return;
+  }
   const auto reduceStart = std::chrono::steady_clock::now();
   {
     const timeline::Span traced(timeline::Category::Host, "reduce gradients across replicas");

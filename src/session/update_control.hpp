@@ -91,6 +91,13 @@ class UpdateControl {
   // the totals into every local replica's lambNorms, for the Apply phase.
   void completeLambNorms();
   bool hasApplyPhase() const { return hasApplyPhase_; }
+  // Whether this class acts between a batch's last micro-batch and its update: gradient clipping,
+  // automatic loss scaling (a finiteness check, or the histograms the host counts) or an Apply
+  // phase after it.
+  bool actsAroundUpdate() const {
+    return !clipGroups_.empty() || hasApplyPhase_ ||
+           config_->options.automaticLossScalingSettings.enabled;
+  }
 
   // config.optimizer was replaced (updateOptimizerFromHost): with automatic loss scaling the
   // scale stays the session's unless `previousLossScaling` differs from the new optimizer's; the

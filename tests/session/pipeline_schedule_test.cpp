@@ -58,7 +58,7 @@ void registerPause() {
 
 struct Model {
   std::string proto;
-  TensorId x, loss;
+  TensorId x, loss, w3;
 };
 
 // x -> [IPU 0] h1 = x W1 -> [IPU 1] h2 = pause(sigmoid(h1 W2)) -> [IPU 2] the mean of |(h2 + h1)
@@ -88,7 +88,7 @@ Model buildModel(bool placed, int64_t pauseMicros) {
   };
   m.x = b->addInputTensor(TensorInfo(DataType::FLOAT, {kBatch, kIn}), "x");
   const TensorId w1 = weight({kIn, kHidden}, "W1"), w2 = weight({kHidden, kHidden}, "W2");
-  const TensorId w3 = weight({kHidden, kOut}, "W3");
+  const TensorId w3 = m.w3 = weight({kHidden, kOut}, "W3");
   place(0);
   const TensorId h1 = onnx.matmul({m.x, w1});
   place(1);
@@ -106,7 +106,7 @@ Model buildModel(bool placed, int64_t pauseMicros) {
 }
 
 std::unique_ptr<TrainingSession> makeSession(const Model& m, bool pipelined, int64_t af,
-                                             bool anchorLoss) {
+                                             bool anchorLoss, bool anchorW3 = false) {
   SessionOptions o;
   o.enableGradientAccumulation = true;
   o.accumulationFactor = af;
@@ -115,8 +115,11 @@ std::unique_ptr<TrainingSession> makeSession(const Model& m, bool pipelined, int
     o.enablePipelining = true;
   }
   auto s = TrainingSession::createFromOnnxModel(
-      m.proto, anchorLoss ? DataFlow(1, {m.loss}) : DataFlow(1), m.loss,
-      ConstSGD(0.05f, 0.01f, 0.9f),
+      m.proto,
+      anchorW3     ? DataFlow(1, {{m.w3, AnchorReturnType("ALL")}})
+      : anchorLoss ? DataFlow(1, {m.loss})
+                   : DataFlow(1),
+      m.loss, ConstSGD(0.05f, 0.01f, 0.9f),
       DeviceManager::createDeviceManager().createIpuModelDevice(
           {{"numIPUs", pipelined ? "3" : "1"}}),
       {}, o);
@@ -167,6 +170,39 @@ TEST_F(PipelineUpdate, EachIpuUpdatesItsWeightsOnItsStageThread) {
   const std::string log = logText();
   EXPECT_NE(log.find("each of 3 IPUs updates its weights on its stage thread"), std::string::npos)
       << log;
+}
+
+// The last stage updates its weights as soon as its slots are done, beside the first stage's
+// flush (SessionImpl::updatesInPipeline): the weights above match bit for bit; here, that it
+// happens, and that it does not when the host reads a weight after each micro-batch.
+TEST_F(PipelineUpdate, EachIpuUpdatesAsSoonAsItsSlotsAreDone) {
+  train(buildModel(true, 0), true, 5, path("model.onnx"));
+  EXPECT_NE(logText().find("each IPU updates its weights as soon as its slots are done"),
+            std::string::npos)
+      << logText();
+}
+
+// W3's anchor of every micro-batch, read by the host after the slot that reads W3 last: the last
+// micro-batch's is still the weight before the update, as unpipelined, although IPU 2 is done
+// long before IPU 1 (which sleeps) and IPU 0 are.
+std::vector<float> anchoredW3(const Model& m, bool pipelined, int64_t af) {
+  auto s = makeSession(m, pipelined, af, false, true);
+  std::vector<float> w3(static_cast<size_t>(2 * af * kHidden * kOut));
+  for (unsigned step = 0; step < 2; ++step) {
+    std::vector<float> x = drawBatch(af, 60 + step);
+    NDArrayWrapper<float> xa(x.data(), s->expectedInputBufferShape(m.x));
+    NDArrayWrapper<float> wa(w3.data() + step * af * kHidden * kOut, Shape{af, kHidden, kOut});
+    StepIO io({{m.x, xa}}, {{m.w3, wa}});
+    s->run(io);
+  }
+  return w3;
+}
+
+TEST_F(PipelineUpdate, AWeightReadEveryMicroBatchWaitsForTheUpdateAfterThePipeline) {
+  const std::vector<float> reference = anchoredW3(buildModel(false, 0), false, 5);
+  const std::vector<float> pipelined = anchoredW3(buildModel(true, 2000), true, 5);
+  EXPECT_EQ(pipelined, reference);
+  EXPECT_EQ(logText().find("as soon as its slots are done"), std::string::npos) << logText();
 }
 
 // The IStepIO calls (which input or output, in which order) of one step.
