@@ -15,9 +15,21 @@ AdaptiveKernelThreads::AdaptiveKernelThreads(int maxThreads, const Tuning& tunin
   ran_[static_cast<size_t>(max_)] = true;  // the count the kernels are first made for
 }
 
+void AdaptiveKernelThreads::recordContention(double waitingThreads, double idleCpus) {
+  contentionKnown_ = true;
+  waitingThreads_ = waitingThreads;
+  idleCpus_ = idleCpus;
+}
+
+bool AdaptiveKernelThreads::queuedForCpus() const {
+  return contentionKnown_ && current_ > 1 && waitingThreads_ >= tuning_.waitingForProbeDown;
+}
+
 int AdaptiveKernelThreads::probeCandidate() const {
   const bool canGoDown = current_ > 1;
-  const bool canGoUp = current_ < max_;
+  // No probe up without a CPU free to take the extra thread.
+  const bool canGoUp =
+      current_ < max_ && (!contentionKnown_ || idleCpus_ >= tuning_.idleForProbeUp);
   if (canGoDown && canGoUp) return probeUp_ ? current_ + 1 : current_ - 1;
   if (canGoDown) return current_ - 1;
   if (canGoUp) return current_ + 1;
@@ -39,15 +51,30 @@ int AdaptiveKernelThreads::threadsForNextStep() {
                           sinceProbe_ >= tuning_.minProbeEvery;
   // A probe that won once is repeated at once to confirm it.
   const bool confirming = probeWins_ > 0;
-  if (enoughSamples && (confirming || slowedDown || sinceProbe_ >= interval_)) {
-    pending_ = confirming ? probeTarget_ : probeCandidate();
-    pendingIsProbe_ = pending_ != current_;
+  // Threads queued for the CPUs: one thread less, once a step of this count has been measured
+  // (after a lost probe, no sooner than the back-off allows).
+  const bool queued =
+      queuedForCpus() && !recent_.empty() && sinceProbe_ >= (lostSinceMove_ ? interval_ : 1);
+  queuedProbe_ = false;
+  if (probeAfterWarmup_ != 0) {  // the probe whose count the last step warmed up
+    pending_ = probeAfterWarmup_;
+    queuedProbe_ = queuedAfterWarmup_;
+    probeAfterWarmup_ = 0;
+  } else if (confirming) {
+    pending_ = probeTarget_;
+  } else if (queued) {
+    pending_ = current_ - 1;
+    queuedProbe_ = true;
+  } else if (enoughSamples && (slowedDown || sinceProbe_ >= interval_)) {
+    pending_ = probeCandidate();
   }
+  pendingIsProbe_ = pending_ != current_;
   return pending_;
 }
 
 void AdaptiveKernelThreads::moveTo(int threads) {
   current_ = threads;
+  lostSinceMove_ = false;
   recent_.clear();
   baseline_ = 0.0;
   interval_ = tuning_.probeEveryAfterMove;
@@ -68,17 +95,19 @@ AdaptiveKernelThreads::StepRecord AdaptiveKernelThreads::recordStep(double secon
   }
   record.probe = true;
   if (!ran_[static_cast<size_t>(pending_)]) {
-    // Its kernels were created in this step: judge the next one (sinceProbe_ stays, so it comes).
+    // Its kernels were created in this step: the probe is the next step.
     ran_[static_cast<size_t>(pending_)] = true;
     record.warmup = true;
+    probeAfterWarmup_ = pending_;
+    queuedAfterWarmup_ = queuedProbe_;
     return record;
   }
   sinceProbe_ = 0;
   record.mean = recentMean();
   const bool won = seconds < record.mean * (1.0 - tuning_.margin);
   record.won = won;
-  if (won && probeWins_ > 0 && probeTarget_ == pending_) {
-    moveTo(pending_);  // two wins in a row
+  if (won && ((probeWins_ > 0 && probeTarget_ == pending_) || queuedProbe_)) {
+    moveTo(pending_);  // two wins in a row, or one while the threads queued for the CPUs
     probeWins_ = 0;
     return record;
   }
@@ -89,6 +118,7 @@ AdaptiveKernelThreads::StepRecord AdaptiveKernelThreads::recordStep(double secon
   }
   // Lost (or a confirmation failed): the other direction next time, and less often.
   probeWins_ = 0;
+  lostSinceMove_ = true;
   probeUp_ = !probeUp_;
   interval_ = std::min(tuning_.maxProbeEvery, interval_ * 2);
   const double extraSteps = seconds / record.mean - 1.0;

@@ -35,7 +35,14 @@ namespace xtrain::session {
 // The first step at a count no step has run with yet is a warm-up of that count, not a probe: the
 // kernels are created for a thread count the first time they run with it (device/kernel.hpp), so
 // that step pays for their creation; it is not judged, and the probe runs at the next step.
-// Deterministic: the same step times give the same choices (tests drive it with made-up times).
+// CPU contention (recordContention: the kernel's accounting, common/cpu_contention.hpp), when it
+// is known, steers the probes: a probe up comes only when the usable CPUs were idle at least
+// `idleForProbeUp` on average (a CPU free for the extra thread: beside a busy neighbour a probe up
+// costs several steps and cannot win), and at a count above one, the process's threads waiting
+// for a CPU at least `waitingForProbeDown` on average (they queue behind other work) probe down
+// as soon as one step of the count has been measured, and such a probe moves when it wins once.
+// Deterministic: the same step times and contention give the same choices (tests drive it with
+// made-up figures).
 class AdaptiveKernelThreads {
  public:
   struct Tuning {
@@ -52,6 +59,8 @@ class AdaptiveKernelThreads {
     // maxCostlyProbeEvery. Beside a busy neighbour a two-thread probe takes 4-7 one-thread steps.
     double probeBudget = 0.01;
     int maxCostlyProbeEvery = 1024;
+    double idleForProbeUp = 0.5;
+    double waitingForProbeDown = 0.5;
   };
 
   explicit AdaptiveKernelThreads(int maxThreads) : AdaptiveKernelThreads(maxThreads, Tuning{}) {}
@@ -68,6 +77,9 @@ class AdaptiveKernelThreads {
 
   int threadsForNextStep();
   StepRecord recordStep(double seconds);
+  // The latest contention over recent steps: threads of the process waiting for a CPU and usable
+  // CPUs idle, each on average.
+  void recordContention(double waitingThreads, double idleCpus);
 
   int current() const { return current_; }
   int maxThreads() const { return max_; }
@@ -76,6 +88,7 @@ class AdaptiveKernelThreads {
 
  private:
   int probeCandidate() const;
+  bool queuedForCpus() const;  // contention known, above one thread, threads waiting
   double recentMean() const;
   void moveTo(int threads);
 
@@ -93,6 +106,13 @@ class AdaptiveKernelThreads {
   double baseline_ = 0.0;  // the current count's mean when it was chosen (0: not yet known)
   std::deque<double> recent_;
   std::vector<bool> ran_;  // by count: a step has run with it (its kernels exist)
+  bool contentionKnown_ = false;
+  double waitingThreads_ = 0.0;
+  double idleCpus_ = 0.0;
+  bool queuedProbe_ = false;    // the pending probe was made because threads queued for CPUs
+  bool lostSinceMove_ = false;  // a probe lost since the count last moved (or started)
+  int probeAfterWarmup_ = 0;    // the probe of the count the last step warmed up (0: none)
+  bool queuedAfterWarmup_ = false;
 };
 
 }  // namespace xtrain::session

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cpu_contention.hpp"
 #include "ir/graph.hpp"
 #include "replication/replica_collectives.hpp"
 #include "replication/replica_exchange.hpp"
@@ -190,6 +191,7 @@ class ReplicaRuntime final : public replication::LocalReplicas {
   int64_t instancesOnHost_ = 1;
   int singleReplicaKernelThreads_ = 0;
   std::unique_ptr<AdaptiveKernelThreads> adaptiveThreads_;  // single replica, not pipelined
+  CpuContentionSampler cpuContention_{std::chrono::milliseconds(100)};
   std::unique_ptr<replication::ReplicaExchange> exchange_;
   // How the model's replicated collective ops meet the other replicas.
   std::unique_ptr<replication::ReplicaCollectives> collectives_;

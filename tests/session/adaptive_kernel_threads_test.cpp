@@ -207,5 +207,80 @@ TEST(AdaptiveKernelThreads, SameTimesGiveSameChoices) {
   EXPECT_EQ(run(), run());
 }
 
+// The same, with the kernel's accounting of the CPUs given before each step, as ReplicaRuntime
+// gives it: contention(threads, step) = {threads of the process waiting for a CPU, CPUs idle}.
+struct Contention {
+  double waiting = 0, idle = 0;
+};
+RunSummary driveWithContention(AdaptiveKernelThreads& a, int steps, int64_t& step,
+                               const std::function<double(int, int64_t)>& cost,
+                               const std::function<Contention(int, int64_t)>& contention) {
+  RunSummary s;
+  s.stepsAt.assign(static_cast<size_t>(a.maxThreads()) + 1, 0);
+  for (int k = 0; k < steps; ++k, ++step) {
+    const int t = a.threadsForNextStep();
+    ++s.stepsAt[static_cast<size_t>(t)];
+    a.recordStep(cost(t, step));
+    const Contention c = contention(t, step);
+    a.recordContention(c.waiting, c.idle);
+  }
+  s.last = a.current();
+  return s;
+}
+
+// Two jobs on two cores: each job's two threads queue behind the other job's for half the time.
+// The count moves down after the first measured step, the one-thread warm-up and a single winning
+// probe (no confirmation: the queue is the evidence), where the step times alone take longer.
+TEST(AdaptiveKernelThreads, ThreadsQueuedForTheCpusMoveDownAtTheFirstWin) {
+  auto cost = [](int t, int64_t) { return t == 2 ? 2.0 : 1.0; };
+  AdaptiveKernelThreads informed(2);
+  int64_t step = 0;
+  RunSummary s = driveWithContention(informed, 6, step, cost, [](int t, int64_t) {
+    return t == 2 ? Contention{1.0, 0.0} : Contention{0.0, 0.0};
+  });
+  EXPECT_EQ(s.last, 1);
+  EXPECT_EQ(s.stepsAt[2], 3) << "two warm-up steps and one measured step at two threads";
+  AdaptiveKernelThreads timesOnly(2);
+  step = 0;
+  s = drive(timesOnly, 6, step, cost);
+  EXPECT_EQ(s.last, 2) << "without the accounting it still measures two threads";
+}
+
+// Beside a busy neighbour no CPU is idle: one thread never probes two (each such probe cost 5-6
+// steps), until the neighbour leaves and a CPU idles; then the count goes back up.
+TEST(AdaptiveKernelThreads, NoProbeUpWithoutAnIdleCpu) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  const int64_t leaves = 3000;
+  auto cost = [&](int t, int64_t k) {
+    if (k >= leaves) return t == 2 ? 0.6 : 1.0;
+    return t == 2 ? 6.0 : 1.0;
+  };
+  auto contention = [&](int t, int64_t k) {
+    if (k >= leaves) return t == 2 ? Contention{0.0, 0.0} : Contention{0.0, 1.0};
+    return t == 2 ? Contention{0.7, 0.0} : Contention{0.0, 0.0};
+  };
+  RunSummary s = driveWithContention(a, 20, step, cost, contention);
+  ASSERT_EQ(s.last, 1);
+  s = driveWithContention(a, static_cast<int>(leaves) - 20, step, cost, contention);
+  EXPECT_EQ(s.stepsAt[2], 0) << "a probe up beside the neighbour";
+  s = driveWithContention(a, 200, step, cost, contention);
+  EXPECT_EQ(s.last, 2) << "the neighbour left and the idle CPU was not taken";
+}
+
+// A probe down while the threads queue that loses (one thread is slower all the same) backs off
+// like any other: the queue alone does not make the count probe every step.
+TEST(AdaptiveKernelThreads, QueuedProbesThatLoseBackOff) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  RunSummary s = driveWithContention(
+      a, 1000, step, [](int t, int64_t) { return t == 2 ? 1.0 : 1.5; },
+      [](int, int64_t) {
+        return Contention{1.0, 0.0};
+      });
+  EXPECT_EQ(s.last, 2);
+  EXPECT_LT(s.stepsAt[1], 1000 / 50) << "probes cost more than 2% of the steps";
+}
+
 }  // namespace
 }  // namespace xtrain::session
