@@ -6,6 +6,7 @@ priority and at nice 10, and as two jobs at once; xtrain also with its adaptive 
 
     /usr/bin/python3 bench/contention_bench.py [--steps 200] [--repeats 3] [--no-torch]
     /usr/bin/python3 bench/contention_bench.py --model cnn [--steps 40]     # a real-sized model
+    /usr/bin/python3 bench/contention_bench.py --sides xtrain,baseline --baseline OLD_BUILD  # before/after
 
 --model cnn|gpt|bert runs one of bench/models/make_models.py's real-sized models instead (made once, in
 a temporary folder): xtrain trains it from its ONNX export with the `xtrain` tool (SGD lr 0.05
@@ -79,14 +80,18 @@ print("samples_per_s=%f" % rate)
 
 
 def command(side, args):
+    """side: "torch", "xtrain" or "baseline" (the tools of --baseline's build)."""
+    bin_dir = os.path.join(args.baseline, "bin") if side == "baseline" else None
+    xbench = os.path.join(bin_dir, "xbench") if bin_dir else args.xbench
+    xtrain = os.path.join(bin_dir, "xtrain") if bin_dir else args.xtrain
     if args.model == "mlp":
         if side == "torch":
             return [sys.executable, "-c", TORCH_MLP, str(args.steps)]
-        return [args.xbench, "mlp", "--steps", str(args.steps)]
+        return [xbench, "mlp", "--steps", str(args.steps)]
     if side == "torch":
         return [sys.executable, "-c", TORCH_MODEL, HERE, args.model, str(args.steps)]
     onnx_path, h5_path, batch = args.files
-    return [args.xtrain, "--model", onnx_path, "--data", h5_path, "--loss", "loss", "--optimizer",
+    return [xtrain, "--model", onnx_path, "--data", h5_path, "--loss", "loss", "--optimizer",
             "sgd", "--lr", "0.05", "--momentum", "0.9", "--micro-batch-size", str(batch),
             "--steps", str(args.steps)]
 
@@ -102,7 +107,7 @@ def rate(out):
 def run(side, condition, args):
     """Samples/s of one run (for "two jobs", each job's, as a list)."""
     env = clean_env({"XTRAIN_ADAPTIVE_THREADS": "0"} if side == "xtrain (adaptive off)" else None)
-    cmd = command("torch" if side == "torch" else "xtrain", args)
+    cmd = command(side if side in ("torch", "baseline") else "xtrain", args)
     neighbour = None
     if condition.startswith("neighbour"):
         nice = ["nice", "-n", "10"] if condition.endswith("nice 10") else []
@@ -134,6 +139,10 @@ def main():
     p.add_argument("--xbench", default=os.path.join(ROOT, "build", "bin", "xbench"))
     p.add_argument("--xtrain", default=os.path.join(ROOT, "build", "bin", "xtrain"))
     p.add_argument("--no-torch", action="store_true", help="xtrain only")
+    p.add_argument("--sides", default="xtrain,adaptive off,torch",
+                   help="comma-separated subset of: xtrain, adaptive off, torch, baseline")
+    p.add_argument("--baseline", help="a build folder (its bin/xtrain, bin/xbench) measured as "
+                   "the side 'baseline', for before/after figures of a change")
     p.add_argument("--conditions", default=",".join(CONDITIONS),
                    help="comma-separated subset of: " + ", ".join(CONDITIONS))
     args = p.parse_args()
@@ -146,7 +155,17 @@ def main():
     for c in conditions:
         if c not in CONDITIONS:
             p.error(f"unknown condition '{c}'; expected one of: {', '.join(CONDITIONS)}")
-    sides = ["xtrain", "xtrain (adaptive off)"] + ([] if args.no_torch else ["torch"])
+    names = {"xtrain": "xtrain", "adaptive off": "xtrain (adaptive off)", "torch": "torch",
+             "baseline": "baseline"}
+    sides = []
+    for side in (x.strip() for x in args.sides.split(",")):
+        if side not in names:
+            p.error(f"unknown side '{side}'; expected some of: {', '.join(names)}")
+        if side == "torch" and args.no_torch:
+            continue
+        sides.append(names[side])
+    if "baseline" in sides and not args.baseline:
+        p.error("the side 'baseline' needs --baseline BUILD_DIR")
     figures = {(s, c): [] for s in sides for c in conditions}
     with tempfile.TemporaryDirectory() as tmp:
         if args.model != "mlp":
