@@ -1,9 +1,11 @@
 #include "common/cpu_contention.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -44,8 +46,8 @@ std::optional<double> runDelayOfSchedstat(const std::string& text) {
   return static_cast<double>(delay) * 1e-9;
 }
 
-std::optional<double> idleSecondsOfProcStat(const std::string& text, const std::vector<int>& cpus,
-                                            long ticksPerSecond) {
+std::optional<double> spareSecondsOfProcStat(const std::string& text, const std::vector<int>& cpus,
+                                             long ticksPerSecond, bool withNice) {
   if (ticksPerSecond <= 0) return std::nullopt;
   std::istringstream lines(text);
   std::string line;
@@ -63,7 +65,7 @@ std::optional<double> idleSecondsOfProcStat(const std::string& text, const std::
     const auto it = std::find(cpus.begin(), cpus.end(), cpu);
     if (it == cpus.end()) continue;
     seen[static_cast<size_t>(it - cpus.begin())] = true;
-    ticks += static_cast<double>(idle + iowait);
+    ticks += static_cast<double>(idle + iowait + (withNice ? nice : 0));
   }
   if (std::find(seen.begin(), seen.end(), false) != seen.end()) return std::nullopt;
   return ticks / static_cast<double>(ticksPerSecond);
@@ -81,10 +83,15 @@ std::optional<CpuCounters> readCpuCounters() {
       c.runDelaySeconds += *delay;
     }
   }
-  const auto idle =
-      idleSecondsOfProcStat(readText("/proc/stat"), affinityCpus(), sysconf(_SC_CLK_TCK));
-  if (!idle) return std::nullopt;
-  c.idleCpuSeconds = *idle;
+  // Niced processes yield a CPU to this one, unless this one is niced too (then its own time is
+  // in that column).
+  errno = 0;
+  const int ownNice = getpriority(PRIO_PROCESS, 0);
+  const bool withNice = errno == 0 && ownNice <= 0;
+  const auto spare = spareSecondsOfProcStat(readText("/proc/stat"), affinityCpus(),
+                                            sysconf(_SC_CLK_TCK), withNice);
+  if (!spare) return std::nullopt;
+  c.spareCpuSeconds = *spare;
   return c;
 }
 
@@ -93,7 +100,7 @@ CpuContention contentionBetween(const CpuCounters& earlier, const CpuCounters& l
   c.seconds = std::chrono::duration<double>(later.when - earlier.when).count();
   if (c.seconds <= 0) return c;
   c.waitingThreads = std::max(0.0, later.runDelaySeconds - earlier.runDelaySeconds) / c.seconds;
-  c.idleCpus = std::max(0.0, later.idleCpuSeconds - earlier.idleCpuSeconds) / c.seconds;
+  c.spareCpus = std::max(0.0, later.spareCpuSeconds - earlier.spareCpuSeconds) / c.seconds;
   return c;
 }
 
@@ -106,6 +113,10 @@ std::optional<CpuContention> CpuContentionSampler::poll() {
   if (last_) result = contentionBetween(*last_, *counters);
   last_ = counters;
   return result;
+}
+
+void CpuContentionSampler::start() {
+  if (!last_) last_ = readCpuCounters();
 }
 
 }  // namespace xtrain

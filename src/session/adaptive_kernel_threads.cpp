@@ -15,10 +15,10 @@ AdaptiveKernelThreads::AdaptiveKernelThreads(int maxThreads, const Tuning& tunin
   ran_[static_cast<size_t>(max_)] = true;  // the count the kernels are first made for
 }
 
-void AdaptiveKernelThreads::recordContention(double waitingThreads, double idleCpus) {
+void AdaptiveKernelThreads::recordContention(double waitingThreads, double spareCpus) {
   contentionKnown_ = true;
   waitingThreads_ = waitingThreads;
-  idleCpus_ = idleCpus;
+  spareCpus_ = spareCpus;
 }
 
 bool AdaptiveKernelThreads::queuedForCpus() const {
@@ -29,7 +29,7 @@ int AdaptiveKernelThreads::probeCandidate() const {
   const bool canGoDown = current_ > 1;
   // No probe up without a CPU free to take the extra thread.
   const bool canGoUp =
-      current_ < max_ && (!contentionKnown_ || idleCpus_ >= tuning_.idleForProbeUp);
+      current_ < max_ && (!contentionKnown_ || spareCpus_ >= tuning_.spareForProbeUp);
   if (canGoDown && canGoUp) return probeUp_ ? current_ + 1 : current_ - 1;
   if (canGoDown) return current_ - 1;
   if (canGoUp) return current_ + 1;
@@ -43,7 +43,18 @@ double AdaptiveKernelThreads::recentMean() const {
 int AdaptiveKernelThreads::threadsForNextStep() {
   pending_ = current_;
   pendingIsProbe_ = false;
-  if (max_ == 1 || steps_ < tuning_.warmupSteps) return pending_;
+  if (max_ == 1) return pending_;
+  if (steps_ < tuning_.warmupSteps) {
+    // A warm-up step whose threads queued for the CPUs: the rest of the warm-up runs with one
+    // thread less (beside two jobs a warm-up step with every thread took 5x one thread's).
+    if (queuedForCpus()) {
+      moveTo(current_ - 1);
+      interval_ = tuning_.probeEvery;  // a move no step has judged: probe again soon
+      pending_ = current_;
+    }
+    ran_[static_cast<size_t>(current_)] = true;  // the warm-up makes this count's kernels
+    return pending_;
+  }
   const bool enoughSamples = static_cast<int>(recent_.size()) >= std::min(3, tuning_.window);
   // A neighbour that arrived shows as the current count's steps slowing down: probe soon.
   const bool slowedDown = enoughSamples && baseline_ > 0.0 &&
@@ -52,9 +63,9 @@ int AdaptiveKernelThreads::threadsForNextStep() {
   // A probe that won once is repeated at once to confirm it.
   const bool confirming = probeWins_ > 0;
   // Threads queued for the CPUs: one thread less, once a step of this count has been measured
-  // (after a lost probe, no sooner than the back-off allows).
+  // (once such a probe lost, no sooner than the back-off allows).
   const bool queued =
-      queuedForCpus() && !recent_.empty() && sinceProbe_ >= (lostSinceMove_ ? interval_ : 1);
+      queuedForCpus() && !recent_.empty() && sinceProbe_ >= (queuedProbeLost_ ? interval_ : 1);
   queuedProbe_ = false;
   if (probeAfterWarmup_ != 0) {  // the probe whose count the last step warmed up
     pending_ = probeAfterWarmup_;
@@ -74,7 +85,7 @@ int AdaptiveKernelThreads::threadsForNextStep() {
 
 void AdaptiveKernelThreads::moveTo(int threads) {
   current_ = threads;
-  lostSinceMove_ = false;
+  queuedProbeLost_ = false;
   recent_.clear();
   baseline_ = 0.0;
   interval_ = tuning_.probeEveryAfterMove;
@@ -118,7 +129,7 @@ AdaptiveKernelThreads::StepRecord AdaptiveKernelThreads::recordStep(double secon
   }
   // Lost (or a confirmation failed): the other direction next time, and less often.
   probeWins_ = 0;
-  lostSinceMove_ = true;
+  if (queuedProbe_) queuedProbeLost_ = true;
   probeUp_ = !probeUp_;
   interval_ = std::min(tuning_.maxProbeEvery, interval_ * 2);
   const double extraSteps = seconds / record.mean - 1.0;

@@ -36,13 +36,15 @@ namespace xtrain::session {
 // kernels are created for a thread count the first time they run with it (device/kernel.hpp), so
 // that step pays for their creation; it is not judged, and the probe runs at the next step.
 // CPU contention (recordContention: the kernel's accounting, common/cpu_contention.hpp), when it
-// is known, steers the probes: a probe up comes only when the usable CPUs were idle at least
-// `idleForProbeUp` on average (a CPU free for the extra thread: beside a busy neighbour a probe up
-// costs several steps and cannot win), and at a count above one, the process's threads waiting
-// for a CPU at least `waitingForProbeDown` on average (they queue behind other work) probe down
-// as soon as one step of the count has been measured, and such a probe moves when it wins once.
-// Deterministic: the same step times and contention give the same choices (tests drive it with
-// made-up figures).
+// is known, steers the probes: a probe up comes only when the usable CPUs were spare (idle, or
+// running niced processes) at least `spareForProbeUp` on average (a CPU free for the extra thread:
+// beside a busy neighbour of the same priority a probe up costs several steps and cannot win), and
+// at a count above one, the process's threads waiting for a CPU at least `waitingForProbeDown` on
+// average (they queue behind other work) probe down as soon as one step of the count has been
+// measured, and such a probe moves when it wins once; during the warm-up, where no step is
+// measured, they move one thread down at once (a probe up, when a CPU is spare, undoes a move that
+// was wrong). Deterministic: the same step times and contention give the same choices (tests drive
+// it with made-up figures).
 class AdaptiveKernelThreads {
  public:
   struct Tuning {
@@ -59,7 +61,7 @@ class AdaptiveKernelThreads {
     // maxCostlyProbeEvery. Beside a busy neighbour a two-thread probe takes 4-7 one-thread steps.
     double probeBudget = 0.01;
     int maxCostlyProbeEvery = 1024;
-    double idleForProbeUp = 0.5;
+    double spareForProbeUp = 0.5;
     double waitingForProbeDown = 0.5;
   };
 
@@ -78,8 +80,8 @@ class AdaptiveKernelThreads {
   int threadsForNextStep();
   StepRecord recordStep(double seconds);
   // The latest contention over recent steps: threads of the process waiting for a CPU and usable
-  // CPUs idle, each on average.
-  void recordContention(double waitingThreads, double idleCpus);
+  // CPUs spare, each on average.
+  void recordContention(double waitingThreads, double spareCpus);
 
   int current() const { return current_; }
   int maxThreads() const { return max_; }
@@ -108,9 +110,9 @@ class AdaptiveKernelThreads {
   std::vector<bool> ran_;  // by count: a step has run with it (its kernels exist)
   bool contentionKnown_ = false;
   double waitingThreads_ = 0.0;
-  double idleCpus_ = 0.0;
+  double spareCpus_ = 0.0;
   bool queuedProbe_ = false;    // the pending probe was made because threads queued for CPUs
-  bool lostSinceMove_ = false;  // a probe lost since the count last moved (or started)
+  bool queuedProbeLost_ = false;  // a queued probe lost since the count last moved
   int probeAfterWarmup_ = 0;    // the probe of the count the last step warmed up (0: none)
   bool queuedAfterWarmup_ = false;
 };

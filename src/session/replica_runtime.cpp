@@ -29,18 +29,19 @@ ReplicaRuntime::~ReplicaRuntime() = default;
 
 int ReplicaRuntime::kernelThreadsForNextRun() {
   if (adaptiveThreads_ == nullptr) return singleReplicaKernelThreads_;
+  cpuContention_.start();  // the first window is the first run's
   return adaptiveThreads_->threadsForNextStep();
 }
 
 void ReplicaRuntime::recordRunSeconds(double seconds) {
   if (adaptiveThreads_ == nullptr) return;
   // Over the steps since the last reading (at least 100 ms): the run delay of this process's
-  // threads and the idle time of its CPUs, which steer the probes (AdaptiveKernelThreads).
+  // threads and the spare time of its CPUs, which steer the probes (AdaptiveKernelThreads).
   if (const std::optional<CpuContention> c = cpuContention_.poll()) {
-    adaptiveThreads_->recordContention(c->waitingThreads, c->idleCpus);
+    adaptiveThreads_->recordContention(c->waitingThreads, c->spareCpus);
     logging::session::trace(
-        "kernel threads: over {:.0f} ms, {:.2f} threads waited for a CPU, {:.2f} CPUs idle",
-        c->seconds * 1e3, c->waitingThreads, c->idleCpus);
+        "kernel threads: over {:.0f} ms, {:.2f} threads waited for a CPU, {:.2f} CPUs spare",
+        c->seconds * 1e3, c->waitingThreads, c->spareCpus);
   }
   const int before = adaptiveThreads_->current();
   const AdaptiveKernelThreads::StepRecord step = adaptiveThreads_->recordStep(seconds);

@@ -21,7 +21,7 @@ TEST(CpuContention, RunDelayOfASchedstatLine) {
   EXPECT_FALSE(runDelayOfSchedstat("12 oops").has_value());
 }
 
-TEST(CpuContention, IdleSecondsOfTheUsableCpus) {
+TEST(CpuContention, SpareSecondsOfTheUsableCpus) {
   const std::string stat =
       "cpu  300 10 40 500 20 0 0 0 0 0\n"
       "cpu0 100 5 20 200 10 0 0 0 0 0\n"
@@ -30,11 +30,13 @@ TEST(CpuContention, IdleSecondsOfTheUsableCpus) {
       "intr 1 2 3\n"
       "ctxt 5\n";
   // idle + iowait, in ticks of 1/100 s; only the CPUs asked for ("cpu " is the total).
-  EXPECT_DOUBLE_EQ(*idleSecondsOfProcStat(stat, {0, 2}, 100), (210 + 205) / 100.0);
-  EXPECT_DOUBLE_EQ(*idleSecondsOfProcStat(stat, {1}, 100), 1.05);
-  EXPECT_FALSE(idleSecondsOfProcStat(stat, {3}, 100).has_value()) << "a CPU without a line";
-  EXPECT_FALSE(idleSecondsOfProcStat("cpu0 1 2\n", {0}, 100).has_value()) << "a short line";
-  EXPECT_FALSE(idleSecondsOfProcStat(stat, {0}, 0).has_value());
+  EXPECT_DOUBLE_EQ(*spareSecondsOfProcStat(stat, {0, 2}, 100, false), (210 + 205) / 100.0);
+  EXPECT_DOUBLE_EQ(*spareSecondsOfProcStat(stat, {1}, 100, false), 1.05);
+  // With the niced processes' time.
+  EXPECT_DOUBLE_EQ(*spareSecondsOfProcStat(stat, {0, 2}, 100, true), (215 + 207) / 100.0);
+  EXPECT_FALSE(spareSecondsOfProcStat(stat, {3}, 100, false).has_value()) << "a CPU without a line";
+  EXPECT_FALSE(spareSecondsOfProcStat("cpu0 1 2\n", {0}, 100, false).has_value()) << "a short line";
+  EXPECT_FALSE(spareSecondsOfProcStat(stat, {0}, 0, false).has_value());
 }
 
 TEST(CpuContention, AveragesOverTheIntervalAndNothingNegative) {
@@ -42,12 +44,12 @@ TEST(CpuContention, AveragesOverTheIntervalAndNothingNegative) {
   b.when = a.when + std::chrono::milliseconds(500);
   a.runDelaySeconds = 1.0;
   b.runDelaySeconds = 1.25;
-  a.idleCpuSeconds = 10.0;
-  b.idleCpuSeconds = 10.5;
+  a.spareCpuSeconds = 10.0;
+  b.spareCpuSeconds = 10.5;
   CpuContention c = contentionBetween(a, b);
   EXPECT_DOUBLE_EQ(c.seconds, 0.5);
   EXPECT_DOUBLE_EQ(c.waitingThreads, 0.5);
-  EXPECT_DOUBLE_EQ(c.idleCpus, 1.0);
+  EXPECT_DOUBLE_EQ(c.spareCpus, 1.0);
   // A thread that ended took its delay with it: none, not a negative wait.
   b.runDelaySeconds = 0.5;
   EXPECT_DOUBLE_EQ(contentionBetween(a, b).waitingThreads, 0.0);
@@ -84,8 +86,8 @@ TEST(CpuContention, ThreadsSharingOneCpuAreSeenWaiting) {
   ASSERT_TRUE(during.has_value());
   const CpuContention c = contentionBetween(*before, *during);
   EXPECT_GT(c.waitingThreads, 1.0) << "over " << c.seconds << " s";
-  EXPECT_GE(c.idleCpus, 0.0);
-  EXPECT_LE(c.idleCpus, static_cast<double>(CPU_COUNT(&mine)) + 0.1);
+  EXPECT_GE(c.spareCpus, 0.0);
+  EXPECT_LE(c.spareCpus, static_cast<double>(CPU_COUNT(&mine)) + 0.1);
 }
 
 TEST(CpuContention, TheSamplerReadsAtMostOncePerInterval) {

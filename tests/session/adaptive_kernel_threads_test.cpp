@@ -208,9 +208,9 @@ TEST(AdaptiveKernelThreads, SameTimesGiveSameChoices) {
 }
 
 // The same, with the kernel's accounting of the CPUs given before each step, as ReplicaRuntime
-// gives it: contention(threads, step) = {threads of the process waiting for a CPU, CPUs idle}.
+// gives it: contention(threads, step) = {threads of the process waiting for a CPU, CPUs spare}.
 struct Contention {
-  double waiting = 0, idle = 0;
+  double waiting = 0, spare = 0;
 };
 RunSummary driveWithContention(AdaptiveKernelThreads& a, int steps, int64_t& step,
                                const std::function<double(int, int64_t)>& cost,
@@ -222,33 +222,56 @@ RunSummary driveWithContention(AdaptiveKernelThreads& a, int steps, int64_t& ste
     ++s.stepsAt[static_cast<size_t>(t)];
     a.recordStep(cost(t, step));
     const Contention c = contention(t, step);
-    a.recordContention(c.waiting, c.idle);
+    a.recordContention(c.waiting, c.spare);
   }
   s.last = a.current();
   return s;
 }
 
 // Two jobs on two cores: each job's two threads queue behind the other job's for half the time.
-// The count moves down after the first measured step, the one-thread warm-up and a single winning
-// probe (no confirmation: the queue is the evidence), where the step times alone take longer.
-TEST(AdaptiveKernelThreads, ThreadsQueuedForTheCpusMoveDownAtTheFirstWin) {
-  auto cost = [](int t, int64_t) { return t == 2 ? 2.0 : 1.0; };
+// The first (warm-up) step shows it, and the rest of the warm-up already runs with one thread.
+TEST(AdaptiveKernelThreads, ThreadsQueuedInTheWarmUpMoveDownAtOnce) {
+  auto cost = [](int t, int64_t) { return t == 2 ? 5.0 : 1.0; };
   AdaptiveKernelThreads informed(2);
   int64_t step = 0;
-  RunSummary s = driveWithContention(informed, 6, step, cost, [](int t, int64_t) {
+  RunSummary s = driveWithContention(informed, 40, step, cost, [](int t, int64_t) {
     return t == 2 ? Contention{1.0, 0.0} : Contention{0.0, 0.0};
   });
   EXPECT_EQ(s.last, 1);
-  EXPECT_EQ(s.stepsAt[2], 3) << "two warm-up steps and one measured step at two threads";
+  EXPECT_EQ(s.stepsAt[2], 1) << "the first step only";
   AdaptiveKernelThreads timesOnly(2);
   step = 0;
-  s = drive(timesOnly, 6, step, cost);
-  EXPECT_EQ(s.last, 2) << "without the accounting it still measures two threads";
+  s = drive(timesOnly, 40, step, cost);
+  EXPECT_EQ(s.last, 1);
+  EXPECT_GE(s.stepsAt[2], 5) << "the step times alone need measured steps and two probes";
 }
 
-// Beside a busy neighbour no CPU is idle: one thread never probes two (each such probe cost 5-6
+// A second job arrives after a quiet start (where probes down lost and backed off): the first
+// step that queued is measured, then one thread's warm-up and a single winning probe move down
+// (no confirmation: the queue is the evidence), not the back-off's next probe.
+TEST(AdaptiveKernelThreads, ThreadsQueuedLaterMoveDownAtTheFirstWin) {
+  AdaptiveKernelThreads a(2);
+  int64_t step = 0;
+  const int64_t arrives = 400;
+  auto cost = [&](int t, int64_t k) {
+    if (k < arrives) return t == 2 ? 1.0 : 1.3;
+    return t == 2 ? 2.0 : 1.0;
+  };
+  auto contention = [&](int t, int64_t k) {
+    if (k < arrives || t == 1) return Contention{0.0, 0.0};
+    return Contention{1.0, 0.0};
+  };
+  RunSummary s = driveWithContention(a, static_cast<int>(arrives), step, cost, contention);
+  ASSERT_EQ(s.last, 2);
+  ASSERT_GT(a.probeInterval(), 16) << "the quiet start's probes backed off";
+  s = driveWithContention(a, 4, step, cost, contention);
+  EXPECT_EQ(s.last, 1);
+  EXPECT_LE(s.stepsAt[2], 1);
+}
+
+// Beside a busy neighbour no CPU is spare: one thread never probes two (each such probe cost 5-6
 // steps), until the neighbour leaves and a CPU idles; then the count goes back up.
-TEST(AdaptiveKernelThreads, NoProbeUpWithoutAnIdleCpu) {
+TEST(AdaptiveKernelThreads, NoProbeUpWithoutASpareCpu) {
   AdaptiveKernelThreads a(2);
   int64_t step = 0;
   const int64_t leaves = 3000;
@@ -265,18 +288,20 @@ TEST(AdaptiveKernelThreads, NoProbeUpWithoutAnIdleCpu) {
   s = driveWithContention(a, static_cast<int>(leaves) - 20, step, cost, contention);
   EXPECT_EQ(s.stepsAt[2], 0) << "a probe up beside the neighbour";
   s = driveWithContention(a, 200, step, cost, contention);
-  EXPECT_EQ(s.last, 2) << "the neighbour left and the idle CPU was not taken";
+  EXPECT_EQ(s.last, 2) << "the neighbour left and the spare CPU was not taken";
 }
 
-// A probe down while the threads queue that loses (one thread is slower all the same) backs off
-// like any other: the queue alone does not make the count probe every step.
+// Threads that queue although two threads are faster (beside a niced neighbour, which yields):
+// the warm-up moves down, the spare CPU takes the count back up, and the probes down that the
+// queue makes, which lose, back off like any other: the queue alone does not make the count
+// probe every step.
 TEST(AdaptiveKernelThreads, QueuedProbesThatLoseBackOff) {
   AdaptiveKernelThreads a(2);
   int64_t step = 0;
   RunSummary s = driveWithContention(
       a, 1000, step, [](int t, int64_t) { return t == 2 ? 1.0 : 1.5; },
-      [](int, int64_t) {
-        return Contention{1.0, 0.0};
+      [](int t, int64_t) {
+        return t == 2 ? Contention{1.0, 0.0} : Contention{0.0, 0.9};
       });
   EXPECT_EQ(s.last, 2);
   EXPECT_LT(s.stepsAt[1], 1000 / 50) << "probes cost more than 2% of the steps";
