@@ -54,15 +54,17 @@ GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
 }
 
 void GradientReducer::placeInSharedMemory() {
-  // Each tensor 64-byte aligned (16 floats), in bucket order; every rank computes the same layout.
-  constexpr size_t kAlign = 64 / sizeof(float);
+  // Buckets 64-byte aligned (16 floats), the tensors of a bucket one after the other, as in its
+  // staging buffer: the all-reduces move the same bytes as without shared memory. Every rank
+  // computes the same layout.
   homeOffset_.assign(tensors_.size(), 0);
   size_t end = 0;
   for (auto& b : buckets_) {
+    end = (end + kHomeAlignment - 1) / kHomeAlignment * kHomeAlignment;
     b.sharedBegin = end;
     for (size_t m : b.members) {
       homeOffset_[m] = end;
-      end = (end + tensors_[m].elements + kAlign - 1) / kAlign * kAlign;
+      end += tensors_[m].elements;
     }
     b.sharedEnd = end;
   }
@@ -76,7 +78,8 @@ float* GradientReducer::sharedBuffer(const TensorId& id) const {
   const auto it = bucketOf_.find(id);
   if (it == bucketOf_.end()) return nullptr;
   for (size_t m : buckets_[it->second].members) {
-    if (tensors_[m].id == id) return home(m);
+    // A home that is not 64-byte aligned cannot hold a tensor's buffer (it is copied there).
+    if (tensors_[m].id == id) return homeOffset_[m] % kHomeAlignment == 0 ? home(m) : nullptr;
   }
   return nullptr;
 }

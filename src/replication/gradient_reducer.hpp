@@ -58,8 +58,10 @@ class GradientReducer {
 
   size_t numBuckets() const { return buckets_.size(); }
 
-  // The home of tensor `id` in the memory shared with the other ranks, 64-byte aligned (null
-  // without shared memory, or for a tensor not reduced here), and that memory (to keep it alive).
+  // The home of tensor `id` in the memory shared with the other ranks, where its buffer may live
+  // (64-byte aligned; null without shared memory, for a tensor not reduced here, or for one whose
+  // place in its packed bucket is not aligned: it is copied in and out), and that memory (to keep
+  // it alive).
   float* sharedBuffer(const TensorId& id) const;
   const std::shared_ptr<const comm::SharedMemory>& sharedMemory() const { return shared_; }
 
@@ -94,6 +96,7 @@ class GradientReducer {
   // Gives every tensor a home in shared memory, if the communicator has it.
   void placeInSharedMemory();
   float* home(size_t tensor) const { return sharedFloats_ + homeOffset_[tensor]; }
+  static constexpr size_t kHomeAlignment = 64 / sizeof(float);  // in elements
 
   std::shared_ptr<comm::Communicator> comm_;
   std::vector<Tensor> tensors_;
