@@ -254,6 +254,16 @@ std::shared_ptr<Communicator> Communicator::split(const std::vector<int>& ranks,
   return doSplit(ranks, splitName);
 }
 
+std::shared_ptr<const SharedMemory> Communicator::allocateShared(size_t bytes) {
+  if (bytes == 0) throw error("allocateShared on group '{}': 0 bytes asked for", name());
+  if (size() == 1) return nullptr;
+  return doAllocateShared(bytes);
+}
+
+std::shared_ptr<const SharedMemory> Communicator::doAllocateShared(size_t) {
+  return nullptr;
+}
+
 std::shared_ptr<Work> Communicator::doAllReduce(BufferView, BufferView, const AllReduceOptions&) {
   throw UnsupportedError(backendName(), "allReduce");
 }

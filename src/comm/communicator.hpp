@@ -2,6 +2,7 @@
 #pragma once
 #pragma GCC visibility push(default)
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -11,6 +12,13 @@
 #include "comm/work.hpp"
 
 namespace xtrain::comm {
+
+// This rank's part of memory that every rank of a group maps (Communicator::allocateShared).
+struct SharedMemory {
+  std::byte* data = nullptr;  // `bytes` zero-filled bytes, 4096-byte aligned
+  size_t bytes = 0;
+  std::shared_ptr<void> mapping;  // keeps the memory mapped
+};
 
 // Contract (every backend):
 //  - Ordering: every rank of the group issues the same collectives in the same order, with
@@ -105,6 +113,14 @@ class Communicator {
   // The new group is named "<name()>/<name>".
   std::shared_ptr<Communicator> split(const std::vector<int>& ranks, const std::string& name);
 
+  // `bytes` of memory for this rank in a segment every rank of the group maps, or null where the
+  // backend has none (it is not shm, or the group has one rank). An in-place all-reduce of a
+  // buffer in it may then read and write the peers' parts directly instead of copying through
+  // the backend's own buffers (shm: no copy in or out). Called by every rank in the same order
+  // with the same `bytes` (like split, it takes no sequence number); waits, bounded by
+  // timeout(), until every rank mapped the segment.
+  std::shared_ptr<const SharedMemory> allocateShared(size_t bytes);
+
  protected:
   // True while one of the *Sync helpers issues its collective on this thread: the caller will wait
   // at once, so a backend may run the collective on the calling thread (see SerialExecutor).
@@ -123,6 +139,8 @@ class Communicator {
   virtual std::shared_ptr<Work> doBarrier(const BarrierOptions& options);
   virtual std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
                                                 const std::string& name);
+  // The default: null (no shared memory).
+  virtual std::shared_ptr<const SharedMemory> doAllocateShared(size_t bytes);
 };
 
 // Whether `op` can reduce `type` (the types listed above; Local accepts any fixed-size type).

@@ -14,6 +14,10 @@ std::shared_ptr<Communicator> Transport::split(QueuedCommunicator& comm, const S
   throw UnsupportedError(comm.backendName(), "split");
 }
 
+std::shared_ptr<const SharedMemory> Transport::allocateShared(QueuedCommunicator&, size_t) {
+  return nullptr;
+}
+
 std::string timeoutMessage(const std::string& what, const std::string& group, int size,
                            Milliseconds timeout, const std::vector<int>& missing) {
   return format("{} in group '{}' (size {}) timed out after {} ms: ranks {} did not arrive", what,
@@ -212,6 +216,11 @@ std::shared_ptr<Communicator> QueuedCommunicator::doSplit(const std::vector<int>
   }
   r.what = format("split of group '{}' into '{}' with parent ranks {}", name(), splitName, ranks);
   return transport_->split(*this, r);
+}
+
+std::shared_ptr<const SharedMemory> QueuedCommunicator::doAllocateShared(size_t bytes) {
+  throwIfAborted();
+  return transport_->allocateShared(*this, bytes);
 }
 
 }  // namespace xtrain::comm

@@ -82,6 +82,9 @@ class Transport {
   virtual void validate(const QueuedCommunicator& comm, const Collective& c) const;
   virtual void execute(QueuedCommunicator& comm, const Collective& c) = 0;
   virtual std::shared_ptr<Communicator> split(QueuedCommunicator& comm, const SplitRequest& r);
+  // Communicator::allocateShared (bytes > 0, at least two ranks). The default: null.
+  virtual std::shared_ptr<const SharedMemory> allocateShared(QueuedCommunicator& comm,
+                                                             size_t bytes);
 };
 
 // What a communicator is, besides its transport.
@@ -133,6 +136,7 @@ class QueuedCommunicator final : public Communicator {
   std::shared_ptr<Work> doBarrier(const BarrierOptions& options) override;
   std::shared_ptr<Communicator> doSplit(const std::vector<int>& ranks,
                                         const std::string& name) override;
+  std::shared_ptr<const SharedMemory> doAllocateShared(size_t bytes) override;
 
  private:
   std::shared_ptr<Work> enqueue(const Fingerprint& f, BufferView input, BufferView output,

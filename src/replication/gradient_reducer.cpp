@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "comm/communicator.hpp"
-#include "common/timeline.hpp"
 #include "common/env_switch.hpp"
+#include "common/timeline.hpp"
 #include "xtrain/error.hpp"
 
 namespace xtrain::replication {
@@ -44,9 +44,44 @@ GradientReducer::GradientReducer(std::shared_ptr<comm::Communicator> comm,
   }
   close();
   for (size_t k = 0; k < buckets_.size(); ++k) {
-    if (buckets_[k].packed) buckets_[k].staging.resize(buckets_[k].elements);
     for (size_t m : buckets_[k].members) bucketOf_.emplace(tensors_[m].id, k);
   }
+  if (readBoolSwitch("XTRAIN_SHARED_GRADIENTS", true)) placeInSharedMemory();
+  if (shared_) return;
+  for (auto& b : buckets_) {
+    if (b.packed) b.staging.resize(b.elements);
+  }
+}
+
+void GradientReducer::placeInSharedMemory() {
+  // Buckets 64-byte aligned (16 floats), the tensors of a bucket one after the other, as in its
+  // staging buffer: the all-reduces move the same bytes as without shared memory. Every rank
+  // computes the same layout.
+  homeOffset_.assign(tensors_.size(), 0);
+  size_t end = 0;
+  for (auto& b : buckets_) {
+    end = (end + kHomeAlignment - 1) / kHomeAlignment * kHomeAlignment;
+    b.sharedBegin = end;
+    for (size_t m : b.members) {
+      homeOffset_[m] = end;
+      end += tensors_[m].elements;
+    }
+    b.sharedEnd = end;
+  }
+  if (end == 0) return;
+  shared_ = comm_->allocateShared(end * sizeof(float));
+  if (shared_) sharedFloats_ = reinterpret_cast<float*>(shared_->data);
+}
+
+float* GradientReducer::sharedBuffer(const TensorId& id) const {
+  if (!shared_) return nullptr;
+  const auto it = bucketOf_.find(id);
+  if (it == bucketOf_.end()) return nullptr;
+  for (size_t m : buckets_[it->second].members) {
+    // A home that is not 64-byte aligned cannot hold a tensor's buffer (it is copied there).
+    if (tensors_[m].id == id) return homeOffset_[m] % kHomeAlignment == 0 ? home(m) : nullptr;
+  }
+  return nullptr;
 }
 
 void GradientReducer::start(Bucket& b, const BufferOf& bufferOf) {
@@ -56,6 +91,19 @@ void GradientReducer::start(Bucket& b, const BufferOf& bufferOf) {
       .arg("bytes", static_cast<int64_t>(b.elements * sizeof(float)))
       .arg("tensors", static_cast<int64_t>(b.members.size()));
   comm::AllReduceOptions o;
+  if (shared_) {
+    // Tensors whose buffers are not at home are copied there (and back in finish()).
+    for (size_t m : b.members) {
+      const Tensor& t = tensors_[m];
+      const float* buffer = bufferOf(t.id);
+      if (buffer != home(m)) std::memcpy(home(m), buffer, t.elements * sizeof(float));
+    }
+    o.debugName = (b.packed ? "gradient bucket of " : "") + tensors_[b.members[0]].id;
+    b.work = comm_->allReduce(
+        comm::viewOf(sharedFloats_ + b.sharedBegin, b.sharedEnd - b.sharedBegin, DataType::FLOAT),
+        o);
+    return;
+  }
   if (!b.packed) {
     const Tensor& t = tensors_[b.members[0]];
     o.debugName = t.id;
@@ -107,6 +155,13 @@ void GradientReducer::finish(const BufferOf& bufferOf) {
   }
   if (failure) std::rethrow_exception(failure);
   for (auto& b : buckets_) {
+    if (shared_) {
+      for (size_t m : b.members) {
+        float* buffer = bufferOf(tensors_[m].id);
+        if (buffer != home(m)) std::memcpy(buffer, home(m), tensors_[m].elements * sizeof(float));
+      }
+      continue;
+    }
     if (!b.packed) continue;
     size_t offset = 0;
     for (size_t m : b.members) {

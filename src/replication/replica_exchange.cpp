@@ -9,6 +9,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/reduce.hpp"
+#include "xtrain/logging.hpp"
 
 namespace xtrain::replication {
 
@@ -105,6 +106,31 @@ ReplicaExchange::ReplicaExchange(ReplicaLayout layout,
     tensors.push_back({*it, static_cast<size_t>(buffer(0, *it).nelms())});
   }
   reducer_ = std::make_unique<GradientReducer>(instances_, std::move(tensors), bucketBytes);
+  moveGradientsToSharedMemory();
+}
+
+// Replica 0's plain gradients (which the reducer all-reduces) move to their homes in the memory
+// the instances share, when there is such memory: the all-reduce then reads and writes them in
+// place. Their values move along; the session finds them there through buffer().
+void ReplicaExchange::moveGradientsToSharedMemory() {
+  const auto& memory = reducer_->sharedMemory();
+  if (!memory) return;
+  const std::shared_ptr<void> owner = std::const_pointer_cast<comm::SharedMemory>(memory);
+  size_t moved = 0;
+  size_t bytes = 0;
+  for (const TensorId& id : plan_.plain) {
+    float* home = reducer_->sharedBuffer(id);
+    if (home == nullptr) continue;
+    HostTensor& gradient = buffer(0, id);
+    std::memcpy(home, gradient.raw(), gradient.nbytes());
+    gradient = HostTensor::view(gradient.info(), reinterpret_cast<std::byte*>(home), owner);
+    ++moved;
+    bytes += gradient.nbytes();
+  }
+  logging::replication::debug(
+      "gradients across instances: {} of {} in memory the instances share ({} bytes), reduced "
+      "in place",
+      moved, plan_.plain.size(), bytes);
 }
 
 float ReplicaExchange::meanScale(int64_t replicas) const {

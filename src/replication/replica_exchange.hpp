@@ -142,6 +142,7 @@ class ReplicaExchange {
  private:
   HostTensor& buffer(int64_t local, const TensorId& id) { return replicas_.buffer(local, id); }
   float* floats(int64_t local, const TensorId& id) { return buffer(local, id).data<float>(); }
+  void moveGradientsToSharedMemory();
   void reducePlain();
   void reduceGrouped(const GroupedGradient& g);
   void reduceSharded(const ShardedGradient& g);

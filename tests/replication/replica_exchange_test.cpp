@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "comm/communicator.hpp"
 #include "replication_testing.hpp"
 
 namespace xtrain::replication {
@@ -75,6 +76,46 @@ TEST_P(PlainGradients, EveryReplicaHoldsTheReductionOverAllReplicas) {
 INSTANTIATE_TEST_SUITE_P(Layouts, PlainGradients,
                          ::testing::Combine(::testing::Values(1, 2, 4), ::testing::Values(1, 2),
                                             ::testing::Bool(), ::testing::Bool()));
+
+// Over shm, replica 0's plain gradients move (with their values) into the memory the instances
+// share, where the reducer all-reduces them in place; the results are those of inproc.
+TEST(ReplicaExchange, GradientsOverShmLiveInSharedMemoryAndReduceTheSame) {
+  const std::map<TensorId, int64_t> sizes{{"a", 16}, {"b", 3}, {"large", 5000}, {"c", 7}};
+  GradientPlan plan;
+  plan.mean = true;
+  for (const auto& [id, n] : sizes) plan.plain.push_back(id);
+  const auto fill = [&](int64_t g, Tensors& t) {
+    for (const auto& [id, n] : sizes) t[id] = replicaValues(g, n);
+  };
+  for (int64_t local : {1, 2}) {
+    SCOPED_TRACE("local replicas " + std::to_string(local));
+    std::vector<int> moved(2, 0);
+    const auto shm = runJob(Job{2, local, false, 128, "shm"}, fill, plan, [&](ReplicaExchange& e) {
+      for (const auto& [id, n] : sizes) {
+        const float* home = e.reducer()->sharedBuffer(id);
+        if (home == nullptr) continue;
+        ++moved[static_cast<size_t>(e.instances()->rank())];
+        // Instance i's replica 0 is global replica i * local: its values came along.
+        const int64_t g = e.instances()->rank() * e.layout().local;
+        EXPECT_EQ(std::vector<float>(home, home + n), valuesOf(replicaValues(g, n))) << id;
+      }
+      e.reduceGradients();
+      e.reduceGradients();
+    });
+    // In backward order, buckets of 128 bytes: [large], [c, b, a]; b and a are not 64-byte
+    // aligned there, so they stay where they are and are copied in and out.
+    EXPECT_EQ(moved, (std::vector<int>{2, 2}));
+    const auto inproc = runJob(Job{2, local, false, 128}, fill, plan, [](ReplicaExchange& e) {
+      e.reduceGradients();
+      e.reduceGradients();
+    });
+    for (size_t g = 0; g < shm.size(); ++g) {
+      for (const auto& [id, n] : sizes) {
+        EXPECT_EQ(valuesOf(shm[g].at(id)), valuesOf(inproc[g].at(id))) << "replica " << g << id;
+      }
+    }
+  }
+}
 
 TEST(ReplicaExchange, GradientsReadyEarlyReduceLikeTheOthers) {
   GradientPlan plan;

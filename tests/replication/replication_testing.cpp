@@ -62,7 +62,7 @@ std::vector<std::map<TensorId, HostTensor>> runJob(
         if (job.instances > 1) {
           comm = comm::createCommunicator(
               comm::CommConfig{store, i, job.instances, "instances", std::chrono::seconds(30)},
-              "inproc");
+              job.backend);
         }
         FakeReplicas replicas(job.local, job.threaded);
         for (int64_t r = 0; r < job.local; ++r) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "common/host_tensor.hpp"
@@ -36,6 +37,7 @@ struct Job {
   int64_t local = 1;
   bool threaded = false;
   size_t bucketBytes = size_t{1} << 20;
+  std::string backend = "inproc";  // of the instances' communicator
 };
 
 // Runs the job: on each instance's thread, fill(global replica, its tensors) for each local

@@ -20,6 +20,12 @@
 // reduces it into the result slot and its output; the copy out of the result slot is as above.
 // Same slices, same rank order: bitwise the same results as the slot path. Where the kernel
 // refuses (Yama's ptrace_scope, a seccomp filter) the group keeps the slots.
+// Shared memory (Communicator::allocateShared, shared_memory.hpp): an in-place all-reduce of a
+// buffer in it needs no slots: after a barrier rank r reduces slice r of the n elements from every
+// rank's part straight into every rank's part, and a second barrier ends it. Per rank that is one
+// read and one write of n elements, against about four passes through the slots. Every rank must
+// reduce the same shared buffer (checked at the first barrier); same slices and rank order per
+// element: bitwise the results of the slot path.
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +36,7 @@
 
 #include "comm/backends/shm/group.hpp"
 #include "comm/backends/shm/peer_memory.hpp"
+#include "comm/backends/shm/shared_memory.hpp"
 #include "comm/backends/shm/shm.hpp"
 #include "comm/host.hpp"
 #include "comm/queued_communicator.hpp"
@@ -155,6 +162,12 @@ class ShmTransport : public Transport {
 
   void execute(QueuedCommunicator& comm, const Collective& c) override;
   std::shared_ptr<Communicator> split(QueuedCommunicator& comm, const SplitRequest& r) override;
+  std::shared_ptr<const SharedMemory> allocateShared(QueuedCommunicator& comm,
+                                                     size_t bytes) override {
+    group_.throwIfFailed(true);
+    return shared_.allocate(*keySpace_, segmentName(keySpace_->jobId()), group_.name(), rank_,
+                            size(), bytes, comm.timeout());
+  }
 
  private:
   // What one running collective needs.
@@ -164,12 +177,16 @@ class ShmTransport : public Transport {
     const Fingerprint& f;
     BufferView in;
     BufferView out;
-    bool checked = false;  // fingerprints compared (at the first barrier)
+    bool checked = false;                            // fingerprints compared (at the first barrier)
+    std::optional<SharedMemoryTable::Found> shared;  // an in-place all-reduce in shared memory
   };
 
   void sync(Call& c);
   void allReduce(Call& c);
   void singleCopyAllReduce(Call& c);
+  void sharedAllReduce(Call& c);
+  // The first barrier's check that every rank reduces the same shared buffer (or none).
+  void checkSharedUse(Call& c);
   // Reads `bytes` at `remote` in rank p's process into `local`; fails the group if it cannot.
   void readFromPeer(Call& c, int p, const void* remote, void* local, size_t bytes);
   void reduceScatter(Call& c);
@@ -188,15 +205,24 @@ class ShmTransport : public Transport {
   uint64_t probeWord_ = 0;     // read by the peers at join (their single-copy probe)
   bool singleCopy_ = false;    // every rank can read every peer's memory
   std::vector<char> scratch_;  // single-copy: the chunks read from the peers
+  SharedMemoryTable shared_;   // allocateShared's memory
 };
 
 void ShmTransport::execute(QueuedCommunicator& comm, const Collective& collective) {
-  Call c{comm, collective, collective.fingerprint, collective.input, collective.output};
+  Call c{comm, collective, collective.fingerprint, collective.input, collective.output, false, {}};
   group_.throwIfFailed(true);
-  group_.rankState(rank_).fingerprints[c.f.seq & 1U] = c.f;
+  RankState& mine = group_.rankState(rank_);
+  mine.fingerprints[c.f.seq & 1U] = c.f;
+  if (c.f.kind == OpKind::AllReduce && c.f.op != CollectiveOperator::Local && c.f.count > 0 &&
+      c.in.data == c.out.data) {
+    c.shared = shared_.find(c.in.data, c.f.count * dataTypeSize(c.f.type), rank_);
+  }
+  mine.sharedUse[c.f.seq & 1U] =
+      c.shared ? RankState::SharedUse{c.shared->mapping->number, c.shared->offset}
+               : RankState::SharedUse{0, 0};
   switch (c.f.kind) {
     case OpKind::Barrier: sync(c); return;
-    case OpKind::AllReduce: allReduce(c); return;
+    case OpKind::AllReduce: c.shared ? sharedAllReduce(c) : allReduce(c); return;
     case OpKind::ReduceScatter: reduceScatter(c); return;
     case OpKind::AllGather: allGather(c); return;
     case OpKind::Broadcast: broadcast(c); return;
@@ -215,6 +241,48 @@ void ShmTransport::sync(Call& c) {
     group_.fail(Failure::Mismatch, *msg);
     c.comm.fail(FailureKind::Mismatch, *msg);
   }
+  checkSharedUse(c);
+}
+
+void ShmTransport::checkSharedUse(Call& c) {
+  const size_t parity = c.f.seq & 1U;
+  const auto describe = [](const RankState::SharedUse& u) {
+    return u.memory == 0 ? std::string("a buffer of its own")
+                         : format("shared memory {} at offset {}", u.memory, u.offset);
+  };
+  const RankState::SharedUse& mine = group_.rankState(rank_).sharedUse[parity];
+  for (int p = 0; p < size(); ++p) {
+    const RankState::SharedUse& theirs = group_.rankState(p).sharedUse[parity];
+    if (theirs.memory == mine.memory && theirs.offset == mine.offset) continue;
+    const std::string msg = format(
+        "{} in group '{}' (size {}): rank {} reduces {} in place, but rank {} reduces {}; every "
+        "rank must place the buffer at the same offset of the same allocateShared memory, or "
+        "none",
+        c.c.what, group_.name(), size(), rank_, describe(mine), p, describe(theirs));
+    group_.fail(Failure::Mismatch, msg);
+    c.comm.fail(FailureKind::Mismatch, msg);
+  }
+}
+
+void ShmTransport::sharedAllReduce(Call& c) {
+  const size_t es = dataTypeSize(c.f.type);
+  const size_t n = c.f.count;
+  const auto k = static_cast<size_t>(size());
+  const auto r = static_cast<size_t>(rank_);
+  const SharedMapping& m = *c.shared->mapping;
+  sync(c);  // every rank's buffer is complete; they all reduce the same shared buffer
+  const size_t b = sliceBegin(n, k, r);
+  const size_t e = sliceBegin(n, k, r + 1);
+  if (e > b) {
+    std::vector<const void*> srcs(k);
+    std::vector<void*> dsts(k);
+    for (size_t p = 0; p < k; ++p) {
+      dsts[p] = at(m.part(static_cast<int>(p)) + c.shared->offset, b, es);
+      srcs[p] = dsts[p];
+    }
+    reduceInto(c.f.type, c.f.op, srcs.data(), k, dsts.data(), k, e - b);
+  }
+  sync(c);  // every slice is in every rank's buffer; nobody reads this rank's part any more
 }
 
 void ShmTransport::allReduce(Call& c) {

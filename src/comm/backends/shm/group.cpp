@@ -22,7 +22,7 @@ namespace xtrain::comm::shm {
 namespace {
 
 constexpr uint64_t kMagic = 0x7874726e73686d31ULL;  // "xtrnshm1"
-constexpr uint32_t kVersion = 2;                    // 2: RankState holds the single-copy fields
+constexpr uint32_t kVersion = 3;  // 2: RankState holds the single-copy fields; 3: sharedUse
 constexpr auto kLivenessPeriod = std::chrono::milliseconds(100);
 // How long a waiter spins before it sleeps on the futex: long enough to catch a peer that is
 // running on another core, short enough not to steal a core from a peer that is not.

@@ -35,6 +35,13 @@ struct alignas(64) RankState {
   uint64_t probeValue;
   std::atomic<uint32_t> canReadPeers;
   uint64_t inputAddress;
+  // By collective sequence parity: the shared memory (Communicator::allocateShared) an in-place
+  // all-reduce works on, as the memory's number (0: none) and the buffer's offset in this rank's
+  // part; written before the first barrier, compared by every rank after it.
+  struct SharedUse {
+    uint64_t memory;
+    uint64_t offset;
+  } sharedUse[2];
 };
 
 enum class Failure : uint32_t { None = 0, Timeout = 1, Mismatch = 2, PeerLost = 3, Transfer = 4 };
