@@ -2,6 +2,12 @@
 // training mode each form implies, the seed attribute, and the gradient with either mask type.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "device/kernels/kernel_threads.hpp"
+#include "device/kernels/parallel_elements.hpp"
 #include "ir/autodiff/autodiff.hpp"
 #include "session/lowered_graph.hpp"
 #include "testing/op_testing.hpp"
@@ -128,6 +134,37 @@ TEST(DropoutForms, SeedAttributeChangesTheMaskReproducibly) {
   };
   EXPECT_EQ(mask(1), mask(1));
   EXPECT_NE(mask(1), mask(2));
+}
+
+// The mask is drawn over chunks of the tensor in parallel: the same bits whatever the thread
+// count, the gradient follows the mask, and no chunk repeats another's draw (an odd length ends
+// in a lone element).
+TEST(DropoutForms, MaskDoesNotDependOnTheThreadCount) {
+  const int64_t n = 3 * device::kParallelChunk + 1;
+  const HostTensor x = randomTensor({n}, 8, 0.5f, 1.5f);
+  const HostTensor proj = randomTensor({n}, 9);
+  const auto a = attrs({{"ratio", 0.3f}, {"training_mode", int64_t{1}}});
+  const int before = device::kernelThreadsForThisThread();
+  std::vector<testing::Run> runs;
+  for (int threads : {1, 2, 3}) {
+    device::setKernelThreadsForThisThread(threads);
+    runs.push_back(runWithGradient(dropout(13, a, 2), x, proj));
+  }
+  device::setKernelThreadsForThisThread(before);
+  for (size_t k = 1; k < runs.size(); ++k) {
+    EXPECT_TRUE(allClose(runs[k].outputs[0], runs[0].outputs[0], 0.0, 0.0)) << k;
+    EXPECT_EQ(runs[k].outputs[1].toVector<bool>(), runs[0].outputs[1].toVector<bool>()) << k;
+    EXPECT_TRUE(allClose(runs[k].dx, runs[0].dx, 0.0, 0.0)) << k;
+  }
+  const std::vector<bool> mask = runs[0].outputs[1].toVector<bool>();
+  const auto chunk = static_cast<std::ptrdiff_t>(device::kParallelChunk);
+  EXPECT_FALSE(std::equal(mask.begin(), mask.begin() + chunk, mask.begin() + chunk));
+  const auto kept = std::count(mask.begin(), mask.end(), true);
+  EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(n), 0.7, 0.01);
+  for (int64_t i = 0; i < n; i += 997) {
+    const double want = mask[static_cast<size_t>(i)] ? proj.getAsDouble(i) / 0.7 : 0.0;
+    EXPECT_NEAR(runs[0].dx.getAsDouble(i), want, 1e-5 * (1.0 + std::abs(want))) << i;
+  }
 }
 
 TEST(DropoutForms, FloatMaskWithFloat16Data) {

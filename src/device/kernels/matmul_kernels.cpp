@@ -14,6 +14,7 @@
 #include "device/kernels/dnnl_engine.hpp"
 #include "device/kernels/matmul_half_partials.hpp"
 #include "device/kernels/sgemm.hpp"
+#include "ir/ops/matmul_t.hpp"
 
 namespace xtrain::device {
 
@@ -40,20 +41,27 @@ class MatMulPlan {
   // a, b: shapes (rank >= 2) the input buffers are viewed as; transposes swap their last two dims.
   MatMulPlan(const KernelSpec& spec, const Shape& a, const Shape& b, bool transA, bool transB,
              float alpha, bool accumulate);
+  // Operands and result given as strided views (dims and strides, equal ranks >= 2, batch dims
+  // broadcast where one operand has 1); `swapOperands`: a describes run()'s b and b its a.
+  MatMulPlan(const KernelSpec& spec, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
+             const dnnl::memory::desc& y, float alpha, bool hasProduct, bool swapOperands);
 
   // false when Y is empty or K = 0 (Y then gets no contribution from the product).
   bool hasProduct() const { return hasProduct_; }
   void run(const float* a, const float* b, float* y) const {
     const size_t bytes = prim_.scratchpadBytes();
     dnnl_util::execute(prim_,
-                       {{DNNL_ARG_SRC, dnnl_util::wrap(aMd_, a)},
-                        {DNNL_ARG_WEIGHTS, dnnl_util::wrap(bMd_, b)},
+                       {{DNNL_ARG_SRC, dnnl_util::wrap(aMd_, swapOperands_ ? b : a)},
+                        {DNNL_ARG_WEIGHTS, dnnl_util::wrap(bMd_, swapOperands_ ? a : b)},
                         {DNNL_ARG_DST, dnnl_util::wrap(yMd_, y)}},
                        bytes > 0 ? dnnl_util::threadScratch(bytes) : nullptr);
   }
 
  private:
+  void createPrimitive(const KernelSpec& spec, float alpha, bool accumulate);
+
   bool hasProduct_ = false;
+  bool swapOperands_ = false;
   dnnl_util::Primitive prim_;
   dnnl::memory::desc aMd_, bMd_, yMd_;
 };
@@ -134,6 +142,17 @@ MatMulPlan::MatMulPlan(const KernelSpec& spec, const Shape& a, const Shape& b, b
   y.push_back(rows);
   y.push_back(n);
   yMd_ = plainDesc(y);
+  createPrimitive(spec, alpha, accumulate);
+}
+
+MatMulPlan::MatMulPlan(const KernelSpec& spec, const dnnl::memory::desc& a,
+                       const dnnl::memory::desc& b, const dnnl::memory::desc& y, float alpha,
+                       bool hasProduct, bool swapOperands)
+    : hasProduct_(hasProduct), swapOperands_(swapOperands), aMd_(a), bMd_(b), yMd_(y) {
+  if (hasProduct_) createPrimitive(spec, alpha, false);
+}
+
+void MatMulPlan::createPrimitive(const KernelSpec& spec, float alpha, bool accumulate) {
   dnnl::primitive_attr attr = dnnl_util::userScratchpadAttr();
   if (alpha != 1.0f) {
     attr.set_output_scales(0, {alpha});
@@ -155,6 +174,79 @@ void requireFloat(const KernelSpec& spec) {
       spec.fail("input {} is {}; only FLOAT is supported", i, spec.inputs[i].toString());
     }
   }
+}
+
+// A dense tensor of `shape` seen as Transpose(T, perm), its last two dims then swapped when
+// `trans`: the dims and strides oneDNN is given.
+struct StridedView {
+  Shape dims, strides;
+};
+
+StridedView permutedView(const Shape& shape, const ir::Permutation& perm, bool trans) {
+  const size_t rank = shape.size();
+  Shape dense(rank);
+  int64_t stride = 1;
+  for (size_t i = rank; i-- > 0;) {
+    dense[i] = stride;
+    stride *= std::max<int64_t>(shape[i], 1);
+  }
+  StridedView v{ir::permutedShape(shape, perm), ir::permutedShape(dense, perm)};
+  if (trans) {
+    std::swap(v.dims[rank - 2], v.dims[rank - 1]);
+    std::swap(v.strides[rank - 2], v.strides[rank - 1]);
+  }
+  return v;
+}
+
+// Leading unit dims up to `rank` (numpy's alignment of batch dims).
+void padTo(StridedView& v, size_t rank) {
+  const int64_t outer = v.dims.empty() ? 1 : v.strides.front() * std::max<int64_t>(v.dims[0], 1);
+  while (v.dims.size() < rank) {
+    v.dims.insert(v.dims.begin(), 1);
+    v.strides.insert(v.strides.begin(), outer);
+  }
+}
+
+// MatMulT with permA, permB or permY (src/ir/ops/matmul_t.hpp): every operand and the result
+// described by its strides, so that the Transposes the fusion pass folded cost nothing.
+std::shared_ptr<const MatMulPlan> permutedPlan(const KernelSpec& spec) {
+  const Attributes& at = spec.attrs;
+  const Shape va = at.getInts("viewA", spec.inputs.at(0).shape());
+  const Shape vb = at.getInts("viewB", spec.inputs.at(1).shape());
+  StridedView a =
+      permutedView(va, ir::matMulTPermutation(at, "permA", va.size()), at.getInt("transA", 0) != 0);
+  StridedView b =
+      permutedView(vb, ir::matMulTPermutation(at, "permB", vb.size()), at.getInt("transB", 0) != 0);
+  const size_t rank = std::max(a.dims.size(), b.dims.size());
+  if (rank > kMaxRank) {
+    spec.fail("matmul of rank {} operands; at most {} dimensions are supported", rank, kMaxRank);
+  }
+  padTo(a, rank);
+  padTo(b, rank);
+  Shape product(rank);
+  for (size_t i = 0; i + 2 < rank; ++i) product[i] = a.dims[i] == 1 ? b.dims[i] : a.dims[i];
+  product[rank - 2] = a.dims[rank - 2];
+  product[rank - 1] = b.dims[rank - 1];
+  const ir::Permutation permY = ir::matMulTPermutation(at, "permY", rank);
+  StridedView y =
+      permutedView(ir::permutedShape(product, permY), ir::inversePermutation(permY), false);
+  const bool swapOperands = y.strides[rank - 1] != 1;
+  if (swapOperands) {
+    // A result stored transposed (the gradient of a transposed operand): oneDNN's GEMM wants a
+    // row-major result, so compute Y^T = op(B)^T op(A)^T into the transposed view instead.
+    const auto swapLastTwo = [rank](StridedView& v) {
+      std::swap(v.dims[rank - 2], v.dims[rank - 1]);
+      std::swap(v.strides[rank - 2], v.strides[rank - 1]);
+    };
+    std::swap(a, b);
+    swapLastTwo(a);
+    swapLastTwo(b);
+    swapLastTwo(y);
+  }
+  const bool hasProduct = shapeNelms(product) > 0 && a.dims[rank - 1] > 0;
+  return std::make_shared<const MatMulPlan>(
+      spec, stridedDesc(a.dims, a.strides), stridedDesc(b.dims, b.strides),
+      stridedDesc(y.dims, y.strides), at.getFloat("alpha", 1.0f), hasProduct, swapOperands);
 }
 
 // Y = the plan's product of inputs 0 and 1 (zeros when it has none).
@@ -188,6 +280,12 @@ XT_REGISTER_KERNEL("ai.xtrain", "MatMulT", [](const KernelSpec& spec) -> std::un
   const Shape b = spec.attrs.getInts("viewB", spec.inputs.at(1).shape());
   if (a.size() < 2 || b.size() < 2) {
     spec.fail("operands must have rank >= 2, got {} and {}", shapeToString(a), shapeToString(b));
+  }
+  if (ir::hasMatMulTPermutation(spec.attrs)) {
+    if (wantsHalfPartials(spec))
+      spec.fail("half partials with permA, permB or permY (not implemented)");
+    requireFloat(spec);
+    return productKernel(permutedPlan(spec));
   }
   if (wantsHalfPartials(spec)) {
     return makeHalfPartialsMatMul(spec, a, b, spec.attrs.getInt("transA", 0) != 0,

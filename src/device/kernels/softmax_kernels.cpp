@@ -1,8 +1,9 @@
-// Kernels for Softmax, LogSoftmax and their grads SoftmaxGrad, LogSoftmaxGrad (FLOAT). Softmax and
-// both grads run on oneDNN's softmax_v2 primitives (vectorised and threaded over rows; each row is
-// normalised by one thread, so results do not depend on the thread count). LogSoftmax does not:
-// oneDNN's log is off by up to ~1.5e-6 absolute (log(1) = 1.4e-6), which matters where log
-// probabilities are near 0, so it keeps a plain loop with libm's log.
+// Kernels for Softmax, LogSoftmax and their grads SoftmaxGrad, LogSoftmaxGrad (FLOAT). Softmax,
+// LogSoftmaxGrad and SoftmaxGrad along an axis with later dimensions run on oneDNN's softmax_v2
+// primitives (vectorised and threaded over rows; each row is normalised by one thread, so results
+// do not depend on the thread count); SoftmaxGrad along the last axis on a loop of ours (below).
+// LogSoftmax does not: oneDNN's log is off by up to ~1.5e-6 absolute (log(1) = 1.4e-6), which
+// matters where log probabilities are near 0, so it keeps a plain loop with libm's log.
 //
 // The input is viewed as [outer, n, inner] and normalised along n: with coerce_2d = 0, n is
 // dims[axis] and inner the product of the later dimensions; with coerce_2d = 1 (opset < 13), n is
@@ -15,6 +16,7 @@
 
 #include "device/kernel.hpp"
 #include "device/kernels/dnnl_engine.hpp"
+#include "device/kernels/parallel_elements.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -137,6 +139,48 @@ class LogSoftmaxKernel final : public Kernel {
   std::vector<double> s_;  // sum of exponentials, then its log
 };
 
+// SoftmaxGrad over rows (inner == 1): gx = y * (gy - sum(gy * y)) along each row. oneDNN 2.6 has
+// no jit softmax backward for AVX2 machines (its reference kernel took 5% of ViT-S/16's step, 7x
+// the forward); this is two vectorisable passes per row, rows split over the kernel threads. Each
+// row is summed in a fixed order (8 lanes, then the lanes), so results do not depend on the
+// thread count.
+class SoftmaxGradRowsKernel final : public Kernel {
+ public:
+  explicit SoftmaxGradRowsKernel(const Layout& l) : rows_(l.outer), n_(l.n) {}
+
+  void run(const KernelIO& io) override {
+    const float* gy = io.in(0).data<float>();
+    const float* y = io.in(1).data<float>();
+    float* gx = io.out(0).data<float>();
+    const int64_t n = n_;
+    if (n == 0) return;
+    const int64_t grain = std::max<int64_t>(1, kParallelChunk / n);
+    forEachChunk(
+        rows_,
+        [&](int64_t, int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) row(gy + r * n, y + r * n, gx + r * n, n);
+        },
+        grain);
+  }
+
+ private:
+  static void row(const float* __restrict gy, const float* __restrict y, float* __restrict gx,
+                  int64_t n) {
+    constexpr int64_t kLanes = 8;
+    float lanes[kLanes] = {};
+    const int64_t whole = n - n % kLanes;
+    for (int64_t j = 0; j < whole; j += kLanes) {
+      for (int64_t k = 0; k < kLanes; ++k) lanes[k] += gy[j + k] * y[j + k];
+    }
+    float dot = 0.0f;
+    for (int64_t k = 0; k < kLanes; ++k) dot += lanes[k];
+    for (int64_t j = whole; j < n; ++j) dot += gy[j] * y[j];
+    for (int64_t j = 0; j < n; ++j) gx[j] = y[j] * (gy[j] - dot);
+  }
+
+  int64_t rows_, n_;
+};
+
 KernelFactory softmaxFactory(Mode mode) {
   return [mode](const KernelSpec& spec) -> std::unique_ptr<Kernel> {
     for (size_t i = 0; i < spec.inputs.size(); ++i) {
@@ -147,6 +191,8 @@ KernelFactory softmaxFactory(Mode mode) {
     }
     const Layout l = layoutOf(spec, spec.inputs.at(0).shape());
     if (mode == Mode::LogSoftmax) return std::make_unique<LogSoftmaxKernel>(l);
+    if (mode == Mode::SoftmaxGrad && l.inner == 1)
+      return std::make_unique<SoftmaxGradRowsKernel>(l);
     return std::make_unique<SoftmaxKernel>(spec, mode, l);
   };
 }

@@ -13,6 +13,7 @@
 #include "device/kernels/broadcast.hpp"
 #include "device/kernels/dnnl_eltwise.hpp"
 #include "device/kernels/elementwise.hpp"
+#include "device/kernels/parallel_elements.hpp"
 
 namespace xtrain::device {
 namespace {
@@ -329,11 +330,11 @@ XT_REGISTER_KERNEL("ai.xtrain", "PowGradExponent",
                        const float* a = io.in(1).data<float>();
                        const float* y = io.in(2).data<float>();
                        float* gb = io.out(0).data<float>();
-                       forEachBroadcast2(
-                           layout.out, layout.sa, layout.sa, [&](int64_t o, int64_t ia, int64_t) {
-                             const bool flat = a[ia] == 0.0f && std::isfinite(y[o]);
-                             gb[o] = flat ? 0.0f : gy[o] * y[o] * std::log(a[ia]);
-                           });
+                       forEachBroadcast2(layout.out, layout.sa, layout.sa,
+                                         [&](int64_t o, int64_t ia, int64_t) {
+                                           const bool flat = a[ia] == 0.0f && std::isfinite(y[o]);
+                                           gb[o] = flat ? 0.0f : gy[o] * y[o] * std::log(a[ia]);
+                                         });
                      });
                    });
 
@@ -419,14 +420,20 @@ class DropoutKernel final : public Kernel {
       y[i] = keep ? x[i] * scale : 0.0f;
       if constexpr (kMask) mask[i] = keep ? M{1} : M{0};
     };
-    const int64_t pairs = n / 2;
-    for (int64_t p = 0; p < pairs; ++p) {
-      const uint64_t h = randomBits(seed, static_cast<uint64_t>(p));
-      one(2 * p, static_cast<uint32_t>(h));
-      one(2 * p + 1, static_cast<uint32_t>(h >> 32));
-    }
-    if (n % 2 != 0)
-      one(n - 1, static_cast<uint32_t>(randomBits(seed, static_cast<uint64_t>(pairs))));
+    // The bits depend on the element's index only, so the chunks (of an even length) run in
+    // parallel and give the same mask with any thread count.
+    static_assert(kParallelChunk % 2 == 0);
+    forEachChunk(n, [&](int64_t, int64_t begin, int64_t end) {
+      const int64_t pairEnd = end / 2;
+      for (int64_t p = begin / 2; p < pairEnd; ++p) {
+        const uint64_t h = randomBits(seed, static_cast<uint64_t>(p));
+        one(2 * p, static_cast<uint32_t>(h));
+        one(2 * p + 1, static_cast<uint32_t>(h >> 32));
+      }
+      if (end == n && n % 2 != 0) {
+        one(n - 1, static_cast<uint32_t>(randomBits(seed, static_cast<uint64_t>(n / 2))));
+      }
+    });
   }
 
   bool active_ = false;
@@ -452,10 +459,11 @@ XT_REGISTER_KERNEL("ai.xtrain", "DropoutGrad",
                          const float* __restrict gy = io.in(0).data<float>();
                          const float* __restrict mask = io.in(1).data<float>();
                          float* __restrict gx = io.out(0).data<float>();
-                         const int64_t n = io.out(0).nelms();
-                         for (int64_t i = 0; i < n; ++i) {
-                           gx[i] = mask[i] != 0.0f ? gy[i] * scale : 0.0f;
-                         }
+                         forEachChunk(io.out(0).nelms(), [&](int64_t, int64_t b, int64_t e) {
+                           for (int64_t i = b; i < e; ++i) {
+                             gx[i] = mask[i] != 0.0f ? gy[i] * scale : 0.0f;
+                           }
+                         });
                        });
                      }
                      requireType(spec, spec.inputs.at(1), DataType::BOOL, "the mask");
@@ -464,8 +472,10 @@ XT_REGISTER_KERNEL("ai.xtrain", "DropoutGrad",
                        const uint8_t* __restrict mask =
                            reinterpret_cast<const uint8_t*>(io.in(1).raw());
                        float* __restrict gx = io.out(0).data<float>();
-                       const int64_t n = io.out(0).nelms();
-                       for (int64_t i = 0; i < n; ++i) gx[i] = mask[i] != 0 ? gy[i] * scale : 0.0f;
+                       forEachChunk(io.out(0).nelms(), [&](int64_t, int64_t b, int64_t e) {
+                         for (int64_t i = b; i < e; ++i)
+                           gx[i] = mask[i] != 0 ? gy[i] * scale : 0.0f;
+                       });
                      });
                    });
 

@@ -4,6 +4,7 @@
 
 #include "ir/fusion/gelu_fusion.hpp"
 #include "ir/fusion/silu_fusion.hpp"
+#include "ir/fusion/transpose_matmul_fusion.hpp"
 
 namespace xtrain::ir {
 
@@ -21,6 +22,13 @@ FusionReport fuseGraph(Graph& graph, const std::set<TensorId>& keep) {
     } else if (fusion::fuseSilu(graph, keep, id)) {
       ++report.silu;
     }
+  }
+  std::vector<OpId> matmuls;
+  for (const auto& [id, op] : graph.ops()) {
+    if (op->type == "MatMul" && op->domain == kOnnxDomain) matmuls.push_back(id);
+  }
+  for (OpId id : matmuls) {
+    if (fusion::fuseTransposeMatMul(graph, keep, id)) ++report.matmul;
   }
   return report;
 }

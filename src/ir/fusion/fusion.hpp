@@ -5,7 +5,9 @@
 // Contract:
 //  - fuseGraph runs on a forward graph, before autodiff. Each pattern family has its own file
 //    (gelu_fusion.cpp: torch.onnx's tanh-GELU and erf-GELU become ai.xtrain Gelu; silu_fusion.cpp:
-//    Mul(x, Sigmoid(x)) becomes ai.graphcore Swish).
+//    Mul(x, Sigmoid(x)) becomes ai.graphcore Swish; transpose_matmul_fusion.cpp: a MatMul with the
+//    Transposes and scalar scales around it becomes ai.xtrain MatMulT). The MatMul pattern runs
+//    last, so that it does not take a GELU's scalar Mul as its own.
 //  - A subgraph is fused only when none of its intermediate tensors is needed elsewhere: each is
 //    read only by ops of the subgraph, and is neither a graph output nor in `keep` (the session's
 //    anchors and loss). The subgraph's result keeps its tensor id, so its consumers, anchors and
@@ -24,9 +26,10 @@
 namespace xtrain::ir {
 
 struct FusionReport {
-  int gelu = 0;  // GELU subgraphs replaced by one Gelu op
-  int silu = 0;  // Mul(x, Sigmoid(x)) replaced by one Swish op
-  int total() const { return gelu + silu; }
+  int gelu = 0;    // GELU subgraphs replaced by one Gelu op
+  int silu = 0;    // Mul(x, Sigmoid(x)) replaced by one Swish op
+  int matmul = 0;  // MatMuls with Transposes or scalar scales folded into one MatMulT
+  int total() const { return gelu + silu + matmul; }
 };
 
 FusionReport fuseGraph(Graph& graph, const std::set<TensorId>& keep);

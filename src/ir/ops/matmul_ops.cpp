@@ -2,6 +2,7 @@
 #include <cctype>
 
 #include "ir/op_registry.hpp"
+#include "ir/ops/matmul_shapes.hpp"
 #include "ir/ops/popart_wording.hpp"
 
 namespace xtrain::ir {
@@ -27,36 +28,6 @@ Shape promoteA(const Shape& a) {
 }
 Shape promoteB(const Shape& b) {
   return b.size() == 1 ? Shape{b[0], 1} : b;
-}
-
-// Shape of op(A) x op(B) for rank >= 2 operands (transposes swap the last two dims), batch dims
-// broadcast.
-Shape batchedProductShape(const ShapeContext& ctx, const Shape& a, const Shape& b, bool transA,
-                          bool transB, const Shape& origA, const Shape& origB) {
-  const size_t ra = a.size();
-  const size_t rb = b.size();
-  const int64_t m = transA ? a[ra - 1] : a[ra - 2];
-  const int64_t ka = transA ? a[ra - 2] : a[ra - 1];
-  const int64_t kb = transB ? b[rb - 1] : b[rb - 2];
-  const int64_t n = transB ? b[rb - 2] : b[rb - 1];
-  if (ka != kb) {
-    ctx.fail("inner dimensions do not match: A {} has K={} but B {} has K={}", shapeToString(origA),
-             ka, shapeToString(origB), kb);
-  }
-  Shape batchA(a.begin(), a.end() - 2);
-  Shape batchB(b.begin(), b.end() - 2);
-  const size_t rank = std::max(batchA.size(), batchB.size());
-  Shape batch(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - batchA.size() ? 1 : batchA[i - (rank - batchA.size())];
-    const int64_t db = i < rank - batchB.size() ? 1 : batchB[i - (rank - batchB.size())];
-    if (da != db && da != 1 && db != 1) {
-      ctx.fail("batch dimensions of A {} and B {} cannot be broadcast together",
-               shapeToString(origA), shapeToString(origB));
-    }
-    batch[i] = da == 1 ? db : da;
-  }
-  return concat(batch, {m, n});
 }
 
 // PopART's name of a MatMul in its messages: its MatMul versions are 1, 9 and 13.
@@ -100,9 +71,10 @@ void checkSerializeMatMul(const ShapeContext& ctx, const Shape& a, const Shape& 
   if (mode == "none") return;
   const int64_t factor = at.getInt("__serialize_matmul_factor", 0);
   if (factor <= 0) {
-    ctx.fail("Invalid serialisation factor {}. Serialisation factor must be a non-zero positive "
-             "integer (Builder.setSerializeMatMul, mode '{}')",
-             factor, mode);
+    ctx.fail(
+        "Invalid serialisation factor {}. Serialisation factor must be a non-zero positive "
+        "integer (Builder.setSerializeMatMul, mode '{}')",
+        factor, mode);
   }
   const Shape pa = promoteA(a);
   const Shape pb = promoteB(b);
@@ -118,15 +90,16 @@ void checkSerializeMatMul(const ShapeContext& ctx, const Shape& a, const Shape& 
     dim = pb.back();
     popart = "output channels dim {}. output_channels";
   } else {
-    ctx.fail("__serialize_matmul_mode '{}' is not input_channels, reducing_dim, output_channels or "
-             "none",
-             mode);
+    ctx.fail(
+        "__serialize_matmul_mode '{}' is not input_channels, reducing_dim, output_channels or "
+        "none",
+        mode);
   }
   if (dim % factor == 0) return;
-  const std::string text = xtrain::format(
-      "Invalid serialisation factor {} for " + popart +
-          " dim should be a multiple of the serialisation factor",
-      factor, dim);
+  const std::string text =
+      xtrain::format("Invalid serialisation factor {} for " + popart +
+                         " dim should be a multiple of the serialisation factor",
+                     factor, dim);
   throw popart_worded_error(
       text, xtrain::format("{}: {} (Builder.setSerializeMatMul: A {}, B {}, mode '{}')",
                            ctx.op().describe(), text, shapeToString(a), shapeToString(b), mode));
@@ -164,26 +137,6 @@ std::vector<TensorInfo> inferMatMul(const ShapeContext& ctx) {
     y.erase(y.end() - (b.size() == 1 ? 1 : 2));
   }
   return {TensorInfo(ctx.input(0).dataType(), y)};
-}
-
-Attributes matMulTAttrs(bool transA, bool transB, float alpha, const Shape& viewA,
-                        const Shape& viewB, const Shape& outShape) {
-  Attributes a;
-  a.set("transA", int64_t{transA});
-  a.set("transB", int64_t{transB});
-  if (alpha != 1.0f) {
-    a.set("alpha", alpha);
-  }
-  if (!viewA.empty()) {
-    a.set("viewA", viewA);
-  }
-  if (!viewB.empty()) {
-    a.set("viewB", viewB);
-  }
-  if (!outShape.empty()) {
-    a.set("outShape", outShape);
-  }
-  return a;
 }
 
 // dA = gy . B^T and dB = A^T . gy on the promoted views, summed over broadcast batch dimensions.
@@ -239,43 +192,6 @@ XT_REGISTER_OP([] {
   OpDef d{.type = "MatMul", .minInputs = 2, .maxInputs = 2};
   d.infer = inferMatMul;
   d.grad = gradMatMul;
-  return d;
-}());
-
-// MatMulT(A, B), internal: Y = alpha * op(A') x op(B') where A' = A viewed as `viewA` (default A's
-// shape), op transposes the last two dims when transA/transB is 1, batch dims broadcast (numpy).
-// Both views must have rank >= 2. The result [batch..., m, n] is given the shape `outShape` when
-// set (same element count). Attributes: transA, transB (default 0), alpha (default 1), viewA,
-// viewB, outShape (optional).
-XT_REGISTER_OP([] {
-  OpDef d{.type = "MatMulT", .domain = kXtrainDomain, .minInputs = 2, .maxInputs = 2};
-  d.infer = [](const ShapeContext& ctx) {
-    ctx.requireFloatOrHalf(0);
-    ctx.requireFloatOrHalf(1);
-    const Shape& a = ctx.input(0).shape();
-    const Shape& b = ctx.input(1).shape();
-    const Shape va = ctx.attrs().getInts("viewA", a);
-    const Shape vb = ctx.attrs().getInts("viewB", b);
-    if (shapeNelms(va) != shapeNelms(a) || shapeNelms(vb) != shapeNelms(b)) {
-      ctx.fail("views {} and {} do not have the element counts of A {} and B {}", shapeToString(va),
-               shapeToString(vb), shapeToString(a), shapeToString(b));
-    }
-    if (va.size() < 2 || vb.size() < 2) {
-      ctx.fail("operands must have rank >= 2, got A {} and B {}", shapeToString(va),
-               shapeToString(vb));
-    }
-    Shape y = batchedProductShape(ctx, va, vb, ctx.attrs().getInt("transA", 0) != 0,
-                                  ctx.attrs().getInt("transB", 0) != 0, va, vb);
-    if (ctx.attrs().has("outShape")) {
-      const Shape& out = ctx.attrs().getInts("outShape");
-      if (shapeNelms(out) != shapeNelms(y)) {
-        ctx.fail("outShape {} does not have the element count of the product {}",
-                 shapeToString(out), shapeToString(y));
-      }
-      y = out;
-    }
-    return std::vector<TensorInfo>{TensorInfo(ctx.input(0).dataType(), y)};
-  };
   return d;
 }());
 

@@ -1,0 +1,18 @@
+// What the matrix-product ops share (matmul_ops.cpp: MatMul, Gemm; matmul_t_ops.cpp: MatMulT).
+#pragma once
+
+#include "ir/op_registry.hpp"
+
+namespace xtrain::ir {
+
+// Shape of op(A) x op(B) for rank >= 2 operands (transposes swap the last two dims), batch dims
+// broadcast (numpy). origA and origB name the operands in messages.
+Shape batchedProductShape(const ShapeContext& ctx, const Shape& a, const Shape& b, bool transA,
+                          bool transB, const Shape& origA, const Shape& origB);
+
+// The attributes of a MatMulT computing alpha * op(A) x op(B); empty views and outShape are left
+// out (the inputs' own shapes, the product's shape).
+Attributes matMulTAttrs(bool transA, bool transB, float alpha, const Shape& viewA,
+                        const Shape& viewB, const Shape& outShape);
+
+}  // namespace xtrain::ir
