@@ -10,11 +10,11 @@
 #include <cstring>
 
 #include "common/check.hpp"
+#include "common/matmul_permutation.hpp"
 #include "device/kernel.hpp"
 #include "device/kernels/dnnl_engine.hpp"
 #include "device/kernels/matmul_half_partials.hpp"
 #include "device/kernels/sgemm.hpp"
-#include "ir/ops/matmul_t.hpp"
 
 namespace xtrain::device {
 
@@ -182,7 +182,7 @@ struct StridedView {
   Shape dims, strides;
 };
 
-StridedView permutedView(const Shape& shape, const ir::Permutation& perm, bool trans) {
+StridedView permutedView(const Shape& shape, const Permutation& perm, bool trans) {
   const size_t rank = shape.size();
   Shape dense(rank);
   int64_t stride = 1;
@@ -190,7 +190,7 @@ StridedView permutedView(const Shape& shape, const ir::Permutation& perm, bool t
     dense[i] = stride;
     stride *= std::max<int64_t>(shape[i], 1);
   }
-  StridedView v{ir::permutedShape(shape, perm), ir::permutedShape(dense, perm)};
+  StridedView v{permutedShape(shape, perm), permutedShape(dense, perm)};
   if (trans) {
     std::swap(v.dims[rank - 2], v.dims[rank - 1]);
     std::swap(v.strides[rank - 2], v.strides[rank - 1]);
@@ -207,16 +207,16 @@ void padTo(StridedView& v, size_t rank) {
   }
 }
 
-// MatMulT with permA, permB or permY (src/ir/ops/matmul_t.hpp): every operand and the result
-// described by its strides, so that the Transposes the fusion pass folded cost nothing.
+// MatMulT with permA, permB or permY (src/common/matmul_permutation.hpp): every operand and the
+// result described by its strides, so that the Transposes the fusion pass folded cost nothing.
 std::shared_ptr<const MatMulPlan> permutedPlan(const KernelSpec& spec) {
   const Attributes& at = spec.attrs;
   const Shape va = at.getInts("viewA", spec.inputs.at(0).shape());
   const Shape vb = at.getInts("viewB", spec.inputs.at(1).shape());
   StridedView a =
-      permutedView(va, ir::matMulTPermutation(at, "permA", va.size()), at.getInt("transA", 0) != 0);
+      permutedView(va, matMulTPermutation(at, "permA", va.size()), at.getInt("transA", 0) != 0);
   StridedView b =
-      permutedView(vb, ir::matMulTPermutation(at, "permB", vb.size()), at.getInt("transB", 0) != 0);
+      permutedView(vb, matMulTPermutation(at, "permB", vb.size()), at.getInt("transB", 0) != 0);
   const size_t rank = std::max(a.dims.size(), b.dims.size());
   if (rank > kMaxRank) {
     spec.fail("matmul of rank {} operands; at most {} dimensions are supported", rank, kMaxRank);
@@ -227,9 +227,8 @@ std::shared_ptr<const MatMulPlan> permutedPlan(const KernelSpec& spec) {
   for (size_t i = 0; i + 2 < rank; ++i) product[i] = a.dims[i] == 1 ? b.dims[i] : a.dims[i];
   product[rank - 2] = a.dims[rank - 2];
   product[rank - 1] = b.dims[rank - 1];
-  const ir::Permutation permY = ir::matMulTPermutation(at, "permY", rank);
-  StridedView y =
-      permutedView(ir::permutedShape(product, permY), ir::inversePermutation(permY), false);
+  const Permutation permY = matMulTPermutation(at, "permY", rank);
+  StridedView y = permutedView(permutedShape(product, permY), inversePermutation(permY), false);
   const bool swapOperands = y.strides[rank - 1] != 1;
   if (swapOperands) {
     // A result stored transposed (the gradient of a transposed operand): oneDNN's GEMM wants a
@@ -281,7 +280,7 @@ XT_REGISTER_KERNEL("ai.xtrain", "MatMulT", [](const KernelSpec& spec) -> std::un
   if (a.size() < 2 || b.size() < 2) {
     spec.fail("operands must have rank >= 2, got {} and {}", shapeToString(a), shapeToString(b));
   }
-  if (ir::hasMatMulTPermutation(spec.attrs)) {
+  if (hasMatMulTPermutation(spec.attrs)) {
     if (wantsHalfPartials(spec))
       spec.fail("half partials with permA, permB or permY (not implemented)");
     requireFloat(spec);

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/matmul_permutation.hpp"
 #include "ir/fusion/subgraph_match.hpp"
-#include "ir/ops/matmul_t.hpp"
 
 namespace xtrain::ir::fusion {
 namespace {

@@ -1,5 +1,6 @@
 // What the matrix-product ops share (matmul_ops.cpp: MatMul, Gemm; matmul_t_ops.cpp: MatMulT).
 #pragma once
+#pragma GCC visibility push(default)
 
 #include "ir/op_registry.hpp"
 
@@ -16,3 +17,5 @@ Attributes matMulTAttrs(bool transA, bool transB, float alpha, const Shape& view
                         const Shape& viewB, const Shape& outShape);
 
 }  // namespace xtrain::ir
+
+#pragma GCC visibility pop

@@ -4,9 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/matmul_permutation.hpp"
 #include "ir/op_registry.hpp"
 #include "ir/ops/matmul_shapes.hpp"
-#include "ir/ops/matmul_t.hpp"
 
 namespace xtrain::ir {
 

@@ -1,6 +1,7 @@
 // The internal MatMulT op's operand and result permutations, shared by its shape inference and
-// gradient (matmul_t_ops.cpp), its kernel (src/device/kernels/matmul_kernels.cpp) and the fusion
-// pass that folds Transposes into it (src/ir/fusion/transpose_matmul_fusion.cpp).
+// gradient (src/ir/ops/matmul_t_ops.cpp), its kernel (src/device/kernels/matmul_kernels.cpp) and
+// the fusion pass that folds Transposes into it (src/ir/fusion/transpose_matmul_fusion.cpp); in
+// src/common, which the ops and the kernels may both include (docs/architecture.md).
 //
 // A permutation `perm` of a tensor T gives the tensor T' = Transpose(T, perm): T'.dim[i] =
 // T.dim[perm[i]], as ONNX Transpose defines it. MatMulT's permA and permB permute its operands
@@ -16,7 +17,7 @@
 #include "common/attributes.hpp"
 #include "xtrain/names.hpp"
 
-namespace xtrain::ir {
+namespace xtrain {
 
 using Permutation = std::vector<int64_t>;
 
@@ -81,6 +82,6 @@ inline bool hasMatMulTPermutation(const Attributes& attrs) {
   return attrs.has("permA") || attrs.has("permB") || attrs.has("permY");
 }
 
-}  // namespace xtrain::ir
+}  // namespace xtrain
 
 #pragma GCC visibility pop
