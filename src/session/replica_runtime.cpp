@@ -30,7 +30,13 @@ ReplicaRuntime::~ReplicaRuntime() = default;
 int ReplicaRuntime::kernelThreadsForNextRun() {
   if (adaptiveThreads_ == nullptr) return singleReplicaKernelThreads_;
   cpuContention_.start();  // the first window is the first run's
-  return adaptiveThreads_->threadsForNextStep();
+  const int before = adaptiveThreads_->current();
+  const int threads = adaptiveThreads_->threadsForNextStep();
+  if (adaptiveThreads_->current() != before) {  // a warm-up step whose threads queued
+    logging::session::debug("kernel threads: {} -> {} (the threads queued for the CPUs)", before,
+                            adaptiveThreads_->current());
+  }
+  return threads;
 }
 
 void ReplicaRuntime::recordRunSeconds(double seconds) {
