@@ -1,5 +1,6 @@
 // Matrix products: ONNX MatMul and Gemm, and the internal MatMulT their gradients are built from.
 #include <cctype>
+#include <utility>
 
 #include "ir/op_registry.hpp"
 #include "ir/ops/matmul_shapes.hpp"
@@ -155,12 +156,7 @@ void gradMatMul(GradContext& g) {
   const Shape py = concat(batchY, {m, n});
   const TensorId& gy = g.gradOut(0);
   // The gradients' products keep the forward MatMul's partials type, as PopART's do.
-  auto attrs = [&g](Attributes at) {
-    if (g.attrs().has("__partials_type")) {
-      at.set("__partials_type", g.attrs().getString("__partials_type"));
-    }
-    return at;
-  };
+  auto attrs = [&g](Attributes at) { return withPartialsTypeOf(g.attrs(), std::move(at)); };
 
   if (g.needsGrad(0)) {
     const Shape out = concat(batchY, a.size() == 1 ? Shape{k} : Shape{m, k});

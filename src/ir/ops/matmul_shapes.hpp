@@ -16,6 +16,15 @@ Shape batchedProductShape(const ShapeContext& ctx, const Shape& a, const Shape& 
 Attributes matMulTAttrs(bool transA, bool transB, float alpha, const Shape& viewA,
                         const Shape& viewB, const Shape& outShape);
 
+// `at` with the forward product's __partials_type, if it has one: a gradient's products keep the
+// forward's partials type, as PopART's do.
+inline Attributes withPartialsTypeOf(const Attributes& forward, Attributes at) {
+  if (forward.has("__partials_type")) {
+    at.set("__partials_type", forward.getString("__partials_type"));
+  }
+  return at;
+}
+
 }  // namespace xtrain::ir
 
 #pragma GCC visibility pop

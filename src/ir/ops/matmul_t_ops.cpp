@@ -3,6 +3,7 @@
 // (src/ir/fusion/transpose_matmul_fusion.cpp). Its gradient covers the forms the fusion writes.
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/matmul_permutation.hpp"
 #include "ir/op_registry.hpp"
@@ -200,12 +201,7 @@ void gradTransposedMatMulT(GradContext& g) {
   const Shape a = g.inputInfo(0).shape();
   const Shape b = g.inputInfo(1).shape();
   const TensorId& gy = g.gradOut(0);
-  auto attrs = [&g](Attributes at) {
-    if (g.attrs().has("__partials_type")) {
-      at.set("__partials_type", g.attrs().getString("__partials_type"));
-    }
-    return at;
-  };
+  auto attrs = [&g](Attributes at) { return withPartialsTypeOf(g.attrs(), std::move(at)); };
   if (g.needsGrad(0)) {
     // op(A) = A: dA = alpha gy op(B)^T.  op(A) = A^T: dA = alpha op(B) gy^T.
     const TensorId d =
